@@ -1,0 +1,1 @@
+"""Lightning adapter: ``from sentinel.callbacks import SentinelCallback``."""

@@ -1,0 +1,1 @@
+"""Command line: the ``sentinel`` console script."""

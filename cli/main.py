@@ -1,0 +1,11 @@
+"""Entry point of the ``sentinel`` console script."""
+
+import click
+
+from sentinel import __version__
+
+
+@click.group()
+@click.version_option(__version__, prog_name="sentinel")
+def main() -> None:
+    """sentinel: training-stability diagnostics for PyTorch and Lightning."""
