@@ -35,3 +35,23 @@ class RunData:
     events: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["step", "kind"]))
     meta: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """What the user told us about columns (``--step-col``, ``--loss-col``); None = recognise."""
+
+    step_col: str | None = None
+    loss_col: str | None = None
+
+
+# Loader modules in the order they are asked: specific formats first, generic tables last.
+# Each module exposes NAME, sniff(path) -> bool, load(path, options: LoadOptions) -> list[RunData].
+LOADER_MODULES: tuple[str, ...] = (
+    "sentinel_run",  # a sentinel run directory (meta.json + steps)
+    "tensorboard",  # events.out.tfevents.* of any trainer
+    "lightning_csv",  # Lightning CSVLogger metrics.csv
+    "megatron",  # Megatron-LM / Megatron-DeepSpeed / NeMo stdout logs
+    "llmc",  # llm.c / modded-nanogpt text logs
+    "generic_table",  # any CSV / TSV / JSONL with a step and a loss column
+)
