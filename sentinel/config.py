@@ -1,0 +1,101 @@
+"""What sentinel records, how it judges and how it recovers: one frozen configuration.
+
+Every default says why it is what it is. Validated once, at construction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+def _positive(name: str, value: float, allow_zero: bool = False) -> None:
+    if value < 0 or (value == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be {bound}, got {value!r}")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RecordConfig:
+    """What is measured and how often.
+
+    Attributes:
+        grad_norm_depth: per-module grad norms group parameters by module path at this depth
+            (1 = each direct child of the model, ``blocks``; 2 = ``blocks.0``). 0 = total only.
+        module_every: write per-module grad norms every N steps (and on every flagged step);
+            the total is written every step. 10 keeps the steps file narrow while a spike still
+            gets its per-module picture on the very step it happens.
+        attention_every: sample attention entropy / max logit every N steps. 50, as the cost of
+            recomputing probabilities on a sample is a few forward passes of attention.
+        tensorboard: also write TensorBoard scalars under ``<log_dir>/tb`` (off the training thread).
+        localize_nonfinite: replay a non-finite step with hooks to name the source module.
+    """
+
+    grad_norm_depth: int = 2
+    module_every: int = 10
+    attention_every: int = 50
+    tensorboard: bool = True
+    localize_nonfinite: bool = True
+
+    def __post_init__(self) -> None:
+        _positive("grad_norm_depth", self.grad_norm_depth, allow_zero=True)
+        _positive("module_every", self.module_every)
+        _positive("attention_every", self.attention_every)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GuardConfig:
+    """How the guard recovers from a spike or a non-finite step.
+
+    Attributes:
+        rollback: restore a snapshot and skip batches on a spike / non-finite step. False = only
+            record and report (detection still runs).
+        on_grad_norm_spike: also roll back on a grad-norm spike without a loss spike. Off by
+            default: grad-norm spikes are often benign (OLMo-core skips the step rather than
+            rewinding); they are always recorded as ``spike`` events with ``metric=grad_norm``.
+        snapshot_every: take a snapshot every K healthy optimizer steps. 25: a copy of model and
+            optimizer state costs about one training step, so this keeps it to a few percent or
+            less at worst and ~1% on realistic models, see benchmarks/RESULTS.md.
+        snapshot_keep: snapshots held. 4 x 25 reaches back 75-100 steps, as PaLM restarted ~100
+            steps before a spike.
+        snapshot_max_bytes: memory bound for the ring (None = no bound beyond ``snapshot_keep``).
+        snapshot_dir: keep snapshots on disk there instead of host memory.
+        min_rollback_distance: restore a snapshot at least this many steps before the spike's
+            first step, because the weights that produce a spike are often already damaged a few
+            steps earlier (grad norm rises first).
+        skip_after: batches consumed after the spike that are also dropped (PaLM skipped 200-500
+            on much larger batches; with small batches a handful covers the bad stretch).
+        max_rollbacks: give up (``gave_up`` event and an error) past this many rollbacks: a
+            permanent fault would otherwise loop forever.
+        cooldown: steps after a rollback during which no new snapshot is taken and the LR
+            factor applies; a second spike inside it rolls back further.
+        lr_factor: multiply the learning rate by this for ``cooldown`` steps after a rollback
+            (1.0 = off). Lowering the LR is the usual manual remedy for dynamics-driven spikes.
+        overflow_patience: consecutive AMP overflow steps tolerated before it counts as a
+            non-finite step (one overflow is the GradScaler doing its job).
+        loss_scale_floor: an AMP loss scale below this counts as a collapse (rollback).
+    """
+
+    rollback: bool = True
+    on_grad_norm_spike: bool = False
+    snapshot_every: int = 25
+    snapshot_keep: int = 4
+    snapshot_max_bytes: int | None = None
+    snapshot_dir: str | None = None
+    min_rollback_distance: int = 5
+    skip_after: int = 5
+    max_rollbacks: int = 5
+    cooldown: int = 50
+    lr_factor: float = 1.0
+    overflow_patience: int = 5
+    loss_scale_floor: float = 1.0
+
+    def __post_init__(self) -> None:
+        _positive("snapshot_every", self.snapshot_every)
+        _positive("snapshot_keep", self.snapshot_keep)
+        _positive("min_rollback_distance", self.min_rollback_distance, allow_zero=True)
+        _positive("skip_after", self.skip_after, allow_zero=True)
+        _positive("max_rollbacks", self.max_rollbacks, allow_zero=True)
+        _positive("cooldown", self.cooldown, allow_zero=True)
+        _positive("overflow_patience", self.overflow_patience)
+        if not 0 < self.lr_factor <= 1:
+            raise ValueError(f"lr_factor must be in (0, 1], got {self.lr_factor!r}")

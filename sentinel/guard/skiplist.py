@@ -1,0 +1,49 @@
+"""The batches the guard skipped, kept so that a resumed run skips them again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sentinel.guard.batch_id import fingerprint, sample_indices
+
+
+class SkipList:
+    """Entries ``{"step", "epoch", "batch_idx", "indices" | "fingerprint", "rollback"}``.
+
+    A batch matches an entry when it carries exactly the same sample indices (order ignored) or,
+    for batches without indices, the same content fingerprint.
+
+    Example:
+        >>> skips = SkipList()
+        >>> skips.add({"step": 3, "indices": [4, 1]})
+        >>> skips.matches({"x": torch.zeros(2), "index": torch.tensor([1, 4])})
+        True
+    """
+
+    def __init__(self, entries: list[dict[str, Any]] | None = None) -> None:
+        self.entries: list[dict[str, Any]] = []
+        self._index_sets: set[frozenset[int]] = set()
+        self._fingerprints: set[str] = set()
+        for entry in entries or []:
+            self.add(entry)
+
+    def add(self, entry: dict[str, Any]) -> None:
+        if "indices" in entry:
+            self._index_sets.add(frozenset(int(i) for i in entry["indices"]))
+        elif "fingerprint" in entry:
+            self._fingerprints.add(str(entry["fingerprint"]))
+        else:
+            raise ValueError(f"skip entry {entry!r} has neither 'indices' nor 'fingerprint'")
+        self.entries.append(dict(entry))
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def matches(self, batch: Any) -> bool:
+        """True when ``batch`` is one of the skipped batches (cheap when the list is empty)."""
+        if not self.entries:
+            return False
+        indices = sample_indices(batch)
+        if indices is not None:
+            return frozenset(indices) in self._index_sets
+        return bool(self._fingerprints) and fingerprint(batch) in self._fingerprints
