@@ -5,4 +5,23 @@ spikes and divergence online; roll back to a good snapshot and skip the bad batc
 a run afterwards with ``sentinel analyze``.
 """
 
+from typing import Any
+
 __version__ = "0.1.0"
+
+# Heavy parts (torch, pandas) load on first use, so `import sentinel` and the CLI start fast.
+_LAZY = {
+    "Sentinel": ("sentinel.engine", "Sentinel"),
+    "TrainingGaveUp": ("sentinel.engine", "TrainingGaveUp"),
+    "SentinelConfig": ("sentinel.config", "SentinelConfig"),
+    "load_run": ("sentinel.store", "load_run"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module 'sentinel' has no attribute {name!r}")

@@ -5,7 +5,7 @@ Every default says why it is what it is. Validated once, at construction.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 
 def _positive(name: str, value: float, allow_zero: bool = False) -> None:
@@ -99,3 +99,67 @@ class GuardConfig:
         _positive("overflow_patience", self.overflow_patience)
         if not 0 < self.lr_factor <= 1:
             raise ValueError(f"lr_factor must be in (0, 1], got {self.lr_factor!r}")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SentinelConfig:
+    """Everything sentinel can be told, grouped by part.
+
+    Flat keyword options map onto the parts (see :meth:`from_options`): record and guard fields
+    by name (``attention_every=10``, ``rollback=False``), detector fields with a prefix
+    (``spike_threshold=...`` for the loss, ``grad_spike_threshold=...`` for the grad norm,
+    ``divergence_patience=...``).
+    """
+
+    record: RecordConfig = field(default_factory=RecordConfig)
+    guard: GuardConfig = field(default_factory=GuardConfig)
+    loss_spike: "SpikeConfig" = field(default_factory=lambda: _detect().SpikeConfig())
+    grad_spike: "SpikeConfig" = field(default_factory=lambda: _detect().SpikeConfig())
+    divergence: "DivergenceConfig" = field(default_factory=lambda: _detect().DivergenceConfig())
+
+    @classmethod
+    def from_options(cls, **options) -> "SentinelConfig":
+        """Build a configuration from flat keyword options; unknown names raise ``TypeError``.
+
+        Example:
+            >>> SentinelConfig.from_options(rollback=False, attention_every=10).guard.rollback
+            False
+        """
+        detect = _detect()
+        parts = {"record": (RecordConfig, ""), "guard": (GuardConfig, ""),
+                 "loss_spike": (detect.SpikeConfig, "spike_"),
+                 "grad_spike": (detect.SpikeConfig, "grad_spike_"),
+                 "divergence": (detect.DivergenceConfig, "divergence_")}
+        routed: dict[str, dict] = {name: {} for name in parts}
+        known: list[str] = []
+        for name, (klass, prefix) in parts.items():
+            for f in fields(klass):
+                known.append(prefix + f.name)
+        for key, value in options.items():
+            for name, (klass, prefix) in sorted(parts.items(), key=lambda kv: -len(kv[1][1])):
+                field_name = key[len(prefix):] if key.startswith(prefix) else None
+                if field_name and field_name in {f.name for f in fields(klass)}:
+                    routed[name][field_name] = value
+                    break
+            else:
+                raise TypeError(f"unknown sentinel option {key!r}; known options: {', '.join(sorted(known))}")
+        return cls(**{name: klass(**routed[name]) for name, (klass, _) in parts.items()})
+
+    def make_loss_detector(self):
+        return _detect().SpikeDetector(self.loss_spike)
+
+    def make_grad_detector(self):
+        return _detect().SpikeDetector(self.grad_spike)
+
+    def make_divergence_detector(self):
+        return _detect().DivergenceDetector(self.divergence)
+
+    def to_dict(self) -> dict:
+        return {f.name: asdict(getattr(self, f.name)) for f in fields(self)}
+
+
+def _detect():
+    # The detector package imports pandas; load it when a full configuration is built.
+    import sentinel.detect as detect
+
+    return detect

@@ -1,0 +1,189 @@
+"""``SentinelCallback``: sentinel for a Lightning ``Trainer`` in one line.
+
+A thin adapter: every measurement and decision is made by :class:`sentinel.engine.Sentinel`;
+this class only calls it from the right hooks.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from contextlib import nullcontext
+from typing import Any
+
+import lightning.pytorch as pl
+import torch
+from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.utilities import rank_zero_warn
+
+from sentinel.config import SentinelConfig
+from sentinel.engine import Sentinel
+
+log = logging.getLogger(__name__)
+
+
+class SentinelCallback(Callback):
+    """Record gradient norms, AMP loss scale, NaN/Inf sources, attention entropy; detect loss
+    spikes; roll back to a good snapshot and skip the bad batches.
+
+    Args:
+        log_dir: the run directory (``meta.json``, ``steps.*``, ``events.jsonl``, ``tb/``).
+            Must be writable: checked here, before training starts.
+        config: a :class:`sentinel.config.SentinelConfig`, or pass its fields as keyword
+            options (``rollback=False``, ``snapshot_every=10``, ``attention_every=25``, ...).
+            An unknown option raises ``TypeError`` naming it.
+
+    Metrics go to the run directory and to the Trainer's own loggers under the same keys:
+
+    ==========================  =====================================================
+    key                         meaning
+    ==========================  =====================================================
+    ``loss``                    training loss of the optimizer step (mean over micro-batches)
+    ``lr`` / ``lr/pg<i>``       learning rate of the first / i-th parameter group
+    ``grad_norm/total``         L2 norm of all gradients (after AMP unscale, before clipping)
+    ``grad_norm/<module>``      the same per module (every ``module_every`` steps)
+    ``loss_scale``              AMP GradScaler scale (fp16 only)
+    ``amp/overflow``            1 when the scaler found inf/nan and skipped the step
+    ``amp/skipped_steps``       optimizer steps skipped by the scaler so far
+    ``attn_entropy/<module>``   attention entropy in nats, mean over heads (sampled)
+    ``attn_entropy_min/<module>`` the lowest head's entropy (sampled)
+    ``attn_logit_max/<module>`` largest pre-softmax attention logit (sampled)
+    ``samples_per_sec``         throughput since the previous step
+    ==========================  =====================================================
+
+    Example:
+        >>> trainer = L.Trainer(callbacks=[SentinelCallback(log_dir="logs/run1")])  # doctest: +SKIP
+    """
+
+    def __init__(self, log_dir: str = "logs/sentinel", *, config: SentinelConfig | None = None,
+                 **options: Any) -> None:
+        if config is not None and options:
+            raise TypeError("pass either config= or keyword options, not both")
+        self.config = config if config is not None else SentinelConfig.from_options(**options)
+        self.log_dir = str(log_dir)
+        _check_writable(self.log_dir)
+        self.sentinel: Sentinel | None = None
+        self._pending_state: dict[str, Any] | None = None
+        self._measured = False
+        self._step_open = False
+
+    @property
+    def state_key(self) -> str:
+        return self._generate_state_key(log_dir=self.log_dir)
+
+    # ------------------------------------------------------------------ lifecycle
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        scaler = getattr(trainer.precision_plugin, "scaler", None)
+        schedulers = [cfg.scheduler for cfg in trainer.lr_scheduler_configs]
+        self.sentinel = Sentinel(
+            pl_module, list(trainer.optimizers), schedulers, scaler, self.log_dir,
+            config=self.config, rank=trainer.global_rank, _deferred_restore=True,
+            meta={"trainer": {"precision": str(trainer.precision), "world_size": trainer.world_size,
+                              "strategy": type(trainer.strategy).__name__,
+                              "accumulate_grad_batches": trainer.accumulate_grad_batches,
+                              "gradient_clip_val": trainer.gradient_clip_val,
+                              "automatic_optimization": pl_module.automatic_optimization},
+                  "lightning_version": pl.__version__},
+        )
+        if self._pending_state is not None:
+            self.sentinel.load_state_dict(self._pending_state)
+            self._pending_state = None
+
+    def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._close()
+
+    def on_exception(self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException) -> None:
+        self._close()
+
+    # ------------------------------------------------------------------ per batch
+    def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any,
+                             batch_idx: int) -> None:
+        sen = self._engine()
+        if not self._step_open:  # first micro-batch of an optimizer step
+            sen.step = trainer.global_step
+            self._step_open = True
+        sen.begin_batch(batch, batch_idx, epoch=trainer.current_epoch)
+
+    def on_before_backward(self, trainer: pl.Trainer, pl_module: pl.LightningModule, loss: torch.Tensor) -> None:
+        # Lightning hands over the loss already divided by accumulate_grad_batches: the sum over
+        # micro-batches is the mean loss of the optimizer step.
+        self._engine().add_loss(loss)
+
+    def on_before_optimizer_step(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
+                                 optimizer: torch.optim.Optimizer) -> None:
+        if self._measured:  # several optimizers: the first one's view of the step is recorded
+            return
+        self._measured = True
+        sen = self._engine()
+        replay = self._replay(trainer, pl_module, sen._batch, sen._batch_idx) \
+            if pl_module.automatic_optimization else None
+        sen.measure(replay=replay, optimizer=optimizer)
+
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any,
+                           batch: Any, batch_idx: int) -> None:
+        if not self._measured:  # accumulating: no optimizer step in this batch
+            return
+        sen = self._engine()
+        sen.finish_step(step=trainer.global_step)
+        self._measured = False
+        self._step_open = False
+        if sen.last_record and trainer.is_global_zero and trainer.loggers \
+                and (sen.last_record["step"] % max(trainer.log_every_n_steps, 1) == 0):
+            values = {k: v for k, v in sen.last_record.items() if k not in ("step", "epoch", "batch_idx")}
+            for logger in trainer.loggers:
+                logger.log_metrics(values, step=sen.last_record["step"])
+
+    # ------------------------------------------------------------------ checkpoint state
+    def state_dict(self) -> dict[str, Any]:
+        if self.sentinel is None:
+            return dict(self._pending_state or {})
+        return self.sentinel.state_dict()
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        if self.sentinel is None:
+            self._pending_state = dict(state_dict)
+        else:
+            self.sentinel.load_state_dict(state_dict)
+
+    # ------------------------------------------------------------------ internals
+    def _engine(self) -> Sentinel:
+        if self.sentinel is None:
+            raise RuntimeError("SentinelCallback is used outside Trainer.fit: attach it to a Trainer "
+                               "and call fit(); it records training only")
+        return self.sentinel
+
+    @staticmethod
+    def _replay(trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any, batch_idx: int):
+        """Recompute the loss of this batch on the same weights (to localise a NaN/Inf)."""
+
+        def run_forward() -> torch.Tensor:
+            context = trainer.precision_plugin.train_step_context() \
+                if hasattr(trainer.precision_plugin, "train_step_context") else nullcontext()
+            # The replay must not log a second value for this step.
+            pl_module.log, pl_module.log_dict = _no_log, _no_log
+            try:
+                with context:
+                    out = pl_module.training_step(batch, batch_idx)
+            finally:
+                del pl_module.log, pl_module.log_dict
+            return out["loss"] if isinstance(out, dict) else out
+
+        return run_forward
+
+    def _close(self) -> None:
+        if self.sentinel is not None:
+            self.sentinel.close()
+
+
+def _no_log(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+def _check_writable(log_dir: str) -> None:
+    try:
+        os.makedirs(log_dir, exist_ok=True)
+    except OSError as err:
+        raise ValueError(f"log_dir {log_dir!r} cannot be created ({err.strerror}): "
+                         "pass a directory you can write to") from None
+    if not os.access(log_dir, os.W_OK):
+        raise ValueError(f"log_dir {log_dir!r} is not writable: pass a directory you can write to")

@@ -1,0 +1,612 @@
+"""``Sentinel``: records a training run, detects spikes, rolls back and skips bad batches.
+
+The same object serves a hand-written loop and the Lightning callback (which calls the
+lower-level ``begin_batch`` / ``measure`` / ``end_step`` methods from its hooks).
+
+A raw loop::
+
+    sen = Sentinel(model, opt, scheduler=sched, log_dir="logs/run1", loss_fn=loss_fn)
+    for batch in sen.batches(loader):     # drops skipped batches, arms probes
+        opt.zero_grad()
+        loss = loss_fn(model, batch)
+        loss.backward()
+        if sen.check(loss):              # grads measured; False: do not apply this update
+            opt.step()
+        sen.end_step()                   # record, detect, roll back or snapshot
+        sched.step()
+    sen.close()
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import math
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from sentinel import metrics
+from sentinel.config import SentinelConfig
+from sentinel.events import EventKind, make_event
+from sentinel.guard.batch_id import batch_identity
+from sentinel.guard.policy import Action, Reason, StepSignals, bad_step_reason, decide
+from sentinel.guard.skiplist import SkipList
+from sentinel.guard.snapshot import SnapshotConfig, SnapshotRing
+from sentinel.probes.attention import AttentionProbe
+from sentinel.probes.grad_norm import GradNormProbe
+from sentinel.probes.loss_scale import LossScaleProbe
+from sentinel.probes.nonfinite import find_nonfinite_input, locate_nonfinite
+from sentinel.rng import RngState, capture_rng
+from sentinel.store import RunWriter, read_skiplist
+
+log = logging.getLogger(__name__)
+
+# Keys of the snapshot "extra" dict (restored with the weights).
+_DETECTORS = "detectors"
+_OVERFLOW_STREAK = "overflow_streak"
+
+
+class TrainingGaveUp(RuntimeError):
+    """Raised when the guard has rolled back ``max_rollbacks`` times and the run is still bad."""
+
+
+@dataclass
+class _BatchSeen:
+    step: int
+    epoch: int
+    batch_idx: int
+    batch: Any = field(repr=False, default=None)
+
+    def entry(self, rollback: int) -> dict[str, Any]:
+        return {"step": self.step, "epoch": self.epoch, "batch_idx": self.batch_idx,
+                "rollback": rollback, **batch_identity(self.batch)}
+
+
+@dataclass
+class _Window:
+    """Batches whose effect is being discarded; the restore happens when it closes."""
+
+    target_step: int  # step of the snapshot restored when the window closes
+    spike_step: int
+    reason: Reason
+    remaining: int  # batches still to consume (and discard) before restoring
+    snapshot: Any = None  # a one-off snapshot (resume skips), else the ring's
+    rollback: bool = True  # False for a resume skip: not counted as a rollback
+
+
+class Sentinel:
+    """Watches one training run: probes, detectors, guard and run directory together.
+
+    Args:
+        model: the model being trained (``torch.nn.Module``).
+        optimizer: one optimizer or a sequence of them (needed for rollback).
+        scheduler: LR scheduler(s) to snapshot with the model, optional.
+        scaler: a ``torch.amp.GradScaler`` when training with fp16 AMP, optional.
+        log_dir: the run directory (created; must be writable).
+        loss_fn: ``loss_fn(model, batch) -> loss``; lets a non-finite step be replayed to name
+            the module where the NaN/Inf first appeared. Without it the source is not localised.
+        config: a :class:`SentinelConfig`; or pass its fields as keyword options
+            (``rollback=False``, ``snapshot_every=10``, ``spike_threshold=...``).
+        rank: this process's rank (default: torch.distributed's, else 0). Only rank 0 writes.
+        meta: extra fields for ``meta.json``.
+
+    Example:
+        >>> sen = Sentinel(model, opt, log_dir="logs/run1")   # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer | Sequence[torch.optim.Optimizer] | None = None,
+        scheduler: Any = None,
+        scaler: torch.amp.GradScaler | None = None,
+        log_dir: str = "logs/run",
+        *,
+        loss_fn: Callable[[torch.nn.Module, Any], torch.Tensor] | None = None,
+        config: SentinelConfig | None = None,
+        rank: int | None = None,
+        meta: dict[str, Any] | None = None,
+        _deferred_restore: bool = False,
+        **options: Any,
+    ) -> None:
+        if config is not None and options:
+            raise TypeError("pass either config= or keyword options, not both")
+        self.config = config if config is not None else SentinelConfig.from_options(**options)
+        self.model = model
+        self.optimizers = _as_list(optimizer)
+        self.schedulers = _as_list(scheduler)
+        self.scaler = scaler
+        self.loss_fn = loss_fn
+        self.log_dir = str(log_dir)
+        self.rank = _default_rank() if rank is None else rank
+        self.world_size = torch.distributed.get_world_size() if _dist_ready() else 1
+        # Lightning cannot drop a batch from its loop: the window's batches are trained on and
+        # their effect discarded by restoring when the window closes. A raw loop restores at once.
+        self._deferred = _deferred_restore
+        if self.config.guard.rollback and not self.optimizers:
+            raise ValueError("rollback needs the optimizer: pass optimizer=..., or rollback=False")
+
+        rec = self.config.record
+        self.grad_norms = GradNormProbe(model, depth=rec.grad_norm_depth)
+        self.loss_scale = LossScaleProbe()
+        self.attention = AttentionProbe(model, every=rec.attention_every)
+        self.loss_detector = self.config.make_loss_detector()
+        self.grad_detector = self.config.make_grad_detector()
+        self.divergence_detector = self.config.make_divergence_detector()
+        g = self.config.guard
+        self.ring = SnapshotRing(SnapshotConfig(every=g.snapshot_every, keep=g.snapshot_keep,
+                                                max_bytes=g.snapshot_max_bytes, directory=g.snapshot_dir))
+        # Only rank 0 writes; an unwritable log_dir fails here, before training starts.
+        self.writer = RunWriter(self.log_dir, meta=self._meta(meta), tensorboard=rec.tensorboard) \
+            if self.rank == 0 else None
+        self.skiplist = SkipList(read_skiplist(self.log_dir) if self.rank == 0 else [])
+
+        # Progress (saved by state_dict).
+        self.step = 0
+        self.rollbacks = 0
+        self.cooldown_until = -1
+        self.overflow_streak = 0
+        self.last_restored_step: int | None = None
+        # Per-step scratch.
+        self._seen: collections.deque[_BatchSeen] = collections.deque(
+            maxlen=g.snapshot_every * (g.snapshot_keep + 1) + g.skip_after + 16)
+        self._batch: Any = None
+        self._batch_idx = 0
+        self._epoch = 0
+        self._rng: RngState | None = None
+        self._values: dict[str, float] = {}
+        self._losses: list[torch.Tensor] = []
+        self._window: _Window | None = None
+        self._lr_saved: list[list[float]] | None = None
+        self._t_last = time.perf_counter()
+        self._samples = 0
+        self._reported_no_attention = False
+        self._nonfinite = False
+        self._verdicts: tuple[Any, Any, Any] = (None, None, None)
+        self.last_record: dict[str, Any] = {}  # what the last step wrote (adapters forward it)
+        self._skip_next = 0  # raw loop: batches still to drop after a rollback
+
+    # ------------------------------------------------------------------ raw-loop API
+    def batches(self, loader: Iterable[Any]) -> Iterator[Any]:
+        """Yield the loader's batches, dropping skipped ones, and arm the probes for each.
+
+        Example:
+            >>> for batch in sen.batches(loader): ...   # doctest: +SKIP
+        """
+        for batch_idx, batch in enumerate(loader):
+            if self._skip_next > 0:  # dropped after a rollback, as PaLM skipped data
+                self._skip_next -= 1
+                entry = _BatchSeen(self.step, self._epoch, batch_idx, batch).entry(self.rollbacks)
+                self.skiplist.add(entry)
+                self._event(EventKind.SKIP, **entry)
+                if self.writer is not None:
+                    self.writer.write_skiplist(self.skiplist.entries)
+                continue
+            if not self.begin_batch(batch, batch_idx):
+                continue
+            yield batch
+        self._epoch += 1
+
+    def check(self, loss: torch.Tensor) -> bool:
+        """Measure the step after backward (and ``scaler.unscale_``), before ``optimizer.step``.
+
+        Returns:
+            False when the update must not be applied (non-finite or a rollback is coming).
+        """
+        self.add_loss(loss)
+        bad = self.measure(replay=self._replay_fn())
+        return not bad
+
+    def end_step(self) -> None:
+        """After ``optimizer.step()``: record, detect, roll back or take a snapshot."""
+        self.finish_step()
+
+    # ------------------------------------------------------------------ engine API
+    def begin_batch(self, batch: Any, batch_idx: int, epoch: int | None = None) -> bool:
+        """A batch is about to be trained on. Returns False if it must be skipped.
+
+        In a raw loop a skipped batch is simply not trained on; under Lightning (deferred mode)
+        it is trained on and its effect discarded (see ``_Window``).
+        """
+        if epoch is not None:
+            self._epoch = epoch
+        seen = _BatchSeen(self.step, self._epoch, batch_idx, batch)
+        if self.skiplist and self._any_rank(self.skiplist.matches(batch)):
+            self._skip_listed(seen)
+            if not self._deferred:
+                return False
+        self._seen.append(seen)
+        self._batch, self._batch_idx = batch, batch_idx
+        if self._window is not None and self._window.remaining > 0:
+            self._window.remaining -= 1
+        if not self._losses:  # first micro-batch of this optimizer step
+            self._rng = capture_rng() if self.config.record.localize_nonfinite else None
+            self.attention.start(self.step)
+        self._samples += _batch_size(batch)
+        return True
+
+    def add_loss(self, loss: torch.Tensor) -> None:
+        """Accumulate the (detached) loss of a micro-batch of the current optimizer step."""
+        self._losses.append(loss.detach())
+
+    def measure(self, replay: Callable[[], torch.Tensor] | None = None,
+                optimizer: torch.optim.Optimizer | None = None) -> bool:
+        """Read gradients, AMP state and attention in one host transfer; localise a NaN/Inf.
+
+        Called once per optimizer step, after unscale and before the update.
+
+        Returns:
+            True when this step is non-finite (its update should not be applied).
+        """
+        rec = self.config.record
+        tensors: dict[str, torch.Tensor] = {}
+        if self._losses:
+            tensors[metrics.LOSS] = torch.stack([l.float().sum() for l in self._losses]).sum()
+        per_module = rec.grad_norm_depth > 0
+        tensors.update(self.grad_norms.compute(per_module=per_module))
+        opt = optimizer or (self.optimizers[0] if self.optimizers else None)
+        if self.scaler is not None and opt is not None:
+            tensors.update(self.loss_scale.read(self.scaler, opt))
+        tensors.update(self.attention.stop())
+        values = _to_host(tensors)  # note: the one CPU-GPU sync point of the step
+        values = self._global(values)
+        overflow = values.get(metrics.AMP_OVERFLOW, 0.0) > 0
+        if self.scaler is not None:
+            self.loss_scale.update(overflow)
+            values[metrics.AMP_SKIPPED_STEPS] = float(self.loss_scale.skipped_steps)
+        self.overflow_streak = self.overflow_streak + 1 if overflow else 0
+        loss = values.get(metrics.LOSS, math.nan if not self._losses else 0.0)
+        grad_total = values.get(metrics.GRAD_NORM_TOTAL, 0.0)
+        nonfinite = not (math.isfinite(loss) and math.isfinite(grad_total)) and not overflow
+        nonfinite = self._any_rank(nonfinite)
+        self._values = values
+        self._nonfinite = nonfinite
+        if nonfinite and self._window is None:
+            self._report_nonfinite(replay)
+        return nonfinite or (self._window is not None)
+
+    def finish_step(self, step: int | None = None) -> None:
+        """The optimizer step is done: detect, record, then roll back or snapshot."""
+        if not self._values:  # measure() was not called (e.g. no backward this batch)
+            self.measure()
+        values = self._values
+        signals = self._detect(values)
+        self._record(values, signals)
+        self._restore_lr()
+        if self._window is None:
+            self._guard(signals)
+            if self._window is None:
+                self._maybe_snapshot()
+        if self._window is not None and self._window.remaining <= 0:
+            self._close_window()
+        self._losses, self._values = [], {}
+        self.step = self.step + 1 if step is None else step
+        self._apply_lr_factor()
+
+    def close(self) -> None:
+        """Flush and close the run directory (idempotent)."""
+        if self.writer is not None:
+            self.writer.close()
+
+    def __enter__(self) -> "Sentinel":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ state
+    def state_dict(self) -> dict[str, Any]:
+        """Progress to save with a checkpoint so a resumed run continues exactly."""
+        return {
+            "step": self.step, "rollbacks": self.rollbacks, "cooldown_until": self.cooldown_until,
+            "overflow_streak": self.overflow_streak, "last_restored_step": self.last_restored_step,
+            "detectors": self._detector_states(), "loss_scale": self.loss_scale.state_dict(),
+            "skiplist": list(self.skiplist.entries), "epoch": self._epoch,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.step = int(state.get("step", 0))
+        self.rollbacks = int(state.get("rollbacks", 0))
+        self.cooldown_until = int(state.get("cooldown_until", -1))
+        self.overflow_streak = int(state.get("overflow_streak", 0))
+        self.last_restored_step = state.get("last_restored_step")
+        self._epoch = int(state.get("epoch", 0))
+        if "detectors" in state:
+            self._load_detector_states(state["detectors"])
+        if "loss_scale" in state:
+            self.loss_scale.load_state_dict(state["loss_scale"])
+        known = {repr(sorted(e.items())) for e in self.skiplist.entries}
+        for entry in state.get("skiplist", []):
+            if repr(sorted(entry.items())) not in known:
+                self.skiplist.add(entry)
+
+    # ------------------------------------------------------------------ internals
+    def _detect(self, values: dict[str, float]) -> StepSignals:
+        loss = values.get(metrics.LOSS)
+        grad = values.get(metrics.GRAD_NORM_TOTAL)
+        in_window = self._window is not None
+        loss_v = self.loss_detector.update(loss) if loss is not None and not in_window else None
+        grad_v = self.grad_detector.update(grad) if grad is not None and not in_window else None
+        div_v = self.divergence_detector.update(loss) if loss is not None and not in_window else None
+        self._verdicts = (loss_v, grad_v, div_v)
+        return StepSignals(
+            nonfinite=self._nonfinite and not in_window,
+            loss_spike=bool(loss_v is not None and loss_v.is_spike),
+            grad_norm_spike=bool(grad_v is not None and grad_v.is_spike),
+            divergence=bool(div_v is not None and div_v.is_divergent),
+            overflow_streak=self.overflow_streak,
+            loss_scale=values.get(metrics.LOSS_SCALE),
+        )
+
+    def _record(self, values: dict[str, float], signals: StepSignals) -> None:
+        now = time.perf_counter()
+        record: dict[str, Any] = {metrics.STEP: self.step, metrics.EPOCH: self._epoch,
+                                  metrics.BATCH_IDX: self._batch_idx}
+        flagged = signals.loss_spike or signals.grad_norm_spike or signals.nonfinite
+        keep_modules = flagged or self.step % self.config.record.module_every == 0
+        for key, value in values.items():
+            if key.startswith(metrics.GRAD_NORM + "/") and key != metrics.GRAD_NORM_TOTAL \
+                    and not keep_modules:
+                continue
+            record[key] = value
+        for i, group in enumerate(self._param_groups()):
+            record[metrics.LR if i == 0 else f"{metrics.LR}/pg{i}"] = float(group["lr"])
+        if now > self._t_last:
+            record[metrics.SAMPLES_PER_SEC] = self._samples / (now - self._t_last)
+        self._t_last, self._samples = now, 0
+        self.last_record = record
+        if self.writer is None:
+            return
+        self.writer.write_step(record)
+        loss_v, grad_v, div_v = self._verdicts
+        if signals.loss_spike:
+            self._event(EventKind.SPIKE, metric=metrics.LOSS, value=values.get(metrics.LOSS),
+                        baseline=loss_v.baseline, score=loss_v.score)
+        if signals.grad_norm_spike:
+            self._event(EventKind.SPIKE, metric=metrics.GRAD_NORM_TOTAL,
+                        value=values.get(metrics.GRAD_NORM_TOTAL),
+                        baseline=grad_v.baseline, score=grad_v.score)
+        if signals.divergence:
+            self._event(EventKind.DIVERGENCE, metric=metrics.LOSS, value=values.get(metrics.LOSS))
+        if values.get(metrics.AMP_OVERFLOW, 0.0) > 0:
+            self._event(EventKind.OVERFLOW, loss_scale=values.get(metrics.LOSS_SCALE),
+                        streak=self.overflow_streak)
+        if not self._reported_no_attention and self.attention.checked and not self.attention.found_any:
+            self._reported_no_attention = True
+            self.writer.update_meta(attention="no attention modules found: attention not recorded")
+
+    def _report_nonfinite(self, replay: Callable[[], torch.Tensor] | None) -> None:
+        detail: dict[str, Any] = {"loss": self._values.get(metrics.LOSS),
+                                  "grad_norm": self._values.get(metrics.GRAD_NORM_TOTAL)}
+        source = None
+        found = find_nonfinite_input(self._batch) if self._batch is not None else None
+        if found is not None or (replay is not None and self.config.record.localize_nonfinite):
+            source = locate_nonfinite(self.model, replay, batch=self._batch, rng_state=self._rng) \
+                if replay is not None else None
+            if source is None and found is not None:
+                detail.update(module="<input>", phase="input", tensor_role=found[0])
+        if source is not None:
+            detail.update(source.to_dict())
+        elif "module" not in detail:
+            detail.update(module=None, phase=None,
+                          note="source not localised (transient, or no replay: pass loss_fn=)")
+        detail["rank"] = self.rank
+        sources = _gather(detail)
+        for d in sources:
+            self._event(EventKind.NONFINITE, **d)
+
+    def _guard(self, signals: StepSignals) -> None:
+        reason = bad_step_reason(signals, self.config.guard)
+        action = decide(reason, self.rollbacks, self.config.guard)
+        if action is Action.CONTINUE:
+            if reason is not None:
+                self.ring.mark_bad_after(self.step)
+            return
+        if action is Action.GIVE_UP:
+            msg = (f"sentinel gave up at step {self.step} after {self.rollbacks} rollbacks: "
+                   f"the run is still bad ({reason.value}); lower the learning rate, inspect the "
+                   f"batches in {self.log_dir}/skiplist.json, or raise max_rollbacks")
+            self._event(EventKind.GAVE_UP, reason=reason.value, rollbacks=self.rollbacks, message=msg)
+            self.close()
+            raise TrainingGaveUp(msg)
+        self._start_rollback(reason)
+
+    def _start_rollback(self, reason: Reason) -> None:
+        g = self.config.guard
+        self.ring.mark_bad_after(self.step - g.min_rollback_distance + 1)
+        limit = self.step - g.min_rollback_distance + 1
+        if self.step <= self.cooldown_until and self.last_restored_step is not None:
+            limit = min(limit, self.last_restored_step)  # still bad after a rollback: go further back
+        snapshot = self.ring.newest_good_before(limit) or self.ring.newest_good_before(self.step + 1)
+        if snapshot is None:
+            log.warning("step %d: %s but no snapshot to roll back to yet; going on", self.step,
+                        reason.value)
+            self._event(EventKind.ROLLBACK, spike_step=self.step, reason=reason.value,
+                        restored_step=None, skipped=[], note="no snapshot yet: nothing restored")
+            return
+        self.rollbacks += 1
+        self._window = _Window(target_step=snapshot.step, spike_step=self.step, reason=reason,
+                               remaining=g.skip_after if self._deferred else 0, snapshot=snapshot)
+        if not self._deferred:
+            self._skip_next = g.skip_after
+
+    def _close_window(self) -> None:
+        window, self._window = self._window, None
+        g = self.config.guard
+        extra = self.ring.restore(window.snapshot, model=self.model, optimizers=self.optimizers,
+                                  schedulers=self.schedulers, scaler=self.scaler) \
+            if window.rollback else self._restore_one_off(window.snapshot)
+        if window.rollback:
+            self.ring.drop_after(window.target_step)
+            self._load_detector_states(extra.get(_DETECTORS, {}))
+            self.overflow_streak = int(extra.get(_OVERFLOW_STREAK, 0))
+            self.last_restored_step = window.target_step
+            self.cooldown_until = self.step + g.cooldown
+        skipped = [b for b in self._seen if b.step > window.target_step or
+                   (not window.rollback and b.step >= window.target_step)]
+        entries = [b.entry(self.rollbacks if window.rollback else 0) for b in skipped]
+        for entry in entries:
+            self.skiplist.add(entry)
+        if window.rollback:
+            self._event(EventKind.ROLLBACK, spike_step=window.spike_step, reason=window.reason.value,
+                        restored_step=window.target_step, rollback=self.rollbacks,
+                        skipped=[{k: e[k] for k in ("step", "epoch", "batch_idx")} for e in entries])
+        for entry in entries:
+            self._event(EventKind.SKIP, **entry)
+        if self.writer is not None:
+            self.writer.write_skiplist(self.skiplist.entries)
+        self._seen.clear()
+
+    def _skip_listed(self, seen: _BatchSeen) -> None:
+        """A batch the skip list names came up again (a resumed run)."""
+        if not self._deferred:
+            self._event(EventKind.SKIP, step=seen.step, epoch=seen.epoch, batch_idx=seen.batch_idx,
+                        reason="skiplist", **batch_identity(seen.batch))
+            return
+        if self._window is None:  # discard this batch by restoring the state from before it
+            self._window = _Window(target_step=self.step, spike_step=self.step, reason=Reason.LOSS_SPIKE,
+                                   remaining=1, snapshot=self._one_off_snapshot(), rollback=False)
+
+    def _maybe_snapshot(self) -> None:
+        if self.step <= self.cooldown_until and self.step != self.last_restored_step:
+            pass  # snapshots during a cool-down would capture a state that is not yet trusted
+        elif self.ring.due(self.step) and not self._nonfinite:
+            self.ring.take(self.step, model=self.model, optimizers=self.optimizers,
+                           schedulers=self.schedulers, scaler=self.scaler,
+                           extra={_DETECTORS: self._detector_states(),
+                                  _OVERFLOW_STREAK: self.overflow_streak})
+
+    def _one_off_snapshot(self) -> Any:
+        ring = SnapshotRing(SnapshotConfig(every=1, keep=1))
+        ring.take(self.step, model=self.model, optimizers=self.optimizers,
+                  schedulers=self.schedulers, scaler=self.scaler, extra={})
+        return (ring, ring.newest_good_before(self.step + 1))
+
+    def _restore_one_off(self, pair: Any) -> dict[str, Any]:
+        ring, snapshot = pair
+        return ring.restore(snapshot, model=self.model, optimizers=self.optimizers,
+                            schedulers=self.schedulers, scaler=self.scaler)
+
+    def _apply_lr_factor(self) -> None:
+        factor = self.config.guard.lr_factor
+        if factor >= 1.0 or self.step > self.cooldown_until or self.last_restored_step is None:
+            return
+        self._lr_saved = [[g["lr"] for g in opt.param_groups] for opt in self.optimizers]
+        for opt in self.optimizers:
+            for group in opt.param_groups:
+                group["lr"] = group["lr"] * factor
+
+    def _restore_lr(self) -> None:
+        if self._lr_saved is None:
+            return
+        for opt, lrs in zip(self.optimizers, self._lr_saved):
+            for group, lr in zip(opt.param_groups, lrs):
+                group["lr"] = lr
+        self._lr_saved = None
+
+    def _replay_fn(self) -> Callable[[], torch.Tensor] | None:
+        if self.loss_fn is None or self._batch is None:
+            return None
+        model, batch, loss_fn = self.model, self._batch, self.loss_fn
+        return lambda: loss_fn(model, batch)
+
+    def _event(self, kind: EventKind, **detail: Any) -> None:
+        step = detail.pop("step", self.step)
+        if self.writer is not None:
+            self.writer.write_event(make_event(kind, step, **detail))
+        if kind in (EventKind.ROLLBACK, EventKind.GAVE_UP, EventKind.NONFINITE, EventKind.DIVERGENCE):
+            log.warning("[rank %d] step %d: %s %s", self.rank, step, kind.value,
+                        {k: v for k, v in detail.items() if k != "skipped"})
+
+    def _param_groups(self) -> list[dict[str, Any]]:
+        return [g for opt in self.optimizers for g in opt.param_groups]
+
+    def _detector_states(self) -> dict[str, Any]:
+        return {"loss": self.loss_detector.state_dict(), "grad": self.grad_detector.state_dict(),
+                "divergence": self.divergence_detector.state_dict()}
+
+    def _load_detector_states(self, states: dict[str, Any]) -> None:
+        if "loss" in states:
+            self.loss_detector.load_state_dict(states["loss"])
+        if "grad" in states:
+            self.grad_detector.load_state_dict(states["grad"])
+        if "divergence" in states:
+            self.divergence_detector.load_state_dict(states["divergence"])
+
+    def _global(self, values: dict[str, float]) -> dict[str, float]:
+        """Average the loss over ranks so every rank's detectors see the same series."""
+        if self.world_size == 1 or metrics.LOSS not in values:
+            return values
+        t = torch.tensor([values[metrics.LOSS]], dtype=torch.float64, device=_dist_device())
+        torch.distributed.all_reduce(t)
+        values[metrics.LOSS] = float(t.item()) / self.world_size
+        return values
+
+    def _any_rank(self, flag: bool) -> bool:
+        if self.world_size == 1:
+            return flag
+        t = torch.tensor([1.0 if flag else 0.0], device=_dist_device())
+        torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
+        return bool(t.item() > 0)
+
+    def _meta(self, extra: dict[str, Any] | None) -> dict[str, Any]:
+        n_params = sum(p.numel() for p in self.model.parameters())
+        meta = {"config": self.config.to_dict(), "world_size": self.world_size,
+                "model": {"class": type(self.model).__name__, "parameters": n_params,
+                          "grad_norm_groups": list(self.grad_norms.group_names)}}
+        meta.update(extra or {})
+        return meta
+
+
+def _as_list(obj: Any) -> list[Any]:
+    if obj is None:
+        return []
+    if isinstance(obj, (list, tuple)):
+        return list(obj)
+    return [obj]
+
+
+def _to_host(tensors: dict[str, torch.Tensor]) -> dict[str, float]:
+    if not tensors:
+        return {}
+    keys = list(tensors)
+    stacked = torch.stack([tensors[k].detach().reshape(()).to(torch.float64, copy=False)
+                           .to(next(iter(tensors.values())).device) for k in keys])
+    return dict(zip(keys, stacked.cpu().tolist()))
+
+
+def _batch_size(batch: Any) -> int:
+    if isinstance(batch, torch.Tensor):
+        return int(batch.shape[0]) if batch.dim() else 1
+    if isinstance(batch, dict):
+        batch = list(batch.values())
+    if isinstance(batch, (list, tuple)) and batch:
+        return _batch_size(batch[0])
+    return 0
+
+
+def _dist_ready() -> bool:
+    return torch.distributed.is_available() and torch.distributed.is_initialized()
+
+
+def _default_rank() -> int:
+    return torch.distributed.get_rank() if _dist_ready() else 0
+
+
+def _dist_device() -> torch.device:
+    if torch.distributed.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def _gather(detail: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every rank's non-finite report, on every rank (only rank 0 writes them)."""
+    if not _dist_ready() or torch.distributed.get_world_size() == 1:
+        return [detail]
+    out: list[Any] = [None] * torch.distributed.get_world_size()
+    torch.distributed.all_gather_object(out, detail)
+    return [d for d in out if d is not None]
