@@ -10,6 +10,7 @@ STEP_ALIASES = ("step", "global_step", "iteration", "iter", "it", "trainer/globa
 LOSS_ALIASES = (
     "loss", "train_loss", "train/loss", "training_loss", "train_loss_step", "loss_step",
     "lm loss", "lm_loss", "train/lm_loss", "trl", "train/loss_step", "losses/train",
+    "reduced_train_loss",  # NeMo
 )
 _EXACT = {
     **{name: metrics.LOSS for name in LOSS_ALIASES},

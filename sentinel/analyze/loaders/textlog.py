@@ -1,0 +1,154 @@
+"""Reading log files as text, tolerantly: what the text loaders share.
+
+Logs people actually have are stdout captures: mixed encodings, a byte-order mark, carriage
+returns, and a last line cut off when the job was killed. These helpers turn a file into clean
+lines (saying whether the last one was finished) and per-step records into a steps frame.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from sentinel import metrics
+
+# Sniffing reads at most this much: logs often start with pages of arguments or source code
+# (Megatron prints every argument; modded-nanogpt prints its whole training script first).
+SNIFF_BYTES = 1 << 20
+
+# Column order of a steps frame: the metrics every rule reads first, then the rest by name.
+_FIRST_COLUMNS = (metrics.LOSS, metrics.LR, metrics.GRAD_NORM_TOTAL, metrics.LOSS_SCALE)
+
+# Names that say nothing about the run; the parent directory names it better.
+_GENERIC_STEMS = frozenset({"metrics", "main", "train", "log", "logs", "stdout", "output", "out"})
+
+
+def read_head(path: str | Path, limit: int = SNIFF_BYTES) -> str | None:
+    """Return the start of a regular text file, or None when it is not one.
+
+    Args:
+        path: the file to look at.
+        limit: the most bytes read.
+
+    Returns:
+        The decoded head (undecodable bytes replaced), or None for a directory, an unreadable
+        file or a binary file (one with a NUL byte, e.g. a TensorBoard event file).
+
+    Example:
+        >>> read_head("/nonexistent") is None
+        True
+    """
+    p = Path(path)
+    if not p.is_file():
+        return None
+    try:
+        with p.open("rb") as f:
+            raw = f.read(limit)
+    except OSError:
+        return None
+    if b"\x00" in raw:
+        return None
+    return raw.decode("utf-8-sig", errors="replace")
+
+
+def read_lines(path: str | Path) -> tuple[list[str], bool]:
+    """Read a text file as lines without their line ends.
+
+    Only ``\\n`` (with an optional ``\\r`` before it) ends a line, so unicode separators inside
+    a line do not split it.
+
+    Args:
+        path: the file.
+
+    Returns:
+        ``(lines, last_complete)``: ``last_complete`` is False when the file does not end with a
+        line end, i.e. its last line may have been cut off while it was being written.
+
+    Example:
+        >>> import tempfile, os
+        >>> fd, p = tempfile.mkstemp(); _ = os.write(fd, b"a\\r\\nb"); os.close(fd)
+        >>> read_lines(p)
+        (['a', 'b'], False)
+    """
+    text = Path(path).read_bytes().decode("utf-8-sig", errors="replace")
+    if not text:
+        return [], True
+    last_complete = text.endswith("\n")
+    lines = text.split("\n")
+    if last_complete:
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines], last_complete
+
+
+def run_name(path: str | Path) -> str:
+    """Name a run after its file, or after its directory when the file name is generic.
+
+    Example:
+        >>> run_name("runs/lr_3e-4/metrics.jsonl"), run_name("logs/tr11.verbatim.txt")
+        ('lr_3e-4', 'tr11.verbatim')
+    """
+    p = Path(path)
+    stem = p.stem
+    if stem.lower() in _GENERIC_STEMS and p.parent.name:
+        return p.parent.name
+    return stem
+
+
+def parse_number(text: str) -> float | None:
+    """Parse one logged number (``5.998E-05``, ``nan``, ``inf``); None when it is not one.
+
+    Example:
+        >>> parse_number("5.998E-05"), parse_number("abc")
+        (5.998e-05, None)
+    """
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def is_nonfinite(value: float) -> bool:
+    """True for NaN and +-Inf (a logged value, not a missing one)."""
+    return math.isnan(value) or math.isinf(value)
+
+
+def rows_to_steps(rows: Mapping[int, Mapping[str, float]]) -> pd.DataFrame:
+    """Build a steps frame (int index ``step``, float metric columns) from per-step records.
+
+    Example:
+        >>> rows_to_steps({2: {"lr": 0.1, "loss": 3.0}, 1: {"loss": 4.0}}).columns.tolist()
+        ['loss', 'lr']
+    """
+    if not rows:
+        return pd.DataFrame(index=pd.Index([], dtype="int64", name=metrics.STEP), dtype="float64")
+    frame = pd.DataFrame.from_dict(dict(rows), orient="index", dtype="float64")
+    frame.index = frame.index.astype("int64")
+    frame.index.name = metrics.STEP
+    return order_columns(frame.sort_index())
+
+
+def order_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """Put ``loss``, ``lr``, ``grad_norm/total``, ``loss_scale`` first, the rest by name.
+
+    Example:
+        >>> order_columns(pd.DataFrame(columns=["z", "lr", "loss"])).columns.tolist()
+        ['loss', 'lr', 'z']
+    """
+    first = [c for c in _FIRST_COLUMNS if c in frame.columns]
+    rest = sorted(c for c in frame.columns if c not in first)
+    return frame[first + rest]
+
+
+def events_frame(events: list[dict]) -> pd.DataFrame:
+    """Build an events frame sorted by step; an empty one still has ``step`` and ``kind``.
+
+    Example:
+        >>> events_frame([]).columns.tolist()
+        ['step', 'kind']
+    """
+    if not events:
+        return pd.DataFrame(columns=[metrics.STEP, "kind"])
+    return pd.DataFrame(events).sort_values(metrics.STEP, kind="stable").reset_index(drop=True)

@@ -1,0 +1,307 @@
+"""Text-log loaders on small hand-written snippets: Megatron, llm.c / modded-nanogpt, tables."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from sentinel import metrics
+from sentinel.analyze.loaders import LoadOptions, generic_table, llmc, megatron
+from sentinel.events import EventKind
+
+MINE = (megatron, llmc, generic_table)
+
+
+def _iter_line(it: int, loss: str, scale: float = 4096.0, gn: str = "0.329", skipped: int = 0, nan: int = 0) -> str:
+    return (
+        f" iteration {it:>8d}/  159576 | consumed samples: {it * 96:>12d} | elapsed time per iteration (ms): 9.5 |"
+        f" learning rate: 5.998E-05 | global batch size:    96 | lm loss: {loss} | loss scale: {scale} |"
+        f" grad norm: {gn} | num zeros: 0.0 | number of skipped iterations: {skipped:>3d} |"
+        f" number of nan iterations: {nan:>3d} |"
+    )
+
+
+def _overflow(attempted: float, reduced: float, rank: int = 0) -> str:
+    return (
+        "[2022-01-19 13:09:13,305] [INFO] [stage_1_and_2.py:1644:step] [deepscale] OVERFLOW! "
+        f"Rank {rank} Skipping step. Attempted loss scale: {attempted}, reducing to {reduced}"
+    )
+
+
+def _write(tmp_path, name: str, text: str):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _claimed_by(path) -> list[str]:
+    return [m.NAME for m in MINE if m.sniff(path)]
+
+
+# --------------------------------------------------------------------------- megatron
+
+
+def test_megatron_lines_among_noise(tmp_path):
+    text = "\n".join([
+        "using world size: 8, data-parallel size: 1",
+        "> building GPT model ...",
+        "time (ms) | forward-compute: 123.4 | backward-compute: 456.7",
+        _iter_line(7000, "2.733351E+00"),
+        "------------------------------------------------------------",
+        " validation loss at iteration 7000 | lm loss value: 2.800000E+00 | lm loss PPL: 1.644465E+01 |",
+        "------------------------------------------------------------",
+        _overflow(4096.0, 2048.0),
+        _overflow(4096.0, 2048.0, rank=1),  # the same overflow seen by another rank: counted once
+        _iter_line(7001, "2.750000E+00", scale=2048.0, gn="0.5"),
+        _iter_line(7002, "nan", scale=2048.0, gn="inf", skipped=1, nan=1),
+        "",
+    ])
+    path = _write(tmp_path, "train.out", text)
+    assert _claimed_by(path) == ["megatron"]
+    (run,) = megatron.load(path, LoadOptions())
+    steps = run.steps
+    assert steps.index.tolist() == [7000, 7001, 7002]
+    assert steps.loc[7000, metrics.LOSS] == 2.733351
+    assert steps.loc[7001, metrics.LOSS] == 2.75
+    assert math.isnan(steps.loc[7002, metrics.LOSS])
+    assert steps[metrics.LR].tolist() == [5.998e-05] * 3
+    assert steps[metrics.LOSS_SCALE].tolist() == [4096.0, 2048.0, 2048.0]
+    assert steps.loc[7001, metrics.GRAD_NORM_TOTAL] == 0.5
+    assert steps[metrics.AMP_SKIPPED_STEPS].tolist() == [0.0, 0.0, 1.0]
+    assert steps[metrics.AMP_OVERFLOW].tolist() == [0.0, 1.0, 0.0]
+    assert steps.loc[7000, "val_loss"] == 2.8
+    assert steps.loc[7000, "iter_time_ms"] == 9.5
+
+    events = run.events
+    overflow = events[events["kind"] == EventKind.OVERFLOW.value]
+    # The DeepSpeed line precedes the 7001 line (it is printed inside 7001's optimizer step);
+    # Megatron's own skipped-iteration count at 7002 is a second overflow.
+    assert overflow["step"].tolist() == [7001, 7002]
+    first = overflow.iloc[0]
+    assert (first["attempted_scale"], first["new_scale"], first["source"]) == (4096.0, 2048.0, "deepspeed")
+    assert not math.isnan(first["time"])  # the log's own timestamp
+    nonfinite = events[events["kind"] == EventKind.NONFINITE.value]
+    assert nonfinite["step"].tolist() == [7002, 7002, 7002]
+    assert set(nonfinite["metric"].dropna()) == {metrics.LOSS, metrics.GRAD_NORM_TOTAL}
+    assert run.warnings == []
+
+
+def test_megatron_bf16_line_without_loss_scale_and_missing_loss(tmp_path):
+    # BLOOM-style prefix, times in seconds, no loss scale; a diverged step without lm loss.
+    line = (
+        "[default7]: iteration    31214/  115311 | consumed samples:     47768496 | elapsed time per iteration (s): 106.46 |"
+        " learning rate: 5.279E-05 | global batch size:  2048 | lm loss: 2.198845E+00 | grad norm: 0.242 |"
+        " num zeros: 0.0 | number of skipped iterations:   0 | number of nan iterations:   0 | samples per second: 19.238 |"
+    )
+    no_loss = line.replace("31214/", "31215/").replace("lm loss: 2.198845E+00 | ", "")
+    path = _write(tmp_path, "bloom.txt", line + "\n" + no_loss + "\n")
+    (run,) = megatron.load(path, LoadOptions())
+    assert metrics.LOSS_SCALE not in run.steps.columns
+    assert run.steps.loc[31214, "iter_time_ms"] == pytest.approx(106460.0)
+    assert run.steps.loc[31214, metrics.SAMPLES_PER_SEC] == 19.238
+    assert math.isnan(run.steps.loc[31215, metrics.LOSS])
+    assert run.steps.loc[31215, metrics.GRAD_NORM_TOTAL] == 0.242
+    assert run.events.empty
+
+
+def test_megatron_cut_line_keeps_complete_fields(tmp_path):
+    full = _iter_line(10, "3.0E+00")
+    cut = _iter_line(11, "2.9E+00")
+    cut = cut[: cut.index("grad norm") + len("grad norm: 0.3")]  # killed mid-write
+    path = _write(tmp_path, "cut.log", full + "\n" + cut)
+    (run,) = megatron.load(path, LoadOptions())
+    assert run.steps.loc[11, metrics.LOSS] == 2.9
+    assert math.isnan(run.steps.loc[11, metrics.GRAD_NORM_TOTAL])  # "0.3" of "0.329" is not trusted
+    assert run.steps.loc[10, metrics.GRAD_NORM_TOTAL] == 0.329
+    assert any("cut off" in w for w in run.warnings)
+
+
+def test_megatron_restart_keeps_last_occurrence_and_trailing_overflow(tmp_path):
+    text = "\n".join([
+        _iter_line(1, "5.0E+00"),
+        _iter_line(2, "9.0E+00"),
+        "resuming from checkpoint at iteration 1",
+        _iter_line(2, "4.0E+00"),
+        _overflow(2048.0, 1024.0),
+    ]) + "\n"
+    path = _write(tmp_path, "restart.log", text)
+    (run,) = megatron.load(path, LoadOptions())
+    assert run.steps[metrics.LOSS].tolist() == [5.0, 4.0]
+    assert run.events["step"].tolist() == [3]  # after the last iteration line: the next one
+    assert bool(run.events["step_estimated"].iloc[0])
+    assert len(run.warnings) == 2
+
+
+def test_nemo2_progress_line_uses_global_step(tmp_path):
+    line = (
+        "[NeMo I 2025-01-01 10:00:00 nemo_logging:393] Training epoch 0, iteration 9/99 | lr: 1.499e-05 |"
+        " global_batch_size: 32 | global_step: 9 | reduced_train_loss: 10.37 | train_step_timing in s: 0.9 |"
+    )
+    path = _write(tmp_path, "nemo.log", "noise\n" + line + "\n")
+    assert _claimed_by(path) == ["megatron"]
+    (run,) = megatron.load(path, LoadOptions())
+    assert run.steps.index.tolist() == [9]
+    assert run.steps.loc[9, metrics.LOSS] == 10.37
+    assert run.steps.loc[9, metrics.LR] == 1.499e-05
+    assert "global_step" not in run.steps.columns
+
+
+# --------------------------------------------------------------------------- llm.c / modded-nanogpt
+
+
+def test_llmc_log_with_val_points_and_noise(tmp_path):
+    text = "\n".join([
+        "s:0 tel:11.0092",
+        "s:0 trl:11.0091 lr:0.000001 norm:15.37",
+        "some warning printed by a library",
+        "",
+        "s:1 trl:10.9598 lr:0.000002 norm:15.24",
+        "s:2 trl:nan lr:0.000003 norm:inf",
+        "s:3 tel:9.5",
+        "",
+    ])
+    path = _write(tmp_path, "main.log", text)
+    assert _claimed_by(path) == ["llmc"]
+    (run,) = llmc.load(path, LoadOptions())
+    steps = run.steps
+    assert steps.index.tolist() == [0, 1, 2, 3]
+    assert steps.loc[0, metrics.LOSS] == 11.0091
+    assert steps.loc[0, "val_loss"] == 11.0092
+    assert steps.loc[1, metrics.LR] == 0.000002
+    assert steps.loc[1, metrics.GRAD_NORM_TOTAL] == 15.24
+    assert math.isnan(steps.loc[3, metrics.LOSS]) and steps.loc[3, "val_loss"] == 9.5
+    assert run.events["kind"].tolist() == [EventKind.NONFINITE.value] * 2
+    assert run.events["step"].tolist() == [2, 2]
+    assert run.name == tmp_path.name  # "main" says nothing; the directory names the run
+
+
+def test_modded_nanogpt_lines_after_printed_source(tmp_path):
+    source = "\n".join(f"    x = {i}  # training script printed at the top of the log" for i in range(400))
+    text = "\n".join([
+        source,
+        'print0(f"step:{step}/{train_steps} val_loss:{val_loss:.4f}")',
+        "=" * 80,
+        "step:0/3000 val_loss:10.8258 train_time:0ms step_avg:nanms",
+        "step:1/3000 train_loss:10.8258 train_time:29103ms step_avg:nanms",
+        "step:2/3000 train_loss:10.1 train_time:29.5s step_avg:nanms",
+        "",
+    ])
+    path = _write(tmp_path, "0b2c.txt", text)
+    assert _claimed_by(path) == ["llmc"]
+    (run,) = llmc.load(path, LoadOptions())
+    assert run.steps.index.tolist() == [0, 1, 2]
+    assert run.steps[metrics.LOSS].tolist()[1:] == [10.8258, 10.1]
+    assert run.steps.loc[0, "val_loss"] == 10.8258
+    assert run.steps.loc[1, "train_time_ms"] == 29103.0
+    assert run.steps.loc[2, "train_time_ms"] == 29500.0
+    assert run.meta["train_steps"] == 3000
+
+
+def test_llmc_truncated_last_line_is_dropped(tmp_path):
+    path = _write(tmp_path, "run.log", "s:0 trl:3.2559 lr:0.0006 norm:0.24\ns:1 trl:3.2")
+    (run,) = llmc.load(path, LoadOptions())
+    assert run.steps.index.tolist() == [0]
+    assert any("no line end" in w for w in run.warnings)
+
+
+def test_llmc_only_val_lines_gives_empty_loss_with_warning(tmp_path):
+    path = _write(tmp_path, "val.log", "step:0/10 val_loss:4.0\nstep:10/10 val_loss:3.0\n")
+    (run,) = llmc.load(path, LoadOptions())
+    assert run.steps[metrics.LOSS].isna().all()
+    assert run.steps["val_loss"].tolist() == [4.0, 3.0]
+    assert any("validation" in w for w in run.warnings)
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def test_csv_aliases_and_other_numeric_columns(tmp_path):
+    text = "Iteration,lm loss,Learning Rate,grad norm,note,tokens\n10,3.5,1e-3,0.9,ok,100\n20,3.25,1e-3,1.1,ok,200\n"
+    path = _write(tmp_path, "run.csv", text)
+    assert _claimed_by(path) == ["generic_table"]
+    (run,) = generic_table.load(path, LoadOptions())
+    steps = run.steps
+    assert steps.index.tolist() == [10, 20]
+    assert steps.columns.tolist() == [metrics.LOSS, metrics.LR, metrics.GRAD_NORM_TOTAL, "tokens"]
+    np.testing.assert_array_equal(steps[metrics.LOSS].to_numpy(), [3.5, 3.25])
+    assert steps.loc[20, metrics.GRAD_NORM_TOTAL] == 1.1
+
+
+def test_tsv_with_explicit_columns(tmp_path):
+    text = "t\tnll\tval_nll\n0\t5.0\t\n1\t4.0\t4.5\n"
+    path = _write(tmp_path, "run.tsv", text)
+    assert _claimed_by(path) == []  # nothing recognisable: discovery must not claim it
+    (run,) = generic_table.load(path, LoadOptions(step_col="t", loss_col="NLL"))
+    assert run.steps.index.tolist() == [0, 1]
+    assert run.steps[metrics.LOSS].tolist() == [5.0, 4.0]
+    assert run.steps.loc[1, "val_nll"] == 4.5
+
+
+def test_missing_loss_column_names_columns_and_fix(tmp_path):
+    path = _write(tmp_path, "run.csv", "step,nll,acc\n0,5.0,0.1\n")
+    with pytest.raises(ValueError, match=r"no loss column among: step, nll, acc; name it with --loss-col"):
+        generic_table.load(path, LoadOptions())
+    with pytest.raises(ValueError, match=r"column 'perplexity' not found; available: step, nll, acc"):
+        generic_table.load(path, LoadOptions(loss_col="perplexity"))
+
+
+def test_jsonl_train_and_val_rows_merge_by_step(tmp_path):
+    rows = [
+        {"step": 10, "wallclock": 3.6, "train_loss": 13.9, "lr": 0.04, "tag": "train"},
+        {"step": 20, "train_loss": 13.2, "lr": 0.08, "opt": {"grad_norm": 2.0}},
+        {"step": 20, "val_loss": 9.3},
+        {"epoch": 1, "val_loss": 1.0},  # no step: skipped
+        {"step": 30, "train_loss": 6.3, "lr": 0.12, "flag": True},
+    ]
+    text = "\n".join(json.dumps(r) for r in rows) + "\nnot json\n" + '{"step": 40, "train_lo'
+    path = _write(tmp_path, "metrics.jsonl", text)
+    assert _claimed_by(path) == ["generic_table"]
+    (run,) = generic_table.load(path, LoadOptions())
+    steps = run.steps
+    assert steps.index.tolist() == [10, 20, 30]
+    assert steps[metrics.LOSS].tolist() == [13.9, 13.2, 6.3]
+    assert steps.loc[20, "val_loss"] == 9.3
+    assert steps.loc[20, "opt/grad_norm"] == 2.0
+    assert "flag" not in steps.columns and "tag" not in steps.columns
+    assert any("2 line(s) that are not JSON" in w for w in run.warnings)
+    assert any("without a numeric 'step'" in w for w in run.warnings)
+
+
+def test_unicode_bom_crlf_and_blank_lines(tmp_path):
+    text = "\ufeffstep,loss,größe\r\n\r\n0,2.5,1\r\n1,2.25,2\r\n\r\n"
+    path = _write(tmp_path, "ünïcode run.csv", text)
+    assert _claimed_by(path) == ["generic_table"]
+    (run,) = generic_table.load(path, LoadOptions())
+    assert run.steps[metrics.LOSS].tolist() == [2.5, 2.25]
+    assert run.steps["größe"].tolist() == [1.0, 2.0]
+    assert run.name == "ünïcode run"
+    log = _write(tmp_path, "x.log", "s:0 trl:2.5 lr:0.1 norm:1.0 ✓ \u2028 note\ns:1 trl:2.4 lr:0.1 norm:1.0\n")
+    (run,) = llmc.load(log, LoadOptions())
+    assert run.steps[metrics.LOSS].tolist() == [2.4]  # the decorated line is noise, not a record
+
+
+def test_csv_truncated_last_line_is_dropped(tmp_path):
+    path = _write(tmp_path, "run.csv", "step,loss,lr\n1,2.0,0.1\n2,1.9,0.1\n3,1.8")
+    (run,) = generic_table.load(path, LoadOptions())
+    assert run.steps.index.tolist() == [1, 2]
+    assert any("no line end" in w for w in run.warnings)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "# Notes\n\nThe loss went up at step 100.\n",
+        '{\n  "lr": 1.0,\n  "max_iters": 5000\n}',
+        "folder,file,label,onset_step\na,b,stable,\n",
+        "",
+        "\x00\x01binary" * 10,
+        "iteration 5 of the plan | nothing: here\n",
+    ],
+)
+def test_foreign_files_are_not_claimed(tmp_path, content):
+    path = _write(tmp_path, "thing.txt", content)
+    assert _claimed_by(path) == []
+    assert _claimed_by(tmp_path) == []  # a directory is never a text log
