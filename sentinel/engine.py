@@ -169,6 +169,8 @@ class Sentinel:
         self._verdicts: tuple[Any, Any, Any] = (None, None, None)
         self.last_record: dict[str, Any] = {}  # what the last step wrote (adapters forward it)
         self._skip_next = 0  # raw loop: batches still to drop after a rollback
+        self._attn_sampled = False  # has any step been sampled for attention yet
+        self._attn_values: dict[str, torch.Tensor] = {}
 
     # ------------------------------------------------------------------ raw-loop API
     def batches(self, loader: Iterable[Any]) -> Iterator[Any]:
@@ -225,13 +227,15 @@ class Sentinel:
             self._window.remaining -= 1
         if not self._losses:  # first micro-batch of this optimizer step
             self._rng = capture_rng() if self.config.record.localize_nonfinite else None
-            self.attention.start(self.step)
+            self._attn_sampled = self.attention.start(self.step) or self._attn_sampled
         self._samples += _batch_size(batch)
         return True
 
     def add_loss(self, loss: torch.Tensor) -> None:
         """Accumulate the (detached) loss of a micro-batch of the current optimizer step."""
         self._losses.append(loss.detach())
+        if self.attention.armed:  # the forward is over: disarm before backward runs
+            self._attn_values = self.attention.stop()
 
     def measure(self, replay: Callable[[], torch.Tensor] | None = None,
                 optimizer: torch.optim.Optimizer | None = None) -> bool:
@@ -251,7 +255,10 @@ class Sentinel:
         opt = optimizer or (self.optimizers[0] if self.optimizers else None)
         if self.scaler is not None and opt is not None:
             tensors.update(self.loss_scale.read(self.scaler, opt))
-        tensors.update(self.attention.stop())
+        if self.attention.armed:
+            self._attn_values = self.attention.stop()
+        tensors.update(self._attn_values)
+        self._attn_values = {}
         values = _to_host(tensors)  # note: the one CPU-GPU sync point of the step
         values = self._global(values)
         overflow = values.get(metrics.AMP_OVERFLOW, 0.0) > 0
@@ -375,7 +382,7 @@ class Sentinel:
         if values.get(metrics.AMP_OVERFLOW, 0.0) > 0:
             self._event(EventKind.OVERFLOW, loss_scale=values.get(metrics.LOSS_SCALE),
                         streak=self.overflow_streak)
-        if not self._reported_no_attention and self.attention.checked and not self.attention.found_any:
+        if not self._reported_no_attention and self._attn_sampled and not self.attention.found_any:
             self._reported_no_attention = True
             self.writer.update_meta(attention="no attention modules found: attention not recorded")
 

@@ -1,0 +1,63 @@
+"""Shared fixtures: a tiny deterministic regression task whose data can be poisoned by index."""
+
+from __future__ import annotations
+
+import torch
+import pytest
+from torch import nn
+
+
+class PoisonableData(torch.utils.data.Dataset):
+    """y = x @ w + noise; samples whose index is in ``poison`` have x scaled by ``scale``.
+
+    Items are dicts ``{"x", "y", "index"}`` so the guard records skipped batches by index.
+    """
+
+    def __init__(self, n: int = 2048, dim: int = 8, poison: set[int] = frozenset(), scale: float = 1e3,
+                 nan: set[int] = frozenset(), seed: int = 0) -> None:
+        g = torch.Generator().manual_seed(seed)
+        self.x = torch.randn(n, dim, generator=g)
+        w = torch.randn(dim, 1, generator=g)
+        self.y = self.x @ w + 0.05 * torch.randn(n, 1, generator=g)
+        self.poison, self.scale, self.nan = set(poison), scale, set(nan)
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        x = self.x[i]
+        if i in self.poison:
+            x = x * self.scale
+        if i in self.nan:
+            x = x.clone()
+            x[0] = float("nan")
+        return {"x": x, "y": self.y[i], "index": torch.tensor(i)}
+
+
+class TinyNet(nn.Module):
+    """Two named blocks and a head, so per-module grad norms have something to group."""
+
+    def __init__(self, dim: int = 8, hidden: int = 32) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList([nn.Sequential(nn.Linear(dim, hidden), nn.Tanh()),
+                                     nn.Sequential(nn.Linear(hidden, hidden), nn.Tanh())])
+        self.head = nn.Linear(hidden, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x)
+
+
+def mse(model: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    return nn.functional.mse_loss(model(batch["x"]), batch["y"])
+
+
+def batches_at(positions, batch_size: int) -> set[int]:
+    """Dataset indices of the batches at these positions of an unshuffled loader."""
+    return {i for p in positions for i in range(p * batch_size, (p + 1) * batch_size)}
+
+
+@pytest.fixture
+def tiny_task():
+    return PoisonableData, TinyNet, mse, batches_at

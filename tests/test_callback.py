@@ -1,0 +1,173 @@
+"""SentinelCallback in real Lightning Trainer runs (CPU, tiny model, faults at known steps)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import lightning as L
+import pytest
+import torch
+from lightning.pytorch.loggers import CSVLogger
+
+from sentinel import TrainingGaveUp, load_run
+from sentinel.callbacks import SentinelCallback
+from sentinel.store import read_skiplist
+
+BATCH = 16
+
+
+class LitTiny(L.LightningModule):
+    def __init__(self, net, mse, lr: float = 0.05, manual: bool = False) -> None:
+        super().__init__()
+        self.net, self.mse, self.lr = net, mse, lr
+        self.automatic_optimization = not manual
+
+    def training_step(self, batch, batch_idx):
+        if self.automatic_optimization:
+            loss = self.mse(self.net, batch)
+            self.log("train_loss", loss)
+            return loss
+        opt_body, opt_head = self.optimizers()
+        loss = self.mse(self.net, batch)
+        opt_body.zero_grad(); opt_head.zero_grad()
+        self.manual_backward(loss)
+        opt_body.step(); opt_head.step()
+        return loss
+
+    def configure_optimizers(self):
+        if self.automatic_optimization:
+            opt = torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9)
+            sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 10))
+            return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+        return (torch.optim.SGD(self.net.blocks.parameters(), lr=self.lr),
+                torch.optim.SGD(self.net.head.parameters(), lr=self.lr))
+
+
+def _fit(tmp_path, tiny_task, *, steps=120, poison_steps=(), nan_steps=(), epochs=1, callback=True,
+         ckpt_path=None, trainer_kwargs=None, manual=False, **options):
+    Data, Net, mse, batches_at = tiny_task
+    L.seed_everything(0, verbose=False)
+    nan = {min(batches_at(nan_steps, BATCH))} if nan_steps else set()
+    data = Data(n=BATCH * steps, poison=batches_at(poison_steps, BATCH), nan=nan)
+    loader = torch.utils.data.DataLoader(data, batch_size=BATCH, shuffle=False)
+    module = LitTiny(Net(), mse, manual=manual)
+    cb = SentinelCallback(log_dir=str(tmp_path / "run"), tensorboard=False, **options) if callback else None
+    kwargs = dict(accelerator="cpu", max_epochs=epochs, logger=False, enable_checkpointing=False,
+                  enable_progress_bar=False, enable_model_summary=False, log_every_n_steps=1)
+    kwargs.update(trainer_kwargs or {})
+    trainer = L.Trainer(callbacks=[cb] if cb else [], **kwargs)
+    trainer.fit(module, loader, ckpt_path=ckpt_path)
+    clean = Data(n=512, seed=1)
+    with torch.no_grad():
+        final = float(mse(module.net, {"x": clean.x, "y": clean.y}))
+    return final, trainer, cb
+
+
+def _events(tmp_path, kind=None):
+    lines = (tmp_path / "run" / "events.jsonl").read_text().splitlines()
+    return [e for e in map(json.loads, lines) if kind is None or e["kind"] == kind]
+
+
+def test_poisoned_run_rolls_back_and_ends_near_the_clean_run(tmp_path, tiny_task):
+    clean, _, _ = _fit(tmp_path / "clean", tiny_task, callback=False)
+    unguarded, _, _ = _fit(tmp_path / "bad", tiny_task, poison_steps=(60, 61, 62), rollback=False)
+    final, _, cb = _fit(tmp_path / "ok", tiny_task, poison_steps=(60, 61, 62))
+    assert not math.isfinite(unguarded) or unguarded > 10 * clean
+    assert math.isfinite(final) and final <= clean * 1.05 + 1e-3, (final, clean)
+    rollbacks = _events(tmp_path / "ok", "rollback")
+    assert rollbacks and rollbacks[0]["restored_step"] < 60
+    skipped = {i for e in read_skiplist(tmp_path / "ok" / "run") for i in e["indices"]}
+    assert tiny_task[3]((60, 61, 62), BATCH) <= skipped
+
+
+def test_nan_batch_is_named_and_rolled_back_once(tmp_path, tiny_task):
+    final, _, _ = _fit(tmp_path, tiny_task, nan_steps=(70,))
+    assert math.isfinite(final)
+    nonfinite = _events(tmp_path, "nonfinite")
+    assert nonfinite[0]["module"] == "<input>" and nonfinite[0]["rank"] == 0
+    assert len(_events(tmp_path, "rollback")) == 1
+
+
+def test_permanent_poison_gives_up(tmp_path, tiny_task):
+    with pytest.raises(TrainingGaveUp, match="gave up"):
+        _fit(tmp_path, tiny_task, poison_steps=range(60, 120), max_rollbacks=2)
+    assert len(_events(tmp_path, "gave_up")) == 1
+
+
+def test_resumed_run_skips_the_recorded_batches_again(tmp_path, tiny_task):
+    # Epoch 0 meets the poison and rolls back; its checkpoint is resumed for epoch 1, where the same
+    # (unshuffled) poison batches come again and must be skipped without a new rollback.
+    _, trainer, _ = _fit(tmp_path, tiny_task, steps=100, poison_steps=(60, 61))
+    assert len(_events(tmp_path, "rollback")) == 1
+    ckpt = tmp_path / "after_rollback.ckpt"
+    trainer.save_checkpoint(ckpt)
+    n_events = len(_events(tmp_path))
+    final, _, cb = _fit(tmp_path, tiny_task, steps=100, poison_steps=(60, 61), epochs=2, ckpt_path=str(ckpt))
+    new = _events(tmp_path)[n_events:]
+    assert not [e for e in new if e["kind"] in ("rollback", "spike", "nonfinite")], new
+    skipped_again = [e for e in new if e["kind"] == "skip" and e.get("reason") == "skiplist"]
+    poison = tiny_task[3]((60, 61), BATCH)
+    assert poison <= {i for e in skipped_again for i in e["indices"]}
+    assert math.isfinite(final) and final < 0.05
+
+
+@pytest.mark.parametrize("trainer_kwargs", [
+    {"accumulate_grad_batches": 2, "gradient_clip_val": 0.5},
+    {"precision": "bf16-mixed"},
+], ids=["accumulate+clip", "bf16-mixed"])
+def test_records_under_trainer_options(tmp_path, tiny_task, trainer_kwargs):
+    _fit(tmp_path, tiny_task, steps=60, trainer_kwargs=trainer_kwargs)
+    run = load_run(tmp_path / "run")
+    acc = trainer_kwargs.get("accumulate_grad_batches", 1)
+    assert len(run.steps) == 60 // acc
+    assert run.steps["grad_norm/total"].notna().all() and run.steps["loss"].notna().all()
+    if "gradient_clip_val" in trainer_kwargs:  # measured before clipping
+        assert (run.steps["grad_norm/total"] > trainer_kwargs["gradient_clip_val"]).any()
+
+
+def test_fp16_amp_on_cpu_records_loss_scale(tmp_path, tiny_task):
+    from lightning.pytorch.plugins.precision import MixedPrecision
+
+    plugin = MixedPrecision("16-mixed", "cpu", scaler=torch.amp.GradScaler("cpu", init_scale=2.0**16))
+    _fit(tmp_path, tiny_task, steps=40, trainer_kwargs={"plugins": [plugin]})
+    run = load_run(tmp_path / "run")
+    assert run.steps["loss_scale"].notna().all()
+    assert "amp/overflow" in run.steps.columns
+
+
+def test_manual_optimization_with_two_optimizers(tmp_path, tiny_task):
+    final, _, _ = _fit(tmp_path, tiny_task, steps=60, manual=True, rollback=True)
+    run = load_run(tmp_path / "run")
+    assert len(run.steps) > 0 and run.steps["grad_norm/total"].notna().all()
+
+
+def test_metrics_reach_the_users_own_logger(tmp_path, tiny_task):
+    logger = CSVLogger(str(tmp_path / "csv"), name="", version="")
+    _fit(tmp_path, tiny_task, steps=30, trainer_kwargs={"logger": logger})
+    header = (tmp_path / "csv" / "metrics.csv").read_text().splitlines()[0].split(",")
+    assert "grad_norm/total" in header and "grad_norm/blocks.0" in header and "train_loss" in header
+
+
+def test_state_round_trips_through_a_checkpoint(tmp_path, tiny_task):
+    _, trainer, cb = _fit(tmp_path, tiny_task, steps=100, poison_steps=(60,))
+    state = cb.state_dict()
+    assert state["rollbacks"] == 1 and state["skiplist"]
+    fresh = SentinelCallback(log_dir=str(tmp_path / "other"), tensorboard=False)
+    fresh.load_state_dict(state)
+    assert fresh.state_dict() == state
+
+
+def test_bad_arguments_fail_at_construction(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(ValueError, match="pass a directory you can write to"):
+        SentinelCallback(log_dir=str(blocker / "run"))
+    with pytest.raises(TypeError, match="unknown sentinel option 'snapshot_evry'"):
+        SentinelCallback(log_dir=str(tmp_path / "ok"), snapshot_evry=3)
+
+
+def test_model_without_attention_is_noted_in_meta(tmp_path, tiny_task):
+    _fit(tmp_path, tiny_task, steps=60, attention_every=10)
+    meta = json.loads((tmp_path / "run" / "meta.json").read_text())
+    assert "no attention" in meta["attention"]

@@ -1,0 +1,110 @@
+"""The guard in a hand-written loop: real training, poison injected at known steps."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+
+import pytest
+import torch
+
+from sentinel import Sentinel, TrainingGaveUp, load_run
+from sentinel.store import read_skiplist
+
+BATCH = 16
+STEPS = 120
+
+
+def _train(tmp_path, tiny_task, *, poison_steps=(), nan_steps=(), guard=True, steps=STEPS,
+           states=None, **options):
+    Data, Net, mse, batches_at = tiny_task
+    torch.manual_seed(0)
+    nan = {min(batches_at(nan_steps, BATCH))} if nan_steps else set()  # one sample of the batch
+    data = Data(n=BATCH * steps, poison=batches_at(poison_steps, BATCH), nan=nan)
+    loader = torch.utils.data.DataLoader(data, batch_size=BATCH, shuffle=False)
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 10))
+    if not guard:
+        options.setdefault("rollback", False)
+    sen = Sentinel(model, opt, scheduler=sched, log_dir=str(tmp_path / "run"), loss_fn=mse,
+                   tensorboard=False, **options)
+    for batch in sen.batches(loader):
+        opt.zero_grad()
+        loss = mse(model, batch)
+        loss.backward()
+        if sen.check(loss):
+            opt.step()
+        sen.end_step()
+        sched.step()
+        if states is not None:
+            states[sen.step - 1] = copy.deepcopy(model.state_dict())
+    sen.close()
+    clean = Data(n=512, seed=1)
+    with torch.no_grad():
+        final = float(mse(model, {"x": clean.x, "y": clean.y}))
+    return final, sen, tmp_path / "run"
+
+
+def _events(run_dir, kind):
+    return [e for e in map(json.loads, (run_dir / "events.jsonl").read_text().splitlines()) if e["kind"] == kind]
+
+
+def test_poison_without_guard_ruins_the_run(tmp_path, tiny_task):
+    clean, _, _ = _train(tmp_path / "clean", tiny_task)
+    bad, _, run = _train(tmp_path / "bad", tiny_task, poison_steps=(60, 61, 62), guard=False)
+    assert not math.isfinite(bad) or bad > 10 * clean
+    assert _events(run, "spike") or _events(run, "nonfinite")
+
+
+def test_poison_with_guard_rolls_back_skips_and_recovers(tmp_path, tiny_task):
+    clean, _, _ = _train(tmp_path / "clean", tiny_task)
+    states: dict[int, dict] = {}
+    final, sen, run = _train(tmp_path / "guarded", tiny_task, poison_steps=(60, 61, 62), states=states)
+    assert math.isfinite(final) and final <= clean * 1.05 + 1e-3, (final, clean)
+    rollbacks = _events(run, "rollback")
+    assert len(rollbacks) >= 1
+    first = rollbacks[0]
+    assert first["restored_step"] < first["spike_step"] <= 60 + 1
+    entries = read_skiplist(run)
+    skipped = {i for e in entries for i in e["indices"]}
+    poison = tiny_task[3]((60, 61, 62), BATCH)
+    assert poison <= skipped
+    # Nothing after spike + skip_after is skipped.
+    assert max(skipped) < (62 + 1 + sen.config.guard.skip_after + 1) * BATCH
+    assert len(_events(run, "skip")) == len(entries)
+
+
+def test_restore_is_bit_identical_to_the_snapshot(tmp_path, tiny_task):
+    states: dict[int, dict] = {}
+    _, sen, run = _train(tmp_path, tiny_task, poison_steps=(60,), states=states, skip_after=0)
+    rollback = _events(run, "rollback")[0]
+    restored, at = rollback["restored_step"], rollback["step"]
+    # The state right after the rollback step equals the snapshot's state (taken after step `restored`).
+    for key, value in states[restored].items():
+        assert torch.equal(states[at][key], value), key
+
+
+def test_nan_in_one_batch_rolls_back_once_and_names_the_input(tmp_path, tiny_task):
+    final, _, run = _train(tmp_path, tiny_task, nan_steps=(70,))
+    assert math.isfinite(final)
+    nonfinite = _events(run, "nonfinite")
+    assert nonfinite and nonfinite[0]["module"] == "<input>" and nonfinite[0]["phase"] == "input"
+    assert len(_events(run, "rollback")) == 1
+
+
+def test_permanent_poison_gives_up_with_a_clear_error(tmp_path, tiny_task):
+    with pytest.raises(TrainingGaveUp, match="gave up .* after 2 rollbacks"):
+        _train(tmp_path, tiny_task, poison_steps=range(60, STEPS), max_rollbacks=2)
+    gave_up = _events(tmp_path / "run", "gave_up")
+    assert len(gave_up) == 1 and len(_events(tmp_path / "run", "rollback")) == 2
+
+
+def test_run_directory_loads_with_metrics(tmp_path, tiny_task):
+    _, _, run = _train(tmp_path, tiny_task, steps=40)
+    loaded = load_run(run)
+    assert list(loaded.steps.index[:3]) == [0, 1, 2]
+    for key in ("loss", "lr", "grad_norm/total", "grad_norm/blocks.0", "grad_norm/head"):
+        assert key in loaded.steps.columns, key
+    assert loaded.steps["grad_norm/blocks.0"].notna().sum() == 4  # every module_every=10 steps
