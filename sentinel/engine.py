@@ -143,7 +143,7 @@ class Sentinel:
         # Only rank 0 writes; an unwritable log_dir fails here, before training starts.
         self.writer = RunWriter(self.log_dir, meta=self._meta(meta), tensorboard=rec.tensorboard) \
             if self.rank == 0 else None
-        self.skiplist = SkipList(read_skiplist(self.log_dir) if self.rank == 0 else [])
+        self.skiplist = SkipList(read_skiplist(self.log_dir))
 
         # Progress (saved by state_dict).
         self.step = 0
@@ -455,7 +455,8 @@ class Sentinel:
             self.cooldown_until = self.step + g.cooldown
         skipped = [b for b in self._seen if b.step > window.target_step or
                    (not window.rollback and b.step >= window.target_step)]
-        entries = [b.entry(self.rollbacks if window.rollback else 0) for b in skipped]
+        entries = _gather_all([{**b.entry(self.rollbacks if window.rollback else 0), "rank": self.rank}
+                               for b in skipped])
         for entry in entries:
             self.skiplist.add(entry)
         if window.rollback:
@@ -608,6 +609,15 @@ def _dist_device() -> torch.device:
     if torch.distributed.get_backend() == "nccl":
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")
+
+
+def _gather_all(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Concatenate every rank's list, in rank order, on every rank."""
+    if not _dist_ready() or torch.distributed.get_world_size() == 1:
+        return items
+    out: list[Any] = [None] * torch.distributed.get_world_size()
+    torch.distributed.all_gather_object(out, items)
+    return [item for part in out for item in part]
 
 
 def _gather(detail: dict[str, Any]) -> list[dict[str, Any]]:
