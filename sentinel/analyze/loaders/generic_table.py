@@ -15,7 +15,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import logging
 from pathlib import Path
 
 import numpy as np
@@ -27,8 +26,7 @@ from sentinel.analyze.loaders.keys import LOSS_ALIASES, STEP_ALIASES, canonical_
 from sentinel.analyze.loaders.textlog import order_columns, read_head, read_lines, run_name
 
 NAME = "generic_table"
-
-logger = logging.getLogger(__name__)
+DESCRIPTION = 'CSV / TSV / JSONL tables with a step and a loss column'
 
 # JSONL sniffing looks at this many rows: enough to see a train row and a val row.
 _SNIFF_ROWS = 50
@@ -66,7 +64,7 @@ def sniff(path: str | Path) -> bool:
     return position < len(first) and _is_number(first[position])
 
 
-def load(path: str | Path, options: LoadOptions = LoadOptions()) -> list[RunData]:
+def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     """Read one CSV / TSV / JSONL table.
 
     Args:
@@ -85,6 +83,7 @@ def load(path: str | Path, options: LoadOptions = LoadOptions()) -> list[RunData
         >>> run = load("metrics.jsonl", LoadOptions(loss_col="nll"))[0]  # doctest: +SKIP
         >>> run.steps["loss"].idxmax()  # doctest: +SKIP
     """
+    options = options or LoadOptions()
     lines, last_complete = read_lines(path)
     warnings: list[str] = []
     first = next((line for line in lines if line.strip()), "")

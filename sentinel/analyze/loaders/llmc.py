@@ -16,7 +16,6 @@ in the file (a training script printed first, nvidia-smi output) is ignored. A l
 
 from __future__ import annotations
 
-import logging
 import re
 from pathlib import Path
 
@@ -35,8 +34,7 @@ from sentinel.analyze.loaders.textlog import (
 from sentinel.events import EventKind, make_event
 
 NAME = "llmc"
-
-logger = logging.getLogger(__name__)
+DESCRIPTION = 'llm.c / modded-nanogpt logs ("s:N trl:X", "step:N/M train_loss:X")'
 
 VAL_LOSS = "val_loss"
 
@@ -72,7 +70,7 @@ def sniff(path: str | Path) -> bool:
     return False
 
 
-def load(path: str | Path, options: LoadOptions = LoadOptions()) -> list[RunData]:
+def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     """Read one llm.c / modded-nanogpt log.
 
     Args:

@@ -32,7 +32,6 @@ Also read:
 from __future__ import annotations
 
 import datetime as dt
-import logging
 import math
 import re
 from pathlib import Path
@@ -52,8 +51,7 @@ from sentinel.analyze.loaders.textlog import (
 from sentinel.events import EventKind, make_event
 
 NAME = "megatron"
-
-logger = logging.getLogger(__name__)
+DESCRIPTION = 'Megatron-LM / Megatron-DeepSpeed / NeMo stdout logs (" iteration N/M | lm loss: ... |")'
 
 NAN_ITERATIONS = "nan_iterations"
 VAL_LOSS = "val_loss"
@@ -104,7 +102,7 @@ def sniff(path: str | Path) -> bool:
     return head is not None and _SNIFF.search(head) is not None
 
 
-def load(path: str | Path, options: LoadOptions = LoadOptions()) -> list[RunData]:
+def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     """Read one Megatron / Megatron-DeepSpeed / NeMo stdout log.
 
     Args:
