@@ -32,3 +32,5 @@ def metric_key(family: str, name: str) -> str:
     if not family or "/" in family:
         raise ValueError(f"metric family {family!r} must be non-empty and contain no '/'")
     return f"{family}/{name}".lower()
+VAL_LOSS = "val_loss"
+NAN_ITERATIONS = "nan_iterations"
