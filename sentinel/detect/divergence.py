@@ -1,0 +1,321 @@
+"""Divergence rule: the loss stays well above its best level for a sustained stretch, or is
+non-finite. One definition, an online and an offline execution mode.
+
+For each finite value ``x_t`` (non-finite values are skipped, as in the spike rule):
+
+* ``level_t`` = median (element of rank ``n // 2``) of the last ``level_window`` finite values,
+  ``x_t`` included: a short smoothing, so one good batch does not end a bad stretch and one bad
+  batch does not start one.
+* ``best_t`` = the lowest ``level`` so far. Before a spike that is the pre-spike level (or lower),
+  so a spike that never comes back down, and a run that slowly climbs away from what it had
+  reached, are both caught.
+* ``elevated_t``: ``level_t > best_t * (1 + margin)`` and ``level_t - best_t > atol`` (the same
+  relative + absolute reasoning as the spike rule: near zero, relative changes mean nothing).
+* A stretch is a run of consecutive elevated values. Its onset is walked back from its first
+  elevated level over the raw values inside that level's window that are themselves above the
+  threshold, so a spike that stays high reports the step of the spike, not the step where the
+  median caught up.
+* ``diverged_t``: elevated and ``step_t - onset >= patience`` (reason ``sustained``); or ``x_t``
+  is NaN/inf (reason ``nonfinite``; its onset is the open stretch's onset, else its own step).
+
+Measured with the defaults (``python benchmarks/detector_scores.py``): no divergence on the
+synthetic clean curves (warm-up, cosine, LR restarts) nor on the stable real logs (llm.c,
+modded-nanogpt, CS336 lr <= 3e-2, whose level never exceeds x1.07 of its best); the CS336 lr 1e-1
+run (x1.16 for 460 steps), 3e-1 and 1 diverge; BigScience exp12 diverges from its 8741 spike
+(non-finite at 9027) and exp1 from its 7010 spike (still x1.11 at 7220).
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import ndimage
+
+from sentinel.detect.spike import _check_series, _middle
+
+logger = logging.getLogger(__name__)
+
+_STATE_VERSION = 1
+
+
+class DivergenceReason(str, enum.Enum):
+    """Why a step counts as diverged. The value is what the analyzer and events store."""
+
+    NONE = ""
+    SUSTAINED = "sustained"
+    NONFINITE = "nonfinite"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DivergenceConfig:
+    """Settings of the divergence rule (see the module docstring).
+
+    Attributes:
+        margin: relative part: how far above its best level the loss must stay. 0.1 (x1.1):
+            the stable runs we measured stay under x1.07 of their best level (CS336 lr 3e-2,
+            the borderline run, included), an LR restart on the synthetic curves under x1.06.
+        atol: absolute part, in the metric's units. 0.2, as ``SpikeConfig.atol``.
+        patience: steps the loss must stay elevated before it counts as diverged. 200: PaLM and
+            BigScience restarted ~100 steps before a spike and skipped 200-500 batches, and spikes
+            they called recoverable came back down within tens of steps (BLOOM, ~30).
+        level_window: finite values in the smoothing median. 16: a short window, so the onset
+            is found within a few values and the patience is not eaten by lag.
+        skip_nan: treat NaN as "not logged at this step" and skip it (inf still diverges). Off
+            for a live loss, where NaN is a real NaN; on for tables such as ``RunData.steps``,
+            where a step without a loss (a validation-only row) reads as NaN.
+
+    Example:
+        >>> DivergenceConfig(patience=50).patience
+        50
+    """
+
+    margin: float = 0.1
+    atol: float = 0.2
+    patience: int = 200
+    level_window: int = 16
+    skip_nan: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("margin", "atol"):
+            val = getattr(self, name)
+            if not (val >= 0 and np.isfinite(val)):
+                raise ValueError(f"DivergenceConfig.{name}={val!r} must be a finite number >= 0")
+        if not isinstance(self.patience, int) or self.patience < 0:
+            raise ValueError(f"DivergenceConfig.patience={self.patience!r} must be an int >= 0 (steps)")
+        if not isinstance(self.level_window, int) or self.level_window < 1:
+            raise ValueError(f"DivergenceConfig.level_window={self.level_window!r} must be an int >= 1")
+
+
+@dataclass(frozen=True, slots=True)
+class DivergenceVerdict:
+    """What the rule says about one step.
+
+    Attributes:
+        diverged: this step is part of a divergence.
+        reason: :class:`DivergenceReason` (``NONE`` when not diverged).
+        onset: the step the excursion started (None when there is none).
+        elevated: the smoothed level is above the threshold (a stretch is open), diverged or not.
+        level: the smoothed level (NaN for a non-finite value).
+        best: the lowest level so far (NaN before the first finite value).
+    """
+
+    diverged: bool
+    reason: DivergenceReason
+    onset: int | None
+    elevated: bool
+    level: float
+    best: float
+
+
+def _is_elevated(level: np.ndarray, best: np.ndarray, config: DivergenceConfig) -> np.ndarray:
+    return (level > best * (1.0 + config.margin)) & (level - best > config.atol)
+
+
+def _walk_back(values: np.ndarray, steps: np.ndarray, best: float, config: DivergenceConfig) -> float:
+    """Onset of a stretch: the earliest of the trailing raw values (newest last) that are all
+    above the threshold; the newest step when the newest value itself is not."""
+    above = _is_elevated(values, np.float64(best), config)
+    onset = steps[-1]
+    for i in range(len(values) - 1, -1, -1):
+        if not above[i]:
+            break
+        onset = steps[i]
+    return float(onset)
+
+
+class DivergenceDetector:
+    """Online mode: O(level_window) per step.
+
+    Args:
+        config: the rule's settings.
+
+    Example:
+        >>> det = DivergenceDetector(DivergenceConfig(patience=5, level_window=3))
+        >>> _ = [det.update(2.0, step=s) for s in range(10)]
+        >>> [det.update(5.0, step=s).diverged for s in range(10, 17)]
+        [False, False, False, False, False, True, True]
+        >>> det.update(5.0, step=17).onset
+        10
+    """
+
+    def __init__(self, config: DivergenceConfig = DivergenceConfig()) -> None:
+        if not isinstance(config, DivergenceConfig):
+            raise TypeError(f"config must be a DivergenceConfig, got {type(config).__name__}")
+        self.config = config
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything (for a new run; a rollback should restore a state_dict instead)."""
+        self._values: deque[float] = deque(maxlen=self.config.level_window)
+        self._steps: deque[float] = deque(maxlen=self.config.level_window)
+        self._best = float("nan")
+        self._onset: float | None = None  # set while a stretch is open
+        self._count = 0
+
+    def update(self, value: float, step: int | None = None) -> DivergenceVerdict:
+        """Judge one value.
+
+        Args:
+            value: a Python float.
+            step: the training step of ``value``; defaults to the number of previous calls.
+                ``patience`` and the reported onset are in these units.
+
+        Returns:
+            The :class:`DivergenceVerdict` for this step.
+        """
+        step_f = float(self._count if step is None else step)
+        self._count += 1
+        x = np.float64(value)
+        if np.isnan(x) and self.config.skip_nan:
+            return DivergenceVerdict(
+                False, DivergenceReason.NONE, None if self._onset is None else int(self._onset),
+                self._onset is not None, float("nan"), self._best,
+            )
+        if not np.isfinite(x):
+            onset = step_f if self._onset is None else self._onset
+            return DivergenceVerdict(
+                True, DivergenceReason.NONFINITE, int(onset), self._onset is not None, float("nan"), self._best
+            )
+        self._values.append(float(x))
+        self._steps.append(step_f)
+        vals = np.fromiter(self._values, dtype=np.float64, count=len(self._values))
+        level = _middle(vals)
+        best = level if np.isnan(self._best) else min(np.float64(self._best), level)
+        self._best = float(best)
+        elevated = bool(_is_elevated(level, best, self.config))
+        if not elevated:
+            self._onset = None
+        elif self._onset is None:
+            steps = np.fromiter(self._steps, dtype=np.float64, count=len(self._steps))
+            self._onset = _walk_back(vals, steps, float(best), self.config)
+        diverged = elevated and step_f - self._onset >= self.config.patience
+        return DivergenceVerdict(
+            diverged,
+            DivergenceReason.SUSTAINED if diverged else DivergenceReason.NONE,
+            None if self._onset is None else int(self._onset),
+            elevated,
+            float(level),
+            float(best),
+        )
+
+    def state_dict(self) -> dict[str, Any]:
+        """Plain values (lists, floats) for a snapshot or checkpoint."""
+        return {
+            "version": _STATE_VERSION,
+            "values": list(self._values),
+            "steps": list(self._steps),
+            "best": self._best,
+            "onset": self._onset,
+            "count": self._count,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a :meth:`state_dict`."""
+        missing = {"values", "steps", "best"} - set(state)
+        if missing:
+            raise ValueError(
+                f"divergence detector state lacks {sorted(missing)}: pass a dict from state_dict()"
+            )
+        self.reset()
+        self._values.extend(float(v) for v in state["values"])
+        self._steps.extend(float(s) for s in state["steps"])
+        self._best = float(state["best"])
+        onset = state.get("onset")
+        self._onset = None if onset is None else float(onset)
+        self._count = int(state.get("count", len(self._values)))
+
+
+def detect_divergence(series: pd.Series, config: DivergenceConfig = DivergenceConfig()) -> pd.DataFrame:
+    """Offline mode: the same rule as :class:`DivergenceDetector`, over a whole series.
+
+    Args:
+        series: loss values indexed by step (increasing integers); NaN/inf count as non-finite.
+        config: the rule's settings.
+
+    Returns:
+        A DataFrame with the series' index and columns ``diverged`` (bool), ``reason`` (str, a
+        :class:`DivergenceReason` value), ``onset`` (float step, NaN when none), ``elevated``
+        (bool), ``level`` and ``best`` (float), equal to the online verdicts step by step.
+
+    Example:
+        >>> s = pd.Series([2.0] * 10 + [5.0] * 10, index=range(0, 200, 10))
+        >>> out = detect_divergence(s, DivergenceConfig(patience=50, level_window=3))
+        >>> int(out["onset"].dropna().iloc[0]), out["diverged"].idxmax()
+        (100, 150)
+    """
+    values = _check_series(series, "detect_divergence")
+    if not pd.api.types.is_numeric_dtype(series.index.dtype):
+        raise ValueError("detect_divergence: the series index must be numeric steps: set_index('step') first")
+    steps_all = np.asarray(series.index, dtype=np.float64)
+    total = len(values)
+    finite = np.isfinite(values)
+    x = values[finite]
+    st = steps_all[finite]
+    m = len(x)
+    k = config.level_window
+
+    level = np.full(m, np.nan)
+    for j in range(min(m, k - 1)):  # partial windows at the head, same code as online
+        level[j] = _middle(x[: j + 1])
+    if m >= k:
+        rf = ndimage.rank_filter(x, k // 2, size=k, origin=(k - 1) // 2, mode="nearest")
+        level[k - 1 :] = rf[k - 1 :]
+    best = np.minimum.accumulate(level) if m else level
+    elevated = _is_elevated(level, best, config)
+
+    onset = np.full(m, np.nan)
+    starts = np.flatnonzero(elevated & ~np.concatenate(([False], elevated[:-1])))
+    for i in starts:  # one short walk per stretch, not per step
+        lo = max(0, i - k + 1)
+        onset[i] = _walk_back(x[lo : i + 1], st[lo : i + 1], float(best[i]), config)
+    # Carry each stretch's onset to its later elevated steps: index of the latest start.
+    latest = np.zeros(m, dtype=np.int64)
+    latest[starts] = starts
+    latest = np.maximum.accumulate(latest) if m else latest
+    onset = np.where(elevated, onset[latest], np.nan)
+    diverged_fin = elevated & (st - onset >= config.patience)
+
+    skipped = np.isnan(values) if config.skip_nan else np.zeros(total, dtype=bool)
+    diverged = ~skipped  # non-finite rows are diverged, skipped NaN rows are not
+    out_onset = steps_all.copy()
+    out_elev = np.zeros(total, dtype=bool)
+    out_level = np.full(total, np.nan)
+    out_best = np.full(total, np.nan)
+    diverged[finite] = diverged_fin
+    out_onset[finite] = onset
+    out_elev[finite] = elevated
+    out_level[finite] = level
+    out_best[finite] = best
+    # A non-finite row sees the state left by the last finite value before it.
+    prev = np.cumsum(finite, dtype=np.int64) - 1
+    nonfin = np.flatnonzero(~finite)
+    p = prev[nonfin]
+    has_prev = p >= 0
+    open_stretch = np.zeros(len(nonfin), dtype=bool)
+    open_stretch[has_prev] = elevated[p[has_prev]]
+    out_onset[nonfin[open_stretch]] = onset[p[open_stretch]]
+    out_elev[nonfin] = open_stretch
+    out_best[nonfin[has_prev]] = best[p[has_prev]]
+    out_onset[nonfin[~open_stretch & skipped[nonfin]]] = np.nan
+    reason = np.where(
+        ~finite & ~skipped,
+        DivergenceReason.NONFINITE.value,
+        np.where(diverged, DivergenceReason.SUSTAINED.value, DivergenceReason.NONE.value),
+    )
+    return pd.DataFrame(
+        {
+            "diverged": diverged,
+            "reason": reason,
+            "onset": out_onset,
+            "elevated": out_elev,
+            "level": out_level,
+            "best": out_best,
+        },
+        index=series.index,
+    )

@@ -1,0 +1,350 @@
+"""Loss / grad-norm spike rule: one definition, an online and an offline execution mode.
+
+The rule, for a finite value ``x`` judged against the last ``window`` finite values before it
+(its *history*, ``n`` values), all in log space (``y = log(max(x, 1e-12))``):
+
+* ``baseline`` = median of the history; ``noise`` = median of ``|diff|`` of the history
+  (median = the element of rank ``n // 2``, so both modes select the same float)
+  divided by 0.9539 (the median of ``|N(0, 2 sigma^2)|`` is ``0.9539 sigma``), so ``noise`` is a
+  robust per-step sigma. Measuring the spread on *differences* rather than on levels is what
+  keeps an early fast descent from setting it: a falling curve moves the level a lot over a
+  window but each step only a little.
+* ``excess = y - baseline`` (the log of ``ratio = x / baseline``), ``score = excess / noise``.
+* ``x`` is a spike when ALL of:
+
+  - relative part: ``ratio > 1 + rtol`` (``1 + short_rtol`` while ``n < warmup``);
+  - absolute part: ``x - baseline > atol`` (a loss near zero has huge relative noise; a batch
+    going from 1e-5 to 0.1 is not an incident);
+  - outlier part: ``score > threshold`` (skipped while ``n < warmup``: too few points to trust
+    a spread, so only the stricter ``short_rtol`` jump counts);
+  - ``n >= min_history``.
+
+* Only upward excursions count. Non-finite values are never spikes (the engine reports them
+  as non-finite) and never enter the history, in both modes.
+
+Flagged values DO enter the history. The median and the median of ``|diff|`` are robust: a
+5-step spike moves each by at most a few ranks out of ``window``, so the 2nd..5th step of a
+multi-step spike are still judged against the pre-spike level (tested). Keeping the history
+free of decisions is also what makes the offline mode exactly reproducible and fast: two
+rolling order statistics (``scipy.ndimage.rank_filter``), no sequential pass. A level shift that lasts is
+absorbed after about ``window / 2`` values; telling it apart from a spike is the divergence
+detector's job (:mod:`sentinel.detect.divergence`).
+
+Both modes compute the window statistics with exact order statistics (an element, or the mean
+of two), and call the same :func:`_rule`, so they agree bit for bit; a property test checks it.
+
+Measured (``python benchmarks/detector_scores.py``, defaults):
+
+* synthetic, 5 seeds x 5,000 steps, LM-like curve with warm-up, cosine decay, two LR restarts,
+  3 % multiplicative noise and +0.3 benign blips, 15 injected spikes per series (x1.3 .. x10,
+  1, 3 and 5 steps long): step recall 1.00 for x1.5 .. x10 and 0.78 for x1.3 (a x1.3 spike under
+  3 % noise often lands below ``rtol``); precision 1.00; zero flags on the same curves without
+  injected spikes; the near-zero curve (loss to 1e-5, batches up to 0.1) gives no flag and the
+  jump 1e-4 -> 1.6e5 after an early descent is flagged, as DESIGN.md requires.
+* real logs: llm.c GPT-2 124M (19,560 steps) and modded-nanogpt AdamW (9,536): 0 spikes;
+  CS336 TinyStories sweep: lr <= 3e-2 0 spikes, lr 3e-1 41 and lr 1 19 flagged points (lr 1e-1
+  has none: its worst excursion, x1.17, is below the stable 3e-2 run's x1.20; it is caught as a
+  divergence); BigScience excerpts: the labelled jump found in 6 of 7 (exp2's x1.38-x1.47 rise
+  stays under ``short_rtol`` against 1-4 rows of history).
+* offline speed: 1,000,000 points in ~0.4 s on one idle CPU core (~1.3x one pandas
+  ``rolling(64).median()``); online ~50 us per update.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import ndimage
+
+logger = logging.getLogger(__name__)
+
+# Values <= 0 (a loss of exactly 0, a zero grad norm) are clipped here before the log.
+_LOG_FLOOR = 1e-12
+# Median of |N(0, 2)|: turns the median absolute step difference into a per-step sigma.
+_DIFF_MAD_TO_SIGMA = 0.9539
+# A perfectly flat history has zero spread; keep the score finite.
+_NOISE_FLOOR = 1e-9
+_STATE_VERSION = 1
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SpikeConfig:
+    """Settings of the spike rule (see the module docstring for the rule itself).
+
+    Attributes:
+        window: history length in finite values. 64: between Lightning ``SpikeDetection``
+            (10, too short for a robust spread) and OLMo-core's skip-step optimizer (128) /
+            llm-foundry ``KillLossSpike`` (100); 64 keeps the online step cheap and absorbs a
+            lasting level shift in ~32 steps.
+        threshold: outlier part, in robust sigmas of the per-step log change. 6.0, as OLMo-core
+            (``sigma_factor=6``).
+        rtol: relative part, minimum ``value / baseline - 1``. 0.25: llm-foundry's
+            ``outlier_multiplier`` is 2 (x2) and Lightning's ``rtol`` 2.0 (x3), both blind to
+            the x1.4-x1.6 jumps BigScience reported as spikes; x1.25 stays above ordinary batch
+            noise (the stable llm.c / modded-nanogpt runs never exceed x1.11, the CS336 stable
+            sweep x1.20).
+        atol: absolute part, minimum ``value - baseline`` in the metric's units. 0.2 (nats for a
+            cross-entropy loss): a loss that fell to 1e-5 with single batches up to 0.1 is
+            healthy. Use 0.0 for a metric without natural units when it never nears zero.
+        warmup: values of history before the outlier part is used. 20: fewer differences do
+            not give a spread worth a 6-sigma test.
+        min_history: values of history before anything is judged. Between ``min_history`` and
+            ``warmup`` only a jump above ``1 + short_rtol`` (and ``atol``) counts, so short log
+            excerpts (a handful of rows around an incident) can still show a large jump.
+        short_rtol: relative part while the history is shorter than ``warmup``. 0.5 (x1.5):
+            stricter than ``rtol`` because there is no spread to back it.
+
+    Example:
+        >>> SpikeConfig(window=32, warmup=10).window
+        32
+    """
+
+    window: int = 64
+    threshold: float = 6.0
+    rtol: float = 0.25
+    atol: float = 0.2
+    warmup: int = 20
+    min_history: int = 1
+    short_rtol: float = 0.5
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.window, int) or self.window < 4:
+            raise ValueError(f"SpikeConfig.window={self.window!r} is too short: pass an int >= 4")
+        if not (self.threshold > 0 and np.isfinite(self.threshold)):
+            raise ValueError(
+                f"SpikeConfig.threshold={self.threshold!r} must be a positive finite number of sigmas"
+            )
+        for name in ("rtol", "short_rtol", "atol"):
+            val = getattr(self, name)
+            if not (val >= 0 and np.isfinite(val)):
+                raise ValueError(f"SpikeConfig.{name}={val!r} must be a finite number >= 0")
+        if not isinstance(self.warmup, int) or not 2 <= self.warmup <= self.window:
+            raise ValueError(
+                f"SpikeConfig.warmup={self.warmup!r} must be an int in [2, window={self.window}]"
+            )
+        if not isinstance(self.min_history, int) or not 1 <= self.min_history <= self.warmup:
+            raise ValueError(
+                f"SpikeConfig.min_history={self.min_history!r} must be an int in [1, warmup={self.warmup}]"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class SpikeVerdict:
+    """What the rule says about one value.
+
+    Attributes:
+        is_spike: the value is a spike.
+        score: ``log(ratio)`` in robust sigmas of the per-step change (NaN with < 2 history
+            values or for a non-finite value). The analyzer can grade severity with it.
+        baseline: median of the history, in the metric's units (NaN without history).
+        ratio: ``value / baseline`` (NaN without history or for a non-finite value).
+        history: number of finite values the verdict was judged against.
+    """
+
+    is_spike: bool
+    score: float
+    baseline: float
+    ratio: float
+    history: int
+
+
+def _to_log(values: np.ndarray) -> np.ndarray:
+    return np.log(np.maximum(values, _LOG_FLOOR))
+
+
+def _rule(
+    value: np.ndarray,
+    y: np.ndarray,
+    base: np.ndarray,
+    noise: np.ndarray,
+    n: np.ndarray,
+    config: SpikeConfig,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The spike rule on arrays (or 0-d arrays): the single definition both modes call.
+
+    Returns:
+        ``(is_spike, score)``.
+    """
+    excess = y - base
+    with np.errstate(invalid="ignore", divide="ignore"):
+        score = excess / np.maximum(noise, _NOISE_FLOOR)
+    short = n < config.warmup
+    min_excess = np.where(short, np.log1p(config.short_rtol), np.log1p(config.rtol))
+    outlier = short | (score > config.threshold)
+    is_spike = (
+        (n >= config.min_history)
+        & (excess > min_excess)
+        & (value - np.exp(base) > config.atol)
+        & outlier
+    )
+    return is_spike, score
+
+
+def _middle(values: np.ndarray) -> np.float64:
+    """The element of rank ``len // 2`` (the upper median for an even count).
+
+    An element, never an average, so that every implementation (this one online,
+    ``scipy.ndimage.rank_filter`` offline) returns the same float bit for bit.
+    """
+    k = len(values) // 2
+    return np.partition(values, k)[k]
+
+
+class SpikeDetector:
+    """Online mode: judge one value per step against a fixed window of history, O(window).
+
+    Args:
+        config: the rule's settings.
+
+    Example:
+        >>> det = SpikeDetector(SpikeConfig(warmup=5, window=8))
+        >>> verdicts = [det.update(2.0 + 0.01 * (i % 3)) for i in range(10)]
+        >>> det.update(9.0).is_spike
+        True
+    """
+
+    def __init__(self, config: SpikeConfig = SpikeConfig()) -> None:
+        if not isinstance(config, SpikeConfig):
+            raise TypeError(f"config must be a SpikeConfig, got {type(config).__name__}")
+        self.config = config
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the history (for a new run; a rollback should restore a state_dict instead)."""
+        w = self.config.window
+        # Unordered rings: the rule only needs order statistics, not the order.
+        self._logs = np.empty(w)
+        self._diffs = np.empty(w - 1)  # |y_i - y_{i-1}| between consecutive history values
+        self._n_logs = 0  # total appended; ring slot = count % size
+        self._n_diffs = 0
+        self._last = np.float64("nan")  # newest history value, for the next difference
+        self._chrono: deque[float] = deque(maxlen=w)  # the same history in order, for state_dict
+
+    def update(self, value: float) -> SpikeVerdict:
+        """Judge one value and, when it is finite, add it to the history.
+
+        Args:
+            value: a Python float (read device tensors in one batched transfer first).
+
+        Returns:
+            The :class:`SpikeVerdict` for this value.
+        """
+        x = np.float64(value)
+        w = self.config.window
+        n = min(self._n_logs, w)
+        if not np.isfinite(x):
+            return SpikeVerdict(False, float("nan"), float("nan"), float("nan"), n)
+        y = _to_log(x)
+        if n == 0:
+            self._push(y)
+            return SpikeVerdict(False, float("nan"), float("nan"), float("nan"), 0)
+        base = _middle(self._logs[:n])
+        nd = min(self._n_diffs, w - 1)
+        noise = _middle(self._diffs[:nd]) / _DIFF_MAD_TO_SIGMA if nd else np.float64("nan")
+        is_spike, score = _rule(x, y, base, noise, np.int64(n), self.config)
+        self._push(y)
+        return SpikeVerdict(bool(is_spike), float(score), float(np.exp(base)), float(np.exp(y - base)), n)
+
+    def _push(self, y: np.float64) -> None:
+        w = self.config.window
+        if self._n_logs:
+            self._diffs[self._n_diffs % (w - 1)] = np.abs(y - self._last)
+            self._n_diffs += 1
+        self._logs[self._n_logs % w] = y
+        self._n_logs += 1
+        self._last = y
+        self._chrono.append(float(y))
+
+    def state_dict(self) -> dict[str, Any]:
+        """The history (log values, oldest first) as plain floats for a snapshot or checkpoint."""
+        return {"version": _STATE_VERSION, "history": list(self._chrono)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a :meth:`state_dict`; the window keeps the newest ``config.window`` values."""
+        history = state.get("history")
+        if history is None:
+            raise ValueError("spike detector state has no 'history': pass a dict from state_dict()")
+        self.reset()
+        for y in history[-self.config.window :]:
+            self._push(np.float64(y))
+
+
+def _check_series(series: pd.Series, what: str) -> np.ndarray:
+    if not isinstance(series, pd.Series):
+        raise TypeError(f"{what} expects a pandas Series indexed by step, got {type(series).__name__}")
+    if not series.index.is_monotonic_increasing:
+        raise ValueError(f"{what}: the series index (steps) is not increasing: call series.sort_index() first")
+    return pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def _window_stats(y: np.ndarray, w: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(baseline, noise)`` of every value's history, as :meth:`SpikeDetector.update` has them."""
+    m = len(y)
+    base = np.full(m, np.nan)
+    noise = np.full(m, np.nan)
+    absd = np.abs(np.diff(y))  # absd[i] = |y[i+1] - y[i]|
+    # Partial histories at the head: at most `window` small windows, same code as online.
+    for j in range(1, min(m, w)):
+        base[j] = _middle(y[:j])
+        if j >= 2:
+            noise[j] = _middle(absd[: j - 1]) / _DIFF_MAD_TO_SIGMA
+    if m > w:
+        # Full histories: y[j-w:j] and its w-1 differences absd[j-w:j-1]. rank_filter with
+        # origin (size-1)//2 is a trailing window ending at the output index (inclusive).
+        rf = ndimage.rank_filter(y, w // 2, size=w, origin=(w - 1) // 2, mode="nearest")
+        base[w:] = rf[w - 1 : m - 1]
+        k = w - 1
+        rd = ndimage.rank_filter(absd, k // 2, size=k, origin=(k - 1) // 2, mode="nearest")
+        noise[w:] = rd[w - 2 : m - 2] / _DIFF_MAD_TO_SIGMA
+    return base, noise
+
+
+def detect_spikes(series: pd.Series, config: SpikeConfig = SpikeConfig()) -> pd.DataFrame:
+    """Offline mode: the same rule as :class:`SpikeDetector`, vectorised over a whole series.
+
+    Args:
+        series: metric values indexed by step (increasing); NaN/inf are skipped like online.
+        config: the rule's settings.
+
+    Returns:
+        A DataFrame with the series' index and columns ``is_spike`` (bool), ``score``,
+        ``baseline``, ``ratio`` (float) and ``history`` (int), equal to what
+        :meth:`SpikeDetector.update` returns value by value.
+
+    Example:
+        >>> s = pd.Series([2.0, 2.1, 2.0, 2.05, 9.0], index=[10, 20, 30, 40, 50])
+        >>> detect_spikes(s)["is_spike"].tolist()
+        [False, False, False, False, True]
+    """
+    values = _check_series(series, "detect_spikes")
+    total = len(values)
+    finite = np.isfinite(values)
+    x = values[finite]
+    m = len(x)
+    w = config.window
+    is_spike = np.zeros(total, dtype=bool)
+    score = np.full(total, np.nan)
+    baseline = np.full(total, np.nan)
+    ratio = np.full(total, np.nan)
+    # History size of each finite value: how many finite values came before it, capped.
+    n_fin = np.minimum(np.arange(m), w)
+    history = np.zeros(total, dtype=np.int64)
+    # A non-finite value is judged against the history it would have seen.
+    history[:] = np.minimum(np.cumsum(finite, dtype=np.int64) - finite, w)
+    if m:
+        y = _to_log(x)
+        base, noise = _window_stats(y, w)
+        spk, sc = _rule(x, y, base, noise, n_fin, config)
+        is_spike[finite] = spk
+        score[finite] = sc
+        baseline[finite] = np.exp(base)
+        ratio[finite] = np.exp(y - base)
+    return pd.DataFrame(
+        {"is_spike": is_spike, "score": score, "baseline": baseline, "ratio": ratio, "history": history},
+        index=series.index,
+    )
