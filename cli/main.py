@@ -3,9 +3,13 @@
 import click
 
 from sentinel import __version__
+from sentinel.cli.analyze import analyze
 
 
 @click.group()
 @click.version_option(__version__, prog_name="sentinel")
 def main() -> None:
     """sentinel: training-stability diagnostics for PyTorch and Lightning."""
+
+
+main.add_command(analyze)

@@ -25,3 +25,16 @@ def __getattr__(name: str) -> Any:
         module, attr = _LAZY[name]
         return getattr(importlib.import_module(module), attr)
     raise AttributeError(f"module 'sentinel' has no attribute {name!r}")
+
+
+def analyze(*paths: Any, **options: Any):
+    """Load the runs under ``paths`` and explain them: see :func:`sentinel.analyze.analyzer.analyze`.
+
+    Example:
+        >>> report = analyze("logs/run1", window=64)  # doctest: +SKIP
+        >>> report.runs[0].verdict.value  # doctest: +SKIP
+        'healthy'
+    """
+    from sentinel.analyze.analyzer import analyze as _analyze  # pandas loads here, not at import
+
+    return _analyze(*paths, **options)

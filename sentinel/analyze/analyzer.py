@@ -1,0 +1,135 @@
+"""The analyzer: load runs, run the rules over each, and return a :class:`Report`."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sentinel import metrics
+from sentinel.analyze.config import AnalyzeConfig
+from sentinel.analyze.detector import warmup_steps
+from sentinel.analyze.discover import NoRunsError, discover_runs
+from sentinel.analyze.incident import Incident
+from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.report import Report, RunReport, verdict
+from sentinel.analyze.rule_amp import loss_scale_incidents, overflow_incidents
+from sentinel.analyze.rule_attention import attention_incidents
+from sentinel.analyze.rule_divergence import divergence_incidents
+from sentinel.analyze.rule_guard import guard_incidents, online_spike_incidents
+from sentinel.analyze.rule_nonfinite import finite, nonfinite_incidents
+from sentinel.analyze.rule_plateau import plateau_incidents
+from sentinel.analyze.rule_spikes import grad_explosion_incidents, loss_spike_incidents
+
+log = logging.getLogger(__name__)
+
+
+class AnalyzeError(ValueError):
+    """Nothing could be analysed; the message is one line naming the problem and the fix."""
+
+
+def analyze(*paths: str | Path, step_col: str | None = None, loss_col: str | None = None,
+            **thresholds) -> Report:
+    """Load every run under ``paths`` and explain it.
+
+    Args:
+        *paths: run directories, log files, or directories of runs.
+        step_col: the step column of a table, when it is not recognised.
+        loss_col: the loss column (or TensorBoard tag), when it is not recognised.
+        **thresholds: :class:`AnalyzeConfig` fields (``window``, ``threshold``, ``warmup``,
+            ``recover_steps``, ...).
+
+    Returns:
+        A :class:`Report`, one :class:`RunReport` per run found.
+
+    Raises:
+        AnalyzeError: a path does not exist, holds no recognisable logs, or no run has a
+            loss series; a threshold is invalid.
+
+    Example:
+        >>> import sentinel
+        >>> report = sentinel.analyze("logs/run1", window=50)  # doctest: +SKIP
+        >>> report.runs[0].verdict.value  # doctest: +SKIP
+        'recovered'
+    """
+    if not paths:
+        raise AnalyzeError("no path given: pass a run directory or a log file")
+    try:
+        config = AnalyzeConfig.from_kwargs(**thresholds)
+        warmup_steps(config)  # the detector validates the overrides before any loading
+        options = LoadOptions(step_col=step_col, loss_col=loss_col)
+        runs = [run for path in paths for run in discover_runs(path, options)]
+    except (FileNotFoundError, NoRunsError, ValueError, TypeError) as err:
+        raise AnalyzeError(str(err)) from err
+    reports = [analyze_run(run, config) for run in runs]
+    if all(r.final_loss is None and not r.incidents for r in reports):
+        reasons = "; ".join(dict.fromkeys(w for r in reports for w in r.warnings)) or "no loss values"
+        raise AnalyzeError(f"nothing to analyse: {reasons}")
+    return Report(reports)
+
+
+def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
+    """Run every rule over one loaded run.
+
+    Example:
+        >>> from sentinel.analyze.loaders import RunData
+        >>> steps = pd.DataFrame({"loss": [2.0, 1.5, 1.2]}, index=pd.Index([0, 1, 2], name="step"))
+        >>> analyze_run(RunData("r", "r", "test", steps)).final_loss
+        1.2
+    """
+    config = config or AnalyzeConfig()
+    steps = run.steps
+    warnings = list(run.warnings)
+    incidents: list[Incident] = []
+    has = steps.columns.__contains__
+    loss = finite(steps[metrics.LOSS]) if has(metrics.LOSS) else pd.Series(dtype="float64")
+    if has(metrics.LOSS) or has(metrics.GRAD_NORM_TOTAL) or not run.events.empty:
+        incidents += nonfinite_incidents(run)
+    spans: list[dict] = []
+    if not has(metrics.LOSS):
+        if not any("no loss" in w for w in warnings):
+            warnings.append("no loss series: pass --loss-col NAME")
+    elif len(loss) < 2:
+        warnings.append(f"only {len(loss)} finite loss value(s): too little history to judge spikes "
+                        "or divergence; non-finite values and the final loss are still reported")
+    else:
+        warmup = warmup_steps(config)
+        if len(loss) <= warmup:
+            warnings.append(f"only {len(loss)} finite loss values, fewer than the spike detector's "
+                            f"warm-up of {warmup}: too little history to judge spikes fully (only "
+                            "large jumps are flagged); non-finite values and the final loss are reported")
+        found, spans = loss_spike_incidents(loss, config)
+        incidents += found
+        incidents += divergence_incidents(loss)
+        incidents += plateau_incidents(loss, config)
+    if has(metrics.GRAD_NORM_TOTAL):
+        grad = finite(steps[metrics.GRAD_NORM_TOTAL])
+        if len(grad) >= 2:
+            incidents += grad_explosion_incidents(grad, spans, config)
+    if has(metrics.LOSS_SCALE):
+        incidents += loss_scale_incidents(steps[metrics.LOSS_SCALE], config)
+    if has(metrics.AMP_OVERFLOW):
+        incidents += overflow_incidents(steps[metrics.AMP_OVERFLOW], config)
+    incidents += attention_incidents(steps, config)
+    incidents += guard_incidents(run.events, loss, config)
+    incidents += online_spike_incidents(run.events, [(s["start"], s["end"]) for s in spans])
+    incidents.sort(key=lambda i: (i.step, i.end_step, i.kind))
+    final_raw = _last_logged(steps[metrics.LOSS]) if has(metrics.LOSS) else None
+    final_finite = final_raw is None or bool(np.isfinite(final_raw))
+    return RunReport(
+        name=run.name, path=run.path, source=run.source, steps=int(len(steps)),
+        first_step=int(steps.index[0]) if len(steps) else None,
+        last_step=int(steps.index[-1]) if len(steps) else None,
+        final_loss=None if final_raw is None else float(final_raw),
+        best_loss=float(loss.min()) if len(loss) else None,
+        verdict=verdict(incidents, final_finite), incidents=incidents, warnings=warnings, data=run)
+
+
+def _last_logged(loss: pd.Series) -> float | None:
+    """The last logged loss value, NaN/Inf included (a run that ends in NaN ends in NaN)."""
+    from sentinel.analyze.rule_nonfinite import nonfinite_mask
+
+    logged = loss[loss.notna() | nonfinite_mask(loss)]
+    return float(logged.iloc[-1]) if len(logged) else None

@@ -1,0 +1,93 @@
+"""Thresholds of the analyzer's rules (``sentinel.analyze(path, **thresholds)``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class AnalyzeConfig:
+    """Thresholds for the rules. ``None`` for ``window``/``threshold``/``warmup`` means the
+    detector's own default (the guard's definition of a spike).
+
+    Attributes:
+        window: trailing window of the spike detector (``--window``).
+        threshold: spike score threshold of the detector (``--threshold``).
+        warmup: steps the detector ignores at the start (``--warmup``).
+        recover_steps: a spike, or a rollback, counts as recovered when the loss is back under
+            its pre-spike level within this many steps. 200: PaLM restarted ~100 steps before
+            a spike and skipped 200-500 batches, so recovery is judged on that scale.
+        recover_frac: "back under the pre-spike level" allows this fraction of the spike's
+            height above the baseline (0.1: 90% of the excess gone), so noise does not hide
+            a recovery.
+        grad_lead_max: a grad-norm explosion "preceded" a loss spike when the spike began
+            within this many steps after it (10: the loss reacts within a few updates).
+        loss_scale_floor: a dynamic loss scale below this has collapsed (1.0: fp16 then
+            underflows most gradients).
+        loss_scale_drop_orders: ... or fell by this many orders of magnitude from its peak.
+        overflow_rate: warn when more than this fraction of steps overflowed (0.05: a healthy
+            GradScaler overflows about once per growth interval, 1/2000).
+        entropy_ratio: attention entropy has collapsed when it falls below this fraction of
+            its early value (0.2, the "entropy collapse" of Zhai et al. 2023 is a fall towards 0).
+        logit_growth: ... or when the largest attention logit grew by this factor.
+        early_samples: how many first samples of an attention metric define its early value.
+        plateau_window: no improvement of the best loss over this many steps is a plateau.
+        plateau_rtol: improvement smaller than this fraction of the best loss does not count.
+
+    Example:
+        >>> AnalyzeConfig(recover_steps=100).recover_steps
+        100
+    """
+
+    window: int | None = None
+    threshold: float | None = None
+    warmup: int | None = None
+    recover_steps: int = 200
+    recover_frac: float = 0.1
+    grad_lead_max: int = 10
+    loss_scale_floor: float = 1.0
+    loss_scale_drop_orders: float = 3.0
+    overflow_rate: float = 0.05
+    entropy_ratio: float = 0.2
+    logit_growth: float = 10.0
+    early_samples: int = 5
+    plateau_window: int = 1000
+    plateau_rtol: float = 0.01
+
+    def __post_init__(self) -> None:
+        for name in ("window", "warmup"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 0 or
+                                      (name == "window" and value < 2)):
+                raise ValueError(f"{name}={value!r} is invalid: pass an integer "
+                                 f"{'>= 2' if name == 'window' else '>= 0'} or None for the default")
+        if self.threshold is not None and not self.threshold > 0:
+            raise ValueError(f"threshold={self.threshold!r} is invalid: pass a positive number")
+        for name in ("recover_steps", "grad_lead_max", "early_samples", "plateau_window"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name}={value!r} is invalid: pass an integer >= 1")
+        for name in ("recover_frac", "overflow_rate", "entropy_ratio", "plateau_rtol"):
+            value = getattr(self, name)
+            if not 0 < value < 1:
+                raise ValueError(f"{name}={value!r} is invalid: pass a fraction between 0 and 1")
+        for name in ("loss_scale_floor", "loss_scale_drop_orders", "logit_growth"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name}={getattr(self, name)!r} is invalid: pass a positive number")
+
+    @classmethod
+    def from_kwargs(cls, **thresholds: Any) -> "AnalyzeConfig":
+        """Build from keyword thresholds, naming the valid ones when a key is unknown.
+
+        Example:
+            >>> AnalyzeConfig.from_kwargs(window=20).window
+            20
+        """
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(thresholds) - names)
+        if unknown:
+            raise ValueError(f"unknown threshold(s) {', '.join(unknown)}: "
+                             f"use one of {', '.join(sorted(names))}")
+        return cls(**thresholds)

@@ -1,0 +1,57 @@
+"""The guard's detectors, run offline over a run's series with the analyzer's overrides."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pandas as pd
+
+from sentinel.analyze.config import AnalyzeConfig
+
+# AnalyzeConfig fields forwarded to the detector's SpikeConfig when set (--window, ...).
+_SPIKE_OVERRIDES = ("window", "threshold", "warmup")
+
+
+def spike_config(config: AnalyzeConfig):
+    """The detector's ``SpikeConfig`` with the user's window/threshold/warm-up applied.
+
+    Raises:
+        ValueError: the detector has no such setting, or rejects the value.
+
+    Example:
+        >>> spike_config(AnalyzeConfig(window=20)).window  # doctest: +SKIP
+        20
+    """
+    from sentinel.detect import SpikeConfig  # pandas-heavy: imported when analysing
+
+    names = {f.name for f in dataclasses.fields(SpikeConfig)}
+    overrides = {k: getattr(config, k) for k in _SPIKE_OVERRIDES if getattr(config, k) is not None}
+    missing = sorted(set(overrides) - names)
+    if missing:
+        raise ValueError(f"the spike detector has no setting {', '.join(missing)}: "
+                         f"its settings are {', '.join(sorted(names))}")
+    return SpikeConfig(**overrides)
+
+
+def warmup_steps(config: AnalyzeConfig) -> int:
+    """How many values of history the spike detector needs before its outlier test runs
+    (before that it flags only large jumps)."""
+    return int(spike_config(config).warmup)
+
+
+def detect_spikes(series: pd.Series, config: AnalyzeConfig) -> pd.DataFrame:
+    """Run the guard's spike detector over a finite series (index = step).
+
+    Returns:
+        The detector's frame: ``is_spike``, ``score``, ``baseline``, ... indexed by step.
+    """
+    from sentinel.detect import detect_spikes as _detect_spikes
+
+    return _detect_spikes(series, spike_config(config))
+
+
+def detect_divergence(series: pd.Series) -> pd.DataFrame:
+    """Run the guard's divergence detector (its defaults) over a finite series."""
+    from sentinel.detect import DivergenceConfig, detect_divergence as _detect_divergence
+
+    return _detect_divergence(series, DivergenceConfig())

@@ -1,0 +1,96 @@
+"""Loader for Lightning ``CSVLogger`` output (``metrics.csv``).
+
+Lightning writes one row per ``log_metrics`` call: training rows, validation rows and epoch
+rows share one header, so empty cells are normal. Rows of the same step are merged.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pandas as pd
+
+from sentinel import metrics
+from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders.keys import LOSS_ALIASES, STEP_ALIASES, canonical_key, find_column
+
+log = logging.getLogger(__name__)
+
+NAME = "lightning_csv"
+DESCRIPTION = "Lightning CSVLogger metrics.csv"
+FILE_NAME = "metrics.csv"
+
+
+def sniff(path: str | Path) -> bool:
+    """True for a ``metrics.csv`` (or a directory holding one) whose header has a step column.
+
+    Example:
+        >>> sniff("/nonexistent/metrics.csv")
+        False
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / FILE_NAME
+    if path.name != FILE_NAME or not path.is_file():
+        return False
+    with open(path, encoding="utf-8", errors="replace") as f:
+        header = f.readline().strip().split(",")
+    return find_column(header, STEP_ALIASES) is not None
+
+
+def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
+    """Read one ``metrics.csv`` into a run, keys mapped to sentinel's names.
+
+    Args:
+        path: the file, or the directory holding it.
+        options: ``step_col`` / ``loss_col`` chosen by the user.
+
+    Raises:
+        ValueError: a column named in ``options`` does not exist, or the file has no step
+            column.
+
+    Example:
+        >>> run = load("lightning_logs/version_0")[0]  # doctest: +SKIP
+        >>> run.steps["loss"].head()  # doctest: +SKIP
+    """
+    options = options or LoadOptions()
+    path = Path(path)
+    if path.is_dir():
+        path = path / FILE_NAME
+    warnings: list[str] = []
+    try:
+        # on_bad_lines="warn" keeps rows before a torn last line (a run killed mid-write).
+        frame = pd.read_csv(path, on_bad_lines="warn", engine="python")
+    except pd.errors.EmptyDataError:
+        frame = pd.DataFrame()
+    step_col = find_column(frame.columns, STEP_ALIASES, options.step_col)
+    if step_col is None:
+        raise ValueError(f"{path}: no step column among {', '.join(map(str, frame.columns)) or 'none'}: "
+                         "pass --step-col NAME")
+    loss_col = find_column(frame.columns, LOSS_ALIASES, options.loss_col)
+    frame[step_col] = pd.to_numeric(frame[step_col], errors="coerce")
+    torn = frame[step_col].isna().sum()
+    if torn:
+        warnings.append(f"{path.name}: skipped {torn} row(s) without a step")
+        frame = frame[frame[step_col].notna()]
+    frame = frame.apply(pd.to_numeric, errors="coerce")
+    frame[step_col] = frame[step_col].astype("int64")
+    # groupby().last() takes the last non-empty cell per column: merges train and val rows.
+    steps = frame.groupby(step_col, sort=True).last()
+    steps.index.name = metrics.STEP
+    renames = {}
+    for column in steps.columns:
+        renames[column] = metrics.LOSS if column == loss_col else canonical_key(str(column))
+        if renames[column] == metrics.LOSS and column != loss_col:
+            renames[column] = str(column).strip().lower()  # only the chosen column is "loss"
+    steps = steps.rename(columns=renames)
+    steps = steps.loc[:, ~steps.columns.duplicated()]
+    empty = [c for c in steps.columns if c != metrics.LOSS and steps[c].isna().all()]
+    steps = steps.drop(columns=empty)
+    if loss_col is None:
+        warnings.append(f"{path.name}: no loss column among {', '.join(map(str, frame.columns))}: "
+                        "pass --loss-col NAME")
+    name = path.parent.name or path.name
+    return [RunData(name=name, path=str(path), source=NAME, steps=steps.astype("float64"),
+                    meta={"loss_column": loss_col, "step_column": step_col}, warnings=warnings)]

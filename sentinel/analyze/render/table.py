@@ -1,0 +1,61 @@
+"""Terminal rendering: one block per run, a summary line and its incidents in step order."""
+
+from __future__ import annotations
+
+from sentinel.analyze.render.text import fmt
+from sentinel.analyze.report import Report, RunReport
+
+_SEVERITY_MARK = {"info": "info", "warning": "WARN", "critical": "CRIT"}
+
+
+def render_table(report: Report, width: int = 100) -> str:
+    """The report as plain-text tables, one per run.
+
+    Args:
+        report: what :func:`sentinel.analyze` returned.
+        width: messages longer than this many characters are wrapped.
+
+    Example:
+        >>> print(render_table(sentinel.analyze("logs/run1")))  # doctest: +SKIP
+        run1 (sentinel) logs/run1 -- recovered
+        ...
+    """
+    return "\n\n".join(_run(run, width) for run in report.runs) + "\n"
+
+
+def _run(run: RunReport, width: int) -> str:
+    lines = [f"{run.name} ({run.source}) {run.path} -- {run.verdict.value}",
+             f"  steps {run.steps} ({fmt(run.first_step)}..{fmt(run.last_step)})  "
+             f"final loss {fmt(run.final_loss)}  best loss {fmt(run.best_loss)}"]
+    counts = run.counts
+    if counts:
+        lines.append("  " + ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items())))
+    for warning in run.warnings:
+        lines.append(f"  warning: {warning}")
+    if not run.incidents:
+        lines.append("  no incidents")
+        return "\n".join(lines)
+    rows = [(f"{i.step}" if i.step == i.end_step else f"{i.step}-{i.end_step}",
+             _SEVERITY_MARK[i.severity.value], i.kind, i.message) for i in run.incidents]
+    widths = [max(len(r[c]) for r in rows + [("step", "sev", "kind", "")]) for c in range(3)]
+    header = ("step".ljust(widths[0]), "sev".ljust(widths[1]), "kind".ljust(widths[2]))
+    lines.append("  " + "  ".join(header) + "  message")
+    lines.append("  " + "  ".join("-" * w for w in widths) + "  " + "-" * 7)
+    indent = 2 + sum(widths) + 6
+    for row in rows:
+        head = "  " + "  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths)) + "  "
+        lines.extend(_wrap(head, row[3], indent, width))
+    return "\n".join(lines)
+
+
+def _wrap(head: str, message: str, indent: int, width: int) -> list[str]:
+    room = max(width - indent, 40)
+    words, out, line = message.split(" "), [], ""
+    for word in words:
+        if line and len(line) + 1 + len(word) > room:
+            out.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    out.append(line)
+    return [head + out[0]] + [" " * indent + rest for rest in out[1:]]

@@ -1,0 +1,102 @@
+"""The analyzer's result: a :class:`Report` of :class:`RunReport` s, independent of rendering."""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from sentinel.analyze.incident import Incident, Severity
+from sentinel.analyze.loaders import RunData
+
+
+class Verdict(str, enum.Enum):
+    """A run's health: nothing worth a warning, got past every problem, or did not."""
+
+    HEALTHY = "healthy"
+    RECOVERED = "recovered"
+    UNHEALTHY = "unhealthy"
+
+
+@dataclass
+class RunReport:
+    """What the analyzer found in one run.
+
+    Attributes:
+        name, path, source: where the run came from (see :class:`RunData`).
+        steps: number of logged steps; first_step/last_step: their range (None when empty).
+        final_loss / best_loss: last and lowest finite loss (None without a loss series).
+        verdict: :class:`Verdict`.
+        incidents: in step order.
+        warnings: what was skipped while reading, and what could not be judged.
+        data: the loaded run (for plots and notebooks; not serialised).
+    """
+
+    name: str
+    path: str
+    source: str
+    steps: int
+    first_step: int | None
+    last_step: int | None
+    final_loss: float | None
+    best_loss: float | None
+    verdict: Verdict
+    incidents: list[Incident] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    data: RunData | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Number of incidents per kind, e.g. ``{"loss_spike": 2, "rollback": 1}``."""
+        return dict(Counter(i.kind for i in self.incidents))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (see :mod:`sentinel.analyze.render.json_report` for the schema)."""
+        return {"path": self.path, "name": self.name, "source": self.source, "steps": self.steps,
+                "first_step": self.first_step, "last_step": self.last_step,
+                "final_loss": self.final_loss, "best_loss": self.best_loss,
+                "verdict": self.verdict.value, "incidents": [i.to_dict() for i in self.incidents],
+                "warnings": list(self.warnings)}
+
+
+@dataclass
+class Report:
+    """Every analysed run.
+
+    Example:
+        >>> report = sentinel.analyze("logs/")  # doctest: +SKIP
+        >>> [(r.name, r.verdict.value) for r in report.runs]  # doctest: +SKIP
+        [('run1', 'recovered')]
+    """
+
+    runs: list[RunReport]
+
+    def worst(self) -> Severity | None:
+        """The highest severity among all incidents (None when there are none)."""
+        severities = [i.severity for r in self.runs for i in r.incidents]
+        return max(severities, key=lambda s: s.rank) if severities else None
+
+    def has_at_least(self, severity: Severity | str) -> bool:
+        """True when some incident is at least as severe as ``severity`` (``--fail-on``)."""
+        severity = Severity(severity)
+        return any(i.severity.rank >= severity.rank for r in self.runs for i in r.incidents)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"runs": [...]}``, the JSON form."""
+        return {"runs": [r.to_dict() for r in self.runs]}
+
+
+def verdict(incidents: list[Incident], final_loss_finite: bool) -> Verdict:
+    """Unhealthy when a warning or critical incident was not got past or the run ends
+    non-finite; recovered when there were such incidents but all were got past; else healthy.
+
+    Example:
+        >>> verdict([], True).value
+        'healthy'
+    """
+    if not final_loss_finite or any(i.severity.rank >= Severity.WARNING.rank and not i.resolved for i in incidents):
+        return Verdict.UNHEALTHY
+    if any(i.severity.rank >= Severity.WARNING.rank for i in incidents):
+        return Verdict.RECOVERED
+    return Verdict.HEALTHY

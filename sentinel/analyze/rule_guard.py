@@ -1,0 +1,139 @@
+"""The guard's own actions from ``events.jsonl``: rollbacks (and whether they helped), skipped
+batches, giving up, and spikes the guard saw online that the final record no longer shows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from sentinel.analyze.config import AnalyzeConfig
+from sentinel.analyze.incident import Incident, IncidentKind, Severity
+from sentinel.analyze.spans import first_step_at_or_below
+
+
+def guard_incidents(events: pd.DataFrame, loss: pd.Series, config: AnalyzeConfig) -> list[Incident]:
+    """Incidents for ``rollback``, ``skip`` and ``gave_up`` events.
+
+    A rollback helped when the loss came back under its pre-spike level (median of the 20
+    finite values before the spike, plus ``recover_frac`` of the spike's height) within
+    ``recover_steps`` steps of the spike and no further rollback followed in that time.
+    Skipping alone does not always cure a divergence (BigScience, PaLM), and the message says
+    so when it did not.
+
+    Example:
+        >>> [i.kind for i in guard_incidents(run.events, run.steps["loss"], AnalyzeConfig())]  # doctest: +SKIP
+        ['rollback', 'skip']
+    """
+    if events is None or events.empty or "kind" not in events.columns:
+        return []
+    incidents: list[Incident] = []
+    rollbacks = events[events["kind"] == "rollback"].sort_values("step", kind="stable")
+    spike_values = _spike_values(events)
+    starts = [int(_get(r, "spike_step", r["step"])) for _, r in rollbacks.iterrows()]
+    for i, (_, event) in enumerate(rollbacks.iterrows()):
+        incidents.append(_rollback(event, starts[i], starts[i + 1:], spike_values, loss, config))
+    incidents.extend(_skips(events[events["kind"] == "skip"]))
+    for _, event in events[events["kind"] == "gave_up"].iterrows():
+        step = int(event["step"])
+        text = _get(event, "message") or f"the guard gave up at step {step}"
+        incidents.append(Incident(IncidentKind.GAVE_UP, step, step, Severity.CRITICAL, str(text),
+                                  {"reason": _get(event, "reason"), "rollbacks": _get(event, "rollbacks"),
+                                   "resolved": False}))
+    return incidents
+
+
+def online_spike_incidents(events: pd.DataFrame, covered: list[tuple[int, int]]) -> list[Incident]:
+    """Loss spikes the guard recorded online at steps no offline spike covers (the rerun after a
+    rollback overwrote them in the step record)."""
+    if events is None or events.empty or "kind" not in events.columns:
+        return []
+    spikes = events[(events["kind"] == "spike") & (events.get("metric", pd.Series(index=events.index)) == "loss")]
+    incidents = []
+    for _, event in spikes.iterrows():
+        step = int(event["step"])
+        if any(a <= step <= b for a, b in covered):
+            continue
+        value, baseline, score = (_get(event, k) for k in ("value", "baseline", "score"))
+        numbers = ", ".join(f"{k} {v:.4g}" for k, v in (("baseline", baseline), ("score", score))
+                            if isinstance(v, (int, float)))
+        message = (f"loss spike to {value:.4g} at step {step} detected online by the guard"
+                   if isinstance(value, (int, float)) else f"loss spike at step {step} detected online by the guard")
+        message += f" ({numbers})" if numbers else ""
+        incidents.append(Incident(IncidentKind.LOSS_SPIKE, step, step, Severity.WARNING, message,
+                                  {"peak": value, "baseline": baseline, "score": score, "online": True,
+                                   "resolved": True}))
+    return incidents
+
+
+def _rollback(event, spike_step: int, later: list[int], spike_values: dict[int, float],
+              loss: pd.Series, config: AnalyzeConfig) -> Incident:
+    step = int(event["step"])
+    restored = _get(event, "restored_step")
+    restored = int(restored) if isinstance(restored, float) and restored.is_integer() else restored
+    reason = _get(event, "reason")
+    what = f"the {str(reason).replace('_', ' ')} at step {spike_step}" if reason else f"the spike at step {spike_step}"
+    skipped = _get(event, "skipped")
+    n_skipped = len(skipped) if isinstance(skipped, (list, tuple)) else 0
+    before = loss.loc[:spike_step - 1].tail(20)
+    pre = float(before.median()) if len(before) else float("nan")
+    peak = spike_values.get(spike_step, float("nan"))
+    level = pre + config.recover_frac * (peak - pre) if np.isfinite(peak) and peak > pre else pre
+    back = first_step_at_or_below(loss, spike_step - 1, level, config.recover_steps) if np.isfinite(pre) else None
+    again = [s for s in later if s <= spike_step + config.recover_steps]
+    helped = back is not None and not again
+    head = (f"rollback for {what}: restored step {restored}, skipped {n_skipped} batches"
+            if restored is not None else f"rollback for {what}: no snapshot, nothing restored")
+    if helped:
+        tail = f"; helped: loss back under the pre-spike level {pre:.4g} at step {back}"
+    elif again:
+        tail = (f"; did not help: another rollback was needed at step {again[0]} "
+                f"(skipping batches alone does not always cure a divergence, as BigScience and PaLM found: "
+                "lower the learning rate or restart from further back)")
+    else:
+        tail = (f"; did not help: loss not back under the pre-spike level {pre:.4g} within "
+                f"{config.recover_steps} steps (skipping batches alone does not always cure a divergence, "
+                "as BigScience and PaLM found)")
+    return Incident(IncidentKind.ROLLBACK, min(step, spike_step), max(step, spike_step),
+                    Severity.WARNING if helped else Severity.CRITICAL, head + tail,
+                    {"spike_step": spike_step, "restored_step": restored, "skipped_batches": n_skipped,
+                     "reason": reason, "pre_spike_loss": pre if np.isfinite(pre) else None, "back_at_step": back,
+                     "helped": helped, "resolved": helped})
+
+
+def _skips(skips: pd.DataFrame) -> list[Incident]:
+    """One info incident per stretch of consecutive skipped steps (one per rollback, usually)."""
+    if skips.empty:
+        return []
+    counts = skips["step"].astype("int64").value_counts().sort_index()
+    incidents = []
+    group: list[int] = []
+    for step in list(counts.index) + [None]:
+        if group and (step is None or step - group[-1] > 1):
+            n = int(counts.loc[group].sum())
+            message = (f"{n} batches skipped at steps {group[0]}-{group[-1]}" if len(group) > 1
+                       else f"{n} batches skipped at step {group[0]}")
+            incidents.append(Incident(IncidentKind.SKIP, int(group[0]), int(group[-1]), Severity.INFO,
+                                      message, {"batches": n, "resolved": True}))
+            group = []
+        if step is not None:
+            group.append(int(step))
+    return incidents
+
+
+def _spike_values(events: pd.DataFrame) -> dict[int, float]:
+    if "value" not in events.columns:
+        return {}
+    spikes = events[events["kind"] == "spike"]
+    out = {}
+    for _, event in spikes.iterrows():
+        value = _get(event, "value")
+        if isinstance(value, (int, float)) and _get(event, "metric") in (None, "loss"):
+            out[int(event["step"])] = float(value)
+    return out
+
+
+def _get(row, key, default=None):
+    value = row.get(key, default) if hasattr(row, "get") else default
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return default
+    return value.item() if isinstance(value, np.generic) else value

@@ -1,0 +1,39 @@
+"""Plateaus: the best loss did not improve over a long window (information, not a fault)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from sentinel.analyze.config import AnalyzeConfig
+from sentinel.analyze.incident import Incident, IncidentKind, Severity
+from sentinel.analyze.spans import group_steps
+
+
+def plateau_incidents(loss: pd.Series, config: AnalyzeConfig) -> list[Incident]:
+    """One info incident for the longest stretch in which the best loss so far improved by less
+    than ``plateau_rtol`` of itself over every window of ``plateau_window`` steps.
+
+    Example:
+        >>> s = pd.Series([3.0, 2.0] + [1.0] * 2000)
+        >>> plateau_incidents(s, AnalyzeConfig()).pop().step
+        2
+    """
+    if len(loss) < 2:
+        return []
+    steps = loss.index.to_numpy()
+    best = loss.cummin().to_numpy()
+    back = np.searchsorted(steps, steps - config.plateau_window, side="right") - 1
+    full = back >= 0  # a whole window of history lies behind this step
+    reference = best[np.clip(back, 0, None)]
+    stalled = full & (best >= reference - config.plateau_rtol * np.abs(reference))
+    spans = group_steps(pd.Series(stalled, index=loss.index), max_gap=1)
+    if not spans:
+        return []
+    first, end = max(spans, key=lambda span: span[1] - span[0])
+    start = int(steps[back[np.searchsorted(steps, first)]])
+    level = float(loss.cummin().loc[end])
+    message = (f"loss plateaued for {end - start} steps ({start}-{end}): best {level:.4g}, less than "
+               f"{config.plateau_rtol:.0%} better per {config.plateau_window} steps")
+    return [Incident(IncidentKind.PLATEAU, start, end, Severity.INFO, message,
+                     {"length": end - start, "best": level, "resolved": True})]

@@ -1,0 +1,118 @@
+"""Loss spikes and grad-norm explosions, found by the guard's own spike detector."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from sentinel import metrics
+from sentinel.analyze.config import AnalyzeConfig
+from sentinel.analyze.detector import detect_spikes
+from sentinel.analyze.incident import Incident, IncidentKind, Severity
+from sentinel.analyze.spans import first_step_at_or_below, group_steps
+
+
+def spike_spans(series: pd.Series, config: AnalyzeConfig) -> list[dict]:
+    """Detector-flagged spans of a finite series with their numbers.
+
+    Each span: ``start``, ``end``, ``peak_step``, ``peak``, ``baseline``, ``ratio`` (peak over
+    baseline), ``score`` (the detector's largest), ``recovered_step`` (first step back under
+    ``baseline + recover_frac * (peak - baseline)`` within ``recover_steps``, else None).
+
+    Example:
+        >>> spike_spans(run.steps["loss"].dropna(), AnalyzeConfig())[0]["peak"]  # doctest: +SKIP
+        9.1
+    """
+    if series.empty:
+        return []
+    frame = detect_spikes(series, config)
+    flags = frame["is_spike"].fillna(False).astype(bool)
+    spans = []
+    for start, end in group_steps(flags, max_gap=2):
+        part = series.loc[start:end]
+        peak_step = int(part.idxmax())
+        peak = float(part.max())
+        baseline = float(frame["baseline"].loc[start]) if "baseline" in frame else float("nan")
+        if not np.isfinite(baseline):
+            before = series.loc[:start - 1]
+            baseline = float(before.tail(20).median()) if len(before) else float("nan")
+        score = float(frame["score"].loc[start:end].max()) if "score" in frame else float("nan")
+        level = baseline + config.recover_frac * (peak - baseline)
+        recovered = first_step_at_or_below(series, peak_step, level, config.recover_steps)
+        spans.append({"start": start, "end": end, "peak_step": peak_step, "peak": peak,
+                      "baseline": baseline, "ratio": _ratio(peak, baseline), "score": score,
+                      "recovered_step": recovered})
+    return spans
+
+
+def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig) -> tuple[list[Incident], list[dict]]:
+    """One incident per loss spike: height vs baseline, score, recovered and in how many steps.
+
+    A spike that recovered is a warning, one that did not is critical.
+
+    Returns:
+        ``(incidents, spans)``; the spans feed the grad-norm rule's lead-time check.
+    """
+    spans = spike_spans(loss, config)
+    incidents = []
+    last = int(loss.index[-1])
+    for span in spans:
+        rec = span["recovered_step"]
+        if rec is not None:
+            after = f"recovered in {_steps(rec - span['start'])} (step {rec})"
+        elif last < span["peak_step"] + config.recover_steps:
+            after = f"not recovered by the last logged step {last}"
+        else:
+            after = f"not recovered within {config.recover_steps} steps"
+        message = (f"loss spike to {span['peak']:.4g} at step {span['peak_step']} "
+                   f"({_times(span['ratio'])} baseline {span['baseline']:.4g}, score {span['score']:.3g}); "
+                   f"{after}")
+        details = {**_json(span), "recovered": rec is not None,
+                   "steps_to_recover": None if rec is None else rec - span["start"],
+                   "resolved": rec is not None}
+        incidents.append(Incident(IncidentKind.LOSS_SPIKE, span["start"], span["end"],
+                                  Severity.WARNING if rec is not None else Severity.CRITICAL,
+                                  message, details))
+    return incidents, spans
+
+
+def grad_explosion_incidents(grad_norm: pd.Series, loss_spans: list[dict],
+                             config: AnalyzeConfig) -> list[Incident]:
+    """One incident per grad-norm explosion, saying whether (and how many steps) it preceded a
+    loss spike.
+
+    Example:
+        >>> grad_explosion_incidents(run.steps["grad_norm/total"].dropna(), spans, AnalyzeConfig())  # doctest: +SKIP
+    """
+    incidents = []
+    for span in spike_spans(grad_norm, config):
+        led = [s for s in loss_spans if span["start"] <= s["start"] <= span["start"] + config.grad_lead_max]
+        if led:
+            lead = led[0]["start"] - span["start"]
+            tail = (f"preceded the loss spike at step {led[0]['start']} by {_steps(lead)}"
+                    if lead else f"at the same step as the loss spike at step {led[0]['start']}")
+        else:
+            lead, tail = None, "no loss spike followed"
+        message = (f"grad norm {metrics.GRAD_NORM_TOTAL} jumped to {span['peak']:.4g} at step "
+                   f"{span['peak_step']} ({_times(span['ratio'])} baseline {span['baseline']:.4g}); {tail}")
+        details = {**_json(span), "loss_spike_step": led[0]["start"] if led else None,
+                   "lead_steps": lead, "resolved": True}
+        incidents.append(Incident(IncidentKind.GRAD_EXPLOSION, span["start"], span["end"],
+                                  Severity.WARNING, message, details))
+    return incidents
+
+
+def _steps(n: int) -> str:
+    return f"{n} step" if n == 1 else f"{n} steps"
+
+
+def _ratio(peak: float, baseline: float) -> float:
+    return peak / baseline if baseline and np.isfinite(baseline) and baseline > 0 else float("nan")
+
+
+def _times(ratio: float) -> str:
+    return f"{ratio:.3g}x" if np.isfinite(ratio) else "vs"
+
+
+def _json(span: dict) -> dict:
+    return {k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in span.items()}

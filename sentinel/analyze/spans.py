@@ -1,0 +1,52 @@
+"""Steps as spans: group flagged steps into incidents, find where a series came back down."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def group_steps(flags: pd.Series, max_gap: int = 1) -> list[tuple[int, int]]:
+    """Group the True entries of a boolean series (indexed by step) into ``(start, end)`` spans.
+
+    Two flagged rows belong to one span when at most ``max_gap - 1`` unflagged rows lie between
+    them (counted in rows, so a series logged every 10 steps groups like one logged every step).
+
+    Example:
+        >>> group_steps(pd.Series([False, True, True, False, True], index=[0, 10, 20, 30, 40]))
+        [(10, 20), (40, 40)]
+    """
+    positions = np.flatnonzero(flags.to_numpy(dtype=bool))
+    if positions.size == 0:
+        return []
+    steps = flags.index.to_numpy()
+    breaks = np.flatnonzero(np.diff(positions) > max_gap)
+    starts = np.concatenate(([positions[0]], positions[breaks + 1]))
+    ends = np.concatenate((positions[breaks], [positions[-1]]))
+    return [(int(steps[s]), int(steps[e])) for s, e in zip(starts, ends)]
+
+
+def first_step_at_or_below(series: pd.Series, after: int, level: float, within: int) -> int | None:
+    """First step in ``(after, after + within]`` where ``series`` is at or below ``level``.
+
+    Example:
+        >>> first_step_at_or_below(pd.Series([1.0, 9.0, 5.0, 1.1], index=[0, 1, 2, 3]), 1, 1.5, 10)
+        3
+    """
+    window = series.loc[(series.index > after) & (series.index <= after + within)]
+    hits = window.index[window.to_numpy() <= level]
+    return int(hits[0]) if len(hits) else None
+
+
+def cadence(index: pd.Index) -> int:
+    """The usual distance between consecutive steps of a series (1 when it has < 2 steps).
+
+    Example:
+        >>> cadence(pd.Index([0, 10, 20, 30, 35]))
+        10
+    """
+    if len(index) < 2:
+        return 1
+    gaps = np.diff(index.to_numpy())
+    values, counts = np.unique(gaps[gaps > 0], return_counts=True)
+    return int(values[np.argmax(counts)]) if len(values) else 1

@@ -1,0 +1,199 @@
+"""Loaders of the analyzer, on real files: TensorBoard event files written by torch's
+SummaryWriter, Lightning CSVLogger output of a real Trainer run, sentinel run dirs written by
+the store; and discovery of runs in a directory."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from sentinel.analyze.discover import NoRunsError, discover_runs
+from sentinel.analyze.loaders import LoadOptions, lightning_csv, sentinel_run, tensorboard
+from sentinel.events import make_event
+from sentinel.store import RunWriter
+
+
+def write_tb(log_dir: Path, n: int = 30, nan_at: int | None = None) -> dict[str, list[float]]:
+    """Scalars with tags as another trainer would name them; returns what was written (as f32)."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    rng = np.random.default_rng(0)
+    loss = (2.0 + rng.random(n)).astype(np.float32)
+    if nan_at is not None:
+        loss[nan_at] = np.nan
+    lr = np.full(n, 1e-3, dtype=np.float32)
+    writer = SummaryWriter(str(log_dir))
+    for step in range(n):
+        writer.add_scalar("train/loss", float(loss[step]), step)
+        writer.add_scalar("lr-AdamW", float(lr[step]), step)
+        if step % 10 == 0:
+            writer.add_scalar("grad_norm/blocks.0", 0.5 + step, step)
+    writer.close()
+    return {"loss": loss.tolist(), "lr": lr.tolist()}
+
+
+def test_tensorboard_loader_reads_summarywriter_scalars_exactly(tmp_path):
+    written = write_tb(tmp_path / "tb_run", nan_at=7)
+    assert tensorboard.sniff(tmp_path / "tb_run")
+    (run,) = tensorboard.load(tmp_path / "tb_run")
+    assert run.source == "tensorboard" and run.warnings == []
+    assert list(run.steps.index) == list(range(30))
+    np.testing.assert_array_equal(run.steps["loss"].to_numpy(), np.asarray(written["loss"], dtype=np.float64))
+    assert math.isnan(run.steps.loc[7, "loss"])
+    assert run.steps["lr"].eq(np.float32(1e-3)).all()
+    # Sparse tag: present every 10 steps, NaN elsewhere.
+    grad = run.steps["grad_norm/blocks.0"]
+    assert grad.dropna().to_dict() == {0: 0.5, 10: 10.5, 20: 20.5}
+
+
+def test_tensorboard_loader_agrees_with_event_accumulator(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    write_tb(tmp_path / "r")
+    acc = EventAccumulator(str(tmp_path / "r"), size_guidance={"scalars": 0})
+    acc.Reload()
+    (run,) = tensorboard.load(tmp_path / "r")
+    ref = pd.Series({e.step: e.value for e in acc.Scalars("train/loss")}, dtype="float64")
+    pd.testing.assert_series_equal(run.steps["loss"], ref, check_names=False, check_index_type=False)
+
+
+@pytest.mark.parametrize("cut", ["mid_record", "garbage_tail"])
+def test_tensorboard_loader_reads_valid_part_of_damaged_file(tmp_path, cut):
+    write_tb(tmp_path / "r")
+    (file,) = (tmp_path / "r").iterdir()
+    data = file.read_bytes()
+    if cut == "mid_record":
+        file.write_bytes(data[:-30])
+    else:
+        file.write_bytes(data + b"\xff" * 40)
+    (run,) = tensorboard.load(tmp_path / "r")
+    assert len(run.warnings) == 1 and file.name in run.warnings[0]
+    assert "record at byte" in run.warnings[0]
+    assert 28 <= len(run.steps["loss"].dropna()) <= 30
+
+
+def test_tensorboard_loss_col_picks_the_tag(tmp_path):
+    write_tb(tmp_path / "r")
+    (run,) = tensorboard.load(tmp_path / "r", LoadOptions(loss_col="lr-AdamW"))
+    assert run.steps["loss"].eq(np.float32(1e-3)).all()
+    with pytest.raises(ValueError, match="tag 'nope' not found; available: "):
+        tensorboard.load(tmp_path / "r", LoadOptions(loss_col="nope"))
+
+
+@pytest.fixture(scope="module")
+def lightning_csv_dir(tmp_path_factory) -> Path:
+    """A real Lightning Trainer run (a few steps, CSVLogger, validation every epoch)."""
+    import lightning as L
+    from lightning.pytorch.loggers import CSVLogger
+
+    class Model(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.net = torch.nn.Linear(4, 1)
+
+        def training_step(self, batch, batch_idx):
+            x, y = batch
+            loss = torch.nn.functional.mse_loss(self.net(x), y)
+            self.log("train_loss", loss, on_step=True, on_epoch=True)
+            return loss
+
+        def validation_step(self, batch, batch_idx):
+            x, y = batch
+            self.log("val_loss", torch.nn.functional.mse_loss(self.net(x), y))
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    torch.manual_seed(0)
+    data = torch.utils.data.TensorDataset(torch.randn(32, 4), torch.randn(32, 1))
+    loader = torch.utils.data.DataLoader(data, batch_size=4)
+    root = tmp_path_factory.mktemp("lightning")
+    logger = CSVLogger(str(root), name="lightning_logs")
+    trainer = L.Trainer(max_epochs=2, logger=logger, log_every_n_steps=1, enable_progress_bar=False,
+                        enable_model_summary=False, enable_checkpointing=False, accelerator="cpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer.fit(Model(), loader, loader)
+    return Path(logger.log_dir)
+
+
+def test_lightning_csv_loader_merges_rows_and_maps_loss(lightning_csv_dir):
+    raw = pd.read_csv(lightning_csv_dir / "metrics.csv")
+    assert raw.isna().any().any()  # Lightning leaves cells empty: that is the normal case
+    assert lightning_csv.sniff(lightning_csv_dir)
+    (run,) = lightning_csv.load(lightning_csv_dir)
+    assert run.source == "lightning_csv" and run.name == lightning_csv_dir.name
+    steps = raw.dropna(subset=["train_loss_step"]).set_index("step")["train_loss_step"]
+    pd.testing.assert_series_equal(run.steps["loss"].dropna(), steps.astype("float64"),
+                                   check_names=False, check_index_type=False)
+    assert run.steps.index.is_unique and len(run.steps) == 16
+    assert "val_loss" in run.steps.columns and run.steps["val_loss"].notna().sum() == 2
+
+
+def test_lightning_csv_without_loss_column_warns(tmp_path):
+    (tmp_path / "metrics.csv").write_text("epoch,step,val_acc\n0,9,0.5\n1,19,0.6\n")
+    (run,) = lightning_csv.load(tmp_path)
+    assert run.warnings == ["metrics.csv: no loss column among epoch, step, val_acc: pass --loss-col NAME"]
+    (run,) = lightning_csv.load(tmp_path, LoadOptions(loss_col="val_acc"))
+    assert run.steps["loss"].tolist() == [0.5, 0.6]
+
+
+def test_lightning_csv_nan_cells_stay_nan(tmp_path):
+    (tmp_path / "metrics.csv").write_text("epoch,step,train_loss\n0,0,1.0\n0,1,nan\n0,2,inf\n")
+    (run,) = lightning_csv.load(tmp_path)
+    values = run.steps["loss"].tolist()
+    assert values[0] == 1.0 and math.isnan(values[1]) and values[2] == math.inf
+
+
+def write_sentinel_run(path: Path, n: int = 40, tb: bool = False, torn: bool = False) -> Path:
+    with RunWriter(path, {"name": path.name}, tensorboard=tb) as writer:
+        for step in range(n):
+            writer.write_step({"step": step, "loss": 2.0 - 0.01 * step, "lr": 1e-3})
+        writer.write_event(make_event("spike", 5, metric="loss", value=9.0))
+    if torn:
+        with open(path / "events.jsonl", "ab") as f:
+            f.write(b'{"step": 7, "kind": "sp')
+    return path
+
+
+def test_sentinel_run_loader_wraps_the_store(tmp_path):
+    run_dir = write_sentinel_run(tmp_path / "run1", torn=True)
+    assert sentinel_run.sniff(run_dir) and not sentinel_run.sniff(tmp_path)
+    (run,) = sentinel_run.load(run_dir)
+    assert run.source == "sentinel" and run.name == "run1"
+    assert run.steps["loss"].tolist() == [2.0 - 0.01 * s for s in range(40)]
+    assert list(run.events["kind"]) == ["spike"]
+    assert run.warnings == ["events.jsonl: skipped truncated last line (23 bytes)"]
+    assert run.meta["skiplist"] == []
+
+
+def test_discover_runs_walks_a_directory_of_runs(tmp_path, lightning_csv_dir):
+    import shutil
+
+    write_sentinel_run(tmp_path / "logs" / "a_sentinel", tb=True)
+    write_tb(tmp_path / "logs" / "b_tb" / "version_0")
+    shutil.copytree(lightning_csv_dir, tmp_path / "logs" / "c_csv")
+    (tmp_path / "logs" / "notes.txt").write_text("nothing to see\n")
+    assert any((tmp_path / "logs" / "a_sentinel" / "tb").iterdir())
+    runs = discover_runs(tmp_path / "logs")
+    # The sentinel run's tb/ mirror is not a second run.
+    assert [(r.name, r.source) for r in runs] == [
+        ("a_sentinel", "sentinel"), ("version_0", "tensorboard"), ("c_csv", "lightning_csv")]
+
+
+def test_discover_runs_bad_paths(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        discover_runs(tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(NoRunsError, match="is empty"):
+        discover_runs(tmp_path / "empty")
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "readme.md").write_text("# hello\n")
+    with pytest.raises(NoRunsError, match=r"no training logs found in .*tried: sentinel run directory"):
+        discover_runs(tmp_path / "junk")
