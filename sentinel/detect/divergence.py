@@ -21,7 +21,8 @@ For each finite value ``x_t`` (non-finite values are skipped, as in the spike ru
 Measured with the defaults (``python benchmarks/detector_scores.py``): no divergence on the
 synthetic clean curves (warm-up, cosine, LR restarts) nor on the stable real logs (llm.c,
 modded-nanogpt, CS336 lr <= 3e-2, whose level never exceeds x1.07 of its best); the CS336 lr 1e-1
-run (x1.16 for 460 steps), 3e-1 and 1 diverge; BigScience exp12 diverges from 8740, the first row of its spike
+run (x1.16 for 460 steps), 3e-1 and 1 diverge; BigScience exp12 diverges from 8740, the first
+row of its spike
 (sustained at 9026, non-finite at 9027) and exp1 from its 7010 spike (still x1.11 at 7220).
 """
 
