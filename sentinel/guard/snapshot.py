@@ -55,10 +55,11 @@ class SnapshotConfig:
     Attributes:
         every: take a snapshot every ``every`` optimizer steps (at steps divisible by it,
             step 0 included). Default 50: on the benchmark GPT (4 layers, d=256, AdamW,
-            CPU) one snapshot costs about 5% of a training step, so 0.1% amortised, well
-            under the 1% budget; on accelerators, where steps are faster than host copies,
-            the per-snapshot cost is higher and 50 keeps it near or under 1% for realistic
-            batch sizes (``benchmarks/snapshot_cost.py``).
+            CPU) one snapshot costs 4-6% of a training step, 0.1% amortised, well under
+            the 1% budget. On an accelerator a step is fast next to a device-to-host copy
+            of 3x the weights, so a snapshot may cost up to half a step there: measure
+            with ``benchmarks/snapshot_cost.py --device cuda`` and raise ``every`` if the
+            amortised figure passes 1%.
         keep: how many snapshots to hold. Default 4: with ``every=50`` the ring reaches
             back 150-200 steps, PaLM's manual procedure restarted ~100 steps before a
             spike, and a spike that builds slowly makes the newest snapshots bad.
