@@ -412,10 +412,16 @@ class SnapshotRing:
         payload = {"version": _FORMAT_VERSION, "step": snap.step, "nbytes": snap.nbytes,
                    EXTRA: snap.extra, MODEL: state.model, OPTIMIZERS: state.optimizers,
                    SCHEDULERS: state.schedulers, SCALER: state.scaler, RNG: state.rng.state_dict()}
-        with open(tmp, "wb") as fh:
-            torch.save(payload, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
+        try:
+            with open(tmp, "wb") as fh:
+                torch.save(payload, fh)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            if os.path.exists(tmp):
+                os.remove(tmp)  # never leave a partial file behind
+            raise OSError(f"cannot write snapshot {path} ({exc}): free disk space or pass another "
+                          "SnapshotConfig.directory") from exc
         os.replace(tmp, path)  # atomic: a crash leaves the old file or the new one, never half of one
         _fsync_dir(os.path.dirname(path))
         return path
