@@ -1,0 +1,283 @@
+"""Gradient-norm probe: total L2 norm and per-module L2 norms, fused, without a host sync.
+
+Read the gradients after backward and after AMP unscaling, before clipping and before the
+optimizer step (Lightning: ``on_before_optimizer_step``). The result is a dict of 0-d tensors
+keyed ``grad_norm/total`` and ``grad_norm/<group>``; the caller moves all of a step's
+metrics to the host in one transfer.
+
+Parameter groups follow module paths. With ``depth=1`` a transformer
+``embed / blocks / head`` gives the groups ``embed``, ``blocks`` and ``head``; with
+``depth=2`` it gives ``embed``, ``blocks.0``, ``blocks.1``, ..., ``head``. Parameters that sit
+directly on the root module (a bare ``nn.Parameter`` such as a positional embedding) form the
+group ``root``. ``depth=0`` gives the total only.
+
+Example:
+    >>> model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 1))
+    >>> model(torch.ones(2, 3)).sum().backward()
+    >>> probe = GradNormProbe(model)
+    >>> probe.group_names
+    ['0', '1']
+    >>> sorted(probe.compute())
+    ['grad_norm/0', 'grad_norm/1', 'grad_norm/total']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from sentinel.metrics import GRAD_NORM, GRAD_NORM_TOTAL, metric_key
+
+ROOT_GROUP = "root"
+OTHER_GROUP = "other"
+
+
+def grad_norms(
+    grads: Sequence[torch.Tensor | None],
+    group_index: torch.Tensor | Sequence[int],
+    num_groups: int,
+    *,
+    squared: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """L2 norm of all gradients and of each group of gradients, with no host sync.
+
+    Gradients are normed with one ``torch._foreach_norm`` per (device, dtype), in float32
+    (float64 if any gradient is float64), the per-tensor norms stacked once and their
+    squares summed per group with ``index_add_``. ``None`` entries contribute 0. Sparse
+    gradients are coalesced and their values normed, which equals the norm of the dense
+    gradient (on CUDA, coalescing costs a sync; dense gradients never do). As in
+    ``torch.nn.utils.get_total_norm``, float32 norms above ~1.8e19 read as ``inf``.
+
+    Args:
+        grads: one gradient (or ``None``) per parameter.
+        group_index: for each entry of ``grads``, the group it belongs to, in
+            ``[0, num_groups)``. Pass a ``torch.long`` tensor on the gradients' device to
+            avoid a host-to-device copy per call; a sequence of ints is copied each call.
+        num_groups: number of groups; 0 computes the total only.
+        squared: return squared norms (sums of squares), e.g. to ``all_reduce`` across ranks
+            before the square root when parameters are sharded.
+
+    Returns:
+        ``(total, per_group)``: a 0-d tensor and a ``(num_groups,)`` tensor of float32
+        norms, or of sums of squares when ``squared`` (float64 if any gradient is float64).
+
+    Example:
+        >>> g = [torch.tensor([3.0]), torch.tensor([4.0]), None]
+        >>> total, per_group = grad_norms(g, [0, 1, 1], 2)
+        >>> float(total), per_group.tolist()
+        (5.0, [3.0, 4.0])
+    """
+    if num_groups < 0:
+        raise ValueError(f"num_groups={num_groups} is negative: pass 0 or more")
+    if len(group_index) != len(grads):
+        raise ValueError(
+            f"group_index has {len(group_index)} entries but there are {len(grads)} grads: "
+            "pass one group index per gradient"
+        )
+    if not isinstance(group_index, torch.Tensor):
+        bad = [i for i in group_index if not 0 <= i < num_groups]
+        if bad and num_groups > 0:
+            raise ValueError(
+                f"group_index holds {bad[0]!r}, outside [0, {num_groups}): "
+                "every index must name one of the num_groups groups"
+            )
+
+    # Bucket by (device, dtype): _foreach_norm needs one of each per call.
+    buckets: dict[tuple[torch.device, torch.dtype], tuple[list[torch.Tensor], list[int]]] = {}
+    for pos, g in enumerate(grads):
+        if g is None:
+            continue
+        if g.is_sparse:
+            g = g.coalesce().values()
+        tensors, positions = buckets.setdefault((g.device, g.dtype), ([], []))
+        tensors.append(g)
+        positions.append(pos)
+
+    if isinstance(group_index, torch.Tensor):
+        out_device = group_index.device
+    elif buckets:
+        out_device = next(iter(buckets))[0]
+    else:
+        out_device = torch.device("cpu")
+    norm_dtype = torch.float64 if any(dt == torch.float64 for _, dt in buckets) else torch.float32
+
+    # One 0-d norm per gradient, in parameter order, so group_index applies unpermuted.
+    norms: list[torch.Tensor | None] = [None] * len(grads)
+    for (device, _), (tensors, positions) in buckets.items():
+        per_tensor = torch._foreach_norm(tensors, 2, dtype=norm_dtype)
+        if device != out_device:
+            per_tensor = [n.to(out_device, non_blocking=True) for n in per_tensor]
+        for pos, n in zip(positions, per_tensor):
+            norms[pos] = n
+    zero = torch.zeros((), dtype=norm_dtype, device=out_device)
+    stacked = torch.stack([zero if n is None else n for n in norms]) if norms else zero.reshape(0)
+    sq = stacked.square()  # (P,)
+
+    total_sq = sq.sum()
+    per_group_sq = torch.zeros(num_groups, dtype=norm_dtype, device=out_device)
+    if num_groups > 0 and len(grads) > 0:
+        if not isinstance(group_index, torch.Tensor):
+            group_index = torch.as_tensor(list(group_index), dtype=torch.long, device=out_device)
+        per_group_sq.index_add_(0, group_index, sq)
+    if squared:
+        return total_sq, per_group_sq
+    return total_sq.sqrt().float(), per_group_sq.sqrt().float()
+
+
+def _module_path(param_name: str) -> str:
+    return param_name.rpartition(".")[0]
+
+
+class GradNormProbe:
+    """Total and per-module gradient L2 norms of a model, as 0-d tensors.
+
+    Grouping is fixed at construction (parameters and module structure are static); the
+    gradients are re-read on every call. Build the probe after anything that replaces the
+    model's parameter objects (e.g. FSDP wrapping). Moving the model with ``.to()`` is
+    fine: the group index follows the parameters' device. Tied (shared) parameters are
+    counted once, under their first name, like ``model.parameters()``.
+
+    Metric keys:
+
+    =========================  ===================================================
+    ``grad_norm/total``        L2 norm of all gradients (pre-clip, after unscale)
+    ``grad_norm/<group>``      L2 norm of the gradients of one group (lower case)
+    =========================  ===================================================
+
+    Groups: with ``include=None``, module paths cut to ``depth`` components (parameters
+    directly on the root module go to ``root``). With ``include``, one group per listed
+    module (its parameters and those of its submodules), in the listed order, then ``other``
+    for parameters under none of them, if there are any. The groups partition the
+    parameters, so ``sqrt(sum(group**2)) == total``.
+
+    Args:
+        model: the module whose parameters' gradients are measured.
+        depth: how many module-path components name a group; 0 for the total only.
+        include: explicit module names to group by; they must exist and must not contain
+            one another. Overrides ``depth``.
+
+    Example:
+        >>> model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 1))
+        >>> model(torch.ones(2, 3)).sum().backward()
+        >>> probe = GradNormProbe(model, include=["1"])
+        >>> probe.group_names
+        ['1', 'other']
+        >>> norms = probe.compute()  # 0-d tensors; read them with one batched .tolist()
+    """
+
+    def __init__(
+        self, model: torch.nn.Module, depth: int = 1, include: Sequence[str] | None = None
+    ) -> None:
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
+            raise ValueError(f"depth={depth!r} is invalid: pass an int >= 0 (1 = direct children)")
+        named = list(model.named_parameters())
+        if not named:
+            raise ValueError(f"model {type(model).__name__} has no parameters: nothing to measure")
+
+        if include is not None:
+            group_of = self._groups_from_include(model, [n for n, _ in named], include)
+        elif depth == 0:
+            group_of = [None] * len(named)
+        else:
+            group_of = [
+                ".".join(_module_path(n).split(".")[:depth]) or ROOT_GROUP for n, _ in named
+            ]
+
+        names: list[str] = [] if include is None else list(include)
+        for g in group_of:
+            if g is not None and g not in names:
+                names.append(g)
+        self.group_names: list[str] = names
+        self._params: list[torch.nn.Parameter] = [p for _, p in named]
+        index = {name: i for i, name in enumerate(names)}
+        self._group_index: list[int] = [0 if g is None else index[g] for g in group_of]
+        self._index_on: dict[torch.device, torch.Tensor] = {}
+
+        self._keys = [metric_key(GRAD_NORM, g) for g in names]
+        clashes = {k for k in self._keys if self._keys.count(k) > 1 or k == GRAD_NORM_TOTAL}
+        if clashes:
+            raise ValueError(
+                f"group names {sorted(clashes)} collide as metric keys (keys are lower case and "
+                f"'{GRAD_NORM_TOTAL}' is reserved): pass include= with distinct module names"
+            )
+
+    @staticmethod
+    def _groups_from_include(
+        model: torch.nn.Module, param_names: list[str], include: Sequence[str]
+    ) -> list[str]:
+        if isinstance(include, str):
+            raise ValueError(
+                f"include={include!r} is a string: pass a list of module names, e.g. [{include!r}]"
+            )
+        include = list(include)
+        if not include:
+            raise ValueError("include=[] names no module: pass module names or include=None")
+        modules = {name for name, _ in model.named_modules() if name}
+        for name in include:
+            if name not in modules:
+                known = ", ".join(sorted(modules)[:8])
+                raise ValueError(
+                    f"include names {name!r}, which is not a submodule of "
+                    f"{type(model).__name__}: pass names from model.named_modules() ({known}, ...)"
+                )
+        for a in include:
+            for b in include:
+                if a != b and b.startswith(a + "."):
+                    raise ValueError(
+                        f"include names {a!r} and {b!r}, and one contains the other: "
+                        "list modules that do not overlap"
+                    )
+        if len(set(include)) != len(include):
+            raise ValueError(f"include={include!r} repeats a name: list each module once")
+
+        groups = []
+        for n in param_names:
+            path = _module_path(n)
+            owner = next((m for m in include if path == m or path.startswith(m + ".")), OTHER_GROUP)
+            groups.append(owner)
+        return groups
+
+    def _index(self, device: torch.device) -> torch.Tensor:
+        # One host-to-device copy per device for the life of the probe.
+        idx = self._index_on.get(device)
+        if idx is None:
+            idx = torch.tensor(self._group_index, dtype=torch.long, device=device)
+            self._index_on[device] = idx
+        return idx
+
+    def squared(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Sum of squared gradient entries, total and per group, for reduction across ranks.
+
+        Returns:
+            ``(total_sq, per_group_sq)``: a 0-d tensor and a ``(len(group_names),)`` tensor
+            (float32; float64 for a float64 model). Parameters whose ``.grad`` is ``None``
+            add 0.
+
+        Example:
+            >>> total_sq, per_group_sq = probe.squared()  # doctest: +SKIP
+            >>> torch.distributed.all_reduce(total_sq)  # doctest: +SKIP
+        """
+        grads = [p.grad for p in self._params]
+        device = self._params[0].device
+        return grad_norms(grads, self._index(device), len(self.group_names), squared=True)
+
+    def compute(self, per_module: bool = True) -> dict[str, torch.Tensor]:
+        """Gradient norms as 0-d float32 tensors, with no host sync.
+
+        Args:
+            per_module: also return one norm per group; ``False`` returns the total only.
+
+        Returns:
+            ``{"grad_norm/total": t, "grad_norm/<group>": t, ...}``.
+
+        Example:
+            >>> norms = probe.compute()  # doctest: +SKIP
+            >>> values = torch.stack(list(norms.values())).tolist()  # doctest: +SKIP
+        """
+        total_sq, per_group_sq = self.squared()
+        out = {GRAD_NORM_TOTAL: total_sq.sqrt().float()}
+        if per_module and self.group_names:
+            per_group = per_group_sq.sqrt().float()
+            out.update(zip(self._keys, per_group.unbind(0)))
+        return out
