@@ -52,9 +52,9 @@ class GuardConfig:
         on_grad_norm_spike: also roll back on a grad-norm spike without a loss spike. Off by
             default: grad-norm spikes are often benign (OLMo-core skips the step rather than
             rewinding); they are always recorded as ``spike`` events with ``metric=grad_norm``.
-        snapshot_every: take a snapshot every K healthy optimizer steps. 25: a copy of model and
-            optimizer state costs about one training step, so this keeps it to a few percent or
-            less at worst and ~1% on realistic models, see benchmarks/RESULTS.md.
+        snapshot_every: take a snapshot every K healthy optimizer steps (and one before the
+            first step). 25: a host copy of model and AdamW state costs ~4% of a step of the
+            benchmark GPT on CPU, 0.2% amortised at 25 (benchmarks/RESULTS.md).
         snapshot_keep: snapshots held. 4 x 25 reaches back 75-100 steps, as PaLM restarted ~100
             steps before a spike.
         snapshot_max_bytes: memory bound for the ring (None = no bound beyond ``snapshot_keep``).
@@ -113,9 +113,13 @@ class SentinelConfig:
 
     record: RecordConfig = field(default_factory=RecordConfig)
     guard: GuardConfig = field(default_factory=GuardConfig)
-    loss_spike: "SpikeConfig" = field(default_factory=lambda: _detect().SpikeConfig())
-    grad_spike: "SpikeConfig" = field(default_factory=lambda: _detect().SpikeConfig())
-    divergence: "DivergenceConfig" = field(default_factory=lambda: _detect().DivergenceConfig())
+    # During training the whole history is there: judge nothing before ``warmup`` values (the
+    # analyzer lowers min_history for short log excerpts; the guard must not act on 3 points).
+    loss_spike: "SpikeConfig" = field(default_factory=lambda: _detect().SpikeConfig(min_history=20))
+    # Grad norms are not in nats: no absolute floor, the relative and sigma tests decide.
+    grad_spike: "SpikeConfig" = field(default_factory=lambda: _detect().SpikeConfig(atol=0.0, min_history=20))
+    # Non-finite losses are the guard's own case (reported and rolled back as ``nonfinite``).
+    divergence: "DivergenceConfig" = field(default_factory=lambda: _detect().DivergenceConfig(skip_nan=True))
 
     @classmethod
     def from_options(cls, **options) -> "SentinelConfig":
@@ -131,6 +135,9 @@ class SentinelConfig:
                  "grad_spike": (detect.SpikeConfig, "grad_spike_"),
                  "divergence": (detect.DivergenceConfig, "divergence_")}
         routed: dict[str, dict] = {name: {} for name in parts}
+        routed["grad_spike"]["atol"] = 0.0
+        routed["loss_spike"]["min_history"] = routed["grad_spike"]["min_history"] = 20
+        routed["divergence"]["skip_nan"] = True
         known: list[str] = []
         for name, (klass, prefix) in parts.items():
             for f in fields(klass):

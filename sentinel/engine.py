@@ -166,6 +166,7 @@ class Sentinel:
         self._samples = 0
         self._reported_no_attention = False
         self._nonfinite = False
+        self._diverged = False
         self._verdicts: tuple[Any, Any, Any] = (None, None, None)
         self.last_record: dict[str, Any] = {}  # what the last step wrote (adapters forward it)
         self._skip_next = 0  # raw loop: batches still to drop after a rollback
@@ -226,6 +227,8 @@ class Sentinel:
         if self._window is not None and self._window.remaining > 0:
             self._window.remaining -= 1
         if not self._losses:  # first micro-batch of this optimizer step
+            if len(self.ring) == 0 and self.config.guard.rollback:
+                self._take_snapshot(self.step)  # something to return to from the very start
             self._rng = capture_rng() if self.config.record.localize_nonfinite else None
             self._attn_sampled = self.attention.start(self.step) or self._attn_sampled
         self._samples += _batch_size(batch)
@@ -260,6 +263,7 @@ class Sentinel:
         tensors.update(self._attn_values)
         self._attn_values = {}
         values = _to_host(tensors)  # note: the one CPU-GPU sync point of the step
+        local_loss = values.get(metrics.LOSS, math.nan)
         values = self._global(values)
         overflow = values.get(metrics.AMP_OVERFLOW, 0.0) > 0
         if self.scaler is not None:
@@ -273,7 +277,7 @@ class Sentinel:
         self._values = values
         self._nonfinite = nonfinite
         if nonfinite and self._window is None:
-            self._report_nonfinite(replay)
+            self._report_nonfinite(replay, local_loss)
         return nonfinite or (self._window is not None)
 
     def finish_step(self, step: int | None = None) -> None:
@@ -338,13 +342,16 @@ class Sentinel:
         in_window = self._window is not None
         loss_v = self.loss_detector.update(loss) if loss is not None and not in_window else None
         grad_v = self.grad_detector.update(grad) if grad is not None and not in_window else None
-        div_v = self.divergence_detector.update(loss) if loss is not None and not in_window else None
+        div_v = self.divergence_detector.update(loss, step=self.step) \
+            if loss is not None and not in_window else None
+        newly_diverged = bool(div_v is not None and div_v.diverged and not self._diverged)
+        self._diverged = bool(div_v is not None and div_v.diverged) if div_v is not None else self._diverged
         self._verdicts = (loss_v, grad_v, div_v)
         return StepSignals(
             nonfinite=self._nonfinite and not in_window,
             loss_spike=bool(loss_v is not None and loss_v.is_spike),
             grad_norm_spike=bool(grad_v is not None and grad_v.is_spike),
-            divergence=bool(div_v is not None and div_v.is_divergent),
+            divergence=newly_diverged,
             overflow_streak=self.overflow_streak,
             loss_scale=values.get(metrics.LOSS_SCALE),
         )
@@ -378,7 +385,8 @@ class Sentinel:
                         value=values.get(metrics.GRAD_NORM_TOTAL),
                         baseline=grad_v.baseline, score=grad_v.score)
         if signals.divergence:
-            self._event(EventKind.DIVERGENCE, metric=metrics.LOSS, value=values.get(metrics.LOSS))
+            self._event(EventKind.DIVERGENCE, metric=metrics.LOSS, value=values.get(metrics.LOSS),
+                        onset=div_v.onset, level=div_v.level, best=div_v.best)
         if values.get(metrics.AMP_OVERFLOW, 0.0) > 0:
             self._event(EventKind.OVERFLOW, loss_scale=values.get(metrics.LOSS_SCALE),
                         streak=self.overflow_streak)
@@ -386,23 +394,35 @@ class Sentinel:
             self._reported_no_attention = True
             self.writer.update_meta(attention="no attention modules found: attention not recorded")
 
-    def _report_nonfinite(self, replay: Callable[[], torch.Tensor] | None) -> None:
-        detail: dict[str, Any] = {"loss": self._values.get(metrics.LOSS),
+    def _report_nonfinite(self, replay: Callable[[], torch.Tensor] | None, local_loss: float) -> None:
+        """Name where the NaN/Inf came from: the input batch, else a replay with hooks armed.
+
+        Under DDP every rank replays its own batch on its own (unsynchronised) module, and only
+        ranks that found something report; rank 0 writes them all, each with its rank.
+        """
+        detail: dict[str, Any] = {"loss": local_loss,
                                   "grad_norm": self._values.get(metrics.GRAD_NORM_TOTAL)}
         source = None
-        found = find_nonfinite_input(self._batch) if self._batch is not None else None
-        if found is not None or (replay is not None and self.config.record.localize_nonfinite):
-            source = locate_nonfinite(self.model, replay, batch=self._batch, rng_state=self._rng) \
-                if replay is not None else None
-            if source is None and found is not None:
+        if replay is not None and self.config.record.localize_nonfinite:
+            source = locate_nonfinite(self.model, replay, batch=self._batch, rng_state=self._rng)
+        elif self._batch is not None:
+            found = find_nonfinite_input(self._batch)
+            if found is not None:
                 detail.update(module="<input>", phase="input", tensor_role=found[0])
         if source is not None:
             detail.update(source.to_dict())
         elif "module" not in detail:
-            detail.update(module=None, phase=None,
-                          note="source not localised (transient, or no replay: pass loss_fn=)")
-        detail["rank"] = self.rank
-        sources = _gather(detail)
+            if self.world_size > 1 and math.isfinite(local_loss):
+                detail = None  # another rank's fault, reached us through the gradient all-reduce
+            else:
+                detail.update(module=None, phase=None,
+                              note="source not localised (transient, or no replay: pass loss_fn=)")
+        if detail is not None:
+            detail["rank"] = self.rank
+        sources = [d for d in _gather(detail) if d is not None]
+        if not sources:
+            sources = [{"module": None, "phase": None, "rank": None,
+                        "note": "source not localised: every rank replayed its batch finite"}]
         for d in sources:
             self._event(EventKind.NONFINITE, **d)
 
@@ -424,8 +444,10 @@ class Sentinel:
 
     def _start_rollback(self, reason: Reason) -> None:
         g = self.config.guard
-        self.ring.mark_bad_after(self.step - g.min_rollback_distance + 1)
+        # Snapshot k holds the state after k steps. The update of this step is bad, and the few
+        # before it may already carry the damage: trust only states from before ``limit``.
         limit = self.step - g.min_rollback_distance + 1
+        self.ring.mark_bad_after(limit)
         if self.step <= self.cooldown_until and self.last_restored_step is not None:
             limit = min(limit, self.last_restored_step)  # still bad after a rollback: go further back
         snapshot = self.ring.newest_good_before(limit) or self.ring.newest_good_before(self.step + 1)
@@ -453,8 +475,7 @@ class Sentinel:
             self.overflow_streak = int(extra.get(_OVERFLOW_STREAK, 0))
             self.last_restored_step = window.target_step
             self.cooldown_until = self.step + g.cooldown
-        skipped = [b for b in self._seen if b.step > window.target_step or
-                   (not window.rollback and b.step >= window.target_step)]
+        skipped = [b for b in self._seen if b.step >= window.target_step]
         entries = _gather_all([{**b.entry(self.rollbacks if window.rollback else 0), "rank": self.rank}
                                for b in skipped])
         for entry in entries:
@@ -480,19 +501,22 @@ class Sentinel:
                                    remaining=1, snapshot=self._one_off_snapshot(), rollback=False)
 
     def _maybe_snapshot(self) -> None:
-        if self.step <= self.cooldown_until and self.step != self.last_restored_step:
-            pass  # snapshots during a cool-down would capture a state that is not yet trusted
-        elif self.ring.due(self.step) and not self._nonfinite:
-            self.ring.take(self.step, model=self.model, optimizers=self.optimizers,
-                           schedulers=self.schedulers, scaler=self.scaler,
-                           extra={_DETECTORS: self._detector_states(),
-                                  _OVERFLOW_STREAK: self.overflow_streak})
+        done = self.step + 1  # optimizer steps completed, the ring's step convention
+        if self._nonfinite or self.step <= self.cooldown_until or not self.ring.due(done):
+            return  # states during a cool-down are not yet trusted
+        self._take_snapshot(done)
+
+    def _take_snapshot(self, done: int) -> None:
+        self.ring.take(done, model=self.model, optimizers=self.optimizers,
+                       schedulers=self.schedulers, scaler=self.scaler,
+                       extra={_DETECTORS: self._detector_states(),
+                              _OVERFLOW_STREAK: self.overflow_streak})
 
     def _one_off_snapshot(self) -> Any:
         ring = SnapshotRing(SnapshotConfig(every=1, keep=1))
-        ring.take(self.step, model=self.model, optimizers=self.optimizers,
-                  schedulers=self.schedulers, scaler=self.scaler, extra={})
-        return (ring, ring.newest_good_before(self.step + 1))
+        snapshot = ring.take(self.step, model=self.model, optimizers=self.optimizers,
+                             schedulers=self.schedulers, scaler=self.scaler, extra={})
+        return (ring, snapshot)
 
     def _restore_one_off(self, pair: Any) -> dict[str, Any]:
         ring, snapshot = pair
@@ -620,10 +644,10 @@ def _gather_all(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [item for part in out for item in part]
 
 
-def _gather(detail: dict[str, Any]) -> list[dict[str, Any]]:
+def _gather(detail: dict[str, Any] | None) -> list[dict[str, Any] | None]:
     """Every rank's non-finite report, on every rank (only rank 0 writes them)."""
     if not _dist_ready() or torch.distributed.get_world_size() == 1:
         return [detail]
     out: list[Any] = [None] * torch.distributed.get_world_size()
     torch.distributed.all_gather_object(out, detail)
-    return [d for d in out if d is not None]
+    return out

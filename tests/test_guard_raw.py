@@ -24,7 +24,7 @@ def _train(tmp_path, tiny_task, *, poison_steps=(), nan_steps=(), guard=True, st
     data = Data(n=BATCH * steps, poison=batches_at(poison_steps, BATCH), nan=nan)
     loader = torch.utils.data.DataLoader(data, batch_size=BATCH, shuffle=False)
     model = Net()
-    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 10))
     if not guard:
         options.setdefault("rollback", False)
@@ -39,11 +39,11 @@ def _train(tmp_path, tiny_task, *, poison_steps=(), nan_steps=(), guard=True, st
         sen.end_step()
         sched.step()
         if states is not None:
-            states[sen.step - 1] = copy.deepcopy(model.state_dict())
+            states[sen.step] = copy.deepcopy(model.state_dict())  # state after sen.step steps
     sen.close()
-    clean = Data(n=512, seed=1)
+    clean = Data(n=BATCH * steps)  # the same task, without faults
     with torch.no_grad():
-        final = float(mse(model, {"x": clean.x, "y": clean.y}))
+        final = float(mse(model, {"x": clean.x[-512:], "y": clean.y[-512:]}))
     return final, sen, tmp_path / "run"
 
 
@@ -81,9 +81,9 @@ def test_restore_is_bit_identical_to_the_snapshot(tmp_path, tiny_task):
     _, sen, run = _train(tmp_path, tiny_task, poison_steps=(60,), states=states, skip_after=0)
     rollback = _events(run, "rollback")[0]
     restored, at = rollback["restored_step"], rollback["step"]
-    # The state right after the rollback step equals the snapshot's state (taken after step `restored`).
+    # Snapshot k is the state after k steps; the step that rolled back ends in exactly that state.
     for key, value in states[restored].items():
-        assert torch.equal(states[at][key], value), key
+        assert torch.equal(states[at + 1][key], value), key
 
 
 def test_nan_in_one_batch_rolls_back_once_and_names_the_input(tmp_path, tiny_task):

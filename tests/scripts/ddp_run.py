@@ -45,7 +45,7 @@ class Lit(L.LightningModule):
         return nn.functional.mse_loss(self.blocks(batch["x"]), batch["y"])
 
     def configure_optimizers(self):
-        return torch.optim.SGD(self.parameters(), lr=0.05, momentum=0.9)
+        return torch.optim.SGD(self.parameters(), lr=0.01, momentum=0.9)
 
 
 def main(out: str, fault: str) -> None:
