@@ -43,6 +43,7 @@ def render_plot(report: Report, path: str | Path, dpi: int = 110) -> Path:
 
     matplotlib.use("Agg")  # no display: always a file
     import matplotlib.pyplot as plt
+    from matplotlib import ticker
 
     path = Path(path)
     if not path.parent.is_dir():
@@ -56,6 +57,7 @@ def render_plot(report: Report, path: str | Path, dpi: int = 110) -> Path:
     axes = axes[:, 0]
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     positive = {key: True for key, _ in panels}
+    labelled: set[str] = set()  # each incident marker named once in the legend, for all runs
     for r_i, run in enumerate(runs):
         color = colors[r_i % len(colors)]
         label = run.name if len(runs) > 1 else None
@@ -68,12 +70,17 @@ def render_plot(report: Report, path: str | Path, dpi: int = 110) -> Path:
                     name = f"{run.name}: {name}"
                 positive[key] &= bool((series > 0).all())
                 ax.plot(series.index, series.to_numpy(), lw=0.9, label=name, **style)
-        _mark(axes, panels, run, color)
+        _mark(axes, panels, run, labelled)
     for ax, (key, label) in zip(axes, panels):
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
         if key in ("loss", metrics.GRAD_NORM_TOTAL, metrics.LOSS_SCALE) and positive[key]:
             ax.set_yscale("log")
+            low, high = ax.get_ylim()
+            if high / low < 100:  # under two decades: plain numbers read better than 10^x
+                ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+                minor = ticker.FuncFormatter(lambda v, _: f"{v:g}") if high / low < 10 else ticker.NullFormatter()
+                ax.yaxis.set_minor_formatter(minor)
         handles, labels = ax.get_legend_handles_labels()
         if handles and any(labels):
             ax.legend(fontsize=7, loc="upper right", ncol=min(4, len(handles)))
@@ -103,10 +110,9 @@ def _reduce(series: pd.Series) -> pd.Series:
     return pd.Series(grouped.max().to_numpy(), index=steps.to_numpy())
 
 
-def _mark(axes, panels, run: RunReport, color: str) -> None:
+def _mark(axes, panels, run: RunReport, labelled: set[str]) -> None:
     loss_ax = axes[0] if panels[0][0] == "loss" else None
     loss = run.data.steps[metrics.LOSS] if metrics.LOSS in run.data.steps.columns else None
-    labelled = set()
 
     def once(name: str) -> str | None:
         if name in labelled:

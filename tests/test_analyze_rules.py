@@ -1,0 +1,233 @@
+"""Rules of the analyzer: each on a series with a known fault, checked against exact numbers or
+against the guard's detector run independently; one end-to-end run of a real tiny model."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from sentinel.analyze.analyzer import AnalyzeError, analyze, analyze_run
+from sentinel.analyze.config import AnalyzeConfig
+from sentinel.analyze.loaders import RunData
+from sentinel.analyze.rule_nonfinite import nonfinite_mask
+from sentinel.detect import SpikeConfig, detect_spikes
+from sentinel.events import make_event
+from sentinel.store import RunWriter
+
+
+def curve(n: int = 400, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    steps = np.arange(n)
+    return 3.0 * np.exp(-steps / 150) + 1.0 + 0.02 * rng.standard_normal(n)
+
+
+def run_of(columns: dict, events: list[dict] | None = None, index=None) -> RunData:
+    steps = pd.DataFrame(columns, index=pd.Index(index if index is not None else
+                                                 range(len(next(iter(columns.values())))), name="step"))
+    ev = pd.DataFrame.from_records(events) if events else pd.DataFrame(columns=["step", "kind"])
+    return RunData("r", "r", "test", steps.astype("float64"), ev)
+
+
+def by_kind(report, kind):
+    return [i for i in report.incidents if i.kind == kind]
+
+
+def test_healthy_run_is_healthy():
+    report = analyze_run(run_of({"loss": curve(), "grad_norm/total": 1 + 0.01 * curve()}))
+    assert report.verdict.value == "healthy"
+    assert [i.kind for i in report.incidents if i.severity.value != "info"] == []
+    assert report.final_loss == curve()[-1] and report.best_loss == curve().min()
+    assert (report.steps, report.first_step, report.last_step) == (400, 0, 399)
+
+
+def test_loss_spike_uses_the_guard_detector_and_measures_recovery():
+    loss = curve()
+    loss[200:203] *= [5.0, 4.0, 3.0]
+    report = analyze_run(run_of({"loss": loss}))
+    (spike,) = by_kind(report, "loss_spike")
+    flagged = detect_spikes(pd.Series(loss), SpikeConfig())
+    expected = list(flagged.index[flagged["is_spike"]])
+    assert (spike.step, spike.end_step) == (expected[0], expected[-1]) == (200, 202)
+    assert spike.details["peak"] == loss[200] and spike.details["peak_step"] == 200
+    assert spike.details["baseline"] == flagged.loc[200, "baseline"]
+    assert spike.details["score"] == flagged.loc[200:202, "score"].max()
+    assert spike.details["recovered"] and spike.details["steps_to_recover"] == 3  # step 203
+    assert spike.severity.value == "warning" and report.verdict.value == "recovered"
+    assert "loss spike to" in spike.message and "recovered in 3 steps (step 203)" in spike.message
+
+
+def test_unrecovered_spike_is_critical_and_thresholds_reach_the_detector():
+    loss = curve()
+    loss[390:] = 9.0
+    report = analyze_run(run_of({"loss": loss}))
+    (spike,) = by_kind(report, "loss_spike")
+    assert spike.severity.value == "critical" and not spike.details["recovered"]
+    assert "not recovered by the last logged step 399" in spike.message
+    assert report.verdict.value == "unhealthy"
+    # An absurd threshold silences the outlier test: no spike, through the detector's config.
+    quiet = analyze_run(run_of({"loss": curve()}), AnalyzeConfig(threshold=1e9, warmup=2))
+    assert by_kind(quiet, "loss_spike") == []
+
+
+def test_grad_norm_explosion_lead_time():
+    loss, grad = curve(), 1.0 + 0.01 * curve(seed=1)
+    grad[250] = 40.0
+    loss[253] *= 5
+    report = analyze_run(run_of({"loss": loss, "grad_norm/total": grad}))
+    (gx,) = by_kind(report, "grad_norm_explosion")
+    assert (gx.step, gx.details["lead_steps"], gx.details["loss_spike_step"]) == (250, 3, 253)
+    assert "preceded the loss spike at step 253 by 3 steps" in gx.message
+    lone = analyze_run(run_of({"loss": curve(), "grad_norm/total": grad}))
+    assert by_kind(lone, "grad_norm_explosion")[0].details["lead_steps"] is None
+
+
+def test_divergence_from_the_detector():
+    loss = curve(600)
+    loss[300:] = loss[300:] * np.linspace(1.0, 3.0, 300)
+    report = analyze_run(run_of({"loss": loss}))
+    (div,) = by_kind(report, "divergence")
+    assert div.severity.value == "critical" and not div.resolved and div.end_step == 599
+    assert report.verdict.value == "unhealthy"
+
+
+def test_nonfinite_steps_name_the_recorded_source():
+    loss = curve()
+    loss[120:123] = [np.nan, np.inf, np.nan]
+    events = [make_event("nonfinite", 120, module="blocks.1.mlp", phase="forward", rank=0)]
+    report = analyze_run(run_of({"loss": loss}, events))
+    (nf,) = by_kind(report, "nonfinite")
+    assert (nf.step, nf.end_step, nf.details["count"]) == (120, 122, 3)
+    assert nf.message == "loss non-finite (+inf/nan) at steps 120-122 (3 steps); source: blocks.1.mlp (forward)"
+    assert nf.resolved and report.verdict.value == "recovered"
+
+
+def test_run_ending_in_nan_is_unhealthy():
+    loss = curve()
+    loss[380:] = np.nan
+    report = analyze_run(run_of({"loss": loss}))
+    (nf,) = by_kind(report, "nonfinite")
+    assert "never finite again" in nf.message and math.isnan(report.final_loss)
+    assert report.verdict.value == "unhealthy"
+
+
+def test_nonfinite_mask_tells_absent_from_logged_nan():
+    # Loss logged every 10 steps; validation rows in between are absent, not NaN losses.
+    s = pd.Series([1.0, np.nan, 0.9, np.nan, np.nan, 0.8], index=[0, 5, 10, 15, 20, 30])
+    assert nonfinite_mask(s).tolist() == [False, False, False, False, True, False]
+
+
+def test_loss_scale_collapse_and_overflow_rate():
+    scale = np.full(100, 65536.0)
+    scale[60:] = 2.0 ** -np.arange(1, 41)
+    overflow = np.zeros(100)
+    overflow[60:70] = 1
+    report = analyze_run(run_of({"loss": curve(100), "loss_scale": scale, "amp/overflow": overflow}))
+    (collapse,) = by_kind(report, "loss_scale_collapse")
+    assert collapse.step == 60 and collapse.details["min"] == 2.0 ** -40
+    assert collapse.details["orders"] == pytest.approx(math.log10(65536 * 2 ** 40))
+    (rate,) = by_kind(report, "overflow_rate")
+    assert rate.details == {"overflow_steps": 10, "logged_steps": 100, "rate": 0.1, "resolved": True}
+
+
+def test_attention_entropy_collapse_per_module():
+    idx = list(range(0, 500, 10))
+    ent = np.linspace(2.0, 1.9, 50)
+    ent[30:] = 0.05
+    cols = {"loss": np.linspace(3, 1, 50), "attn_entropy/blocks.0.attn": np.full(50, 2.0),
+            "attn_entropy/blocks.1.attn": ent, "attn_logit_max/blocks.1.attn": np.r_[np.full(30, 5.0), np.full(20, 80.0)]}
+    report = analyze_run(run_of(cols, index=idx))
+    (col,) = by_kind(report, "entropy_collapse")
+    assert col.details["module"] == "blocks.1.attn" and col.step == 300
+    assert col.details["logit_growth"] == 16.0 and col.details["final_entropy"] == 0.05
+
+
+def test_plateau_is_info():
+    loss = np.r_[np.linspace(3, 1, 200), np.full(1500, 1.0)]
+    report = analyze_run(run_of({"loss": loss}))
+    (plateau,) = by_kind(report, "plateau")
+    # From step 198 (loss 1.0101) on, the best improves by less than 1% per 1000 steps.
+    assert plateau.severity.value == "info" and (plateau.step, plateau.end_step) == (198, 1699)
+    assert report.verdict.value == "healthy"
+
+
+def rollback_events(spike_step: int, restored: int, again: int | None = None) -> list[dict]:
+    events = [make_event("spike", spike_step, metric="loss", value=9.0, baseline=1.1, score=30.0),
+              make_event("rollback", spike_step + 1, spike_step=spike_step, restored_step=restored,
+                         reason="loss_spike", skipped=[{"step": s} for s in range(restored + 1, spike_step + 1)])]
+    events += [make_event("skip", s, batch_idx=s) for s in range(restored + 1, spike_step + 1)]
+    if again is not None:
+        events += rollback_events(again, again - 5)
+    return events
+
+
+def test_rollback_that_helped():
+    report = analyze_run(run_of({"loss": curve()}, rollback_events(200, 190)))
+    (rb,) = by_kind(report, "rollback")
+    assert rb.details["helped"] and rb.details["restored_step"] == 190 and rb.details["skipped_batches"] == 10
+    assert "helped: loss back under the pre-spike level" in rb.message
+    (online,) = by_kind(report, "loss_spike")  # the rerun overwrote the spike: only the event saw it
+    assert online.details["online"] and online.step == 200
+    (skip,) = by_kind(report, "skip")
+    assert (skip.step, skip.end_step, skip.details["batches"]) == (191, 200, 10)
+    assert report.verdict.value == "recovered"
+
+
+def test_rollback_that_did_not_help_says_so():
+    report = analyze_run(run_of({"loss": curve()}, rollback_events(200, 190, again=230)))
+    first, second = by_kind(report, "rollback")
+    assert not first.details["helped"] and first.severity.value == "critical"
+    assert "another rollback was needed at step 230" in first.message
+    assert "skipping batches alone does not always cure a divergence" in first.message
+    assert report.verdict.value == "unhealthy"
+
+
+def test_gave_up_is_critical():
+    events = [make_event("gave_up", 300, reason="loss_spike", rollbacks=3, message="sentinel gave up at step 300")]
+    report = analyze_run(run_of({"loss": curve()}, events))
+    (g,) = by_kind(report, "gave_up")
+    assert g.message == "sentinel gave up at step 300" and report.verdict.value == "unhealthy"
+
+
+def test_short_run_says_too_little_history():
+    loss = [2.0, 1.9, np.nan, 1.8, 1.7]
+    report = analyze_run(run_of({"loss": loss}))
+    assert any("fewer than the spike detector's warm-up of 20" in w for w in report.warnings)
+    assert [i.kind for i in report.incidents] == ["nonfinite"] and report.final_loss == 1.7
+
+
+def test_bad_thresholds_are_one_line_errors(tmp_path):
+    with pytest.raises(AnalyzeError, match="unknown threshold.*bogus: use one of"):
+        analyze(tmp_path, bogus=1)
+    with pytest.raises(AnalyzeError, match="warmup=100 must be an int in"):
+        analyze(tmp_path, warmup=100)
+
+
+def test_end_to_end_real_model_with_a_poisoned_batch(tmp_path):
+    """A real tiny regression model trained 300 steps; one batch scaled by 30 at step 150."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(8, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    w_true = torch.randn(8, 1)
+    with RunWriter(tmp_path / "run", {"model": "linear"}, tensorboard=False) as writer:
+        for step in range(300):
+            x = torch.randn(16, 8)
+            y = x @ w_true
+            if step == 150:
+                x = x * 30
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            grad = torch.nn.utils.clip_grad_norm_(model.parameters(), 1e9)
+            opt.step() if step != 150 else None  # a guard would not apply this update
+            writer.write_step({"step": step, "loss": loss.item(), "grad_norm/total": grad.item()})
+    report = analyze(tmp_path / "run")
+    (run,) = report.runs
+    spikes = by_kind(run, "loss_spike")
+    assert [s.step for s in spikes] == [150] and spikes[0].details["recovered"]
+    (gx,) = by_kind(run, "grad_norm_explosion")
+    assert gx.step == 150 and gx.details["lead_steps"] == 0
+    assert run.verdict.value == "recovered" and run.source == "sentinel"

@@ -1,0 +1,178 @@
+"""``sentinel analyze`` on the command line: good and bad input through CliRunner, exit codes,
+help on every command, and one real run of the installed console script."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from sentinel.cli.main import main
+from sentinel.events import make_event
+from sentinel.store import RunWriter
+
+
+def write_run(path: Path, n: int = 200, spike_at: int | None = None, nan_at: int | None = None) -> Path:
+    rng = np.random.default_rng(0)
+    with RunWriter(path, {"name": path.name}, tensorboard=False) as writer:
+        for step in range(n):
+            loss = 3.0 * np.exp(-step / 80) + 1.0 + 0.02 * rng.standard_normal()
+            if step == spike_at:
+                loss *= 6
+            if step == nan_at:
+                loss = float("nan")
+            writer.write_step({"step": step, "loss": float(loss), "grad_norm/total": 1.0})
+        if nan_at is not None:
+            writer.write_event(make_event("nonfinite", nan_at, module="blocks.0.attn", phase="forward", rank=0))
+    return path
+
+
+def invoke(*args: str):
+    result = CliRunner().invoke(main, ["analyze", *args], catch_exceptions=False)
+    assert "Traceback" not in result.output
+    return result
+
+
+def test_every_command_has_help():
+    assert CliRunner().invoke(main, ["--help"]).exit_code == 0
+    for name, command in main.commands.items():
+        result = CliRunner().invoke(main, [name, "--help"])
+        assert result.exit_code == 0 and command.help and "Usage:" in result.output, name
+
+
+def test_healthy_run_table_exit_0(tmp_path):
+    result = invoke(str(write_run(tmp_path / "run1")))
+    assert result.exit_code == 0
+    assert result.output.startswith(f"run1 (sentinel) {tmp_path / 'run1'} -- healthy\n")
+
+
+def test_json_and_markdown_formats(tmp_path):
+    run = write_run(tmp_path / "run1", spike_at=120)
+    doc = json.loads(invoke(str(run), "--format", "json").output)
+    assert doc["runs"][0]["verdict"] == "recovered"
+    assert [i["kind"] for i in doc["runs"][0]["incidents"]] == ["loss_spike"]
+    assert invoke(str(run), "--format", "markdown").output.startswith("# sentinel analyze\n")
+
+
+def test_fail_on_exit_codes(tmp_path):
+    run = str(write_run(tmp_path / "run1", spike_at=120))
+    assert invoke(run, "--fail-on", "warning").exit_code == 2
+    assert invoke(run, "--fail-on", "critical").exit_code == 0
+    nan_run = str(write_run(tmp_path / "run2", nan_at=150))
+    result = invoke(nan_run, "--fail-on", "critical")
+    assert result.exit_code == 2 and "source: blocks.0.attn (forward)" in result.output
+
+
+def test_thresholds_and_columns_reach_the_analyzer(tmp_path):
+    run = str(write_run(tmp_path / "run1", spike_at=120))
+    assert "loss_spike" in invoke(run).output
+    # With a full warm-up behind step 120, an absurd outlier threshold leaves nothing to flag.
+    assert "loss_spike" not in invoke(run, "--threshold", "1e9", "--warmup", "64", "--window", "64").output
+    result = invoke(run, "--warmup", "500")
+    assert result.exit_code == 1
+    assert result.output == "Error: SpikeConfig.warmup=500 must be an int in [2, window=64]\n"
+
+
+def test_path_that_does_not_exist(tmp_path):
+    result = invoke(str(tmp_path / "nope"))
+    assert result.exit_code == 1
+    assert result.output == f"Error: path '{tmp_path / 'nope'}' does not exist: pass a run directory or a log file\n"
+
+
+def test_empty_directory(tmp_path):
+    result = invoke(str(tmp_path))
+    assert result.exit_code == 1
+    assert result.output == f"Error: directory '{tmp_path}' is empty: pass a directory that holds training logs\n"
+
+
+def test_directory_without_logs_names_the_formats_tried(tmp_path):
+    (tmp_path / "notes.md").write_text("# notes\n")
+    result = invoke(str(tmp_path))
+    assert result.exit_code == 1 and result.output.count("\n") == 1
+    assert "no training logs found" in result.output
+    for fmt in ("sentinel run directory", "TensorBoard event files", "Lightning CSVLogger metrics.csv"):
+        assert fmt in result.output
+
+
+def test_truncated_last_lines_are_skipped_with_a_warning(tmp_path):
+    run = write_run(tmp_path / "run1")
+    with open(run / "events.jsonl", "ab") as f:
+        f.write(b'{"step": 3, "ki')
+    (segment,) = sorted(run.glob("steps.*"))
+    with open(segment, "ab") as f:
+        f.write(b"200,0.9")
+    result = invoke(str(run))
+    assert result.exit_code == 0
+    assert "warning: events.jsonl: skipped truncated last line" in result.output
+    assert "warning: " + segment.name in result.output
+    assert "steps 200 (0..199)" in result.output
+
+
+def test_corrupt_tensorboard_file_reads_the_valid_part(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(tmp_path / "tb"))
+    for step in range(50):
+        writer.add_scalar("train/loss", 2.0 - step / 100, step)
+    writer.close()
+    (file,) = (tmp_path / "tb").iterdir()
+    file.write_bytes(file.read_bytes()[:-20])
+    result = invoke(str(tmp_path / "tb"))
+    assert result.exit_code == 0
+    assert f"warning: {file.name}: truncated or damaged record at byte" in result.output
+    assert "steps 49 (0..48)" in result.output
+
+
+def test_metrics_csv_without_loss_column(tmp_path):
+    (tmp_path / "metrics.csv").write_text("epoch,step,val_acc\n0,9,0.5\n1,19,0.6\n")
+    result = invoke(str(tmp_path))
+    assert result.exit_code == 1
+    assert result.output == ("Error: nothing to analyse: metrics.csv: no loss column among epoch, step, "
+                             "val_acc: pass --loss-col NAME\n")
+    assert invoke(str(tmp_path), "--loss-col", "val_acc").exit_code == 0
+    result = invoke(str(tmp_path), "--loss-col", "nope")
+    assert result.exit_code == 1
+    assert result.output == "Error: column 'nope' not found; available: epoch, step, val_acc\n"
+
+
+def test_run_shorter_than_warmup_still_reports(tmp_path):
+    run = write_run(tmp_path / "short", n=6, nan_at=3)
+    result = invoke(str(run))
+    assert result.exit_code == 0
+    assert "fewer than the spike detector's warm-up of 20: too little history" in result.output
+    assert "loss non-finite (nan) at step 3" in result.output
+    assert "final loss " in result.output
+
+
+def test_nan_values_in_a_table(tmp_path):
+    (tmp_path / "metrics.csv").write_text("step,train_loss\n" + "".join(
+        f"{s},{'nan' if s in (40, 41) else 2.0 - s / 100}\n" for s in range(60)))
+    result = invoke(str(tmp_path), "--format", "json")
+    assert result.exit_code == 0
+    (incident,) = json.loads(result.output)["runs"][0]["incidents"]
+    assert (incident["kind"], incident["step"], incident["end_step"]) == ("nonfinite", 40, 41)
+
+
+def test_plot_option(tmp_path):
+    run = str(write_run(tmp_path / "run1", spike_at=120))
+    result = invoke(run, "--plot", str(tmp_path / "r.png"))
+    assert result.exit_code == 0 and (tmp_path / "r.png").read_bytes()[:4] == b"\x89PNG"
+    result = invoke(run, "--plot", str(tmp_path / "missing" / "r.png"))
+    assert result.exit_code == 1 and result.output.splitlines()[-1].startswith("Error: plot not written: ")
+
+
+def test_installed_console_script(tmp_path):
+    script = Path(sys.executable).with_name("sentinel")
+    assert script.exists(), "the sentinel console script is not installed next to the interpreter"
+    missing = subprocess.run([str(script), "analyze", str(tmp_path / "nope")], capture_output=True, text=True)
+    assert missing.returncode == 1 and missing.stdout == ""
+    assert missing.stderr == f"Error: path '{tmp_path / 'nope'}' does not exist: pass a run directory or a log file\n"
+    run = write_run(tmp_path / "run1", spike_at=120)
+    done = subprocess.run([str(script), "analyze", str(run), "--fail-on", "warning"], capture_output=True, text=True)
+    assert done.returncode == 2 and "loss_spike" in done.stdout and "Traceback" not in done.stderr
