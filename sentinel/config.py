@@ -20,7 +20,9 @@ class RecordConfig:
 
     Attributes:
         grad_norm_depth: per-module grad norms group parameters by module path at this depth
-            (1 = each direct child of the model, ``blocks``; 2 = ``blocks.0``). 0 = total only.
+            (1 = each direct child of the model, ``blocks``; 2 = ``blocks.0``; 0 = total only).
+            None (default) = one group per part of each layer (``blocks.3.attn``,
+            ``blocks.3.mlp``, ``embed``, ``head``), whatever wraps the model.
         module_every: write per-module grad norms every N steps (and on every flagged step);
             the total is written every step. 10 keeps the steps file narrow while a spike still
             gets its per-module picture on the very step it happens.
@@ -30,14 +32,15 @@ class RecordConfig:
         localize_nonfinite: replay a non-finite step with hooks to name the source module.
     """
 
-    grad_norm_depth: int = 2
+    grad_norm_depth: int | None = None
     module_every: int = 10
     attention_every: int = 50
     tensorboard: bool = True
     localize_nonfinite: bool = True
 
     def __post_init__(self) -> None:
-        _positive("grad_norm_depth", self.grad_norm_depth, allow_zero=True)
+        if self.grad_norm_depth is not None:
+            _positive("grad_norm_depth", self.grad_norm_depth, allow_zero=True)
         _positive("module_every", self.module_every)
         _positive("attention_every", self.attention_every)
 

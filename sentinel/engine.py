@@ -253,7 +253,7 @@ class Sentinel:
         tensors: dict[str, torch.Tensor] = {}
         if self._losses:
             tensors[metrics.LOSS] = torch.stack([l.float().sum() for l in self._losses]).sum()
-        per_module = rec.grad_norm_depth > 0
+        per_module = rec.grad_norm_depth != 0
         tensors.update(self.grad_norms.compute(per_module=per_module))
         opt = optimizer or (self.optimizers[0] if self.optimizers else None)
         if self.scaler is not None and opt is not None:
@@ -476,18 +476,19 @@ class Sentinel:
             self.last_restored_step = window.target_step
             self.cooldown_until = self.step + g.cooldown
         skipped = [b for b in self._seen if b.step >= window.target_step]
+        reason = "rollback" if window.rollback else "skiplist"
         entries = _gather_all([{**b.entry(self.rollbacks if window.rollback else 0), "rank": self.rank}
                                for b in skipped])
-        for entry in entries:
-            self.skiplist.add(entry)
         if window.rollback:
+            for entry in entries:
+                self.skiplist.add(entry)
             self._event(EventKind.ROLLBACK, spike_step=window.spike_step, reason=window.reason.value,
                         restored_step=window.target_step, rollback=self.rollbacks,
-                        skipped=[{k: e[k] for k in ("step", "epoch", "batch_idx")} for e in entries])
+                        skipped=[{k: e[k] for k in ("step", "epoch", "batch_idx", "rank")} for e in entries])
+            if self.writer is not None:
+                self.writer.write_skiplist(self.skiplist.entries)
         for entry in entries:
-            self._event(EventKind.SKIP, **entry)
-        if self.writer is not None:
-            self.writer.write_skiplist(self.skiplist.entries)
+            self._event(EventKind.SKIP, reason=reason, **entry)
         self._seen.clear()
 
     def _skip_listed(self, seen: _BatchSeen) -> None:

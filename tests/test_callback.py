@@ -146,7 +146,7 @@ def test_metrics_reach_the_users_own_logger(tmp_path, tiny_task):
     logger = CSVLogger(str(tmp_path / "csv"), name="", version="")
     _fit(tmp_path, tiny_task, steps=30, trainer_kwargs={"logger": logger})
     header = (tmp_path / "csv" / "metrics.csv").read_text().splitlines()[0].split(",")
-    assert "grad_norm/total" in header and "grad_norm/blocks.0" in header and "train_loss" in header
+    assert "grad_norm/total" in header and "grad_norm/net.blocks.1.0" in header and "train_loss" in header
 
 
 def test_state_round_trips_through_a_checkpoint(tmp_path, tiny_task):

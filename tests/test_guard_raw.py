@@ -105,6 +105,6 @@ def test_run_directory_loads_with_metrics(tmp_path, tiny_task):
     _, _, run = _train(tmp_path, tiny_task, steps=40)
     loaded = load_run(run)
     assert list(loaded.steps.index[:3]) == [0, 1, 2]
-    for key in ("loss", "lr", "grad_norm/total", "grad_norm/blocks.0", "grad_norm/head"):
+    for key in ("loss", "lr", "grad_norm/total", "grad_norm/blocks.0.0", "grad_norm/head"):
         assert key in loaded.steps.columns, key
-    assert loaded.steps["grad_norm/blocks.0"].notna().sum() == 4  # every module_every=10 steps
+    assert loaded.steps["grad_norm/blocks.0.0"].notna().sum() == 4  # every module_every=10 steps

@@ -290,3 +290,29 @@ def test_compute_never_reads_a_value_back_to_the_host() -> None:
     assert all(t.device.type == "meta" and t.dim() == 0 for t in norms.values())
     assert len(norms) == 1 + len(probe.group_names)
     assert per_group_sq.shape == (len(probe.group_names),)
+
+
+def test_default_groups_are_layer_parts_whatever_wraps_the_model():
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attn = torch.nn.Linear(4, 4)
+            self.mlp = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Linear(8, 4))
+
+    class Wrapper(torch.nn.Module):  # e.g. a LightningModule holding the network as .model
+        def __init__(self):
+            super().__init__()
+            self.model = torch.nn.Module()
+            self.model.embed = torch.nn.Embedding(10, 4)
+            self.model.blocks = torch.nn.ModuleList([Block(), Block()])
+            self.model.head = torch.nn.Linear(4, 10)
+
+    net = Wrapper()
+    net.model.head(net.model.blocks[1].mlp(net.model.blocks[0].attn(net.model.embed(torch.tensor([1, 2]))))).sum().backward()
+    probe = GradNormProbe(net, depth=None)
+    assert probe.group_names == ["model.embed", "model.blocks.0.attn", "model.blocks.0.mlp",
+                                 "model.blocks.1.attn", "model.blocks.1.mlp", "model.head"]
+    norms = probe.compute()
+    expected = torch.linalg.vector_norm(torch.cat([p.grad.flatten() for p in net.model.blocks[1].mlp.parameters()]))
+    assert torch.allclose(norms["grad_norm/model.blocks.1.mlp"], expected, rtol=1e-6)
+    assert float(norms["grad_norm/model.blocks.1.attn"]) == 0.0  # its grad is None

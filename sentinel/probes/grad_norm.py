@@ -129,6 +129,20 @@ def _module_path(param_name: str) -> str:
     return param_name.rpartition(".")[0]
 
 
+def _layer_group(module_path: str) -> str:
+    """``blocks.3.attn.c_attn`` -> ``blocks.3.attn``: a repeated layer and its direct part.
+
+    The first numeric component marks a stack of layers (``ModuleList``/``Sequential``); one
+    component after it names the part of the layer (attention, MLP, norm), where instabilities
+    are told apart. Paths without a layer index keep their whole module path (``embed``, ``head``).
+    """
+    parts = module_path.split(".")
+    for i, part in enumerate(parts):
+        if part.isdigit():
+            return ".".join(parts[: i + 2])
+    return module_path or ROOT_GROUP
+
+
 class GradNormProbe:
     """Total and per-module gradient L2 norms of a model, as 0-d tensors.
 
@@ -153,7 +167,8 @@ class GradNormProbe:
 
     Args:
         model: the module whose parameters' gradients are measured.
-        depth: how many module-path components name a group; 0 for the total only.
+        depth: how many module-path components name a group; 0 for the total only; None for
+            one group per layer part (``blocks.3.attn``, ``blocks.3.mlp``, ``embed``, ``head``).
         include: explicit module names to group by; they must exist and must not contain
             one another. Overrides ``depth``.
 
@@ -167,10 +182,12 @@ class GradNormProbe:
     """
 
     def __init__(
-        self, model: torch.nn.Module, depth: int = 1, include: Sequence[str] | None = None
+        self, model: torch.nn.Module, depth: int | None = 1, include: Sequence[str] | None = None
     ) -> None:
-        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
-            raise ValueError(f"depth={depth!r} is invalid: pass an int >= 0 (1 = direct children)")
+        if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 0):
+            raise ValueError(
+                f"depth={depth!r} is invalid: pass an int >= 0 (1 = direct children) or None (per layer)"
+            )
         named = list(model.named_parameters())
         if not named:
             raise ValueError(f"model {type(model).__name__} has no parameters: nothing to measure")
@@ -179,6 +196,8 @@ class GradNormProbe:
             group_of = self._groups_from_include(model, [n for n, _ in named], include)
         elif depth == 0:
             group_of = [None] * len(named)
+        elif depth is None:
+            group_of = [_layer_group(_module_path(n)) for n, _ in named]
         else:
             group_of = [
                 ".".join(_module_path(n).split(".")[:depth]) or ROOT_GROUP for n, _ in named
