@@ -1,0 +1,101 @@
+"""``load_run``: a run directory back into pandas, read as far as it is valid."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from sentinel.store.atomic_json import read_json
+from sentinel.store.events_log import EVENT_COLUMNS, read_events
+from sentinel.store.layout import EVENTS_FILE, META_FILE, list_segments
+from sentinel.store.skiplist import read_skiplist
+from sentinel.store.steps_csv import read_steps
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Run:
+    """One sentinel run directory, loaded.
+
+    Attributes:
+        path: the run directory.
+        meta: ``meta.json`` (``{}`` when missing or unreadable, with a warning).
+        steps: one row per step, indexed by int ``step``, sorted; one float64 column per key
+            (``epoch`` and ``batch_idx`` first), NaN where a record had no value. A step
+            recorded more than once (rollback, resume) holds its last record.
+        events: ``events.jsonl`` in file order, at least ``step``, ``time``, ``kind`` columns.
+        skiplist: the skipped batches (``[]`` when none).
+        warnings: what was skipped while reading (truncated lines, unreadable files).
+    """
+
+    path: Path
+    meta: dict[str, Any]
+    steps: pd.DataFrame
+    events: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(EVENT_COLUMNS)))
+    skiplist: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def load_run(path: str | Path) -> Run:
+    """Load a run directory written by :class:`sentinel.store.RunWriter`.
+
+    Damage (a truncated last line, a malformed line, an unreadable meta or skiplist) never
+    raises: the valid part is returned and ``Run.warnings`` says what was skipped.
+
+    Args:
+        path: the run directory.
+
+    Returns:
+        The loaded :class:`Run`.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        ValueError: ``path`` is not a sentinel run directory (no ``meta.json`` and no steps).
+
+    Example:
+        >>> run = load_run("logs/run1")  # doctest: +SKIP
+        >>> run.steps["loss"].idxmax(), list(run.events["kind"])  # doctest: +SKIP
+        (120, ['spike', 'rollback'])
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"run directory '{path}' does not exist: "
+                                "pass the directory a RunWriter wrote (it holds meta.json)")
+    meta_path = path / META_FILE
+    if not path.is_dir() or (not meta_path.exists() and not list_segments(path)):
+        raise ValueError(f"'{path}' is not a sentinel run directory (no meta.json and no "
+                         "steps.*.csv): pass the directory a RunWriter wrote")
+    warnings: list[str] = []
+    meta = _read_meta(meta_path, warnings)
+    steps, step_warnings = read_steps(path)
+    events, event_warnings = read_events(path / EVENTS_FILE)
+    try:
+        skiplist = read_skiplist(path)
+    except ValueError as ex:
+        warnings.append(f"skiplist ignored: {ex}")
+        skiplist = []
+    warnings += step_warnings + event_warnings
+    for warning in warnings:
+        log.warning("%s: %s", path, warning)
+    return Run(path=path, meta=meta, steps=steps, events=events, skiplist=skiplist,
+               warnings=warnings)
+
+
+def _read_meta(meta_path: Path, warnings: list[str]) -> dict[str, Any]:
+    if not meta_path.exists():
+        warnings.append(f"{META_FILE} is missing; meta is empty")
+        return {}
+    try:
+        meta = read_json(meta_path)
+    except ValueError as ex:
+        warnings.append(f"{META_FILE} ignored: {ex}")
+        return {}
+    if not isinstance(meta, dict):
+        warnings.append(f"{META_FILE} holds a {type(meta).__name__}, not an object; ignored")
+        return {}
+    return meta

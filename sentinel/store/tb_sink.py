@@ -1,0 +1,149 @@
+"""TensorBoard scalars written off the training thread, through a bounded queue.
+
+``SummaryWriter.add_scalar`` costs ~50-80 us per scalar on the calling thread. Here the
+training thread only enqueues a copy of the step record; a background thread writes one
+TensorBoard event per step holding all of that step's scalars (~6 us per scalar, 8-15x less
+than ``add_scalar``). That thread still needs the GIL: in a loop doing nothing but
+``write_step`` (29 keys) the call went from 14 us to 32 us with TensorBoard on; a real training
+step spends most of its time in torch kernels that release the GIL. When the queue is full the
+record is dropped and counted rather than blocking training: ``steps.*`` on disk is the source
+of truth, TensorBoard is a view."""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+log = logging.getLogger(__name__)
+
+_STOP = object()
+
+
+@dataclass(frozen=True)
+class TensorBoardSinkConfig:
+    """Settings of the background TensorBoard writer.
+
+    Attributes:
+        queue_size: step records held while the writer catches up (4096: ~40 s of backlog at
+            100 steps/s; a step record of 30 scalars takes ~2 KiB, so ~8 MiB at most).
+        flush_secs: how often the event file is flushed (2 s: TensorBoard lags the run by at
+            most that, and a killed run loses at most that much of its TensorBoard view).
+    """
+
+    queue_size: int = 4096
+    flush_secs: float = 2.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.queue_size, int) or self.queue_size < 1:
+            raise ValueError(f"tb queue_size={self.queue_size!r} must be a positive integer: "
+                             "pass e.g. 4096")
+        if not self.flush_secs > 0:
+            raise ValueError(f"tb flush_secs={self.flush_secs!r} must be > 0: pass e.g. 2.0")
+
+
+class TensorBoardSink:
+    """Writes step records as TensorBoard scalars from a background thread.
+
+    Args:
+        log_dir: directory for the event files (created by the writer).
+        config: queue and flush settings.
+
+    Example:
+        >>> sink = TensorBoardSink(Path("logs/run1/tb"))  # doctest: +SKIP
+        >>> sink.put({"step": 0, "loss": 2.3})  # doctest: +SKIP
+        >>> sink.close()  # doctest: +SKIP
+    """
+
+    def __init__(self, log_dir: Path, config: TensorBoardSinkConfig | None = None) -> None:
+        self._config = config or TensorBoardSinkConfig()
+        self._log_dir = log_dir
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=self._config.queue_size)
+        # Two counters, each written by one thread only, so no lock is needed.
+        self._dropped_full = 0  # training thread: queue was full
+        self._dropped_failed = 0  # writer thread: writer could not write
+        self._failed = False
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="sentinel-tensorboard", daemon=True)
+        self._thread.start()
+
+    def put(self, record: Mapping[str, Any]) -> None:
+        """Enqueue a copy of ``record`` (``{"step": int, key: number, ...}``); never blocks."""
+        try:
+            self._queue.put_nowait(dict(record))
+        except queue.Full:
+            self._dropped_full += 1
+
+    @property
+    def dropped(self) -> int:
+        """Records not written to TensorBoard (queue full or writer failed)."""
+        return self._dropped_full + self._dropped_failed
+
+    def flush(self) -> None:
+        """Block until every record enqueued so far is written and the event file flushed."""
+        done = threading.Event()
+        if self._send(done):
+            while not done.wait(0.1) and self._thread.is_alive():
+                pass
+
+    def close(self) -> None:
+        """Write what is queued, close the event file and join the thread; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._send(_STOP)
+        self._thread.join()
+        if self.dropped:
+            log.warning("TensorBoard view of %s is missing %d step record(s) (queue full or "
+                        "writer failed); steps.* holds them all", self._log_dir, self.dropped)
+
+    def _send(self, item: Any) -> bool:
+        # Blocking put for control items, but never wait on a thread that has exited.
+        while self._thread.is_alive():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self) -> None:
+        writer = None
+        try:
+            from tensorboard.compat.proto.summary_pb2 import Summary
+            from torch.utils.tensorboard.writer import FileWriter
+
+            writer = FileWriter(str(self._log_dir), flush_secs=self._config.flush_secs)
+        except (ImportError, OSError) as ex:
+            log.error("TensorBoard writer for %s could not start (%s); steps.* is unaffected",
+                      self._log_dir, ex)
+            self._failed = True
+        while True:
+            item = self._queue.get()
+            if item is _STOP:
+                break
+            if isinstance(item, threading.Event):
+                if writer is not None and not self._failed:
+                    writer.flush()
+                item.set()
+                continue
+            if self._failed:
+                self._dropped_failed += 1
+                continue
+            try:
+                values = [Summary.Value(tag=key, simple_value=float(value))
+                          for key, value in item.items() if key != "step" and value is not None]
+                writer.add_summary(Summary(value=values), int(item["step"]))
+            except Exception:  # noqa: BLE001 - a dead thread would hang close(); log and keep draining
+                log.exception("TensorBoard writer for %s failed; further scalars are dropped",
+                              self._log_dir)
+                self._failed = True
+                self._dropped_failed += 1
+        if writer is not None:
+            try:
+                writer.close()
+            except OSError as ex:
+                log.error("TensorBoard writer for %s could not close cleanly: %s", self._log_dir, ex)
