@@ -20,7 +20,7 @@ class Data(torch.utils.data.Dataset):
         g = torch.Generator().manual_seed(0)
         n = 2 * B * STEPS
         self.x = torch.randn(n, 8, generator=g)
-        self.y = self.x @ torch.randn(8, 1, generator=g)
+        self.y = self.x @ torch.randn(8, 1, generator=g) / 8**0.5
         # DistributedSampler(shuffle=False) gives rank r the indices r, r+2, ...: batch 40 of rank 1.
         rank1_batch40 = {2 * (40 * B + j) + 1 for j in range(B)}
         self.bad = rank1_batch40 if fault == "poison" else {min(rank1_batch40)}
@@ -37,9 +37,16 @@ class Data(torch.utils.data.Dataset):
 
 
 class Lit(L.LightningModule):
-    def __init__(self) -> None:
+    def __init__(self, fault: str) -> None:
         super().__init__()
-        self.blocks = nn.Sequential(nn.Linear(8, 32), nn.Tanh(), nn.Linear(32, 1))
+        self.fault = fault
+        self.blocks = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+
+    def train_dataloader(self):
+        # An explicit unshuffled sampler, so the faulty samples land in batch 40 of rank 1.
+        data = Data(self.fault)
+        sampler = torch.utils.data.DistributedSampler(data, num_replicas=2, rank=self.global_rank, shuffle=False)
+        return torch.utils.data.DataLoader(data, batch_size=B, sampler=sampler)
 
     def training_step(self, batch, batch_idx):
         return nn.functional.mse_loss(self.blocks(batch["x"]), batch["y"])
@@ -50,14 +57,14 @@ class Lit(L.LightningModule):
 
 def main(out: str, fault: str) -> None:
     L.seed_everything(0, verbose=False)
-    loader = torch.utils.data.DataLoader(Data(fault), batch_size=B, shuffle=False)
-    module = Lit()
+    module = Lit(fault)
     trainer = L.Trainer(accelerator="cpu", devices=2, strategy="ddp", max_epochs=1, logger=False,
+                        use_distributed_sampler=False,
                         enable_checkpointing=False, enable_progress_bar=False,
                         enable_model_summary=False,
                         callbacks=[SentinelCallback(log_dir=f"{out}/run", tensorboard=False,
                                                     snapshot_every=10)])
-    trainer.fit(module, loader)
+    trainer.fit(module)
     torch.save(module.state_dict(), f"{out}/weights_rank{trainer.global_rank}.pt")
 
 
