@@ -108,3 +108,44 @@ def test_run_directory_loads_with_metrics(tmp_path, tiny_task):
     for key in ("loss", "lr", "grad_norm/total", "grad_norm/blocks.0.0", "grad_norm/head"):
         assert key in loaded.steps.columns, key
     assert loaded.steps["grad_norm/blocks.0.0"].notna().sum() == 4  # every module_every=10 steps
+
+
+def _train_amp(tmp_path, tiny_task, inf_grad_steps, **options):
+    """A raw loop with a real GradScaler; inf written into one gradient at the given steps."""
+    Data, Net, mse, _ = tiny_task
+    torch.manual_seed(0)
+    loader = torch.utils.data.DataLoader(Data(n=BATCH * 100), batch_size=BATCH)
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**10)
+    sen = Sentinel(model, opt, scaler=scaler, log_dir=str(tmp_path / "run"), loss_fn=mse,
+                   tensorboard=False, **options)
+    for batch in sen.batches(loader):
+        opt.zero_grad()
+        loss = mse(model, batch)
+        scaler.scale(loss).backward()
+        if sen.step in inf_grad_steps:
+            model.head.weight.grad[0, 0] = float("inf")
+        scaler.unscale_(opt)
+        if sen.check(loss):
+            scaler.step(opt)
+        scaler.update()
+        sen.end_step()
+    sen.close()
+    return load_run(tmp_path / "run")
+
+
+def test_one_amp_overflow_is_the_scaler_doing_its_job(tmp_path, tiny_task):
+    run = _train_amp(tmp_path, tiny_task, inf_grad_steps={40})
+    assert run.steps.loc[40, "amp/overflow"] == 1.0 and run.steps["amp/overflow"].sum() == 1.0
+    assert run.steps.loc[41, "loss_scale"] == run.steps.loc[40, "loss_scale"] / 2
+    assert run.steps.loc[99, "amp/skipped_steps"] == 1.0
+    kinds = list(run.events["kind"])
+    assert kinds.count("overflow") == 1 and "rollback" not in kinds and "nonfinite" not in kinds
+
+
+def test_repeated_amp_overflows_roll_back(tmp_path, tiny_task):
+    run = _train_amp(tmp_path, tiny_task, inf_grad_steps=set(range(60, 70)), overflow_patience=3)
+    rollbacks = run.events[run.events["kind"] == "rollback"]
+    assert len(rollbacks) >= 1 and rollbacks.iloc[0]["reason"] == "overflow_streak"
+    assert rollbacks.iloc[0]["spike_step"] == 62
