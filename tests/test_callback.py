@@ -171,3 +171,94 @@ def test_model_without_attention_is_noted_in_meta(tmp_path, tiny_task):
     _fit(tmp_path, tiny_task, steps=60, attention_every=10)
     meta = json.loads((tmp_path / "run" / "meta.json").read_text())
     assert "no attention" in meta["attention"]
+
+
+class _NaNAt(torch.nn.Module):
+    """Identity, except that it turns its output to NaN while ``armed``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.armed = False
+
+    def forward(self, x):
+        return x * float("nan") if self.armed else x
+
+
+class LitNaNModule(L.LightningModule):
+    def __init__(self, net, mse, at_batch: int) -> None:
+        super().__init__()
+        self.net, self.mse, self.at_batch = net, mse, at_batch
+        self.net.blocks[1].append(_NaNAt())  # blocks.1.2
+
+    def training_step(self, batch, batch_idx):
+        self.net.blocks[1][2].armed = batch_idx == self.at_batch and self.current_epoch == 0
+        return self.mse(self.net, batch)
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.01, momentum=0.9)
+
+
+def test_nan_from_a_module_is_traced_to_that_module(tmp_path, tiny_task):
+    Data, Net, mse, _ = tiny_task
+    L.seed_everything(0, verbose=False)
+    loader = torch.utils.data.DataLoader(Data(n=BATCH * 60), batch_size=BATCH)
+    module = LitNaNModule(Net(), mse, at_batch=45)
+    trainer = L.Trainer(accelerator="cpu", max_epochs=1, logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False,
+                        callbacks=[SentinelCallback(log_dir=str(tmp_path / "run"), tensorboard=False)])
+    trainer.fit(module, loader)
+    (event,) = _events(tmp_path, "nonfinite")
+    assert (event["step"], event["module"], event["phase"]) == (45, "net.blocks.1.2", "forward")
+    assert event["nan_count"] > 0
+    assert len(_events(tmp_path, "rollback")) == 1
+    assert all(torch.isfinite(p).all() for p in module.parameters())
+
+
+class CausalSelfAttention(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.qkv = torch.nn.Linear(32, 96)
+
+    def forward(self, h):
+        q, k, v = self.qkv(h).view(h.shape[0], h.shape[1], 3, 2, 16).permute(2, 0, 3, 1, 4)
+        out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return h + out.transpose(1, 2).reshape(h.shape)
+
+
+class LitAttention(L.LightningModule):
+    """A two-layer causal self-attention model calling scaled_dot_product_attention."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = torch.nn.Embedding(16, 32)
+        self.blocks = torch.nn.ModuleList([CausalSelfAttention() for _ in range(2)])
+        self.head = torch.nn.Linear(32, 16)
+
+    def training_step(self, batch, batch_idx):
+        (tokens,) = batch
+        h = self.embed(tokens[:, :-1])
+        for block in self.blocks:
+            h = block(h)
+        return torch.nn.functional.cross_entropy(self.head(h).flatten(0, 1), tokens[:, 1:].flatten())
+
+    def configure_optimizers(self):
+        return torch.optim.AdamW(self.parameters(), lr=1e-3)
+
+
+def test_attention_entropy_is_recorded_on_sampled_steps(tmp_path):
+    L.seed_everything(0, verbose=False)
+    tokens = torch.randint(0, 16, (8 * 30, 12))
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(tokens), batch_size=8)
+    trainer = L.Trainer(accelerator="cpu", max_epochs=1, logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False,
+                        callbacks=[SentinelCallback(log_dir=str(tmp_path / "run"), tensorboard=False,
+                                                    attention_every=10)])
+    trainer.fit(LitAttention(), loader)
+    steps = load_run(tmp_path / "run").steps
+    for key in ("attn_entropy/blocks.0", "attn_entropy_min/blocks.1", "attn_logit_max/blocks.1"):
+        assert list(steps[key].dropna().index) == [0, 10, 20], key
+    # Causal attention over 11 positions: entropy is between 0 and the uniform value's mean.
+    uniform = float(torch.log(torch.arange(1, 12, dtype=torch.float64)).mean())
+    assert 0 < steps["attn_entropy/blocks.0"].dropna().max() <= uniform + 1e-6
+    meta = json.loads((tmp_path / "run" / "meta.json").read_text())
+    assert "attention" not in meta  # it has attention: nothing to note
