@@ -231,3 +231,14 @@ def test_end_to_end_real_model_with_a_poisoned_batch(tmp_path):
     (gx,) = by_kind(run, "grad_norm_explosion")
     assert gx.step == 150 and gx.details["lead_steps"] == 0
     assert run.verdict.value == "recovered" and run.source == "sentinel"
+
+
+def test_sentinel_analyze_is_callable_from_the_top_package(tmp_path):
+    import sentinel
+    import sentinel.analyze.report  # rebinds sentinel.analyze to the package: still callable
+
+    with RunWriter(tmp_path / "run", tensorboard=False) as writer:
+        for step in range(30):
+            writer.write_step({"step": step, "loss": 2.0 - step / 100})
+    report = sentinel.analyze(tmp_path / "run")
+    assert isinstance(report, sentinel.analyze.report.Report) and report.runs[0].verdict.value == "healthy"

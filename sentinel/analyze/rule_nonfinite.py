@@ -63,28 +63,32 @@ def nonfinite_incidents(run: RunData) -> list[Incident]:
             continue
         series = run.steps[key]
         mask = nonfinite_mask(series)
+        finite_steps = finite(series).index
+        last_finite = int(finite_steps[-1]) if len(finite_steps) else None
         for start, end in group_steps(mask, max_gap=1):
             span = series.loc[start:end][mask.loc[start:end]]
             kinds = sorted({"nan" if np.isnan(v) else ("+inf" if v > 0 else "-inf") for v in span})
-            later = finite(series.loc[end + 1:])
+            resolved = last_finite is not None and last_finite > end
             sources = events[(events["step"] >= start) & (events["step"] <= end)] if len(events) else events
             where = _describe_sources(sources)
             covered.append((start, end))
             steps_txt = f"step {start}" if start == end else f"steps {start}-{end} ({len(span)} steps)"
             message = f"{key} non-finite ({'/'.join(kinds)}) at {steps_txt}; {where}"
-            if later.empty:
+            if not resolved:
                 message += "; never finite again"
             incidents.append(Incident(
                 IncidentKind.NONFINITE, start, end, Severity.CRITICAL, message,
                 {"metric": key, "values": kinds, "count": int(len(span)),
-                 "sources": _source_list(sources), "resolved": not later.empty}))
+                 "sources": _source_list(sources), "resolved": resolved}))
+    loss = finite(run.steps[metrics.LOSS]) if metrics.LOSS in run.steps.columns else None
+    loss_last = int(loss.index[-1]) if loss is not None and len(loss) else None
     for _, event in events.iterrows():
         step = int(event["step"])
         if any(a <= step <= b for a, b in covered):
             continue
         sources = events[events["step"] == step]
         covered.append((step, step))
-        later_ok = metrics.LOSS in run.steps.columns and not finite(run.steps[metrics.LOSS].loc[step + 1:]).empty
+        later_ok = loss_last is not None and loss_last > step
         incidents.append(Incident(
             IncidentKind.NONFINITE, step, step, Severity.CRITICAL,
             f"non-finite values recorded at step {step}; {_describe_sources(sources)}",

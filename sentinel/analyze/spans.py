@@ -33,9 +33,11 @@ def first_step_at_or_below(series: pd.Series, after: int, level: float, within: 
         >>> first_step_at_or_below(pd.Series([1.0, 9.0, 5.0, 1.1], index=[0, 1, 2, 3]), 1, 1.5, 10)
         3
     """
-    window = series.loc[(series.index > after) & (series.index <= after + within)]
-    hits = window.index[window.to_numpy() <= level]
-    return int(hits[0]) if len(hits) else None
+    steps = series.index.to_numpy()
+    # searchsorted, not a boolean mask: O(log N + within) per call, for runs with many spikes.
+    lo, hi = np.searchsorted(steps, [after, after + within], side="right")
+    hits = np.flatnonzero(series.to_numpy()[lo:hi] <= level)
+    return int(steps[lo + hits[0]]) if hits.size else None
 
 
 def cadence(index: pd.Index) -> int:

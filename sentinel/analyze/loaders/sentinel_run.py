@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from sentinel.analyze.loaders import LoadOptions, RunData
@@ -10,20 +11,20 @@ NAME = "sentinel"
 DESCRIPTION = "sentinel run directory (meta.json + steps.*)"
 
 _META = "meta.json"
-_EVENTS = "events.jsonl"
+_SEGMENT = re.compile(r"^steps\.\d+\.csv$")  # sentinel.store.layout's segment names
 
 
 def sniff(path: str | Path) -> bool:
-    """True for a directory holding ``meta.json`` and step records or events.
+    """True for a directory holding ``meta.json`` or step-record segments (``steps.NNNNN.csv``).
 
     Example:
         >>> sniff("/nonexistent")
         False
     """
     path = Path(path)
-    if not path.is_dir() or not (path / _META).is_file():
+    if not path.is_dir():
         return False
-    return (path / _EVENTS).is_file() or any(p.name.startswith("steps.") for p in path.iterdir())
+    return (path / _META).is_file() or any(_SEGMENT.match(p.name) for p in path.iterdir())
 
 
 def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:

@@ -1,0 +1,197 @@
+"""Benchmark ``sentinel analyze`` on a long run against reading TensorBoard files of the same
+scalars with the tensorboard package.
+
+Writes a sentinel run dir of ``--steps`` steps (loss, lr, grad_norm/total, loss_scale every
+step; 12 per-module grad norms and 12 attention entropies every 50 steps) in the store's
+on-disk format, plus TensorBoard event files of the same scalars (one event per step holding
+that step's values), then measures, each in a fresh process:
+
+* ``sentinel analyze RUN --format json`` end to end (console script, interpreter start-up
+  included), and in-process: load + analyse, with peak RSS;
+* the baseline: the same scalars read with ``EventAccumulator`` (the tensorboard package);
+* sentinel's own TensorBoard loader on the same event files.
+
+Usage:
+    python benchmarks/analyze.py                 # 1,000,000 steps (a few minutes, mostly the baseline)
+    python benchmarks/analyze.py --steps 100000  # quicker
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+MODULES = [f"blocks.{i}" for i in range(12)]
+SPARSE_EVERY = 50
+
+
+def make_columns(steps: int) -> dict[str, np.ndarray]:
+    """The scalars of the run: a decaying loss with noise, a few spikes and a NaN."""
+    rng = np.random.default_rng(0)
+    s = np.arange(steps, dtype=np.float64)
+    loss = 2.0 + 8.0 * np.exp(-s / (steps / 20)) + 0.02 * rng.standard_normal(steps)
+    for at in (steps // 4, steps // 2):
+        loss[at:at + 3] *= 4.0
+    loss[int(steps * 0.8)] = np.nan
+    cols = {"loss": loss, "lr": np.full(steps, 3e-4), "grad_norm/total": 1.0 + 0.1 * rng.random(steps),
+            "loss_scale": np.full(steps, 65536.0)}
+    sparse = np.where(s % SPARSE_EVERY == 0, 1.0, np.nan)
+    for i, m in enumerate(MODULES):
+        cols[f"grad_norm/{m}"] = sparse * (0.1 + 0.01 * i)
+        cols[f"attn_entropy/{m}.attn"] = sparse * (2.0 - 0.05 * i)
+    return cols
+
+
+def write_run_dir(run_dir: Path, cols: dict[str, np.ndarray]) -> float:
+    """The store's format: meta.json/events.jsonl through RunWriter, the steps segment directly
+    (one wide CSV, empty cells where a key is absent, as ``steps_csv`` writes it)."""
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+
+    from sentinel.store import RunWriter
+    from sentinel.store.layout import segment_name
+
+    t0 = time.perf_counter()
+    with RunWriter(run_dir, {"benchmark": "analyze"}, tensorboard=False):
+        pass
+    steps = len(next(iter(cols.values())))
+    table = pa.table({"step": np.arange(steps, dtype=np.int64),
+                      **{k: pa.array(v, from_pandas=True) for k, v in cols.items()}})
+    with open(run_dir / segment_name(0), "wb") as f:
+        f.write((",".join(table.column_names) + "\n").encode())
+        pa_csv.write_csv(table, f, pa_csv.WriteOptions(include_header=False, quoting_style="none"))
+    return time.perf_counter() - t0
+
+
+def write_event_file(tb_dir: Path, cols: dict[str, np.ndarray]) -> float:
+    """TFRecord framing with the masked CRC32C TensorBoard checks on read."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
+
+    t0 = time.perf_counter()
+    tb_dir.mkdir(parents=True, exist_ok=True)
+    keys = list(cols)
+    arrays = [cols[k] for k in keys]
+    steps = len(arrays[0])
+    header_crc: dict[int, int] = {}
+    with open(tb_dir / f"events.out.tfevents.{int(time.time())}.bench", "wb") as f:
+        def record(payload: bytes) -> None:
+            header = struct.pack("<Q", len(payload))
+            crc = header_crc.get(len(payload))
+            if crc is None:
+                crc = header_crc[len(payload)] = masked_crc32c(header)
+            f.write(header + struct.pack("<I", crc) + payload + struct.pack("<I", masked_crc32c(payload)))
+
+        record(event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2").SerializeToString())
+        for step in range(steps):
+            values = [summary_pb2.Summary.Value(tag=k, simple_value=float(a[step]))
+                      for k, a in zip(keys, arrays) if not math.isnan(a[step]) or k == "loss"]
+            event = event_pb2.Event(wall_time=1.7e9 + step, step=step, summary=summary_pb2.Summary(value=values))
+            record(event.SerializeToString())
+    return time.perf_counter() - t0
+
+
+def child(mode: str, path: str) -> None:
+    """One measurement in this (fresh) process; prints JSON."""
+    import resource
+
+    t0 = time.perf_counter()
+    if mode == "analyze":
+        import sentinel
+
+        report = sentinel.analyze(path)
+        from sentinel.analyze.render.json_report import render_json
+
+        render_json(report)
+        n = int(report.runs[0].data.steps.notna().sum().sum())
+        extra = {"incidents": [i.kind for i in report.runs[0].incidents]}
+    elif mode == "load":
+        from sentinel.analyze.loaders import sentinel_run
+
+        (run,) = sentinel_run.load(path)
+        n, extra = int(run.steps.notna().sum().sum()), {}
+    elif mode == "tb_accumulator":
+        from tensorboard.backend.event_processing.event_accumulator import SCALARS, EventAccumulator
+
+        acc = EventAccumulator(path, size_guidance={SCALARS: 0})
+        acc.Reload()
+        n, extra = sum(len(acc.Scalars(t)) for t in acc.Tags()["scalars"]), {}
+    elif mode == "tb_ours":
+        from sentinel.analyze.loaders import tensorboard
+
+        (run,) = tensorboard.load(path)
+        n, extra = int(run.steps.notna().sum().sum()), {}
+    else:
+        raise SystemExit(f"unknown mode {mode!r}")
+    wall = time.perf_counter() - t0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    print(json.dumps({"mode": mode, "seconds": wall, "values": n, "peak_rss_mib": rss, **extra}))
+
+
+def run_child(mode: str, path: Path) -> dict:
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, __file__, "--child", mode, str(path)], check=True,
+                         capture_output=True, text=True)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result["process_seconds"] = time.perf_counter() - t0
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=1_000_000)
+    parser.add_argument("--out", type=Path, default=None, help="keep the generated files here")
+    parser.add_argument("--no-baseline", action="store_true", help="skip the (slow) EventAccumulator read")
+    parser.add_argument("--child", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(*args.child)
+        return
+    root = args.out or Path(tempfile.mkdtemp(prefix="sentinel-bench-"))
+    run_dir, tb_dir = root / "run", root / "tb"
+    for d in (run_dir, tb_dir):
+        shutil.rmtree(d, ignore_errors=True)
+    cols = make_columns(args.steps)
+    scalars = int(sum(np.isfinite(v).sum() for v in cols.values())) + int(np.isnan(cols["loss"]).sum())
+    print(f"{args.steps:,} steps, {scalars:,} scalars ({len(cols)} keys)")
+    print(f"write run dir:       {write_run_dir(run_dir, cols):7.2f} s  "
+          f"({sum(f.stat().st_size for f in run_dir.iterdir() if f.is_file()) / 2**20:.0f} MiB)")
+    print(f"write event file:    {write_event_file(tb_dir, cols):7.2f} s  "
+          f"({sum(f.stat().st_size for f in tb_dir.iterdir()) / 2**20:.0f} MiB)")
+
+    script = Path(sys.executable).with_name("sentinel")
+    t0 = time.perf_counter()
+    cli = subprocess.run([str(script), "analyze", str(run_dir), "--format", "json"], capture_output=True, text=True)
+    cli_wall = time.perf_counter() - t0
+    if cli.returncode != 0:
+        raise SystemExit(f"sentinel analyze failed: {cli.stderr.strip()}")
+    print(f"sentinel analyze (console script, end to end): {cli_wall:7.2f} s")
+    for mode, path in (("analyze", run_dir), ("load", run_dir), ("tb_ours", tb_dir)):
+        r = run_child(mode, path)
+        print(f"{mode:15s} in-process {r['seconds']:7.2f} s, process {r['process_seconds']:7.2f} s, "
+              f"{r['values']:,} values, peak RSS {r['peak_rss_mib']:.0f} MiB")
+    if args.no_baseline:
+        return
+    base = run_child("tb_accumulator", tb_dir)
+    print(f"{'tb_accumulator':15s} in-process {base['seconds']:7.2f} s, process {base['process_seconds']:7.2f} s, "
+          f"{base['values']:,} values, peak RSS {base['peak_rss_mib']:.0f} MiB")
+    print(f"ratio: EventAccumulator read / sentinel analyze end to end = {base['process_seconds'] / cli_wall:.1f}x")
+    ours = run_child("tb_ours", tb_dir)
+    print(f"ratio: EventAccumulator read / sentinel TensorBoard loader = {base['seconds'] / ours['seconds']:.1f}x")
+    if args.out is None:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
