@@ -24,43 +24,10 @@ import tempfile
 import time
 
 import torch
-from torch import nn
 from torch.nn import functional as F
 
+from gpt import GPT  # benchmarks/gpt.py: the workload shared by the benchmarks
 from sentinel.guard.snapshot import SnapshotConfig, SnapshotRing
-
-
-class Block(nn.Module):
-    def __init__(self, d: int, heads: int) -> None:
-        super().__init__()
-        self.heads = heads
-        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
-        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))  # (B, nh, T, hs)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, d)
-        x = x + self.proj(y)
-        return x + self.mlp(self.ln2(x))
-
-
-class GPT(nn.Module):
-    def __init__(self, vocab: int, seq: int, d: int, layers: int, heads: int) -> None:
-        super().__init__()
-        self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(seq, d)
-        self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
-        self.ln_f = nn.LayerNorm(d)
-        self.head = nn.Linear(d, vocab, bias=False)
-        self.head.weight = self.wte.weight  # tied, as GPT-2
-
-    def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
-        for block in self.blocks:
-            x = block(x)
-        return self.head(self.ln_f(x))
 
 
 def timed(fn, repeats: int, sync) -> list[float]:
