@@ -32,7 +32,7 @@ import torch
 from sentinel import metrics
 from sentinel.config import SentinelConfig
 from sentinel.events import EventKind, make_event
-from sentinel.guard.batch_id import batch_identity
+from sentinel.guard.batch_id import BatchIdentity
 from sentinel.guard.policy import Action, Reason, StepSignals, bad_step_reason, decide
 from sentinel.guard.skiplist import SkipList
 from sentinel.guard.snapshot import SnapshotConfig, SnapshotRing
@@ -56,14 +56,16 @@ class TrainingGaveUp(RuntimeError):
 
 @dataclass
 class _BatchSeen:
+    """A batch the guard may have to skip: where it came in and what names it (not the batch)."""
+
     step: int
     epoch: int
     batch_idx: int
-    batch: Any = field(repr=False, default=None)
+    identity: BatchIdentity = field(repr=False)
 
     def entry(self, rollback: int) -> dict[str, Any]:
         return {"step": self.step, "epoch": self.epoch, "batch_idx": self.batch_idx,
-                "rollback": rollback, **batch_identity(self.batch)}
+                "rollback": rollback, **self.identity.to_dict()}
 
 
 @dataclass
@@ -152,8 +154,8 @@ class Sentinel:
         self.overflow_streak = 0
         self.last_restored_step: int | None = None
         # Per-step scratch.
-        self._seen: collections.deque[_BatchSeen] = collections.deque(
-            maxlen=g.snapshot_every * (g.snapshot_keep + 1) + g.skip_after + 16)
+        # Batches since the oldest snapshot held: what a rollback discards. Pruned at each snapshot.
+        self._seen: collections.deque[_BatchSeen] = collections.deque()
         self._batch: Any = None
         self._batch_idx = 0
         self._epoch = 0
@@ -183,7 +185,8 @@ class Sentinel:
         for batch_idx, batch in enumerate(loader):
             if self._skip_next > 0:  # dropped after a rollback, as PaLM skipped data
                 self._skip_next -= 1
-                entry = _BatchSeen(self.step, self._epoch, batch_idx, batch).entry(self.rollbacks)
+                entry = _BatchSeen(self.step, self._epoch, batch_idx,
+                                   BatchIdentity.of(batch)).entry(self.rollbacks)
                 self.skiplist.add(entry)
                 self._event(EventKind.SKIP, **entry)
                 if self.writer is not None:
@@ -217,7 +220,7 @@ class Sentinel:
         """
         if epoch is not None:
             self._epoch = epoch
-        seen = _BatchSeen(self.step, self._epoch, batch_idx, batch)
+        seen = _BatchSeen(self.step, self._epoch, batch_idx, BatchIdentity.of(batch))
         if self.skiplist and self._any_rank(self.skiplist.matches(batch)):
             self._skip_listed(seen)
             if not self._deferred:
@@ -276,6 +279,7 @@ class Sentinel:
         nonfinite = self._any_rank(nonfinite)
         self._values = values
         self._nonfinite = nonfinite
+        self._apply_lr_factor()  # right before the update, after any scheduler has set the LR
         if nonfinite and self._window is None:
             self._report_nonfinite(replay, local_loss)
         return nonfinite or (self._window is not None)
@@ -296,7 +300,6 @@ class Sentinel:
             self._close_window()
         self._losses, self._values = [], {}
         self.step = self.step + 1 if step is None else step
-        self._apply_lr_factor()
 
     def close(self) -> None:
         """Flush and close the run directory (idempotent)."""
@@ -494,8 +497,7 @@ class Sentinel:
     def _skip_listed(self, seen: _BatchSeen) -> None:
         """A batch the skip list names came up again (a resumed run)."""
         if not self._deferred:
-            self._event(EventKind.SKIP, step=seen.step, epoch=seen.epoch, batch_idx=seen.batch_idx,
-                        reason="skiplist", **batch_identity(seen.batch))
+            self._event(EventKind.SKIP, reason="skiplist", **seen.entry(0))
             return
         if self._window is None:  # discard this batch by restoring the state from before it
             self._window = _Window(target_step=self.step, spike_step=self.step, reason=Reason.LOSS_SPIKE,
@@ -512,6 +514,9 @@ class Sentinel:
                        schedulers=self.schedulers, scaler=self.scaler,
                        extra={_DETECTORS: self._detector_states(),
                               _OVERFLOW_STREAK: self.overflow_streak})
+        oldest = self.ring.snapshots[0].step
+        while self._seen and self._seen[0].step < oldest:
+            self._seen.popleft()
 
     def _one_off_snapshot(self) -> Any:
         ring = SnapshotRing(SnapshotConfig(every=1, keep=1))
@@ -526,7 +531,7 @@ class Sentinel:
 
     def _apply_lr_factor(self) -> None:
         factor = self.config.guard.lr_factor
-        if factor >= 1.0 or self.step > self.cooldown_until or self.last_restored_step is None:
+        if factor >= 1.0 or self.step > self.cooldown_until or self._lr_saved is not None:
             return
         self._lr_saved = [[g["lr"] for g in opt.param_groups] for opt in self.optimizers]
         for opt in self.optimizers:

@@ -149,3 +149,35 @@ def test_repeated_amp_overflows_roll_back(tmp_path, tiny_task):
     rollbacks = run.events[run.events["kind"] == "rollback"]
     assert len(rollbacks) >= 1 and rollbacks.iloc[0]["reason"] == "overflow_streak"
     assert rollbacks.iloc[0]["spike_step"] == 62
+
+
+def test_lr_is_scaled_down_for_the_cooldown_after_a_rollback(tmp_path, tiny_task):
+    _, _, run = _train(tmp_path, tiny_task, poison_steps=(60,), lr_factor=0.5, cooldown=10)
+    at = _events(run, "rollback")[0]["step"]
+    lr = load_run(run).steps["lr"]
+    assert lr.loc[at] == pytest.approx(0.01)
+    assert list(lr.loc[at + 1: at + 10]) == pytest.approx([0.005] * 10)
+    assert lr.loc[at + 11] == pytest.approx(0.01)
+
+
+def test_batch_fingerprints_name_batches_without_indices(tmp_path):
+    # A TensorDataset batch carries no indices: the skip list names it by content.
+    torch.manual_seed(0)
+    x = torch.randn(16 * 100, 8)
+    x[16 * 60: 16 * 61] *= 1e3
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, x[:, :1].clone()), batch_size=16)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with Sentinel(model, opt, log_dir=str(tmp_path / "run"), tensorboard=False) as sen:
+        for xb, yb in sen.batches(loader):
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(xb), yb)
+            loss.backward()
+            if sen.check(loss):
+                opt.step()
+            sen.end_step()
+    from sentinel.guard.batch_id import fingerprint
+
+    entries = read_skiplist(tmp_path / "run")
+    poisoned = fingerprint([x[16 * 60: 16 * 61], x[16 * 60: 16 * 61, :1]])
+    assert poisoned in {e["fingerprint"] for e in entries}

@@ -1,7 +1,9 @@
 """Name a batch so that a skipped batch can be recognised again after a resume.
 
 Sample indices when the batch carries them (a dataset that returns its index under one of
-``INDEX_KEYS``), else a content fingerprint of every tensor in the batch.
+``INDEX_KEYS``), else a content fingerprint of every tensor in the batch. Both are taken on the
+batch's device without a host sync, so the guard can name every batch it may later skip without
+holding on to the batch itself.
 """
 
 from __future__ import annotations
@@ -13,42 +15,97 @@ from typing import Any
 import torch
 
 INDEX_KEYS = ("index", "indices", "idx", "sample_idx", "sample_index")
+_INT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+_MIX: dict[tuple[int, torch.device], torch.Tensor] = {}  # fixed pseudo-random multipliers
 
 
-def sample_indices(batch: Any) -> list[int] | None:
-    """Return the dataset indices a batch carries, or None.
+def index_tensor(batch: Any) -> torch.Tensor | None:
+    """The 1-D integer tensor of dataset indices a batch carries, or None.
 
     Example:
-        >>> sample_indices({"x": torch.zeros(2, 3), "index": torch.tensor([7, 3])})
-        [7, 3]
+        >>> index_tensor({"x": torch.zeros(2, 3), "index": torch.tensor([7, 3])})
+        tensor([7, 3])
     """
     if isinstance(batch, Mapping):
         for key in INDEX_KEYS:
             value = batch.get(key)
             if isinstance(value, torch.Tensor) and value.dim() == 1 and not value.is_floating_point():
-                return [int(i) for i in value.tolist()]  # once per skipped/checked batch, not per step
+                return value
     return None
 
 
-def fingerprint(batch: Any) -> str:
-    """A short hash of the batch content (tensor bytes in traversal order, other leaves by repr).
+def sample_indices(batch: Any) -> list[int] | None:
+    """The dataset indices a batch carries as a list (a host sync), or None.
 
-    Note: copies device tensors to the host; only used on batches being skipped or while a
-    resumed run still has fingerprints to look for.
+    Example:
+        >>> sample_indices({"x": torch.zeros(2, 3), "index": torch.tensor([7, 3])})
+        [7, 3]
+    """
+    indices = index_tensor(batch)
+    return None if indices is None else [int(i) for i in indices.tolist()]
+
+
+def fingerprint_tensor(batch: Any) -> torch.Tensor:
+    """A 0-d int64 hash of the batch content, computed on its device with no host sync.
+
+    Every tensor's raw bits are read as integers, multiplied by fixed pseudo-random int64 weights
+    and summed (integer sums wrap and are exact, so the hash is deterministic on any device);
+    shapes and non-tensor leaves are mixed in on the host.
+
+    Example:
+        >>> int(fingerprint_tensor(torch.arange(4))) == int(fingerprint_tensor(torch.arange(4)))
+        True
+    """
+    total: torch.Tensor | None = None
+    salt = hashlib.blake2b(digest_size=8)  # Python's hash() of str differs between processes
+    for position, leaf in enumerate(_leaves(batch)):
+        if isinstance(leaf, torch.Tensor):
+            data = leaf.detach().contiguous().reshape(-1)
+            bits = data.view(_INT_VIEW[data.element_size()]) if data.is_floating_point() \
+                else data.to(torch.int64)
+            part = (bits.to(torch.int64) * _mix(bits.numel(), bits.device)).sum()
+            salt.update(repr((position, tuple(leaf.shape), str(leaf.dtype))).encode())
+            total = part if total is None else total * 1_000_003 + part.to(total.device)
+        else:
+            salt.update(repr((position, leaf)).encode())
+    base = torch.tensor(int.from_bytes(salt.digest(), "little") >> 1, dtype=torch.int64)
+    return base if total is None else total + base.to(total.device)
+
+
+def fingerprint(batch: Any) -> str:
+    """:func:`fingerprint_tensor` as hex (a host sync).
 
     Example:
         >>> fingerprint(torch.arange(4)) == fingerprint(torch.arange(4))
         True
     """
-    digest = hashlib.blake2b(digest_size=12)
-    for leaf in _leaves(batch):
-        if isinstance(leaf, torch.Tensor):
-            data = leaf.detach().to("cpu").contiguous()
-            digest.update(str((tuple(data.shape), data.dtype)).encode())
-            digest.update(data.view(torch.uint8).numpy().tobytes() if data.numel() else b"")
-        else:
-            digest.update(repr(leaf).encode())
-    return digest.hexdigest()
+    return format(int(fingerprint_tensor(batch)) & 0xFFFFFFFFFFFFFFFF, "016x")
+
+
+class BatchIdentity:
+    """What names one batch, held on its device until it is needed (no host sync per step).
+
+    Example:
+        >>> BatchIdentity.of({"x": torch.zeros(1), "idx": torch.tensor([5])}).to_dict()
+        {'indices': [5]}
+    """
+
+    __slots__ = ("_indices", "_hash")
+
+    def __init__(self, indices: torch.Tensor | None, hash_: torch.Tensor | None) -> None:
+        self._indices, self._hash = indices, hash_
+
+    @classmethod
+    def of(cls, batch: Any) -> "BatchIdentity":
+        indices = index_tensor(batch)
+        if indices is not None:
+            return cls(indices.detach(), None)
+        return cls(None, fingerprint_tensor(batch))
+
+    def to_dict(self) -> dict[str, Any]:
+        if self._indices is not None:
+            return {"indices": [int(i) for i in self._indices.tolist()]}
+        return {"fingerprint": format(int(self._hash) & 0xFFFFFFFFFFFFFFFF, "016x")}
 
 
 def batch_identity(batch: Any) -> dict[str, Any]:
@@ -58,10 +115,17 @@ def batch_identity(batch: Any) -> dict[str, Any]:
         >>> batch_identity({"x": torch.zeros(1), "idx": torch.tensor([5])})
         {'indices': [5]}
     """
-    indices = sample_indices(batch)
-    if indices is not None:
-        return {"indices": indices}
-    return {"fingerprint": fingerprint(batch)}
+    return BatchIdentity.of(batch).to_dict()
+
+
+def _mix(n: int, device: torch.device) -> torch.Tensor:
+    key = (n, device)
+    if key not in _MIX:
+        gen = torch.Generator().manual_seed(0x5E17)
+        _MIX[key] = torch.randint(-(2**62), 2**62, (n,), generator=gen, dtype=torch.int64).to(device)
+        if len(_MIX) > 64:  # batches of many shapes: keep the cache bounded
+            _MIX.pop(next(iter(_MIX)))
+    return _MIX[key]
 
 
 def _leaves(obj: Any):
