@@ -116,7 +116,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
     incidents += guard_incidents(run.events, loss, config)
     incidents += online_spike_incidents(run.events, [(s["start"], s["end"]) for s in spans])
     incidents.sort(key=lambda i: (i.step, i.end_step, i.kind))
-    final_raw = _last_logged(steps[metrics.LOSS]) if has(metrics.LOSS) else None
+    final_raw = _last_logged(steps[metrics.LOSS], steps) if has(metrics.LOSS) else None
     final_finite = final_raw is None or bool(np.isfinite(final_raw))
     return RunReport(
         name=run.name, path=run.path, source=run.source, steps=int(len(steps)),
@@ -127,9 +127,10 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         verdict=verdict(incidents, final_finite), incidents=incidents, warnings=warnings, data=run)
 
 
-def _last_logged(loss: pd.Series) -> float | None:
-    """The last logged loss value, NaN/Inf included (a run that ends in NaN ends in NaN)."""
+def _last_logged(loss: pd.Series, steps: pd.DataFrame) -> float | None:
+    """The last logged loss value, NaN/Inf included (a run that ends in NaN ends in NaN; one
+    that ends with a validation-only row ends with its last training loss)."""
     from sentinel.analyze.rule_nonfinite import nonfinite_mask
 
-    logged = loss[loss.notna() | nonfinite_mask(loss)]
+    logged = loss[loss.notna() | nonfinite_mask(loss, steps)]
     return float(logged.iloc[-1]) if len(logged) else None

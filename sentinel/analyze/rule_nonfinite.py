@@ -3,10 +3,16 @@
 In a steps frame NaN means both "not logged at this step" and "logged as NaN". A NaN counts
 as a non-finite value when the step lies on the metric's logging cadence, at or after its
 first logged value (a metric logged every step makes every NaN row count; a loss logged every
-50 steps ignores validation rows in between).
+50 steps ignores validation rows in between), and the row is not an evaluation-only row: a row
+that holds only validation metrics (llm.c and modded-nanogpt end with ``s:19560 tel:3.27``, a
+final evaluation after the last training step) is a row where no training loss was logged,
+while a row that holds other training metrics but no loss (Megatron drops the ``lm loss``
+field of a diverged iteration) is a non-finite loss.
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pandas as pd
@@ -16,9 +22,37 @@ from sentinel.analyze.incident import Incident, IncidentKind, Severity
 from sentinel.analyze.loaders import RunData
 from sentinel.analyze.spans import cadence, group_steps
 
+# Columns of an evaluation pass (val_loss, val/ppl, eval/loss, test_acc, validation_loss).
+_EVAL_COLUMN = re.compile(r"^(val|valid|validation|eval|evaluation|test)([_/ .-]|$)")
 
-def nonfinite_mask(series: pd.Series) -> pd.Series:
+
+def eval_only_rows(steps: pd.DataFrame, key: str) -> np.ndarray:
+    """Boolean array over the rows of ``steps``: True where ``key`` is NaN and every value the
+    row does hold is an evaluation metric (a validation-only row, not a missing training loss).
+
+    Example:
+        >>> frame = pd.DataFrame({"loss": [2.0, np.nan, np.nan], "lr": [1e-3, np.nan, 1e-3],
+        ...                       "val_loss": [np.nan, 2.1, np.nan]})
+        >>> eval_only_rows(frame, "loss").tolist()
+        [False, True, False]
+    """
+    others = [c for c in steps.columns if c != key]
+    evals = [c for c in others if _EVAL_COLUMN.match(str(c))]
+    if not evals:
+        return np.zeros(len(steps), dtype=bool)
+    trains = [c for c in others if c not in evals]
+    has_eval = steps[evals].notna().to_numpy().any(axis=1)
+    has_train = steps[trains].notna().to_numpy().any(axis=1) if trains else np.zeros(len(steps), dtype=bool)
+    return steps[key].isna().to_numpy() & has_eval & ~has_train
+
+
+def nonfinite_mask(series: pd.Series, frame: pd.DataFrame | None = None) -> pd.Series:
     """Boolean series: True where ``series`` holds a NaN/Inf that was logged, not just absent.
+
+    Args:
+        series: one metric, indexed by step.
+        frame: the run's whole steps frame (``series`` is its column ``series.name``); with it,
+            NaN on evaluation-only rows (see :func:`eval_only_rows`) counts as absent.
 
     Example:
         >>> s = pd.Series([1.0, np.nan, np.inf, 0.5], index=[0, 1, 2, 3])
@@ -34,7 +68,18 @@ def nonfinite_mask(series: pd.Series) -> pd.Series:
     every = cadence(logged)
     steps = series.index.to_numpy()
     on_cadence = ((steps - logged[0]) % every == 0) & (steps >= logged[0])
-    return pd.Series(infinite | (np.isnan(values) & on_cadence), index=series.index)
+    nan_logged = np.isnan(values) & on_cadence
+    rows = np.flatnonzero(nan_logged)
+    if rows.size and _same_frame(frame, series):
+        # Only the NaN rows are looked at: a long run has few of them and many columns.
+        nan_logged[rows[eval_only_rows(frame.iloc[rows], series.name)]] = False
+    return pd.Series(infinite | nan_logged, index=series.index)
+
+
+def _same_frame(frame: pd.DataFrame | None, series: pd.Series) -> bool:
+    """Whether ``frame`` is the steps frame ``series`` was taken from (same column, same rows)."""
+    return (frame is not None and series.name in frame.columns and len(frame) == len(series)
+            and frame.index.equals(series.index))
 
 
 def finite(series: pd.Series) -> pd.Series:
@@ -62,7 +107,7 @@ def nonfinite_incidents(run: RunData) -> list[Incident]:
         if key not in run.steps.columns:
             continue
         series = run.steps[key]
-        mask = nonfinite_mask(series)
+        mask = nonfinite_mask(series, run.steps)
         finite_steps = finite(series).index
         last_finite = int(finite_steps[-1]) if len(finite_steps) else None
         for start, end in group_steps(mask, max_gap=1):
