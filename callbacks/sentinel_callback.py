@@ -39,7 +39,8 @@ class SentinelCallback(Callback):
     key                         meaning
     ==========================  =====================================================
     ``loss``                    training loss of the optimizer step (mean over micro-batches)
-    ``lr`` / ``lr/pg<i>``       learning rate of the first / i-th parameter group
+    ``lr``                      learning rate of the first parameter group
+    ``lr/pg<i>``                learning rate of the i-th parameter group (i >= 1)
     ``grad_norm/total``         L2 norm of all gradients (after AMP unscale, before clipping)
     ``grad_norm/<module>``      the same per module (every ``module_every`` steps)
     ``loss_scale``              AMP GradScaler scale (fp16 only)

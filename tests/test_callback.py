@@ -262,3 +262,39 @@ def test_attention_entropy_is_recorded_on_sampled_steps(tmp_path):
     assert 0 < steps["attn_entropy/blocks.0"].dropna().max() <= uniform + 1e-6
     meta = json.loads((tmp_path / "run" / "meta.json").read_text())
     assert "attention" not in meta  # it has attention: nothing to note
+
+
+class LitAttentionTwoGroups(LitAttention):
+    def configure_optimizers(self):
+        return torch.optim.AdamW([{"params": self.embed.parameters(), "lr": 1e-4},
+                                  {"params": list(self.blocks.parameters()) + list(self.head.parameters())}], lr=1e-3)
+
+
+def _documented_keys() -> set[str]:
+    import re
+
+    table = "".join(SentinelCallback.__doc__.split("=====")[2:])
+    return set(re.findall(r"^\s*``([a-z_/<>.]+)``", table, re.M))  # the key column only
+
+
+def test_the_documented_metric_table_is_what_gets_logged(tmp_path):
+    from lightning.pytorch.plugins.precision import MixedPrecision
+
+    L.seed_everything(0, verbose=False)
+    tokens = torch.randint(0, 16, (8 * 12, 12))
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(tokens), batch_size=8)
+    plugin = MixedPrecision("16-mixed", "cpu", scaler=torch.amp.GradScaler("cpu", init_scale=2.0**8))
+    trainer = L.Trainer(accelerator="cpu", max_epochs=1, logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False, plugins=[plugin],
+                        callbacks=[SentinelCallback(log_dir=str(tmp_path / "run"), tensorboard=False,
+                                                    attention_every=5)])
+    trainer.fit(LitAttentionTwoGroups(), loader)
+    logged = set()
+    for column in load_run(tmp_path / "run").steps.columns:
+        family, _, rest = column.partition("/")
+        if column in ("epoch", "batch_idx"):
+            continue
+        logged.add(column if not rest or family in ("amp",) or column == "grad_norm/total"
+                   else f"{family}/<module>" if family != "lr" else "lr/pg<i>")
+    documented = {k for k in _documented_keys()}
+    assert logged == documented, (logged ^ documented)
