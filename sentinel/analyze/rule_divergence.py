@@ -11,8 +11,12 @@ from sentinel.analyze.incident import Incident, IncidentKind, Severity
 def divergence_incidents(loss: pd.Series) -> list[Incident]:
     """One critical incident per diverged stretch, starting at the detector's onset.
 
-    Non-finite values are the non-finite rule's business: pass finite values only. A stretch
-    that ends before the run does (the loss came back) is marked resolved.
+    Non-finite values are the non-finite rule's business: pass finite values only. A divergence
+    is never resolved, even when the loss came back later (``came_back`` says so): the loss
+    stayed elevated longer than the detector's patience, the span after which PaLM and
+    BigScience restarted from a checkpoint rather than wait, so those steps were lost. The
+    CS336 sweep runs its author calls unstable (lr 1e-1, 3e-1, 1) all come back down once the
+    cosine schedule has decayed the LR, after 540 to 3,940 diverged steps.
 
     Example:
         >>> divergence_incidents(run.steps["loss"].dropna())  # doctest: +SKIP
@@ -34,5 +38,5 @@ def divergence_incidents(loss: pd.Series) -> list[Incident]:
         message += "; still diverged at the last step" if ongoing else "; came back afterwards"
         incidents.append(Incident(IncidentKind.DIVERGENCE, start, end, Severity.CRITICAL, message,
                                   {"onset": start, "best_level": best, "max_level": worst,
-                                   "resolved": not ongoing}))
+                                   "came_back": not ongoing, "resolved": False}))
     return incidents
