@@ -102,7 +102,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
                             "large jumps are flagged); non-finite values and the final loss are reported")
         found, spans = loss_spike_incidents(loss, config)
         incidents += found
-        incidents += divergence_incidents(loss)
+        incidents += divergence_incidents(loss, spans)
         incidents += plateau_incidents(loss, config)
     if has(metrics.GRAD_NORM_TOTAL):
         grad = finite(steps[metrics.GRAD_NORM_TOTAL])

@@ -8,8 +8,10 @@ from sentinel.analyze.detector import detect_divergence
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
 
 
-def divergence_incidents(loss: pd.Series) -> list[Incident]:
-    """One critical incident per diverged stretch, starting at the detector's onset.
+def divergence_incidents(loss: pd.Series, spike_spans: list[dict] | None = None) -> list[Incident]:
+    """One critical incident per diverged stretch, starting at the detector's onset; and one
+    critical ``loss_spike`` when the log ends inside an elevated stretch younger than the
+    detector's patience that no spike in ``spike_spans`` covers (see :func:`_unfinished_rise`).
 
     Non-finite values are the non-finite rule's business: pass finite values only. A divergence
     is never resolved, even when the loss came back later (``came_back`` says so): the loss
@@ -39,4 +41,42 @@ def divergence_incidents(loss: pd.Series) -> list[Incident]:
         incidents.append(Incident(IncidentKind.DIVERGENCE, start, end, Severity.CRITICAL, message,
                                   {"onset": start, "best_level": best, "max_level": worst,
                                    "came_back": not ongoing, "resolved": False}))
+    incidents += _unfinished_rise(loss, frame, spike_spans or [])
     return incidents
+
+
+def _unfinished_rise(loss: pd.Series, frame: pd.DataFrame, spike_spans: list[dict]) -> list[Incident]:
+    """The loss is above its best level at the last logged step, and has been for fewer steps
+    than the divergence detector's patience.
+
+    A rise spread over several logged rows can stay under the spike rule's jump threshold at
+    every row, because each row's baseline already holds the rows before it that were rising
+    too (BigScience tr8-104B exp2, logged every 10 iterations: 6.37, 6.60, 7.31, 9.12, 10.24,
+    each at most x1.4 its short history). The divergence detector sees it (its best level is
+    the level before the rise), but the log ends before its patience runs out, as a short
+    excerpt or a run stopped early does. Say what can be said: the loss rose from a step and
+    had not come back when the log ends, too soon to tell a spike from a divergence.
+    """
+    from sentinel.detect import DivergenceConfig  # pandas-heavy: imported when analysing
+
+    last_row = frame.iloc[-1]
+    if not bool(last_row["elevated"]) or bool(last_row["diverged"]):
+        return []
+    onset, last = int(last_row["onset"]), int(loss.index[-1])
+    if any(span["start"] <= last and span["end"] >= onset for span in spike_spans):
+        return []  # the spike rule already reports this rise
+    part = loss.loc[onset:last]
+    peak_step, peak = int(part.idxmax()), float(part.max())
+    best = float(last_row["best"])
+    patience = DivergenceConfig().patience
+    message = (f"loss rose from step {onset}: {peak:.4g} at step {peak_step} vs best level {best:.4g} "
+               f"({peak / best:.3g}x), still elevated at the last logged step {last}; the log ends "
+               f"{last - onset} steps into the rise, too soon to tell a spike from a divergence "
+               f"(patience {patience} steps)" if best > 0 else
+               f"loss rose from step {onset} to {peak:.4g} at step {peak_step}, still elevated at the "
+               f"last logged step {last}")
+    return [Incident(IncidentKind.LOSS_SPIKE, onset, last, Severity.CRITICAL, message,
+                     {"start": onset, "end": last, "peak_step": peak_step, "peak": peak,
+                      "baseline": best, "ratio": peak / best if best > 0 else None,
+                      "recovered_step": None, "recovered": False, "steps_to_recover": None,
+                      "unfinished": True, "resolved": False})]
