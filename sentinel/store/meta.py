@@ -7,8 +7,6 @@ import importlib.metadata
 import platform
 from typing import Any
 
-import torch
-
 import sentinel
 from sentinel.store.layout import FORMAT_VERSION
 
@@ -23,6 +21,10 @@ def environment_meta() -> dict[str, Any]:
         >>> environment_meta()["store_format"]
         1
     """
+    # Imported here, not at module level: the reader side of the store (``sentinel analyze``)
+    # must not pay torch's ~1.6 s import; whoever writes a run has torch loaded already.
+    import torch
+
     meta: dict[str, Any] = {
         "sentinel_version": sentinel.__version__,
         "torch_version": torch.__version__,
