@@ -27,6 +27,13 @@ class AnalyzeConfig:
         loss_scale_floor: a dynamic loss scale below this has collapsed (1.0: fp16 then
             underflows most gradients).
         loss_scale_drop_orders: ... or fell by this many orders of magnitude from its peak.
+        loss_scale_fall_orders: a warning when the loss scale fell by this many orders of
+            magnitude within ``loss_scale_fall_window`` steps (1.0: x10, at least 4 halvings).
+        loss_scale_fall_window: ... steps (100). A healthy dynamic scaler halves about once per
+            growth interval (torch's GradScaler 2000 steps, Megatron/DeepSpeed's
+            ``loss_scale_window`` 1000) and then grows back, so four halvings in 100 steps take
+            a streak of overflows: BigScience tr8b-104B went 1048576 -> 32768 in 6 iterations
+            with an OVERFLOW message before 6 of 9, at its spike.
         overflow_rate: warn when more than this fraction of steps overflowed (0.05: a healthy
             GradScaler overflows about once per growth interval, 1/2000).
         entropy_ratio: attention entropy has collapsed when it falls below this fraction of
@@ -49,6 +56,8 @@ class AnalyzeConfig:
     grad_lead_max: int = 10
     loss_scale_floor: float = 1.0
     loss_scale_drop_orders: float = 3.0
+    loss_scale_fall_orders: float = 1.0
+    loss_scale_fall_window: int = 100
     overflow_rate: float = 0.05
     entropy_ratio: float = 0.2
     logit_growth: float = 10.0
@@ -65,7 +74,8 @@ class AnalyzeConfig:
                                  f"{'>= 2' if name == 'window' else '>= 0'} or None for the default")
         if self.threshold is not None and not self.threshold > 0:
             raise ValueError(f"threshold={self.threshold!r} is invalid: pass a positive number")
-        for name in ("recover_steps", "grad_lead_max", "early_samples", "plateau_window"):
+        for name in ("recover_steps", "grad_lead_max", "early_samples", "plateau_window",
+                     "loss_scale_fall_window"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}={value!r} is invalid: pass an integer >= 1")
@@ -73,7 +83,7 @@ class AnalyzeConfig:
             value = getattr(self, name)
             if not 0 < value < 1:
                 raise ValueError(f"{name}={value!r} is invalid: pass a fraction between 0 and 1")
-        for name in ("loss_scale_floor", "loss_scale_drop_orders", "logit_growth"):
+        for name in ("loss_scale_floor", "loss_scale_drop_orders", "loss_scale_fall_orders", "logit_growth"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name}={getattr(self, name)!r} is invalid: pass a positive number")
 

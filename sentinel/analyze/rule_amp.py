@@ -10,36 +10,81 @@ import pandas as pd
 from sentinel import metrics
 from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
+from sentinel.analyze.spans import group_steps
 
 
 def loss_scale_incidents(scale: pd.Series, config: AnalyzeConfig) -> list[Incident]:
     """A critical incident when the loss scale fell below ``loss_scale_floor`` or by
-    ``loss_scale_drop_orders`` orders of magnitude from its running peak.
+    ``loss_scale_drop_orders`` orders of magnitude from its running peak; otherwise a warning
+    per fast fall, ``loss_scale_fall_orders`` orders within ``loss_scale_fall_window`` steps.
+
+    The scaler's start-up search is no collapse: DeepSpeed starts at 2**32 and Megatron's and
+    torch's scalers start high too, halving on each overflowing step until the scale fits. The
+    falls are counted from the first logged step at which the scale did not fall (only the
+    floor applies before it).
 
     Example:
-        >>> s = pd.Series([65536.0, 1024.0, 8.0, 0.5], index=[0, 1, 2, 3])
+        >>> s = pd.Series([65536.0, 65536.0, 1024.0, 8.0, 0.5], index=[0, 1, 2, 3, 4])
         >>> loss_scale_incidents(s, AnalyzeConfig())[0].step
-        2
+        3
     """
     scale = scale[np.isfinite(scale.to_numpy(dtype="float64")) & (scale > 0)]
     if scale.empty:
         return []
-    peak = scale.cummax()
+    values = scale.to_numpy(dtype="float64")
+    held = np.flatnonzero(values[1:] >= values[:-1])
+    settled = np.zeros(len(scale), dtype=bool)
+    settled[(held[0] if held.size else len(scale) - 1):] = True
+    peak = scale.where(settled).cummax()
     orders = np.log10(peak / scale)
     bad = (scale < config.loss_scale_floor) | (orders >= config.loss_scale_drop_orders)
     if not bad.any():
-        return []
+        return _fast_falls(scale, settled, config)
     start = int(bad.idxmax())
     low_step = int(scale.idxmin())
     low = float(scale.min())
     final = float(scale.iloc[-1])
     end = max(int(bad[bad].index[-1]), low_step)
-    resolved = final >= config.loss_scale_floor and math.log10(float(peak.iloc[-1]) / final) < config.loss_scale_drop_orders
-    message = (f"loss scale collapsed from {float(peak.loc[start]):.4g} to {low:.4g} at step {low_step} "
+    top = float(peak.loc[start]) if np.isfinite(peak.loc[start]) else float(scale.iloc[0])
+    resolved = final >= config.loss_scale_floor and math.log10(top / final) < config.loss_scale_drop_orders
+    message = (f"loss scale collapsed from {top:.4g} to {low:.4g} at step {low_step} "
                f"({float(orders.max()):.1f} orders of magnitude); final {final:.4g}")
     return [Incident(IncidentKind.LOSS_SCALE_COLLAPSE, start, end, Severity.CRITICAL, message,
-                     {"peak": float(peak.loc[start]), "min": low, "min_step": low_step,
+                     {"peak": top, "min": low, "min_step": low_step,
                       "final": final, "orders": float(orders.max()), "resolved": bool(resolved)})]
+
+
+def _fast_falls(scale: pd.Series, settled: np.ndarray, config: AnalyzeConfig) -> list[Incident]:
+    """A warning per stretch in which the scale stood ``loss_scale_fall_orders`` orders below
+    its highest value of the last ``loss_scale_fall_window`` steps (after start-up)."""
+    steps = scale.index.to_numpy()
+    # A time-based rolling max is a window in steps, whatever the logging cadence.
+    on_time = pd.Series(scale.where(settled).to_numpy(),
+                        index=pd.to_timedelta(steps.astype("int64"), unit="s"))
+    top = on_time.rolling(pd.Timedelta(seconds=config.loss_scale_fall_window), closed="both",
+                          min_periods=1).max().to_numpy()
+    fell = np.log10(top / scale.to_numpy()) >= config.loss_scale_fall_orders
+    incidents = []
+    final = float(scale.iloc[-1])
+    for first, last in group_steps(pd.Series(fell & settled, index=scale.index), max_gap=1):
+        i = int(np.searchsorted(steps, first))
+        peak = float(top[i])
+        at_peak = np.flatnonzero((steps >= steps[i] - config.loss_scale_fall_window) & (steps <= steps[i])
+                                 & (scale.to_numpy() == peak))
+        peak_step = int(steps[at_peak[-1]])
+        start = int(steps[at_peak[-1] + 1])  # the first step below the peak
+        part = scale.loc[start:last]
+        low, low_step = float(part.min()), int(part.idxmin())
+        halvings = math.log2(peak / low)
+        resolved = math.log10(peak / final) < config.loss_scale_fall_orders
+        message = (f"loss scale fell from {peak:.4g} at step {peak_step} to {low:.4g} at step {low_step} "
+                   f"({halvings:.3g} halvings in {low_step - peak_step} steps): repeated overflows; "
+                   f"final {final:.4g}")
+        incidents.append(Incident(IncidentKind.LOSS_SCALE_COLLAPSE, start, max(last, low_step), Severity.WARNING,
+                                  message, {"peak": peak, "peak_step": peak_step, "min": low, "min_step": low_step, "final": final,
+                                            "orders": math.log10(peak / low), "halvings": halvings,
+                                            "resolved": bool(resolved)}))
+    return incidents
 
 
 def overflow_incidents(overflow: pd.Series, config: AnalyzeConfig) -> list[Incident]:
