@@ -257,7 +257,9 @@ class Sentinel:
         if self._losses:
             tensors[metrics.LOSS] = torch.stack([l.float().sum() for l in self._losses]).sum()
         per_module = rec.grad_norm_depth != 0
-        tensors.update(self.grad_norms.compute(per_module=per_module))
+        sharded = self.world_size > 1 and self.grad_norms.sharded
+        tensors.update(self.grad_norms.compute(per_module=per_module,
+                                               reduce_squares=_all_reduce_sum if sharded else None))
         opt = optimizer or (self.optimizers[0] if self.optimizers else None)
         if self.scaler is not None and opt is not None:
             tensors.update(self.loss_scale.read(self.scaler, opt))
@@ -639,6 +641,14 @@ def _dist_device() -> torch.device:
     if torch.distributed.get_backend() == "nccl":
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")
+
+
+def _all_reduce_sum(t: torch.Tensor) -> torch.Tensor:
+    """Sum a small tensor over ranks (sharded gradients: per-rank squared norms)."""
+    device = _dist_device()
+    out = t.to(device)
+    torch.distributed.all_reduce(out)
+    return out.to(t.device)
 
 
 def _gather_all(items: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -56,3 +56,16 @@ def test_nan_on_one_rank_is_reported_with_that_rank(tmp_path):
     sources = _events(run, "nonfinite")
     assert any(e["rank"] == 1 and e["module"] == "<input>" for e in sources), sources
     assert len(_events(run, "rollback")) == 1
+
+
+@pytest.mark.parametrize("mode", ["ddp", "fsdp"])
+def test_grad_norms_are_global_under_ddp_and_fsdp(tmp_path, mode):
+    # Lightning's FSDP strategy needs a GPU; FSDP2 (fully_shard) itself runs on CPU with gloo.
+    script = Path(__file__).parent / "scripts" / "sharded_norm.py"
+    env = {**os.environ, "OMP_NUM_THREADS": "1",
+           "SENTINEL_TEST_PORT": str(29541 + (os.getpid() + (mode == "fsdp")) % 2000)}
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path), mode], env=env,
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    norms = json.loads((tmp_path / "norms.json").read_text())
+    assert norms["recorded"] == pytest.approx(norms["reference"], rel=1e-5)

@@ -23,7 +23,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -90,6 +90,8 @@ def grad_norms(
             continue
         if g.is_sparse:
             g = g.coalesce().values()
+        if _is_dtensor(g):  # a sharded gradient (FSDP2): this rank's shard; reduce the squares
+            g = g.to_local()
         tensors, positions = buckets.setdefault((g.device, g.dtype), ([], []))
         tensors.append(g)
         positions.append(pos)
@@ -123,6 +125,10 @@ def grad_norms(
     if squared:
         return total_sq, per_group_sq
     return total_sq.sqrt().float(), per_group_sq.sqrt().float()
+
+
+def _is_dtensor(t: torch.Tensor) -> bool:
+    return type(t).__name__ == "DTensor" and hasattr(t, "to_local")
 
 
 def _module_path(param_name: str) -> str:
@@ -281,11 +287,19 @@ class GradNormProbe:
         device = self._params[0].device
         return grad_norms(grads, self._index(device), len(self.group_names), squared=True)
 
-    def compute(self, per_module: bool = True) -> dict[str, torch.Tensor]:
+    @property
+    def sharded(self) -> bool:
+        """Whether parameters are sharded across ranks (FSDP2 DTensors): norms need a reduction."""
+        return any(_is_dtensor(p) for p in self._params)
+
+    def compute(self, per_module: bool = True,
+                reduce_squares: Callable[[torch.Tensor], torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
         """Gradient norms as 0-d float32 tensors, with no host sync.
 
         Args:
             per_module: also return one norm per group; ``False`` returns the total only.
+            reduce_squares: sums a 1-D tensor of squared norms across ranks (e.g. an
+                ``all_reduce``); needed when gradients are sharded, so norms are global.
 
         Returns:
             ``{"grad_norm/total": t, "grad_norm/<group>": t, ...}``.
@@ -295,6 +309,9 @@ class GradNormProbe:
             >>> values = torch.stack(list(norms.values())).tolist()  # doctest: +SKIP
         """
         total_sq, per_group_sq = self.squared()
+        if reduce_squares is not None:
+            summed = reduce_squares(torch.cat([total_sq.reshape(1), per_group_sq]))
+            total_sq, per_group_sq = summed[0], summed[1:]
         out = {GRAD_NORM_TOTAL: total_sq.sqrt().float()}
         if per_module and self.group_names:
             per_group = per_group_sq.sqrt().float()

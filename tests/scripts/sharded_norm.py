@@ -1,0 +1,80 @@
+"""Grad norms recorded by Sentinel under DDP and FSDP2 (2 gloo processes) vs one process.
+
+Usage: python sharded_norm.py OUT_DIR {ddp|fsdp}. Rank 0 writes OUT_DIR/norms.json with the
+norms sentinel recorded and the reference norms of one process on the global batch.
+"""
+
+import json
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch import nn
+
+from sentinel import Sentinel, load_run
+
+STEPS, B = 5, 4
+
+
+def make_model() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 1))
+
+
+def batch(step: int, rank: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(1000 * step + rank)
+    x = torch.randn(B, 8, generator=g)
+    return x, x.sum(1, keepdim=True)
+
+
+def reference_norms() -> list[float]:
+    """One process, the global batch (both ranks' batches), plain SGD: the same trajectory."""
+    model = make_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    norms = []
+    for step in range(STEPS):
+        parts = [batch(step, r) for r in range(2)]
+        x, y = torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
+        opt.zero_grad()
+        nn.functional.mse_loss(model(x), y).backward()
+        norms.append(float(torch.nn.utils.get_total_norm([p.grad for p in model.parameters()])))
+        opt.step()
+    return norms
+
+
+def worker(rank: int, out: str, mode: str) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=os.environ.get("SENTINEL_TEST_PORT", "29541"))
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    torch.set_num_threads(1)
+    model = make_model()
+    if mode == "ddp":
+        wrapped = nn.parallel.DistributedDataParallel(model)
+    else:
+        from torch.distributed.fsdp import fully_shard
+
+        for layer in (model[0], model[2], model[4]):
+            fully_shard(layer)
+        wrapped = fully_shard(model)
+    opt = torch.optim.SGD(wrapped.parameters(), lr=0.05)
+    sen = Sentinel(wrapped, opt, log_dir=f"{out}/run", tensorboard=False, rollback=False)
+    for step in range(STEPS):
+        x, y = batch(step, rank)
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(wrapped(x), y)
+        loss.backward()
+        if sen.check(loss):
+            opt.step()
+        sen.end_step()
+    sen.close()
+    dist.barrier()
+    if rank == 0:
+        recorded = load_run(f"{out}/run").steps["grad_norm/total"].tolist()
+        with open(f"{out}/norms.json", "w") as f:
+            json.dump({"recorded": recorded, "reference": reference_norms()}, f)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    mp.spawn(worker, args=(sys.argv[1], sys.argv[2]), nprocs=2)
