@@ -78,7 +78,8 @@ def _fast_falls(scale: pd.Series, settled: np.ndarray, config: AnalyzeConfig) ->
         halvings = math.log2(peak / low)
         resolved = math.log10(peak / final) < config.loss_scale_fall_orders
         message = (f"loss scale fell from {peak:.4g} at step {peak_step} to {low:.4g} at step {low_step} "
-                   f"({halvings:.3g} halvings in {low_step - peak_step} steps): repeated overflows; "
+                   f"({halvings:.3g} halvings in {low_step - peak_step} step{'s' if low_step - peak_step != 1 else ''}): "
+                   "repeated overflows; "
                    f"final {final:.4g}")
         incidents.append(Incident(IncidentKind.LOSS_SCALE_COLLAPSE, start, max(last, low_step), Severity.WARNING,
                                   message, {"peak": peak, "peak_step": peak_step, "min": low, "min_step": low_step, "final": final,
