@@ -69,3 +69,14 @@ def test_grad_norms_are_global_under_ddp_and_fsdp(tmp_path, mode):
     assert proc.returncode == 0, proc.stderr[-3000:]
     norms = json.loads((tmp_path / "norms.json").read_text())
     assert norms["recorded"] == pytest.approx(norms["reference"], rel=1e-5)
+
+
+def test_fsdp_shards_roll_back_together(tmp_path):
+    script = Path(__file__).parent / "scripts" / "sharded_norm.py"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "SENTINEL_TEST_PORT": str(31541 + os.getpid() % 2000)}
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path), "fsdp_rollback"], env=env,
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((tmp_path / "rollback.json").read_text())
+    assert result["kinds"].count("rollback") == 1 and result["restored"][0] <= 25
+    assert result["finite"]

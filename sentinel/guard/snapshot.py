@@ -476,8 +476,12 @@ class _HostCopier:
 
     def _tensor(self, t: torch.Tensor) -> torch.Tensor:
         t = t.detach()
+        if _is_dtensor(t):  # a shard (FSDP2): copy this rank's part, keep its placement
+            local = self._tensor(t.to_local())
+            return type(t).from_local(local, t.device_mesh, t.placements, run_check=False,
+                                      shape=t.shape, stride=t.stride())
         # Tied weights appear under several keys: copy the storage view once.
-        key = (t.device, t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), t.stride(), t.dtype)
+        key = _storage_key(t)
         hit = self._memo.get(key)
         if hit is not None:
             return hit
@@ -509,11 +513,21 @@ def _tensors(obj: Any):
             yield from _tensors(v)
 
 
+def _is_dtensor(t: torch.Tensor) -> bool:
+    return type(t).__name__ == "DTensor" and hasattr(t, "to_local")
+
+
+def _storage_key(t: torch.Tensor) -> tuple:
+    return (t.device, t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), t.stride(), t.dtype)
+
+
 def _tensor_bytes(obj: Any) -> int:
     seen: set[tuple] = set()
     total = 0
     for t in _tensors(obj):
-        key = (t.device, t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), t.stride(), t.dtype)
+        if _is_dtensor(t):
+            t = t.to_local()
+        key = _storage_key(t)
         if key not in seen:
             seen.add(key)
             total += t.numel() * t.element_size()

@@ -1,7 +1,9 @@
-"""Grad norms recorded by Sentinel under DDP and FSDP2 (2 gloo processes) vs one process.
+"""Sentinel in a raw loop under DDP and FSDP2 (2 gloo processes).
 
-Usage: python sharded_norm.py OUT_DIR {ddp|fsdp}. Rank 0 writes OUT_DIR/norms.json with the
-norms sentinel recorded and the reference norms of one process on the global batch.
+Usage: python sharded_norm.py OUT_DIR {ddp|fsdp|fsdp_rollback}.
+ddp / fsdp: rank 0 writes OUT_DIR/norms.json with the norms sentinel recorded and the reference
+norms of one process on the global batch. fsdp_rollback: rank 1's batch at step 25 is poisoned;
+rank 0 writes OUT_DIR/rollback.json with the events and whether the gathered weights are finite.
 """
 
 import json
@@ -44,10 +46,43 @@ def reference_norms() -> list[float]:
     return norms
 
 
+def rollback_run(rank: int, out: str) -> None:
+    from torch.distributed.fsdp import fully_shard
+
+    model = make_model()
+    for layer in (model[0], model[2], model[4]):
+        fully_shard(layer)
+    fully_shard(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
+    sen = Sentinel(model, opt, log_dir=f"{out}/run", tensorboard=False, snapshot_every=5)
+    for step in range(40):
+        x, y = batch(step, rank)
+        if step == 25 and rank == 1:
+            x = x * 1e4
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        if sen.check(loss):
+            opt.step()
+        sen.end_step()
+    sen.close()
+    full = {k: v.full_tensor() for k, v in model.state_dict().items()}  # collective: every rank
+    if rank == 0:
+        events = load_run(f"{out}/run").events
+        with open(f"{out}/rollback.json", "w") as f:
+            json.dump({"kinds": list(events["kind"]),
+                       "restored": [int(v) for v in events.loc[events["kind"] == "rollback", "restored_step"]],
+                       "finite": all(bool(torch.isfinite(v).all()) for v in full.values())}, f)
+
+
 def worker(rank: int, out: str, mode: str) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=os.environ.get("SENTINEL_TEST_PORT", "29541"))
     dist.init_process_group("gloo", rank=rank, world_size=2)
     torch.set_num_threads(1)
+    if mode == "fsdp_rollback":
+        rollback_run(rank, out)
+        dist.destroy_process_group()
+        return
     model = make_model()
     if mode == "ddp":
         wrapped = nn.parallel.DistributedDataParallel(model)
