@@ -1,7 +1,7 @@
 """``Sentinel``: records a training run, detects spikes, rolls back and skips bad batches.
 
 The same object serves a hand-written loop and the Lightning callback (which calls the
-lower-level ``begin_batch`` / ``measure`` / ``end_step`` methods from its hooks).
+lower-level ``begin_batch`` / ``measure`` / ``finish_step`` methods from its hooks).
 
 A raw loop::
 
@@ -12,8 +12,8 @@ A raw loop::
         loss.backward()
         if sen.check(loss):              # grads measured; False: do not apply this update
             opt.step()
-        sen.end_step()                   # record, detect, roll back or snapshot
         sched.step()
+        sen.end_step()                   # record, detect, roll back or snapshot
     sen.close()
 """
 
@@ -163,7 +163,13 @@ class Sentinel:
         self._values: dict[str, float] = {}
         self._losses: list[torch.Tensor] = []
         self._window: _Window | None = None
-        self._lr_saved: list[list[float]] | None = None
+        self._lr_saved: dict[int, list[float]] = {}
+        self._lr_used: list[float] | None = None  # learning rates the last update really used
+        self._hooks = []
+        if self.config.guard.lr_factor < 1.0:
+            for opt in self.optimizers:
+                self._hooks += [opt.register_step_pre_hook(self._lower_lr),
+                                opt.register_step_post_hook(self._restore_lr)]
         self._t_last = time.perf_counter()
         self._samples = 0
         self._reported_no_attention = False
@@ -269,19 +275,19 @@ class Sentinel:
         self._attn_values = {}
         values = _to_host(tensors)  # note: the one CPU-GPU sync point of the step
         local_loss = values.get(metrics.LOSS, math.nan)
-        values = self._global(values)
         overflow = values.get(metrics.AMP_OVERFLOW, 0.0) > 0
+        grad_total = values.get(metrics.GRAD_NORM_TOTAL, 0.0)
+        nonfinite = not (math.isfinite(local_loss) and math.isfinite(grad_total)) and not overflow
+        if self.world_size > 1:  # one collective: the mean loss and whether any rank went bad
+            loss_mean, nonfinite = self._reduce_step(local_loss, nonfinite)
+            if metrics.LOSS in values:
+                values[metrics.LOSS] = loss_mean
         if self.scaler is not None:
             self.loss_scale.update(overflow)
             values[metrics.AMP_SKIPPED_STEPS] = float(self.loss_scale.skipped_steps)
         self.overflow_streak = self.overflow_streak + 1 if overflow else 0
-        loss = values.get(metrics.LOSS, math.nan if not self._losses else 0.0)
-        grad_total = values.get(metrics.GRAD_NORM_TOTAL, 0.0)
-        nonfinite = not (math.isfinite(loss) and math.isfinite(grad_total)) and not overflow
-        nonfinite = self._any_rank(nonfinite)
         self._values = values
         self._nonfinite = nonfinite
-        self._apply_lr_factor()  # right before the update, after any scheduler has set the LR
         if nonfinite and self._window is None:
             self._report_nonfinite(replay, local_loss)
         return nonfinite or (self._window is not None)
@@ -293,7 +299,6 @@ class Sentinel:
         values = self._values
         signals = self._detect(values)
         self._record(values, signals)
-        self._restore_lr()
         if self._window is None:
             self._guard(signals)
             if self._window is None:
@@ -304,7 +309,10 @@ class Sentinel:
         self.step = self.step + 1 if step is None else step
 
     def close(self) -> None:
-        """Flush and close the run directory (idempotent)."""
+        """Remove the optimizer hooks, flush and close the run directory (idempotent)."""
+        for handle in self._hooks:
+            handle.remove()
+        self._hooks = []
         if self.writer is not None:
             self.writer.close()
 
@@ -372,8 +380,10 @@ class Sentinel:
                     and not keep_modules:
                 continue
             record[key] = value
-        for i, group in enumerate(self._param_groups()):
-            record[metrics.LR if i == 0 else f"{metrics.LR}/pg{i}"] = float(group["lr"])
+        lrs = self._lr_used or [float(g["lr"]) for g in self._param_groups()]
+        self._lr_used = None
+        for i, lr in enumerate(lrs):
+            record[metrics.LR if i == 0 else f"{metrics.LR}/pg{i}"] = lr
         if now > self._t_last:
             record[metrics.SAMPLES_PER_SEC] = self._samples / (now - self._t_last)
         self._t_last, self._samples = now, 0
@@ -531,22 +541,27 @@ class Sentinel:
         return ring.restore(snapshot, model=self.model, optimizers=self.optimizers,
                             schedulers=self.schedulers, scaler=self.scaler)
 
-    def _apply_lr_factor(self) -> None:
-        factor = self.config.guard.lr_factor
-        if factor >= 1.0 or self.step > self.cooldown_until or self._lr_saved is not None:
-            return
-        self._lr_saved = [[g["lr"] for g in opt.param_groups] for opt in self.optimizers]
-        for opt in self.optimizers:
-            for group in opt.param_groups:
-                group["lr"] = group["lr"] * factor
+    def _lower_lr(self, optimizer: torch.optim.Optimizer, *args: Any) -> None:
+        """Optimizer step pre-hook: during a cool-down, scale this update's learning rate.
 
-    def _restore_lr(self) -> None:
-        if self._lr_saved is None:
+        Hooks on the optimizer itself run exactly around its update, before any scheduler steps
+        (Lightning steps schedulers before ``on_train_batch_end``), and not at all for a step the
+        GradScaler skips, so the scheduler never sees the lowered value.
+        """
+        if self.step > self.cooldown_until or self.last_restored_step is None:
             return
-        for opt, lrs in zip(self.optimizers, self._lr_saved):
-            for group, lr in zip(opt.param_groups, lrs):
+        saved = [group["lr"] for group in optimizer.param_groups]
+        self._lr_saved[id(optimizer)] = saved
+        for group in optimizer.param_groups:
+            group["lr"] = group["lr"] * self.config.guard.lr_factor
+        self._lr_used = [g["lr"] for opt in self.optimizers for g in opt.param_groups]
+
+    def _restore_lr(self, optimizer: torch.optim.Optimizer, *args: Any) -> None:
+        """Optimizer step post-hook: put back the learning rate the schedule set."""
+        saved = self._lr_saved.pop(id(optimizer), None)
+        if saved is not None:
+            for group, lr in zip(optimizer.param_groups, saved):
                 group["lr"] = lr
-        self._lr_saved = None
 
     def _replay_fn(self) -> Callable[[], torch.Tensor] | None:
         if self.loss_fn is None or self._batch is None:
@@ -577,14 +592,13 @@ class Sentinel:
         if "divergence" in states:
             self.divergence_detector.load_state_dict(states["divergence"])
 
-    def _global(self, values: dict[str, float]) -> dict[str, float]:
-        """Average the loss over ranks so every rank's detectors see the same series."""
-        if self.world_size == 1 or metrics.LOSS not in values:
-            return values
-        t = torch.tensor([values[metrics.LOSS]], dtype=torch.float64, device=_dist_device())
+    def _reduce_step(self, loss: float, nonfinite: bool) -> tuple[float, bool]:
+        """Mean loss over ranks (NaN if any rank's is) and whether any rank's step went bad, in
+        one all_reduce: every rank's detectors see the same series and make the same decision."""
+        t = torch.tensor([loss, 1.0 if nonfinite else 0.0], dtype=torch.float64, device=_dist_device())
         torch.distributed.all_reduce(t)
-        values[metrics.LOSS] = float(t.item()) / self.world_size
-        return values
+        loss_sum, bad_ranks = t.tolist()
+        return loss_sum / self.world_size, bad_ranks > 0
 
     def _any_rank(self, flag: bool) -> bool:
         if self.world_size == 1:

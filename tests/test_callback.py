@@ -298,3 +298,11 @@ def test_the_documented_metric_table_is_what_gets_logged(tmp_path):
                    else f"{family}/<module>" if family != "lr" else "lr/pg<i>")
     documented = {k for k in _documented_keys()}
     assert logged == documented, (logged ^ documented)
+
+
+def test_lr_factor_lowers_the_updates_of_the_cooldown_not_the_schedule(tmp_path, tiny_task):
+    _fit(tmp_path, tiny_task, poison_steps=(60,), lr_factor=0.5, cooldown=10)
+    at = _events(tmp_path, "rollback")[0]["step"]
+    lr = load_run(tmp_path / "run").steps["lr"]
+    assert list(lr.loc[at + 1: at + 10]) == pytest.approx([0.005] * 10)  # what the updates used
+    assert lr.loc[at + 11] == pytest.approx(0.01)  # the schedule itself was never changed

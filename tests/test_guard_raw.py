@@ -36,8 +36,8 @@ def _train(tmp_path, tiny_task, *, poison_steps=(), nan_steps=(), guard=True, st
         loss.backward()
         if sen.check(loss):
             opt.step()
-        sen.end_step()
         sched.step()
+        sen.end_step()
         if states is not None:
             states[sen.step] = copy.deepcopy(model.state_dict())  # state after sen.step steps
     sen.close()

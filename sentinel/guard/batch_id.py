@@ -16,6 +16,7 @@ import torch
 
 INDEX_KEYS = ("index", "indices", "idx", "sample_idx", "sample_index")
 _INT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+_SAMPLE = 8192  # elements per tensor that enter the hash
 _MIX: dict[tuple[int, torch.device], torch.Tensor] = {}  # fixed pseudo-random multipliers
 
 
@@ -50,7 +51,8 @@ def fingerprint_tensor(batch: Any) -> torch.Tensor:
 
     Every tensor's raw bits are read as integers, multiplied by fixed pseudo-random int64 weights
     and summed (integer sums wrap and are exact, so the hash is deterministic on any device);
-    shapes and non-tensor leaves are mixed in on the host.
+    shapes and non-tensor leaves are mixed in on the host. Large tensors are sampled at
+    ``_SAMPLE`` evenly spaced elements, so the cost per step is bounded whatever the batch size.
 
     Example:
         >>> int(fingerprint_tensor(torch.arange(4))) == int(fingerprint_tensor(torch.arange(4)))
@@ -60,7 +62,10 @@ def fingerprint_tensor(batch: Any) -> torch.Tensor:
     salt = hashlib.blake2b(digest_size=8)  # Python's hash() of str differs between processes
     for position, leaf in enumerate(_leaves(batch)):
         if isinstance(leaf, torch.Tensor):
-            data = leaf.detach().contiguous().reshape(-1)
+            data = leaf.detach().reshape(-1)
+            if data.numel() > _SAMPLE:
+                data = data[:: data.numel() // _SAMPLE][:_SAMPLE]
+            data = data.contiguous()
             bits = data.view(_INT_VIEW[data.element_size()]) if data.is_floating_point() \
                 else data.to(torch.int64)
             part = (bits.to(torch.int64) * _mix(bits.numel(), bits.device)).sum()

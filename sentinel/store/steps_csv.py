@@ -198,6 +198,10 @@ def read_steps(run_dir: Path) -> tuple[pd.DataFrame, list[str]]:
     # split_blocks: one array per column, no copy into a consolidated 2-D block (~0.1-0.6 s
     # saved at 1M rows x 29 columns); self_destruct frees Arrow buffers as they are converted.
     steps = table.to_pandas(split_blocks=True, self_destruct=True).set_index(STEP)
+    del table, tables
+    import os as _os
+    if _os.environ.get("XP_REL"):
+        pa.default_memory_pool().release_unused()
     if not steps.index.is_unique:
         steps = steps[~steps.index.duplicated(keep="last")]
     if not steps.index.is_monotonic_increasing:
@@ -233,8 +237,13 @@ def _read_segment(path: Path, warnings: list[str]) -> pa.Table | None:
     types = {c: pa.float64() for c in columns}
     types[STEP] = pa.int64()
     convert = pa_csv.ConvertOptions(column_types=types)
+    import os as _os
+    src = _reopen(source)
+    if _os.environ.get("XP_MMAP") and not isinstance(src, io.BytesIO):
+        src = pa.memory_map(str(src))
+    ro = pa_csv.ReadOptions(block_size=int(_os.environ.get("XP_BS", "1")) << 20)
     try:
-        return pa_csv.read_csv(_reopen(source), convert_options=convert)
+        return pa_csv.read_csv(src, convert_options=convert, read_options=ro)
     except pa.ArrowInvalid as ex:
         first_error = ex
     # Slow path, only for a damaged file: skip the rows that do not parse and count them.
