@@ -4,6 +4,7 @@ import click
 
 from sentinel import __version__
 from sentinel.cli.analyze import analyze
+from sentinel.cli.demo_command import demo
 
 
 @click.group()
@@ -13,3 +14,4 @@ def main() -> None:
 
 
 main.add_command(analyze)
+main.add_command(demo)

@@ -517,6 +517,8 @@ class Sentinel:
 
     def _maybe_snapshot(self) -> None:
         done = self.step + 1  # optimizer steps completed, the ring's step convention
+        if not self.config.guard.rollback:
+            return  # recording only: nothing would ever be restored
         if self._nonfinite or self.step <= self.cooldown_until or not self.ring.due(done):
             return  # states during a cool-down are not yet trusted
         self._take_snapshot(done)
@@ -625,12 +627,14 @@ def _as_list(obj: Any) -> list[Any]:
 
 
 def _to_host(tensors: dict[str, torch.Tensor]) -> dict[str, float]:
+    """All of a step's 0-d metrics to Python floats in one device-to-host transfer."""
     if not tensors:
         return {}
     keys = list(tensors)
-    stacked = torch.stack([tensors[k].detach().reshape(()).to(torch.float64, copy=False)
-                           .to(next(iter(tensors.values())).device) for k in keys])
-    return dict(zip(keys, stacked.cpu().tolist()))
+    device = tensors[keys[0]].device
+    parts = [t.detach().reshape(1) if t.device == device else t.detach().reshape(1).to(device)
+             for t in tensors.values()]
+    return dict(zip(keys, torch.cat(parts).double().cpu().tolist()))  # cat promotes dtypes
 
 
 def _batch_size(batch: Any) -> int:

@@ -177,12 +177,21 @@ def test_rollback_that_helped():
 
 
 def test_rollback_that_did_not_help_says_so():
-    report = analyze_run(run_of({"loss": curve()}, rollback_events(200, 190, again=230)))
+    loss = curve()
+    loss[200:232] += 4.0  # the spike, and still high after the rollback until the next one at 230
+    report = analyze_run(run_of({"loss": loss}, rollback_events(200, 190, again=230)))
     first, second = by_kind(report, "rollback")
     assert not first.details["helped"] and first.severity.value == "critical"
     assert "another rollback was needed at step 230" in first.message
     assert "skipping batches alone does not always cure a divergence" in first.message
     assert report.verdict.value == "unhealthy"
+
+
+def test_a_later_rollback_after_recovery_answers_a_new_incident():
+    report = analyze_run(run_of({"loss": curve()}, rollback_events(200, 190, again=300)))
+    first, second = by_kind(report, "rollback")
+    assert first.details["helped"] and second.details["helped"]
+    assert report.verdict.value == "recovered"
 
 
 def test_gave_up_is_critical():
@@ -242,3 +251,15 @@ def test_sentinel_analyze_is_callable_from_the_top_package(tmp_path):
             writer.write_step({"step": step, "loss": 2.0 - step / 100})
     report = sentinel.analyze(tmp_path / "run")
     assert isinstance(report, sentinel.analyze.report.Report) and report.runs[0].verdict.value == "healthy"
+
+
+def test_slow_sharpening_of_attention_is_not_a_collapse_but_a_fast_fall_is():
+    index = list(range(0, 1000, 50))
+    slow = np.linspace(3.2, 1.2, len(index))  # learning: entropy falls by 60% over the run
+    fast = slow.copy()
+    fast[12:] = 0.3  # halves between two samples, at step 600
+    steps = {"attn_entropy/blocks.0.attn": slow, "attn_entropy/blocks.1.attn": fast,
+             "loss": np.linspace(3, 1, len(index))}
+    report = analyze_run(run_of(steps, index=index))
+    (collapse,) = by_kind(report, "entropy_collapse")
+    assert collapse.details["module"] == "blocks.1.attn" and collapse.step == 600

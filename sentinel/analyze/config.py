@@ -36,10 +36,13 @@ class AnalyzeConfig:
             with an OVERFLOW message before 6 of 9, at its spike.
         overflow_rate: warn when more than this fraction of steps overflowed (0.05: a healthy
             GradScaler overflows about once per growth interval, 1/2000).
-        entropy_ratio: attention entropy has collapsed when it falls below this fraction of
-            its early value (0.2, the "entropy collapse" of Zhai et al. 2023 is a fall towards 0).
-        logit_growth: ... or when the largest attention logit grew by this factor.
-        early_samples: how many first samples of an attention metric define its early value.
+        entropy_ratio: attention entropy has collapsed when a sample falls below this fraction
+            of the median of the samples just before it (0.5: learning sharpens attention
+            slowly, a collapse (Zhai et al. 2023) halves it between two samples).
+        logit_growth: ... or when the largest attention logit jumps by this factor over the
+            same trailing reference (10x: Wortsman et al. 2023 see logits grow by an order of
+            magnitude before the loss diverges).
+        early_samples: how many preceding samples form that trailing reference (3).
         plateau_window: no improvement of the best loss over this many steps is a plateau.
         plateau_rtol: improvement smaller than this fraction of the best loss does not count.
 
@@ -59,9 +62,9 @@ class AnalyzeConfig:
     loss_scale_fall_orders: float = 1.0
     loss_scale_fall_window: int = 100
     overflow_rate: float = 0.05
-    entropy_ratio: float = 0.2
+    entropy_ratio: float = 0.5
     logit_growth: float = 10.0
-    early_samples: int = 5
+    early_samples: int = 3
     plateau_window: int = 1000
     plateau_rtol: float = 0.01
 

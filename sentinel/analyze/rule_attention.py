@@ -11,9 +11,13 @@ from sentinel.analyze.incident import Incident, IncidentKind, Severity
 
 
 def attention_incidents(steps: pd.DataFrame, config: AnalyzeConfig) -> list[Incident]:
-    """One warning per attention module whose entropy fell below ``entropy_ratio`` of its early
-    value (median of its first ``early_samples`` samples), or whose largest logit grew by
-    ``logit_growth``.
+    """One warning per attention module whose entropy collapsed or whose largest logit blew up.
+
+    Attention entropy falls slowly and healthily as a model learns (uniform attention at
+    initialisation sharpens); a collapse is a fast fall. So each sample is compared with the
+    median of the ``early_samples`` samples just before it (a trailing reference): the entropy
+    has collapsed when it falls below ``entropy_ratio`` of that reference; the largest logit has
+    blown up when it exceeds ``logit_growth`` times its own trailing reference.
 
     Example:
         >>> [i.details["module"] for i in attention_incidents(run.steps, AnalyzeConfig())]  # doctest: +SKIP
@@ -21,39 +25,40 @@ def attention_incidents(steps: pd.DataFrame, config: AnalyzeConfig) -> list[Inci
     """
     incidents = []
     prefix = metrics.ATTN_ENTROPY + "/"
+    k = config.early_samples
     for column in sorted(c for c in steps.columns if c.startswith(prefix)):
         module = column[len(prefix):]
         series = _finite(steps[column])
-        if len(series) <= config.early_samples:
+        if len(series) <= k:
             continue
-        early = float(series.iloc[:config.early_samples].median())
-        after = series.iloc[config.early_samples:]
-        low = after < config.entropy_ratio * early
+        reference = series.rolling(k).median().shift(1)  # the k samples before each one
+        low = series < config.entropy_ratio * reference
         logits = _finite(steps.get(metrics.metric_key(metrics.ATTN_LOGIT_MAX, module), pd.Series(dtype=float)))
-        growth = None
-        if len(logits) > config.early_samples:
-            early_logit = float(logits.iloc[:config.early_samples].median())
-            if early_logit > 0:
-                growth = logits / early_logit
-        grew = growth is not None and bool((growth.iloc[config.early_samples:] >= config.logit_growth).any())
-        if not low.any() and not grew:
+        logit_ref = logits.rolling(k).median().shift(1)
+        blown = (logits > config.logit_growth * logit_ref) & (logit_ref > 0)
+        if not low.any() and not blown.any():
             continue
+        early = float(series.iloc[:k].median())
+        parts = []
         if low.any():
             start = int(low.idxmax())
-            value = float(series.loc[start])
-            message = (f"attention entropy of {module} fell to {value:.3g} at step {start} "
-                       f"({value / early:.1%} of its early {early:.3g}); final {float(series.iloc[-1]):.3g}")
-        else:
-            start = int(growth.iloc[config.early_samples:].ge(config.logit_growth).idxmax())
-            message = f"attention entropy of {module} held (early {early:.3g}), but"
-        if growth is not None:
-            message += f"; max logit grew {float(growth.max()):.3g}x"
+            value, ref = float(series.loc[start]), float(reference.loc[start])
+            parts.append(f"attention entropy of {module} fell to {value:.3g} at step {start} "
+                         f"({value / ref:.0%} of {ref:.3g} just before); final {float(series.iloc[-1]):.3g}")
+        if blown.any():
+            at = int(blown.idxmax())
+            growth = float(logits.loc[at] / logit_ref.loc[at])
+            parts.append(f"max attention logit of {module} grew {growth:.3g}x to {float(logits.loc[at]):.3g} "
+                         f"at step {at}")
+            start = at if not low.any() else min(start, at)
+        final = float(series.iloc[-1])
         incidents.append(Incident(
-            IncidentKind.ENTROPY_COLLAPSE, start, int(series.index[-1]), Severity.WARNING, message,
+            IncidentKind.ENTROPY_COLLAPSE, start, int(series.index[-1]), Severity.WARNING, "; ".join(parts),
             {"module": module, "early_entropy": early, "min_entropy": float(series.min()),
-             "final_entropy": float(series.iloc[-1]),
-             "logit_growth": None if growth is None else float(growth.max()),
-             "resolved": bool(series.iloc[-1] >= config.entropy_ratio * early)}))
+             "final_entropy": final,
+             "logit_growth": float((logits / logit_ref).max()) if len(logits) > k else None,
+             "resolved": bool(final >= config.entropy_ratio * float(reference.loc[start]))
+             if np.isfinite(reference.get(start, np.nan)) else False}))
     return incidents
 
 

@@ -16,7 +16,7 @@ def guard_incidents(events: pd.DataFrame, loss: pd.Series, config: AnalyzeConfig
 
     A rollback helped when the loss came back under its pre-spike level (median of the 20
     finite values before the spike, plus ``recover_frac`` of the spike's height) within
-    ``recover_steps`` steps of the spike and no further rollback followed in that time.
+    ``recover_steps`` steps of the spike, with no further rollback before it did.
     Skipping alone does not always cure a divergence (BigScience, PaLM), and the message says
     so when it did not.
 
@@ -79,7 +79,10 @@ def _rollback(event, spike_step: int, later: list[int], spike_values: dict[int, 
     peak = spike_values.get(spike_step, float("nan"))
     level = pre + config.recover_frac * (peak - pre) if np.isfinite(peak) and peak > pre else pre
     back = first_step_at_or_below(loss, spike_step - 1, level, config.recover_steps) if np.isfinite(pre) else None
-    again = [s for s in later if s <= spike_step + config.recover_steps]
+    # Another rollback before the loss came back means this one did not cure it; one after the
+    # recovery answers a new incident.
+    until = back if back is not None else spike_step + config.recover_steps
+    again = [s for s in later if s <= until]
     helped = back is not None and not again
     head = (f"rollback for {what}: restored step {restored}, skipped {n_skipped} batches"
             if restored is not None else f"rollback for {what}: no snapshot, nothing restored")

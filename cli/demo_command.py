@@ -1,0 +1,37 @@
+"""``sentinel demo``: train a tiny GPT through injected instabilities, without and with the guard."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command("demo")
+@click.option("--out", default="logs/demo", show_default=True, type=click.Path(file_okay=False),
+              help="Directory for the two runs and report.png.")
+@click.option("--steps", default=400, show_default=True, type=click.IntRange(min=100),
+              help="Optimizer steps per run (the faults move in proportion).")
+@click.option("--progress/--no-progress", default=True, show_default=True, help="Show progress bars.")
+def demo(out: str, steps: int, progress: bool) -> None:
+    """Train a tiny GPT on CPU twice through a bad-data stretch and a learning-rate surge:
+    first recording only, then with the guard. Then analyze both runs and plot them.
+    """
+    from pathlib import Path
+
+    from sentinel.analyze.analyzer import analyze
+    from sentinel.analyze.render.plot import render_plot
+    from sentinel.analyze.render.table import render_table
+    from sentinel.cli.demo.run import GUARDED, UNGUARDED, run_demo
+
+    click.echo(f"Training twice for {steps} steps: {UNGUARDED} records only, {GUARDED} rolls back.")
+    result = run_demo(out, steps=steps, progress=progress)
+    report = analyze(str(Path(out) / UNGUARDED), str(Path(out) / GUARDED))
+    click.echo()
+    click.echo(render_table(report), nl=False)
+    plot = Path(out) / "report.png"
+    render_plot(report, plot)
+    click.echo()
+    for name, loss in result.final_loss.items():
+        click.echo(f"{name}: final loss {loss:.3f}")
+    click.echo(f"The guard rolled back {result.rollbacks} time(s). Plot: {plot}  "
+               f"({result.seconds:.0f} s of training)")
+    click.echo(f"Explore: sentinel analyze {out} --format markdown")
