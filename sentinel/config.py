@@ -69,8 +69,7 @@ class GuardConfig:
             on much larger batches; with small batches a handful covers the bad stretch).
         max_rollbacks: give up (``gave_up`` event and an error) past this many rollbacks: a
             permanent fault would otherwise loop forever.
-        cooldown: steps after a rollback during which no new snapshot is taken and the LR
-            factor applies; a second spike inside it rolls back further.
+        cooldown: steps after a rollback during which the LR factor applies.
         lr_factor: multiply the learning rate by this for ``cooldown`` steps after a rollback
             (1.0 = off). Lowering the LR is the usual manual remedy for dynamics-driven spikes.
         overflow_patience: consecutive AMP overflow steps tolerated before it counts as a

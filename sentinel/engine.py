@@ -463,9 +463,7 @@ class Sentinel:
         # before it may already carry the damage: trust only states from before ``limit``.
         limit = self.step - g.min_rollback_distance + 1
         self.ring.mark_bad_after(limit)
-        if self.step <= self.cooldown_until and self.last_restored_step is not None:
-            limit = min(limit, self.last_restored_step)  # still bad after a rollback: go further back
-        snapshot = self.ring.newest_good_before(limit) or self.ring.newest_good_before(self.step + 1)
+        snapshot = self.ring.newest_good_before(limit)
         if snapshot is None:
             log.warning("step %d: %s but no snapshot to roll back to yet; going on", self.step,
                         reason.value)
@@ -519,8 +517,8 @@ class Sentinel:
         done = self.step + 1  # optimizer steps completed, the ring's step convention
         if not self.config.guard.rollback:
             return  # recording only: nothing would ever be restored
-        if self._nonfinite or self.step <= self.cooldown_until or not self.ring.due(done):
-            return  # states during a cool-down are not yet trusted
+        if self._nonfinite or not self.ring.due(done):
+            return
         self._take_snapshot(done)
 
     def _take_snapshot(self, done: int) -> None:

@@ -1,0 +1,35 @@
+"""`sentinel demo` end to end, at a reduced step count, through the console entry point."""
+
+from __future__ import annotations
+
+import json
+
+import matplotlib.image
+from click.testing import CliRunner
+
+from sentinel.cli.main import main
+
+
+def test_demo_shows_an_unhealthy_run_and_a_recovered_one(tmp_path):
+    out = tmp_path / "demo"
+    result = CliRunner().invoke(main, ["demo", "--out", str(out), "--steps", "200", "--no-progress"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "1-unguarded" in result.output and "2-guarded" in result.output
+    assert "loss_spike" in result.output and "rollback" in result.output
+    report = CliRunner().invoke(main, ["analyze", str(out / "1-unguarded"), str(out / "2-guarded"),
+                                       "--format", "json"], catch_exceptions=False)
+    runs = {run["name"]: run for run in json.loads(report.output)["runs"]}
+    assert runs["1-unguarded"]["verdict"] == "unhealthy"
+    assert runs["2-guarded"]["verdict"] in ("healthy", "recovered")
+    assert runs["2-guarded"]["final_loss"] < runs["1-unguarded"]["final_loss"]
+    kinds = {i["kind"] for i in runs["2-guarded"]["incidents"]}
+    assert {"loss_spike", "rollback", "skip"} <= kinds
+    assert (out / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    image = matplotlib.image.imread(out / "report.png")
+    assert image.shape[0] > 300 and image.shape[1] > 300
+
+
+def test_demo_refuses_a_step_count_too_short_for_its_faults(tmp_path):
+    result = CliRunner().invoke(main, ["demo", "--out", str(tmp_path), "--steps", "50"])
+    assert result.exit_code == 2 and "50 is not in the range x>=100" in result.output
