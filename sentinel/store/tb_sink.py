@@ -2,10 +2,9 @@
 
 ``SummaryWriter.add_scalar`` costs ~50-80 us per scalar on the calling thread. Here the
 training thread only enqueues a copy of the step record; a background thread writes one
-TensorBoard event per step holding all of that step's scalars (~6 us per scalar, 8-15x less
-than ``add_scalar``). That thread still needs the GIL: in a loop doing nothing but
-``write_step`` (29 keys) the call went from 14 us to 32 us with TensorBoard on; a real training
-step spends most of its time in torch kernels that release the GIL. When the queue is full the
+TensorBoard event per step holding all of that step's scalars (:mod:`sentinel.store.tb_events`,
+with a C CRC: TensorBoard's pure-Python CRC held the GIL ~170 us per record, and the training
+thread waited for it). When the queue is full the
 record is dropped and counted rather than blocking training: ``steps.*`` on disk is the source
 of truth, TensorBoard is a view."""
 
@@ -14,6 +13,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -112,11 +112,11 @@ class TensorBoardSink:
 
     def _run(self) -> None:
         writer = None
+        last_flush = time.monotonic()
         try:
-            from tensorboard.compat.proto.summary_pb2 import Summary
-            from torch.utils.tensorboard.writer import FileWriter
+            from sentinel.store.tb_events import EventFile
 
-            writer = FileWriter(str(self._log_dir), flush_secs=self._config.flush_secs)
+            writer = EventFile(self._log_dir)
         except (ImportError, OSError) as ex:
             log.error("TensorBoard writer for %s could not start (%s); steps.* is unaffected",
                       self._log_dir, ex)
@@ -134,9 +134,11 @@ class TensorBoardSink:
                 self._dropped_failed += 1
                 continue
             try:
-                values = [Summary.Value(tag=key, simple_value=float(value))
-                          for key, value in item.items() if key != "step" and value is not None]
-                writer.add_summary(Summary(value=values), int(item["step"]))
+                writer.write_scalars(int(item["step"]), {k: v for k, v in item.items()
+                                                         if k != "step" and v is not None})
+                if time.monotonic() - last_flush > self._config.flush_secs:
+                    writer.flush()
+                    last_flush = time.monotonic()
             except Exception:  # noqa: BLE001 - a dead thread would hang close(); log and keep draining
                 log.exception("TensorBoard writer for %s failed; further scalars are dropped",
                               self._log_dir)
