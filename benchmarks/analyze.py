@@ -11,8 +11,11 @@ that step's values), then measures, each in a fresh process:
 * the baseline: the same scalars read with ``EventAccumulator`` (the tensorboard package);
 * sentinel's own TensorBoard loader on the same event files.
 
+The generated files are cached per ``--steps`` under the temp dir, so a rerun only measures.
+
 Usage:
-    python benchmarks/analyze.py                 # 1,000,000 steps (a few minutes, mostly the baseline)
+    python benchmarks/analyze.py                 # 1,000,000 steps (first run ~2 min: event files, baseline)
+    python benchmarks/analyze.py --skip-tb       # sentinel analyze only (seconds, once cached)
     python benchmarks/analyze.py --steps 100000  # quicker
 """
 
@@ -115,7 +118,8 @@ def child(mode: str, path: str) -> None:
 
         render_json(report)
         n = int(report.runs[0].data.steps.notna().sum().sum())
-        extra = {"incidents": [i.kind for i in report.runs[0].incidents]}
+        extra = {"incidents": [i.kind for i in report.runs[0].incidents],
+                 "torch_imported": "torch" in sys.modules}
     elif mode == "load":
         from sentinel.analyze.loaders import sentinel_run
 
@@ -148,49 +152,104 @@ def run_child(mode: str, path: Path) -> dict:
     return result
 
 
+def run_cli(run_dir: Path) -> tuple[float, float, float]:
+    """``sentinel analyze RUN --format json`` through the console script, as a user runs it.
+
+    Returns:
+        ``(wall seconds, CPU seconds (user + system), peak RSS MiB)`` of that one process.
+    """
+    script = Path(sys.executable).with_name("sentinel")
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([str(script), "analyze", str(run_dir), "--format", "json"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage, not all children's
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    if proc.returncode != 0:
+        raise SystemExit(f"sentinel analyze failed: {err.strip()}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def fixtures(root: Path, steps: int, with_tb: bool) -> tuple[Path, Path]:
+    """The run dir and the event files for ``steps``, written once and reused by later runs.
+
+    A marker next to each (``run.done``, ``tb.done``, outside the run dir so it is no file of
+    the run) is written last: an interrupted generation is redone, not reused.
+    """
+    run_dir, tb_dir = root / "run", root / "tb"
+    cols = None
+    if not (root / "run.done").exists():
+        shutil.rmtree(run_dir, ignore_errors=True)
+        cols = make_columns(steps)
+        seconds = write_run_dir(run_dir, cols)
+        size = sum(f.stat().st_size for f in run_dir.iterdir() if f.is_file()) / 2**20
+        print(f"write run dir:       {seconds:7.2f} s  ({size:.0f} MiB)")
+        (root / "run.done").touch()
+    if with_tb and not (root / "tb.done").exists():
+        shutil.rmtree(tb_dir, ignore_errors=True)
+        cols = cols if cols is not None else make_columns(steps)
+        seconds = write_event_file(tb_dir, cols)
+        print(f"write event file:    {seconds:7.2f} s  "
+              f"({sum(f.stat().st_size for f in tb_dir.iterdir()) / 2**20:.0f} MiB)")
+        (root / "tb.done").touch()
+    return run_dir, tb_dir
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=1_000_000)
-    parser.add_argument("--out", type=Path, default=None, help="keep the generated files here")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="where the generated files live (default: a cache dir per --steps under "
+                             "the temp dir, reused by later runs)")
+    parser.add_argument("--fresh", action="store_true", help="regenerate the files even when cached")
+    parser.add_argument("--repeat", type=int, default=3, help="console-script runs (min and median reported)")
+    parser.add_argument("--skip-tb", action="store_true",
+                        help="no TensorBoard files, no TensorBoard reads (no baseline, no ratio)")
     parser.add_argument("--no-baseline", action="store_true", help="skip the (slow) EventAccumulator read")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child and args.child[0] == "fixtures":
+        fixtures(Path(args.child[1]), args.steps, with_tb=not args.skip_tb)
+        return
     if args.child:
         child(*args.child)
         return
-    root = args.out or Path(tempfile.mkdtemp(prefix="sentinel-bench-"))
+    if args.steps < SPARSE_EVERY * 5 or args.repeat < 1:
+        raise SystemExit(f"--steps must be >= {SPARSE_EVERY * 5} and --repeat >= 1")
+    root = args.out or Path(tempfile.gettempdir()) / f"sentinel-bench-analyze-{args.steps}"
+    if args.fresh:
+        shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True, exist_ok=True)
+    # Written by a child: a parent that held the arrays would leak its RSS into every later
+    # child's ru_maxrss (Linux keeps the high-water mark across fork and exec).
+    subprocess.run([sys.executable, __file__, "--child", "fixtures", str(root), "--steps", str(args.steps)]
+                   + (["--skip-tb"] if args.skip_tb else []), check=True)
     run_dir, tb_dir = root / "run", root / "tb"
-    for d in (run_dir, tb_dir):
-        shutil.rmtree(d, ignore_errors=True)
-    cols = make_columns(args.steps)
-    scalars = int(sum(np.isfinite(v).sum() for v in cols.values())) + int(np.isnan(cols["loss"]).sum())
-    print(f"{args.steps:,} steps, {scalars:,} scalars ({len(cols)} keys)")
-    print(f"write run dir:       {write_run_dir(run_dir, cols):7.2f} s  "
-          f"({sum(f.stat().st_size for f in run_dir.iterdir() if f.is_file()) / 2**20:.0f} MiB)")
-    print(f"write event file:    {write_event_file(tb_dir, cols):7.2f} s  "
-          f"({sum(f.stat().st_size for f in tb_dir.iterdir()) / 2**20:.0f} MiB)")
+    keys = len(make_columns(SPARSE_EVERY * 5))
+    print(f"{args.steps:,} steps ({keys} keys), files in {root}")
 
-    script = Path(sys.executable).with_name("sentinel")
-    t0 = time.perf_counter()
-    cli = subprocess.run([str(script), "analyze", str(run_dir), "--format", "json"], capture_output=True, text=True)
-    cli_wall = time.perf_counter() - t0
-    if cli.returncode != 0:
-        raise SystemExit(f"sentinel analyze failed: {cli.stderr.strip()}")
-    print(f"sentinel analyze (console script, end to end): {cli_wall:7.2f} s")
-    for mode, path in (("analyze", run_dir), ("load", run_dir), ("tb_ours", tb_dir)):
-        r = run_child(mode, path)
+    cli = sorted(run_cli(run_dir) for _ in range(args.repeat))
+    wall_min, wall_med = cli[0][0], cli[len(cli) // 2][0]
+    print(f"sentinel analyze (console script, end to end): min {wall_min:.2f} s, median {wall_med:.2f} s "
+          f"of {len(cli)}; CPU of the fastest {cli[0][1]:.2f} s; peak RSS {max(c[2] for c in cli):.0f} MiB")
+    modes = [("analyze", run_dir), ("load", run_dir)] + ([] if args.skip_tb else [("tb_ours", tb_dir)])
+    results = {}
+    for mode, path in modes:
+        r = results[mode] = run_child(mode, path)
         print(f"{mode:15s} in-process {r['seconds']:7.2f} s, process {r['process_seconds']:7.2f} s, "
-              f"{r['values']:,} values, peak RSS {r['peak_rss_mib']:.0f} MiB")
-    if args.no_baseline:
+              f"{r['values']:,} values, peak RSS {r['peak_rss_mib']:.0f} MiB"
+              + (f", torch imported: {r['torch_imported']}" if "torch_imported" in r else ""))
+    if args.skip_tb or args.no_baseline:
         return
     base = run_child("tb_accumulator", tb_dir)
     print(f"{'tb_accumulator':15s} in-process {base['seconds']:7.2f} s, process {base['process_seconds']:7.2f} s, "
           f"{base['values']:,} values, peak RSS {base['peak_rss_mib']:.0f} MiB")
-    print(f"ratio: EventAccumulator read / sentinel analyze end to end = {base['process_seconds'] / cli_wall:.1f}x")
-    ours = run_child("tb_ours", tb_dir)
-    print(f"ratio: EventAccumulator read / sentinel TensorBoard loader = {base['seconds'] / ours['seconds']:.1f}x")
-    if args.out is None:
-        shutil.rmtree(root, ignore_errors=True)
+    print(f"ratio: EventAccumulator read (process) / sentinel analyze end to end (median) = "
+          f"{base['process_seconds'] / wall_med:.1f}x")
+    print(f"ratio: EventAccumulator read / sentinel TensorBoard loader = "
+          f"{base['seconds'] / results['tb_ours']['seconds']:.1f}x")
 
 
 if __name__ == "__main__":
