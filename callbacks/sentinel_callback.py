@@ -6,7 +6,6 @@ this class only calls it from the right hooks.
 
 from __future__ import annotations
 
-import logging
 import os
 from contextlib import nullcontext
 from typing import Any
@@ -14,12 +13,9 @@ from typing import Any
 import lightning.pytorch as pl
 import torch
 from lightning.pytorch.callbacks import Callback
-from lightning.pytorch.utilities import rank_zero_warn
 
 from sentinel.config import SentinelConfig
 from sentinel.engine import Sentinel
-
-log = logging.getLogger(__name__)
 
 
 class SentinelCallback(Callback):

@@ -6,6 +6,10 @@ Every default says why it is what it is. Validated once, at construction.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the detector package imports pandas: only for annotations here
+    from sentinel.detect import DivergenceConfig, SpikeConfig
 
 
 def _positive(name: str, value: float, allow_zero: bool = False) -> None:

@@ -8,9 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import click
 import numpy as np
-import pytest
 from click.testing import CliRunner
 
 from sentinel.cli.main import main
