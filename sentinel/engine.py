@@ -277,7 +277,8 @@ class Sentinel:
         local_loss = values.get(metrics.LOSS, math.nan)
         overflow = values.get(metrics.AMP_OVERFLOW, 0.0) > 0
         grad_total = values.get(metrics.GRAD_NORM_TOTAL, 0.0)
-        nonfinite = not (math.isfinite(local_loss) and math.isfinite(grad_total)) and not overflow
+        loss_ok = not self._losses or math.isfinite(local_loss)  # no loss given: judge the grads
+        nonfinite = not (loss_ok and math.isfinite(grad_total)) and not overflow
         if self.world_size > 1:  # one collective: the mean loss and whether any rank went bad
             loss_mean, nonfinite = self._reduce_step(local_loss, nonfinite)
             if metrics.LOSS in values:
@@ -358,7 +359,8 @@ class Sentinel:
         div_v = self.divergence_detector.update(loss, step=self.step) \
             if loss is not None and not in_window else None
         newly_diverged = bool(div_v is not None and div_v.diverged and not self._diverged)
-        self._diverged = bool(div_v is not None and div_v.diverged) if div_v is not None else self._diverged
+        if div_v is not None:
+            self._diverged = bool(div_v.diverged)  # an event on entering divergence, not every step
         self._verdicts = (loss_v, grad_v, div_v)
         return StepSignals(
             nonfinite=self._nonfinite and not in_window,

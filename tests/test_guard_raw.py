@@ -181,3 +181,19 @@ def test_batch_fingerprints_name_batches_without_indices(tmp_path):
     entries = read_skiplist(tmp_path / "run")
     poisoned = fingerprint([x[16 * 60: 16 * 61], x[16 * 60: 16 * 61, :1]])
     assert poisoned in {e["fingerprint"] for e in entries}
+
+
+def test_end_step_without_check_judges_the_gradients_only(tmp_path, tiny_task):
+    Data, Net, mse, _ = tiny_task
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loader = torch.utils.data.DataLoader(Data(n=16 * 30), batch_size=16)
+    with Sentinel(model, opt, log_dir=str(tmp_path / "run"), tensorboard=False) as sen:
+        for batch in sen.batches(loader):
+            opt.zero_grad()
+            mse(model, batch).backward()
+            opt.step()
+            sen.end_step()  # no check(loss): no loss recorded, grads still measured
+    run = load_run(tmp_path / "run")
+    assert len(run.steps) == 30 and run.steps["grad_norm/total"].notna().all()
+    assert "nonfinite" not in set(run.events["kind"]) and "rollback" not in set(run.events["kind"])
