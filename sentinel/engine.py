@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from sentinel import metrics
+from sentinel import distributed, metrics
 from sentinel.config import SentinelConfig
 from sentinel.events import EventKind, make_event
 from sentinel.guard.batch_id import BatchIdentity
@@ -124,8 +124,8 @@ class Sentinel:
         self.scaler = scaler
         self.loss_fn = loss_fn
         self.log_dir = str(log_dir)
-        self.rank = _default_rank() if rank is None else rank
-        self.world_size = torch.distributed.get_world_size() if _dist_ready() else 1
+        self.rank = distributed.rank() if rank is None else rank
+        self.world_size = distributed.world_size()
         # Lightning cannot drop a batch from its loop: the window's batches are trained on and
         # their effect discarded by restoring when the window closes. A raw loop restores at once.
         self._deferred = _deferred_restore
@@ -227,7 +227,7 @@ class Sentinel:
         if epoch is not None:
             self._epoch = epoch
         seen = _BatchSeen(self.step, self._epoch, batch_idx, BatchIdentity.of(batch))
-        if self.skiplist and self._any_rank(self.skiplist.matches(batch)):
+        if self.skiplist and distributed.any_rank(self.skiplist.matches(batch)):
             self._skip_listed(seen)
             if not self._deferred:
                 return False
@@ -265,7 +265,7 @@ class Sentinel:
         per_module = rec.grad_norm_depth != 0
         sharded = self.world_size > 1 and self.grad_norms.sharded
         tensors.update(self.grad_norms.compute(per_module=per_module,
-                                               reduce_squares=_all_reduce_sum if sharded else None))
+                                               reduce_squares=distributed.all_reduce_sum if sharded else None))
         opt = optimizer or (self.optimizers[0] if self.optimizers else None)
         if self.scaler is not None and opt is not None:
             tensors.update(self.loss_scale.read(self.scaler, opt))
@@ -280,7 +280,7 @@ class Sentinel:
         loss_ok = not self._losses or math.isfinite(local_loss)  # no loss given: judge the grads
         nonfinite = not (loss_ok and math.isfinite(grad_total)) and not overflow
         if self.world_size > 1:  # one collective: the mean loss and whether any rank went bad
-            loss_mean, nonfinite = self._reduce_step(local_loss, nonfinite)
+            loss_mean, nonfinite = distributed.mean_loss_and_any_bad(local_loss, nonfinite)
             if metrics.LOSS in values:
                 values[metrics.LOSS] = loss_mean
         if self.scaler is not None:
@@ -436,7 +436,7 @@ class Sentinel:
                               note="source not localised (transient, or no replay: pass loss_fn=)")
         if detail is not None:
             detail["rank"] = self.rank
-        sources = [d for d in _gather(detail) if d is not None]
+        sources = [d for d in distributed.gather(detail) if d is not None]
         if not sources:
             sources = [{"module": None, "phase": None, "rank": None,
                         "note": "source not localised: every rank replayed its batch finite"}]
@@ -492,8 +492,8 @@ class Sentinel:
             self.cooldown_until = self.step + g.cooldown
         skipped = [b for b in self._seen if b.step >= window.target_step]
         reason = "rollback" if window.rollback else "skiplist"
-        entries = _gather_all([{**b.entry(self.rollbacks if window.rollback else 0), "rank": self.rank}
-                               for b in skipped])
+        entries = _concat(distributed.gather([{**b.entry(self.rollbacks if window.rollback else 0), "rank": self.rank}
+                               for b in skipped]))
         if window.rollback:
             for entry in entries:
                 self.skiplist.add(entry)
@@ -594,21 +594,6 @@ class Sentinel:
         if "divergence" in states:
             self.divergence_detector.load_state_dict(states["divergence"])
 
-    def _reduce_step(self, loss: float, nonfinite: bool) -> tuple[float, bool]:
-        """Mean loss over ranks (NaN if any rank's is) and whether any rank's step went bad, in
-        one all_reduce: every rank's detectors see the same series and make the same decision."""
-        t = torch.tensor([loss, 1.0 if nonfinite else 0.0], dtype=torch.float64, device=_dist_device())
-        torch.distributed.all_reduce(t)
-        loss_sum, bad_ranks = t.tolist()
-        return loss_sum / self.world_size, bad_ranks > 0
-
-    def _any_rank(self, flag: bool) -> bool:
-        if self.world_size == 1:
-            return flag
-        t = torch.tensor([1.0 if flag else 0.0], device=_dist_device())
-        torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
-        return bool(t.item() > 0)
-
     def _meta(self, extra: dict[str, Any] | None) -> dict[str, Any]:
         n_params = sum(p.numel() for p in self.model.parameters())
         meta = {"config": self.config.to_dict(), "world_size": self.world_size,
@@ -647,41 +632,5 @@ def _batch_size(batch: Any) -> int:
     return 0
 
 
-def _dist_ready() -> bool:
-    return torch.distributed.is_available() and torch.distributed.is_initialized()
-
-
-def _default_rank() -> int:
-    return torch.distributed.get_rank() if _dist_ready() else 0
-
-
-def _dist_device() -> torch.device:
-    if torch.distributed.get_backend() == "nccl":
-        return torch.device("cuda", torch.cuda.current_device())
-    return torch.device("cpu")
-
-
-def _all_reduce_sum(t: torch.Tensor) -> torch.Tensor:
-    """Sum a small tensor over ranks (sharded gradients: per-rank squared norms)."""
-    device = _dist_device()
-    out = t.to(device)
-    torch.distributed.all_reduce(out)
-    return out.to(t.device)
-
-
-def _gather_all(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Concatenate every rank's list, in rank order, on every rank."""
-    if not _dist_ready() or torch.distributed.get_world_size() == 1:
-        return items
-    out: list[Any] = [None] * torch.distributed.get_world_size()
-    torch.distributed.all_gather_object(out, items)
-    return [item for part in out for item in part]
-
-
-def _gather(detail: dict[str, Any] | None) -> list[dict[str, Any] | None]:
-    """Every rank's non-finite report, on every rank (only rank 0 writes them)."""
-    if not _dist_ready() or torch.distributed.get_world_size() == 1:
-        return [detail]
-    out: list[Any] = [None] * torch.distributed.get_world_size()
-    torch.distributed.all_gather_object(out, detail)
-    return out
+def _concat(parts: list[list[Any]]) -> list[Any]:
+    return [item for part in parts for item in part]
