@@ -17,7 +17,7 @@ STEPS = 120
 
 
 def _train(tmp_path, tiny_task, *, poison_steps=(), nan_steps=(), guard=True, steps=STEPS,
-           states=None, **options):
+           states=None, resume=None, **options):
     Data, Net, mse, batches_at = tiny_task
     torch.manual_seed(0)
     nan = {min(batches_at(nan_steps, BATCH))} if nan_steps else set()  # one sample of the batch
@@ -30,6 +30,11 @@ def _train(tmp_path, tiny_task, *, poison_steps=(), nan_steps=(), guard=True, st
         options.setdefault("rollback", False)
     sen = Sentinel(model, opt, scheduler=sched, log_dir=str(tmp_path / "run"), loss_fn=mse,
                    tensorboard=False, **options)
+    if resume is not None:  # as from a checkpoint: weights, optimizer, schedule and sentinel's progress
+        model.load_state_dict(resume.model.state_dict())
+        opt.load_state_dict(resume.optimizers[0].state_dict())
+        sched.load_state_dict(resume.schedulers[0].state_dict())
+        sen.load_state_dict(resume.state_dict())
     for batch in sen.batches(loader):
         opt.zero_grad()
         loss = mse(model, batch)
@@ -197,3 +202,24 @@ def test_end_step_without_check_judges_the_gradients_only(tmp_path, tiny_task):
     run = load_run(tmp_path / "run")
     assert len(run.steps) == 30 and run.steps["grad_norm/total"].notna().all()
     assert "nonfinite" not in set(run.events["kind"]) and "rollback" not in set(run.events["kind"])
+
+
+def test_a_new_sentinel_on_the_same_log_dir_skips_the_recorded_batches(tmp_path, tiny_task):
+    _, first, run = _train(tmp_path, tiny_task, poison_steps=(60, 61))
+    poison = tiny_task[3]((60, 61), BATCH)
+    assert poison <= {i for e in read_skiplist(run) for i in e["indices"]}
+    n_events = len(_events(run, "skip"))
+    # A restarted process on the same data and log_dir, resumed from the end of the first run.
+    final, second, _ = _train(tmp_path, tiny_task, poison_steps=(60, 61), resume=first)
+    again = _events(run, "skip")[n_events:]
+    assert {e["reason"] for e in again} == {"skiplist"}
+    assert poison <= {i for e in again for i in e["indices"]}
+    assert not _events(run, "rollback")[1:]  # no new rollback: the poison never reached the model
+    assert math.isfinite(final)
+
+
+def test_snapshots_on_disk(tmp_path, tiny_task):
+    final, _, run = _train(tmp_path, tiny_task, poison_steps=(60,), snapshot_dir=str(tmp_path / "snaps"))
+    assert math.isfinite(final) and len(_events(run, "rollback")) == 1
+    files = sorted(p.name for p in (tmp_path / "snaps").iterdir())
+    assert files and all(name.startswith("snapshot-") and name.endswith(".pt") for name in files)
