@@ -112,7 +112,7 @@ class SentinelCallback(Callback):
             return
         self._measured = True
         sen = self._engine()
-        replay = self._replay(trainer, pl_module, sen._batch, sen._batch_idx) \
+        replay = self._replay(trainer, pl_module, sen.batch, sen.batch_idx) \
             if pl_module.automatic_optimization else None
         sen.measure(replay=replay, optimizer=optimizer)
 

@@ -218,6 +218,16 @@ class Sentinel:
         self.finish_step()
 
     # ------------------------------------------------------------------ engine API
+    @property
+    def batch(self) -> Any:
+        """The batch of the step in progress (what a replay recomputes)."""
+        return self._batch
+
+    @property
+    def batch_idx(self) -> int:
+        """Its index in the epoch."""
+        return self._batch_idx
+
     def begin_batch(self, batch: Any, batch_idx: int, epoch: int | None = None) -> bool:
         """A batch is about to be trained on. Returns False if it must be skipped.
 
