@@ -191,10 +191,10 @@ class Sentinel:
         for batch_idx, batch in enumerate(loader):
             if self._skip_next > 0:  # dropped after a rollback, as PaLM skipped data
                 self._skip_next -= 1
-                entry = _BatchSeen(self.step, self._epoch, batch_idx,
-                                   BatchIdentity.of(batch)).entry(self.rollbacks)
+                entry = {**_BatchSeen(self.step, self._epoch, batch_idx,
+                                      BatchIdentity.of(batch)).entry(self.rollbacks), "rank": self.rank}
                 self.skiplist.add(entry)
-                self._event(EventKind.SKIP, **entry)
+                self._event(EventKind.SKIP, reason="rollback", **entry)
                 if self.writer is not None:
                     self.writer.write_skiplist(self.skiplist.entries)
                 continue
