@@ -46,6 +46,22 @@ def reference_norms() -> list[float]:
     return norms
 
 
+def train(sen: Sentinel, model: nn.Module, opt: torch.optim.Optimizer, rank: int, steps: int,
+          poison_step: int | None = None) -> None:
+    """The raw loop of the README, on this rank's batches; inputs scaled by 1e4 at poison_step."""
+    for step in range(steps):
+        x, y = batch(step, rank)
+        if step == poison_step:
+            x = x * 1e4
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        if sen.check(loss):
+            opt.step()
+        sen.end_step()
+    sen.close()
+
+
 def rollback_run(rank: int, out: str) -> None:
     from torch.distributed.fsdp import fully_shard
 
@@ -55,17 +71,7 @@ def rollback_run(rank: int, out: str) -> None:
     fully_shard(model)
     opt = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
     sen = Sentinel(model, opt, log_dir=f"{out}/run", tensorboard=False, snapshot_every=5)
-    for step in range(40):
-        x, y = batch(step, rank)
-        if step == 25 and rank == 1:
-            x = x * 1e4
-        opt.zero_grad()
-        loss = nn.functional.mse_loss(model(x), y)
-        loss.backward()
-        if sen.check(loss):
-            opt.step()
-        sen.end_step()
-    sen.close()
+    train(sen, model, opt, rank, steps=40, poison_step=25 if rank == 1 else None)
     full = {k: v.full_tensor() for k, v in model.state_dict().items()}  # collective: every rank
     if rank == 0:
         events = load_run(f"{out}/run").events
@@ -94,15 +100,7 @@ def worker(rank: int, out: str, mode: str) -> None:
         wrapped = fully_shard(model)
     opt = torch.optim.SGD(wrapped.parameters(), lr=0.05)
     sen = Sentinel(wrapped, opt, log_dir=f"{out}/run", tensorboard=False, rollback=False)
-    for step in range(STEPS):
-        x, y = batch(step, rank)
-        opt.zero_grad()
-        loss = nn.functional.mse_loss(wrapped(x), y)
-        loss.backward()
-        if sen.check(loss):
-            opt.step()
-        sen.end_step()
-    sen.close()
+    train(sen, wrapped, opt, rank, steps=STEPS)
     dist.barrier()
     if rank == 0:
         recorded = load_run(f"{out}/run").steps["grad_norm/total"].tolist()
