@@ -23,7 +23,10 @@ def demo(out: str, steps: int, progress: bool) -> None:
     from sentinel.cli.demo.run import GUARDED, UNGUARDED, run_demo
 
     click.echo(f"Training twice for {steps} steps: {UNGUARDED} records only, {GUARDED} rolls back.")
-    result = run_demo(out, steps=steps, progress=progress)
+    try:
+        result = run_demo(out, steps=steps, progress=progress)
+    except ValueError as err:  # e.g. an --out that cannot be written
+        raise click.ClickException(str(err)) from err
     report = analyze(str(Path(out) / UNGUARDED), str(Path(out) / GUARDED))
     click.echo()
     click.echo(render_table(report), nl=False)

@@ -33,3 +33,12 @@ def test_demo_shows_an_unhealthy_run_and_a_recovered_one(tmp_path):
 def test_demo_refuses_a_step_count_too_short_for_its_faults(tmp_path):
     result = CliRunner().invoke(main, ["demo", "--out", str(tmp_path), "--steps", "50"])
     assert result.exit_code == 2 and "50 is not in the range x>=100" in result.output
+
+
+def test_demo_into_an_unwritable_directory_says_so_in_one_line(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    result = CliRunner().invoke(main, ["demo", "--out", str(blocker / "demo"), "--no-progress"])
+    assert result.exit_code == 1
+    assert result.output.count("\n") <= 2 and "pass a directory you can write to" in result.output
+    assert "Traceback" not in result.output
