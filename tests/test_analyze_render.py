@@ -87,3 +87,19 @@ def test_plot_writes_a_png_with_one_panel_per_metric(tmp_path):
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     height, width = matplotlib.image.imread(out).shape[:2]
     assert width > 1000 and height > 1000  # four panels: loss, grad norm, loss scale, entropy
+
+
+def test_table_folds_many_info_incidents_of_one_kind():
+    from sentinel.analyze.incident import Incident, IncidentKind, Severity
+    from sentinel.analyze.render.table import render_table
+    from sentinel.analyze.report import Report, RunReport, Verdict
+
+    blips = [Incident(IncidentKind.GRAD_EXPLOSION, 10 * k, 10 * k, Severity.INFO, f"blip {k}")
+             for k in range(8)]
+    spike = Incident(IncidentKind.LOSS_SPIKE, 95, 96, Severity.WARNING, "the spike")
+    run = RunReport(name="r", path="r", source="test", steps=100, first_step=0, last_step=99,
+                    final_loss=1.0, best_loss=1.0, verdict=Verdict.HEALTHY,
+                    incidents=sorted(blips + [spike], key=lambda i: i.step), warnings=[], data=None)
+    text = render_table(Report([run]))
+    assert "blip 4" in text and "blip 5" not in text and "the spike" in text
+    assert "3 more like these" in text

@@ -6,6 +6,7 @@ from sentinel.analyze.render.text import fmt
 from sentinel.analyze.report import Report, RunReport
 
 _SEVERITY_MARK = {"info": "info", "warning": "WARN", "critical": "CRIT"}
+_INFO_PER_KIND = 5  # informational incidents listed per kind; the rest are counted in one line
 
 
 def render_table(report: Report, width: int = 100) -> str:
@@ -35,8 +36,17 @@ def _run(run: RunReport, width: int) -> str:
     if not run.incidents:
         lines.append("  no incidents")
         return "\n".join(lines)
-    rows = [(f"{i.step}" if i.step == i.end_step else f"{i.step}-{i.end_step}",
-             _SEVERITY_MARK[i.severity.value], i.kind, i.message) for i in run.incidents]
+    rows, folded = [], {}
+    for i in run.incidents:
+        if i.severity.value == "info":
+            shown = sum(1 for r in rows if r[1] == "info" and r[2] == i.kind)
+            if shown >= _INFO_PER_KIND:  # a long stable run has many harmless blips
+                folded[i.kind] = folded.get(i.kind, 0) + 1
+                continue
+        rows.append((f"{i.step}" if i.step == i.end_step else f"{i.step}-{i.end_step}",
+                     _SEVERITY_MARK[i.severity.value], i.kind, i.message))
+    rows += [("...", "info", kind, f"{n} more like these (--format json lists every incident)")
+             for kind, n in folded.items()]
     widths = [max(len(r[c]) for r in rows + [("step", "sev", "kind", "")]) for c in range(3)]
     header = ("step".ljust(widths[0]), "sev".ljust(widths[1]), "kind".ljust(widths[2]))
     lines.append("  " + "  ".join(header) + "  message")
