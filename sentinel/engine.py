@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 # Keys of the snapshot "extra" dict (restored with the weights).
 _DETECTORS = "detectors"
 _OVERFLOW_STREAK = "overflow_streak"
+_SCALER_SETTLED = "scaler_settled"
 
 
 class TrainingGaveUp(RuntimeError):
@@ -175,6 +176,7 @@ class Sentinel:
         self._reported_no_attention = False
         self._nonfinite = False
         self._diverged = False
+        self._scaler_settled = False  # the AMP scaler has had one step without overflow
         self._verdicts: tuple[Any, Any, Any] = (None, None, None)
         self.last_record: dict[str, Any] = {}  # what the last step wrote (adapters forward it)
         self._skip_next = 0  # raw loop: batches still to drop after a rollback
@@ -296,7 +298,10 @@ class Sentinel:
         if self.scaler is not None:
             self.loss_scale.update(overflow)
             values[metrics.AMP_SKIPPED_STEPS] = float(self.loss_scale.skipped_steps)
-        self.overflow_streak = self.overflow_streak + 1 if overflow else 0
+        # Until its first clean step a GradScaler is still searching down from its initial scale
+        # (2**16 by default): those overflows are its start-up, not a streak.
+        self._scaler_settled = self._scaler_settled or not overflow
+        self.overflow_streak = self.overflow_streak + 1 if overflow and self._scaler_settled else 0
         self._values = values
         self._nonfinite = nonfinite
         if nonfinite and self._window is None:
@@ -491,6 +496,7 @@ class Sentinel:
     def _close_window(self) -> None:
         window, self._window = self._window, None
         g = self.config.guard
+        live_scaler = self.scaler.state_dict() if self.scaler is not None else None
         extra = self.ring.restore(window.snapshot, model=self.model, optimizers=self.optimizers,
                                   schedulers=self.schedulers, scaler=self.scaler) \
             if window.rollback else self._restore_one_off(window.snapshot)
@@ -498,6 +504,10 @@ class Sentinel:
             self.ring.drop_after(window.target_step)
             self._load_detector_states(extra.get(_DETECTORS, {}))
             self.overflow_streak = int(extra.get(_OVERFLOW_STREAK, 0))
+            if live_scaler is not None and not extra.get(_SCALER_SETTLED, True):
+                # A snapshot from before the scaler found its range would send it back to its
+                # initial scale and through the same overflows: keep the scale it has found.
+                self.scaler.load_state_dict(live_scaler)
             self.last_restored_step = window.target_step
             self.cooldown_until = self.step + g.cooldown
         skipped = [b for b in self._seen if b.step >= window.target_step]
@@ -537,7 +547,8 @@ class Sentinel:
         self.ring.take(done, model=self.model, optimizers=self.optimizers,
                        schedulers=self.schedulers, scaler=self.scaler,
                        extra={_DETECTORS: self._detector_states(),
-                              _OVERFLOW_STREAK: self.overflow_streak})
+                              _OVERFLOW_STREAK: self.overflow_streak,
+                              _SCALER_SETTLED: self._scaler_settled})
         oldest = self.ring.snapshots[0].step
         while self._seen and self._seen[0].step < oldest:
             self._seen.popleft()

@@ -223,3 +223,56 @@ def test_snapshots_on_disk(tmp_path, tiny_task):
     assert math.isfinite(final) and len(_events(run, "rollback")) == 1
     files = sorted(p.name for p in (tmp_path / "snaps").iterdir())
     assert files and all(name.startswith("snapshot-") and name.endswith(".pt") for name in files)
+
+
+def test_the_scalers_start_up_search_is_not_an_overflow_streak(tmp_path, tiny_task):
+    # An initial scale far too high: the first steps overflow until the scaler has halved enough.
+    Data, Net, mse, _ = tiny_task
+    torch.manual_seed(0)
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-5, momentum=0.9)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**127)
+    loader = torch.utils.data.DataLoader(Data(n=BATCH * 40), batch_size=BATCH)
+    with Sentinel(model, opt, scaler=scaler, log_dir=str(tmp_path / "run"), tensorboard=False,
+                  overflow_patience=2) as sen:
+        for batch in sen.batches(loader):
+            opt.zero_grad()
+            loss = mse(model, batch) * 1e3  # gradients of ~1e3 overflow float32 at a scale of 2**127
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
+            if sen.check(loss):
+                scaler.step(opt)
+            scaler.update()
+            sen.end_step()
+    run = load_run(tmp_path / "run")
+    assert run.steps["amp/overflow"].iloc[:3].sum() == 3  # the search really happened
+    assert "rollback" not in set(run.events["kind"])
+
+
+def test_a_rollback_to_a_snapshot_from_the_scalers_start_up_keeps_the_scale_it_found(tmp_path, tiny_task):
+    Data, Net, mse, batches_at = tiny_task
+    torch.manual_seed(0)
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**127)
+    data = Data(n=BATCH * 40, poison=batches_at((12,), BATCH))
+    loader = torch.utils.data.DataLoader(data, batch_size=BATCH)
+    with Sentinel(model, opt, scaler=scaler, log_dir=str(tmp_path / "run"), tensorboard=False,
+                  spike_warmup=5, spike_min_history=5, grad_spike_warmup=5, grad_spike_min_history=5) as sen:
+        for batch in sen.batches(loader):
+            opt.zero_grad()
+            loss = mse(model, batch)
+            scaler.scale(loss).backward()
+            if sen.step < 3:  # the start-up search: three overflows before the first clean step
+                model.head.weight.grad[0, 0] = float("inf")
+            scaler.unscale_(opt)
+            if sen.check(loss):
+                scaler.step(opt)
+            scaler.update()
+            sen.end_step()
+    run = load_run(tmp_path / "run")
+    (rollback,) = run.events[run.events["kind"] == "rollback"].itertuples()
+    assert rollback.restored_step == 0  # the only snapshot: taken before the scaler had settled
+    after = run.steps.loc[rollback.step + 1:, "loss_scale"]
+    # The scale the search (and the poisoned step's overflow) found, not the initial 2**127 again.
+    assert after.iloc[0] <= 2.0**124 and (after == after.iloc[0]).all()
