@@ -177,6 +177,7 @@ class Sentinel:
         self._nonfinite = False
         self._diverged = False
         self._scaler_settled = False  # the AMP scaler has had one step without overflow
+        self._nonfinite_streak = 0  # consecutive non-finite steps
         self._verdicts: tuple[Any, Any, Any] = (None, None, None)
         self.last_record: dict[str, Any] = {}  # what the last step wrote (adapters forward it)
         self._skip_next = 0  # raw loop: batches still to drop after a rollback
@@ -304,8 +305,13 @@ class Sentinel:
         self.overflow_streak = self.overflow_streak + 1 if overflow and self._scaler_settled else 0
         self._values = values
         self._nonfinite = nonfinite
+        self._nonfinite_streak = self._nonfinite_streak + 1 if nonfinite else 0
         if nonfinite and self._window is None:
-            self._report_nonfinite(replay, local_loss)
+            if self._nonfinite_streak == 1:
+                self._report_nonfinite(replay, local_loss)
+            else:  # weights already non-finite (nothing rolled back): a replay would say nothing new
+                self._event(EventKind.NONFINITE, loss=local_loss, streak=self._nonfinite_streak,
+                            note="still non-finite since the first reported step")
         return nonfinite or (self._window is not None)
 
     def finish_step(self, step: int | None = None) -> None:
@@ -495,6 +501,7 @@ class Sentinel:
 
     def _close_window(self) -> None:
         window, self._window = self._window, None
+        self._nonfinite_streak = 0  # the next non-finite step is a new incident: replay it
         g = self.config.guard
         live_scaler = self.scaler.state_dict() if self.scaler is not None else None
         extra = self.ring.restore(window.snapshot, model=self.model, optimizers=self.optimizers,
@@ -596,9 +603,9 @@ class Sentinel:
         step = detail.pop("step", self.step)
         if self.writer is not None:
             self.writer.write_event(make_event(kind, step, **detail))
-        if kind in (EventKind.ROLLBACK, EventKind.GAVE_UP, EventKind.NONFINITE, EventKind.DIVERGENCE):
-            log.warning("[rank %d] step %d: %s %s", self.rank, step, kind.value,
-                        {k: v for k, v in detail.items() if k != "skipped"})
+        message = _describe(kind, detail, self.config.guard.max_rollbacks)
+        if message is not None and self.rank == 0:
+            log.warning("sentinel: step %d: %s", step, message)
 
     def _param_groups(self) -> list[dict[str, Any]]:
         return [g for opt in self.optimizers for g in opt.param_groups]
@@ -655,3 +662,24 @@ def _batch_size(batch: Any) -> int:
 
 def _concat(parts: list[list[Any]]) -> list[Any]:
     return [item for part in parts for item in part]
+
+
+def _describe(kind: EventKind, d: dict[str, Any], max_rollbacks: int) -> str | None:
+    """One line for the events a person watching the run should see as they happen."""
+    if kind is EventKind.ROLLBACK:
+        if d.get("restored_step") is None:
+            return f"{d.get('reason')} at step {d.get('spike_step')}, but no snapshot to roll back to yet"
+        return (f"{d.get('reason')} at step {d.get('spike_step')}: rolled back to step "
+                f"{d.get('restored_step')} and skipped {len(d.get('skipped', []))} batches "
+                f"(rollback {d.get('rollback')} of at most {max_rollbacks})")
+    if kind is EventKind.NONFINITE:
+        if d.get("streak"):
+            return None  # said once, at the first step of the streak
+        where = f"{d.get('module')} ({d.get('phase')})" if d.get("module") else "an unknown module"
+        rank = f" on rank {d['rank']}" if d.get("rank") not in (None, 0) else ""
+        return f"NaN/Inf first appeared in {where}{rank}"
+    if kind is EventKind.DIVERGENCE:
+        return f"loss diverging: {d.get('value'):.4g} against a best level of {d.get('best'):.4g}"
+    if kind is EventKind.GAVE_UP:
+        return str(d.get("message"))
+    return None

@@ -276,3 +276,12 @@ def test_a_rollback_to_a_snapshot_from_the_scalers_start_up_keeps_the_scale_it_f
     after = run.steps.loc[rollback.step + 1:, "loss_scale"]
     # The scale the search (and the poisoned step's overflow) found, not the initial 2**127 again.
     assert after.iloc[0] <= 2.0**124 and (after == after.iloc[0]).all()
+
+
+def test_a_run_left_non_finite_is_localised_once_not_every_step(tmp_path, tiny_task):
+    final, _, run = _train(tmp_path, tiny_task, poison_steps=(60, 61, 62), guard=False)
+    assert not math.isfinite(final)
+    events = _events(run, "nonfinite")
+    first_of_streaks = [e for e in events if "streak" not in e]
+    assert 1 <= len(first_of_streaks) <= 3 and len(events) > 40  # every step recorded, few replays
+    assert any(e.get("module") == "head" and e.get("phase") == "forward" for e in first_of_streaks)
