@@ -263,3 +263,14 @@ def test_slow_sharpening_of_attention_is_not_a_collapse_but_a_fast_fall_is():
     report = analyze_run(run_of(steps, index=index))
     (collapse,) = by_kind(report, "entropy_collapse")
     assert collapse.details["module"] == "blocks.1.attn" and collapse.step == 600
+
+
+def test_a_spike_followed_by_nan_for_good_is_not_recovered():
+    loss = curve()
+    loss[200:203] = 50.0
+    loss[203] = 1.0  # one finite value back down, then NaN to the end
+    loss[204:] = np.nan
+    report = analyze_run(run_of({"loss": loss}))
+    (spike,) = by_kind(report, "loss_spike")
+    assert spike.severity.value == "critical" and not spike.details["recovered"]
+    assert "then non-finite from step 204 on" in spike.message

@@ -100,7 +100,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
             warnings.append(f"only {len(loss)} finite loss values, fewer than the spike detector's "
                             f"warm-up of {warmup}: too little history to judge spikes fully (only "
                             "large jumps are flagged); non-finite values and the final loss are reported")
-        found, spans = loss_spike_incidents(loss, config)
+        found, spans = loss_spike_incidents(loss, config, last_step=int(steps.index[-1]))
         incidents += found
         incidents += divergence_incidents(loss, spans)
         incidents += plateau_incidents(loss, config)

@@ -42,7 +42,7 @@ def warmup_steps(config: AnalyzeConfig) -> int:
 def detect_spikes(series: pd.Series, config: AnalyzeConfig) -> pd.DataFrame:
     """Run the guard's spike detector over a finite series (index = step).
 
-    A series at least ``warmup`` long is judged from its ``warmup``-th value on, like the guard
+    A series longer than ``warmup`` is judged from its ``warmup``-th value on, like the guard
     judges a live run; a shorter one (a log excerpt around an incident) is judged on large jumps
     against the little history it has.
 
@@ -52,7 +52,7 @@ def detect_spikes(series: pd.Series, config: AnalyzeConfig) -> pd.DataFrame:
     from sentinel.detect import detect_spikes as _detect_spikes
 
     cfg = spike_config(config)
-    if len(series) >= cfg.warmup:
+    if len(series) > cfg.warmup:
         # A whole run: its first steps are its warm-up, judged by nothing (as the guard does).
         # Only a short excerpt, which has no more history than that, is judged on big jumps alone.
         cfg = dataclasses.replace(cfg, min_history=cfg.warmup)

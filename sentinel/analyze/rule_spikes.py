@@ -45,10 +45,13 @@ def spike_spans(series: pd.Series, config: AnalyzeConfig) -> list[dict]:
     return spans
 
 
-def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig) -> tuple[list[Incident], list[dict]]:
+def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig,
+                         last_step: int | None = None) -> tuple[list[Incident], list[dict]]:
     """One incident per loss spike: height vs baseline, score, recovered and in how many steps.
 
-    A spike that recovered is a warning, one that did not is critical.
+    A spike that recovered is a warning, one that did not is critical. ``loss`` holds the finite
+    values only; ``last_step`` is the run's last step: a "recovery" on the last finite value of a
+    run that went on logging non-finite losses is no recovery.
 
     Returns:
         ``(incidents, spans)``; the spans feed the grad-norm rule's lead-time check.
@@ -58,7 +61,10 @@ def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig) -> tuple[list[I
     last = int(loss.index[-1])
     for span in spans:
         rec = span["recovered_step"]
-        if rec is not None:
+        if rec is not None and rec == last and last_step is not None and last_step > last:
+            rec = span["recovered_step"] = None  # the loss went non-finite after it for good
+            after = f"then non-finite from step {last + 1} on"
+        elif rec is not None:
             after = f"recovered in {_steps(rec - span['start'])} (step {rec})"
         elif last < span["peak_step"] + config.recover_steps:
             after = f"not recovered by the last logged step {last}"
