@@ -13,6 +13,7 @@ from typing import Any
 import lightning.pytorch as pl
 import torch
 from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.utilities import rank_zero_warn
 
 from sentinel.config import SentinelConfig
 from sentinel.engine import Sentinel
@@ -131,6 +132,14 @@ class SentinelCallback(Callback):
                 logger.log_metrics(values, step=sen.last_record["step"])
 
     # ------------------------------------------------------------------ checkpoint state
+    def on_save_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
+                           checkpoint: dict[str, Any]) -> None:
+        target = self.sentinel.pending_restore if self.sentinel is not None else None
+        if target is not None:
+            rank_zero_warn(f"sentinel: the checkpoint saved at step {trainer.global_step} holds weights a "
+                           f"rollback is about to discard (it restores step {target} in a few steps); "
+                           "resume from the next checkpoint instead")
+
     def state_dict(self) -> dict[str, Any]:
         if self.sentinel is None:
             return dict(self._pending_state or {})

@@ -231,6 +231,11 @@ class Sentinel:
         """Its index in the epoch."""
         return self._batch_idx
 
+    @property
+    def pending_restore(self) -> int | None:
+        """The snapshot step a deferred rollback will restore, while its batches are discarded."""
+        return None if self._window is None else self._window.target_step
+
     def begin_batch(self, batch: Any, batch_idx: int, epoch: int | None = None) -> bool:
         """A batch is about to be trained on. Returns False if it must be skipped.
 

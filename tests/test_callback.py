@@ -45,7 +45,7 @@ class LitTiny(L.LightningModule):
 
 
 def _fit(tmp_path, tiny_task, *, steps=120, poison_steps=(), nan_steps=(), epochs=1, callback=True,
-         ckpt_path=None, trainer_kwargs=None, manual=False, **options):
+         ckpt_path=None, trainer_kwargs=None, manual=False, extra_callbacks=(), **options):
     Data, Net, mse, batches_at = tiny_task
     L.seed_everything(0, verbose=False)
     nan = {min(batches_at(nan_steps, BATCH))} if nan_steps else set()
@@ -55,8 +55,8 @@ def _fit(tmp_path, tiny_task, *, steps=120, poison_steps=(), nan_steps=(), epoch
     cb = SentinelCallback(log_dir=str(tmp_path / "run"), tensorboard=False, **options) if callback else None
     kwargs = dict(accelerator="cpu", max_epochs=epochs, logger=False, enable_checkpointing=False,
                   enable_progress_bar=False, enable_model_summary=False, log_every_n_steps=1)
-    kwargs.update(trainer_kwargs or {})
-    trainer = L.Trainer(callbacks=[cb] if cb else [], **kwargs)
+    kwargs.update({k: v for k, v in (trainer_kwargs or {}).items() if k != "callbacks"})
+    trainer = L.Trainer(callbacks=([cb] if cb else []) + list(extra_callbacks), **kwargs)
     trainer.fit(module, loader, ckpt_path=ckpt_path)
     clean = Data(n=BATCH * steps)  # the same task, without faults
     with torch.no_grad():
@@ -306,3 +306,13 @@ def test_lr_factor_lowers_the_updates_of_the_cooldown_not_the_schedule(tmp_path,
     lr = load_run(tmp_path / "run").steps["lr"]
     assert list(lr.loc[at + 1: at + 10]) == pytest.approx([0.005] * 10)  # what the updates used
     assert lr.loc[at + 11] == pytest.approx(0.01)  # the schedule itself was never changed
+
+
+def test_a_checkpoint_saved_inside_a_rollback_window_is_flagged(tmp_path, tiny_task):
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    every_step = ModelCheckpoint(dirpath=str(tmp_path / "ckpt"), every_n_train_steps=1, save_top_k=-1)
+    with pytest.warns(UserWarning, match="holds weights a rollback is about to discard"):
+        _fit(tmp_path, tiny_task, steps=80, poison_steps=(60,),
+             trainer_kwargs={"callbacks": None, "enable_checkpointing": True},
+             extra_callbacks=[every_step])
