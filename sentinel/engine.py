@@ -31,8 +31,9 @@ import torch
 
 from sentinel import distributed, metrics
 from sentinel.config import SentinelConfig
-from sentinel.events import EventKind, make_event
+from sentinel.events import EventKind, describe, make_event
 from sentinel.guard.batch_id import BatchIdentity
+from sentinel.guard.lr_cooldown import LRCooldown
 from sentinel.guard.policy import Action, Reason, StepSignals, bad_step_reason, decide
 from sentinel.guard.skiplist import SkipList
 from sentinel.guard.snapshot import SnapshotConfig, SnapshotRing
@@ -164,13 +165,7 @@ class Sentinel:
         self._values: dict[str, float] = {}
         self._losses: list[torch.Tensor] = []
         self._window: _Window | None = None
-        self._lr_saved: dict[int, list[float]] = {}
-        self._lr_used: list[float] | None = None  # learning rates the last update really used
-        self._hooks = []
-        if self.config.guard.lr_factor < 1.0:
-            for opt in self.optimizers:
-                self._hooks += [opt.register_step_pre_hook(self._lower_lr),
-                                opt.register_step_post_hook(self._restore_lr)]
+        self.lr_cooldown = LRCooldown(self.optimizers, g.lr_factor, active=self._cooling_down)
         self._t_last = time.perf_counter()
         self._samples = 0
         self._reported_no_attention = False
@@ -337,9 +332,7 @@ class Sentinel:
 
     def close(self) -> None:
         """Remove the optimizer hooks, flush and close the run directory (idempotent)."""
-        for handle in self._hooks:
-            handle.remove()
-        self._hooks = []
+        self.lr_cooldown.remove()
         if self.writer is not None:
             self.writer.close()
 
@@ -408,8 +401,7 @@ class Sentinel:
                     and not keep_modules:
                 continue
             record[key] = value
-        lrs = self._lr_used or [float(g["lr"]) for g in self._param_groups()]
-        self._lr_used = None
+        lrs = self.lr_cooldown.take_used() or [float(g["lr"]) for g in self._param_groups()]
         for i, lr in enumerate(lrs):
             record[metrics.LR if i == 0 else f"{metrics.LR}/pg{i}"] = lr
         if now > self._t_last:
@@ -576,27 +568,8 @@ class Sentinel:
         return ring.restore(snapshot, model=self.model, optimizers=self.optimizers,
                             schedulers=self.schedulers, scaler=self.scaler)
 
-    def _lower_lr(self, optimizer: torch.optim.Optimizer, *args: Any) -> None:
-        """Optimizer step pre-hook: during a cool-down, scale this update's learning rate.
-
-        Hooks on the optimizer itself run exactly around its update, before any scheduler steps
-        (Lightning steps schedulers before ``on_train_batch_end``), and not at all for a step the
-        GradScaler skips, so the scheduler never sees the lowered value.
-        """
-        if self.step > self.cooldown_until or self.last_restored_step is None:
-            return
-        saved = [group["lr"] for group in optimizer.param_groups]
-        self._lr_saved[id(optimizer)] = saved
-        for group in optimizer.param_groups:
-            group["lr"] = group["lr"] * self.config.guard.lr_factor
-        self._lr_used = [g["lr"] for opt in self.optimizers for g in opt.param_groups]
-
-    def _restore_lr(self, optimizer: torch.optim.Optimizer, *args: Any) -> None:
-        """Optimizer step post-hook: put back the learning rate the schedule set."""
-        saved = self._lr_saved.pop(id(optimizer), None)
-        if saved is not None:
-            for group, lr in zip(optimizer.param_groups, saved):
-                group["lr"] = lr
+    def _cooling_down(self) -> bool:
+        return self.last_restored_step is not None and self.step <= self.cooldown_until
 
     def _replay_fn(self) -> Callable[[], torch.Tensor] | None:
         if self.loss_fn is None or self._batch is None:
@@ -608,7 +581,7 @@ class Sentinel:
         step = detail.pop("step", self.step)
         if self.writer is not None:
             self.writer.write_event(make_event(kind, step, **detail))
-        message = _describe(kind, detail, self.config.guard.max_rollbacks)
+        message = describe(kind, detail, self.config.guard.max_rollbacks)
         if message is not None and self.rank == 0:
             log.warning("sentinel: step %d: %s", step, message)
 
@@ -667,24 +640,3 @@ def _batch_size(batch: Any) -> int:
 
 def _concat(parts: list[list[Any]]) -> list[Any]:
     return [item for part in parts for item in part]
-
-
-def _describe(kind: EventKind, d: dict[str, Any], max_rollbacks: int) -> str | None:
-    """One line for the events a person watching the run should see as they happen."""
-    if kind is EventKind.ROLLBACK:
-        if d.get("restored_step") is None:
-            return f"{d.get('reason')} at step {d.get('spike_step')}, but no snapshot to roll back to yet"
-        return (f"{d.get('reason')} at step {d.get('spike_step')}: rolled back to step "
-                f"{d.get('restored_step')} and skipped {len(d.get('skipped', []))} batches "
-                f"(rollback {d.get('rollback')} of at most {max_rollbacks})")
-    if kind is EventKind.NONFINITE:
-        if d.get("streak"):
-            return None  # said once, at the first step of the streak
-        where = f"{d.get('module')} ({d.get('phase')})" if d.get("module") else "an unknown module"
-        rank = f" on rank {d['rank']}" if d.get("rank") not in (None, 0) else ""
-        return f"NaN/Inf first appeared in {where}{rank}"
-    if kind is EventKind.DIVERGENCE:
-        return f"loss diverging: {d.get('value'):.4g} against a best level of {d.get('best'):.4g}"
-    if kind is EventKind.GAVE_UP:
-        return str(d.get("message"))
-    return None

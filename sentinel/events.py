@@ -37,3 +37,29 @@ def make_event(kind: EventKind | str, step: int, **detail: Any) -> dict[str, Any
     """
     kind = EventKind(kind)
     return {"step": int(step), "time": time.time(), "kind": kind.value, **detail}
+
+
+def describe(kind: EventKind, d: dict[str, Any], max_rollbacks: int) -> str | None:
+    """One line for the events a person watching the run should see as they happen, else None.
+
+    Example:
+        >>> describe(EventKind.NONFINITE, {"module": "blocks.2.mlp", "phase": "forward"}, 5)
+        'NaN/Inf first appeared in blocks.2.mlp (forward)'
+    """
+    if kind is EventKind.ROLLBACK:
+        if d.get("restored_step") is None:
+            return f"{d.get('reason')} at step {d.get('spike_step')}, but no snapshot to roll back to yet"
+        return (f"{d.get('reason')} at step {d.get('spike_step')}: rolled back to step "
+                f"{d.get('restored_step')} and skipped {len(d.get('skipped', []))} batches "
+                f"(rollback {d.get('rollback')} of at most {max_rollbacks})")
+    if kind is EventKind.NONFINITE:
+        if d.get("streak"):
+            return None  # said once, at the first step of the streak
+        where = f"{d.get('module')} ({d.get('phase')})" if d.get("module") else "an unknown module"
+        rank = f" on rank {d['rank']}" if d.get("rank") not in (None, 0) else ""
+        return f"NaN/Inf first appeared in {where}{rank}"
+    if kind is EventKind.DIVERGENCE:
+        return f"loss diverging: {d.get('value'):.4g} against a best level of {d.get('best'):.4g}"
+    if kind is EventKind.GAVE_UP:
+        return str(d.get("message"))
+    return None
