@@ -31,6 +31,7 @@ import torch
 
 from sentinel import distributed, metrics
 from sentinel.config import SentinelConfig
+from sentinel.detect.entropy import EntropyWatch
 from sentinel.events import EventKind, describe, make_event
 from sentinel.guard.batch_id import BatchIdentity
 from sentinel.guard.lr_cooldown import LRCooldown
@@ -141,6 +142,7 @@ class Sentinel:
         self.loss_detector = self.config.make_loss_detector()
         self.grad_detector = self.config.make_grad_detector()
         self.divergence_detector = self.config.make_divergence_detector()
+        self.entropy_watch = EntropyWatch()
         g = self.config.guard
         self.ring = SnapshotRing(SnapshotConfig(every=g.snapshot_every, keep=g.snapshot_keep,
                                                 max_bytes=g.snapshot_max_bytes, directory=g.snapshot_dir))
@@ -422,12 +424,21 @@ class Sentinel:
         if signals.divergence:
             self._event(EventKind.DIVERGENCE, metric=metrics.LOSS, value=values.get(metrics.LOSS),
                         onset=div_v.onset, level=div_v.level, best=div_v.best)
+        self._watch_entropy(values)
         if values.get(metrics.AMP_OVERFLOW, 0.0) > 0:
             self._event(EventKind.OVERFLOW, loss_scale=values.get(metrics.LOSS_SCALE),
                         streak=self.overflow_streak)
         if not self._reported_no_attention and self._attn_sampled and not self.attention.found_any:
             self._reported_no_attention = True
             self.writer.update_meta(attention="no attention modules found: attention not recorded")
+
+    def _watch_entropy(self, values: dict[str, float]) -> None:
+        prefix = metrics.ATTN_ENTROPY + "/"
+        for key, value in values.items():
+            if key.startswith(prefix) and math.isfinite(value) and \
+                    self.entropy_watch.update(key[len(prefix):], value):
+                self._event(EventKind.ENTROPY_COLLAPSE, module=key[len(prefix):], entropy=value,
+                            logit_max=values.get(metrics.metric_key(metrics.ATTN_LOGIT_MAX, key[len(prefix):])))
 
     def _report_nonfinite(self, replay: Callable[[], torch.Tensor] | None, local_loss: float) -> None:
         """Name where the NaN/Inf came from: the input batch, else a replay with hooks armed.
@@ -590,7 +601,8 @@ class Sentinel:
 
     def _detector_states(self) -> dict[str, Any]:
         return {"loss": self.loss_detector.state_dict(), "grad": self.grad_detector.state_dict(),
-                "divergence": self.divergence_detector.state_dict()}
+                "divergence": self.divergence_detector.state_dict(),
+                "entropy": self.entropy_watch.state_dict()}
 
     def _load_detector_states(self, states: dict[str, Any]) -> None:
         if "loss" in states:
@@ -599,6 +611,8 @@ class Sentinel:
             self.grad_detector.load_state_dict(states["grad"])
         if "divergence" in states:
             self.divergence_detector.load_state_dict(states["divergence"])
+        if "entropy" in states:
+            self.entropy_watch.load_state_dict(states["entropy"])
 
     def _meta(self, extra: dict[str, Any] | None) -> dict[str, Any]:
         n_params = sum(p.numel() for p in self.model.parameters())

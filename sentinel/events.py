@@ -60,6 +60,8 @@ def describe(kind: EventKind, d: dict[str, Any], max_rollbacks: int) -> str | No
         return f"NaN/Inf first appeared in {where}{rank}"
     if kind is EventKind.DIVERGENCE:
         return f"loss diverging: {d.get('value'):.4g} against a best level of {d.get('best'):.4g}"
+    if kind is EventKind.ENTROPY_COLLAPSE:
+        return f"attention entropy of {d.get('module')} collapsed to {d.get('entropy'):.3g} nats"
     if kind is EventKind.GAVE_UP:
         return str(d.get("message"))
     return None

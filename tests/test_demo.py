@@ -25,6 +25,10 @@ def test_demo_shows_an_unhealthy_run_and_a_recovered_one(tmp_path):
     assert runs["2-guarded"]["final_loss"] < runs["1-unguarded"]["final_loss"]
     kinds = {i["kind"] for i in runs["2-guarded"]["incidents"]}
     assert {"loss_spike", "rollback", "skip"} <= kinds
+    # The learning-rate surge collapses attention in the unguarded run; the recorder says so online.
+    events = [json.loads(line) for line in (out / "1-unguarded" / "events.jsonl").read_text().splitlines()]
+    collapsed = {e["module"] for e in events if e["kind"] == "entropy_collapse"}
+    assert collapsed == {"blocks.0.attn", "blocks.1.attn"}
     assert (out / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     image = matplotlib.image.imread(out / "report.png")
     assert image.shape[0] > 300 and image.shape[1] > 300

@@ -8,6 +8,7 @@ import pandas as pd
 from sentinel import metrics
 from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
+from sentinel.detect.entropy import EntropyConfig, collapsed, logit_blown_up
 
 
 def attention_incidents(steps: pd.DataFrame, config: AnalyzeConfig) -> list[Incident]:
@@ -26,16 +27,18 @@ def attention_incidents(steps: pd.DataFrame, config: AnalyzeConfig) -> list[Inci
     incidents = []
     prefix = metrics.ATTN_ENTROPY + "/"
     k = config.early_samples
+    # The recorder's rule (it writes entropy_collapse events online), with the analyzer's settings.
+    rule = EntropyConfig(ratio=config.entropy_ratio, logit_growth=config.logit_growth, previous=k)
     for column in sorted(c for c in steps.columns if c.startswith(prefix)):
         module = column[len(prefix):]
         series = _finite(steps[column])
         if len(series) <= k:
             continue
         reference = series.rolling(k).median().shift(1)  # the k samples before each one
-        low = series < config.entropy_ratio * reference
+        low = collapsed(series, rule)
         logits = _finite(steps.get(metrics.metric_key(metrics.ATTN_LOGIT_MAX, module), pd.Series(dtype=float)))
         logit_ref = logits.rolling(k).median().shift(1)
-        blown = (logits > config.logit_growth * logit_ref) & (logit_ref > 0)
+        blown = logit_blown_up(logits, rule)
         if not low.any() and not blown.any():
             continue
         early = float(series.iloc[:k].median())
