@@ -150,6 +150,14 @@ def _mark(axes, panels, run: RunReport, labelled: set[str]) -> None:
             for ax in axes:
                 ax.axvspan(incident.step, incident.end_step, color="purple", alpha=0.08,
                            label=once("divergence") if ax is axes[0] else None)
+        elif incident.kind == "entropy_collapse":
+            column = metrics.metric_key(metrics.ATTN_ENTROPY, str(incident.details.get("module")))
+            steps = run.data.steps
+            for ax, (key, _) in zip(axes, panels):
+                if key == metrics.ATTN_ENTROPY + "/" and column in steps.columns \
+                        and incident.step in steps.index and np.isfinite(steps.loc[incident.step, column]):
+                    ax.scatter([incident.step], [steps.loc[incident.step, column]], marker="v", s=30,
+                               color="red", zorder=5, label=once("entropy collapse"))
         elif incident.kind == "grad_norm_explosion":
             for ax, (key, _) in zip(axes, panels):
                 if key == metrics.GRAD_NORM_TOTAL:
