@@ -246,7 +246,8 @@ class Sentinel:
             self._skip_listed(seen)
             if not self._deferred:
                 return False
-        self._seen.append(seen)
+        if self.config.guard.rollback:  # only a rollback ever needs to name these batches
+            self._seen.append(seen)
         self._batch, self._batch_idx = batch, batch_idx
         if self._window is not None and self._window.remaining > 0:
             self._window.remaining -= 1

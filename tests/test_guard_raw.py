@@ -285,3 +285,8 @@ def test_a_run_left_non_finite_is_localised_once_not_every_step(tmp_path, tiny_t
     first_of_streaks = [e for e in events if "streak" not in e]
     assert 1 <= len(first_of_streaks) <= 3 and len(events) > 40  # every step recorded, few replays
     assert any(e.get("module") == "head" and e.get("phase") == "forward" for e in first_of_streaks)
+
+
+def test_recording_only_keeps_no_batch_history(tmp_path, tiny_task):
+    _, sen, _ = _train(tmp_path, tiny_task, guard=False, steps=60)
+    assert len(sen._seen) == 0 and len(sen.ring) == 0  # nothing held that only a rollback would use
