@@ -241,18 +241,18 @@ class Sentinel:
         """
         if epoch is not None:
             self._epoch = epoch
-        seen = _BatchSeen(self.step, self._epoch, batch_idx, BatchIdentity.of(batch))
+        rollback = self.config.guard.rollback
         if self.skiplist and distributed.any_rank(self.skiplist.matches(batch)):
-            self._skip_listed(seen)
+            self._skip_listed(_BatchSeen(self.step, self._epoch, batch_idx, BatchIdentity.of(batch)))
             if not self._deferred:
                 return False
-        if self.config.guard.rollback:  # only a rollback ever needs to name these batches
-            self._seen.append(seen)
+        if rollback:  # only a rollback ever needs to name these batches
+            self._seen.append(_BatchSeen(self.step, self._epoch, batch_idx, BatchIdentity.of(batch)))
         self._batch, self._batch_idx = batch, batch_idx
         if self._window is not None and self._window.remaining > 0:
             self._window.remaining -= 1
         if not self._losses:  # first micro-batch of this optimizer step
-            if len(self.ring) == 0 and self.config.guard.rollback:
+            if len(self.ring) == 0 and rollback:
                 self._take_snapshot(self.step)  # something to return to from the very start
             self._rng = capture_rng() if self.config.record.localize_nonfinite else None
             self._attn_sampled = self.attention.start(self.step) or self._attn_sampled
