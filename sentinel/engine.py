@@ -242,7 +242,7 @@ class Sentinel:
         if epoch is not None:
             self._epoch = epoch
         rollback = self.config.guard.rollback
-        if self.skiplist and distributed.any_rank(self.skiplist.matches(batch)):
+        if rollback and self.skiplist and distributed.any_rank(self.skiplist.matches(batch)):
             self._skip_listed(_BatchSeen(self.step, self._epoch, batch_idx, BatchIdentity.of(batch)))
             if not self._deferred:
                 return False
