@@ -218,6 +218,13 @@ class GradNormProbe:
         index = {name: i for i, name in enumerate(names)}
         self._group_index: list[int] = [0 if g is None else index[g] for g in group_of]
         self._index_on: dict[torch.device, torch.Tensor] = {}
+        # The common case, decided once: every parameter dense, of one dtype and on one device.
+        # Then a step's norms are one _foreach_norm over the grads as they are, with no
+        # per-parameter Python work beyond reading .grad.
+        sparse = any(getattr(m, "sparse", False) for m in model.modules()
+                     if isinstance(m, (torch.nn.Embedding, torch.nn.EmbeddingBag)))
+        self._uniform = (not sparse and not self.sharded
+                         and len({(p.device, p.dtype) for p in self._params}) == 1)
 
         self._keys = [metric_key(GRAD_NORM, g) for g in names]
         clashes = {k for k in self._keys if self._keys.count(k) > 1 or k == GRAD_NORM_TOTAL}
@@ -285,6 +292,13 @@ class GradNormProbe:
         """
         grads = [p.grad for p in self._params]
         device = self._params[0].device
+        if self._uniform and all(g is not None for g in grads):  # `in` would call Tensor.__eq__
+            dtype = torch.float64 if grads[0].dtype == torch.float64 else torch.float32
+            sq = torch.stack(torch._foreach_norm(grads, 2, dtype=dtype)).square()  # (P,)
+            per_group = torch.zeros(len(self.group_names), dtype=dtype, device=sq.device)
+            if self.group_names:
+                per_group.index_add_(0, self._index(sq.device), sq)
+            return sq.sum(), per_group
         return grad_norms(grads, self._index(device), len(self.group_names), squared=True)
 
     @property
