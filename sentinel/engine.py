@@ -203,13 +203,19 @@ class Sentinel:
             yield batch
         self._epoch += 1
 
-    def check(self, loss: torch.Tensor) -> bool:
+    def check(self, loss: torch.Tensor | None = None) -> bool:
         """Measure the step after backward (and ``scaler.unscale_``), before ``optimizer.step``.
+
+        Args:
+            loss: the loss this step backpropagated. With gradient accumulation, pass each
+                micro-batch's (already divided) loss to :meth:`add_loss` after its backward
+                instead, and call ``check()`` without one before the update.
 
         Returns:
             False when the update must not be applied (non-finite or a rollback is coming).
         """
-        self.add_loss(loss)
+        if loss is not None:
+            self.add_loss(loss)
         bad = self.measure(replay=self._replay_fn())
         return not bad
 

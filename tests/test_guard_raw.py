@@ -290,3 +290,27 @@ def test_a_run_left_non_finite_is_localised_once_not_every_step(tmp_path, tiny_t
 def test_recording_only_keeps_no_batch_history(tmp_path, tiny_task):
     _, sen, _ = _train(tmp_path, tiny_task, guard=False, steps=60)
     assert len(sen._seen) == 0 and len(sen.ring) == 0  # nothing held that only a rollback would use
+
+
+def test_gradient_accumulation_in_a_raw_loop(tmp_path, tiny_task):
+    Data, Net, mse, _ = tiny_task
+    torch.manual_seed(0)
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loader = torch.utils.data.DataLoader(Data(n=BATCH * 40), batch_size=BATCH)
+    micro_losses = []
+    with Sentinel(model, opt, log_dir=str(tmp_path / "run"), tensorboard=False) as sen:
+        for i, batch in enumerate(sen.batches(loader)):
+            loss = mse(model, batch) / 2  # two micro-batches per update
+            loss.backward()
+            sen.add_loss(loss)
+            micro_losses.append(loss.item())
+            if i % 2 == 1:
+                if sen.check():
+                    opt.step()
+                opt.zero_grad()
+                sen.end_step()
+    run = load_run(tmp_path / "run")
+    assert len(run.steps) == 20
+    expected = [micro_losses[2 * k] + micro_losses[2 * k + 1] for k in range(20)]
+    assert list(run.steps["loss"]) == pytest.approx(expected, rel=1e-6)
