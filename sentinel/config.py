@@ -64,7 +64,10 @@ class GuardConfig:
             benchmark GPT on CPU, 0.2% amortised at 25 (benchmarks/RESULTS.md).
         snapshot_keep: snapshots held. 4 x 25 reaches back 75-100 steps, as PaLM restarted ~100
             steps before a spike.
-        snapshot_max_bytes: memory bound for the ring (None = no bound beyond ``snapshot_keep``).
+        snapshot_max_bytes: memory bound for the ring. None (default) = a quarter of this
+            machine's physical memory, shared by the processes on it (``LOCAL_WORLD_SIZE``): a
+            model too large for that gets a clear error at the first snapshot, before training,
+            instead of running the host out of memory; the oldest snapshots go first.
         snapshot_dir: keep snapshots on disk there instead of host memory.
         min_rollback_distance: restore a snapshot at least this many steps before the spike's
             first step, because the weights that produce a spike are often already damaged a few

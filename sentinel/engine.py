@@ -22,6 +22,7 @@ from __future__ import annotations
 import collections
 import logging
 import math
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ from sentinel.guard.batch_id import BatchIdentity
 from sentinel.guard.lr_cooldown import LRCooldown
 from sentinel.guard.policy import Action, Reason, StepSignals, bad_step_reason, decide
 from sentinel.guard.skiplist import SkipList
-from sentinel.guard.snapshot import SnapshotConfig, SnapshotRing
+from sentinel.guard.snapshot import SnapshotConfig, SnapshotRing, SnapshotTooLarge
 from sentinel.probes.attention import AttentionProbe
 from sentinel.probes.grad_norm import GradNormProbe
 from sentinel.probes.loss_scale import LossScaleProbe
@@ -145,7 +146,8 @@ class Sentinel:
         self.entropy_watch = EntropyWatch()
         g = self.config.guard
         self.ring = SnapshotRing(SnapshotConfig(every=g.snapshot_every, keep=g.snapshot_keep,
-                                                max_bytes=g.snapshot_max_bytes, directory=g.snapshot_dir))
+                                                max_bytes=_snapshot_budget(g.snapshot_max_bytes, g.snapshot_dir),
+                                                directory=g.snapshot_dir))
         # Only rank 0 writes; an unwritable log_dir fails here, before training starts.
         self.writer = RunWriter(self.log_dir, meta=self._meta(meta), tensorboard=rec.tensorboard) \
             if self.rank == 0 else None
@@ -566,11 +568,18 @@ class Sentinel:
         self._take_snapshot(done)
 
     def _take_snapshot(self, done: int) -> None:
-        self.ring.take(done, model=self.model, optimizers=self.optimizers,
-                       schedulers=self.schedulers, scaler=self.scaler,
-                       extra={_DETECTORS: self._detector_states(),
-                              _OVERFLOW_STREAK: self.overflow_streak,
-                              _SCALER_SETTLED: self._scaler_settled})
+        try:
+            self.ring.take(done, model=self.model, optimizers=self.optimizers,
+                           schedulers=self.schedulers, scaler=self.scaler,
+                           extra={_DETECTORS: self._detector_states(),
+                                  _OVERFLOW_STREAK: self.overflow_streak,
+                                  _SCALER_SETTLED: self._scaler_settled})
+        except SnapshotTooLarge as err:
+            raise ValueError(
+                f"sentinel: one snapshot of the training state (model, optimizer, scheduler, scaler) "
+                f"needs {err.nbytes / 2**20:.1f} MiB, more than snapshot_max_bytes={err.max_bytes} "
+                f"({err.max_bytes / 2**20:.1f} MiB): pass snapshot_dir=... to keep snapshots on disk, "
+                "a larger snapshot_max_bytes, or rollback=False") from None
         oldest = self.ring.snapshots[0].step
         while self._seen and self._seen[0].step < oldest:
             self._seen.popleft()
@@ -628,6 +637,19 @@ class Sentinel:
                           "grad_norm_groups": list(self.grad_norms.group_names)}}
         meta.update(extra or {})
         return meta
+
+
+def _snapshot_budget(max_bytes: int | None, directory: str | None) -> int | None:
+    """Bytes the snapshot ring may hold: as configured, else a quarter of physical memory split
+    between the processes on this machine (snapshots on disk are not bounded by memory)."""
+    if max_bytes is not None or directory is not None:
+        return max_bytes
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # a platform without sysconf: no bound
+        return None
+    local_processes = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    return physical // 4 // local_processes
 
 
 def _as_list(obj: Any) -> list[Any]:

@@ -314,3 +314,15 @@ def test_gradient_accumulation_in_a_raw_loop(tmp_path, tiny_task):
     assert len(run.steps) == 20
     expected = [micro_losses[2 * k] + micro_losses[2 * k + 1] for k in range(20)]
     assert list(run.steps["loss"]) == pytest.approx(expected, rel=1e-6)
+
+
+def test_a_model_too_large_for_the_snapshot_budget_fails_before_training(tmp_path, tiny_task):
+    _, Net, _, _ = tiny_task
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    sen = Sentinel(model, opt, log_dir=str(tmp_path / "run"), tensorboard=False, snapshot_max_bytes=1000)
+    with pytest.raises(ValueError, match=r"needs .* MiB, more than snapshot_max_bytes=1000 .*snapshot_dir"):
+        sen.begin_batch({"x": torch.zeros(2, 8)}, 0)  # the first batch takes the first snapshot
+    # By default the budget is a quarter of physical memory.
+    default = Sentinel(model, opt, log_dir=str(tmp_path / "run2"), tensorboard=False)
+    assert 0 < default.ring.config.max_bytes

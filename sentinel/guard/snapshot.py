@@ -48,6 +48,14 @@ RNG = "rng"
 EXTRA = "extra"
 
 
+class SnapshotTooLarge(ValueError):
+    """One snapshot needs more bytes than the ring may hold (``nbytes`` > ``max_bytes``)."""
+
+    def __init__(self, nbytes: int, max_bytes: int, message: str) -> None:
+        super().__init__(message)
+        self.nbytes, self.max_bytes = nbytes, max_bytes
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class SnapshotConfig:
     """How often to snapshot, how many to keep and where.
@@ -381,7 +389,8 @@ class SnapshotRing:
     def _make_room(self, step: int, nbytes: int) -> None:
         mb = self.config.max_bytes
         if mb is not None and nbytes > mb:
-            raise ValueError(
+            raise SnapshotTooLarge(
+                nbytes, mb,
                 f"one snapshot at step {step} needs {_size(nbytes)} but SnapshotConfig.max_bytes={mb} "
                 f"({_size(mb)}): raise max_bytes to at least {nbytes} (times keep={self.config.keep} "
                 "for a full ring) or pass max_bytes=None")
