@@ -6,7 +6,6 @@ this class only calls it from the right hooks.
 
 from __future__ import annotations
 
-import os
 from contextlib import nullcontext
 from typing import Any
 
@@ -17,6 +16,7 @@ from lightning.pytorch.utilities import rank_zero_warn
 
 from sentinel.config import SentinelConfig
 from sentinel.engine import Sentinel
+from sentinel.store import ensure_run_dir
 
 
 class SentinelCallback(Callback):
@@ -59,7 +59,7 @@ class SentinelCallback(Callback):
             raise TypeError("pass either config= or keyword options, not both")
         self.config = config if config is not None else SentinelConfig.from_options(**options)
         self.log_dir = str(log_dir)
-        _check_writable(self.log_dir)
+        ensure_run_dir(self.log_dir)  # fails here, before training, not at on_train_start
         self.sentinel: Sentinel | None = None
         self._pending_state: dict[str, Any] | None = None
         self._measured = False
@@ -183,13 +183,3 @@ class SentinelCallback(Callback):
 
 def _no_log(*args: Any, **kwargs: Any) -> None:
     return None
-
-
-def _check_writable(log_dir: str) -> None:
-    try:
-        os.makedirs(log_dir, exist_ok=True)
-    except OSError as err:
-        raise ValueError(f"log_dir {log_dir!r} cannot be created ({err.strerror}): "
-                         "pass a directory you can write to") from None
-    if not os.access(log_dir, os.W_OK):
-        raise ValueError(f"log_dir {log_dir!r} is not writable: pass a directory you can write to")

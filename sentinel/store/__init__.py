@@ -15,6 +15,6 @@ Example:
 from sentinel.store.reader import Run, load_run
 from sentinel.store.skiplist import read_skiplist
 from sentinel.store.tb_sink import TensorBoardSinkConfig
-from sentinel.store.writer import RunWriter
+from sentinel.store.writer import RunWriter, ensure_run_dir
 
-__all__ = ["Run", "RunWriter", "TensorBoardSinkConfig", "load_run", "read_skiplist"]
+__all__ = ["Run", "RunWriter", "TensorBoardSinkConfig", "ensure_run_dir", "load_run", "read_skiplist"]

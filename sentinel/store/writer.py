@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import weakref
 from pathlib import Path
 from types import TracebackType
@@ -50,7 +51,7 @@ class RunWriter:
         if meta is not None and not isinstance(meta, dict):
             raise ValueError(f"meta must be a dict or None, got {type(meta).__name__}: "
                              "pass e.g. {'config': {...}}")
-        _make_run_dir(self.path)
+        ensure_run_dir(self.path)
         self._meta = merge_meta(self._existing_meta(), meta)
         self._write_meta(probe=True)
         self._closed = False
@@ -191,7 +192,14 @@ class RunWriter:
                              "pass a directory you can write to") from ex
 
 
-def _make_run_dir(path: Path) -> None:
+def ensure_run_dir(path: str | Path) -> Path:
+    """Create a run directory (parents too) or say in one sentence why it cannot be used.
+
+    Example:
+        >>> ensure_run_dir("logs/run1")  # doctest: +SKIP
+        PosixPath('logs/run1')
+    """
+    path = Path(path)
     if path.exists() and not path.is_dir():
         raise ValueError(f"log_dir '{path}' is a file, not a directory: pass a directory path")
     try:
@@ -199,6 +207,9 @@ def _make_run_dir(path: Path) -> None:
     except OSError as ex:
         raise ValueError(f"log_dir '{path}' cannot be created ({ex.strerror or ex}): "
                          "pass a directory you can write to") from ex
+    if not os.access(path, os.W_OK):
+        raise ValueError(f"log_dir '{path}' is not writable: pass a directory you can write to")
+    return path
 
 
 def _close_parts(steps: StepSegmentWriter, events: EventLogWriter,
