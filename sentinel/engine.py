@@ -67,9 +67,9 @@ class _BatchSeen:
     batch_idx: int
     identity: BatchIdentity = field(repr=False)
 
-    def entry(self, rollback: int) -> dict[str, Any]:
+    def entry(self, rollback: int, rank: int) -> dict[str, Any]:
         return {"step": self.step, "epoch": self.epoch, "batch_idx": self.batch_idx,
-                "rollback": rollback, **self.identity.to_dict()}
+                "rollback": rollback, "rank": rank, **self.identity.to_dict()}
 
 
 @dataclass
@@ -78,10 +78,13 @@ class _Window:
 
     target_step: int  # step of the snapshot restored when the window closes
     spike_step: int
-    reason: Reason
+    reason: Reason | None  # None: a batch of the skip list came up again (not a rollback)
     remaining: int  # batches still to consume (and discard) before restoring
     snapshot: Any = None  # a one-off snapshot (resume skips), else the ring's
-    rollback: bool = True  # False for a resume skip: not counted as a rollback
+
+    @property
+    def rollback(self) -> bool:
+        return self.reason is not None
 
 
 class Sentinel:
@@ -193,8 +196,8 @@ class Sentinel:
         for batch_idx, batch in enumerate(loader):
             if self._skip_next > 0:  # dropped after a rollback, as PaLM skipped data
                 self._skip_next -= 1
-                entry = {**_BatchSeen(self.step, self._epoch, batch_idx,
-                                      BatchIdentity.of(batch)).entry(self.rollbacks), "rank": self.rank}
+                entry = _BatchSeen(self.step, self._epoch, batch_idx,
+                                   BatchIdentity.of(batch)).entry(self.rollbacks, self.rank)
                 self.skiplist.add(entry)
                 self._event(EventKind.SKIP, reason="rollback", **entry)
                 if self.writer is not None:
@@ -536,8 +539,8 @@ class Sentinel:
             self.cooldown_until = self.step + g.cooldown
         skipped = [b for b in self._seen if b.step >= window.target_step]
         reason = "rollback" if window.rollback else "skiplist"
-        entries = _concat(distributed.gather([{**b.entry(self.rollbacks if window.rollback else 0), "rank": self.rank}
-                               for b in skipped]))
+        entries = _concat(distributed.gather([b.entry(self.rollbacks if window.rollback else 0, self.rank)
+                                              for b in skipped]))
         if window.rollback:
             for entry in entries:
                 self.skiplist.add(entry)
@@ -553,11 +556,11 @@ class Sentinel:
     def _skip_listed(self, seen: _BatchSeen) -> None:
         """A batch the skip list names came up again (a resumed run)."""
         if not self._deferred:
-            self._event(EventKind.SKIP, reason="skiplist", **seen.entry(0))
+            self._event(EventKind.SKIP, reason="skiplist", **seen.entry(0, self.rank))
             return
         if self._window is None:  # discard this batch by restoring the state from before it
-            self._window = _Window(target_step=self.step, spike_step=self.step, reason=Reason.LOSS_SPIKE,
-                                   remaining=1, snapshot=self._one_off_snapshot(), rollback=False)
+            self._window = _Window(target_step=self.step, spike_step=self.step, reason=None,
+                                   remaining=1, snapshot=self._one_off_snapshot())
 
     def _maybe_snapshot(self) -> None:
         done = self.step + 1  # optimizer steps completed, the ring's step convention

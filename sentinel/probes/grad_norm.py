@@ -218,6 +218,9 @@ class GradNormProbe:
         index = {name: i for i, name in enumerate(names)}
         self._group_index: list[int] = [0 if g is None else index[g] for g in group_of]
         self._index_on: dict[torch.device, torch.Tensor] = {}
+        # Whether parameters are sharded across ranks (FSDP2 DTensors): norms need a reduction.
+        # Parameters are fixed at construction (build the probe after wrapping), so decide once.
+        self.sharded = any(_is_dtensor(p) for p in self._params)
         # The common case, decided once: every parameter dense, of one dtype and on one device.
         # Then a step's norms are one _foreach_norm over the grads as they are, with no
         # per-parameter Python work beyond reading .grad.
@@ -300,11 +303,6 @@ class GradNormProbe:
                 per_group.index_add_(0, self._index(sq.device), sq)
             return sq.sum(), per_group
         return grad_norms(grads, self._index(device), len(self.group_names), squared=True)
-
-    @property
-    def sharded(self) -> bool:
-        """Whether parameters are sharded across ranks (FSDP2 DTensors): norms need a reduction."""
-        return any(_is_dtensor(p) for p in self._params)
 
     def compute(self, per_module: bool = True,
                 reduce_squares: Callable[[torch.Tensor], torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
