@@ -115,28 +115,32 @@ def test_run_directory_loads_with_metrics(tmp_path, tiny_task):
     assert loaded.steps["grad_norm/blocks.0.0"].notna().sum() == 4  # every module_every=10 steps
 
 
-def _train_amp(tmp_path, tiny_task, inf_grad_steps, **options):
-    """A raw loop with a real GradScaler; inf written into one gradient at the given steps."""
-    Data, Net, mse, _ = tiny_task
+def _train_amp(tmp_path, tiny_task, inf_grad_steps=(), *, steps=100, init_scale=2.0**10, lr=0.01,
+               loss_factor=1.0, poison_steps=(), **options):
+    """A raw loop with a real GradScaler; inf written into one gradient at the given steps.
+
+    ``loss_factor`` scales the loss (and so the gradients) to make a high initial scale overflow.
+    """
+    Data, Net, mse, batches_at = tiny_task
     torch.manual_seed(0)
-    loader = torch.utils.data.DataLoader(Data(n=BATCH * 100), batch_size=BATCH)
+    data = Data(n=BATCH * steps, poison=batches_at(poison_steps, BATCH))
+    loader = torch.utils.data.DataLoader(data, batch_size=BATCH)
     model = Net()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**10)
-    sen = Sentinel(model, opt, scaler=scaler, log_dir=str(tmp_path / "run"), loss_fn=mse,
-                   tensorboard=False, **options)
-    for batch in sen.batches(loader):
-        opt.zero_grad()
-        loss = mse(model, batch)
-        scaler.scale(loss).backward()
-        if sen.step in inf_grad_steps:
-            model.head.weight.grad[0, 0] = float("inf")
-        scaler.unscale_(opt)
-        if sen.check(loss):
-            scaler.step(opt)
-        scaler.update()
-        sen.end_step()
-    sen.close()
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    scaler = torch.amp.GradScaler("cpu", init_scale=init_scale)
+    with Sentinel(model, opt, scaler=scaler, log_dir=str(tmp_path / "run"), loss_fn=mse,
+                  tensorboard=False, **options) as sen:
+        for batch in sen.batches(loader):
+            opt.zero_grad()
+            loss = mse(model, batch) * loss_factor
+            scaler.scale(loss).backward()
+            if sen.step in inf_grad_steps:
+                model.head.weight.grad[0, 0] = float("inf")
+            scaler.unscale_(opt)
+            if sen.check(loss):
+                scaler.step(opt)
+            scaler.update()
+            sen.end_step()
     return load_run(tmp_path / "run")
 
 
@@ -226,51 +230,19 @@ def test_snapshots_on_disk(tmp_path, tiny_task):
 
 
 def test_the_scalers_start_up_search_is_not_an_overflow_streak(tmp_path, tiny_task):
-    # An initial scale far too high: the first steps overflow until the scaler has halved enough.
-    Data, Net, mse, _ = tiny_task
-    torch.manual_seed(0)
-    model = Net()
-    opt = torch.optim.SGD(model.parameters(), lr=1e-5, momentum=0.9)
-    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**127)
-    loader = torch.utils.data.DataLoader(Data(n=BATCH * 40), batch_size=BATCH)
-    with Sentinel(model, opt, scaler=scaler, log_dir=str(tmp_path / "run"), tensorboard=False,
-                  overflow_patience=2) as sen:
-        for batch in sen.batches(loader):
-            opt.zero_grad()
-            loss = mse(model, batch) * 1e3  # gradients of ~1e3 overflow float32 at a scale of 2**127
-            scaler.scale(loss).backward()
-            scaler.unscale_(opt)
-            if sen.check(loss):
-                scaler.step(opt)
-            scaler.update()
-            sen.end_step()
-    run = load_run(tmp_path / "run")
+    # An initial scale far too high: the first steps overflow until the scaler has halved enough
+    # (gradients of ~1e3 overflow float32 at a scale of 2**127).
+    run = _train_amp(tmp_path, tiny_task, steps=40, init_scale=2.0**127, lr=1e-5, loss_factor=1e3,
+                     overflow_patience=2)
     assert run.steps["amp/overflow"].iloc[:3].sum() == 3  # the search really happened
     assert "rollback" not in set(run.events["kind"])
 
 
 def test_a_rollback_to_a_snapshot_from_the_scalers_start_up_keeps_the_scale_it_found(tmp_path, tiny_task):
-    Data, Net, mse, batches_at = tiny_task
-    torch.manual_seed(0)
-    model = Net()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**127)
-    data = Data(n=BATCH * 40, poison=batches_at((12,), BATCH))
-    loader = torch.utils.data.DataLoader(data, batch_size=BATCH)
-    with Sentinel(model, opt, scaler=scaler, log_dir=str(tmp_path / "run"), tensorboard=False,
-                  spike_warmup=5, spike_min_history=5, grad_spike_warmup=5, grad_spike_min_history=5) as sen:
-        for batch in sen.batches(loader):
-            opt.zero_grad()
-            loss = mse(model, batch)
-            scaler.scale(loss).backward()
-            if sen.step < 3:  # the start-up search: three overflows before the first clean step
-                model.head.weight.grad[0, 0] = float("inf")
-            scaler.unscale_(opt)
-            if sen.check(loss):
-                scaler.step(opt)
-            scaler.update()
-            sen.end_step()
-    run = load_run(tmp_path / "run")
+    # The start-up search: three overflows before the first clean step, then poison at step 12.
+    run = _train_amp(tmp_path, tiny_task, inf_grad_steps={0, 1, 2}, steps=40, init_scale=2.0**127,
+                     poison_steps=(12,), spike_warmup=5, spike_min_history=5, grad_spike_warmup=5,
+                     grad_spike_min_history=5)
     (rollback,) = run.events[run.events["kind"] == "rollback"].itertuples()
     assert rollback.restored_step == 0  # the only snapshot: taken before the scaler had settled
     after = run.steps.loc[rollback.step + 1:, "loss_scale"]
