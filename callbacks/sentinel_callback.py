@@ -83,6 +83,8 @@ class SentinelCallback(Callback):
                               "automatic_optimization": pl_module.automatic_optimization},
                   "lightning_version": pl.__version__},
         )
+        # training_step can be replayed only under automatic optimization (see _replay).
+        self.sentinel.replay_available = pl_module.automatic_optimization
         if self._pending_state is not None:
             self.sentinel.load_state_dict(self._pending_state)
             self._pending_state = None

@@ -5,7 +5,7 @@ Every default says why it is what it is. Validated once, at construction.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the detector package imports pandas: only for annotations here
@@ -122,11 +122,9 @@ class SentinelConfig:
 
     record: RecordConfig = field(default_factory=RecordConfig)
     guard: GuardConfig = field(default_factory=GuardConfig)
-    # During training the whole history is there: judge nothing before ``warmup`` values (the
-    # analyzer lowers min_history for short log excerpts; the guard must not act on 3 points).
-    loss_spike: "SpikeConfig" = field(default_factory=lambda: _detect().SpikeConfig(min_history=20))
+    loss_spike: "SpikeConfig" = field(default_factory=lambda: _guard_spike())
     # Grad norms are not in nats: no absolute floor, the relative and sigma tests decide.
-    grad_spike: "SpikeConfig" = field(default_factory=lambda: _detect().SpikeConfig(atol=0.0, min_history=20))
+    grad_spike: "SpikeConfig" = field(default_factory=lambda: _guard_spike(atol=0.0))
     # Non-finite losses are the guard's own case (reported and rolled back as ``nonfinite``).
     divergence: "DivergenceConfig" = field(default_factory=lambda: _detect().DivergenceConfig(skip_nan=True))
 
@@ -143,23 +141,22 @@ class SentinelConfig:
                  "loss_spike": (detect.SpikeConfig, "spike_"),
                  "grad_spike": (detect.SpikeConfig, "grad_spike_"),
                  "divergence": (detect.DivergenceConfig, "divergence_")}
-        routed: dict[str, dict] = {name: {} for name in parts}
-        routed["grad_spike"]["atol"] = 0.0
-        routed["loss_spike"]["min_history"] = routed["grad_spike"]["min_history"] = 20
-        routed["divergence"]["skip_nan"] = True
-        known: list[str] = []
-        for name, (klass, prefix) in parts.items():
-            for f in fields(klass):
-                known.append(prefix + f.name)
+        names = {part: {f.name for f in fields(klass)} for part, (klass, _) in parts.items()}
+        routed: dict[str, dict] = {part: {} for part in parts}
         for key, value in options.items():
-            for name, (klass, prefix) in sorted(parts.items(), key=lambda kv: -len(kv[1][1])):
-                field_name = key[len(prefix):] if key.startswith(prefix) else None
-                if field_name and field_name in {f.name for f in fields(klass)}:
-                    routed[name][field_name] = value
+            # Longest prefix first: "grad_spike_window" is not "spike_" + "window" of the loss.
+            for part, (_, prefix) in sorted(parts.items(), key=lambda kv: -len(kv[1][1])):
+                if key.startswith(prefix) and key[len(prefix):] in names[part]:
+                    routed[part][key[len(prefix):]] = value
                     break
             else:
-                raise TypeError(f"unknown sentinel option {key!r}; known options: {', '.join(sorted(known))}")
-        return cls(**{name: klass(**routed[name]) for name, (klass, _) in parts.items()})
+                known = sorted(prefix + n for part, (_, prefix) in parts.items() for n in names[part])
+                raise TypeError(f"unknown sentinel option {key!r}; known options: {', '.join(known)}")
+        for part in ("loss_spike", "grad_spike"):  # a new warm-up moves the guard's first judgement
+            if "warmup" in routed[part]:
+                routed[part].setdefault("min_history", routed[part]["warmup"])
+        default = cls()
+        return cls(**{part: replace(getattr(default, part), **routed[part]) for part in parts})
 
     def make_loss_detector(self):
         return _detect().SpikeDetector(self.loss_spike)
@@ -172,6 +169,13 @@ class SentinelConfig:
 
     def to_dict(self) -> dict:
         return {f.name: asdict(getattr(self, f.name)) for f in fields(self)}
+
+
+def _guard_spike(**overrides):
+    # During training the whole history is there: judge nothing before ``warmup`` values (the
+    # analyzer judges short log excerpts on big jumps; the guard must not act on 3 points).
+    config = _detect().SpikeConfig(**overrides)
+    return replace(config, min_history=config.warmup)
 
 
 def _detect():

@@ -130,6 +130,9 @@ class Sentinel:
         self.schedulers = _as_list(scheduler)
         self.scaler = scaler
         self.loss_fn = loss_fn
+        # Whether a non-finite step can be replayed to localise it (an adapter with its own
+        # replay, such as the Lightning callback, sets this).
+        self.replay_available = loss_fn is not None
         self.log_dir = str(log_dir)
         self.rank = distributed.rank() if rank is None else rank
         self.world_size = distributed.world_size()
@@ -265,7 +268,9 @@ class Sentinel:
         if not self._losses:  # first micro-batch of this optimizer step
             if len(self.ring) == 0 and rollback:
                 self._take_snapshot(self.step)  # something to return to from the very start
-            self._rng = capture_rng() if self.config.record.localize_nonfinite else None
+            # RNG states only matter to a replay; copying them is the dearest part of this hook.
+            self._rng = capture_rng() if self.replay_available and self.config.record.localize_nonfinite \
+                else None
             self._attn_sampled = self.attention.start(self.step) or self._attn_sampled
         self._samples += _batch_size(batch)
         return True
