@@ -13,17 +13,30 @@ object is flattened one level (``{"train": {"loss": 2.0}}`` -> ``train/loss``).
 from __future__ import annotations
 
 import csv
-import io
 import json
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions, RunData
-from sentinel.analyze.loaders.keys import LOSS_ALIASES, STEP_ALIASES, canonical_key, find_column
-from sentinel.analyze.loaders.textlog import order_columns, read_head, read_lines, run_name
+from sentinel.analyze.loaders.keys import (
+    LOSS_ALIASES,
+    MAX_COLUMNS,
+    STEP_ALIASES,
+    canonical_key,
+    find_column,
+    is_analysis_key,
+)
+from sentinel.analyze.loaders.numeric_table import (
+    LARGE_TABLE_BYTES,
+    choose_columns,
+    loss_values,
+    read_columns,
+    read_header,
+    step_values,
+)
+from sentinel.analyze.loaders.textlog import order_columns, read_head, run_name
 
 NAME = "generic_table"
 DESCRIPTION = 'CSV / TSV / JSONL tables with a step and a loss column'
@@ -67,6 +80,11 @@ def sniff(path: str | Path) -> bool:
 def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     """Read one CSV / TSV / JSONL table.
 
+    Reading is bounded (see :mod:`~sentinel.analyze.loaders.numeric_table`): at most
+    :data:`~sentinel.analyze.loaders.keys.MAX_COLUMNS` columns, CSVs parsed in chunks, a
+    large file keeping only the columns the analysis reads; damaged rows are dropped and
+    counted in :attr:`RunData.warnings`.
+
     Args:
         path: the file.
         options: ``step_col`` / ``loss_col`` name the columns when their names are not
@@ -84,18 +102,18 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         >>> run.steps["loss"].idxmax()  # doctest: +SKIP
     """
     options = options or LoadOptions()
-    lines, last_complete = read_lines(path)
     warnings: list[str] = []
-    first = next((line for line in lines if line.strip()), "")
+    head = read_head(path, limit=4096) or ""
+    first = next((line for line in head.split("\n") if line.strip()), "")
     if first.lstrip().startswith("{"):
-        table = _read_jsonl(lines, warnings)
+        table = _read_jsonl(Path(path), warnings)
+        step_col, loss_col = _pick_columns(list(table.columns), options, path)
     else:
-        if not last_complete and len(lines) > 1:
-            # A cut row still parses ("2.3" from "2.3417"), so it cannot be trusted.
-            warnings.append(f"last line {len(lines)} has no line end (cut off while written?): skipped")
-            lines = lines[:-1]
-        table = _read_delimited(lines, _separator(first), warnings)
-    steps = _to_steps(table, options, path, warnings)
+        names, sep = read_header(path)
+        step_col, loss_col = _pick_columns(names, options, path)
+        positions = choose_columns(path, names, step_col, loss_col, warnings)
+        table = read_columns(path, sep, names, positions, loss_col, warnings)
+    steps = _to_steps(table, step_col, loss_col, path, warnings)
     return [
         RunData(
             name=run_name(path),
@@ -108,57 +126,75 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     ]
 
 
-def _read_delimited(lines: list[str], sep: str, warnings: list[str]) -> pd.DataFrame:
-    kept = [line for line in lines if line.strip()]
-    # The C parser: ~100x faster than the python one on long tables.
-    table = pd.read_csv(io.StringIO("\n".join(kept)), sep=sep, on_bad_lines="skip")
-    skipped = len(kept) - 1 - len(table)
-    if skipped > 0:  # quoted multi-line fields would make this negative: no warning then
-        warnings.append(f"{skipped} row(s) with more fields than the header were skipped")
-    table.columns = [str(c).strip() for c in table.columns]
-    return table
-
-
-def _read_jsonl(lines: list[str], warnings: list[str]) -> pd.DataFrame:
-    rows: list[dict[str, float]] = []
+def _read_jsonl(path: Path, warnings: list[str]) -> pd.DataFrame:
+    """Stream the rows; keys past :data:`MAX_COLUMNS` (or, in a large file, keys the analysis
+    does not read) are dropped and counted."""
+    large = path.stat().st_size > LARGE_TABLE_BYTES
+    rows: list[dict] = []
     bad: list[int] = []
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        row = _json_row(line)
-        if row is None:
-            bad.append(lineno)
-            continue
-        rows.append(_flatten(row))
+    known: dict[str, None] = {}
+    dropped: set[str] = set()
+    with open(path, encoding="utf-8-sig", errors="replace", newline="\n") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            row = _json_row(line)
+            if row is None:
+                bad.append(lineno)
+                continue
+            flat = _flatten(row, keep_text=True)
+            for key in [k for k in flat if k not in known]:
+                wanted = not large or is_analysis_key(canonical_key(key)) or _is_role(key)
+                if wanted and (len(known) < MAX_COLUMNS or _is_role(key)):
+                    known[key] = None
+                else:
+                    dropped.add(key)
+                    del flat[key]
+            rows.append(flat)
     if bad:
         warnings.append(f"{len(bad)} line(s) that are not JSON objects were skipped (first: line {bad[0]})")
-    return pd.DataFrame(rows)
+    if dropped:
+        why = ("keys the analysis does not read are not loaded from a file over "
+               f"{LARGE_TABLE_BYTES >> 20} MB" if large and len(known) < MAX_COLUMNS
+               else f"at most {MAX_COLUMNS} keys are read")
+        warnings.append(f"{path.name}: {len(dropped)} key(s) dropped: {why}")
+    return pd.DataFrame.from_records(rows, columns=list(known)) if rows else pd.DataFrame(columns=list(known))
 
 
-def _to_steps(table: pd.DataFrame, options: LoadOptions, path, warnings: list[str]) -> pd.DataFrame:
-    """Pick the step and loss columns, keep numeric columns under sentinel's keys."""
-    columns = list(table.columns)
+def _is_role(key: str) -> bool:
+    """A key that can be the step or the loss (always kept, whatever the cap)."""
+    lower = key.strip().lower()
+    return lower in STEP_ALIASES or lower in LOSS_ALIASES
+
+
+def _pick_columns(columns: list[str], options: LoadOptions, path) -> tuple[str, str]:
     found = ", ".join(map(str, columns)) or "none"
+    if len(columns) > 50:
+        found = ", ".join(map(str, columns[:50])) + f", ... ({len(columns)} in all)"
     step_col = find_column(columns, STEP_ALIASES, options.step_col)
     if step_col is None:
         raise ValueError(f"{path}: no step column among: {found}; name it with --step-col <column>")
     loss_col = find_column(columns, LOSS_ALIASES, options.loss_col)
     if loss_col is None:
         raise ValueError(f"{path}: no loss column among: {found}; name it with --loss-col <column>")
+    return step_col, loss_col
 
-    step = pd.to_numeric(table[step_col], errors="coerce")
-    keep = step.notna().to_numpy()
-    if not keep.all():
-        warnings.append(f"{int((~keep).sum())} row(s) without a numeric {step_col!r} were skipped")
-    step = step[keep]
-    if not np.all(np.equal(np.mod(step.to_numpy(), 1), 0)):
-        raise ValueError(f"{path}: step column {step_col!r} has non-integer values; name an integer one with --step-col")
 
-    renamed: dict[str, pd.Series] = {metrics.LOSS: pd.to_numeric(table.loc[keep, loss_col], errors="coerce")}
+def _to_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warnings: list[str]) -> pd.DataFrame:
+    """Keep numeric columns under sentinel's keys, indexed by integer step."""
+    columns = list(table.columns)
+    step, keep = step_values(table[step_col], step_col, path, warnings)
+    loss, text = loss_values(table[loss_col])
+    loss = loss[keep]
+    if text[keep].any():
+        sample = table[loss_col][keep][text[keep]].iloc[0]
+        warnings.append(f"{Path(path).name}: {int(text[keep].sum())} row(s) whose {loss_col!r} is text, "
+                        f"not a number (e.g. {str(sample)[:40]!r}), were skipped")
+    renamed: dict[str, pd.Series] = {metrics.LOSS: loss}
     for col in columns:
         if col in (step_col, loss_col):
             continue
-        values = pd.to_numeric(table.loc[keep, col], errors="coerce")
+        values = pd.to_numeric(table[col][keep], errors="coerce")
         if values.notna().sum() == 0:
             continue  # a text column (names, paths, timestamps)
         key = canonical_key(str(col))
@@ -168,8 +204,9 @@ def _to_steps(table: pd.DataFrame, options: LoadOptions, path, warnings: list[st
             warnings.append(f"column {col!r} clashes with another of the same name: skipped")
             continue
         renamed[key] = values
-    frame = pd.DataFrame(renamed).astype("float64")
-    frame.index = pd.Index(step.astype("int64").to_numpy(), name=metrics.STEP)
+    frame = pd.DataFrame({k: v.to_numpy(dtype="float64") for k, v in renamed.items()},
+                         index=pd.Index(step, name=metrics.STEP))
+    frame = frame[~text[keep]]
     if frame.index.has_duplicates:
         # Rows of one step (a train row and a val row, or a step logged again after a
         # restart) merge; for a column logged twice the last value wins.
@@ -180,21 +217,29 @@ def _to_steps(table: pd.DataFrame, options: LoadOptions, path, warnings: list[st
 def _json_row(line: str) -> dict | None:
     try:
         row = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deeply to be a record
         return None
     return row if isinstance(row, dict) else None
 
 
-def _flatten(row: dict) -> dict[str, float]:
-    """Numeric fields of one JSON row, nested objects one level deep as ``outer/inner``."""
-    out: dict[str, float] = {}
+def _flatten(row: dict, keep_text: bool = False) -> dict:
+    """Numeric fields of one JSON row, nested objects one level deep as ``outer/inner``.
+
+    With ``keep_text``, string values are kept too (a loss logged as text is damage the loader
+    counts; other text columns are dropped later).
+    """
+    out: dict = {}
     for key, value in row.items():
         if isinstance(value, dict):
             for inner, inner_value in value.items():
                 if _is_json_number(inner_value):
                     out[f"{key}/{inner}"] = float(inner_value)
+                elif keep_text and isinstance(inner_value, str):
+                    out[f"{key}/{inner}"] = inner_value
         elif _is_json_number(value):
             out[str(key)] = float(value)
+        elif keep_text and isinstance(value, str):
+            out[str(key)] = value
     return out
 
 

@@ -69,3 +69,33 @@ def find_column(columns, aliases, explicit: str | None = None) -> str | None:
         if alias in by_lower:
             return by_lower[alias]
     return None
+
+
+# A table or JSONL row may hold any number of keys; the analysis reads a handful. Columns past
+# this many are dropped with a warning naming the file (a row with 2 million keys once took
+# 38 minutes to tabulate; 1,000 float columns of 10,000 steps are 80 MB).
+MAX_COLUMNS = 1000
+
+# Families the rules read (sentinel.analyze.rule_*): a large table keeps only these.
+_ANALYSIS_PREFIXES = (metrics.GRAD_NORM, "amp/", "attn_")
+_ANALYSIS_KEYS = frozenset({metrics.LOSS, metrics.LR, metrics.LOSS_SCALE, metrics.STEP})
+
+
+def is_analysis_key(key: str) -> bool:
+    """True for a canonical key the analysis reads: step, loss, lr, grad_norm*, loss_scale,
+    amp/*, attn_*.
+
+    Example:
+        >>> is_analysis_key("grad_norm/blocks.0"), is_analysis_key("tokens_per_sec")
+        (True, False)
+    """
+    return key in _ANALYSIS_KEYS or key.startswith(_ANALYSIS_PREFIXES)
+
+
+# Strings that mean a logged non-finite value (a loss that really was NaN/Inf); any other text
+# in a numeric column is damage, not a measurement.
+NONFINITE_TEXT = frozenset({"nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infinity",
+                            "-infinity"})
+
+# Largest magnitude a step may have: steps are int64 (a float step of 1e30 would wrap around).
+STEP_LIMIT = 2.0 ** 63

@@ -14,6 +14,13 @@ import pandas as pd
 from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions, RunData
 from sentinel.analyze.loaders.keys import LOSS_ALIASES, STEP_ALIASES, canonical_key, find_column
+from sentinel.analyze.loaders.numeric_table import (
+    choose_columns,
+    loss_values,
+    read_columns,
+    read_header,
+    step_values,
+)
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +42,7 @@ def sniff(path: str | Path) -> bool:
     if path.name != FILE_NAME or not path.is_file():
         return False
     with open(path, encoding="utf-8", errors="replace") as f:
-        header = f.readline().strip().split(",")
+        header = f.readline(64 * 1024).strip().split(",")
     return find_column(header, STEP_ALIASES) is not None
 
 
@@ -45,6 +52,9 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     Args:
         path: the file, or the directory holding it.
         options: ``step_col`` / ``loss_col`` chosen by the user.
+
+    Reading is bounded and tolerant (see :mod:`~sentinel.analyze.loaders.numeric_table`):
+    chunked parsing, at most ``MAX_COLUMNS`` columns, damaged rows dropped and counted.
 
     Raises:
         ValueError: a column named in ``options`` does not exist, or the file has no step
@@ -59,25 +69,27 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     if path.is_dir():
         path = path / FILE_NAME
     warnings: list[str] = []
-    try:
-        # on_bad_lines="warn" keeps rows before a torn last line (a run killed mid-write).
-        frame = pd.read_csv(path, on_bad_lines="warn", engine="python")
-    except pd.errors.EmptyDataError:
-        frame = pd.DataFrame()
-    step_col = find_column(frame.columns, STEP_ALIASES, options.step_col)
+    names, sep = read_header(path, sep=",")
+    step_col = find_column(names, STEP_ALIASES, options.step_col)
     if step_col is None:
-        raise ValueError(f"{path}: no step column among {', '.join(map(str, frame.columns)) or 'none'}: "
+        raise ValueError(f"{path}: no step column among {', '.join(map(str, names[:50])) or 'none'}: "
                          "pass --step-col NAME")
-    loss_col = find_column(frame.columns, LOSS_ALIASES, options.loss_col)
-    frame[step_col] = pd.to_numeric(frame[step_col], errors="coerce")
-    torn = frame[step_col].isna().sum()
-    if torn:
-        warnings.append(f"{path.name}: skipped {torn} row(s) without a step")
-        frame = frame[frame[step_col].notna()]
-    frame = frame.apply(pd.to_numeric, errors="coerce")
-    frame[step_col] = frame[step_col].astype("int64")
+    loss_col = find_column(names, LOSS_ALIASES, options.loss_col)
+    positions = choose_columns(path, names, step_col, loss_col, warnings)
+    frame = read_columns(path, sep, names, positions, loss_col, warnings)
+    step, keep = step_values(frame[step_col], step_col, path, warnings)
+    frame = frame[keep]
+    if loss_col is not None:
+        loss, text = loss_values(frame[loss_col])
+        frame = frame.assign(**{loss_col: loss.to_numpy()})
+        if text.any():
+            warnings.append(f"{path.name}: {int(text.sum())} row(s) whose {loss_col!r} is text, not a "
+                            "number, were skipped")
+            frame, step = frame[~text], step[~text]
+    frame = frame.drop(columns=[step_col]).apply(pd.to_numeric, errors="coerce")
+    frame.index = pd.Index(step, name=step_col)
     # groupby().last() takes the last non-empty cell per column: merges train and val rows.
-    steps = frame.groupby(step_col, sort=True).last()
+    steps = frame.groupby(level=0, sort=True).last()
     steps.index.name = metrics.STEP
     renames = {}
     for column in steps.columns:
@@ -89,7 +101,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     empty = [c for c in steps.columns if c != metrics.LOSS and steps[c].isna().all()]
     steps = steps.drop(columns=empty)
     if loss_col is None:
-        warnings.append(f"{path.name}: no loss column among {', '.join(map(str, frame.columns))}: "
+        warnings.append(f"{path.name}: no loss column among {', '.join(map(str, names[:50]))}: "
                         "pass --loss-col NAME")
     name = path.parent.name or path.name
     return [RunData(name=name, path=str(path), source=NAME, steps=steps.astype("float64"),

@@ -1,0 +1,195 @@
+"""Reading a delimited table of per-step numbers, bounded in columns and in memory.
+
+Shared by the table loaders (:mod:`generic_table`, :mod:`lightning_csv`). Hostile or damaged
+tables are read as far as they are valid, each problem counted in one warning naming the file:
+
+- columns: at most :data:`~sentinel.analyze.loaders.keys.MAX_COLUMNS`; a table larger than
+  :data:`LARGE_TABLE_BYTES` keeps only the step, the loss and the columns the analysis reads
+  (``lr``, ``grad_norm*``, ``loss_scale``, ``amp/*``, ``attn_*``);
+- memory: the file is parsed in chunks of :data:`CHUNK_ROWS` rows, so the parser's own buffers
+  stay at one chunk; what is kept is 8 bytes per kept cell (10 million rows of step, loss and
+  lr: ~240 MB), never the file's text;
+- steps: a step that is not an integer, or does not fit int64 (``1e30``), drops its row;
+- loss: a cell holding text drops its row (it was not a measurement); only ``nan``/``inf``
+  spellings count as a logged non-finite loss; an empty cell is "not logged".
+"""
+
+from __future__ import annotations
+
+import csv
+import warnings as pywarnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sentinel.analyze.loaders.keys import (
+    MAX_COLUMNS,
+    NONFINITE_TEXT,
+    STEP_LIMIT,
+    canonical_key,
+    is_analysis_key,
+)
+
+# Above this size a table keeps only the columns the analysis reads (see the module docstring).
+LARGE_TABLE_BYTES = 64 << 20
+# Rows parsed at a time: ~1M rows x a handful of columns is tens of MB of parser buffers.
+CHUNK_ROWS = 1 << 20
+# The longest header line read (a header of 2 million column names is ~20 MB).
+_MAX_HEADER_BYTES = 64 << 20
+# Cells that mean "no value" in a loss column (the loss was not logged at that step).
+_MISSING_TEXT = frozenset({"", "na", "n/a", "null", "none", "#n/a", "<na>"})
+# Cells that mean "no value" in the other numeric columns: pandas' defaults.
+_NA_VALUES = ["", "NA", "N/A", "n/a", "NaN", "nan", "-NaN", "-nan", "null", "NULL", "None", "#N/A", "<NA>"]
+
+
+def read_header(path: str | Path, sep: str | None = None) -> tuple[list[str], str]:
+    """The column names of a delimited file and its separator (tab when the header has one).
+
+    Example:
+        >>> read_header("/nonexistent.csv")  # doctest: +SKIP
+        FileNotFoundError: ...
+    """
+    with open(path, "rb") as f:
+        line = f.readline(_MAX_HEADER_BYTES)
+    text = line.decode("utf-8-sig", errors="replace").rstrip("\r\n")
+    if sep is None:
+        sep = "\t" if "\t" in text else ","
+    if not text.strip():
+        return [], sep
+    return [c.strip() for c in next(csv.reader([text], delimiter=sep))], sep
+
+
+def choose_columns(path: str | Path, names: list[str], step_col: str, loss_col: str | None,
+                   warnings: list[str]) -> list[int]:
+    """Positions of the columns to read: step and loss first, then the others, bounded.
+
+    Example:
+        >>> choose_columns("m.csv", ["step", "loss", "tokens"], "step", "loss", [])  # doctest: +SKIP
+        [0, 1, 2]
+    """
+    path = Path(path)
+    large = path.stat().st_size > LARGE_TABLE_BYTES
+    first = [names.index(step_col)] + ([names.index(loss_col)] if loss_col is not None else [])
+    rest = [i for i, name in enumerate(names) if i not in first
+            and (not large or is_analysis_key(canonical_key(name)))]
+    if large and len(first) + len(rest) < len(names):
+        warnings.append(f"{path.name}: {len(names) - len(first) - len(rest)} column(s) the analysis does not "
+                        f"read were not loaded (a table over {LARGE_TABLE_BYTES >> 20} MB keeps step, loss, "
+                        "lr, grad_norm*, loss_scale, amp/*, attn_*)")
+    room = MAX_COLUMNS - len(first)
+    if len(rest) > room:
+        warnings.append(f"{path.name}: {len(rest) - room} of {len(names)} columns dropped: "
+                        f"at most {MAX_COLUMNS} columns are read")
+        rest = rest[:room]
+    return first + rest
+
+
+def read_columns(path: str | Path, sep: str, names: list[str], positions: list[int],
+                 loss_col: str | None, warnings: list[str]) -> pd.DataFrame:
+    """Read the chosen columns in chunks; the loss column is kept as text for :func:`loss_values`.
+
+    A last line without its line end (a run killed while writing) and rows with more fields
+    than the header are dropped and counted.
+    """
+    path = Path(path)
+    labels = [f"c{i}" for i in range(len(names))]
+    loss_label = labels[names.index(loss_col)] if loss_col is not None else None
+    na_values = {labels[i]: _NA_VALUES for i in positions if labels[i] != loss_label}
+    dtype = {loss_label: str} if loss_label is not None else None
+    chunks: list[pd.DataFrame] = []
+    with pywarnings.catch_warnings(record=True) as caught:
+        pywarnings.simplefilter("always", pd.errors.ParserWarning)
+        reader = pd.read_csv(path, sep=sep, header=0, names=labels, usecols=positions, dtype=dtype,
+                             keep_default_na=False, na_values=na_values, on_bad_lines="warn",
+                             encoding="utf-8-sig", encoding_errors="replace", skip_blank_lines=True,
+                             chunksize=CHUNK_ROWS, low_memory=True)
+        with reader:
+            for chunk in reader:
+                chunks.append(chunk)
+    bad = sum(str(w.message).count("Skipping line") for w in caught
+              if issubclass(w.category, pd.errors.ParserWarning))
+    if bad:
+        warnings.append(f"{path.name}: {bad} row(s) with more fields than the header were skipped")
+    table = pd.concat(chunks, ignore_index=True) if chunks else pd.DataFrame(columns=[labels[i] for i in positions])
+    del chunks
+    if len(table) > 0 and not _ends_with_newline(path):
+        # A cut row still parses ("2.3" from "2.3417"), so it cannot be trusted.
+        warnings.append(f"{path.name}: last line has no line end (cut off while written?): skipped")
+        table = table.iloc[:-1]
+    table = table[[labels[i] for i in positions]]
+    table.columns = [names[i] for i in positions]
+    return table
+
+
+def step_values(raw: pd.Series, column: str, path: str | Path, warnings: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Integer steps and the mask of rows that have one.
+
+    Rows without a numeric step, with a non-integral one, or with one that does not fit int64
+    are dropped (each kind counted in a warning).
+
+    Raises:
+        ValueError: no row has a usable step (the message names the column and the fix).
+
+    Example:
+        >>> steps, keep = step_values(pd.Series([0, 1.5, 1e30, 3]), "step", "m.csv", [])
+        >>> steps.tolist(), keep.tolist()
+        ([0, 3], [True, False, False, True])
+    """
+    name = Path(path).name
+    values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype="float64")
+    numeric = ~np.isnan(values)
+    if (~numeric).any():
+        warnings.append(f"{name}: {int((~numeric).sum())} row(s) without a numeric {column!r} were skipped")
+    with np.errstate(invalid="ignore"):
+        fits = numeric & (np.abs(values) < STEP_LIMIT)
+        integral = fits & (np.mod(values, 1) == 0)
+    if (numeric & ~fits).any():
+        warnings.append(f"{name}: {int((numeric & ~fits).sum())} row(s) with a {column!r} too large for a "
+                        "64-bit step (e.g. 1e30) were skipped")
+    if (fits & ~integral).any():
+        if not integral.any():
+            raise ValueError(f"{path}: step column {column!r} has non-integer values; "
+                             "name an integer one with --step-col")
+        warnings.append(f"{name}: {int((fits & ~integral).sum())} row(s) with a non-integer {column!r} were skipped")
+    if pd.api.types.is_integer_dtype(raw.dtype):
+        return raw.to_numpy(dtype="int64")[integral], integral
+    return values[integral].astype("int64"), integral
+
+
+def loss_values(raw: pd.Series) -> tuple[pd.Series, np.ndarray]:
+    """The loss as float64, and the mask of cells that hold text (not a number).
+
+    Empty cells and NA markers are NaN (not logged); ``nan``/``inf`` spellings are NaN/Inf
+    (logged non-finite values); any other text is NaN and flagged in the mask.
+
+    Example:
+        >>> values, text = loss_values(pd.Series(["2.5", "nan", "", "oops", "-inf"]))
+        >>> values.tolist(), text.tolist()
+        ([2.5, nan, nan, nan, -inf], [False, False, False, True, False])
+    """
+    if pd.api.types.is_numeric_dtype(raw.dtype):
+        return raw.astype("float64"), np.zeros(len(raw), dtype=bool)
+    numbers = pd.to_numeric(raw, errors="coerce").astype("float64")
+    unparsed = numbers.isna().to_numpy()
+    text = np.zeros(len(raw), dtype=bool)
+    if unparsed.any():
+        cells = raw[unparsed]
+        is_str = cells.map(lambda v: isinstance(v, str)).to_numpy(dtype=bool)
+        words = cells.astype(str).str.strip().str.lower()
+        nonfinite = is_str & words.isin(NONFINITE_TEXT).to_numpy()
+        missing = ~is_str | words.isin(_MISSING_TEXT).to_numpy()
+        text[np.flatnonzero(unparsed)] = ~(nonfinite | missing)
+        fill = np.where(words.str.contains("inf").to_numpy() & nonfinite,
+                        np.where(words.str.startswith("-").to_numpy(), -np.inf, np.inf), np.nan)
+        numbers.iloc[np.flatnonzero(unparsed)] = fill
+    return numbers, text
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with open(path, "rb") as f:
+        f.seek(0, 2)
+        if f.tell() == 0:
+            return True
+        f.seek(-1, 2)
+        return f.read(1) == b"\n"
