@@ -1,11 +1,14 @@
 """Loader for TensorBoard event files (``events.out.tfevents.*``) of any trainer.
 
-Records are framed by hand (8-byte length, 4-byte CRC, payload, 4-byte CRC) and parsed with
-the tensorboard package's ``Event`` protobuf. Measured on 200,000 scalars (2-core CPU):
-this reader 0.69 s, ``EventAccumulator`` 4.6 s, ``RawEventFileLoader`` + parse 3.1 s,
-``EventFileLoader`` 9.0 s. The difference is the package's pure-Python CRC32C, which this
-reader skips; a damaged record still shows up as an impossible length or a protobuf that
-does not parse, and reading stops there with a warning.
+Records are framed by hand (8-byte length, 4-byte masked CRC32C of the length, payload,
+4-byte masked CRC32C of the payload) and parsed with the tensorboard package's ``Event``
+protobuf. Both CRCs are checked with ``google-crc32c`` (C): a flipped bit in a value would
+otherwise parse as a plausible number (a loss of 3.1e38). A record whose payload CRC fails is
+dropped and counted in one warning per file; a length whose CRC fails cannot be trusted to
+find the next record, so reading stops there with a warning. Measured on 200,000 scalars
+(2-core CPU): this reader 0.69 s before CRC checks, ``EventAccumulator`` 4.6 s,
+``RawEventFileLoader`` + parse 3.1 s, ``EventFileLoader`` 9.0 s (the package's CRC32C is
+pure Python).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import struct
 from collections import defaultdict
 from pathlib import Path
 
+import google_crc32c
 import numpy as np
 import pandas as pd
 
@@ -31,6 +35,19 @@ _HEADER = struct.Struct("<QI")
 # No scalar event comes near this; a larger length is a damaged header.
 _MAX_RECORD = 64 << 20
 _DT_FLOAT, _DT_DOUBLE = 1, 2
+_CRC = struct.Struct("<I")
+_MASK_DELTA = 0xA282EAD8
+
+
+def masked_crc(data: bytes) -> int:
+    """TFRecord's masked CRC32C of ``data``.
+
+    Example:
+        >>> hex(masked_crc(b""))
+        '0xa282ead8'
+    """
+    crc = google_crc32c.value(data)
+    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
 def is_event_file(path: Path) -> bool:
@@ -76,17 +93,35 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     if files:
         return [_load_files(path.name, path, files, options)]
     runs = []
-    for directory in sorted({p.parent for p in path.rglob(f"{_PATTERN}*") if p.is_file()}):
+    for directory in _directories_with_events(path):
         files = sorted(p for p in directory.iterdir() if is_event_file(p))
         runs.append(_load_files(str(directory.relative_to(path)), directory, files, options))
     return runs
 
 
+def _directories_with_events(root: Path) -> list[Path]:
+    """Directories under ``root`` that directly hold event files, walked without recursion
+    (a tree 1,500 directories deep must not exhaust Python's stack); symlinks are not followed."""
+    found, stack = [], [root]
+    while stack:
+        directory = stack.pop()
+        try:
+            entries = list(directory.iterdir())
+        except OSError as err:
+            log.warning("%s: not read (%s)", directory, err.strerror or err)
+            continue
+        if any(is_event_file(p) for p in entries):
+            found.append(directory)
+        stack.extend(p for p in entries if p.is_dir() and not p.is_symlink())
+    return sorted(found)
+
+
 def read_scalars(file: Path, warnings: list[str]) -> dict[str, tuple[list[int], list[float]]]:
     """All scalar values of one event file, by tag, in file order.
 
-    Reading stops at the first damaged or truncated record; what came before is kept and a
-    warning names the file and the offset.
+    A record whose payload fails its CRC is dropped (counted in one warning). Reading stops at
+    a truncated record or a length that fails its CRC; what came before is kept and a warning
+    names the file and the offset.
 
     Example:
         >>> scalars = read_scalars(Path("events.out.tfevents.1"), [])  # doctest: +SKIP
@@ -102,19 +137,25 @@ def read_scalars(file: Path, warnings: list[str]) -> dict[str, tuple[list[int], 
     size = len(data)
     out: dict[str, tuple[list[int], list[float]]] = defaultdict(lambda: ([], []))
     pos = records = 0
+    bad_crc: list[int] = []
     while pos < size:
         if pos + _HEADER.size > size:
             warnings.append(f"{file.name}: truncated record at byte {pos} of {size}; "
                             f"read {records} records before it")
             break
-        length, _ = _HEADER.unpack_from(data, pos)
+        length, length_crc = _HEADER.unpack_from(data, pos)
         end = pos + _HEADER.size + length + 4
-        if length > _MAX_RECORD or end > size:
+        if length > _MAX_RECORD or end > size or masked_crc(data[pos:pos + 8]) != length_crc:
             warnings.append(f"{file.name}: truncated or damaged record at byte {pos} of {size}; "
                             f"read {records} records before it")
             break
+        payload = data[pos + _HEADER.size:end - 4]
+        if masked_crc(payload) != _CRC.unpack_from(data, end - 4)[0]:
+            bad_crc.append(pos)
+            pos = end
+            continue
         try:
-            event = parse(data[pos + _HEADER.size:end - 4])
+            event = parse(payload)
         except DecodeError:
             warnings.append(f"{file.name}: damaged record at byte {pos} of {size}; "
                             f"read {records} records before it")
@@ -129,6 +170,9 @@ def read_scalars(file: Path, warnings: list[str]) -> dict[str, tuple[list[int], 
                 steps, values = out[value.tag]
                 steps.append(event.step)
                 values.append(number)
+    if bad_crc:
+        warnings.append(f"{file.name}: dropped {len(bad_crc)} record(s) whose checksum does not match "
+                        f"(damaged on disk; first at byte {bad_crc[0]})")
     return out
 
 
