@@ -11,9 +11,10 @@ import pandas as pd
 
 from sentinel.store.atomic_json import read_json
 from sentinel.store.events_log import EVENT_COLUMNS, read_events
-from sentinel.store.layout import EVENTS_FILE, META_FILE, list_segments
+from sentinel.metrics import BATCH_IDX, EPOCH, STEP
+from sentinel.store.layout import EVENTS_FILE, META_FILE, SKIPLIST_FILE, list_segments
 from sentinel.store.skiplist import read_skiplist
-from sentinel.store.steps_csv import read_steps
+from sentinel.store.steps_csv import _read_segment, read_steps
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +45,10 @@ class Run:
 def load_run(path: str | Path) -> Run:
     """Load a run directory written by :class:`sentinel.store.RunWriter`.
 
-    Damage (a truncated last line, a malformed line, an unreadable meta or skiplist) never
-    raises: the valid part is returned and ``Run.warnings`` says what was skipped.
+    Damage (a truncated last line, a malformed line, an unreadable meta or skiplist, a file
+    without read permission, a FIFO or directory where a file belongs, JSON nested too deeply
+    to parse, a segment that is not UTF-8) never raises: the valid part is returned and
+    ``Run.warnings`` names each file that was skipped and why.
 
     Args:
         path: the run directory.
@@ -72,14 +75,9 @@ def load_run(path: str | Path) -> Run:
                          "steps.*.csv): pass the directory a RunWriter wrote")
     warnings: list[str] = []
     meta = _read_meta(meta_path, warnings)
-    steps, step_warnings = read_steps(path)
-    events, event_warnings = read_events(path / EVENTS_FILE)
-    try:
-        skiplist = read_skiplist(path)
-    except ValueError as ex:
-        warnings.append(f"skiplist ignored: {ex}")
-        skiplist = []
-    warnings += step_warnings + event_warnings
+    steps = _read_steps(path, warnings)
+    events = _read_events(path / EVENTS_FILE, warnings)
+    skiplist = _read_skiplist(path / SKIPLIST_FILE, warnings)
     for warning in warnings:
         log.warning("%s: %s", path, warning)
     return Run(path=path, meta=meta, steps=steps, events=events, skiplist=skiplist,
@@ -90,12 +88,97 @@ def _read_meta(meta_path: Path, warnings: list[str]) -> dict[str, Any]:
     if not meta_path.exists():
         warnings.append(f"{META_FILE} is missing; meta is empty")
         return {}
+    if not _regular_file(meta_path, warnings):
+        return {}
     try:
         meta = read_json(meta_path)
-    except ValueError as ex:
+    except ValueError as ex:  # not JSON, or not UTF-8
         warnings.append(f"{META_FILE} ignored: {ex}")
+        return {}
+    except OSError as ex:
+        warnings.append(f"{META_FILE} ignored: cannot read it ({ex.strerror or ex}); meta is empty")
+        return {}
+    except RecursionError:
+        warnings.append(f"{META_FILE} ignored: its JSON is nested too deeply to read; meta is empty")
         return {}
     if not isinstance(meta, dict):
         warnings.append(f"{META_FILE} holds a {type(meta).__name__}, not an object; ignored")
         return {}
     return meta
+
+
+def _regular_file(path: Path, warnings: list[str]) -> bool:
+    """False (with a warning) for a directory, FIFO or device where a file belongs: opening a
+    FIFO would wait forever for a writer."""
+    if path.is_file():
+        return True
+    warnings.append(f"{path.name} ignored: it is not a regular file")
+    return False
+
+
+def _read_steps(path: Path, warnings: list[str]) -> pd.DataFrame:
+    try:
+        steps, step_warnings = read_steps(path)
+    except (OSError, ValueError) as ex:  # ValueError: a segment header that is not UTF-8
+        log.debug("%s: reading segments one by one after %r", path, ex)
+        return _read_steps_by_segment(path, warnings)
+    warnings += step_warnings
+    return steps
+
+
+def _read_steps_by_segment(path: Path, warnings: list[str]) -> pd.DataFrame:
+    """The slow path, for a run with an unreadable segment: read the others, name the one skipped.
+    Same result shape as :func:`read_steps` (last record of a step wins, sorted, ``epoch`` and
+    ``batch_idx`` first)."""
+    frames = []
+    for _, segment in list_segments(path):
+        try:
+            table = _read_segment(segment, warnings)
+        except UnicodeDecodeError:
+            warnings.append(f"{segment.name}: header is not UTF-8 text; segment skipped")
+            continue
+        except OSError as ex:
+            warnings.append(f"{segment.name}: cannot read it ({ex.strerror or ex}); segment skipped")
+            continue
+        if table is not None and table.num_rows:
+            frames.append(table.to_pandas().set_index(STEP))
+    if not frames:
+        return pd.DataFrame(index=pd.Index([], dtype="int64", name=STEP))
+    steps = pd.concat(frames)
+    steps = steps[~steps.index.duplicated(keep="last")].sort_index(kind="stable")
+    leading = [c for c in (EPOCH, BATCH_IDX) if c in steps.columns]
+    return steps[leading + [c for c in steps.columns if c not in leading]]
+
+
+def _read_events(path: Path, warnings: list[str]) -> pd.DataFrame:
+    empty = pd.DataFrame(columns=list(EVENT_COLUMNS))
+    if not path.exists():
+        return empty
+    if not _regular_file(path, warnings):
+        return empty
+    try:
+        events, event_warnings = read_events(path)
+    except OSError as ex:
+        warnings.append(f"{path.name} ignored: cannot read it ({ex.strerror or ex}); no events")
+        return empty
+    except RecursionError:
+        warnings.append(f"{path.name} ignored: a line nests JSON too deeply to read; no events")
+        return empty
+    warnings += event_warnings
+    return events
+
+
+def _read_skiplist(path: Path, warnings: list[str]) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    if not _regular_file(path, warnings):
+        return []
+    try:
+        return read_skiplist(path)
+    except ValueError as ex:
+        warnings.append(f"skiplist ignored: {ex}")
+    except OSError as ex:
+        warnings.append(f"skiplist ignored: cannot read {path.name} ({ex.strerror or ex})")
+    except RecursionError:
+        warnings.append(f"skiplist ignored: {path.name} nests JSON too deeply to read")
+    return []
