@@ -20,9 +20,17 @@ Coverage:
   q, k and the mask on the first ``max_batch`` sequences;
 * ``torch.nn.MultiheadAttention``: a mode does not see the attention inside it in training, so
   a forward hook recomputes q and k from its input projection;
+* attention written by hand (nanoGPT's ``flash=False`` path, Hugging Face
+  ``attn_implementation="eager"``, most research code): while armed, the same mode follows
+  the scores of a product of two batched activations (``@``, ``matmul``, ``bmm``,
+  ``baddbmm``, ``einsum``) through scaling, masking and additions, and a softmax over their
+  last dimension is measured from its input; it is attributed to the innermost running
+  module whose name or class says attention (``attn``, ``attention``, ``mha``);
 * :func:`record_attention` for modules that hold their own probabilities or logits.
 
-Nothing here knows about Lightning: the caller arms the probe around the forward.
+A module measured by one of the other paths on a step is not counted again from its
+hand-written softmax. Nothing here knows about Lightning: the caller arms the probe around
+the forward.
 """
 
 from __future__ import annotations
@@ -31,6 +39,8 @@ import contextlib
 import functools
 import logging
 import math
+import re
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,6 +75,33 @@ _MHA_PARAMS = (
     "attn_mask",
     "average_attn_weights",
     "is_causal",
+)
+
+# Calls whose result may be attention scores: a product of two activations.
+_PRODUCTS = frozenset(
+    {
+        torch.matmul,
+        torch.Tensor.matmul,
+        torch.Tensor.__matmul__,
+        torch.Tensor.__rmatmul__,
+        torch.bmm,
+        torch.Tensor.bmm,
+        torch.baddbmm,
+        torch.Tensor.baddbmm,
+        torch.einsum,
+    }
+)
+_SOFTMAX = frozenset({F.softmax, torch.softmax, torch.Tensor.softmax})
+
+# A module path component or class name that says "attention".
+_ATTENTION_NAME = re.compile(r"attn|attention|mha", re.IGNORECASE)
+
+#: Why nothing was recorded, for a model in which no path above saw attention.
+NO_ATTENTION_REASON = (
+    "no attention modules found: the model has no nn.MultiheadAttention, no "
+    "scaled_dot_product_attention call and no softmax over a q @ k.T product on a sampled "
+    "step; record your own with sentinel.probes.attention.record_attention(module, "
+    "probs=..., logits=...)"
 )
 
 # The probe currently armed; record_attention checks only this when nothing is armed.
@@ -300,20 +337,92 @@ class _Accum:
     logit_max: list[Tensor] = field(default_factory=list)
 
 
-class _SDPAInterceptor(TorchFunctionMode):
-    """Sees every torch call while armed; lets it run, then reports SDPA calls to the probe."""
+class _AttentionInterceptor(TorchFunctionMode):
+    """Sees every torch call while armed; lets it run, then reports attention to the probe.
+
+    Reports ``scaled_dot_product_attention`` calls, and follows hand-written attention: the
+    result of a product of two batched activations is marked as scores, the mark passes to
+    any result of the same trailing ``(Lq, Lk)`` shape computed from marked scores (scale,
+    mask, add, cast), and a softmax over the last dimension of marked scores is reported.
+    """
 
     def __init__(self, probe: AttentionProbe) -> None:
         super().__init__()
         self._probe = probe
+        self.quiet = False  # set while the probe computes its own statistics
+        self._scores: dict[int, weakref.ref[Tensor]] = {}  # id -> marked scores
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
         kwargs = kwargs or {}
         out = func(*args, **kwargs)  # the real call, unchanged: outputs stay bit-identical
+        if self.quiet:
+            return out
+        # The mode is popped while this runs, so the probe's own calls are not intercepted.
         if func is F.scaled_dot_product_attention:
-            # The mode is popped while this runs, so the recomputation is not intercepted.
             self._probe._on_sdpa(args, kwargs)
+        elif func in _SOFTMAX:
+            self._on_softmax(args, kwargs)
+        elif func in _PRODUCTS:
+            if _is_activation_product(func, args, kwargs, out):
+                self._mark(out)
+        elif self._scores and isinstance(out, Tensor) and out.dim() >= 2:
+            source = self._marked_arg(args, kwargs)
+            if source is not None and out.shape[-2:] == source.shape[-2:]:
+                self._mark(out)
         return out
+
+    def clear(self) -> None:
+        self._scores = {}
+
+    def _mark(self, t: Tensor) -> None:
+        self._scores[id(t)] = weakref.ref(t)
+
+    def _is_marked(self, t: Any) -> bool:
+        if not isinstance(t, Tensor):
+            return False
+        ref = self._scores.get(id(t))
+        return ref is not None and ref() is t
+
+    def _marked_arg(self, args: tuple, kwargs: dict) -> Tensor | None:
+        for a in args:
+            if self._is_marked(a):
+                return a
+        for a in kwargs.values():
+            if self._is_marked(a):
+                return a
+        return None
+
+    def _on_softmax(self, args: tuple, kwargs: dict) -> None:
+        x = args[0] if args else kwargs.get("input", kwargs.get("self"))
+        dim = args[1] if len(args) > 1 else kwargs.get("dim")
+        if not self._is_marked(x) or not isinstance(dim, int) or x.dim() < 2:
+            return
+        if dim % x.dim() == x.dim() - 1:
+            self._probe._on_manual(x)
+
+
+def _is_activation_product(func: Callable, args: tuple, kwargs: dict, out: Any) -> bool:
+    """Whether a product multiplied two batched (3-D or more) tensors, like q and k.T.
+
+    Requiring both operands batched leaves out products with a weight (``x @ W.T``).
+    """
+    if not isinstance(out, Tensor) or out.dim() < 3:
+        return False
+    if func is torch.einsum:
+        ops = args[1:]
+        if len(ops) == 1 and isinstance(ops[0], (list, tuple)):
+            ops = tuple(ops[0])
+    elif func in (torch.baddbmm, torch.Tensor.baddbmm):
+        ops = (
+            args[1] if len(args) > 1 else kwargs.get("batch1"),
+            args[2] if len(args) > 2 else kwargs.get("batch2"),
+        )
+    else:
+        ops = (
+            args[0] if args else kwargs.get("input"),
+            args[1] if len(args) > 1 else kwargs.get("other", kwargs.get("mat2")),
+        )
+    return len(ops) == 2 and all(isinstance(t, Tensor) and t.dim() >= 3 for t in ops)
 
 
 class AttentionProbe:
@@ -332,6 +441,12 @@ class AttentionProbe:
     ``attn_logit_max/<module>``         largest scaled score, masked excluded
     ==================================  ==========================================
 
+    Hand-written attention (a softmax over the last dimension of ``q @ k.T`` scores, see the
+    module docstring) is measured from the softmax input and attributed to the innermost
+    running module whose path or class names attention, else the innermost running module
+    of the user's own classes. Scores of a ``bmm`` over ``(B * H, Lq, Lk)`` cannot be split
+    into heads, so there the lowest "head" is the lowest (sequence, head) pair.
+
     Args:
         model: the model whose forward is probed.
         every: sample interval in steps (step % every == 0). 50 keeps the recomputation,
@@ -341,9 +456,12 @@ class AttentionProbe:
 
     Attributes:
         modules: attention module paths seen so far (``nn.MultiheadAttention`` found at
-            construction; ``scaled_dot_product_attention`` callers and
-            :func:`record_attention` users added on the first sampled forward that runs them).
+            construction; ``scaled_dot_product_attention`` callers, hand-written attention
+            and :func:`record_attention` users added on the first sampled forward that runs
+            them).
         found_any: after the first sampled step, False means the model has no attention.
+        no_attention_reason: after a sampled step that saw no attention, one line saying so
+            and what to do; else None.
 
     Example:
         >>> probe = AttentionProbe(model, every=50)
@@ -374,17 +492,35 @@ class AttentionProbe:
         self._armed = False
         self._sampled_once = False
         self._handles: list[RemovableHandle] = []
-        self._mode: _SDPAInterceptor | None = None
+        self._mode: _AttentionInterceptor | None = None
         self._stack: list[str] = []  # names of modules inside forward, innermost last
         self._names: dict[nn.Module, str] = {}
         self._mha_names: set[str] = set()
+        self._attention_named: set[str] = set()  # paths whose name or class says attention
+        self._torch_builtin: set[str] = set()  # paths of torch.nn's own module classes
         self._acc: dict[str, _Accum] = {}
+        self._manual: dict[str, _Accum] = {}  # hand-written softmax(q @ k.T), per owner
+        self._reported: set[str] = set()  # owners measured by another path this step
         self._warned: set[str] = set()
 
     @property
     def found_any(self) -> bool:
         """Whether any attention module has been found (at construction or while sampling)."""
         return bool(self.modules)
+
+    @property
+    def no_attention_reason(self) -> str | None:
+        """One line saying why nothing is recorded, once a sampled step saw no attention.
+
+        None before the first sampled step and whenever attention was found.
+
+        Example:
+            >>> probe.no_attention_reason
+            'no attention modules found: the model has no nn.MultiheadAttention, ...'
+        """
+        if self.found_any or not self._sampled_once:
+            return None
+        return NO_ATTENTION_REASON
 
     @property
     def armed(self) -> bool:
@@ -451,11 +587,11 @@ class AttentionProbe:
             self._disarm()
             metrics = self._collect()
         finally:
-            self._acc = {}
+            self._acc, self._manual, self._reported = {}, {}, set()
         if not self._sampled_once:
             self._sampled_once = True
             if not self.modules:
-                logger.info("AttentionProbe: the model ran no attention on a sampled step")
+                logger.info("AttentionProbe: %s", NO_ATTENTION_REASON)
         return metrics
 
     # -- arming ---------------------------------------------------------------------------
@@ -464,9 +600,17 @@ class AttentionProbe:
         # Rescanned per sampled step so modules added after construction are covered.
         self._names = {}
         self._mha_names = set()
+        self._attention_named = set()
+        self._torch_builtin = set()
         for name, mod in self.model.named_modules():
             name = _display_name(name)
             self._names[mod] = name
+            if _ATTENTION_NAME.search(name.rsplit(".", 1)[-1]) or _ATTENTION_NAME.search(
+                type(mod).__name__
+            ):
+                self._attention_named.add(name)
+            if type(mod).__module__.startswith("torch.nn."):
+                self._torch_builtin.add(name)
             enter = functools.partial(self._enter, name)
             self._handles.append(mod.register_forward_pre_hook(enter))
             self._handles.append(
@@ -479,7 +623,7 @@ class AttentionProbe:
                         functools.partial(self._on_mha, name), with_kwargs=True
                     )
                 )
-        self._mode = _SDPAInterceptor(self)
+        self._mode = _AttentionInterceptor(self)
         self._mode.__enter__()
 
     def _disarm(self) -> None:
@@ -489,6 +633,7 @@ class AttentionProbe:
                 handle.remove()
             self._handles = []
             if self._mode is not None:
+                self._mode.clear()
                 _leave_mode(self._mode)
         finally:
             self._mode = None
@@ -508,8 +653,23 @@ class AttentionProbe:
 
     # -- observations -----------------------------------------------------------------------
 
+    def _owner(self) -> str:
+        """The running module hand-written attention belongs to.
+
+        The innermost one whose path or class names attention, else the innermost one that is
+        not one of torch.nn's own classes (an ``nn.Softmax`` belongs to its caller), else root.
+        """
+        for name in reversed(self._stack):
+            if name in self._attention_named:
+                return name
+        for name in reversed(self._stack):
+            if name not in self._torch_builtin:
+                return name
+        return ROOT_NAME
+
     def _on_sdpa(self, args: tuple, kwargs: dict) -> None:
         name = self._stack[-1] if self._stack else ROOT_NAME
+        self._reported.add(self._owner())
         if name in self._mha_names:
             return  # MultiheadAttention is measured by its own hook
         p = dict(zip(_SDPA_PARAMS, args))
@@ -555,14 +715,42 @@ class AttentionProbe:
             ),
         )
 
-    def _measure(self, name: str, device_type: str, logits_fn: Callable[[], Tensor]) -> None:
+    def _on_manual(self, scores: Tensor) -> None:
+        """A softmax over the last dimension of ``q @ k.T`` scores (the softmax input)."""
+        name = self._owner()
+        if name in self._mha_names:
+            return  # MultiheadAttention is measured by its own hook
+        if scores.dim() >= 4:
+            scores = scores[: self.max_batch]
+        self._measure(name, scores.device.type, lambda: scores, self._manual)
+
+    def _measure(
+        self,
+        name: str,
+        device_type: str,
+        logits_fn: Callable[[], Tensor],
+        into: dict[str, _Accum] | None = None,
+    ) -> None:
         try:
-            with torch.no_grad(), _autocast_off(device_type):
-                ent, ent_min, lmax = _stats_from_logits(_as_heads(logits_fn()))
-                self._add(name, ent, ent_min, lmax)
+            with self._quiet(), torch.no_grad(), _autocast_off(device_type):
+                ent, ent_min, lmax = _stats_from_logits(_as_heads(logits_fn().float()))
+                self._add(name, ent, ent_min, lmax, self._acc if into is None else into)
         except (RuntimeError, ValueError, IndexError) as err:
             # A diagnostic must not stop training; say once which module it could not read.
             self._warn_once(name, f"attention recomputation failed: {err}")
+
+    @contextlib.contextmanager
+    def _quiet(self) -> Iterator[None]:
+        """Keep the mode from following the probe's own computations."""
+        mode = self._mode
+        if mode is None or mode.quiet:
+            yield
+            return
+        mode.quiet = True
+        try:
+            yield
+        finally:
+            mode.quiet = False
 
     def _record_external(
         self, module: nn.Module | str, probs: Tensor | None, logits: Tensor | None
@@ -579,26 +767,38 @@ class AttentionProbe:
                 )
                 return
             name = found
-        with torch.no_grad():
+        self._reported.add(self._owner())
+        with self._quiet(), torch.no_grad():
             if probs is not None and probs.dim() >= 4:
                 probs = probs[: self.max_batch]
             if logits is not None and logits.dim() >= 4:
                 logits = logits[: self.max_batch]
             ent, ent_min, lmax = attention_stats(probs=probs, logits=logits)
-        self._add(name, ent, ent_min, lmax if logits is not None else None)
+        self._add(name, ent, ent_min, lmax if logits is not None else None, self._acc)
 
-    def _add(self, name: str, ent: Tensor, ent_min: Tensor, lmax: Tensor | None) -> None:
-        if name not in self.modules:
-            self.modules.append(name)
-        acc = self._acc.setdefault(name, _Accum())
+    def _add(
+        self,
+        name: str,
+        ent: Tensor,
+        ent_min: Tensor,
+        lmax: Tensor | None,
+        into: dict[str, _Accum],
+    ) -> None:
+        acc = into.setdefault(name, _Accum())
         acc.entropy.append(ent)
         acc.entropy_min.append(ent_min)
         if lmax is not None:
             acc.logit_max.append(lmax)
 
     def _collect(self) -> dict[str, Tensor]:
+        # Hand-written softmax counts only for modules no other path measured this step.
+        for name, acc in self._manual.items():
+            if name not in self._acc and name not in self._reported:
+                self._acc[name] = acc
         out: dict[str, Tensor] = {}
         for name, acc in self._acc.items():
+            if name not in self.modules:
+                self.modules.append(name)
             # Several calls in one module: mean entropy, lowest head, largest logit.
             out[metric_key(ATTN_ENTROPY, name)] = torch.stack(acc.entropy).mean()
             out[metric_key(ATTN_ENTROPY_MIN_HEAD, name)] = torch.stack(acc.entropy_min).amin()
