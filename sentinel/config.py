@@ -13,6 +13,8 @@ if TYPE_CHECKING:  # the detector package imports pandas: only for annotations h
 
 
 def _positive(name: str, value: float, allow_zero: bool = False) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name}={value!r} is a {type(value).__name__}: pass a number")
     if value < 0 or (value == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
         raise ValueError(f"{name} must be {bound}, got {value!r}")
@@ -99,6 +101,18 @@ class GuardConfig:
     loss_scale_floor: float = 1.0
 
     def __post_init__(self) -> None:
+        # Types first, for every numeric option (by its annotation), so "4" is named, not compared.
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.type in ("int", "int | None") and not (value is None and f.type == "int | None"):
+                if isinstance(value, bool) or not isinstance(value, int):
+                    expected = "an int" if f.type == "int" else "an int or None"
+                    raise TypeError(f"{f.name}={value!r} is a {type(value).__name__}: pass {expected}")
+            elif f.type == "float" and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise TypeError(f"{f.name}={value!r} is a {type(value).__name__}: pass a number (float)")
+        if self.snapshot_max_bytes is not None:
+            _positive("snapshot_max_bytes", self.snapshot_max_bytes)
+        _positive("loss_scale_floor", self.loss_scale_floor, allow_zero=True)
         _positive("snapshot_every", self.snapshot_every)
         _positive("snapshot_keep", self.snapshot_keep)
         _positive("min_rollback_distance", self.min_rollback_distance, allow_zero=True)
