@@ -77,9 +77,11 @@ _MHA_PARAMS = (
     "is_causal",
 )
 
-# Calls whose result may be attention scores: a product of two activations.
+# Calls whose result may be attention scores: a product of two activations. Compared by id:
+# what a mode receives need not be hashable.
 _PRODUCTS = frozenset(
-    {
+    id(f)
+    for f in (
         torch.matmul,
         torch.Tensor.matmul,
         torch.Tensor.__matmul__,
@@ -89,9 +91,9 @@ _PRODUCTS = frozenset(
         torch.baddbmm,
         torch.Tensor.baddbmm,
         torch.einsum,
-    }
+    )
 )
-_SOFTMAX = frozenset({F.softmax, torch.softmax, torch.Tensor.softmax})
+_SOFTMAX = frozenset(id(f) for f in (F.softmax, torch.softmax, torch.Tensor.softmax))
 
 # A module path component or class name that says "attention".
 _ATTENTION_NAME = re.compile(r"attn|attention|mha", re.IGNORECASE)
@@ -360,9 +362,9 @@ class _AttentionInterceptor(TorchFunctionMode):
         # The mode is popped while this runs, so the probe's own calls are not intercepted.
         if func is F.scaled_dot_product_attention:
             self._probe._on_sdpa(args, kwargs)
-        elif func in _SOFTMAX:
+        elif id(func) in _SOFTMAX:
             self._on_softmax(args, kwargs)
-        elif func in _PRODUCTS:
+        elif id(func) in _PRODUCTS:
             if _is_activation_product(func, args, kwargs, out):
                 self._mark(out)
         elif self._scores and isinstance(out, Tensor) and out.dim() >= 2:
@@ -412,7 +414,7 @@ def _is_activation_product(func: Callable, args: tuple, kwargs: dict, out: Any) 
         ops = args[1:]
         if len(ops) == 1 and isinstance(ops[0], (list, tuple)):
             ops = tuple(ops[0])
-    elif func in (torch.baddbmm, torch.Tensor.baddbmm):
+    elif func is torch.baddbmm or func is torch.Tensor.baddbmm:
         ops = (
             args[1] if len(args) > 1 else kwargs.get("batch1"),
             args[2] if len(args) > 2 else kwargs.get("batch2"),
