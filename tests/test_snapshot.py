@@ -280,7 +280,7 @@ def test_a_snapshot_larger_than_max_bytes_is_a_clear_error():
     model = nn.Linear(4, 4)
     one = 4 * (16 + 4) + RNG_BYTES
     ring = SnapshotRing(SnapshotConfig(max_bytes=one - 1))
-    with pytest.raises(ValueError, match=rf"needs {one} bytes but SnapshotConfig.max_bytes={one - 1} .*raise max_bytes to at least {one}"):
+    with pytest.raises(ValueError, match=rf"needs {one} bytes \(5.0 KiB\) but SnapshotConfig.max_bytes={one - 1} .*raise max_bytes to at least {one}"):
         ring.take(0, model=model)
     assert len(ring) == 0
 
@@ -391,7 +391,8 @@ def test_on_disk_ring_skips_an_unreadable_file_with_a_warning(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="sentinel.guard.snapshot"):
         fresh.load_state_dict(saved)
     assert [s.step for s in fresh.snapshots] == [0]
-    assert "unreadable" in caplog.text and "missing" in caplog.text
+    assert "snapshot-000000001.pt is unusable (cannot be read" in caplog.text
+    assert "snapshot-000000002.pt is unusable (the file is missing)" in caplog.text
 
 
 # ---------------------------------------------------------------------- config

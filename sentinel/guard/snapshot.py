@@ -1,10 +1,14 @@
 """The snapshot ring: copies of the training state that a rollback can return to.
 
-Every ``every`` optimizer steps the guard copies the model, optimizers, LR schedulers,
-grad scaler and RNG states to host memory (or to disk), keeping the last ``keep``
-copies. On a loss spike or a non-finite step it restores the newest copy taken before
-the spike began. Deciding *when* to roll back lives elsewhere; this module only holds
-and restores state.
+Every ``every`` optimizer steps the guard copies the model, optimizers (and any tensor
+they train that the model does not hold), LR schedulers, grad scaler and RNG states to
+host memory (or to disk), keeping the last ``keep`` copies. On a loss spike or a
+non-finite step it restores the newest copy taken before the spike began; a snapshot
+file that cannot be used is reported and the next older one is restored instead.
+Deciding *when* to roll back lives elsewhere; this module only holds and restores state.
+
+Snapshot files are read with ``torch.load(weights_only=True)``: they hold tensors and
+plain Python values only, so a file placed in the directory cannot run code.
 
 A snapshot at step ``k`` is the state after ``k`` optimizer steps, taken between steps
 (no gradients are held; restoring clears them).
@@ -15,18 +19,21 @@ Example:
     ...     ring.take(step, model=model, optimizers=[opt], schedulers=[sched])
     >>> snap = ring.newest_good_before(spike_step)
     >>> extra = ring.restore(snap, model=model, optimizers=[opt], schedulers=[sched])
+    >>> ring.last_restored.step  # the snapshot actually used (an older one if snap was unusable)
 """
 
 from __future__ import annotations
 
+import collections
 import copy
 import logging
 import os
-import pickle
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 from torch.optim import Optimizer
@@ -35,9 +42,13 @@ from sentinel.rng import RngState, capture_rng, restore_rng
 
 log = logging.getLogger(__name__)
 
-_FORMAT_VERSION = 1
+# 2: weights-only payload (numpy RNG state as a tensor, extra as plain values), optimizer params.
+_FORMAT_VERSION = 2
 _FILE_PREFIX = "snapshot-"
 _FILE_SUFFIX = ".pt"
+# The ring's own files, and the temporary files of a write cut short (see _write).
+_FILE_RE = re.compile(r"snapshot-(\d{9,})\.pt")
+_TMP_RE = re.compile(r"\.snapshot-\d{9,}\.pt\.tmp")
 
 # Keys of a snapshot file and of the in-memory state (named once, as torchtitan does).
 MODEL = "model"
@@ -46,14 +57,68 @@ SCHEDULERS = "schedulers"
 SCALER = "scaler"
 RNG = "rng"
 EXTRA = "extra"
+OPTIMIZER_PARAMS = "optimizer_params"  # tensors the optimizers train that the model does not hold
 
 
 class SnapshotTooLarge(ValueError):
-    """One snapshot needs more bytes than the ring may hold (``nbytes`` > ``max_bytes``)."""
+    """One snapshot needs more bytes than the ring may hold (``nbytes`` > ``max_bytes``).
 
-    def __init__(self, nbytes: int, max_bytes: int, message: str) -> None:
+    Attributes:
+        nbytes: bytes of tensor data one snapshot needs (use :func:`format_size` to show it).
+        max_bytes: the ring's bound (``SnapshotConfig.max_bytes``).
+        directory: the snapshot directory when snapshots go to disk, else None (host memory).
+        step: the step whose snapshot did not fit, or None.
+    """
+
+    def __init__(self, nbytes: int, max_bytes: int, message: str, *, directory: str | None = None,
+                 step: int | None = None) -> None:
         super().__init__(message)
         self.nbytes, self.max_bytes = nbytes, max_bytes
+        self.directory, self.step = directory, step
+
+
+class SnapshotUnusable(RuntimeError):
+    """No snapshot could be restored: every file tried was missing, damaged or refused.
+
+    Raised by :meth:`SnapshotRing.restore` after it has tried the requested snapshot and
+    every older one the ring holds. The live objects are left exactly as they were, so the
+    caller can give up cleanly.
+
+    Attributes:
+        step: the step of the snapshot asked for.
+        tried: ``(path, reason)`` for each snapshot tried, newest first.
+        paths: the paths alone.
+    """
+
+    def __init__(self, step: int, tried: Sequence[tuple[str, str]]) -> None:
+        self.step = step
+        self.tried = tuple(tried)
+        self.paths = tuple(path for path, _ in self.tried)
+        listing = "; ".join(f"{path} ({reason})" for path, reason in self.tried)
+        super().__init__(f"no snapshot at or before step {step} can be restored, tried {listing}: "
+                         "the training state was left as it is; check the disk of the snapshot "
+                         "directory, or restart from a checkpoint")
+
+
+class _Unusable(Exception):
+    """A snapshot's stored state cannot be used (the reason is the message)."""
+
+
+def format_size(nbytes: int) -> str:
+    """A byte count in the largest binary unit that keeps it >= 1, one decimal.
+
+    Example:
+        >>> format_size(812), format_size(5136), format_size(5 << 30)
+        ('812 bytes', '5.0 KiB', '5.0 GiB')
+    """
+    if nbytes < 1024:
+        return f"{nbytes} bytes"
+    value = float(nbytes)
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        value /= 1024
+        if value < 1024 or unit == "TiB":
+            break
+    return f"{value:.1f} {unit}"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -76,7 +141,9 @@ class SnapshotConfig:
             ``keep`` only. One snapshot larger than the bound is an error at ``take``.
         directory: when set, snapshots are written there (atomically: a temporary file
             then ``os.replace``) instead of being held in memory, and survive a restart:
-            ``SnapshotRing.load_state_dict`` finds them again. Use one directory per rank.
+            ``SnapshotRing.load_state_dict`` finds them again. Use one directory per rank:
+            a new ring removes what an earlier process left there under the ring's own
+            names (``snapshot-<step>.pt`` and their temporary files) and nothing else.
         pin_memory: copy CUDA tensors into pinned host memory (asynchronous copies, one
             synchronisation). ``None`` pins when the state is on CUDA.
 
@@ -117,6 +184,7 @@ class _State:
     schedulers: list[dict[str, Any]]
     scaler: dict[str, Any] | None  # None: no scaler was given to take()
     rng: RngState
+    params: list[torch.Tensor] = field(default_factory=list)  # see _outside_params
 
 
 @dataclass
@@ -142,12 +210,21 @@ class Snapshot:
         """Whether the snapshot still holds its state (False once dropped from the ring)."""
         return self._state is not None or self._path is not None
 
+    @property
+    def path(self) -> str | None:
+        """The snapshot's file in directory mode (None in memory, or once dropped)."""
+        return self._path
+
 
 class SnapshotRing:
     """A bounded ring of training-state snapshots with restore.
 
     Args:
         config: cadence, size bounds and storage, see :class:`SnapshotConfig`.
+
+    Attributes:
+        last_restored: the snapshot the last successful :meth:`restore` used (older than
+            the one asked for when that one was unusable), or None.
 
     Example:
         >>> ring = SnapshotRing(SnapshotConfig(every=2, keep=2))
@@ -160,13 +237,18 @@ class SnapshotRing:
         if not isinstance(config, SnapshotConfig):
             raise TypeError(f"config={config!r} is not a SnapshotConfig: pass SnapshotConfig(...)")
         self.config = config
+        self.last_restored: Snapshot | None = None
         self._snapshots: list[Snapshot] = []  # oldest first
+        # Files an earlier process left in the directory, by step: load_state_dict may adopt
+        # them; the rest are removed then, or at the first take.
+        self._leftovers: dict[int, str] = {}
         if config.directory is not None:
             try:
                 os.makedirs(config.directory, exist_ok=True)
             except OSError as exc:
                 raise ValueError(f"snapshot directory {str(config.directory)!r} cannot be created ({exc}): "
                                  "pass a directory you can write to") from exc
+            self._clean_directory()
 
     # ----------------------------------------------------------------- queries
 
@@ -234,6 +316,7 @@ class SnapshotRing:
         """Copy the training state to the host (or disk) and add it to the ring.
 
         CUDA tensors are copied asynchronously into pinned buffers and synchronised once.
+        Tensors the optimizers train that are not parameters of ``model`` are copied too.
         The oldest snapshots are dropped first to stay within ``keep`` and ``max_bytes``.
         A snapshot at a step already held replaces it.
 
@@ -243,14 +326,17 @@ class SnapshotRing:
             optimizers: optimizers whose state is copied.
             schedulers: LR schedulers (anything with ``state_dict``/``load_state_dict``).
             scaler: an AMP ``GradScaler`` or None.
-            extra: small picklable state to give back on restore (step counters,
-                detector state); deep-copied.
+            extra: small state to give back on restore (step counters, detector state);
+                deep-copied. In directory mode it must be plain values (numbers, strings,
+                lists, tuples, dicts, tensors): numpy scalars are stored as Python numbers
+                and deques as lists.
 
         Returns:
             The new :class:`Snapshot`.
 
         Raises:
-            ValueError: the snapshot alone is larger than ``max_bytes``.
+            SnapshotTooLarge: the snapshot alone is larger than ``max_bytes``.
+            TypeError: in directory mode, the state holds a value a weights-only load refuses.
 
         Example:
             >>> snap = ring.take(100, model=model, optimizers=[opt], extra={"epoch": 2})
@@ -260,16 +346,17 @@ class SnapshotRing:
         # Scalers and schedulers hold Python scalars; deep copies detach them from the live objects.
         sched_sds = [copy.deepcopy(s.state_dict()) for s in schedulers]
         scaler_sd = None if scaler is None else copy.deepcopy(scaler.state_dict())  # note: syncs once
+        params = _outside_params(model, optimizers)
         rng = capture_rng()
 
-        live = (model_sd, opt_sds, sched_sds)
+        live = (model_sd, opt_sds, sched_sds, params)
         nbytes = _tensor_bytes(live) + rng.torch_cpu.numel() + sum(t.numel() for t in rng.torch_cuda)
         self._make_room(step, nbytes)
 
         copier = _HostCopier(self._pin(live))
-        host_model, host_opts, host_scheds = copier.copy(live)
+        host_model, host_opts, host_scheds, host_params = copier.copy(live)
         copier.wait()
-        state = _State(host_model, host_opts, host_scheds, scaler_sd, rng)
+        state = _State(host_model, host_opts, host_scheds, scaler_sd, rng, host_params)
         snap = Snapshot(step=int(step), nbytes=nbytes, good=True, extra=copy.deepcopy(dict(extra or {})))
         if self.config.directory is None:
             snap._state = state
@@ -287,48 +374,56 @@ class SnapshotRing:
         tensors it is given). Gradients are cleared, as they were at the snapshot, and
         RNG states are restored, so the next step repeats exactly.
 
+        A snapshot file that is missing, damaged, refused by the weights-only loader or
+        does not fit the live objects is logged as a warning naming it and why, dropped
+        from the ring, and the next older snapshot held is tried. Nothing live changes
+        until a snapshot has been read and checked whole. :attr:`last_restored` says which
+        snapshot was used.
+
         Args:
             snapshot: a snapshot held by this ring.
             model, optimizers, schedulers, scaler: the live objects, the same kinds and
                 number as given to :meth:`take`.
 
         Returns:
-            A deep copy of ``snapshot.extra``.
+            A deep copy of the ``extra`` of the snapshot used.
 
         Raises:
-            ValueError: the snapshot was dropped, or the objects do not match it.
+            ValueError: the snapshot was dropped, or the objects do not match an in-memory snapshot.
+            SnapshotUnusable: no snapshot from ``snapshot`` back could be used (live state untouched).
 
         Example:
             >>> extra = ring.restore(snap, model=model, optimizers=[opt], schedulers=[sched])
+            >>> restored_step = ring.last_restored.step
         """
-        state = self._load(snapshot)
-        where = f"snapshot at step {snapshot.step}"
-        if len(optimizers) != len(state.optimizers):
-            raise ValueError(f"{where} holds {len(state.optimizers)} optimizer(s) but {len(optimizers)} "
-                             "were passed to restore: pass the same optimizers as to take()")
-        if len(schedulers) != len(state.schedulers):
-            raise ValueError(f"{where} holds {len(state.schedulers)} scheduler(s) but {len(schedulers)} "
-                             "were passed to restore: pass the same schedulers as to take()")
-        if (scaler is None) != (state.scaler is None):
-            held = "holds a grad scaler" if state.scaler is not None else "holds no grad scaler"
-            raise ValueError(f"{where} {held} but restore got scaler={scaler!r}: "
-                             "pass the same scaler (or none) as to take()")
-
-        # Module.load_state_dict copies into the live parameters (no aliasing).
-        model.load_state_dict(state.model)
-        for opt, sd in zip(optimizers, state.optimizers):
-            opt.load_state_dict(_fresh_optimizer_state(sd, opt))
-        for sched, sd in zip(schedulers, state.schedulers):
-            sched.load_state_dict(copy.deepcopy(sd))
-        if scaler is not None and state.scaler:
-            scaler.load_state_dict(copy.deepcopy(state.scaler))
-        restore_rng(state.rng)
-        # The snapshot was taken between steps: no gradient belongs to it.
-        model.zero_grad(set_to_none=True)
-        for opt in optimizers:
-            opt.zero_grad(set_to_none=True)
-        _synchronize_cuda()  # non-blocking host->device copies must land before the host copies are freed
-        return copy.deepcopy(snapshot.extra)
+        if not snapshot.available:
+            raise ValueError(f"snapshot at step {snapshot.step} was dropped from the ring (keep/max_bytes "
+                             "or drop_after): restore one that is held, e.g. ring.newest_good_before(step)")
+        objects = (model, list(optimizers), list(schedulers), scaler)
+        tried: list[tuple[str, str]] = []
+        older = [s for s in reversed(self._snapshots) if s.good and s.step < snapshot.step]
+        for candidate in [snapshot, *older]:
+            if candidate._state is not None:  # in memory: nothing can damage it, a mismatch is the caller's
+                state = candidate._state
+                _check_fits(candidate, state, *objects)
+            else:
+                path = str(candidate._path)
+                try:
+                    state = self._load_file(path, candidate.step)
+                    _check_fits(candidate, state, *objects)
+                except (_Unusable, ValueError) as exc:
+                    log.warning("snapshot file %s is unusable (%s): dropped, trying an older snapshot",
+                                path, exc)
+                    tried.append((path, str(exc)))
+                    self._discard(candidate)
+                    continue
+            _apply(state, *objects)
+            if tried:
+                log.warning("restored the snapshot at step %d instead of step %d", candidate.step,
+                            snapshot.step)
+            self.last_restored = candidate
+            return copy.deepcopy(candidate.extra)
+        raise SnapshotUnusable(snapshot.step, tried)
 
     # ------------------------------------------------------------ persistence
 
@@ -353,9 +448,10 @@ class SnapshotRing:
         """Restore the bookkeeping saved by :meth:`state_dict`.
 
         Snapshots this ring still holds get their good flags back. In directory mode,
-        snapshots whose files are in this ring's directory are loaded back (lazily: the
-        tensors are read at restore); a missing or unreadable file is skipped with a
-        warning. In-memory snapshots do not survive a restart and are not recreated.
+        snapshots whose files an earlier process left in this ring's directory are loaded
+        back (lazily: the tensors are read at restore); a missing or unusable file is
+        skipped with a warning. Files left there that the bookkeeping does not name are
+        removed. In-memory snapshots do not survive a restart and are not recreated.
 
         Example:
             >>> ring.load_state_dict(ckpt["snapshot_ring"])
@@ -375,6 +471,7 @@ class SnapshotRing:
         for snap in held.values():  # held now but not in the saved bookkeeping
             self._release(snap)
         self._snapshots = sorted(loaded, key=lambda s: s.step)
+        self._drop_leftovers()
 
     # --------------------------------------------------------------- private
 
@@ -389,11 +486,13 @@ class SnapshotRing:
     def _make_room(self, step: int, nbytes: int) -> None:
         mb = self.config.max_bytes
         if mb is not None and nbytes > mb:
+            directory = None if self.config.directory is None else str(self.config.directory)
             raise SnapshotTooLarge(
                 nbytes, mb,
                 f"one snapshot at step {step} needs {_size(nbytes)} but SnapshotConfig.max_bytes={mb} "
                 f"({_size(mb)}): raise max_bytes to at least {nbytes} (times keep={self.config.keep} "
-                "for a full ring) or pass max_bytes=None")
+                "for a full ring) or pass max_bytes=None", directory=directory, step=int(step))
+        self._drop_leftovers()  # this ring writes from here on: an earlier process's files go
         # Replace a snapshot at the same step; drop before copying so the peak stays at `keep`.
         for snap in [s for s in self._snapshots if s.step == step]:
             self._snapshots.remove(snap)
@@ -412,6 +511,41 @@ class SnapshotRing:
                 log.warning("snapshot file %s was already gone when dropped", snap._path)
             snap._path = None
 
+    def _discard(self, snap: Snapshot) -> None:
+        # An unusable snapshot: out of the ring, and its file (if any is left) off the disk.
+        if snap in self._snapshots:
+            self._snapshots.remove(snap)
+        snap._state = None
+        if snap._path is not None:
+            _remove_quietly(snap._path)
+            snap._path = None
+
+    def _clean_directory(self) -> None:
+        """Remove temporary files of interrupted writes, and keep at most ``keep`` snapshot
+        files an earlier process left (the newest steps) for :meth:`load_state_dict`."""
+        directory = str(self.config.directory)
+        found: dict[int, str] = {}
+        for name in os.listdir(directory):
+            path = os.path.join(directory, name)
+            if _TMP_RE.fullmatch(name):
+                log.info("removing %s, left by an interrupted snapshot write", path)
+                _remove_quietly(path)
+            elif (match := _FILE_RE.fullmatch(name)) is not None and os.path.isfile(path):
+                step = int(match.group(1))
+                if self._file(step) == path:  # exactly the name this ring writes for that step
+                    found[step] = path
+        for step in sorted(found)[: max(0, len(found) - self.config.keep)]:
+            log.info("removing %s, a snapshot an earlier process left beyond keep=%d",
+                     found[step], self.config.keep)
+            _remove_quietly(found.pop(step))
+        self._leftovers = found
+
+    def _drop_leftovers(self) -> None:
+        for step, path in sorted(self._leftovers.items()):
+            log.info("removing %s, a snapshot an earlier process left (step %d)", path, step)
+            _remove_quietly(path)
+        self._leftovers = {}
+
     def _file(self, step: int) -> str:
         return os.path.join(str(self.config.directory), f"{_FILE_PREFIX}{step:09d}{_FILE_SUFFIX}")
 
@@ -419,49 +553,204 @@ class SnapshotRing:
         path = self._file(snap.step)
         tmp = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + ".tmp")
         payload = {"version": _FORMAT_VERSION, "step": snap.step, "nbytes": snap.nbytes,
-                   EXTRA: snap.extra, MODEL: state.model, OPTIMIZERS: state.optimizers,
-                   SCHEDULERS: state.schedulers, SCALER: state.scaler, RNG: state.rng.state_dict()}
+                   EXTRA: _plain(snap.extra), MODEL: state.model, OPTIMIZERS: state.optimizers,
+                   SCHEDULERS: state.schedulers, SCALER: state.scaler, RNG: _rng_to_file(state.rng),
+                   OPTIMIZER_PARAMS: state.params}
         try:
             with open(tmp, "wb") as fh:
                 torch.save(payload, fh)
                 fh.flush()
                 os.fsync(fh.fileno())
         except OSError as exc:
-            if os.path.exists(tmp):
-                os.remove(tmp)  # never leave a partial file behind
+            _remove_quietly(tmp)  # never leave a partial file behind
             raise OSError(f"cannot write snapshot {path} ({exc}): free disk space or pass another "
                           "SnapshotConfig.directory") from exc
+        # Read it back as restore will: a value the weights-only loader refuses fails here, at
+        # take, not at the rollback that needs it. mmap: only the pickled structure is read.
+        try:
+            torch.load(tmp, map_location="cpu", weights_only=True, mmap=True)
+        except Exception as exc:  # whatever the loader raises, the file is of no use
+            _remove_quietly(tmp)
+            raise TypeError(f"snapshot at step {snap.step} holds a value that a weights-only load refuses "
+                            f"({_first_line(exc)}): pass extra= (and scheduler state) made of numbers, "
+                            "strings, lists, tuples, dicts and tensors") from None
         os.replace(tmp, path)  # atomic: a crash leaves the old file or the new one, never half of one
         _fsync_dir(os.path.dirname(path))
         return path
 
-    def _read(self, path: str) -> dict[str, Any]:
-        # Our own files: they hold numpy RNG state and the caller's `extra`, which
-        # weights_only loading refuses. mmap keeps reopening cheap until tensors are used.
-        return torch.load(path, map_location="cpu", weights_only=False, mmap=True)
+    def _read(self, path: str, *, mmap: bool) -> dict[str, Any]:
+        """A snapshot file's payload; raises :class:`_Unusable` with the reason.
+
+        ``weights_only=True``: the file may have been replaced by anyone who can write to
+        the directory, and it must not run code. Any error of the loader makes the file
+        unusable (the reason is logged), never a crash of the rollback that needed it.
+        """
+        try:
+            payload = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
+        except FileNotFoundError:
+            raise _Unusable("the file is missing") from None
+        except Exception as exc:  # torch.load raises many types on a damaged or crafted file
+            raise _Unusable(f"cannot be read: {type(exc).__name__}: {_first_line(exc)}") from None
+        if not isinstance(payload, dict):
+            raise _Unusable(f"holds a {type(payload).__name__}, not a snapshot")
+        if payload.get("version") != _FORMAT_VERSION:
+            raise _Unusable(f"format version {payload.get('version')!r}, this ring reads {_FORMAT_VERSION}")
+        return payload
+
+    def _load_file(self, path: str, step: int) -> _State:
+        # The whole file is read now (no mmap): nothing can fail later, half-way through a restore,
+        # and the tensors are this restore's own copies.
+        payload = self._read(path, mmap=False)
+        if payload.get("step") != step:
+            raise _Unusable(f"holds step {payload.get('step')!r}, not {step}")
+        try:
+            model, opts, scheds = payload[MODEL], payload[OPTIMIZERS], payload[SCHEDULERS]
+            params, scaler = payload[OPTIMIZER_PARAMS], payload[SCALER]
+            rng = _rng_from_file(payload[RNG])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise _Unusable(f"incomplete snapshot ({type(exc).__name__}: {exc})") from None
+        if not (isinstance(model, dict) and isinstance(opts, list) and isinstance(scheds, list)
+                and isinstance(params, list) and (scaler is None or isinstance(scaler, dict))
+                and all(isinstance(t, torch.Tensor) for t in params)
+                and all(isinstance(sd, dict) and isinstance(sd.get("state"), dict)
+                        and isinstance(sd.get("param_groups"), list) for sd in opts)):
+            raise _Unusable("its parts are not the containers a snapshot holds")
+        return _State(model, opts, scheds, scaler, rng, params)
 
     def _reopen(self, entry: dict[str, Any]) -> Snapshot | None:
         path = os.path.join(str(self.config.directory), os.path.basename(str(entry["file"])))
+        step = int(entry["step"])
         try:
-            payload = self._read(path)
-        except FileNotFoundError:
-            log.warning("snapshot file %s is missing: snapshot at step %s skipped", path, entry["step"])
+            payload = self._read(path, mmap=True)  # mmap: the tensors are not read until a restore
+            if payload.get("step") != step:
+                raise _Unusable(f"holds step {payload.get('step')!r}")
+        except _Unusable as exc:
+            log.warning("snapshot file %s is unusable (%s): snapshot at step %s skipped", path, exc, step)
             return None
-        except (RuntimeError, EOFError, OSError, pickle.UnpicklingError) as exc:
-            log.warning("snapshot file %s is unreadable (%s): snapshot at step %s skipped",
-                        path, exc, entry["step"])
-            return None
-        return Snapshot(step=int(entry["step"]), nbytes=int(entry.get("nbytes", payload.get("nbytes", 0))),
+        self._leftovers.pop(step, None)
+        return Snapshot(step=step, nbytes=int(entry.get("nbytes", payload.get("nbytes", 0))),
                         extra=payload.get(EXTRA, {}), _path=path)
 
-    def _load(self, snapshot: Snapshot) -> _State:
-        if snapshot._state is not None:
-            return snapshot._state
-        if snapshot._path is None:
-            raise ValueError(f"snapshot at step {snapshot.step} was dropped from the ring (keep/max_bytes "
-                             "or drop_after): restore one that is held, e.g. ring.newest_good_before(step)")
-        p = self._read(snapshot._path)
-        return _State(p[MODEL], p[OPTIMIZERS], p[SCHEDULERS], p[SCALER], RngState.from_state_dict(p[RNG]))
+
+def _outside_params(model: nn.Module, optimizers: Sequence[Optimizer]) -> list[torch.Tensor]:
+    """Tensors the optimizers train that are not parameters of ``model`` (by identity), in
+    optimizer and group order, each once: ``model.state_dict()`` does not hold them."""
+    seen = {id(p) for p in model.parameters()}
+    out: list[torch.Tensor] = []
+    for opt in optimizers:
+        for group in opt.param_groups:
+            for p in group["params"]:
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    out.append(p)
+    return out
+
+
+def _check_fits(snapshot: Snapshot, state: _State, model: nn.Module, optimizers: list[Optimizer],
+                schedulers: list[Any], scaler: Any | None) -> None:
+    """Raise ValueError unless ``state`` can be loaded into the live objects whole (so a
+    restore never stops half-way: ``Module.load_state_dict`` copies what matches before it
+    complains about the rest)."""
+    where = f"snapshot at step {snapshot.step}"
+    if len(optimizers) != len(state.optimizers):
+        raise ValueError(f"{where} holds {len(state.optimizers)} optimizer(s) but {len(optimizers)} "
+                         "were passed to restore: pass the same optimizers as to take()")
+    if len(schedulers) != len(state.schedulers):
+        raise ValueError(f"{where} holds {len(state.schedulers)} scheduler(s) but {len(schedulers)} "
+                         "were passed to restore: pass the same schedulers as to take()")
+    if (scaler is None) != (state.scaler is None):
+        held = "holds a grad scaler" if state.scaler is not None else "holds no grad scaler"
+        raise ValueError(f"{where} {held} but restore got scaler={scaler!r}: "
+                         "pass the same scaler (or none) as to take()")
+    live = model.state_dict()
+    if live.keys() != state.model.keys():
+        missing, unexpected = sorted(live.keys() - state.model.keys()), sorted(state.model.keys() - live.keys())
+        raise ValueError(f"{where} does not fit the model (missing {missing[:3]}, unexpected {unexpected[:3]}): "
+                         "pass the model given to take()")
+    for key, value in live.items():
+        saved = state.model[key]
+        if not isinstance(saved, torch.Tensor) or saved.shape != value.shape:
+            raise ValueError(f"{where} holds {key} of shape {getattr(saved, 'shape', type(saved).__name__)}, "
+                             f"the model {tuple(value.shape)}: pass the model given to take()")
+    for i, (opt, sd) in enumerate(zip(optimizers, state.optimizers)):
+        sizes = [len(g["params"]) for g in opt.param_groups]
+        if [len(g.get("params", ())) for g in sd["param_groups"]] != sizes:
+            raise ValueError(f"{where}: optimizer {i} holds parameter groups of other sizes than the "
+                             f"live one {sizes}: pass the optimizers given to take()")
+    outside = _outside_params(model, optimizers)
+    if [tuple(p.shape) for p in outside] != [tuple(t.shape) for t in state.params]:
+        raise ValueError(f"{where} holds {len(state.params)} optimizer parameter(s) outside the model but "
+                         f"the optimizers passed train {len(outside)} (shapes "
+                         f"{[tuple(p.shape) for p in outside][:3]}): pass the optimizers given to take()")
+
+
+def _apply(state: _State, model: nn.Module, optimizers: list[Optimizer], schedulers: list[Any],
+           scaler: Any | None) -> None:
+    """Copy a checked state into the live objects (never aliasing the snapshot's tensors)."""
+    # Module.load_state_dict copies into the live parameters (no aliasing).
+    model.load_state_dict(state.model)
+    with torch.no_grad():  # the same tensors the optimizers hold, refilled in place
+        for live, saved in zip(_outside_params(model, optimizers), state.params):
+            live.copy_(saved, non_blocking=saved.is_pinned())
+    for opt, sd in zip(optimizers, state.optimizers):
+        opt.load_state_dict(_fresh_optimizer_state(sd, opt))
+    for sched, sd in zip(schedulers, state.schedulers):
+        sched.load_state_dict(copy.deepcopy(sd))
+    if scaler is not None and state.scaler:
+        scaler.load_state_dict(copy.deepcopy(state.scaler))
+    restore_rng(state.rng)
+    # The snapshot was taken between steps: no gradient belongs to it.
+    model.zero_grad(set_to_none=True)
+    for opt in optimizers:
+        opt.zero_grad(set_to_none=True)
+    _synchronize_cuda()  # non-blocking host->device copies must land before the host copies are freed
+
+
+def _plain(obj: Any) -> Any:
+    """``extra`` as a weights-only load reads it back: numpy scalars become Python numbers,
+    deques lists; anything else the loader refuses is reported by the read-back in _write."""
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, dict):
+        return {k: _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, collections.deque)):
+        return [_plain(v) for v in obj]
+    if type(obj) is tuple:
+        return tuple(_plain(v) for v in obj)
+    return obj
+
+
+def _rng_to_file(rng: RngState) -> dict[str, Any]:
+    # numpy's legacy state is ('MT19937', uint32 array, pos, has_gauss, cached_gaussian): the
+    # array goes as a tensor, which the weights-only loader reads without allow-listing numpy.
+    sd = rng.state_dict()
+    name, keys, pos, has_gauss, cached = sd["numpy"]
+    sd["numpy"] = [str(name), torch.from_numpy(np.asarray(keys, dtype=np.int64)), int(pos), int(has_gauss),
+                   float(cached)]
+    return sd
+
+
+def _rng_from_file(sd: dict[str, Any]) -> RngState:
+    name, keys, pos, has_gauss, cached = sd["numpy"]
+    numpy_state = (name, keys.numpy().astype(np.uint32), pos, has_gauss, cached)
+    python = sd["python"]
+    if not (isinstance(sd["torch_cpu"], torch.Tensor) and isinstance(python, tuple)):
+        raise ValueError("RNG state of the wrong types")
+    return RngState.from_state_dict({**sd, "numpy": numpy_state})
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        log.warning("cannot remove %s (%s)", path, exc)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 class _HostCopier:
@@ -566,7 +855,7 @@ def _fresh(value: Any, device: torch.device) -> Any:
 
 
 def _size(nbytes: int) -> str:
-    return f"{nbytes} bytes" if nbytes < 2**20 else f"{nbytes} bytes ({nbytes / 2**20:.1f} MiB)"
+    return f"{nbytes} bytes" if nbytes < 1024 else f"{nbytes} bytes ({format_size(nbytes)})"
 
 
 def _synchronize_cuda() -> None:
