@@ -240,12 +240,29 @@ def test_a_snapshot_file_of_another_step_is_unusable(tmp_path):
     assert_state(rig, states[5])
 
 
-def test_a_file_that_does_not_fit_the_model_is_unusable_and_nothing_is_half_restored(tmp_path):
+def loadable(**parts) -> dict:
+    """A file a weights-only load reads, with the given parts (the rest empty)."""
+    payload = {"version": 2, "step": 10, "nbytes": 1, "extra": {}, "model": {}, "optimizers": [],
+               "schedulers": [], "scaler": None, "rng": {}, "optimizer_params": []}
+    payload.update(parts)
+    return payload
+
+
+WRONG_CONTENT = {
+    "wider head": lambda rig: loadable(
+        model=nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2)).state_dict(),
+        optimizers=[rig.opt.state_dict()]),
+    "optimizer groups not dicts": lambda rig: loadable(
+        model=rig.model.state_dict(), optimizers=[{"state": {}, "param_groups": [1, 2]}]),
+    "no rng": lambda rig: loadable(model=rig.model.state_dict(), optimizers=[rig.opt.state_dict()]),
+    "not a dict": lambda rig: [1, 2, 3],
+}
+
+
+@pytest.mark.parametrize("content", WRONG_CONTENT.values(), ids=WRONG_CONTENT.keys())
+def test_a_loadable_file_with_the_wrong_content_is_unusable_and_nothing_is_half_restored(tmp_path, content):
     rig, ring, states = disk_ring(tmp_path)
-    other = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2))  # a wider head
-    torch.save({"version": 2, "step": 10, "nbytes": 1, "extra": {},
-                "model": other.state_dict(), "optimizers": [], "schedulers": [], "scaler": None,
-                "rng": {}, "optimizer_params": []}, tmp_path / "snapshot-000000010.pt")
+    torch.save(content(rig), tmp_path / "snapshot-000000010.pt")
     ring.restore(ring.newest_good_before(14), **rig.objects())
     assert ring.last_restored.step == 5
     assert_state(rig, states[5])

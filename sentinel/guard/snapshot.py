@@ -607,13 +607,13 @@ class SnapshotRing:
             model, opts, scheds = payload[MODEL], payload[OPTIMIZERS], payload[SCHEDULERS]
             params, scaler = payload[OPTIMIZER_PARAMS], payload[SCALER]
             rng = _rng_from_file(payload[RNG])
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise _Unusable(f"incomplete snapshot ({type(exc).__name__}: {exc})") from None
         if not (isinstance(model, dict) and isinstance(opts, list) and isinstance(scheds, list)
                 and isinstance(params, list) and (scaler is None or isinstance(scaler, dict))
                 and all(isinstance(t, torch.Tensor) for t in params)
-                and all(isinstance(sd, dict) and isinstance(sd.get("state"), dict)
-                        and isinstance(sd.get("param_groups"), list) for sd in opts)):
+                and all(isinstance(sd, dict) for sd in scheds)
+                and all(_is_optimizer_state(sd) for sd in opts)):
             raise _Unusable("its parts are not the containers a snapshot holds")
         return _State(model, opts, scheds, scaler, rng, params)
 
@@ -630,6 +630,13 @@ class SnapshotRing:
         self._leftovers.pop(step, None)
         return Snapshot(step=step, nbytes=int(entry.get("nbytes", payload.get("nbytes", 0))),
                         extra=payload.get(EXTRA, {}), _path=path)
+
+
+def _is_optimizer_state(sd: Any) -> bool:
+    return (isinstance(sd, dict) and isinstance(sd.get("state"), dict)
+            and all(isinstance(v, dict) for v in sd["state"].values())
+            and isinstance(sd.get("param_groups"), list)
+            and all(isinstance(g, dict) and isinstance(g.get("params"), list) for g in sd["param_groups"]))
 
 
 def _outside_params(model: nn.Module, optimizers: Sequence[Optimizer]) -> list[torch.Tensor]:
@@ -674,7 +681,7 @@ def _check_fits(snapshot: Snapshot, state: _State, model: nn.Module, optimizers:
                              f"the model {tuple(value.shape)}: pass the model given to take()")
     for i, (opt, sd) in enumerate(zip(optimizers, state.optimizers)):
         sizes = [len(g["params"]) for g in opt.param_groups]
-        if [len(g.get("params", ())) for g in sd["param_groups"]] != sizes:
+        if [len(g["params"]) for g in sd["param_groups"]] != sizes:
             raise ValueError(f"{where}: optimizer {i} holds parameter groups of other sizes than the "
                              f"live one {sizes}: pass the optimizers given to take()")
     outside = _outside_params(model, optimizers)
