@@ -2,59 +2,169 @@
 
 from __future__ import annotations
 
+import json
+import logging
+import os
+import sys
+
 import click
 
-# Exit codes: 0 analysed; 1 nothing could be analysed (click's error exit); 2 --fail-on met.
-EXIT_FAIL_ON = 2
+# Exit codes: 0 analysed; 1 nothing could be analysed (click's error exit); 2 usage error
+# (click's own); 3 an incident at or above --fail-on was found.
+EXIT_NOTHING = 1
+EXIT_USAGE = 2
+EXIT_FAIL_ON = 3
+
+# Paths that are the standard output: a PNG written there would be mixed into the report.
+_STDOUT_NAMES = frozenset({"-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"})
 
 
-@click.command("analyze")
+class _AnalyzeCommand(click.Command):
+    """Reports click's own usage errors as JSON on stdout when ``--format json`` was asked for."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as err:
+            if not _wants_json(args):
+                raise
+            _echo_json_error(err.format_message(), EXIT_USAGE)
+            ctx.exit(EXIT_USAGE)
+
+
+def _wants_json(args: list[str]) -> bool:
+    return any(a == "--format=json" or (a == "--format" and b == "json") for a, b in zip(args, [*args[1:], ""]))
+
+
+def _echo_json_error(message: str, code: int) -> None:
+    click.echo(json.dumps({"error": message, "exit_code": code}))
+
+
+@click.command("analyze", cls=_AnalyzeCommand)
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table",
               show_default=True, help="How to print the report.")
 @click.option("--plot", "plot", type=click.Path(dir_okay=False, path_type=str), default=None,
-              help="Also write a PNG of the runs with the incidents marked.")
+              help="Also write a PNG of the runs with the incidents marked (a file; not standard output).")
 @click.option("--fail-on", type=click.Choice(["warning", "critical"]), default=None,
-              help="Exit with code 2 when an incident of this severity or worse was found.")
+              help="Exit with code 3 when an incident of this severity or worse was found.")
 @click.option("--window", type=int, default=None, help="Spike detector window (default: the guard's).")
 @click.option("--threshold", type=float, default=None,
               help="Spike detector threshold in robust sigmas (default: the guard's).")
 @click.option("--warmup", type=int, default=None, help="Spike detector warm-up in values (default: the guard's).")
 @click.option("--step-col", default=None, help="Step column of a table, when not recognised.")
 @click.option("--loss-col", default=None, help="Loss column (or TensorBoard tag), when not recognised.")
+@click.option("-v", "--verbose", is_flag=True, help="List every file a directory walk did not analyse, with why.")
 def analyze(paths: tuple[str, ...], fmt: str, plot: str | None, fail_on: str | None,
             window: int | None, threshold: float | None, warmup: int | None,
-            step_col: str | None, loss_col: str | None) -> None:
+            step_col: str | None, loss_col: str | None, verbose: bool) -> None:
     """Explain what happened in training runs: loss spikes, divergence, grad-norm explosions,
     non-finite steps, loss-scale collapse, attention entropy collapse, plateaus, and what the
     guard did about them.
 
     PATHS are sentinel run directories, TensorBoard log directories, Lightning metrics.csv
-    files, Megatron/llm.c logs or tables, or directories holding many runs.
+    files, Megatron/llm.c logs or tables, or directories holding many runs. A directory walk
+    never reads source code, packaging output or tool directories (.git, .venv) as logs; it
+    counts what it skipped (-v lists it). A path that cannot be read is a warning; the others
+    are still analysed.
 
-    Exit codes: 0 analysed, 1 nothing could be analysed, 2 an incident at or above
-    --fail-on was found.
+    Exit codes: 0 analysed, 1 nothing could be analysed, 2 usage error, 3 an incident at or
+    above --fail-on was found (the incidents are listed on stderr, or under "fail_on" in JSON).
     """
+    # The report carries every warning the library logs; no second copy on stderr.
+    logging.getLogger("sentinel").addHandler(logging.NullHandler())
+    try:
+        _analyze(paths, fmt, plot, fail_on, verbose, step_col=step_col, loss_col=loss_col,
+                 thresholds={k: v for k, v in (("window", window), ("threshold", threshold),
+                                               ("warmup", warmup)) if v is not None})
+    except click.ClickException as err:
+        if fmt != "json":
+            raise
+        _echo_json_error(err.format_message(), err.exit_code)
+        click.get_current_context().exit(err.exit_code)
+
+
+def _analyze(paths: tuple[str, ...], fmt: str, plot: str | None, fail_on: str | None, verbose: bool,
+             step_col: str | None, loss_col: str | None, thresholds: dict) -> None:
     from sentinel.analyze.analyzer import AnalyzeError, analyze as run_analysis
+    from sentinel.analyze.discover import skip_summary
     from sentinel.analyze.render.json_report import render_json
     from sentinel.analyze.render.markdown import render_markdown
-    from sentinel.analyze.render.table import render_table
+    from sentinel.analyze.render.table import clean_text, render_table
 
-    thresholds = {k: v for k, v in (("window", window), ("threshold", threshold), ("warmup", warmup))
-                  if v is not None}
+    if plot is not None:
+        _check_plot_path(plot)
     try:
         report = run_analysis(*paths, step_col=step_col, loss_col=loss_col, **thresholds)
     except AnalyzeError as err:
         raise click.ClickException(str(err)) from err
-    render = {"table": render_table, "json": render_json, "markdown": render_markdown}[fmt]
-    click.echo(render(report), nl=False)
+    notes = [f"warning: {p}" for p in report.problems]
+    notes += [f"warning: skipped {s.detail}" for s in report.skipped if s.problem]
+    quiet = [s for s in report.skipped if not s.problem]
+    if quiet:
+        notes.append(skip_summary(quiet) + ("" if verbose else " (use -v to list them)"))
+        if verbose:
+            notes += [f"  {s.path}: {s.reason}" for s in quiet]
+    met = [(run, i) for run in report.runs for i in run.incidents
+           if fail_on is not None and i.severity.rank >= _rank(fail_on)]
+    plot_error = _write_plot(report, plot) if plot is not None else None
     if plot is not None:
-        from sentinel.analyze.render.plot import render_plot
-
-        try:
-            render_plot(report, plot)
-        except (ValueError, OSError) as err:
-            raise click.ClickException(f"plot not written: {err}") from err
-        click.echo(f"plot written to {plot}", err=True)
-    if fail_on is not None and report.has_at_least(fail_on):
+        notes.append(f"warning: plot not written: {plot_error}" if plot_error else f"plot written to {plot}")
+    if fmt == "json":
+        extra = {"problems": report.problems,
+                 "skipped": [{"path": s.path, "reason": s.reason, **({"detail": s.detail} if s.detail else {})}
+                             for s in report.skipped]}
+        if plot is not None:
+            extra["plot"] = {"path": plot, "written": plot_error is None, "error": plot_error}
+        if fail_on is not None:
+            extra["fail_on"] = {"severity": fail_on, "met": bool(met),
+                                "incidents": [{"run": run.name, "path": run.path, **i.to_dict()} for run, i in met]}
+        text = render_json(report, extra=extra)
+    else:
+        text = (render_table if fmt == "table" else render_markdown)(report)
+    click.echo(text, nl=False)
+    say = (lambda line: None) if fmt == "json" else (lambda line: click.echo(clean_text(line), err=True))
+    for line in notes:
+        say(line)
+    if met:
+        say(f"--fail-on {fail_on} met by {len(met)} incident(s):")
+        for run, i in met:
+            span = f"{i.step}" if i.step == i.end_step else f"{i.step}-{i.end_step}"
+            say(f"  {run.name} step {span} {i.severity.value} {i.kind}: {i.message}")
         click.get_current_context().exit(EXIT_FAIL_ON)
+
+
+def _rank(severity: str) -> int:
+    from sentinel.analyze.incident import Severity
+
+    return Severity(severity).rank
+
+
+def _check_plot_path(plot: str) -> None:
+    """Refuse, before any analysis, a plot path that is standard output or in no directory."""
+    if plot in _STDOUT_NAMES or _is_stdout(plot):
+        raise click.UsageError("--plot cannot write to standard output: the report goes there; "
+                               "pass a file name such as report.png")
+    parent = os.path.dirname(os.path.abspath(plot))
+    if not os.path.isdir(parent):
+        raise click.UsageError(f"--plot: directory '{parent}' does not exist: create it or pass another path")
+
+
+def _is_stdout(plot: str) -> bool:
+    try:
+        out = os.fstat(sys.stdout.fileno())
+        target = os.stat(plot)
+    except (OSError, ValueError, AttributeError):  # no such file, or stdout is not a real file
+        return False
+    return (out.st_dev, out.st_ino) == (target.st_dev, target.st_ino)
+
+
+def _write_plot(report, plot: str) -> str | None:
+    """Write the plot; the error as one line when it fails (a warning: the analysis stands)."""
+    from sentinel.analyze.render.plot import render_plot
+
+    try:
+        render_plot(report, plot)
+    except (ValueError, OSError, RuntimeError, OverflowError) as err:
+        return " ".join(str(err).split())
+    return None

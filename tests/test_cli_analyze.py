@@ -60,11 +60,13 @@ def test_json_and_markdown_formats(tmp_path):
 
 def test_fail_on_exit_codes(tmp_path):
     run = str(write_run(tmp_path / "run1", spike_at=120))
-    assert invoke(run, "--fail-on", "warning").exit_code == 2
+    result = invoke(run, "--fail-on", "warning")
+    assert result.exit_code == 3
+    assert result.stderr.startswith("--fail-on warning met by 1 incident(s):\n  run1 step 120")
     assert invoke(run, "--fail-on", "critical").exit_code == 0
     nan_run = str(write_run(tmp_path / "run2", nan_at=150))
     result = invoke(nan_run, "--fail-on", "critical")
-    assert result.exit_code == 2 and "source: blocks.0.attn (forward)" in result.output
+    assert result.exit_code == 3 and "source: blocks.0.attn (forward)" in result.output
 
 
 def test_thresholds_and_columns_reach_the_analyzer(tmp_path):
@@ -136,7 +138,8 @@ def test_metrics_csv_without_loss_column(tmp_path):
     assert invoke(str(tmp_path), "--loss-col", "val_acc").exit_code == 0
     result = invoke(str(tmp_path), "--loss-col", "nope")
     assert result.exit_code == 1
-    assert result.output == "Error: column 'nope' not found; available: epoch, step, val_acc\n"
+    assert result.output == (f"Error: {tmp_path / 'metrics.csv'}: column 'nope' not found; "
+                             "available: epoch, step, val_acc\n")
 
 
 def test_run_shorter_than_warmup_still_reports(tmp_path):
@@ -162,7 +165,8 @@ def test_plot_option(tmp_path):
     result = invoke(run, "--plot", str(tmp_path / "r.png"))
     assert result.exit_code == 0 and (tmp_path / "r.png").read_bytes()[:4] == b"\x89PNG"
     result = invoke(run, "--plot", str(tmp_path / "missing" / "r.png"))
-    assert result.exit_code == 1 and result.output.splitlines()[-1].startswith("Error: plot not written: ")
+    assert result.exit_code == 2 and result.output.splitlines()[-1] == (
+        f"Error: --plot: directory '{tmp_path / 'missing'}' does not exist: create it or pass another path")
 
 
 def test_installed_console_script(tmp_path):
@@ -173,4 +177,4 @@ def test_installed_console_script(tmp_path):
     assert missing.stderr == f"Error: path '{tmp_path / 'nope'}' does not exist: pass a run directory or a log file\n"
     run = write_run(tmp_path / "run1", spike_at=120)
     done = subprocess.run([str(script), "analyze", str(run), "--fail-on", "warning"], capture_output=True, text=True)
-    assert done.returncode == 2 and "loss_spike" in done.stdout and "Traceback" not in done.stderr
+    assert done.returncode == 3 and "loss_spike" in done.stdout and "Traceback" not in done.stderr

@@ -27,7 +27,7 @@ def analyze_json(path: Path, *options: str) -> tuple[dict, int]:
     """Run the CLI on one log; return its single run's JSON and the exit code."""
     result = CliRunner().invoke(main, ["analyze", str(path), "--format", "json", *options],
                                 catch_exceptions=False)
-    assert result.exit_code in (0, 2), result.output
+    assert result.exit_code in (0, 3), result.output
     (run,) = json.loads(result.output)["runs"]
     return run, result.exit_code
 
@@ -81,7 +81,7 @@ def test_lr_sweep_run_level_label(lr):
         assert run["verdict"] == "healthy" and code == 0, incidents(run, at_least="warning")
     else:
         assert label.startswith("unstable") and float(lr) >= 1e-1
-        assert run["verdict"] == "unhealthy" and code == 2
+        assert run["verdict"] == "unhealthy" and code == 3
         # Each unstable run diverged; the LR schedule brings every one back down at the end.
         assert incidents(run, "divergence", at_least="critical")
 
@@ -135,7 +135,7 @@ def test_tr8b_spike_loss_scale_collapse_and_overflows():
     (overflows,) = incidents(run, "overflow_rate", at_least="warning")
     assert (overflows["step"], overflows["details"]["overflow_steps"], overflows["details"]["logged_steps"]) \
         == (17062, 6, 9)
-    assert run["verdict"] == "unhealthy" and code == 2
+    assert run["verdict"] == "unhealthy" and code == 3
 
 
 def test_tr1_spike_in_labelled_range_not_recovered_in_excerpt():
@@ -165,7 +165,7 @@ def test_tr8_glitch_spike_at_the_labelled_iteration(stem):
     assert_short_excerpt_said(run)
     spike = first_spike(run)
     assert low <= spike["step"] <= high, spike
-    assert run["verdict"] == "unhealthy" and code == 2
+    assert run["verdict"] == "unhealthy" and code == 3
 
 
 def test_tr8_exp2_rise_is_reported_as_unfinished():

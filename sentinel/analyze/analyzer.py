@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ import pandas as pd
 from sentinel import metrics
 from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.detector import warmup_steps
-from sentinel.analyze.discover import NoRunsError, discover_runs
+from sentinel.analyze.discover import READ_ERRORS, NoRunsError, Skipped, describe_error, discover
 from sentinel.analyze.incident import Incident
 from sentinel.analyze.loaders import LoadOptions, RunData
 from sentinel.analyze.report import Report, RunReport, verdict
@@ -30,6 +31,16 @@ class AnalyzeError(ValueError):
     """Nothing could be analysed; the message is one line naming the problem and the fix."""
 
 
+@dataclass
+class AnalysisReport(Report):
+    """A :class:`Report` with what was not analysed: paths given that could not be read
+    (``problems``, one line each) and files a directory walk skipped (``skipped``, with reasons).
+    """
+
+    problems: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
 def analyze(*paths: str | Path, step_col: str | None = None, loss_col: str | None = None,
             **thresholds) -> Report:
     """Load every run under ``paths`` and explain it.
@@ -41,12 +52,16 @@ def analyze(*paths: str | Path, step_col: str | None = None, loss_col: str | Non
         **thresholds: :class:`AnalyzeConfig` fields (``window``, ``threshold``, ``warmup``,
             ``recover_steps``, ...).
 
+    A path that cannot be analysed (missing, unreadable, not a log) does not stop the others:
+    it is named in ``problems``; nothing is raised unless no path gave a run.
+
     Returns:
-        A :class:`Report`, one :class:`RunReport` per run found.
+        An :class:`AnalysisReport`: one :class:`RunReport` per run found, plus the paths not
+        analysed and why.
 
     Raises:
-        AnalyzeError: a path does not exist, holds no recognisable logs, or no run has a
-            loss series; a threshold is invalid.
+        AnalyzeError: no path gave a run (the message joins each path's problem), or no run
+            has a loss series; a threshold is invalid.
 
     Example:
         >>> import sentinel
@@ -59,15 +74,30 @@ def analyze(*paths: str | Path, step_col: str | None = None, loss_col: str | Non
     try:
         config = AnalyzeConfig.from_kwargs(**thresholds)
         warmup_steps(config)  # the detector validates the overrides before any loading
-        options = LoadOptions(step_col=step_col, loss_col=loss_col)
-        runs = [run for path in paths for run in discover_runs(path, options)]
-    except (FileNotFoundError, NoRunsError, ValueError, TypeError) as err:
+    except (ValueError, TypeError) as err:
         raise AnalyzeError(str(err)) from err
+    options = LoadOptions(step_col=step_col, loss_col=loss_col)
+    runs: list[RunData] = []
+    problems: list[str] = []
+    skipped: list[Skipped] = []
+    for path in paths:
+        try:
+            found = discover(path, options)
+        except (FileNotFoundError, NoRunsError) as err:
+            problems.append(str(err))
+            continue
+        except READ_ERRORS as err:  # a single file a loader recognised but could not read
+            problems.append(describe_error(Path(path), err))
+            continue
+        runs += found.runs
+        skipped += found.skipped
+    if not runs:
+        raise AnalyzeError("; ".join(dict.fromkeys(problems)))
     reports = [analyze_run(run, config) for run in runs]
     if all(r.final_loss is None and not r.incidents for r in reports):
-        reasons = "; ".join(dict.fromkeys(w for r in reports for w in r.warnings)) or "no loss values"
+        reasons = "; ".join(dict.fromkeys([w for r in reports for w in r.warnings] + problems)) or "no loss values"
         raise AnalyzeError(f"nothing to analyse: {reasons}")
-    return Report(reports)
+    return AnalysisReport(reports, problems=problems, skipped=skipped)
 
 
 def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import importlib
 import logging
-import os
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
@@ -12,13 +13,84 @@ from sentinel.analyze.loaders import LOADER_MODULES, LoadOptions, RunData
 
 log = logging.getLogger(__name__)
 
+# Why a path was not analysed. Files are matched by extension (cheap, and a source file can
+# look like a log: a loader's own docstring quotes the log lines it reads), then by content.
+SOURCE_CODE = "source code"
+PACKAGING = "packaging or config"
+DOCUMENTATION = "documentation"
+BINARY = "binary data"
+TOOL_DIRECTORY = "tool directory"
+NOT_REGULAR = "not a regular file"
+NOT_A_LOG = "not a training log"
+UNREADABLE = "unreadable"
+
+_EXTENSIONS = {
+    **dict.fromkeys((".py", ".pyc", ".pyo", ".pyd", ".pyi", ".pyx", ".pxd", ".so", ".dylib", ".dll",
+                     ".o", ".a", ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".cu", ".cuh", ".js", ".mjs",
+                     ".cjs", ".ts", ".tsx", ".jsx", ".java", ".go", ".rs", ".rb", ".sh", ".bash", ".zsh",
+                     ".ps1", ".bat", ".jl", ".scala", ".kt", ".swift", ".ipynb", ".cmake", ".mk"), SOURCE_CODE),
+    **dict.fromkeys((".toml", ".cfg", ".ini", ".lock", ".whl", ".egg", ".yaml", ".yml", ".spec",
+                     ".pth", ".typed"), PACKAGING),
+    **dict.fromkeys((".md", ".rst", ".html", ".htm", ".tex", ".pdf", ".css"), DOCUMENTATION),
+    **dict.fromkeys((".png", ".jpg", ".jpeg", ".gif", ".svg", ".ico", ".zip", ".gz", ".tgz", ".bz2",
+                     ".xz", ".zst", ".tar", ".pt", ".ckpt", ".safetensors", ".bin", ".npy", ".npz",
+                     ".pkl", ".pickle", ".h5", ".onnx", ".parquet", ".arrow", ".db", ".sqlite"), BINARY),
+}
+_NAMES = {"Makefile": SOURCE_CODE, "Dockerfile": SOURCE_CODE, "CMakeLists.txt": SOURCE_CODE,
+          "LICENSE": DOCUMENTATION, "MANIFEST.in": PACKAGING, "PKG-INFO": PACKAGING, "RECORD": PACKAGING,
+          "WHEEL": PACKAGING, "METADATA": PACKAGING, "requirements.txt": PACKAGING}
 # Directories that never hold a run of their own (a sentinel run's tb/ mirror is pruned with
 # its run, not here).
-_SKIP_DIRS = frozenset({".git", ".venv", "__pycache__", ".ipynb_checkpoints", "node_modules"})
+_TOOL_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "__pycache__", ".ipynb_checkpoints",
+                        "node_modules", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+                        ".idea", ".vscode", ".eggs"})
+_PACKAGING_DIRS = frozenset({"build", "dist", "site-packages", "dist-packages"})
+_PACKAGING_SUFFIXES = (".egg-info", ".dist-info")
 
 
 class NoRunsError(ValueError):
     """Nothing under the path could be read as a run; the message says what was tried."""
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A path that was not analysed, and why.
+
+    Attributes:
+        path: the file or directory.
+        reason: one of the reasons above (``"source code"``, ``"not a training log"``, ...).
+        detail: for an unreadable path, the error, as one line.
+    """
+
+    path: str
+    reason: str
+    detail: str = ""
+
+    @property
+    def problem(self) -> bool:
+        """True for a path that looked like a log but could not be read (worth a warning line)."""
+        return self.reason == UNREADABLE
+
+
+@dataclass
+class Discovery:
+    """What :func:`discover` found under one path: the runs, and every path it did not analyse."""
+
+    runs: list[RunData] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+def skip_summary(skipped: list[Skipped]) -> str:
+    """One line counting the skipped paths by reason, e.g.
+    ``skipped 12 files: 9 source code, 3 not a training log``.
+
+    Example:
+        >>> skip_summary([Skipped("a.py", SOURCE_CODE), Skipped("b.py", SOURCE_CODE), Skipped("n.txt", NOT_A_LOG)])
+        'skipped 3 files: 2 source code, 1 not a training log'
+    """
+    counts = Counter(s.reason for s in skipped)
+    what = f"{len(skipped)} file{'s' if len(skipped) != 1 else ''}"
+    return f"skipped {what}: " + ", ".join(f"{n} {reason}" for reason, n in counts.most_common())
 
 
 def loaders() -> list[ModuleType]:
@@ -40,19 +112,7 @@ def describe_formats() -> str:
 
 
 def discover_runs(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
-    """Load every run found at ``path`` (a file, a run directory, or a directory of runs).
-
-    Directories are walked top-down. A directory a loader claims as a whole (a sentinel run,
-    a directory of TensorBoard event files) is one run; a sentinel run's subdirectories (its
-    ``tb/`` mirror) are not walked. Other files are offered to the loaders one by one, in
-    :data:`LOADER_MODULES` order; the first that recognises a file loads it.
-
-    Args:
-        path: where to look.
-        options: column choices passed to every loader.
-
-    Returns:
-        The runs, in path order.
+    """Load every run found at ``path``; :func:`discover` without the list of skipped paths.
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
@@ -63,42 +123,173 @@ def discover_runs(path: str | Path, options: LoadOptions | None = None) -> list[
         >>> [(r.name, r.source) for r in runs]  # doctest: +SKIP
         [('run1', 'sentinel'), ('version_0', 'tensorboard')]
     """
+    return discover(path, options).runs
+
+
+def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
+    """Load every run found at ``path`` (a file, a run directory, or a directory of runs).
+
+    Directories are walked top-down without recursion (any depth), symlinked directories not
+    followed. A directory a loader claims as a whole (a sentinel run, a directory of
+    TensorBoard event files) is one run; a sentinel run's subdirectories (its ``tb/`` mirror)
+    are not walked. Tool directories (``.git``, ``.venv``, ``__pycache__``, ...) and packaging
+    output (``build/``, ``dist/``, ``site-packages``, ``*.egg-info``) are not entered. Other
+    files are judged by name first (source code, packaging, documentation and binary files are
+    never read as logs), then offered to the loaders one by one, in :data:`LOADER_MODULES`
+    order; the first that recognises a file loads it. A file that cannot be read (permissions,
+    damage) is skipped and recorded; it never stops the walk.
+
+    Args:
+        path: where to look.
+        options: column choices passed to every loader.
+
+    Returns:
+        The runs, in path order, and every path not analysed with its reason.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        NoRunsError: ``path`` is not a regular file or directory, is empty, or holds nothing a
+            loader recognises (the message counts what was skipped and why).
+        ValueError, OSError: ``path`` is a single file that a loader recognised but could not
+            read (the message names the problem).
+
+    Example:
+        >>> found = discover("logs/")  # doctest: +SKIP
+        >>> [(r.name, r.source) for r in found.runs], skip_summary(found.skipped)  # doctest: +SKIP
+    """
     options = options or LoadOptions()
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"path '{path}' does not exist: pass a run directory or a log file")
     modules = loaders()
-    if path.is_file():
+    if not path.is_dir():
+        if not path.is_file():
+            raise NoRunsError(f"'{path}' is not a regular file or a directory (a device, FIFO or socket): "
+                              "pass a log file or a directory of runs")
+        reason = _reason_by_name(path)
+        if reason is not None:
+            raise NoRunsError(f"'{path}' is {reason}, not a training log: pass a log file or a directory of runs")
         runs = _load_file(path, modules, options)
         if runs is None:
             raise NoRunsError(f"'{path}' is not a log format sentinel reads (tried: {describe_formats()}): "
                               "pass --step-col/--loss-col for a table, or a directory of runs")
-        return runs
-    if not any(path.iterdir()):
-        raise NoRunsError(f"directory '{path}' is empty: pass a directory that holds training logs")
-    runs: list[RunData] = []
-    for directory, subdirs, files in os.walk(path):
-        subdirs[:] = sorted(d for d in subdirs if d not in _SKIP_DIRS)
-        here = Path(directory)
-        claimed = _claim_directory(here, modules)
-        if claimed is not None:
-            runs.extend(claimed.load(here, options))
-            if claimed.NAME == "sentinel":
-                subdirs[:] = []  # its tb/ holds the same scalars: not a second run
+        return Discovery(runs)
+    found = Discovery()
+    try:
+        if not any(path.iterdir()):
+            raise NoRunsError(f"directory '{path}' is empty: pass a directory that holds training logs")
+    except OSError as err:
+        raise NoRunsError(f"cannot read directory '{path}' ({err.strerror or err}): "
+                          "fix its permissions or pass another directory") from err
+    stack = [path]
+    while stack:
+        here = stack.pop()
+        try:
+            entries = sorted(here.iterdir())
+        except OSError as err:
+            found.skipped.append(Skipped(str(here), UNREADABLE, f"cannot list it ({err.strerror or err})"))
             continue
-        for name in sorted(files):
-            found = _load_file(here / name, modules, options)
-            if found:
-                runs.extend(found)
-    if not runs:
-        raise NoRunsError(f"no training logs found in '{path}' (tried: {describe_formats()}): "
+        claimed = _claim_directory(here, modules, found.skipped)
+        if claimed is not None:
+            runs = _guarded(here, lambda: claimed.load(here, options), found.skipped)
+            found.runs.extend(runs or [])
+            if claimed.NAME == "sentinel":
+                continue  # its tb/ holds the same scalars: not a second run
+            files = []
+        else:
+            files = [e for e in entries if not _is_dir(e)]
+        for file in files:
+            reason = _reason_by_name(file) if file.is_file() else NOT_REGULAR
+            if reason is not None:
+                found.skipped.append(Skipped(str(file), reason))
+                continue
+            runs = _guarded(file, lambda: _load_file(file, modules, options), found.skipped)
+            if runs is None and not (found.skipped and found.skipped[-1].path == str(file)):
+                found.skipped.append(Skipped(str(file), NOT_A_LOG))
+            found.runs.extend(runs or [])
+        subdirs = []
+        for entry in (e for e in entries if _is_dir(e)):
+            reason = _directory_reason(entry.name)
+            if reason is not None:
+                found.skipped.append(Skipped(str(entry), reason))
+            else:
+                subdirs.append(entry)
+        stack.extend(reversed(subdirs))  # popped in name order: runs come out sorted
+    if not found.runs:
+        problems = [s for s in found.skipped if s.problem]
+        if len(problems) == 1:
+            raise NoRunsError(problems[0].detail)
+        summary = f"; {skip_summary(found.skipped)}" if found.skipped else ""
+        raise NoRunsError(f"no training logs found in '{path}' (tried: {describe_formats()}{summary}): "
                           "pass a directory written by sentinel, TensorBoard or a Lightning logger")
-    return runs
+    return found
 
 
-def _claim_directory(directory: Path, modules: list[ModuleType]) -> ModuleType | None:
+def _is_dir(entry: Path) -> bool:
+    return entry.is_dir() and not entry.is_symlink()
+
+
+def _reason_by_name(file: Path) -> str | None:
+    """Why ``file`` is not a log, judged by its name or its first bytes; None when it may be one."""
+    if file.name in _NAMES:
+        return _NAMES[file.name]
+    reason = _EXTENSIONS.get(file.suffix.lower())
+    if reason is not None or file.suffix:
+        return reason
+    try:  # an extension-less script: its first line says so
+        with open(file, "rb") as f:
+            return SOURCE_CODE if f.read(2) == b"#!" else None
+    except OSError:
+        return None  # reported when a loader tries to read it
+
+
+def _directory_reason(name: str) -> str | None:
+    if name in _TOOL_DIRS:
+        return TOOL_DIRECTORY
+    if name in _PACKAGING_DIRS or name.endswith(_PACKAGING_SUFFIXES):
+        return PACKAGING
+    return None
+
+
+# What a damaged or hostile file raises while being read: an OS error (permissions, a file
+# that vanished), a ValueError (not UTF-8, a parser's complaint, a missing named column), a
+# RecursionError (JSON nested thousands deep), a MemoryError.
+READ_ERRORS = (OSError, ValueError, RecursionError, MemoryError)
+
+
+def _guarded(path: Path, read, skipped: list[Skipped]):
+    """``read()``, or None with ``path`` recorded as unreadable (one line naming the error)."""
+    try:
+        return read()
+    except READ_ERRORS as err:
+        skipped.append(Skipped(str(path), UNREADABLE, describe_error(path, err)))
+        log.debug("%s not read", path, exc_info=True)
+        return None
+
+
+def describe_error(path: Path, err: BaseException) -> str:
+    """One line naming the path, the problem and the fix.
+
+    Example:
+        >>> describe_error(Path("m.csv"), PermissionError(13, "Permission denied"))
+        "cannot read 'm.csv' (Permission denied): fix its permissions or leave it out"
+    """
+    if isinstance(err, OSError):
+        return f"cannot read '{path}' ({err.strerror or err}): fix its permissions or leave it out"
+    if isinstance(err, RecursionError):
+        return f"'{path}' nests data too deeply to read: leave it out"
+    if isinstance(err, MemoryError):
+        return f"'{path}' is too large to read in memory: leave it out"
+    if isinstance(err, UnicodeDecodeError):
+        return f"'{path}' is not UTF-8 text ({err.reason} at byte {err.start}): leave it out"
+    message = " ".join(str(err).split())
+    return message if str(path) in message else f"{path}: {message}"
+
+
+def _claim_directory(directory: Path, modules: list[ModuleType], skipped: list[Skipped]) -> ModuleType | None:
     for module in modules:
-        if module.NAME in ("sentinel", "tensorboard") and module.sniff(directory):
+        if module.NAME in ("sentinel", "tensorboard") and _guarded(directory, lambda: module.sniff(directory),
+                                                                    skipped):
             return module
     return None
 

@@ -9,7 +9,9 @@ Schema (version 1)::
                "incidents": [{"kind": str, "step": int, "end_step": int,
                               "severity": "info"|"warning"|"critical", "message": str,
                               "details": {...}}],
-               "warnings": [str]}]}
+               "warnings": [str]}],
+     "problems": [str], "skipped": [{"path", "reason", "detail"?}],   # when analysed by the CLI
+     "plot": {...}, "fail_on": {"severity", "met", "incidents": [...]}}  # when asked for
 
 Non-finite numbers (a run that ends in NaN) are written as ``null``: JSON has no NaN.
 """
@@ -35,14 +37,22 @@ def report_dict(report: Report) -> dict[str, Any]:
     return _clean(report.to_dict())
 
 
-def render_json(report: Report, indent: int | None = 2) -> str:
+def render_json(report: Report, indent: int | None = 2, extra: dict[str, Any] | None = None) -> str:
     """The report as a JSON document (see the module docstring for the schema).
+
+    Args:
+        report: what :func:`sentinel.analyze` returned.
+        indent: JSON indentation (None for one line).
+        extra: top-level keys added after ``runs`` (what was skipped, ``--fail-on``).
 
     Example:
         >>> json.loads(render_json(sentinel.analyze("logs/run1")))["runs"][0]["name"]  # doctest: +SKIP
         'run1'
     """
-    return json.dumps(report_dict(report), indent=indent, allow_nan=False) + "\n"
+    doc = report_dict(report)
+    if extra:
+        doc.update(_clean(extra))
+    return json.dumps(doc, indent=indent, allow_nan=False) + "\n"
 
 
 def _clean(value: Any) -> Any:

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from sentinel.analyze.render.text import fmt
+import re
+
+from sentinel.analyze.render.text import clean_text, fmt
 from sentinel.analyze.report import Report
 
 
 def render_markdown(report: Report) -> str:
     """The report as GitHub-flavoured markdown.
+
+    Every string taken from a log (names, paths, messages, warnings) is escaped: HTML
+    (``<script>``, ``<img onerror>``) shows as text, markdown syntax (links, emphasis, code
+    spans, table pipes) is literal, control characters are removed.
 
     Example:
         >>> print(render_markdown(sentinel.analyze("logs/run1")))  # doctest: +SKIP
@@ -19,12 +25,12 @@ def render_markdown(report: Report) -> str:
            "|---|---|---:|---:|---:|---|---|"]
     for run in report.runs:
         counts = ", ".join(f"{k} {n}" for k, n in sorted(run.counts.items())) or "none"
-        out.append(f"| {_cell(run.name)} | {run.source} | {run.steps} | {fmt(run.final_loss)} | "
+        out.append(f"| {_cell(run.name)} | {_cell(run.source)} | {run.steps} | {fmt(run.final_loss)} | "
                    f"{fmt(run.best_loss)} | **{run.verdict.value}** | {counts} |")
     for run in report.runs:
-        out += ["", f"## {run.name}", "", f"`{run.path}`, steps {fmt(run.first_step)}..{fmt(run.last_step)}", ""]
+        out += ["", f"## {_cell(run.name)}", "", f"{_code(run.path)}, steps {fmt(run.first_step)}..{fmt(run.last_step)}", ""]
         for warning in run.warnings:
-            out.append(f"> warning: {warning}")
+            out.append(f"> warning: {_cell(warning)}")
         if run.warnings:
             out.append("")
         if not run.incidents:
@@ -37,5 +43,19 @@ def render_markdown(report: Report) -> str:
     return "\n".join(out) + "\n"
 
 
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_ACTIVE = re.compile(r"([\\`*_{}\[\]()#+!|~])")
+
+
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Log text as inert markdown: one line, HTML entities, markdown syntax backslash-escaped."""
+    text = "".join(_HTML.get(c, c) for c in clean_text(text))
+    return _ACTIVE.sub(r"\\\1", text)
+
+
+def _code(text: str) -> str:
+    """A code span that holds any text: its fence is longer than any backtick run inside."""
+    text = clean_text(text)
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"

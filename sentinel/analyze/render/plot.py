@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from sentinel import metrics
+from sentinel.analyze.render.text import clean_text
 from sentinel.analyze.report import Report, RunReport
 
 # More points than this per line are reduced to per-bucket maxima: a spike stays visible.
@@ -68,6 +69,7 @@ def render_plot(report: Report, path: str | Path, dpi: int = 110) -> Path:
                 name = column.split("/", 1)[1] if key.endswith("/") else label
                 if key.endswith("/") and len(runs) > 1:
                     name = f"{run.name}: {name}"
+                name = None if name is None else _literal(name)
                 positive[key] &= bool((series > 0).all())
                 ax.plot(series.index, series.to_numpy(), lw=0.9, label=name, **style)
         _mark(axes, panels, run, labelled)
@@ -85,12 +87,20 @@ def render_plot(report: Report, path: str | Path, dpi: int = 110) -> Path:
         if handles and any(labels):
             ax.legend(fontsize=7, loc="upper right", ncol=min(4, len(handles)))
     axes[-1].set_xlabel("step")
-    title = ", ".join(f"{r.name}: {r.verdict.value}" for r in runs)
+    title = _literal(", ".join(f"{r.name}: {r.verdict.value}" for r in runs))
     fig.suptitle(f"sentinel analyze -- {title}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return path
+
+
+def _literal(text: str) -> str:
+    """Log text shown as written: ``$`` escaped so matplotlib never parses it as mathtext (a
+    module named ``$\\frac{a}{`` would fail the whole plot), control characters removed, and
+    no leading ``_`` (which would hide a legend entry)."""
+    text = clean_text(text).replace("$", r"\$")
+    return " " + text if text.startswith("_") else text
 
 
 def _columns(run: RunReport, key: str) -> list[str]:

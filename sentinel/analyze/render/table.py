@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sentinel.analyze.render.text import fmt
+from sentinel.analyze.render.text import clean_text, fmt
 from sentinel.analyze.report import Report, RunReport
 
 _SEVERITY_MARK = {"info": "info", "warning": "WARN", "critical": "CRIT"}
@@ -11,6 +11,9 @@ _INFO_PER_KIND = 5  # informational incidents listed per kind; the rest are coun
 
 def render_table(report: Report, width: int = 100) -> str:
     """The report as plain-text tables, one per run.
+
+    Every string taken from a log (names, paths, messages, warnings) passes through
+    :func:`clean_text`: no escape sequence or control character reaches the terminal.
 
     Args:
         report: what :func:`sentinel.analyze` returned.
@@ -25,14 +28,14 @@ def render_table(report: Report, width: int = 100) -> str:
 
 
 def _run(run: RunReport, width: int) -> str:
-    lines = [f"{run.name} ({run.source}) {run.path} -- {run.verdict.value}",
+    lines = [f"{clean_text(run.name)} ({clean_text(run.source)}) {clean_text(run.path)} -- {run.verdict.value}",
              f"  steps {run.steps} ({fmt(run.first_step)}..{fmt(run.last_step)})  "
              f"final loss {fmt(run.final_loss)}  best loss {fmt(run.best_loss)}"]
     counts = run.counts
     if counts:
         lines.append("  " + ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items())))
     for warning in run.warnings:
-        lines.append(f"  warning: {warning}")
+        lines.append(f"  warning: {clean_text(warning)}")
     if not run.incidents:
         lines.append("  no incidents")
         return "\n".join(lines)
@@ -44,7 +47,7 @@ def _run(run: RunReport, width: int) -> str:
                 folded[i.kind] = folded.get(i.kind, 0) + 1
                 continue
         rows.append((f"{i.step}" if i.step == i.end_step else f"{i.step}-{i.end_step}",
-                     _SEVERITY_MARK[i.severity.value], i.kind, i.message))
+                     _SEVERITY_MARK[i.severity.value], i.kind, clean_text(i.message)))
     rows += [("...", "info", kind, f"{n} more like these (--format json lists every incident)")
              for kind, n in folded.items()]
     widths = [max(len(r[c]) for r in rows + [("step", "sev", "kind", "")]) for c in range(3)]
