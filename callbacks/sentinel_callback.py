@@ -12,7 +12,6 @@ from typing import Any
 import lightning.pytorch as pl
 import torch
 from lightning.pytorch.callbacks import Callback
-from lightning.pytorch.utilities import rank_zero_warn
 
 from sentinel.config import SentinelConfig
 from sentinel.engine import Sentinel
@@ -21,7 +20,15 @@ from sentinel.store import ensure_run_dir
 
 class SentinelCallback(Callback):
     """Record gradient norms, AMP loss scale, NaN/Inf sources, attention entropy; detect loss
-    spikes; roll back to a good snapshot and skip the bad batches.
+    spikes; withhold the update of an outlier step; roll back to a good snapshot and skip the
+    bad batches when that does not cure it.
+
+    An update is withheld in ``on_before_optimizer_step`` by setting the gradients to None, the
+    same way on every rank (the decision is made on the all-reduced loss and the global grad
+    norm): the optimizer then leaves parameters and state untouched, the LR scheduler still
+    steps, and under fp16 AMP the GradScaler counts a clean step. Lightning cannot drop a batch
+    from its loop, so a batch the guard skips (the skip list, or the batches after a rollback) is
+    computed and its update withheld the same way.
 
     Args:
         log_dir: the run directory (``meta.json``, ``steps.*``, ``events.jsonl``, ``tb/``).
@@ -75,7 +82,7 @@ class SentinelCallback(Callback):
         schedulers = [cfg.scheduler for cfg in trainer.lr_scheduler_configs]
         self.sentinel = Sentinel(
             pl_module, list(trainer.optimizers), schedulers, scaler, self.log_dir,
-            config=self.config, rank=trainer.global_rank, _deferred_restore=True,
+            config=self.config, rank=trainer.global_rank, _keep_batches=True,
             meta={"trainer": {"precision": str(trainer.precision), "world_size": trainer.world_size,
                               "strategy": type(trainer.strategy).__name__,
                               "accumulate_grad_batches": trainer.accumulate_grad_batches,
@@ -85,6 +92,8 @@ class SentinelCallback(Callback):
         )
         # training_step can be replayed only under automatic optimization (see _replay).
         self.sentinel.replay_available = pl_module.automatic_optimization
+        if pl_module.automatic_optimization:  # re-runs a batch to tell damaged weights from bad data
+            self.sentinel.replay_batch = lambda batch, batch_idx: self._replay(trainer, pl_module, batch, batch_idx)
         if self._pending_state is not None:
             self.sentinel.load_state_dict(self._pending_state)
             self._pending_state = None
@@ -111,13 +120,15 @@ class SentinelCallback(Callback):
 
     def on_before_optimizer_step(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
                                  optimizer: torch.optim.Optimizer) -> None:
+        sen = self._engine()
         if self._measured:  # several optimizers: the first one's view of the step is recorded
+            if sen.update_suppressed:
+                sen.suppress_update(optimizer)
             return
         self._measured = True
-        sen = self._engine()
         replay = self._replay(trainer, pl_module, sen.batch, sen.batch_idx) \
             if pl_module.automatic_optimization else None
-        sen.measure(replay=replay, optimizer=optimizer)
+        sen.measure(replay=replay, optimizer=optimizer)  # withholds the update when it must
 
     def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any,
                            batch: Any, batch_idx: int) -> None:
@@ -134,14 +145,6 @@ class SentinelCallback(Callback):
                 logger.log_metrics(values, step=sen.last_record["step"])
 
     # ------------------------------------------------------------------ checkpoint state
-    def on_save_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
-                           checkpoint: dict[str, Any]) -> None:
-        target = self.sentinel.pending_restore if self.sentinel is not None else None
-        if target is not None:
-            rank_zero_warn(f"sentinel: the checkpoint saved at step {trainer.global_step} holds weights a "
-                           f"rollback is about to discard (it restores step {target} in a few steps); "
-                           "resume from the next checkpoint instead")
-
     def state_dict(self) -> dict[str, Any]:
         if self.sentinel is None:
             return dict(self._pending_state or {})

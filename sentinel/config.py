@@ -53,14 +53,22 @@ class RecordConfig:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class GuardConfig:
-    """How the guard recovers from a spike or a non-finite step.
+    """How the guard answers a bad step: skip its update, roll back, or give up.
 
     Attributes:
-        rollback: restore a snapshot and skip batches on a spike / non-finite step. False = only
-            record and report (detection still runs).
-        on_grad_norm_spike: also roll back on a grad-norm spike without a loss spike. Off by
-            default: grad-norm spikes are often benign (OLMo-core skips the step rather than
-            rewinding); they are always recorded as ``spike`` events with ``metric=grad_norm``.
+        rollback: let the guard act (skip outlier updates, roll back, give up). False = only
+            record and report (detection still runs, every update is applied).
+        spike_patience: consecutive outlier steps (loss over the spike rule, or non-finite) whose
+            updates were skipped before the guard rolls back. 3: in 78 healthy modded-nanogpt
+            record runs, llm.c GPT-2 and the stable CS336 sweep (about 600,000 steps), all 548
+            loss outliers are single steps, while the labelled BigScience spikes and the
+            unstable CS336 rates stay over the rule for 2-11 logged points in a row
+            (``benchmarks/guard_replay.py``). Two would still keep every healthy run alive, but
+            two independent blips in a row happen about once per 80,000 steps at the 1.5B runs'
+            blip rate; three, about once per 25 million.
+        on_grad_norm_spike: grad-norm outliers count toward ``spike_patience`` too. Off by
+            default: their updates are skipped, but healthy runs have grad-norm outliers up to 3
+            steps in a row (llm.c GPT-2 124M), so a streak of them is not damage.
         snapshot_every: take a snapshot every K healthy optimizer steps (and one before the
             first step). 25: a host copy of model and AdamW state costs ~4% of a step of the
             benchmark GPT on CPU, 0.2% amortised at 25 (benchmarks/RESULTS.md).
@@ -71,22 +79,30 @@ class GuardConfig:
             model too large for that gets a clear error at the first snapshot, before training,
             instead of running the host out of memory; the oldest snapshots go first.
         snapshot_dir: keep snapshots on disk there instead of host memory.
-        min_rollback_distance: restore a snapshot at least this many steps before the spike's
-            first step, because the weights that produce a spike are often already damaged a few
-            steps earlier (grad norm rises first).
-        skip_after: batches consumed after the spike that are also dropped (PaLM skipped 200-500
-            on much larger batches; with small batches a handful covers the bad stretch).
-        max_rollbacks: give up (``gave_up`` event and an error) past this many rollbacks: a
-            permanent fault would otherwise loop forever.
-        cooldown: steps after a rollback during which the LR factor applies.
-        lr_factor: multiply the learning rate by this for ``cooldown`` steps after a rollback
-            (1.0 = off). Lowering the LR is the usual manual remedy for dynamics-driven spikes.
-        overflow_patience: consecutive AMP overflow steps tolerated before it counts as a
-            non-finite step (one overflow is the GradScaler doing its job).
+        min_rollback_distance: restore a snapshot at least this many steps before the first
+            outlier step, because the weights that produce a spike are often already damaged a
+            few steps earlier (grad norm rises first).
+        skip_after: batches after a rollback that are also dropped (PaLM skipped 200-500 on much
+            larger batches; with small batches a handful covers the bad stretch).
+        max_rollbacks: give up (``gave_up`` event and an error, last good weights restored) past
+            this many rollbacks: a permanent fault would otherwise loop forever.
+        cooldown: steps after a rollback during which a new rollback counts as the bad step
+            coming back (at least twice the distance rolled back, so a replayed schedule is covered).
+        lr_factor: a rollback that comes back inside the previous one's cool-down lowers the
+            learning rate by ``lr_factor ** k`` for its cool-down (k = how many times in a row it
+            came back): restoring the scheduler with the weights replays an LR surge exactly, so
+            skipping data alone cannot cure it. 0.1: lowering the LR by an order of magnitude is
+            the usual manual remedy; 1.0 turns it off.
+        overflow_patience: consecutive AMP overflow steps tolerated before the guard rolls back
+            (one overflow is the GradScaler doing its job).
         loss_scale_floor: an AMP loss scale below this counts as a collapse (rollback).
+        skip_share_warning: warn once when the skip list holds more than this share of an
+            epoch's batches. 0.05: dropping one batch in twenty is no longer "a few bad batches";
+            the data or the learning rate needs a look.
     """
 
     rollback: bool = True
+    spike_patience: int = 3
     on_grad_norm_spike: bool = False
     snapshot_every: int = 25
     snapshot_keep: int = 4
@@ -96,9 +112,10 @@ class GuardConfig:
     skip_after: int = 5
     max_rollbacks: int = 5
     cooldown: int = 50
-    lr_factor: float = 1.0
+    lr_factor: float = 0.1
     overflow_patience: int = 5
     loss_scale_floor: float = 1.0
+    skip_share_warning: float = 0.05
 
     def __post_init__(self) -> None:
         # Types first, for every numeric option (by its annotation), so "4" is named, not compared.
@@ -120,6 +137,9 @@ class GuardConfig:
         _positive("max_rollbacks", self.max_rollbacks, allow_zero=True)
         _positive("cooldown", self.cooldown, allow_zero=True)
         _positive("overflow_patience", self.overflow_patience)
+        _positive("spike_patience", self.spike_patience)
+        if not 0 < self.skip_share_warning <= 1:
+            raise ValueError(f"skip_share_warning must be in (0, 1], got {self.skip_share_warning!r}")
         if not 0 < self.lr_factor <= 1:
             raise ValueError(f"lr_factor must be in (0, 1], got {self.lr_factor!r}")
 

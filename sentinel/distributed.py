@@ -90,3 +90,20 @@ def gather(item: Any) -> list[Any]:
     out: list[Any] = [None] * world_size()
     dist.all_gather_object(out, item)
     return out
+
+
+def broadcast_from_zero(item: Any) -> Any:
+    """Rank 0's ``item`` (any picklable object) on every rank; other ranks' values are ignored.
+
+    What only rank 0 can read (its log directory may be the only one holding a file, on a
+    cluster with node-local disks) reaches every rank this way.
+
+    Example:
+        >>> broadcast_from_zero([1, 2])   # one process
+        [1, 2]
+    """
+    if world_size() == 1:
+        return item
+    box = [item if rank() == 0 else None]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]

@@ -1,4 +1,4 @@
-"""``Sentinel``: records a training run, detects spikes, rolls back and skips bad batches.
+"""``Sentinel``: records a training run, detects spikes, answers bad steps, explains them later.
 
 The same object serves a hand-written loop and the Lightning callback (which calls the
 lower-level ``begin_batch`` / ``measure`` / ``finish_step`` methods from its hooks).
@@ -13,19 +13,25 @@ A raw loop::
         if sen.check(loss):              # grads measured; False: do not apply this update
             opt.step()
         sched.step()
-        sen.end_step()                   # record, detect, roll back or snapshot
+        sen.end_step()                   # record, then roll back or snapshot
     sen.close()
+
+The step protocol: ``begin_batch`` (is this batch to be dropped?), ``measure`` after backward
+(one host transfer; the detectors and the guard's decision, :func:`sentinel.guard.policy.decide`,
+run here, before the update), ``finish_step`` after the update (record; carry out a rollback or a
+give-up; take a snapshot). A step whose update must not be applied has its gradients set to
+None, so an optimizer step that runs anyway changes nothing (SGD, Adam and AdamW skip
+parameters without a gradient: no moment, step count or weight-decay change).
 """
 
 from __future__ import annotations
 
-import collections
 import logging
 import math
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import torch
@@ -36,13 +42,14 @@ from sentinel.detect.entropy import EntropyWatch
 from sentinel.events import EventKind, describe, make_event
 from sentinel.guard.batch_id import BatchIdentity
 from sentinel.guard.lr_cooldown import LRCooldown
-from sentinel.guard.policy import Action, Reason, StepSignals, bad_step_reason, decide
+from sentinel.guard.policy import Action, Decision, GuardState, Reason, StepSignals, decide
 from sentinel.guard.skiplist import SkipList
 from sentinel.guard.snapshot import SnapshotConfig, SnapshotRing, SnapshotTooLarge
 from sentinel.probes.attention import AttentionProbe
 from sentinel.probes.grad_norm import GradNormProbe
 from sentinel.probes.loss_scale import LossScaleProbe
 from sentinel.probes.nonfinite import find_nonfinite_input, locate_nonfinite
+from sentinel.probes.reference_loss import reference_loss
 from sentinel.rng import RngState, capture_rng
 from sentinel.store import RunWriter, read_skiplist
 
@@ -55,36 +62,25 @@ _SCALER_SETTLED = "scaler_settled"
 
 
 class TrainingGaveUp(RuntimeError):
-    """Raised when the guard has rolled back ``max_rollbacks`` times and the run is still bad."""
+    """Raised when the guard has rolled back ``max_rollbacks`` times and the run is still bad.
+
+    The model, optimizers and schedulers hold the last good snapshot when it is raised, so a
+    checkpoint saved after it is usable.
+    """
 
 
 @dataclass
 class _BatchSeen:
-    """A batch the guard may have to skip: where it came in and what names it (not the batch)."""
+    """A batch the guard may name in the skip list: where it came in and what names it."""
 
     step: int
     epoch: int
     batch_idx: int
     identity: BatchIdentity = field(repr=False)
 
-    def entry(self, rollback: int, rank: int) -> dict[str, Any]:
+    def entry(self, reason: str, rollback: int, rank: int) -> dict[str, Any]:
         return {"step": self.step, "epoch": self.epoch, "batch_idx": self.batch_idx,
-                "rollback": rollback, "rank": rank, **self.identity.to_dict()}
-
-
-@dataclass
-class _Window:
-    """Batches whose effect is being discarded; the restore happens when it closes."""
-
-    target_step: int  # step of the snapshot restored when the window closes
-    spike_step: int
-    reason: Reason | None  # None: a batch of the skip list came up again (not a rollback)
-    remaining: int  # batches still to consume (and discard) before restoring
-    snapshot: Any = None  # a one-off snapshot (resume skips), else the ring's
-
-    @property
-    def rollback(self) -> bool:
-        return self.reason is not None
+                "reason": reason, "rollback": rollback, "rank": rank, **self.identity.to_dict()}
 
 
 class Sentinel:
@@ -119,7 +115,7 @@ class Sentinel:
         config: SentinelConfig | None = None,
         rank: int | None = None,
         meta: dict[str, Any] | None = None,
-        _deferred_restore: bool = False,
+        _keep_batches: bool = False,
         **options: Any,
     ) -> None:
         if config is not None and options:
@@ -133,12 +129,16 @@ class Sentinel:
         # Whether a non-finite step can be replayed to localise it (an adapter with its own
         # replay, such as the Lightning callback, sets this).
         self.replay_available = loss_fn is not None
+        # Builds a loss closure for any batch: re-runs the last applied batch before a rollback
+        # to tell damaged weights from bad data (the Lightning callback sets its own).
+        self.replay_batch: Callable[[Any, int], Callable[[], torch.Tensor]] | None = \
+            (lambda batch, batch_idx: (lambda: loss_fn(model, batch))) if loss_fn is not None else None
         self.log_dir = str(log_dir)
         self.rank = distributed.rank() if rank is None else rank
         self.world_size = distributed.world_size()
-        # Lightning cannot drop a batch from its loop: the window's batches are trained on and
-        # their effect discarded by restoring when the window closes. A raw loop restores at once.
-        self._deferred = _deferred_restore
+        # A raw loop drops a batch the guard skips; Lightning cannot drop one from its loop, so
+        # there the batch is trained on and its update suppressed (gradients set to None).
+        self._keep_batches = _keep_batches
         if self.config.guard.rollback and not self.optimizers:
             raise ValueError("rollback needs the optimizer: pass optimizer=..., or rollback=False")
 
@@ -157,37 +157,50 @@ class Sentinel:
         # Only rank 0 writes; an unwritable log_dir fails here, before training starts.
         self.writer = RunWriter(self.log_dir, meta=self._meta(meta), tensorboard=rec.tensorboard) \
             if self.rank == 0 else None
-        self.skiplist = SkipList(read_skiplist(self.log_dir))
+        # Rank 0 reads, every rank receives: node-local log dirs hold the file on rank 0 only.
+        self.skiplist = SkipList(distributed.broadcast_from_zero(
+            read_skiplist(self.log_dir) if self.rank == 0 else None))
 
         # Progress (saved by state_dict).
         self.step = 0
-        self.rollbacks = 0
+        self.guard_state = GuardState()
         self.cooldown_until = -1
         self.overflow_streak = 0
         self.last_restored_step: int | None = None
         # Per-step scratch.
-        # Batches since the oldest snapshot held: what a rollback discards. Pruned at each snapshot.
-        self._seen: collections.deque[_BatchSeen] = collections.deque()
+        self._step_batches: list[tuple[int, Any]] = []  # (batch_idx, batch) of this step
+        self._streak: list[_BatchSeen] = []  # batches of the current outlier streak
+        self._streak_start: int | None = None  # step of its first outlier
+        self._reference: tuple[int, Any] | None = None  # last batch whose update was applied
+        self._weights_check: dict[str, Any] | None = None  # its re-run, when the guard asked
         self._batch: Any = None
         self._batch_idx = 0
         self._epoch = 0
+        self._epoch_batches = 0  # batches per epoch, as far as seen
+        self._warned_skip_share = False
         self._rng: RngState | None = None
         self._values: dict[str, float] = {}
         self._losses: list[torch.Tensor] = []
-        self._window: _Window | None = None
-        self.lr_cooldown = LRCooldown(self.optimizers, g.lr_factor, active=self._cooling_down)
+        self._signals: StepSignals | None = None
+        self._decision: Decision | None = None
+        self._suppressed: str | None = None  # why this step's update is suppressed (kept batch)
+        self.lr_cooldown = LRCooldown(self.optimizers, 1.0, active=self._cooling_down)
         self._t_last = time.perf_counter()
         self._samples = 0
         self._reported_no_attention = False
         self._nonfinite = False
         self._diverged = False
         self._scaler_settled = False  # the AMP scaler has had one step without overflow
-        self._nonfinite_streak = 0  # consecutive non-finite steps
         self._verdicts: tuple[Any, Any, Any] = (None, None, None)
         self.last_record: dict[str, Any] = {}  # what the last step wrote (adapters forward it)
-        self._skip_next = 0  # raw loop: batches still to drop after a rollback
+        self._skip_next = 0  # batches still to drop after a rollback
         self._attn_sampled = False  # has any step been sampled for attention yet
         self._attn_values: dict[str, torch.Tensor] = {}
+
+    @property
+    def rollbacks(self) -> int:
+        """Rollbacks done so far."""
+        return self.guard_state.rollbacks
 
     # ------------------------------------------------------------------ raw-loop API
     def batches(self, loader: Iterable[Any]) -> Iterator[Any]:
@@ -197,18 +210,8 @@ class Sentinel:
             >>> for batch in sen.batches(loader): ...   # doctest: +SKIP
         """
         for batch_idx, batch in enumerate(loader):
-            if self._skip_next > 0:  # dropped after a rollback, as PaLM skipped data
-                self._skip_next -= 1
-                entry = _BatchSeen(self.step, self._epoch, batch_idx,
-                                   BatchIdentity.of(batch)).entry(self.rollbacks, self.rank)
-                self.skiplist.add(entry)
-                self._event(EventKind.SKIP, reason="rollback", **entry)
-                if self.writer is not None:
-                    self.writer.write_skiplist(self.skiplist.entries)
-                continue
-            if not self.begin_batch(batch, batch_idx):
-                continue
-            yield batch
+            if self.begin_batch(batch, batch_idx):
+                yield batch
         self._epoch += 1
 
     def check(self, loss: torch.Tensor | None = None) -> bool:
@@ -220,15 +223,20 @@ class Sentinel:
                 instead, and call ``check()`` without one before the update.
 
         Returns:
-            False when the update must not be applied (non-finite or a rollback is coming).
+            False when the update must not be applied: an outlier or non-finite step (its
+            gradients are also set to None, so an ``optimizer.step()`` would change nothing),
+            or a rollback is coming.
+
+        Example:
+            >>> if sen.check(loss):   # doctest: +SKIP
+            ...     opt.step()
         """
         if loss is not None:
             self.add_loss(loss)
-        bad = self.measure(replay=self._replay_fn())
-        return not bad
+        return not self.measure(replay=self._replay_fn())
 
     def end_step(self) -> None:
-        """After ``optimizer.step()``: record, detect, roll back or take a snapshot."""
+        """After ``optimizer.step()``: record, then roll back or take a snapshot."""
         self.finish_step()
 
     # ------------------------------------------------------------------ engine API
@@ -243,30 +251,28 @@ class Sentinel:
         return self._batch_idx
 
     @property
-    def pending_restore(self) -> int | None:
-        """The snapshot step a deferred rollback will restore, while its batches are discarded."""
-        return None if self._window is None else self._window.target_step
+    def update_suppressed(self) -> bool:
+        """The update of the step in progress must not be applied (known after :meth:`measure`)."""
+        return self._suppressed is not None or \
+            (self._decision is not None and not self._decision.applies_update)
 
     def begin_batch(self, batch: Any, batch_idx: int, epoch: int | None = None) -> bool:
-        """A batch is about to be trained on. Returns False if it must be skipped.
+        """A batch is about to be trained on. Returns False if it must be dropped.
 
-        In a raw loop a skipped batch is simply not trained on; under Lightning (deferred mode)
-        it is trained on and its effect discarded (see ``_Window``).
+        A batch is dropped when a rollback just happened (``skip_after``) or the skip list
+        names it. In a raw loop it is then not trained on; under Lightning it is trained on and
+        its update suppressed.
         """
         if epoch is not None:
             self._epoch = epoch
-        rollback = self.config.guard.rollback
-        if rollback and self.skiplist and distributed.any_rank(self.skiplist.matches(batch)):
-            self._skip_listed(_BatchSeen(self.step, self._epoch, batch_idx, BatchIdentity.of(batch)))
-            if not self._deferred:
-                return False
-        if rollback:  # only a rollback ever needs to name these batches
-            self._seen.append(_BatchSeen(self.step, self._epoch, batch_idx, BatchIdentity.of(batch)))
+        self._epoch_batches = max(self._epoch_batches, batch_idx + 1)
+        if self.config.guard.rollback and self._drop(batch, batch_idx) and not self._keep_batches:
+            return False
+        if self.config.guard.rollback:
+            self._step_batches.append((batch_idx, batch))
         self._batch, self._batch_idx = batch, batch_idx
-        if self._window is not None and self._window.remaining > 0:
-            self._window.remaining -= 1
         if not self._losses:  # first micro-batch of this optimizer step
-            if len(self.ring) == 0 and rollback:
+            if len(self.ring) == 0 and self.config.guard.rollback:
                 self._take_snapshot(self.step)  # something to return to from the very start
             # RNG states only matter to a replay; copying them is the dearest part of this hook.
             self._rng = capture_rng() if self.replay_available and self.config.record.localize_nonfinite \
@@ -283,12 +289,13 @@ class Sentinel:
 
     def measure(self, replay: Callable[[], torch.Tensor] | None = None,
                 optimizer: torch.optim.Optimizer | None = None) -> bool:
-        """Read gradients, AMP state and attention in one host transfer; localise a NaN/Inf.
+        """Read gradients, AMP state and attention in one host transfer; judge the step.
 
-        Called once per optimizer step, after unscale and before the update.
+        Called once per optimizer step, after unscale and before the update. The detectors
+        and the guard's decision run here, so a bad update can be withheld.
 
         Returns:
-            True when this step is non-finite (its update should not be applied).
+            True when this step's update must not be applied (its gradients are then None).
         """
         rec = self.config.record
         tensors: dict[str, torch.Tensor] = {}
@@ -324,30 +331,78 @@ class Sentinel:
         self.overflow_streak = self.overflow_streak + 1 if overflow and self._scaler_settled else 0
         self._values = values
         self._nonfinite = nonfinite
-        self._nonfinite_streak = self._nonfinite_streak + 1 if nonfinite else 0
-        if nonfinite and self._window is None:
-            if self._nonfinite_streak == 1:
+        if self._suppressed is not None:  # a dropped batch: not judged, never applied
+            self._drop_grads()
+            return True
+        self._signals = self._detect(values)
+        decision = decide(self._signals, self.guard_state, self.config.guard, self._cooling_down())
+        if decision.action in (Action.ROLLBACK, Action.GIVE_UP) and \
+                decision.reason in (Reason.LOSS_SPIKE, Reason.GRAD_NORM_SPIKE, Reason.NONFINITE):
+            weights_ok = self._check_weights()  # damaged weights, or a stretch of bad data?
+            if weights_ok is not None:
+                self._signals = replace(self._signals, weights_ok=weights_ok)
+                decision = decide(self._signals, self.guard_state, self.config.guard, self._cooling_down())
+        self._decision = decision
+        if nonfinite:
+            streak = decision.state.nonfinite_streak
+            if streak <= 1:
                 self._report_nonfinite(replay, local_loss)
-            else:  # weights already non-finite (nothing rolled back): a replay would say nothing new
-                self._event(EventKind.NONFINITE, loss=local_loss, streak=self._nonfinite_streak,
+            else:  # the weights did not change: a second replay would say nothing new
+                self._event(EventKind.NONFINITE, loss=local_loss, streak=streak,
                             note="still non-finite since the first reported step")
-        return nonfinite or (self._window is not None)
+        if decision.applies_update:
+            return False
+        self._drop_grads()
+        return True
+
+    def _check_weights(self) -> bool | None:
+        """Re-run the last applied batch: is its loss still normal on the current weights?
+
+        None when there is nothing to re-run, no replay, no baseline yet, or the re-run failed
+        on some rank (a diagnostic never stops training; every rank still joins the collective).
+        """
+        self._weights_check = None
+        loss_v = self._verdicts[0]
+        if self._reference is None or self.replay_batch is None or loss_v is None \
+                or not math.isfinite(loss_v.baseline):
+            return None
+        batch_idx, batch = self._reference
+        failed = False
+        try:
+            value = float(reference_loss(self.model, self.replay_batch(batch, batch_idx)))  # a host sync
+        except Exception as err:  # noqa: BLE001 - the user's step code failed on a re-run
+            log.warning("sentinel: step %d: re-running batch %d to check the weights failed (%s)",
+                        self.step, batch_idx, f"{type(err).__name__}: {err}".splitlines()[0][:300])
+            value, failed = math.nan, True
+        if self.world_size > 1:
+            value, failed = distributed.mean_loss_and_any_bad(value, failed)
+        if failed:
+            return None
+        rule = self.config.loss_spike
+        baseline = loss_v.baseline
+        ok = math.isfinite(value) and (value <= baseline * (1 + rule.rtol) or value - baseline <= rule.atol)
+        self._weights_check = {"batch_idx": batch_idx, "loss": value, "baseline": baseline, "weights_ok": ok}
+        return ok
+
+    def suppress_update(self, optimizer: torch.optim.Optimizer | None = None) -> None:
+        """Withhold this step's update: set the gradients of ``optimizer`` (default: all) to None."""
+        self._drop_grads([optimizer] if optimizer is not None else None)
 
     def finish_step(self, step: int | None = None) -> None:
-        """The optimizer step is done: detect, record, then roll back or snapshot."""
+        """The optimizer step is done: record, then carry out the guard's decision or snapshot."""
         if not self._values:  # measure() was not called (e.g. no backward this batch)
             self.measure()
-        values = self._values
-        signals = self._detect(values)
-        self._record(values, signals)
-        if self._window is None:
-            self._guard(signals)
-            if self._window is None:
+        self._record(self._values, self._signals)
+        decision, self._decision = self._decision, None
+        try:
+            if decision is not None:
+                self._carry_out(decision)
+            if decision is not None and decision.applies_update:
                 self._maybe_snapshot()
-        if self._window is not None and self._window.remaining <= 0:
-            self._close_window()
-        self._losses, self._values = [], {}
-        self.step = self.step + 1 if step is None else step
+        finally:
+            self._losses, self._values, self._signals = [], {}, None
+            self._step_batches, self._suppressed = [], None
+            self.step = self.step + 1 if step is None else step
 
     def close(self) -> None:
         """Remove the optimizer hooks, flush and close the run directory (idempotent)."""
@@ -365,19 +420,25 @@ class Sentinel:
     def state_dict(self) -> dict[str, Any]:
         """Progress to save with a checkpoint so a resumed run continues exactly."""
         return {
-            "step": self.step, "rollbacks": self.rollbacks, "cooldown_until": self.cooldown_until,
+            "step": self.step, "rollbacks": self.rollbacks, "guard": asdict(self.guard_state),
+            "cooldown_until": self.cooldown_until, "lr_factor": self.lr_cooldown.factor,
             "overflow_streak": self.overflow_streak, "last_restored_step": self.last_restored_step,
             "detectors": self._detector_states(), "loss_scale": self.loss_scale.state_dict(),
-            "skiplist": list(self.skiplist.entries), "epoch": self._epoch,
+            "skiplist": list(self.skiplist.entries), "epoch": self._epoch, "skip_next": self._skip_next,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.step = int(state.get("step", 0))
-        self.rollbacks = int(state.get("rollbacks", 0))
+        guard = dict(state.get("guard") or {})
+        guard["rollbacks"] = int(state.get("rollbacks", guard.get("rollbacks", 0)))
+        self.guard_state = GuardState(**{k: int(v) for k, v in guard.items()
+                                         if k in GuardState.__dataclass_fields__})
         self.cooldown_until = int(state.get("cooldown_until", -1))
+        self.lr_cooldown.set_factor(float(state.get("lr_factor", 1.0)))
         self.overflow_streak = int(state.get("overflow_streak", 0))
         self.last_restored_step = state.get("last_restored_step")
         self._epoch = int(state.get("epoch", 0))
+        self._skip_next = int(state.get("skip_next", 0))
         if "detectors" in state:
             self._load_detector_states(state["detectors"])
         if "loss_scale" in state:
@@ -388,20 +449,37 @@ class Sentinel:
                 self.skiplist.add(entry)
 
     # ------------------------------------------------------------------ internals
+    def _drop(self, batch: Any, batch_idx: int) -> bool:
+        """Whether this batch is dropped (just after a rollback, or named by the skip list)."""
+        if self._skip_next > 0:  # dropped after a rollback, as PaLM skipped data
+            self._skip_next -= 1
+            reason = "after_rollback"
+        elif self.skiplist and distributed.any_rank(self.skiplist.matches(batch)):
+            reason = "skiplist"
+        else:
+            return False
+        seen = _BatchSeen(self.step, self._epoch, batch_idx, BatchIdentity.of(batch))
+        entries = self._gather_entries([seen], reason)
+        if reason == "after_rollback":
+            self._add_to_skiplist(entries)
+        for entry in entries:
+            self._event(EventKind.SKIP, **entry)
+        if self._keep_batches:  # trained on, but its update withheld
+            self._suppressed = reason
+        return True
+
     def _detect(self, values: dict[str, float]) -> StepSignals:
         loss = values.get(metrics.LOSS)
         grad = values.get(metrics.GRAD_NORM_TOTAL)
-        in_window = self._window is not None
-        loss_v = self.loss_detector.update(loss) if loss is not None and not in_window else None
-        grad_v = self.grad_detector.update(grad) if grad is not None and not in_window else None
-        div_v = self.divergence_detector.update(loss, step=self.step) \
-            if loss is not None and not in_window else None
+        loss_v = self.loss_detector.update(loss) if loss is not None else None
+        grad_v = self.grad_detector.update(grad) if grad is not None else None
+        div_v = self.divergence_detector.update(loss, step=self.step) if loss is not None else None
         newly_diverged = bool(div_v is not None and div_v.diverged and not self._diverged)
         if div_v is not None:
             self._diverged = bool(div_v.diverged)  # an event on entering divergence, not every step
         self._verdicts = (loss_v, grad_v, div_v)
         return StepSignals(
-            nonfinite=self._nonfinite and not in_window,
+            nonfinite=self._nonfinite,
             loss_spike=bool(loss_v is not None and loss_v.is_spike),
             grad_norm_spike=bool(grad_v is not None and grad_v.is_spike),
             divergence=newly_diverged,
@@ -409,11 +487,139 @@ class Sentinel:
             loss_scale=values.get(metrics.LOSS_SCALE),
         )
 
-    def _record(self, values: dict[str, float], signals: StepSignals) -> None:
+    def _carry_out(self, decision: Decision) -> None:
+        """Do what the guard decided (the decision itself is :func:`decide`'s)."""
+        if decision.action is Action.APPLY:
+            self.guard_state = decision.state
+            self._streak, self._streak_start = [], None
+            if self._step_batches:
+                self._reference = self._step_batches[-1]
+            return
+        seen = [_BatchSeen(self.step, self._epoch, idx, BatchIdentity.of(b)) for idx, b in self._step_batches]
+        if self._streak_start is None:
+            self._streak_start = self.step
+        if decision.action is Action.SKIP_UPDATE:
+            self.guard_state = decision.state
+            self._streak += seen
+            entries = self._gather_entries(seen, "outlier")
+            self._add_to_skiplist(entries)
+            self._event(EventKind.SKIP_STEP, **self._skip_detail(decision),
+                        batches=[_short(e) for e in entries])
+            self._weights_check = None
+            return
+        self.guard_state = decision.state
+        # The streak's earlier batches are in the skip list already (as outliers); all are named.
+        reason = "rollback" if decision.action is Action.ROLLBACK else "gave_up"
+        new = self._gather_entries(seen, reason)
+        self._add_to_skiplist(new)
+        culprits = self._gather_entries(self._streak, reason) + new
+        spike_step = self._streak_start
+        self._streak, self._streak_start = [], None
+        if decision.action is Action.GIVE_UP:
+            self._give_up(decision, spike_step)
+        self._roll_back(decision, spike_step, culprits)
+
+    def _skip_detail(self, decision: Decision) -> dict[str, Any]:
+        loss_v, grad_v, _ = self._verdicts
+        extra = {"weights_check": self._weights_check} if self._weights_check is not None else {}
+        return {"reason": decision.reason.value, "streak": decision.streak, **extra,
+                "loss": self._values.get(metrics.LOSS),
+                "grad_norm": self._values.get(metrics.GRAD_NORM_TOTAL),
+                "loss_score": loss_v.score if loss_v is not None else None,
+                "loss_baseline": loss_v.baseline if loss_v is not None else None,
+                "grad_norm_score": grad_v.score if grad_v is not None else None}
+
+    def _roll_back(self, decision: Decision, spike_step: int, culprits: list[dict[str, Any]]) -> None:
+        g = self.config.guard
+        snapshot = self._good_snapshot(spike_step)
+        if snapshot is None:
+            log.warning("step %d: %s but no snapshot to roll back to yet; going on", self.step,
+                        decision.reason.value)
+            self._event(EventKind.ROLLBACK, spike_step=spike_step, reason=decision.reason.value,
+                        restored_step=None, skipped=[_short(e) for e in culprits],
+                        note="no snapshot yet: nothing restored")
+            return
+        self._restore(snapshot)
+        self._skip_next = g.skip_after
+        # Long enough to cover the stretch replayed from the snapshot (a schedule's LR surge
+        # comes back at the same distance), and at least ``cooldown``.
+        self.cooldown_until = self.step + max(g.cooldown, 2 * (self.step - snapshot.step))
+        self.lr_cooldown.set_factor(decision.lr_scale)
+        check = {"weights_check": self._weights_check} if self._weights_check is not None else {}
+        self._weights_check = None
+        self._reference = None  # its effect was just undone
+        self._event(EventKind.ROLLBACK, spike_step=spike_step, reason=decision.reason.value,
+                    restored_step=snapshot.step, rollback=self.rollbacks, lr_scale=decision.lr_scale,
+                    skip_after=g.skip_after, skipped=[_short(e) for e in culprits], **check)
+    def _give_up(self, decision: Decision, spike_step: int) -> None:
+        snapshot = self._good_snapshot(spike_step)
+        restored = None
+        if snapshot is not None:
+            self._restore(snapshot)
+            restored = snapshot.step
+        kept = f"the weights of step {restored} are restored" if restored is not None else \
+            "no snapshot was left to restore"
+        msg = (f"sentinel gave up at step {self.step} after {self.rollbacks} rollbacks: the run is "
+               f"still bad ({decision.reason.value}) although the guard skipped the outlier updates, "
+               f"rolled back, dropped the culprit batches and lowered the learning rate down to "
+               f"x{self.config.guard.lr_factor ** max(self.guard_state.returns, 0):g}; {kept}. Lower the "
+               f"learning rate, inspect the batches in {self.log_dir}/skiplist.json, or raise max_rollbacks")
+        self._event(EventKind.GAVE_UP, reason=decision.reason.value, rollbacks=self.rollbacks,
+                    restored_step=restored, message=msg)
+        self.close()
+        raise TrainingGaveUp(msg)
+
+    def _good_snapshot(self, first_bad_step: int) -> Any:
+        # Snapshot k holds the state after k steps. The first bad step's weights may already carry
+        # the damage of a few updates before it: trust only states from before ``limit``.
+        limit = first_bad_step - self.config.guard.min_rollback_distance + 1
+        self.ring.mark_bad_after(limit)
+        return self.ring.newest_good_before(limit)
+
+    def _restore(self, snapshot: Any) -> None:
+        live_scaler = self.scaler.state_dict() if self.scaler is not None else None
+        extra = self.ring.restore(snapshot, model=self.model, optimizers=self.optimizers,
+                                  schedulers=self.schedulers, scaler=self.scaler)
+        self.ring.drop_after(snapshot.step)
+        self._load_detector_states(extra.get(_DETECTORS, {}))
+        self.overflow_streak = int(extra.get(_OVERFLOW_STREAK, 0))
+        if live_scaler is not None and not extra.get(_SCALER_SETTLED, True):
+            # A snapshot from before the scaler found its range would send it back to its
+            # initial scale and through the same overflows: keep the scale it has found.
+            self.scaler.load_state_dict(live_scaler)
+        self.last_restored_step = snapshot.step
+
+    def _gather_entries(self, seen: list[_BatchSeen], reason: str) -> list[dict[str, Any]]:
+        rollback = self.rollbacks if reason in ("rollback", "after_rollback", "gave_up") else 0
+        local = [b.entry(reason, rollback, self.rank) for b in seen]
+        return _concat(distributed.gather(local)) if self.world_size > 1 else local
+
+    def _add_to_skiplist(self, entries: list[dict[str, Any]]) -> None:
+        if not entries:
+            return
+        for entry in entries:
+            self.skiplist.add(entry)
+        if self.writer is not None:
+            self.writer.write_skiplist(self.skiplist.entries)
+        share = len(self.skiplist) / max(self._epoch_batches, 1)
+        if not self._warned_skip_share and self._epoch > 0 and share > self.config.guard.skip_share_warning:
+            self._warned_skip_share = True  # an epoch's length is only known after the first
+            if self.rank == 0:
+                log.warning("sentinel: the skip list names %d batches, %.0f%% of an epoch of %d: more "
+                            "than single bad batches; check the data and the learning rate",
+                            len(self.skiplist), 100 * share, self._epoch_batches)
+
+    def _drop_grads(self, optimizers: Sequence[torch.optim.Optimizer] | None = None) -> None:
+        for opt in optimizers or self.optimizers:
+            for group in opt.param_groups:
+                for p in group["params"]:
+                    p.grad = None
+
+    def _record(self, values: dict[str, float], signals: StepSignals | None) -> None:
         now = time.perf_counter()
         record: dict[str, Any] = {metrics.STEP: self.step, metrics.EPOCH: self._epoch,
                                   metrics.BATCH_IDX: self._batch_idx}
-        flagged = signals.loss_spike or signals.grad_norm_spike or signals.nonfinite
+        flagged = signals is not None and (signals.loss_spike or signals.grad_norm_spike or signals.nonfinite)
         keep_modules = flagged or self.step % self.config.record.module_every == 0
         for key, value in values.items():
             if key.startswith(metrics.GRAD_NORM + "/") and key != metrics.GRAD_NORM_TOTAL \
@@ -430,6 +636,19 @@ class Sentinel:
         if self.writer is None:
             return
         self.writer.write_step(record)
+        if signals is not None:
+            self._detection_events(values, signals)
+        self._watch_entropy(values)
+        if values.get(metrics.AMP_OVERFLOW, 0.0) > 0:
+            self._event(EventKind.OVERFLOW, loss_scale=values.get(metrics.LOSS_SCALE),
+                        streak=self.overflow_streak)
+        reason = self.attention.no_attention_reason  # None until a sampled step saw no attention
+        if reason is not None and not self._reported_no_attention:
+            self._reported_no_attention = True
+            log.warning("sentinel: %s", reason)
+            self.writer.update_meta(attention=reason)
+
+    def _detection_events(self, values: dict[str, float], signals: StepSignals) -> None:
         loss_v, grad_v, div_v = self._verdicts
         if signals.loss_spike:
             self._event(EventKind.SPIKE, metric=metrics.LOSS, value=values.get(metrics.LOSS),
@@ -441,13 +660,6 @@ class Sentinel:
         if signals.divergence:
             self._event(EventKind.DIVERGENCE, metric=metrics.LOSS, value=values.get(metrics.LOSS),
                         onset=div_v.onset, level=div_v.level, best=div_v.best)
-        self._watch_entropy(values)
-        if values.get(metrics.AMP_OVERFLOW, 0.0) > 0:
-            self._event(EventKind.OVERFLOW, loss_scale=values.get(metrics.LOSS_SCALE),
-                        streak=self.overflow_streak)
-        if not self._reported_no_attention and self._attn_sampled and not self.attention.found_any:
-            self._reported_no_attention = True
-            self.writer.update_meta(attention="no attention modules found: attention not recorded")
 
     def _watch_entropy(self, values: dict[str, float]) -> None:
         prefix = metrics.ATTN_ENTROPY + "/"
@@ -461,21 +673,29 @@ class Sentinel:
         """Name where the NaN/Inf came from: the input batch, else a replay with hooks armed.
 
         Under DDP every rank replays its own batch on its own (unsynchronised) module, and only
-        ranks that found something report; rank 0 writes them all, each with its rank.
+        ranks that found something report; rank 0 writes them all, each with its rank. A replay
+        that fails is reported, never raised: a diagnostic must not stop training.
         """
         detail: dict[str, Any] = {"loss": local_loss,
                                   "grad_norm": self._values.get(metrics.GRAD_NORM_TOTAL)}
-        source = None
+        source, failure = None, None
         if replay is not None and self.config.record.localize_nonfinite:
-            source = locate_nonfinite(self.model, replay, batch=self._batch, rng_state=self._rng)
-        elif self._batch is not None:
+            try:
+                source = locate_nonfinite(self.model, replay, batch=self._batch, rng_state=self._rng)
+            except Exception as err:  # noqa: BLE001 - the user's own step code failed in the replay
+                failure = f"{type(err).__name__}: {err}".splitlines()[0][:300]
+                log.warning("sentinel: step %d: the NaN/Inf replay failed (%s); source not localised, "
+                            "training goes on", self.step, failure)
+        if source is None and self._batch is not None:
             found = find_nonfinite_input(self._batch)
             if found is not None:
                 detail.update(module="<input>", phase="input", tensor_role=found[0])
         if source is not None:
             detail.update(source.to_dict())
         elif "module" not in detail:
-            if self.world_size > 1 and math.isfinite(local_loss):
+            if failure is not None:
+                detail.update(module=None, phase=None, note=f"source not localised: {failure}")
+            elif self.world_size > 1 and math.isfinite(local_loss):
                 detail = None  # another rank's fault, reached us through the gradient all-reduce
             else:
                 detail.update(module=None, phase=None,
@@ -489,89 +709,9 @@ class Sentinel:
         for d in sources:
             self._event(EventKind.NONFINITE, **d)
 
-    def _guard(self, signals: StepSignals) -> None:
-        reason = bad_step_reason(signals, self.config.guard)
-        action = decide(reason, self.rollbacks, self.config.guard)
-        if action is Action.CONTINUE:
-            if reason is not None:
-                self.ring.mark_bad_after(self.step)
-            return
-        if action is Action.GIVE_UP:
-            msg = (f"sentinel gave up at step {self.step} after {self.rollbacks} rollbacks: "
-                   f"the run is still bad ({reason.value}); lower the learning rate, inspect the "
-                   f"batches in {self.log_dir}/skiplist.json, or raise max_rollbacks")
-            self._event(EventKind.GAVE_UP, reason=reason.value, rollbacks=self.rollbacks, message=msg)
-            self.close()
-            raise TrainingGaveUp(msg)
-        self._start_rollback(reason)
-
-    def _start_rollback(self, reason: Reason) -> None:
-        g = self.config.guard
-        # Snapshot k holds the state after k steps. The update of this step is bad, and the few
-        # before it may already carry the damage: trust only states from before ``limit``.
-        limit = self.step - g.min_rollback_distance + 1
-        self.ring.mark_bad_after(limit)
-        snapshot = self.ring.newest_good_before(limit)
-        if snapshot is None:
-            log.warning("step %d: %s but no snapshot to roll back to yet; going on", self.step,
-                        reason.value)
-            self._event(EventKind.ROLLBACK, spike_step=self.step, reason=reason.value,
-                        restored_step=None, skipped=[], note="no snapshot yet: nothing restored")
-            return
-        self.rollbacks += 1
-        self._window = _Window(target_step=snapshot.step, spike_step=self.step, reason=reason,
-                               remaining=g.skip_after if self._deferred else 0, snapshot=snapshot)
-        if not self._deferred:
-            self._skip_next = g.skip_after
-
-    def _close_window(self) -> None:
-        window, self._window = self._window, None
-        self._nonfinite_streak = 0  # the next non-finite step is a new incident: replay it
-        g = self.config.guard
-        live_scaler = self.scaler.state_dict() if self.scaler is not None else None
-        extra = self.ring.restore(window.snapshot, model=self.model, optimizers=self.optimizers,
-                                  schedulers=self.schedulers, scaler=self.scaler) \
-            if window.rollback else self._restore_one_off(window.snapshot)
-        if window.rollback:
-            self.ring.drop_after(window.target_step)
-            self._load_detector_states(extra.get(_DETECTORS, {}))
-            self.overflow_streak = int(extra.get(_OVERFLOW_STREAK, 0))
-            if live_scaler is not None and not extra.get(_SCALER_SETTLED, True):
-                # A snapshot from before the scaler found its range would send it back to its
-                # initial scale and through the same overflows: keep the scale it has found.
-                self.scaler.load_state_dict(live_scaler)
-            self.last_restored_step = window.target_step
-            self.cooldown_until = self.step + g.cooldown
-        skipped = [b for b in self._seen if b.step >= window.target_step]
-        reason = "rollback" if window.rollback else "skiplist"
-        entries = _concat(distributed.gather([b.entry(self.rollbacks if window.rollback else 0, self.rank)
-                                              for b in skipped]))
-        if window.rollback:
-            for entry in entries:
-                self.skiplist.add(entry)
-            self._event(EventKind.ROLLBACK, spike_step=window.spike_step, reason=window.reason.value,
-                        restored_step=window.target_step, rollback=self.rollbacks,
-                        skipped=[{k: e[k] for k in ("step", "epoch", "batch_idx", "rank")} for e in entries])
-            if self.writer is not None:
-                self.writer.write_skiplist(self.skiplist.entries)
-        for entry in entries:
-            self._event(EventKind.SKIP, reason=reason, **entry)
-        self._seen.clear()
-
-    def _skip_listed(self, seen: _BatchSeen) -> None:
-        """A batch the skip list names came up again (a resumed run)."""
-        if not self._deferred:
-            self._event(EventKind.SKIP, reason="skiplist", **seen.entry(0, self.rank))
-            return
-        if self._window is None:  # discard this batch by restoring the state from before it
-            self._window = _Window(target_step=self.step, spike_step=self.step, reason=None,
-                                   remaining=1, snapshot=self._one_off_snapshot())
-
     def _maybe_snapshot(self) -> None:
         done = self.step + 1  # optimizer steps completed, the ring's step convention
-        if not self.config.guard.rollback:
-            return  # recording only: nothing would ever be restored
-        if self._nonfinite or not self.ring.due(done):
+        if not self.config.guard.rollback or self._nonfinite or not self.ring.due(done):
             return
         self._take_snapshot(done)
 
@@ -588,20 +728,6 @@ class Sentinel:
                 f"needs {err.nbytes / 2**20:.1f} MiB, more than snapshot_max_bytes={err.max_bytes} "
                 f"({err.max_bytes / 2**20:.1f} MiB): pass snapshot_dir=... to keep snapshots on disk, "
                 "a larger snapshot_max_bytes, or rollback=False") from None
-        oldest = self.ring.snapshots[0].step
-        while self._seen and self._seen[0].step < oldest:
-            self._seen.popleft()
-
-    def _one_off_snapshot(self) -> Any:
-        ring = SnapshotRing(SnapshotConfig(every=1, keep=1))
-        snapshot = ring.take(self.step, model=self.model, optimizers=self.optimizers,
-                             schedulers=self.schedulers, scaler=self.scaler, extra={})
-        return (ring, snapshot)
-
-    def _restore_one_off(self, pair: Any) -> dict[str, Any]:
-        ring, snapshot = pair
-        return ring.restore(snapshot, model=self.model, optimizers=self.optimizers,
-                            schedulers=self.schedulers, scaler=self.scaler)
 
     def _cooling_down(self) -> bool:
         return self.last_restored_step is not None and self.step <= self.cooldown_until
@@ -645,6 +771,10 @@ class Sentinel:
                           "grad_norm_groups": list(self.grad_norms.group_names)}}
         meta.update(extra or {})
         return meta
+
+
+def _short(entry: dict[str, Any]) -> dict[str, Any]:
+    return {k: entry[k] for k in ("step", "epoch", "batch_idx", "rank") if k in entry}
 
 
 def _snapshot_budget(max_bytes: int | None, directory: str | None) -> int | None:

@@ -16,6 +16,7 @@ class EventKind(str, enum.Enum):
     OVERFLOW = "overflow"
     ROLLBACK = "rollback"
     SKIP = "skip"
+    SKIP_STEP = "skip_step"
     ENTROPY_COLLAPSE = "entropy_collapse"
     GAVE_UP = "gave_up"
 
@@ -46,12 +47,15 @@ def describe(kind: EventKind, d: dict[str, Any], max_rollbacks: int) -> str | No
         >>> describe(EventKind.NONFINITE, {"module": "blocks.2.mlp", "phase": "forward"}, 5)
         'NaN/Inf first appeared in blocks.2.mlp (forward)'
     """
+    if kind is EventKind.SKIP_STEP:
+        return f"{d.get('reason')}: update not applied (outlier step {d.get('streak')} in a row)"
     if kind is EventKind.ROLLBACK:
         if d.get("restored_step") is None:
             return f"{d.get('reason')} at step {d.get('spike_step')}, but no snapshot to roll back to yet"
-        return (f"{d.get('reason')} at step {d.get('spike_step')}: rolled back to step "
-                f"{d.get('restored_step')} and skipped {len(d.get('skipped', []))} batches "
-                f"(rollback {d.get('rollback')} of at most {max_rollbacks})")
+        lr = f", learning rate x{d['lr_scale']:g} for the cool-down" if d.get("lr_scale", 1.0) < 1.0 else ""
+        return (f"{d.get('reason')} since step {d.get('spike_step')}: rolled back to step "
+                f"{d.get('restored_step')}, dropping {len(d.get('skipped', []))} culprit batches and the "
+                f"next {d.get('skip_after', 0)}{lr} (rollback {d.get('rollback')} of at most {max_rollbacks})")
     if kind is EventKind.NONFINITE:
         if d.get("streak"):
             return None  # said once, at the first step of the streak

@@ -18,10 +18,20 @@ BATCH = 16
 
 
 class LitTiny(L.LightningModule):
-    def __init__(self, net, mse, lr: float = 0.01, manual: bool = False) -> None:
+    """``corrupt_steps``: after these global steps the head's weights are scaled by 30 behind the
+    guard's back (module hooks run after the callbacks'): damage that skipping cannot undo."""
+
+    def __init__(self, net, mse, lr: float = 0.01, manual: bool = False, corrupt_steps=()) -> None:
         super().__init__()
         self.net, self.mse, self.lr = net, mse, lr
         self.automatic_optimization = not manual
+        self.corrupt_steps = set(corrupt_steps)
+
+    def on_train_batch_end(self, outputs, batch, batch_idx):
+        if self.global_step in self.corrupt_steps:
+            self.corrupt_steps.discard(self.global_step)
+            with torch.no_grad():
+                self.net.head.weight.mul_(30.0)
 
     def training_step(self, batch, batch_idx):
         if self.automatic_optimization:
@@ -45,13 +55,13 @@ class LitTiny(L.LightningModule):
 
 
 def _fit(tmp_path, tiny_task, *, steps=120, poison_steps=(), nan_steps=(), epochs=1, callback=True,
-         ckpt_path=None, trainer_kwargs=None, manual=False, extra_callbacks=(), **options):
+         ckpt_path=None, trainer_kwargs=None, manual=False, extra_callbacks=(), corrupt_steps=(), **options):
     Data, Net, mse, batches_at = tiny_task
     L.seed_everything(0, verbose=False)
     nan = {min(batches_at(nan_steps, BATCH))} if nan_steps else set()
     data = Data(n=BATCH * steps, poison=batches_at(poison_steps, BATCH), nan=nan)
     loader = torch.utils.data.DataLoader(data, batch_size=BATCH, shuffle=False)
-    module = LitTiny(Net(), mse, manual=manual)
+    module = LitTiny(Net(), mse, manual=manual, corrupt_steps=corrupt_steps)
     cb = SentinelCallback(log_dir=str(tmp_path / "run"), tensorboard=False, **options) if callback else None
     kwargs = dict(accelerator="cpu", max_epochs=epochs, logger=False, enable_checkpointing=False,
                   enable_progress_bar=False, enable_model_summary=False, log_every_n_steps=1)
@@ -69,46 +79,58 @@ def _events(tmp_path, kind=None):
     return [e for e in map(json.loads, lines) if kind is None or e["kind"] == kind]
 
 
-def test_poisoned_run_rolls_back_and_ends_near_the_clean_run(tmp_path, tiny_task):
+def test_poisoned_batches_are_skipped_updates_and_the_run_ends_near_the_clean_run(tmp_path, tiny_task):
     clean, _, _ = _fit(tmp_path / "clean", tiny_task, callback=False)
     unguarded, _, _ = _fit(tmp_path / "bad", tiny_task, poison_steps=(60, 61, 62), rollback=False)
     final, _, cb = _fit(tmp_path / "ok", tiny_task, poison_steps=(60, 61, 62))
     assert not math.isfinite(unguarded) or unguarded > 10 * clean
     assert math.isfinite(final) and final <= clean * 1.05 + 1e-3, (final, clean)
-    rollbacks = _events(tmp_path / "ok", "rollback")
-    assert rollbacks and rollbacks[0]["restored_step"] < 60
+    assert [e["step"] for e in _events(tmp_path / "ok", "skip_step")] == [60, 61, 62]
+    assert not _events(tmp_path / "ok", "rollback")  # a re-run of step 59's batch cleared the weights
     skipped = {i for e in read_skiplist(tmp_path / "ok" / "run") for i in e["indices"]}
-    assert tiny_task[3]((60, 61, 62), BATCH) <= skipped
+    assert skipped == tiny_task[3]((60, 61, 62), BATCH)
 
 
-def test_nan_batch_is_named_and_rolled_back_once(tmp_path, tiny_task):
+def test_damaged_weights_roll_back_and_the_run_ends_near_the_clean_run(tmp_path, tiny_task):
+    clean, _, _ = _fit(tmp_path / "clean", tiny_task, callback=False)
+    final, _, cb = _fit(tmp_path / "ok", tiny_task, corrupt_steps={60})
+    assert math.isfinite(final) and final <= clean * 1.25, (final, clean)
+    (rollback,) = _events(tmp_path / "ok", "rollback")
+    assert rollback["restored_step"] < 60 <= rollback["spike_step"]
+    assert rollback["weights_check"]["weights_ok"] is False
+
+
+def test_nan_batch_is_named_and_its_update_withheld(tmp_path, tiny_task):
     final, _, _ = _fit(tmp_path, tiny_task, nan_steps=(70,))
     assert math.isfinite(final)
     nonfinite = _events(tmp_path, "nonfinite")
     assert nonfinite[0]["module"] == "<input>" and nonfinite[0]["rank"] == 0
-    assert len(_events(tmp_path, "rollback")) == 1
+    assert [e["step"] for e in _events(tmp_path, "skip_step")] == [70]
+    assert not _events(tmp_path, "rollback")
 
 
-def test_permanent_poison_gives_up(tmp_path, tiny_task):
+def test_damage_that_keeps_coming_gives_up_with_good_weights(tmp_path, tiny_task):
+    Data, Net, mse, _ = tiny_task
     with pytest.raises(TrainingGaveUp, match="gave up"):
-        _fit(tmp_path, tiny_task, poison_steps=range(60, 120), max_rollbacks=2)
-    assert len(_events(tmp_path, "gave_up")) == 1
+        _fit(tmp_path, tiny_task, corrupt_steps=set(range(60, 120)), max_rollbacks=2)
+    (gave_up,) = _events(tmp_path, "gave_up")
+    assert len(_events(tmp_path, "rollback")) == 2 and gave_up["restored_step"] is not None
 
 
 def test_resumed_run_skips_the_recorded_batches_again(tmp_path, tiny_task):
-    # Epoch 0 meets the poison and rolls back; its checkpoint is resumed for epoch 1, where the same
-    # (unshuffled) poison batches come again and must be skipped without a new rollback.
+    # Epoch 0 meets the poison and withholds its updates; its checkpoint is resumed for epoch 1,
+    # where the same (unshuffled) poison batches come again and are skipped without being judged.
     _, trainer, _ = _fit(tmp_path, tiny_task, steps=100, poison_steps=(60, 61))
-    assert len(_events(tmp_path, "rollback")) == 1
-    ckpt = tmp_path / "after_rollback.ckpt"
+    assert len(_events(tmp_path, "skip_step")) == 2
+    ckpt = tmp_path / "after_skips.ckpt"
     trainer.save_checkpoint(ckpt)
     n_events = len(_events(tmp_path))
     final, _, cb = _fit(tmp_path, tiny_task, steps=100, poison_steps=(60, 61), epochs=2, ckpt_path=str(ckpt))
     new = _events(tmp_path)[n_events:]
-    assert not [e for e in new if e["kind"] in ("rollback", "spike", "nonfinite")], new
+    assert not [e for e in new if e["kind"] in ("rollback", "spike", "nonfinite", "skip_step")], new
     skipped_again = [e for e in new if e["kind"] == "skip" and e.get("reason") == "skiplist"]
     poison = tiny_task[3]((60, 61), BATCH)
-    assert poison <= {i for e in skipped_again for i in e["indices"]}
+    assert poison == {i for e in skipped_again for i in e["indices"]}
     assert math.isfinite(final) and final < 0.05
 
 
@@ -150,9 +172,9 @@ def test_metrics_reach_the_users_own_logger(tmp_path, tiny_task):
 
 
 def test_state_round_trips_through_a_checkpoint(tmp_path, tiny_task):
-    _, trainer, cb = _fit(tmp_path, tiny_task, steps=100, poison_steps=(60,))
+    _, trainer, cb = _fit(tmp_path, tiny_task, steps=100, corrupt_steps={60})
     state = cb.state_dict()
-    assert state["rollbacks"] == 1 and state["skiplist"]
+    assert state["rollbacks"] == 1 and state["skiplist"] and state["guard"]["rollbacks"] == 1
     fresh = SentinelCallback(log_dir=str(tmp_path / "other"), tensorboard=False)
     fresh.load_state_dict(state)
     assert fresh.state_dict() == state
@@ -210,7 +232,7 @@ def test_nan_from_a_module_is_traced_to_that_module(tmp_path, tiny_task):
     (event,) = _events(tmp_path, "nonfinite")
     assert (event["step"], event["module"], event["phase"]) == (45, "net.blocks.1.2", "forward")
     assert event["nan_count"] > 0
-    assert len(_events(tmp_path, "rollback")) == 1
+    assert [e["step"] for e in _events(tmp_path, "skip_step")] == [45]  # the update is withheld
     assert all(torch.isfinite(p).all() for p in module.parameters())
 
 
@@ -300,19 +322,13 @@ def test_the_documented_metric_table_is_what_gets_logged(tmp_path):
     assert logged == documented, (logged ^ documented)
 
 
-def test_lr_factor_lowers_the_updates_of_the_cooldown_not_the_schedule(tmp_path, tiny_task):
-    _fit(tmp_path, tiny_task, poison_steps=(60,), lr_factor=0.5, cooldown=10)
-    at = _events(tmp_path, "rollback")[0]["step"]
+def test_damage_that_comes_back_lowers_the_lr_of_the_cooldown_not_the_schedule(tmp_path, tiny_task):
+    _, trainer, _ = _fit(tmp_path, tiny_task, corrupt_steps={60, 70}, lr_factor=0.5, cooldown=10)
+    first, second = _events(tmp_path, "rollback")[:2]
+    assert first["lr_scale"] == 1.0 and second["lr_scale"] == 0.5
+    at = second["step"]
     lr = load_run(tmp_path / "run").steps["lr"]
     assert list(lr.loc[at + 1: at + 10]) == pytest.approx([0.005] * 10)  # what the updates used
-    assert lr.loc[at + 11] == pytest.approx(0.01)  # the schedule itself was never changed
+    assert trainer.optimizers[0].param_groups[0]["lr"] == pytest.approx(0.01)  # the schedule's own
 
 
-def test_a_checkpoint_saved_inside_a_rollback_window_is_flagged(tmp_path, tiny_task):
-    from lightning.pytorch.callbacks import ModelCheckpoint
-
-    every_step = ModelCheckpoint(dirpath=str(tmp_path / "ckpt"), every_n_train_steps=1, save_top_k=-1)
-    with pytest.warns(UserWarning, match="holds weights a rollback is about to discard"):
-        _fit(tmp_path, tiny_task, steps=80, poison_steps=(60,),
-             trainer_kwargs={"callbacks": None, "enable_checkpointing": True},
-             extra_callbacks=[every_step])

@@ -18,23 +18,30 @@ class LRCooldown:
 
     Args:
         optimizers: the optimizers whose updates are lowered.
-        factor: in (0, 1); 1 installs nothing.
+        factor: in (0, 1]; 1 (the start) installs nothing. Change it with :meth:`set_factor`
+            (the guard does at each rollback: the factor escalates when a spike comes back).
         active: called before each update; True during a cool-down.
 
     Example:
-        >>> cooldown = LRCooldown([opt], 0.1, active=lambda: step <= cooldown_until)  # doctest: +SKIP
+        >>> cooldown = LRCooldown([opt], 1.0, active=lambda: step <= cooldown_until)  # doctest: +SKIP
+        >>> cooldown.set_factor(0.1)       # the next cool-down's updates use lr * 0.1  # doctest: +SKIP
         >>> cooldown.used  # learning rates the last update really used, or None   # doctest: +SKIP
     """
 
     def __init__(self, optimizers: Sequence[torch.optim.Optimizer], factor: float,
                  active: Callable[[], bool]) -> None:
         self.optimizers = list(optimizers)
-        self.factor = factor
+        self.factor = 1.0
         self.active = active
         self.used: list[float] | None = None
         self._saved: dict[int, list[float]] = {}
         self._handles = []
-        if factor < 1.0:
+        self.set_factor(factor)
+
+    def set_factor(self, factor: float) -> None:
+        """Use ``factor`` from the next update on; hooks are installed the first time it is < 1."""
+        self.factor = float(factor)
+        if self.factor < 1.0 and not self._handles:
             for opt in self.optimizers:
                 self._handles += [opt.register_step_pre_hook(self._lower),
                                   opt.register_step_post_hook(self._restore)]
@@ -51,7 +58,7 @@ class LRCooldown:
         self._handles = []
 
     def _lower(self, optimizer: torch.optim.Optimizer, *args: Any) -> None:
-        if not self.active():
+        if self.factor >= 1.0 or not self.active():
             return
         self._saved[id(optimizer)] = [group["lr"] for group in optimizer.param_groups]
         for group in optimizer.param_groups:

@@ -1,15 +1,36 @@
-"""The guard's decision for one step: go on, roll back, or give up. A pure function."""
+"""The guard's decision for one step, cheapest answer first. A pure function.
+
+Tiers (DESIGN.md, "guard tiers"):
+
+1. **skip the update** of an outlier step: its loss or grad norm is over the spike rule, or its
+   loss/grads are non-finite. Nothing changed, nothing to restore. A single bad batch is the
+   common case (healthy large runs have one-batch loss blips all the time), and this is its
+   whole answer.
+2. **roll back** when skipping did not cure it: the loss is still an outlier on
+   ``spike_patience`` consecutive steps although none of their updates was applied, or the
+   step is non-finite twice in a row, and a re-run of the last applied batch does not clear the
+   weights (when the engine can re-run one: if that batch still gives a normal loss, the data is
+   bad, not the weights, and skipping goes on), the loss diverges, the AMP scaler overflows ``overflow_patience`` times in a
+   row, or its scale collapses. When a rollback comes while the cool-down of the previous one is
+   still running (the bad step came back), the new rollback also lowers the learning rate,
+   by ``lr_factor`` to the power of the number of such returns.
+3. **give up** after ``max_rollbacks`` rollbacks.
+
+The engine keeps a :class:`GuardState`, passes it in with what the detectors said, and carries
+out the :class:`Decision` it gets back.
+"""
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sentinel.config import GuardConfig
 
 
 class Action(str, enum.Enum):
-    CONTINUE = "continue"
+    APPLY = "apply"
+    SKIP_UPDATE = "skip_update"
     ROLLBACK = "rollback"
     GIVE_UP = "gave_up"
 
@@ -30,7 +51,10 @@ class StepSignals:
     """What the probes and detectors said about one optimizer step (identical on every rank).
 
     ``nonfinite`` means a NaN/Inf loss or gradient that the AMP scaler is not handling; an overflow
-    the scaler handles shows up only as ``overflow_streak``.
+    the scaler handles shows up only as ``overflow_streak``. ``weights_ok`` is the answer of a
+    re-run of the last applied batch (:mod:`sentinel.probes.reference_loss`) when the engine asked
+    for one: True when that batch still gives a normal loss on the current weights (the streak is
+    bad data, not damage), None when not asked or not possible.
     """
 
     nonfinite: bool = False
@@ -39,6 +63,48 @@ class StepSignals:
     divergence: bool = False
     overflow_streak: int = 0
     loss_scale: float | None = None
+    weights_ok: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GuardState:
+    """What the decision remembers between steps (saved with snapshots and checkpoints).
+
+    Attributes:
+        outlier_streak: consecutive outlier steps whose updates were skipped (loss spikes, and
+            grad-norm spikes when ``on_grad_norm_spike``; non-finite steps count too).
+        nonfinite_streak: consecutive non-finite steps.
+        rollbacks: rollbacks done so far.
+        returns: consecutive rollbacks that each came inside the previous one's cool-down.
+    """
+
+    outlier_streak: int = 0
+    nonfinite_streak: int = 0
+    rollbacks: int = 0
+    returns: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What to do with a step, why, and the guard's state after it.
+
+    Attributes:
+        action: apply the update, skip it, roll back, or give up.
+        reason: the most serious thing wrong with the step (None when healthy).
+        state: the next :class:`GuardState`.
+        lr_scale: for a rollback, the factor on the learning rate during its cool-down.
+        streak: outlier steps this decision answers (1 for a first outlier).
+    """
+
+    action: Action
+    reason: Reason | None
+    state: GuardState
+    lr_scale: float = 1.0
+    streak: int = 0
+
+    @property
+    def applies_update(self) -> bool:
+        return self.action is Action.APPLY
 
 
 def bad_step_reason(signals: StepSignals, config: GuardConfig) -> Reason | None:
@@ -58,20 +124,51 @@ def bad_step_reason(signals: StepSignals, config: GuardConfig) -> Reason | None:
         return Reason.DIVERGENCE
     if signals.loss_spike:
         return Reason.LOSS_SPIKE
-    if signals.grad_norm_spike and config.on_grad_norm_spike:
+    if signals.grad_norm_spike:
         return Reason.GRAD_NORM_SPIKE
     return None
 
 
-def decide(reason: Reason | None, rollbacks_done: int, config: GuardConfig) -> Action:
-    """Turn a bad-step reason into an action, honouring ``rollback`` and ``max_rollbacks``.
+# Reasons that say the state is already bad: no single update is to blame, skipping cures nothing.
+_PERSISTENT = frozenset({Reason.LOSS_SCALE_COLLAPSE, Reason.OVERFLOW_STREAK, Reason.DIVERGENCE})
+
+
+def decide(signals: StepSignals, state: GuardState, config: GuardConfig,
+           cooling_down: bool = False) -> Decision:
+    """The guard's answer to one step: apply, skip the update, roll back or give up.
+
+    Args:
+        signals: what the detectors said about this step.
+        state: the guard's state before this step.
+        config: the guard's settings (``rollback=False`` always applies: recording only).
+        cooling_down: the cool-down of the previous rollback is still running.
+
+    Returns:
+        A :class:`Decision`.
 
     Example:
-        >>> decide(Reason.LOSS_SPIKE, rollbacks_done=5, config=GuardConfig(max_rollbacks=5))
-        <Action.GIVE_UP: 'gave_up'>
+        >>> d = decide(StepSignals(loss_spike=True), GuardState(), GuardConfig())
+        >>> d.action, d.state.outlier_streak
+        (<Action.SKIP_UPDATE: 'skip_update'>, 1)
+        >>> decide(StepSignals(loss_spike=True), d.state, GuardConfig(spike_patience=2)).action
+        <Action.ROLLBACK: 'rollback'>
     """
+    reason = bad_step_reason(signals, config)
+    nonfinite_streak = state.nonfinite_streak + 1 if reason is Reason.NONFINITE else 0
+    counts = reason in (Reason.NONFINITE, Reason.LOSS_SPIKE) or \
+        (reason is Reason.GRAD_NORM_SPIKE and config.on_grad_norm_spike)
+    outlier_streak = state.outlier_streak + 1 if counts else 0
+    nxt = replace(state, outlier_streak=outlier_streak, nonfinite_streak=nonfinite_streak)
     if reason is None or not config.rollback:
-        return Action.CONTINUE
-    if rollbacks_done >= config.max_rollbacks:
-        return Action.GIVE_UP
-    return Action.ROLLBACK
+        return Decision(Action.APPLY, reason, nxt)
+    persistent = reason in _PERSISTENT or nonfinite_streak >= 2 or outlier_streak >= config.spike_patience
+    if persistent and reason not in _PERSISTENT and signals.weights_ok:
+        persistent = False  # a known-good batch is still fine on these weights: the data is bad
+    if not persistent:
+        return Decision(Action.SKIP_UPDATE, reason, nxt, streak=max(outlier_streak, 1))
+    streak = max(outlier_streak, 1)
+    if state.rollbacks >= config.max_rollbacks:
+        return Decision(Action.GIVE_UP, reason, nxt, streak=streak)
+    returns = state.returns + 1 if cooling_down else 0
+    after = GuardState(rollbacks=state.rollbacks + 1, returns=returns)
+    return Decision(Action.ROLLBACK, reason, after, lr_scale=config.lr_factor ** returns, streak=streak)

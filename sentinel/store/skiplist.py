@@ -26,11 +26,17 @@ def read_skiplist(path: str | Path) -> list[dict[str, Any]]:
         [{'step': 120, 'epoch': 0, 'batch_idx': 120, 'sample_indices': [480, 481]}]
     """
     path = Path(path)
-    if path.is_dir():
+    if path.name != SKIPLIST_FILE:
         path = path / SKIPLIST_FILE
-    if not path.exists():
+    # Open, never check-then-open: another rank may be creating the run directory right now.
+    try:
+        entries = read_json(path)
+    except (FileNotFoundError, NotADirectoryError):
         return []
-    entries = read_json(path)
+    except IsADirectoryError:
+        raise ValueError(f"{path} is a directory, not a skip list: remove it") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not UTF-8 JSON: delete or repair the file") from None
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise ValueError(f"{path} must hold a JSON list of objects, found {type(entries).__name__}: "
                          "delete it or write it with RunWriter.write_skiplist")
