@@ -44,7 +44,7 @@ from sentinel.guard.batch_id import BatchIdentity
 from sentinel.guard.lr_cooldown import LRCooldown
 from sentinel.guard.policy import Action, Decision, GuardState, Reason, StepSignals, decide
 from sentinel.guard.skiplist import SkipList
-from sentinel.guard.snapshot import SnapshotConfig, SnapshotRing, SnapshotTooLarge
+from sentinel.guard.snapshot import SnapshotConfig, SnapshotRing, SnapshotTooLarge, SnapshotUnusable, format_size
 from sentinel.probes.attention import AttentionProbe
 from sentinel.probes.grad_norm import GradNormProbe
 from sentinel.probes.loss_scale import LossScaleProbe
@@ -153,7 +153,7 @@ class Sentinel:
         g = self.config.guard
         self.ring = SnapshotRing(SnapshotConfig(every=g.snapshot_every, keep=g.snapshot_keep,
                                                 max_bytes=_snapshot_budget(g.snapshot_max_bytes, g.snapshot_dir),
-                                                directory=g.snapshot_dir))
+                                                directory=_rank_dir(g.snapshot_dir, self.rank, self.world_size)))
         # Only rank 0 writes; an unwritable log_dir fails here, before training starts.
         self.writer = RunWriter(self.log_dir, meta=self._meta(meta), tensorboard=rec.tensorboard) \
             if self.rank == 0 else None
@@ -539,25 +539,31 @@ class Sentinel:
                         restored_step=None, skipped=[_short(e) for e in culprits],
                         note="no snapshot yet: nothing restored")
             return
-        self._restore(snapshot)
+        try:
+            restored = self._restore(snapshot)
+        except SnapshotUnusable as err:  # every snapshot file from there back is damaged or gone
+            self._give_up(decision, spike_step, unusable=err)
         self._skip_next = g.skip_after
         # Long enough to cover the stretch replayed from the snapshot (a schedule's LR surge
         # comes back at the same distance), and at least ``cooldown``.
-        self.cooldown_until = self.step + max(g.cooldown, 2 * (self.step - snapshot.step))
+        self.cooldown_until = self.step + max(g.cooldown, 2 * (self.step - restored))
         self.lr_cooldown.set_factor(decision.lr_scale)
         check = {"weights_check": self._weights_check} if self._weights_check is not None else {}
         self._weights_check = None
         self._reference = None  # its effect was just undone
         self._event(EventKind.ROLLBACK, spike_step=spike_step, reason=decision.reason.value,
-                    restored_step=snapshot.step, rollback=self.rollbacks, lr_scale=decision.lr_scale,
+                    restored_step=restored, rollback=self.rollbacks, lr_scale=decision.lr_scale,
                     skip_after=g.skip_after, skipped=[_short(e) for e in culprits], **check)
-    def _give_up(self, decision: Decision, spike_step: int) -> None:
-        snapshot = self._good_snapshot(spike_step)
+    def _give_up(self, decision: Decision, spike_step: int, unusable: SnapshotUnusable | None = None) -> None:
+        snapshot = None if unusable is not None else self._good_snapshot(spike_step)
         restored = None
         if snapshot is not None:
-            self._restore(snapshot)
-            restored = snapshot.step
+            try:
+                restored = self._restore(snapshot)
+            except SnapshotUnusable as err:
+                unusable = err
         kept = f"the weights of step {restored} are restored" if restored is not None else \
+            f"no snapshot could be restored ({unusable})" if unusable is not None else \
             "no snapshot was left to restore"
         msg = (f"sentinel gave up at step {self.step} after {self.rollbacks} rollbacks: the run is "
                f"still bad ({decision.reason.value}) although the guard skipped the outlier updates, "
@@ -576,10 +582,13 @@ class Sentinel:
         self.ring.mark_bad_after(limit)
         return self.ring.newest_good_before(limit)
 
-    def _restore(self, snapshot: Any) -> None:
+    def _restore(self, snapshot: Any) -> int:
+        """Restore ``snapshot`` (or, when its file is unusable, the newest older one that is) and
+        return the step actually restored; raises SnapshotUnusable with nothing changed."""
         live_scaler = self.scaler.state_dict() if self.scaler is not None else None
         extra = self.ring.restore(snapshot, model=self.model, optimizers=self.optimizers,
                                   schedulers=self.schedulers, scaler=self.scaler)
+        snapshot = self.ring.last_restored
         self.ring.drop_after(snapshot.step)
         self._load_detector_states(extra.get(_DETECTORS, {}))
         self.overflow_streak = int(extra.get(_OVERFLOW_STREAK, 0))
@@ -588,6 +597,7 @@ class Sentinel:
             # initial scale and through the same overflows: keep the scale it has found.
             self.scaler.load_state_dict(live_scaler)
         self.last_restored_step = snapshot.step
+        return snapshot.step
 
     def _gather_entries(self, seen: list[_BatchSeen], reason: str) -> list[dict[str, Any]]:
         rollback = self.rollbacks if reason in ("rollback", "after_rollback", "gave_up") else 0
@@ -723,11 +733,19 @@ class Sentinel:
                                   _OVERFLOW_STREAK: self.overflow_streak,
                                   _SCALER_SETTLED: self._scaler_settled})
         except SnapshotTooLarge as err:
+            if self.config.guard.snapshot_max_bytes is not None:
+                bound = f"snapshot_max_bytes={err.max_bytes} ({format_size(err.max_bytes)})"
+            else:
+                bound = (f"the default bound of {format_size(err.max_bytes)} (a quarter of this machine's "
+                         "memory, shared by its processes)")
+            if err.directory is None:
+                fix = "pass snapshot_dir=... to keep snapshots on disk, a larger snapshot_max_bytes, or rollback=False"
+            else:
+                fix = (f"snapshots already go to snapshot_dir={err.directory!r}: pass a larger snapshot_max_bytes "
+                       "(or None: snapshots on disk are then bounded by snapshot_keep alone), or rollback=False")
             raise ValueError(
                 f"sentinel: one snapshot of the training state (model, optimizer, scheduler, scaler) "
-                f"needs {err.nbytes / 2**20:.1f} MiB, more than snapshot_max_bytes={err.max_bytes} "
-                f"({err.max_bytes / 2**20:.1f} MiB): pass snapshot_dir=... to keep snapshots on disk, "
-                "a larger snapshot_max_bytes, or rollback=False") from None
+                f"needs {format_size(err.nbytes)}, more than {bound}: {fix}") from None
 
     def _cooling_down(self) -> bool:
         return self.last_restored_step is not None and self.step <= self.cooldown_until
@@ -788,6 +806,13 @@ def _snapshot_budget(max_bytes: int | None, directory: str | None) -> int | None
         return None
     local_processes = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
     return physical // 4 // local_processes
+
+
+def _rank_dir(directory: str | None, rank: int, world_size: int) -> str | None:
+    """Each rank keeps its snapshots apart: the same file names would overwrite each other."""
+    if directory is None or world_size == 1:
+        return directory
+    return os.path.join(directory, f"rank{rank}")
 
 
 def _as_list(obj: Any) -> list[Any]:
