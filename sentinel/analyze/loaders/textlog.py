@@ -54,6 +54,18 @@ def read_head(path: str | Path, limit: int = SNIFF_BYTES) -> str | None:
     return raw.decode("utf-8-sig", errors="replace")
 
 
+def read_text(path: str | Path) -> str:
+    """Read a whole text file, tolerantly (a byte-order mark dropped, bad bytes replaced).
+
+    Example:
+        >>> import tempfile, os
+        >>> fd, p = tempfile.mkstemp(); _ = os.write(fd, b"\\xef\\xbb\\xbfa\\xff"); os.close(fd)
+        >>> read_text(p)
+        'a\ufffd'
+    """
+    return Path(path).read_bytes().decode("utf-8-sig", errors="replace")
+
+
 def read_lines(path: str | Path) -> tuple[list[str], bool]:
     """Read a text file as lines without their line ends.
 

@@ -1,0 +1,201 @@
+"""The text-log dialects: how each tool's lines are recognised and named.
+
+Each entry is data for the engine in :mod:`sentinel.analyze.loaders.textscan`: a record
+pattern whose first group (or groups) is the body of a step line, the separators that turn the
+body into ``key value`` pairs, and the keys that differ from sentinel's names. The format
+strings quoted are the tools' own. Adding a format is one entry here and a fixture under
+``tests/fixtures/logs/``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sentinel import metrics
+from sentinel.analyze.loaders.textscan import Dialect, EventLine, Shape
+
+_M = re.MULTILINE
+_NUM = r"[-+]?(?:\d[\d.]*(?:[eE][-+]?\d+)?|\.\d+|nan|NaN|inf|-?Infinity|Inf)"
+_MS = {"ms": ("_ms", 1.0), "s": ("_ms", 1000.0)}
+
+# llm.c: "s:120 trl:5.4321 lr:0.000600 norm:1.23"; modded-nanogpt: "step:120/3000 train_loss:5.4321
+# train_time:41873ms step_avg:349.0ms" and "step:125/3000 val_loss:4.9876 ...".
+_LLMC_KEYS = {"trl": metrics.LOSS, "train_loss": metrics.LOSS, "tel": metrics.VAL_LOSS,
+              "val_loss": metrics.VAL_LOSS, "lr": metrics.LR, "norm": metrics.GRAD_NORM_TOTAL}
+LLMC = Dialect(
+    name="llmc",
+    description='llm.c / modded-nanogpt logs ("s:N trl:X", "step:N/M train_loss:X")',
+    shapes=(
+        Shape(re.compile(r"^[ \t]*s:(\d[^\n]*?)[ \t]*$", _M), keys=_LLMC_KEYS, units=_MS, strict=True),
+        Shape(re.compile(r"^[ \t]*step:(\d+/\d[^\n]*?)[ \t]*$", _M), head=(metrics.STEP, "total"),
+              separators=(":", "/"), keys=_LLMC_KEYS, units=_MS, strict=True),
+    ),
+    # A bare "step:5/100 train_time:..." alone is not enough to claim a file: a loss must be there.
+    sniff=re.compile(r"^[ \t]*(?:s:\d+|step:\d+/\d+)[ \t]+[^\n]*?\b(?:trl|tel|train_loss|val_loss):", _M),
+    min_records=1,
+    warn_bad_values=True,
+)
+
+# nanoGPT train.py: f"iter {iter_num}: loss {lossf:.4f}, time {dt*1000:.2f}ms, mfu {running_mfu*100:.2f}%"
+# and f"step {iter_num}: train loss {losses['train']:.4f}, val loss {losses['val']:.4f}".
+NANOGPT = Dialect(
+    name="nanogpt",
+    description='nanoGPT ("iter N: loss X, time Yms, mfu Z%")',
+    shapes=(
+        Shape(re.compile(r"\biter (\d+: loss [^\n]*)"), separators=(":", ",", "%"), units={"ms": ("_ms", 1.0)}),
+        Shape(re.compile(rf"\bstep (\d+): train loss ({_NUM}), val loss ({_NUM})"),
+              head=(metrics.STEP, "eval_train_loss", metrics.VAL_LOSS)),
+    ),
+    sniff=re.compile(r"\biter \d+: loss \d"),
+)
+
+# litgpt: f"Epoch {e} | iter {iter} step {step} | loss train: {loss:.3f}, val: {val} | iter time:
+# {t * 1000:.2f} ms" (older: "iter {i} step {s}: loss {loss:.4f}, ... iter time: {t:.2f}ms").
+# The optimizer step is the step; micro-batches of one step merge (the last one is kept).
+LITGPT = Dialect(
+    name="litgpt",
+    description='litgpt ("iter N step M | loss train: X")',
+    shapes=(
+        Shape(re.compile(rf"\biter (\d+) step (\d+)\s*[:|]\s*loss(?: train)?:? ({_NUM})"
+                         rf"(?:[^\n]*?iter time: ({_NUM}) ?ms)?"),
+              head=("_", metrics.STEP, metrics.LOSS, "iter_time_ms")),
+    ),
+)
+
+# torchtitan: f"{color.red}step: {step:2}  {color.green}loss: {loss:7.4f}  {color.orange}grad_norm:
+# {grad_norm:7.4f}  {color.turquoise}memory: {gib:5.2f}GiB({pct:.2f}%)  {color.blue}tps: {tps:,} ..."
+TORCHTITAN = Dialect(
+    name="torchtitan",
+    description='torchtitan ("step: N  loss: X  grad_norm: G  memory: ...")',
+    shapes=(Shape(re.compile(r"\bstep:\s*(\d+\s+loss:[^\n]*)"), units={"%": ("", 1.0)}),),
+    min_records=2,
+)
+
+# mmengine / MMDetection 3: "Epoch(train)  [1][  50/1000]  base_lr: 1.0e-04 lr: 1.0e-04  eta: 0:53:02
+# time: 0.32  data_time: 0.01  memory: 5432  grad_norm: 3.12  loss: 1.23  loss_cls: 0.34";
+# mmcv 1.x: "Epoch [1][50/7330]\tlr: 1.000e-02, eta: 1 day, 8:31:30, time: 0.5, ..., loss: 1.2".
+# Iterations count inside an epoch: the step is (epoch - 1) * N + i.
+_ETA = (re.compile(r"\beta: (?:\d+ days?, )?[\d:]+,?"), "")
+MMENGINE = Dialect(
+    name="mmengine",
+    description='mmengine / MMDetection ("Epoch(train) [e][i/N] ... loss: X")',
+    shapes=(
+        Shape(re.compile(r"\bEpoch(?:\(train\))?\s*\[(\d+)\]\s*\[\s*(\d+)\s*/\s*(\d+)\]\s+([^\n]*)"),
+              head=("epoch", "iter", "total"), separators=(": ", ", ", "\t"), scrub=_ETA),
+        Shape(re.compile(r"\bIter\(train\)\s*\[\s*(\d+)\s*/\s*(\d+)\]\s+([^\n]*)"),
+              head=("iter", "total"), separators=(": ", ", ", "\t"), scrub=_ETA),
+    ),
+    min_records=2,
+)
+
+# fairseq: "train_inner | epoch 001:    100 / 1000 loss=9.1, nll_loss=..., num_updates=100, lr=...,
+# gnorm=1.2, loss_scale=64, ..." per log interval; "| epoch 001 | loss 9.1 | ... | num_updates 700"
+# at the end of an epoch (an average: it only fills steps the interval lines did not log);
+# "| epoch 001 | valid on 'valid' subset | loss 8.5 | ... | num_updates 700".
+_FAIRSEQ_KEYS = {"loss": metrics.LOSS, "gnorm": metrics.GRAD_NORM_TOTAL, "lr": metrics.LR,
+                 "loss_scale": metrics.LOSS_SCALE}
+FAIRSEQ = Dialect(
+    name="fairseq",
+    description='fairseq ("epoch 001: 100 / 1000 loss=X, ..., num_updates=N")',
+    shapes=(
+        Shape(re.compile(r"\bepoch (\d+):\s+(\d+) / (\d+) ([^\n]*)"), head=("epoch", "iter", "total"),
+              separators=("=", ","), keys=_FAIRSEQ_KEYS),
+        Shape(re.compile(r"\bepoch (\d+) \|(?! valid on)([^\n]*)"), head=("epoch",), separators=("|",),
+              keys=_FAIRSEQ_KEYS, fills=True),
+        Shape(re.compile(r"\bepoch (\d+) \| valid on '[^'\n]*' subset \|([^\n]*)"), head=("epoch",),
+              separators=("|",), keys={"loss": "loss"}, prefix="val_"),
+    ),
+    events=(
+        # trainer.py: logger.info("NOTE: overflow detected, " + str(e)), e = "setting loss scale to: X"
+        EventLine(re.compile(rf"overflow detected, setting (?:loss )?scale to:? (?:to )?(?P<new>{_NUM})"),
+                  source="fairseq"),
+        EventLine(re.compile(rf"Minimum loss scale reached \((?P<new>{_NUM})\)"), source="fairseq",
+                  detail={"min_scale_reached": True}),
+    ),
+    step_key="num_updates",
+    sniff=re.compile(r"\bepoch \d+(?::\s+\d+ / \d+ | \| )[^\n]*\bnum_updates[ =]\d"),
+    min_records=1,
+)
+
+# DeepSpeed alone: engine.py "step=N, skipped=K, lr=[...], mom=[...]" every steps_per_print;
+# fused_optimizer / loss_scaler "Grad overflow on iteration N" then "[deepspeed] OVERFLOW! Rank 0
+# Skipping step. Attempted loss scale: A, reducing to B" (older: "fp16 dynamic loss scale
+# overflow! Skipping step. ..."). An overflow line without its iteration belongs to the next step line.
+_SCALES = rf"Attempted loss scale: (?P<attempted>{_NUM}), reducing to (?P<new>{_NUM})"
+DEEPSPEED = Dialect(
+    name="deepspeed",
+    description='DeepSpeed ("OVERFLOW! Rank 0 Skipping step. Attempted loss scale: A, reducing to B")',
+    shapes=(
+        Shape(re.compile(rf"\bstep=(\d+), skipped=(\d+), lr=\[({_NUM})"),
+              head=(metrics.STEP, "skipped_steps_total", metrics.LR)),
+    ),
+    events=(
+        EventLine(re.compile(r"Grad overflow on iteration:? (?P<step>\d+)(?:[^\n]*\n){1,3}?[^\n]*?"
+                             rf"(?:Rank (?P<rank>\d+) )?Skipping step\.? {_SCALES}"), source="deepspeed"),
+        EventLine(re.compile(rf"overflow[!.]? (?:Rank (?P<rank>\d+) )?Skipping step\.? {_SCALES}", re.IGNORECASE),
+                  source="deepspeed"),
+        EventLine(re.compile(r"Grad overflow on iteration:? (?P<step>\d+)"), source="deepspeed"),
+    ),
+    sniff=re.compile(r"Attempted loss scale: |Grad overflow on iteration|\bstep=\d+, skipped=\d+, lr="),
+    min_records=1,
+)
+
+# transformers Trainer (and LLaMA-Factory, unsloth, TRL, axolotl): ProgressCallback.on_log prints
+# the logs dict, {'loss': 2.31, 'grad_norm': 1.2, 'learning_rate': 5e-05, 'epoch': 0.1}, with no
+# step; {'eval_loss': ...} dicts join the training step before them.
+_HF_SCRUB = (re.compile(r"(?:np\.float\d+|tensor)\(([^,()]*)(?:, device='[^']*')?\)"), r"\1")
+HF_TRAINER = Dialect(
+    name="hf_trainer",
+    description="Hugging Face Trainer printed log dicts ({'loss': X, 'learning_rate': ..., 'epoch': ...})",
+    shapes=(
+        Shape(re.compile(r"\{('(?:loss|eval_[a-z_]+)': [^{}\n]*)\}"), head=(),
+              separators=("'", '"', ":", ","), keys={"loss": metrics.LOSS, "learning_rate": metrics.LR},
+              require="loss", scrub=_HF_SCRUB),
+    ),
+    step_from_order=True,
+    sniff=re.compile(r"\{'loss': [-\d.]"),
+    min_records=2,
+)
+
+# TensorFlow Estimator / Keras-style: "loss = 0.69, step = 1" and "step 100 ... loss = 0.12".
+TF = Dialect(
+    name="tf",
+    description='TensorFlow / Keras-style ("loss = X, step = N", "step N ... loss = X")',
+    shapes=(
+        Shape(re.compile(rf"\bloss = ({_NUM}), step = (\d+)"), head=(metrics.LOSS, metrics.STEP)),
+        Shape(re.compile(rf"\bstep (\d+)\b[^\n]*?\bloss = ({_NUM})"), head=(metrics.STEP, metrics.LOSS)),
+    ),
+)
+
+# log4j-style (BigDL): "[Epoch 1 100/60000][Iteration 1][Wall Clock 0.52s] Trained 100 records in
+# 0.52 seconds. Throughput is 192.3 records/second. Loss is 2.30."
+LOG4J = Dialect(
+    name="log4j",
+    description='log4j-style ("[Iteration N] ... Loss is X")',
+    shapes=(
+        Shape(re.compile(rf"\[Iteration (\d+)\][^\n]*?\bLoss is ({_NUM})"), head=(metrics.STEP, metrics.LOSS)),
+    ),
+)
+
+# Anything else: a step-like key and a loss-like key on one line, as "key: v", "key=v" or "key v",
+# in either order. Needs several such lines (see textlogs.sniff).
+_STEP_KEY = r"(?:step|iter|iteration|num_updates|global_step|it)"
+_LOSS_KEY = r"(?:loss|train_loss|train/loss|training_loss|lm_loss|lm loss)"
+_SEP = r"\s*[:=]?\s*"
+GENERIC = Dialect(
+    name="text",
+    description="any text log with a step-like key (step, iter, global_step, N/TOTAL) and a loss on each line",
+    shapes=(
+        Shape(re.compile(rf"(?i:\b{_STEP_KEY}){_SEP}(\d+)(?:\s*/\s*\d+)?\b[^\n]*?(?<![\w/])(?i:{_LOSS_KEY}){_SEP}({_NUM})\b"),
+              head=(metrics.STEP, metrics.LOSS)),
+        Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_SEP}({_NUM})\b[^\n]*?(?i:\b{_STEP_KEY}){_SEP}(\d+)\b"),
+              head=(metrics.LOSS, metrics.STEP)),
+        Shape(re.compile(rf"(?<![\d/:.-])\s(\d+)\s*/\s*\d+\b(?![/:.]\d)[^\n]*?(?<![\w/])(?i:{_LOSS_KEY}){_SEP}({_NUM})\b"),
+              head=(metrics.STEP, metrics.LOSS)),
+    ),
+    min_records=5,
+)
+
+# In the order the sniffer tries them; the generic reader comes last.
+DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
+                                 TF, LOG4J, GENERIC)
