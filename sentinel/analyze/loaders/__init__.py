@@ -53,5 +53,9 @@ LOADER_MODULES: tuple[str, ...] = (
     "lightning_csv",  # Lightning CSVLogger metrics.csv
     "megatron",  # Megatron-LM / Megatron-DeepSpeed / NeMo stdout logs
     "llmc",  # llm.c / modded-nanogpt text logs
+    "hf_trainer_state",  # Hugging Face trainer_state.json (log_history) in a checkpoint folder
     "generic_table",  # any CSV / TSV / JSONL with a step and a loss column
+    "mlflow_store",  # an MLflow file store run (mlruns/<exp>/<run>/metrics/<key>)
+    "wandb_offline",  # a W&B offline run (wandb-history.jsonl; the binary .wandb needs wandb)
+    "textlogs",  # HF Trainer dicts, fairseq, DeepSpeed, torchtitan, mmengine, nanoGPT, ... (dialects)
 )

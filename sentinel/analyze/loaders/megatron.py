@@ -77,6 +77,7 @@ _SNIFF = re.compile(
 
 _FIELD_KEYS = {
     "lm loss": metrics.LOSS,
+    "lm_loss": metrics.LOSS,  # GPT-NeoX
     "reduced_train_loss": metrics.LOSS,
     "learning rate": metrics.LR,
     "lr": metrics.LR,

@@ -222,18 +222,18 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None) -> Sca
     meta: dict = {"format": dialect.name}
     steps, logged_nan = _merge(parts, dialect, meta, warnings)
     events = _events(text, dialect, steps, meta, warnings)
-    if events and len(steps.index):
-        _count_overflows(steps, events)
-    elif events:
-        steps = _event_rows(events)
-    if bad and dialect.warn_bad_values:
-        warnings.append(f"{bad} token(s) with a value that is not a number were skipped")
     for key in (metrics.LOSS, metrics.GRAD_NORM_TOTAL):
         if key in steps.columns:
             flagged = np.isinf(steps[key].to_numpy()) | logged_nan.get(key, np.zeros(len(steps), dtype=bool))
             for step in steps.index[flagged]:
                 events.append(_stamp(make_event(EventKind.NONFINITE, int(step), metric=key,
                                                 value=str(steps.at[step, key])), math.nan))
+    if events and len(steps.index):
+        _count_overflows(steps, events)
+    elif events:
+        steps = _event_rows(events)
+    if bad and dialect.warn_bad_values:
+        warnings.append(f"{bad} token(s) with a value that is not a number were skipped")
     return Scan(steps=order_columns(steps), events=events_frame(events), meta=meta, warnings=warnings)
 
 

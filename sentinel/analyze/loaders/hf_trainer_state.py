@@ -1,0 +1,93 @@
+"""Loader for Hugging Face ``trainer_state.json`` (every ``checkpoint-N/`` folder has one).
+
+``log_history`` is a list of the dicts the Trainer logged, each with its ``step``: training
+rows (``loss``, ``grad_norm``, ``learning_rate``, ``epoch``) and evaluation rows
+(``eval_loss``, ...), merged by step. The run's final summary row (``train_runtime``,
+``train_loss``) is not a step and is kept in ``meta``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from sentinel import metrics
+from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders.keys import canonical_key
+from sentinel.analyze.loaders.textlog import read_head, rows_to_steps
+
+NAME = "hf_trainer_state"
+DESCRIPTION = "Hugging Face trainer_state.json (log_history)"
+
+_KEYS = {"loss": metrics.LOSS, "learning_rate": metrics.LR, "grad_norm": metrics.GRAD_NORM_TOTAL}
+
+
+def sniff(path: str | Path) -> bool:
+    """True for a ``trainer_state.json`` with a ``log_history``.
+
+    Example:
+        >>> sniff("/nonexistent/trainer_state.json")
+        False
+    """
+    if Path(path).name != "trainer_state.json":
+        return False
+    head = read_head(path)
+    return head is not None and '"log_history"' in head
+
+
+def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
+    """Read the ``log_history`` of one ``trainer_state.json``.
+
+    Args:
+        path: the file.
+        options: ``loss_col`` picks another logged key as the loss.
+
+    Returns:
+        One :class:`RunData`, named after its run folder (the parent of ``checkpoint-N``).
+
+    Raises:
+        ValueError: the file is not valid JSON or its ``log_history`` has no step.
+
+    Example:
+        >>> run = load("out/checkpoint-500/trainer_state.json")[0]  # doctest: +SKIP
+        >>> run.meta["logging_steps"]  # doctest: +SKIP
+        10
+    """
+    options = options or LoadOptions()
+    try:
+        state = json.loads(Path(path).read_text(encoding="utf-8-sig"))
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{path}: not readable as JSON ({err}); pass an intact trainer_state.json") from err
+    rows: dict[int, dict[str, float]] = {}
+    summary: dict = {}
+    for entry in state.get("log_history") or []:
+        if not isinstance(entry, dict) or "step" not in entry:
+            continue
+        if "train_runtime" in entry:
+            summary = entry
+            continue
+        row = rows.setdefault(int(entry["step"]), {})
+        for key, value in entry.items():
+            if key == "step" or isinstance(value, bool) or not isinstance(value, (int, float)):
+                continue
+            row[_name(key, options)] = float(value)
+    if not rows:
+        raise ValueError(f"{path}: log_history has no rows with a step; was the run logged at all?")
+    meta = {"format": NAME, "logging_steps": state.get("logging_steps"), "global_step": state.get("global_step")}
+    if summary:
+        meta["summary"] = summary
+    folder = Path(path).parent
+    name = folder.parent.name if folder.name.startswith("checkpoint-") and folder.parent.name else folder.name
+    steps: pd.DataFrame = rows_to_steps(rows)
+    return [RunData(name=name or Path(path).stem, path=str(path), source=NAME, steps=steps, meta=meta)]
+
+
+def _name(key: str, options: LoadOptions) -> str:
+    if options.loss_col is not None and key.lower() == options.loss_col.lower():
+        return metrics.LOSS
+    name = _KEYS.get(key, canonical_key(key))
+    if name == metrics.LOSS and (key != "loss" or options.loss_col is not None):
+        return key.lower()  # train_loss, another loss, or displaced by --loss-col
+    return name

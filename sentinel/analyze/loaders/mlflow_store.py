@@ -1,0 +1,95 @@
+"""Loader for an MLflow file store run, read from its documented layout (no mlflow needed).
+
+``mlruns/<experiment>/<run>/metrics/<key>`` holds one line per logged value,
+``<timestamp ms> <value> <step>``; nested keys (``train/loss``) are subfolders. A run is
+claimed through its first metric file (in walk order) so that it is read once.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pandas as pd
+
+from sentinel import metrics
+from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders.keys import canonical_key, find_column, LOSS_ALIASES
+
+NAME = "mlflow"
+DESCRIPTION = "MLflow file store runs (mlruns/<exp>/<run>/metrics/<key>)"
+
+
+def sniff(path: str | Path) -> bool:
+    """True for the first metric file of an MLflow run (``<run>/metrics/...`` beside ``meta.yaml``).
+
+    Example:
+        >>> sniff("/nonexistent/metrics/loss")
+        False
+    """
+    run = _run_dir(Path(path))
+    return run is not None and _metric_files(run)[:1] == [Path(path)]
+
+
+def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
+    """Read every metric of the MLflow run that ``path`` belongs to.
+
+    Args:
+        path: a metric file of the run (or the run directory).
+        options: ``loss_col`` names the loss metric when it is not recognised.
+
+    Returns:
+        One :class:`RunData` named after the run's ``run_name`` tag (else its id).
+
+    Raises:
+        ValueError: not inside an MLflow run, or no loss metric.
+
+    Example:
+        >>> run = load("mlruns/0/3f2a.../metrics/loss")[0]  # doctest: +SKIP
+    """
+    options = options or LoadOptions()
+    p = Path(path)
+    run = p if (p / "metrics").is_dir() else _run_dir(p)
+    if run is None:
+        raise ValueError(f"{path}: not inside an MLflow run directory (<run>/metrics/<key>)")
+    series = {}
+    for file in _metric_files(run):
+        key = file.relative_to(run / "metrics").as_posix()
+        table = pd.read_csv(io.StringIO(file.read_text(encoding="utf-8")), sep=" ", header=None,
+                            names=["time", "value", "step"], usecols=[1, 2])
+        series[key] = table.groupby("step")["value"].last()
+    loss_key = find_column(list(series), LOSS_ALIASES, options.loss_col)
+    if loss_key is None:
+        raise ValueError(f"{run}: no loss metric among: {', '.join(series)}; name it with --loss-col")
+    columns = {}
+    for key, values in series.items():
+        name = metrics.LOSS if key == loss_key else canonical_key(key)
+        columns[name if name != metrics.LOSS or key == loss_key else key] = values
+    steps = pd.DataFrame(columns).sort_index()
+    steps.index = steps.index.astype("int64")
+    steps.index.name = metrics.STEP
+    tag = run / "tags" / "mlflow.runName"
+    name = tag.read_text(encoding="utf-8").strip() if tag.is_file() else run.name
+    return [RunData(name=name, path=str(run), source=NAME, steps=steps.astype("float64"),
+                    meta={"format": NAME, "experiment": run.parent.name, "run_id": run.name})]
+
+
+def _run_dir(path: Path) -> Path | None:
+    for parent in path.parents:
+        if parent.name == "metrics":
+            run = parent.parent
+            return run if (run / "meta.yaml").is_file() else None
+    return None
+
+
+def _metric_files(run: Path) -> list[Path]:
+    """Metric files in the order a top-down sorted walk meets them."""
+    found = []
+    def walk(folder: Path) -> None:
+        entries = sorted(folder.iterdir())
+        found.extend(e for e in entries if e.is_file())
+        for entry in entries:
+            if entry.is_dir():
+                walk(entry)
+    walk(run / "metrics")
+    return found

@@ -1,0 +1,134 @@
+"""Loader for the text logs of many trainers, through the dialect table.
+
+The sniffer tries each dialect of :data:`~sentinel.analyze.loaders.dialects.DIALECTS` on the
+start of the file and picks the one that recognises the most record lines (the generic reader
+only when no tool's dialect does). Source code and packaging files are never claimed.
+
+Hugging Face Trainer dicts carry no step: they are numbered in order and, when the log's own
+banner gives the steps per epoch (``Num Epochs``, ``Total optimization steps``), scaled by the
+logging interval found from the ``epoch`` field.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from sentinel import metrics
+from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders.dialects import DIALECTS, GENERIC, HF_TRAINER
+from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
+from sentinel.analyze.loaders.textscan import Dialect, clean_text, count_records, scan
+
+NAME = "textlog"
+DESCRIPTION = "text logs of " + ", ".join(d.name for d in DIALECTS)
+
+# Files that are code or configuration, whatever numbers they print.
+_NOT_LOGS = frozenset({".py", ".pyi", ".toml", ".cfg", ".ini", ".yaml", ".yml", ".ipynb", ".js", ".ts",
+                       ".c", ".h", ".cc", ".cpp", ".cu", ".rs", ".go", ".java", ".sh", ".json", ".csv",
+                       ".tsv", ".jsonl", ".html", ".lock"})
+_HF_EPOCHS = re.compile(r"Num Epochs = ([\d,]+)")
+_HF_TOTAL = re.compile(r"Total optimization steps = ([\d,]+)")
+
+
+def pick_dialect(text: str) -> Dialect | None:
+    """The dialect that recognises the most record lines in ``text``, or None.
+
+    Example:
+        >>> pick_dialect("iter 1: loss 2.5, time 9.1ms\\niter 2: loss 2.4, time 9.0ms\\n"
+        ...              "iter 3: loss 2.3, time 9.0ms\\n").name
+        'nanogpt'
+    """
+    text = clean_text(text)
+    best, best_count = None, 0
+    for dialect in DIALECTS:
+        if dialect is GENERIC and best is not None:
+            break
+        count = count_records(text, dialect)
+        if count >= dialect.min_records and count > best_count:
+            best, best_count = dialect, count
+    if best is GENERIC and not _is_series(text):
+        return None
+    return best
+
+
+def sniff(path: str | Path) -> bool:
+    """True when a text dialect recognises the file.
+
+    Example:
+        >>> sniff("/nonexistent.log")
+        False
+    """
+    if Path(path).suffix.lower() in _NOT_LOGS:
+        return False
+    head = read_head(path)
+    return head is not None and pick_dialect(head) is not None
+
+
+def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
+    """Read one text log with the dialect that recognises it.
+
+    Args:
+        path: the log file.
+        options: ``loss_col`` / ``step_col``: a key of the log lines to use as the loss / step.
+
+    Returns:
+        One :class:`RunData` whose ``source`` is the dialect's name.
+
+    Raises:
+        ValueError: no dialect recognises the file, or an option names a key it does not have.
+
+    Example:
+        >>> run = load("train.log")[0]  # doctest: +SKIP
+        >>> run.source, run.steps["loss"].idxmax()  # doctest: +SKIP
+        ('fairseq', 700)
+    """
+    text = read_text(path)
+    dialect = pick_dialect(text[: 1 << 20])
+    if dialect is None:
+        raise ValueError(f"{path}: no known training-log lines found (tried: {DESCRIPTION}); "
+                         "pass a log with a step and a loss on each line")
+    found = scan(text, dialect, options)
+    if not len(found.steps.index):
+        raise ValueError(f"{path}: no {dialect.name} step lines found")
+    if dialect is HF_TRAINER:
+        _hf_steps(text, found)
+    if metrics.LOSS not in found.steps.columns:
+        found.warnings.append(f"no loss logged by {dialect.name}: only "
+                              f"{', '.join(found.steps.columns) or 'events'} were read")
+    return [RunData(name=run_name(path), path=str(path), source=dialect.name, steps=found.steps,
+                    events=found.events, meta=found.meta, warnings=found.warnings)]
+
+
+def _hf_steps(text: str, found) -> None:
+    """Turn HF dict order into optimizer steps when the log says how many steps an epoch has."""
+    steps = found.steps
+    epochs, total = _HF_EPOCHS.search(text), _HF_TOTAL.search(text)
+    interval = None
+    if epochs and total and "epoch" in steps.columns and len(steps.index) >= 1:
+        per_epoch = int(total.group(1).replace(",", "")) / int(epochs.group(1).replace(",", ""))
+        first = steps["epoch"].dropna()
+        if len(first):
+            interval = int(round(first.iloc[-1] / int(first.index[-1]) * per_epoch))
+    if interval and interval >= 1:
+        steps.index = steps.index * interval
+        steps.index.name = metrics.STEP
+        found.meta["logging_steps"] = interval
+        if not found.events.empty:
+            found.events["step"] = found.events["step"] * interval
+    else:
+        found.meta["logging_steps"] = None
+        found.warnings.append("HF Trainer log dicts carry no step: numbered 1, 2, 3, ... in order "
+                              "(multiply by logging_steps, or read trainer_state.json)")
+
+
+def _is_series(text: str) -> bool:
+    """The generic reader's guard: its lines must form a real series (rising steps, numbers)."""
+    found = scan(text, GENERIC)
+    steps = found.steps
+    if len(steps.index) < GENERIC.min_records or metrics.LOSS not in steps.columns:
+        return False
+    loss = steps[metrics.LOSS].to_numpy()
+    return bool(np.isfinite(loss).sum() >= GENERIC.min_records and np.unique(loss[np.isfinite(loss)]).size > 1)
