@@ -27,6 +27,8 @@ class IncidentKind(str, enum.Enum):
     """The closed set of incident kinds the rules produce."""
 
     LOSS_SPIKE = "loss_spike"
+    OUTLIER_BATCH = "outlier_batch"
+    SKIPPED_UPDATE = "skipped_update"
     DIVERGENCE = "divergence"
     GRAD_EXPLOSION = "grad_norm_explosion"
     NONFINITE = "nonfinite"

@@ -63,6 +63,8 @@ def _unfinished_rise(loss: pd.Series, frame: pd.DataFrame, spike_spans: list[dic
     if not bool(last_row["elevated"]) or bool(last_row["diverged"]):
         return []
     onset, last = int(last_row["onset"]), int(loss.index[-1])
+    if onset >= last:
+        return []  # one last row: nothing after it says whether it was a blip or a rise
     if any(span["start"] <= last and span["end"] >= onset for span in spike_spans):
         return []  # the spike rule already reports this rise
     part = loss.loc[onset:last]

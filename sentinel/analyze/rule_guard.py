@@ -33,6 +33,15 @@ def guard_incidents(events: pd.DataFrame, loss: pd.Series, config: AnalyzeConfig
     for i, (_, event) in enumerate(rollbacks.iterrows()):
         incidents.append(_rollback(event, starts[i], starts[i + 1:], spike_values, loss, config))
     incidents.extend(_skips(events[events["kind"] == "skip"]))
+    for _, event in events[events["kind"] == "skip_step"].iterrows():
+        step = int(event["step"])
+        loss_v, base = _get(event, "loss"), _get(event, "loss_baseline")
+        numbers = f": loss {loss_v:.4g} against {base:.4g}" if isinstance(loss_v, float) and \
+            isinstance(base, float) and np.isfinite(base) else ""
+        incidents.append(Incident(IncidentKind.SKIPPED_UPDATE, step, step, Severity.INFO,
+                                  f"update of step {step} withheld ({_get(event, 'reason')}{numbers})",
+                                  {"reason": _get(event, "reason"), "loss": loss_v,
+                                   "streak": _get(event, "streak"), "resolved": True}))
     for _, event in events[events["kind"] == "gave_up"].iterrows():
         step = int(event["step"])
         text = _get(event, "message") or f"the guard gave up at step {step}"

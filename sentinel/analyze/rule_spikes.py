@@ -11,6 +11,13 @@ from sentinel.analyze.detector import detect_spikes
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
 from sentinel.analyze.spans import first_step_at_or_below, group_steps
 
+# A single outlier row, the next logged step no outlier and at least half-way back: an outlier
+# batch, the case the guard answers by withholding one update (tier 1), not an incident. A
+# longer stretch is reported as a spike even when it stays under the guard's ``spike_patience``
+# (which would still have withheld its updates without a rollback).
+OUTLIER_ROWS = 1
+
+
 
 def spike_spans(series: pd.Series, config: AnalyzeConfig) -> list[dict]:
     """Detector-flagged spans of a finite series with their numbers.
@@ -41,7 +48,9 @@ def spike_spans(series: pd.Series, config: AnalyzeConfig) -> list[dict]:
         recovered = first_step_at_or_below(series, peak_step, level, config.recover_steps)
         spans.append({"start": start, "end": end, "peak_step": peak_step, "peak": peak,
                       "baseline": baseline, "ratio": _ratio(peak, baseline), "score": score,
-                      "recovered_step": recovered})
+                      "recovered_step": recovered, "run": int(flags.loc[start:end].sum()),
+                      "next_step": _next_step(series, end),
+                      "next_value": _at(series, _next_step(series, end))})
     return spans
 
 
@@ -61,6 +70,9 @@ def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig,
     last = int(loss.index[-1])
     for span in spans:
         rec = span["recovered_step"]
+        if is_outlier_batch(span):
+            incidents.append(_outlier_incident(span))
+            continue
         if rec is not None and rec == last and last_step is not None and last_step > last:
             rec = span["recovered_step"] = None  # the loss went non-finite after it for good
             after = f"then non-finite from step {last + 1} on"
@@ -80,6 +92,44 @@ def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig,
                                   Severity.WARNING if rec is not None else Severity.CRITICAL,
                                   message, details))
     return incidents, spans
+
+
+def is_outlier_batch(span: dict) -> bool:
+    """One outlier row, the next logged step no outlier and under the spike's midpoint: the guard
+    withholds such an update (tier 1) and the run goes on.
+
+    The last logged step is never judged one way or the other (nothing follows it to say
+    whether it was back on the trend): it is an outlier batch too, not a spike.
+
+    Example:
+        >>> is_outlier_batch({"run": 1, "baseline": 3.0, "next_step": 11, "next_value": 3.1})
+        True
+    """
+    if span["run"] > OUTLIER_ROWS:
+        return False
+    if span["next_step"] is None:
+        return True
+    base = span["baseline"]
+    return bool(np.isfinite(base) and span["next_value"] <= (base + span["peak"]) / 2)
+
+
+def _outlier_incident(span: dict) -> Incident:
+    steps = f"step {span['start']}" if span["start"] == span["end"] else f"steps {span['start']}-{span['end']}"
+    back = f"back on the trend at step {span['next_step']}" if span["next_step"] is not None \
+        else "the last logged step"
+    message = (f"outlier batch at {steps}: loss {span['peak']:.4g} ({_times(span['ratio'])} baseline "
+               f"{span['baseline']:.4g}); {back}")
+    return Incident(IncidentKind.OUTLIER_BATCH, span["start"], span["end"], Severity.INFO, message,
+                    {**_json(span), "resolved": True})
+
+
+def _at(series: pd.Series, step: int | None) -> float:
+    return float(series.loc[step]) if step is not None else float("nan")
+
+
+def _next_step(series: pd.Series, end: int) -> int | None:
+    pos = series.index.searchsorted(end, side="right")
+    return int(series.index[pos]) if pos < len(series.index) else None
 
 
 def grad_explosion_incidents(grad_norm: pd.Series, loss_spans: list[dict],
