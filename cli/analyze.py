@@ -23,10 +23,11 @@ class _AnalyzeCommand(click.Command):
     """Reports click's own usage errors as JSON on stdout when ``--format json`` was asked for."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        given = list(args)  # the parser consumes ``args``
         try:
             return super().parse_args(ctx, args)
         except click.UsageError as err:
-            if not _wants_json(args):
+            if not _wants_json(given):
                 raise
             _echo_json_error(err.format_message(), EXIT_USAGE)
             ctx.exit(EXIT_USAGE)

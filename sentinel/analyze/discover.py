@@ -60,11 +60,13 @@ class Skipped:
         path: the file or directory.
         reason: one of the reasons above (``"source code"``, ``"not a training log"``, ...).
         detail: for an unreadable path, the error, as one line.
+        directory: a directory that was not entered (``.git``, ``build/``).
     """
 
     path: str
     reason: str
     detail: str = ""
+    directory: bool = False
 
     @property
     def problem(self) -> bool:
@@ -89,7 +91,10 @@ def skip_summary(skipped: list[Skipped]) -> str:
         'skipped 3 files: 2 source code, 1 not a training log'
     """
     counts = Counter(s.reason for s in skipped)
-    what = f"{len(skipped)} file{'s' if len(skipped) != 1 else ''}"
+    dirs = sum(s.directory for s in skipped)
+    files = len(skipped) - dirs
+    what = " and ".join(f"{n} {noun if n == 1 else plural}"
+                        for n, noun, plural in ((files, "file", "files"), (dirs, "directory", "directories")) if n)
     return f"skipped {what}: " + ", ".join(f"{n} {reason}" for reason, n in counts.most_common())
 
 
@@ -187,7 +192,7 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
         try:
             entries = sorted(here.iterdir())
         except OSError as err:
-            found.skipped.append(Skipped(str(here), UNREADABLE, f"cannot list it ({err.strerror or err})"))
+            found.skipped.append(Skipped(str(here), UNREADABLE, describe_error(here, err), directory=True))
             continue
         claimed = _claim_directory(here, modules, found.skipped)
         if claimed is not None:
@@ -211,7 +216,7 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
         for entry in (e for e in entries if _is_dir(e)):
             reason = _directory_reason(entry.name)
             if reason is not None:
-                found.skipped.append(Skipped(str(entry), reason))
+                found.skipped.append(Skipped(str(entry), reason, directory=True))
             else:
                 subdirs.append(entry)
         stack.extend(reversed(subdirs))  # popped in name order: runs come out sorted

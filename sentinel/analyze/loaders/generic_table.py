@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -43,6 +44,8 @@ DESCRIPTION = 'CSV / TSV / JSONL tables with a step and a loss column'
 
 # JSONL sniffing looks at this many rows: enough to see a train row and a val row.
 _SNIFF_ROWS = 50
+# A top-level-looking key of a JSON row cut off by the sniffing limit: "name": <number>.
+_JSON_KEY = re.compile(r'"([^"\\]{1,100})"\s*:\s*[-\d]')
 
 
 def sniff(path: str | Path) -> bool:
@@ -64,6 +67,8 @@ def sniff(path: str | Path) -> bool:
             row = _json_row(line)
             if row is not None:
                 keys.update(_flatten(row))
+            else:  # a row longer than the head: its key names still show
+                keys.update(_JSON_KEY.findall(line))
         return _has_step_and_loss(keys)
     if len(lines) < 2:
         return False

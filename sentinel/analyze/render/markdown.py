@@ -28,7 +28,7 @@ def render_markdown(report: Report) -> str:
         out.append(f"| {_cell(run.name)} | {_cell(run.source)} | {run.steps} | {fmt(run.final_loss)} | "
                    f"{fmt(run.best_loss)} | **{run.verdict.value}** | {counts} |")
     for run in report.runs:
-        out += ["", f"## {_cell(run.name)}", "", f"{_code(run.path)}, steps {fmt(run.first_step)}..{fmt(run.last_step)}", ""]
+        out += ["", f"## {_cell(run.name)}", "", f"{_cell(run.path)}, steps {fmt(run.first_step)}..{fmt(run.last_step)}", ""]
         for warning in run.warnings:
             out.append(f"> warning: {_cell(warning)}")
         if run.warnings:
@@ -51,11 +51,3 @@ def _cell(text: str) -> str:
     """Log text as inert markdown: one line, HTML entities, markdown syntax backslash-escaped."""
     text = "".join(_HTML.get(c, c) for c in clean_text(text))
     return _ACTIVE.sub(r"\\\1", text)
-
-
-def _code(text: str) -> str:
-    """A code span that holds any text: its fence is longer than any backtick run inside."""
-    text = clean_text(text)
-    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"

@@ -1,0 +1,386 @@
+"""`sentinel analyze` on hostile and broken input: never a traceback, never a hang, never a wrong
+result accepted silently; directory mode says what it skipped; exit codes are exact."""
+
+from __future__ import annotations
+
+import builtins
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from sentinel.cli.main import main
+from sentinel.store import RunWriter
+
+MEGATRON_LINE = (" iteration      {s}/     100 | consumed samples: 1 | learning rate: 1.0E-04 | "
+                 "lm loss: {loss:.6E} | loss scale: 1.0 | grad norm: 0.5 | number of skipped iterations:   0 |\n")
+
+
+def invoke(*args: str):
+    result = CliRunner().invoke(main, ["analyze", *args], catch_exceptions=False)
+    assert "Traceback" not in result.output
+    return result
+
+
+def write_run(path: Path, n: int = 120) -> Path:
+    rng = np.random.default_rng(0)
+    with RunWriter(path, {"name": path.name}, tensorboard=False) as writer:
+        for step in range(n):
+            writer.write_step({"step": step, "loss": float(2.0 + 0.01 * rng.standard_normal()), "lr": 1e-3})
+    return path
+
+
+def write_csv(path: Path, rows: list[tuple], header: str = "step,loss,lr") -> Path:
+    path.write_text(header + "\n" + "".join(",".join(map(str, r)) + "\n" for r in rows))
+    return path
+
+
+def healthy_rows(n: int = 60) -> list[tuple]:
+    return [(s, 2.0 - s / 1000, 1e-3) for s in range(n)]
+
+
+# --------------------------------------------------------------------------- directory mode
+
+
+def test_directory_mode_never_reads_source_or_packaging_and_counts_what_it_skipped(tmp_path):
+    log = "".join(MEGATRON_LINE.format(s=s, loss=2.0) for s in range(1, 40))
+    (tmp_path / "megatron.py").write_text(f'"""Reads lines like\n{log}"""\n')  # looks like a log
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    (tmp_path / "notes.txt").write_text("nothing to see\n")
+    (tmp_path / "train.sh").write_text("#!/bin/sh\n" + log)
+    for folder in ("build", ".git", "pkg.egg-info"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "copy.log").write_text(log)
+    write_run(tmp_path / "run1")
+    result = invoke(str(tmp_path))
+    assert result.exit_code == 0
+    assert result.stdout.startswith("run1 (sentinel)") and "megatron" not in result.stdout
+    assert result.stderr == ("skipped 4 files and 3 directories: 3 packaging or config, 2 source code, "
+                             "1 not a training log, 1 tool directory (use -v to list them)\n")
+    verbose = invoke(str(tmp_path), "-v").stderr.splitlines()
+    assert f"  {tmp_path / 'megatron.py'}: source code" in verbose
+    assert f"  {tmp_path / '.git'}: tool directory" in verbose
+    assert f"  {tmp_path / 'notes.txt'}: not a training log" in verbose
+
+
+def test_the_loaders_own_source_is_not_a_run():
+    loaders = Path(__file__).resolve().parents[1] / "sentinel" / "analyze" / "loaders"
+    result = invoke(str(loaders))
+    assert result.exit_code == 1 and result.output.count("\n") == 1
+    assert "no training logs found" in result.output and "source code" in result.output
+    assert invoke(str(loaders / "megatron.py")).output == (
+        f"Error: '{loaders / 'megatron.py'}' is source code, not a training log: "
+        "pass a log file or a directory of runs\n")
+
+
+def test_one_bad_path_among_several_does_not_stop_the_others(tmp_path):
+    run = write_run(tmp_path / "run1")
+    (tmp_path / "junk.csv").write_text("hello\n")
+    result = invoke(str(tmp_path / "nope"), str(tmp_path / "junk.csv"), str(run))
+    assert result.exit_code == 0 and result.stdout.startswith("run1 (sentinel)")
+    first, second = result.stderr.splitlines()
+    assert first == f"warning: path '{tmp_path / 'nope'}' does not exist: pass a run directory or a log file"
+    assert second.startswith(f"warning: '{tmp_path / 'junk.csv'}' is not a log format sentinel reads (tried: ")
+
+
+def test_a_loader_error_in_one_file_is_a_warning_and_the_walk_goes_on(tmp_path):
+    write_csv(tmp_path / "a" / "metrics.csv" if (tmp_path / "a").mkdir() is None else None, healthy_rows())
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "run.jsonl").write_text('{"step": 1, "loss": 2.0}\n' + "[" * 100_000 + "\n")
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "metrics.csv").write_text("step,lr\n1,0.1\n")
+    result = invoke(str(tmp_path), "--format", "json")
+    assert result.exit_code == 0
+    doc = json.loads(result.stdout)
+    assert [r["name"] for r in doc["runs"]] == ["a", "run", "c"]
+    assert "1 line(s) that are not JSON objects were skipped" in doc["runs"][1]["warnings"][0]
+
+
+# --------------------------------------------------------------------------- exit codes, JSON
+
+
+def test_exit_codes_and_fail_on_listing(tmp_path):
+    rows = healthy_rows(200)
+    rows[120] = (120, "nan", 1e-3)
+    csv = str(write_csv(tmp_path / "bad.csv", rows))
+    assert invoke(csv).exit_code == 0
+    result = invoke(csv, "--fail-on", "critical")
+    assert result.exit_code == 3
+    assert result.stderr.splitlines()[0] == "--fail-on critical met by 1 incident(s):"
+    assert result.stderr.splitlines()[1].startswith("  bad step 120 critical nonfinite: ")
+    doc = json.loads(invoke(csv, "--fail-on", "critical", "--format", "json").stdout)
+    assert doc["fail_on"]["severity"] == "critical" and doc["fail_on"]["met"] is True
+    assert [(i["run"], i["kind"], i["step"]) for i in doc["fail_on"]["incidents"]] == [("bad", "nonfinite", 120)]
+    assert invoke(str(tmp_path / "nope")).exit_code == 1
+    assert invoke(csv, "--format", "yaml").exit_code == 2
+
+
+def test_json_errors_are_json_on_stdout_only(tmp_path):
+    result = invoke(str(tmp_path / "nope"), "--format", "json")
+    assert result.exit_code == 1 and result.stderr == ""
+    assert json.loads(result.stdout) == {
+        "error": f"path '{tmp_path / 'nope'}' does not exist: pass a run directory or a log file", "exit_code": 1}
+    result = invoke(str(tmp_path), "--format", "json", "--window", "abc")
+    assert result.exit_code == 2 and result.stderr == ""
+    assert json.loads(result.stdout)["exit_code"] == 2 and "'abc' is not a valid integer" in result.stdout
+
+
+# --------------------------------------------------------------------------- plot
+
+
+@pytest.mark.parametrize("target", ["-", "/dev/stdout"])
+def test_plot_to_stdout_is_refused(tmp_path, target):
+    csv = str(write_csv(tmp_path / "m.csv", healthy_rows()))
+    result = invoke(csv, "--format", "json", "--plot", target)
+    assert result.exit_code == 2
+    assert json.loads(result.stdout) == {"error": "--plot cannot write to standard output: the report goes "
+                                                  "there; pass a file name such as report.png", "exit_code": 2}
+    assert invoke(csv, "--plot", target).exit_code == 2
+
+
+def test_mathtext_in_names_is_plotted_literally(tmp_path):
+    rows = "".join(f"{s},{2 - s / 100},{0.5 + s / 1000}\n" for s in range(60))
+    path = tmp_path / "$\\frac{a}{.csv"
+    path.write_text("step,loss,attn_entropy/$\\frac{a}{\n" + rows)
+    result = invoke(str(path), "--plot", str(tmp_path / "r.png"))
+    assert result.exit_code == 0 and result.stderr == f"plot written to {tmp_path / 'r.png'}\n"
+    assert (tmp_path / "r.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_plot_failure_after_analysis_is_a_warning(tmp_path, monkeypatch):
+    import sentinel.analyze.render.plot as plot
+
+    def broken(report, path):
+        raise RuntimeError("renderer gave up")
+
+    monkeypatch.setattr(plot, "render_plot", broken)
+    csv = str(write_csv(tmp_path / "m.csv", healthy_rows()))
+    result = invoke(csv, "--plot", str(tmp_path / "r.png"))
+    assert result.exit_code == 0 and result.stderr == "warning: plot not written: renderer gave up\n"
+    doc = json.loads(invoke(csv, "--plot", str(tmp_path / "r.png"), "--format", "json").stdout)
+    assert doc["plot"] == {"path": str(tmp_path / "r.png"), "written": False, "error": "renderer gave up"}
+
+
+# --------------------------------------------------------------------------- no traceback
+
+
+@pytest.fixture
+def deny(monkeypatch):
+    """Make opening the given paths raise PermissionError. chmod 000 has no effect for root, so
+    as root the error is injected where Python opens files (what a non-root user would see)."""
+    denied: set[str] = set()
+
+    def make(real):
+        def guarded(file, *args, **kwargs):
+            if isinstance(file, (str, os.PathLike)) and os.fspath(file) in denied:
+                raise PermissionError(13, "Permission denied", os.fspath(file))
+            return real(file, *args, **kwargs)
+        return guarded
+
+    monkeypatch.setattr(builtins, "open", make(builtins.open))
+    monkeypatch.setattr(io, "open", make(io.open))
+
+    def add(path: Path) -> None:
+        if os.geteuid() != 0:
+            path.chmod(0)
+        denied.add(str(path))
+    return add
+
+
+def test_unreadable_metrics_csv(tmp_path, deny):
+    good = write_run(tmp_path / "run1")
+    (tmp_path / "v0").mkdir()
+    bad = write_csv(tmp_path / "v0" / "metrics.csv", healthy_rows())
+    deny(bad)
+    result = invoke(str(tmp_path))
+    assert result.exit_code == 0 and result.stdout.startswith("run1 (sentinel)")
+    assert result.stderr == (f"warning: skipped cannot read '{bad}' (Permission denied): "
+                             "fix its permissions or leave it out\n")
+    result = invoke(str(bad))
+    assert result.exit_code == 1
+    assert result.output == f"Error: cannot read '{bad}' (Permission denied): fix its permissions or leave it out\n"
+    assert good.exists()
+
+
+@pytest.mark.parametrize("name", ["meta.json", "steps.00000.csv", "events.jsonl"])
+def test_unreadable_file_in_a_run_dir(tmp_path, deny, name):
+    run = write_run(tmp_path / "run1")
+    with RunWriter(run, tensorboard=False) as writer:  # a second segment, still readable
+        writer.write_step({"step": 500, "loss": 1.5, "grad_norm/total": 1.0})
+    (run / "events.jsonl").write_text('{"step": 1, "kind": "spike"}\n')
+    deny(run / name)
+    result = invoke(str(run), "--format", "json")
+    assert result.exit_code == 0
+    (report,) = json.loads(result.stdout)["runs"]
+    assert any(w.startswith(name) and "Permission denied" in w for w in report["warnings"]), report["warnings"]
+    assert report["steps"] == (1 if name.startswith("steps") else 121)
+
+
+def test_non_utf8_segment_skips_that_segment_only(tmp_path):
+    run = write_run(tmp_path / "run1")
+    (run / "steps.00007.csv").write_bytes(b"step,\xff\xfeloss\n999,1.0\n")
+    result = invoke(str(run))
+    assert result.exit_code == 0
+    assert "warning: steps.00007.csv: header is not UTF-8 text; segment skipped" in result.stdout
+    assert "steps 120 (0..119)" in result.stdout
+
+
+def test_dev_null_and_fifo_as_paths(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for path in ("/dev/null", str(fifo)):
+        result = invoke(path)
+        assert result.exit_code == 1
+        assert result.output == (f"Error: '{path}' is not a regular file or a directory (a device, FIFO or "
+                                 "socket): pass a log file or a directory of runs\n")
+
+
+def test_fifos_inside_directories_are_never_opened(tmp_path):
+    run = write_run(tmp_path / "run1")
+    (run / "skiplist.json").mkdir()  # IsADirectoryError when opened as a file
+    os.mkfifo(tmp_path / "metrics.csv")
+    os.mkfifo(tmp_path / "events.out.tfevents.1")
+    (run / "events.jsonl").unlink()
+    os.mkfifo(run / "events.jsonl")
+    result = invoke(str(tmp_path), "-v")
+    assert result.exit_code == 0
+    assert "warning: skiplist.json ignored: it is not a regular file" in result.stdout
+    assert "warning: events.jsonl ignored: it is not a regular file" in result.stdout
+    assert f"  {tmp_path / 'metrics.csv'}: not a regular file" in result.stderr
+
+
+@pytest.fixture
+def deep_tree(tmp_path):
+    """1,500 nested directories, removed bottom-up afterwards (pytest's own clean-up recurses)."""
+    chain = [tmp_path / "d"]
+    for _ in range(1499):
+        chain.append(chain[-1] / "d")
+    for folder in chain:
+        folder.mkdir()
+    yield chain[-1]
+    for folder in reversed(chain):
+        for file in folder.iterdir():
+            if not file.is_dir():
+                file.unlink()
+        folder.rmdir()
+
+
+def test_deeply_nested_directories_and_json(tmp_path, deep_tree):
+    deep = deep_tree
+    write_csv(deep / "metrics.csv", healthy_rows())
+    run = write_run(tmp_path / "run1")
+    nested = "[" * 100_000 + "]" * 100_000
+    (run / "meta.json").write_text(nested)
+    (run / "events.jsonl").write_text('{"step": 1, "kind": "spike", "x": ' + nested + "}\n")
+    (tmp_path / "t.jsonl").write_text('{"step": 1, "loss": 2.0}\n{"step": 2, "loss": ' + nested + "}\n")
+    result = invoke(str(tmp_path), "--format", "json")
+    assert result.exit_code == 0
+    runs = {r["name"]: r for r in json.loads(result.stdout)["runs"]}
+    assert set(runs) == {"d", "run1", "t"}
+    assert "meta.json ignored: its JSON is nested too deeply to read; meta is empty" in runs["run1"]["warnings"]
+    assert "events.jsonl ignored: a line nests JSON too deeply to read; no events" in runs["run1"]["warnings"]
+
+
+def test_skiplist_that_is_a_directory(tmp_path):
+    run = write_run(tmp_path / "run1")
+    (run / "skiplist.json").mkdir()
+    result = invoke(str(run))
+    assert result.exit_code == 0 and "warning: skiplist.json ignored: it is not a regular file" in result.output
+
+
+# --------------------------------------------------------------------------- no effective hang
+
+
+def test_a_row_with_very_many_keys_is_bounded(tmp_path):
+    row = {"step": 0, "loss": 2.0, **{f"k{i}": float(i) for i in range(200_000)}}
+    text = json.dumps(row) + "\n" + "".join(json.dumps({"step": s, "loss": 2.0 - s / 100}) + "\n" for s in range(1, 60))
+    (tmp_path / "wide.jsonl").write_text(text)
+    wide = ",".join(f"c{i}" for i in range(5000))
+    (tmp_path / "wide.csv").write_text(f"step,loss,{wide}\n" + "".join(
+        f"{s},{2 - s / 100}," + ",".join(["1"] * 5000) + "\n" for s in range(30)))
+    doc = json.loads(invoke(str(tmp_path), "--format", "json").stdout)
+    by_name = {r["name"]: r for r in doc["runs"]}
+    assert "wide.jsonl: 199002 key(s) dropped: at most 1000 keys are read" in by_name["wide"]["warnings"]
+    csv_run = next(r for r in doc["runs"] if r["path"].endswith("wide.csv"))
+    assert "wide.csv: 4002 of 5002 columns dropped: at most 1000 columns are read" in csv_run["warnings"]
+
+
+# --------------------------------------------------------------------------- hostile strings
+
+
+HOSTILE = "\x1b[2J\x1b]0;owned\x07<script>alert(1)</script><img src=x onerror=alert(1)>[x](http://e)`b|"
+
+
+def test_hostile_names_are_inert_in_every_format(tmp_path):
+    path = tmp_path / f"{HOSTILE.replace('/', '_')}.csv"
+    rows = [(s, "nan" if s == 70 else 2.0 - s / 1000, 1e-3) for s in range(100)]
+    write_csv(path, rows, header=f"step,loss,attn_entropy/{HOSTILE.replace(',', ';')}")
+    table = invoke(str(path)).stdout
+    assert "\x1b" not in table and "\x07" not in table
+    markdown = invoke(str(path), "--format", "markdown").stdout
+    assert "<script>" not in markdown and "<img" not in markdown and "](http" not in markdown
+    assert "&lt;script&gt;" in markdown and "\\[x\\]\\(http:" in markdown and "\\`b\\|" in markdown
+    doc = json.loads(invoke(str(path), "--format", "json").stdout)
+    assert doc["runs"][0]["name"] == path.stem
+
+
+# --------------------------------------------------------------------------- wrong results
+
+
+def test_tensorboard_record_with_a_bad_crc_is_dropped_and_counted(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(tmp_path / "tb"))
+    for step in range(60):
+        writer.add_scalar("train/loss", 2.0 - step / 100, step)
+    writer.close()
+    (file,) = (tmp_path / "tb").iterdir()
+    data = bytearray(file.read_bytes())
+    at = data.rfind(np.float32(2.0 - 30 / 100).tobytes())  # the value of step 30
+    data[at + 3] ^= 0x7F  # exponent bits: a plausible-looking 1e38
+    file.write_bytes(bytes(data))
+    doc = json.loads(invoke(str(tmp_path / "tb"), "--format", "json").stdout)
+    (run,) = doc["runs"]
+    assert any("dropped 1 record(s) whose checksum does not match" in w for w in run["warnings"])
+    assert run["steps"] == 59 and run["incidents"] == []
+
+
+def test_steps_that_do_not_fit_int64_are_dropped(tmp_path):
+    rows = healthy_rows(60) + [(1e30, 1.0, 1e-3), (61.5, 1.0, 1e-3)]
+    doc = json.loads(invoke(str(write_csv(tmp_path / "m.csv", rows)), "--format", "json").stdout)
+    (run,) = doc["runs"]
+    assert (run["first_step"], run["last_step"], run["steps"]) == (0, 59, 60)
+    assert "m.csv: 1 row(s) with a 'step' too large for a 64-bit step (e.g. 1e30) were skipped" in run["warnings"]
+    assert "m.csv: 1 row(s) with a non-integer 'step' were skipped" in run["warnings"]
+
+
+@pytest.mark.parametrize("name", ["metrics.csv", "run.csv"])
+def test_text_in_the_loss_column_is_not_a_nonfinite_step(tmp_path, name):
+    rows = [(s, "oops" if s == 30 else ("inf" if s == 40 else 2.0 - s / 1000), 1e-3) for s in range(60)]
+    doc = json.loads(invoke(str(write_csv(tmp_path / name, rows)), "--format", "json").stdout)
+    (run,) = doc["runs"]
+    assert [(i["kind"], i["step"]) for i in run["incidents"]] == [("nonfinite", 40)]
+    assert any("1 row(s) whose 'loss' is text, not a number" in w for w in run["warnings"])
+
+
+# --------------------------------------------------------------------------- the real entry point
+
+
+def test_installed_entry_point_never_prints_a_traceback(tmp_path):
+    script = Path(sys.executable).with_name("sentinel")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    run = write_run(tmp_path / "run1")
+    (run / "meta.json").write_text("{" * 50_000)
+    (run / "skiplist.json").mkdir()
+    for args, code in (([str(fifo)], 1), (["/dev/null", "--format", "json"], 1), ([str(run)], 0),
+                       ([str(run), "--plot", "-"], 2)):
+        done = subprocess.run([str(script), "analyze", *args], capture_output=True, text=True, timeout=120)
+        assert done.returncode == code, (args, done.stdout, done.stderr)
+        assert "Traceback" not in done.stdout + done.stderr
