@@ -26,8 +26,8 @@ LLMC = Dialect(
     name="llmc",
     description='llm.c / modded-nanogpt logs ("s:N trl:X", "step:N/M train_loss:X")',
     shapes=(
-        Shape(re.compile(r"^[ \t]*s:(\d[^\n]*?)[ \t]*$", _M), keys=_LLMC_KEYS, units=_MS, strict=True),
-        Shape(re.compile(r"^[ \t]*step:(\d+/\d[^\n]*?)[ \t]*$", _M), head=(metrics.STEP, "total"),
+        Shape(re.compile(r"^[ \t]*s:(\d[^\n]*)", _M), keys=_LLMC_KEYS, units=_MS, strict=True),
+        Shape(re.compile(r"^[ \t]*step:(\d+/\d[^\n]*)", _M), head=(metrics.STEP, "total"),
               separators=(":", "/"), keys=_LLMC_KEYS, units=_MS, strict=True),
     ),
     # A bare "step:5/100 train_time:..." alone is not enough to claim a file: a loss must be there.

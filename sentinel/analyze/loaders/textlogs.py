@@ -28,7 +28,7 @@ DESCRIPTION = "text logs of " + ", ".join(d.name for d in DIALECTS)
 # Files that are code or configuration, whatever numbers they print.
 _NOT_LOGS = frozenset({".py", ".pyi", ".toml", ".cfg", ".ini", ".yaml", ".yml", ".ipynb", ".js", ".ts",
                        ".c", ".h", ".cc", ".cpp", ".cu", ".rs", ".go", ".java", ".sh", ".json", ".csv",
-                       ".tsv", ".jsonl", ".html", ".lock"})
+                       ".tsv", ".jsonl", ".html", ".lock", ".md", ".rst"})
 _HF_EPOCHS = re.compile(r"Num Epochs = ([\d,]+)")
 _HF_TOTAL = re.compile(r"Total optimization steps = ([\d,]+)")
 

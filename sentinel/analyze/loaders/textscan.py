@@ -253,11 +253,12 @@ def _read_shape(text: str, shape: Shape, dialect: Dialect, options: LoadOptions,
         joined = shape.scrub[0].sub(shape.scrub[1], joined)
     for sep in shape.separators:
         joined = joined.replace(sep, " ")
-    raw = pd.read_csv(io.StringIO(joined), sep=r"\s+", header=None, names=range(MAX_FIELDS), engine="c",
+    width = min(MAX_FIELDS, _widest(bodies, joined) + 2)
+    raw = pd.read_csv(io.StringIO(joined), sep=r"\s+", header=None, names=range(width), engine="c",
                       quoting=csv.QUOTE_NONE, keep_default_na=False, na_values=[""], index_col=False,
-                      on_bad_lines="skip", dtype=str, skip_blank_lines=False)
+                      on_bad_lines="skip", dtype=object, skip_blank_lines=False)
     if len(raw) != len(bodies):
-        warnings.append(f"{len(bodies) - len(raw)} {dialect.name} line(s) with more than {MAX_FIELDS} fields were skipped")
+        warnings.append(f"{len(bodies) - len(raw)} {dialect.name} line(s) with more than {width} fields were skipped")
     n = len(raw)
     ok = np.ones(n, dtype=bool)
     out: dict[str, np.ndarray] = {"_pos": np.arange(n, dtype=np.int64)}
@@ -272,12 +273,12 @@ def _read_shape(text: str, shape: Shape, dialect: Dialect, options: LoadOptions,
     for role in (metrics.STEP, "iter"):
         if "_" + role in out:
             ok &= ~np.isnan(out["_" + role])
-    if shape.strict and len(shape.head) < MAX_FIELDS:
+    if shape.strict and len(shape.head) < width:
         ok &= raw[len(shape.head)].notna().to_numpy()
     bad = 0
     keys_seen: set[str] = {name for name in shape.head if name not in _HEAD_ROLES and name != "_"}
     required = np.zeros(n, dtype=bool)
-    for k in range(len(shape.head), MAX_FIELDS - 1, 2):
+    for k in range(len(shape.head), width - 1, 2):
         key_col = raw[k]
         present = key_col.notna().to_numpy()
         if not present.any():
@@ -292,9 +293,9 @@ def _read_shape(text: str, shape: Shape, dialect: Dialect, options: LoadOptions,
             keys_seen.add(lower)
             if shape.require is not None and lower == shape.require:
                 required |= mask
-            for unit_suffix in np.unique(suffix[mask]):
-                where = mask & (suffix == unit_suffix)
-                name = _metric(lower, unit_suffix, shape, dialect, options)
+            for code in np.unique(suffix[mask]):
+                where = mask & (suffix == code)
+                name = _metric(lower, _unit_suffix(shape, code), shape, dialect, options)
                 column = out.setdefault(name, np.full(n, np.nan))
                 column[where] = values[where]
                 if name in _NONFINITE_WATCHED:
@@ -340,22 +341,37 @@ def _floats(column: pd.Series, units: Mapping[str, tuple[str, float]] | None = N
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Numbers of one text column: ``(values, parsed, unit key suffix)``, vectorised with pyarrow."""
     arr = pa.array(column.to_numpy(dtype=object), type=pa.string(), from_pandas=True)
-    suffix = np.full(len(arr), "", dtype=object)
+    suffix = np.zeros(len(arr), dtype=np.int8)  # 0: no unit, i + 1: the i-th unit of _units_order
     factor = np.ones(len(arr))
     if units:
-        for unit in sorted(units, key=len, reverse=True):  # "ms" before "s"
+        for code, unit in enumerate(_units_order(units), start=1):
             ends = pc.fill_null(pc.ends_with(arr, unit), False).to_numpy(zero_copy_only=False)
-            ends &= suffix == ""
+            ends &= suffix == 0
             if ends.any():
-                key_suffix, scale = units[unit]
-                suffix[ends] = key_suffix
-                factor[ends] = scale
+                suffix[ends] = code
+                factor[ends] = units[unit][1]
                 stripped = pc.utf8_slice_codeunits(arr, 0, -len(unit))
                 arr = pc.if_else(pa.array(ends), stripped, arr)
     parsed = pc.fill_null(pc.match_substring_regex(arr, _NUMBER), False)
     values = pc.cast(pc.if_else(parsed, arr, None), pa.float64()).to_numpy(zero_copy_only=False)
     values = np.where(np.isnan(values), values, values * factor)
     return values, parsed.to_numpy(zero_copy_only=False), suffix
+
+
+def _units_order(units: Mapping[str, tuple[str, float]]) -> list[str]:
+    """Units longest first, so ``ms`` is tried before ``s``."""
+    return sorted(units, key=len, reverse=True)
+
+
+def _unit_suffix(shape: Shape, code: int) -> str:
+    return "" if code == 0 else shape.units[_units_order(shape.units)[code - 1]][0]
+
+
+def _widest(bodies: list[str], joined: str) -> int:
+    """Fields in the widest record (after separators became spaces), from the longest bodies."""
+    lines = joined.split("\n")
+    sample = lines[:64] + lines[-64:] + [max(lines, key=len)]
+    return max(len(line.split()) for line in sample)
 
 
 def _matches(column: pd.Series, pattern: str) -> np.ndarray:
@@ -449,7 +465,8 @@ def _events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, warnin
                 detail[f"{name}_scale"] = _number(groups[name])
         event = make_event(rule.kind, -1, source=rule.source or dialect.name,
                            line=text.count("\n", 0, pos) + 1, **detail)
-        _stamp(event, _timestamp(text, pos))
+        time = _timestamp(text, match.end() - 1)
+        _stamp(event, time if not math.isnan(time) else _timestamp(text, pos))
         if "step" in groups:
             event["step"] = int(groups["step"])
         else:

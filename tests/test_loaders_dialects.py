@@ -1,0 +1,179 @@
+"""Text-log dialects and tracker stores on fixtures built from each tool's own format string.
+
+Every fixture logs the same twelve losses with a spike (7.5) at the eighth logged point: the
+reader must find the steps, the losses and the spike's step.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from sentinel import metrics
+from sentinel.analyze.discover import discover_runs
+from sentinel.analyze.loaders import LoadOptions, textlogs
+from sentinel.analyze.loaders.dialects import DEEPSPEED, LLMC
+from sentinel.analyze.loaders.textscan import scan
+from sentinel.events import EventKind
+
+LOGS = Path(__file__).parent / "fixtures" / "logs"
+LOSSES = [4.0, 3.6, 3.3, 3.1, 2.95, 2.85, 2.8, 7.5, 3.2, 2.9, 2.8, 2.75]
+
+
+def _one(path):
+    (run,) = discover_runs(path, LoadOptions())
+    return run
+
+
+@pytest.mark.parametrize(
+    ("name", "source", "steps"),
+    [
+        ("hf_trainer.log", "hf_trainer", range(10, 121, 10)),  # logging_steps 10 from the banner and epoch
+        ("hf_run", "hf_trainer_state", range(10, 121, 10)),
+        ("nanogpt.log", "nanogpt", range(0, 111, 10)),
+        ("litgpt.log", "litgpt", range(1, 13)),  # the optimizer step, not the micro-batch iter
+        ("torchtitan.log", "torchtitan", range(1, 13)),
+        ("mmdet.log", "mmengine", range(50, 601, 50)),  # (epoch - 1) * 300 + iter
+        ("fairseq.log", "fairseq", range(100, 1201, 100)),
+        ("gpt_neox.log", "megatron", range(10, 121, 10)),
+        ("tf_estimator.log", "tf", range(0, 1101, 100)),
+        ("issue_paste.txt", "text", range(50, 601, 50)),
+        ("mlruns", "mlflow", range(0, 111, 10)),
+        ("wandb/offline-run-20240101_000000-abc123", "wandb", range(0, 56, 5)),
+    ],
+)
+def test_fixture_steps_losses_and_spike(name, source, steps):
+    run = _one(LOGS / name)
+    assert run.source == source
+    loss = run.steps[metrics.LOSS].dropna()
+    assert loss.index.tolist() == list(steps)
+    assert loss.tolist() == LOSSES
+    assert int(loss.idxmax()) == list(steps)[7]
+
+
+def test_hf_dicts_keep_eval_apart_and_read_grad_norm_and_lr():
+    run = _one(LOGS / "hf_trainer.log")
+    steps = run.steps
+    assert steps.loc[60, "eval_loss"] == 3.05  # the eval dict joins the step before it
+    assert steps["eval_loss"].count() == 1
+    assert steps.loc[80, metrics.GRAD_NORM_TOTAL] == 12.0
+    assert steps.loc[10, metrics.LR] == pytest.approx(5e-05 * (1 - 10 / 120))
+    assert run.meta["logging_steps"] == 10 and run.warnings == []
+
+
+def test_hf_dicts_without_banner_are_numbered_in_order(tmp_path):
+    text = "".join(f"\r 50%|#  | {i}/9 [00:01<00:01]{{'loss': {v}, 'learning_rate': 1e-05, 'epoch': {i / 9:.2f}}}\n"
+                   for i, v in enumerate([2.0, 1.5, 1.25], 1))
+    text += "{'loss': np.float64(1.1), 'grad_norm': tensor(0.5, device='cuda:0'), 'epoch': 0.44}\n"
+    path = tmp_path / "sft.log"
+    path.write_text(text, encoding="utf-8")
+    (run,) = textlogs.load(path, LoadOptions())
+    assert run.steps[metrics.LOSS].tolist() == [2.0, 1.5, 1.25, 1.1]
+    assert run.steps.index.tolist() == [1, 2, 3, 4]
+    assert run.steps.loc[4, metrics.GRAD_NORM_TOTAL] == 0.5
+    assert run.meta["step_source"] == "order" and run.meta["logging_steps"] is None
+    assert any("numbered 1, 2, 3" in w for w in run.warnings)
+
+
+def test_fairseq_overflows_and_loss_scale():
+    run = _one(LOGS / "fairseq.log")
+    steps, events = run.steps, run.events
+    assert steps.loc[800, metrics.LOSS_SCALE] == 64.0 and steps.loc[900, metrics.LOSS_SCALE] == 32.0
+    overflow = events[events["kind"] == EventKind.OVERFLOW.value]
+    # An overflow line belongs to the next interval line; the one after the last line to the next step.
+    assert overflow["step"].tolist() == [800, 900, 1201]
+    assert overflow["new_scale"].tolist() == [64.0, 32.0, 16.0]
+    assert steps[metrics.AMP_OVERFLOW].sum() == 3
+    assert steps.loc[1200, "val_loss"] == 3.1
+    assert steps.loc[1200, metrics.LOSS] == 2.75  # the epoch average (3.5) does not replace the step's loss
+    assert any("given step 1201" in w for w in run.warnings)
+
+
+def test_fairseq_minimum_loss_scale(tmp_path):
+    path = tmp_path / "fs.log"
+    path.write_text((LOGS / "fairseq.log").read_text() + "FloatingPointError: Minimum loss scale reached (0.0001). "
+                    "Your loss is probably exploding.\n", encoding="utf-8")
+    (run,) = textlogs.load(path, LoadOptions())
+    last = run.events.iloc[-1]
+    assert bool(last["min_scale_reached"]) and last["new_scale"] == 0.0001
+
+
+def test_deepspeed_alone_gives_loss_scale_and_overflows_without_loss():
+    run = _one(LOGS / "deepspeed.log")
+    assert run.source == "deepspeed"
+    assert metrics.LOSS not in run.steps.columns
+    overflow = run.events[run.events["kind"] == EventKind.OVERFLOW.value]
+    assert overflow["step"].tolist() == [1, 2, 3, 20, 21, 22, 23, 24, 25]  # each counted once
+    assert overflow["attempted_scale"].tolist()[:2] == [65536.0, 32768.0]
+    assert run.steps.loc[25, metrics.LOSS_SCALE] == 65536.0 / 2**9
+    assert run.steps.loc[10, metrics.LR] == 0.0001
+    assert not math.isnan(overflow["time"].iloc[0])
+    assert any("no loss logged" in w for w in run.warnings)
+
+
+def test_deepspeed_overflow_lines_alone_are_numbered_in_order():
+    text = "".join(f"[deepspeed] OVERFLOW! Rank {r} Skipping step. Attempted loss scale: {s}, reducing to {s / 2}\n"
+                   for s in (1024.0, 512.0) for r in (0, 1))
+    found = scan(text, DEEPSPEED)
+    assert found.steps.index.tolist() == [1, 2]
+    assert found.steps[metrics.LOSS_SCALE].tolist() == [512.0, 256.0]
+    assert any("numbered 1, 2, 3" in w for w in found.warnings)
+
+
+def test_log4j_infinity_and_nan_are_nonfinite_events():
+    run = _one(LOGS / "bigdl_log4j.log")
+    assert run.steps.loc[13, metrics.LOSS] == math.inf and math.isnan(run.steps.loc[14, metrics.LOSS])
+    assert run.events[run.events["kind"] == EventKind.NONFINITE.value]["step"].tolist() == [13, 14]
+    assert int(run.steps[metrics.LOSS].iloc[:12].idxmax()) == 8
+
+
+def test_torchtitan_colours_and_mmengine_components():
+    titan = _one(LOGS / "torchtitan.log")
+    assert titan.steps.loc[8, metrics.GRAD_NORM_TOTAL] == 12.0
+    assert titan.steps.loc[1, "mfu"] == 39.57
+    mm = _one(LOGS / "mmdet.log")
+    assert mm.steps.loc[400, "loss_cls"] == pytest.approx(2.5)  # a component, not the loss
+    assert mm.steps.loc[50, metrics.GRAD_NORM_TOTAL] == 1.5
+    assert mm.meta["iters_per_epoch"] == 300
+
+
+def test_loss_col_and_step_col_select_keys_in_text_logs(tmp_path):
+    run = discover_runs(LOGS / "fairseq.log", LoadOptions(loss_col="nll_loss"))[0]
+    assert run.steps[metrics.LOSS].dropna().tolist()[:2] == [3.8, 3.4]
+    assert run.steps["logged_loss"].iloc[0] == 4.0
+    path = tmp_path / "x.log"
+    path.write_text("s:0 trl:2.5 tok:100\ns:1 trl:2.4 tok:200\n", encoding="utf-8")
+    found = scan(path.read_text(), LLMC, LoadOptions(step_col="tok"))
+    assert found.steps.index.tolist() == [100, 200]
+    with pytest.raises(ValueError, match=r"key 'perplexity' not found in the llmc log lines; keys found: tok, trl"):
+        scan(path.read_text(), LLMC, LoadOptions(loss_col="perplexity"))
+
+
+def test_wandb_binary_run_says_how_to_read_it():
+    with pytest.raises(ValueError, match=r"binary W&B run file.*wandb sync"):
+        discover_runs(LOGS / "wandb" / "offline-run-20240102_000000-def456" / "run-def456.wandb", LoadOptions())
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).parents[1] / "sentinel").rglob("*.py")), ids=lambda p: p.name)
+def test_source_code_is_never_a_run(path):
+    assert not textlogs.sniff(path)
+    assert textlogs.pick_dialect(path.read_text(encoding="utf-8")) is None or path.suffix == ".py"
+
+
+def test_generic_reader_needs_a_real_series(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("".join(f"step {i}: loss = TODO\n" for i in range(10)) + "step 1 loss 2.0\n", encoding="utf-8")
+    assert not textlogs.sniff(path)
+    path.write_text("".join(f"step {i}: loss 2.0\n" for i in range(10)), encoding="utf-8")
+    assert not textlogs.sniff(path)  # a constant is not a loss curve
+
+
+def test_deepspeed_only_run_is_analysed_not_rejected():
+    import sentinel
+
+    report = sentinel.analyze(LOGS / "deepspeed.log")
+    (run,) = report.runs
+    assert run.source == "deepspeed" and run.final_loss is None
+    assert "overflow_rate" in [i.kind for i in run.incidents]
