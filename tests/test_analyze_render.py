@@ -25,7 +25,7 @@ def faulty_run(name: str = "r1", seed: int = 0) -> RunData:
     rng = np.random.default_rng(seed)
     n = 300
     loss = 3.0 * np.exp(-np.arange(n) / 100) + 1.0 + 0.02 * rng.standard_normal(n)
-    loss[150] *= 6
+    loss[150:153] *= 6  # a spike of three steps, not one outlier batch
     loss[220] = np.nan
     frame = pd.DataFrame({"loss": loss, "grad_norm/total": 1 + 0.05 * rng.random(n),
                           "loss_scale": np.full(n, 65536.0)}, index=pd.Index(range(n), name="step"))
@@ -77,7 +77,7 @@ def test_markdown_has_summary_and_incident_tables():
     text = render_markdown(report_of(faulty_run()))
     assert text.startswith("# sentinel analyze\n")
     assert "| r1 | test | 300 |" in text and "## r1" in text
-    assert "| 150 | warning | loss_spike |" in text
+    assert "| 150-152 | warning | loss_spike |" in text
 
 
 def test_plot_writes_a_png_with_one_panel_per_metric(tmp_path):

@@ -76,7 +76,7 @@ def test_unrecovered_spike_is_critical_and_thresholds_reach_the_detector():
 def test_grad_norm_explosion_lead_time():
     loss, grad = curve(), 1.0 + 0.01 * curve(seed=1)
     grad[250] = 40.0
-    loss[253] *= 5
+    loss[253:256] *= 5  # a spike, not one outlier batch
     report = analyze_run(run_of({"loss": loss, "grad_norm/total": grad}))
     (gx,) = by_kind(report, "grad_norm_explosion")
     assert (gx.step, gx.details["lead_steps"], gx.details["loss_spike_step"]) == (250, 3, 253)
@@ -235,11 +235,13 @@ def test_end_to_end_real_model_with_a_poisoned_batch(tmp_path):
             writer.write_step({"step": step, "loss": loss.item(), "grad_norm/total": grad.item()})
     report = analyze(tmp_path / "run")
     (run,) = report.runs
-    spikes = by_kind(run, "loss_spike")
-    assert [s.step for s in spikes] == [150] and spikes[0].details["recovered"]
+    # One poisoned batch whose update was withheld: an outlier batch, and the run is healthy.
+    assert not by_kind(run, "loss_spike")
+    (outlier,) = by_kind(run, "outlier_batch")
+    assert outlier.step == 150 and outlier.severity.value == "info"
     (gx,) = by_kind(run, "grad_norm_explosion")
-    assert gx.step == 150 and gx.details["lead_steps"] == 0
-    assert run.verdict.value == "recovered" and run.source == "sentinel"
+    assert gx.step == 150 and gx.severity.value == "info"
+    assert run.verdict.value == "healthy" and run.source == "sentinel"
 
 
 def test_sentinel_analyze_is_callable_from_the_top_package(tmp_path):

@@ -20,7 +20,7 @@ def test_analyze_of_a_run_dir_imports_neither_torch_nor_lightning(tmp_path):
     with RunWriter(run, {"config": {"lr": 1e-3}}, tensorboard=False) as writer:
         for step in range(300):
             loss = 2.0 * np.exp(-step / 100) + 0.5 + 0.01 * rng.standard_normal()
-            writer.write_step({"step": step, "epoch": 0, "batch_idx": step, LOSS: 40.0 if step == 150 else loss,
+            writer.write_step({"step": step, "epoch": 0, "batch_idx": step, LOSS: 40.0 if 150 <= step < 153 else loss,
                                LR: 1e-3, GRAD_NORM_TOTAL: 1.0, LOSS_SCALE: 65536.0})
         writer.write_event(make_event(EventKind.SPIKE, 150, metric=LOSS, value=40.0))
     # The console script's own path: click's entry point, the analyzer, the store's reader.

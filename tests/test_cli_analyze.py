@@ -21,7 +21,7 @@ def write_run(path: Path, n: int = 200, spike_at: int | None = None, nan_at: int
     with RunWriter(path, {"name": path.name}, tensorboard=False) as writer:
         for step in range(n):
             loss = 3.0 * np.exp(-step / 80) + 1.0 + 0.02 * rng.standard_normal()
-            if step == spike_at:
+            if spike_at is not None and spike_at <= step < spike_at + 3:  # a spike, not one outlier batch
                 loss *= 6
             if step == nan_at:
                 loss = float("nan")

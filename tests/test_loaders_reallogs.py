@@ -47,7 +47,7 @@ def _expected_loader(path: Path) -> str | None:
         return None
     if path.name.endswith(".verbatim.txt"):
         return "megatron"
-    if path.suffix == ".log":
+    if path.suffix in (".log", ".txt"):
         return "llmc"
     if path.suffix in (".csv", ".jsonl"):
         return "generic_table"

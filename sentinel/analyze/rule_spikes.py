@@ -16,6 +16,8 @@ from sentinel.analyze.spans import first_step_at_or_below, group_steps
 # longer stretch is reported as a spike even when it stays under the guard's ``spike_patience``
 # (which would still have withheld its updates without a rollback).
 OUTLIER_ROWS = 1
+# Fewer rows than the spike rule's warm-up: an excerpt somebody cut around an incident.
+_EXCERPT_ROWS = 20
 
 
 
@@ -49,7 +51,8 @@ def spike_spans(series: pd.Series, config: AnalyzeConfig) -> list[dict]:
         spans.append({"start": start, "end": end, "peak_step": peak_step, "peak": peak,
                       "baseline": baseline, "ratio": _ratio(peak, baseline), "score": score,
                       "recovered_step": recovered, "run": int(flags.loc[start:end].sum()),
-                      "next_step": _next_step(series, end),
+                      "next_step": _next_step(series, end), "rows": len(series),
+                      "interval": _interval(series),
                       "next_value": _at(series, _next_step(series, end))})
     return spans
 
@@ -102,13 +105,16 @@ def is_outlier_batch(span: dict) -> bool:
     whether it was back on the trend): it is an outlier batch too, not a spike.
 
     Example:
-        >>> is_outlier_batch({"run": 1, "baseline": 3.0, "next_step": 11, "next_value": 3.1})
+        >>> is_outlier_batch({"run": 1, "baseline": 3.0, "peak": 6.0, "end": 10, "next_step": 11,
+        ...                   "next_value": 3.1})
         True
     """
-    if span["run"] > OUTLIER_ROWS:
-        return False
+    if span["run"] > OUTLIER_ROWS or span.get("rows", 1 << 30) < _EXCERPT_ROWS:
+        return False  # a longer stretch; or an excerpt cut around an incident, judged as one
     if span["next_step"] is None:
         return True
+    if span["next_step"] - span["end"] > 2 * span.get("interval", 1):
+        return False  # the next row is too far away to say "at once"
     base = span["baseline"]
     return bool(np.isfinite(base) and span["next_value"] <= (base + span["peak"]) / 2)
 
@@ -121,6 +127,12 @@ def _outlier_incident(span: dict) -> Incident:
                f"{span['baseline']:.4g}); {back}")
     return Incident(IncidentKind.OUTLIER_BATCH, span["start"], span["end"], Severity.INFO, message,
                     {**_json(span), "resolved": True})
+
+
+def _interval(series: pd.Series) -> int:
+    """The logging interval: the smallest step difference (rows are often every N steps)."""
+    diffs = np.diff(series.index.to_numpy())
+    return int(diffs[diffs > 0].min()) if (diffs > 0).any() else 1
 
 
 def _at(series: pd.Series, step: int | None) -> float:
@@ -148,7 +160,8 @@ def grad_explosion_incidents(grad_norm: pd.Series, loss_spans: list[dict],
     """
     incidents = []
     for span in spike_spans(grad_norm, config):
-        led = [s for s in loss_spans if span["start"] <= s["start"] <= span["start"] + config.grad_lead_max]
+        led = [s for s in loss_spans if span["start"] <= s["start"] <= span["start"] + config.grad_lead_max
+               and not is_outlier_batch(s)]  # an outlier batch's update is withheld: no consequence
         if led:
             lead = led[0]["start"] - span["start"]
             tail = (f"preceded the loss spike at step {led[0]['start']} by {_steps(lead)}"
