@@ -30,6 +30,7 @@ from sentinel.analyze.loaders.keys import (
     is_analysis_key,
 )
 from sentinel.analyze.loaders.numeric_table import (
+    TEXT_LOSS_ROWS,
     LARGE_TABLE_BYTES,
     choose_columns,
     loss_values,
@@ -190,11 +191,11 @@ def _to_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warnings:
     columns = list(table.columns)
     step, keep = step_values(table[step_col], step_col, path, warnings)
     loss, text = loss_values(table[loss_col])
+    text = table.attrs.get(TEXT_LOSS_ROWS, text)
     loss = loss[keep]
     if text[keep].any():
-        sample = table[loss_col][keep][text[keep]].iloc[0]
         warnings.append(f"{Path(path).name}: {int(text[keep].sum())} row(s) whose {loss_col!r} is text, "
-                        f"not a number (e.g. {str(sample)[:40]!r}), were skipped")
+                        "not a number, were skipped")
     renamed: dict[str, pd.Series] = {metrics.LOSS: loss}
     for col in columns:
         if col in (step_col, loss_col):

@@ -15,6 +15,7 @@ from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions, RunData
 from sentinel.analyze.loaders.keys import LOSS_ALIASES, STEP_ALIASES, canonical_key, find_column
 from sentinel.analyze.loaders.numeric_table import (
+    TEXT_LOSS_ROWS,
     choose_columns,
     loss_values,
     read_columns,
@@ -78,9 +79,12 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     positions = choose_columns(path, names, step_col, loss_col, warnings)
     frame = read_columns(path, sep, names, positions, loss_col, warnings)
     step, keep = step_values(frame[step_col], step_col, path, warnings)
+    text_rows = frame.attrs.get(TEXT_LOSS_ROWS)
     frame = frame[keep]
     if loss_col is not None:
         loss, text = loss_values(frame[loss_col])
+        if text_rows is not None:
+            text = text_rows[keep]
         frame = frame.assign(**{loss_col: loss.to_numpy()})
         if text.any():
             warnings.append(f"{path.name}: {int(text.sum())} row(s) whose {loss_col!r} is text, not a "

@@ -37,6 +37,9 @@ LARGE_TABLE_BYTES = 64 << 20
 CHUNK_ROWS = 1 << 20
 # The longest header line read (a header of 2 million column names is ~20 MB).
 _MAX_HEADER_BYTES = 64 << 20
+# Where read_columns leaves the mask of rows whose loss cell was text.
+TEXT_LOSS_ROWS = "text_loss_rows"
+_TEXT_LOSS = "__text_loss__"
 # Cells that mean "no value" in a loss column (the loss was not logged at that step).
 _MISSING_TEXT = frozenset({"", "na", "n/a", "null", "none", "#n/a", "<na>"})
 # Cells that mean "no value" in the other numeric columns: pandas' defaults.
@@ -87,7 +90,8 @@ def choose_columns(path: str | Path, names: list[str], step_col: str, loss_col: 
 
 def read_columns(path: str | Path, sep: str, names: list[str], positions: list[int],
                  loss_col: str | None, warnings: list[str]) -> pd.DataFrame:
-    """Read the chosen columns in chunks; the loss column is kept as text for :func:`loss_values`.
+    """Read the chosen columns in chunks; the loss column is parsed by :func:`loss_values` chunk
+    by chunk, and the rows whose loss was text are in ``table.attrs[TEXT_LOSS_ROWS]``.
 
     A last line without its line end (a run killed while writing) and rows with more fields
     than the header are dropped and counted.
@@ -106,6 +110,10 @@ def read_columns(path: str | Path, sep: str, names: list[str], positions: list[i
                              chunksize=CHUNK_ROWS, low_memory=True)
         with reader:
             for chunk in reader:
+                if loss_label is not None:  # to float per chunk: 10M loss strings would be ~600 MB
+                    values, text = loss_values(chunk[loss_label])
+                    chunk[loss_label] = values
+                    chunk[_TEXT_LOSS] = text
                 chunks.append(chunk)
     bad = sum(str(w.message).count("Skipping line") for w in caught
               if issubclass(w.category, pd.errors.ParserWarning))
@@ -117,8 +125,11 @@ def read_columns(path: str | Path, sep: str, names: list[str], positions: list[i
         # A cut row still parses ("2.3" from "2.3417"), so it cannot be trusted.
         warnings.append(f"{path.name}: last line has no line end (cut off while written?): skipped")
         table = table.iloc[:-1]
+    text = table[_TEXT_LOSS].to_numpy(dtype=bool) if _TEXT_LOSS in table.columns else None
     table = table[[labels[i] for i in positions]]
     table.columns = [names[i] for i in positions]
+    if text is not None:
+        table.attrs[TEXT_LOSS_ROWS] = text
     return table
 
 
