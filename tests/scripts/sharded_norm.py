@@ -77,7 +77,9 @@ def rollback_run(rank: int, out: str) -> None:
         events = load_run(f"{out}/run").events
         with open(f"{out}/rollback.json", "w") as f:
             json.dump({"kinds": list(events["kind"]),
-                       "restored": [int(v) for v in events.loc[events["kind"] == "rollback", "restored_step"]],
+                       "restored": [int(v) for v in events.loc[events["kind"] == "rollback", "restored_step"]]
+                       if "restored_step" in events else [],
+                       "skipped": [int(v) for v in events.loc[events["kind"] == "skip_step", "step"]],
                        "finite": all(bool(torch.isfinite(v).all()) for v in full.values())}, f)
 
 
