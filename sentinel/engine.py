@@ -454,7 +454,8 @@ class Sentinel:
         if self._skip_next > 0:  # dropped after a rollback, as PaLM skipped data
             self._skip_next -= 1
             reason = "after_rollback"
-        elif self.skiplist and distributed.any_rank(self.skiplist.matches(batch)):
+        # listed_at is the same on every rank (so is the list): the collective runs on all or none.
+        elif self.skiplist.listed_at(batch_idx) and distributed.any_rank(self.skiplist.matches(batch)):
             reason = "skiplist"
         else:
             return False

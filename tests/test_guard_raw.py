@@ -332,3 +332,17 @@ def test_a_model_too_large_for_the_snapshot_budget_fails_before_training(tmp_pat
     # By default the budget is a quarter of physical memory.
     default = Sentinel(model, opt, log_dir=str(tmp_path / "run2"), tensorboard=False)
     assert 0 < default.ring.config.max_bytes
+
+
+def test_a_skip_list_looks_at_a_batch_only_where_it_names_one():
+    from sentinel.guard.skiplist import SkipList
+
+    class Untouchable(dict):
+        def get(self, *args):
+            raise AssertionError("the batch was read at a position the skip list does not name")
+
+    skips = SkipList([{"step": 3, "batch_idx": 3, "indices": [6, 7]}])
+    assert not skips.listed_at(4)  # decided without the batch: no index read, no fingerprint
+    assert skips.listed_at(3) and skips.matches({"x": torch.zeros(2), "index": torch.tensor([7, 6])})
+    assert not (skips.listed_at(5) and skips.matches(Untouchable()))
+    assert SkipList([{"indices": [1]}]).listed_at(99)  # an entry from an older list: anywhere

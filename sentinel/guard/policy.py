@@ -154,6 +154,8 @@ def decide(signals: StepSignals, state: GuardState, config: GuardConfig,
         <Action.ROLLBACK: 'rollback'>
     """
     reason = bad_step_reason(signals, config)
+    if reason is None and not (state.outlier_streak or state.nonfinite_streak):
+        return Decision(Action.APPLY, None, state)  # the healthy step: nothing to count, no copy
     nonfinite_streak = state.nonfinite_streak + 1 if reason is Reason.NONFINITE else 0
     counts = reason in (Reason.NONFINITE, Reason.LOSS_SPIKE) or \
         (reason is Reason.GRAD_NORM_SPIKE and config.on_grad_norm_spike)

@@ -11,7 +11,11 @@ class SkipList:
     """Entries ``{"step", "epoch", "batch_idx", "indices" | "fingerprint", "rollback"}``.
 
     A batch matches an entry when it carries exactly the same sample indices (order ignored) or,
-    for batches without indices, the same content fingerprint.
+    for batches without indices, the same content fingerprint. A whole batch comes back only when
+    the data order repeats (an unshuffled loader, a seeded sampler replayed on resume), and then at
+    the same position in its epoch: :meth:`listed_at` says whether a position can hold a listed
+    batch without looking at the batch, so a run whose skip list is not empty pays no host sync
+    (indices or fingerprint) nor collective on the other steps.
 
     Example:
         >>> skips = SkipList()
@@ -24,6 +28,8 @@ class SkipList:
         self.entries: list[dict[str, Any]] = []
         self._index_sets: set[frozenset[int]] = set()
         self._fingerprints: set[str] = set()
+        self._positions: set[int] = set()
+        self._anywhere = False  # an entry without a batch_idx (older lists): look at every batch
         for entry in entries or []:
             self.add(entry)
 
@@ -34,10 +40,23 @@ class SkipList:
             self._fingerprints.add(str(entry["fingerprint"]))
         else:
             raise ValueError(f"skip entry {entry!r} has neither 'indices' nor 'fingerprint'")
+        if isinstance(entry.get("batch_idx"), int):
+            self._positions.add(entry["batch_idx"])
+        else:
+            self._anywhere = True
         self.entries.append(dict(entry))
 
     def __len__(self) -> int:
         return len(self.entries)
+
+    def listed_at(self, batch_idx: int) -> bool:
+        """Whether a batch at this position of its epoch may be listed (decided without the batch).
+
+        Example:
+            >>> SkipList([{"batch_idx": 3, "indices": [7]}]).listed_at(4)
+            False
+        """
+        return self._anywhere or batch_idx in self._positions
 
     def matches(self, batch: Any) -> bool:
         """True when ``batch`` is one of the skipped batches (cheap when the list is empty)."""
