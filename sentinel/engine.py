@@ -282,7 +282,18 @@ class Sentinel:
         return True
 
     def add_loss(self, loss: torch.Tensor) -> None:
-        """Accumulate the (detached) loss of a micro-batch of the current optimizer step."""
+        """Accumulate the (detached) loss of a micro-batch of the current optimizer step.
+
+        Raises:
+            TypeError: ``loss`` is not a tensor (e.g. ``loss.item()``).
+            ValueError: ``loss`` is not a scalar (e.g. per-sample losses).
+        """
+        if not isinstance(loss, torch.Tensor):
+            raise TypeError(f"sentinel: the loss must be this step's loss tensor, got {type(loss).__name__}: "
+                            "pass the tensor you called backward() on, not loss.item()")
+        if loss.numel() != 1:
+            raise ValueError(f"sentinel: the loss must be a scalar, got shape {tuple(loss.shape)}: pass the "
+                             "reduced loss you called backward() on (e.g. losses.mean())")
         self._losses.append(loss.detach())
         if self.attention.armed:  # the forward is over: disarm before backward runs
             self._attn_values = self.attention.stop()
@@ -300,7 +311,7 @@ class Sentinel:
         rec = self.config.record
         tensors: dict[str, torch.Tensor] = {}
         if self._losses:
-            tensors[metrics.LOSS] = torch.stack([l.float().sum() for l in self._losses]).sum()
+            tensors[metrics.LOSS] = torch.stack([l.float().reshape(()) for l in self._losses]).sum()
         per_module = rec.grad_norm_depth != 0
         sharded = self.world_size > 1 and self.grad_norms.sharded
         tensors.update(self.grad_norms.compute(per_module=per_module,
@@ -378,9 +389,10 @@ class Sentinel:
             value, failed = distributed.mean_loss_and_any_bad(value, failed)
         if failed:
             return None
-        rule = self.config.loss_spike
+        from sentinel.detect.spike import above_baseline  # pandas-heavy; the detectors have loaded it
+
         baseline = loss_v.baseline
-        ok = math.isfinite(value) and (value <= baseline * (1 + rule.rtol) or value - baseline <= rule.atol)
+        ok = math.isfinite(value) and not above_baseline(value, baseline, self.config.loss_spike)
         self._weights_check = {"batch_idx": batch_idx, "loss": value, "baseline": baseline, "weights_ok": ok}
         return ok
 

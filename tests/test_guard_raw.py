@@ -346,3 +346,14 @@ def test_a_skip_list_looks_at_a_batch_only_where_it_names_one():
     assert skips.listed_at(3) and skips.matches({"x": torch.zeros(2), "index": torch.tensor([7, 6])})
     assert not (skips.listed_at(5) and skips.matches(Untouchable()))
     assert SkipList([{"indices": [1]}]).listed_at(99)  # an entry from an older list: anywhere
+
+
+def test_a_loss_that_is_not_one_tensor_is_refused_with_what_to_pass(tmp_path, tiny_task):
+    _, Net, _, _ = tiny_task
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with Sentinel(model, opt, log_dir=str(tmp_path / "run"), tensorboard=False) as sen:
+        with pytest.raises(TypeError, match="got float: pass the tensor you called backward"):
+            sen.check(1.5)
+        with pytest.raises(ValueError, match=r"must be a scalar, got shape \(16,\)"):
+            sen.check(torch.ones(16))

@@ -15,7 +15,7 @@ from sentinel.detect.divergence import (
     DivergenceVerdict,
     detect_divergence,
 )
-from sentinel.detect.spike import SpikeConfig, SpikeDetector, SpikeVerdict, detect_spikes
+from sentinel.detect.spike import SpikeConfig, SpikeDetector, SpikeVerdict, above_baseline, detect_spikes
 
 __all__ = [
     "DivergenceConfig",
@@ -25,6 +25,7 @@ __all__ = [
     "SpikeConfig",
     "SpikeDetector",
     "SpikeVerdict",
+    "above_baseline",
     "detect_divergence",
     "detect_spikes",
 ]

@@ -185,6 +185,20 @@ def _rule(
     return is_spike, score
 
 
+def above_baseline(value: float, baseline: float, config: SpikeConfig) -> bool:
+    """The rule's relative and absolute parts alone, for one value against a known baseline.
+
+    Where there is no history to measure a spread on (a single re-run of a batch judged
+    against the detector's baseline), these are the parts of the spike rule that still apply:
+    more than ``rtol`` above the baseline and more than ``atol`` above it.
+
+    Example:
+        >>> above_baseline(3.0, 2.0, SpikeConfig()), above_baseline(2.1, 2.0, SpikeConfig())
+        (True, False)
+    """
+    return value > baseline * (1.0 + config.rtol) and value - baseline > config.atol
+
+
 def _middle(values: np.ndarray) -> np.float64:
     """The element of rank ``len // 2`` (the upper median for an even count).
 
