@@ -578,11 +578,12 @@ class Sentinel:
         kept = f"the weights of step {restored} are restored" if restored is not None else \
             f"no snapshot could be restored ({unusable})" if unusable is not None else \
             "no snapshot was left to restore"
-        msg = (f"sentinel gave up at step {self.step} after {self.rollbacks} rollbacks: the run is "
-               f"still bad ({decision.reason.value}) although the guard skipped the outlier updates, "
-               f"rolled back, dropped the culprit batches and lowered the learning rate down to "
-               f"x{self.config.guard.lr_factor ** max(self.guard_state.returns, 0):g}; {kept}. Lower the "
-               f"learning rate, inspect the batches in {self.log_dir}/skiplist.json, or raise max_rollbacks")
+        returns = self.guard_state.returns
+        lowered = f", lowered the learning rate to x{self.config.guard.lr_factor ** returns:g}" if returns else ""
+        msg = (f"sentinel gave up at step {self.step} after {self.rollbacks} rollbacks: the run is still "
+               f"bad ({decision.reason.value}) after the guard withheld the outlier updates, rolled back "
+               f"and dropped the culprit batches{lowered}; {kept}. Lower the learning rate, inspect the "
+               f"batches in {self.log_dir}/skiplist.json, or raise max_rollbacks")
         self._event(EventKind.GAVE_UP, reason=decision.reason.value, rollbacks=self.rollbacks,
                     restored_step=restored, message=msg)
         self.close()

@@ -20,13 +20,14 @@ OUTLIER_ROWS = 1
 _EXCERPT_ROWS = 20
 
 
-
 def spike_spans(series: pd.Series, config: AnalyzeConfig) -> list[dict]:
     """Detector-flagged spans of a finite series with their numbers.
 
     Each span: ``start``, ``end``, ``peak_step``, ``peak``, ``baseline``, ``ratio`` (peak over
     baseline), ``score`` (the detector's largest), ``recovered_step`` (first step back under
-    ``baseline + recover_frac * (peak - baseline)`` within ``recover_steps``, else None).
+    ``baseline + recover_frac * (peak - baseline)`` within ``recover_steps``, else None),
+    ``next_step`` (the next logged step, None at the end) and ``outlier_batch`` (see
+    :func:`is_outlier_batch`).
 
     Example:
         >>> spike_spans(run.steps["loss"].dropna(), AnalyzeConfig())[0]["peak"]  # doctest: +SKIP
@@ -36,6 +37,7 @@ def spike_spans(series: pd.Series, config: AnalyzeConfig) -> list[dict]:
         return []
     frame = detect_spikes(series, config)
     flags = frame["is_spike"].fillna(False).astype(bool)
+    interval, excerpt = _interval(series), len(series) < _EXCERPT_ROWS
     spans = []
     for start, end in group_steps(flags, max_gap=2):
         part = series.loc[start:end]
@@ -48,12 +50,12 @@ def spike_spans(series: pd.Series, config: AnalyzeConfig) -> list[dict]:
         score = float(frame["score"].loc[start:end].max()) if "score" in frame else float("nan")
         level = baseline + config.recover_frac * (peak - baseline)
         recovered = first_step_at_or_below(series, peak_step, level, config.recover_steps)
+        nxt = _next_step(series, end)
+        outlier = not excerpt and int(flags.loc[start:end].sum()) <= OUTLIER_ROWS and \
+            _back_at_once(series, end, nxt, interval, baseline, peak)
         spans.append({"start": start, "end": end, "peak_step": peak_step, "peak": peak,
                       "baseline": baseline, "ratio": _ratio(peak, baseline), "score": score,
-                      "recovered_step": recovered, "run": int(flags.loc[start:end].sum()),
-                      "next_step": _next_step(series, end), "rows": len(series),
-                      "interval": _interval(series),
-                      "next_value": _at(series, _next_step(series, end))})
+                      "recovered_step": recovered, "next_step": nxt, "outlier_batch": outlier})
     return spans
 
 
@@ -98,25 +100,27 @@ def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig,
 
 
 def is_outlier_batch(span: dict) -> bool:
-    """One outlier row, the next logged step no outlier and under the spike's midpoint: the guard
-    withholds such an update (tier 1) and the run goes on.
+    """One outlier row back on the trend at once (the next logged step, close by, at least half
+    way back to the baseline), in a log longer than an excerpt: the guard withholds such an
+    update (tier 1) and the run goes on, so it is information, not an incident.
 
     The last logged step is never judged one way or the other (nothing follows it to say
     whether it was back on the trend): it is an outlier batch too, not a spike.
 
     Example:
-        >>> is_outlier_batch({"run": 1, "baseline": 3.0, "peak": 6.0, "end": 10, "next_step": 11,
-        ...                   "next_value": 3.1})
+        >>> is_outlier_batch({"outlier_batch": True})
         True
     """
-    if span["run"] > OUTLIER_ROWS or span.get("rows", 1 << 30) < _EXCERPT_ROWS:
-        return False  # a longer stretch; or an excerpt cut around an incident, judged as one
-    if span["next_step"] is None:
+    return bool(span.get("outlier_batch", False))
+
+
+def _back_at_once(series: pd.Series, end: int, nxt: int | None, interval: int, baseline: float,
+                  peak: float) -> bool:
+    if nxt is None:
         return True
-    if span["next_step"] - span["end"] > 2 * span.get("interval", 1):
+    if nxt - end > 2 * interval:
         return False  # the next row is too far away to say "at once"
-    base = span["baseline"]
-    return bool(np.isfinite(base) and span["next_value"] <= (base + span["peak"]) / 2)
+    return bool(np.isfinite(baseline) and float(series.loc[nxt]) <= (baseline + peak) / 2)
 
 
 def _outlier_incident(span: dict) -> Incident:
@@ -133,10 +137,6 @@ def _interval(series: pd.Series) -> int:
     """The logging interval: the smallest step difference (rows are often every N steps)."""
     diffs = np.diff(series.index.to_numpy())
     return int(diffs[diffs > 0].min()) if (diffs > 0).any() else 1
-
-
-def _at(series: pd.Series, step: int | None) -> float:
-    return float(series.loc[step]) if step is not None else float("nan")
 
 
 def _next_step(series: pd.Series, end: int) -> int | None:
