@@ -384,15 +384,22 @@ def _nearest_called(name: str, called: Mapping[str, Any]) -> str:
 
 
 @dataclass
-class _SavedModelState:
-    """What a replay may disturb: parameter grads, buffers (BatchNorm stats), train/eval modes."""
+class SavedModelState:
+    """What a replay may disturb: parameter grads, buffers (BatchNorm stats), train/eval modes.
+
+    Shared by every replay (:func:`locate_nonfinite`, :func:`sentinel.probes.reference_loss.reference_loss`).
+
+    Example:
+        >>> saved = SavedModelState.capture(model)  # doctest: +SKIP
+        >>> ...; saved.restore()  # doctest: +SKIP
+    """
 
     grads: list[tuple[nn.Parameter, torch.Tensor | None]]
     buffers: list[tuple[nn.Module, str, torch.Tensor, torch.Tensor]]
     modes: list[tuple[nn.Module, bool]]
 
     @classmethod
-    def capture(cls, model: nn.Module) -> "_SavedModelState":
+    def capture(cls, model: nn.Module) -> "SavedModelState":
         grads = [(p, p.grad) for p in model.parameters()]
         buffers = [(m, n, b, b.detach().clone()) for m in model.modules()
                    for n, b in m.named_buffers(recurse=False)]
@@ -409,7 +416,13 @@ class _SavedModelState:
             module.training = training
 
 
-def _as_loss(out: Any) -> torch.Tensor:
+def as_loss(out: Any) -> torch.Tensor:
+    """The loss tensor of what a step function returned (a tensor, or a dict with ``"loss"``).
+
+    Example:
+        >>> as_loss({"loss": torch.tensor(2.0)})
+        tensor(2.)
+    """
     loss = out["loss"] if isinstance(out, Mapping) and "loss" in out else out
     if not isinstance(loss, torch.Tensor):
         raise TypeError(f"run_forward returned {type(out).__name__}: return the loss tensor "
@@ -460,7 +473,7 @@ def locate_nonfinite(model: nn.Module, run_forward: Callable[[], Any], batch: An
         found = find_nonfinite_input(batch)
         if found is not None:
             return _source(INPUT, Phase.INPUT, *found)
-    saved = _SavedModelState.capture(model)
+    saved = SavedModelState.capture(model)
     rng_before = capture_rng()
     replay = _Replay(model)
     try:
@@ -477,7 +490,7 @@ def locate_nonfinite(model: nn.Module, run_forward: Callable[[], Any], batch: An
 
 
 def _replay(replay: _Replay, run_forward: Callable[[], Any]) -> NonFiniteSource | None:
-    loss = _as_loss(run_forward())
+    loss = as_loss(run_forward())
     replay.forward_done = True
     if replay.forward_source is not None:
         return replay.forward_source

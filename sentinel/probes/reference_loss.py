@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from sentinel.probes.nonfinite import _as_loss, _SavedModelState
+from sentinel.probes.nonfinite import as_loss, SavedModelState
 from sentinel.rng import capture_rng, restore_rng
 
 
@@ -37,11 +37,11 @@ def reference_loss(model: nn.Module, run_forward: Callable[[], Any]) -> torch.Te
         >>> float(reference_loss(model, lambda: model(torch.ones(1, 2)).sum() * 0))
         0.0
     """
-    saved = _SavedModelState.capture(model)
+    saved = SavedModelState.capture(model)
     rng = capture_rng()
     try:
         with torch.no_grad():
-            return _as_loss(run_forward()).detach().float().mean()
+            return as_loss(run_forward()).detach().float().mean()
     finally:
         saved.restore()
         restore_rng(rng)
