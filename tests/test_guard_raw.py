@@ -87,7 +87,7 @@ def test_poisoned_batches_are_skipped_updates_not_rollbacks(tmp_path, tiny_task)
     assert {e["reason"] for e in entries} == {"outlier"}
 
 
-def test_skipped_update_leaves_weights_and_momentum_untouched(tmp_path, tiny_task):
+def test_a_skipped_update_leaves_the_weights_untouched(tmp_path, tiny_task):
     states: dict[int, dict] = {}
     _, sen, run = _train(tmp_path, tiny_task, poison_steps=(60,), states=states, steps=70)
     assert [e["step"] for e in _events(run, "skip_step")] == [60]
@@ -357,3 +357,49 @@ def test_a_loss_that_is_not_one_tensor_is_refused_with_what_to_pass(tmp_path, ti
             sen.check(1.5)
         with pytest.raises(ValueError, match=r"must be a scalar, got shape \(16,\)"):
             sen.check(torch.ones(16))
+
+
+def _optimizer_cases():
+    cases = [("sgd_momentum", lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9)),
+             ("adamw_foreach", lambda p: torch.optim.AdamW(p, lr=1e-3, foreach=True))]
+    try:  # fused AdamW on CPU needs a torch that has the kernel
+        torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], fused=True)
+        cases.append(("adamw_fused", lambda p: torch.optim.AdamW(p, lr=1e-3, fused=True)))
+    except (RuntimeError, ValueError):
+        pass
+    return cases
+
+
+@pytest.mark.parametrize("name,make_opt", _optimizer_cases(), ids=[c[0] for c in _optimizer_cases()])
+def test_a_withheld_update_changes_no_parameter_nor_optimizer_state(tmp_path, tiny_task, name, make_opt):
+    Data, Net, mse, batches_at = tiny_task
+    torch.manual_seed(0)
+    data = Data(n=BATCH * 45, poison=batches_at((40,), BATCH))
+    loader = torch.utils.data.DataLoader(data, batch_size=BATCH, shuffle=False)
+    model = Net()
+    opt = make_opt(model.parameters())
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0 / (1 + s))
+    with Sentinel(model, opt, scheduler=sched, log_dir=str(tmp_path / "run"), loss_fn=mse,
+                  tensorboard=False) as sen:
+        for batch in sen.batches(loader):
+            if sen.step == 40:
+                params = copy.deepcopy(model.state_dict())
+                state = copy.deepcopy(opt.state_dict())
+                lr_before = sched.get_last_lr()
+            opt.zero_grad()
+            loss = mse(model, batch)
+            loss.backward()
+            applied = sen.check(loss)
+            opt.step()  # even when told not to: the gradients are None, so nothing changes
+            sched.step()
+            sen.end_step()
+            if sen.step == 41:
+                assert not applied
+                assert all(torch.equal(v, params[k]) for k, v in model.state_dict().items())
+                after = opt.state_dict()
+                for i, s in state["state"].items():  # moments, momentum buffers and step counts
+                    assert after["state"][i].keys() == s.keys()
+                    assert all(torch.equal(torch.as_tensor(after["state"][i][k]), torch.as_tensor(v))
+                               for k, v in s.items()), (name, i)
+                # The LR schedule still steps: the withheld update used up its slot.
+                assert sched.get_last_lr() != lr_before and sched.last_epoch == 41
