@@ -11,10 +11,9 @@ import pandas as pd
 
 from sentinel.store.atomic_json import read_json
 from sentinel.store.events_log import EVENT_COLUMNS, read_events
-from sentinel.metrics import BATCH_IDX, EPOCH, STEP
 from sentinel.store.layout import EVENTS_FILE, META_FILE, SKIPLIST_FILE, list_segments
 from sentinel.store.skiplist import read_skiplist
-from sentinel.store.steps_csv import _read_segment, read_steps
+from sentinel.store.steps_csv import read_steps
 
 log = logging.getLogger(__name__)
 
@@ -117,37 +116,9 @@ def _regular_file(path: Path, warnings: list[str]) -> bool:
 
 
 def _read_steps(path: Path, warnings: list[str]) -> pd.DataFrame:
-    try:
-        steps, step_warnings = read_steps(path)
-    except (OSError, ValueError) as ex:  # ValueError: a segment header that is not UTF-8
-        log.debug("%s: reading segments one by one after %r", path, ex)
-        return _read_steps_by_segment(path, warnings)
+    steps, step_warnings = read_steps(path)  # an unreadable segment is skipped there, by name
     warnings += step_warnings
     return steps
-
-
-def _read_steps_by_segment(path: Path, warnings: list[str]) -> pd.DataFrame:
-    """The slow path, for a run with an unreadable segment: read the others, name the one skipped.
-    Same result shape as :func:`read_steps` (last record of a step wins, sorted, ``epoch`` and
-    ``batch_idx`` first)."""
-    frames = []
-    for _, segment in list_segments(path):
-        try:
-            table = _read_segment(segment, warnings)
-        except UnicodeDecodeError:
-            warnings.append(f"{segment.name}: header is not UTF-8 text; segment skipped")
-            continue
-        except OSError as ex:
-            warnings.append(f"{segment.name}: cannot read it ({ex.strerror or ex}); segment skipped")
-            continue
-        if table is not None and table.num_rows:
-            frames.append(table.to_pandas().set_index(STEP))
-    if not frames:
-        return pd.DataFrame(index=pd.Index([], dtype="int64", name=STEP))
-    steps = pd.concat(frames)
-    steps = steps[~steps.index.duplicated(keep="last")].sort_index(kind="stable")
-    leading = [c for c in (EPOCH, BATCH_IDX) if c in steps.columns]
-    return steps[leading + [c for c in steps.columns if c not in leading]]
 
 
 def _read_events(path: Path, warnings: list[str]) -> pd.DataFrame:

@@ -178,7 +178,8 @@ def read_steps(run_dir: Path) -> tuple[pd.DataFrame, list[str]]:
 
     Rows are indexed by int ``step``, sorted, one column per key (float64, NaN where a record
     had no value). When a step was recorded more than once (rollback, resume) the last record
-    wins. A truncated last line or an unreadable segment is skipped and reported.
+    wins. A truncated last line, a damaged row or a segment that cannot be read (not UTF-8, no
+    permission, not a regular file) is skipped and reported by name; the others are read.
 
     Args:
         run_dir: a run directory.
@@ -194,7 +195,14 @@ def read_steps(run_dir: Path) -> tuple[pd.DataFrame, list[str]]:
     warnings: list[str] = []
     tables = []
     for _, path in list_segments(run_dir):
-        table = _read_segment(path, warnings)
+        try:
+            table = _read_segment(path, warnings)
+        except UnicodeDecodeError:
+            warnings.append(f"{path.name}: header is not UTF-8 text; segment skipped")
+            continue
+        except OSError as ex:  # no read permission, an I/O error (list_segments lists regular files only)
+            warnings.append(f"{path.name}: cannot read it ({ex.strerror or ex}); segment skipped")
+            continue
         if table is not None and table.num_rows:
             tables.append(table)
     if not tables:
