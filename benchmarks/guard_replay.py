@@ -31,7 +31,8 @@ from pathlib import Path
 from sentinel import metrics
 from sentinel.analyze.discover import discover_runs
 from sentinel.config import SentinelConfig
-from sentinel.guard.policy import Action, GuardState, StepSignals, decide
+from sentinel.guard.judge import StepJudge
+from sentinel.guard.policy import Action, GuardState, decide
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "reallogs"
 
@@ -52,10 +53,9 @@ LABELLED = [
 
 
 def replay(steps, config: SentinelConfig) -> dict:
-    """Drive the detectors and ``decide`` over one steps frame; what the guard would have done."""
-    loss_det, grad_det = config.make_loss_detector(), config.make_grad_detector()
-    div_det = config.make_divergence_detector()
-    state, cooldown_until, diverged = GuardState(), -1, False
+    """Judge every logged step as the engine does, then ``decide``; what the guard would have done."""
+    judge = StepJudge(config)
+    state, cooldown_until = GuardState(), -1
     out = {"skips": [], "rollbacks": [], "gave_up": None}
     loss = steps[metrics.LOSS] if metrics.LOSS in steps else None
     grad = steps[metrics.GRAD_NORM_TOTAL] if metrics.GRAD_NORM_TOTAL in steps else None
@@ -63,15 +63,9 @@ def replay(steps, config: SentinelConfig) -> dict:
         x = float(loss.iloc[i]) if loss is not None else math.nan
         g = float(grad.iloc[i]) if grad is not None else math.nan
         if math.isnan(x) and math.isnan(g):
-            continue  # nothing logged at this step
-        lv = loss_det.update(x) if not math.isnan(x) else None
-        gv = grad_det.update(g) if not math.isnan(g) else None
-        dv = div_det.update(x, step=int(step)) if not math.isnan(x) else None
-        newly = bool(dv is not None and dv.diverged and not diverged)
-        diverged = bool(dv.diverged) if dv is not None else diverged
-        signals = StepSignals(nonfinite=(x == x and not math.isfinite(x)) or (g == g and not math.isfinite(g)),
-                              loss_spike=bool(lv and lv.is_spike), grad_norm_spike=bool(gv and gv.is_spike),
-                              divergence=newly)
+            continue  # nothing logged at this step (a frame cannot tell a logged NaN from none)
+        signals = judge.judge(int(step), None if math.isnan(x) else x, None if math.isnan(g) else g,
+                              nonfinite=math.isinf(x) or math.isinf(g))
         d = decide(signals, state, config.guard, cooling_down=int(step) <= cooldown_until)
         state = d.state
         if d.action is Action.SKIP_UPDATE:

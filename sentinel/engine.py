@@ -41,6 +41,7 @@ from sentinel.config import SentinelConfig
 from sentinel.detect.entropy import EntropyWatch
 from sentinel.events import EventKind, describe, make_event
 from sentinel.guard.batch_id import BatchIdentity
+from sentinel.guard.judge import StepJudge
 from sentinel.guard.lr_cooldown import LRCooldown
 from sentinel.guard.policy import Action, Decision, GuardState, Reason, StepSignals, decide
 from sentinel.guard.skiplist import SkipList
@@ -146,9 +147,7 @@ class Sentinel:
         self.grad_norms = GradNormProbe(model, depth=rec.grad_norm_depth)
         self.loss_scale = LossScaleProbe()
         self.attention = AttentionProbe(model, every=rec.attention_every)
-        self.loss_detector = self.config.make_loss_detector()
-        self.grad_detector = self.config.make_grad_detector()
-        self.divergence_detector = self.config.make_divergence_detector()
+        self.judge = StepJudge(self.config)
         self.entropy_watch = EntropyWatch()
         g = self.config.guard
         self.ring = SnapshotRing(SnapshotConfig(every=g.snapshot_every, keep=g.snapshot_keep,
@@ -189,9 +188,7 @@ class Sentinel:
         self._samples = 0
         self._reported_no_attention = False
         self._nonfinite = False
-        self._diverged = False
         self._scaler_settled = False  # the AMP scaler has had one step without overflow
-        self._verdicts: tuple[Any, Any, Any] = (None, None, None)
         self.last_record: dict[str, Any] = {}  # what the last step wrote (adapters forward it)
         self._skip_next = 0  # batches still to drop after a rollback
         self._attn_sampled = False  # has any step been sampled for attention yet
@@ -345,7 +342,9 @@ class Sentinel:
         if self._suppressed is not None:  # a dropped batch: not judged, never applied
             self._drop_grads()
             return True
-        self._signals = self._detect(values)
+        self._signals = self.judge.judge(self.step, values.get(metrics.LOSS), values.get(metrics.GRAD_NORM_TOTAL),
+                                         nonfinite=nonfinite, overflow_streak=self.overflow_streak,
+                                         loss_scale=values.get(metrics.LOSS_SCALE))
         decision = decide(self._signals, self.guard_state, self.config.guard, self._cooling_down())
         if decision.action in (Action.ROLLBACK, Action.GIVE_UP) and \
                 decision.reason in (Reason.LOSS_SPIKE, Reason.GRAD_NORM_SPIKE, Reason.NONFINITE):
@@ -373,7 +372,7 @@ class Sentinel:
         on some rank (a diagnostic never stops training; every rank still joins the collective).
         """
         self._weights_check = None
-        loss_v = self._verdicts[0]
+        loss_v = self.judge.verdicts[0]
         if self._reference is None or self.replay_batch is None or loss_v is None \
                 or not math.isfinite(loss_v.baseline):
             return None
@@ -481,25 +480,6 @@ class Sentinel:
             self._suppressed = reason
         return True
 
-    def _detect(self, values: dict[str, float]) -> StepSignals:
-        loss = values.get(metrics.LOSS)
-        grad = values.get(metrics.GRAD_NORM_TOTAL)
-        loss_v = self.loss_detector.update(loss) if loss is not None else None
-        grad_v = self.grad_detector.update(grad) if grad is not None else None
-        div_v = self.divergence_detector.update(loss, step=self.step) if loss is not None else None
-        newly_diverged = bool(div_v is not None and div_v.diverged and not self._diverged)
-        if div_v is not None:
-            self._diverged = bool(div_v.diverged)  # an event on entering divergence, not every step
-        self._verdicts = (loss_v, grad_v, div_v)
-        return StepSignals(
-            nonfinite=self._nonfinite,
-            loss_spike=bool(loss_v is not None and loss_v.is_spike),
-            grad_norm_spike=bool(grad_v is not None and grad_v.is_spike),
-            divergence=newly_diverged,
-            overflow_streak=self.overflow_streak,
-            loss_scale=values.get(metrics.LOSS_SCALE),
-        )
-
     def _carry_out(self, decision: Decision) -> None:
         """Do what the guard decided (the decision itself is :func:`decide`'s)."""
         if decision.action is Action.APPLY:
@@ -533,7 +513,7 @@ class Sentinel:
         self._roll_back(decision, spike_step, culprits)
 
     def _skip_detail(self, decision: Decision) -> dict[str, Any]:
-        loss_v, grad_v, _ = self._verdicts
+        loss_v, grad_v, _ = self.judge.verdicts
         extra = {"weights_check": self._weights_check} if self._weights_check is not None else {}
         return {"reason": decision.reason.value, "streak": decision.streak, **extra,
                 "loss": self._values.get(metrics.LOSS),
@@ -673,7 +653,7 @@ class Sentinel:
             self.writer.update_meta(attention=reason)
 
     def _detection_events(self, values: dict[str, float], signals: StepSignals) -> None:
-        loss_v, grad_v, div_v = self._verdicts
+        loss_v, grad_v, div_v = self.judge.verdicts
         if signals.loss_spike:
             self._event(EventKind.SPIKE, metric=metrics.LOSS, value=values.get(metrics.LOSS),
                         baseline=loss_v.baseline, score=loss_v.score)
@@ -782,17 +762,10 @@ class Sentinel:
         return [g for opt in self.optimizers for g in opt.param_groups]
 
     def _detector_states(self) -> dict[str, Any]:
-        return {"loss": self.loss_detector.state_dict(), "grad": self.grad_detector.state_dict(),
-                "divergence": self.divergence_detector.state_dict(),
-                "entropy": self.entropy_watch.state_dict()}
+        return {**self.judge.state_dict(), "entropy": self.entropy_watch.state_dict()}
 
     def _load_detector_states(self, states: dict[str, Any]) -> None:
-        if "loss" in states:
-            self.loss_detector.load_state_dict(states["loss"])
-        if "grad" in states:
-            self.grad_detector.load_state_dict(states["grad"])
-        if "divergence" in states:
-            self.divergence_detector.load_state_dict(states["divergence"])
+        self.judge.load_state_dict(states)
         if "entropy" in states:
             self.entropy_watch.load_state_dict(states["entropy"])
 

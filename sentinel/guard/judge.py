@@ -1,0 +1,62 @@
+"""What the detectors say about one optimizer step, as the guard's :class:`StepSignals`.
+
+One place turns a step's loss and grad norm into signals, so the engine and the replay of the
+guard over real logs (``benchmarks/guard_replay.py``) judge a step with the same code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sentinel.config import SentinelConfig
+from sentinel.guard.policy import StepSignals
+
+
+class StepJudge:
+    """The loss and grad-norm spike detectors and the divergence detector of one run.
+
+    Args:
+        config: the run's configuration (the detectors' settings).
+
+    Attributes:
+        verdicts: ``(loss, grad_norm, divergence)`` verdicts of the last step judged (None where
+            the value was not given).
+
+    Example:
+        >>> judge = StepJudge(SentinelConfig())
+        >>> judge.judge(0, loss=2.3, grad_norm=1.1).loss_spike
+        False
+    """
+
+    def __init__(self, config: SentinelConfig) -> None:
+        self.loss = config.make_loss_detector()
+        self.grad = config.make_grad_detector()
+        self.divergence = config.make_divergence_detector()
+        self.verdicts: tuple[Any, Any, Any] = (None, None, None)
+        self._diverged = False  # a divergence signal on entering it, not on every step after
+
+    def judge(self, step: int, loss: float | None, grad_norm: float | None, *, nonfinite: bool = False,
+              overflow_streak: int = 0, loss_scale: float | None = None) -> StepSignals:
+        """Feed one step's values to the detectors (their history grows) and say what they found."""
+        loss_v = self.loss.update(loss) if loss is not None else None
+        grad_v = self.grad.update(grad_norm) if grad_norm is not None else None
+        div_v = self.divergence.update(loss, step=step) if loss is not None else None
+        newly_diverged = bool(div_v is not None and div_v.diverged and not self._diverged)
+        if div_v is not None:
+            self._diverged = bool(div_v.diverged)
+        self.verdicts = (loss_v, grad_v, div_v)
+        return StepSignals(nonfinite=nonfinite,
+                           loss_spike=bool(loss_v is not None and loss_v.is_spike),
+                           grad_norm_spike=bool(grad_v is not None and grad_v.is_spike),
+                           divergence=newly_diverged, overflow_streak=overflow_streak, loss_scale=loss_scale)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The detectors' histories (for snapshots and checkpoints)."""
+        return {"loss": self.loss.state_dict(), "grad": self.grad.state_dict(),
+                "divergence": self.divergence.state_dict()}
+
+    def load_state_dict(self, states: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`; keys that are missing (older checkpoints) are left alone."""
+        for key, detector in (("loss", self.loss), ("grad", self.grad), ("divergence", self.divergence)):
+            if key in states:
+                detector.load_state_dict(states[key])
