@@ -305,3 +305,14 @@ def test_foreign_files_are_not_claimed(tmp_path, content):
     path = _write(tmp_path, "thing.txt", content)
     assert _claimed_by(path) == []
     assert _claimed_by(tmp_path) == []  # a directory is never a text log
+
+
+def test_megatron_loss_col_picks_another_field_as_printed_or_by_key(tmp_path):
+    path = _write(tmp_path, "train.out", "\n".join(_iter_line(i, "2.5", gn=str(0.1 * i)) for i in (1, 2, 3)) + "\n")
+    for name in ("grad norm", metrics.GRAD_NORM_TOTAL):
+        (run,) = megatron.load(path, LoadOptions(loss_col=name))
+        assert run.steps[metrics.LOSS].tolist() == pytest.approx([0.1, 0.2, 0.3])
+    (run,) = megatron.load(path, LoadOptions(loss_col="lm loss"))
+    assert run.steps[metrics.LOSS].tolist() == [2.5, 2.5, 2.5]
+    with pytest.raises(ValueError, match="no field 'mtp loss' on the iteration lines; --loss-col takes"):
+        megatron.load(path, LoadOptions(loss_col="mtp loss"))

@@ -36,6 +36,8 @@ import math
 import re
 from pathlib import Path
 
+import pandas as pd
+
 from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions, RunData
 from sentinel.analyze.loaders.keys import canonical_key
@@ -108,7 +110,8 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
 
     Args:
         path: the log file.
-        options: unused; the fields of these logs have fixed names.
+        options: ``loss_col`` names another field of the iteration lines as the loss
+            (as printed, e.g. ``"mtp loss"``); the step is always the iteration.
 
     Returns:
         One :class:`RunData`: a row per logged iteration (``loss``, ``lr``, ``grad_norm/total``,
@@ -122,7 +125,6 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         >>> runs = load("logs/train.out")  # doctest: +SKIP
         >>> runs[0].steps[["loss", "loss_scale"]].tail()  # doctest: +SKIP
     """
-    del options  # the fields have fixed names
     parser = _Parser()
     lines, _ = read_lines(path)
     for lineno, line in enumerate(lines, start=1):
@@ -131,6 +133,8 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     if not parser.rows:
         raise ValueError(f"{path}: no Megatron iteration lines found; is this a Megatron/NeMo stdout log?")
     steps = rows_to_steps(parser.rows)
+    if options is not None and options.loss_col:
+        steps = _use_as_loss(steps, options.loss_col, path)
     meta = {"format": NAME, **parser.meta}
     if len(steps.index) > 1:
         meta["log_interval"] = int(steps.index.to_series().diff().median())
@@ -268,6 +272,18 @@ def _fields(segments: list[str], known: dict[str, str], prefix: str = "") -> dic
             name, value = "elapsed time per iteration (ms)", value * 1000.0
         out[_field_key(name, known, prefix)] = value
     return out
+
+
+def _use_as_loss(steps: pd.DataFrame, field: str, path: str | Path) -> pd.DataFrame:
+    """The column of the field the user named (``--loss-col``) becomes ``loss``."""
+    key = field if field in steps.columns else _field_key(field.strip().lower(), _FIELD_KEYS, "")
+    if key == metrics.LOSS:
+        return steps
+    if key not in steps.columns:
+        raise ValueError(f"{path}: no field {field!r} on the iteration lines; --loss-col takes a field as "
+                         "printed (e.g. 'lm loss') or one of: "
+                         + ", ".join(c for c in steps.columns))
+    return steps.drop(columns=[metrics.LOSS], errors="ignore").rename(columns={key: metrics.LOSS})
 
 
 def _field_key(name: str, known: dict[str, str], prefix: str) -> str:
