@@ -6,6 +6,7 @@ this class only calls it from the right hooks.
 
 from __future__ import annotations
 
+import logging
 from contextlib import nullcontext
 from typing import Any
 
@@ -16,6 +17,9 @@ from lightning.pytorch.callbacks import Callback
 from sentinel.config import SentinelConfig
 from sentinel.engine import Sentinel
 from sentinel.store import ensure_run_dir
+
+log = logging.getLogger(__name__)
+STATE_KEY = "SentinelCallback"
 
 
 class SentinelCallback(Callback):
@@ -74,7 +78,20 @@ class SentinelCallback(Callback):
 
     @property
     def state_key(self) -> str:
-        return self._generate_state_key(log_dir=self.log_dir)
+        # One key whatever log_dir is called: a run resumed with the directory spelled
+        # differently (relative, symlinked, or a new one) must still find its rollback count and
+        # skip list. Lightning itself refuses two callbacks with one key in a Trainer.
+        return STATE_KEY
+
+    def on_load_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
+                           checkpoint: dict[str, Any]) -> None:
+        # Checkpoints written before the key was fixed store the state under a key that embeds
+        # the log_dir of that run ("SentinelCallback{'log_dir': ...}"): adopt it.
+        states = checkpoint.get("callbacks") or {}
+        if STATE_KEY not in states:
+            legacy = [k for k in states if isinstance(k, str) and k.startswith(STATE_KEY + "{")]
+            if len(legacy) == 1:
+                states[STATE_KEY] = states.pop(legacy[0])
 
     # ------------------------------------------------------------------ lifecycle
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
@@ -97,6 +114,8 @@ class SentinelCallback(Callback):
         if self._pending_state is not None:
             self.sentinel.load_state_dict(self._pending_state)
             self._pending_state = None
+            if trainer.is_global_zero:
+                log.warning(self.sentinel.describe_resume())
 
     def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self._close()

@@ -459,6 +459,19 @@ class Sentinel:
             if repr(sorted(entry.items())) not in known:
                 self.skiplist.add(entry)
 
+    def describe_resume(self) -> str:
+        """One line saying what a resumed run took over from its checkpoint.
+
+        Example:
+            >>> sen.load_state_dict(saved)  # doctest: +SKIP
+            >>> print(sen.describe_resume())  # doctest: +SKIP
+            sentinel: resumed at step 1200 with 1 rollback so far, 3 skip-list entries, LR factor 1
+        """
+        n_roll, n_skip = self.rollbacks, len(self.skiplist.entries)
+        return (f"sentinel: resumed at step {self.step} with {n_roll} rollback{'s' * (n_roll != 1)} "
+                f"so far, {n_skip} skip-list entr{'ies' if n_skip != 1 else 'y'}, "
+                f"LR factor {self.lr_cooldown.factor:g}")
+
     # ------------------------------------------------------------------ internals
     def _drop(self, batch: Any, batch_idx: int) -> bool:
         """Whether this batch is dropped (just after a rollback, or named by the skip list)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 
 import lightning as L
 import pytest
@@ -178,6 +179,42 @@ def test_state_round_trips_through_a_checkpoint(tmp_path, tiny_task):
     fresh = SentinelCallback(log_dir=str(tmp_path / "other"), tensorboard=False)
     fresh.load_state_dict(state)
     assert fresh.state_dict() == state
+
+
+@pytest.mark.parametrize("spelling", ["relative", "new_dir", "legacy_key"])
+def test_resume_restores_state_whatever_the_log_dir_is_called(tmp_path, tiny_task, monkeypatch, caplog, spelling):
+    _, trainer, cb = _fit(tmp_path, tiny_task, steps=100, corrupt_steps={60})
+    assert cb.state_dict()["rollbacks"] == 1
+    ckpt = tmp_path / "after_rollback.ckpt"
+    trainer.save_checkpoint(ckpt)
+    if spelling == "legacy_key":  # written when the key embedded the log_dir
+        saved = torch.load(ckpt, weights_only=False)
+        saved["callbacks"] = {f"SentinelCallback{{'log_dir': '{tmp_path / 'run'}'}}": v
+                              for v in saved["callbacks"].values()}
+        torch.save(saved, ckpt)
+    monkeypatch.chdir(tmp_path)
+    log_dir = {"relative": "./run/../run", "new_dir": "resumed", "legacy_key": "run"}[spelling]
+    Data, Net, mse, _ = tiny_task
+    loader = torch.utils.data.DataLoader(Data(n=BATCH * 100), batch_size=BATCH, shuffle=False)
+    resumed = SentinelCallback(log_dir=log_dir, tensorboard=False)
+    trainer = L.Trainer(accelerator="cpu", max_epochs=2, logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False, callbacks=[resumed])
+    with caplog.at_level("WARNING"), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer.fit(LitTiny(Net(), mse), loader, ckpt_path=str(ckpt))
+    state = resumed.state_dict()
+    assert state["rollbacks"] == 1 and state["skiplist"] == cb.state_dict()["skiplist"]
+    (line,) = [r.getMessage() for r in caplog.records if "resumed at step" in r.getMessage()]
+    assert "1 rollback so far" in line
+    mismatch = [w for w in caught if "callbacks used to create the checkpoint" in str(w.message)]
+    assert bool(mismatch) == (spelling == "legacy_key")  # only an old checkpoint's key differs
+
+
+def test_two_sentinel_callbacks_in_one_trainer_are_refused(tmp_path, tiny_task):
+    # Both would judge and roll back the same model; Lightning refuses them by their shared key.
+    with pytest.raises(RuntimeError, match="more than one stateful callback of type `SentinelCallback`"):
+        _fit(tmp_path, tiny_task, steps=5,
+             extra_callbacks=[SentinelCallback(log_dir=str(tmp_path / "b"), tensorboard=False)])
 
 
 def test_bad_arguments_fail_at_construction(tmp_path):
