@@ -193,6 +193,11 @@ class Sentinel:
         self._skip_next = 0  # batches still to drop after a rollback
         self._attn_sampled = False  # has any step been sampled for attention yet
         self._attn_values: dict[str, torch.Tensor] = {}
+        # Raw-loop call order: what happened since the last end_step(), and which calls the loop
+        # makes at all (so a repeated end_step() can be told from a loop that never checks).
+        self._since_end: set[str] = set()
+        self._loop_calls: set[str] = set()
+        self._warned_order: set[str] = set()
 
     @property
     def rollbacks(self) -> int:
@@ -230,11 +235,38 @@ class Sentinel:
         """
         if loss is not None:
             self.add_loss(loss)
+        self._since_end.add("check")
         return not self.measure(replay=self._replay_fn())
 
     def end_step(self) -> None:
-        """After ``optimizer.step()``: record, then roll back or take a snapshot."""
+        """After ``optimizer.step()``: record, then roll back or take a snapshot.
+
+        A second call for the same step is ignored with a warning (it would count a step that
+        never happened); a step ended without :meth:`check` is recorded from its gradients only,
+        with a warning, since its loss was never seen.
+
+        Example:
+            >>> if sen.check(loss):   # doctest: +SKIP
+            ...     opt.step()
+            >>> sen.end_step()        # doctest: +SKIP
+        """
+        self._loop_calls |= self._since_end
+        if not self._since_end and self._loop_calls:
+            self._warn_order("twice", f"sentinel: end_step() called again at step {self.step} with no new "
+                             "batch or check() since the previous one: ignored. Call it once per "
+                             "optimizer step.")
+            return
+        if "check" not in self._since_end:
+            self._warn_order("no_check", f"sentinel: end_step() without check(loss) at step {self.step}: no "
+                             "loss is recorded, so a loss spike goes unseen and an update cannot be "
+                             "withheld. Call `if sen.check(loss): opt.step()` after backward.")
+        self._since_end = set()
         self.finish_step()
+
+    def _warn_order(self, key: str, message: str) -> None:
+        if key not in self._warned_order:  # once per run: the loop repeats the same mistake
+            self._warned_order.add(key)
+            log.warning(message)
 
     # ------------------------------------------------------------------ engine API
     @property
@@ -262,6 +294,7 @@ class Sentinel:
         """
         if epoch is not None:
             self._epoch = epoch
+        self._since_end.add("batch")
         self._epoch_batches = max(self._epoch_batches, batch_idx + 1)
         if self.config.guard.rollback and self._drop(batch, batch_idx) and not self._keep_batches:
             return False

@@ -226,7 +226,7 @@ def test_batch_fingerprints_name_batches_without_indices(tmp_path):
     assert poisoned in {e["fingerprint"] for e in entries}
 
 
-def test_end_step_without_check_judges_the_gradients_only(tmp_path, tiny_task):
+def test_end_step_without_check_judges_the_gradients_only(tmp_path, tiny_task, caplog):
     Data, Net, mse, _ = tiny_task
     model = Net()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -239,7 +239,31 @@ def test_end_step_without_check_judges_the_gradients_only(tmp_path, tiny_task):
             sen.end_step()  # no check(loss): no loss recorded, grads still measured
     run = load_run(tmp_path / "run")
     assert len(run.steps) == 30 and run.steps["grad_norm/total"].notna().all()
+    (warning,) = [r.getMessage() for r in caplog.records if "end_step() without check(loss)" in r.getMessage()]
+    assert "at step 0" in warning and "sen.check(loss)" in warning
     assert "nonfinite" not in set(run.events["kind"]) and "rollback" not in set(run.events["kind"])
+
+
+@pytest.mark.parametrize("use_batches", [True, False], ids=["sen.batches", "plain loader"])
+def test_end_step_twice_is_ignored_with_a_warning(tmp_path, tiny_task, caplog, use_batches):
+    Data, Net, mse, _ = tiny_task
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loader = torch.utils.data.DataLoader(Data(n=16 * 20), batch_size=16)
+    with Sentinel(model, opt, log_dir=str(tmp_path / "run"), tensorboard=False) as sen:
+        for batch in (sen.batches(loader) if use_batches else loader):
+            opt.zero_grad()
+            loss = mse(model, batch)
+            loss.backward()
+            if sen.check(loss):
+                opt.step()
+            sen.end_step()
+            sen.end_step()  # a second call for the same step
+        assert sen.step == 20
+    run = load_run(tmp_path / "run")
+    assert list(run.steps.index) == list(range(20)) and run.steps["loss"].notna().all()
+    warnings = [r.getMessage() for r in caplog.records if "end_step() called again" in r.getMessage()]
+    assert len(warnings) == 1 and "at step 1 " in warnings[0]
 
 
 def test_a_new_sentinel_on_the_same_log_dir_skips_the_recorded_batches(tmp_path, tiny_task):
