@@ -193,6 +193,7 @@ class Sentinel:
         self._skip_next = 0  # batches still to drop after a rollback
         self._attn_sampled = False  # has any step been sampled for attention yet
         self._attn_values: dict[str, torch.Tensor] = {}
+        self._snapshot_failing = False  # the last snapshot could not be written
         # Raw-loop call order: what happened since the last end_step(), and which calls the loop
         # makes at all (so a repeated end_step() can be told from a loop that never checks).
         self._since_end: set[str] = set()
@@ -786,6 +787,16 @@ class Sentinel:
             raise ValueError(
                 f"sentinel: one snapshot of the training state (model, optimizer, scheduler, scaler) "
                 f"needs {format_size(err.nbytes)}, more than {bound}: {fix}") from None
+        except OSError as err:  # snapshot_dir refused the file (full disk): keep the older ones
+            if not self._snapshot_failing:
+                newest = max((snap.step for snap in self.ring.snapshots), default=None)
+                log.error("sentinel: step %d: %s; training goes on and a rollback returns to the newest "
+                          "snapshot kept (step %s); the next snapshot is tried on schedule",
+                          self.step, err, newest)
+            self._snapshot_failing = True
+            return
+        else:
+            self._snapshot_failing = False
 
     def _cooling_down(self) -> bool:
         return self.last_restored_step is not None and self.step <= self.cooldown_until

@@ -78,6 +78,7 @@ class StepSegmentWriter:
         existing = list_segments(run_dir)
         self._next_index = existing[-1][0] + 1 if existing else 0
         self._fd: int | None = None
+        self.path: Path | None = None  # the segment being written
         self._columns: list[str] = []  # header after "step"
         self._known: set[str] = {STEP}
         self._header: str | None = None  # pending header of a fresh segment
@@ -134,7 +135,7 @@ class StepSegmentWriter:
         self._known.update(new_keys)
         if self._fd is not None:
             os.close(self._fd)
-        path = self._run_dir / segment_name(self._next_index)
+        path = self.path = self._run_dir / segment_name(self._next_index)
         self._next_index += 1
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self._header = ",".join([STEP, *self._columns]) + "\n"

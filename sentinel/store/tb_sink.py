@@ -146,7 +146,10 @@ class TensorBoardSink:
                 break
             if isinstance(item, threading.Event):
                 if writer is not None and not self._failed:
-                    writer.flush()
+                    try:
+                        writer.flush()
+                    except OSError as ex:
+                        self._fail(ex)
                 item.set()
                 continue
             if self._failed:
@@ -159,13 +162,18 @@ class TensorBoardSink:
                 if time.monotonic() - last_flush > self._config.flush_secs:
                     writer.flush()
                     last_flush = time.monotonic()
-            except Exception:  # noqa: BLE001 - a dead thread would hang close(); log and keep draining
-                log.exception("TensorBoard writer for %s failed; further scalars are dropped",
-                              self._log_dir)
-                self._failed = True
+            except Exception as ex:  # noqa: BLE001 - a dead thread would hang close(); log and keep draining
+                self._fail(ex)
                 self._dropped_failed += len(item)
         if writer is not None:
             try:
                 writer.close()
             except OSError as ex:
-                log.error("TensorBoard writer for %s could not close cleanly: %s", self._log_dir, ex)
+                if not self._failed:
+                    log.error("TensorBoard writer for %s could not close cleanly: %s", self._log_dir, ex)
+
+    def _fail(self, ex: Exception) -> None:
+        # One line, no traceback: a full disk is the usual cause, and steps.* says the rest.
+        log.error("TensorBoard writer for %s failed (%s: %s); further scalars are dropped, "
+                  "steps.* is unaffected", self._log_dir, type(ex).__name__, ex)
+        self._failed = True

@@ -29,6 +29,11 @@ class RunWriter:
     new steps segment; events appended) and never truncates. TensorBoard scalars of the same
     keys go to ``tb/`` from a background thread. Use from one thread.
 
+    A write the disk refuses (full, quota, I/O error) never raises into training: one error
+    names the file and the cause, step records and events stop being written (what is on
+    disk stays valid), and ``skiplist.json`` is still attempted at every change (the skip
+    list also lives in memory and in checkpoints). :attr:`stopped` then holds that message.
+
     Args:
         log_dir: the run directory; created with its parents if absent.
         meta: JSON-serialisable fields for ``meta.json`` (config, model summary, world size);
@@ -55,6 +60,8 @@ class RunWriter:
         self._meta = merge_meta(self._existing_meta(), meta)
         self._write_meta(probe=True)
         self._closed = False
+        self.stopped: str | None = None  # why recording stopped (the disk refused a write)
+        self.lost = 0  # step records and events not written since then
         self._steps = StepSegmentWriter(self.path)
         self._events = EventLogWriter(self.path / EVENTS_FILE)
         self._tb = TensorBoardSink(self.path / TB_DIR, tb_config) if tensorboard else None
@@ -85,7 +92,14 @@ class RunWriter:
         Example:
             >>> w.write_step({"step": 7, "loss": float("nan"), "grad_norm/total": 3.2})  # doctest: +SKIP
         """
-        self._steps.write(record)
+        if self.stopped is not None:
+            self.lost += 1
+            return
+        try:
+            self._steps.write(record)
+        except OSError as ex:
+            self._stop(self._steps.path or self.path, ex)
+            return
         if self._tb is not None:
             self._tb.put(record)
 
@@ -100,7 +114,13 @@ class RunWriter:
             ...                          skipped_batches=[118, 119, 120]))  # doctest: +SKIP
         """
         self._check_open("write_event")
-        self._events.write(event)
+        if self.stopped is not None:
+            self.lost += 1
+            return
+        try:
+            self._events.write(event)
+        except OSError as ex:
+            self._stop(self.path / EVENTS_FILE, ex)
 
     def write_skiplist(self, entries: list[dict[str, Any]]) -> None:
         """Replace ``skiplist.json`` atomically with ``entries`` (the whole list, not a delta).
@@ -109,7 +129,12 @@ class RunWriter:
             >>> w.write_skiplist([{"step": 120, "batch_idx": 120, "sample_indices": [480]}])  # doctest: +SKIP
         """
         self._check_open("write_skiplist")
-        write_skiplist(self.path, entries)
+        try:
+            write_skiplist(self.path, entries)
+        except OSError as ex:  # the previous file stays whole (atomic replace)
+            log.error("sentinel: cannot update %s (%s): its %d entries are kept in memory and in "
+                      "checkpoints; free disk space so that a restarted process finds them",
+                      self.path / "skiplist.json", _reason(ex), len(entries))
 
     def update_meta(self, **fields: Any) -> None:
         """Merge ``fields`` into ``meta.json`` and rewrite it atomically.
@@ -122,9 +147,11 @@ class RunWriter:
         self._meta = {**self._meta, **fields}
         try:
             self._write_meta()
-        except (ValueError, OSError):
+        except ValueError:
             self._meta = previous
             raise
+        except OSError as ex:
+            log.error("sentinel: cannot update %s (%s); training goes on", self.path / META_FILE, _reason(ex))
 
     def flush(self) -> None:
         """Make everything written so far durable: fsync steps and events, drain TensorBoard.
@@ -134,8 +161,11 @@ class RunWriter:
         """
         if self._closed:
             return
-        self._steps.sync()
-        self._events.sync()
+        try:
+            self._steps.sync()
+            self._events.sync()
+        except OSError as ex:
+            self._stop(self.path, ex)
         if self._tb is not None:
             self._tb.flush()
 
@@ -147,9 +177,24 @@ class RunWriter:
             self._tb.close()
             if self._tb.dropped:
                 self._meta["tb_dropped"] = self._meta.get("tb_dropped", 0) + self._tb.dropped
-                self._write_meta()
+                try:
+                    self._write_meta()
+                except OSError as ex:
+                    log.error("sentinel: cannot update %s (%s)", self.path / META_FILE, _reason(ex))
         self._closed = True
         self._finalizer()
+        if self.lost:
+            log.error("sentinel: %d step records and events were not written to %s after the disk "
+                      "refused a write", self.lost, self.path)
+
+    def _stop(self, path: Path, ex: OSError) -> None:
+        self.stopped = (f"cannot write {path} ({_reason(ex)}): recording to {self.path} stops here; "
+                        "training and the guard go on, and what is on disk stays readable. Free "
+                        "disk space and resume from a checkpoint to record again")
+        log.error("sentinel: %s", self.stopped)
+        if self._tb is not None:  # one disk: TensorBoard would fail next, with its own message
+            self._tb.close()
+            self._tb = None
 
     def __enter__(self) -> RunWriter:
         return self
@@ -210,6 +255,10 @@ def ensure_run_dir(path: str | Path) -> Path:
     if not os.access(path, os.W_OK):
         raise ValueError(f"log_dir '{path}' is not writable: pass a directory you can write to")
     return path
+
+
+def _reason(ex: OSError) -> str:
+    return f"[Errno {ex.errno}] {ex.strerror}" if ex.strerror else str(ex)
 
 
 def _close_parts(steps: StepSegmentWriter, events: EventLogWriter,
