@@ -4,6 +4,8 @@ For each log in ``shared/reallogs`` (see its INDEX.md), prints what the authors 
 (from ``labels.csv``) next to what the analyzer found: its verdict and every incident at
 warning or above with its steps (informational findings are counted). The BigScience excerpts
 are read from their verbatim Megatron-DeepSpeed text, the others from their original logs.
+Then every modded-nanogpt record run (healthy by their authors' account): the verdict counts,
+and each run not judged healthy with what was found.
 
 Usage:
     python benchmarks/reallog_scores.py                 # shared/reallogs beside the repository
@@ -21,6 +23,7 @@ from pathlib import Path
 from sentinel.analyze.analyzer import analyze
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "reallogs"
+RECORDS = "modded_nanogpt_records"
 
 # (folder, file analysed, the labels.csv file its labels are listed under)
 LOGS = [
@@ -72,8 +75,29 @@ def main(argv: list[str] | None = None) -> int:
         name = f"{folder}/{file}".replace("cs336_tinystories_lr_sweep/", "cs336/")
         lines.append(f"| {name} | {expected(labels, folder, label_file)} | {verdict} | "
                      f"{'<br>'.join(shown) or '-'} | {info} |")
+    lines += ["", *records(args.reallogs / RECORDS)]
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
+
+
+def records(folder: Path) -> list[str]:
+    """Verdicts over the record runs: ``["78 runs, 78 healthy", "| run | verdict | found |", ...]``."""
+    files = sorted(p for p in folder.glob("*.txt"))
+    verdicts: dict[str, int] = defaultdict(int)
+    rows, info = [], 0
+    for path in files:
+        (run,) = analyze(path).runs
+        verdicts[run.verdict.value] += 1
+        info += sum(i.severity.value == "info" for i in run.incidents)
+        if run.verdict.value != "healthy":
+            shown = [f"{i.kind} {i.step} ({i.severity.value})" for i in run.incidents if i.severity.value != "info"]
+            rows.append(f"| {path.name} | {run.verdict.value} | {'<br>'.join(shown)} |")
+    summary = ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()))
+    out = [f"modded-nanogpt record runs: {len(files)} runs: {summary}; {info} informational findings "
+           "(outlier batches)"]
+    if rows:
+        out += ["", "| run | verdict | found (warning and above) |", "|---|---|---|", *rows]
+    return out
 
 
 if __name__ == "__main__":
