@@ -388,7 +388,8 @@ class Sentinel:
                 decision = decide(self._signals, self.guard_state, self.config.guard, self._cooling_down())
         self._decision = decision
         if nonfinite:
-            streak = decision.state.nonfinite_streak
+            # Counted from the state before this step: a rollback's decision starts a fresh state.
+            streak = self.guard_state.nonfinite_streak + 1
             if streak <= 1:
                 self._report_nonfinite(replay, local_loss)
             else:  # the weights did not change: a second replay would say nothing new
@@ -406,9 +407,8 @@ class Sentinel:
         on some rank (a diagnostic never stops training; every rank still joins the collective).
         """
         self._weights_check = None
-        loss_v = self.judge.verdicts[0]
-        if self._reference is None or self.replay_batch is None or loss_v is None \
-                or not math.isfinite(loss_v.baseline):
+        baseline = self.judge.loss_baseline  # a non-finite step has none of its own: the last one
+        if self._reference is None or self.replay_batch is None or not math.isfinite(baseline):
             return None
         batch_idx, batch = self._reference
         failed = False
@@ -424,7 +424,6 @@ class Sentinel:
             return None
         from sentinel.detect.spike import above_baseline  # pandas-heavy; the detectors have loaded it
 
-        baseline = loss_v.baseline
         ok = math.isfinite(value) and not above_baseline(value, baseline, self.config.loss_spike)
         self._weights_check = {"batch_idx": batch_idx, "loss": value, "baseline": baseline, "weights_ok": ok}
         return ok

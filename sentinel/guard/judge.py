@@ -6,6 +6,7 @@ guard over real logs (``benchmarks/guard_replay.py``) judge a step with the same
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from sentinel.config import SentinelConfig
@@ -21,6 +22,8 @@ class StepJudge:
     Attributes:
         verdicts: ``(loss, grad_norm, divergence)`` verdicts of the last step judged (None where
             the value was not given).
+        loss_baseline: the loss baseline of the last step that had one (nan before the first):
+            a non-finite step has no verdict baseline, and a re-run judged then needs one.
 
     Example:
         >>> judge = StepJudge(SentinelConfig())
@@ -33,6 +36,7 @@ class StepJudge:
         self.grad = config.make_grad_detector()
         self.divergence = config.make_divergence_detector()
         self.verdicts: tuple[Any, Any, Any] = (None, None, None)
+        self.loss_baseline = math.nan
         self._diverged = False  # a divergence signal on entering it, not on every step after
 
     def judge(self, step: int, loss: float | None, grad_norm: float | None, *, nonfinite: bool = False,
@@ -45,6 +49,8 @@ class StepJudge:
         if div_v is not None:
             self._diverged = bool(div_v.diverged)
         self.verdicts = (loss_v, grad_v, div_v)
+        if loss_v is not None and math.isfinite(loss_v.baseline):
+            self.loss_baseline = loss_v.baseline
         return StepSignals(nonfinite=nonfinite,
                            loss_spike=bool(loss_v is not None and loss_v.is_spike),
                            grad_norm_spike=bool(grad_v is not None and grad_v.is_spike),
