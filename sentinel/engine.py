@@ -194,6 +194,8 @@ class Sentinel:
         self._attn_sampled = False  # has any step been sampled for attention yet
         self._attn_values: dict[str, torch.Tensor] = {}
         self._snapshot_failing = False  # the last snapshot could not be written
+        self._started = False  # this process has recorded its first step
+        self._resumed = False  # load_state_dict was called before it
         # Raw-loop call order: what happened since the last end_step(), and which calls the loop
         # makes at all (so a repeated end_step() can be told from a loop that never checks).
         self._since_end: set[str] = set()
@@ -472,6 +474,7 @@ class Sentinel:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._resumed = True
         self.step = int(state.get("step", 0))
         guard = dict(state.get("guard") or {})
         guard["rollbacks"] = int(state.get("rollbacks", guard.get("rollbacks", 0)))
@@ -685,6 +688,9 @@ class Sentinel:
         self.last_record = record
         if self.writer is None:
             return
+        if not self._started:  # lets the analyzer tell a resumed process's history from the earlier one
+            self._started = True
+            self._event(EventKind.START, resumed=self._resumed)
         self.writer.write_step(record)
         if signals is not None:
             self._detection_events(values, signals)

@@ -19,6 +19,7 @@ class EventKind(str, enum.Enum):
     SKIP_STEP = "skip_step"
     ENTROPY_COLLAPSE = "entropy_collapse"
     GAVE_UP = "gave_up"
+    START = "start"  # a process's first recorded step (a later one marks a resumed run)
 
 
 def make_event(kind: EventKind | str, step: int, **detail: Any) -> dict[str, Any]:

@@ -174,23 +174,26 @@ def test_append_to_existing_run_keeps_what_is_there(tmp_path: Path) -> None:
     assert run.warnings == []
 
 
-def test_duplicate_steps_keep_the_last_record(tmp_path: Path) -> None:
-    first, rollback, restart = train_records(20), train_records(20, nan_at=-1), train_records(14)
-    for rec in rollback:
-        rec[LOSS] += 100.0  # the re-recorded timeline differs from the first one
-    for rec in restart:
+def test_a_history_that_goes_back_replaces_what_came_after(tmp_path: Path) -> None:
+    # Steps only grow within a process; when they go back, a later writer (a resumed run)
+    # took over from that step, and what the earlier one wrote from there on is abandoned.
+    first, second, third = train_records(20), train_records(18, nan_at=-1), train_records(14)
+    for rec in second:
+        rec[LOSS] += 100.0  # each timeline differs from the others
+    for rec in third:
         rec[LOSS] += 200.0
     with RunWriter(tmp_path, tensorboard=False) as w:
-        for rec in first + rollback[10:18]:  # rollback to step 10 in-process
+        for rec in first + second[10:18]:  # steps go back to 10 in the same file
             w.write_step(rec)
     with RunWriter(tmp_path, tensorboard=False) as w:
-        for rec in restart[12:]:  # restart from a checkpoint at step 12
+        for rec in third[12:]:  # a new process resumed from a checkpoint at step 12
             w.write_step(rec)
     run = load_run(tmp_path)
-    assert_steps_equal(run.steps, expected_frame(first + rollback[10:18] + restart[12:]))
-    assert run.steps.loc[11, LOSS] == rollback[11][LOSS]
-    assert run.steps.loc[13, LOSS] == restart[13][LOSS]
-    assert run.steps.loc[19, LOSS] == first[19][LOSS]
+    assert_steps_equal(run.steps, expected_frame(first[:10] + second[10:12] + third[12:]))
+    assert run.restarts == [10, 12]
+    assert run.steps.loc[11, LOSS] == second[11][LOSS]
+    assert run.steps.loc[13, LOSS] == third[13][LOSS]
+    assert run.steps.index[-1] == 13  # steps 14-19 of the first timeline were abandoned
     assert run.warnings == []
 
 

@@ -19,7 +19,7 @@ from sentinel.analyze.report import Report, RunReport, verdict
 from sentinel.analyze.rule_amp import loss_scale_incidents, overflow_incidents
 from sentinel.analyze.rule_attention import attention_incidents
 from sentinel.analyze.rule_divergence import divergence_incidents
-from sentinel.analyze.rule_guard import guard_incidents, online_spike_incidents
+from sentinel.analyze.rule_guard import guard_incidents, online_spike_incidents, restart_incidents
 from sentinel.analyze.rule_nonfinite import finite, nonfinite_incidents
 from sentinel.analyze.rule_plateau import plateau_incidents
 from sentinel.analyze.rule_spikes import grad_explosion_incidents, loss_spike_incidents
@@ -145,6 +145,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
     incidents += attention_incidents(steps, config)
     incidents += guard_incidents(run.events, loss, config)
     incidents += online_spike_incidents(run.events, [(s["start"], s["end"]) for s in spans])
+    incidents += restart_incidents(run.meta.get("restarts") if run.meta else None)
     incidents.sort(key=lambda i: (i.step, i.end_step, i.kind))
     final_raw = _last_logged(steps[metrics.LOSS], steps) if has(metrics.LOSS) else None
     final_finite = final_raw is None or bool(np.isfinite(final_raw))

@@ -39,6 +39,7 @@ class IncidentKind(str, enum.Enum):
     ROLLBACK = "rollback"
     SKIP = "skip"
     GAVE_UP = "gave_up"
+    RESTART = "restart"
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,19 @@ def online_spike_incidents(events: pd.DataFrame, covered: list[tuple[int, int]])
     return incidents
 
 
+def restart_incidents(restarts: list[int] | None) -> list[Incident]:
+    """One info incident per step where a resumed process took over the run directory.
+
+    Example:
+        >>> [i.message for i in restart_incidents([40])]
+        ['run resumed at step 40 by another process: its history replaces the earlier one from there']
+    """
+    return [Incident(IncidentKind.RESTART, int(s), int(s), Severity.INFO,
+                     f"run resumed at step {int(s)} by another process: its history replaces the "
+                     "earlier one from there", {"resolved": True})
+            for s in sorted(set(restarts or []))]
+
+
 def _rollback(event, spike_step: int, later: list[int], spike_values: dict[int, float],
               loss: pd.Series, config: AnalyzeConfig) -> Incident:
     step = int(event["step"])

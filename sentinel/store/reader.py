@@ -11,6 +11,7 @@ import pandas as pd
 
 from sentinel.store.atomic_json import read_json
 from sentinel.store.events_log import EVENT_COLUMNS, read_events
+from sentinel.store.history import supersede_events
 from sentinel.store.layout import EVENTS_FILE, META_FILE, SKIPLIST_FILE, list_segments
 from sentinel.store.skiplist import read_skiplist
 from sentinel.store.steps_csv import read_steps
@@ -31,6 +32,8 @@ class Run:
         events: ``events.jsonl`` in file order, at least ``step``, ``time``, ``kind`` columns.
         skiplist: the skipped batches (``[]`` when none).
         warnings: what was skipped while reading (truncated lines, unreadable files).
+        restarts: steps at which a later process (a resumed run) took over; its history
+            replaces the earlier one's from there (steps and events alike).
     """
 
     path: Path
@@ -39,6 +42,7 @@ class Run:
     events: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(EVENT_COLUMNS)))
     skiplist: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    restarts: list[int] = field(default_factory=list)
 
 
 def load_run(path: str | Path) -> Run:
@@ -77,10 +81,12 @@ def load_run(path: str | Path) -> Run:
     steps = _read_steps(path, warnings)
     events = _read_events(path / EVENTS_FILE, warnings)
     skiplist = _read_skiplist(path / SKIPLIST_FILE, warnings)
+    events, event_restarts = supersede_events(events)
+    restarts = sorted(set(steps.attrs.get("restarts", [])) | set(event_restarts))
     for warning in warnings:
         log.warning("%s: %s", path, warning)
     return Run(path=path, meta=meta, steps=steps, events=events, skiplist=skiplist,
-               warnings=warnings)
+               warnings=warnings, restarts=restarts)
 
 
 def _read_meta(meta_path: Path, warnings: list[str]) -> dict[str, Any]:

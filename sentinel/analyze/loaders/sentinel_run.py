@@ -45,6 +45,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     run = load_run(path)
     meta = dict(run.meta or {})
     meta["skiplist"] = list(run.skiplist or [])
+    meta["restarts"] = list(run.restarts)
     steps = run.steps
     if options is not None and options.loss_col and options.loss_col in steps.columns:
         steps = steps.rename(columns={options.loss_col: "loss"})
