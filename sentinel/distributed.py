@@ -64,6 +64,23 @@ def any_rank(flag: bool) -> bool:
     return bool(t.item() > 0)
 
 
+def min_and_max(value: int) -> tuple[int, int]:
+    """The lowest and the highest of every rank's ``value`` (an integer), on every rank.
+
+    One all-reduce; what the snapshot rings use to agree on one step to restore.
+
+    Example:
+        >>> min_and_max(25)   # one process
+        (25, 25)
+    """
+    if world_size() == 1:
+        return value, value
+    t = torch.tensor([-float(value), float(value)], dtype=torch.float64, device=_device())
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    neg_lowest, highest = t.tolist()
+    return int(-neg_lowest), int(highest)
+
+
 def all_reduce_sum(t: torch.Tensor) -> torch.Tensor:
     """Sum a small tensor over ranks (e.g. per-rank squared norms of sharded gradients).
 

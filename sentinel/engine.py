@@ -629,8 +629,10 @@ class Sentinel:
         """Restore ``snapshot`` (or, when its file is unusable, the newest older one that is) and
         return the step actually restored; raises SnapshotUnusable with nothing changed."""
         live_scaler = self.scaler.state_dict() if self.scaler is not None else None
+        # Every rank restores the same step, the newest one every rank's files still hold.
+        agree = distributed.min_and_max if self.world_size > 1 else None
         extra = self.ring.restore(snapshot, model=self.model, optimizers=self.optimizers,
-                                  schedulers=self.schedulers, scaler=self.scaler)
+                                  schedulers=self.schedulers, scaler=self.scaler, agree=agree)
         snapshot = self.ring.last_restored
         self.ring.drop_after(snapshot.step)
         self._load_detector_states(extra.get(_DETECTORS, {}))

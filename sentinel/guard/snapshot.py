@@ -29,7 +29,7 @@ import copy
 import logging
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,18 +86,24 @@ class SnapshotUnusable(RuntimeError):
 
     Attributes:
         step: the step of the snapshot asked for.
-        tried: ``(path, reason)`` for each snapshot tried, newest first.
+        tried: ``(path, reason)`` for each snapshot tried on this rank, newest first.
         paths: the paths alone.
+
+    With ``agree`` (several ranks), it is raised on every rank together when one rank has no
+    usable snapshot left at or before the step the others could restore (``elsewhere=True``
+    when this rank still had one).
     """
 
-    def __init__(self, step: int, tried: Sequence[tuple[str, str]]) -> None:
+    def __init__(self, step: int, tried: Sequence[tuple[str, str]], *, elsewhere: bool = False) -> None:
         self.step = step
         self.tried = tuple(tried)
         self.paths = tuple(path for path, _ in self.tried)
         listing = "; ".join(f"{path} ({reason})" for path, reason in self.tried)
-        super().__init__(f"no snapshot at or before step {step} can be restored, tried {listing}: "
-                         "the training state was left as it is; check the disk of the snapshot "
-                         "directory, or restart from a checkpoint")
+        where = "no step held by every rank can be restored (another rank has none left)" if elsewhere \
+            else f"no snapshot at or before step {step} can be restored"
+        tried_here = f", tried {listing}" if listing else ""
+        super().__init__(f"{where}{tried_here}: the training state was left as it is; check the disk "
+                         "of the snapshot directory, or restart from a checkpoint")
 
 
 class _Unusable(Exception):
@@ -366,7 +372,8 @@ class SnapshotRing:
         return snap
 
     def restore(self, snapshot: Snapshot, *, model: nn.Module, optimizers: Sequence[Optimizer] = (),
-                schedulers: Sequence[Any] = (), scaler: Any | None = None) -> dict[str, Any]:
+                schedulers: Sequence[Any] = (), scaler: Any | None = None,
+                agree: Callable[[int], tuple[int, int]] | None = None) -> dict[str, Any]:
         """Put the live objects back to ``snapshot``, in place, on their own devices.
 
         Works from fresh copies of the snapshot, so the snapshot stays intact however the
@@ -380,17 +387,29 @@ class SnapshotRing:
         until a snapshot has been read and checked whole. :attr:`last_restored` says which
         snapshot was used.
 
+        Under data parallelism every rank holds its own ring (its own files) and all of them
+        must restore the same step, or the ranks train on from different states (under FSDP, a
+        model stitched from shards of different steps). ``agree`` gives them one: it is called
+        with the step this rank can restore (-1 for none) and returns the lowest and the highest
+        over the ranks (one all-reduce, :func:`sentinel.distributed.min_and_max`); while they
+        differ, every rank looks for its newest usable snapshot at or before the lowest and
+        asks again. The step restored is thus the newest one every rank can restore; when some
+        rank has none left, every rank raises :class:`SnapshotUnusable` with nothing changed.
+        Every rank calls ``agree`` the same number of times.
+
         Args:
             snapshot: a snapshot held by this ring.
             model, optimizers, schedulers, scaler: the live objects, the same kinds and
                 number as given to :meth:`take`.
+            agree: ``agree(step) -> (lowest, highest)`` over the ranks, or None (one process).
 
         Returns:
             A deep copy of the ``extra`` of the snapshot used.
 
         Raises:
             ValueError: the snapshot was dropped, or the objects do not match an in-memory snapshot.
-            SnapshotUnusable: no snapshot from ``snapshot`` back could be used (live state untouched).
+            SnapshotUnusable: no snapshot from ``snapshot`` back could be used (live state untouched),
+                here or, with ``agree``, on some rank.
 
         Example:
             >>> extra = ring.restore(snap, model=model, optimizers=[opt], schedulers=[sched])
@@ -402,28 +421,47 @@ class SnapshotRing:
         objects = (model, list(optimizers), list(schedulers), scaler)
         tried: list[tuple[str, str]] = []
         older = [s for s in reversed(self._snapshots) if s.good and s.step < snapshot.step]
-        for candidate in [snapshot, *older]:
+        candidates = [snapshot, *older]
+        found = self._newest_usable(candidates, snapshot.step, objects, tried)
+        while agree is not None:
+            lowest, highest = agree(found[0].step if found is not None else -1)
+            if lowest < 0:
+                raise SnapshotUnusable(snapshot.step, tried, elsewhere=found is not None)
+            if lowest == highest:
+                break
+            if found[0].step > lowest:  # another rank cannot go that far forward
+                found = self._newest_usable(candidates, lowest, objects, tried)
+        if found is None:
+            raise SnapshotUnusable(snapshot.step, tried)
+        candidate, state = found
+        _apply(state, *objects)
+        if candidate is not snapshot:
+            log.warning("restored the snapshot at step %d instead of step %d%s", candidate.step,
+                        snapshot.step, "" if tried else " (the newest step every rank can restore)")
+        self.last_restored = candidate
+        return copy.deepcopy(candidate.extra)
+
+    def _newest_usable(self, candidates: list[Snapshot], limit: int, objects: tuple,
+                       tried: list[tuple[str, str]]) -> tuple[Snapshot, _State] | None:
+        """The newest of ``candidates`` (newest first) at or before step ``limit`` whose state
+        can be read and fits the live objects, with that state; unusable ones are dropped."""
+        for candidate in candidates:
+            if candidate.step > limit or not candidate.available:
+                continue
             if candidate._state is not None:  # in memory: nothing can damage it, a mismatch is the caller's
-                state = candidate._state
+                _check_fits(candidate, candidate._state, *objects)
+                return candidate, candidate._state
+            path = str(candidate._path)
+            try:
+                state = self._load_file(path, candidate.step)
                 _check_fits(candidate, state, *objects)
-            else:
-                path = str(candidate._path)
-                try:
-                    state = self._load_file(path, candidate.step)
-                    _check_fits(candidate, state, *objects)
-                except (_Unusable, ValueError) as exc:
-                    log.warning("snapshot file %s is unusable (%s): dropped, trying an older snapshot",
-                                path, exc)
-                    tried.append((path, str(exc)))
-                    self._discard(candidate)
-                    continue
-            _apply(state, *objects)
-            if tried:
-                log.warning("restored the snapshot at step %d instead of step %d", candidate.step,
-                            snapshot.step)
-            self.last_restored = candidate
-            return copy.deepcopy(candidate.extra)
-        raise SnapshotUnusable(snapshot.step, tried)
+            except (_Unusable, ValueError) as exc:
+                log.warning("snapshot file %s is unusable (%s): dropped, trying an older snapshot", path, exc)
+                tried.append((path, str(exc)))
+                self._discard(candidate)
+                continue
+            return candidate, state
+        return None
 
     # ------------------------------------------------------------ persistence
 
