@@ -121,6 +121,21 @@ def test_events_round_trip(tmp_path: Path) -> None:
     assert load_run(tmp_path).events.columns[:3].tolist() == ["step", "time", "kind"]
 
 
+
+def test_a_too_deeply_nested_event_line_costs_that_line_only(tmp_path: Path) -> None:
+    with RunWriter(tmp_path, tensorboard=False) as w:
+        w.write_event(make_event(EventKind.SPIKE, 12, metric=LOSS, value=9.5))
+    line = '{"step": 13, "kind": "spike", "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    with open(tmp_path / "events.jsonl", "a") as f:
+        f.write(line + "\n")
+    with RunWriter(tmp_path, tensorboard=False) as w:
+        w.write_event(make_event("rollback", 14, spike_step=12, restored_step=10))
+    run = load_run(tmp_path)
+    assert run.events["step"].tolist() == [12, 14]
+    assert run.events["kind"].tolist() == ["spike", "rollback"]
+    assert run.warnings == [f"events.jsonl: skipped line 2: its JSON is nested too deeply to read "
+                            f"({len(line)} bytes)"]
+
 def test_skiplist_round_trip(tmp_path: Path) -> None:
     assert read_skiplist(tmp_path) == []
     entries = [{"step": 120, "batch_idx": 120, "sample_indices": [480, 481]},

@@ -76,6 +76,9 @@ def _ends_with_newline(path: Path) -> bool:
 def read_events(path: Path) -> tuple[pd.DataFrame, list[str]]:
     """Read ``events.jsonl``; lines that are not JSON objects are skipped and reported.
 
+    A line that cannot be parsed (torn by a crash, not JSON, nested too deeply for the parser)
+    costs that line only: every other event is kept.
+
     Args:
         path: the events file (absent means no events).
 
@@ -103,6 +106,10 @@ def read_events(path: Path) -> tuple[pd.DataFrame, list[str]]:
             record = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError):
             record = None
+        except RecursionError:  # e.g. 100,000 nested brackets: this line only, not the file
+            warnings.append(f"{path.name}: skipped line {number}: its JSON is nested too deeply to read "
+                            f"({len(raw)} bytes)")
+            continue
         if not isinstance(record, dict) or "step" not in record or "kind" not in record:
             what = "truncated last line" if last else f"malformed line {number}"
             warnings.append(f"{path.name}: skipped {what} ({len(raw)} bytes)")

@@ -138,9 +138,6 @@ def _read_events(path: Path, warnings: list[str]) -> pd.DataFrame:
     except OSError as ex:
         warnings.append(f"{path.name} ignored: cannot read it ({ex.strerror or ex}); no events")
         return empty
-    except RecursionError:
-        warnings.append(f"{path.name} ignored: a line nests JSON too deeply to read; no events")
-        return empty
     warnings += event_warnings
     return events
 
