@@ -49,7 +49,7 @@ from sentinel.guard.snapshot import SnapshotConfig, SnapshotRing, SnapshotTooLar
 from sentinel.probes.attention import AttentionProbe
 from sentinel.probes.grad_norm import GradNormProbe
 from sentinel.probes.loss_scale import LossScaleProbe
-from sentinel.probes.nonfinite import find_nonfinite_input, locate_nonfinite
+from sentinel.probes.nonfinite import find_nonfinite_input, locate_nonfinite, locate_overflow
 from sentinel.probes.reference_loss import reference_loss
 from sentinel.rng import RngState, capture_rng
 from sentinel.store import RunWriter, read_skiplist
@@ -188,6 +188,7 @@ class Sentinel:
         self._samples = 0
         self._reported_no_attention = False
         self._nonfinite = False
+        self._real_nan_streak = False  # the AMP overflow streak in progress is a real NaN source
         self._scaler_settled = False  # the AMP scaler has had one step without overflow
         self.last_record: dict[str, Any] = {}  # what the last step wrote (adapters forward it)
         self._skip_next = 0  # batches still to drop after a rollback
@@ -362,6 +363,13 @@ class Sentinel:
         grad_total = values.get(metrics.GRAD_NORM_TOTAL, 0.0)
         loss_ok = not self._losses or math.isfinite(local_loss)  # no loss given: judge the grads
         nonfinite = not (loss_ok and math.isfinite(grad_total)) and not overflow
+        # Until its first clean step a GradScaler is still searching down from its initial scale
+        # (2**16 by default): those overflows are its start-up, not a streak.
+        self._scaler_settled = self._scaler_settled or not overflow
+        self.overflow_streak = self.overflow_streak + 1 if overflow and self._scaler_settled else 0
+        self._values = values
+        overflow_reported = self._judge_overflow_streak(replay, local_loss)
+        nonfinite = nonfinite or (overflow and self._real_nan_streak)  # not an overflow: a NaN source
         if self.world_size > 1:  # one collective: the mean loss and whether any rank went bad
             loss_mean, nonfinite = distributed.mean_loss_and_any_bad(local_loss, nonfinite)
             if metrics.LOSS in values:
@@ -369,11 +377,6 @@ class Sentinel:
         if self.scaler is not None:
             self.loss_scale.update(overflow)
             values[metrics.AMP_SKIPPED_STEPS] = float(self.loss_scale.skipped_steps)
-        # Until its first clean step a GradScaler is still searching down from its initial scale
-        # (2**16 by default): those overflows are its start-up, not a streak.
-        self._scaler_settled = self._scaler_settled or not overflow
-        self.overflow_streak = self.overflow_streak + 1 if overflow and self._scaler_settled else 0
-        self._values = values
         self._nonfinite = nonfinite
         if self._suppressed is not None:  # a dropped batch: not judged, never applied
             self._drop_grads()
@@ -393,13 +396,30 @@ class Sentinel:
             # Counted from the state before this step: a rollback's decision starts a fresh state.
             streak = self.guard_state.nonfinite_streak + 1
             if streak <= 1:
-                self._report_nonfinite(replay, local_loss)
+                if not overflow_reported:  # else just reported, with the AMP replay
+                    self._report_nonfinite(replay, local_loss)
             else:  # the weights did not change: a second replay would say nothing new
                 self._event(EventKind.NONFINITE, loss=local_loss, streak=streak,
                             note="still non-finite since the first reported step")
         if decision.applies_update:
             return False
         self._drop_grads()
+        return True
+
+    def _judge_overflow_streak(self, replay: Callable[[], torch.Tensor] | None, local_loss: float) -> bool:
+        """The second AMP overflow in a row (the halved scale did not end it): replay the step at
+        the current scale and name the first non-finite module, a real NaN source or the float16
+        range (:func:`locate_overflow`). A real NaN source makes this and the streak's next steps
+        non-finite steps, answered as such, not as overflows. True when a source was reported.
+        """
+        if not self.overflow_streak:
+            self._real_nan_streak = False
+            return False
+        if self.overflow_streak != min(2, self.config.guard.overflow_patience) or replay is None \
+                or not self.config.record.localize_nonfinite:
+            return False
+        sources = self._report_nonfinite(replay, local_loss, scale=float(self.scaler.get_scale()))
+        self._real_nan_streak = any(d.get("cause") == "nan_source" for d in sources)  # the same on every rank
         return True
 
     def _check_weights(self) -> bool | None:
@@ -534,7 +554,7 @@ class Sentinel:
         if decision.action is Action.APPLY:
             self.guard_state = decision.state
             self._streak, self._streak_start = [], None
-            if self._step_batches:
+            if self._step_batches and not self._values.get(metrics.AMP_OVERFLOW):  # the scaler skipped it
                 self._reference = self._step_batches[-1]
             return
         seen = [_BatchSeen(self.step, self._epoch, idx, BatchIdentity.of(b)) for idx, b in self._step_batches]
@@ -727,19 +747,26 @@ class Sentinel:
                 self._event(EventKind.ENTROPY_COLLAPSE, module=key[len(prefix):], entropy=value,
                             logit_max=values.get(metrics.metric_key(metrics.ATTN_LOGIT_MAX, key[len(prefix):])))
 
-    def _report_nonfinite(self, replay: Callable[[], torch.Tensor] | None, local_loss: float) -> None:
+    def _report_nonfinite(self, replay: Callable[[], torch.Tensor] | None, local_loss: float,
+                          scale: float | None = None) -> list[dict[str, Any]]:
         """Name where the NaN/Inf came from: the input batch, else a replay with hooks armed.
 
-        Under DDP every rank replays its own batch on its own (unsynchronised) module, and only
-        ranks that found something report; rank 0 writes them all, each with its rank. A replay
-        that fails is reported, never raised: a diagnostic must not stop training.
+        With ``scale`` (an AMP overflow streak) the replay runs at that loss scale and the source
+        says whether it is a real NaN source or the float16 range. Under DDP every rank replays
+        its own batch on its own (unsynchronised) module, and only ranks that found something
+        report; rank 0 writes them all, each with its rank. A replay that fails is reported,
+        never raised: a diagnostic must not stop training. Returns what every rank reported.
         """
         detail: dict[str, Any] = {"loss": local_loss,
                                   "grad_norm": self._values.get(metrics.GRAD_NORM_TOTAL)}
+        if scale is not None:
+            detail.update(loss_scale=scale, overflow_streak=self.overflow_streak)
         source, failure = None, None
         if replay is not None and self.config.record.localize_nonfinite:
             try:
-                source = locate_nonfinite(self.model, replay, batch=self._batch, rng_state=self._rng)
+                source = locate_nonfinite(self.model, replay, batch=self._batch, rng_state=self._rng) \
+                    if scale is None else \
+                    locate_overflow(self.model, replay, scale, batch=self._batch, rng_state=self._rng)
             except Exception as err:  # noqa: BLE001 - the user's own step code failed in the replay
                 failure = f"{type(err).__name__}: {err}".splitlines()[0][:300]
                 log.warning("sentinel: step %d: the NaN/Inf replay failed (%s); source not localised, "
@@ -755,6 +782,9 @@ class Sentinel:
                 detail.update(module=None, phase=None, note=f"source not localised: {failure}")
             elif self.world_size > 1 and math.isfinite(local_loss):
                 detail = None  # another rank's fault, reached us through the gradient all-reduce
+            elif scale is not None:
+                detail.update(module=None, phase=None,
+                              note=f"the replay at loss scale {scale:g} was finite: not localised")
             else:
                 detail.update(module=None, phase=None,
                               note="source not localised (transient, or no replay: pass loss_fn=)")
@@ -766,6 +796,7 @@ class Sentinel:
                         "note": "source not localised: every rank replayed its batch finite"}]
         for d in sources:
             self._event(EventKind.NONFINITE, **d)
+        return sources
 
     def _maybe_snapshot(self) -> None:
         done = self.step + 1  # optimizer steps completed, the ring's step convention

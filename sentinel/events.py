@@ -41,6 +41,15 @@ def make_event(kind: EventKind | str, step: int, **detail: Any) -> dict[str, Any
     return {"step": int(step), "time": time.time(), "kind": kind.value, **detail}
 
 
+# What a reduced-precision replay found (``cause`` of a ``nonfinite`` event under AMP).
+_CAUSES = {
+    "nan_source": ": a real NaN source (non-finite in float32 too), not a float16 overflow",
+    "fp16_range": ": finite in float32, its values pass the float16 range (an overflow; bf16 or "
+                  "smaller activations avoid it)",
+    "bf16_range": ": finite in float32, its values pass the bfloat16 range",
+}
+
+
 def describe(kind: EventKind, d: dict[str, Any], max_rollbacks: int) -> str | None:
     """One line for the events a person watching the run should see as they happen, else None.
 
@@ -62,7 +71,7 @@ def describe(kind: EventKind, d: dict[str, Any], max_rollbacks: int) -> str | No
             return None  # said once, at the first step of the streak
         where = f"{d.get('module')} ({d.get('phase')})" if d.get("module") else "an unknown module"
         rank = f" on rank {d['rank']}" if d.get("rank") not in (None, 0) else ""
-        return f"NaN/Inf first appeared in {where}{rank}"
+        return f"NaN/Inf first appeared in {where}{rank}{_CAUSES.get(d.get('cause'), '')}"
     if kind is EventKind.DIVERGENCE:
         return f"loss diverging: {d.get('value'):.4g} against a best level of {d.get('best'):.4g}"
     if kind is EventKind.ENTROPY_COLLAPSE:

@@ -141,6 +141,12 @@ def nonfinite_incidents(run: RunData) -> list[Incident]:
     return incidents
 
 
+# The ``cause`` a replay under fp16/bf16 AMP gives a source (sentinel.probes.nonfinite.locate_overflow).
+_CAUSES = {"nan_source": "a real NaN source (non-finite in float32 too)",
+           "fp16_range": "float16 range (finite in float32)",
+           "bf16_range": "bfloat16 range (finite in float32)"}
+
+
 def _nonfinite_events(events: pd.DataFrame) -> pd.DataFrame:
     if events is None or events.empty or "kind" not in events.columns:
         return pd.DataFrame(columns=["step", "kind"])
@@ -150,7 +156,7 @@ def _nonfinite_events(events: pd.DataFrame) -> pd.DataFrame:
 def _source_list(events: pd.DataFrame) -> list[dict]:
     out = []
     for _, event in events.iterrows():
-        out.append({k: _plain(event.get(k)) for k in ("module", "phase", "tensor_role", "rank")
+        out.append({k: _plain(event.get(k)) for k in ("module", "phase", "tensor_role", "rank", "cause")
                     if k in event.index and _plain(event.get(k)) is not None})
     return out
 
@@ -162,7 +168,8 @@ def _describe_sources(events: pd.DataFrame) -> str:
         if module:
             phase = f" ({source['phase']})" if source.get("phase") else ""
             rank = f" rank {source['rank']}" if source.get("rank") not in (None, 0) else ""
-            found.append(f"{module}{phase}{rank}")
+            cause = f", {_CAUSES[source['cause']]}" if source.get("cause") in _CAUSES else ""
+            found.append(f"{module}{phase}{rank}{cause}")
     if found:
         return "source: " + ", ".join(dict.fromkeys(found))
     return "source module not recorded" if len(events) else "no source recorded (no nonfinite event)"

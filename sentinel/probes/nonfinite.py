@@ -18,6 +18,7 @@ Usage in a training loop::
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import enum
 import logging
@@ -65,6 +66,12 @@ class NonFiniteSource:
         inf_count: +/-Inf entries in that tensor.
         numel: entries in that tensor.
         max_abs: the largest |x| over its finite entries (nan when there are none).
+        cause: set when the replay ran in reduced precision (``check_precision=True``):
+            ``"nan_source"`` when the module makes a NaN/Inf in float32 too (a real NaN source:
+            a bad weight, a division by zero, a log of a negative value), ``"fp16_range"`` (or
+            ``"bf16_range"``) when the same call in float32 is finite: its values only pass the
+            range of the reduced precision (float16 ends at 65504). None when not judged.
+        fp32_max_abs: for a ``*_range`` cause, the largest |x| of the module's float32 output.
     """
 
     module: str
@@ -74,6 +81,8 @@ class NonFiniteSource:
     inf_count: int
     numel: int
     max_abs: float
+    cause: str | None = None
+    fp32_max_abs: float | None = None
 
     def __post_init__(self) -> None:
         allowed = [p.value for p in Phase]
@@ -90,6 +99,9 @@ class NonFiniteSource:
         out = dataclasses.asdict(self)
         if math.isnan(self.max_abs):
             out["max_abs"] = None
+        for key in ("cause", "fp32_max_abs"):  # only where a reduced-precision replay judged them
+            if out[key] is None:
+                del out[key]
         return out
 
 
@@ -213,6 +225,8 @@ class _Call:
     watched: list[tuple[str, torch.Tensor, int]] = dataclasses.field(default_factory=list)
     inplace_roles: set[str] = dataclasses.field(default_factory=set)
     first_bad_grad: tuple[int, NonFiniteSource] | None = None
+    # what the module was called with, kept to re-run it in float32 (check_precision only)
+    inputs: tuple[tuple, dict] | None = None
 
     @property
     def grad_output_finite(self) -> bool:
@@ -223,8 +237,10 @@ class _Call:
 class _Replay:
     """Hook state of one replay: what forward found, what backward saw, handles to remove."""
 
-    def __init__(self, model: nn.Module) -> None:
+    def __init__(self, model: nn.Module, check_precision: bool = False) -> None:
         self.model = model
+        self.check_precision = check_precision
+        self.rerunning = False  # a float32 re-run of one module: the hooks stand aside
         self.names = {id(m): (n or ROOT) for n, m in model.named_modules()}
         self.handles: list[torch.utils.hooks.RemovableHandle] = []
         self.calls: list[_Call] = []
@@ -256,7 +272,7 @@ class _Replay:
 
     # ---- forward --------------------------------------------------------------------------
     def _pre_hook(self, module: nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
-        if self.forward_done:
+        if self.forward_done or self.rerunning:
             return None  # e.g. checkpointed segments recomputed during backward
         call = _Call(self.names.get(id(module), type(module).__name__))
         self.calls.append(call)
@@ -268,6 +284,8 @@ class _Replay:
             call.inputs_finite = bad is None
             if bad is not None and self.first_bad_input is None:
                 self.first_bad_input = _source(INPUT, Phase.INPUT, *bad)
+            if self.check_precision:
+                call.inputs = (args, kwargs)
         if self.forward_source is not None or not torch.is_grad_enabled():
             return None  # backward will not be replayed, or there is no graph to watch
         memo: dict[int, torch.Tensor] = {}
@@ -296,7 +314,7 @@ class _Replay:
         return view
 
     def _post_hook(self, module: nn.Module, args: tuple, kwargs: dict, output: Any) -> None:
-        if self.forward_done:
+        if self.forward_done or self.rerunning:
             return
         call = self.stack.pop()
         call.inplace_roles = {role for role, t, version in call.watched if t._version != version}
@@ -306,6 +324,9 @@ class _Replay:
             bad = _first_nonfinite(outputs)
             if bad is not None:
                 self.forward_source = self._forward_source(module, call.name, bad)
+                if self.check_precision and call.inputs is not None and not call.inplace_roles:
+                    self.forward_source = self._judge_precision(module, call, bad[1])
+        call.inputs = None
         if self.forward_source is None and torch.is_grad_enabled():
             for slot, (_, t) in enumerate(outputs):
                 if t.requires_grad:
@@ -325,6 +346,29 @@ class _Replay:
         own = [(f"weight:{prefix}{n}", p) for n, p in module.named_parameters(recurse=False)]
         bad_param = _first_nonfinite(own)
         return _source(name, Phase.FORWARD, *(bad_param or bad))
+
+    def _judge_precision(self, module: nn.Module, call: _Call, bad: torch.Tensor) -> NonFiniteSource:
+        """Call ``module`` again on the same inputs in float32: a real NaN source, or a value
+        beyond the reduced precision's range?"""
+        source = self.forward_source
+        if bad.dtype not in _REDUCED:  # made in float32 (autocast runs some ops there): real
+            return dataclasses.replace(source, cause="nan_source")
+        args, kwargs = call.inputs
+        rng = capture_rng()
+        self.rerunning = True
+        try:
+            outputs = _run_in_float32(module, args, kwargs)
+        except Exception as err:  # noqa: BLE001 - a module that refuses float32 inputs: not judged
+            logger.warning("float32 re-run of %s failed (%s): fp16 range or NaN source not judged",
+                           call.name, f"{type(err).__name__}: {err}".splitlines()[0][:200])
+            return source
+        finally:
+            self.rerunning = False
+            restore_rng(rng)
+        if _first_nonfinite(outputs) is not None:
+            return dataclasses.replace(source, cause="nan_source")
+        top = max((tensor_stats(t)[3] for _, t in outputs if _checkable(t) and t.numel()), default=math.nan)
+        return dataclasses.replace(source, cause=_REDUCED[bad.dtype] + "_range", fp32_max_abs=top)
 
     # ---- backward -------------------------------------------------------------------------
     def _next_bad(self, grad: torch.Tensor) -> int | None:
@@ -374,6 +418,23 @@ class _Replay:
         if self.first_bad_any is not None:
             return self.first_bad_any[1]  # every module already received a non-finite grad
         return None
+
+
+_REDUCED = {torch.float16: "fp16", torch.bfloat16: "bf16"}
+
+
+def _run_in_float32(module: nn.Module, args: tuple, kwargs: dict) -> list[tuple[str, torch.Tensor]]:
+    """The outputs of ``module(*args, **kwargs)`` computed in float32, without autocast and
+    without autograd. A module whose own weights are in reduced precision runs as a float32 copy."""
+    def up(role: str, t: torch.Tensor) -> torch.Tensor:
+        return t.detach().float() if t.dtype in _REDUCED else t.detach()
+
+    args32, kwargs32 = _map_tensors(args, "input", up), _map_tensors(kwargs, "input", up)
+    tensors = list(module.parameters()) + list(module.buffers())
+    target = copy.deepcopy(module).float() if any(t.dtype in _REDUCED for t in tensors) else module
+    device = next((t.device.type for _, t in _iter_tensors((args, kwargs), "input")), "cpu")
+    with torch.no_grad(), torch.autocast(device_type=device, enabled=False):
+        return list(_iter_tensors(target(*args32, **kwargs32), "output"))
 
 
 def _nearest_called(name: str, called: Mapping[str, Any]) -> str:
@@ -431,7 +492,8 @@ def as_loss(out: Any) -> torch.Tensor:
 
 
 def locate_nonfinite(model: nn.Module, run_forward: Callable[[], Any], batch: Any = None,
-                     rng_state: RngState | None = None) -> NonFiniteSource | None:
+                     rng_state: RngState | None = None, *,
+                     check_precision: bool = False) -> NonFiniteSource | None:
     """Replay one step with hooks armed and name where its first NaN/Inf came from.
 
     Order of checks: a non-finite floating tensor in ``batch`` (``"<input>"``); then the first
@@ -455,6 +517,11 @@ def locate_nonfinite(model: nn.Module, run_forward: Callable[[], Any], batch: An
         batch: the step's batch, checked first for non-finite values; optional.
         rng_state: the RNG state captured at the start of the original step
             (:func:`sentinel.rng.capture_rng`), so dropout draws the same masks.
+        check_precision: for a replay under fp16/bf16 autocast (or of a half-precision model):
+            when a module's reduced-precision output is the forward source, call that module
+            again on the same inputs in float32 and set ``cause`` (a real NaN source, or the
+            range of the reduced precision). Keeps a reference to each call's inputs until it
+            returns.
 
     Returns:
         The source, or None when the replay is finite: the fault did not reproduce on these
@@ -475,7 +542,7 @@ def locate_nonfinite(model: nn.Module, run_forward: Callable[[], Any], batch: An
             return _source(INPUT, Phase.INPUT, *found)
     saved = SavedModelState.capture(model)
     rng_before = capture_rng()
-    replay = _Replay(model)
+    replay = _Replay(model, check_precision=check_precision)
     try:
         if rng_state is not None:
             restore_rng(rng_state)
@@ -517,3 +584,41 @@ def _replay(replay: _Replay, run_forward: Callable[[], Any]) -> NonFiniteSource 
     if source is None:
         logger.debug("replay finite in forward and backward: the fault did not reproduce")
     return source
+
+
+def locate_overflow(model: nn.Module, run_forward: Callable[[], Any], scale: float, batch: Any = None,
+                    rng_state: RngState | None = None) -> NonFiniteSource | None:
+    """Replay a step that a GradScaler found non-finite and say whether the first NaN/Inf is a
+    real NaN source or the range of float16.
+
+    A GradScaler takes every NaN/Inf gradient for an overflow: it skips the step and halves the
+    scale. A module that makes NaN whatever the precision (a NaN weight, a BatchNorm over a
+    degenerate batch) then looks like a run whose activations are too large for float16. The
+    replay multiplies the loss by ``scale``, as the scaler did, and names the first non-finite
+    module as :func:`locate_nonfinite` does; its ``cause`` then says which it is:
+
+    - a forward source is called again on the same inputs in float32 (``check_precision``):
+      ``"nan_source"`` when it is non-finite there too, else ``"fp16_range"``;
+    - a backward source is replayed again without the scale: ``"fp16_range"`` when the gradients
+      are then finite (the scale pushed them past float16, which the scaler's halving cures),
+      else ``"nan_source"`` (no scale can make them finite).
+
+    Args:
+        model, batch, rng_state: as for :func:`locate_nonfinite`.
+        run_forward: computes the unscaled loss under the step's autocast context.
+        scale: the loss scale of the step (``scaler.get_scale()`` before ``scaler.update()``).
+
+    Returns:
+        The source with its ``cause``, or None when the replay at this scale is finite.
+
+    Example:
+        >>> src = locate_overflow(model, run_forward, scaler.get_scale(), batch, rng)  # doctest: +SKIP
+        >>> src.module, src.cause  # doctest: +SKIP
+        ('bn', 'nan_source')
+    """
+    source = locate_nonfinite(model, lambda: as_loss(run_forward()) * scale, batch, rng_state,
+                              check_precision=True)
+    if source is None or source.phase != Phase.BACKWARD.value:
+        return source
+    unscaled = locate_nonfinite(model, run_forward, batch, rng_state)
+    return dataclasses.replace(source, cause="fp16_range" if unscaled is None else "nan_source")
