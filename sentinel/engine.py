@@ -783,14 +783,15 @@ class Sentinel:
             elif self.world_size > 1 and math.isfinite(local_loss):
                 detail = None  # another rank's fault, reached us through the gradient all-reduce
             elif scale is not None:
-                detail.update(module=None, phase=None,
-                              note=f"the replay at loss scale {scale:g} was finite: not localised")
+                detail = None  # finite at this scale: an overflow the scaler's halving handles
             else:
                 detail.update(module=None, phase=None,
                               note="source not localised (transient, or no replay: pass loss_fn=)")
         if detail is not None:
             detail["rank"] = self.rank
         sources = [d for d in distributed.gather(detail) if d is not None]
+        if not sources and scale is not None:
+            return []  # nothing non-finite to name: the overflow events say it all
         if not sources:
             sources = [{"module": None, "phase": None, "rank": None,
                         "note": "source not localised: every rank replayed its batch finite"}]

@@ -165,3 +165,28 @@ def test_lightning_16_mixed_names_the_real_nan_source(tmp_path, tiny_task):
     (rollback,) = [e for e in events if e["kind"] == "rollback"]
     assert rollback["reason"] == "nonfinite" and rollback["restored_step"] <= FAULT
     assert all(torch.isfinite(p).all() for p in module.parameters())
+
+
+def test_an_overflow_streak_that_replays_finite_adds_no_nonfinite_event(tmp_path, tiny_task):
+    # Inf written into a gradient by hand: the replay of the step at the current scale is finite.
+    Data, Net, mse, _ = tiny_task
+    torch.manual_seed(0)
+    loader = torch.utils.data.DataLoader(Data(n=BATCH * 40), batch_size=BATCH)
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**10)
+    with Sentinel(model, opt, scaler=scaler, log_dir=str(tmp_path / "run"), loss_fn=mse,
+                  tensorboard=False) as sen:
+        for batch in sen.batches(loader):
+            opt.zero_grad()
+            loss = mse(model, batch)
+            scaler.scale(loss).backward()
+            if sen.step in (30, 31, 32):
+                model.head.weight.grad[0, 0] = float("inf")
+            scaler.unscale_(opt)
+            if sen.check(loss):
+                scaler.step(opt)
+            scaler.update()
+            sen.end_step()
+    kinds = [e["kind"] for e in _events(tmp_path / "run")]
+    assert kinds.count("overflow") == 3 and "nonfinite" not in kinds and "rollback" not in kinds
