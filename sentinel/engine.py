@@ -616,6 +616,7 @@ class Sentinel:
         self._event(EventKind.ROLLBACK, spike_step=spike_step, reason=decision.reason.value,
                     restored_step=restored, rollback=self.rollbacks, lr_scale=decision.lr_scale,
                     skip_after=g.skip_after, skipped=[_short(e) for e in culprits], **check)
+
     def _give_up(self, decision: Decision, spike_step: int, unusable: SnapshotUnusable | None = None) -> None:
         snapshot = None if unusable is not None else self._good_snapshot(spike_step)
         restored = None
@@ -627,12 +628,17 @@ class Sentinel:
         kept = f"the weights of step {restored} are restored" if restored is not None else \
             f"no snapshot could be restored ({unusable})" if unusable is not None else \
             "no snapshot was left to restore"
-        returns = self.guard_state.returns
+        returns, n = self.guard_state.returns, self.rollbacks
         lowered = f", lowered the learning rate to x{self.config.guard.lr_factor ** returns:g}" if returns else ""
-        msg = (f"sentinel gave up at step {self.step} after {self.rollbacks} rollbacks: the run is still "
-               f"bad ({decision.reason.value}) after the guard withheld the outlier updates, rolled back "
-               f"and dropped the culprit batches{lowered}; {kept}. Lower the learning rate, inspect the "
-               f"batches in {self.log_dir}/skiplist.json, or raise max_rollbacks")
+        if n:
+            tried = (f"after {n} rollback{'s' * (n != 1)}: the run is still bad ({decision.reason.value}) after "
+                     f"the guard withheld the outlier updates, rolled back and dropped the culprit batches{lowered}")
+        else:
+            tried = f"the run needed a rollback ({decision.reason.value}) and none was possible"
+        fix = "Check snapshot_dir (its files could not be read) and resume from your last checkpoint" \
+            if unusable is not None else \
+            f"Lower the learning rate, inspect the batches in {self.log_dir}/skiplist.json, or raise max_rollbacks"
+        msg = f"sentinel gave up at step {self.step} {tried}; {kept}. {fix}"
         self._event(EventKind.GAVE_UP, reason=decision.reason.value, rollbacks=self.rollbacks,
                     restored_step=restored, message=msg)
         self.close()
