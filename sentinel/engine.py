@@ -563,7 +563,7 @@ class Sentinel:
         if decision.action is Action.SKIP_UPDATE:
             self.guard_state = decision.state
             self._streak += seen
-            entries = self._gather_entries(seen, "outlier")
+            entries = self._gather_entries(self._culprit_micro_batches(seen), "outlier")
             self._add_to_skiplist(entries)
             self._event(EventKind.SKIP_STEP, **self._skip_detail(decision),
                         batches=[_short(e) for e in entries])
@@ -580,6 +580,23 @@ class Sentinel:
         if decision.action is Action.GIVE_UP:
             self._give_up(decision, spike_step)
         self._roll_back(decision, spike_step, culprits)
+
+    def _culprit_micro_batches(self, seen: list[_BatchSeen]) -> list[_BatchSeen]:
+        """Of an outlier step's micro-batches (gradient accumulation), those whose own loss is
+        above the spike rule: only they go to the skip list, not the healthy ones beside them.
+        All of them when no single one stands out (a grad-norm spike, or a step that is high
+        only as a whole)."""
+        loss_v = self.judge.verdicts[0]
+        if len(seen) < 2 or len(self._losses) != len(seen) or loss_v is None \
+                or not math.isfinite(loss_v.baseline):
+            return seen
+        from sentinel.detect.spike import above_baseline  # pandas-heavy; the detectors have loaded it
+
+        # Each micro-batch's loss was divided by their number (the step's loss is their sum).
+        own = [float(l) * len(seen) for l in self._losses]  # a host read, on outlier steps only
+        culprits = [b for b, v in zip(seen, own)
+                    if not math.isfinite(v) or above_baseline(v, loss_v.baseline, self.config.loss_spike)]
+        return culprits or seen
 
     def _skip_detail(self, decision: Decision) -> dict[str, Any]:
         loss_v, grad_v, _ = self.judge.verdicts
