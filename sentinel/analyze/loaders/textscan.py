@@ -7,13 +7,21 @@ C-level passes, not 20,000 rounds of Python:
 
 1. clean the text: ANSI colour codes, ``\\r`` progress-bar redraws and ``> `` markdown quoting
    (logs pasted into GitHub issues) are removed;
-2. ``Shape.pattern.findall`` picks the body of every record line (the step and the fields);
-3. the bodies are joined, the shape's separator strings become spaces, and pandas' C parser
-   splits them into a table: the shape's ``head`` fields first, then ``key value`` pairs;
-4. each pair column is converted to numbers in one vectorised pass (pyarrow), units such as
-   ``41873ms`` / ``1.2s`` becoming ``<key>_ms``;
+2. the text is split into lines once (pyarrow) and each record pattern, loosened into an RE2
+   pattern that matches a superset of its lines (lookarounds dropped), picks the candidate
+   lines in one vectorised pass; ``Shape.pattern.findall`` then runs only over those lines
+   (a line that no shape can match costs no Python regex work);
+3. the bodies are joined, the shape's separator strings become spaces, and pyarrow splits
+   them into tokens: the shape's ``head`` fields first, then ``key value`` pairs;
+4. every value token is converted to a number in one vectorised pass (pyarrow's parser, with
+   a regex check only for a column that holds text), units such as ``41873ms`` / ``1.2s``
+   becoming ``<key>_ms``; keys are dictionary-encoded, so a key costs Python work once, not
+   once per line;
 5. records of the same step merge; events (overflow lines) are found with their own patterns
    and given the step they belong to.
+
+A record is one line: a pattern that could match across a line end (``\\s`` before a
+newline) only matches within a line.
 
 Example:
     >>> from sentinel.analyze.loaders.dialects import NANOGPT
@@ -25,8 +33,7 @@ Example:
 from __future__ import annotations
 
 import bisect
-import csv
-import io
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -49,7 +56,7 @@ MAX_FIELDS = 96
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _QUOTE = re.compile(r"^[ \t]*(?:>[ \t]?)+", re.MULTILINE)
 _NUMBER = r"^[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|(?i:nan|inf|infinity))$"
-_KEY = r"^[A-Za-z_][\w./()%-]*$"
+_KEY = re.compile(r"[A-Za-z_][\w./()%-]*\Z", re.ASCII)
 _SLUG = re.compile(r"[^a-z0-9/]+")
 _TIMESTAMP = re.compile(r"(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})(?:[,.](\d{1,6}))?")
 
@@ -167,17 +174,223 @@ def clean_text(text: str) -> str:
     return text
 
 
-def count_records(text: str, dialect: Dialect) -> int:
+class Lines:
+    """A text split into lines once, to hand each pattern only the lines it may match.
+
+    Each pattern is loosened into an RE2 pattern (:func:`line_filter`) that pyarrow runs over
+    every line in one pass; the lines it keeps are joined again for Python's ``re``, which
+    alone decides what matches. A pattern RE2 cannot take gets the whole text.
+
+    Example:
+        >>> Lines("noise\\nstep: 1 loss: 2\\n").matching(re.compile(r"step: (\\d+)"))
+        '\\nstep: 1 loss: 2\\n'
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._lines: pa.Array | None = None
+
+    def matching(self, pattern: re.Pattern) -> str:
+        """The lines that may hold a match of ``pattern``, each with a line end before and after
+        it (so ``^``, ``$`` and a leading ``\\s`` see what they saw in the text)."""
+        loose = line_filter(pattern)
+        if loose is None or "\n" not in self.text:
+            return self.text
+        if self._lines is None:
+            self._lines = pc.split_pattern(pa.array([self.text], pa.large_string()), "\n").flatten()
+        hit = pc.match_substring_regex(self._lines, loose)
+        count = hit.true_count
+        if count == 0:
+            return ""
+        if count == len(self._lines):
+            return "\n" + self.text + "\n"
+        picked = self._lines.filter(hit)
+        joined = pc.binary_join(pa.LargeListArray.from_arrays(pa.array([0, count], pa.int64()), picked),
+                                pa.scalar("\n", pa.large_string()))
+        return "\n" + joined[0].as_py() + "\n"
+
+
+@functools.lru_cache(maxsize=256)
+def line_filter(pattern: re.Pattern) -> str | None:
+    r"""An RE2 pattern that matches every line on which ``pattern`` can match, or None.
+
+    The looser pattern drops lookarounds and word boundaries, lets ``\s`` and ``\n`` also match
+    at a line's ends (the line end is not part of the line), spells Python's Unicode ``\d``,
+    ``\w`` and ``\s`` in RE2's terms, keeps ``re.IGNORECASE``, and drops a tail that may match
+    nothing (``[^\n]*``: RE2 would read the rest of every line for it). None when RE2 cannot
+    compile the result (backreferences, conditionals, verbose mode): the caller uses the whole
+    text.
+
+    Example:
+        >>> line_filter(re.compile(r"(?<![\w/])loss\s(\d+)[^\n]*"))
+        'loss(?:^|$|[\\s\\x{0b}\\x{1c}-\\x{1f}\\x{85}\\pZ])(\\p{Nd}+)'
+    """
+    try:
+        items, end = _parse(pattern.pattern, 0)
+    except ValueError:
+        return None
+    if end != len(pattern.pattern):
+        return None
+    loose = _emit(_strip_tail(items))
+    if pattern.flags & re.IGNORECASE:
+        loose = "(?i)" + loose
+    try:
+        pc.match_substring_regex(pa.array([""]), loose)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    return loose
+
+
+# Python's Unicode classes (str patterns) in RE2's spelling, for use inside [...].
+_CLASS_ESCAPES = {"d": r"\p{Nd}", "w": r"\pL\pN_", "s": r"\s\x{0b}\x{1c}-\x{1f}\x{85}\pZ"}
+_LOOKAROUNDS = ("(?=", "(?!", "(?<=", "(?<!")
+_QUANTIFIER = re.compile(r"[*+?]\??|\{(\d*)(?:,\d*)?\}\??")
+
+
+@dataclass
+class _Atom:
+    """One atom of a parsed pattern: its RE2 text (or, for a group, its opening and its
+    alternatives), its quantifier, and whether the quantifier allows zero repeats."""
+
+    text: str
+    quantifier: str = ""
+    optional: bool = False
+    group: list[list[_Atom]] | None = None
+
+
+def _parse(source: str, i: int) -> tuple[list[list[_Atom]], int]:
+    """Alternatives (each a list of atoms) from ``i`` up to an unmatched ``)`` or the end."""
+    alternatives: list[list[_Atom]] = [[]]
+    while i < len(source) and source[i] != ")":
+        c = source[i]
+        if c == "|":
+            alternatives.append([])
+            i += 1
+            continue
+        if c == "\\":
+            length = 4 if source.startswith("\\x", i) else 2
+            atom, i = _escape(source[i:i + length]), i + length
+        elif c == "[":
+            end = _class_end(source, i)
+            if end is None:
+                raise ValueError("unterminated class")
+            atom, i = _Atom(_loosen_class(source[i:end])), end
+        elif c == "(":
+            opening = re.match(r"\((?:\?(?:P<\w+>|<?[=!]|[aiLmsux-]*:))?", source[i:]).group(0)
+            inner, end = _parse(source, i + len(opening))
+            if end >= len(source):
+                raise ValueError("unterminated group")
+            atom = _Atom("" if opening in _LOOKAROUNDS else opening, group=inner)
+            i = end + 1
+        else:
+            atom, i = _Atom(c), i + 1
+        quantifier = _QUANTIFIER.match(source, i)
+        if quantifier:
+            atom.quantifier = quantifier.group(0)
+            atom.optional = atom.quantifier[0] in "*?" or quantifier.group(1) in ("", "0")
+            i = quantifier.end()
+        if atom.text:  # a lookaround or a word boundary is dropped
+            alternatives[-1].append(atom)
+    return alternatives, i
+
+
+def _escape(escape: str) -> _Atom:
+    letter = escape[1:2]
+    if letter in ("b", "B"):
+        return _Atom("")
+    if letter == "n":
+        return _Atom("(?:^|$)")
+    if letter == "s":
+        return _Atom(f"(?:^|$|[{_CLASS_ESCAPES['s']}])")
+    if letter in _CLASS_ESCAPES:
+        return _Atom(_CLASS_ESCAPES[letter] if letter == "d" else f"[{_CLASS_ESCAPES[letter]}]")
+    return _Atom(escape)
+
+
+def _strip_tail(alternatives: list[list[_Atom]]) -> list[list[_Atom]]:
+    """Drop, from the end of each alternative, what may match nothing (a looser pattern)."""
+    out = []
+    for atoms in alternatives:
+        atoms = list(atoms)
+        while atoms:
+            last = atoms[-1]
+            if last.optional:
+                atoms.pop()
+                continue
+            if last.group is not None and last.quantifier[:1] in ("", "+"):  # "(ab*){2}" is not "(a){2}"
+                inner = _strip_tail(last.group)
+                if all(not alt for alt in inner):
+                    atoms.pop()
+                    continue
+                atoms[-1] = _Atom(last.text, last.quantifier, last.optional, inner)
+            break
+        out.append(atoms)
+    return out
+
+
+def _emit(alternatives: list[list[_Atom]]) -> str:
+    parts = []
+    for atoms in alternatives:
+        text = []
+        for atom in atoms:
+            body = atom.text if atom.group is None else atom.text + _emit(atom.group) + ")"
+            text.append(body + atom.quantifier)
+        parts.append("".join(text))
+    return "|".join(parts)
+
+
+def _class_end(source: str, start: int) -> int | None:
+    """Index just past the character class that opens at ``start``."""
+    i = start + 1
+    if source.startswith("^", i):
+        i += 1
+    if source.startswith("]", i):  # a ']' first in the class is a literal
+        i += 1
+    while i < len(source):
+        if source[i] == "\\":
+            i += 2
+        elif source[i] == "]":
+            return i + 1
+        else:
+            i += 1
+    return None
+
+
+def _loosen_class(cls: str) -> str:
+    """One ``[...]`` in RE2 spelling; a class that takes a line end also matches at a line's ends."""
+    body, negated = cls[1:-1], cls.startswith("[^")
+    if negated:
+        body = body[1:]
+    parts, i, takes_line_end = [], 0, False
+    while i < len(body):
+        if body[i] == "\\" and i + 1 < len(body):
+            letter = body[i + 1]
+            parts.append(_CLASS_ESCAPES.get(letter, body[i:i + 2]))
+            takes_line_end |= letter in ("s", "n")
+            i += 2
+        else:
+            parts.append(body[i])
+            i += 1
+    out = "[" + ("^" if negated else "") + "".join(parts) + "]"
+    return f"(?:^|$|{out})" if takes_line_end and not negated else out
+
+
+def count_records(text: str | Lines, dialect: Dialect) -> int:
     """How many record lines of ``dialect`` the text has (for sniffing).
+
+    Args:
+        text: the text, or :class:`Lines` of it to share the line split between dialects.
+        dialect: the dialect whose record lines (or ``sniff`` lines) are counted.
 
     Example:
         >>> from sentinel.analyze.loaders.dialects import NANOGPT
         >>> count_records("iter 1: loss 2.5, time 9.1ms\\n", NANOGPT)
         1
     """
+    lines = text if isinstance(text, Lines) else Lines(text)
     if dialect.sniff is not None:
-        return len(dialect.sniff.findall(text))
-    return sum(len(shape.pattern.findall(text)) for shape in dialect.shapes)
+        return len(dialect.sniff.findall(lines.matching(dialect.sniff)))
+    return sum(len(shape.pattern.findall(lines.matching(shape.pattern))) for shape in dialect.shapes)
 
 
 def scan(text: str, dialect: Dialect, options: LoadOptions | None = None) -> Scan:
@@ -206,14 +419,15 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None) -> Sca
         warnings.append(f"last line {text.count(chr(10)) + 1} has no line end (cut off while written?): skipped")
         text = text[:cut]
     text = clean_text(text)
-    parts: list[tuple[Shape, pd.DataFrame]] = []
+    lines = Lines(text)
+    parts: list[tuple[Shape, dict[str, np.ndarray]]] = []
     seen_keys: set[str] = set()
     bad = 0
     for shape in dialect.shapes:
-        table, shape_bad, keys = _read_shape(text, shape, dialect, options, warnings)
+        table, shape_bad, keys = _read_shape(lines, shape, dialect, options, warnings)
         bad += shape_bad
         seen_keys |= keys
-        if len(table):
+        if table is not None and len(table["_pos"]):
             parts.append((shape, table))
     for wanted in (options.loss_col, options.step_col):
         if parts and wanted is not None and wanted.lower() not in seen_keys:
@@ -240,74 +454,111 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None) -> Sca
 # --------------------------------------------------------------------------- records
 
 
-def _read_shape(text: str, shape: Shape, dialect: Dialect, options: LoadOptions,
-                warnings: list[str]) -> tuple[pd.DataFrame, int, set[str]]:
-    """One shape's records as a frame (``_pos`` = record order, head fields, metric columns)."""
-    bodies = shape.pattern.findall(text)
+def _read_shape(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOptions,
+                warnings: list[str]) -> tuple[dict[str, np.ndarray] | None, int, set[str]]:
+    """One shape's records as columns (``_pos`` = record order, head fields, metric columns),
+    the count of values that are not numbers, and the keys seen (lower case)."""
+    bodies = shape.pattern.findall(lines.matching(shape.pattern))
     if not bodies:
-        return pd.DataFrame(), 0, set()
-    if isinstance(bodies[0], tuple):
-        bodies = [" ".join(b) for b in bodies]
-    joined = "\n".join(bodies)
+        return None, 0, set()
+    joined = "\n".join(map(" ".join, bodies) if isinstance(bodies[0], tuple) else bodies)
     if shape.scrub is not None and shape.scrub[0].search(joined):
         joined = shape.scrub[0].sub(shape.scrub[1], joined)
     for sep in shape.separators:
         joined = joined.replace(sep, " ")
-    width = min(MAX_FIELDS, _widest(bodies, joined) + 2)
-    raw = pd.read_csv(io.StringIO(joined), sep=r"\s+", header=None, names=range(width), engine="c",
-                      quoting=csv.QUOTE_NONE, keep_default_na=False, na_values=[""], index_col=False,
-                      on_bad_lines="skip", dtype=object, skip_blank_lines=False)
-    if len(raw) != len(bodies):
-        warnings.append(f"{len(bodies) - len(raw)} {dialect.name} line(s) with more than {width} fields were skipped")
-    n = len(raw)
+    # Arrow's split keeps an empty token for whitespace at either end of a record: trim first.
+    records = pc.ascii_trim_whitespace(pc.split_pattern(pa.array([joined], pa.large_string()), "\n").flatten())
+    tokens = pc.ascii_split_whitespace(records)
+    flat = tokens.values
+    offsets = tokens.offsets.to_numpy()
+    counts = np.diff(offsets)
+    counts[pc.binary_length(records).to_numpy(zero_copy_only=False) == 0] = 0  # [""] is no token
+    width = min(MAX_FIELDS, _widest(records, counts) + 2)
+    fits = counts <= width
+    if not fits.all():
+        warnings.append(f"{int((~fits).sum())} {dialect.name} line(s) with more than {width} fields were skipped")
+        offsets, counts = offsets[:-1][fits], counts[fits]
+    else:
+        offsets = offsets[:-1]
+    n = len(counts)
+    h = len(shape.head)
     ok = np.ones(n, dtype=bool)
     out: dict[str, np.ndarray] = {"_pos": np.arange(n, dtype=np.int64)}
     for i, name in enumerate(shape.head):
+        if name == "_":
+            continue
+        values, parsed = np.full(n, np.nan), np.zeros(n, dtype=bool)
+        has = counts > i
+        values[has], parsed[has], _ = _numbers(flat.take(offsets[has] + i))
         if name in _HEAD_ROLES:
-            out["_" + name] = _floats(raw[i])[0]
-        elif name != "_":
-            values, parsed, _ = _floats(raw[i])
-            out[name] = values
-            if name in _NONFINITE_WATCHED:
-                out[_NAN_PREFIX + name] = np.where(parsed & np.isnan(values), 1.0, np.nan)
+            out["_" + name] = values
+            continue
+        out[name] = values
+        if name in _NONFINITE_WATCHED:
+            out[_NAN_PREFIX + name] = np.where(parsed & np.isnan(values), 1.0, np.nan)
     for role in (metrics.STEP, "iter"):
         if "_" + role in out:
             ok &= ~np.isnan(out["_" + role])
-    if shape.strict and len(shape.head) < width:
-        ok &= raw[len(shape.head)].notna().to_numpy()
-    bad = 0
+    if shape.strict and h < width:
+        ok &= counts > h
     keys_seen: set[str] = {name for name in shape.head if name not in _HEAD_ROLES and name != "_"}
+    # Pairs: a key at h, h + 2, ... (never in the last field of the width), its value after it.
+    per_row = np.maximum(0, (np.minimum(counts - 1, width - 2) - h) // 2 + 1)
+    total = int(per_row.sum())
+    bad = 0
     required = np.zeros(n, dtype=bool)
-    for k in range(len(shape.head), width - 1, 2):
-        key_col = raw[k]
-        present = key_col.notna().to_numpy()
-        if not present.any():
-            break
-        values, parsed, suffix = _floats(raw[k + 1], shape.units)
+    if total:
+        row = np.repeat(np.arange(n), per_row)
+        position = h + 2 * (np.arange(total) - np.repeat(np.cumsum(per_row) - per_row, per_row))
+        key_at = offsets[row] + position
+        has_value = position + 1 < counts[row]
+        encoded = pc.dictionary_encode(flat.take(key_at))
+        codes = encoded.indices.to_numpy()
+        raw_keys = encoded.dictionary.to_pylist()
+        values, parsed = np.full(total, np.nan), np.zeros(total, dtype=bool)
+        suffix = np.zeros(total, dtype=np.int8)
+        values[has_value], parsed[has_value], suffix[has_value] = _numbers(flat.take(key_at[has_value] + 1),
+                                                                             shape.units)
+        bad = int((~parsed).sum())
+        lower = [key.lower() for key in raw_keys]
+        keys_seen.update(lower)
         if shape.strict:
-            ok &= ~present | (parsed & _matches(key_col, _KEY))
-        bad += int((present & ~parsed).sum())
-        for raw_key in pd.unique(key_col[present]):
-            mask = present & (key_col == raw_key).to_numpy()
-            lower = str(raw_key).lower()
-            keys_seen.add(lower)
-            if shape.require is not None and lower == shape.require:
-                required |= mask
-            for code in np.unique(suffix[mask]):
-                where = mask & (suffix == code)
-                name = _metric(lower, _unit_suffix(shape, code), shape, dialect, options)
-                column = out.setdefault(name, np.full(n, np.nan))
-                column[where] = values[where]
-                if name in _NONFINITE_WATCHED:
-                    nan_mask = out.setdefault(_NAN_PREFIX + name, np.full(n, np.nan))
-                    nan_mask[where & parsed & np.isnan(values)] = 1.0
+            key_ok = np.array([_KEY.match(key) is not None for key in raw_keys], dtype=bool)
+            ok[row[~(parsed & key_ok[codes])]] = False
+        if shape.require is not None:
+            wanted = [code for code, key in enumerate(lower) if key == shape.require]
+            required[row[np.isin(codes, wanted)]] = True
+        _scatter(out, n, row, codes.astype(np.int64) * 256 + suffix, values, parsed,
+                 lambda combo: _metric(lower[combo // 256], _unit_suffix(shape, combo % 256), shape, dialect, options))
     if shape.require is not None:
         if dialect.step_from_order:
             out["_counts"] = required  # other records (eval dicts) join the step before them
         else:
             ok &= required
-    frame = pd.DataFrame(out)[ok]
-    return frame, bad, keys_seen
+    if not ok.all():
+        out = {name: column[ok] for name, column in out.items()}
+    return out, bad, keys_seen
+
+
+def _scatter(out: dict[str, np.ndarray], n: int, row: np.ndarray, combos: np.ndarray, values: np.ndarray,
+             parsed: np.ndarray, name_of) -> None:
+    """Write each pair's value into its metric column; in a record, a later pair of the same
+    metric replaces an earlier one. A logged NaN of a watched metric is marked."""
+    unique, inverse = np.unique(combos, return_inverse=True)
+    names: dict[str, list[int]] = {}
+    for index, combo in enumerate(unique.tolist()):
+        names.setdefault(name_of(combo), []).append(index)
+    for name, indices in names.items():
+        picked = np.flatnonzero(inverse == indices[0]) if len(indices) == 1 else np.flatnonzero(np.isin(inverse, indices))
+        rows = row[picked]
+        last = np.ones(len(rows), dtype=bool)
+        last[:-1] = rows[1:] != rows[:-1]  # picked is in record order, pairs left to right
+        column = out.setdefault(name, np.full(n, np.nan))
+        column[rows[last]] = values[picked[last]]
+        if name in _NONFINITE_WATCHED:
+            logged = picked[parsed[picked] & np.isnan(values[picked])]
+            if len(logged):
+                out.setdefault(_NAN_PREFIX + name, np.full(n, np.nan))[row[logged]] = 1.0
 
 
 def _metric(raw_key: str, unit: str, shape: Shape, dialect: Dialect, options: LoadOptions) -> str:
@@ -337,25 +588,37 @@ _NAN_PREFIX = "_nan:"
 _KNOWN = frozenset({metrics.LOSS, metrics.LR, metrics.GRAD_NORM_TOTAL, metrics.LOSS_SCALE})
 
 
-def _floats(column: pd.Series, units: Mapping[str, tuple[str, float]] | None = None
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Numbers of one text column: ``(values, parsed, unit key suffix)``, vectorised with pyarrow."""
-    arr = pa.array(column.to_numpy(dtype=object), type=pa.string(), from_pandas=True)
-    suffix = np.zeros(len(arr), dtype=np.int8)  # 0: no unit, i + 1: the i-th unit of _units_order
-    factor = np.ones(len(arr))
+def _numbers(tokens: pa.Array, units: Mapping[str, tuple[str, float]] | None = None
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Numbers of text tokens: ``(values, parsed, unit code)``, vectorised with pyarrow.
+
+    Units are stripped first (the code is 0 for none, ``i + 1`` for the i-th unit of
+    :func:`_units_order`). pyarrow's parser takes the tokens when they are all numbers; a
+    column holding text is checked token by token against the number syntax instead.
+    """
+    n = len(tokens)
+    suffix = np.zeros(n, dtype=np.int8)
+    factor = None
     if units:
         for code, unit in enumerate(_units_order(units), start=1):
-            ends = pc.fill_null(pc.ends_with(arr, unit), False).to_numpy(zero_copy_only=False)
+            ends = pc.ends_with(tokens, unit).to_numpy(zero_copy_only=False)
             ends &= suffix == 0
             if ends.any():
                 suffix[ends] = code
+                factor = np.ones(n) if factor is None else factor
                 factor[ends] = units[unit][1]
-                stripped = pc.utf8_slice_codeunits(arr, 0, -len(unit))
-                arr = pc.if_else(pa.array(ends), stripped, arr)
-    parsed = pc.fill_null(pc.match_substring_regex(arr, _NUMBER), False)
-    values = pc.cast(pc.if_else(parsed, arr, None), pa.float64()).to_numpy(zero_copy_only=False)
-    values = np.where(np.isnan(values), values, values * factor)
-    return values, parsed.to_numpy(zero_copy_only=False), suffix
+                tokens = pc.if_else(pa.array(ends), pc.utf8_slice_codeunits(tokens, 0, -len(unit)), tokens)
+    try:
+        values = pc.cast(tokens, pa.float64()).to_numpy(zero_copy_only=False)
+        parsed = np.ones(n, dtype=bool)
+    except pa.ArrowInvalid:  # some token is text: only the ones that are numbers count
+        matches = pc.match_substring_regex(tokens, _NUMBER)
+        values = pc.cast(pc.if_else(matches, tokens, pa.scalar(None, tokens.type)),
+                         pa.float64()).to_numpy(zero_copy_only=False)
+        parsed = matches.to_numpy(zero_copy_only=False)
+    if factor is not None:
+        values = np.where(np.isnan(values), values, values * factor)
+    return values, parsed, suffix
 
 
 def _units_order(units: Mapping[str, tuple[str, float]]) -> list[str]:
@@ -367,45 +630,41 @@ def _unit_suffix(shape: Shape, code: int) -> str:
     return "" if code == 0 else shape.units[_units_order(shape.units)[code - 1]][0]
 
 
-def _widest(bodies: list[str], joined: str) -> int:
-    """Fields in the widest record (after separators became spaces), from the longest bodies."""
-    lines = joined.split("\n")
-    sample = lines[:64] + lines[-64:] + [max(lines, key=len)]
-    return max(len(line.split()) for line in sample)
+def _widest(records: pa.Array, counts: np.ndarray) -> int:
+    """Fields in the widest record, judged on the first and last 64 records and the longest one."""
+    longest = int(np.argmax(pc.utf8_length(records).to_numpy(zero_copy_only=False)))
+    sample = np.concatenate([counts[:64], counts[-64:], counts[longest:longest + 1]])
+    return int(sample.max())
 
 
-def _matches(column: pd.Series, pattern: str) -> np.ndarray:
-    arr = pa.array(column.to_numpy(dtype=object), type=pa.string(), from_pandas=True)
-    return pc.fill_null(pc.match_substring_regex(arr, pattern), False).to_numpy(zero_copy_only=False)
-
-
-def _merge(parts: list[tuple[Shape, pd.DataFrame]], dialect: Dialect, meta: dict,
+def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, meta: dict,
            warnings: list[str]) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
     """One row per step: steps from the head / step key / order, records of a step merged.
 
     Returns the frame and, for the loss and the grad norm, where a NaN was logged (not missing).
     """
     frames = []
-    for shape, frame in parts:
-        frame = frame.copy()
-        step = frame["_step"].to_numpy() if "_step" in frame else np.full(len(frame), np.nan)
-        if "_iter" in frame:
-            step = frame["_iter"].to_numpy()
-            if "_epoch" in frame and "_total" in frame:
+    for shape, columns in parts:
+        columns = dict(columns)
+        n = len(columns["_pos"])
+        step = columns.pop("_step", np.full(n, np.nan))
+        iters = columns.pop("_iter", None)
+        epoch, total = columns.pop("_epoch", None), columns.pop("_total", None)
+        if iters is not None:
+            step = iters
+            if epoch is not None and total is not None:
                 # mmengine / MMDetection count iterations inside an epoch: make them global.
-                step = (frame["_epoch"].to_numpy() - 1) * frame["_total"].to_numpy() + step
-                meta["iters_per_epoch"] = int(np.nanmax(frame["_total"]))
-        if "_step_key" in frame:
-            key = frame.pop("_step_key").to_numpy()
-            step = np.where(np.isnan(key), step, key)
-        if "_step_col" in frame:
-            key = frame.pop("_step_col").to_numpy()
-            step = np.where(np.isnan(key), step, key)
-        if "_total" in frame and "_epoch" not in frame:
-            meta.setdefault("train_steps", int(np.nanmax(frame["_total"])))
-        frame["_step"] = step
-        frame["_fills"] = shape.fills
-        frames.append(frame.drop(columns=[c for c in ("_epoch", "_iter", "_total") if c in frame]))
+                step = (epoch - 1) * total + step
+                meta["iters_per_epoch"] = int(np.nanmax(total))
+        for name in ("_step_key", "_step_col"):
+            if name in columns:
+                key = columns.pop(name)
+                step = np.where(np.isnan(key), step, key)
+        if total is not None and epoch is None:
+            meta.setdefault("train_steps", int(np.nanmax(total)))
+        columns["_step"] = step
+        columns["_fills"] = np.full(n, shape.fills)
+        frames.append(pd.DataFrame(columns))
     if not frames:
         return pd.DataFrame(index=pd.Index([], dtype="int64", name=metrics.STEP), dtype="float64"), {}
     table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
@@ -414,18 +673,24 @@ def _merge(parts: list[tuple[Shape, pd.DataFrame]], dialect: Dialect, meta: dict
         counts = table.pop("_counts").to_numpy(dtype=bool) if "_counts" in table else np.ones(len(table), bool)
         table["_step"] = np.cumsum(counts)
         meta["step_source"] = "order"
-    table = table[table["_step"].notna()]
+    steps = table["_step"].to_numpy()
+    if np.isnan(steps).any():
+        table = table[~np.isnan(steps)]
+        steps = table["_step"].to_numpy()
     fills = table.pop("_fills").to_numpy(dtype=bool)
     table = table.drop(columns=["_pos"])
-    main = table[~fills].groupby("_step", sort=True).last()
-    if fills.any():
-        main = main.combine_first(table[fills].groupby("_step", sort=True).last())
+    if not fills.any() and (len(steps) < 2 or bool((steps[1:] > steps[:-1]).all())):
+        main = table.set_index("_step")  # one record per step, in order: nothing to merge
+    else:
+        main = table[~fills].groupby("_step", sort=True).last()
+        if fills.any():
+            main = main.combine_first(table[fills].groupby("_step", sort=True).last())
     main.index = main.index.astype("int64")
     main.index.name = metrics.STEP
     logged_nan = {}
     for column in [c for c in main.columns if c.startswith(_NAN_PREFIX)]:
         logged_nan[column[len(_NAN_PREFIX):]] = (main.pop(column) == 1.0).to_numpy()
-    return main.astype("float64"), logged_nan
+    return main.astype("float64", copy=False), logged_nan
 
 
 # --------------------------------------------------------------------------- events
