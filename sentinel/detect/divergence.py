@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import math
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -172,29 +173,29 @@ class DivergenceDetector:
         """
         step_f = float(self._count if step is None else step)
         self._count += 1
-        x = np.float64(value)
-        if np.isnan(x) and self.config.skip_nan:
+        x = float(value)  # Python floats: the same IEEE arithmetic as numpy's, without its per-call cost
+        if math.isnan(x) and self.config.skip_nan:
             return DivergenceVerdict(
                 False, DivergenceReason.NONE, None if self._onset is None else int(self._onset),
                 self._onset is not None, float("nan"), self._best,
             )
-        if not np.isfinite(x):
+        if not math.isfinite(x):
             onset = step_f if self._onset is None else self._onset
             return DivergenceVerdict(
                 True, DivergenceReason.NONFINITE, int(onset), self._onset is not None, float("nan"), self._best
             )
-        self._values.append(float(x))
+        self._values.append(x)
         self._steps.append(step_f)
-        vals = np.fromiter(self._values, dtype=np.float64, count=len(self._values))
-        level = _middle(vals)
-        best = level if np.isnan(self._best) else min(np.float64(self._best), level)
-        self._best = float(best)
+        level = sorted(self._values)[len(self._values) // 2]  # the element of rank n // 2, as _middle
+        best = level if math.isnan(self._best) else min(self._best, level)
+        self._best = best
         elevated = bool(_is_elevated(level, best, self.config))
         if not elevated:
             self._onset = None
         elif self._onset is None:
+            vals = np.fromiter(self._values, dtype=np.float64, count=len(self._values))
             steps = np.fromiter(self._steps, dtype=np.float64, count=len(self._steps))
-            self._onset = _walk_back(vals, steps, float(best), self.config)
+            self._onset = _walk_back(vals, steps, best, self.config)
         diverged = elevated and step_f - self._onset >= self.config.patience
         return DivergenceVerdict(
             diverged,
