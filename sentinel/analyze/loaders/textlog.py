@@ -151,6 +151,8 @@ def order_columns(frame: pd.DataFrame) -> pd.DataFrame:
     """
     first = [c for c in _FIRST_COLUMNS if c in frame.columns]
     rest = sorted(c for c in frame.columns if c not in first)
+    if list(frame.columns) == first + rest:
+        return frame  # already in order: no copy
     return frame[first + rest]
 
 

@@ -204,10 +204,13 @@ class Lines:
             return ""
         if count == len(self._lines):
             return "\n" + self.text + "\n"
-        picked = self._lines.filter(hit)
-        joined = pc.binary_join(pa.LargeListArray.from_arrays(pa.array([0, count], pa.int64()), picked),
+        # Empty first and last lines give the line ends around the picked lines (joined in
+        # Arrow: adding them to a Python str would copy the whole text once more).
+        ends = pa.array([""], pa.large_string())
+        picked = pa.concat_arrays([ends, self._lines.filter(hit), ends])
+        joined = pc.binary_join(pa.LargeListArray.from_arrays(pa.array([0, count + 2], pa.int64()), picked),
                                 pa.scalar("\n", pa.large_string()))
-        return "\n" + joined[0].as_py() + "\n"
+        return joined[0].as_py()
 
 
 @functools.lru_cache(maxsize=256)
@@ -473,7 +476,7 @@ def _read_shape(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOptio
     offsets = tokens.offsets.to_numpy()
     counts = np.diff(offsets)
     counts[pc.binary_length(records).to_numpy(zero_copy_only=False) == 0] = 0  # [""] is no token
-    width = min(MAX_FIELDS, _widest(records, counts) + 2)
+    width = min(MAX_FIELDS, _widest(records, counts, joined.isascii()) + 2)
     fits = counts <= width
     if not fits.all():
         warnings.append(f"{int((~fits).sum())} {dialect.name} line(s) with more than {width} fields were skipped")
@@ -544,12 +547,11 @@ def _scatter(out: dict[str, np.ndarray], n: int, row: np.ndarray, combos: np.nda
              parsed: np.ndarray, name_of) -> None:
     """Write each pair's value into its metric column; in a record, a later pair of the same
     metric replaces an earlier one. A logged NaN of a watched metric is marked."""
-    unique, inverse = np.unique(combos, return_inverse=True)
     names: dict[str, list[int]] = {}
-    for index, combo in enumerate(unique.tolist()):
-        names.setdefault(name_of(combo), []).append(index)
-    for name, indices in names.items():
-        picked = np.flatnonzero(inverse == indices[0]) if len(indices) == 1 else np.flatnonzero(np.isin(inverse, indices))
+    for combo in np.flatnonzero(np.bincount(combos)).tolist():
+        names.setdefault(name_of(combo), []).append(combo)
+    for name, group in names.items():
+        picked = np.flatnonzero(combos == group[0]) if len(group) == 1 else np.flatnonzero(np.isin(combos, group))
         rows = row[picked]
         last = np.ones(len(rows), dtype=bool)
         last[:-1] = rows[1:] != rows[:-1]  # picked is in record order, pairs left to right
@@ -598,27 +600,33 @@ def _numbers(tokens: pa.Array, units: Mapping[str, tuple[str, float]] | None = N
     """
     n = len(tokens)
     suffix = np.zeros(n, dtype=np.int8)
-    factor = None
-    if units:
-        for code, unit in enumerate(_units_order(units), start=1):
-            ends = pc.ends_with(tokens, unit).to_numpy(zero_copy_only=False)
-            ends &= suffix == 0
-            if ends.any():
-                suffix[ends] = code
-                factor = np.ones(n) if factor is None else factor
-                factor[ends] = units[unit][1]
-                tokens = pc.if_else(pa.array(ends), pc.utf8_slice_codeunits(tokens, 0, -len(unit)), tokens)
+    values, parsed = np.full(n, np.nan), np.zeros(n, dtype=bool)
+    rest = np.ones(n, dtype=bool)  # tokens without a unit
+    for code, unit in enumerate(_units_order(units or {}), start=1):
+        ends = pc.ends_with(tokens, unit).to_numpy(zero_copy_only=False) & rest
+        if ends.any():
+            where = np.flatnonzero(ends)
+            stripped = pc.utf8_slice_codeunits(tokens.take(where), 0, -len(unit))
+            values[where], parsed[where] = _parse_numbers(stripped)
+            values[where] *= units[unit][1]  # NaN stays NaN
+            suffix[where] = code
+            rest &= ~ends
+    if rest.all():
+        values, parsed = _parse_numbers(tokens)
+    elif rest.any():
+        where = np.flatnonzero(rest)
+        values[where], parsed[where] = _parse_numbers(tokens.take(where))
+    return values, parsed, suffix
+
+
+def _parse_numbers(tokens: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, parsed)`` of text tokens: NaN and False where a token is not a number."""
     try:
-        values = pc.cast(tokens, pa.float64()).to_numpy(zero_copy_only=False)
-        parsed = np.ones(n, dtype=bool)
+        return pc.cast(tokens, pa.float64()).to_numpy(zero_copy_only=False), np.ones(len(tokens), dtype=bool)
     except pa.ArrowInvalid:  # some token is text: only the ones that are numbers count
         matches = pc.match_substring_regex(tokens, _NUMBER)
-        values = pc.cast(pc.if_else(matches, tokens, pa.scalar(None, tokens.type)),
-                         pa.float64()).to_numpy(zero_copy_only=False)
-        parsed = matches.to_numpy(zero_copy_only=False)
-    if factor is not None:
-        values = np.where(np.isnan(values), values, values * factor)
-    return values, parsed, suffix
+        values = pc.cast(pc.if_else(matches, tokens, pa.scalar(None, tokens.type)), pa.float64())
+        return values.to_numpy(zero_copy_only=False), matches.to_numpy(zero_copy_only=False)
 
 
 def _units_order(units: Mapping[str, tuple[str, float]]) -> list[str]:
@@ -630,9 +638,10 @@ def _unit_suffix(shape: Shape, code: int) -> str:
     return "" if code == 0 else shape.units[_units_order(shape.units)[code - 1]][0]
 
 
-def _widest(records: pa.Array, counts: np.ndarray) -> int:
+def _widest(records: pa.Array, counts: np.ndarray, ascii: bool) -> int:
     """Fields in the widest record, judged on the first and last 64 records and the longest one."""
-    longest = int(np.argmax(pc.utf8_length(records).to_numpy(zero_copy_only=False)))
+    lengths = pc.binary_length(records) if ascii else pc.utf8_length(records)
+    longest = int(np.argmax(lengths.to_numpy(zero_copy_only=False)))
     sample = np.concatenate([counts[:64], counts[-64:], counts[longest:longest + 1]])
     return int(sample.max())
 
@@ -643,7 +652,7 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
 
     Returns the frame and, for the loss and the grad norm, where a NaN was logged (not missing).
     """
-    frames = []
+    tables = []
     for shape, columns in parts:
         columns = dict(columns)
         n = len(columns["_pos"])
@@ -664,33 +673,65 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
             meta.setdefault("train_steps", int(np.nanmax(total)))
         columns["_step"] = step
         columns["_fills"] = np.full(n, shape.fills)
-        frames.append(pd.DataFrame(columns))
-    if not frames:
+        tables.append(columns)
+    if not tables:
         return pd.DataFrame(index=pd.Index([], dtype="int64", name=metrics.STEP), dtype="float64"), {}
-    table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    table = tables[0] if len(tables) == 1 else _concat(tables)
     if dialect.step_from_order:
-        table = table.sort_values("_pos", kind="stable")
-        counts = table.pop("_counts").to_numpy(dtype=bool) if "_counts" in table else np.ones(len(table), bool)
-        table["_step"] = np.cumsum(counts)
+        order = np.argsort(table["_pos"], kind="stable")
+        table = {name: column[order] for name, column in table.items()}
+        counts = table.pop("_counts").astype(bool) if "_counts" in table else np.ones(len(order), bool)
+        table["_step"] = np.cumsum(counts).astype("float64")
         meta["step_source"] = "order"
-    steps = table["_step"].to_numpy()
-    if np.isnan(steps).any():
-        table = table[~np.isnan(steps)]
-        steps = table["_step"].to_numpy()
-    fills = table.pop("_fills").to_numpy(dtype=bool)
-    table = table.drop(columns=["_pos"])
-    if not fills.any() and (len(steps) < 2 or bool((steps[1:] > steps[:-1]).all())):
-        main = table.set_index("_step")  # one record per step, in order: nothing to merge
+    step = table.pop("_step")
+    fills = table.pop("_fills").astype(bool)
+    del table["_pos"]
+    known = ~np.isnan(step)
+    if not known.all():
+        table = {name: column[known] for name, column in table.items()}
+        step, fills = step[known], fills[known]
+    if not fills.any() and (len(step) < 2 or bool((step[1:] >= step[:-1]).all())):
+        main = _last_per_step(table, step)  # records in step order: merge runs with numpy
     else:
-        main = table[~fills].groupby("_step", sort=True).last()
+        frame = pd.DataFrame(table)
+        frame["_step"] = step
+        main = frame[~fills].groupby("_step", sort=True).last()
         if fills.any():
-            main = main.combine_first(table[fills].groupby("_step", sort=True).last())
-    main.index = main.index.astype("int64")
+            main = main.combine_first(frame[fills].groupby("_step", sort=True).last())
+        main.index = main.index.astype("int64")
     main.index.name = metrics.STEP
     logged_nan = {}
     for column in [c for c in main.columns if c.startswith(_NAN_PREFIX)]:
         logged_nan[column[len(_NAN_PREFIX):]] = (main.pop(column) == 1.0).to_numpy()
     return main.astype("float64", copy=False), logged_nan
+
+
+def _concat(tables: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Columns of several shapes' records one after the other; NaN where a shape lacks a column."""
+    names = list(dict.fromkeys(name for table in tables for name in table))
+    out = {}
+    for name in names:
+        pieces = []
+        for table in tables:
+            n = len(table["_pos"])
+            pieces.append(table[name] if name in table else np.full(n, False if name == "_fills" else np.nan))
+        out[name] = np.concatenate(pieces)
+    return out
+
+
+def _last_per_step(table: dict[str, np.ndarray], step: np.ndarray) -> pd.DataFrame:
+    """``groupby(step).last()`` for records already in step order: each column's last value
+    that is not NaN among the records of a step."""
+    starts = np.flatnonzero(np.r_[True, step[1:] != step[:-1]]) if len(step) else np.zeros(0, dtype=np.int64)
+    index = pd.Index(step[starts].astype("int64"), name=metrics.STEP)
+    if len(starts) == len(step):
+        return pd.DataFrame(table, index=index)
+    positions = np.arange(len(step))
+    out = {}
+    for name, column in table.items():
+        last = np.maximum.reduceat(np.where(np.isnan(column), -1, positions), starts)
+        out[name] = np.where(last >= 0, column[np.maximum(last, 0)], np.nan)
+    return pd.DataFrame(out, index=index)
 
 
 # --------------------------------------------------------------------------- events
