@@ -1,9 +1,28 @@
-"""A PNG of the runs: loss, grad norm, loss scale and attention entropy against step, with the
-incidents marked (spikes, rollbacks as vertical lines, skipped ranges shaded)."""
+"""A PNG of the runs: loss, grad norm, loss scale and attention entropy against step, with what
+the analyzer found marked on them.
+
+How it reads:
+
+- **One colour per run**, the same in every panel; where runs coincide (the demo's two runs
+  share their first 160 steps) the earlier run is drawn wider underneath, so both stay visible.
+- **Modules by line style** in the attention panel (solid, dashed, dotted, dash-dot), in the run's
+  colour; with more modules than styles, each run shows the mean over its modules and the lowest.
+- **Every marker is in the legend** and has its run's colour; with several runs each legend entry
+  names its run. Point findings sit on the curve they are about (a loss spike on the loss, with
+  its peak value written beside it); what the guard did spans every panel: a rollback is a dashed
+  line at the step it answered with an arrow back to the step it restored, skipped batches a
+  shaded window, a withheld update a cross on the loss.
+- **Readable ticks on every axis**: a log axis gets labelled ticks at 1-2-5 (or denser) steps of
+  each decade, plain numbers, never a lone "1"; step numbers are written in full.
+"""
 
 from __future__ import annotations
 
+import math
+import textwrap
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -18,12 +37,43 @@ _PANELS = (
     ("loss", "loss"),
     (metrics.GRAD_NORM_TOTAL, "grad norm (total)"),
     (metrics.LOSS_SCALE, "loss scale"),
-    (metrics.ATTN_ENTROPY + "/", "attention entropy"),
+    (metrics.ATTN_ENTROPY + "/", "attention entropy (nats)"),
 )
+_LOG_PANELS = ("loss", metrics.GRAD_NORM_TOTAL, metrics.LOSS_SCALE)
+_MODULE_STYLES = ("-", "--", ":", "-.")
+# Loss spikes annotated with their peak value, per run; past this the numbers would pile up.
+_MAX_PEAK_LABELS = 12
+_LEGEND_WRAP = 40  # characters per legend line
+
+
+@dataclass(frozen=True)
+class _Mark:
+    """How one kind of finding is drawn, and its legend text."""
+
+    label: str
+    marker: str | None = None  # a point marker, or None for a line / span
+    size: float = 36.0
+    hollow: bool = False
+
+
+_MARKS = {
+    "loss_spike": _Mark("loss spike, peak value beside it", "v", 56),
+    "outlier_batch": _Mark("outlier batch (one step, back on trend)", "o", 22, hollow=True),
+    "skipped_update": _Mark("update withheld by the guard (ticks along the bottom)", "|", 70),
+    "grad_norm_explosion": _Mark("grad norm explosion", "D", 26),
+    "entropy_collapse": _Mark("attention entropy collapse", "s", 30),
+    "loss_scale_collapse": _Mark("loss scale collapse", "P", 44),
+    "rollback": _Mark("rollback (dashed), arrow back to the restored step"),
+    "skip": _Mark("batches skipped after a rollback (shaded)"),
+    "nonfinite": _Mark("non-finite step (NaN/Inf)"),
+    "divergence": _Mark("divergence (hatched)"),
+    "gave_up": _Mark("guard gave up"),
+    "restart": _Mark("run resumed by another process"),
+}
 
 
 def render_plot(report: Report, path: str | Path, dpi: int = 110) -> Path:
-    """Write a PNG with one panel per metric present; several runs share the panels.
+    """Write :func:`plot_figure` of ``report`` to a PNG.
 
     Args:
         report: what :func:`sentinel.analyze` returned (with its loaded data).
@@ -40,59 +90,88 @@ def render_plot(report: Report, path: str | Path, dpi: int = 110) -> Path:
         >>> render_plot(sentinel.analyze("logs/run1"), "report.png")  # doctest: +SKIP
         PosixPath('report.png')
     """
-    import matplotlib
-
-    matplotlib.use("Agg")  # no display: always a file
-    import matplotlib.pyplot as plt
-    from matplotlib import ticker
-
     path = Path(path)
     if not path.parent.is_dir():
         raise ValueError(f"cannot write plot '{path}': directory '{path.parent}' does not exist")
+    fig = plot_figure(report)
+    fig.savefig(path, dpi=dpi)
+    return path
+
+
+def plot_figure(report: Report):
+    """The report as a matplotlib ``Figure``: one panel per metric present (loss, grad norm,
+    loss scale, attention entropy), one colour per run, the findings marked and all in the legend.
+
+    Uses no pyplot state, so it works under any backend (a notebook shows the returned figure).
+
+    Args:
+        report: what :func:`sentinel.analyze` returned (with its loaded data).
+
+    Returns:
+        A ``matplotlib.figure.Figure``. Its legend (``fig.legends[0]``) lists the runs, the
+        module line styles and every marker drawn.
+
+    Raises:
+        ValueError: no run has loss, grad norm, loss scale or attention entropy.
+
+    Example:
+        >>> fig = plot_figure(sentinel.analyze("logs/demo"))  # doctest: +SKIP
+        >>> [t.get_text() for t in fig.legends[0].get_texts()][:2]  # doctest: +SKIP
+        ['1-unguarded (unhealthy)', '2-guarded (recovered)']
+    """
+    from matplotlib import ticker
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
     runs = [r for r in report.runs if r.data is not None and not r.data.steps.empty]
     panels = [(key, label) for key, label in _PANELS if any(_columns(r, key) for r in runs)]
     if not panels:
         raise ValueError("nothing to plot: no run has loss, grad norm, loss scale or attention entropy")
-    fig, axes = plt.subplots(len(panels), 1, figsize=(11, 2.6 * len(panels) + 0.8), sharex=True,
-                             squeeze=False)
-    axes = axes[:, 0]
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    positive = {key: True for key, _ in panels}
-    labelled: set[str] = set()  # each incident marker named once in the legend, for all runs
-    for r_i, run in enumerate(runs):
-        color = colors[r_i % len(colors)]
-        label = run.name if len(runs) > 1 else None
+    fig = Figure(figsize=(13, max(4.5, 2.7 * len(panels) + 1.0)), layout="constrained")
+    axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
+    cycle = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+             "#bcbd22", "#17becf"]
+    colors = {run_i: cycle[run_i % len(cycle)] for run_i in range(len(runs))}
+    several = len(runs) > 1
+    modules = _module_styles(runs)
+    legend: dict[str, Any] = {}  # label -> handle, in the order first drawn
+    for run_i, run in enumerate(runs):
+        color = colors[run_i]
+        # Earlier runs wider underneath: where two runs coincide both stay visible.
+        width = 0.9 + (1.6 * (len(runs) - 1 - run_i) / (len(runs) - 1) if several else 0.0)
         for ax, (key, _) in zip(axes, panels):
-            for c_i, column in enumerate(_columns(run, key)):
+            if key.endswith("/"):
+                _plot_modules(ax, run, key, color, width, modules)
+                continue
+            for column in _columns(run, key):
                 series = _reduce(run.data.steps[column])
-                style = {"color": color} if len(_columns(run, key)) == 1 else {}
-                name = column.split("/", 1)[1] if key.endswith("/") else label
-                if key.endswith("/") and len(runs) > 1:
-                    name = f"{run.name}: {name}"
-                name = None if name is None else _literal(name)
-                positive[key] &= bool((series > 0).all())
-                ax.plot(series.index, series.to_numpy(), lw=0.9, label=name, **style)
-        _mark(axes, panels, run, labelled)
+                ax.plot(series.index, series.to_numpy(), lw=width, color=color, zorder=2)
+        run_label = _literal(f"{run.name} ({run.verdict.value})") if several else _literal(run.name)
+        legend[_wrap(run_label)] = Line2D([], [], color=color, lw=2.0)
+    if modules is not None:
+        for name, style in modules.items():
+            legend[_wrap(_literal(name))] = Line2D([], [], color="0.35", ls=style, lw=1.4)
+    # Each run with withheld updates gets its own row of ticks along the bottom of the loss panel.
+    guarded = [i for i, r in enumerate(runs) if any(x.kind == "skipped_update" for x in r.incidents)]
+    rug_rows = {run_i: row for row, run_i in enumerate(guarded)}
+    for run_i, run in enumerate(runs):
+        _mark(axes, panels, run, run_i, several, colors[run_i], legend, rug_rows.get(run_i, 0))
     for ax, (key, label) in zip(axes, panels):
         ax.set_ylabel(label)
-        ax.grid(alpha=0.3)
-        if key in ("loss", metrics.GRAD_NORM_TOTAL, metrics.LOSS_SCALE) and positive[key]:
-            ax.set_yscale("log")
-            low, high = ax.get_ylim()
-            if high / low < 100:  # under two decades: plain numbers read better than 10^x
-                ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-                minor = ticker.FuncFormatter(lambda v, _: f"{v:g}") if high / low < 10 else ticker.NullFormatter()
-                ax.yaxis.set_minor_formatter(minor)
-        handles, labels = ax.get_legend_handles_labels()
-        if handles and any(labels):
-            ax.legend(fontsize=7, loc="upper right", ncol=min(4, len(handles)))
+        ax.grid(alpha=0.3, which="major")
+        if key in _LOG_PANELS and all(_positive(r, key) for r in runs if _columns(r, key)):
+            top = 0.12 if ax is axes[0] or key == metrics.LOSS else 0.0
+            bottom = 0.06 + 0.05 * len(guarded) if key == metrics.LOSS and guarded else 0.0
+            _log_axis(ax, top, bottom)
+        if ax.get_yscale() == "linear" and max(abs(ax.dataLim.y0), abs(ax.dataLim.y1)) >= 1e4:
+            ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: _tick_text(v)))
+        _step_axis(ax)
     axes[-1].set_xlabel("step")
-    title = _literal(", ".join(f"{r.name}: {r.verdict.value}" for r in runs))
-    fig.suptitle(f"sentinel analyze -- {title}", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)
-    return path
+    title = ", ".join(f"{r.name}: {r.verdict.value}" for r in runs)
+    fig.suptitle(_literal("sentinel analyze -- " + textwrap.shorten(title, 150, placeholder=" ...")), fontsize=11)
+    fig.legend(list(legend.values()), list(legend.keys()), loc="outside right upper", fontsize=8,
+               frameon=False, handlelength=2.6)
+    return fig
 
 
 def _literal(text: str) -> str:
@@ -103,6 +182,10 @@ def _literal(text: str) -> str:
     return " " + text if text.startswith("_") else text
 
 
+def _wrap(label: str) -> str:
+    return "\n".join(textwrap.wrap(label, _LEGEND_WRAP, break_on_hyphens=False)) or label
+
+
 def _columns(run: RunReport, key: str) -> list[str]:
     steps = run.data.steps
     if key.endswith("/"):
@@ -110,66 +193,216 @@ def _columns(run: RunReport, key: str) -> list[str]:
     return [key] if key in steps.columns and steps[key].notna().any() else []
 
 
+def _positive(run: RunReport, key: str) -> bool:
+    values = run.data.steps[key].to_numpy(dtype="float64")
+    values = values[np.isfinite(values)]
+    return bool(len(values)) and bool((values > 0).all())
+
+
 def _reduce(series: pd.Series) -> pd.Series:
+    """At most ``_MAX_POINTS`` finite points: past that, the lowest and the highest point of each
+    bucket, in step order, so an upward spike and a downward blip both stay visible."""
     series = series[np.isfinite(series.to_numpy(dtype="float64"))]
     if len(series) <= _MAX_POINTS:
         return series
-    buckets = np.arange(len(series)) * _MAX_POINTS // len(series)
-    grouped = pd.Series(series.to_numpy(), index=buckets).groupby(level=0)
-    steps = pd.Series(series.index.to_numpy(), index=buckets).groupby(level=0).first()
-    return pd.Series(grouped.max().to_numpy(), index=steps.to_numpy())
+    buckets = np.arange(len(series)) * (_MAX_POINTS // 2) // len(series)
+    grouped = pd.Series(series.to_numpy(dtype="float64")).groupby(buckets)
+    keep = np.union1d(grouped.idxmin().to_numpy(), grouped.idxmax().to_numpy())
+    return series.iloc[keep]
 
 
-def _mark(axes, panels, run: RunReport, labelled: set[str]) -> None:
-    loss_ax = axes[0] if panels[0][0] == "loss" else None
-    loss = run.data.steps[metrics.LOSS] if metrics.LOSS in run.data.steps.columns else None
+def _module_styles(runs: list[RunReport]) -> dict[str, str] | None:
+    """The line style of each attention module (the same module has the same style in every
+    run), or None when there are none. Past four modules: the mean and the lowest per run."""
+    names = sorted({c.split("/", 1)[1] for r in runs for c in _columns(r, metrics.ATTN_ENTROPY + "/")})
+    if not names:
+        return None
+    if len(names) > len(_MODULE_STYLES):
+        return {f"mean over {len(names)} modules": "-", "lowest module": "--"}
+    return dict(zip(names, _MODULE_STYLES))
 
-    def once(name: str) -> str | None:
-        if name in labelled:
+
+def _plot_modules(ax, run: RunReport, key: str, color: str, width: float, styles: dict[str, str]) -> None:
+    columns = _columns(run, key)
+    if not columns:
+        return
+    frame = run.data.steps[columns]
+    if len(styles) == 2 and "lowest module" in styles:
+        lines = [(frame.mean(axis=1, skipna=True), "-"), (frame.min(axis=1, skipna=True), "--")]
+    else:
+        lines = [(frame[c], styles[c.split("/", 1)[1]]) for c in columns]
+    for series, style in lines:
+        series = _reduce(series.dropna())
+        ax.plot(series.index, series.to_numpy(), lw=width, color=color, ls=style, zorder=2)
+
+
+def _log_axis(ax, top: float, bottom: float) -> None:
+    """Log scale with labelled ticks a person can read a value from; ``top`` and ``bottom``
+    (shares of the height) are added for the peak labels and rollback arrows above, the
+    withheld-update ticks below. A range under a factor of 3 stays linear: a log axis shows
+    nothing more there."""
+    from matplotlib import ticker
+
+    low, high = ax.dataLim.y0, ax.dataLim.y1
+    if not (0 < low < high) or high / low < 3:
+        return
+    ax.set_yscale("log")
+    low, high = ax.get_ylim()
+    high, low = high * (high / low) ** top, low / (high / low) ** bottom
+    ticks = readable_log_ticks(low, high)
+    ax.yaxis.set_major_locator(ticker.FixedLocator(ticks))
+    ax.yaxis.set_major_formatter(ticker.FixedFormatter([_tick_text(t) for t in ticks]))
+    ax.yaxis.set_minor_locator(ticker.LogLocator(subs="all"))
+    ax.yaxis.set_minor_formatter(ticker.NullFormatter())
+    ax.set_ylim(low, high)
+
+
+def readable_log_ticks(low: float, high: float) -> list[float]:
+    """Tick values for a log axis from ``low`` to ``high``: the sparsest of 1, 1-2-5,
+    1-2-3-4-5-6-8 (then every integer) per decade that puts at least five ticks in the range (one
+    per decade, thinned, when the range spans many decades).
+
+    Example:
+        >>> readable_log_ticks(0.62, 8.9)
+        [0.8, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0]
+        >>> readable_log_ticks(2.6, 25)
+        [3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 20.0]
+        >>> readable_log_ticks(1.0, 1e6)
+        [1.0, 10.0, 100.0, 1000.0, 10000.0, 100000.0, 1000000.0]
+    """
+    if not (0 < low < high) or not math.isfinite(high):
+        return []
+    first, last = math.floor(math.log10(low)), math.ceil(math.log10(high))
+    for mantissas in ((1,), (1, 2, 5), (1, 2, 3, 4, 5, 6, 8), (1, 2, 3, 4, 5, 6, 7, 8, 9)):
+        ticks = [float(f"{m}e{k}") for k in range(first, last + 1) for m in mantissas]
+        ticks = [t for t in ticks if low <= t <= high]
+        if len(ticks) >= 5:
+            break
+    if len(ticks) > 10 and mantissas == (1,):
+        ticks = ticks[::math.ceil(len(ticks) / 8)]
+    if len(ticks) < 3:  # a narrow range: evenly spaced round numbers
+        from matplotlib import ticker
+
+        ticks = [round(float(t), 12) for t in ticker.MaxNLocator(5).tick_values(low, high) if low <= t <= high]
+    return ticks
+
+
+def _tick_text(value: float) -> str:
+    """``0.3``, ``8``, ``20k``, ``1M``, ``1e-05``: short and plain."""
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale * 10 or (abs(value) >= scale and suffix != "k"):
+            return f"{value / scale:g}{suffix}"
+    return f"{value:g}"
+
+
+def _step_axis(ax) -> None:
+    from matplotlib import ticker
+
+    ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.tick_params(axis="x", labelbottom=True)  # every panel keeps its step numbers
+
+
+def _mark(axes, panels, run: RunReport, run_index: int, several: bool, color: str,
+          legend: dict[str, Any], rug_row: int) -> None:
+    """Draw ``run``'s incidents in ``color``; add each kind to ``legend`` the first time."""
+    from matplotlib import transforms
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    by_key = {key: ax for ax, (key, _) in zip(axes, panels)}
+    steps = run.data.steps
+    loss_ax = by_key.get("loss")
+
+    def label(kind: str, handle) -> None:
+        text = _wrap(_literal((f"{run.name}: " if several else "") + _MARKS[kind].label))
+        legend.setdefault(text, handle)
+
+    def point(kind: str, ax, x: Any, y: Any, note: str | None = None) -> None:
+        if ax is None or x is None or not isinstance(y, (int, float)) or not np.isfinite(y):
+            return
+        mark = _MARKS[kind]
+        face = "none" if mark.hollow else color
+        edge = color if mark.hollow else "black"
+        ax.scatter([x], [y], marker=mark.marker, s=mark.size, facecolors=face, edgecolors=edge,
+                   linewidths=1.0, zorder=5)
+        if note is not None:  # the first run's numbers to the left, the others' to the right
+            left = run_index == 0 and several
+            ax.annotate(note, (x, y), xytext=(-6 if left else 6, 2), textcoords="offset points",
+                        ha="right" if left else "left", va="bottom", fontsize=8, color="black", zorder=6)
+        label(kind, Line2D([], [], ls="none", marker=mark.marker, markersize=math.sqrt(mark.size),
+                           markerfacecolor=face, markeredgecolor=edge))
+
+    def rug(kind: str, ax, steps_at: list[int]) -> None:
+        """Ticks along the bottom of ``ax``, one per step, a row per run: never hidden under a
+        spike marker."""
+        if ax is None or not steps_at:
+            return
+        mark = _MARKS[kind]
+        blend = transforms.blended_transform_factory(ax.transData, ax.transAxes)
+        ax.scatter(steps_at, [0.04 + 0.05 * rug_row] * len(steps_at), marker=mark.marker, s=mark.size,
+                   color=color, linewidths=1.6, transform=blend, zorder=5)
+        label(kind, Line2D([], [], ls="none", marker=mark.marker, markersize=math.sqrt(mark.size),
+                           color=color, markeredgewidth=1.6))
+
+    def value(column: str, step: Any) -> float | None:
+        if column not in steps.columns or step not in steps.index:
             return None
-        labelled.add(name)
-        return name
+        found = steps.loc[step, column]
+        return float(found) if np.isscalar(found) else None
 
+    spikes, withheld = 0, []
     for incident in run.incidents:
-        if incident.kind == "loss_spike" and loss_ax is not None:
-            step = incident.details.get("peak_step", incident.step)
-            value = incident.details.get("peak")
-            if value is None and loss is not None and step in loss.index:
-                value = loss.loc[step]
-            if value is not None and np.isfinite(value):
-                loss_ax.scatter([step], [value], marker="v", s=40, color="red", zorder=5,
-                                label=once("loss spike"))
-        elif incident.kind == "rollback":
-            restored = incident.details.get("restored_step")
+        kind, details = incident.kind, incident.details
+        peak_step = details.get("peak_step", incident.step)
+        if kind == "loss_spike":
+            peak = details.get("peak")
+            peak = peak if isinstance(peak, (int, float)) else value(metrics.LOSS, peak_step)
+            spikes += 1
+            note = f"{peak:.3g}" if spikes <= _MAX_PEAK_LABELS and isinstance(peak, (int, float)) else None
+            point(kind, loss_ax, peak_step, peak, note)
+        elif kind == "outlier_batch":
+            point(kind, loss_ax, peak_step, details.get("peak", value(metrics.LOSS, peak_step)))
+        elif kind == "skipped_update":
+            withheld.append(incident.step)
+        elif kind == "grad_norm_explosion":
+            point(kind, by_key.get(metrics.GRAD_NORM_TOTAL), peak_step, details.get("peak"))
+        elif kind == "loss_scale_collapse":
+            point(kind, by_key.get(metrics.LOSS_SCALE), details.get("min_step"), details.get("min"))
+        elif kind == "entropy_collapse":
+            column = metrics.metric_key(metrics.ATTN_ENTROPY, str(details.get("module")))
+            point(kind, by_key.get(metrics.ATTN_ENTROPY + "/"), incident.step, value(column, incident.step))
+        elif kind == "rollback":
+            at = details.get("spike_step", incident.step)
+            restored = details.get("restored_step")
             for ax in axes:
-                ax.axvline(incident.details.get("spike_step", incident.step), color="crimson", ls="--",
-                           lw=0.9, label=once("rollback") if ax is axes[0] else None)
-                if restored is not None:
-                    ax.axvline(restored, color="crimson", ls=":", lw=0.8)
-        elif incident.kind == "skip":
+                ax.axvline(at, color=color, ls="--", lw=1.1, zorder=3)
+            if restored is not None:
+                top = axes[0]
+                blend = transforms.blended_transform_factory(top.transData, top.transAxes)
+                top.annotate("", xy=(restored, 0.93), xytext=(at, 0.93), xycoords=blend, textcoords=blend,
+                             arrowprops={"arrowstyle": "-|>", "color": color, "lw": 1.3}, zorder=6)
+            label(kind, Line2D([], [], color=color, ls="--", lw=1.1, marker="<", markevery=[0]))
+        elif kind == "skip":
             for ax in axes:
-                ax.axvspan(incident.step - 0.5, incident.end_step + 0.5, color="orange", alpha=0.25,
-                           label=once("skipped batches") if ax is axes[0] else None)
-        elif incident.kind == "nonfinite":
+                ax.axvspan(incident.step - 0.5, incident.end_step + 0.5, color=color, alpha=0.22, lw=0, zorder=1)
+            label(kind, Patch(facecolor=color, alpha=0.22))
+        elif kind == "nonfinite":
             for ax in axes:  # a line, not a span: one NaN step would be invisible as a span
-                ax.axvline(incident.step, color="red", lw=1.6, alpha=0.6,
-                           label=once("non-finite") if ax is axes[0] else None)
+                ax.axvline(incident.step, color=color, lw=1.8, alpha=0.8, zorder=3)
                 if incident.end_step > incident.step:
-                    ax.axvspan(incident.step, incident.end_step, color="red", alpha=0.15)
-        elif incident.kind == "divergence":
+                    ax.axvspan(incident.step, incident.end_step, color=color, alpha=0.15, lw=0, zorder=1)
+            label(kind, Line2D([], [], color=color, lw=1.8, alpha=0.8))
+        elif kind == "divergence":
             for ax in axes:
-                ax.axvspan(incident.step, incident.end_step, color="purple", alpha=0.08,
-                           label=once("divergence") if ax is axes[0] else None)
-        elif incident.kind == "entropy_collapse":
-            column = metrics.metric_key(metrics.ATTN_ENTROPY, str(incident.details.get("module")))
-            steps = run.data.steps
-            for ax, (key, _) in zip(axes, panels):
-                if key == metrics.ATTN_ENTROPY + "/" and column in steps.columns \
-                        and incident.step in steps.index and np.isfinite(steps.loc[incident.step, column]):
-                    ax.scatter([incident.step], [steps.loc[incident.step, column]], marker="v", s=30,
-                               color="red", zorder=5, label=once("entropy collapse"))
-        elif incident.kind == "grad_norm_explosion":
-            for ax, (key, _) in zip(axes, panels):
-                if key == metrics.GRAD_NORM_TOTAL:
-                    ax.scatter([incident.details.get("peak_step", incident.step)], [incident.details.get("peak")],
-                               marker="v", s=30, color="red", zorder=5, label=once("grad norm explosion"))
+                ax.axvspan(incident.step, incident.end_step, facecolor="none", edgecolor=color, hatch="//",
+                           alpha=0.35, lw=0, zorder=1)
+            label(kind, Patch(facecolor="none", edgecolor=color, hatch="//", alpha=0.5))
+        elif kind == "gave_up":
+            for ax in axes:
+                ax.axvline(incident.step, color=color, lw=2.6, ls=(0, (1, 1)), zorder=3)
+            label(kind, Line2D([], [], color=color, lw=2.6, ls=(0, (1, 1))))
+        elif kind == "restart":
+            for ax in axes:
+                ax.axvline(incident.step, color=color, lw=1.0, ls="-.", zorder=3)
+            label(kind, Line2D([], [], color=color, lw=1.0, ls="-."))
+    rug("skipped_update", loss_ax if loss_ax is not None else axes[0], withheld)
