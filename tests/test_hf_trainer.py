@@ -1,0 +1,286 @@
+"""SentinelTrainerCallback in real Hugging Face ``Trainer.train()`` runs (CPU, tiny GPT-2 and Llama
+built from a config, faults injected at known steps)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+pytest.importorskip("accelerate")
+
+from click.testing import CliRunner  # noqa: E402
+from transformers import Trainer, TrainerCallback, TrainingArguments  # noqa: E402
+
+from sentinel import load_run  # noqa: E402
+from sentinel.callbacks import SentinelTrainerCallback  # noqa: E402
+from sentinel.cli.main import main as cli  # noqa: E402
+
+VOCAB, SEQ, BATCH = 64, 16, 8
+SCRIPT = Path(__file__).parent / "scripts" / "hf_ddp_run.py"
+
+
+class CountingData(torch.utils.data.Dataset):
+    """Sequences that count up modulo the vocabulary (learnable in a few dozen steps). Items in
+    ``corrupt`` are random tokens instead; items in ``marked`` start with the token ``VOCAB - 1``
+    (the faulty module below turns those into NaN)."""
+
+    def __init__(self, n: int, corrupt=(), marked=(), seed: int = 0) -> None:
+        g = torch.Generator().manual_seed(seed)
+        self.x = (torch.randint(0, VOCAB - 1, (n, 1), generator=g) + torch.arange(SEQ)) % (VOCAB - 1)
+        for i in corrupt:
+            self.x[i] = torch.randint(0, VOCAB - 1, (SEQ,), generator=g)
+        for i in marked:
+            self.x[i, 0] = VOCAB - 1
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        return {"input_ids": self.x[i], "labels": self.x[i]}
+
+
+class InOrderTrainer(Trainer):
+    """Batches in dataset order, so a fault lands at a known step (tests only)."""
+
+    def _get_train_sampler(self, *args, **kwargs):
+        return torch.utils.data.SequentialSampler(self.train_dataset)
+
+
+def gpt2():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    return GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_positions=32, n_embd=32, n_layer=2, n_head=2,
+                                      bos_token_id=0, eos_token_id=0))
+
+
+def llama():
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    return LlamaForCausalLM(LlamaConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
+                                        num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
+                                        max_position_embeddings=32, bos_token_id=0, eos_token_id=0,
+                                        pad_token_id=0))
+
+
+def steps_at(steps, accumulation: int = 1) -> set[int]:
+    """Dataset indices of the first micro-batch of these optimizer steps (in-order batches)."""
+    return {i for s in steps for i in range(s * accumulation * BATCH, (s * accumulation + 1) * BATCH)}
+
+
+def train(tmp_path: Path, model, *, steps: int = 100, accumulation: int = 1, data=None, callbacks=(),
+          resume=None, args=None, **options):
+    cb = SentinelTrainerCallback(log_dir=str(tmp_path / "run"), tensorboard=False, **options)
+    kwargs = dict(output_dir=str(tmp_path / "out"), use_cpu=True, max_steps=steps, per_device_train_batch_size=BATCH,
+                  gradient_accumulation_steps=accumulation, learning_rate=3e-3, lr_scheduler_type="constant",
+                  logging_steps=10, report_to=[], save_strategy="no", disable_tqdm=True, seed=0,
+                  dataloader_num_workers=0)
+    kwargs.update(args or {})
+    data = data if data is not None else CountingData(steps * accumulation * BATCH)
+    trainer = InOrderTrainer(model=model, args=TrainingArguments(**kwargs), train_dataset=data,
+                             callbacks=[*callbacks, cb])
+    trainer.train(resume_from_checkpoint=resume)
+    return trainer, cb
+
+
+def events(tmp_path: Path, kind: str | None = None) -> list[dict]:
+    lines = (tmp_path / "run" / "events.jsonl").read_text().splitlines()
+    return [e for e in map(json.loads, lines) if kind is None or e["kind"] == kind]
+
+
+def all_finite(model) -> bool:
+    return all(torch.isfinite(p).all() for p in model.parameters())
+
+
+class LogRecorder(TrainerCallback):
+    """Stands for a ``report_to`` backend: keeps every logs dict its on_log receives."""
+
+    def __init__(self) -> None:
+        self.logs: list[dict] = []
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        self.logs.append(dict(logs or {}))
+
+
+@pytest.mark.parametrize("precision,accumulation", [("32", 1), ("bf16", 2)])
+def test_gpt2_poisoned_batch_is_withheld_and_the_run_goes_on(tmp_path, precision, accumulation):
+    data = CountingData(100 * accumulation * BATCH, corrupt=steps_at([60], accumulation))
+    recorder = LogRecorder()
+    trainer, cb = train(tmp_path, gpt2(), accumulation=accumulation, data=data, callbacks=[recorder],
+                        args={"bf16": precision == "bf16", "max_grad_norm": 0.05})
+    skipped = events(tmp_path, "skip_step")
+    assert [e["step"] for e in skipped] == [60] and skipped[0]["reason"] == "loss_spike"
+    assert not events(tmp_path, "rollback") and cb.gave_up is None
+    assert trainer.state.global_step == 100 and all_finite(trainer.model)
+    run = load_run(tmp_path / "run")
+    assert run.meta["trainer"]["precision"] == precision
+    assert run.meta["trainer"]["gradient_accumulation_steps"] == accumulation
+    assert len(run.steps) == 100 and run.steps["loss"].iloc[-1] < 0.5 * run.steps["loss"].iloc[0]
+    # The poisoned batch is in the skip list, named by its content.
+    assert [e["batch_idx"] for e in run.skiplist] == [60 * accumulation] and "fingerprint" in run.skiplist[0]
+    # Pre-clip: max_grad_norm=0.05 clips every step, and sentinel's norm is the Trainer's own
+    # pre-clip norm, not the clipped 0.05.
+    logged = [r for r in recorder.logs if "grad_norm/total" in r]
+    assert len(logged) == 10
+    for record in logged:
+        assert float(record["grad_norm/total"]) == pytest.approx(float(record["grad_norm"]), rel=1e-4)
+        assert float(record["grad_norm/total"]) > 0.1
+    assert {"lr", "samples_per_sec"} <= set(logged[0])
+    assert "grad_norm/total" in trainer.state.log_history[0]
+
+
+def test_llama_nan_in_one_module_is_named_and_its_update_withheld(tmp_path):
+    model = llama()
+    seen = {}
+    model.register_forward_pre_hook(lambda m, a, k: seen.update(ids=k["input_ids"]), with_kwargs=True)
+
+    def faulty_mlp(module, inputs, output):  # a module that breaks on one kind of input
+        return output * float("nan") if (seen["ids"][:, 0] == VOCAB - 1).any() else output
+
+    model.model.layers[1].mlp.register_forward_hook(faulty_mlp)
+    data = CountingData(60 * BATCH, marked=[40 * BATCH + 3])
+    trainer, cb = train(tmp_path, model, steps=60, data=data)
+    sources = events(tmp_path, "nonfinite")
+    assert [(e["step"], e["module"], e["phase"]) for e in sources] == [(40, "model.layers.1.mlp", "forward")]
+    assert [e["step"] for e in events(tmp_path, "skip_step")] == [40]
+    assert not events(tmp_path, "rollback") and all_finite(trainer.model)
+    assert trainer.state.global_step == 60
+
+
+class CorruptWeight(TrainerCallback):
+    """After step ``at`` an element of one weight becomes inf behind the guard's back: damage
+    that withholding updates cannot undo."""
+
+    def __init__(self, at: int) -> None:
+        self.at = at
+
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        if state.global_step == self.at:
+            with torch.no_grad():
+                model.transformer.h[1].mlp.c_fc.weight[0, 0] = float("inf")
+
+
+def test_persistent_fault_is_rolled_back_in_place(tmp_path):
+    trainer, cb = train(tmp_path, gpt2(), steps=80, callbacks=[CorruptWeight(at=50)], snapshot_every=10)
+    first = events(tmp_path, "nonfinite")[0]
+    assert first["step"] == 50 and first["module"] == "transformer.h.1.mlp.c_fc"
+    assert first["tensor_role"].startswith("weight")
+    rollbacks = events(tmp_path, "rollback")
+    assert len(rollbacks) == 1 and rollbacks[0]["restored_step"] == 40 and rollbacks[0]["reason"] == "nonfinite"
+    # One update withheld; on the next non-finite step the re-run of the last good batch is
+    # non-finite too (damaged weights), so the guard rolls back at once.
+    assert [e["step"] for e in events(tmp_path, "skip_step")] == [50] and rollbacks[0]["step"] == 51
+    assert rollbacks[0]["weights_check"]["weights_ok"] is False
+    # The Trainer's own model, optimizer and scheduler were restored; training went on from there.
+    assert all_finite(trainer.model) and cb.gave_up is None and trainer.state.global_step == 80
+    run = load_run(tmp_path / "run")
+    assert math.isfinite(run.steps["loss"].iloc[-1]) and run.steps["loss"].iloc[-1] < run.steps["loss"].iloc[0]
+
+
+def test_a_fault_that_keeps_coming_back_stops_the_run_cleanly(tmp_path, caplog):
+    model = gpt2()
+
+    def broken_after_step_30(module, inputs, output):
+        return output * float("nan") if broken["on"] else output
+
+    broken = {"on": False}
+    model.transformer.h[0].attn.c_proj.register_forward_hook(broken_after_step_30)
+
+    class Break(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            broken["on"] = broken["on"] or state.global_step == 30
+
+    with caplog.at_level(logging.ERROR, logger="sentinel.callbacks.hf_trainer"):
+        trainer, cb = train(tmp_path, model, steps=80, callbacks=[Break()], snapshot_every=10, max_rollbacks=1)
+    assert cb.gave_up is not None and "gave up" in cb.gave_up
+    assert any("sentinel gave up" in r.getMessage() for r in caplog.records)
+    assert trainer.state.global_step < 80  # stopped by control.should_training_stop, no exception
+    gave_up = events(tmp_path, "gave_up")
+    assert len(gave_up) == 1 and gave_up[0]["restored_step"] is not None
+    broken["on"] = False
+    assert all_finite(trainer.model)  # the last good weights are in place
+
+
+def test_resume_from_checkpoint_continues_sentinel(tmp_path, caplog):
+    data = CountingData(60 * BATCH, corrupt=steps_at([25]))
+    save = {"save_strategy": "steps", "save_steps": 30}
+    first, _ = train(tmp_path, gpt2(), steps=30, data=data, args=save)
+    checkpoint = tmp_path / "out" / "checkpoint-30"
+    saved = json.loads((checkpoint / "sentinel_state.json").read_text())
+    assert saved["step"] == 30 and len(saved["skiplist"]) == 1
+    (tmp_path / "run" / "skiplist.json").unlink()  # the state must come from the checkpoint
+    with caplog.at_level(logging.WARNING, logger="sentinel.callbacks.hf_trainer"):
+        trainer, cb = train(tmp_path, gpt2(), steps=60, data=data, resume=str(checkpoint), args=save)
+    assert any("resumed at step 30" in r.getMessage() and "1 skip-list entry" in r.getMessage()
+               for r in caplog.records)
+    assert cb.sentinel.state_dict()["step"] == 60 and len(cb.sentinel.skiplist) == 1
+    starts = events(tmp_path, "start")
+    assert [(e["step"], e["resumed"]) for e in starts] == [(0, False), (30, True)]
+    run = load_run(tmp_path / "run")
+    assert list(run.steps.index) == list(range(60))
+
+
+def test_run_dir_is_analysed_by_the_cli(tmp_path):
+    data = CountingData(100 * BATCH, corrupt=steps_at([60]))
+    train(tmp_path, gpt2(), data=data)
+    result = CliRunner().invoke(cli, ["analyze", str(tmp_path / "run"), "--format", "json"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    text = json.dumps(report)
+    assert "60" in text and ("spike" in text or "skip" in text)
+
+
+def test_bad_options_are_refused_at_construction(tmp_path):
+    with pytest.raises(TypeError, match="unknown sentinel option 'snapshot_evry'"):
+        SentinelTrainerCallback(log_dir=str(tmp_path / "run"), snapshot_evry=10)
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ValueError, match="is a file, not a directory"):
+        SentinelTrainerCallback(log_dir=str(tmp_path / "file"))
+
+
+def test_without_transformers_lightning_users_are_unaffected_and_told_what_to_install():
+    code = ("import sys\n"
+            "from sentinel.callbacks import SentinelCallback\n"
+            "assert 'sentinel.callbacks.hf_trainer' not in sys.modules\n"
+            # Lightning's own imports may load transformers; from here on it is not installed.
+            "for name in [m for m in sys.modules if m.split('.')[0] == 'transformers']: del sys.modules[name]\n"
+            "sys.modules['transformers'] = None\n"
+            "try:\n"
+            "    from sentinel.callbacks import SentinelTrainerCallback\n"
+            "except ImportError as err:\n"
+            "    print(err)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert 'pip install "sentinel-train[transformers]"' in out.stdout
+
+
+@pytest.mark.distributed
+def test_torchrun_two_processes_withhold_the_same_update(tmp_path):
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+    port = str(29700 + os.getpid() % 2000)
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+                           "--master_port", port, str(SCRIPT), str(tmp_path)],
+                          env=env, capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    w0, w1 = (torch.load(tmp_path / f"weights_rank{r}.pt") for r in (0, 1))
+    for key in w0:
+        assert torch.equal(w0[key], w1[key]), key
+    run = tmp_path / "run"
+    skipped = [e for e in map(json.loads, (run / "events.jsonl").read_text().splitlines())
+               if e["kind"] == "skip_step"]
+    assert [e["step"] for e in skipped] == [80]  # rank 1's poisoned batch; both ranks withheld it
+    loaded = load_run(run)
+    assert loaded.meta["world_size"] == 2 and len(loaded.steps) == 100 and loaded.steps.index.is_unique
+    # The withheld step's batches of both ranks are named, each with its rank.
+    assert sorted((e["step"], e["rank"]) for e in loaded.skiplist) == [(80, 0), (80, 1)]
