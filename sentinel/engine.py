@@ -194,6 +194,8 @@ class Sentinel:
         self._skip_next = 0  # batches still to drop after a rollback
         self._attn_sampled = False  # has any step been sampled for attention yet
         self._attn_values: dict[str, torch.Tensor] = {}
+        self._attn_recorded = False  # this step's values hold attention metrics
+        self._grad_per_tensor: torch.Tensor | None = None  # this step's per-parameter norms, groups not read
         self._snapshot_failing = False  # the last snapshot could not be written
         self._started = False  # this process has recorded its first step
         self._resumed = False  # load_state_dict was called before it
@@ -343,21 +345,26 @@ class Sentinel:
             True when this step's update must not be applied (its gradients are then None).
         """
         rec = self.config.record
-        tensors: dict[str, torch.Tensor] = {}
+        parts: list[tuple[list[str], torch.Tensor]] = []  # (keys, 0-d or 1-D tensor of that length)
         if self._losses:
-            tensors[metrics.LOSS] = torch.stack([l.float().reshape(()) for l in self._losses]).sum()
-        per_module = rec.grad_norm_depth != 0
+            loss = self._losses[0].float() if len(self._losses) == 1 else \
+                torch.stack([l.float().reshape(()) for l in self._losses]).sum()
+            parts.append(([metrics.LOSS], loss))
         sharded = self.world_size > 1 and self.grad_norms.sharded
-        tensors.update(self.grad_norms.compute(per_module=per_module,
-                                               reduce_squares=distributed.all_reduce_sum if sharded else None))
+        per_tensor = self.grad_norms.tensor_norms(distributed.all_reduce_sum if sharded else None)
+        # Per-module norms only on the steps that record them; a flagged step adds them in _record.
+        per_module = rec.grad_norm_depth != 0 and self.step % rec.module_every == 0
+        self._grad_per_tensor = None if per_module or not self.grad_norms.group_names else per_tensor
+        parts.append((self.grad_norms.keys(per_module), self.grad_norms.norms(per_tensor, per_module=per_module)))
         opt = optimizer or (self.optimizers[0] if self.optimizers else None)
         if self.scaler is not None and opt is not None:
-            tensors.update(self.loss_scale.read(self.scaler, opt))
+            parts += [([key], t) for key, t in self.loss_scale.read(self.scaler, opt).items()]
         if self.attention.armed:
             self._attn_values = self.attention.stop()
-        tensors.update(self._attn_values)
+        self._attn_recorded = bool(self._attn_values)
+        parts += [([key], t.detach()) for key, t in self._attn_values.items()]
         self._attn_values = {}
-        values = _to_host(tensors)  # note: the one CPU-GPU sync point of the step
+        values = _to_host(parts)  # note: the one CPU-GPU sync point of the step
         local_loss = values.get(metrics.LOSS, math.nan)
         overflow = values.get(metrics.AMP_OVERFLOW, 0.0) > 0
         grad_total = values.get(metrics.GRAD_NORM_TOTAL, 0.0)
@@ -717,13 +724,11 @@ class Sentinel:
         now = time.perf_counter()
         record: dict[str, Any] = {metrics.STEP: self.step, metrics.EPOCH: self._epoch,
                                   metrics.BATCH_IDX: self._batch_idx}
+        record.update(values)  # per-module grad norms only where measure() read them
         flagged = signals is not None and (signals.loss_spike or signals.grad_norm_spike or signals.nonfinite)
-        keep_modules = flagged or self.step % self.config.record.module_every == 0
-        for key, value in values.items():
-            if key.startswith(metrics.GRAD_NORM + "/") and key != metrics.GRAD_NORM_TOTAL \
-                    and not keep_modules:
-                continue
-            record[key] = value
+        if flagged and self._grad_per_tensor is not None:  # a spike gets its per-module picture
+            norms = self.grad_norms.norms(self._grad_per_tensor).cpu().tolist()  # a host read, flagged steps only
+            record.update(zip(self.grad_norms.keys()[1:], norms[1:]))
         lrs = self.lr_cooldown.take_used() or [float(g["lr"]) for g in self._param_groups()]
         for i, lr in enumerate(lrs):
             record[metrics.LR if i == 0 else f"{metrics.LR}/pg{i}"] = lr
@@ -739,7 +744,8 @@ class Sentinel:
         self.writer.write_step(record)
         if signals is not None:
             self._detection_events(values, signals)
-        self._watch_entropy(values)
+        if self._attn_recorded:
+            self._watch_entropy(values)
         if values.get(metrics.AMP_OVERFLOW, 0.0) > 0:
             self._event(EventKind.OVERFLOW, loss_scale=values.get(metrics.LOSS_SCALE),
                         streak=self.overflow_streak)
@@ -929,15 +935,20 @@ def _as_list(obj: Any) -> list[Any]:
     return [obj]
 
 
-def _to_host(tensors: dict[str, torch.Tensor]) -> dict[str, float]:
-    """All of a step's 0-d metrics to Python floats in one device-to-host transfer."""
-    if not tensors:
+def _to_host(parts: list[tuple[list[str], torch.Tensor]]) -> dict[str, float]:
+    """A step's metrics to Python floats in one device-to-host transfer.
+
+    ``parts``: ``(keys, tensor)`` pairs, the tensor 0-d for one key or 1-D with one entry per
+    key, on any devices (gathered onto the first one's).
+    """
+    if not parts:
         return {}
-    keys = list(tensors)
-    device = tensors[keys[0]].device
-    parts = [t.detach().reshape(1) if t.device == device else t.detach().reshape(1).to(device)
-             for t in tensors.values()]
-    return dict(zip(keys, torch.cat(parts).double().cpu().tolist()))  # cat promotes dtypes
+    device = parts[0][1].device
+    flat = [(t if t.dim() == 1 else t.reshape(1)) if t.device == device else t.reshape(-1).to(device)
+            for _, t in parts]
+    # cat promotes to the widest dtype; tolist() turns float32 into the same Python floats as double()
+    values = (torch.cat(flat) if len(flat) > 1 else flat[0]).cpu().tolist()
+    return dict(zip([key for keys, _ in parts for key in keys], values))
 
 
 def _batch_size(batch: Any) -> int:

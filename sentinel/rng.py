@@ -6,8 +6,12 @@ RNG streams back where they were: torch CPU, every CUDA device present, numpy an
 
 from __future__ import annotations
 
+import _random
 import ctypes
 import random
+import struct
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,50 +37,94 @@ class RngState:
         return cls(state["torch_cpu"], tuple(state.get("torch_cuda", ())), state["numpy"], state["python"])
 
 
-class _NumpyState:
-    """numpy's global RNG state, read again only when it has changed.
+class _CachedState:
+    """An RNG's state, read in full only when its raw bytes have changed since the last read.
 
-    ``np.random.get_state()`` copies the 624 words of the Mersenne Twister one by one (~33 us,
-    most of a step's RNG capture). The raw state (key and position, 2.5 KB) is compared through
-    the bit generator's public ctypes address instead (~0.5 us), and the last state read is
-    reused while it is unchanged. Only when the cached state has no Gaussian cached: drawing a
-    cached Gaussian changes the legacy state without touching the key. Checked once against
-    ``get_state()``; a numpy whose layout differs reads the state every time.
+    The full readers copy 624 Mersenne Twister words one Python object at a time (numpy's
+    ``get_state()`` ~33 us, ``random.getstate()`` ~8 us: most of a step's RNG capture). The
+    raw state (2.5 KB) is compared instead (~0.5 us), and the last full state is reused while
+    it is unchanged. The raw view is checked once against a full read; where it does not match
+    (another numpy, another Python), the state is read in full every time.
+
+    Args:
+        raw: the raw state bytes, or None where no raw view exists.
+        full: the public reader (``np.random.get_state`` / ``random.getstate``).
+        same: ``same(raw, full_state)``: the raw bytes are those of that state (the check).
+        reusable: ``reusable(full_state)``: nothing outside the raw bytes may have changed
+            since it was read (a cached Gaussian lives outside the Mersenne Twister state).
     """
 
-    _RAW_BYTES = 624 * 4 + 4  # mt19937_state: uint32 key[624]; int pos
-
-    def __init__(self) -> None:
+    def __init__(self, raw: Callable[[], bytes | None], full: Callable[[], Any],
+                 same: Callable[[bytes, Any], bool], reusable: Callable[[Any], bool]) -> None:
+        self._read_raw, self._read_full, self._same, self._reusable = raw, full, same, reusable
         self._raw: bytes | None = None
         self._state: Any = None
-        self._fast: bool | None = None  # None until checked against get_state()
+        self._fast: bool | None = None  # None until checked against a full read
 
     def get(self) -> Any:
         if self._fast is False:
-            return np.random.get_state()
-        try:
-            address = np.random.mtrand._rand._bit_generator.ctypes.state_address
-        except AttributeError:  # not the legacy MT19937 global state
+            return self._read_full()
+        raw = self._read_raw()
+        if raw is None:
             self._fast = False
-            return np.random.get_state()
-        raw = ctypes.string_at(address, self._RAW_BYTES)
-        if raw == self._raw and not self._state[3]:  # unchanged, and no cached Gaussian
+            return self._read_full()
+        if raw == self._raw and self._reusable(self._state):
             return self._state
-        state = np.random.get_state()
+        state = self._read_full()
         if self._fast is None:
-            self._fast = bool(np.array_equal(np.frombuffer(raw[:-4], dtype=np.uint32), state[1])
-                              and int.from_bytes(raw[-4:], "little", signed=True) == state[2])
+            self._fast = self._same(raw, state)
         self._raw, self._state = (raw, state) if self._fast else (None, None)
         return state
 
 
-_numpy_state = _NumpyState()
+_MT_WORDS = 624
+
+
+def _numpy_raw() -> bytes | None:
+    # The legacy global MT19937's state struct, at its public ctypes address: uint32 key[624]; int pos.
+    try:
+        address = np.random.mtrand._rand._bit_generator.ctypes.state_address
+    except AttributeError:  # not the legacy MT19937 global state
+        return None
+    return ctypes.string_at(address, 4 * _MT_WORDS + 4)
+
+
+def _numpy_same(raw: bytes, state: Any) -> bool:
+    return bool(np.array_equal(np.frombuffer(raw[:-4], dtype=np.uint32), state[1])
+                and int.from_bytes(raw[-4:], sys.byteorder, signed=True) == state[2])
+
+
+# CPython's random.Random object: PyObject_HEAD, then int index; uint32_t state[624]. Read only
+# where that layout holds (the object is large enough for it; checked against getstate() once).
+_PY_HEAD = 2 * ctypes.sizeof(ctypes.c_void_p)
+_PY_RAW_OK = sys.implementation.name == "cpython" and \
+    _random.Random.__basicsize__ >= _PY_HEAD + 4 + 4 * _MT_WORDS
+
+
+def _python_raw() -> bytes | None:
+    inst = random._inst
+    if not _PY_RAW_OK or not isinstance(inst, _random.Random):
+        return None
+    return ctypes.string_at(id(inst) + _PY_HEAD, 4 + 4 * _MT_WORDS)
+
+
+def _python_same(raw: bytes, state: Any) -> bool:
+    words = state[1]  # 624 words, then the index
+    return len(words) == _MT_WORDS + 1 and \
+        raw == struct.pack(f"i{_MT_WORDS}I", words[-1], *words[:-1])
+
+
+_numpy_state = _CachedState(_numpy_raw, np.random.get_state, _numpy_same,
+                            reusable=lambda state: not state[3])  # no cached Gaussian (legacy has_gauss)
+_python_state = _CachedState(_python_raw, random.getstate, _python_same,
+                             reusable=lambda state: random._inst.gauss_next == state[2])
 
 
 def capture_rng() -> RngState:
     """Copy the current RNG states.
 
-    Cheap enough for every step (~10 us on CPU): numpy's state is re-read only when it changed.
+    Cheap enough for every step (~5 us on CPU): numpy's and Python's states are read in full
+    only when they changed (:class:`_CachedState`).
 
     Example:
         >>> state = capture_rng(); a = torch.rand(1); restore_rng(state)
@@ -84,7 +132,7 @@ def capture_rng() -> RngState:
         True
     """
     cuda = tuple(torch.cuda.get_rng_state_all()) if torch.cuda.is_available() else ()
-    return RngState(torch.get_rng_state(), cuda, _numpy_state.get(), random.getstate())
+    return RngState(torch.get_rng_state(), cuda, _numpy_state.get(), _python_state.get())
 
 
 def restore_rng(state: RngState) -> None:

@@ -2,8 +2,11 @@
 
 Read the gradients after backward and after AMP unscaling, before clipping and before the
 optimizer step (Lightning: ``on_before_optimizer_step``). The result is a dict of 0-d tensors
-keyed ``grad_norm/total`` and ``grad_norm/<group>``; the caller moves all of a step's
-metrics to the host in one transfer.
+keyed ``grad_norm/total`` and ``grad_norm/<group>`` (:meth:`GradNormProbe.compute`), or, on the
+step path, one ``(P,)`` tensor of per-parameter norms (:meth:`GradNormProbe.tensor_norms`)
+from which the total is taken every step and the per-group norms only on the steps that record
+them (:meth:`GradNormProbe.norms`); the caller moves all of a step's metrics to the host in one
+transfer.
 
 Parameter groups follow module paths. With ``depth=1`` a transformer
 ``embed / blocks / head`` gives the groups ``embed``, ``blocks`` and ``head``; with
@@ -83,6 +86,26 @@ def grad_norms(
                 "every index must name one of the num_groups groups"
             )
 
+    if isinstance(group_index, torch.Tensor):
+        out_device = group_index.device
+    else:
+        out_device = next((g.device for g in grads if g is not None), torch.device("cpu"))
+    sq = _per_tensor_norms(grads, out_device).square()  # (P,)
+
+    total_sq = sq.sum()
+    per_group_sq = torch.zeros(num_groups, dtype=sq.dtype, device=out_device)
+    if num_groups > 0 and len(grads) > 0:
+        if not isinstance(group_index, torch.Tensor):
+            group_index = torch.as_tensor(list(group_index), dtype=torch.long, device=out_device)
+        per_group_sq.index_add_(0, group_index, sq)
+    if squared:
+        return total_sq, per_group_sq
+    return total_sq.sqrt().float(), per_group_sq.sqrt().float()
+
+
+def _per_tensor_norms(grads: Sequence[torch.Tensor | None], out_device: torch.device) -> torch.Tensor:
+    """``(P,)`` L2 norm of each gradient (0 for ``None``) on ``out_device``, in float32 (float64
+    if any gradient is float64): one ``torch._foreach_norm`` per (device, dtype)."""
     # Bucket by (device, dtype): _foreach_norm needs one of each per call.
     buckets: dict[tuple[torch.device, torch.dtype], tuple[list[torch.Tensor], list[int]]] = {}
     for pos, g in enumerate(grads):
@@ -95,16 +118,9 @@ def grad_norms(
         tensors, positions = buckets.setdefault((g.device, g.dtype), ([], []))
         tensors.append(g)
         positions.append(pos)
-
-    if isinstance(group_index, torch.Tensor):
-        out_device = group_index.device
-    elif buckets:
-        out_device = next(iter(buckets))[0]
-    else:
-        out_device = torch.device("cpu")
     norm_dtype = torch.float64 if any(dt == torch.float64 for _, dt in buckets) else torch.float32
 
-    # One 0-d norm per gradient, in parameter order, so group_index applies unpermuted.
+    # One 0-d norm per gradient, in parameter order, so a group index applies unpermuted.
     norms: list[torch.Tensor | None] = [None] * len(grads)
     for (device, _), (tensors, positions) in buckets.items():
         per_tensor = torch._foreach_norm(tensors, 2, dtype=norm_dtype)
@@ -113,18 +129,7 @@ def grad_norms(
         for pos, n in zip(positions, per_tensor):
             norms[pos] = n
     zero = torch.zeros((), dtype=norm_dtype, device=out_device)
-    stacked = torch.stack([zero if n is None else n for n in norms]) if norms else zero.reshape(0)
-    sq = stacked.square()  # (P,)
-
-    total_sq = sq.sum()
-    per_group_sq = torch.zeros(num_groups, dtype=norm_dtype, device=out_device)
-    if num_groups > 0 and len(grads) > 0:
-        if not isinstance(group_index, torch.Tensor):
-            group_index = torch.as_tensor(list(group_index), dtype=torch.long, device=out_device)
-        per_group_sq.index_add_(0, group_index, sq)
-    if squared:
-        return total_sq, per_group_sq
-    return total_sq.sqrt().float(), per_group_sq.sqrt().float()
+    return torch.stack([zero if n is None else n for n in norms]) if norms else zero.reshape(0)
 
 
 def _is_dtensor(t: torch.Tensor) -> bool:
@@ -281,6 +286,69 @@ class GradNormProbe:
             self._index_on[device] = idx
         return idx
 
+    def tensor_norms(self, reduce_squares: Callable[[torch.Tensor], torch.Tensor] | None = None) -> torch.Tensor:
+        """L2 norm of each parameter's gradient: one fused norm, no host sync.
+
+        The step path takes the total from these every step and the per-group norms
+        (:meth:`norms`) only on the steps that record them, from the same tensor.
+
+        Args:
+            reduce_squares: sums a 1-D tensor across ranks (e.g. an ``all_reduce``); needed
+                when gradients are sharded: the squares are summed, so each norm is that of
+                the whole gradient.
+
+        Returns:
+            A ``(P,)`` tensor, one entry per parameter in ``model.named_parameters()`` order
+            (float32; float64 for a float64 model); 0 where ``.grad`` is None.
+
+        Example:
+            >>> per_tensor = probe.tensor_norms()  # doctest: +SKIP
+            >>> probe.norms(per_tensor, per_module=False)  # doctest: +SKIP
+            tensor([1.2345])
+        """
+        grads = [p.grad for p in self._params]
+        if self._uniform and all(g is not None for g in grads):  # `in` would call Tensor.__eq__
+            dtype = torch.float64 if grads[0].dtype == torch.float64 else torch.float32
+            per_tensor = torch.stack(torch._foreach_norm(grads, 2, dtype=dtype))  # (P,)
+        else:
+            per_tensor = _per_tensor_norms(grads, self._params[0].device)
+        return per_tensor if reduce_squares is None else reduce_squares(per_tensor.square()).sqrt()
+
+    def keys(self, per_module: bool = True) -> list[str]:
+        """Metric keys of :meth:`norms`, in its order: the total, then one per group.
+
+        Example:
+            >>> probe.keys()  # doctest: +SKIP
+            ['grad_norm/total', 'grad_norm/0', 'grad_norm/1']
+        """
+        return [GRAD_NORM_TOTAL, *self._keys] if per_module else [GRAD_NORM_TOTAL]
+
+    def norms(self, per_tensor: torch.Tensor, per_module: bool = True) -> torch.Tensor:
+        """Total and per-group norms from :meth:`tensor_norms`, as one 1-D float32 tensor.
+
+        Args:
+            per_tensor: what :meth:`tensor_norms` returned.
+            per_module: also the per-group norms; ``False`` gives the total alone (one op).
+
+        Returns:
+            ``[total, group_0, group_1, ...]`` (keys: :meth:`keys`), on the gradients' device:
+            read it to the host with the step's other metrics, in one transfer.
+
+        Example:
+            >>> vec = probe.norms(probe.tensor_norms())  # doctest: +SKIP
+            >>> dict(zip(probe.keys(), vec.tolist()))  # doctest: +SKIP
+        """
+        total = torch.linalg.vector_norm(per_tensor, keepdim=True)  # (1,)
+        if per_module and self.group_names:
+            total = torch.cat([total, self._group_squares(per_tensor).sqrt()])
+        return total.float()
+
+    def _group_squares(self, per_tensor: torch.Tensor) -> torch.Tensor:
+        per_group = torch.zeros(len(self.group_names), dtype=per_tensor.dtype, device=per_tensor.device)
+        if self.group_names:
+            per_group.index_add_(0, self._index(per_tensor.device), per_tensor.square())
+        return per_group
+
     def squared(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Sum of squared gradient entries, total and per group, for reduction across ranks.
 
@@ -293,16 +361,8 @@ class GradNormProbe:
             >>> total_sq, per_group_sq = probe.squared()  # doctest: +SKIP
             >>> torch.distributed.all_reduce(total_sq)  # doctest: +SKIP
         """
-        grads = [p.grad for p in self._params]
-        device = self._params[0].device
-        if self._uniform and all(g is not None for g in grads):  # `in` would call Tensor.__eq__
-            dtype = torch.float64 if grads[0].dtype == torch.float64 else torch.float32
-            sq = torch.stack(torch._foreach_norm(grads, 2, dtype=dtype)).square()  # (P,)
-            per_group = torch.zeros(len(self.group_names), dtype=dtype, device=sq.device)
-            if self.group_names:
-                per_group.index_add_(0, self._index(sq.device), sq)
-            return sq.sum(), per_group
-        return grad_norms(grads, self._index(device), len(self.group_names), squared=True)
+        per_tensor = self.tensor_norms()
+        return per_tensor.square().sum(), self._group_squares(per_tensor)
 
     def compute(self, per_module: bool = True,
                 reduce_squares: Callable[[torch.Tensor], torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
@@ -320,12 +380,5 @@ class GradNormProbe:
             >>> norms = probe.compute()  # doctest: +SKIP
             >>> values = torch.stack(list(norms.values())).tolist()  # doctest: +SKIP
         """
-        total_sq, per_group_sq = self.squared()
-        if reduce_squares is not None:
-            summed = reduce_squares(torch.cat([total_sq.reshape(1), per_group_sq]))
-            total_sq, per_group_sq = summed[0], summed[1:]
-        out = {GRAD_NORM_TOTAL: total_sq.sqrt().float()}
-        if per_module and self.group_names:
-            per_group = per_group_sq.sqrt().float()
-            out.update(zip(self._keys, per_group.unbind(0)))
-        return out
+        vec = self.norms(self.tensor_norms(reduce_squares), per_module=per_module)
+        return dict(zip(self.keys(per_module), vec.unbind(0)))
