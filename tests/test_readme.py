@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from sentinel import load_run
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -28,3 +30,15 @@ def test_raw_loop_from_the_readme_runs_and_records(tmp_path, monkeypatch):
     assert len(run.steps) == 2 * 4096 // 32
     assert run.steps["loss"].iloc[-1] < run.steps["loss"].iloc[0]
     assert {"lr", "grad_norm/total", "grad_norm/0", "grad_norm/2"} <= set(run.steps.columns)
+
+
+def test_hugging_face_trainer_example_from_the_readme_runs_and_records(tmp_path, monkeypatch):
+    pytest.importorskip("transformers")
+    pytest.importorskip("accelerate")
+    code = _block("hf-trainer")
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
+    run = load_run(tmp_path / "logs" / "hf")
+    assert len(run.steps) == 60 and run.meta["trainer"]["gradient_accumulation_steps"] == 2
+    assert run.steps["loss"].iloc[-1] < run.steps["loss"].iloc[0]
+    assert {"lr", "grad_norm/total"} <= set(run.steps.columns)
