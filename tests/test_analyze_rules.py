@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sentinel.analyze.analyzer import AnalyzeError, analyze, analyze_run
 from sentinel.analyze.config import AnalyzeConfig
@@ -199,6 +201,36 @@ def test_gave_up_is_critical():
     report = analyze_run(run_of({"loss": curve()}, events))
     (g,) = by_kind(report, "gave_up")
     assert g.message == "sentinel gave up at step 300" and report.verdict.value == "unhealthy"
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 600), window=st.sampled_from([4, 9, 64]),
+       rtol=st.sampled_from([0.0, 0.25, 1.0]), short_rtol=st.sampled_from([0.0, 0.5]),
+       scale=st.sampled_from([1e-5, 1.0, 300.0]))
+def test_sparse_spike_mode_agrees_with_the_full_one(seed, n, window, rtol, short_rtol, scale):
+    """The analyzer judges only the values that can be spikes: the same flags everywhere, and the
+    same score, baseline and ratio wherever it computed them (every flagged row and the rows a
+    span of flags holds)."""
+    rng = np.random.default_rng(seed)
+    values = scale * np.exp(rng.normal(0.0, rng.choice([0.01, 0.1, 0.6]), n))
+    jumps = rng.integers(0, n, rng.integers(0, 8))
+    values[jumps] *= rng.uniform(1.05, 30.0, len(jumps))
+    values[rng.random(n) < 0.03] = np.nan
+    values[rng.random(n) < 0.01] = np.inf
+    values[rng.random(n) < 0.02] = 0.0
+    series = pd.Series(values, index=np.arange(n) * 10)
+    config = SpikeConfig(window=window, warmup=min(4, window), rtol=rtol, short_rtol=short_rtol)
+    full, sparse = detect_spikes(series, config), detect_spikes(series, config, sparse=True)
+    assert full["is_spike"].tolist() == sparse["is_spike"].tolist()
+    assert full["history"].tolist() == sparse["history"].tolist()
+    computed = sparse["score"].notna().to_numpy() | sparse["baseline"].notna().to_numpy()
+    for column in ("score", "baseline", "ratio"):
+        assert np.array_equal(full[column].to_numpy()[computed], sparse[column].to_numpy()[computed],
+                              equal_nan=True)
+    flagged = np.flatnonzero(full["is_spike"].to_numpy())
+    inside = np.unique(np.concatenate([flagged, flagged + 1, flagged + 2]))
+    inside = inside[(inside < n) & np.isfinite(values[np.minimum(inside, n - 1)])]
+    assert np.array_equal(full["score"].to_numpy()[inside], sparse["score"].to_numpy()[inside], equal_nan=True)
 
 
 def test_short_run_says_too_little_history():

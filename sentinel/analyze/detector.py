@@ -47,7 +47,16 @@ def detect_spikes(series: pd.Series, config: AnalyzeConfig) -> pd.DataFrame:
     against the little history it has.
 
     Returns:
-        The detector's frame: ``is_spike``, ``score``, ``baseline``, ... indexed by step.
+        The detector's frame: ``is_spike``, ``score``, ``baseline``, ... indexed by step, in the
+        detector's sparse mode: ``score``, ``baseline`` and ``ratio`` are there for the values
+        that can be spikes and the two after each (every row a span of spikes holds), NaN
+        elsewhere; the analysis reads them only inside spans.
+
+    Example:
+        >>> s = pd.Series([2.0] * 30 + [9.0] + [2.0] * 5)
+        >>> frame = detect_spikes(s, AnalyzeConfig())
+        >>> frame.index[frame["is_spike"]].tolist(), float(frame.loc[30, "baseline"])
+        ([30], 2.0)
     """
     from sentinel.detect import detect_spikes as _detect_spikes
 
@@ -56,7 +65,7 @@ def detect_spikes(series: pd.Series, config: AnalyzeConfig) -> pd.DataFrame:
         # A whole run: its first steps are its warm-up, judged by nothing (as the guard does).
         # Only a short excerpt, which has no more history than that, is judged on big jumps alone.
         cfg = dataclasses.replace(cfg, min_history=cfg.warmup)
-    return _detect_spikes(series, cfg)
+    return _detect_spikes(series, cfg, sparse=True)
 
 
 def detect_divergence(series: pd.Series) -> pd.DataFrame:
