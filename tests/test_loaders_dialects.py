@@ -151,11 +151,6 @@ def test_loss_col_and_step_col_select_keys_in_text_logs(tmp_path):
         scan(path.read_text(), LLMC, LoadOptions(loss_col="perplexity"))
 
 
-def test_wandb_binary_run_says_how_to_read_it():
-    with pytest.raises(ValueError, match=r"binary W&B run file.*wandb sync"):
-        discover_runs(LOGS / "wandb" / "offline-run-20240102_000000-def456" / "run-def456.wandb", LoadOptions())
-
-
 @pytest.mark.parametrize("path", sorted((Path(__file__).parents[1] / "sentinel").rglob("*.py")), ids=lambda p: p.name)
 def test_source_code_is_never_a_run(path):
     assert not textlogs.sniff(path)

@@ -56,6 +56,7 @@ LOADER_MODULES: tuple[str, ...] = (
     "hf_trainer_state",  # Hugging Face trainer_state.json (log_history) in a checkpoint folder
     "generic_table",  # any CSV / TSV / JSONL with a step and a loss column
     "mlflow_store",  # an MLflow file store run (mlruns/<exp>/<run>/metrics/<key>)
-    "wandb_offline",  # a W&B offline run (wandb-history.jsonl; the binary .wandb needs wandb)
+    "wandb_binary",  # a W&B run's binary run-<id>.wandb (offline or online), read without wandb
+    "wandb_offline",  # a W&B run's files/wandb-history.jsonl (older wandb versions)
     "textlogs",  # HF Trainer dicts, fairseq, DeepSpeed, torchtitan, mmengine, nanoGPT, ... (dialects)
 )

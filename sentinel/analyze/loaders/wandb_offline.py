@@ -1,9 +1,9 @@
-"""Loader for W&B offline runs (``wandb/offline-run-*/``).
+"""Loader for a W&B run's ``files/wandb-history.jsonl`` (``wandb/offline-run-*/``, ``wandb/run-*/``).
 
-``files/wandb-history.jsonl`` (one JSON row per ``wandb.log``, step in ``_step``) is read
-directly; ``files/output.log`` is the console capture and goes to the text-log dialects. The
-binary ``run-*.wandb`` file is W&B's own protobuf stream: without a readable history beside it,
-loading it says to install ``wandb`` or run ``wandb sync``.
+Older wandb versions wrote one JSON row per ``wandb.log`` (step in ``_step``) to this file; it is
+read directly. Current versions keep the history only in the binary ``run-<id>.wandb`` file,
+read by :mod:`~sentinel.analyze.loaders.wandb_binary`. ``files/output.log`` is the console
+capture and goes to the text-log dialects.
 """
 
 from __future__ import annotations
@@ -17,45 +17,35 @@ from sentinel.analyze.loaders.keys import canonical_key
 from sentinel.analyze.loaders.textlog import read_lines, rows_to_steps
 
 NAME = "wandb"
-DESCRIPTION = "W&B offline runs (files/wandb-history.jsonl)"
+DESCRIPTION = "W&B history files (files/wandb-history.jsonl, older wandb)"
 
 
 def sniff(path: str | Path) -> bool:
-    """True for a W&B history file, or a binary ``.wandb`` run file with nothing readable beside it.
+    """True for a W&B history file (``wandb-history.jsonl``).
 
     Example:
         >>> sniff("/nonexistent/files/wandb-history.jsonl")
         False
     """
     p = Path(path)
-    if not p.is_file():
-        return False
-    if p.name == "wandb-history.jsonl":
-        return True
-    if p.suffix == ".wandb" and p.name.startswith("run-"):
-        files = p.parent / "files"
-        return not (files / "wandb-history.jsonl").is_file() and not (files / "output.log").is_file()
-    return False
+    return p.name == "wandb-history.jsonl" and p.is_file()
 
 
 def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     """Read a W&B offline run's history.
 
     Args:
-        path: ``files/wandb-history.jsonl`` or the run's ``.wandb`` file.
+        path: ``files/wandb-history.jsonl``.
         options: ``loss_col`` names the loss key when it is not recognised.
 
     Raises:
-        ValueError: a binary ``.wandb`` file (the message says how to read it), or no step rows.
+        ValueError: no step rows.
 
     Example:
         >>> run = load("wandb/offline-run-x/files/wandb-history.jsonl")[0]  # doctest: +SKIP
     """
     options = options or LoadOptions()
     p = Path(path)
-    if p.suffix == ".wandb":
-        raise ValueError(f"{path}: a binary W&B run file, which sentinel does not decode: run `wandb sync "
-                         f"{p.parent}` and export the history, or pass the run's files/output.log")
     rows: dict[int, dict[str, float]] = {}
     lines, _ = read_lines(p)
     for line in lines:
