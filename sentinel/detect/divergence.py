@@ -37,7 +37,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import ndimage
 
 from sentinel.detect.spike import _check_series, _middle
 
@@ -113,6 +112,27 @@ class DivergenceVerdict:
     elevated: bool
     level: float
     best: float
+
+
+_REASONS = [reason.value for reason in DivergenceReason]
+# Rolling medians of windows up to this size are taken with numpy (one partition per window,
+# ~0.07 s for 1,000,000 values of window 16, as fast as scipy's rank filter without its import).
+_NUMPY_WINDOW = 32
+
+
+def _rolling_middle(x: np.ndarray, k: int) -> np.ndarray:
+    """The element of rank ``k // 2`` of every full window ``x[i - k + 1 : i + 1]`` (as
+    :func:`_middle`, so the same float), for ``i >= k - 1``."""
+    if k > _NUMPY_WINDOW:
+        from scipy import ndimage  # ~0.2 s to import: only for long windows
+
+        return ndimage.rank_filter(x, k // 2, size=k, origin=(k - 1) // 2, mode="nearest")[k - 1 :]
+    windows = np.lib.stride_tricks.sliding_window_view(x, k)
+    out = np.empty(len(windows))
+    for start in range(0, len(windows), 1 << 16):  # bounded copies: 64k windows at a time
+        chunk = np.partition(windows[start : start + (1 << 16)], k // 2, axis=1)
+        out[start : start + len(chunk)] = chunk[:, k // 2]
+    return out
 
 
 def _is_elevated(level: np.ndarray, best: np.ndarray, config: DivergenceConfig) -> np.ndarray:
@@ -241,8 +261,8 @@ def detect_divergence(series: pd.Series, config: DivergenceConfig = DivergenceCo
         config: the rule's settings.
 
     Returns:
-        A DataFrame with the series' index and columns ``diverged`` (bool), ``reason`` (str, a
-        :class:`DivergenceReason` value), ``onset`` (float step, NaN when none), ``elevated``
+        A DataFrame with the series' index and columns ``diverged`` (bool), ``reason`` (a
+        :class:`DivergenceReason` value; categorical), ``onset`` (float step, NaN when none), ``elevated``
         (bool), ``level`` and ``best`` (float), equal to the online verdicts step by step.
 
     Example:
@@ -266,8 +286,7 @@ def detect_divergence(series: pd.Series, config: DivergenceConfig = DivergenceCo
     for j in range(min(m, k - 1)):  # partial windows at the head, same code as online
         level[j] = _middle(x[: j + 1])
     if m >= k:
-        rf = ndimage.rank_filter(x, k // 2, size=k, origin=(k - 1) // 2, mode="nearest")
-        level[k - 1 :] = rf[k - 1 :]
+        level[k - 1 :] = _rolling_middle(x, k)
     best = np.minimum.accumulate(level) if m else level
     elevated = _is_elevated(level, best, config)
 
@@ -305,11 +324,11 @@ def detect_divergence(series: pd.Series, config: DivergenceConfig = DivergenceCo
     out_elev[nonfin] = open_stretch
     out_best[nonfin[has_prev]] = best[p[has_prev]]
     out_onset[nonfin[~open_stretch & skipped[nonfin]]] = np.nan
-    reason = np.where(
-        ~finite & ~skipped,
-        DivergenceReason.NONFINITE.value,
-        np.where(diverged, DivergenceReason.SUSTAINED.value, DivergenceReason.NONE.value),
-    )
+    # Codes into the reasons, as a categorical: a million strings would cost more than the rule.
+    codes = np.where(~finite & ~skipped, _REASONS.index(DivergenceReason.NONFINITE.value),
+                     np.where(diverged, _REASONS.index(DivergenceReason.SUSTAINED.value),
+                              _REASONS.index(DivergenceReason.NONE.value)))
+    reason = pd.Categorical.from_codes(codes, categories=_REASONS)
     return pd.DataFrame(
         {
             "diverged": diverged,

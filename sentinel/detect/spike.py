@@ -62,7 +62,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import ndimage
 
 logger = logging.getLogger(__name__)
 
@@ -329,6 +328,8 @@ def _check_series(series: pd.Series, what: str) -> np.ndarray:
 
 def _window_stats(y: np.ndarray, w: int) -> tuple[np.ndarray, np.ndarray]:
     """``(baseline, noise)`` of every value's history, as :meth:`SpikeDetector.update` has them."""
+    from scipy import ndimage  # ~0.2 s to import: only where every value is judged
+
     m = len(y)
     base = np.full(m, np.nan)
     noise = np.full(m, np.nan)
