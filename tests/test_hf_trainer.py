@@ -20,7 +20,7 @@ pytest.importorskip("accelerate")
 from click.testing import CliRunner  # noqa: E402
 from transformers import Trainer, TrainerCallback, TrainingArguments  # noqa: E402
 
-from sentinel import load_run  # noqa: E402
+from sentinel import analyze, load_run  # noqa: E402
 from sentinel.callbacks import SentinelTrainerCallback  # noqa: E402
 from sentinel.cli.main import main as cli  # noqa: E402
 
@@ -137,6 +137,13 @@ def test_gpt2_poisoned_batch_is_withheld_and_the_run_goes_on(tmp_path, precision
         assert float(record["grad_norm/total"]) > 0.1
     assert {"lr", "samples_per_sec"} <= set(logged[0])
     assert "grad_norm/total" in trainer.state.log_history[0]
+    # `sentinel analyze` reads the run directory and explains the step.
+    result = CliRunner().invoke(cli, ["analyze", str(tmp_path / "run"), "--format", "json"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)["runs"][0]
+    assert report["steps"] == 100 and report["verdict"] == "healthy"
+    assert ("skipped_update", 60) in [(i["kind"], i["step"]) for i in report["incidents"]]
 
 
 def test_llama_nan_in_one_module_is_named_and_its_update_withheld(tmp_path):
@@ -185,6 +192,8 @@ def test_persistent_fault_is_rolled_back_in_place(tmp_path):
     assert all_finite(trainer.model) and cb.gave_up is None and trainer.state.global_step == 80
     run = load_run(tmp_path / "run")
     assert math.isfinite(run.steps["loss"].iloc[-1]) and run.steps["loss"].iloc[-1] < run.steps["loss"].iloc[0]
+    incidents = [(i.kind, i.step) for i in analyze(tmp_path / "run").runs[0].incidents]
+    assert ("rollback", 50) in incidents and ("nonfinite", 50) in incidents, incidents  # named by the streak start
 
 
 def test_a_fault_that_keeps_coming_back_stops_the_run_cleanly(tmp_path, caplog):
@@ -213,32 +222,27 @@ def test_a_fault_that_keeps_coming_back_stops_the_run_cleanly(tmp_path, caplog):
 
 def test_resume_from_checkpoint_continues_sentinel(tmp_path, caplog):
     data = CountingData(60 * BATCH, corrupt=steps_at([25]))
-    save = {"save_strategy": "steps", "save_steps": 30}
-    first, _ = train(tmp_path, gpt2(), steps=30, data=data, args=save)
-    checkpoint = tmp_path / "out" / "checkpoint-30"
-    saved = json.loads((checkpoint / "sentinel_state.json").read_text())
-    assert saved["step"] == 30 and len(saved["skiplist"]) == 1
-    (tmp_path / "run" / "skiplist.json").unlink()  # the state must come from the checkpoint
+    save = {"save_strategy": "steps", "save_steps": 10}
+    train(tmp_path, gpt2(), steps=30, data=data, args=save)
+    saved = json.loads((tmp_path / "out" / "checkpoint-30" / "sentinel_state.json").read_text())
+    assert saved["step"] == 30 and [e["step"] for e in saved["skiplist"]] == [25]
+
+    # Resumed from before the bad batch: the skip list withholds its update when it comes again.
+    train(tmp_path, gpt2(), steps=30, data=data, resume=str(tmp_path / "out" / "checkpoint-20"), args=save)
+    second = events(tmp_path)[[e["kind"] for e in events(tmp_path)].index("start", 1):]
+    assert second[0]["step"] == 20 and second[0]["resumed"] is True
+    assert [(e["kind"], e["step"], e.get("reason")) for e in second[1:]] == [("skip", 25, "skiplist")]
+
+    # The state comes from the checkpoint, not from the run directory.
+    (tmp_path / "run" / "skiplist.json").unlink()
     with caplog.at_level(logging.WARNING, logger="sentinel.callbacks.hf_trainer"):
-        trainer, cb = train(tmp_path, gpt2(), steps=60, data=data, resume=str(checkpoint), args=save)
+        trainer, cb = train(tmp_path, gpt2(), steps=40, data=data, resume=str(tmp_path / "out" / "checkpoint-30"),
+                            args=save)
     assert any("resumed at step 30" in r.getMessage() and "1 skip-list entry" in r.getMessage()
                for r in caplog.records)
-    assert cb.sentinel.state_dict()["step"] == 60 and len(cb.sentinel.skiplist) == 1
-    starts = events(tmp_path, "start")
-    assert [(e["step"], e["resumed"]) for e in starts] == [(0, False), (30, True)]
-    run = load_run(tmp_path / "run")
-    assert list(run.steps.index) == list(range(60))
-
-
-def test_run_dir_is_analysed_by_the_cli(tmp_path):
-    data = CountingData(100 * BATCH, corrupt=steps_at([60]))
-    train(tmp_path, gpt2(), data=data)
-    result = CliRunner().invoke(cli, ["analyze", str(tmp_path / "run"), "--format", "json"],
-                                catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    report = json.loads(result.output)
-    text = json.dumps(report)
-    assert "60" in text and ("spike" in text or "skip" in text)
+    assert cb.sentinel.state_dict()["step"] == 40 and len(cb.sentinel.skiplist) == 1
+    assert [(e["step"], e["resumed"]) for e in events(tmp_path, "start")] == [(0, False), (20, True), (30, True)]
+    assert list(load_run(tmp_path / "run").steps.index) == list(range(40))
 
 
 def test_bad_options_are_refused_at_construction(tmp_path):
