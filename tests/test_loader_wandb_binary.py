@@ -307,3 +307,23 @@ def test_history_jsonl_beside_the_binary_is_read_once(tmp_path):
     assert not wandb_binary.sniff(path)
     (run,) = discover_runs(path.parent, LoadOptions())
     assert run.path.endswith("wandb-history.jsonl") and len(run.steps) == 5
+
+
+@pytest.mark.parametrize("history", ["binary", "jsonl"])
+def test_the_runs_console_copy_is_not_a_second_run(tmp_path, history):
+    path = _copy(tmp_path)
+    files = path.parent / "files"
+    files.mkdir()
+    # What the script printed: a training log of its own, the same run's metrics.
+    (files / "output.log").write_text("".join(f"step {s} | loss {3.0 - s / 100:.3f}\n" for s in range(200)),
+                                      encoding="utf-8")
+    if history == "jsonl":
+        (files / "wandb-history.jsonl").write_text(
+            "".join(json.dumps({"_step": s, "loss": 3.0 - s / 100}) + "\n" for s in range(200)), encoding="utf-8")
+    found = discover(path.parent, LoadOptions())
+    (run,) = found.runs
+    assert run.path.endswith("wandb-history.jsonl" if history == "jsonl" else ".wandb")
+    assert [s.reason for s in found.skipped if s.path.endswith("output.log")] == \
+        ["console copy of a tracked run (its metric history is read instead)"]
+    (alone,) = discover_runs(files / "output.log", LoadOptions())  # named directly, it is read
+    assert len(alone.steps) == 200

@@ -23,6 +23,7 @@ TOOL_DIRECTORY = "tool directory"
 NOT_REGULAR = "not a regular file"
 NOT_A_LOG = "not a training log"
 UNREADABLE = "unreadable"
+TRACKER_CONSOLE = "console copy of a tracked run (its metric history is read instead)"
 
 _EXTENSIONS = {
     **dict.fromkeys((".py", ".pyc", ".pyo", ".pyd", ".pyi", ".pyx", ".pxd", ".so", ".dylib", ".dll",
@@ -205,6 +206,8 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
             files = [e for e in entries if not _is_dir(e)]
         for file in files:
             reason = _reason_by_name(file) if file.is_file() else NOT_REGULAR
+            if reason is None and _wandb_console(file):  # named on its own, it is read
+                reason = TRACKER_CONSOLE
             if reason is not None:
                 found.skipped.append(Skipped(str(file), reason))
                 continue
@@ -246,6 +249,16 @@ def _reason_by_name(file: Path) -> str | None:
             return SOURCE_CODE if f.read(2) == b"#!" else None
     except OSError:
         return None  # reported when a loader tries to read it
+
+
+def _wandb_console(file: Path) -> bool:
+    """``files/output.log`` of a W&B run directory: what the script printed, while the run's
+    history (``run-<id>.wandb`` or ``files/wandb-history.jsonl``) holds the same metrics; read
+    as a text log it would be the same run a second time."""
+    if file.name != "output.log" or file.parent.name != "files":
+        return False
+    run_dir = file.parent.parent
+    return (file.parent / "wandb-history.jsonl").is_file() or any(run_dir.glob("run-*.wandb"))
 
 
 def _directory_reason(name: str) -> str | None:
