@@ -191,6 +191,20 @@ class _State:
     scaler: dict[str, Any] | None  # None: no scaler was given to take()
     rng: RngState
     params: list[torch.Tensor] = field(default_factory=list)  # see _outside_params
+    # The host tensors it holds, each once (for reuse by a later take), and the CUDA events its
+    # asynchronous copies complete at; see wait().
+    buffers: list[torch.Tensor] = field(default_factory=list, repr=False)
+    pending: list[Any] = field(default_factory=list, repr=False)
+
+    def wait(self) -> None:
+        """Block until the asynchronous device-to-host copies of this state have landed, then
+        fill in what was read from the device with them (the grad scaler's scale and tracker)."""
+        while self.pending:
+            self.pending.pop().synchronize()
+        if self.scaler is not None:
+            for key, value in list(self.scaler.items()):
+                if isinstance(value, torch.Tensor):  # see _scaler_state
+                    self.scaler[key] = int(value) if key == "_growth_tracker" else float(value)
 
 
 @dataclass
@@ -245,6 +259,7 @@ class SnapshotRing:
         self.config = config
         self.last_restored: Snapshot | None = None
         self._snapshots: list[Snapshot] = []  # oldest first
+        self._pool = _BufferPool()  # host buffers of the last snapshot dropped, for the next take
         # Files an earlier process left in the directory, by step: load_state_dict may adopt
         # them; the rest are removed then, or at the first take.
         self._leftovers: dict[int, str] = {}
@@ -321,7 +336,13 @@ class SnapshotRing:
              extra: dict[str, Any] | None = None) -> Snapshot:
         """Copy the training state to the host (or disk) and add it to the ring.
 
-        CUDA tensors are copied asynchronously into pinned buffers and synchronised once.
+        The tensors are copied in one batched copy (``torch._foreach_copy_``) into the host
+        buffers of the snapshot the ring drops to make room, reused when their shapes match (no
+        allocation, no fresh pages to fault in), else new ones. CUDA tensors are copied with
+        non-blocking transfers into pinned buffers and ``take`` returns without waiting: the
+        copies are ordered before the next update on the device, and a restore (or the write
+        of the file, with ``directory``) waits for them. Nothing here reads a device value back
+        (the grad scaler's scale is copied like the other tensors, not read with ``.item()``).
         Tensors the optimizers train that are not parameters of ``model`` are copied too.
         The oldest snapshots are dropped first to stay within ``keep`` and ``max_bytes``.
         A snapshot at a step already held replaces it.
@@ -351,23 +372,27 @@ class SnapshotRing:
         opt_sds = [opt.state_dict() for opt in optimizers]
         # Scalers and schedulers hold Python scalars; deep copies detach them from the live objects.
         sched_sds = [copy.deepcopy(s.state_dict()) for s in schedulers]
-        scaler_sd = None if scaler is None else copy.deepcopy(scaler.state_dict())  # note: syncs once
         params = _outside_params(model, optimizers)
         rng = capture_rng()
 
-        live = (model_sd, opt_sds, sched_sds, params)
-        nbytes = _tensor_bytes(live) + rng.torch_cpu.numel() + sum(t.numel() for t in rng.torch_cuda)
-        self._make_room(step, nbytes)
+        copier = _HostCopier()
+        plan = copier.plan((model_sd, opt_sds, sched_sds, params))  # one walk: distinct tensors, tied once
+        scaler_plan = None if scaler is None else _scaler_state(scaler, copier)
+        nbytes = copier.nbytes + rng.torch_cpu.numel() + sum(t.numel() for t in rng.torch_cuda)
+        self._make_room(step, nbytes)  # the snapshots it drops leave their buffers to reuse
 
-        copier = _HostCopier(self._pin(live))
-        host_model, host_opts, host_scheds, host_params = copier.copy(live)
-        copier.wait()
-        state = _State(host_model, host_opts, host_scheds, scaler_sd, rng, host_params)
+        pool, self._pool = self._pool, _BufferPool()
+        (host_model, host_opts, host_scheds, host_params), scaler_sd = \
+            copier.copy((plan, scaler_plan), pool, self._pin(copier.sources))
+        state = _State(host_model, host_opts, host_scheds, scaler_sd, rng, host_params,
+                       buffers=copier.buffers, pending=copier.pending)
         snap = Snapshot(step=int(step), nbytes=nbytes, good=True, extra=copy.deepcopy(dict(extra or {})))
         if self.config.directory is None:
-            snap._state = state
+            snap._state = state  # CUDA copies still in flight: waited for when the state is read
         else:
+            state.wait()
             snap._path = self._write(snap, state)
+            self._pool = _BufferPool(state.buffers)  # written: the next take copies into them
         self._snapshots.append(snap)
         return snap
 
@@ -449,6 +474,7 @@ class SnapshotRing:
             if candidate.step > limit or not candidate.available:
                 continue
             if candidate._state is not None:  # in memory: nothing can damage it, a mismatch is the caller's
+                candidate._state.wait()
                 _check_fits(candidate, candidate._state, *objects)
                 return candidate, candidate._state
             path = str(candidate._path)
@@ -513,13 +539,13 @@ class SnapshotRing:
 
     # --------------------------------------------------------------- private
 
-    def _pin(self, live: Any) -> bool:
+    def _pin(self, sources: list[torch.Tensor]) -> bool:
         if self.config.pin_memory is not None:
             if self.config.pin_memory and not torch.cuda.is_available():
                 raise ValueError("SnapshotConfig.pin_memory=True needs CUDA, which is not available: "
                                  "pass pin_memory=None (auto) or False")
             return self.config.pin_memory
-        return any(t.is_cuda for t in _tensors(live))
+        return any(t.is_cuda for t in sources)
 
     def _make_room(self, step: int, nbytes: int) -> None:
         mb = self.config.max_bytes
@@ -540,7 +566,11 @@ class SnapshotRing:
             self._release(self._snapshots.pop(0))
 
     def _release(self, snap: Snapshot) -> None:
-        # Clear the state so memory is freed even if a caller still holds the Snapshot.
+        # Clear the state so memory is freed even if a caller still holds the Snapshot; its
+        # buffers wait for the next take (the newest dropped snapshot's only: one snapshot's worth).
+        if snap._state is not None:
+            snap._state.wait()  # long done by now: a dropped snapshot is at least `every` steps old
+            self._pool = _BufferPool(snap._state.buffers)
         snap._state = None
         if snap._path is not None:
             try:
@@ -798,62 +828,123 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+class _Leaf:
+    """Where a tensor was in the nested state: the index of its distinct source tensor."""
+
+    __slots__ = ("index", "dtensor")
+
+    def __init__(self, index: int, dtensor: Any = None) -> None:
+        self.index, self.dtensor = index, dtensor
+
+
+class _BufferPool:
+    """Host tensors of a dropped snapshot, handed out again to copies of the same shape."""
+
+    def __init__(self, buffers: Sequence[torch.Tensor] = ()) -> None:
+        self._free: dict[tuple, list[torch.Tensor]] = {}
+        for buf in buffers:
+            self._free.setdefault(_buffer_key(buf.shape, buf.dtype, buf.is_pinned()), []).append(buf)
+
+    def get(self, like: torch.Tensor, pin: bool) -> torch.Tensor:
+        free = self._free.get(_buffer_key(like.shape, like.dtype, pin))
+        if free:
+            return free.pop()
+        return torch.empty(like.shape, dtype=like.dtype, pin_memory=pin)
+
+
+def _buffer_key(shape: torch.Size, dtype: torch.dtype, pinned: bool) -> tuple:
+    return tuple(shape), dtype, pinned
+
+
 class _HostCopier:
-    """Copies nested containers of tensors to host memory, sharing tied tensors once."""
+    """Copies nested containers of tensors to host memory, sharing tied tensors once.
 
-    def __init__(self, pin: bool) -> None:
-        self.pin = pin
-        self.cuda_devices: set[torch.device] = set()
-        self._memo: dict[tuple, torch.Tensor] = {}
+    :meth:`plan` walks the containers once and lists the distinct tensors (a tied weight
+    appears under several keys: copied once); :meth:`copy` copies them with one
+    ``torch._foreach_copy_`` per source device into host buffers (reused from a pool) and
+    rebuilds the containers around the copies. CUDA copies are non-blocking when the buffers
+    are pinned; :attr:`pending` holds one event per device to wait on before reading them.
+    """
 
-    def copy(self, obj: Any) -> Any:
+    def __init__(self) -> None:
+        self.sources: list[torch.Tensor] = []
+        self.buffers: list[torch.Tensor] = []
+        self.pending: list[Any] = []
+        self.nbytes = 0
+        self._memo: dict[tuple, int] = {}
+
+    def plan(self, obj: Any) -> Any:
         if isinstance(obj, torch.Tensor):
-            return self._tensor(obj)
+            return self._leaf(obj)
         if isinstance(obj, dict):
-            return {k: self.copy(v) for k, v in obj.items()}
+            return {k: self.plan(v) for k, v in obj.items()}
         if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # namedtuple
-            return type(obj)(*(self.copy(v) for v in obj))
+            return type(obj)(*(self.plan(v) for v in obj))
         if isinstance(obj, (list, tuple)):
-            return type(obj)(self.copy(v) for v in obj)
+            return type(obj)(self.plan(v) for v in obj)
         return copy.deepcopy(obj)
 
-    def _tensor(self, t: torch.Tensor) -> torch.Tensor:
+    def _leaf(self, t: torch.Tensor) -> _Leaf:
         t = t.detach()
+        dtensor = None
         if _is_dtensor(t):  # a shard (FSDP2): copy this rank's part, keep its placement
-            local = self._tensor(t.to_local())
-            return type(t).from_local(local, t.device_mesh, t.placements, run_check=False,
-                                      shape=t.shape, stride=t.stride())
-        # Tied weights appear under several keys: copy the storage view once.
-        key = _storage_key(t)
-        hit = self._memo.get(key)
-        if hit is not None:
-            return hit
-        if t.device.type == "cpu":
-            out = t.clone()
-        elif t.is_cuda:
-            out = torch.empty(t.shape, dtype=t.dtype, pin_memory=self.pin)
-            out.copy_(t, non_blocking=self.pin)
-            self.cuda_devices.add(t.device)
-        else:
-            out = t.to("cpu", copy=True)
-        self._memo[key] = out
-        return out
+            dtensor, t = t, t.to_local()
+        key = _storage_key(t)  # tied weights appear under several keys: copy the storage view once
+        index = self._memo.get(key)
+        if index is None:
+            index = self._memo[key] = len(self.sources)
+            self.sources.append(t)
+            self.nbytes += t.numel() * t.element_size()
+        return _Leaf(index, dtensor)
 
-    def wait(self) -> None:
-        # One synchronisation per device for all the asynchronous copies.
-        for device in self.cuda_devices:
-            torch.cuda.synchronize(device)
+    def copy(self, plan: Any, pool: _BufferPool, pin: bool) -> Any:
+        by_device: dict[torch.device, tuple[list[torch.Tensor], list[torch.Tensor]]] = {}
+        for src in self.sources:
+            dst = pool.get(src, pin and src.is_cuda)
+            self.buffers.append(dst)
+            dsts, srcs = by_device.setdefault(src.device, ([], []))
+            dsts.append(dst)
+            srcs.append(src)
+        for device, (dsts, srcs) in by_device.items():
+            if device.type == "cuda":
+                torch._foreach_copy_(dsts, srcs, non_blocking=pin)
+                if pin:  # the step goes on; whoever reads the copies waits for this event
+                    event = torch.cuda.Event()
+                    event.record(torch.cuda.current_stream(device))
+                    self.pending.append(event)
+                continue
+            torch._foreach_copy_(dsts, srcs)  # CPU and other devices: synchronous
+        return self._build(plan)
+
+    def _build(self, plan: Any) -> Any:
+        if isinstance(plan, _Leaf):
+            out = self.buffers[plan.index]
+            if plan.dtensor is not None:
+                d = plan.dtensor
+                return type(d).from_local(out, d.device_mesh, d.placements, run_check=False,
+                                          shape=d.shape, stride=d.stride())
+            return out
+        if isinstance(plan, dict):
+            return {k: self._build(v) for k, v in plan.items()}
+        if isinstance(plan, tuple) and hasattr(plan, "_fields"):
+            return type(plan)(*(self._build(v) for v in plan))
+        if isinstance(plan, (list, tuple)):
+            return type(plan)(self._build(v) for v in plan)
+        return plan
 
 
-def _tensors(obj: Any):
-    if isinstance(obj, torch.Tensor):
-        yield obj
-    elif isinstance(obj, dict):
-        for v in obj.values():
-            yield from _tensors(v)
-    elif isinstance(obj, (list, tuple)):
-        for v in obj:
-            yield from _tensors(v)
+def _scaler_state(scaler: Any, copier: _HostCopier) -> dict[str, Any]:
+    """The plan of ``scaler.state_dict()`` without its two ``.item()`` reads (a host sync each on
+    CUDA): a ``torch.amp.GradScaler``'s scale and growth tracker are copied with the other
+    tensors and turned into numbers when the state is read (:meth:`_State.wait`). Any other
+    scaler: its own ``state_dict()``, deep-copied."""
+    scale, tracker = getattr(scaler, "_scale", None), getattr(scaler, "_growth_tracker", None)
+    if not isinstance(scaler, torch.amp.GradScaler) or not scaler.is_enabled() \
+            or not isinstance(scale, torch.Tensor) or not isinstance(tracker, torch.Tensor):
+        return copy.deepcopy(scaler.state_dict())  # note: syncs once
+    return {"scale": copier.plan(scale), "growth_factor": scaler._growth_factor,
+            "backoff_factor": scaler._backoff_factor, "growth_interval": scaler._growth_interval,
+            "_growth_tracker": copier.plan(tracker)}
 
 
 def _is_dtensor(t: torch.Tensor) -> bool:
@@ -862,19 +953,6 @@ def _is_dtensor(t: torch.Tensor) -> bool:
 
 def _storage_key(t: torch.Tensor) -> tuple:
     return (t.device, t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), t.stride(), t.dtype)
-
-
-def _tensor_bytes(obj: Any) -> int:
-    seen: set[tuple] = set()
-    total = 0
-    for t in _tensors(obj):
-        if _is_dtensor(t):
-            t = t.to_local()
-        key = _storage_key(t)
-        if key not in seen:
-            seen.add(key)
-            total += t.numel() * t.element_size()
-    return total
 
 
 def _fresh_optimizer_state(sd: dict[str, Any], opt: Optimizer) -> dict[str, Any]:
