@@ -21,7 +21,7 @@ demo: $(STAMP)
 	$(BIN)/sentinel demo --out logs/demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info logs

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import click
 
 
@@ -17,17 +19,32 @@ def demo(out: str, steps: int, progress: bool) -> None:
     """
     from pathlib import Path
 
-    from sentinel.analyze.analyzer import analyze
-    from sentinel.analyze.render.plot import render_plot
-    from sentinel.analyze.render.table import render_table
-    from sentinel.cli.demo.run import GUARDED, UNGUARDED, run_demo
+    from sentinel.analyze import analyze, render_plot, render_table
+    from sentinel.cli.demo.run import GUARDED, UNGUARDED, DemoRun, prepare_out, run_demo, scenario_for
 
-    click.echo(f"Training twice for {steps} steps: {UNGUARDED} records only, {GUARDED} rolls back.")
     try:
-        result = run_demo(out, steps=steps, progress=progress)
+        prepare_out(out)
+    except ValueError as err:
+        raise click.ClickException(str(err)) from err
+    scenario = scenario_for(steps)
+    bad, surge = scenario.bad.positions, scenario.surge
+    click.echo(textwrap.fill(f"sentinel demo: a tiny GPT trained twice for {steps} steps on CPU, through "
+                             f"{len(bad)} bad batches (steps {bad[0]}-{bad[-1]}) and a {surge.factor:g}x "
+                             f"learning-rate surge (steps {surge.start}-{surge.end - 1}).", width=100))
+
+    def announce(run: DemoRun) -> None:
+        click.echo()
+        click.echo(f"{run.title}  ->  {Path(out) / run.name}")
+        click.echo(textwrap.fill(run.look_for, width=96, initial_indent="  look for: ",
+                                 subsequent_indent="            "))
+
+    try:
+        result = run_demo(out, steps=steps, progress=progress, announce=announce)
     except ValueError as err:  # e.g. an --out that cannot be written
         raise click.ClickException(str(err)) from err
     report = analyze(str(Path(out) / UNGUARDED), str(Path(out) / GUARDED))
+    click.echo()
+    click.echo(f"sentinel analyze {Path(out) / UNGUARDED} {Path(out) / GUARDED}:")
     click.echo()
     click.echo(render_table(report), nl=False)
     plot = Path(out) / "report.png"

@@ -66,3 +66,21 @@ def tiny_task():
 # One intra-op thread: tiny models gain nothing from more, and on a loaded 2-core machine
 # two threads per process make each op wait for a core (measured ~100x slower under load).
 torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory):
+    """``sentinel demo`` at its default 400 steps, run once per session in a process of its own
+    (about 30 s on two idle cores): ``(out_dir, output)``, the output as a terminal shows it,
+    sentinel's log lines on stderr interleaved with stdout. The demo test and the README's demo
+    blocks both read it."""
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path_factory.mktemp("demo") / "demo"
+    result = subprocess.run([sys.executable, "-c", "from sentinel.cli.main import main; main()", "demo",
+                             "--out", str(out), "--no-progress"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert result.returncode == 0, result.stdout
+    return out, result.stdout

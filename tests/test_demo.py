@@ -1,4 +1,5 @@
-"""`sentinel demo` end to end, at a reduced step count, through the console entry point."""
+"""`sentinel demo` end to end at its default 400 steps (the ``demo_run`` fixture, shared with the
+README's demo blocks), through the click entry point."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ from click.testing import CliRunner
 from sentinel.cli.main import main
 
 
-def test_demo_shows_an_unhealthy_run_and_a_recovered_one(tmp_path):
-    out = tmp_path / "demo"
-    result = CliRunner().invoke(main, ["demo", "--out", str(out), "--steps", "200", "--no-progress"],
-                                catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    assert "1-unguarded" in result.output and "2-guarded" in result.output
-    assert "loss_spike" in result.output and "rollback" in result.output
+def test_demo_shows_an_unhealthy_run_and_a_recovered_one(demo_run):
+    out, output = demo_run
+    assert "1-unguarded" in output and "2-guarded" in output
+    assert "loss_spike" in output and "rollback" in output
+    # Each run is announced, with what to look for, before it trains.
+    first, second = output.index("run 1 of 2: without sentinel"), output.index("run 2 of 2: with sentinel")
+    assert first < second < output.index("sentinel analyze ")
+    assert output.count("look for:") == 2
     report = CliRunner().invoke(main, ["analyze", str(out / "1-unguarded"), str(out / "2-guarded"),
                                        "--format", "json"], catch_exceptions=False)
     runs = {run["name"]: run for run in json.loads(report.output)["runs"]}

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Callable
 
 import lightning as L
 import torch
+from lightning.pytorch.callbacks import RichProgressBar
 
 from sentinel.callbacks import SentinelCallback
 from sentinel.cli.demo.data import BadBatches
@@ -22,6 +25,53 @@ from sentinel.cli.demo.scenario import DemoScenario
 
 UNGUARDED = "1-unguarded"
 GUARDED = "2-guarded"
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    """One of the demo's two runs, as announced before it trains.
+
+    Attributes:
+        name: its directory under ``out`` (``1-unguarded``, ``2-guarded``).
+        title: ``run 1 of 2: without sentinel``.
+        look_for: what to watch in its progress output, with the steps of this scenario.
+    """
+
+    name: str
+    title: str
+    look_for: str
+
+
+def demo_runs(scenario: DemoScenario) -> tuple[DemoRun, DemoRun]:
+    """The two runs of ``scenario`` and what to look for in each, with its fault steps.
+
+    Example:
+        >>> [run.title for run in demo_runs(DemoScenario())]
+        ['run 1 of 2: without sentinel', 'run 2 of 2: with sentinel']
+    """
+    bad = f"{scenario.bad.positions[0]}-{scenario.bad.positions[-1]}"
+    surge = f"{scenario.surge.start}-{scenario.surge.end - 1}"
+    return (
+        DemoRun(UNGUARDED, "run 1 of 2: without sentinel",
+                f"bad batches at steps {bad} and a {scenario.surge.factor:g}x learning-rate surge at steps "
+                f"{surge} go in unchecked; sentinel only records (the lines it prints are attention "
+                "entropy collapsing after the surge). The loss never comes back."),
+        DemoRun(GUARDED, "run 2 of 2: with sentinel",
+                f"the same faults. Watch for 'update not applied' at steps {bad} (the bad batches' "
+                "updates withheld), then 'rolled back' after the surge, the second time with the "
+                "learning rate lowered for a cool-down. The loss recovers."),
+    )
+
+
+class _NamedProgressBar(RichProgressBar):
+    """Lightning's progress bar, labelled with the run's name instead of "Epoch 0/-2"."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self._name = name
+
+    def _get_train_description(self, current_epoch: int) -> str:
+        return self._name
 
 
 @dataclass(frozen=True)
@@ -54,13 +104,41 @@ def scenario_for(steps: int) -> DemoScenario:
     return replace(base, steps=steps, bad=bad, surge=surge)
 
 
-def run_demo(out: str | Path = "logs/demo", steps: int = 400, progress: bool = True) -> DemoResult:
-    """Train the demo twice and write ``out/1-unguarded``, ``out/2-guarded``.
+def prepare_out(out: str | Path) -> Path:
+    """Create the demo's output directory, or say in one line why it cannot be.
+
+    Raises:
+        ValueError: ``out`` cannot be created or written.
 
     Example:
-        >>> result = run_demo("logs/demo", steps=400)  # doctest: +SKIP
+        >>> prepare_out("logs/demo")  # doctest: +SKIP
+        PosixPath('logs/demo')
     """
     out = Path(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValueError(f"--out '{out}' cannot be created ({err.strerror or err}): "
+                         "pass a directory you can write to") from err
+    return out
+
+
+def run_demo(out: str | Path = "logs/demo", steps: int = 400, progress: bool = True,
+             announce: Callable[[DemoRun], None] | None = None) -> DemoResult:
+    """Train the demo twice and write ``out/1-unguarded``, ``out/2-guarded``.
+
+    Args:
+        out: the directory for both runs.
+        steps: optimizer steps per run (the faults move in proportion).
+        progress: show Lightning's progress bar, named after the run.
+        announce: called with each :class:`DemoRun` before it trains (the CLI prints it).
+
+    Example:
+        >>> result = run_demo("logs/demo", steps=400, announce=lambda run: print(run.title))  # doctest: +SKIP
+        run 1 of 2: without sentinel
+        run 2 of 2: with sentinel
+    """
+    out = prepare_out(out)
     scenario = scenario_for(steps)
     torch.set_num_threads(1)  # a tiny model: one thread is fastest, and leaves a core free
     logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
@@ -68,13 +146,20 @@ def run_demo(out: str | Path = "logs/demo", steps: int = 400, progress: bool = T
     final: dict[str, float] = {}
     rollbacks = 0
     start = time.perf_counter()
-    for name, options in ((UNGUARDED, {"rollback": False}), (GUARDED, scenario.guard_options())):
+    runs = demo_runs(scenario)
+    for run, options in zip(runs, ({"rollback": False}, scenario.guard_options())):
+        name = run.name
+        if announce is not None:
+            announce(run)
         lm, loader = scenario.build(faults=True, data=data)
         callback = SentinelCallback(log_dir=str(out / name), **options)
+        bar = [_NamedProgressBar(name)] if progress else []
         trainer = L.Trainer(accelerator="cpu", max_steps=scenario.steps, logger=False,
                             enable_checkpointing=False, enable_model_summary=False,
-                            enable_progress_bar=progress, callbacks=[callback])
-        trainer.fit(lm, loader)
+                            enable_progress_bar=progress, callbacks=[callback, *bar])
+        with warnings.catch_warnings():  # Lightning 2.6 on torch 2.13: a deprecation inside Lightning
+            warnings.filterwarnings("ignore", message=r".*LeafSpec.* is deprecated")
+            trainer.fit(lm, loader)
         final[name] = float(callback.sentinel.last_record.get("loss", float("nan")))
         if name == GUARDED:
             rollbacks = callback.sentinel.rollbacks

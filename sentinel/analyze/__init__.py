@@ -1,6 +1,9 @@
 """``sentinel analyze``: load runs, run the detectors and rules, return a :class:`Report`.
 
-Rendering (table, JSON, markdown, plot) lives in :mod:`sentinel.analyze.render`.
+Rendering (table, JSON, markdown, plot) lives in :mod:`sentinel.analyze.render`; its entry points
+are exported here: :func:`render_table` (what ``sentinel analyze`` prints), :func:`render_markdown`,
+:func:`render_json`, :func:`render_plot` (a PNG) and :func:`plot_figure` (the same plot as a
+matplotlib ``Figure``).
 
 The package itself is callable, so ``sentinel.analyze(path)`` works whether ``sentinel.analyze``
 names the function exported by :mod:`sentinel` or this package (importing a submodule
@@ -11,6 +14,8 @@ Example:
     >>> report = sentinel.analyze("logs/")  # doctest: +SKIP
     >>> [(r.name, r.verdict.value) for r in report.runs]  # doctest: +SKIP
     [('run1', 'recovered')]
+    >>> print(sentinel.analyze.render_table(report))  # doctest: +SKIP
+    >>> sentinel.analyze.render_plot(report, "report.png")  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -33,6 +38,12 @@ _LAZY = {
     "RunReport": "sentinel.analyze.report",
     "Verdict": "sentinel.analyze.report",
     "discover_runs": "sentinel.analyze.discover",
+    "RunData": "sentinel.analyze.loaders",
+    "render_table": "sentinel.analyze.render.table",
+    "render_markdown": "sentinel.analyze.render.markdown",
+    "render_json": "sentinel.analyze.render.json_report",
+    "render_plot": "sentinel.analyze.render.plot",
+    "plot_figure": "sentinel.analyze.render.plot",
 }
 
 __all__ = sorted(_LAZY)

@@ -7,6 +7,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import pandas as pd
+
 from sentinel.analyze.incident import Incident, Severity
 from sentinel.analyze.loaders import RunData
 
@@ -50,6 +52,20 @@ class RunReport:
     def counts(self) -> dict[str, int]:
         """Number of incidents per kind, e.g. ``{"loss_spike": 2, "rollback": 1}``."""
         return dict(Counter(i.kind for i in self.incidents))
+
+    def incident_frame(self) -> pd.DataFrame:
+        """The incidents as a DataFrame, one row each in step order, with the columns ``step``,
+        ``end_step``, ``severity``, ``kind``, ``resolved`` and ``message`` (the numbers behind
+        each are in ``incidents[i].details``).
+
+        Example:
+            >>> frame = sentinel.analyze("logs/run1").runs[0].incident_frame()  # doctest: +SKIP
+            >>> frame[frame.severity != "info"][["step", "kind"]]  # doctest: +SKIP
+        """
+        return pd.DataFrame([{"step": i.step, "end_step": i.end_step, "severity": i.severity.value,
+                              "kind": i.kind, "resolved": i.resolved, "message": i.message}
+                             for i in self.incidents],
+                            columns=["step", "end_step", "severity", "kind", "resolved", "message"])
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (see :mod:`sentinel.analyze.render.json_report` for the schema)."""

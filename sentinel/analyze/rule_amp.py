@@ -57,6 +57,9 @@ def loss_scale_incidents(scale: pd.Series, config: AnalyzeConfig) -> list[Incide
 def _fast_falls(scale: pd.Series, settled: np.ndarray, config: AnalyzeConfig) -> list[Incident]:
     """A warning per stretch in which the scale stood ``loss_scale_fall_orders`` orders below
     its highest value of the last ``loss_scale_fall_window`` steps (after start-up)."""
+    values = scale.to_numpy()
+    if len(values) < 2 or bool((values[1:] >= values[:-1]).all()):
+        return []  # never below an earlier value: every window's top is the value itself
     steps = scale.index.to_numpy()
     # A time-based rolling max is a window in steps, whatever the logging cadence.
     on_time = pd.Series(scale.where(settled).to_numpy(),

@@ -34,13 +34,14 @@ def attention_incidents(steps: pd.DataFrame, config: AnalyzeConfig) -> list[Inci
         series = _finite(steps[column])
         if len(series) <= k:
             continue
-        reference = series.rolling(k).median().shift(1)  # the k samples before each one
         low = collapsed(series, rule)
-        logits = _finite(steps.get(metrics.metric_key(metrics.ATTN_LOGIT_MAX, module), pd.Series(dtype=float)))
-        logit_ref = logits.rolling(k).median().shift(1)
+        logit_key = metrics.metric_key(metrics.ATTN_LOGIT_MAX, module)
+        logits = _finite(steps[logit_key]) if logit_key in steps.columns else pd.Series(dtype=float)
         blown = logit_blown_up(logits, rule)
         if not low.any() and not blown.any():
             continue
+        reference = series.rolling(k).median().shift(1)  # the k samples before each one
+        logit_ref = logits.rolling(k).median().shift(1)
         early = float(series.iloc[:k].median())
         parts = []
         if low.any():
@@ -66,4 +67,7 @@ def attention_incidents(steps: pd.DataFrame, config: AnalyzeConfig) -> list[Inci
 
 
 def _finite(series: pd.Series) -> pd.Series:
-    return series[np.isfinite(series.to_numpy(dtype="float64"))]
+    """The finite samples of a column (a sampled metric is NaN on most rows of a long run)."""
+    values = series.to_numpy(dtype="float64")
+    keep = np.flatnonzero(np.isfinite(values))
+    return pd.Series(values[keep], index=series.index[keep], name=series.name)

@@ -64,11 +64,12 @@ def nonfinite_mask(series: pd.Series, frame: pd.DataFrame | None = None) -> pd.S
     present = ~np.isnan(values)
     if not present.any():
         return pd.Series(np.isnan(values), index=series.index)  # a loss that was NaN throughout
-    logged = series.index[present]
-    every = cadence(logged)
     steps = series.index.to_numpy()
-    on_cadence = ((steps - logged[0]) % every == 0) & (steps >= logged[0])
-    nan_logged = np.isnan(values) & on_cadence
+    logged = steps[present]
+    every = cadence(pd.Index(logged))
+    nan_logged = np.isnan(values) & (steps >= logged[0])
+    if every != 1:
+        nan_logged &= (steps - logged[0]) % every == 0
     rows = np.flatnonzero(nan_logged)
     if rows.size and _same_frame(frame, series):
         # Only the NaN rows are looked at: a long run has few of them and many columns.

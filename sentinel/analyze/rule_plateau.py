@@ -22,8 +22,8 @@ def plateau_incidents(loss: pd.Series, config: AnalyzeConfig) -> list[Incident]:
     if len(loss) < 2:
         return []
     steps = loss.index.to_numpy()
-    best = loss.cummin().to_numpy()
-    back = np.searchsorted(steps, steps - config.plateau_window, side="right") - 1
+    best = np.minimum.accumulate(loss.to_numpy(dtype="float64"))
+    back = _last_step_at_or_before(steps, steps - config.plateau_window)
     full = back >= 0  # a whole window of history lies behind this step
     reference = best[np.clip(back, 0, None)]
     stalled = full & (best >= reference - config.plateau_rtol * np.abs(reference))
@@ -32,8 +32,18 @@ def plateau_incidents(loss: pd.Series, config: AnalyzeConfig) -> list[Incident]:
         return []
     first, end = max(spans, key=lambda span: span[1] - span[0])
     start = int(steps[back[np.searchsorted(steps, first)]])
-    level = float(loss.cummin().loc[end])
+    level = float(best[np.searchsorted(steps, end)])
     message = (f"loss plateaued for {end - start} steps ({start}-{end}): best {level:.4g}, less than "
                f"{config.plateau_rtol:.0%} better per {config.plateau_window} steps")
     return [Incident(IncidentKind.PLATEAU, start, end, Severity.INFO, message,
                      {"length": end - start, "best": level, "resolved": True})]
+
+
+def _last_step_at_or_before(steps: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """For each target, the position of the last step ``<=`` it (-1 when none): arithmetic for
+    a regular cadence, a binary search otherwise."""
+    if len(steps) > 1 and np.issubdtype(steps.dtype, np.integer):
+        every = int(steps[1] - steps[0])
+        if every > 0 and bool((np.diff(steps) == every).all()):
+            return np.maximum((targets - steps[0]) // every, -1)
+    return np.searchsorted(steps, targets, side="right") - 1

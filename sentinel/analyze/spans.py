@@ -50,5 +50,7 @@ def cadence(index: pd.Index) -> int:
     if len(index) < 2:
         return 1
     gaps = np.diff(index.to_numpy())
+    if gaps[0] > 0 and bool((gaps == gaps[0]).all()):
+        return int(gaps[0])  # a regular cadence: no sort of a million gaps
     values, counts = np.unique(gaps[gaps > 0], return_counts=True)
     return int(values[np.argmax(counts)]) if len(values) else 1

@@ -339,4 +339,5 @@ def detect_divergence(series: pd.Series, config: DivergenceConfig = DivergenceCo
             "best": out_best,
         },
         index=series.index,
+        copy=False,  # the fresh arrays become the columns (no 2-D block copy)
     )

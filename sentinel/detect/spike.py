@@ -406,9 +406,9 @@ def detect_spikes(series: pd.Series, config: SpikeConfig = SpikeConfig(), *, spa
             score[finite] = sc
             baseline[finite] = np.exp(base)
             ratio[finite] = np.exp(y - base)
-    return pd.DataFrame(
+    return pd.DataFrame(  # copy=False: the fresh arrays become the columns (no 2-D block copy)
         {"is_spike": is_spike, "score": score, "baseline": baseline, "ratio": ratio, "history": history},
-        index=series.index,
+        index=series.index, copy=False,
     )
 
 
@@ -420,33 +420,32 @@ def _possible_spikes(y: np.ndarray, config: SpikeConfig) -> np.ndarray:
     """Positions (into ``y``) of the values that can be spikes, and of the two after each.
 
     The rule needs ``y - baseline > log1p(rtol)`` (``short_rtol`` while the history is short);
-    the baseline is an element of the history, so at least its lowest element, and IEEE
-    subtraction is monotonic: ``y - lowest`` is at least the excess the rule computes.
+    the baseline is an element of the history, so at least any lower bound of the history, and
+    IEEE subtraction is monotonic: ``y - bound`` is at least the excess the rule computes.
     """
-    w = config.window
-    lowest = np.full(len(y), np.inf)
-    lowest[1:] = _trailing_min(y, w)[:-1]  # min of the (up to) w values before each
     least_excess = min(np.log1p(config.rtol), np.log1p(config.short_rtol))
-    possible = np.flatnonzero(y - lowest > least_excess)
+    possible = np.flatnonzero(y - _history_floor(y, config.window) > least_excess)
     around = np.unique(np.concatenate([possible, possible + 1, possible + 2]))
     return around[around < len(y)]
 
 
-def _trailing_min(a: np.ndarray, w: int) -> np.ndarray:
-    """``min(a[max(0, i - w + 1) : i + 1])`` for every ``i`` (van Herk / Gil-Werman: two
-    block-wise running minima, O(n) whatever the window)."""
-    n = len(a)
-    blocks = -(-n // w)
-    padded = np.full(blocks * w, np.inf)
-    padded[:n] = a
-    grid = padded.reshape(blocks, w)
-    ahead = np.minimum.accumulate(grid, axis=1).ravel()  # from each block's start to i
-    behind = np.minimum.accumulate(grid[:, ::-1], axis=1)[:, ::-1].ravel()  # from i to its block's end
-    out = np.minimum.accumulate(a[: min(n, w)])
-    if n > w:
-        i = np.arange(w, n)
-        out = np.concatenate([out, np.minimum(behind[i - w + 1], ahead[i])])
-    return out[:n]
+def _history_floor(y: np.ndarray, w: int) -> np.ndarray:
+    """A lower bound of the lowest of the (up to) ``w`` values before each value (+inf for the
+    first): the exact running minimum over the first ``w`` values, then the lower of the two
+    aligned blocks of ``w`` values that hold a value's history (a wider window: a lower
+    bound, in two cheap passes)."""
+    n = len(y)
+    floor = np.full(n, np.inf)
+    head = min(n, w + 1)
+    floor[1:head] = np.minimum.accumulate(y[: head - 1])
+    if n > w + 1:
+        blocks = -(-n // w)
+        padded = np.full(blocks * w, np.inf)
+        padded[:n] = y
+        low = np.repeat(padded.reshape(blocks, w).min(axis=1), w)  # low[i]: the lowest of i's block
+        # The history of j, y[j - w : j], lies in the blocks of j - w and j - 1.
+        np.minimum(low[1 : n - w], low[w : n - 1], out=floor[w + 1 :])
+    return floor
 
 
 def _window_stats_at(y: np.ndarray, w: int, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
