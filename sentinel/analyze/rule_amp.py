@@ -10,7 +10,7 @@ import pandas as pd
 from sentinel import metrics
 from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
-from sentinel.analyze.spans import group_steps
+from sentinel.analyze.spans import between, group_steps, value_at
 
 
 def loss_scale_incidents(scale: pd.Series, config: AnalyzeConfig) -> list[Incident]:
@@ -45,7 +45,7 @@ def loss_scale_incidents(scale: pd.Series, config: AnalyzeConfig) -> list[Incide
     low = float(scale.min())
     final = float(scale.iloc[-1])
     end = max(int(bad[bad].index[-1]), low_step)
-    top = float(peak.loc[start]) if np.isfinite(peak.loc[start]) else float(scale.iloc[0])
+    top = float(value_at(peak, start)) if np.isfinite(value_at(peak, start)) else float(scale.iloc[0])
     resolved = final >= config.loss_scale_floor and math.log10(top / final) < config.loss_scale_drop_orders
     message = (f"loss scale collapsed from {top:.4g} to {low:.4g} at step {low_step} "
                f"({float(orders.max()):.1f} orders of magnitude); final {final:.4g}")
@@ -76,7 +76,7 @@ def _fast_falls(scale: pd.Series, settled: np.ndarray, config: AnalyzeConfig) ->
                                  & (scale.to_numpy() == peak))
         peak_step = int(steps[at_peak[-1]])
         start = int(steps[at_peak[-1] + 1])  # the first step below the peak
-        part = scale.loc[start:last]
+        part = between(scale, start, last)
         low, low_step = float(part.min()), int(part.idxmin())
         halvings = math.log2(peak / low)
         resolved = math.log10(peak / final) < config.loss_scale_fall_orders

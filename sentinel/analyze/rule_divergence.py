@@ -6,6 +6,7 @@ import pandas as pd
 
 from sentinel.analyze.detector import detect_divergence
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
+from sentinel.analyze.spans import between
 
 
 def divergence_incidents(loss: pd.Series, spike_spans: list[dict] | None = None) -> list[Incident]:
@@ -67,7 +68,7 @@ def _unfinished_rise(loss: pd.Series, frame: pd.DataFrame, spike_spans: list[dic
         return []  # one last row: nothing after it says whether it was a blip or a rise
     if any(span["start"] <= last and span["end"] >= onset for span in spike_spans):
         return []  # the spike rule already reports this rise
-    part = loss.loc[onset:last]
+    part = between(loss, onset, last)
     peak_step, peak = int(part.idxmax()), float(part.max())
     best = float(last_row["best"])
     patience = DivergenceConfig().patience

@@ -20,7 +20,7 @@ import pandas as pd
 from sentinel import metrics
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
 from sentinel.analyze.loaders import RunData
-from sentinel.analyze.spans import cadence, group_steps
+from sentinel.analyze.spans import between, cadence, group_steps
 
 # Columns of an evaluation pass (val_loss, val/ppl, eval/loss, test_acc, validation_loss).
 _EVAL_COLUMN = re.compile(r"^(val|valid|validation|eval|evaluation|test)([_/ .-]|$)")
@@ -112,7 +112,7 @@ def nonfinite_incidents(run: RunData) -> list[Incident]:
         finite_steps = finite(series).index
         last_finite = int(finite_steps[-1]) if len(finite_steps) else None
         for start, end in group_steps(mask, max_gap=1):
-            span = series.loc[start:end][mask.loc[start:end]]
+            span = between(series, start, end)[between(mask, start, end).to_numpy()]
             kinds = sorted({"nan" if np.isnan(v) else ("+inf" if v > 0 else "-inf") for v in span})
             resolved = last_finite is not None and last_finite > end
             sources = events[(events["step"] >= start) & (events["step"] <= end)] if len(events) else events

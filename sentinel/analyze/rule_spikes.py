@@ -9,7 +9,7 @@ from sentinel import metrics
 from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.detector import detect_spikes
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
-from sentinel.analyze.spans import first_step_at_or_below, group_steps
+from sentinel.analyze.spans import between, first_step_at_or_below, group_steps, value_at
 
 # A single outlier row, the next logged step no outlier and at least half-way back: an outlier
 # batch, the case the guard answers by withholding one update (tier 1), not an incident. A
@@ -40,18 +40,18 @@ def spike_spans(series: pd.Series, config: AnalyzeConfig) -> list[dict]:
     interval, excerpt = _interval(series), len(series) < _EXCERPT_ROWS
     spans = []
     for start, end in group_steps(flags, max_gap=2):
-        part = series.loc[start:end]
+        part = between(series, start, end)
         peak_step = int(part.idxmax())
         peak = float(part.max())
-        baseline = float(frame["baseline"].loc[start]) if "baseline" in frame else float("nan")
+        baseline = float(value_at(frame["baseline"], start)) if "baseline" in frame else float("nan")
         if not np.isfinite(baseline):
-            before = series.loc[:start - 1]
+            before = between(series, None, start - 1)
             baseline = float(before.tail(20).median()) if len(before) else float("nan")
-        score = float(frame["score"].loc[start:end].max()) if "score" in frame else float("nan")
+        score = float(between(frame["score"], start, end).max()) if "score" in frame else float("nan")
         level = baseline + config.recover_frac * (peak - baseline)
         recovered = first_step_at_or_below(series, peak_step, level, config.recover_steps)
         nxt = _next_step(series, end)
-        outlier = not excerpt and int(flags.loc[start:end].sum()) <= OUTLIER_ROWS and \
+        outlier = not excerpt and int(between(flags, start, end).sum()) <= OUTLIER_ROWS and \
             _back_at_once(series, end, nxt, interval, baseline, peak)
         spans.append({"start": start, "end": end, "peak_step": peak_step, "peak": peak,
                       "baseline": baseline, "ratio": _ratio(peak, baseline), "score": score,
@@ -120,7 +120,7 @@ def _back_at_once(series: pd.Series, end: int, nxt: int | None, interval: int, b
         return True
     if nxt - end > 2 * interval:
         return False  # the next row is too far away to say "at once"
-    return bool(np.isfinite(baseline) and float(series.loc[nxt]) <= (baseline + peak) / 2)
+    return bool(np.isfinite(baseline) and float(value_at(series, nxt)) <= (baseline + peak) / 2)
 
 
 def _outlier_incident(span: dict) -> Incident:
