@@ -34,6 +34,9 @@ from sentinel.metrics import GRAD_NORM, GRAD_NORM_TOTAL, metric_key
 
 ROOT_GROUP = "root"
 OTHER_GROUP = "other"
+# Many small CPU tensors are normed per shape (see GradNormProbe.__init__).
+_STACK_MIN_TENSORS = 16
+_STACK_MEAN_NUMEL = 4096
 
 
 def grad_norms(
@@ -233,6 +236,27 @@ class GradNormProbe:
                      if isinstance(m, (torch.nn.Embedding, torch.nn.EmbeddingBag)))
         self._uniform = (not sparse and not self.sharded
                          and len({(p.device, p.dtype) for p in self._params}) == 1)
+        # On CPU _foreach_norm is one kernel call per tensor (~2.5 us each), and stacking the
+        # 0-d norms it returns one more small op each. Many small tensors of a few shapes are
+        # normed faster per shape: stack the gradients of one shape, one norm over all but the
+        # first dimension (the same kernel, the same floats). 2,000 Linear(16, 16) tensors:
+        # 0.9 ms instead of 4.0 ms; it loses from ~16,000 elements per tensor (the copy), so only
+        # below _STACK_MEAN_NUMEL on average, from _STACK_MIN_TENSORS tensors, and when the
+        # shapes repeat (at most a quarter as many shapes as tensors). Never on CUDA, where
+        # _foreach_norm is a few fused kernels.
+        self._by_shape: list[tuple[list[int], tuple[int, ...]]] | None = None
+        self._by_shape_order: torch.Tensor | None = None
+        first = self._params[0]
+        if self._uniform and first.device.type == "cpu" and len(self._params) >= _STACK_MIN_TENSORS \
+                and sum(p.numel() for p in self._params) <= _STACK_MEAN_NUMEL * len(self._params):
+            shapes: dict[tuple[int, ...], list[int]] = {}
+            for i, p in enumerate(self._params):
+                shapes.setdefault(tuple(p.shape), []).append(i)
+            if 4 * len(shapes) <= len(self._params):
+                self._by_shape = [(idx, tuple(range(1, len(shape) + 1))) for shape, idx in shapes.items()]
+                stacked = torch.tensor([i for idx, _ in self._by_shape for i in idx])
+                self._by_shape_order = torch.empty_like(stacked)  # parameter order from stacked order
+                self._by_shape_order[stacked] = torch.arange(len(stacked))
 
         self._keys = [metric_key(GRAD_NORM, g) for g in names]
         clashes = {k for k in self._keys if self._keys.count(k) > 1 or k == GRAD_NORM_TOTAL}
@@ -309,7 +333,12 @@ class GradNormProbe:
         grads = [p.grad for p in self._params]
         if self._uniform and all(g is not None for g in grads):  # `in` would call Tensor.__eq__
             dtype = torch.float64 if grads[0].dtype == torch.float64 else torch.float32
-            per_tensor = torch.stack(torch._foreach_norm(grads, 2, dtype=dtype))  # (P,)
+            if self._by_shape is not None:  # many small CPU tensors: one norm per shape
+                per_shape = [torch.linalg.vector_norm(torch.stack([grads[i] for i in idx]), dim=dims, dtype=dtype)
+                             for idx, dims in self._by_shape]
+                per_tensor = torch.cat(per_shape)[self._by_shape_order]  # (P,)
+            else:
+                per_tensor = torch.stack(torch._foreach_norm(grads, 2, dtype=dtype))  # (P,)
         else:
             per_tensor = _per_tensor_norms(grads, self._params[0].device)
         return per_tensor if reduce_squares is None else reduce_squares(per_tensor.square()).sqrt()
