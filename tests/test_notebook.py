@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -23,3 +24,14 @@ def test_analyze_notebook_executes(tmp_path):
     assert errors == []
     images = [o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
     assert len(images) == 1
+
+
+def test_analyze_notebook_uses_only_public_api():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    imports = re.findall(r"^\s*(?:from|import)\s+(sentinel[\w.]*)", code, re.M)
+    assert imports and set(imports) <= {"sentinel", "sentinel.analyze"}, imports
+    assert not re.search(r"sentinel\.analyze\.\w+\.", code), "the notebook reaches into sentinel.analyze's modules"
+    # A walkthrough, not a script: it explains more than it runs.
+    prose = sum(len(c.source) for c in nb.cells if c.cell_type == "markdown")
+    assert prose > len(code)

@@ -85,7 +85,7 @@ def test_every_marker_is_in_the_legend_and_names_its_run(figure):
     texts = legend_texts(fig)
     assert texts[:2] == [f"{r.name} ({r.verdict.value})" for r in report.runs]
     guarded = {t for t in texts if t.startswith("2-guarded: ")}
-    assert any("rollback" in t and "restored step" in t for t in guarded)
+    assert any("rollback" in t and "restored" in t for t in guarded)
     assert any("batches skipped" in t for t in guarded)
     assert any("update withheld" in t for t in guarded)
     assert any(t.startswith("1-unguarded: loss spike") for t in texts)

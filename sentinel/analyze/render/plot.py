@@ -43,7 +43,7 @@ _LOG_PANELS = ("loss", metrics.GRAD_NORM_TOTAL, metrics.LOSS_SCALE)
 _MODULE_STYLES = ("-", "--", ":", "-.")
 # Loss spikes annotated with their peak value, per run; past this the numbers would pile up.
 _MAX_PEAK_LABELS = 12
-_LEGEND_WRAP = 40  # characters per legend line
+_LEGEND_WRAP = 44  # characters per legend line
 
 
 @dataclass(frozen=True)
@@ -57,15 +57,15 @@ class _Mark:
 
 
 _MARKS = {
-    "loss_spike": _Mark("loss spike, peak value beside it", "v", 56),
+    "loss_spike": _Mark("loss spike (peak value written)", "v", 56),
     "outlier_batch": _Mark("outlier batch (one step, back on trend)", "o", 22, hollow=True),
-    "skipped_update": _Mark("update withheld by the guard (ticks along the bottom)", "|", 70),
+    "skipped_update": _Mark("update withheld (ticks along the bottom)", "|", 70),
     "grad_norm_explosion": _Mark("grad norm explosion", "D", 26),
     "entropy_collapse": _Mark("attention entropy collapse", "s", 30),
     "loss_scale_collapse": _Mark("loss scale collapse", "P", 44),
-    "rollback": _Mark("rollback (dashed), arrow back to the restored step"),
+    "rollback": _Mark("rollback (dashed), arrow to the step restored"),
     "skip": _Mark("batches skipped after a rollback (shaded)"),
-    "nonfinite": _Mark("non-finite step (NaN/Inf)"),
+    "nonfinite": _Mark("NaN/Inf (line; hatched while it lasts)"),
     "divergence": _Mark("divergence (hatched)"),
     "gave_up": _Mark("guard gave up"),
     "restart": _Mark("run resumed by another process"),
@@ -154,18 +154,23 @@ def plot_figure(report: Report):
     # Each run with withheld updates gets its own row of ticks along the bottom of the loss panel.
     guarded = [i for i, r in enumerate(runs) if any(x.kind == "skipped_update" for x in r.incidents)]
     rug_rows = {run_i: row for row, run_i in enumerate(guarded)}
+    firsts = [int(r.data.steps.index.min()) for r in runs]
+    lasts = [int(r.data.steps.index.max()) for r in runs]
+    notes: dict[int, tuple[Any, list[tuple[float, float, str, str]]]] = {}  # per panel: (step, value, text, colour)
     for run_i, run in enumerate(runs):
-        _mark(axes, panels, run, run_i, several, colors[run_i], legend, rug_rows.get(run_i, 0))
+        _mark(axes, panels, run, run_i, several, colors[run_i], legend, rug_rows.get(run_i, 0), notes)
     for ax, (key, label) in zip(axes, panels):
         ax.set_ylabel(label)
         ax.grid(alpha=0.3, which="major")
         if key in _LOG_PANELS and all(_positive(r, key) for r in runs if _columns(r, key)):
-            top = 0.12 if ax is axes[0] or key == metrics.LOSS else 0.0
+            top = 0.2 if ax is axes[0] or key == metrics.LOSS else 0.0
             bottom = 0.06 + 0.05 * len(guarded) if key == metrics.LOSS and guarded else 0.0
             _log_axis(ax, top, bottom)
         if ax.get_yscale() == "linear" and max(abs(ax.dataLim.y0), abs(ax.dataLim.y1)) >= 1e4:
             ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: _tick_text(v)))
         _step_axis(ax)
+    for ax, written in notes.values():
+        _write_peaks(ax, written, x_span=max(max(lasts) - min(firsts), 1))
     axes[-1].set_xlabel("step")
     title = ", ".join(f"{r.name}: {r.verdict.value}" for r in runs)
     fig.suptitle(_literal("sentinel analyze -- " + textwrap.shorten(title, 150, placeholder=" ...")), fontsize=11)
@@ -295,6 +300,38 @@ def _tick_text(value: float) -> str:
     return f"{value:g}"
 
 
+def _write_peaks(ax, notes: list[tuple[float, float, str, str]], x_span: int) -> None:
+    """Write each peak value above its marker, in its run's colour. Peaks within 3% of the steps
+    and, on a log axis, 0.3 decades of each other form a group whose values are stacked above
+    its highest marker, highest value first, so that no two overlap."""
+    log = ax.get_yscale() == "log"
+
+    def close(a: tuple, b: tuple) -> bool:
+        if abs(a[0] - b[0]) >= 0.03 * x_span:
+            return False
+        if log and a[1] > 0 and b[1] > 0:
+            return abs(math.log10(a[1]) - math.log10(b[1])) < 0.3
+        return True
+
+    groups: list[list[tuple[float, float, str, str]]] = []
+    for note in sorted(notes):
+        group = next((g for g in groups if any(close(note, other) for other in g)), None)
+        if group is None:
+            groups.append([note])
+        else:
+            group.append(note)
+    for group in groups:
+        top = max(y for _, y, _, _ in group)
+        for row, (x, _, text, color) in enumerate(sorted(group, key=lambda n: -n[1])):
+            ax.annotate(text, (x, top), xytext=(0, 6 + 10 * row), textcoords="offset points", ha="center",
+                        va="bottom", fontsize=8, color=color, fontweight="bold", zorder=6)
+
+
+def _peak_text(value: float) -> str:
+    """A spike's peak beside its marker: ``7.9``, ``4.71``, ``1,993``, ``2.5e+05``."""
+    return f"{value:,.0f}" if 1000 <= abs(value) < 1e5 else f"{value:.3g}"
+
+
 def _step_axis(ax) -> None:
     from matplotlib import ticker
 
@@ -303,8 +340,10 @@ def _step_axis(ax) -> None:
 
 
 def _mark(axes, panels, run: RunReport, run_index: int, several: bool, color: str,
-          legend: dict[str, Any], rug_row: int) -> None:
-    """Draw ``run``'s incidents in ``color``; add each kind to ``legend`` the first time."""
+          legend: dict[str, Any], rug_row: int, notes: dict[int, tuple[Any, list[tuple[float, float, str, str]]]]
+          ) -> None:
+    """Draw ``run``'s incidents in ``color``; add each kind to ``legend`` the first time, and the
+    peak values to write to ``notes``."""
     from matplotlib import transforms
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
@@ -325,10 +364,8 @@ def _mark(axes, panels, run: RunReport, run_index: int, several: bool, color: st
         edge = color if mark.hollow else "black"
         ax.scatter([x], [y], marker=mark.marker, s=mark.size, facecolors=face, edgecolors=edge,
                    linewidths=1.0, zorder=5)
-        if note is not None:  # the first run's numbers to the left, the others' to the right
-            left = run_index == 0 and several
-            ax.annotate(note, (x, y), xytext=(-6 if left else 6, 2), textcoords="offset points",
-                        ha="right" if left else "left", va="bottom", fontsize=8, color="black", zorder=6)
+        if note is not None:  # written once every panel has its scale: see _write_peaks
+            notes.setdefault(id(ax), (ax, []))[1].append((float(x), float(y), note, color))
         label(kind, Line2D([], [], ls="none", marker=mark.marker, markersize=math.sqrt(mark.size),
                            markerfacecolor=face, markeredgecolor=edge))
 
@@ -350,7 +387,7 @@ def _mark(axes, panels, run: RunReport, run_index: int, several: bool, color: st
         found = steps.loc[step, column]
         return float(found) if np.isscalar(found) else None
 
-    spikes, withheld = 0, []
+    spikes, rollbacks, withheld = 0, 0, []
     for incident in run.incidents:
         kind, details = incident.kind, incident.details
         peak_step = details.get("peak_step", incident.step)
@@ -358,7 +395,7 @@ def _mark(axes, panels, run: RunReport, run_index: int, several: bool, color: st
             peak = details.get("peak")
             peak = peak if isinstance(peak, (int, float)) else value(metrics.LOSS, peak_step)
             spikes += 1
-            note = f"{peak:.3g}" if spikes <= _MAX_PEAK_LABELS and isinstance(peak, (int, float)) else None
+            note = _peak_text(peak) if spikes <= _MAX_PEAK_LABELS and isinstance(peak, (int, float)) else None
             point(kind, loss_ax, peak_step, peak, note)
         elif kind == "outlier_batch":
             point(kind, loss_ax, peak_step, details.get("peak", value(metrics.LOSS, peak_step)))
@@ -379,7 +416,9 @@ def _mark(axes, panels, run: RunReport, run_index: int, several: bool, color: st
             if restored is not None:
                 top = axes[0]
                 blend = transforms.blended_transform_factory(top.transData, top.transAxes)
-                top.annotate("", xy=(restored, 0.93), xytext=(at, 0.93), xycoords=blend, textcoords=blend,
+                height = 0.96 - 0.04 * (rollbacks % 3)  # rollbacks to the same step stay apart
+                rollbacks += 1
+                top.annotate("", xy=(restored, height), xytext=(at, height), xycoords=blend, textcoords=blend,
                              arrowprops={"arrowstyle": "-|>", "color": color, "lw": 1.3}, zorder=6)
             label(kind, Line2D([], [], color=color, ls="--", lw=1.1, marker="<", markevery=[0]))
         elif kind == "skip":
@@ -387,11 +426,13 @@ def _mark(axes, panels, run: RunReport, run_index: int, several: bool, color: st
                 ax.axvspan(incident.step - 0.5, incident.end_step + 0.5, color=color, alpha=0.22, lw=0, zorder=1)
             label(kind, Patch(facecolor=color, alpha=0.22))
         elif kind == "nonfinite":
-            for ax in axes:  # a line, not a span: one NaN step would be invisible as a span
+            for ax in axes:  # a line: one NaN step would be invisible as a span
                 ax.axvline(incident.step, color=color, lw=1.8, alpha=0.8, zorder=3)
                 if incident.end_step > incident.step:
-                    ax.axvspan(incident.step, incident.end_step, color=color, alpha=0.15, lw=0, zorder=1)
-            label(kind, Line2D([], [], color=color, lw=1.8, alpha=0.8))
+                    ax.axvspan(incident.step, incident.end_step, facecolor="none", edgecolor=color, hatch="x",
+                               alpha=0.2, lw=0, zorder=1)
+            label(kind, (Patch(facecolor="none", edgecolor=color, hatch="x", alpha=0.4, lw=0),
+                         Line2D([], [], color=color, lw=1.8, alpha=0.8)))
         elif kind == "divergence":
             for ax in axes:
                 ax.axvspan(incident.step, incident.end_step, facecolor="none", edgecolor=color, hatch="//",
