@@ -14,8 +14,9 @@ Example:
     >>> report = sentinel.analyze("logs/")  # doctest: +SKIP
     >>> [(r.name, r.verdict.value) for r in report.runs]  # doctest: +SKIP
     [('run1', 'recovered')]
-    >>> print(sentinel.analyze.render_table(report))  # doctest: +SKIP
-    >>> sentinel.analyze.render_plot(report, "report.png")  # doctest: +SKIP
+    >>> from sentinel.analyze import render_plot, render_table
+    >>> print(render_table(report))  # doctest: +SKIP
+    >>> render_plot(report, "report.png")  # doctest: +SKIP
 """
 
 from __future__ import annotations
