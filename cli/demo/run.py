@@ -7,6 +7,7 @@ skips the bad batches and ends healthy. Then both run directories are analysed a
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import time
 import warnings
@@ -153,7 +154,8 @@ def run_demo(out: str | Path = "logs/demo", steps: int = 400, progress: bool = T
             announce(run)
         lm, loader = scenario.build(faults=True, data=data)
         callback = SentinelCallback(log_dir=str(out / name), **options)
-        bar = [_NamedProgressBar(name)] if progress else []
+        # Rich draws Lightning's default bar; without it Lightning falls back to tqdm ("Epoch 0").
+        bar = [_NamedProgressBar(name)] if progress and importlib.util.find_spec("rich") else []
         trainer = L.Trainer(accelerator="cpu", max_steps=scenario.steps, logger=False,
                             enable_checkpointing=False, enable_model_summary=False,
                             enable_progress_bar=progress, callbacks=[callback, *bar])
