@@ -193,7 +193,7 @@ class _State:
     params: list[torch.Tensor] = field(default_factory=list)  # see _outside_params
     # The host tensors it holds, each once (for reuse by a later take), and the CUDA events its
     # asynchronous copies complete at; see wait().
-    buffers: list[torch.Tensor] = field(default_factory=list, repr=False)
+    pool: _BufferPool | None = field(default=None, repr=False)
     pending: list[Any] = field(default_factory=list, repr=False)
 
     def wait(self) -> None:
@@ -385,14 +385,14 @@ class SnapshotRing:
         (host_model, host_opts, host_scheds, host_params), scaler_sd = \
             copier.copy((plan, scaler_plan), pool, self._pin(copier.sources))
         state = _State(host_model, host_opts, host_scheds, scaler_sd, rng, host_params,
-                       buffers=copier.buffers, pending=copier.pending)
+                       pool=copier.pool, pending=copier.pending)
         snap = Snapshot(step=int(step), nbytes=nbytes, good=True, extra=copy.deepcopy(dict(extra or {})))
         if self.config.directory is None:
             snap._state = state  # CUDA copies still in flight: waited for when the state is read
         else:
             state.wait()
             snap._path = self._write(snap, state)
-            self._pool = _BufferPool(state.buffers)  # written: the next take copies into them
+            self._pool = state.pool  # written: the next take copies into them
         self._snapshots.append(snap)
         return snap
 
@@ -568,9 +568,9 @@ class SnapshotRing:
     def _release(self, snap: Snapshot) -> None:
         # Clear the state so memory is freed even if a caller still holds the Snapshot; its
         # buffers wait for the next take (the newest dropped snapshot's only: one snapshot's worth).
-        if snap._state is not None:
+        if snap._state is not None and snap._state.pool is not None:
             snap._state.wait()  # long done by now: a dropped snapshot is at least `every` steps old
-            self._pool = _BufferPool(snap._state.buffers)
+            self._pool = snap._state.pool
         snap._state = None
         if snap._path is not None:
             try:
@@ -838,22 +838,32 @@ class _Leaf:
 
 
 class _BufferPool:
-    """Host tensors of a dropped snapshot, handed out again to copies of the same shape."""
+    """The host tensors of a snapshot, handed out again to the next take that fits them.
 
-    def __init__(self, buffers: Sequence[torch.Tensor] = ()) -> None:
-        self._free: dict[tuple, list[torch.Tensor]] = {}
-        for buf in buffers:
-            self._free.setdefault(_buffer_key(buf.shape, buf.dtype, buf.is_pinned()), []).append(buf)
+    ``keys``: ``(shape, dtype, on CUDA)`` of each buffer, in the order the take listed its
+    tensors. A take of the same state asks for the same keys in the same order (one list
+    comparison); otherwise each buffer goes to a tensor of its key, and the rest are allocated.
+    """
 
-    def get(self, like: torch.Tensor, pin: bool) -> torch.Tensor:
-        free = self._free.get(_buffer_key(like.shape, like.dtype, pin))
-        if free:
-            return free.pop()
-        return torch.empty(like.shape, dtype=like.dtype, pin_memory=pin)
+    def __init__(self, keys: Sequence[tuple] = (), buffers: Sequence[torch.Tensor] = (), pin: bool = False) -> None:
+        self.keys, self.buffers, self.pin = list(keys), list(buffers), pin
 
-
-def _buffer_key(shape: torch.Size, dtype: torch.dtype, pinned: bool) -> tuple:
-    return tuple(shape), dtype, pinned
+    def take(self, keys: list[tuple], pin: bool) -> list[torch.Tensor]:
+        if pin == self.pin and keys == self.keys:
+            return list(self.buffers)
+        free: dict[tuple, list[torch.Tensor]] = {}
+        if pin == self.pin:
+            for key, buf in zip(self.keys, self.buffers):
+                free.setdefault(key, []).append(buf)
+        out = []
+        for key in keys:
+            held = free.get(key)
+            if held:
+                out.append(held.pop())
+            else:
+                shape, dtype, cuda = key
+                out.append(torch.empty(shape, dtype=dtype, pin_memory=pin and cuda))
+        return out
 
 
 class _HostCopier:
@@ -868,7 +878,9 @@ class _HostCopier:
 
     def __init__(self) -> None:
         self.sources: list[torch.Tensor] = []
-        self.buffers: list[torch.Tensor] = []
+        self.keys: list[tuple] = []  # (shape, dtype, on CUDA) of each source
+        self.devices: set[torch.device] = set()
+        self.pool = _BufferPool()  # the host copies, once copied
         self.pending: list[Any] = []
         self.nbytes = 0
         self._memo: dict[tuple, int] = {}
@@ -885,26 +897,33 @@ class _HostCopier:
         return copy.deepcopy(obj)
 
     def _leaf(self, t: torch.Tensor) -> _Leaf:
-        t = t.detach()
+        if t.requires_grad:
+            t = t.detach()
         dtensor = None
         if _is_dtensor(t):  # a shard (FSDP2): copy this rank's part, keep its placement
             dtensor, t = t, t.to_local()
-        key = _storage_key(t)  # tied weights appear under several keys: copy the storage view once
+        # Tied weights appear under several keys: copy the same view of the same memory once.
+        key = (t.data_ptr(), t.device, t.dtype, t.shape, t.stride())
         index = self._memo.get(key)
         if index is None:
             index = self._memo[key] = len(self.sources)
             self.sources.append(t)
+            self.keys.append((t.shape, t.dtype, t.is_cuda))
+            self.devices.add(t.device)
             self.nbytes += t.numel() * t.element_size()
         return _Leaf(index, dtensor)
 
     def copy(self, plan: Any, pool: _BufferPool, pin: bool) -> Any:
-        by_device: dict[torch.device, tuple[list[torch.Tensor], list[torch.Tensor]]] = {}
-        for src in self.sources:
-            dst = pool.get(src, pin and src.is_cuda)
-            self.buffers.append(dst)
-            dsts, srcs = by_device.setdefault(src.device, ([], []))
-            dsts.append(dst)
-            srcs.append(src)
+        buffers = pool.take(self.keys, pin)
+        self.pool = _BufferPool(self.keys, buffers, pin)
+        if len(self.devices) == 1:
+            by_device = {next(iter(self.devices)): (buffers, self.sources)}
+        else:
+            by_device = {}
+            for dst, src in zip(buffers, self.sources):
+                dsts, srcs = by_device.setdefault(src.device, ([], []))
+                dsts.append(dst)
+                srcs.append(src)
         for device, (dsts, srcs) in by_device.items():
             if device.type == "cuda":
                 torch._foreach_copy_(dsts, srcs, non_blocking=pin)
@@ -918,7 +937,7 @@ class _HostCopier:
 
     def _build(self, plan: Any) -> Any:
         if isinstance(plan, _Leaf):
-            out = self.buffers[plan.index]
+            out = self.pool.buffers[plan.index]
             if plan.dtensor is not None:
                 d = plan.dtensor
                 return type(d).from_local(out, d.device_mesh, d.placements, run_check=False,
@@ -949,10 +968,6 @@ def _scaler_state(scaler: Any, copier: _HostCopier) -> dict[str, Any]:
 
 def _is_dtensor(t: torch.Tensor) -> bool:
     return type(t).__name__ == "DTensor" and hasattr(t, "to_local")
-
-
-def _storage_key(t: torch.Tensor) -> tuple:
-    return (t.device, t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), t.stride(), t.dtype)
 
 
 def _fresh_optimizer_state(sd: dict[str, Any], opt: Optimizer) -> dict[str, Any]:
