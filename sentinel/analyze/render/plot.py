@@ -172,8 +172,10 @@ def plot_figure(report: Report):
     for ax, written in notes.values():
         _write_peaks(ax, written, x_span=max(max(lasts) - min(firsts), 1))
     axes[-1].set_xlabel("step")
-    title = ", ".join(f"{r.name}: {r.verdict.value}" for r in runs)
-    fig.suptitle(_literal("sentinel analyze -- " + textwrap.shorten(title, 150, placeholder=" ...")), fontsize=11)
+    title = "sentinel analyze -- " + ", ".join(f"{r.name}: {r.verdict.value}" for r in runs)
+    # Left-aligned and wrapped to the panels' width: it never runs into the legend on the right.
+    title = "\n".join(textwrap.wrap(_literal(textwrap.shorten(title, 200, placeholder=" ...")), 100))
+    fig.suptitle(title, fontsize=11, x=0.01, ha="left")
     fig.legend(list(legend.values()), list(legend.keys()), loc="outside right upper", fontsize=8,
                frameon=False, handlelength=2.6)
     return fig
