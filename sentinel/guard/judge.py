@@ -12,6 +12,8 @@ from typing import Any
 from sentinel.config import SentinelConfig
 from sentinel.guard.policy import StepSignals
 
+_HEALTHY = StepSignals()
+
 
 class StepJudge:
     """The loss and grad-norm spike detectors and the divergence detector of one run.
@@ -51,9 +53,12 @@ class StepJudge:
         self.verdicts = (loss_v, grad_v, div_v)
         if loss_v is not None and math.isfinite(loss_v.baseline):
             self.loss_baseline = loss_v.baseline
-        return StepSignals(nonfinite=nonfinite,
-                           loss_spike=bool(loss_v is not None and loss_v.is_spike),
-                           grad_norm_spike=bool(grad_v is not None and grad_v.is_spike),
+        loss_spike = bool(loss_v is not None and loss_v.is_spike)
+        grad_norm_spike = bool(grad_v is not None and grad_v.is_spike)
+        if not (nonfinite or loss_spike or grad_norm_spike or newly_diverged or overflow_streak) \
+                and loss_scale is None:
+            return _HEALTHY  # the usual step: one shared (frozen) instance, nothing to build
+        return StepSignals(nonfinite=nonfinite, loss_spike=loss_spike, grad_norm_spike=grad_norm_spike,
                            divergence=newly_diverged, overflow_streak=overflow_streak, loss_scale=loss_scale)
 
     def state_dict(self) -> dict[str, Any]:
