@@ -276,3 +276,19 @@ def test_scenario_runs_share_data_and_weights_and_differ_only_by_the_faults():
 def test_scenario_refuses_faults_after_the_last_step():
     with pytest.raises(ValueError, match="after the last step"):
         DemoScenario(steps=200)
+
+
+def test_a_second_demo_into_the_same_out_replaces_the_first_runs_only(tmp_path):
+    from sentinel.cli.demo.run import GUARDED, UNGUARDED, prepare_out
+    from sentinel.store import RunWriter
+
+    for name in (UNGUARDED, GUARDED):
+        RunWriter(tmp_path / name, tensorboard=False).close()  # what an earlier demo left
+    (tmp_path / "notes.txt").write_text("mine")
+    prepare_out(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    (tmp_path / UNGUARDED).mkdir()
+    (tmp_path / UNGUARDED / "data.csv").write_text("not a run")
+    with pytest.raises(ValueError, match="not a run a demo wrote"):
+        prepare_out(tmp_path)
+    assert (tmp_path / UNGUARDED / "data.csv").read_text() == "not a run"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import shutil
 import time
 import warnings
 from dataclasses import dataclass, replace
@@ -106,7 +107,8 @@ def scenario_for(steps: int) -> DemoScenario:
 
 
 def prepare_out(out: str | Path) -> Path:
-    """Create the demo's output directory, or say in one line why it cannot be.
+    """Create the demo's output directory (replacing an earlier demo's runs in it), or say in one
+    line why it cannot be.
 
     Raises:
         ValueError: ``out`` cannot be created or written.
@@ -121,6 +123,20 @@ def prepare_out(out: str | Path) -> Path:
     except OSError as err:
         raise ValueError(f"--out '{out}' cannot be created ({err.strerror or err}): "
                          "pass a directory you can write to") from err
+    # A second demo into the same --out starts afresh: appended to the first, its runs would read
+    # as restarted by another process. Only what a demo wrote is removed.
+    for name in (UNGUARDED, GUARDED):
+        previous = out / name
+        if not previous.exists():
+            continue
+        if not (previous / "meta.json").is_file():
+            raise ValueError(f"--out '{out}' holds '{name}', which is not a run a demo wrote: "
+                             "pass another directory")
+        try:
+            shutil.rmtree(previous)
+        except OSError as err:
+            raise ValueError(f"cannot replace the previous demo run '{previous}' "
+                             f"({err.strerror or err}): pass another --out") from err
     return out
 
 

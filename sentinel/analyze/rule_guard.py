@@ -78,12 +78,13 @@ def restart_incidents(restarts: list[int] | None) -> list[Incident]:
     """One info incident per step where a resumed process took over the run directory.
 
     Example:
-        >>> [i.message for i in restart_incidents([40])]
-        ['run resumed at step 40 by another process: its history replaces the earlier one from there']
+        >>> [i.message for i in restart_incidents([0, 40])][1]
+        'another process resumed this run at step 40: its history replaces the earlier one from there'
     """
     return [Incident(IncidentKind.RESTART, int(s), int(s), Severity.INFO,
-                     f"run resumed at step {int(s)} by another process: its history replaces the "
-                     "earlier one from there", {"resolved": True})
+                     (f"another process resumed this run at step {int(s)}" if s else
+                      "another process started this run over in the same directory")
+                     + ": its history replaces the earlier one from there", {"resolved": True})
             for s in sorted(set(restarts or []))]
 
 

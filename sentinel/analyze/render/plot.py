@@ -68,7 +68,7 @@ _MARKS = {
     "nonfinite": _Mark("NaN/Inf (line; hatched while it lasts)"),
     "divergence": _Mark("divergence (hatched)"),
     "gave_up": _Mark("guard gave up"),
-    "restart": _Mark("run resumed by another process"),
+    "restart": _Mark("restarted by another process (its history from here)"),
 }
 
 
