@@ -1,0 +1,192 @@
+"""The bulk TensorBoard reader against a record-by-record protobuf reader, on event files with
+every shape a writer produces (scalars in events of one to hundreds of values, step 0 without a
+step field, negative steps, NaN/Inf, TF2 tensor scalars, tags of equal length) and with damage
+(payloads and lengths that fail their checksum, a payload that does not parse)."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2
+
+from sentinel.analyze.loaders import tensorboard
+from sentinel.analyze.loaders.tfrecord import masked_crc, read_scalars
+
+
+def record(event: event_pb2.Event) -> bytes:
+    payload = event.SerializeToString()
+    header = struct.pack("<Q", len(payload))
+    return header + struct.pack("<I", masked_crc(header)) + payload + struct.pack("<I", masked_crc(payload))
+
+
+def scalars(step: int, values: dict[str, float]) -> bytes:
+    summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=k, simple_value=v) for k, v in values.items()])
+    return record(event_pb2.Event(wall_time=1.7e9 + step, step=step, summary=summary))
+
+
+def tensor_scalar(step: int, tag: str, value: float, double: bool) -> bytes:
+    shape = tensor_shape_pb2.TensorShapeProto()
+    tensor = (tensor_pb2.TensorProto(dtype=2, tensor_shape=shape, tensor_content=np.float64(value).tobytes())
+              if double else tensor_pb2.TensorProto(dtype=1, tensor_shape=shape, float_val=[value]))
+    summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=tag, tensor=tensor)])
+    return record(event_pb2.Event(wall_time=1.0, step=step, summary=summary))
+
+
+def mixed_file() -> bytes:
+    """Periodic stretches (the bulk path) broken by everything else (the protobuf path)."""
+    rng = np.random.default_rng(0)
+    out = [record(event_pb2.Event(wall_time=1.0, file_version="brain.Event:2"))]
+    for step in range(-3, 3000):
+        values = {"loss": float(rng.random() * 3), "lr": 3e-4}
+        if step == 700:
+            values["loss"] = float("nan")
+        if step == 800:
+            values["loss"] = float("inf")
+        if step % 50 == 0:
+            values.update({f"grad_norm/blocks.{i}": float(rng.random()) for i in range(300)})
+        out.append(scalars(step, values))
+        if step % 7 == 0:  # the same length, other tags: a second layout of that length
+            out.append(scalars(step, {"aaaa": float(step), "bbbb": 1.0} if step % 2 else {"cccc": 2.0, "dddd": 0.5}))
+        if step % 97 == 0:
+            out.append(tensor_scalar(step, "epoch_loss", 1.5 + step, double=step % 2 == 0))
+    return b"".join(out)
+
+
+def periodic_file() -> bytes:
+    """What sentinel's mirror and SummaryWriter loops write: the same events step after step
+    (lengths repeat with a period of 50 records), read by predicting the next records in bulk."""
+    out = [record(event_pb2.Event(wall_time=1.0, file_version="brain.Event:2"))]
+    for step in range(6000):
+        values = {"loss": 2.0 + 1.0 / (step + 1), "lr": 3e-4, "grad_norm/total": 1.0}
+        if step % 50 == 0:
+            values.update({f"attn_entropy/blocks.{i}.attn": 2.0 - 0.01 * i for i in range(12)})
+        out.append(scalars(step, values))
+    return b"".join(out)
+
+
+FILES = {"mixed": mixed_file, "periodic": periodic_file}
+
+
+def reference(path: Path) -> tuple[dict[str, tuple[list[int], list[float]]], list[str]]:
+    """Record by record with the protobuf, as TensorBoard's own reader does, and the warnings
+    the loader gives for what it met."""
+    from google.protobuf.message import DecodeError
+
+    data, name = path.read_bytes(), path.name
+    out: dict[str, tuple[list[int], list[float]]] = {}
+    warnings, pos, records, bad = [], 0, 0, []
+    while pos < len(data):
+        if pos + 12 > len(data):
+            warnings.append(f"{name}: truncated record at byte {pos} of {len(data)}; read {records} records before it")
+            break
+        length, length_crc = struct.unpack_from("<QI", data, pos)
+        end = pos + 16 + length
+        if end > len(data) or masked_crc(data[pos:pos + 8]) != length_crc:
+            warnings.append(f"{name}: truncated or damaged record at byte {pos} of {len(data)}; "
+                            f"read {records} records before it")
+            break
+        payload = data[pos + 12:end - 4]
+        if masked_crc(payload) != struct.unpack_from("<I", data, end - 4)[0]:
+            bad.append(pos)
+            pos = end
+            continue
+        try:
+            event = event_pb2.Event.FromString(payload)
+        except DecodeError:
+            warnings.append(f"{name}: damaged record at byte {pos} of {len(data)}; read {records} records before it")
+            break
+        pos, records = end, records + 1
+        for value in event.summary.value:
+            if value.WhichOneof("value") == "simple_value":
+                number = value.simple_value
+            elif value.tensor.float_val:
+                number = value.tensor.float_val[0]
+            else:
+                number = float(np.frombuffer(value.tensor.tensor_content, dtype=np.float64)[0])
+            steps, values = out.setdefault(value.tag, ([], []))
+            steps.append(event.step)
+            values.append(number)
+    if bad:
+        warnings.append(f"{name}: dropped {len(bad)} record(s) whose checksum does not match "
+                        f"(damaged on disk; first at byte {bad[0]})")
+    return out, warnings
+
+
+def assert_same(path: Path, data: bytes) -> list[str]:
+    path.write_bytes(data)
+    warnings: list[str] = []
+    got = read_scalars(path, warnings)
+    expected, expected_warnings = reference(path)
+    assert sorted(got) == sorted(expected)
+    for tag, (steps, values) in expected.items():
+        np.testing.assert_array_equal(got[tag][0], np.asarray(steps, dtype=np.int64), err_msg=tag)
+        np.testing.assert_array_equal(got[tag][1], np.asarray(values, dtype=np.float64), err_msg=tag)
+    assert warnings == expected_warnings
+    return warnings
+
+
+def starts(data: bytes) -> list[int]:
+    out, pos = [], 0
+    while pos < len(data):
+        out.append(pos)
+        pos += 16 + struct.unpack_from("<Q", data, pos)[0]
+    return out
+
+
+@pytest.mark.parametrize("kind", FILES)
+def test_bulk_reader_equals_the_protobuf_one(tmp_path, kind):
+    assert assert_same(tmp_path / "events.out.tfevents.1", FILES[kind]()) == []
+
+
+@pytest.mark.parametrize("kind", FILES)
+def test_the_same_flip_in_many_records_drops_each_of_them(tmp_path, kind):
+    data = bytearray(FILES[kind]())
+    at = starts(bytes(data))
+    damaged = [p for p in at[100:200:10]]  # ten records, the same byte and bit of each payload
+    for pos in damaged:
+        data[pos + 12 + 20] ^= 0x04
+    (warning,) = assert_same(tmp_path / "events.out.tfevents.1", bytes(data))
+    assert f"dropped {len(damaged)} record(s) whose checksum does not match" in warning
+    assert f"first at byte {damaged[0]}" in warning
+
+
+@pytest.mark.parametrize("kind", FILES)
+@pytest.mark.parametrize("where", [5, 1500, -1200, -3])
+def test_a_damaged_length_stops_reading_there(tmp_path, kind, where):
+    data = bytearray(FILES[kind]())
+    pos = starts(bytes(data))[where]
+    data[pos + 1] ^= 0x01  # the length is 256 off: its checksum fails
+    (warning,) = assert_same(tmp_path / "events.out.tfevents.1", bytes(data))
+    assert f"truncated or damaged record at byte {pos} of {len(data)}" in warning
+
+
+@pytest.mark.parametrize("kind", FILES)
+def test_a_payload_that_does_not_parse_stops_reading_there(tmp_path, kind):
+    data = FILES[kind]()
+    pos = starts(data)[2000]
+    junk = b"\xff" * 7
+    header = struct.pack("<Q", len(junk))
+    bad = header + struct.pack("<I", masked_crc(header)) + junk + struct.pack("<I", masked_crc(junk))
+    (warning,) = assert_same(tmp_path / "events.out.tfevents.1", data[:pos] + bad + data[pos:])
+    assert f"damaged record at byte {pos} of" in warning
+
+
+@pytest.mark.parametrize("kind", FILES)
+@pytest.mark.parametrize("cut", [1, 11, 30])
+def test_a_cut_file_keeps_every_whole_record(tmp_path, kind, cut):
+    (warning,) = assert_same(tmp_path / "events.out.tfevents.1", FILES[kind]()[:-cut])
+    assert "record at byte" in warning
+
+
+def test_a_restarted_run_keeps_the_last_value_of_a_step(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "events.out.tfevents.1.a").write_bytes(b"".join(scalars(s, {"loss": 3.0}) for s in range(200)))
+    (run / "events.out.tfevents.2.a").write_bytes(b"".join(scalars(s, {"loss": 2.0}) for s in range(100, 300)))
+    (loaded,) = tensorboard.load(run)
+    loss = loaded.steps["loss"]
+    assert loss.index.tolist() == list(range(300))
+    assert (loss.loc[:99] == 3.0).all() and (loss.loc[100:] == 2.0).all()
