@@ -230,6 +230,13 @@ def test_csv_aliases_and_other_numeric_columns(tmp_path):
     assert steps.loc[20, metrics.GRAD_NORM_TOTAL] == 1.1
 
 
+
+def test_a_repeated_column_name_is_numbered_not_a_crash(tmp_path):
+    path = _write(tmp_path, "run.csv", "step,loss,loss,lr\n0,2.5,9.0,1e-3\n1,2.25,8.0,1e-3\n")
+    (run,) = generic_table.load(path, LoadOptions())
+    assert run.steps.columns.tolist() == [metrics.LOSS, metrics.LR, "loss.1"]
+    assert run.steps[metrics.LOSS].tolist() == [2.5, 2.25] and run.steps["loss.1"].tolist() == [9.0, 8.0]
+
 def test_tsv_with_explicit_columns(tmp_path):
     text = "t\tnll\tval_nll\n0\t5.0\t\n1\t4.0\t4.5\n"
     path = _write(tmp_path, "run.tsv", text)

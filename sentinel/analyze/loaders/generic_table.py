@@ -17,6 +17,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from sentinel import metrics
@@ -118,7 +119,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         names, sep = read_header(path)
         step_col, loss_col = _pick_columns(names, options, path)
         positions = choose_columns(path, names, step_col, loss_col, warnings)
-        table = read_columns(path, sep, names, positions, loss_col, warnings)
+        table = read_columns(path, sep, names, positions, loss_col, warnings, step_col)
     steps = _to_steps(table, step_col, loss_col, path, warnings)
     return [
         RunData(
@@ -187,22 +188,37 @@ def _pick_columns(columns: list[str], options: LoadOptions, path) -> tuple[str, 
 
 
 def _to_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warnings: list[str]) -> pd.DataFrame:
-    """Keep numeric columns under sentinel's keys, indexed by integer step."""
+    """Keep numeric columns under sentinel's keys, indexed by integer step.
+
+    Columns are taken as numpy arrays and indexed only when rows are dropped, so a large table
+    that needs no row dropped, merged or sorted becomes the frame without a copy.
+    """
     columns = list(table.columns)
     step, keep = step_values(table[step_col], step_col, path, warnings)
     loss, text = loss_values(table[loss_col])
     text = table.attrs.get(TEXT_LOSS_ROWS, text)
-    loss = loss[keep]
     if text[keep].any():
         warnings.append(f"{Path(path).name}: {int(text[keep].sum())} row(s) whose {loss_col!r} is text, "
                         "not a number, were skipped")
-    renamed: dict[str, pd.Series] = {metrics.LOSS: loss}
+    use = keep & ~text  # rows with a step and no text loss
+    every = bool(use.all())
+    if not every:
+        step = step[~text[keep]]
+
+    def rows(values: np.ndarray) -> np.ndarray:
+        return values if every else values[use]
+
+    renamed: dict[str, np.ndarray] = {metrics.LOSS: rows(loss.to_numpy(dtype="float64"))}
     for col in columns:
         if col in (step_col, loss_col):
             continue
-        values = pd.to_numeric(table[col][keep], errors="coerce")
-        if values.notna().sum() == 0:
+        column = table[col]
+        if column.dtype != np.float64:
+            column = pd.to_numeric(column, errors="coerce")
+        full = column.to_numpy(dtype="float64", na_value=np.nan)
+        if np.isnan(full if every else full[keep]).all():
             continue  # a text column (names, paths, timestamps)
+        values = rows(full)
         key = canonical_key(str(col))
         if key in renamed:  # a second loss-like or lr-like column keeps its own name
             key = str(col).strip().lower()
@@ -210,14 +226,15 @@ def _to_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warnings:
             warnings.append(f"column {col!r} clashes with another of the same name: skipped")
             continue
         renamed[key] = values
-    frame = pd.DataFrame({k: v.to_numpy(dtype="float64") for k, v in renamed.items()},
-                         index=pd.Index(step, name=metrics.STEP))
-    frame = frame[~text[keep]]
-    if frame.index.has_duplicates:
-        # Rows of one step (a train row and a val row, or a step logged again after a
-        # restart) merge; for a column logged twice the last value wins.
-        frame = frame.groupby(level=0, sort=True).last()
-    return order_columns(frame.sort_index())
+    frame = pd.DataFrame(renamed, index=pd.Index(step, name=metrics.STEP), copy=False)
+    if len(step) > 1 and not bool((step[1:] > step[:-1]).all()):
+        if frame.index.has_duplicates:
+            # Rows of one step (a train row and a val row, or a step logged again after a
+            # restart) merge; for a column logged twice the last value wins.
+            frame = frame.groupby(level=0, sort=True).last()
+        else:
+            frame = frame.sort_index()
+    return order_columns(frame)
 
 
 def _json_row(line: str) -> dict | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from sentinel import metrics
@@ -77,23 +78,38 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
                          "pass --step-col NAME")
     loss_col = find_column(names, LOSS_ALIASES, options.loss_col)
     positions = choose_columns(path, names, step_col, loss_col, warnings)
-    frame = read_columns(path, sep, names, positions, loss_col, warnings)
+    frame = read_columns(path, sep, names, positions, loss_col, warnings, step_col)
     step, keep = step_values(frame[step_col], step_col, path, warnings)
     text_rows = frame.attrs.get(TEXT_LOSS_ROWS)
-    frame = frame[keep]
+    use = keep.copy()
     if loss_col is not None:
-        loss, text = loss_values(frame[loss_col])
-        if text_rows is not None:
-            text = text_rows[keep]
-        frame = frame.assign(**{loss_col: loss.to_numpy()})
+        text = text_rows[keep] if text_rows is not None else loss_values(frame[loss_col][keep])[1]
         if text.any():
             warnings.append(f"{path.name}: {int(text.sum())} row(s) whose {loss_col!r} is text, not a "
                             "number, were skipped")
-            frame, step = frame[~text], step[~text]
-    frame = frame.drop(columns=[step_col]).apply(pd.to_numeric, errors="coerce")
-    frame.index = pd.Index(step, name=step_col)
-    # groupby().last() takes the last non-empty cell per column: merges train and val rows.
-    steps = frame.groupby(level=0, sort=True).last()
+            use[np.flatnonzero(keep)[text]] = False
+            step = step[~text]
+    # Columns as numpy arrays (read_columns made them float), indexed only when rows drop out.
+    every = bool(use.all())
+    columns = {}
+    for position, column in enumerate(frame.columns):
+        if column == step_col:
+            continue
+        values = frame.iloc[:, position]
+        if column == loss_col and values.dtype != np.float64:
+            values = loss_values(values)[0]
+        elif values.dtype != np.float64:
+            values = pd.to_numeric(values, errors="coerce")
+        values = values.to_numpy(dtype="float64", na_value=np.nan)
+        columns[position] = values if every else values[use]
+    kept = [c for c in frame.columns if c != step_col]
+    frame = pd.DataFrame(columns, index=pd.Index(step, name=step_col), copy=False)
+    frame.columns = kept
+    if len(step) > 1 and not bool((step[1:] > step[:-1]).all()):
+        # groupby().last() takes the last non-empty cell per column: merges train and val rows.
+        steps = frame.groupby(level=0, sort=True).last()
+    else:
+        steps = frame  # one row per step, in order: nothing to merge
     steps.index.name = metrics.STEP
     renames = {}
     for column in steps.columns:
@@ -108,5 +124,5 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         warnings.append(f"{path.name}: no loss column among {', '.join(map(str, names[:50]))}: "
                         "pass --loss-col NAME")
     name = path.parent.name or path.name
-    return [RunData(name=name, path=str(path), source=NAME, steps=steps.astype("float64"),
+    return [RunData(name=name, path=str(path), source=NAME, steps=steps.astype("float64", copy=False),
                     meta={"loss_column": loss_col, "step_column": step_col}, warnings=warnings)]

@@ -49,6 +49,8 @@ _NA_VALUES = ["", "NA", "N/A", "n/a", "NaN", "nan", "-NaN", "-nan", "null", "NUL
 def read_header(path: str | Path, sep: str | None = None) -> tuple[list[str], str]:
     """The column names of a delimited file and its separator (tab when the header has one).
 
+    A name that repeats is numbered (``loss``, ``loss.1``), so every column has its own name.
+
     Example:
         >>> read_header("/nonexistent.csv")  # doctest: +SKIP
         FileNotFoundError: ...
@@ -60,7 +62,14 @@ def read_header(path: str | Path, sep: str | None = None) -> tuple[list[str], st
         sep = "\t" if "\t" in text else ","
     if not text.strip():
         return [], sep
-    return [c.strip() for c in next(csv.reader([text], delimiter=sep))], sep
+    names: list[str] = []
+    for name in (c.strip() for c in next(csv.reader([text], delimiter=sep))):
+        base, n = name, 0
+        while name in names:  # a repeated name is numbered, as pandas does: loss, loss.1
+            n += 1
+            name = f"{base}.{n}"
+        names.append(name)
+    return names, sep
 
 
 def choose_columns(path: str | Path, names: list[str], step_col: str, loss_col: str | None,
@@ -89,9 +98,14 @@ def choose_columns(path: str | Path, names: list[str], step_col: str, loss_col: 
 
 
 def read_columns(path: str | Path, sep: str, names: list[str], positions: list[int],
-                 loss_col: str | None, warnings: list[str]) -> pd.DataFrame:
-    """Read the chosen columns in chunks; the loss column is parsed by :func:`loss_values` chunk
-    by chunk, and the rows whose loss was text are in ``table.attrs[TEXT_LOSS_ROWS]``.
+                 loss_col: str | None, warnings: list[str], step_col: str | None = None) -> pd.DataFrame:
+    """Read the chosen columns in chunks; the rows whose loss was text are in
+    ``table.attrs[TEXT_LOSS_ROWS]``.
+
+    Each chunk is reduced at once to numpy columns: the loss and every other column to float64
+    (text is NaN; the loss through :func:`loss_values`, so text is also flagged), the step column
+    (``step_col``) kept as int64 while every chunk is integer. The parser's own frames never
+    accumulate, and a loss column of numbers is parsed by the C parser, not as Python strings.
 
     A last line without its line end (a run killed while writing) and rows with more fields
     than the header are dropped and counted.
@@ -99,35 +113,54 @@ def read_columns(path: str | Path, sep: str, names: list[str], positions: list[i
     path = Path(path)
     labels = [f"c{i}" for i in range(len(names))]
     loss_label = labels[names.index(loss_col)] if loss_col is not None else None
+    step_label = labels[names.index(step_col)] if step_col is not None else None
+    kept = [labels[i] for i in positions]
     na_values = {labels[i]: _NA_VALUES for i in positions if labels[i] != loss_label}
-    dtype = {loss_label: str} if loss_label is not None else None
-    chunks: list[pd.DataFrame] = []
+    parts: dict[str, list[np.ndarray]] = {label: [] for label in kept}
+    text_parts: list[np.ndarray] = []
+    integer_steps = True
     with pywarnings.catch_warnings(record=True) as caught:
         pywarnings.simplefilter("always", pd.errors.ParserWarning)
-        reader = pd.read_csv(path, sep=sep, header=0, names=labels, usecols=positions, dtype=dtype,
+        reader = pd.read_csv(path, sep=sep, header=0, names=labels, usecols=positions,
                              keep_default_na=False, na_values=na_values, on_bad_lines="warn",
                              encoding="utf-8-sig", encoding_errors="replace", skip_blank_lines=True,
                              chunksize=CHUNK_ROWS, low_memory=True)
         with reader:
             for chunk in reader:
-                if loss_label is not None:  # to float per chunk: 10M loss strings would be ~600 MB
-                    values, text = loss_values(chunk[loss_label])
-                    chunk[loss_label] = values
-                    chunk[_TEXT_LOSS] = text
-                chunks.append(chunk)
+                for label in kept:
+                    column = chunk[label]
+                    if label == loss_label:
+                        values, text = loss_values(column)  # numbers parsed by the C parser are float
+                        parts[label].append(values.to_numpy(dtype="float64"))
+                        text_parts.append(text)
+                    elif label == step_label and pd.api.types.is_integer_dtype(column.dtype):
+                        parts[label].append(column.to_numpy(dtype="int64"))
+                    else:
+                        if label == step_label:
+                            integer_steps = False
+                        numbers = pd.to_numeric(column, errors="coerce")
+                        parts[label].append(numbers.to_numpy(dtype="float64", na_value=np.nan))
+                del chunk
     bad = sum(str(w.message).count("Skipping line") for w in caught
               if issubclass(w.category, pd.errors.ParserWarning))
     if bad:
         warnings.append(f"{path.name}: {bad} row(s) with more fields than the header were skipped")
-    table = pd.concat(chunks, ignore_index=True) if chunks else pd.DataFrame(columns=[labels[i] for i in positions])
-    del chunks
-    if len(table) > 0 and not _ends_with_newline(path):
+    columns: dict[str, np.ndarray] = {}
+    for label in kept:
+        pieces = parts.pop(label)  # freed column by column: one column's copy at a time
+        if label == step_label and not integer_steps:
+            pieces = [p.astype("float64") for p in pieces]
+        columns[label] = np.concatenate(pieces) if pieces else np.zeros(0)
+        del pieces
+    text = np.concatenate(text_parts) if text_parts else None
+    rows = len(next(iter(columns.values()))) if columns else 0
+    if rows > 0 and not _ends_with_newline(path):
         # A cut row still parses ("2.3" from "2.3417"), so it cannot be trusted.
         warnings.append(f"{path.name}: last line has no line end (cut off while written?): skipped")
-        table = table.iloc[:-1]
-    text = table[_TEXT_LOSS].to_numpy(dtype=bool) if _TEXT_LOSS in table.columns else None
-    table = table[[labels[i] for i in positions]]
-    table.columns = [names[i] for i in positions]
+        columns = {label: column[:-1] for label, column in columns.items()}
+        text = text[:-1] if text is not None else None
+    table = pd.DataFrame(columns, copy=False)
+    table.columns = [names[i] for i in positions]  # header names, duplicates and all
     if text is not None:
         table.attrs[TEXT_LOSS_ROWS] = text
     return table
