@@ -16,7 +16,7 @@ from sentinel.analyze.analyzer import AnalyzeError, analyze, analyze_run
 from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.loaders import RunData
 from sentinel.analyze.rule_nonfinite import nonfinite_mask
-from sentinel.detect import SpikeConfig, detect_spikes
+from sentinel.detect import DivergenceConfig, SpikeConfig, detect_divergence, detect_spikes
 from sentinel.events import make_event
 from sentinel.store import RunWriter
 
@@ -208,9 +208,8 @@ def test_gave_up_is_critical():
        rtol=st.sampled_from([0.0, 0.25, 1.0]), short_rtol=st.sampled_from([0.0, 0.5]),
        scale=st.sampled_from([1e-5, 1.0, 300.0]))
 def test_sparse_spike_mode_agrees_with_the_full_one(seed, n, window, rtol, short_rtol, scale):
-    """The analyzer judges only the values that can be spikes: the same flags everywhere, and the
-    same score, baseline and ratio wherever it computed them (every flagged row and the rows a
-    span of flags holds)."""
+    """The analyzer judges only the values that can be spikes: every flagged row is among them,
+    with the same numbers as the full mode, and so is every row a span of flags holds."""
     rng = np.random.default_rng(seed)
     values = scale * np.exp(rng.normal(0.0, rng.choice([0.01, 0.1, 0.6]), n))
     jumps = rng.integers(0, n, rng.integers(0, 8))
@@ -221,17 +220,40 @@ def test_sparse_spike_mode_agrees_with_the_full_one(seed, n, window, rtol, short
     series = pd.Series(values, index=np.arange(n) * 10)
     config = SpikeConfig(window=window, warmup=min(4, window), rtol=rtol, short_rtol=short_rtol)
     full, sparse = detect_spikes(series, config), detect_spikes(series, config, sparse=True)
-    assert full["is_spike"].tolist() == sparse["is_spike"].tolist()
-    assert full["history"].tolist() == sparse["history"].tolist()
-    computed = sparse["score"].notna().to_numpy() | sparse["baseline"].notna().to_numpy()
-    for column in ("score", "baseline", "ratio"):
-        assert np.array_equal(full[column].to_numpy()[computed], sparse[column].to_numpy()[computed],
-                              equal_nan=True)
-    flagged = np.flatnonzero(full["is_spike"].to_numpy())
+    assert sparse.index.is_monotonic_increasing and sparse.index.isin(series.index[np.isfinite(values)]).all()
+    pd.testing.assert_frame_equal(sparse, full.loc[sparse.index], check_exact=True)
+    assert full.index[full["is_spike"]].tolist() == sparse.index[sparse["is_spike"]].tolist()
+    finite_rows = series.index[np.isfinite(values)]
+    flagged = np.flatnonzero(finite_rows.isin(full.index[full["is_spike"]]))
     inside = np.unique(np.concatenate([flagged, flagged + 1, flagged + 2]))
-    inside = inside[(inside < n) & np.isfinite(values[np.minimum(inside, n - 1)])]
-    assert np.array_equal(full["score"].to_numpy()[inside], sparse["score"].to_numpy()[inside], equal_nan=True)
+    assert finite_rows[inside[inside < len(finite_rows)]].isin(sparse.index).all()
 
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 400), level_window=st.sampled_from([1, 3, 16]),
+       patience=st.sampled_from([0, 5, 40]), skip_nan=st.booleans())
+def test_sparse_divergence_mode_agrees_with_the_full_one(seed, n, level_window, patience, skip_nan):
+    """The analyzer keeps only the elevated and non-finite rows and the last one: the same
+    numbers there as the full mode, and nothing elevated or diverged anywhere else."""
+    rng = np.random.default_rng(seed)
+    values = rng.choice([0.5, 3.0]) + 0.05 * rng.standard_normal(n)
+    for _ in range(rng.integers(0, 4)):
+        at = int(rng.integers(0, max(n, 1)))
+        values[at:at + int(rng.integers(1, 80))] *= rng.uniform(1.0, 3.0)
+    values[rng.random(n) < 0.05] = np.nan
+    values[rng.random(n) < 0.02] = np.inf
+    series = pd.Series(values, index=np.arange(n) * 10 + 3)
+    config = DivergenceConfig(patience=patience, level_window=level_window, skip_nan=skip_nan)
+    full, sparse = detect_divergence(series, config), detect_divergence(series, config, sparse=True)
+    kept = full.loc[sparse.index]
+    for column in full.columns:
+        assert np.array_equal(kept[column].to_numpy(), sparse[column].to_numpy(),
+                              equal_nan=column in ("onset", "level", "best")), column
+    needed = full["elevated"].to_numpy() | full["diverged"].to_numpy() | ~np.isfinite(values)
+    assert full.index[needed].isin(sparse.index).all()
+    assert n == 0 or sparse.index[-1] == series.index[-1]
+    rest = full.drop(index=sparse.index)
+    assert not rest["elevated"].any() and not rest["diverged"].any() and rest["onset"].isna().all()
 
 def test_short_run_says_too_little_history():
     loss = [2.0, 1.9, np.nan, 1.8, 1.7]

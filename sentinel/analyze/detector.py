@@ -47,10 +47,9 @@ def detect_spikes(series: pd.Series, config: AnalyzeConfig) -> pd.DataFrame:
     against the little history it has.
 
     Returns:
-        The detector's frame: ``is_spike``, ``score``, ``baseline``, ... indexed by step, in the
-        detector's sparse mode: ``score``, ``baseline`` and ``ratio`` are there for the values
-        that can be spikes and the two after each (every row a span of spikes holds), NaN
-        elsewhere; the analysis reads them only inside spans.
+        The detector's frame (``is_spike``, ``score``, ``baseline``, ...) in its sparse mode:
+        the rows of the values that can be spikes and of the two after each (every row a span
+        of spikes holds), indexed by step; any other step is not a spike.
 
     Example:
         >>> s = pd.Series([2.0] * 30 + [9.0] + [2.0] * 5)
@@ -69,7 +68,18 @@ def detect_spikes(series: pd.Series, config: AnalyzeConfig) -> pd.DataFrame:
 
 
 def detect_divergence(series: pd.Series) -> pd.DataFrame:
-    """Run the guard's divergence detector (its defaults) over a finite series."""
+    """Run the guard's divergence detector (its defaults) over a finite series.
+
+    Returns:
+        The detector's frame in its sparse mode: the elevated rows and the last row (the
+        analysis reads nothing else), indexed by step.
+
+    Example:
+        >>> s = pd.Series([2.0] * 50 + [5.0] * 250)
+        >>> frame = detect_divergence(s)
+        >>> int(frame["onset"].iloc[0]), bool(frame["diverged"].iloc[-1])
+        (50, True)
+    """
     from sentinel.detect import DivergenceConfig, detect_divergence as _detect_divergence
 
-    return _detect_divergence(series, DivergenceConfig())
+    return _detect_divergence(series, DivergenceConfig(), sparse=True)

@@ -35,8 +35,10 @@ def spike_spans(series: pd.Series, config: AnalyzeConfig) -> list[dict]:
     """
     if series.empty:
         return []
-    frame = detect_spikes(series, config)
-    flags = frame["is_spike"].fillna(False).astype(bool)
+    frame = detect_spikes(series, config)  # the rows that can be spikes (and the two after each)
+    flagged = np.zeros(len(series), dtype=bool)
+    flagged[series.index.searchsorted(frame.index[frame["is_spike"].to_numpy(dtype=bool)])] = True
+    flags = pd.Series(flagged, index=series.index)
     interval, excerpt = _interval(series), len(series) < _EXCERPT_ROWS
     spans = []
     for start, end in group_steps(flags, max_gap=2):

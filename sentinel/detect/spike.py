@@ -356,25 +356,30 @@ def detect_spikes(series: pd.Series, config: SpikeConfig = SpikeConfig(), *, spa
     Args:
         series: metric values indexed by step (increasing); NaN/inf are skipped like online.
         config: the rule's settings.
-        sparse: judge only the values that can be spikes (for long series). A spike lies more
+        sparse: judge only the values that can be spikes, for long series. A spike lies more
             than ``log1p(min(rtol, short_rtol))`` above its baseline, so above the lowest value
-            of its history: a rolling minimum (a few passes, no median) picks those values, and
-            the window medians are taken for them and the two values after each (the rows a
-            span of spikes can hold) alone. ``is_spike`` and ``history`` are the same as
-            without ``sparse``; ``score``, ``baseline`` and ``ratio`` are the same where they
-            were computed and NaN elsewhere. 1,000,000 healthy values: ~20 ms instead of ~0.35 s.
+            of its history: block minima (a few passes, no median, no array the length of the
+            series kept) pick those values, and the window medians are taken for them and the
+            two finite values after each (the rows a span of spikes can hold) alone. The frame
+            then holds those rows only, with the same numbers as without ``sparse``; every other
+            finite value is not a spike. 10,000,000 healthy values: ~0.3 s and a few MB instead
+            of ~4 s and ~1 GB.
 
     Returns:
-        A DataFrame with the series' index and columns ``is_spike`` (bool), ``score``,
-        ``baseline``, ``ratio`` (float) and ``history`` (int), equal to what
-        :meth:`SpikeDetector.update` returns value by value.
+        A DataFrame with the series' index (with ``sparse``, the judged rows of it) and columns
+        ``is_spike`` (bool), ``score``, ``baseline``, ``ratio`` (float) and ``history`` (int),
+        equal to what :meth:`SpikeDetector.update` returns value by value.
 
     Example:
         >>> s = pd.Series([2.0, 2.1, 2.0, 2.05, 9.0], index=[10, 20, 30, 40, 50])
         >>> detect_spikes(s)["is_spike"].tolist()
         [False, False, False, False, True]
+        >>> detect_spikes(s, sparse=True).index.tolist()  # the values that can be spikes
+        [50]
     """
     values = _check_series(series, "detect_spikes")
+    if sparse:
+        return _detect_sparse(values, series.index, config)
     total = len(values)
     finite = np.isfinite(values)
     x = values[finite]
@@ -391,81 +396,103 @@ def detect_spikes(series: pd.Series, config: SpikeConfig = SpikeConfig(), *, spa
     history[:] = np.minimum(np.cumsum(finite, dtype=np.int64) - finite, w)
     if m:
         y = _to_log(x)
-        judged = _possible_spikes(y, config) if sparse else None
-        if judged is not None and len(judged) * w <= _SPARSE_CELLS:
-            base, noise = _window_stats_at(y, w, judged)
-            where = np.flatnonzero(finite)[judged]
-            spk, sc = _rule(x[judged], y[judged], base, noise, n_fin[judged], config)
-            is_spike[where], score[where] = spk, sc
-            baseline[where] = np.exp(base)
-            ratio[where] = np.exp(y[judged] - base)
-        else:
-            base, noise = _window_stats(y, w)
-            spk, sc = _rule(x, y, base, noise, n_fin, config)
-            is_spike[finite] = spk
-            score[finite] = sc
-            baseline[finite] = np.exp(base)
-            ratio[finite] = np.exp(y - base)
+        base, noise = _window_stats(y, w)
+        spk, sc = _rule(x, y, base, noise, n_fin, config)
+        is_spike[finite] = spk
+        score[finite] = sc
+        baseline[finite] = np.exp(base)
+        ratio[finite] = np.exp(y - base)
     return pd.DataFrame(  # copy=False: the fresh arrays become the columns (no 2-D block copy)
         {"is_spike": is_spike, "score": score, "baseline": baseline, "ratio": ratio, "history": history},
         index=series.index, copy=False,
     )
 
 
-# Sparse mode: above this many window cells (values judged x window) the full rank filters win.
-_SPARSE_CELLS = 8_000_000
+# Sparse mode: values taken into the log at a time (bounded temporaries).
+_SPARSE_CHUNK = 1 << 20
 
 
-def _possible_spikes(y: np.ndarray, config: SpikeConfig) -> np.ndarray:
-    """Positions (into ``y``) of the values that can be spikes, and of the two after each.
+def _detect_sparse(values: np.ndarray, index: pd.Index, config: SpikeConfig) -> pd.DataFrame:
+    """:func:`detect_spikes` with ``sparse=True``."""
+    finite = np.isfinite(values)
+    where = None if finite.all() else np.flatnonzero(finite)  # finite value -> row
+    x = values if where is None else values[where]
+    w = config.window
+    judged = _possible_spikes(x, config)
+    base, noise = _window_stats_at(x, w, judged)
+    xj = x[judged]
+    yj = _to_log(xj)
+    n = np.minimum(judged, w)
+    spk, sc = _rule(xj, yj, base, noise, n, config)
+    rows = judged if where is None else where[judged]
+    return pd.DataFrame(
+        {"is_spike": spk, "score": sc, "baseline": np.exp(base), "ratio": np.exp(yj - base), "history": n},
+        index=index[rows], copy=False,
+    )
 
-    The rule needs ``y - baseline > log1p(rtol)`` (``short_rtol`` while the history is short);
-    the baseline is an element of the history, so at least any lower bound of the history, and
-    IEEE subtraction is monotonic: ``y - bound`` is at least the excess the rule computes.
+
+def _possible_spikes(x: np.ndarray, config: SpikeConfig) -> np.ndarray:
+    """Positions (into the finite values ``x``) of the values that can be spikes, and of the two
+    after each.
+
+    The rule needs ``y - baseline > log1p(rtol)`` (``short_rtol`` while the history is short,
+    ``y`` the log); the baseline is an element of the history, so at least any lower bound of
+    the history's logs, and IEEE subtraction is monotonic: ``y - bound`` is at least the excess
+    the rule computes. The bound: the exact running minimum over the first ``window`` values,
+    then the lower minimum of the two aligned blocks of ``window`` values that hold a value's
+    history (a wider window, so a lower bound). Logs are taken a chunk at a time, twice.
     """
+    w, m = config.window, len(x)
     least_excess = min(np.log1p(config.rtol), np.log1p(config.short_rtol))
-    possible = np.flatnonzero(y - _history_floor(y, config.window) > least_excess)
+    found = []
+    head = min(m, w + 1)
+    y_head = _to_log(x[:head])
+    floor = np.full(head, np.inf)
+    floor[1:] = np.minimum.accumulate(y_head[:-1])
+    found.append(np.flatnonzero(y_head - floor > least_excess))
+    if m > w + 1:
+        blocks = -(-m // w)
+        lows = np.empty(blocks)
+        chunk = max(w, _SPARSE_CHUNK // w * w)
+        for lo in range(0, m, chunk):  # block minima of the logs
+            y = _to_log(x[lo:lo + chunk])
+            full = len(y) // w * w
+            lows[lo // w:(lo + full) // w] = y[:full].reshape(-1, w).min(axis=1)
+            if full < len(y):
+                lows[-1] = y[full:].min()
+        # Values of block k (k >= 1): their history lies in blocks k - 1 and k.
+        bound = np.minimum(lows[:-1], lows[1:])
+        for lo in range(w, m, chunk):  # blocks 1..: values w.. (those up to w are the head)
+            y = _to_log(x[lo:lo + chunk])
+            block = (lo + np.arange(len(y))) // w - 1
+            hit = np.flatnonzero(y - bound[block] > least_excess) + lo
+            found.append(hit[hit > w])
+    possible = np.concatenate(found)
     around = np.unique(np.concatenate([possible, possible + 1, possible + 2]))
-    return around[around < len(y)]
+    return around[around < m]
 
 
-def _history_floor(y: np.ndarray, w: int) -> np.ndarray:
-    """A lower bound of the lowest of the (up to) ``w`` values before each value (+inf for the
-    first): the exact running minimum over the first ``w`` values, then the lower of the two
-    aligned blocks of ``w`` values that hold a value's history (a wider window: a lower
-    bound, in two cheap passes)."""
-    n = len(y)
-    floor = np.full(n, np.inf)
-    head = min(n, w + 1)
-    floor[1:head] = np.minimum.accumulate(y[: head - 1])
-    if n > w + 1:
-        blocks = -(-n // w)
-        padded = np.full(blocks * w, np.inf)
-        padded[:n] = y
-        low = np.repeat(padded.reshape(blocks, w).min(axis=1), w)  # low[i]: the lowest of i's block
-        # The history of j, y[j - w : j], lies in the blocks of j - w and j - 1.
-        np.minimum(low[1 : n - w], low[w : n - 1], out=floor[w + 1 :])
-    return floor
-
-
-def _window_stats_at(y: np.ndarray, w: int, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_window_stats` for the positions ``at`` only (the same elements, so the same floats)."""
+def _window_stats_at(x: np.ndarray, w: int, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_window_stats` for the positions ``at`` of the finite values ``x`` only: the same
+    elements (logs taken of the same values), so the same floats."""
     base = np.full(len(at), np.nan)
     noise = np.full(len(at), np.nan)
-    absd = np.abs(np.diff(y))
     head = at < w
-    for out_i in np.flatnonzero(head):  # partial histories: the online code, value by value
-        j = int(at[out_i])
-        if j >= 1:
-            base[out_i] = _middle(y[:j])
-        if j >= 2:
-            noise[out_i] = _middle(absd[: j - 1]) / _DIFF_MAD_TO_SIGMA
+    if head.any():
+        y = _to_log(x[:w])
+        absd = np.abs(np.diff(y))
+        for out_i in np.flatnonzero(head):  # partial histories: the online code, value by value
+            j = int(at[out_i])
+            if j >= 1:
+                base[out_i] = _middle(y[:j])
+            if j >= 2:
+                noise[out_i] = _middle(absd[: j - 1]) / _DIFF_MAD_TO_SIGMA
     full = np.flatnonzero(~head)
-    if len(full):
-        j = at[full]
-        windows = np.lib.stride_tricks.sliding_window_view(y, w)[j - w]  # y[j-w:j], copied
-        base[full] = np.partition(windows, w // 2, axis=1)[:, w // 2]
+    for lo in range(0, len(full), 1 << 14):  # bounded copies: 16k windows at a time
+        part = full[lo:lo + (1 << 14)]
+        y = _to_log(np.lib.stride_tricks.sliding_window_view(x, w)[at[part] - w])  # y[j-w:j]
+        base[part] = np.partition(y, w // 2, axis=1)[:, w // 2]
         k = w - 1
-        diffs = np.lib.stride_tricks.sliding_window_view(absd, k)[j - w]  # absd[j-w:j-1]
-        noise[full] = np.partition(diffs, k // 2, axis=1)[:, k // 2] / _DIFF_MAD_TO_SIGMA
+        diffs = np.abs(np.diff(y, axis=1))  # absd[j-w:j-1]
+        noise[part] = np.partition(diffs, k // 2, axis=1)[:, k // 2] / _DIFF_MAD_TO_SIGMA
     return base, noise
