@@ -163,5 +163,7 @@ def _last_logged(loss: pd.Series, steps: pd.DataFrame) -> float | None:
     that ends with a validation-only row ends with its last training loss)."""
     from sentinel.analyze.rule_nonfinite import nonfinite_mask
 
-    logged = loss[loss.notna() | nonfinite_mask(loss, steps)]
-    return float(logged.iloc[-1]) if len(logged) else None
+    logged = loss.notna().to_numpy() | nonfinite_mask(loss, steps).to_numpy()
+    if not logged.any():
+        return None
+    return float(loss.iloc[len(logged) - 1 - int(np.argmax(logged[::-1]))])

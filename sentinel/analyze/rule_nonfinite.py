@@ -65,7 +65,7 @@ def nonfinite_mask(series: pd.Series, frame: pd.DataFrame | None = None) -> pd.S
     if not present.any():
         return pd.Series(np.isnan(values), index=series.index)  # a loss that was NaN throughout
     steps = series.index.to_numpy()
-    logged = steps[present]
+    logged = steps if present.all() else steps[present]
     every = cadence(pd.Index(logged))
     nan_logged = np.isnan(values) & (steps >= logged[0])
     if every != 1:
@@ -90,7 +90,21 @@ def finite(series: pd.Series) -> pd.Series:
         >>> finite(pd.Series([1.0, np.nan, np.inf])).tolist()
         [1.0]
     """
-    return series[np.isfinite(series.to_numpy(dtype="float64"))]
+    keep = np.isfinite(series.to_numpy(dtype="float64"))
+    return series if keep.all() else series[keep]
+
+
+def last_finite_step(series: pd.Series) -> int | None:
+    """The last step at which ``series`` is finite, None when it never is.
+
+    Example:
+        >>> last_finite_step(pd.Series([1.0, 2.0, np.nan], index=[0, 10, 20]))
+        10
+    """
+    keep = np.isfinite(series.to_numpy(dtype="float64"))
+    if not keep.any():
+        return None
+    return int(series.index[len(keep) - 1 - int(np.argmax(keep[::-1]))])
 
 
 def nonfinite_incidents(run: RunData) -> list[Incident]:
@@ -109,8 +123,7 @@ def nonfinite_incidents(run: RunData) -> list[Incident]:
             continue
         series = run.steps[key]
         mask = nonfinite_mask(series, run.steps)
-        finite_steps = finite(series).index
-        last_finite = int(finite_steps[-1]) if len(finite_steps) else None
+        last_finite = last_finite_step(series)
         for start, end in group_steps(mask, max_gap=1):
             span = between(series, start, end)[between(mask, start, end).to_numpy()]
             kinds = sorted({"nan" if np.isnan(v) else ("+inf" if v > 0 else "-inf") for v in span})
@@ -126,8 +139,7 @@ def nonfinite_incidents(run: RunData) -> list[Incident]:
                 IncidentKind.NONFINITE, start, end, Severity.CRITICAL, message,
                 {"metric": key, "values": kinds, "count": int(len(span)),
                  "sources": _source_list(sources), "resolved": resolved}))
-    loss = finite(run.steps[metrics.LOSS]) if metrics.LOSS in run.steps.columns else None
-    loss_last = int(loss.index[-1]) if loss is not None and len(loss) else None
+    loss_last = last_finite_step(run.steps[metrics.LOSS]) if metrics.LOSS in run.steps.columns else None
     for _, event in events.iterrows():
         step = int(event["step"])
         if any(a <= step <= b for a, b in covered):
