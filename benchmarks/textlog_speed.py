@@ -2,18 +2,25 @@
 
 Usage::
 
-    python benchmarks/textlog_speed.py [LOG]
+    python benchmarks/textlog_speed.py [LOG] [--ref REV] [--repeat N]
 
 LOG defaults to the 20,344-step modded-nanogpt record log in ``../shared/reallogs``. The
 baseline is ``pd.read_csv`` of the steps frame the engine produced (same rows, same columns),
-timed in the same process; the figure is the best of several repeats of each.
+timed in the same process; each reader runs ``--repeat`` times, interleaved, and the best and
+the median of each are reported. ``--ref REV`` also times the engine of git revision ``REV``
+(imported beside the working tree as ``sentinel_ref``) in the same loop: before and after in
+one run.
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import io
 import logging
+import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -26,30 +33,50 @@ DEFAULT = (Path(__file__).resolve().parents[2] / "shared" / "reallogs" / "modded
            / "2024-10-20_ScaleUp1B__87bd51fd.txt")
 
 
-def best_of(fn, repeats: int = 7) -> float:
-    """The shortest wall time of ``repeats`` calls, in seconds."""
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
+def timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
-def main(path: Path) -> float:
-    """Time both readers on ``path`` and return text time / CSV time."""
+def main(path: Path, ref: str | None = None, repeat: int = 15) -> float:
+    """Time the readers on ``path`` and return text time / CSV time (best of each)."""
     (run,) = llmc.load(path, LoadOptions())
     csv_text = run.steps.to_csv()
-    text_s = best_of(lambda: llmc.load(path, LoadOptions()))
-    csv_s = best_of(lambda: pd.read_csv(io.StringIO(csv_text), index_col=0))
-    ratio = text_s / csv_s
-    log.info("%s: %d steps, %d columns, %.1f MB of text", path.name, len(run.steps), run.steps.shape[1],
-             path.stat().st_size / 1e6)
-    log.info("text parse %.1f ms, pd.read_csv of the same numbers %.1f ms: ratio %.2fx",
-             text_s * 1e3, csv_s * 1e3, ratio)
+    readers = {"text engine": lambda: llmc.load(path, LoadOptions()),
+               "pd.read_csv": lambda: pd.read_csv(io.StringIO(csv_text), index_col=0)}
+    if ref is not None:
+        from revision import import_as
+
+        package = import_as(ref, Path(tempfile.mkdtemp(prefix="sentinel-ref-")))
+        ref_llmc = importlib.import_module(f"{package.__name__}.analyze.loaders.llmc")
+        (old,) = ref_llmc.load(path)
+        pd.testing.assert_frame_equal(old.steps, run.steps)  # the same numbers, before and after
+        readers[f"text engine at {ref}"] = lambda: ref_llmc.load(path)
+    times: dict[str, list[float]] = {name: [] for name in readers}
+    for _ in range(repeat):
+        for name, fn in readers.items():
+            times[name].append(timed(fn))
+    log.info("%s: %d steps, %d columns, %.1f MB of text; best / median of %d, interleaved",
+             path.name, len(run.steps), run.steps.shape[1], path.stat().st_size / 1e6, repeat)
+    for name, values in times.items():
+        log.info("  %-28s %7.1f ms / %7.1f ms", name, min(values) * 1e3, statistics.median(values) * 1e3)
+    ratio = min(times["text engine"]) / min(times["pd.read_csv"])
+    log.info("ratio text engine / pd.read_csv: %.2fx best, %.2fx median", ratio,
+             statistics.median(times["text engine"]) / statistics.median(times["pd.read_csv"]))
+    if ref is not None:
+        key = f"text engine at {ref}"
+        log.info("ratio %s / text engine: %.2fx best, %.2fx median", key, min(times[key]) / min(times["text engine"]),
+                 statistics.median(times[key]) / statistics.median(times["text engine"]))
     return ratio
 
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("log", nargs="?", type=Path, default=DEFAULT)
+    parser.add_argument("--ref", default=None, help="also time the engine of this git revision")
+    parser.add_argument("--repeat", type=int, default=15)
+    args = parser.parse_args()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    main(args.log, args.ref, args.repeat)
