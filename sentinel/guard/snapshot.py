@@ -338,9 +338,9 @@ class SnapshotRing:
              extra: dict[str, Any] | None = None) -> Snapshot:
         """Copy the training state to the host (or disk) and add it to the ring.
 
-        The tensors are copied in one batched copy (``torch._foreach_copy_``) into the host
-        buffers of the snapshot the ring drops to make room, reused when their shapes match (no
-        allocation, no fresh pages to fault in), else new ones. CUDA tensors are copied with
+        The tensors are copied into the host buffers of the snapshot the ring drops to make
+        room, reused when their shapes match (no allocation, no fresh pages to fault in), else
+        new ones; host tensors in one batched ``torch._foreach_copy_``. CUDA tensors are copied with
         non-blocking transfers into pinned buffers and ``take`` returns without waiting: the
         copies are ordered before the next update on the device, and a restore (or the write
         of the file, with ``directory``) waits for them. Nothing here reads a device value back
@@ -893,10 +893,10 @@ class _HostCopier:
     """Copies nested containers of tensors to host memory, sharing tied tensors once.
 
     :meth:`plan` walks the containers once and lists the distinct tensors (a tied weight
-    appears under several keys: copied once); :meth:`copy` copies them with one
-    ``torch._foreach_copy_`` per source device into host buffers (reused from a pool) and
-    rebuilds the containers around the copies. CUDA copies are non-blocking when the buffers
-    are pinned; :attr:`pending` holds one event per device to wait on before reading them.
+    appears under several keys: copied once); :meth:`copy` copies them into host buffers
+    (reused from a pool), host tensors with one ``torch._foreach_copy_``, and rebuilds the
+    containers around the copies. CUDA copies are non-blocking when the buffers are pinned;
+    :attr:`pending` holds one event per device to wait on before reading them.
     """
 
     def __init__(self) -> None:
@@ -949,7 +949,8 @@ class _HostCopier:
                 srcs.append(src)
         for device, (dsts, srcs) in by_device.items():
             if device.type == "cuda":
-                torch._foreach_copy_(dsts, srcs, non_blocking=pin)
+                for dst, src in zip(dsts, srcs):  # device to host: one asynchronous copy each
+                    dst.copy_(src, non_blocking=pin)
                 if pin:  # the step goes on; whoever reads the copies waits for this event
                     event = torch.cuda.Event()
                     event.record(torch.cuda.current_stream(device))
