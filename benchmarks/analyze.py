@@ -6,16 +6,19 @@ step; 12 per-module grad norms and 12 attention entropies every 50 steps) in the
 on-disk format, plus TensorBoard event files of the same scalars (one event per step holding
 that step's values), then measures, each in a fresh process:
 
-* ``sentinel analyze RUN --format json`` end to end (console script, interpreter start-up
-  included), and in-process: load + analyse, with peak RSS;
+* ``sentinel analyze PATH --format json`` end to end (interpreter start-up included) on the run
+  dir and on the event files, and in-process: load + analyse, with peak RSS;
 * the baseline: the same scalars read with ``EventAccumulator`` (the tensorboard package);
-* sentinel's own TensorBoard loader on the same event files.
+* sentinel's own TensorBoard loader on the same event files;
+* with ``--ref REV``, the same measurements for git revision ``REV`` (exported beside the
+  working tree), interleaved run by run with the current tree: before and after in one run.
 
 The generated files are cached per ``--steps`` under the temp dir, so a rerun only measures.
 
 Usage:
     python benchmarks/analyze.py                 # 1,000,000 steps (first run ~2 min: event files, baseline)
-    python benchmarks/analyze.py --skip-tb       # sentinel analyze only (seconds, once cached)
+    python benchmarks/analyze.py --ref d7e162e   # and the analyzer of that revision beside it
+    python benchmarks/analyze.py --skip-tb       # sentinel analyze of the run dir only
     python benchmarks/analyze.py --steps 100000  # quicker
 """
 
@@ -26,6 +29,7 @@ import json
 import math
 import os
 import shutil
+import statistics
 import struct
 import subprocess
 import sys
@@ -143,33 +147,45 @@ def child(mode: str, path: str) -> None:
     print(json.dumps({"mode": mode, "seconds": wall, "values": n, "peak_rss_mib": rss, **extra}))
 
 
-def run_child(mode: str, path: Path) -> dict:
+def run_child(mode: str, path: Path, env: dict | None = None) -> dict:
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, __file__, "--child", mode, str(path)], check=True,
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, env=env)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     result["process_seconds"] = time.perf_counter() - t0
     return result
 
 
-def run_cli(run_dir: Path) -> tuple[float, float, float]:
-    """``sentinel analyze RUN --format json`` through the console script, as a user runs it.
+# ``sentinel analyze PATH --format json``, as the console script runs it (works for any tree on
+# PYTHONPATH, which the installed script would not).
+_CLI = ("import sys; from sentinel.cli.main import main; "
+        "sys.argv = ['sentinel', 'analyze', sys.argv[1], '--format', 'json']; sys.exit(main())")
+
+
+def run_cli(path: Path, env: dict | None = None) -> tuple[float, float, float]:
+    """``sentinel analyze PATH --format json`` in a fresh process, as a user runs it.
 
     Returns:
         ``(wall seconds, CPU seconds (user + system), peak RSS MiB)`` of that one process.
     """
-    script = Path(sys.executable).with_name("sentinel")
     t0 = time.perf_counter()
-    proc = subprocess.Popen([str(script), "analyze", str(run_dir), "--format", "json"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen([sys.executable, "-c", _CLI, str(path)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env=env, cwd=tempfile.gettempdir())
     _, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage, not all children's
     wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
     err = proc.stderr.read().decode()
     proc.stderr.close()
-    if proc.returncode != 0:
+    if proc.returncode not in (0, 3):  # 3: --fail-on met, still analysed
         raise SystemExit(f"sentinel analyze failed: {err.strip()}")
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def summary(runs: list[tuple[float, float, float]]) -> str:
+    walls = sorted(r[0] for r in runs)
+    cpus = sorted(r[1] for r in runs)
+    return (f"wall min {walls[0]:.2f} s, median {statistics.median(walls):.2f} s; CPU median "
+            f"{statistics.median(cpus):.2f} s; peak RSS {max(r[2] for r in runs):.0f} MiB (of {len(runs)})")
 
 
 def fixtures(root: Path, steps: int, with_tb: bool) -> tuple[Path, Path]:
@@ -208,6 +224,7 @@ def main() -> None:
     parser.add_argument("--skip-tb", action="store_true",
                         help="no TensorBoard files, no TensorBoard reads (no baseline, no ratio)")
     parser.add_argument("--no-baseline", action="store_true", help="skip the (slow) EventAccumulator read")
+    parser.add_argument("--ref", default=None, help="also measure the analyzer of this git revision")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child and args.child[0] == "fixtures":
@@ -230,26 +247,44 @@ def main() -> None:
     keys = len(make_columns(SPARSE_EVERY * 5))
     print(f"{args.steps:,} steps ({keys} keys), files in {root}")
 
-    cli = sorted(run_cli(run_dir) for _ in range(args.repeat))
-    wall_min, wall_med = cli[0][0], cli[len(cli) // 2][0]
-    print(f"sentinel analyze (console script, end to end): min {wall_min:.2f} s, median {wall_med:.2f} s "
-          f"of {len(cli)}; CPU of the fastest {cli[0][1]:.2f} s; peak RSS {max(c[2] for c in cli):.0f} MiB")
-    modes = [("analyze", run_dir), ("load", run_dir)] + ([] if args.skip_tb else [("tb_ours", tb_dir)])
+    variants = {"current": None}
+    if args.ref:
+        from revision import export
+
+        tree = export(args.ref, Path(tempfile.mkdtemp(prefix="sentinel-ref-")))
+        variants[args.ref] = dict(os.environ, PYTHONPATH=str(tree))
+    paths = {"run dir": run_dir} if args.skip_tb else {"run dir": run_dir, "event files": tb_dir}
+    cli: dict[tuple[str, str], list] = {(p, v): [] for p in paths for v in variants}
+    for _ in range(args.repeat):  # interleaved: every variant sees the same machine load
+        for where, path in paths.items():
+            for name, env in variants.items():
+                cli[where, name].append(run_cli(path, env))
+    for (where, name), runs in cli.items():
+        print(f"sentinel analyze {where:11s} ({name}), end to end: {summary(runs)}")
     results = {}
-    for mode, path in modes:
-        r = results[mode] = run_child(mode, path)
-        print(f"{mode:15s} in-process {r['seconds']:7.2f} s, process {r['process_seconds']:7.2f} s, "
-              f"{r['values']:,} values, peak RSS {r['peak_rss_mib']:.0f} MiB"
-              + (f", torch imported: {r['torch_imported']}" if "torch_imported" in r else ""))
+    for name, env in variants.items():
+        modes = [("analyze", run_dir), ("load", run_dir)] + ([] if args.skip_tb else [("tb_ours", tb_dir)])
+        for mode, path in modes:
+            r = results[mode, name] = run_child(mode, path, env)
+            print(f"{mode:15s} ({name}) in-process {r['seconds']:7.2f} s, process {r['process_seconds']:7.2f} s, "
+                  f"{r['values']:,} values, peak RSS {r['peak_rss_mib']:.0f} MiB"
+                  + (f", torch imported: {r['torch_imported']}" if "torch_imported" in r else ""))
+    median = {key: statistics.median(r[0] for r in runs) for key, runs in cli.items()}
+    if args.ref:
+        for where in paths:
+            print(f"ratio {args.ref} / current, sentinel analyze {where} (median wall): "
+                  f"{median[where, args.ref] / median[where, 'current']:.2f}x")
     if args.skip_tb or args.no_baseline:
         return
     base = run_child("tb_accumulator", tb_dir)
     print(f"{'tb_accumulator':15s} in-process {base['seconds']:7.2f} s, process {base['process_seconds']:7.2f} s, "
           f"{base['values']:,} values, peak RSS {base['peak_rss_mib']:.0f} MiB")
-    print(f"ratio: EventAccumulator read (process) / sentinel analyze end to end (median) = "
-          f"{base['process_seconds'] / wall_med:.1f}x")
-    print(f"ratio: EventAccumulator read / sentinel TensorBoard loader = "
-          f"{base['seconds'] / results['tb_ours']['seconds']:.1f}x")
+    for name in variants:
+        for where in paths:
+            print(f"ratio: EventAccumulator read (process) / sentinel analyze {where} ({name}, median) = "
+                  f"{base['process_seconds'] / median[where, name]:.1f}x")
+        print(f"ratio: EventAccumulator read / sentinel TensorBoard loader ({name}) = "
+              f"{base['seconds'] / results['tb_ours', name]['seconds']:.1f}x")
 
 
 if __name__ == "__main__":

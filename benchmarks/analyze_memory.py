@@ -1,12 +1,15 @@
-"""Peak memory and time of `sentinel analyze` on a large CSV (1M and 10M rows).
+"""Peak memory and time of `sentinel analyze` on a large CSV (1M and 10M rows), beside pandas'
+own read of the same file.
 
-Each measurement runs the CLI in a fresh subprocess and reads its peak RSS with
-``resource.getrusage(RUSAGE_CHILDREN)``; the baseline is the same process analysing a 1,000-row
-CSV (interpreter + pandas + the analyzer's fixed cost), so the ratio shows what the rows cost.
-The CSVs (step, loss, lr, grad_norm, tokens) are generated here, not in the tests: 10M rows is
-~500 MB and takes a while to write.
+Each measurement is one fresh subprocess (peak RSS from ``resource.getrusage(RUSAGE_CHILDREN)``):
+``sentinel analyze FILE --format json``, and ``pd.read_csv(FILE)`` as the speed reference; the
+baseline row is the same process analysing a 1,000-row CSV (interpreter + pandas + the
+analyzer's fixed cost), so the ratio shows what the rows cost. ``--ref REV`` also runs the
+analyzer of git revision ``REV`` (exported beside the working tree) on each file, right after
+the current one. The CSVs (step, loss, lr, grad_norm, tokens) are generated here, not in the
+tests: 10M rows is ~440 MB and takes a while to write.
 
-    .venv/bin/python benchmarks/analyze_memory.py [--rows 1000000 10000000] [--dir /tmp]
+    .venv/bin/python benchmarks/analyze_memory.py [--rows 1000000 10000000] [--dir /tmp] [--ref REV]
 """
 
 from __future__ import annotations
@@ -16,12 +19,14 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
-_SCRIPT = Path(sys.executable).with_name("sentinel")
+# `sentinel analyze FILE --format json`, as the console script runs it, for any tree on PYTHONPATH.
+_CLI = ("import sys; from sentinel.cli.main import main; "
+        "sys.argv = ['sentinel', 'analyze', sys.argv[1], '--format', 'json']; sys.exit(main())")
+_PANDAS = "import sys, pandas as pd; pd.read_csv(sys.argv[1])"
 
 
 def write_csv(path: Path, rows: int, chunk: int = 1_000_000) -> None:
@@ -36,13 +41,13 @@ def write_csv(path: Path, rows: int, chunk: int = 1_000_000) -> None:
             np.savetxt(f, block, fmt=["%d", "%.6f", "%.1e", "%.4f", "%d"], delimiter=",")
 
 
-def measure(path: Path) -> tuple[float, float]:
-    """(peak RSS in MiB, wall seconds) of one `sentinel analyze PATH --format json` in a child."""
-    code = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
-            "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True); "
-            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, time.perf_counter() - t)")
-    done = subprocess.run([sys.executable, "-c", code, str(_SCRIPT), "analyze", str(path), "--format", "json"],
-                          capture_output=True, text=True, check=True)
+def measure(code: str, path: Path, env: dict | None = None) -> tuple[float, float]:
+    """(peak RSS in MiB, wall seconds) of ``python -c code path`` in a child."""
+    wrapper = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
+               "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True); "
+               "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, time.perf_counter() - t)")
+    done = subprocess.run([sys.executable, "-c", wrapper, sys.executable, "-c", code, str(path)],
+                          capture_output=True, text=True, check=True, env=env, cwd=tempfile.gettempdir())
     rss_kib, seconds = done.stdout.split()
     return int(rss_kib) / 1024, float(seconds)
 
@@ -51,20 +56,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
     parser.add_argument("--dir", default=tempfile.gettempdir())
+    parser.add_argument("--ref", default=None, help="also run the analyzer of this git revision")
     args = parser.parse_args()
+    readers = {"sentinel analyze": (_CLI, None)}
+    if args.ref:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from revision import export
+
+        tree = export(args.ref, Path(tempfile.mkdtemp(prefix="sentinel-ref-")))
+        readers[f"sentinel analyze at {args.ref}"] = (_CLI, dict(os.environ, PYTHONPATH=str(tree)))
+    readers["pd.read_csv (reference)"] = (_PANDAS, None)
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         base = Path(tmp) / "base.csv"
         write_csv(base, 1000)
-        base_rss, base_s = measure(base)
-        print(f"{'rows':>11}  {'file MB':>8}  {'peak RSS MiB':>12}  {'vs 1k rows':>10}  {'seconds':>8}")
-        print(f"{1000:>11,}  {base.stat().st_size / 1e6:>8.1f}  {base_rss:>12.0f}  {1.0:>9.2f}x  {base_s:>8.2f}")
-        for rows in args.rows:
-            path = Path(tmp) / f"rows{rows}.csv"
-            write_csv(path, rows)
-            rss, seconds = measure(path)
-            print(f"{rows:>11,}  {path.stat().st_size / 1e6:>8.1f}  {rss:>12.0f}  {rss / base_rss:>9.2f}x  "
-                  f"{seconds:>8.2f}", flush=True)
-            os.unlink(path)
+        base_rss = {name: measure(code, base, env)[0] for name, (code, env) in readers.items()}
+        print(f"{'rows':>11}  {'file MB':>8}  {'reader':<32}  {'peak RSS MiB':>12}  {'vs 1k rows':>10}  {'seconds':>8}")
+        for rows in [1000, *args.rows]:
+            path = base if rows == 1000 else Path(tmp) / f"rows{rows}.csv"
+            if rows != 1000:
+                write_csv(path, rows)
+            for name, (code, env) in readers.items():
+                rss, seconds = measure(code, path, env)
+                print(f"{rows:>11,}  {path.stat().st_size / 1e6:>8.1f}  {name:<32}  {rss:>12.0f}  "
+                      f"{rss / base_rss[name]:>9.2f}x  {seconds:>8.2f}", flush=True)
+            if rows != 1000:
+                os.unlink(path)
 
 
 if __name__ == "__main__":
