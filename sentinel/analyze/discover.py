@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import logging
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -101,15 +102,39 @@ def skip_summary(skipped: list[Skipped]) -> str:
 
 def loaders() -> list[ModuleType]:
     """The loader modules that are installed, in :data:`LOADER_MODULES` order."""
-    found = []
-    for name in LOADER_MODULES:
-        try:
-            found.append(importlib.import_module(f"sentinel.analyze.loaders.{name}"))
-        except ModuleNotFoundError as err:
-            if err.name != f"sentinel.analyze.loaders.{name}":
-                raise  # the loader exists but one of its own imports is missing
-            log.debug("loader %s is not installed", name)
-    return found
+    return list(_Loaders())
+
+
+def _import_loader(name: str) -> ModuleType | None:
+    try:
+        return importlib.import_module(f"sentinel.analyze.loaders.{name}")
+    except ModuleNotFoundError as err:
+        if err.name != f"sentinel.analyze.loaders.{name}":
+            raise  # the loader exists but one of its own imports is missing
+        log.debug("loader %s is not installed", name)
+        return None
+
+
+class _Loaders:
+    """The loader modules in :data:`LOADER_MODULES` order, each imported when it is first asked
+    (a sentinel run directory is claimed before the text dialects are ever compiled)."""
+
+    def __init__(self) -> None:
+        self._names = iter(LOADER_MODULES)
+        self._found: list[ModuleType] = []
+
+    def __iter__(self):
+        i = 0
+        while True:
+            while i >= len(self._found):
+                name = next(self._names, None)
+                if name is None:
+                    return
+                module = _import_loader(name)
+                if module is not None:
+                    self._found.append(module)
+            yield self._found[i]
+            i += 1
 
 
 def describe_formats() -> str:
@@ -167,7 +192,7 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"path '{path}' does not exist: pass a run directory or a log file")
-    modules = loaders()
+    modules = _Loaders()
     if not path.is_dir():
         if not path.is_file():
             raise NoRunsError(f"'{path}' is not a regular file or a directory (a device, FIFO or socket): "
@@ -304,7 +329,7 @@ def describe_error(path: Path, err: BaseException) -> str:
     return message if str(path) in message else f"{path}: {message}"
 
 
-def _claim_directory(directory: Path, modules: list[ModuleType], skipped: list[Skipped]) -> ModuleType | None:
+def _claim_directory(directory: Path, modules: Iterable[ModuleType], skipped: list[Skipped]) -> ModuleType | None:
     for module in modules:
         if module.NAME in ("sentinel", "tensorboard") and _guarded(directory, lambda: module.sniff(directory),
                                                                     skipped):
@@ -312,7 +337,7 @@ def _claim_directory(directory: Path, modules: list[ModuleType], skipped: list[S
     return None
 
 
-def _load_file(file: Path, modules: list[ModuleType], options: LoadOptions) -> list[RunData] | None:
+def _load_file(file: Path, modules: Iterable[ModuleType], options: LoadOptions) -> list[RunData] | None:
     for module in modules:
         if module.NAME == "sentinel":
             continue
