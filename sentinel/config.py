@@ -29,8 +29,9 @@ class RecordConfig:
             (1 = each direct child of the model, ``blocks``; 2 = ``blocks.0``; 0 = total only).
             None (default) = one group per part of each layer (``blocks.3.attn``,
             ``blocks.3.mlp``, ``embed``, ``head``), whatever wraps the model.
-        module_every: write per-module grad norms every N steps (and on every flagged step);
-            the total is written every step. 10 keeps the steps file narrow while a spike still
+        module_every: compute and write per-module grad norms every N steps (and on every
+            flagged step); the total is written every step. 10 keeps the steps file narrow and
+            the other steps cheap (1,000 modules: one norm instead of 1,000) while a spike still
             gets its per-module picture on the very step it happens.
         attention_every: sample attention entropy / max logit every N steps. 50, as the cost of
             recomputing probabilities on a sample is a few forward passes of attention.
