@@ -738,10 +738,10 @@ class Sentinel:
         self.last_record = record
         if self.writer is None:
             return
+        self.writer.write_step(record)
         if not self._started:  # lets the analyzer tell a resumed process's history from the earlier one
             self._started = True
             self._event(EventKind.START, resumed=self._resumed)
-        self.writer.write_step(record)
         if signals is not None:
             self._detection_events(values, signals)
         if self._attn_recorded:

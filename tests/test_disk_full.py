@@ -74,7 +74,7 @@ def _errors(caplog):
 def test_events_refused_at_the_rollback_keep_the_skip_list_and_the_restore(tmp_path, tiny_task, caplog, capfd):
     run = tmp_path / "run"
     run.mkdir()
-    os.symlink("/dev/full", run / "events.jsonl")  # the first event (the spike) meets ENOSPC
+    os.symlink("/dev/full", run / "events.jsonl")  # every event meets ENOSPC, from the first
     final, sen = _loop(run, tiny_task, corrupt_at=60, tensorboard=True)
     assert sen.rollbacks == 1 and math.isfinite(final) and final < 0.05
     (error,) = [e for e in _errors(caplog) if "cannot write" in e]
