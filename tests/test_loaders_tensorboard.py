@@ -6,6 +6,8 @@ step field, negative steps, NaN/Inf, TF2 tensor scalars, tags of equal length) a
 from __future__ import annotations
 
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -190,3 +192,16 @@ def test_a_restarted_run_keeps_the_last_value_of_a_step(tmp_path):
     loss = loaded.steps["loss"]
     assert loss.index.tolist() == list(range(300))
     assert (loss.loc[:99] == 3.0).all() and (loss.loc[100:] == 2.0).all()
+
+
+def test_a_file_of_scalars_is_read_without_the_protobuf(tmp_path):
+    """Its header and its rare layouts included: the protobuf's import alone costs ~0.2 s."""
+    path = tmp_path / "events.out.tfevents.1"
+    path.write_bytes(periodic_file() + scalars(9999, {"rare": 1.0}) + scalars(-5, {"loss": 3.0}))
+    code = ("import sys; from pathlib import Path; from sentinel.analyze.loaders.tfrecord import read_scalars; "
+            "found = read_scalars(Path(sys.argv[1]), []); "
+            "print(sorted(found)[:2], found['rare'][0].tolist(), found['loss'][0][-1], "
+            "any(m.endswith('event_pb2') for m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["['attn_entropy/blocks.0.attn',", "'attn_entropy/blocks.1.attn']", "[9999]",
+                                   "-5", "False"]
