@@ -130,14 +130,11 @@ def _last_per_step(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, n
 
 
 def _frame(columns: dict[str, tuple[np.ndarray, np.ndarray]]) -> pd.DataFrame:
-    """The steps frame: every step any tag has, NaN where a tag has none."""
+    """The steps frame: every step any tag has, NaN where a tag has none (steps sorted, unique)."""
     if not columns:
         return pd.DataFrame(index=pd.Index([], dtype="int64", name=metrics.STEP), dtype="float64")
-    longest = max((steps for steps, _ in columns.values()), key=len)
-    if all(len(steps) == len(longest) and np.array_equal(steps, longest) or
-           np.isin(steps, longest, assume_unique=True).all() for steps, _ in columns.values()):
-        index = longest  # one tag is logged at every step (the usual case): no union to sort
-    else:
+    index = max((steps for steps, _ in columns.values()), key=len)  # usually a tag logged at every step
+    if not all(_within(steps, index) for steps, _ in columns.values()):
         index = np.concatenate([steps for steps, _ in columns.values()])
         index.sort()
         index = index[np.r_[True, index[1:] != index[:-1]]]
@@ -150,6 +147,14 @@ def _frame(columns: dict[str, tuple[np.ndarray, np.ndarray]]) -> pd.DataFrame:
         column[np.searchsorted(index, steps)] = values
         out[key] = column
     return pd.DataFrame(out, index=pd.Index(index, name=metrics.STEP), copy=False)
+
+
+def _within(steps: np.ndarray, index: np.ndarray) -> bool:
+    """Whether every step (sorted, unique) is one of ``index`` (sorted, unique)."""
+    if len(steps) == len(index):
+        return bool(np.array_equal(steps, index))
+    at = np.searchsorted(index, steps)
+    return bool((at < len(index)).all() and (index[np.minimum(at, len(index) - 1)] == steps).all())
 
 
 def _keys(tags: list[str], options: LoadOptions) -> dict[str, str]:
