@@ -120,6 +120,16 @@ _REASONS = [reason.value for reason in DivergenceReason]
 _NUMPY_WINDOW = 32
 
 
+def _levels(x: np.ndarray, k: int) -> np.ndarray:
+    """The level of each finite value: the middle of the last ``k`` (fewer at the head, as online)."""
+    level = np.full(len(x), np.nan)
+    for j in range(min(len(x), k - 1)):  # partial windows at the head, same code as online
+        level[j] = _middle(x[: j + 1])
+    if len(x) >= k:
+        level[k - 1 :] = _rolling_middle(x, k)
+    return level
+
+
 def _rolling_middle(x: np.ndarray, k: int) -> np.ndarray:
     """The element of rank ``k // 2`` of every full window ``x[i - k + 1 : i + 1]`` (as
     :func:`_middle`, so the same float), for ``i >= k - 1``."""
@@ -290,11 +300,7 @@ def detect_divergence(series: pd.Series, config: DivergenceConfig = DivergenceCo
     m = len(x)
     k = config.level_window
 
-    level = np.full(m, np.nan)
-    for j in range(min(m, k - 1)):  # partial windows at the head, same code as online
-        level[j] = _middle(x[: j + 1])
-    if m >= k:
-        level[k - 1 :] = _rolling_middle(x, k)
+    level = _levels(x, k)
     best = np.minimum.accumulate(level) if m else level
     elevated = _is_elevated(level, best, config)
 
@@ -359,11 +365,7 @@ def _detect_sparse(values: np.ndarray, index: pd.Index, config: DivergenceConfig
     x = values if fin_rows is None else values[fin_rows]
     m = len(x)
     k = config.level_window
-    level = np.full(m, np.nan)
-    for j in range(min(m, k - 1)):  # partial windows at the head, same code as online
-        level[j] = _middle(x[: j + 1])
-    if m >= k:
-        level[k - 1 :] = _rolling_middle(x, k)
+    level = _levels(x, k)
     best = np.minimum.accumulate(level) if m else level
     is_elevated = _is_elevated(level, best, config)
     elevated = np.flatnonzero(is_elevated)  # finite positions
