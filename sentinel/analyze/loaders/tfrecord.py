@@ -77,7 +77,7 @@ def read_scalars(file: Path, warnings: list[str]) -> dict[str, tuple[np.ndarray,
     buf = np.frombuffer(data, dtype=np.uint8)
     # 1. Length checksums: one value per distinct length.
     if len(starts):
-        stored = _u32(buf, starts + 8)
+        stored = _words(buf, starts + 8, "<u4")
         expected = np.zeros(len(starts), dtype=np.uint32)
         for length, rows in _groups(lengths):
             expected[rows] = masked_crc(_LENGTH.pack(length))
@@ -235,7 +235,7 @@ def _predict(data: bytes, pos: int, lengths: list[int]) -> tuple[np.ndarray, np.
         expect = np.tile(pattern, cycles)
         outside = np.flatnonzero(at + 16 + expect > size)
         count = int(outside[0]) if len(outside) else len(at)  # records that fit in the file
-        wrong = np.flatnonzero(_u64(data, at[:count]) != expect[:count])
+        wrong = np.flatnonzero(_words(data, at[:count], "<i8") != expect[:count])
         good = int(wrong[0]) if len(wrong) else count  # each checked record starts where the last ended
         found_at.append(at[:good])
         found_length.append(expect[:good])
@@ -247,14 +247,16 @@ def _predict(data: bytes, pos: int, lengths: list[int]) -> tuple[np.ndarray, np.
     return (at, expect) if len(at) else None
 
 
-def _u64(data: bytes, at: np.ndarray) -> np.ndarray:
-    """Little-endian uint64 at each offset ``at`` of ``data`` (one aligned view per remainder of 8)."""
-    out = np.empty(len(at), dtype=np.int64)
-    for shift in range(8):
-        where = np.flatnonzero(at % 8 == shift)
+def _words(data, at: np.ndarray, dtype: str) -> np.ndarray:
+    """The little-endian integer ``dtype`` (``"<i8"``, ``"<u4"``) at each offset ``at`` of ``data``
+    (bytes or a uint8 array), read through one aligned view per remainder of its width."""
+    width = np.dtype(dtype).itemsize
+    out = np.empty(len(at), dtype=np.dtype(dtype).newbyteorder("="))
+    for shift in range(width):
+        where = np.flatnonzero(at % width == shift)
         if len(where):
-            words = np.frombuffer(data, dtype="<i8", offset=shift, count=(len(data) - shift) // 8)
-            out[where] = words[(at[where] - shift) // 8]
+            words = np.frombuffer(data, dtype=dtype, offset=shift, count=(len(data) - shift) // width)
+            out[where] = words[(at[where] - shift) // width]
     return out
 
 
@@ -266,17 +268,6 @@ def _groups(lengths: np.ndarray) -> list[tuple[int, np.ndarray]]:
     ordered = lengths[order]
     cuts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
     return [(int(lengths[rows[0]]), rows) for rows in np.split(order, cuts)]
-
-
-def _u32(buf: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """Little-endian uint32 at each offset ``at`` of ``buf`` (one aligned view per remainder of 4)."""
-    out = np.empty(len(at), dtype=np.uint32)
-    for shift in range(4):
-        where = np.flatnonzero(at % 4 == shift)
-        if len(where):
-            words = np.frombuffer(buf, dtype="<u4", offset=shift, count=(len(buf) - shift) // 4)
-            out[where] = words[(at[where] - shift) // 4]
-    return out
 
 
 def _unmask(masked: np.ndarray) -> np.ndarray:
@@ -298,7 +289,7 @@ def _bad_payloads(data: bytes, buf: np.ndarray, starts: np.ndarray, lengths: np.
     first = (starts + 12).tolist()
     crcs = np.fromiter((value(data[a:a + n]) for a, n in zip(first, lengths.tolist())),
                        dtype=np.uint32, count=len(first))
-    return crcs != _unmask(_u32(buf, starts + 12 + lengths))
+    return crcs != _unmask(_words(buf, starts + 12 + lengths, "<u4"))
 
 
 @dataclass(frozen=True)
