@@ -207,19 +207,14 @@ def fields(buf: bytes) -> list[tuple[int, int, int | bytes]]:
         else:
             tag, pos = _varint(buf, pos)
         number, wire = tag >> 3, tag & 7
-        if wire == _BYTES:
-            n = buf[pos] if pos < end else 0x80
-            if n < 0x80:
-                pos += 1
-            else:
-                n, pos = _varint(buf, pos)
-            value, pos = buf[pos:pos + n], pos + n
-        elif wire == _VARINT:
+        if wire == _BYTES or wire == _VARINT:  # a varint: the value, or the length of the bytes
             value = buf[pos] if pos < end else 0x80
             if value < 0x80:
                 pos += 1
             else:
                 value, pos = _varint(buf, pos)
+            if wire == _BYTES:
+                value, pos = buf[pos:pos + value], pos + value
         elif wire in (_FIXED64, _FIXED32):
             n = 8 if wire == _FIXED64 else 4
             value, pos = buf[pos:pos + n], pos + n
