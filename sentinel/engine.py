@@ -451,11 +451,16 @@ class Sentinel:
             value, failed = distributed.mean_loss_and_any_bad(value, failed)
         if failed:
             return None
-        from sentinel.detect.spike import above_baseline  # pandas-heavy; the detectors have loaded it
-
-        ok = math.isfinite(value) and not above_baseline(value, baseline, self.config.loss_spike)
+        ok = not self._loss_too_high(value, baseline)
         self._weights_check = {"batch_idx": batch_idx, "loss": value, "baseline": baseline, "weights_ok": ok}
         return ok
+
+    def _loss_too_high(self, value: float, baseline: float) -> bool:
+        """Whether the loss spike rule calls ``value`` too high against ``baseline`` (a non-finite
+        value always is)."""
+        from sentinel.detect.spike import above_baseline  # pandas-heavy; the detectors have loaded it
+
+        return not math.isfinite(value) or above_baseline(value, baseline, self.config.loss_spike)
 
     def suppress_update(self, optimizer: torch.optim.Optimizer | None = None) -> None:
         """Withhold this step's update: set the gradients of ``optimizer`` (default: all) to None."""
@@ -574,7 +579,6 @@ class Sentinel:
             self._add_to_skiplist(entries)
             self._event(EventKind.SKIP_STEP, **self._skip_detail(decision),
                         batches=[_short(e) for e in entries])
-            self._weights_check = None
             return
         self.guard_state = decision.state
         # The streak's earlier batches are in the skip list already (as outliers); all are named.
@@ -597,23 +601,24 @@ class Sentinel:
         if len(seen) < 2 or len(self._losses) != len(seen) or loss_v is None \
                 or not math.isfinite(loss_v.baseline):
             return seen
-        from sentinel.detect.spike import above_baseline  # pandas-heavy; the detectors have loaded it
-
         # Each micro-batch's loss was divided by their number (the step's loss is their sum).
         own = [float(l) * len(seen) for l in self._losses]  # a host read, on outlier steps only
-        culprits = [b for b, v in zip(seen, own)
-                    if not math.isfinite(v) or above_baseline(v, loss_v.baseline, self.config.loss_spike)]
+        culprits = [b for b, v in zip(seen, own) if self._loss_too_high(v, loss_v.baseline)]
         return culprits or seen
 
     def _skip_detail(self, decision: Decision) -> dict[str, Any]:
         loss_v, grad_v, _ = self.judge.verdicts
-        extra = {"weights_check": self._weights_check} if self._weights_check is not None else {}
-        return {"reason": decision.reason.value, "streak": decision.streak, **extra,
+        return {"reason": decision.reason.value, "streak": decision.streak, **self._take_weights_check(),
                 "loss": self._values.get(metrics.LOSS),
                 "grad_norm": self._values.get(metrics.GRAD_NORM_TOTAL),
                 "loss_score": loss_v.score if loss_v is not None else None,
                 "loss_baseline": loss_v.baseline if loss_v is not None else None,
                 "grad_norm_score": grad_v.score if grad_v is not None else None}
+
+    def _take_weights_check(self) -> dict[str, Any]:
+        """The weights check of this step as event fields (none when it ran no check), consumed."""
+        check, self._weights_check = self._weights_check, None
+        return {"weights_check": check} if check is not None else {}
 
     def _roll_back(self, decision: Decision, spike_step: int, culprits: list[dict[str, Any]]) -> None:
         g = self.config.guard
@@ -634,8 +639,7 @@ class Sentinel:
         # comes back at the same distance), and at least ``cooldown``.
         self.cooldown_until = self.step + max(g.cooldown, 2 * (self.step - restored))
         self.lr_cooldown.set_factor(decision.lr_scale)
-        check = {"weights_check": self._weights_check} if self._weights_check is not None else {}
-        self._weights_check = None
+        check = self._take_weights_check()
         self._reference = None  # its effect was just undone
         self._event(EventKind.ROLLBACK, spike_step=spike_step, reason=decision.reason.value,
                     restored_step=restored, rollback=self.rollbacks, lr_scale=decision.lr_scale,
