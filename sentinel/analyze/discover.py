@@ -120,21 +120,14 @@ class _Loaders:
     (a sentinel run directory is claimed before the text dialects are ever compiled)."""
 
     def __init__(self) -> None:
-        self._names = iter(LOADER_MODULES)
-        self._found: list[ModuleType] = []
+        self._imported: dict[str, ModuleType | None] = {}  # None: not installed
 
     def __iter__(self):
-        i = 0
-        while True:
-            while i >= len(self._found):
-                name = next(self._names, None)
-                if name is None:
-                    return
-                module = _import_loader(name)
-                if module is not None:
-                    self._found.append(module)
-            yield self._found[i]
-            i += 1
+        for name in LOADER_MODULES:
+            if name not in self._imported:
+                self._imported[name] = _import_loader(name)
+            if self._imported[name] is not None:
+                yield self._imported[name]
 
 
 def describe_formats() -> str:
