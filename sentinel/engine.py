@@ -345,7 +345,7 @@ class Sentinel:
             True when this step's update must not be applied (its gradients are then None).
         """
         rec = self.config.record
-        parts: list[tuple[list[str], torch.Tensor]] = []  # (keys, 0-d or 1-D tensor of that length)
+        parts: list[tuple[Sequence[str], torch.Tensor]] = []  # (keys, 0-d or 1-D tensor of that length)
         if self._losses:
             loss = self._losses[0].float() if len(self._losses) == 1 else \
                 torch.stack([l.float().reshape(()) for l in self._losses]).sum()
@@ -939,7 +939,7 @@ def _as_list(obj: Any) -> list[Any]:
     return [obj]
 
 
-def _to_host(parts: list[tuple[list[str], torch.Tensor]]) -> dict[str, float]:
+def _to_host(parts: list[tuple[Sequence[str], torch.Tensor]]) -> dict[str, float]:
     """A step's metrics to Python floats in one device-to-host transfer.
 
     ``parts``: ``(keys, tensor)`` pairs, the tensor 0-d for one key or 1-D with one entry per

@@ -265,6 +265,9 @@ class GradNormProbe:
                 f"group names {sorted(clashes)} collide as metric keys (keys are lower case and "
                 f"'{GRAD_NORM_TOTAL}' is reserved): pass include= with distinct module names"
             )
+        # What keys() hands out every step, built once.
+        self._all_keys = (GRAD_NORM_TOTAL, *self._keys)
+        self._total_key = (GRAD_NORM_TOTAL,)
 
     @staticmethod
     def _groups_from_include(
@@ -343,14 +346,14 @@ class GradNormProbe:
             per_tensor = _per_tensor_norms(grads, self._params[0].device)
         return per_tensor if reduce_squares is None else reduce_squares(per_tensor.square()).sqrt()
 
-    def keys(self, per_module: bool = True) -> list[str]:
+    def keys(self, per_module: bool = True) -> tuple[str, ...]:
         """Metric keys of :meth:`norms`, in its order: the total, then one per group.
 
         Example:
             >>> probe.keys()  # doctest: +SKIP
-            ['grad_norm/total', 'grad_norm/0', 'grad_norm/1']
+            ('grad_norm/total', 'grad_norm/0', 'grad_norm/1')
         """
-        return [GRAD_NORM_TOTAL, *self._keys] if per_module else [GRAD_NORM_TOTAL]
+        return self._all_keys if per_module else self._total_key
 
     def norms(self, per_tensor: torch.Tensor, per_module: bool = True) -> torch.Tensor:
         """Total and per-group norms from :meth:`tensor_norms`, as one 1-D float32 tensor.
