@@ -266,7 +266,7 @@ class Sentinel:
             self._warn_order("no_check", f"sentinel: end_step() without check(loss) at step {self.step}: no "
                              "loss is recorded, so a loss spike goes unseen and an update cannot be "
                              "withheld. Call `if sen.check(loss): opt.step()` after backward.")
-        self._since_end = set()
+        self._since_end.clear()
         self.finish_step()
 
     def _warn_order(self, key: str, message: str) -> None:
