@@ -35,6 +35,7 @@ from sentinel.analyze.loaders.numeric_table import (
     LARGE_TABLE_BYTES,
     choose_columns,
     loss_values,
+    merge_steps,
     read_columns,
     read_header,
     step_values,
@@ -227,14 +228,7 @@ def _to_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warnings:
             continue
         renamed[key] = values
     frame = pd.DataFrame(renamed, index=pd.Index(step, name=metrics.STEP), copy=False)
-    if len(step) > 1 and not bool((step[1:] > step[:-1]).all()):
-        if frame.index.has_duplicates:
-            # Rows of one step (a train row and a val row, or a step logged again after a
-            # restart) merge; for a column logged twice the last value wins.
-            frame = frame.groupby(level=0, sort=True).last()
-        else:
-            frame = frame.sort_index()
-    return order_columns(frame)
+    return order_columns(merge_steps(frame))
 
 
 def _json_row(line: str) -> dict | None:

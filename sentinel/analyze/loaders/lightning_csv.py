@@ -19,6 +19,7 @@ from sentinel.analyze.loaders.numeric_table import (
     TEXT_LOSS_ROWS,
     choose_columns,
     loss_values,
+    merge_steps,
     read_columns,
     read_header,
     step_values,
@@ -105,11 +106,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     kept = [c for c in frame.columns if c != step_col]
     frame = pd.DataFrame(columns, index=pd.Index(step, name=step_col), copy=False)
     frame.columns = kept
-    if len(step) > 1 and not bool((step[1:] > step[:-1]).all()):
-        # groupby().last() takes the last non-empty cell per column: merges train and val rows.
-        steps = frame.groupby(level=0, sort=True).last()
-    else:
-        steps = frame  # one row per step, in order: nothing to merge
+    steps = merge_steps(frame)  # train and val rows of one step merge
     steps.index.name = metrics.STEP
     renames = {}
     for column in steps.columns:

@@ -230,6 +230,19 @@ def loss_values(raw: pd.Series) -> tuple[pd.Series, np.ndarray]:
     return numbers, text
 
 
+def merge_steps(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` (indexed by step) with one row per step, in step order: rows of one step (a
+    train row and a val row, or a step logged again after a restart) merge, the last non-empty
+    cell of each column winning. A frame already in strictly increasing steps is returned as is.
+    """
+    step = frame.index.to_numpy()
+    if len(step) < 2 or bool((step[1:] > step[:-1]).all()):
+        return frame
+    if frame.index.has_duplicates:
+        return frame.groupby(level=0, sort=True).last()
+    return frame.sort_index()
+
+
 def _ends_with_newline(path: Path) -> bool:
     with open(path, "rb") as f:
         f.seek(0, 2)
