@@ -18,11 +18,11 @@ step, all removed again at ``on_train_end``:
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -30,6 +30,7 @@ import torch
 from sentinel.config import SentinelConfig
 from sentinel.engine import Sentinel, TrainingGaveUp
 from sentinel.store import ensure_run_dir
+from sentinel.store.atomic_json import read_json, write_json_atomic
 
 try:
     import transformers
@@ -100,7 +101,6 @@ class SentinelTrainerCallback(TrainerCallback):
         self.sentinel: Sentinel | None = None
         self.gave_up: str | None = None  # the give-up message when the guard stopped the run
         self._trainer: Any = None
-        self._optimizer: torch.optim.Optimizer | None = None
         self._patches: list[tuple[Any, str, Any]] = []
         self._hook: Any = None
         self._steps_in_epoch: int | None = None
@@ -121,10 +121,10 @@ class SentinelTrainerCallback(TrainerCallback):
             raise ValueError("SentinelTrainerCallback does not support DeepSpeed (it owns the gradients and "
                              "the optimizer step): train with DDP or FSDP, or remove the callback")
         self._trainer = trainer
-        self._optimizer = _unwrap(trainer.optimizer, "optimizer")
         scaler = getattr(accelerator, "scaler", None)
         self.sentinel = Sentinel(
-            trainer.model, self._optimizer, _unwrap(trainer.lr_scheduler, "scheduler"), scaler, self.log_dir,
+            trainer.model, _unwrap(trainer.optimizer, "optimizer"), _unwrap(trainer.lr_scheduler, "scheduler"),
+            scaler, self.log_dir,
             config=self.config, rank=args.process_index, _keep_batches=True,
             meta={"trainer": {"class": type(trainer).__name__,
                               "precision": "bf16" if args.bf16 else "fp16" if args.fp16 else "32",
@@ -199,10 +199,7 @@ class SentinelTrainerCallback(TrainerCallback):
             log.warning("sentinel: no checkpoint folder %s to save sentinel's state into: a run resumed "
                         "from this checkpoint starts sentinel afresh", folder)
             return
-        tmp = os.path.join(folder, STATE_FILE + ".tmp")
-        with open(tmp, "w") as fh:
-            json.dump(self.sentinel.state_dict(), fh)
-        os.replace(tmp, os.path.join(folder, STATE_FILE))
+        write_json_atomic(Path(folder) / STATE_FILE, self.sentinel.state_dict())
 
     # ------------------------------------------------------------------ the Trainer's step
     def _on_forward(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
@@ -226,7 +223,7 @@ class SentinelTrainerCallback(TrainerCallback):
         self._measured = True
         sen = self.sentinel
         replay = self._replay(sen.batch) if sen.batch is not None else None
-        sen.measure(replay=replay, optimizer=self._optimizer)  # withholds the update when it must
+        sen.measure(replay=replay)  # withholds the update when it must
 
     def _replay(self, batch: Any) -> Callable[[], torch.Tensor]:
         """Recompute the loss of ``batch`` on the current weights (NaN source, weights check)."""
@@ -295,8 +292,7 @@ class SentinelTrainerCallback(TrainerCallback):
                             "afresh (no skip list or rollback count taken over)", state.global_step, folder,
                             STATE_FILE)
             return
-        with open(path) as fh:
-            self.sentinel.load_state_dict(json.load(fh))
+        self.sentinel.load_state_dict(read_json(Path(path)))
         if args.process_index == 0:
             log.warning(self.sentinel.describe_resume())
 
