@@ -15,7 +15,8 @@ import pytest
 from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2
 
 from sentinel.analyze.loaders import tensorboard
-from sentinel.analyze.loaders.tfrecord import masked_crc, read_scalars
+from sentinel.analyze.loaders.tfrecord import read_scalars
+from sentinel.tfrecord_crc import masked_crc32c as masked_crc
 
 
 def record(event: event_pb2.Event) -> bytes:

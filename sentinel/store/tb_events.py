@@ -16,23 +16,10 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-import google_crc32c
 from tensorboard.compat.proto.event_pb2 import Event
 from tensorboard.compat.proto.summary_pb2 import Summary
 
-_MASK_DELTA = 0xA282EAD8
-
-
-def masked_crc32c(data: bytes) -> int:
-    """The masked CRC32C that TFRecord framing uses.
-
-    Example:
-        >>> masked_crc32c(b"") == (((0 >> 15) | (0 << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-        True
-    """
-    crc = google_crc32c.value(data)
-    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + _MASK_DELTA) & 0xFFFFFFFF
-
+from sentinel.tfrecord_crc import masked_crc32c
 
 class ScalarEventEncoder:
     """Serialises an ``Event`` of simple scalars, byte for byte as protobuf does.

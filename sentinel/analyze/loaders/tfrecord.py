@@ -34,9 +34,10 @@ from pathlib import Path
 import google_crc32c
 import numpy as np
 
+from sentinel.tfrecord_crc import MASK_DELTA, masked_crc32c
+
 _LENGTH = struct.Struct("<Q")
 _MAX_RECORD = 64 << 20  # no scalar event comes near this; a larger length is a damaged header
-_MASK_DELTA = 0xA282EAD8
 _DT_FLOAT, _DT_DOUBLE = 1, 2
 # A group of records of one layout smaller than this is parsed record by record.
 _MIN_GROUP = 16
@@ -46,17 +47,6 @@ _MAX_LAYOUTS = 8
 _CHUNK_BYTES = 8 << 20
 # Values are ordered by (record, position in the record): record << _SLOT_BITS | position.
 _SLOT_BITS = 24
-
-
-def masked_crc(data: bytes) -> int:
-    """TFRecord's masked CRC32C of ``data``.
-
-    Example:
-        >>> hex(masked_crc(b""))
-        '0xa282ead8'
-    """
-    crc = google_crc32c.value(data)
-    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
 def read_scalars(file: Path, warnings: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -80,7 +70,7 @@ def read_scalars(file: Path, warnings: list[str]) -> dict[str, tuple[np.ndarray,
         stored = _words(buf, starts + 8, "<u4")
         expected = np.zeros(len(starts), dtype=np.uint32)
         for length, rows in _groups(lengths):
-            expected[rows] = masked_crc(_LENGTH.pack(length))
+            expected[rows] = masked_crc32c(_LENGTH.pack(length))
         wrong = np.flatnonzero(stored != expected)
         if len(wrong):
             first = int(wrong[0])
@@ -271,7 +261,7 @@ def _groups(lengths: np.ndarray) -> list[tuple[int, np.ndarray]]:
 
 
 def _unmask(masked: np.ndarray) -> np.ndarray:
-    rot = (masked - np.uint32(_MASK_DELTA)).astype(np.uint32)
+    rot = (masked - np.uint32(MASK_DELTA)).astype(np.uint32)
     return ((rot << np.uint32(15)) | (rot >> np.uint32(17))).astype(np.uint32)
 
 
