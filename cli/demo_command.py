@@ -20,17 +20,17 @@ def demo(out: str, steps: int, progress: bool) -> None:
     from pathlib import Path
 
     from sentinel.analyze import analyze, render_plot, render_table
-    from sentinel.cli.demo.run import GUARDED, UNGUARDED, DemoRun, prepare_out, run_demo, scenario_for
+    from sentinel.cli.demo.run import GUARDED, UNGUARDED, DemoRun, fault_steps, prepare_out, run_demo, scenario_for
 
     try:
         prepare_out(out)
     except ValueError as err:
         raise click.ClickException(str(err)) from err
     scenario = scenario_for(steps)
-    bad, surge = scenario.bad.positions, scenario.surge
+    bad_steps, surge_steps = fault_steps(scenario)
     click.echo(textwrap.fill(f"sentinel demo: a tiny GPT trained twice for {steps} steps on CPU, through "
-                             f"{len(bad)} bad batches (steps {bad[0]}-{bad[-1]}) and a {surge.factor:g}x "
-                             f"learning-rate surge (steps {surge.start}-{surge.end - 1}).", width=100))
+                             f"{len(scenario.bad.positions)} bad batches (steps {bad_steps}) and a "
+                             f"{scenario.surge.factor:g}x learning-rate surge (steps {surge_steps}).", width=100))
 
     def announce(run: DemoRun) -> None:
         click.echo()

@@ -44,6 +44,17 @@ class DemoRun:
     look_for: str
 
 
+def fault_steps(scenario: DemoScenario) -> tuple[str, str]:
+    """The steps of the bad batches and of the learning-rate surge, as ``first-last``.
+
+    Example:
+        >>> fault_steps(DemoScenario())
+        ('160-164', '240-259')
+    """
+    bad = scenario.bad.positions
+    return f"{bad[0]}-{bad[-1]}", f"{scenario.surge.start}-{scenario.surge.end - 1}"
+
+
 def demo_runs(scenario: DemoScenario) -> tuple[DemoRun, DemoRun]:
     """The two runs of ``scenario`` and what to look for in each, with its fault steps.
 
@@ -51,8 +62,7 @@ def demo_runs(scenario: DemoScenario) -> tuple[DemoRun, DemoRun]:
         >>> [run.title for run in demo_runs(DemoScenario())]
         ['run 1 of 2: without sentinel', 'run 2 of 2: with sentinel']
     """
-    bad = f"{scenario.bad.positions[0]}-{scenario.bad.positions[-1]}"
-    surge = f"{scenario.surge.start}-{scenario.surge.end - 1}"
+    bad, surge = fault_steps(scenario)
     return (
         DemoRun(UNGUARDED, "run 1 of 2: without sentinel",
                 f"bad batches at steps {bad} and a {scenario.surge.factor:g}x learning-rate surge at steps "
