@@ -93,9 +93,7 @@ class SentinelTrainerCallback(TrainerCallback):
     def __init__(self, log_dir: str = "logs/sentinel", *, config: SentinelConfig | None = None,
                  **options: Any) -> None:
         _check_version()
-        if config is not None and options:
-            raise TypeError("pass either config= or keyword options, not both")
-        self.config = config if config is not None else SentinelConfig.from_options(**options)
+        self.config = SentinelConfig.resolve(config, options)
         self.log_dir = str(log_dir)
         ensure_run_dir(self.log_dir)  # fails here, before training, not at on_train_begin
         self.sentinel: Sentinel | None = None

@@ -66,9 +66,7 @@ class SentinelCallback(Callback):
 
     def __init__(self, log_dir: str = "logs/sentinel", *, config: SentinelConfig | None = None,
                  **options: Any) -> None:
-        if config is not None and options:
-            raise TypeError("pass either config= or keyword options, not both")
-        self.config = config if config is not None else SentinelConfig.from_options(**options)
+        self.config = SentinelConfig.resolve(config, options)
         self.log_dir = str(log_dir)
         ensure_run_dir(self.log_dir)  # fails here, before training, not at on_train_start
         self.sentinel: Sentinel | None = None

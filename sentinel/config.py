@@ -193,6 +193,27 @@ class SentinelConfig:
         default = cls()
         return cls(**{part: replace(getattr(default, part), **routed[part]) for part in parts})
 
+    @classmethod
+    def resolve(cls, config: "SentinelConfig | None", options: dict) -> "SentinelConfig":
+        """The configuration of a ``Sentinel`` or an adapter: ``config=`` or flat keyword options.
+
+        Raises:
+            TypeError: both were given, ``config`` is not a ``SentinelConfig``, or an option is
+                unknown.
+
+        Example:
+            >>> SentinelConfig.resolve(None, {"rollback": False}).guard.rollback
+            False
+        """
+        if config is None:
+            return cls.from_options(**options)
+        if options:
+            raise TypeError("pass either config= or keyword options, not both")
+        if not isinstance(config, cls):
+            raise TypeError(f"config= takes a SentinelConfig, got {type(config).__name__}: pass "
+                            "SentinelConfig.from_options(...), or the options as keyword arguments")
+        return config
+
     def make_loss_detector(self):
         return _detect().SpikeDetector(self.loss_spike)
 

@@ -119,9 +119,7 @@ class Sentinel:
         _keep_batches: bool = False,
         **options: Any,
     ) -> None:
-        if config is not None and options:
-            raise TypeError("pass either config= or keyword options, not both")
-        self.config = config if config is not None else SentinelConfig.from_options(**options)
+        self.config = SentinelConfig.resolve(config, options)
         self.model = model
         self.optimizers = _as_list(optimizer)
         self.schedulers = _as_list(scheduler)

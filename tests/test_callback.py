@@ -11,7 +11,7 @@ import pytest
 import torch
 from lightning.pytorch.loggers import CSVLogger
 
-from sentinel import TrainingGaveUp, load_run
+from sentinel import SentinelConfig, TrainingGaveUp, load_run
 from sentinel.callbacks import SentinelCallback
 from sentinel.store import read_skiplist
 
@@ -224,6 +224,10 @@ def test_bad_arguments_fail_at_construction(tmp_path):
         SentinelCallback(log_dir=str(blocker / "run"))
     with pytest.raises(TypeError, match="unknown sentinel option 'snapshot_evry'"):
         SentinelCallback(log_dir=str(tmp_path / "ok"), snapshot_evry=3)
+    with pytest.raises(TypeError, match="config= takes a SentinelConfig, got dict"):
+        SentinelCallback(log_dir=str(tmp_path / "ok"), config={"rollback": False})
+    with pytest.raises(TypeError, match="not both"):
+        SentinelCallback(log_dir=str(tmp_path / "ok"), config=SentinelConfig(), rollback=False)
 
 
 def test_model_without_attention_is_noted_in_meta(tmp_path, tiny_task):
