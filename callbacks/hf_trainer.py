@@ -44,7 +44,6 @@ log = logging.getLogger(__name__)
 
 MIN_TRANSFORMERS = (4, 45)  # TrainerCallback.on_pre_optimizer_step
 STATE_FILE = "sentinel_state.json"  # written into each Trainer checkpoint folder
-_NOT_LOGGED = ("step", "epoch", "batch_idx")
 _MISSING = object()
 
 
@@ -182,7 +181,7 @@ class SentinelTrainerCallback(TrainerCallback):
         # Only the Trainer's training logs (they carry its "loss"), not evaluation or summaries.
         if self.sentinel is None or logs is None or "loss" not in logs or not self.sentinel.last_record:
             return
-        values = {k: v for k, v in self.sentinel.last_record.items() if k not in _NOT_LOGGED}
+        values = self.sentinel.last_metrics
         for key, value in values.items():
             logs.setdefault(key, value)
         if state.log_history and state.log_history[-1].get("step") == state.global_step:

@@ -157,7 +157,7 @@ class SentinelCallback(Callback):
         self._step_open = False
         if sen.last_record and trainer.is_global_zero and trainer.loggers \
                 and (sen.last_record["step"] % max(trainer.log_every_n_steps, 1) == 0):
-            values = {k: v for k, v in sen.last_record.items() if k not in ("step", "epoch", "batch_idx")}
+            values = sen.last_metrics
             for logger in trainer.loggers:
                 logger.log_metrics(values, step=sen.last_record["step"])
 

@@ -525,6 +525,18 @@ class Sentinel:
             if repr(sorted(entry.items())) not in known:
                 self.skiplist.add(entry)
 
+    @property
+    def last_metrics(self) -> dict[str, float]:
+        """The metrics of the last recorded step, without its position (step, epoch, batch):
+        what an adapter forwards to its framework's loggers under sentinel's keys.
+
+        Example:
+            >>> sen.last_metrics["grad_norm/total"]  # doctest: +SKIP
+            1.83
+        """
+        return {k: v for k, v in self.last_record.items()
+                if k not in (metrics.STEP, metrics.EPOCH, metrics.BATCH_IDX)}
+
     def describe_resume(self) -> str:
         """One line saying what a resumed run took over from its checkpoint.
 
