@@ -29,7 +29,7 @@ class EventLogWriter:
     """
 
     def __init__(self, path: Path) -> None:
-        self._path = path
+        self.path = path
         self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         # A crash may have left a line without its newline: end it, so that our first event
         # is not glued to it (the torn line is reported by the reader).

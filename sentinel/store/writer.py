@@ -92,15 +92,7 @@ class RunWriter:
         Example:
             >>> w.write_step({"step": 7, "loss": float("nan"), "grad_norm/total": 3.2})  # doctest: +SKIP
         """
-        if self.stopped is not None:
-            self.lost += 1
-            return
-        try:
-            self._steps.write(record)
-        except OSError as ex:
-            self._stop(self._steps.path or self.path, ex)
-            return
-        if self._tb is not None:
+        if self._append(self._steps, record) and self._tb is not None:
             self._tb.put(record)
 
     def write_event(self, event: Mapping[str, Any]) -> None:
@@ -114,13 +106,7 @@ class RunWriter:
             ...                          skipped_batches=[118, 119, 120]))  # doctest: +SKIP
         """
         self._check_open("write_event")
-        if self.stopped is not None:
-            self.lost += 1
-            return
-        try:
-            self._events.write(event)
-        except OSError as ex:
-            self._stop(self.path / EVENTS_FILE, ex)
+        self._append(self._events, event)
 
     def write_skiplist(self, entries: list[dict[str, Any]]) -> None:
         """Replace ``skiplist.json`` atomically with ``entries`` (the whole list, not a delta).
@@ -186,6 +172,19 @@ class RunWriter:
         if self.lost:
             log.error("sentinel: %d step records and events were not written to %s after the disk "
                       "refused a write", self.lost, self.path)
+
+    def _append(self, part: StepSegmentWriter | EventLogWriter, item: Mapping[str, Any]) -> bool:
+        """``part.write(item)`` unless recording has stopped; a write the disk refuses stops it.
+        True when the item reached the file."""
+        if self.stopped is not None:
+            self.lost += 1
+            return False
+        try:
+            part.write(item)
+        except OSError as ex:
+            self._stop(part.path or self.path, ex)
+            return False
+        return True
 
     def _stop(self, path: Path, ex: OSError) -> None:
         self.stopped = (f"cannot write {path} ({_reason(ex)}): recording to {self.path} stops here; "
