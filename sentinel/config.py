@@ -69,7 +69,9 @@ class GuardConfig:
             blip rate; three, about once per 25 million.
         on_grad_norm_spike: grad-norm outliers count toward ``spike_patience`` too. Off by
             default: their updates are skipped, but healthy runs have grad-norm outliers up to 3
-            steps in a row (llm.c GPT-2 124M), so a streak of them is not damage.
+            steps in a row (llm.c GPT-2 124M), so a streak of them is not damage; from the
+            ``spike_patience``-th in a row (the loss normal) they are applied (a new level of
+            the gradient, which withholding cannot change).
         snapshot_every: take a snapshot every K healthy optimizer steps (and one before the
             first step). 25: a host copy of model and AdamW state costs ~4% of a step of the
             benchmark GPT on CPU, 0.2% amortised at 25 (benchmarks/RESULTS.md).

@@ -576,6 +576,11 @@ class Sentinel:
         if decision.action is Action.APPLY:
             self.guard_state = decision.state
             self._streak, self._streak_start = [], None
+            if decision.reason is Reason.GRAD_NORM_SPIKE and decision.streak == self.config.guard.spike_patience \
+                    and self.rank == 0:
+                log.info("sentinel: step %d: the grad norm has been an outlier %d steps in a row with a normal "
+                         "loss: a new level, not bad batches; its updates are applied again", self.step,
+                         decision.streak)
             if self._step_batches and not self._values.get(metrics.AMP_OVERFLOW):  # the scaler skipped it
                 self._reference = self._step_batches[-1]
             return

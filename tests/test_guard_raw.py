@@ -17,12 +17,14 @@ STEPS = 120
 
 
 def _train(tmp_path, tiny_task, *, poison_steps=(), nan_steps=(), guard=True, steps=STEPS,
-           states=None, resume=None, lr_surge=None, corrupt_steps=(), **options):
+           states=None, resume=None, lr_surge=None, corrupt_steps=(), grad_gain_from=None, **options):
     """A raw guarded loop. ``lr_surge`` maps scheduler positions to an LR multiplier: a schedule
     that surges damages the weights through an update whose own loss and gradients look normal,
     the case skipping cannot answer (and a rollback replays, since it restores the scheduler).
     ``corrupt_steps``: after these steps the head's weights are scaled by 30 behind the guard's
-    back, once (silent damage, e.g. a bad update the detectors could not see)."""
+    back, once (silent damage, e.g. a bad update the detectors could not see). ``grad_gain_from``:
+    from that step on every gradient is 100x (with the LR cut 100x, the same updates): a lasting new
+    level of the grad norm with a normal loss."""
     Data, Net, mse, batches_at = tiny_task
     torch.manual_seed(0)
     nan = {min(batches_at(nan_steps, BATCH))} if nan_steps else set()  # one sample of the batch
@@ -45,8 +47,18 @@ def _train(tmp_path, tiny_task, *, poison_steps=(), nan_steps=(), guard=True, st
         opt.zero_grad()
         loss = mse(model, batch)
         loss.backward()
+        gain = grad_gain_from is not None and sen.step >= grad_gain_from
+        if gain:
+            for p in model.parameters():
+                p.grad.mul_(100.0)
         if sen.check(loss):
+            if gain:
+                for group in opt.param_groups:
+                    group["lr"] /= 100.0
             opt.step()
+            if gain:
+                for group in opt.param_groups:
+                    group["lr"] *= 100.0
         sched.step()
         sen.end_step()
         if sen.step in corrupt:
@@ -85,6 +97,17 @@ def test_poisoned_batches_are_skipped_updates_not_rollbacks(tmp_path, tiny_task)
     entries = read_skiplist(run)
     assert {i for e in entries for i in e["indices"]} == tiny_task[3]((60, 61, 62), BATCH)
     assert {e["reason"] for e in entries} == {"outlier"}
+
+
+def test_a_lasting_new_grad_norm_level_is_withheld_briefly_then_applied(tmp_path, tiny_task):
+    clean, _, _ = _train(tmp_path / "clean", tiny_task)
+    final, sen, run_dir = _train(tmp_path / "gain", tiny_task, grad_gain_from=60)
+    spikes = [e["step"] for e in _events(run_dir, "spike") if e["metric"] == "grad_norm/total"]
+    withheld = [e["step"] for e in _events(run_dir, "skip_step")]
+    assert spikes[:3] == [60, 61, 62]  # the detector calls the new level an outlier for a while
+    assert withheld == [60, 61]  # spike_patience - 1 updates withheld, then the level is accepted
+    assert sen.rollbacks == 0 and not _events(run_dir, "rollback")
+    assert final <= 1.1 * clean
 
 
 def test_a_skipped_update_leaves_the_weights_untouched(tmp_path, tiny_task):

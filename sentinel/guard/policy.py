@@ -5,7 +5,11 @@ Tiers (DESIGN.md, "guard tiers"):
 1. **skip the update** of an outlier step: its loss or grad norm is over the spike rule, or its
    loss/grads are non-finite. Nothing changed, nothing to restore. A single bad batch is the
    common case (healthy large runs have one-batch loss blips all the time), and this is its
-   whole answer.
+   whole answer. Grad-norm outliers with a normal loss (when they do not count toward a
+   rollback, the default) are withheld at most ``spike_patience - 1`` steps in a row: different
+   batches giving outlier gradients on the same, unchanged weights are not bad batches but a new
+   level of the gradient (it often climbs after warm-up), which withholding cannot change, so the
+   next such step is applied. Damage it does shows in the loss, which the rule still judges.
 2. **roll back** when skipping did not cure it: the loss is still an outlier on
    ``spike_patience`` consecutive steps although none of their updates was applied, or the
    step is non-finite twice in a row, and a re-run of the last applied batch does not clear the
@@ -76,12 +80,15 @@ class GuardState:
         nonfinite_streak: consecutive non-finite steps.
         rollbacks: rollbacks done so far.
         returns: consecutive rollbacks that each came inside the previous one's cool-down.
+        grad_streak: consecutive grad-norm outliers with a normal loss that do not count toward
+            ``spike_patience`` (``on_grad_norm_spike=False``).
     """
 
     outlier_streak: int = 0
     nonfinite_streak: int = 0
     rollbacks: int = 0
     returns: int = 0
+    grad_streak: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,17 +159,24 @@ def decide(signals: StepSignals, state: GuardState, config: GuardConfig,
         (<Action.SKIP_UPDATE: 'skip_update'>, 1)
         >>> decide(StepSignals(loss_spike=True), d.state, GuardConfig(spike_patience=2)).action
         <Action.ROLLBACK: 'rollback'>
+        >>> g = decide(StepSignals(grad_norm_spike=True), GuardState(grad_streak=2), GuardConfig())
+        >>> g.action, g.reason  # the third grad-norm outlier in a row, loss normal: applied
+        (<Action.APPLY: 'apply'>, <Reason.GRAD_NORM_SPIKE: 'grad_norm_spike'>)
     """
     reason = bad_step_reason(signals, config)
-    if reason is None and not (state.outlier_streak or state.nonfinite_streak):
+    if reason is None and not (state.outlier_streak or state.nonfinite_streak or state.grad_streak):
         return Decision(Action.APPLY, None, state)  # the healthy step: nothing to count, no copy
     nonfinite_streak = state.nonfinite_streak + 1 if reason is Reason.NONFINITE else 0
+    grad_only = reason is Reason.GRAD_NORM_SPIKE and not config.on_grad_norm_spike
     counts = reason in (Reason.NONFINITE, Reason.LOSS_SPIKE) or \
         (reason is Reason.GRAD_NORM_SPIKE and config.on_grad_norm_spike)
     outlier_streak = state.outlier_streak + 1 if counts else 0
-    nxt = replace(state, outlier_streak=outlier_streak, nonfinite_streak=nonfinite_streak)
+    grad_streak = state.grad_streak + 1 if grad_only else 0
+    nxt = replace(state, outlier_streak=outlier_streak, nonfinite_streak=nonfinite_streak, grad_streak=grad_streak)
     if reason is None or not config.rollback:
         return Decision(Action.APPLY, reason, nxt)
+    if grad_only and grad_streak >= config.spike_patience:  # a level of the gradient, not a batch
+        return Decision(Action.APPLY, reason, nxt, streak=grad_streak)
     persistent = reason in _PERSISTENT or nonfinite_streak >= 2 or outlier_streak >= config.spike_patience
     if persistent and reason not in _PERSISTENT and signals.weights_ok:
         persistent = False  # a known-good batch is still fine on these weights: the data is bad
