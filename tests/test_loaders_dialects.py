@@ -40,6 +40,8 @@ def _one(path):
         ("gpt_neox.log", "megatron", range(10, 121, 10)),
         ("tf_estimator.log", "tf", range(0, 1101, 100)),
         ("issue_paste.txt", "text", range(50, 601, 50)),
+        ("nemo.log", "text", range(100, 112)),  # global_step, not the bar's count inside the epoch
+        ("detectron2.log", "text", range(19, 240, 20)),  # total_loss, not a component
         ("mlruns", "mlflow", range(0, 111, 10)),
         ("wandb/offline-run-20240101_000000-abc123", "wandb", range(0, 56, 5)),
     ],

@@ -180,7 +180,7 @@ LOG4J = Dialect(
 # Anything else: a step-like key and a loss-like key on one line, as "key: v", "key=v" or "key v",
 # in either order. Needs several such lines (see textlogs.sniff).
 _STEP_KEY = r"(?:step|iter|iteration|num_updates|global_step|it)"
-_LOSS_KEY = r"(?:loss|train_loss|train/loss|training_loss|lm_loss|lm loss)"
+_LOSS_KEY = r"(?:loss|train_loss|train/loss|training_loss|total_loss|reduced_train_loss|lm_loss|lm loss)"
 _SEP = r"\s*[:=]?\s*"
 GENERIC = Dialect(
     name="text",
@@ -190,7 +190,10 @@ GENERIC = Dialect(
               head=(metrics.STEP, metrics.LOSS)),
         Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_SEP}({_NUM})\b[^\n]*?(?i:\b{_STEP_KEY}){_SEP}(\d+)\b"),
               head=(metrics.LOSS, metrics.STEP)),
-        Shape(re.compile(rf"(?<![\d/:.-])\s(\d+)\s*/\s*\d+\b(?![/:.]\d)[^\n]*?(?<![\w/])(?i:{_LOSS_KEY}){_SEP}({_NUM})\b"),
+        # "N/TOTAL" only on lines without a step key: a progress bar's count inside the epoch is
+        # not the step where the line also names it (NeMo's "120/1000 [...] global_step=119.0").
+        Shape(re.compile(rf"^(?![^\n]*?(?i:\b{_STEP_KEY}){_SEP}\d)[^\n]*?(?<![\d/:.-])\s(\d+)\s*/\s*\d+\b(?![/:.]\d)"
+                         rf"[^\n]*?(?<![\w/])(?i:{_LOSS_KEY}){_SEP}({_NUM})\b", re.MULTILINE),
               head=(metrics.STEP, metrics.LOSS)),
     ),
     min_records=5,
