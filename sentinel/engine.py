@@ -575,12 +575,9 @@ class Sentinel:
         """Do what the guard decided (the decision itself is :func:`decide`'s)."""
         if decision.action is Action.APPLY:
             self.guard_state = decision.state
+            if decision.reason is Reason.GRAD_NORM_SPIKE and decision.streak == self.config.guard.spike_patience:
+                self._accept_grad_level(decision.streak)
             self._streak, self._streak_start = [], None
-            if decision.reason is Reason.GRAD_NORM_SPIKE and decision.streak == self.config.guard.spike_patience \
-                    and self.rank == 0:
-                log.info("sentinel: step %d: the grad norm has been an outlier %d steps in a row with a normal "
-                         "loss: a new level, not bad batches; its updates are applied again", self.step,
-                         decision.streak)
             if self._step_batches and not self._values.get(metrics.AMP_OVERFLOW):  # the scaler skipped it
                 self._reference = self._step_batches[-1]
             return
@@ -606,6 +603,15 @@ class Sentinel:
         if decision.action is Action.GIVE_UP:
             self._give_up(decision, spike_step)
         self._roll_back(decision, spike_step, culprits)
+
+    def _accept_grad_level(self, streak: int) -> None:
+        """A grad-norm streak with a normal loss is a new level, not bad batches: its withheld
+        batches leave the skip list (a resumed run trains on them)."""
+        if self.skiplist.discard_outliers({b.step for b in self._streak}) and self.writer is not None:
+            self.writer.write_skiplist(self.skiplist.entries)
+        if self.rank == 0:
+            log.info("sentinel: step %d: the grad norm has been an outlier %d steps in a row with a normal "
+                     "loss: a new level, not bad batches; its updates are applied again", self.step, streak)
 
     def _culprit_micro_batches(self, seen: list[_BatchSeen]) -> list[_BatchSeen]:
         """Of an outlier step's micro-batches (gradient accumulation), those whose own loss is

@@ -46,6 +46,21 @@ class SkipList:
             self._anywhere = True
         self.entries.append(dict(entry))
 
+    def discard_outliers(self, steps: set[int]) -> bool:
+        """Drop the entries of withheld outlier updates at these steps (a streak that proved not
+        to be bad batches); True when any was dropped.
+
+        Example:
+            >>> skips = SkipList([{"step": 3, "reason": "outlier", "indices": [4]}])
+            >>> skips.discard_outliers({3}), len(skips)
+            (True, 0)
+        """
+        keep = [e for e in self.entries if not (e.get("reason") == "outlier" and e.get("step") in steps)]
+        if len(keep) == len(self.entries):
+            return False
+        self.__init__(keep)
+        return True
+
     def __len__(self) -> int:
         return len(self.entries)
 
