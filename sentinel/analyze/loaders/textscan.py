@@ -37,6 +37,8 @@ import functools
 import math
 import re
 from collections.abc import Mapping
+from re import _constants as _sre
+from re import _parser as _sre_parser
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,7 +49,7 @@ import pyarrow.compute as pc
 from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions
 from sentinel.analyze.loaders.keys import canonical_key
-from sentinel.analyze.loaders.textlog import events_frame, order_columns
+from sentinel.analyze.loaders.textlog import _FIRST_COLUMNS, events_frame, order_columns
 from sentinel.events import EventKind, make_event
 
 # The most fields one record line may have; longer lines are skipped with a warning.
@@ -189,6 +191,14 @@ class Lines:
     def __init__(self, text: str) -> None:
         self.text = text
         self._lines: pa.Array | None = None
+        self._skeletons: Skeletons | None | bool = False  # False: not made yet
+
+    def skeletons(self) -> Skeletons | None:
+        """The lines grouped by skeleton (made once, shared by the shapes), or None when the
+        text has no line end or cannot be encoded."""
+        if self._skeletons is False:
+            self._skeletons = Skeletons.of(self.text)
+        return self._skeletons
 
     def matching(self, pattern: re.Pattern) -> str:
         """The lines that may hold a match of ``pattern``, each with a line end before and after
@@ -378,6 +388,160 @@ def _loosen_class(cls: str) -> str:
     return f"(?:^|$|{out})" if takes_line_end and not negated else out
 
 
+@dataclass
+class Skeletons:
+    """A text's lines grouped by skeleton: the line with each ASCII digit written as ``0``.
+
+    Record lines of one kind differ mostly in their digits, so a log of 20,000 step lines has a
+    few dozen skeletons; a :func:`line_local` pattern is run once per skeleton, not per line.
+
+    Attributes:
+        data: the text, UTF-8.
+        starts: the byte offset where each line starts.
+        codes: each line's skeleton (an index into ``uniques``).
+        uniques: the distinct skeletons, without their line end.
+        lines_of: how many lines have each skeleton.
+
+    Example:
+        >>> s = Skeletons.of("step 1\\nstep 2\\nstep 10\\n")
+        >>> s.uniques.to_pylist(), s.codes.tolist()
+        (['step 0', 'step 00'], [0, 0, 1])
+    """
+
+    data: pa.Buffer
+    starts: np.ndarray
+    codes: np.ndarray
+    uniques: pa.Array
+    lines_of: np.ndarray
+
+    @classmethod
+    def of(cls, text: str) -> Skeletons | None:
+        if "\n" not in text:
+            return None
+        try:
+            raw = text.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates
+            return None
+        buf = np.frombuffer(raw, np.uint8)
+        offsets = np.flatnonzero(buf == 10)
+        offsets += 1
+        offsets = np.concatenate(([0], offsets) if offsets[-1] == len(raw) else ([0], offsets, [len(raw)]))
+        skeleton = buf.copy()
+        np.putmask(skeleton, (buf - np.uint8(48)) < 10, 48)
+        lines = pa.Array.from_buffers(pa.large_string(), len(offsets) - 1,
+                                      [None, pa.py_buffer(offsets), pa.py_buffer(skeleton)])
+        encoded = pc.dictionary_encode(lines)
+        codes = encoded.indices.to_numpy()
+        uniques = pc.utf8_rtrim(encoded.dictionary, characters="\n")
+        return cls(pa.py_buffer(raw), offsets[:-1], codes, uniques, np.bincount(codes, minlength=len(uniques)))
+
+
+# --------------------------------------------------------------------------- line templates
+
+
+@functools.lru_cache(maxsize=256)
+def line_local(pattern: re.Pattern) -> bool:
+    r"""True when ``pattern`` reads each line on its own and cannot tell one digit from another.
+
+    That is: no part of it can match a line end (so a match stays inside one line and sees the
+    same neighbours, a line end or nothing, wherever that line is); every character class or
+    literal takes all ten ASCII digits or none of them, and there are no backreferences (so a
+    line matches exactly where the line with each digit written as ``0`` matches, with the same
+    group spans); ``^`` / ``$`` are line anchors; it never matches an empty string. Such a
+    pattern is run once per distinct line skeleton instead of once per line (:class:`Lines`).
+
+    Example:
+        >>> line_local(re.compile(r"^[ \t]*s:(\d[^\n]*)", re.M)), line_local(re.compile(r"step:\s*(\d+)"))
+        (True, False)
+    """
+    try:
+        parsed = _sre_parser.parse(pattern.pattern, pattern.flags)
+    except Exception:  # noqa: BLE001 - a private module: any surprise means "no"
+        return False
+    if parsed.getwidth()[0] == 0 or pattern.flags & (re.VERBOSE | re.LOCALE):
+        return False
+    return _local_items(parsed, pattern.flags)
+
+
+_DIGITS = frozenset(range(48, 58))
+# Which of "\n" and the digits a class escape takes: (takes "\n", takes the digits).
+_CATEGORY_TAKES = {
+    _sre.CATEGORY_DIGIT: (False, True), _sre.CATEGORY_NOT_DIGIT: (True, False),
+    _sre.CATEGORY_SPACE: (True, False), _sre.CATEGORY_NOT_SPACE: (False, True),
+    _sre.CATEGORY_WORD: (False, True), _sre.CATEGORY_NOT_WORD: (True, False),
+    _sre.CATEGORY_LINEBREAK: (True, False), _sre.CATEGORY_NOT_LINEBREAK: (False, True),
+}
+
+
+def _class_ok(items) -> bool:
+    """A ``[...]`` (parsed) that takes no line end and all digits or none."""
+    negate = False
+    newline, digits = False, set()
+    for op, av in items:
+        if op is _sre.NEGATE:
+            negate = True
+        elif op is _sre.LITERAL:
+            newline |= av == 10
+            if av in _DIGITS:
+                digits.add(av)
+        elif op is _sre.RANGE:
+            newline |= av[0] <= 10 <= av[1]
+            digits.update(d for d in _DIGITS if av[0] <= d <= av[1])
+        elif op is _sre.CATEGORY and av in _CATEGORY_TAKES:
+            takes_newline, takes_digits = _CATEGORY_TAKES[av]
+            newline |= takes_newline
+            if takes_digits:
+                digits |= _DIGITS
+        else:
+            return False
+    if negate:
+        newline = not newline
+    return not newline and len(digits) in (0, len(_DIGITS))
+
+
+def _local_items(items, flags: int) -> bool:
+    for op, av in items:
+        if op is _sre.LITERAL:
+            if av == 10 or av in _DIGITS:
+                return False
+        elif op is _sre.NOT_LITERAL:
+            if av != 10:
+                return False
+        elif op is _sre.ANY:
+            if flags & re.DOTALL:
+                return False
+        elif op is _sre.IN:
+            if not _class_ok(av):
+                return False
+        elif op is _sre.CATEGORY:
+            if not _class_ok([(op, av)]):
+                return False
+        elif op is _sre.AT:
+            if av in (_sre.AT_BEGINNING, _sre.AT_END):
+                if not flags & re.MULTILINE:
+                    return False
+            elif av not in (_sre.AT_BOUNDARY, _sre.AT_NON_BOUNDARY):
+                return False
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT):
+            if not _local_items(av[2], flags):
+                return False
+        elif op is _sre.SUBPATTERN:
+            if not _local_items(av[3], (flags | av[1]) & ~av[2]):
+                return False
+        elif op is _sre.BRANCH:
+            if not all(_local_items(branch, flags) for branch in av[1]):
+                return False
+        elif op is _sre.ATOMIC_GROUP:
+            if not _local_items(av, flags):
+                return False
+        elif op in (_sre.ASSERT, _sre.ASSERT_NOT):
+            if not _local_items(av[1], flags):
+                return False
+        else:  # backreferences, conditionals, anything new
+            return False
+    return True
+
+
 def count_records(text: str | Lines, dialect: Dialect) -> int:
     """How many record lines of ``dialect`` the text has (for sniffing).
 
@@ -461,6 +625,13 @@ def _read_shape(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOptio
                 warnings: list[str]) -> tuple[dict[str, np.ndarray] | None, int, set[str]]:
     """One shape's records as columns (``_pos`` = record order, head fields, metric columns),
     the count of values that are not numbers, and the keys seen (lower case)."""
+    fast = _read_templates(lines, shape, dialect, options)
+    if fast is not None:
+        if fast is False:
+            return None, 0, set()
+        out, bad, keys_seen, fast_warnings = fast
+        warnings.extend(fast_warnings)
+        return out, bad, keys_seen
     bodies = shape.pattern.findall(lines.matching(shape.pattern))
     if not bodies:
         return None, 0, set()
@@ -476,7 +647,8 @@ def _read_shape(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOptio
     offsets = tokens.offsets.to_numpy()
     counts = np.diff(offsets)
     counts[pc.binary_length(records).to_numpy(zero_copy_only=False) == 0] = 0  # [""] is no token
-    width = min(MAX_FIELDS, _widest(records, counts, joined.isascii()) + 2)
+    lengths = pc.binary_length(records) if joined.isascii() else pc.utf8_length(records)
+    width = _widest(lengths.to_numpy(zero_copy_only=False), counts)
     fits = counts <= width
     if not fits.all():
         warnings.append(f"{int((~fits).sum())} {dialect.name} line(s) with more than {width} fields were skipped")
@@ -541,6 +713,242 @@ def _read_shape(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOptio
     if not ok.all():
         out = {name: column[ok] for name, column in out.items()}
     return out, bad, keys_seen
+
+
+_TOKEN = re.compile(r"[^ \t\n\v\f\r]+")  # the tokens of Arrow's ASCII whitespace split
+_ASCII_SPACE = " \t\n\v\f\r"
+
+
+def _template_shape(shape: Shape) -> bool:
+    """Whether :func:`_read_templates` can read this shape: a :func:`line_local` pattern, no
+    scrub, separators of one character (replacing one by a space keeps every position), units
+    without digits."""
+    return (shape.scrub is None and all(len(sep) == 1 and sep != "\n" for sep in shape.separators)
+            and all(unit and unit.isascii() and not any(c.isdigit() for c in unit) for unit in shape.units)
+            and line_local(shape.pattern))
+
+
+@dataclass
+class _Template:
+    """One record on a line skeleton: its tokens (byte spans in the line, skeleton text) and
+    its length in characters once trimmed, as :func:`_read_shape` would split it."""
+
+    spans: list[tuple[int, int]]
+    texts: list[str]
+    length: int
+
+
+def _line_templates(shape: Shape, skeleton: str) -> list[_Template] | None:
+    """The records ``shape`` finds on a line with this skeleton (found as in the text, where
+    each line has a line end before and after it); None when their tokens do not follow each
+    other in the line."""
+    padded = "\n" + skeleton + "\n"
+    groups = shape.pattern.groups
+    found = []
+    last = 0
+    to_bytes = None if skeleton.isascii() else np.cumsum([0] + [len(c.encode()) for c in skeleton]).tolist()
+    for match in shape.pattern.finditer(padded):
+        pieces, spans, texts = [], [], []
+        for a, b in [match.span(g) for g in range(1, groups + 1)] if groups else [match.span()]:
+            if a < 0:  # a group that did not take part: findall gives ""
+                pieces.append("")
+                continue
+            if a < 1 or b > len(skeleton) + 1:
+                return None
+            piece = padded[a:b]
+            for sep in shape.separators:
+                piece = piece.replace(sep, " ")
+            pieces.append(piece)
+            for token in _TOKEN.finditer(piece):
+                start, end = a - 1 + token.start(), a - 1 + token.end()
+                if start < last:
+                    return None
+                last = end
+                spans.append((start, end) if to_bytes is None else (to_bytes[start], to_bytes[end]))
+                texts.append(token.group())
+        found.append(_Template(spans, texts, len(" ".join(pieces).strip(_ASCII_SPACE))))
+    return found
+
+
+def _read_templates(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOptions
+                    ) -> tuple[dict[str, np.ndarray], int, set[str], list[str]] | None | bool:
+    """The fast reader of :func:`_read_shape`, for lines that repeat a few templates.
+
+    The shape's pattern runs once per distinct line skeleton (:class:`Skeletons`; exact for a
+    :func:`line_local` pattern), which gives the token spans of every record on lines of that
+    skeleton. Records whose skeletons lay out the same fields (the same heads, keys and units;
+    only the numbers' widths differ) are read together: their numbers are cut out of the text
+    at those spans and converted by one pyarrow cast, and each key's values go to its column
+    at once: no per-line Python.
+
+    Returns:
+        What :func:`_read_shape` returns, plus the warnings to add; False when no line has a
+        record; None when the general reader must do it: the shape does not allow this, the
+        skeletons are nearly as many as the lines, a key holds a digit, or some value is not
+        a number (the general reader then decides what it is, as it always did).
+    """
+    if not _template_shape(shape):
+        return None
+    skeletons = lines.skeletons()
+    loose = line_filter(shape.pattern)
+    if skeletons is None or loose is None:
+        return None
+    candidates = np.flatnonzero(pc.match_substring_regex(skeletons.uniques, loose).to_numpy(zero_copy_only=False))
+    if len(candidates) > 64 and len(candidates) * 8 > int(skeletons.lines_of[candidates].sum()):
+        return None  # hardly any line repeats a skeleton: the general reader is as fast
+    first = np.zeros(len(skeletons.uniques), dtype=np.int64)
+    per_unique = np.zeros(len(skeletons.uniques), dtype=np.int64)
+    templates: list[_Template] = []
+    for unique, skeleton in zip(candidates.tolist(), skeletons.uniques.take(candidates).to_pylist()):
+        found = _line_templates(shape, skeleton)
+        if found is None:
+            return None
+        first[unique], per_unique[unique] = len(templates), len(found)
+        templates.extend(found)
+    if not templates:
+        return False
+    # The records in text order: the line and the template of each.
+    with_records = np.flatnonzero(per_unique[skeletons.codes])
+    line_codes = skeletons.codes[with_records]
+    per_line = per_unique[line_codes]
+    if bool((per_line == 1).all()):
+        rec_line, rec_template = with_records, first[line_codes]
+    else:
+        rec_line = np.repeat(with_records, per_line)
+        within = np.arange(len(rec_line)) - np.repeat(np.cumsum(per_line) - per_line, per_line)
+        rec_template = np.repeat(first[line_codes], per_line) + within
+    counts = np.array([len(t.spans) for t in templates], dtype=np.int64)[rec_template]
+    width = _widest(np.array([t.length for t in templates], dtype=np.int64)[rec_template], counts)
+    warnings = []
+    fits = counts <= width
+    if not fits.all():
+        warnings.append(f"{int((~fits).sum())} {dialect.name} line(s) with more than {width} fields were skipped")
+        rec_line, rec_template, counts = rec_line[fits], rec_template[fits], counts[fits]
+    n = len(counts)
+    # Each template's layout: its number slots (heads, then pair values, in line order), which
+    # head each head slot is, and each pair's key, value slot (-1: none), unit code and factor.
+    h = len(shape.head)
+    units = _units_order(shape.units)
+    layouts: dict[tuple, int] = {}
+    layout_of = np.zeros(len(templates), dtype=np.int64)
+    slot_spans: list[list[tuple[int, int]]] = []
+    for t, template in enumerate(templates):
+        count = len(template.spans)
+        spans, heads, pairs = [], [], []
+        for i, name in enumerate(shape.head[:count]):
+            if name != "_":
+                heads.append((i, len(spans)))
+                spans.append(template.spans[i])
+        for position in range(h, min(count - 1, width - 2) + 1, 2):
+            key = template.texts[position]
+            if "0" in key:
+                return None  # the key may differ from line to line
+            if position + 1 >= count:
+                pairs.append((key, -1, 0, 1.0))
+                continue
+            start, end = template.spans[position + 1]
+            code, factor = 0, 1.0
+            for c, unit in enumerate(units, start=1):
+                if template.texts[position + 1].endswith(unit):
+                    code, factor = c, shape.units[unit][1]
+                    end -= len(unit.encode())
+                    break
+            pairs.append((key, len(spans), code, factor))
+            spans.append((start, end))
+        layout_of[t] = layouts.setdefault((tuple(heads), tuple(pairs)), len(layouts))
+        slot_spans.append(spans)
+    rec_layout = layout_of[rec_template] if len(layouts) > 1 else None
+    groups = []  # (heads, pairs, records or None for all, numbers)
+    for g, (heads, pairs) in enumerate(layouts):
+        recs = None if rec_layout is None else np.flatnonzero(rec_layout == g)
+        if recs is not None and not len(recs):
+            continue
+        members = np.flatnonzero(layout_of == g)
+        spans = np.array([slot_spans[t] for t in members.tolist()], dtype=np.int64).reshape(len(members), -1, 2)
+        group_templates = rec_template if recs is None else rec_template[recs]
+        group_lines = rec_line if recs is None else rec_line[recs]
+        numbers = np.zeros((len(group_templates), 0))
+        if spans.shape[1]:
+            if len(members) == 1:
+                bounds = (spans[0] + skeletons.starts[group_lines][:, None, None]).ravel()
+            else:
+                local = np.zeros(len(templates), dtype=np.int64)
+                local[members] = np.arange(len(members))
+                bounds = (spans[local[group_templates]] + skeletons.starts[group_lines][:, None, None]).ravel()
+            if bool((bounds[1:] < bounds[:-1]).any()):
+                return None
+            # The strings alternate a number and the text up to the next one: cast the numbers.
+            pieces = pa.Array.from_buffers(pa.large_string(), len(bounds) - 1,
+                                           [None, pa.py_buffer(bounds), skeletons.data])
+            try:
+                numbers = pc.cast(pieces.take(np.arange(0, len(bounds), 2)), pa.float64())
+            except pa.ArrowInvalid:
+                return None
+            numbers = numbers.to_numpy(zero_copy_only=False).reshape(-1, spans.shape[1])
+        groups.append((heads, pairs, recs, numbers))
+    # The columns, as the general reader makes them (every value here is a number).
+    out: dict[str, np.ndarray] = {"_pos": np.arange(n, dtype=np.int64)}
+    ok = np.ones(n, dtype=bool)
+    for i, name in enumerate(shape.head):
+        if name == "_":
+            continue
+        values = np.full(n, np.nan)
+        for heads, _, recs, numbers in groups:
+            for head, column in heads:
+                if head == i:
+                    if recs is None:
+                        values[:] = numbers[:, column]
+                    else:
+                        values[recs] = numbers[:, column]
+        if name in _HEAD_ROLES:
+            out["_" + name] = values
+            continue
+        out[name] = values
+        if name in _NONFINITE_WATCHED:
+            out[_NAN_PREFIX + name] = np.where((counts > i) & np.isnan(values), 1.0, np.nan)
+    for role in (metrics.STEP, "iter"):
+        if "_" + role in out:
+            ok &= ~np.isnan(out["_" + role])
+    if shape.strict and h < width:
+        ok &= counts > h
+    keys_seen: set[str] = {name for name in shape.head if name not in _HEAD_ROLES and name != "_"}
+    bad = 0
+    required = np.zeros(n, dtype=bool)
+    names: dict[tuple[str, int], str] = {}
+    for _, pairs, recs, numbers in groups:
+        rows = slice(None) if recs is None else recs
+        size = n if recs is None else len(recs)
+        bad += size * sum(column < 0 for _, column, _, _ in pairs)
+        if shape.strict and any(column < 0 or _KEY.match(key) is None for key, column, _, _ in pairs):
+            ok[rows] = False
+        for key, column, code, factor in pairs:
+            lower = key.lower()
+            keys_seen.add(lower)
+            if lower == shape.require:
+                required[rows] = True
+            name = names.get((lower, code))
+            if name is None:
+                name = names[lower, code] = _metric(lower, _unit_suffix(shape, code), shape, dialect, options)
+            # In a record, a later pair of the same metric replaces an earlier one.
+            target = out.setdefault(name, np.full(n, np.nan))
+            if column < 0:
+                target[rows] = np.nan
+                continue
+            values = numbers[:, column] * factor if factor != 1.0 else numbers[:, column]
+            target[rows] = values
+            if name in _NONFINITE_WATCHED:
+                logged = np.flatnonzero(np.isnan(values))
+                if len(logged):
+                    marks = out.setdefault(_NAN_PREFIX + name, np.full(n, np.nan))
+                    marks[logged if recs is None else recs[logged]] = 1.0
+    if shape.require is not None:
+        if dialect.step_from_order:
+            out["_counts"] = required  # other records (eval dicts) join the step before them
+        else:
+            ok &= required
+    if not ok.all():
+        out = {name: column[ok] for name, column in out.items()}
+    return out, bad, keys_seen, warnings
 
 
 def _scatter(out: dict[str, np.ndarray], n: int, row: np.ndarray, combos: np.ndarray, values: np.ndarray,
@@ -638,12 +1046,12 @@ def _unit_suffix(shape: Shape, code: int) -> str:
     return "" if code == 0 else shape.units[_units_order(shape.units)[code - 1]][0]
 
 
-def _widest(records: pa.Array, counts: np.ndarray, ascii: bool) -> int:
-    """Fields in the widest record, judged on the first and last 64 records and the longest one."""
-    lengths = pc.binary_length(records) if ascii else pc.utf8_length(records)
-    longest = int(np.argmax(lengths.to_numpy(zero_copy_only=False)))
+def _widest(lengths: np.ndarray, counts: np.ndarray) -> int:
+    """Fields in the widest record (at most :data:`MAX_FIELDS`, with room for two more), judged
+    on the first and last 64 records and the longest one (``lengths`` in characters)."""
+    longest = int(np.argmax(lengths))
     sample = np.concatenate([counts[:64], counts[-64:], counts[longest:longest + 1]])
-    return int(sample.max())
+    return min(MAX_FIELDS, int(sample.max()) + 2)
 
 
 def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, meta: dict,
@@ -691,7 +1099,15 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
         table = {name: column[known] for name, column in table.items()}
         step, fills = step[known], fills[known]
     if not fills.any() and (len(step) < 2 or bool((step[1:] >= step[:-1]).all())):
-        main = _last_per_step(table, step)  # records in step order: merge runs with numpy
+        # Records in step order: merge runs with numpy, and build the frame in its final
+        # column order without the NaN marks (no copy later).
+        index, columns = _last_per_step(table, step)
+        logged_nan = {name[len(_NAN_PREFIX):]: columns.pop(name) == 1.0
+                      for name in [c for c in columns if c.startswith(_NAN_PREFIX)]}
+        first = [c for c in _FIRST_COLUMNS if c in columns]
+        main = pd.DataFrame({name: columns[name] for name in first + sorted(c for c in columns if c not in first)},
+                            index=index)
+        return main.astype("float64", copy=False), logged_nan
     else:
         frame = pd.DataFrame(table)
         frame["_step"] = step
@@ -719,19 +1135,27 @@ def _concat(tables: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     return out
 
 
-def _last_per_step(table: dict[str, np.ndarray], step: np.ndarray) -> pd.DataFrame:
-    """``groupby(step).last()`` for records already in step order: each column's last value
-    that is not NaN among the records of a step."""
+def _last_per_step(table: dict[str, np.ndarray], step: np.ndarray) -> tuple[pd.Index, dict[str, np.ndarray]]:
+    """``groupby(step).last()`` for records already in step order: the steps, and each column's
+    last value that is not NaN among the records of a step."""
     starts = np.flatnonzero(np.r_[True, step[1:] != step[:-1]]) if len(step) else np.zeros(0, dtype=np.int64)
     index = pd.Index(step[starts].astype("int64"), name=metrics.STEP)
     if len(starts) == len(step):
-        return pd.DataFrame(table, index=index)
-    positions = np.arange(len(step))
+        return index, table
+    # Only steps with several records need a merge; the others keep their one record.
+    sizes = np.diff(np.r_[starts, len(step)])
+    several = np.flatnonzero(sizes > 1)
+    size = sizes[several]
+    rows = np.repeat(starts[several] - np.cumsum(size) + size, size) + np.arange(int(size.sum()))
+    run_starts = np.cumsum(size) - size
     out = {}
     for name, column in table.items():
-        last = np.maximum.reduceat(np.where(np.isnan(column), -1, positions), starts)
-        out[name] = np.where(last >= 0, column[np.maximum(last, 0)], np.nan)
-    return pd.DataFrame(out, index=index)
+        merged = column[starts]
+        picked = column[rows]
+        last = np.maximum.reduceat(np.where(np.isnan(picked), -1, rows), run_starts)
+        merged[several] = np.where(last >= 0, column[np.maximum(last, 0)], np.nan)
+        out[name] = merged
+    return index, out
 
 
 # --------------------------------------------------------------------------- events

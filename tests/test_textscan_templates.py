@@ -1,0 +1,175 @@
+"""The text engine's template reader (one regex run per line skeleton, numbers cast at once)
+against its general reader (Python's ``re`` on every line): the same steps, events, meta and
+warnings on lines that follow one template, several, or break it."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pandas as pd
+import pytest
+
+from sentinel.analyze.loaders import LoadOptions
+from sentinel.analyze.loaders import textscan
+from sentinel.analyze.loaders.dialects import DIALECTS, LLMC, NANOGPT, TF, Dialect, Shape
+
+BY_NAME = {d.name: d for d in (LLMC, *DIALECTS)}
+
+
+def _general(monkeypatch, text: str, dialect: Dialect, options: LoadOptions | None = None):
+    with monkeypatch.context() as m:
+        m.setattr(textscan, "_read_templates", lambda *args: None)
+        return textscan.scan(text, dialect, options)
+
+
+def _template_used(text: str, dialect: Dialect, options: LoadOptions | None = None) -> bool:
+    lines = textscan.Lines(textscan.clean_text(text))
+    return any(textscan._read_templates(lines, shape, dialect, options or LoadOptions()) not in (None, False)
+               for shape in dialect.shapes)
+
+
+def _same(monkeypatch, text: str, dialect: Dialect, options: LoadOptions | None = None, fast: bool | None = True):
+    """Both readers agree; ``fast``: the template reader must (True) / must not (False) take the text."""
+    if fast is not None:
+        assert _template_used(text, dialect, options) is fast
+    new = textscan.scan(text, dialect, options)
+    old = _general(monkeypatch, text, dialect, options)
+    pd.testing.assert_frame_equal(new.steps, old.steps, check_exact=True)
+    pd.testing.assert_frame_equal(new.events, old.events, check_exact=True)
+    assert new.meta == old.meta
+    assert new.warnings == old.warnings
+    return new
+
+
+def _modded(step: int, loss: str = "3.2500", time: str = "41873ms", avg: str = "349.00ms") -> str:
+    return f"step:{step}/3000 train_loss:{loss} train_time:{time} step_avg:{avg}"
+
+
+def test_one_template(monkeypatch):
+    text = "".join(_modded(s, f"{10 / s:.4f}", f"{s * 349}ms") + "\n" for s in range(1, 300))
+    text += "step:300/3000 val_loss:2.5\n"
+    got = _same(monkeypatch, text, LLMC)
+    assert got.steps.loc[1, "loss"] == 10.0 and got.steps.loc[299, "train_time_ms"] == 299 * 349
+    assert got.steps.loc[300, "val_loss"] == 2.5 and got.meta["train_steps"] == 3000
+
+
+@pytest.mark.parametrize("odd, fast", [
+    ("step:7/3000 train_loss:1.5x train_time:5ms step_avg:1.0ms", False),  # a malformed number
+    ("step:7/3000 train_loss:-.5e-3 train_time:5ms step_avg:nanms", True),
+    ("step:7/3000 train_loss:inf train_time:5s step_avg:Infinity", True),  # units: s -> _ms * 1000
+    ("step:7/3000 train_loss:NaN train_time:5ms step_avg:-infms", True),  # a logged NaN loss: an event
+    ("step:7/3000 train_time:5ms step_avg:1.0ms", True),  # the loss key missing
+    ("step:7/3000 train_loss:2.0 train_time:5ms step_avg:1.0ms lr:0.1 norm:1e3", True),  # more keys
+    ("step:7/3000 train_loss:2.0 train_loss:2.5 train_time:5ms", True),  # a key twice: the later one
+    ("step:7/3000 train_loss:2.0 trl:2.5 train_time", True),  # two names for the loss, a key with no value
+    ("step:7/3000 train_loss", True),
+    ("step:7/3000", True),
+    ("step:7/3000 2.0 train_time:5ms", False),  # a number where a key is
+    ("step:7/3000 @:2.0 train_time:5ms", True),  # strict: a key that is not a name makes the line noise
+    ("step:7/3000 top1:0.5 train_loss:2.0", False),  # a key with a digit
+    ("step:7/3000 train_loss:2.0 eta:1:02:03", False),  # a key "02"
+    ("step:7/3000 train_loss:2.0 msg:ms", False),  # a unit with no number
+    ("step:7/3000 train_loss:2.0 \u00e9t\u00e9:1.5 train_time:5ms", True),  # non-ASCII key
+    ("step:\u0667/3000 train_loss:2.0", False),  # an Arabic-Indic digit: not a number for pyarrow
+    ("step:7/3000 train_loss:\u0662.5", False),  # ... where a number is
+    ("   step:7/3000 train_loss:2.0", True),
+    ("step:7/3000 train_loss:2.0|x", False),
+    ("step:7/3000 train_loss:2.0 " + " ".join(f"k{i}:1" for i in range(60)), False),
+    ("step:7/3000 train_loss:2.0 " + " ".join(f"k:{i}" for i in range(60)), True),  # too many fields
+    ("noise step:7/3000 train_loss:2.0", True),  # not at the start of a line: no record
+    ("s:7 trl:2.0 lr:0.1 norm:1.5", True),  # the other shape
+])
+def test_lines_that_break_the_template(monkeypatch, odd, fast):
+    lines = [_modded(s) for s in range(1, 13)]
+    lines[6] = odd
+    lines.insert(3, "step:3/3000 val_loss:2.75 train_time:100ms step_avg:3.00ms")
+    _same(monkeypatch, "\n".join(lines) + "\n", LLMC, fast=fast)
+
+
+def test_terminal_and_paste_junk(monkeypatch):
+    body = [_modded(s, f"{1 + s / 100:.4f}") for s in range(1, 40)]
+    ansi = "\n".join(f"\x1b[32m{line}\x1b[0m" for line in body) + "\n"
+    progress = "\n".join(f"{line}\r 50%|#####     | {s}/40\r" for s, line in enumerate(body)) + "\n"
+    quoted = "```\n" + "\n".join(f"> {line}" for line in body) + "\n```\n"
+    interleaved = "\n".join(f"{line}\nsaving checkpoint {s}/40 took 1.5s\n{'=' * s}"
+                            for s, line in enumerate(body)) + "\n"
+    cut = "\n".join(body) + "\nstep:40/3000 train_loss:3.2"
+    for text in (ansi, progress, quoted, interleaved, cut):
+        assert _same(monkeypatch, text, LLMC).steps["loss"].notna().sum() == 39
+
+
+def test_options_and_multiline_shapes(monkeypatch):
+    text = "".join(f"iter {i}: loss {3 - i / 100:.4f}, time {90 + i % 7:.2f}ms, mfu {i % 5:.2f}%\n" for i in range(50))
+    text += "step 50: train loss 2.5000, val loss 2.6000\n"
+    _same(monkeypatch, text, NANOGPT)
+    _same(monkeypatch, text, NANOGPT, LoadOptions(loss_col="mfu"))
+    _same(monkeypatch, text, NANOGPT, LoadOptions(step_col="time"))
+    with pytest.raises(ValueError):
+        textscan.scan(text, NANOGPT, LoadOptions(loss_col="nope"))
+    # Two records on one line, and lines with one or the other.
+    tf = "".join(f"loss = {1 / (s + 1):.3f}, step = {s} loss = {1 / (s + 2):.3f}, step = {s + 1}\n"
+                 for s in range(0, 40, 2))
+    tf += "".join(f"step {s} took 1s, loss = {1 / s:.4f}\n" for s in range(40, 60))
+    _same(monkeypatch, tf, TF)
+
+
+def test_not_strict_shapes(monkeypatch):
+    """Shapes that keep a line with a key and no value (a later one empties the metric) and
+    that read the loss as a head field (a logged NaN there is an event)."""
+    text = "".join(f"iter {i}: loss {3 - i / 100:.4f}, time {90 + i % 7:.2f}ms, mfu 1.00%\n" for i in range(20))
+    text += "iter 20: loss 2.5, time 3.0ms, loss\niter 21: loss 2.5, time 3.0ms, mfu\n"
+    got = _same(monkeypatch, text, NANOGPT)
+    assert got.steps["loss"].isna().tolist()[-2:] == [True, False]
+    tf = "".join(f"loss = {v}, step = {s}\n" for s, v in enumerate(["2.5", "nan", "1.5", "inf", "NaN", "0.5"] * 5))
+    got = _same(monkeypatch, tf, TF)
+    assert (got.events["kind"] == "nonfinite").sum() == 15
+
+
+def test_random_perturbations(monkeypatch):
+    """Template lines with random edits: a dropped, added, repeated or unit-changed field, a bad
+    number, junk, non-ASCII; every variant must read the same both ways."""
+    rng = random.Random(1234)
+    keys = ["train_loss", "val_loss", "lr", "norm", "train_time", "tel", "trl", "grad_norm"]
+    values = ["2.5", "0.0003", "1e-05", "-1.5E+02", "nan", "inf", "-Infinity", "41873ms", "1.2s", ".5", "7.",
+              "+3", "1.5x", "ms", "--1", "1e", "\u00bd", "\u0663"]
+    for trial in range(60):
+        lines = []
+        for step in range(rng.randint(1, 80)):
+            fields = [f"{k}:{rng.choice(values[:3]) if rng.random() < 0.9 else rng.choice(values)}"
+                      for k in keys[: rng.choice([2, 4, 4, 4, 5])]]
+            if rng.random() < 0.1:
+                del fields[rng.randrange(len(fields))]
+            if rng.random() < 0.05:
+                fields.insert(rng.randrange(len(fields) + 1), rng.choice(keys))
+            head = f"step:{step * rng.choice([1, 1, 1, 7])}/{rng.choice([100, 3000])}" if rng.random() < 0.95 \
+                else f"s:{step}"
+            line = " ".join([head, *fields])
+            if rng.random() < 0.05:
+                line = rng.choice(["  ", "\t", "> ", "x "]) + line
+            lines.append(line)
+            if rng.random() < 0.1:
+                lines.append(rng.choice(["", "loading 3/4 shards", "step: 5", "\u2500" * 5, "step:1/2 \u00e9:1"]))
+        text = "\n".join(lines) + rng.choice(["\n", ""])
+        for dialect in (LLMC, BY_NAME["text"], BY_NAME["torchtitan"]):
+            _same(monkeypatch, text, dialect, fast=None)
+
+
+def test_line_local():
+    assert textscan.line_local(re.compile(r"^[ \t]*step:(\d+/\d[^\n]*)", re.M))
+    assert textscan.line_local(re.compile(r"\biter (\d+: loss [^\n]*)"))
+    assert not textscan.line_local(re.compile(r"step:\s*(\d+)"))  # \s takes a line end
+    assert not textscan.line_local(re.compile(r"step (1\d*)"))  # tells 1 from other digits
+    assert not textscan.line_local(re.compile(r"step ([0-5]+)"))
+    assert not textscan.line_local(re.compile(r"(\d)\1"))  # a backreference
+    assert not textscan.line_local(re.compile(r"^step (\d+)"))  # ^ at the start of the text only
+    assert not textscan.line_local(re.compile(r"(?s)step.(\d+)"))
+    assert not textscan.line_local(re.compile(r"(\d*)"))  # may match nothing
+
+
+def test_a_pattern_that_is_not_line_local_uses_the_general_reader(monkeypatch):
+    shape = Shape(re.compile(r"\bstep:\s*(\d+\s+loss:[^\n]*)"))
+    dialect = Dialect(name="x", description="", shapes=(shape,))
+    text = "step: 1 loss: 2.0\nstep: 2 loss: 1.5\n"
+    assert not _template_used(text, dialect)
+    assert textscan.scan(text, dialect).steps["loss"].tolist() == [2.0, 1.5]
