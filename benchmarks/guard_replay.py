@@ -56,7 +56,7 @@ def replay(steps, config: SentinelConfig) -> dict:
     """Judge every logged step as the engine does, then ``decide``; what the guard would have done."""
     judge = StepJudge(config)
     state, cooldown_until = GuardState(), -1
-    out = {"skips": [], "rollbacks": [], "gave_up": None}
+    out = {"skips": [], "rollbacks": [], "gave_up": None, "longest_loss_streak": 0}
     loss = steps[metrics.LOSS] if metrics.LOSS in steps else None
     grad = steps[metrics.GRAD_NORM_TOTAL] if metrics.GRAD_NORM_TOTAL in steps else None
     for i, step in enumerate(steps.index):
@@ -68,6 +68,7 @@ def replay(steps, config: SentinelConfig) -> dict:
                               nonfinite=math.isinf(x) or math.isinf(g))
         d = decide(signals, state, config.guard, cooling_down=int(step) <= cooldown_until)
         state = d.state
+        out["longest_loss_streak"] = max(out["longest_loss_streak"], state.outlier_streak)
         if d.action is Action.SKIP_UPDATE:
             out["skips"].append(int(step))
         elif d.action is Action.ROLLBACK:
@@ -104,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
 
     records = sorted((root / "modded_nanogpt_records").glob("*.txt"))
     totals = {"runs": 0, "steps": 0, "skips": 0, "rollbacks": 0, "gave_up": 0, "max_skips": 0}
+    longest = {}  # healthy log -> its longest streak of loss outliers (updates withheld in a row)
     for path in records:
         steps = _load(path)
         r = replay(steps, config)
@@ -111,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         totals["steps"] += len(steps)
         totals["skips"] += len(r["skips"])
         totals["max_skips"] = max(totals["max_skips"], len(r["skips"]))
+        longest[path.name] = r["longest_loss_streak"]
         totals["rollbacks"] += len(r["rollbacks"])
         totals["gave_up"] += r["gave_up"] is not None
         if r["rollbacks"] or r["gave_up"] is not None:
@@ -122,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         steps = _load(root / folder / file)
         r = replay(steps, config)
         row(f"{folder}/{file}", steps, "healthy", r)
+        longest[f"{folder}/{file}"] = r["longest_loss_streak"]
         if r["rollbacks"] or r["gave_up"] is not None:
             failures.append(f"healthy {folder}/{file}: {r}")
     for folder, file in UNSTABLE:
@@ -137,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
         if not ok:
             failures.append(f"labelled {folder}/{file}: nothing at {labelled.start}-{labelled.stop - 1}: {r}")
     sys.stdout.write("\n".join(rows) + "\n")
+    worst = max(longest.values())
+    sys.stdout.write(f"\nhealthy logs ({len(longest)}): the longest streak of loss outliers is {worst} "
+                     f"(in {sum(n == worst for n in longest.values())} logs)\n")
     for f in failures:
         sys.stdout.write(f"FAIL {f}\n")
     return 1 if failures else 0

@@ -61,7 +61,7 @@ class GuardConfig:
             record and report (detection still runs, every update is applied).
         spike_patience: consecutive outlier steps (loss over the spike rule, or non-finite) whose
             updates were skipped before the guard rolls back. 3: in 78 healthy modded-nanogpt
-            record runs, llm.c GPT-2 and the stable CS336 sweep (about 338,000 steps), all 548
+            record runs, llm.c GPT-2 and the stable CS336 sweep (about 338,000 steps), all the
             loss outliers are single steps, while the labelled BigScience spikes and the
             unstable CS336 rates stay over the rule for 2-11 logged points in a row
             (``benchmarks/guard_replay.py``). Two would still keep every healthy run alive, but

@@ -157,11 +157,26 @@ def test_baseline_and_score_match_an_independent_computation():
     out = detect_spikes(pd.Series(values), SpikeConfig(window=16, warmup=8))
     j = 150
     hist = np.log(values[j - 16 : j])
-    base = np.sort(hist)[8]  # element of rank n // 2
+    base = min(np.sort(hist)[8], np.sort(hist[-8:])[4])  # rank n // 2 of the history, of its last 8
     noise = np.sort(np.abs(np.diff(hist)))[7] / 0.9539  # 15 differences, rank 7
     assert out["baseline"].iloc[j] == np.exp(base)
     assert out["score"].iloc[j] == pytest.approx((np.log(values[j]) - base) / noise, rel=1e-12)
     assert out["ratio"].iloc[j] == pytest.approx(values[j] / np.exp(base), rel=1e-12)
+
+
+def test_a_spike_on_a_steep_descent_is_judged_against_where_the_curve_is_now():
+    # A loss falling 10x in ~30 steps: the window's median lags ~15 steps behind it, where the
+    # curve stood 2x higher; the last 8 values follow it (values from a seeded 1% noise).
+    rng = np.random.default_rng(0)
+    steps = np.arange(120)
+    curve = (9 * np.exp(-steps / 15) + 1) * (1 + 0.01 * rng.standard_normal(120))
+    spiked = curve.copy()
+    spiked[40] *= 2.5
+    out = detect_spikes(pd.Series(spiked))
+    assert out["is_spike"].tolist() == [i == 40 for i in range(120)]
+    assert out["baseline"].iloc[40] < 1.2 * curve[39]  # ~4 steps behind
+    lagging = detect_spikes(pd.Series(spiked), SpikeConfig(recent=64))  # the window's median alone
+    assert not lagging["is_spike"].iloc[40] and lagging["baseline"].iloc[40] > 1.5 * curve[39]
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
