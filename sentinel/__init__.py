@@ -35,6 +35,9 @@ def analyze(*paths: Any, **options: Any):
         >>> report.runs[0].verdict.value  # doctest: +SKIP
         'healthy'
     """
-    from sentinel.analyze.analyzer import analyze as _analyze  # pandas loads here, not at import
+    from sentinel.analyze.read_ahead import reading_ahead
 
-    return _analyze(*paths, **options)
+    with reading_ahead(paths):  # a run directory's steps are parsed while pandas loads
+        from sentinel.analyze.analyzer import analyze as _analyze  # pandas loads here, not at import
+
+        return _analyze(*paths, **options)

@@ -206,3 +206,41 @@ def test_a_file_of_scalars_is_read_without_the_protobuf(tmp_path):
     done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["['attn_entropy/blocks.0.attn',", "'attn_entropy/blocks.1.attn']", "[9999]",
                                    "-5", "False"]
+
+
+@pytest.mark.parametrize("kind", FILES)
+@pytest.mark.parametrize("where", ["wall_time", "step", "value", "stored_crc", "first_of_group"])
+def test_a_flip_in_a_number_or_a_checksum_drops_the_record(tmp_path, kind, where):
+    """Records of a layout have their checksums computed from the layout's (by the bytes that
+    differ from it): a flip in any of those bytes, in the stored checksum, or in the record the
+    layout is taken from must still drop exactly the damaged records."""
+    data = bytearray(FILES[kind]())
+    at = starts(bytes(data))
+    damaged = at[101:1900:97] if where != "first_of_group" else at[1:2]
+    for n, pos in enumerate(damaged):
+        length = struct.unpack_from("<Q", data, pos)[0]
+        offset = {"wall_time": 12 + 1 + n % 8, "step": 12 + 10, "value": 12 + length - 1 - n % 3,
+                  "stored_crc": 12 + length + n % 4, "first_of_group": 12 + 3}[where]
+        data[pos + offset] ^= 1 << (n % 8)
+    (warning,) = assert_same(tmp_path / "events.out.tfevents.1", bytes(data))
+    assert f"dropped {len(damaged)} record(s) whose checksum does not match" in warning
+
+
+def test_the_checksum_of_a_layout_is_crc32c(tmp_path):
+    import google_crc32c
+
+    from sentinel.analyze.loaders.tfrecord import _crc_terms
+
+    rng = np.random.default_rng(1)
+    for length in (1, 2, 9, 64, 301):
+        template = rng.integers(0, 256, length, dtype=np.uint8)
+        varying = np.flatnonzero(rng.random(length) < 0.3)
+        terms = _crc_terms(template, varying)
+        base = google_crc32c.value(template.tobytes())
+        for _ in range(20):
+            payload = template.copy()
+            payload[varying] = rng.integers(0, 256, len(varying), dtype=np.uint8)
+            crc = base
+            for term, p in zip(terms, varying):
+                crc ^= int(term[payload[p]])
+            assert crc == google_crc32c.value(payload.tobytes())

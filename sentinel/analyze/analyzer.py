@@ -163,6 +163,8 @@ def _last_logged(loss: pd.Series, steps: pd.DataFrame) -> float | None:
     that ends with a validation-only row ends with its last training loss)."""
     from sentinel.analyze.rule_nonfinite import nonfinite_mask
 
+    if len(loss) and pd.notna(loss.iloc[-1]):
+        return float(loss.iloc[-1])  # the last row holds a value: the last logged one
     logged = loss.notna().to_numpy() | nonfinite_mask(loss, steps).to_numpy()
     if not logged.any():
         return None

@@ -39,15 +39,17 @@ import logging
 import operator
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 from sentinel.metrics import BATCH_IDX, EPOCH, STEP
-from sentinel.store.history import latest_history
+from sentinel.parse_ahead import ParseAhead
 from sentinel.store.layout import list_segments, segment_name
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -203,19 +205,20 @@ def read_steps(run_dir: Path) -> tuple[pd.DataFrame, list[str]]:
         >>> steps["loss"].iloc[-1]  # doctest: +SKIP
         0.42
     """
+    # Imported here: the writer (a training process) and the parse started ahead of time by
+    # `sentinel analyze` need neither.
+    import pandas as pd
+
+    from sentinel.store.history import latest_history
+
     warnings: list[str] = []
     tables = []
     for _, path in list_segments(run_dir):
-        try:
-            table = _read_segment(path, warnings)
-        except UnicodeDecodeError:
-            warnings.append(f"{path.name}: header is not UTF-8 text; segment skipped")
-            continue
-        except OSError as ex:  # no read permission, an I/O error (list_segments lists regular files only)
-            warnings.append(f"{path.name}: cannot read it ({ex.strerror or ex}); segment skipped")
-            continue
-        if table is not None and table.num_rows:
-            tables.append(table)
+        parsed = _AHEAD.take(path) or _ParsedSegment.read(path)  # parsed ahead and unchanged, or now
+        warnings += parsed.warnings
+        if parsed.table is not None and parsed.table.num_rows:
+            tables.append(parsed.table)
+        del parsed
     if not tables:
         return pd.DataFrame(index=pd.Index([], dtype="int64", name=STEP)), warnings
     table = pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]
@@ -238,6 +241,62 @@ def read_steps(run_dir: Path) -> tuple[pd.DataFrame, list[str]]:
     if leading and list(steps.columns[: len(leading)]) != leading:
         steps = steps[leading + [c for c in steps.columns if c not in leading]]
     return steps, warnings
+
+
+class _ParsedSegment:
+    """One segment parsed: its table (None when skipped) and what was said about it."""
+
+    __slots__ = ("table", "warnings")
+
+    def __init__(self, table: pa.Table | None, warnings: list[str]) -> None:
+        self.table = table
+        self.warnings = warnings
+
+    @classmethod
+    def read(cls, path: Path) -> _ParsedSegment:
+        """Parse one segment; one that cannot be read is skipped with a warning naming it."""
+        warnings: list[str] = []
+        try:
+            table = _read_segment(path, warnings)
+        except UnicodeDecodeError:
+            warnings.append(f"{path.name}: header is not UTF-8 text; segment skipped")
+            table = None
+        except OSError as ex:  # no read permission, an I/O error (list_segments lists regular files only)
+            warnings.append(f"{path.name}: cannot read it ({ex.strerror or ex}); segment skipped")
+            table = None
+        return cls(table, warnings)
+
+
+# Segments parsed on a thread before `read_steps` asks for them: `sentinel analyze` starts the
+# parse (pyarrow, without the GIL) before it imports pandas, so the two run side by side.
+_AHEAD = ParseAhead(_ParsedSegment.read)
+
+
+def read_ahead(run_dir: str | Path) -> list[Path]:
+    """Start parsing the steps segments of ``run_dir`` on a thread, for a later :func:`read_steps`.
+
+    ``read_steps`` takes each parsed segment once and parses again one that changed since (a
+    run still being written), so its result is the same with or without this. Pass what this
+    returns to :func:`cancel_read_ahead` when ``read_steps`` may not come, so nothing is kept.
+
+    Returns:
+        The segments being parsed (none: ``run_dir`` is no directory holding segments).
+
+    Example:
+        >>> read_ahead("/nonexistent")
+        []
+    """
+    try:
+        segments = [path for _, path in list_segments(Path(run_dir))]
+    except (OSError, ValueError):  # not a directory, unreadable, a NUL in the name
+        return []
+    _AHEAD.start(segments)
+    return segments
+
+
+def cancel_read_ahead(segments: list[Path]) -> None:
+    """Forget the parses of ``segments`` (from :func:`read_ahead`) that :func:`read_steps` did not take."""
+    _AHEAD.cancel(segments)
 
 
 def _read_segment(path: Path, warnings: list[str]) -> pa.Table | None:

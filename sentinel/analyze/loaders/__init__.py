@@ -8,9 +8,16 @@ Register it in ``LOADERS`` below; :func:`discover_runs` walks a directory and as
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def _no_events() -> pd.DataFrame:
+    import pandas as pd  # here: the TensorBoard record reader (a submodule) runs before pandas loads
+
+    return pd.DataFrame(columns=["step", "kind"])
 
 
 @dataclass
@@ -32,7 +39,7 @@ class RunData:
     path: str
     source: str
     steps: pd.DataFrame
-    events: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["step", "kind"]))
+    events: pd.DataFrame = field(default_factory=_no_events)
     meta: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
