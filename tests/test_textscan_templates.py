@@ -87,6 +87,27 @@ def test_lines_that_break_the_template(monkeypatch, odd, fast):
     _same(monkeypatch, "\n".join(lines) + "\n", LLMC, fast=fast)
 
 
+def test_bad_values_are_counted_per_line(monkeypatch):
+    lines = [_modded(s) for s in range(1, 13)]
+    lines[4], lines[8], lines[10] = "step:5/3000 train_loss", "step:9/3000 train_loss", "step:11/3000 lr:1 norm"
+    got = _same(monkeypatch, "\n".join(lines) + "\n", LLMC)
+    assert got.warnings == ["3 token(s) with a value that is not a number were skipped"]
+
+
+@pytest.mark.parametrize("from_order", [True, False])
+def test_a_required_key(monkeypatch, from_order):
+    """HF-style dicts (no scrub, so the template reader takes them): a record counts only with
+    its required key; with ``step_from_order``, other records join the step before them."""
+    shape = Shape(re.compile(r"\{('(?:loss|eval_[a-z_]+|step)': [^{}\n]*)\}"), head=(),
+                  separators=("'", '"', ":", ","), require="loss")
+    dialect = Dialect(name="dicts", description="", shapes=(shape,), step_from_order=from_order,
+                      step_key=None if from_order else "step")
+    text = "".join(f"{{'loss': {1 / s:.4f}, 'learning_rate': 1e-05, 'step': {s}}}\n"
+                   + (f"{{'eval_loss': {2 / s:.4f}, 'step': {s}}}\n" if s % 3 == 0 else "") for s in range(1, 30))
+    got = _same(monkeypatch, text, dialect)
+    assert got.steps["loss"].notna().sum() == 29
+
+
 def test_terminal_and_paste_junk(monkeypatch):
     body = [_modded(s, f"{1 + s / 100:.4f}") for s in range(1, 40)]
     ansi = "\n".join(f"\x1b[32m{line}\x1b[0m" for line in body) + "\n"

@@ -426,8 +426,7 @@ class Skeletons:
         offsets = np.flatnonzero(buf == 10)
         offsets += 1
         offsets = np.concatenate(([0], offsets) if offsets[-1] == len(raw) else ([0], offsets, [len(raw)]))
-        skeleton = buf.copy()
-        np.putmask(skeleton, (buf - np.uint8(48)) < 10, 48)
+        skeleton = _zero_digits(raw)
         lines = pa.Array.from_buffers(pa.large_string(), len(offsets) - 1,
                                       [None, pa.py_buffer(offsets), pa.py_buffer(skeleton)])
         encoded = pc.dictionary_encode(lines)
@@ -437,6 +436,35 @@ class Skeletons:
 
 
 # --------------------------------------------------------------------------- line templates
+
+
+_BYTES = 0x0101010101010101  # one in each byte of a 64-bit word
+
+
+def _zero_digits(raw: bytes) -> np.ndarray:
+    """``raw`` with each ASCII digit written as ``0``, eight bytes at a time.
+
+    In a word ``w``, ``t = w ^ 0x30..`` makes a digit byte 0-9; a byte of ``t`` is below 10
+    exactly when ``(t & 0x7f) + 0x76`` and ``t`` both leave its top bit clear (no carry crosses
+    a byte); that bit, spread over the byte, keeps ``t`` on the digit bytes, and ``w - t``
+    turns them into ``0``.
+
+    Example:
+        >>> bytes(_zero_digits(b"step 1/29 x:3.5e-7"))
+        b'step 0/00 x:0.0e-0'
+    """
+    words = np.frombuffer(raw + bytes(-len(raw) % 8), np.uint64)
+    t = words ^ np.uint64(0x30 * _BYTES)
+    top = t & np.uint64(0x7F * _BYTES)
+    top += np.uint64(0x76 * _BYTES)
+    top |= t
+    np.invert(top, out=top)
+    top &= np.uint64(0x80 * _BYTES)
+    top >>= np.uint64(7)
+    top *= np.uint64(0xFF)
+    t &= top
+    np.subtract(words, t, out=t)
+    return t.view(np.uint8)[:len(raw)]
 
 
 @functools.lru_cache(maxsize=256)
@@ -857,49 +885,20 @@ def _read_templates(lines: Lines, shape: Shape, dialect: Dialect, options: LoadO
             spans.append((start, end))
         layout_of[t] = layouts.setdefault((tuple(heads), tuple(pairs)), len(layouts))
         slot_spans.append(spans)
-    rec_layout = layout_of[rec_template] if len(layouts) > 1 else None
-    groups = []  # (heads, pairs, records or None for all, numbers)
-    for g, (heads, pairs) in enumerate(layouts):
-        recs = None if rec_layout is None else np.flatnonzero(rec_layout == g)
-        if recs is not None and not len(recs):
-            continue
-        members = np.flatnonzero(layout_of == g)
-        spans = np.array([slot_spans[t] for t in members.tolist()], dtype=np.int64).reshape(len(members), -1, 2)
-        group_templates = rec_template if recs is None else rec_template[recs]
-        group_lines = rec_line if recs is None else rec_line[recs]
-        numbers = np.zeros((len(group_templates), 0))
-        if spans.shape[1]:
-            if len(members) == 1:
-                bounds = (spans[0] + skeletons.starts[group_lines][:, None, None]).ravel()
-            else:
-                local = np.zeros(len(templates), dtype=np.int64)
-                local[members] = np.arange(len(members))
-                bounds = (spans[local[group_templates]] + skeletons.starts[group_lines][:, None, None]).ravel()
-            if bool((bounds[1:] < bounds[:-1]).any()):
-                return None
-            # The strings alternate a number and the text up to the next one: cast the numbers.
-            pieces = pa.Array.from_buffers(pa.large_string(), len(bounds) - 1,
-                                           [None, pa.py_buffer(bounds), skeletons.data])
-            try:
-                numbers = pc.cast(pieces.take(np.arange(0, len(bounds), 2)), pa.float64())
-            except pa.ArrowInvalid:
-                return None
-            numbers = numbers.to_numpy(zero_copy_only=False).reshape(-1, spans.shape[1])
-        groups.append((heads, pairs, recs, numbers))
+    rec_layout = layout_of[rec_template]
+    per_layout = np.bincount(rec_layout, minlength=len(layouts))
+    used = [(g, heads, pairs) for g, (heads, pairs) in enumerate(layouts) if per_layout[g]]
+    numbers = _cut_numbers(skeletons, slot_spans, rec_line, rec_template)
+    if numbers is None:
+        return None
     # The columns, as the general reader makes them (every value here is a number).
     out: dict[str, np.ndarray] = {"_pos": np.arange(n, dtype=np.int64)}
     ok = np.ones(n, dtype=bool)
     for i, name in enumerate(shape.head):
         if name == "_":
             continue
-        values = np.full(n, np.nan)
-        for heads, _, recs, numbers in groups:
-            for head, column in heads:
-                if head == i:
-                    if recs is None:
-                        values[:] = numbers[:, column]
-                    else:
-                        values[recs] = numbers[:, column]
+        values = _pick(numbers, rec_layout, len(layouts),
+                       {g: (column, 1.0) for g, heads, _ in used for head, column in heads if head == i})
         if name in _HEAD_ROLES:
             out["_" + name] = values
             continue
@@ -913,42 +912,105 @@ def _read_templates(lines: Lines, shape: Shape, dialect: Dialect, options: LoadO
         ok &= counts > h
     keys_seen: set[str] = {name for name in shape.head if name not in _HEAD_ROLES and name != "_"}
     bad = 0
-    required = np.zeros(n, dtype=bool)
+    noise, required = [], []
+    last: dict[str, dict[int, tuple[int, float]]] = {}  # metric -> layout -> its last pair's (slot, factor)
+    logged: dict[str, list[tuple[int, int]]] = {}  # watched metric -> (layout, slot) of each value
     names: dict[tuple[str, int], str] = {}
-    for _, pairs, recs, numbers in groups:
-        rows = slice(None) if recs is None else recs
-        size = n if recs is None else len(recs)
-        bad += size * sum(column < 0 for _, column, _, _ in pairs)
+    for g, _, pairs in used:
+        bad += int(per_layout[g]) * sum(column < 0 for _, column, _, _ in pairs)
         if shape.strict and any(column < 0 or _KEY.match(key) is None for key, column, _, _ in pairs):
-            ok[rows] = False
+            noise.append(g)
         for key, column, code, factor in pairs:
             lower = key.lower()
             keys_seen.add(lower)
             if lower == shape.require:
-                required[rows] = True
+                required.append(g)
             name = names.get((lower, code))
             if name is None:
                 name = names[lower, code] = _metric(lower, _unit_suffix(shape, code), shape, dialect, options)
-            # In a record, a later pair of the same metric replaces an earlier one.
-            target = out.setdefault(name, np.full(n, np.nan))
-            if column < 0:
-                target[rows] = np.nan
-                continue
-            values = numbers[:, column] * factor if factor != 1.0 else numbers[:, column]
-            target[rows] = values
-            if name in _NONFINITE_WATCHED:
-                logged = np.flatnonzero(np.isnan(values))
-                if len(logged):
-                    marks = out.setdefault(_NAN_PREFIX + name, np.full(n, np.nan))
-                    marks[logged if recs is None else recs[logged]] = 1.0
+            last.setdefault(name, {})[g] = column, factor  # a later pair of a metric replaces an earlier one
+            if name in _NONFINITE_WATCHED and column >= 0:
+                logged.setdefault(name, []).append((g, column))
+    for name, picks in last.items():
+        out[name] = _pick(numbers, rec_layout, len(layouts), picks)
+    for name, picks in logged.items():
+        nan = np.zeros(n, dtype=bool)
+        for g, column in picks:
+            nan |= np.isnan(numbers[:, column]) if len(used) == 1 else (rec_layout == g) & np.isnan(numbers[:, column])
+        if nan.any():
+            out[_NAN_PREFIX + name] = np.where(nan, 1.0, np.nan)
+    if noise:
+        ok &= ~np.isin(rec_layout, noise)
     if shape.require is not None:
+        required_rows = np.isin(rec_layout, required)
         if dialect.step_from_order:
-            out["_counts"] = required  # other records (eval dicts) join the step before them
+            out["_counts"] = required_rows  # other records (eval dicts) join the step before them
         else:
-            ok &= required
+            ok &= required_rows
     if not ok.all():
         out = {name: column[ok] for name, column in out.items()}
     return out, bad, keys_seen, warnings
+
+
+def _cut_numbers(skeletons: Skeletons, slot_spans: list[list[tuple[int, int]]], rec_line: np.ndarray,
+                 rec_template: np.ndarray) -> np.ndarray | None:
+    """The numbers of every record, ``(records, slots)``, NaN past a record's last slot; None
+    when one is not a number (for pyarrow's cast).
+
+    The slots' spans become the offsets of one string array over the text, valid for the
+    numbers and null for the text between them, so one cast reads them where they are.
+    """
+    n, width = len(rec_line), max(len(spans) for spans in slot_spans)
+    if not width:
+        return np.zeros((n, 0))
+    spans = np.zeros((len(slot_spans), width, 2), dtype=np.int64)
+    filled = np.zeros((len(slot_spans), width), dtype=bool)
+    for t, template in enumerate(slot_spans):
+        if template:
+            spans[t, :len(template)] = template
+            filled[t, :len(template)] = True
+    bounds = (spans[rec_template] + skeletons.starts[rec_line][:, None, None]).ravel()
+    valid = np.zeros(len(bounds) - 1, dtype=bool)
+    if filled.all():
+        valid[0::2] = True
+        numbers = bounds
+    else:
+        valid[0::2] = filled[rec_template].ravel()
+        numbers = bounds.reshape(-1, 2)[valid[0::2]].ravel()
+        bounds = np.maximum.accumulate(bounds)  # the slots past a record's end: empty, in order
+    if bool((numbers[1:] < numbers[:-1]).any()):
+        return None  # not in text order: cannot happen for the shapes read here
+    pieces = pa.Array.from_buffers(pa.large_string(), len(bounds) - 1,
+                                   [pa.py_buffer(np.packbits(valid, bitorder="little")), pa.py_buffer(bounds),
+                                    skeletons.data])
+    try:
+        cast = pc.cast(pieces, pa.float64())
+    except pa.ArrowInvalid:
+        return None
+    return cast.to_numpy(zero_copy_only=False)[0::2].reshape(n, width)
+
+
+def _pick(numbers: np.ndarray, rec_layout: np.ndarray, layouts: int, picks: dict[int, tuple[int, float]]) -> np.ndarray:
+    """One column: for the records of each layout in ``picks``, the number in its slot times its
+    factor (NaN for slot -1); NaN for the records of the other layouts."""
+    slots = {slot for slot, _ in picks.values()}
+    factors = {factor for _, factor in picks.values()}
+    if len(slots) == 1 and len(factors) == 1 and -1 not in slots:
+        (slot,), (factor,) = slots, factors
+        column = numbers[:, slot] * factor if factor != 1.0 else numbers[:, slot].copy()
+        if len(picks) < layouts:
+            picked = np.zeros(layouts, dtype=bool)
+            picked[list(picks)] = True
+            column[~picked[rec_layout]] = np.nan
+        return column
+    slot_of = np.full(layouts, -1, dtype=np.int64)
+    factor_of = np.ones(layouts)
+    for g, (slot, factor) in picks.items():
+        slot_of[g], factor_of[g] = slot, factor
+    chosen = slot_of[rec_layout]
+    column = numbers[np.arange(len(rec_layout)), np.maximum(chosen, 0)] * factor_of[rec_layout]
+    column[chosen < 0] = np.nan
+    return column
 
 
 def _scatter(out: dict[str, np.ndarray], n: int, row: np.ndarray, combos: np.ndarray, values: np.ndarray,
