@@ -106,6 +106,9 @@ def test_a_required_key(monkeypatch, from_order):
                    + (f"{{'eval_loss': {2 / s:.4f}, 'step': {s}}}\n" if s % 3 == 0 else "") for s in range(1, 30))
     got = _same(monkeypatch, text, dialect)
     assert got.steps["loss"].notna().sum() == 29
+    # Records with no number at all (a key alone), two records on one line.
+    text += "{'loss': } {'loss': 0.5, 'step': 31} {'eval_x': }\n{'loss': 0.25, 'step': 32}{'loss': }\n"
+    _same(monkeypatch, text, dialect)
 
 
 def test_terminal_and_paste_junk(monkeypatch):

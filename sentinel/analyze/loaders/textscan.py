@@ -968,21 +968,21 @@ def _cut_numbers(skeletons: Skeletons, slot_spans: list[list[tuple[int, int]]], 
     for t, template in enumerate(slot_spans):
         if template:
             spans[t, :len(template)] = template
+            spans[t, len(template):] = template[-1][1]  # past its last slot: empty, in order
             filled[t, :len(template)] = True
     bounds = (spans[rec_template] + skeletons.starts[rec_line][:, None, None]).ravel()
-    valid = np.zeros(len(bounds) - 1, dtype=bool)
     if filled.all():
-        valid[0::2] = True
-        numbers = bounds
+        valid = np.frombuffer(b"\x55" * ((len(bounds) + 6) // 8), np.uint8)  # every other string
     else:
-        valid[0::2] = filled[rec_template].ravel()
-        numbers = bounds.reshape(-1, 2)[valid[0::2]].ravel()
-        bounds = np.maximum.accumulate(bounds)  # the slots past a record's end: empty, in order
-    if bool((numbers[1:] < numbers[:-1]).any()):
+        between = np.zeros(len(bounds) - 1, dtype=bool)
+        between[0::2] = filled[rec_template].ravel()
+        valid = np.packbits(between, bitorder="little")
+        if not filled.any(axis=1).all():
+            bounds = np.maximum.accumulate(bounds)  # a record with no number: its empty slots in order
+    if bool((bounds[1:] < bounds[:-1]).any()):
         return None  # not in text order: cannot happen for the shapes read here
     pieces = pa.Array.from_buffers(pa.large_string(), len(bounds) - 1,
-                                   [pa.py_buffer(np.packbits(valid, bitorder="little")), pa.py_buffer(bounds),
-                                    skeletons.data])
+                                   [pa.py_buffer(valid), pa.py_buffer(bounds), skeletons.data])
     try:
         cast = pc.cast(pieces, pa.float64())
     except pa.ArrowInvalid:
