@@ -472,7 +472,8 @@ def _read_layout(buf: np.ndarray, at: np.ndarray, length: int, layout: _Layout
             more = step_bytes & 0x80
             ok &= (more[:, :-1] != 0).all(axis=1) & (more[:, -1] == 0)
         matched[lo:lo + len(rows)] = ok
-        rows = rows[ok]
+        if not ok.all():  # usually every row has the layout: no copy of them
+            rows = rows[ok]
         if layout.step_bytes:
             step = np.zeros(len(rows), dtype=np.uint64)
             for k in range(layout.step_bytes):
