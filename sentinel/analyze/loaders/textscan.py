@@ -830,8 +830,8 @@ def _read_templates(lines: Lines, shape: Shape, dialect: Dialect, options: LoadO
     if skeletons is None or loose is None:
         return None
     candidates = np.flatnonzero(pc.match_substring_regex(skeletons.uniques, loose).to_numpy(zero_copy_only=False))
-    if len(candidates) > 64 and len(candidates) * 8 > int(skeletons.lines_of[candidates].sum()):
-        return None  # hardly any line repeats a skeleton: the general reader is as fast
+    if len(candidates) > 32 and len(candidates) * 32 > int(skeletons.lines_of[candidates].sum()):
+        return None  # a skeleton costs the Python work of ~20 lines read the general way: too few repeats
     first = np.zeros(len(skeletons.uniques), dtype=np.int64)
     per_unique = np.zeros(len(skeletons.uniques), dtype=np.int64)
     templates: list[_Template] = []
