@@ -185,6 +185,7 @@ def test_line_local():
     assert not textscan.line_local(re.compile(r"step:\s*(\d+)"))  # \s takes a line end
     assert not textscan.line_local(re.compile(r"step (1\d*)"))  # tells 1 from other digits
     assert not textscan.line_local(re.compile(r"step ([0-5]+)"))
+    assert not textscan.line_local(re.compile(r"step ([^x]+)"))  # [^x] takes a line end
     assert not textscan.line_local(re.compile(r"(\d)\1"))  # a backreference
     assert not textscan.line_local(re.compile(r"^step (\d+)"))  # ^ at the start of the text only
     assert not textscan.line_local(re.compile(r"(?s)step.(\d+)"))
