@@ -45,8 +45,6 @@ import functools
 import math
 import re
 from collections.abc import Mapping
-from re import _constants as _sre
-from re import _parser as _sre_parser
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -59,6 +57,13 @@ from sentinel.analyze.loaders import LoadOptions
 from sentinel.analyze.loaders.keys import canonical_key
 from sentinel.analyze.loaders.textlog import _FIRST_COLUMNS, events_frame, order_columns
 from sentinel.events import EventKind, make_event
+
+try:  # the parser behind re (Python 3.11+), for line_local
+    from re import _constants as _sre
+    from re import _parser as _sre_parser
+except ImportError:  # Python 3.10
+    import sre_constants as _sre
+    import sre_parse as _sre_parser
 
 # The most fields one record line may have; longer lines are skipped with a warning.
 MAX_FIELDS = 96
@@ -496,10 +501,16 @@ def line_local(pattern: re.Pattern) -> bool:
         return False
     if parsed.getwidth()[0] == 0 or pattern.flags & (re.VERBOSE | re.LOCALE):
         return False
-    return _local_items(parsed, pattern.flags)
+    try:
+        return _local_items(parsed, pattern.flags)
+    except Exception:  # noqa: BLE001 - a parse tree this code does not know: "no"
+        return False
 
 
 _DIGITS = frozenset(range(48, 58))
+_REPEATS = tuple(op for op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, getattr(_sre, "POSSESSIVE_REPEAT", None))
+                 if op is not None)
+_ATOMIC_GROUP = getattr(_sre, "ATOMIC_GROUP", None)  # Python 3.11+
 # Which of "\n" and the digits a class escape takes: (takes "\n", takes the digits).
 _CATEGORY_TAKES = {
     _sre.CATEGORY_DIGIT: (False, True), _sre.CATEGORY_NOT_DIGIT: (True, False),
@@ -558,7 +569,7 @@ def _local_items(items, flags: int) -> bool:
                     return False
             elif av not in (_sre.AT_BOUNDARY, _sre.AT_NON_BOUNDARY):
                 return False
-        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT):
+        elif op in _REPEATS:
             if not _local_items(av[2], flags):
                 return False
         elif op is _sre.SUBPATTERN:
@@ -567,7 +578,7 @@ def _local_items(items, flags: int) -> bool:
         elif op is _sre.BRANCH:
             if not all(_local_items(branch, flags) for branch in av[1]):
                 return False
-        elif op is _sre.ATOMIC_GROUP:
+        elif op is _ATOMIC_GROUP:
             if not _local_items(av, flags):
                 return False
         elif op in (_sre.ASSERT, _sre.ASSERT_NOT):
