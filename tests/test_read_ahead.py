@@ -123,6 +123,15 @@ def test_what_is_not_taken_is_not_kept(tmp_path):
         assert not steps_csv._AHEAD._pending  # taken once
 
 
+def test_nothing_is_read_ahead_on_one_cpu(tmp_path, monkeypatch):
+    from sentinel.analyze import read_ahead
+
+    write_run(tmp_path / "run")
+    monkeypatch.setattr(read_ahead, "_cores", lambda: 1)
+    with reading_ahead([tmp_path / "run"]):
+        assert not steps_csv._AHEAD._pending
+
+
 def test_a_parse_that_fails_on_the_thread_is_done_again_by_the_reader(tmp_path):
     calls = []
 

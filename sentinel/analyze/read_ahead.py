@@ -23,8 +23,9 @@ def reading_ahead(paths: Iterable[object]) -> Iterator[None]:
     """Within this block, the runs among ``paths`` are being read on threads.
 
     Only a path that is itself one run is read ahead: a sentinel run directory, an event file,
-    or a directory holding event files (not a directory of runs). What the block did not take is
-    forgotten when it ends (an analysis that stopped early keeps nothing).
+    or a directory holding event files (not a directory of runs), and only when the process may
+    run on more than one CPU. What the block did not take is forgotten when it ends (an analysis
+    that stopped early keeps nothing).
 
     Example:
         >>> with reading_ahead(["logs/run1"]):  # doctest: +SKIP
@@ -32,7 +33,7 @@ def reading_ahead(paths: Iterable[object]) -> Iterator[None]:
         ...     report = analyze("logs/run1")
     """
     cancels: list[Callable[[], None]] = []
-    for path in paths:
+    for path in paths if _cores() > 1 else ():  # on one core the thread would only take turns
         try:
             cancel = _start(Path(os.fspath(path))) if isinstance(path, (str, os.PathLike)) else None
         except (OSError, ValueError, TypeError):  # unreadable, a NUL in the name: the loader says so
@@ -44,6 +45,14 @@ def reading_ahead(paths: Iterable[object]) -> Iterator[None]:
     finally:
         for cancel in cancels:
             cancel()
+
+
+def _cores() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
 
 
 def _start(path: Path) -> Callable[[], None] | None:
