@@ -244,3 +244,20 @@ def test_the_checksum_of_a_layout_is_crc32c(tmp_path):
             for term, p in zip(terms, varying):
                 crc ^= int(term[payload[p]])
             assert crc == google_crc32c.value(payload.tobytes())
+
+
+def test_tags_twice_in_an_event_and_tags_of_several_layouts_keep_file_order(tmp_path):
+    """Tags of one layout share their order; a tag twice in one event (in a layout, and in a
+    record read on its own), and tags spread over several layouts and lengths, must not."""
+    out = [record(event_pb2.Event(wall_time=1.0, file_version="brain.Event:2"))]
+    for step in range(2000):
+        values = [("loss", 1.0 + step), ("lr", 0.5), ("loss", -1.0 - step)] if step % 3 else [("lr", 0.25), ("loss", 2.0)]
+        if step % 11 == 0:
+            values.append(("extra", float(step)))
+        summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=k, simple_value=v) for k, v in values])
+        out.append(record(event_pb2.Event(wall_time=1.7e9 + step, step=step, summary=summary)))
+        if step in (5, 900):  # one record of its own layout: read one by one
+            summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=k, simple_value=v)
+                                                 for k, v in (("lr", 7.0), ("lr", 8.0), ("loss", 9.0))])
+            out.append(record(event_pb2.Event(wall_time=2.0, step=step, summary=summary)))
+    assert assert_same(tmp_path / "events.out.tfevents.1", b"".join(out)) == []
