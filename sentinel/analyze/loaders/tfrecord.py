@@ -459,18 +459,32 @@ def _read_layout(buf: np.ndarray, at: np.ndarray, length: int, layout: _Layout
     CRC32C (from the template's, by the bytes that differ from it: see :func:`_crc_terms`)."""
     matched = np.zeros(len(at), dtype=bool)
     steps, values, crcs = [], [], []
-    fixed = np.flatnonzero(layout.fixed)
-    template = layout.template[fixed]
+    # The bits a record must share with the template, compared as whole 8-byte words: every bit
+    # of the fixed bytes, and the continuation bits of the step's varint (set on each byte but
+    # its last). A row is read with up to 7 bytes after its payload (its checksum, the next
+    # record); a record too close to the end of the file for that is left to be read on its own.
+    width = -(-length // 8) * 8
+    mask = np.zeros(width, dtype=np.uint8)
+    mask[:length][layout.fixed] = 0xFF
+    want = np.zeros(width, dtype=np.uint8)
+    want[:length] = layout.template
+    if layout.step_bytes:
+        mask[layout.step_at:layout.step_at + layout.step_bytes] = 0x80
+        want[layout.step_at:layout.step_at + layout.step_bytes - 1] = 0x80
+    want &= mask
+    mask, want = mask.view(np.uint64), want.view(np.uint64)
+    fit = len(at)
+    while fit and int(at[fit - 1]) + width > len(buf):  # at is increasing: only the file's last record
+        fit -= 1
     value_bytes = np.array([[v + k for k in range(4)] for v in layout.value_at]).ravel()
     varying = np.flatnonzero(~layout.fixed).tolist()
     terms = _crc_terms(layout.template, np.array(varying, dtype=np.intp))
     base = np.uint32(google_crc32c.value(layout.template.tobytes()))
-    for lo, rows in _rows(buf, at, length):
-        ok = (rows[:, fixed] == template).all(axis=1)
-        if layout.step_bytes:
-            step_bytes = rows[:, layout.step_at:layout.step_at + layout.step_bytes]
-            more = step_bytes & 0x80
-            ok &= (more[:, :-1] != 0).all(axis=1) & (more[:, -1] == 0)
+    for lo, words in _rows(buf, at[:fit], width) if fit else ():
+        differ = words.view(np.uint64) ^ want
+        differ &= mask
+        ok = ~differ.any(axis=1)
+        rows = words[:, :length]
         matched[lo:lo + len(rows)] = ok
         if not ok.all():  # usually every row has the layout: no copy of them
             rows = rows[ok]
