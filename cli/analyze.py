@@ -89,6 +89,19 @@ def analyze(paths: tuple[str, ...], fmt: str, plot: str | None, fail_on: str | N
             raise
         _echo_json_error(err.format_message(), err.exit_code)
         click.get_current_context().exit(err.exit_code)
+    except (click.exceptions.Exit, click.exceptions.Abort):  # the command's own ending (an exit code)
+        raise
+    except Exception as err:  # noqa: BLE001 - a bug of sentinel's: one line, not a traceback
+        if os.environ.get("SENTINEL_DEBUG"):
+            raise
+        message = (f"internal error while analysing ({type(err).__name__}: {' '.join(str(err).split())[:300]}); "
+                   "this is a bug in sentinel: please report it with the log, and set SENTINEL_DEBUG=1 "
+                   "to see the traceback")
+        if fmt == "json":
+            _echo_json_error(message, EXIT_NOTHING)
+        else:
+            click.echo(f"Error: {message}", err=True)
+        click.get_current_context().exit(EXIT_NOTHING)
 
 
 def _analyze(paths: tuple[str, ...], fmt: str, plot: str | None, fail_on: str | None, verbose: bool,

@@ -178,3 +178,30 @@ def test_installed_console_script(tmp_path):
     run = write_run(tmp_path / "run1", spike_at=120)
     done = subprocess.run([str(script), "analyze", str(run), "--fail-on", "warning"], capture_output=True, text=True)
     assert done.returncode == 3 and "loss_spike" in done.stdout and "Traceback" not in done.stderr
+
+
+def test_a_progress_bar_log_whose_first_line_is_a_redraw_is_read(tmp_path):
+    # "\r" before the first line end: the table sniffer used to stop on it with a csv.Error.
+    bar = "".join(f"\rEpoch 0:  {i}%|#  | {i + 1}/50 [00:01<00:01, v_num=0, train_loss={3.0 - 0.01 * i:.3f}]"
+                  for i in range(50))
+    path = tmp_path / "bar.log"
+    path.write_text(bar + "\n", encoding="utf-8")
+    result = invoke(str(path))
+    assert result.exit_code == 0 and "steps 50 (1..50)" in result.output
+
+
+def test_an_internal_error_is_one_line_naming_it_not_a_traceback(tmp_path, monkeypatch):
+    import sentinel.analyze.analyzer as analyzer
+
+    def broken(*paths, **options):  # a fault injected into the analysis, not into the command
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(analyzer, "analyze", broken)
+    run = write_run(tmp_path / "run")
+    result = CliRunner().invoke(main, ["analyze", str(run)])
+    assert result.exit_code == 1
+    assert "internal error while analysing (RuntimeError: boom)" in result.output
+    assert "Traceback" not in result.output
+    as_json = CliRunner().invoke(main, ["analyze", str(run), "--format", "json"])
+    error = json.loads(as_json.stdout)
+    assert as_json.exit_code == 1 and error["exit_code"] == 1 and "RuntimeError: boom" in error["error"]

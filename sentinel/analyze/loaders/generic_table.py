@@ -61,7 +61,8 @@ def sniff(path: str | Path) -> bool:
     head = read_head(path, limit=64 * 1024)
     if head is None:
         return False
-    lines = [line.rstrip("\r") for line in head.split("\n") if line.strip()]
+    # Universal line ends: a bare \r (a progress bar's redraw) ends a line too, as csv insists.
+    lines = [line for line in head.splitlines() if line.strip()]
     if not lines:
         return False
     if lines[0].lstrip().startswith("{"):
@@ -76,11 +77,14 @@ def sniff(path: str | Path) -> bool:
     if len(lines) < 2:
         return False
     sep = _separator(lines[0])
-    header = next(csv.reader([lines[0]], delimiter=sep))
+    try:
+        header = next(csv.reader([lines[0]], delimiter=sep))
+        first = next(csv.reader([lines[1]], delimiter=sep))
+    except csv.Error:  # not a table's lines (a NUL byte, a stray quote)
+        return False
     step_col = find_column(header, STEP_ALIASES)
     if step_col is None or find_column(header, LOSS_ALIASES) is None:
         return False
-    first = next(csv.reader([lines[1]], delimiter=sep))
     position = header.index(step_col)
     return position < len(first) and _is_number(first[position])
 
