@@ -42,6 +42,9 @@ def _one(path):
         ("issue_paste.txt", "text", range(50, 601, 50)),
         ("nemo.log", "text", range(100, 112)),  # global_step, not the bar's count inside the epoch
         ("detectron2.log", "text", range(19, 240, 20)),  # total_loss, not a component
+        ("timm.log", "timm", range(0, 551, 50)),  # epoch * 300 + update index, epochs from 0
+        ("composer.log", "composer", range(10, 121, 10)),  # time/batch; the bracket restarts each epoch
+        ("keras.log", "text", range(1, 13)),  # the bar's N/6 goes on across epochs
         ("mlruns", "mlflow", range(0, 111, 10)),
         ("wandb/offline-run-20240101_000000-abc123", "wandb", range(0, 56, 5)),
     ],
@@ -174,3 +177,24 @@ def test_deepspeed_only_run_is_analysed_not_rejected():
     (run,) = report.runs
     assert run.source == "deepspeed" and run.final_loss is None
     assert "overflow_rate" in [i.kind for i in run.incidents]
+
+
+def test_a_progress_count_that_falls_back_mid_epoch_is_a_restart_not_a_new_epoch(tmp_path):
+    # 1..10 of 10 then 1..4 is a new epoch; 5..7 after 4 is not (a resumed run printing again).
+    counts = list(range(1, 11)) + [1, 2, 3, 4] + [2, 3, 4]
+    text = "".join(f" {n}/10 [==>...] - loss: {2.0 - 0.01 * i:.4f}\n" for i, n in enumerate(counts))
+    path = tmp_path / "fit.log"
+    path.write_text(text, encoding="utf-8")
+    run = _one(path)
+    assert run.steps.index.tolist() == list(range(1, 15))
+    assert run.meta["epochs_from_counter"] == 2 and run.meta["iters_per_epoch"] == 10
+    assert run.steps.loc[12, metrics.LOSS] == pytest.approx(2.0 - 0.01 * 14)  # the restart's value, last per step
+
+
+def test_composer_and_timm_learning_rates():
+    composer = _one(LOGS / "composer.log")
+    assert composer.steps[metrics.LR].tolist() == [0.0006] * 12  # "lr-DecoupledAdamW/group0"
+    assert "time/batch" not in composer.steps.columns  # it is the step
+    timm = _one(LOGS / "timm.log")
+    assert timm.steps[metrics.LR].tolist() == [1e-3] * 12
+    assert timm.meta["iters_per_epoch"] == 300

@@ -177,6 +177,38 @@ LOG4J = Dialect(
     ),
 )
 
+# timm train.py: f"Train: {epoch} [{update_idx:>4d}/{updates_per_epoch} ({pct:>3.0f}%)]  Loss:
+# {losses_m.val:#.3g} ({losses_m.avg:#.3g})  Time: ...  LR: {lr:.3e}  Data: ..."; epochs from 0, the
+# update index inside the epoch: the step is epoch * updates_per_epoch + update_idx.
+TIMM = Dialect(
+    name="timm",
+    description='timm ("Train: E [I/N (P%)]  Loss: X (avg)  ...  LR: L")',
+    shapes=(
+        Shape(re.compile(rf"\bTrain: (\d+) \[\s*(\d+)/(\d+) \(\s*\d+%\)\]\s+Loss: ({_NUM}) \([^)\n]*\)"
+                         rf"(?:[^\n]*?\bLR: ({_NUM}))?"),
+              head=("epoch0", "iter", "total", metrics.LOSS, metrics.LR)),
+    ),
+    min_records=2,
+)
+
+# Composer ConsoleLogger: f"[epoch={e}][batch={b}/{n}]:" (or "[batch=b/n]:", "[token=t/n]:")
+# then one f"\n\t Train {name}: {value}" line per metric; "time/batch" is the global batch.
+COMPOSER = Dialect(
+    name="composer",
+    description='Composer ("[batch=N/M]:" then "\\t Train loss/train/total: X" lines)',
+    shapes=(
+        Shape(re.compile(r"^\[(?:epoch=\d+\]\[)?[a-z]+=(\d+)(?:/\d+)?\]:( Train [^\n]*)", re.MULTILINE),
+              keys={"loss/train/total": metrics.LOSS},
+              # "Train " off every key; "lr-<Optimizer>/group0" (the first group's LR) is the lr.
+              scrub=(re.compile(r"(?:^| )Train (lr)?(?:-\w+/group0(?=:))?"), r" \1")),
+    ),
+    joins=re.compile(r"\n\t "),
+    step_key="time/batch",
+    sniff=re.compile(r"^\[(?:epoch=\d+\]\[)?(?:batch|ba|epoch|ep|token|tok|sample|sp)=\d+(?:/\d+)?\]:$",
+                     re.MULTILINE),
+    min_records=2,
+)
+
 # Anything else: a step-like key and a loss-like key on one line, as "key: v", "key=v" or "key v",
 # in either order. Needs several such lines (see textlogs.sniff).
 _STEP_KEY = r"(?:step|iter|iteration|num_updates|global_step|it)"
@@ -192,13 +224,14 @@ GENERIC = Dialect(
               head=(metrics.LOSS, metrics.STEP)),
         # "N/TOTAL" only on lines without a step key: a progress bar's count inside the epoch is
         # not the step where the line also names it (NeMo's "120/1000 [...] global_step=119.0").
-        Shape(re.compile(rf"^(?![^\n]*?(?i:\b{_STEP_KEY}){_SEP}\d)[^\n]*?(?<![\d/:.-])\s(\d+)\s*/\s*\d+\b(?![/:.]\d)"
+        # The count starts again each epoch (Lightning's and Keras' bars): steps go on across epochs.
+        Shape(re.compile(rf"^(?![^\n]*?(?i:\b{_STEP_KEY}){_SEP}\d)[^\n]*?(?:^|(?<![\d/:.-])\s)(\d+)\s*/\s*(\d+)\b(?![/:.]\d)"
                          rf"[^\n]*?(?<![\w/])(?i:{_LOSS_KEY}){_SEP}({_NUM})\b", re.MULTILINE),
-              head=(metrics.STEP, metrics.LOSS)),
+              head=("iter", "total", metrics.LOSS)),
     ),
     min_records=5,
 )
 
 # In the order the sniffer tries them; the generic reader comes last.
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 TF, LOG4J, GENERIC)
+                                 TIMM, COMPOSER, TF, LOG4J, GENERIC)

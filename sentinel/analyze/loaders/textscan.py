@@ -83,8 +83,11 @@ class Shape:
     Attributes:
         pattern: a regex (``re.MULTILINE``) whose first group is the record body: the ``head``
             fields, then ``key value`` pairs once ``separators`` are spaces.
-        head: names of the leading fields of the body: ``step``, ``total`` (steps in the run),
-            ``epoch``, ``iter`` (iteration inside the epoch), ``_`` (ignored).
+        head: names of the leading fields of the body: ``step``, ``total`` (steps in the run, or
+            in an epoch with ``iter``), ``epoch`` (counted from 1), ``epoch0`` (counted from 0),
+            ``iter`` (iteration inside the epoch), ``_`` (ignored). ``iter`` and ``total``
+            without an epoch: a count that starts again when an epoch ends (a progress bar's
+            ``N/TOTAL``) goes on from the previous epoch's total.
         separators: strings turned into spaces before splitting (``":"``, ``"="``, ``","``, ``"|"``).
         keys: the tool's key (lower case) -> sentinel's metric key; others go through
             :func:`~sentinel.analyze.loaders.keys.canonical_key` (never to ``loss``: a loss-like
@@ -111,7 +114,7 @@ class Shape:
     scrub: tuple[re.Pattern, str] | None = None
 
 
-_HEAD_ROLES = frozenset({metrics.STEP, "total", "epoch", "iter"})
+_HEAD_ROLES = frozenset({metrics.STEP, "total", "epoch", "epoch0", "iter"})
 
 
 @dataclass(frozen=True)
@@ -143,6 +146,9 @@ class Dialect:
         events: event lines.
         step_key: a field that is the step when present (``num_updates``, ``global_step``).
         step_from_order: records carry no step: number them 1, 2, 3 (HF Trainer dicts).
+        joins: continuation lines: what this matches (a line end and the next line's indent) is
+            replaced by a space before reading, so a record printed over several lines (Composer's
+            ``[batch=16/625]:`` then one ``\t Train key: value`` line per metric) is one line.
         min_records: record lines the sniffer must see before it claims a file.
         drop_cut_line: the last line without a line end is not trusted (``3.2`` of ``3.2217``).
         warn_bad_values: say how many values were not numbers.
@@ -155,6 +161,7 @@ class Dialect:
     events: tuple[EventLine, ...] = ()
     step_key: str | None = None
     step_from_order: bool = False
+    joins: re.Pattern | None = None
     min_records: int = 3
     drop_cut_line: bool = True
     warn_bad_values: bool = False
@@ -633,6 +640,8 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None) -> Sca
         warnings.append(f"last line {text.count(chr(10)) + 1} has no line end (cut off while written?): skipped")
         text = text[:cut]
     text = clean_text(text)
+    if dialect.joins is not None:
+        text = dialect.joins.sub(" ", text)
     lines = Lines(text)
     parts: list[tuple[Shape, dict[str, np.ndarray]]] = []
     seen_keys: set[str] = set()
@@ -1148,8 +1157,12 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
         step = columns.pop("_step", np.full(n, np.nan))
         iters = columns.pop("_iter", None)
         epoch, total = columns.pop("_epoch", None), columns.pop("_total", None)
+        if "_epoch0" in columns:  # timm counts epochs from 0
+            epoch = columns.pop("_epoch0") + 1
         if iters is not None:
             step = iters
+            if epoch is None and total is not None:
+                epoch = _epochs_from_wraps(iters, total, columns["_pos"], meta)
             if epoch is not None and total is not None:
                 # mmengine / MMDetection count iterations inside an epoch: make them global.
                 step = (epoch - 1) * total + step
@@ -1201,6 +1214,37 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
     for column in [c for c in main.columns if c.startswith(_NAN_PREFIX)]:
         logged_nan[column[len(_NAN_PREFIX):]] = (main.pop(column) == 1.0).to_numpy()
     return main.astype("float64", copy=False), logged_nan
+
+
+def _epochs_from_wraps(iters: np.ndarray, total: np.ndarray, pos: np.ndarray, meta: dict) -> np.ndarray | None:
+    """Epochs (from 1) of records that count iterations inside an epoch with no epoch field (a
+    progress bar's ``N/TOTAL``), or None when the count never starts again.
+
+    In file order, a count that falls back after reaching its last logging interval of the epoch
+    (within two of the usual gaps between logged counts of ``TOTAL``) starts a new epoch; one that
+    falls back from the middle of an epoch is a restart (a resumed run) and keeps its epoch, so
+    its steps are logged again, as in any other log.
+
+    Example:
+        >>> _epochs_from_wraps(np.array([10., 20., 30., 10., 20.]), np.full(5, 30.), np.arange(5), {}).tolist()
+        [1.0, 1.0, 1.0, 2.0, 2.0]
+    """
+    order = np.argsort(pos, kind="stable")
+    i, t = iters[order], total[order]
+    ok = ~(np.isnan(i) | np.isnan(t))
+    if ok.sum() < 2:
+        return None
+    prev_i, prev_t, cur_i = i[:-1], t[:-1], i[1:]
+    gaps = np.diff(i[ok])
+    gap = float(np.median(gaps[gaps > 0])) if (gaps > 0).any() else 1.0
+    wraps = (cur_i < prev_i) & (prev_i >= prev_t - 2 * gap) & ok[1:] & ok[:-1]
+    if not wraps.any():
+        return None
+    epoch_sorted = np.concatenate([[1.0], 1.0 + np.cumsum(wraps)])
+    meta["epochs_from_counter"] = int(epoch_sorted[-1])
+    epoch = np.empty_like(epoch_sorted)
+    epoch[order] = epoch_sorted
+    return epoch
 
 
 def _concat(tables: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
