@@ -198,3 +198,36 @@ def test_composer_and_timm_learning_rates():
     timm = _one(LOGS / "timm.log")
     assert timm.steps[metrics.LR].tolist() == [1e-3] * 12
     assert timm.meta["iters_per_epoch"] == 300
+
+
+def _epochs_of(per_epoch: int, fmt) -> str:
+    """LOSSES printed by a loop of two epochs of ``per_epoch`` logged lines: ``fmt(epoch, k, loss)``
+    with k counting the line inside its epoch from 0."""
+    return "".join(fmt(*divmod(n, per_epoch), loss) for n, loss in enumerate(LOSSES))
+
+
+@pytest.mark.parametrize(
+    ("text", "steps"),
+    [
+        # PyTorch tutorials: 'Epoch [{}/{}], Step [{}/{}], Loss: {:.4f}', 600 steps an epoch, every 100
+        (_epochs_of(6, lambda e, k, x: f"Epoch [{e + 1}/2], Step [{100 * (k + 1)}/600], Loss: {x:.4f}\n"),
+         range(100, 1201, 100)),
+        # a hand-written print without the epoch's length: it is the largest count seen
+        (_epochs_of(6, lambda e, k, x: f"Epoch: {e + 1}, Batch: {100 * (k + 1)}, Loss: {x:.4f}\n"),
+         range(100, 1201, 100)),
+        # the CIFAR-10 tutorial: f'[{epoch + 1}, {i + 1:5d}] loss: {running_loss / 2000:.3f}'
+        (_epochs_of(6, lambda e, k, x: f"[{e + 1}, {2000 * (k + 1):5d}] loss: {x:.3f}\n"), range(2000, 24001, 2000)),
+        # the MNIST example: 'Train Epoch: {} [{}/{} ({:.0f}%)]\tLoss: {:.6f}' (samples, from 0)
+        (_epochs_of(6, lambda e, k, x: f"Train Epoch: {e + 1} [{640 * k}/3840 ({100 * k / 6:.0f}%)]\tLoss: {x:.6f}\n"),
+         range(0, 7041, 640)),
+        # epochs from 0, a global step beside them: the step as it is
+        (_epochs_of(6, lambda e, k, x: f"epoch {e} | step {10 * (6 * e + k)} | loss {x:.2f}\n"), range(0, 111, 10)),
+    ],
+)
+def test_hand_written_epoch_loops(tmp_path, text, steps):
+    path = tmp_path / "train.log"
+    path.write_text("Starting training\n" + text, encoding="utf-8")
+    run = _one(path)
+    assert run.source == "text"
+    assert run.steps.index.tolist() == list(steps)
+    assert run.steps[metrics.LOSS].tolist() == LOSSES

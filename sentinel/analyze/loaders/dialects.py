@@ -214,11 +214,17 @@ COMPOSER = Dialect(
 _STEP_KEY = r"(?:step|iter|iteration|num_updates|global_step|it)"
 _LOSS_KEY = r"(?:loss|train_loss|train/loss|training_loss|total_loss|reduced_train_loss|lm_loss|lm loss)"
 _SEP = r"\s*[:=]?\s*"
+# "Epoch 2 ... step 300": an epoch, then a count (inside the epoch, or global: the steps tell).
+_COUNT_KEY = r"(?:step|iter|iteration|batch|it)"
+_EPOCH_NUM = r"(?i:\bepoch)\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?"
+_EPOCH_THEN_COUNT = rf"{_EPOCH_NUM}[^\n]*?(?i:\b{_COUNT_KEY}\b)\s*[:=#]?\s*\[?\s*(\d+)"
 GENERIC = Dialect(
     name="text",
     description="any text log with a step-like key (step, iter, global_step, N/TOTAL) and a loss on each line",
     shapes=(
-        Shape(re.compile(rf"(?i:\b{_STEP_KEY}){_SEP}(\d+)(?:\s*/\s*\d+)?\b[^\n]*?(?<![\w/])(?i:{_LOSS_KEY}){_SEP}({_NUM})\b"),
+        # Not on a line where an epoch comes before the step key (the epoch shape below reads it).
+        Shape(re.compile(rf"^(?![^\n]*?{_EPOCH_THEN_COUNT})[^\n]*?(?i:\b{_STEP_KEY}){_SEP}(\d+)(?:\s*/\s*\d+)?\b"
+                         rf"[^\n]*?(?<![\w/])(?i:{_LOSS_KEY}){_SEP}({_NUM})\b", re.MULTILINE),
               head=(metrics.STEP, metrics.LOSS)),
         Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_SEP}({_NUM})\b[^\n]*?(?i:\b{_STEP_KEY}){_SEP}(\d+)\b"),
               head=(metrics.LOSS, metrics.STEP)),
@@ -228,6 +234,21 @@ GENERIC = Dialect(
         Shape(re.compile(rf"^(?![^\n]*?(?i:\b{_STEP_KEY}){_SEP}\d)[^\n]*?(?:^|(?<![\d/:.-])\s)(\d+)\s*/\s*(\d+)\b(?![/:.]\d)"
                          rf"[^\n]*?(?<![\w/])(?i:{_LOSS_KEY}){_SEP}({_NUM})\b", re.MULTILINE),
               head=("iter", "total", metrics.LOSS)),
+        # The PyTorch tutorials' and examples' own prints: f"Epoch [{e}/{E}], Step [{i}/{n}], Loss:
+        # {loss:.4f}", "Epoch: e, Batch: b, Loss: x"; the MNIST example's f"Train Epoch: {e}
+        # [{n}/{N} ({pct:.0f}%)]\tLoss: {loss:.6f}"; the CIFAR-10 tutorial's f"[{e}, {i:5d}] loss:
+        # {loss:.3f}". A count that starts again in each epoch becomes a global step.
+        # (a group that takes part in one match and not in another would shift the fields: one
+        # shape with the epoch's length, one without)
+        Shape(re.compile(rf"{_EPOCH_THEN_COUNT}\s*/\s*(\d+)\s*\]?[^\n]*?(?<![\w/])(?i:{_LOSS_KEY}){_SEP}({_NUM})\b"),
+              head=("epoch", "iter", "total", metrics.LOSS)),
+        Shape(re.compile(rf"{_EPOCH_THEN_COUNT}(?!\d|\s*/\s*\d)\s*\]?[^\n]*?(?<![\w/])(?i:{_LOSS_KEY}){_SEP}({_NUM})\b"),
+              head=("epoch", "iter", metrics.LOSS)),
+        Shape(re.compile(rf"(?i:\bepoch)\s*[:=#]?\s*(\d+)\s*\[\s*(\d+)\s*/\s*(\d+)[^\]\n]*\]"
+                         rf"[^\n]*?(?<![\w/])(?i:{_LOSS_KEY}){_SEP}({_NUM})\b"),
+              head=("epoch", "iter", "total", metrics.LOSS)),
+        Shape(re.compile(rf"^[ \t]*\[\s*(\d+),\s*(\d+)\]\s*(?i:{_LOSS_KEY}){_SEP}({_NUM})\b", re.MULTILINE),
+              head=("epoch", "iter", metrics.LOSS)),
     ),
     min_records=5,
 )

@@ -84,10 +84,12 @@ class Shape:
         pattern: a regex (``re.MULTILINE``) whose first group is the record body: the ``head``
             fields, then ``key value`` pairs once ``separators`` are spaces.
         head: names of the leading fields of the body: ``step``, ``total`` (steps in the run, or
-            in an epoch with ``iter``), ``epoch`` (counted from 1), ``epoch0`` (counted from 0),
-            ``iter`` (iteration inside the epoch), ``_`` (ignored). ``iter`` and ``total``
-            without an epoch: a count that starts again when an epoch ends (a progress bar's
-            ``N/TOTAL``) goes on from the previous epoch's total.
+            in an epoch with ``iter``), ``epoch`` (counted from 1, or from 0 where an epoch 0 is
+            logged), ``epoch0`` (counted from 0), ``iter`` (iteration inside the epoch, or a
+            global step when it never falls back where the epoch changes), ``_`` (ignored).
+            ``iter`` and ``total`` without an epoch: a count that starts again when an epoch
+            ends (a progress bar's ``N/TOTAL``) goes on from the previous epoch's total; ``iter``
+            and ``epoch`` without ``total``: the epoch's length is the largest count seen.
         separators: strings turned into spaces before splitting (``":"``, ``"="``, ``","``, ``"|"``).
         keys: the tool's key (lower case) -> sentinel's metric key; others go through
             :func:`~sentinel.analyze.loaders.keys.canonical_key` (never to ``loss``: a loss-like
@@ -1163,7 +1165,14 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
             step = iters
             if epoch is None and total is not None:
                 epoch = _epochs_from_wraps(iters, total, columns["_pos"], meta)
-            if epoch is not None and total is not None:
+            if epoch is not None and _counts_globally(epoch, iters, columns["_pos"],
+                                                      known_length=total is not None and not np.isnan(total).all()):
+                epoch = None  # "epoch 2 step 1200": the step goes on across epochs already
+            if epoch is not None:
+                if np.nanmin(epoch) == 0:  # epochs counted from 0
+                    epoch = epoch + 1
+                total = _epoch_length(iters) if total is None else \
+                    np.where(np.isnan(total), _epoch_length(iters), total)
                 # mmengine / MMDetection count iterations inside an epoch: make them global.
                 step = (epoch - 1) * total + step
                 meta["iters_per_epoch"] = int(np.nanmax(total))
@@ -1245,6 +1254,42 @@ def _epochs_from_wraps(iters: np.ndarray, total: np.ndarray, pos: np.ndarray, me
     epoch = np.empty_like(epoch_sorted)
     epoch[order] = epoch_sorted
     return epoch
+
+
+def _counts_globally(epoch: np.ndarray, iters: np.ndarray, pos: np.ndarray, known_length: bool = False) -> bool:
+    """Whether a count logged beside an epoch goes on across epochs (a global step) rather than
+    starting again in each: where the epoch changes, the count never falls back. With one epoch
+    only there is no telling: the count is taken as the step unless the log gives the epoch's
+    length (``known_length``, "[i/N]").
+
+    Example:
+        >>> _counts_globally(np.array([1., 1., 2.]), np.array([100., 200., 300.]), np.arange(3))
+        True
+        >>> _counts_globally(np.array([1., 1., 2.]), np.array([100., 200., 100.]), np.arange(3))
+        False
+    """
+    order = np.argsort(pos, kind="stable")
+    e, i = epoch[order], iters[order]
+    changes = np.flatnonzero((e[1:] != e[:-1]) & ~np.isnan(e[1:]) & ~np.isnan(e[:-1]))
+    if not len(changes):
+        return not known_length
+    return bool((i[changes + 1] >= i[changes]).all())
+
+
+def _epoch_length(iters: np.ndarray) -> float:
+    """Iterations in an epoch when the log does not say: the largest count logged, plus one
+    logging interval when counts start below one interval (from 0: the last one logged is not
+    the epoch's end).
+
+    Example:
+        >>> _epoch_length(np.array([100., 200., 300., 100.])), _epoch_length(np.array([0., 100., 200., 0.]))
+        (300.0, 300.0)
+    """
+    finite = np.unique(iters[~np.isnan(iters)])
+    if not len(finite):
+        return math.nan
+    gap = float(np.median(np.diff(finite))) if len(finite) > 1 else 1.0
+    return float(finite[-1] + (gap if finite[0] < gap else 0.0))
 
 
 def _concat(tables: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
