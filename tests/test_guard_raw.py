@@ -106,6 +106,7 @@ def test_a_lasting_new_grad_norm_level_is_withheld_briefly_then_applied(tmp_path
     withheld = [e["step"] for e in _events(run_dir, "skip_step")]
     assert spikes[:3] == [60, 61, 62]  # the detector calls the new level an outlier for a while
     assert withheld == [60, 61]  # spike_patience - 1 updates withheld, then the level is accepted
+    assert [e["streak"] for e in _events(run_dir, "skip_step")] == [1, 2]
     assert read_skiplist(run_dir) == []  # not bad batches: a resumed run trains on them
     assert sen.rollbacks == 0 and not _events(run_dir, "rollback")
     assert final <= 1.1 * clean

@@ -181,7 +181,7 @@ def decide(signals: StepSignals, state: GuardState, config: GuardConfig,
     if persistent and reason not in _PERSISTENT and signals.weights_ok:
         persistent = False  # a known-good batch is still fine on these weights: the data is bad
     if not persistent:
-        return Decision(Action.SKIP_UPDATE, reason, nxt, streak=max(outlier_streak, 1))
+        return Decision(Action.SKIP_UPDATE, reason, nxt, streak=max(outlier_streak, grad_streak, 1))
     streak = max(outlier_streak, 1)
     if state.rollbacks >= config.max_rollbacks:
         return Decision(Action.GIVE_UP, reason, nxt, streak=streak)
