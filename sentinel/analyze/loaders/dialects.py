@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 
 from sentinel import metrics
-from sentinel.analyze.loaders.textscan import Dialect, EventLine, Shape
+from sentinel.events import EventKind
+from sentinel.analyze.loaders.textscan import Dialect, EventLine, RecordEvent, Shape
 
 _M = re.MULTILINE
 _NUM = r"[-+]?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|\.\d+|nan|NaN|inf|Infinity|Inf)"
@@ -251,6 +252,65 @@ GENERIC = Dialect(
               head=("epoch", "iter", metrics.LOSS)),
     ),
     min_records=5,
+)
+
+# Megatron-LM / Megatron-DeepSpeed / NeMo / GPT-NeoX stdout: one line per logged iteration,
+#  " iteration     7001/  159576 | consumed samples: 1 | elapsed time per iteration (ms): 9.1 | learning rate:
+#  5.998E-05 | global batch size: 96 | lm loss: 2.733351E+00 | loss scale: 4096.0 | grad norm: 0.329 |
+#  number of skipped iterations:   0 | number of nan iterations:   0 |", mixed with everything else. Fields
+# come and go between versions (bf16 runs have no loss scale, a diverged step no lm loss): every
+# "name: number" field is read. NeMo 2 prints "Training epoch 0, iteration 10/99 | lr: ... | global_step:
+# 10 | reduced_train_loss: ..." (its global_step is the step). "validation loss at iteration N | lm loss
+# value: X | lm loss PPL: Y |" gives val_loss / val_ppl. DeepSpeed prints "OVERFLOW! Rank 0 Skipping step.
+# Attempted loss scale: X, reducing to Y" (older: "fp16 dynamic loss scale overflow! Skipping step. ...")
+# inside the optimizer step of the iteration whose line follows; Megatron skips an update only when the
+# fp16 grads held an Inf/NaN ("number of skipped iterations: N" > 0: an overflow). A resumed run logs
+# iterations again: the last occurrence counts. Read by the megatron loader (its own sniffer and place in
+# the discovery order), not through textlogs' sniffer.
+_MEGATRON_KEYS = {
+    "lm loss": metrics.LOSS, "lm_loss": metrics.LOSS, "reduced_train_loss": metrics.LOSS,  # lm_loss: GPT-NeoX
+    "learning rate": metrics.LR, "lr": metrics.LR, "grad norm": metrics.GRAD_NORM_TOTAL,
+    "loss scale": metrics.LOSS_SCALE, "number of skipped iterations": metrics.AMP_SKIPPED_STEPS,
+    "number of nan iterations": metrics.NAN_ITERATIONS, "samples per second": metrics.SAMPLES_PER_SEC,
+    "elapsed time per iteration (ms)": "iter_time_ms",
+}
+_MEGATRON_SECONDS = {"elapsed time per iteration (s)": ("elapsed time per iteration (ms)", 1000.0)}
+_SP = r"[^\S\n]"  # \s within a line
+MEGATRON = Dialect(
+    name="megatron",
+    description='Megatron-LM / Megatron-DeepSpeed / NeMo stdout logs (" iteration N/M | lm loss: ... |")',
+    shapes=(
+        Shape(re.compile(rf"\biteration{_SP}+(\d+){_SP}*/{_SP}*(\d+){_SP}*\|([^\n]*)"),
+              head=(metrics.STEP, "total"), fields="|", keys=_MEGATRON_KEYS, rescale=_MEGATRON_SECONDS,
+              record_events=(
+                  RecordEvent(metrics.AMP_SKIPPED_STEPS, EventKind.OVERFLOW, source="megatron",
+                              detail="skipped_iterations"),
+                  RecordEvent(metrics.NAN_ITERATIONS, EventKind.NONFINITE, source="megatron", detail="nan_iterations"),
+                  RecordEvent(metrics.LOSS, EventKind.NONFINITE, when="nonfinite"),
+                  RecordEvent(metrics.GRAD_NORM_TOTAL, EventKind.NONFINITE, when="nonfinite"),
+              )),
+        Shape(re.compile(rf"\bvalidation loss at iteration{_SP}+(\d+)\b[^|\n]*\|([^\n]*)"), fields="|",
+              keys={"lm loss value": metrics.VAL_LOSS, "lm loss ppl": "val_ppl"}, prefix="val_",
+              rescale=_MEGATRON_SECONDS),
+    ),
+    events=(
+        EventLine(re.compile(rf"(?i:overflow!){_SP}*(?:(?i:rank){_SP}+(?P<rank>\d+){_SP}+)?[Ss]kipping step(?i:\.?"
+                             rf"{_SP}*Attempted loss scale:{_SP}*(?P<attempted>[-+\w.]+),{_SP}*reducing to"
+                             rf"{_SP}*(?P<new>[-+\w.]+))"), source="deepspeed", keep_rank=True),
+    ),
+    step_key="global_step",
+    # A file must show an iteration line carrying at least one training field.
+    sniff=re.compile(r"\biteration\s+\d+\s*/\s*\d+\s*\|[^\n]*?"
+                     r"(?:lm loss|learning rate|loss scale|grad norm|reduced_train_loss|\blr)\s*:"),
+    min_records=1,
+    drop_cut_line=False,
+    clean=False,
+    timestamp=re.compile(r"\[(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})(?:[,.](\d{1,6}))?\]"),
+    restarts=True,
+    event_rows=False,
+    total_meta=("train_iters", "first"),
+    record_word="iteration",
+    event_word="overflow",
 )
 
 # In the order the sniffer tries them; the generic reader comes last.

@@ -20,6 +20,12 @@ C-level passes, not 20,000 rounds of Python:
 5. records of the same step merge; events (overflow lines) are found with their own patterns
    and given the step they belong to.
 
+Beyond ``key value`` tokens, a shape may read a field list whose names are phrases (Megatron's
+``| lm loss: 2.7 | grad norm: 0.3 |``, :attr:`Shape.fields`) and raise events from a field's
+value (:class:`RecordEvent`); a dialect may keep only the last record of a step logged again
+after a restart (:attr:`Dialect.restarts`) and read the lines exactly as printed
+(:attr:`Dialect.clean`).
+
 Most logs repeat one line template per record kind, with other numbers. For a pattern that
 stays inside a line and cannot tell one digit from another (:func:`line_local`), steps 2-4
 take a faster road that gives the same result (:func:`_read_templates`): the lines are grouped
@@ -77,6 +83,27 @@ _TIMESTAMP = re.compile(r"(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})(?:[,.](\d{1,6
 
 
 @dataclass(frozen=True)
+class RecordEvent:
+    """An event raised by one field of a record line.
+
+    Attributes:
+        key: the metric key of the field (after naming).
+        kind: the event kind.
+        when: ``"positive"`` (the value is above zero: the detail ``detail`` = the value as an
+            int) or ``"nonfinite"`` (the value is NaN or infinite: detail ``metric`` = the key
+            and ``value`` = the value as text).
+        source: the ``source`` detail (none when empty).
+        detail: the detail field's name for ``"positive"``.
+    """
+
+    key: str
+    kind: EventKind
+    when: str = "positive"
+    source: str = ""
+    detail: str = ""
+
+
+@dataclass(frozen=True)
 class Shape:
     """One kind of record line.
 
@@ -102,6 +129,18 @@ class Shape:
         strict: every key must look like an identifier and have a number, else the line is noise.
         scrub: ``(pattern, replacement)`` applied to the bodies first (values that hold a
             separator, e.g. mmengine's ``eta: 1 day, 2:03:04``).
+        fields: a field list: the body's last group is ``name: value`` fields each ended by this
+            string (Megatron's ``| lm loss: 2.7 |``). A name is a phrase (words, brackets) and
+            the value one token; a field that is not ``name: number`` is skipped, and text after
+            the last separator is a field cut off (the line was cut while written): skipped, and
+            counted in a warning. A name the shape's ``keys`` do not list goes through
+            ``canonical_key`` when that knows it (never to the loss), else becomes a slug (each
+            run of characters other than ``a-z0-9`` an ``_``); with a ``prefix``, always the slug.
+            Lines of any length are read (no :data:`MAX_FIELDS` limit).
+        rescale: for a field list: a field name (lower case) -> (the name it is read as, factor),
+            for a value printed in another unit by some versions (seconds where others print ms).
+        record_events: events raised by the value of a field on a record line (a skip count
+            above zero, a logged NaN), each with its line number and the line's time.
     """
 
     pattern: re.Pattern
@@ -114,6 +153,9 @@ class Shape:
     units: Mapping[str, tuple[str, float]] = field(default_factory=dict)
     strict: bool = False
     scrub: tuple[re.Pattern, str] | None = None
+    fields: str | None = None
+    rescale: Mapping[str, tuple[str, float]] = field(default_factory=dict)
+    record_events: tuple[RecordEvent, ...] = ()
 
 
 _HEAD_ROLES = frozenset({metrics.STEP, "total", "epoch", "epoch0", "iter"})
@@ -129,12 +171,14 @@ class EventLine:
         kind: the event kind.
         source: the tool that printed it (``deepspeed``, ``fairseq``).
         detail: fixed detail fields added to the event.
+        keep_rank: the ``rank`` group is also a detail field of the event.
     """
 
     pattern: re.Pattern
     kind: EventKind = EventKind.OVERFLOW
     source: str = ""
     detail: Mapping[str, object] = field(default_factory=dict)
+    keep_rank: bool = False
 
 
 @dataclass(frozen=True)
@@ -155,6 +199,19 @@ class Dialect:
         drop_cut_line: the last line without a line end is not trusted (``3.2`` of ``3.2217``).
         warn_bad_values: say how many values were not numbers.
         sniff: what the sniffer counts instead of the record shapes (e.g. lines with a loss).
+        clean: clean the text first (:func:`clean_text`); False reads the lines as printed (only
+            ``\n`` ends a line, line numbers are the file's).
+        timestamp: the pattern of the log's own time on a line (groups: date and time, then an
+            optional fraction of a second), instead of a bare ``YYYY-MM-DD HH:MM:SS``.
+        restarts: a step whose main record (the first shape's) comes again (a resumed run) keeps
+            only its last main record, whole (a field the later one lacks is not taken from the
+            earlier), with a warning; records of the other shapes at that step stay.
+        event_rows: event lines may add steps (a step with an event and no record; the loss scale
+            an overflow set); False: they are counted only at steps that have a record.
+        total_meta: ``(meta key, "max" | "first")``: where the ``total`` head field goes (the
+            largest one, or the first record's).
+        record_word: what a record is called in warnings (``step``, ``iteration``).
+        event_word: what an event line is called in warnings (default ``<name> event``).
     """
 
     name: str
@@ -168,6 +225,13 @@ class Dialect:
     drop_cut_line: bool = True
     warn_bad_values: bool = False
     sniff: re.Pattern | None = None
+    clean: bool = True
+    timestamp: re.Pattern | None = None
+    restarts: bool = False
+    event_rows: bool = True
+    total_meta: tuple[str, str] = ("train_steps", "max")
+    record_word: str = "step"
+    event_word: str | None = None
 
 
 @dataclass
@@ -641,17 +705,25 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None) -> Sca
         cut = text.rfind("\n") + 1
         warnings.append(f"last line {text.count(chr(10)) + 1} has no line end (cut off while written?): skipped")
         text = text[:cut]
-    text = clean_text(text)
+    if dialect.clean:
+        text = clean_text(text)
     if dialect.joins is not None:
         text = dialect.joins.sub(" ", text)
     lines = Lines(text)
     parts: list[tuple[Shape, dict[str, np.ndarray]]] = []
     seen_keys: set[str] = set()
     bad = 0
+    late: list[str] = []  # about record lines that were cut or repeated: said last
     for shape in dialect.shapes:
         table, shape_bad, keys = _read_shape(lines, shape, dialect, options, warnings)
         bad += shape_bad
         seen_keys |= keys
+        if table is not None and "_cut" in table:
+            cut = np.flatnonzero(table.pop("_cut"))
+            if len(cut):
+                start = next(m.start() for i, m in enumerate(shape.pattern.finditer(text)) if i == cut[0])
+                late.append(f"{len(cut)} {dialect.record_word} line(s) cut off (first at line "
+                            f"{text.count(chr(10), 0, start) + 1}): their last field was skipped")
         if table is not None and len(table["_pos"]):
             parts.append((shape, table))
     for wanted in (options.loss_col, options.step_col):
@@ -659,18 +731,24 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None) -> Sca
             raise ValueError(f"key {wanted!r} not found in the {dialect.name} log lines; keys found: "
                              f"{', '.join(sorted(seen_keys))}")
     meta: dict = {"format": dialect.name}
-    steps, logged_nan = _merge(parts, dialect, meta, warnings)
-    events = _events(text, dialect, steps, meta, warnings)
-    for key in (metrics.LOSS, metrics.GRAD_NORM_TOTAL):
+    record_steps: dict[int, np.ndarray] = {}
+    steps, logged_nan = _merge(parts, dialect, meta, late, record_steps)
+    main_steps = record_steps.get(0) if parts and parts[0][0] is dialect.shapes[0] else None
+    events, at = _events(text, dialect, steps, meta, warnings, main_steps)
+    by_record = any(shape.record_events for shape in dialect.shapes)
+    for key in (metrics.LOSS, metrics.GRAD_NORM_TOTAL) if not by_record else ():
         if key in steps.columns:
             flagged = np.isinf(steps[key].to_numpy()) | logged_nan.get(key, np.zeros(len(steps), dtype=bool))
             for step in steps.index[flagged]:
                 events.append(_stamp(make_event(EventKind.NONFINITE, int(step), metric=key,
                                                 value=str(steps.at[step, key])), math.nan))
     if events and len(steps.index):
-        _count_overflows(steps, events)
-    elif events:
+        _count_overflows(steps, events, dialect.event_rows)
+    elif events and dialect.event_rows:
         steps = _event_rows(events)
+    if by_record:
+        events = _with_record_events(text, dialect, parts, record_steps, events, at)
+    warnings.extend(late)
     if bad and dialect.warn_bad_values:
         warnings.append(f"{bad} token(s) with a value that is not a number were skipped")
     return Scan(steps=order_columns(steps), events=events_frame(events), meta=meta, warnings=warnings)
@@ -693,10 +771,13 @@ def _read_shape(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOptio
     bodies = shape.pattern.findall(lines.matching(shape.pattern))
     if not bodies:
         return None, 0, set()
+    cut = None
+    if shape.fields is not None:
+        bodies, cut = _field_bodies(bodies, shape)
     joined = "\n".join(map(" ".join, bodies) if isinstance(bodies[0], tuple) else bodies)
     if shape.scrub is not None and shape.scrub[0].search(joined):
         joined = shape.scrub[0].sub(shape.scrub[1], joined)
-    for sep in shape.separators:
+    for sep in shape.separators if shape.fields is None else ():
         joined = joined.replace(sep, " ")
     # Arrow's split keeps an empty token for whitespace at either end of a record: trim first.
     records = pc.ascii_trim_whitespace(pc.split_pattern(pa.array([joined], pa.large_string()), "\n").flatten())
@@ -705,8 +786,11 @@ def _read_shape(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOptio
     offsets = tokens.offsets.to_numpy()
     counts = np.diff(offsets)
     counts[pc.binary_length(records).to_numpy(zero_copy_only=False) == 0] = 0  # [""] is no token
-    lengths = pc.binary_length(records) if joined.isascii() else pc.utf8_length(records)
-    width = _widest(lengths.to_numpy(zero_copy_only=False), counts)
+    if shape.fields is None:
+        lengths = pc.binary_length(records) if joined.isascii() else pc.utf8_length(records)
+        width = _widest(lengths.to_numpy(zero_copy_only=False), counts)
+    else:
+        width = int(counts.max()) + 2
     fits = counts <= width
     if not fits.all():
         warnings.append(f"{int((~fits).sum())} {dialect.name} line(s) with more than {width} fields were skipped")
@@ -754,6 +838,8 @@ def _read_shape(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOptio
                                                                              shape.units)
         bad = int((~parsed).sum())
         lower = [key.lower() for key in raw_keys]
+        if shape.fields is not None:
+            lower = [key.translate(_SHOWN) for key in lower]
         keys_seen.update(lower)
         if shape.strict:
             key_ok = np.array([_KEY.match(key) is not None for key in raw_keys], dtype=bool)
@@ -768,9 +854,47 @@ def _read_shape(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOptio
             out["_counts"] = required  # other records (eval dicts) join the step before them
         else:
             ok &= required
+    if cut is not None:
+        out["_cut"] = cut
     if not ok.all():
         out = {name: column[ok] for name, column in out.items()}
     return out, bad, keys_seen
+
+
+_FIELD = re.compile(r"^\s*([A-Za-z][^:|]*?)\s*:\s*(\S+)\s*$")
+# A field name's spaces, hidden while the body is split into tokens (see Shape.fields).
+_HIDDEN = str.maketrans({" ": "\ue000", "\t": "\ue001", "\v": "\ue002", "\f": "\ue003", "\r": "\ue004"})
+_SHOWN = str.maketrans({v: k for k, v in _HIDDEN.items()})
+_PHRASE_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+def _field_bodies(bodies: list, shape: Shape) -> tuple[list[str], np.ndarray]:
+    """:attr:`Shape.fields`: each body's field list as ``name value`` tokens (the spaces of a name
+    hidden), after its head fields; and which bodies had a field cut off."""
+    out, cut = [], np.zeros(len(bodies), dtype=bool)
+    sep, rescale = shape.fields, shape.rescale
+    for i, body in enumerate(bodies):
+        heads, rest = (body[:-1], body[-1]) if isinstance(body, tuple) else ((), body)
+        segments = rest.split(sep)
+        if segments[-1].strip():
+            cut[i] = True
+        tokens = list(heads)
+        for segment in segments[:-1]:
+            match = _FIELD.match(segment)
+            if not match:
+                continue
+            try:
+                value = float(match.group(2))
+            except ValueError:
+                continue
+            name = match.group(1).strip().lower()
+            if name in rescale:
+                name, factor = rescale[name]
+                value *= factor
+            tokens.append(name.translate(_HIDDEN))
+            tokens.append(repr(value))
+        out.append(" ".join(tokens))
+    return out, cut
 
 
 _TOKEN = re.compile(r"[^ \t\n\v\f\r]+")  # the tokens of Arrow's ASCII whitespace split
@@ -781,7 +905,8 @@ def _template_shape(shape: Shape) -> bool:
     """Whether :func:`_read_templates` can read this shape: a :func:`line_local` pattern, no
     scrub, separators of one character (replacing one by a space keeps every position), units
     without digits."""
-    return (shape.scrub is None and all(len(sep) == 1 and sep != "\n" for sep in shape.separators)
+    return (shape.scrub is None and shape.fields is None
+            and all(len(sep) == 1 and sep != "\n" for sep in shape.separators)
             and all(unit and unit.isascii() and not any(c.isdigit() for c in unit) for unit in shape.units)
             and line_local(shape.pattern))
 
@@ -1073,6 +1198,9 @@ def _metric(raw_key: str, unit: str, shape: Shape, dialect: Dialect, options: Lo
     key = raw_key + unit
     if dialect.step_key is not None and raw_key == dialect.step_key:
         return "_step_key"
+    if shape.fields is not None:
+        name = _phrase_key(raw_key, shape)
+        return "logged_loss" if name == metrics.LOSS and options.loss_col is not None else name
     if raw_key in shape.keys and not unit:
         name = shape.keys[raw_key]
     else:
@@ -1083,6 +1211,29 @@ def _metric(raw_key: str, unit: str, shape: Shape, dialect: Dialect, options: Lo
         name = "logged_loss"  # the user chose another key as the loss
     name = _SLUG.sub("_", name.lower()).strip("_") if name not in _KNOWN else name
     return shape.prefix + name if shape.prefix and not name.startswith(shape.prefix) else name
+
+
+def _phrase_key(name: str, shape: Shape) -> str:
+    """A field-list name's key (see :attr:`Shape.fields`)."""
+    if name in shape.keys:
+        return shape.keys[name]
+    slug = _PHRASE_SLUG.sub("_", name).strip("_")
+    if shape.prefix:
+        return shape.prefix + slug
+    canonical = canonical_key(name)
+    # Other losses on the line (MoE load balancing, MTP) are not the training loss.
+    return canonical if canonical != name and canonical != metrics.LOSS else slug
+
+
+def metric_key(dialect: Dialect, name: str) -> str:
+    """The metric key of a field named ``name`` (as printed) on the dialect's main record line.
+
+    Example:
+        >>> from sentinel.analyze.loaders.dialects import NANOGPT
+        >>> metric_key(NANOGPT, "loss")
+        'loss'
+    """
+    return _metric(name.strip().lower(), "", dialect.shapes[0], dialect, LoadOptions())
 
 
 _NONFINITE_WATCHED = (metrics.LOSS, metrics.GRAD_NORM_TOTAL)
@@ -1147,13 +1298,15 @@ def _widest(lengths: np.ndarray, counts: np.ndarray) -> int:
 
 
 def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, meta: dict,
-           warnings: list[str]) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+           warnings: list[str], record_steps: dict[int, np.ndarray] | None = None
+           ) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
     """One row per step: steps from the head / step key / order, records of a step merged.
 
-    Returns the frame and, for the loss and the grad norm, where a NaN was logged (not missing).
+    Returns the frame and, for the loss and the grad norm, where a NaN was logged (not missing);
+    ``record_steps`` gets each part's record steps (by its index in ``parts``, in record order).
     """
     tables = []
-    for shape, columns in parts:
+    for part, (shape, columns) in enumerate(parts):
         columns = dict(columns)
         n = len(columns["_pos"])
         step = columns.pop("_step", np.full(n, np.nan))
@@ -1181,7 +1334,13 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
                 key = columns.pop(name)
                 step = np.where(np.isnan(key), step, key)
         if total is not None and epoch is None:
-            meta.setdefault("train_steps", int(np.nanmax(total)))
+            name, rule = dialect.total_meta
+            meta.setdefault(name, int(np.nanmax(total) if rule == "max" else total[np.argmin(columns["_pos"])]))
+        if record_steps is not None:
+            record_steps[part] = step
+        if dialect.restarts and shape is dialect.shapes[0] and n > 1:
+            columns, step = _last_records(columns, step, dialect, warnings)
+            n = len(step)
         columns["_step"] = step
         columns["_fills"] = np.full(n, shape.fills)
         tables.append(columns)
@@ -1223,6 +1382,23 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
     for column in [c for c in main.columns if c.startswith(_NAN_PREFIX)]:
         logged_nan[column[len(_NAN_PREFIX):]] = (main.pop(column) == 1.0).to_numpy()
     return main.astype("float64", copy=False), logged_nan
+
+
+def _last_records(columns: dict[str, np.ndarray], step: np.ndarray, dialect: Dialect, warnings: list[str]
+                  ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """:attr:`Dialect.restarts`: of the records (in text order) of one step, only the last one."""
+    order = np.argsort(columns["_pos"], kind="stable")
+    in_order = step[order]
+    _, first = np.unique(in_order, return_index=True)
+    again = np.ones(len(in_order), dtype=bool)
+    again[first] = False
+    if not again.any():
+        return columns, step
+    _, last = np.unique(in_order[::-1], return_index=True)
+    keep = np.sort(order[len(in_order) - 1 - last])
+    warnings.append(f"{int(again.sum())} {dialect.record_word}(s) logged more than once (first: "
+                    f"{int(in_order[np.argmax(again)])}), e.g. after a restart: the last occurrence was kept")
+    return {name: column[keep] for name, column in columns.items()}, step[keep]
 
 
 def _epochs_from_wraps(iters: np.ndarray, total: np.ndarray, pos: np.ndarray, meta: dict) -> np.ndarray | None:
@@ -1331,10 +1507,11 @@ def _last_per_step(table: dict[str, np.ndarray], step: np.ndarray) -> tuple[pd.I
 # --------------------------------------------------------------------------- events
 
 
-def _events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, warnings: list[str]) -> list[dict]:
-    """Event lines, each given its own step or that of the next record line."""
+def _events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, warnings: list[str],
+            record_steps: np.ndarray | None = None) -> tuple[list[dict], list[int]]:
+    """Event lines, each given its own step or that of the next record line, and where each is."""
     if not dialect.events:
-        return []
+        return [], []
     found = []
     claimed: list[tuple[int, int]] = []
     for rule in dialect.events:  # earlier rules win where two describe the same lines
@@ -1346,10 +1523,13 @@ def _events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, warnin
             found.append((match.start(), rule, match))
             claimed.append(match.span())
     if not found:
-        return []
+        return [], []
     found.sort(key=lambda item: item[0])
-    positions, record_steps = _record_positions(text, dialect, steps)
+    positions, record_steps = _record_positions(text, dialect, steps, record_steps)
+    # After the last record line: the step after that line's (not the largest step: a restart).
+    last_step = int(record_steps[-1]) if len(record_steps) else int(steps.index[-1]) if len(steps.index) else None
     events: list[dict] = []
+    at: list[int] = []
     pending = 0
     rank0 = None
     for pos, rule, match in found:
@@ -1362,11 +1542,13 @@ def _events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, warnin
         detail = dict(rule.detail)
         for name in ("attempted", "new"):
             if name in groups:
-                detail[f"{name}_scale"] = _number(groups[name])
-        event = make_event(rule.kind, -1, source=rule.source or dialect.name,
-                           line=text.count("\n", 0, pos) + 1, **detail)
-        time = _timestamp(text, match.end() - 1)
-        _stamp(event, time if not math.isnan(time) else _timestamp(text, pos))
+                detail[f"{name}_scale"] = _number_or_none(groups[name])
+        if rule.keep_rank and "rank" in groups:
+            detail["rank"] = int(groups["rank"])
+        event = make_event(rule.kind, -1, line=text.count("\n", 0, pos) + 1, source=rule.source or dialect.name,
+                           **detail)
+        time = _timestamp(text, match.end() - 1, dialect.timestamp)
+        _stamp(event, time if not math.isnan(time) else _timestamp(text, pos, dialect.timestamp))
         if "step" in groups:
             event["step"] = int(groups["step"])
         else:
@@ -1374,25 +1556,79 @@ def _events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, warnin
             if nxt < len(positions):
                 event["step"] = int(record_steps[nxt])
             else:
-                last = int(steps.index[-1]) if len(steps.index) else pending
+                last = last_step if last_step is not None else pending
                 event["step"] = last + 1
                 event["step_estimated"] = True
                 pending += 1
         events.append(event)
+        at.append(pos)
+    word = dialect.event_word or f"{dialect.name} event"
     if pending and len(steps.index):
-        warnings.append(f"{pending} {dialect.name} event line(s) after the last step line were given step "
-                        f"{int(steps.index[-1]) + 1}")
+        warnings.append(f"{pending} {word} line(s) after the last {dialect.record_word} line were given step "
+                        f"{last_step + 1}")
     elif pending:
-        warnings.append(f"no step lines: the {pending} {dialect.name} event line(s) were numbered 1, 2, 3, ... in order")
-    return events
+        warnings.append(f"no {dialect.record_word} lines: the {pending} {word} line(s) were numbered 1, 2, 3, ... in order")
+    return events, at
 
 
-def _record_positions(text: str, dialect: Dialect, steps: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Where the main record lines start, and their steps (only needed when events exist)."""
+def _with_record_events(text: str, dialect: Dialect, parts: list[tuple[Shape, dict[str, np.ndarray]]],
+                        record_steps: dict[int, np.ndarray], events: list[dict], at: list[int]) -> list[dict]:
+    """The events of :attr:`Shape.record_events`, among the event lines in text order."""
+    found = list(zip(at, range(len(at)), events))
+    for i, (shape, table) in enumerate(parts):
+        if not shape.record_events:
+            continue
+        flagged = []
+        for rule in shape.record_events:
+            if rule.key not in table:
+                continue
+            values = table[rule.key]
+            if rule.when == "positive":
+                hit = values > 0
+            else:
+                hit = np.isinf(values) | (table.get(_NAN_PREFIX + rule.key, np.zeros(len(values))) == 1.0)
+            flagged.append(hit)
+        if not flagged or not np.logical_or.reduce(flagged).any():
+            continue
+        starts = [m.start() for m in shape.pattern.finditer(text)]
+        steps = record_steps[i]
+        if len(starts) != len(steps):  # some matches were not records (noise): no line to tell
+            starts = [len(text)] * len(steps)
+        for row in np.flatnonzero(np.logical_or.reduce(flagged)).tolist():
+            pos = starts[row]
+            line = text.count("\n", 0, pos) + 1 if pos < len(text) else None
+            time = _timestamp(text, pos, dialect.timestamp) if pos < len(text) else math.nan
+            for rule in shape.record_events:
+                if rule.key not in table:
+                    continue
+                value = float(table[rule.key][row])
+                if rule.when == "positive":
+                    if not value > 0:
+                        continue
+                    detail = {"source": rule.source} if rule.source else {}
+                    detail[rule.detail] = int(value)
+                else:
+                    logged = table.get(_NAN_PREFIX + rule.key)
+                    if not (math.isinf(value) or (logged is not None and logged[row] == 1.0)):
+                        continue
+                    detail = {"source": rule.source} if rule.source else {}
+                    detail.update(metric=rule.key, value=str(value))
+                event = make_event(rule.kind, int(steps[row]), line=line, **detail)
+                found.append((pos, len(found), _stamp(event, time)))
+    found.sort(key=lambda item: (item[0], item[1]))
+    return [event for _, _, event in found]
+
+
+def _record_positions(text: str, dialect: Dialect, steps: pd.DataFrame, record_steps: np.ndarray | None = None
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Where the main record lines start, and their steps (only needed when events exist);
+    ``record_steps``: the step of each main record in text order, when known."""
     if not len(steps.index):
         return np.array([], dtype=np.int64), np.array([], dtype=np.int64)
     shape = dialect.shapes[0]
     starts = [m.start() for m in shape.pattern.finditer(text)]
+    if record_steps is not None and len(record_steps) == len(starts) and not np.isnan(record_steps).any():
+        return np.array(starts, dtype=np.int64), record_steps.astype(np.int64)
     if len(starts) != len(steps.index) and not dialect.step_from_order:
         # Records merged by step: find each start's step by re-reading its head.
         found = []
@@ -1408,16 +1644,20 @@ def _record_positions(text: str, dialect: Dialect, steps: pd.DataFrame) -> tuple
     return np.array(starts), steps.index.to_numpy()[: len(starts)]
 
 
-def _count_overflows(steps: pd.DataFrame, events: list[dict]) -> None:
-    """``amp/overflow`` per step and the loss scale each overflow set, from the event lines."""
+def _count_overflows(steps: pd.DataFrame, events: list[dict], event_rows: bool = True) -> None:
+    """``amp/overflow`` per step and the loss scale each overflow set, from the event lines
+    (``event_rows`` False: only at the steps that have a record, the loss scale as logged)."""
     overflow = [e for e in events if e["kind"] == EventKind.OVERFLOW.value]
     if not overflow:
         return
     counts = pd.Series([e["step"] for e in overflow]).value_counts()
-    for step in counts.index.difference(steps.index):
-        steps.loc[int(step)] = np.nan
-    steps.sort_index(inplace=True)
+    if event_rows:
+        for step in counts.index.difference(steps.index):
+            steps.loc[int(step)] = np.nan
+        steps.sort_index(inplace=True)
     steps[metrics.AMP_OVERFLOW] = counts.reindex(steps.index, fill_value=0).astype("float64")
+    if not event_rows:
+        return
     scales = {e["step"]: e["new_scale"] for e in overflow if not _missing(e.get("new_scale"))}
     if scales:
         column = steps[metrics.LOSS_SCALE] if metrics.LOSS_SCALE in steps else pd.Series(np.nan, steps.index)
@@ -1442,16 +1682,23 @@ def _number(text: str) -> float:
         return math.nan
 
 
+def _number_or_none(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
 def _stamp(event: dict, time: float) -> dict:
     event["time"] = time
     return event
 
 
-def _timestamp(text: str, pos: int) -> float:
+def _timestamp(text: str, pos: int, pattern: re.Pattern | None = None) -> float:
     """The log's own time on the line at ``pos`` (NaN when it has none)."""
     start = text.rfind("\n", 0, pos) + 1
     end = text.find("\n", pos)
-    match = _TIMESTAMP.search(text, start, end if end >= 0 else len(text))
+    match = (pattern or _TIMESTAMP).search(text, start, end if end >= 0 else len(text))
     if not match:
         return math.nan
     stamp = pd.Timestamp(match.group(1).replace("T", " "))
