@@ -28,9 +28,14 @@ def loss_scale_incidents(scale: pd.Series, config: AnalyzeConfig) -> list[Incide
         >>> loss_scale_incidents(s, AnalyzeConfig())[0].step
         3
     """
-    scale = scale[np.isfinite(scale.to_numpy(dtype="float64")) & (scale > 0)]
-    if scale.empty:
+    raw = scale.to_numpy(dtype="float64")
+    keep = np.isfinite(raw) & (raw > 0)
+    values = raw if keep.all() else raw[keep]
+    if not len(values):
         return []
+    if _never_fell(values, config):
+        return []
+    scale = scale[keep]
     values = scale.to_numpy(dtype="float64")
     held = np.flatnonzero(values[1:] >= values[:-1])
     settled = np.zeros(len(scale), dtype=bool)
@@ -52,6 +57,14 @@ def loss_scale_incidents(scale: pd.Series, config: AnalyzeConfig) -> list[Incide
     return [Incident(IncidentKind.LOSS_SCALE_COLLAPSE, start, end, Severity.CRITICAL, message,
                      {"peak": top, "min": low, "min_step": low_step,
                       "final": final, "orders": float(orders.max()), "resolved": bool(resolved)})]
+
+
+def _never_fell(values: np.ndarray, config: AnalyzeConfig) -> bool:
+    """A scale that never fell (constant, or a scaler that only grew) from at or above the
+    floor: no incident, found without the running peak and its logarithms. The peak is then
+    the value itself (0 orders below it, and ``loss_scale_drop_orders`` > 0), every value is
+    at or above the first, so at or above the floor, and none lies below an earlier one."""
+    return bool(values[0] >= config.loss_scale_floor and (values[1:] >= values[:-1]).all())
 
 
 def _fast_falls(scale: pd.Series, settled: np.ndarray, config: AnalyzeConfig) -> list[Incident]:

@@ -34,10 +34,10 @@ def attention_incidents(steps: pd.DataFrame, config: AnalyzeConfig) -> list[Inci
         series = _finite(steps[column])
         if len(series) <= k:
             continue
-        low = collapsed(series, rule)
+        low = _collapsed(series, rule)
         logit_key = metrics.metric_key(metrics.ATTN_LOGIT_MAX, module)
         logits = _finite(steps[logit_key]) if logit_key in steps.columns else pd.Series(dtype=float)
-        blown = logit_blown_up(logits, rule)
+        blown = logit_blown_up(logits, rule) if len(logits) else pd.Series(dtype=bool)
         if not low.any() and not blown.any():
             continue
         reference = series.rolling(k).median().shift(1)  # the k samples before each one
@@ -71,3 +71,18 @@ def _finite(series: pd.Series) -> pd.Series:
     values = series.to_numpy(dtype="float64")
     keep = np.flatnonzero(np.isfinite(values))
     return pd.Series(values[keep], index=series.index[keep], name=series.name)
+
+
+def _collapsed(series: pd.Series, rule: EntropyConfig) -> pd.Series:
+    """:func:`collapsed` on a series of finite samples, with numpy for an odd ``previous``:
+    there the rolling median is the middle element of each window (pandas selects it too, no
+    mean of two), so the reference and the comparison are the same floats."""
+    k = rule.previous
+    if k % 2 == 0 or len(series) <= k:
+        return collapsed(series, rule)
+    values = series.to_numpy(dtype="float64")
+    windows = np.lib.stride_tricks.sliding_window_view(values[:-1], k)  # the k samples before each
+    reference = np.partition(windows, k // 2, axis=1)[:, k // 2]
+    low = np.zeros(len(values), dtype=bool)
+    low[k:] = values[k:] < rule.ratio * reference
+    return pd.Series(low, index=series.index)

@@ -61,13 +61,16 @@ def nonfinite_mask(series: pd.Series, frame: pd.DataFrame | None = None) -> pd.S
     """
     values = series.to_numpy(dtype="float64")
     infinite = np.isinf(values)
-    present = ~np.isnan(values)
+    missing = np.isnan(values)
+    if not missing.any():
+        return pd.Series(infinite, index=series.index)  # every row logged: only Inf counts
+    present = ~missing
     if not present.any():
-        return pd.Series(np.isnan(values), index=series.index)  # a loss that was NaN throughout
+        return pd.Series(missing, index=series.index)  # a loss that was NaN throughout
     steps = series.index.to_numpy()
     logged = steps if present.all() else steps[present]
     every = cadence(pd.Index(logged))
-    nan_logged = np.isnan(values) & (steps >= logged[0])
+    nan_logged = missing & (steps >= logged[0])
     if every != 1:
         nan_logged &= (steps - logged[0]) % every == 0
     rows = np.flatnonzero(nan_logged)

@@ -7,7 +7,7 @@ import pandas as pd
 
 from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
-from sentinel.analyze.spans import group_steps
+from sentinel.analyze.spans import group_positions
 
 
 def plateau_incidents(loss: pd.Series, config: AnalyzeConfig) -> list[Incident]:
@@ -25,13 +25,28 @@ def plateau_incidents(loss: pd.Series, config: AnalyzeConfig) -> list[Incident]:
     best = np.minimum.accumulate(loss.to_numpy(dtype="float64"))
     every = _cadence(steps)
     stalled = np.zeros(len(steps), dtype=bool)
-    for lo in range(0, len(steps), _CHUNK):  # bounded temporaries on long runs
-        part = slice(lo, lo + _CHUNK)
-        back = _last_step_at_or_before(steps, steps[part] - config.plateau_window, every)
-        full = back >= 0  # a whole window of history lies behind this step
-        reference = best[np.clip(back, 0, None)]
-        stalled[part] = full & (best[part] >= reference - config.plateau_rtol * np.abs(reference))
-    spans = group_steps(pd.Series(stalled, index=loss.index), max_gap=1)
+    window = config.plateau_window
+    if every is not None and isinstance(window, (int, np.integer)):
+        # A regular cadence: the window's reference row lies a fixed number of rows back
+        # (``(i * every - window) // every == i - ceil(window / every)`` in integers), so the
+        # reference is a shifted slice of ``best``: the same comparison without a gather.
+        back = -(-int(window) // every)
+        if back < len(steps):
+            reference = best[: len(steps) - max(back, 0)]
+            current = best[max(back, 0):]
+            np.greater_equal(current, reference - config.plateau_rtol * np.abs(reference),
+                             out=stalled[max(back, 0):])
+    else:
+        # Rows mostly a fixed number apart in steps (a regular cadence with a few rows missing):
+        # guess the reference row that many rows back and search only where the guess is wrong.
+        shift = len(steps) - 1 - int(_last_step_at_or_before(steps, steps[-1:] - window, None)[0])
+        for lo in range(0, len(steps), _CHUNK):  # bounded temporaries on long runs
+            part = slice(lo, lo + _CHUNK)
+            back = _rows_back(steps, lo, min(lo + _CHUNK, len(steps)), window, shift)
+            full = back >= 0  # a whole window of history lies behind this step
+            reference = best[np.clip(back, 0, None)]
+            stalled[part] = full & (best[part] >= reference - config.plateau_rtol * np.abs(reference))
+    spans = group_positions(np.flatnonzero(stalled), steps, max_gap=1)
     if not spans:
         return []
     first, end = max(spans, key=lambda span: span[1] - span[0])
@@ -53,6 +68,24 @@ def _cadence(steps: np.ndarray) -> int | None:
         if every > 0 and bool((np.diff(steps) == every).all()):
             return every
     return None
+
+
+def _rows_back(steps: np.ndarray, lo: int, hi: int, window, shift: int) -> np.ndarray:
+    """``_last_step_at_or_before(steps, steps[lo:hi] - window, None)``: each row's guess is the
+    row ``shift`` rows back, kept where it is the last step ``<=`` its target (that step at or
+    below the target, the next one above it: what the binary search returns on increasing
+    steps), searched for elsewhere."""
+    targets = steps[lo:hi] - window
+    back = np.arange(lo - shift, hi - shift)
+    good = np.zeros(hi - lo, dtype=bool)
+    a = max(lo, shift)  # rows whose guess is a row (>= 0); the next row then exists (shift >= 1)
+    if shift >= 1 and a < hi:
+        t = targets[a - lo:]
+        good[a - lo:] = (steps[a - shift:hi - shift] <= t) & (steps[a - shift + 1:hi - shift + 1] > t)
+    wrong = np.flatnonzero(~good)
+    if len(wrong):
+        back[wrong] = np.searchsorted(steps, targets[wrong], side="right") - 1
+    return back
 
 
 def _last_step_at_or_before(steps: np.ndarray, targets: np.ndarray, every: int | None) -> np.ndarray:

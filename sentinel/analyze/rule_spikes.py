@@ -9,7 +9,7 @@ from sentinel import metrics
 from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.detector import detect_spikes
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
-from sentinel.analyze.spans import between, first_step_at_or_below, group_steps, value_at
+from sentinel.analyze.spans import between, first_step_at_or_below, group_positions, value_at
 
 # A single outlier row, the next logged step no outlier and at least half-way back: an outlier
 # batch, the case the guard answers by withholding one update (tier 1), not an incident. A
@@ -36,12 +36,14 @@ def spike_spans(series: pd.Series, config: AnalyzeConfig) -> list[dict]:
     if series.empty:
         return []
     frame = detect_spikes(series, config)  # the rows that can be spikes (and the two after each)
-    flagged = np.zeros(len(series), dtype=bool)
-    flagged[series.index.searchsorted(frame.index[frame["is_spike"].to_numpy(dtype=bool)])] = True
-    flags = pd.Series(flagged, index=series.index)
-    interval, excerpt = _interval(series), len(series) < _EXCERPT_ROWS
+    # The spikes' rows (positions into ``series``, increasing): no flag per row of a long run.
+    flagged = np.unique(series.index.searchsorted(frame.index[frame["is_spike"].to_numpy(dtype=bool)]))
+    steps = series.index.to_numpy()
     spans = []
-    for start, end in group_steps(flags, max_gap=2):
+    if not len(flagged):
+        return spans
+    interval, excerpt = _interval(series), len(series) < _EXCERPT_ROWS
+    for start, end in group_positions(flagged, steps, max_gap=2):
         part = between(series, start, end)
         peak_step = int(part.idxmax())
         peak = float(part.max())
@@ -53,7 +55,7 @@ def spike_spans(series: pd.Series, config: AnalyzeConfig) -> list[dict]:
         level = baseline + config.recover_frac * (peak - baseline)
         recovered = first_step_at_or_below(series, peak_step, level, config.recover_steps)
         nxt = _next_step(series, end)
-        outlier = not excerpt and int(between(flags, start, end).sum()) <= OUTLIER_ROWS and \
+        outlier = not excerpt and _flagged_between(flagged, steps, start, end) <= OUTLIER_ROWS and \
             _back_at_once(series, end, nxt, interval, baseline, peak)
         spans.append({"start": start, "end": end, "peak_step": peak_step, "peak": peak,
                       "baseline": baseline, "ratio": _ratio(peak, baseline), "score": score,
@@ -135,9 +137,20 @@ def _outlier_incident(span: dict) -> Incident:
                     {**_json(span), "resolved": True})
 
 
+def _flagged_between(flagged: np.ndarray, steps: np.ndarray, start: int, end: int) -> int:
+    """How many of the flagged positions (increasing) lie on the rows of steps ``start..end``."""
+    lo, hi = np.searchsorted(steps, start, side="left"), np.searchsorted(steps, end, side="right")
+    return int(np.searchsorted(flagged, hi, side="left") - np.searchsorted(flagged, lo, side="left"))
+
+
 def _interval(series: pd.Series) -> int:
     """The logging interval: the smallest step difference (rows are often every N steps)."""
     diffs = np.diff(series.index.to_numpy())
+    if not len(diffs):
+        return 1
+    least = diffs.min()
+    if least > 0:
+        return int(least)  # increasing steps (the usual case): one pass
     return int(diffs[diffs > 0].min()) if (diffs > 0).any() else 1
 
 

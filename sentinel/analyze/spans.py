@@ -16,10 +16,19 @@ def group_steps(flags: pd.Series, max_gap: int = 1) -> list[tuple[int, int]]:
         >>> group_steps(pd.Series([False, True, True, False, True], index=[0, 10, 20, 30, 40]))
         [(10, 20), (40, 40)]
     """
-    positions = np.flatnonzero(flags.to_numpy(dtype=bool))
+    return group_positions(np.flatnonzero(flags.to_numpy(dtype=bool)), flags.index.to_numpy(), max_gap)
+
+
+def group_positions(positions: np.ndarray, steps: np.ndarray, max_gap: int = 1) -> list[tuple[int, int]]:
+    """:func:`group_steps` from the flagged rows' positions (increasing) and the steps of all
+    rows: no boolean series the length of the run is needed when the flagged rows are known.
+
+    Example:
+        >>> group_positions(np.array([1, 2, 4]), np.array([0, 10, 20, 30, 40]))
+        [(10, 20), (40, 40)]
+    """
     if positions.size == 0:
         return []
-    steps = flags.index.to_numpy()
     breaks = np.flatnonzero(np.diff(positions) > max_gap)
     starts = np.concatenate(([positions[0]], positions[breaks + 1]))
     ends = np.concatenate((positions[breaks], [positions[-1]]))
@@ -52,7 +61,10 @@ def cadence(index: pd.Index) -> int:
     gaps = np.diff(index.to_numpy())
     if gaps[0] > 0 and bool((gaps == gaps[0]).all()):
         return int(gaps[0])  # a regular cadence: no sort of a million gaps
-    values, counts = np.unique(gaps[gaps > 0], return_counts=True)
+    forward = gaps > 0
+    if gaps[0] > 0 and 2 * int(np.count_nonzero(gaps == gaps[0])) > int(np.count_nonzero(forward)):
+        return int(gaps[0])  # more than half of the forward gaps: the most common one, no sort
+    values, counts = np.unique(gaps[forward], return_counts=True)
     return int(values[np.argmax(counts)]) if len(values) else 1
 
 

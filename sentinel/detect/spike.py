@@ -462,7 +462,8 @@ def _possible_spikes(x: np.ndarray, config: SpikeConfig) -> np.ndarray:
     the history's logs, and IEEE subtraction is monotonic: ``y - bound`` is at least the excess
     the rule computes. The bound: the exact running minimum over the first ``window`` values,
     then the lower minimum of the two aligned blocks of ``window`` values that hold a value's
-    history (a wider window, so a lower bound). Logs are taken a chunk at a time, twice.
+    history (a wider window, so a lower bound). Logs are taken a chunk at a time, twice (once
+    when a single chunk holds every value).
     """
     w, m = config.window, len(x)
     least_excess = min(np.log1p(config.rtol), np.log1p(config.short_rtol))
@@ -476,8 +477,11 @@ def _possible_spikes(x: np.ndarray, config: SpikeConfig) -> np.ndarray:
         blocks = -(-m // w)
         lows = np.empty(blocks)
         chunk = max(w, _SPARSE_CHUNK // w * w)
+        kept = None  # the logs of all values, when one chunk holds them (the second pass reuses them)
         for lo in range(0, m, chunk):  # block minima of the logs
             y = _to_log(x[lo:lo + chunk])
+            if len(y) == m:
+                kept = y
             full = len(y) // w * w
             lows[lo // w:(lo + full) // w] = y[:full].reshape(-1, w).min(axis=1)
             if full < len(y):
@@ -485,9 +489,15 @@ def _possible_spikes(x: np.ndarray, config: SpikeConfig) -> np.ndarray:
         # Values of block k (k >= 1): their history lies in blocks k - 1 and k.
         bound = np.minimum(lows[:-1], lows[1:])
         for lo in range(w, m, chunk):  # blocks 1..: values w.. (those up to w are the head)
-            y = _to_log(x[lo:lo + chunk])
-            block = (lo + np.arange(len(y))) // w - 1
-            hit = np.flatnonzero(y - bound[block] > least_excess) + lo
+            y = _to_log(x[lo:lo + chunk]) if kept is None else kept[lo:lo + chunk]
+            # lo is a multiple of w: row i of the (-1, w) view is block lo // w + i, bound k - 1
+            full, first = len(y) // w * w, lo // w - 1
+            excess = y[:full].reshape(-1, w) - bound[first:first + full // w, None]
+            hit = np.flatnonzero(excess > least_excess)
+            if full < len(y):
+                tail = np.flatnonzero(y[full:] - bound[first + full // w] > least_excess) + full
+                hit = np.concatenate((hit, tail))
+            hit += lo
             found.append(hit[hit > w])
     possible = np.concatenate(found)
     around = np.unique(np.concatenate([possible, possible + 1, possible + 2]))
