@@ -14,7 +14,7 @@ import sentinel.analyze.rule_plateau as rule_plateau
 import sentinel.detect.spike as spike
 from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.rule_attention import _collapsed
-from sentinel.analyze.spans import cadence, group_positions, group_steps
+from sentinel.analyze.spans import cadence, group_positions, group_runs, group_steps
 from sentinel.detect import SpikeConfig, detect_spikes
 from sentinel.detect.entropy import EntropyConfig, collapsed
 
@@ -94,6 +94,8 @@ def test_group_positions_is_group_steps(seed, n):
     flags = rng.random(len(steps)) < rng.choice([0.05, 0.5])
     for gap in (1, 2, 3):
         assert group_positions(np.flatnonzero(flags), steps, gap) == group_steps(pd.Series(flags, index=steps), gap)
+    assert group_runs(flags, steps) == group_steps(pd.Series(flags, index=steps), 1)
+    assert group_runs(~flags, steps) == group_steps(pd.Series(~flags, index=steps), 1)
 
 
 @pytest.mark.parametrize("scale", [
@@ -143,3 +145,21 @@ def test_sparse_spikes_in_several_chunks_agree_with_the_full_mode(seed, n, windo
         sparse = detect_spikes(series, config, sparse=True)
     pd.testing.assert_frame_equal(sparse, full.loc[sparse.index], check_exact=True)
     assert full.index[full["is_spike"]].tolist() == sparse.index[sparse["is_spike"]].tolist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 500), k=st.sampled_from([1, 2, 3, 16, 32]),
+       rows=st.sampled_from([1, 7, 64, 4096]))
+def test_rolling_median_in_a_reused_buffer_is_np_partition(seed, n, k, rows):
+    """The divergence level's windows, partitioned in place a few at a time (ties and
+    repeated values included), are the elements np.partition selects."""
+    import sentinel.detect.divergence as divergence
+
+    if n < k:
+        return
+    rng = np.random.default_rng(seed)
+    x = np.round(rng.normal(size=n), int(rng.integers(0, 3)))
+    expect = np.partition(np.lib.stride_tricks.sliding_window_view(x, k), k // 2, axis=1)[:, k // 2]
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(divergence, "_ROLLING_ROWS", rows)
+        assert np.array_equal(divergence._rolling_middle(x, k), expect)

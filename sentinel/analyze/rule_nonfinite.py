@@ -69,7 +69,7 @@ def nonfinite_mask(series: pd.Series, frame: pd.DataFrame | None = None) -> pd.S
         return pd.Series(missing, index=series.index)  # a loss that was NaN throughout
     steps = series.index.to_numpy()
     logged = steps if present.all() else steps[present]
-    every = cadence(pd.Index(logged))
+    every = cadence(pd.Index(logged, copy=False))
     nan_logged = missing & (steps >= logged[0])
     if every != 1:
         nan_logged &= (steps - logged[0]) % every == 0

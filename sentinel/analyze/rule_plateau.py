@@ -7,7 +7,7 @@ import pandas as pd
 
 from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
-from sentinel.analyze.spans import group_positions
+from sentinel.analyze.spans import group_runs
 
 
 def plateau_incidents(loss: pd.Series, config: AnalyzeConfig) -> list[Incident]:
@@ -46,7 +46,7 @@ def plateau_incidents(loss: pd.Series, config: AnalyzeConfig) -> list[Incident]:
             full = back >= 0  # a whole window of history lies behind this step
             reference = best[np.clip(back, 0, None)]
             stalled[part] = full & (best[part] >= reference - config.plateau_rtol * np.abs(reference))
-    spans = group_positions(np.flatnonzero(stalled), steps, max_gap=1)
+    spans = group_runs(stalled, steps)
     if not spans:
         return []
     first, end = max(spans, key=lambda span: span[1] - span[0])

@@ -35,6 +35,24 @@ def group_positions(positions: np.ndarray, steps: np.ndarray, max_gap: int = 1) 
     return [(int(steps[s]), int(steps[e])) for s, e in zip(starts, ends)]
 
 
+def group_runs(flags: np.ndarray, steps: np.ndarray) -> list[tuple[int, int]]:
+    """:func:`group_steps` with ``max_gap=1`` from a boolean array and the rows' steps: the runs
+    of True found from where the flags change, not from every flagged row (a plateau can hold
+    most rows of a long run).
+
+    Example:
+        >>> group_runs(np.array([False, True, True, False, True]), np.array([0, 10, 20, 30, 40]))
+        [(10, 20), (40, 40)]
+    """
+    n = len(flags)
+    if n == 0:
+        return []
+    bounds = np.concatenate(([0], np.flatnonzero(flags[1:] != flags[:-1]) + 1, [n]))
+    first = 0 if flags[0] else 1  # runs alternate between True and False from the first row's
+    starts, ends = bounds[first:-1:2], bounds[first + 1::2] - 1
+    return [(int(steps[s]), int(steps[e])) for s, e in zip(starts, ends)]
+
+
 def first_step_at_or_below(series: pd.Series, after: int, level: float, within: int) -> int | None:
     """First step in ``(after, after + within]`` where ``series`` is at or below ``level``.
 
