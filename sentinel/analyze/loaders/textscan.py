@@ -813,12 +813,7 @@ def _read_shape(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOptio
         out[name] = values
         if name in _NONFINITE_WATCHED:
             out[_NAN_PREFIX + name] = np.where(parsed & np.isnan(values), 1.0, np.nan)
-    for role in (metrics.STEP, "iter"):
-        if "_" + role in out:
-            ok &= ~np.isnan(out["_" + role])
-    if shape.strict and h < width:
-        ok &= counts > h
-    keys_seen: set[str] = {name for name in shape.head if name not in _HEAD_ROLES and name != "_"}
+    keys_seen = _check_heads(out, shape, counts, width, ok)
     # Pairs: a key at h, h + 2, ... (never in the last field of the width), its value after it.
     per_row = np.maximum(0, (np.minimum(counts - 1, width - 2) - h) // 2 + 1)
     total = int(per_row.sum())
@@ -899,6 +894,18 @@ def _field_bodies(bodies: list, shape: Shape) -> tuple[list[str], np.ndarray]:
 
 _TOKEN = re.compile(r"[^ \t\n\v\f\r]+")  # the tokens of Arrow's ASCII whitespace split
 _ASCII_SPACE = " \t\n\v\f\r"
+
+
+def _check_heads(out: dict[str, np.ndarray], shape: Shape, counts: np.ndarray, width: int,
+                 ok: np.ndarray) -> set[str]:
+    """Clear ``ok`` (in place) for records with no step or iteration, and for a strict shape's
+    records with nothing after the head; return the head's metric keys (both readers)."""
+    for role in (metrics.STEP, "iter"):
+        if "_" + role in out:
+            ok &= ~np.isnan(out["_" + role])
+    if shape.strict and len(shape.head) < width:
+        ok &= counts > len(shape.head)
+    return {name for name in shape.head if name not in _HEAD_ROLES and name != "_"}
 
 
 def _template_shape(shape: Shape) -> bool:
@@ -1060,12 +1067,7 @@ def _read_templates(lines: Lines, shape: Shape, dialect: Dialect, options: LoadO
         out[name] = values
         if name in _NONFINITE_WATCHED:
             out[_NAN_PREFIX + name] = np.where((counts > i) & np.isnan(values), 1.0, np.nan)
-    for role in (metrics.STEP, "iter"):
-        if "_" + role in out:
-            ok &= ~np.isnan(out["_" + role])
-    if shape.strict and h < width:
-        ok &= counts > h
-    keys_seen: set[str] = {name for name in shape.head if name not in _HEAD_ROLES and name != "_"}
+    keys_seen = _check_heads(out, shape, counts, width, ok)
     bad = 0
     noise, required = [], []
     last: dict[str, dict[int, tuple[int, float]]] = {}  # metric -> layout -> its last pair's (slot, factor)
