@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tensorboard.compat.proto.event_pb2 import Event
-from tensorboard.compat.proto.summary_pb2 import Summary
 
 from sentinel.tfrecord_crc import masked_crc32c
+
 
 class ScalarEventEncoder:
     """Serialises an ``Event`` of simple scalars, byte for byte as protobuf does.
