@@ -35,9 +35,6 @@ def analyze(*paths: Any, **options: Any):
         >>> report.runs[0].verdict.value  # doctest: +SKIP
         'healthy'
     """
-    from sentinel.analyze.read_ahead import reading_ahead
+    from sentinel.analyze.read_ahead import analyze_reading_ahead
 
-    with reading_ahead(paths):  # a run directory's steps are parsed while pandas loads
-        from sentinel.analyze.analyzer import analyze as _analyze  # pandas loads here, not at import
-
-        return _analyze(*paths, **options)
+    return analyze_reading_ahead(*paths, **options)

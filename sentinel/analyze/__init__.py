@@ -58,12 +58,9 @@ def __getattr__(name: str) -> Any:
 
 class _CallablePackage(types.ModuleType):
     def __call__(self, *paths: Any, **options: Any):
-        from sentinel.analyze.read_ahead import reading_ahead
+        from sentinel.analyze.read_ahead import analyze_reading_ahead
 
-        with reading_ahead(paths):  # a run directory's steps are parsed while pandas loads
-            from sentinel.analyze.analyzer import analyze
-
-            return analyze(*paths, **options)
+        return analyze_reading_ahead(*paths, **options)
 
 
 sys.modules[__name__].__class__ = _CallablePackage

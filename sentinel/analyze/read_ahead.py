@@ -47,6 +47,19 @@ def reading_ahead(paths: Iterable[object]) -> Iterator[None]:
             cancel()
 
 
+def analyze_reading_ahead(*paths: object, **options: object):
+    """:func:`sentinel.analyze.analyzer.analyze`, with the runs among ``paths`` read while the
+    analyzer (pandas, the rules) is imported: what ``sentinel.analyze(...)`` calls.
+
+    Example:
+        >>> report = analyze_reading_ahead("logs/run1")  # doctest: +SKIP
+    """
+    with reading_ahead(paths):
+        from sentinel.analyze.analyzer import analyze  # pandas loads here, not at import
+
+        return analyze(*paths, **options)
+
+
 def _cores() -> int:
     """The CPUs this process may run on."""
     try:
