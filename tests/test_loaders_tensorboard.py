@@ -261,3 +261,28 @@ def test_tags_twice_in_an_event_and_tags_of_several_layouts_keep_file_order(tmp_
                                                  for k, v in (("lr", 7.0), ("lr", 8.0), ("loss", 9.0))])
             out.append(record(event_pb2.Event(wall_time=2.0, step=step, summary=summary)))
     assert assert_same(tmp_path / "events.out.tfevents.1", b"".join(out)) == []
+
+
+@pytest.mark.parametrize("kind", [*FILES, "disjoint"])
+def test_the_steps_frame_holds_every_step_of_every_tag(tmp_path, kind):
+    """Tags sharing their steps (one layout), tags on a subset of them and tags on steps no other
+    tag has: the frame is the outer join of the tags, NaN where a tag has no value."""
+    run = tmp_path / "run"
+    run.mkdir()
+    if kind == "disjoint":
+        data = b"".join(scalars(s, {"loss": 1.0 + s, "lr": 0.1}) for s in range(0, 300, 3))
+        data += b"".join(scalars(s, {"val_loss": 2.0 + s}) for s in range(1, 300, 5))
+    else:
+        data = FILES[kind]()
+    (run / "events.out.tfevents.1.a").write_bytes(data)
+    (loaded,) = tensorboard.load(run)
+    expected, _ = reference(run / "events.out.tfevents.1.a")
+    keys = loaded.meta["tags"]
+    for tag, (steps, values) in expected.items():
+        last = dict(zip(steps, values))  # a step written twice keeps its last value
+        column = loaded.steps[keys[tag]]
+        got = column.dropna()
+        assert got.index.tolist() == sorted(k for k, v in last.items() if not np.isnan(v)), tag
+        np.testing.assert_array_equal(got.to_numpy(), [last[k] for k in got.index], err_msg=tag)
+    every = sorted({s for steps, _ in expected.values() for s in steps})
+    assert loaded.steps.index.tolist() == every

@@ -134,27 +134,36 @@ def _frame(columns: dict[str, tuple[np.ndarray, np.ndarray]]) -> pd.DataFrame:
     if not columns:
         return pd.DataFrame(index=pd.Index([], dtype="int64", name=metrics.STEP), dtype="float64")
     index = max((steps for steps, _ in columns.values()), key=len)  # usually a tag logged at every step
-    if not all(_within(steps, index) for steps, _ in columns.values()):
+    # Tags read from the same events share one steps array: its rows in the index are found once.
+    rows: dict[int, np.ndarray | slice | None] = {}
+    for steps, _ in columns.values():
+        if id(steps) not in rows:
+            rows[id(steps)] = _rows_in(steps, index)
+    if any(at is None for at in rows.values()):
         index = np.concatenate([steps for steps, _ in columns.values()])
         index.sort()
         index = index[np.r_[True, index[1:] != index[:-1]]]
+        rows = {id(steps): np.searchsorted(index, steps) for steps, _ in columns.values()}
     out = {}
     for key, (steps, values) in columns.items():
         if len(steps) == len(index):
             out[key] = values.astype("float64", copy=False)  # the tag is there at every step
             continue
         column = np.full(len(index), np.nan)
-        column[np.searchsorted(index, steps)] = values
+        column[rows[id(steps)]] = values
         out[key] = column
     return pd.DataFrame(out, index=pd.Index(index, name=metrics.STEP), copy=False)
 
 
-def _within(steps: np.ndarray, index: np.ndarray) -> bool:
-    """Whether every step (sorted, unique) is one of ``index`` (sorted, unique)."""
+def _rows_in(steps: np.ndarray, index: np.ndarray) -> np.ndarray | slice | None:
+    """Where each step (sorted, unique) is in ``index`` (sorted, unique), or None when one is not
+    there."""
     if len(steps) == len(index):
-        return bool(np.array_equal(steps, index))
+        return slice(None) if np.array_equal(steps, index) else None
     at = np.searchsorted(index, steps)
-    return bool((at < len(index)).all() and (index[np.minimum(at, len(index) - 1)] == steps).all())
+    if len(at) and (at[-1] >= len(index) or not (index[at] == steps).all()):  # at is sorted
+        return None
+    return at
 
 
 def _keys(tags: list[str], options: LoadOptions) -> dict[str, str]:
