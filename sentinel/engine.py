@@ -176,6 +176,7 @@ class Sentinel:
         self._epoch_batches = 0  # batches per epoch, as far as seen
         self._warned_skip_share = False
         self._rng: RngState | None = None
+        self._cuda_rng = torch.cuda.is_available()  # CUDA RNG states to capture (asked once, not per step)
         self._values: dict[str, float] = {}
         self._losses: list[torch.Tensor] = []
         self._signals: StepSignals | None = None
@@ -299,18 +300,20 @@ class Sentinel:
         if epoch is not None:
             self._epoch = epoch
         self._since_end.add("batch")
-        self._epoch_batches = max(self._epoch_batches, batch_idx + 1)
-        if self.config.guard.rollback and self._drop(batch, batch_idx) and not self._keep_batches:
-            return False
-        if self.config.guard.rollback:
+        if batch_idx >= self._epoch_batches:
+            self._epoch_batches = batch_idx + 1
+        rollback = self.config.guard.rollback
+        if rollback:
+            if self._drop(batch, batch_idx) and not self._keep_batches:
+                return False
             self._step_batches.append((batch_idx, batch))
         self._batch, self._batch_idx = batch, batch_idx
         if not self._losses:  # first micro-batch of this optimizer step
-            if len(self.ring) == 0 and self.config.guard.rollback:
+            if rollback and len(self.ring) == 0:
                 self._take_snapshot(self.step)  # something to return to from the very start
             # RNG states only matter to a replay; copying them is the dearest part of this hook.
-            self._rng = capture_rng() if self.replay_available and self.config.record.localize_nonfinite \
-                else None
+            self._rng = capture_rng(cuda=self._cuda_rng) \
+                if self.replay_available and self.config.record.localize_nonfinite else None
             self._attn_sampled = self.attention.start(self.step) or self._attn_sampled
         self._samples += _batch_size(batch)
         return True
@@ -343,26 +346,43 @@ class Sentinel:
             True when this step's update must not be applied (its gradients are then None).
         """
         rec = self.config.record
-        parts: list[tuple[Sequence[str], torch.Tensor]] = []  # (keys, 0-d or 1-D tensor of that length)
-        if self._losses:
-            loss = self._losses[0].float() if len(self._losses) == 1 else \
-                torch.stack([l.float().reshape(()) for l in self._losses]).sum()
-            parts.append(([metrics.LOSS], loss))
-        sharded = self.world_size > 1 and self.grad_norms.sharded
-        per_tensor = self.grad_norms.tensor_norms(distributed.all_reduce_sum if sharded else None)
+        grad_norms = self.grad_norms
+        # The step's metrics: keys[i] names tensors[i] (0-d), or one entry each of a 1-D tensor.
+        keys: list[str] = []
+        tensors: list[torch.Tensor] = []
+        losses = self._losses
+        if losses:
+            keys.append(metrics.LOSS)
+            tensors.append(losses[0].float() if len(losses) == 1 else
+                           torch.stack([l.float().reshape(()) for l in losses]).sum())
+        sharded = self.world_size > 1 and grad_norms.sharded
+        per_tensor = grad_norms.tensor_norms(distributed.all_reduce_sum if sharded else None)
         # Per-module norms only on the steps that record them; a flagged step adds them in _record.
         per_module = rec.grad_norm_depth != 0 and self.step % rec.module_every == 0
-        self._grad_per_tensor = None if per_module or not self.grad_norms.group_names else per_tensor
-        parts.append((self.grad_norms.keys(per_module), self.grad_norms.norms(per_tensor, per_module=per_module)))
-        opt = optimizer or (self.optimizers[0] if self.optimizers else None)
-        if self.scaler is not None and opt is not None:
-            parts += [([key], t) for key, t in self.loss_scale.read(self.scaler, opt).items()]
+        self._grad_per_tensor = None if per_module or not grad_norms.group_names else per_tensor
+        if per_module:
+            keys += grad_norms.keys()
+            tensors.append(grad_norms.norms(per_tensor))
+        else:  # the usual step: the total alone, 0-d
+            keys.append(metrics.GRAD_NORM_TOTAL)
+            tensors.append(grad_norms.total(per_tensor))
+        if self.scaler is not None:
+            opt = optimizer or (self.optimizers[0] if self.optimizers else None)
+            if opt is not None:
+                for key, t in self.loss_scale.read(self.scaler, opt).items():
+                    keys.append(key)
+                    tensors.append(t)
         if self.attention.armed:
             self._attn_values = self.attention.stop()
-        self._attn_recorded = bool(self._attn_values)
-        parts += [([key], t.detach()) for key, t in self._attn_values.items()]
-        self._attn_values = {}
-        values = _to_host(parts)  # note: the one CPU-GPU sync point of the step
+        if self._attn_values:
+            self._attn_recorded = True
+            for key, t in self._attn_values.items():
+                keys.append(key)
+                tensors.append(t.detach())
+            self._attn_values = {}
+        else:
+            self._attn_recorded = False
+        values = _to_host(keys, tensors)  # note: the one CPU-GPU sync point of the step
         local_loss = values.get(metrics.LOSS, math.nan)
         overflow = values.get(metrics.AMP_OVERFLOW, 0.0) > 0
         grad_total = values.get(metrics.GRAD_NORM_TOTAL, 0.0)
@@ -747,16 +767,19 @@ class Sentinel:
 
     def _record(self, values: dict[str, float], signals: StepSignals | None) -> None:
         now = time.perf_counter()
+        # per-module grad norms only where measure() read them
         record: dict[str, Any] = {metrics.STEP: self.step, metrics.EPOCH: self._epoch,
-                                  metrics.BATCH_IDX: self._batch_idx}
-        record.update(values)  # per-module grad norms only where measure() read them
-        flagged = signals is not None and (signals.loss_spike or signals.grad_norm_spike or signals.nonfinite)
-        if flagged and self._grad_per_tensor is not None:  # a spike gets its per-module picture
+                                  metrics.BATCH_IDX: self._batch_idx, **values}
+        spiked = signals is not None and (signals.loss_spike or signals.grad_norm_spike)
+        if (spiked or signals is not None and signals.nonfinite) and self._grad_per_tensor is not None:
+            # a flagged step gets its per-module picture
             norms = self.grad_norms.norms(self._grad_per_tensor).cpu().tolist()  # a host read, flagged steps only
             record.update(zip(self.grad_norms.keys()[1:], norms[1:]))
         lrs = self.lr_cooldown.take_used() or [float(g["lr"]) for g in self._param_groups()]
-        for i, lr in enumerate(lrs):
-            record[metrics.LR if i == 0 else f"{metrics.LR}/pg{i}"] = lr
+        if lrs:
+            record[metrics.LR] = lrs[0]
+            for i in range(1, len(lrs)):
+                record[f"{metrics.LR}/pg{i}"] = lrs[i]
         if now > self._t_last:
             record[metrics.SAMPLES_PER_SEC] = self._samples / (now - self._t_last)
         self._t_last, self._samples = now, 0
@@ -767,7 +790,7 @@ class Sentinel:
         if not self._started:  # lets the analyzer tell a resumed process's history from the earlier one
             self._started = True
             self._event(EventKind.START, resumed=self._resumed)
-        if signals is not None:
+        if spiked or signals is not None and signals.divergence:
             self._detection_events(values, signals)
         if self._attn_recorded:
             self._watch_entropy(values)
@@ -960,20 +983,26 @@ def _as_list(obj: Any) -> list[Any]:
     return [obj]
 
 
-def _to_host(parts: list[tuple[Sequence[str], torch.Tensor]]) -> dict[str, float]:
+def _to_host(keys: list[str], tensors: list[torch.Tensor]) -> dict[str, float]:
     """A step's metrics to Python floats in one device-to-host transfer.
 
-    ``parts``: ``(keys, tensor)`` pairs, the tensor 0-d for one key or 1-D with one entry per
-    key, on any devices (gathered onto the first one's).
+    ``keys`` name the entries of ``tensors`` in order: one key for a 0-d tensor, one per entry
+    of a 1-D tensor. The tensors may be on any devices (gathered onto the first one's).
     """
-    if not parts:
+    if not tensors:
         return {}
-    device = parts[0][1].device
-    flat = [(t if t.dim() == 1 else t.reshape(1)) if t.device == device else t.reshape(-1).to(device)
-            for _, t in parts]
-    # cat promotes to the widest dtype; tolist() turns float32 into the same Python floats as double()
-    values = (torch.cat(flat) if len(flat) > 1 else flat[0]).cpu().tolist()
-    return dict(zip([key for keys, _ in parts for key in keys], values))
+    first = tensors[0]
+    device = first.device
+    if len(tensors) == 1:
+        flat = first if first.dim() == 1 else first.reshape(1)
+    elif all(t.dim() == 0 and t.device == device for t in tensors):  # the usual step: one stack
+        flat = torch.stack(tensors)
+    else:
+        flat = torch.cat([(t if t.dim() == 1 else t.reshape(1)) if t.device == device else t.reshape(-1).to(device)
+                          for t in tensors])
+    # stack and cat promote to the widest dtype; tolist() turns float32 into the same Python
+    # floats as double()
+    return dict(zip(keys, flat.cpu().tolist()))
 
 
 def _batch_size(batch: Any) -> int:

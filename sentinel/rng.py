@@ -120,19 +120,25 @@ _python_state = _CachedState(_python_raw, random.getstate, _python_same,
                              reusable=lambda state: random._inst.gauss_next == state[2])
 
 
-def capture_rng() -> RngState:
+def capture_rng(*, cuda: bool | None = None) -> RngState:
     """Copy the current RNG states.
 
     Cheap enough for every step (~5 us on CPU): numpy's and Python's states are read in full
     only when they changed (:class:`_CachedState`).
+
+    Args:
+        cuda: whether to copy the CUDA devices' states; None asks ``torch.cuda.is_available()``
+            (a caller that captures every step asks once and passes the answer).
 
     Example:
         >>> state = capture_rng(); a = torch.rand(1); restore_rng(state)
         >>> bool(torch.equal(a, torch.rand(1)))
         True
     """
-    cuda = tuple(torch.cuda.get_rng_state_all()) if torch.cuda.is_available() else ()
-    return RngState(torch.get_rng_state(), cuda, _numpy_state.get(), _python_state.get())
+    if cuda is None:
+        cuda = torch.cuda.is_available()
+    return RngState(torch.get_rng_state(), tuple(torch.cuda.get_rng_state_all()) if cuda else (),
+                    _numpy_state.get(), _python_state.get())
 
 
 def restore_rng(state: RngState) -> None:

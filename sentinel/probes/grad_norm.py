@@ -375,6 +375,17 @@ class GradNormProbe:
             total = torch.cat([total, self._group_squares(per_tensor).sqrt()])
         return total.float()
 
+    def total(self, per_tensor: torch.Tensor) -> torch.Tensor:
+        """The total norm alone from :meth:`tensor_norms`, as a 0-d float32 tensor (the first
+        entry of :meth:`norms`, the same float; one op on the step path).
+
+        Example:
+            >>> probe.total(probe.tensor_norms())  # doctest: +SKIP
+            tensor(1.2345)
+        """
+        total = torch.linalg.vector_norm(per_tensor)
+        return total if total.dtype is torch.float32 else total.float()
+
     def _group_squares(self, per_tensor: torch.Tensor) -> torch.Tensor:
         per_group = torch.zeros(len(self.group_names), dtype=per_tensor.dtype, device=per_tensor.device)
         if self.group_names:
