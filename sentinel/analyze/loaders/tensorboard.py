@@ -135,24 +135,34 @@ def _frame(columns: dict[str, tuple[np.ndarray, np.ndarray]]) -> pd.DataFrame:
         return pd.DataFrame(index=pd.Index([], dtype="int64", name=metrics.STEP), dtype="float64")
     index = max((steps for steps, _ in columns.values()), key=len)  # usually a tag logged at every step
     # Tags read from the same events share one steps array: its rows in the index are found once.
-    rows: dict[int, np.ndarray | slice | None] = {}
+    rows: dict[tuple, np.ndarray | slice | None] = {}
     for steps, _ in columns.values():
-        if id(steps) not in rows:
-            rows[id(steps)] = _rows_in(steps, index)
+        if _same(steps) not in rows:
+            rows[_same(steps)] = _rows_in(steps, index)
     if any(at is None for at in rows.values()):
         index = np.concatenate([steps for steps, _ in columns.values()])
         index.sort()
         index = index[np.r_[True, index[1:] != index[:-1]]]
-        rows = {id(steps): np.searchsorted(index, steps) for steps, _ in columns.values()}
+        rows = {_same(steps): np.searchsorted(index, steps) for steps, _ in columns.values()}
     out = {}
-    for key, (steps, values) in columns.items():
-        if len(steps) == len(index):
-            out[key] = values.astype("float64", copy=False)  # the tag is there at every step
-            continue
-        column = np.full(len(index), np.nan)
-        column[rows[id(steps)]] = values
+    # The tags missing at some steps get rows of one NaN block: one allocation instead of one per
+    # tag (24 tags of 1M steps: ~400 page faults instead of ~12,000).
+    gaps = [key for key, (steps, _) in columns.items() if len(steps) != len(index)]
+    block = np.full((len(gaps), len(index)), np.nan)
+    for key, column in zip(gaps, block):
+        steps, values = columns[key]
+        column[rows[_same(steps)]] = values
         out[key] = column
+    for key, (steps, values) in columns.items():
+        if key not in out:
+            out[key] = values.astype("float64", copy=False)  # the tag is there at every step
+    out = {key: out[key] for key in columns}  # the tags' order
     return pd.DataFrame(out, index=pd.Index(index, name=metrics.STEP), copy=False)
+
+
+def _same(steps: np.ndarray) -> tuple:
+    """Equal for arrays over the same memory (views of one array hold the same steps)."""
+    return (steps.__array_interface__["data"][0], steps.shape, steps.strides, steps.dtype.str)
 
 
 def _rows_in(steps: np.ndarray, index: np.ndarray) -> np.ndarray | slice | None:

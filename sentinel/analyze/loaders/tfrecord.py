@@ -182,7 +182,7 @@ def _read_scalars(file: Path, warnings: list[str]) -> dict[str, tuple[np.ndarray
                 sort = _file_order(order)
                 steps, order = steps[sort], order[sort]
             keep = int(np.searchsorted(order, end << _SLOT_BITS))  # records after a stop were never read
-            found = (sort, steps, keep)
+            found = (sort, steps[:keep], keep)  # one steps array for the tags that share it
             if len({id(p[0]) for p in parts}) == len(parts):
                 shared[key] = found
         sort, steps, keep = found
@@ -190,7 +190,7 @@ def _read_scalars(file: Path, warnings: list[str]) -> dict[str, tuple[np.ndarray
         if sort is not None:
             values = values[sort]
         if keep:
-            out[tag] = (steps[:keep], values[:keep])
+            out[tag] = (steps, values[:keep])
     return out
 
 
@@ -477,9 +477,15 @@ def _read_layout(buf: np.ndarray, at: np.ndarray, length: int, layout: _Layout
     while fit and int(at[fit - 1]) + width > len(buf):  # at is increasing: only the file's last record
         fit -= 1
     value_bytes = np.array([[v + k for k in range(4)] for v in layout.value_at]).ravel()
-    varying = np.flatnonzero(~layout.fixed).tolist()
-    terms = _crc_terms(layout.template, np.array(varying, dtype=np.intp))
+    varying = np.flatnonzero(~layout.fixed)
+    # Each varying byte's CRC term, looked up for all of them in one gather from the flat table.
+    terms = _crc_terms(layout.template, varying).ravel()
+    term_rows = np.arange(len(varying), dtype=np.intp) * 256
     base = np.uint32(google_crc32c.value(layout.template.tobytes()))
+    step_bytes = np.arange(layout.step_at, layout.step_at + layout.step_bytes)
+    step_shifts = np.arange(layout.step_bytes, dtype=np.uint64) * np.uint64(7)
+    # Few numpy calls per chunk: the reader runs on a thread beside the imports, and each call
+    # that lets go of the GIL may wait for it to come back.
     for lo, words in _rows(buf, at[:fit], width) if fit else ():
         differ = words.view(np.uint64) ^ want
         differ &= mask
@@ -489,17 +495,18 @@ def _read_layout(buf: np.ndarray, at: np.ndarray, length: int, layout: _Layout
         if not ok.all():  # usually every row has the layout: no copy of them
             rows = rows[ok]
         if layout.step_bytes:
-            step = np.zeros(len(rows), dtype=np.uint64)
-            for k in range(layout.step_bytes):
-                step |= (rows[:, layout.step_at + k] & 0x7F).astype(np.uint64) << np.uint64(7 * k)
-            steps.append(step.view(np.int64))
+            step = rows[:, step_bytes].astype(np.uint64)
+            step &= np.uint64(0x7F)
+            step <<= step_shifts
+            steps.append(np.bitwise_or.reduce(step, axis=1).view(np.int64))
         else:
             steps.append(np.zeros(len(rows), dtype=np.int64))
         raw = np.ascontiguousarray(rows[:, value_bytes])
         values.append(raw.view("<f4").reshape(len(rows), len(layout.value_at)).astype(np.float64))
-        crc = np.full(len(rows), base, dtype=np.uint32)
-        for term, at_byte in zip(terms, varying):  # a 1 KiB table per varying byte
-            crc ^= term[rows[:, at_byte]]
+        lookup = rows[:, varying].astype(np.intp)
+        lookup += term_rows
+        crc = np.bitwise_xor.reduce(terms[lookup], axis=1)
+        crc ^= base
         crcs.append(crc)
     return (matched, np.concatenate(steps) if steps else np.zeros(0, np.int64),
             np.concatenate(values) if values else np.zeros((0, len(layout.tags))),
