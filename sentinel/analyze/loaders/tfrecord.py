@@ -104,16 +104,19 @@ def _read_scalars(file: Path, warnings: list[str]) -> dict[str, tuple[np.ndarray
     starts, lengths, stop = _frame(data)
     buf = np.frombuffer(data, dtype=np.uint8)
     # 1. Length checksums: one value per distinct length.
+    groups = _groups(lengths)
     if len(starts):
         stored = _words(buf, starts + 8, "<u4")
         expected = np.zeros(len(starts), dtype=np.uint32)
-        for length, rows in _groups(lengths):
+        for length, rows in groups:
             expected[rows] = masked_crc32c(_LENGTH.pack(length))
         wrong = np.flatnonzero(stored != expected)
         if len(wrong):
             first = int(wrong[0])
             stop = ("truncated or damaged", int(starts[first]))
             starts, lengths = starts[:first], lengths[:first]
+            groups = [(length, rows[:np.searchsorted(rows, first)]) for length, rows in groups]
+            groups = [(length, rows) for length, rows in groups if len(rows)]
     # 2. Layouts: the records of each, with their payload checksums; then the checksums of the
     # records no layout covers, and those records one by one.
     stored = _unmask(_words(buf, starts + 12 + lengths, "<u4")) if len(starts) else np.zeros(0, np.uint32)
@@ -121,7 +124,7 @@ def _read_scalars(file: Path, warnings: list[str]) -> dict[str, tuple[np.ndarray
     unchecked = np.ones(len(starts), dtype=bool)  # payload checksum not computed yet
     # tag -> parts: (record positions, position in the record, steps, values)
     columns: dict[str, list[tuple[np.ndarray, int, np.ndarray, np.ndarray]]] = defaultdict(list)
-    for length, rows in _groups(lengths):
+    for length, rows in groups:
         for _ in range(_MAX_LAYOUTS):
             if len(rows) < _MIN_GROUP:
                 break
