@@ -13,19 +13,22 @@ import pytest
 from sentinel.analyze.loaders import LoadOptions
 from sentinel.analyze.loaders import textscan
 from sentinel.analyze.loaders.dialects import DIALECTS, LLMC, NANOGPT, TF, Dialect, Shape
+from sentinel.analyze.loaders.log_lines import Lines
+from sentinel.analyze.loaders.pattern_locality import line_local
+from sentinel.analyze.loaders.template_reader import read_templates
 
 BY_NAME = {d.name: d for d in (LLMC, *DIALECTS)}
 
 
 def _general(monkeypatch, text: str, dialect: Dialect, options: LoadOptions | None = None):
     with monkeypatch.context() as m:
-        m.setattr(textscan, "_read_templates", lambda *args: None)
+        m.setattr(textscan, "read_templates", lambda *args: None)
         return textscan.scan(text, dialect, options)
 
 
 def _template_used(text: str, dialect: Dialect, options: LoadOptions | None = None) -> bool:
-    lines = textscan.Lines(textscan.clean_text(text))
-    return any(textscan._read_templates(lines, shape, dialect, options or LoadOptions()) not in (None, False)
+    lines = Lines(textscan.clean_text(text))
+    return any(read_templates(lines, shape, dialect, options or LoadOptions()) not in (None, False)
                for shape in dialect.shapes)
 
 
@@ -180,16 +183,16 @@ def test_random_perturbations(monkeypatch):
 
 
 def test_line_local():
-    assert textscan.line_local(re.compile(r"^[ \t]*step:(\d+/\d[^\n]*)", re.M))
-    assert textscan.line_local(re.compile(r"\biter (\d+: loss [^\n]*)"))
-    assert not textscan.line_local(re.compile(r"step:\s*(\d+)"))  # \s takes a line end
-    assert not textscan.line_local(re.compile(r"step (1\d*)"))  # tells 1 from other digits
-    assert not textscan.line_local(re.compile(r"step ([0-5]+)"))
-    assert not textscan.line_local(re.compile(r"step ([^x]+)"))  # [^x] takes a line end
-    assert not textscan.line_local(re.compile(r"(\d)\1"))  # a backreference
-    assert not textscan.line_local(re.compile(r"^step (\d+)"))  # ^ at the start of the text only
-    assert not textscan.line_local(re.compile(r"(?s)step.(\d+)"))
-    assert not textscan.line_local(re.compile(r"(\d*)"))  # may match nothing
+    assert line_local(re.compile(r"^[ \t]*step:(\d+/\d[^\n]*)", re.M))
+    assert line_local(re.compile(r"\biter (\d+: loss [^\n]*)"))
+    assert not line_local(re.compile(r"step:\s*(\d+)"))  # \s takes a line end
+    assert not line_local(re.compile(r"step (1\d*)"))  # tells 1 from other digits
+    assert not line_local(re.compile(r"step ([0-5]+)"))
+    assert not line_local(re.compile(r"step ([^x]+)"))  # [^x] takes a line end
+    assert not line_local(re.compile(r"(\d)\1"))  # a backreference
+    assert not line_local(re.compile(r"^step (\d+)"))  # ^ at the start of the text only
+    assert not line_local(re.compile(r"(?s)step.(\d+)"))
+    assert not line_local(re.compile(r"(\d*)"))  # may match nothing
 
 
 def test_a_pattern_that_is_not_line_local_uses_the_general_reader(monkeypatch):

@@ -13,7 +13,7 @@ import re
 
 from sentinel import metrics
 from sentinel.events import EventKind
-from sentinel.analyze.loaders.textscan import Dialect, EventLine, RecordEvent, Shape
+from sentinel.analyze.loaders.dialect_types import Dialect, EventLine, RecordEvent, Shape
 
 _M = re.MULTILINE
 _NUM = r"[-+]?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|\.\d+|nan|NaN|inf|Infinity|Inf)"

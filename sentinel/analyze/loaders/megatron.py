@@ -20,8 +20,9 @@ import pandas as pd
 from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions, RunData
 from sentinel.analyze.loaders.dialects import MEGATRON
+from sentinel.analyze.loaders.record_fields import metric_key
 from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
-from sentinel.analyze.loaders.textscan import metric_key, scan
+from sentinel.analyze.loaders.textscan import scan
 
 NAME = MEGATRON.name
 DESCRIPTION = MEGATRON.description

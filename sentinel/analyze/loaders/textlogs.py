@@ -19,8 +19,9 @@ import numpy as np
 from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions, RunData
 from sentinel.analyze.loaders.dialects import DIALECTS, GENERIC, HF_TRAINER
+from sentinel.analyze.loaders.dialect_types import Dialect
 from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
-from sentinel.analyze.loaders.textscan import Dialect, clean_text, count_records, scan
+from sentinel.analyze.loaders.textscan import clean_text, count_records, scan
 
 NAME = "textlog"
 DESCRIPTION = "text logs of " + ", ".join(d.name for d in DIALECTS)

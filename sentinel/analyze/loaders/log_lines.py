@@ -1,0 +1,146 @@
+"""A log text split into lines once, shared by every shape and dialect that reads it.
+
+:class:`Lines` hands each pattern only the lines it may match (one pyarrow pass with the
+pattern's RE2 superset) and keeps the lines grouped by skeleton (:class:`Skeletons`, digits
+written as ``0``) for the template reader; both are made once per text, which is why they live
+apart from the readers.
+
+Example:
+    >>> Skeletons.of("loss 1.5\\nloss 2.25\\n").uniques.to_pylist()
+    ['loss 0.0', 'loss 0.00']
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sentinel.analyze.loaders.pattern_re2 import line_filter
+
+
+class Lines:
+    """A text split into lines once, to hand each pattern only the lines it may match.
+
+    Each pattern is loosened into an RE2 pattern (:func:`line_filter`) that pyarrow runs over
+    every line in one pass; the lines it keeps are joined again for Python's ``re``, which
+    alone decides what matches. A pattern RE2 cannot take gets the whole text.
+
+    Example:
+        >>> Lines("noise\\nstep: 1 loss: 2\\n").matching(re.compile(r"step: (\\d+)"))
+        '\\nstep: 1 loss: 2\\n'
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._lines: pa.Array | None = None
+        self._skeletons: Skeletons | None | bool = False  # False: not made yet
+
+    def skeletons(self) -> Skeletons | None:
+        """The lines grouped by skeleton (made once, shared by the shapes), or None when the
+        text has no line end or cannot be encoded."""
+        if self._skeletons is False:
+            self._skeletons = Skeletons.of(self.text)
+        return self._skeletons
+
+    def matching(self, pattern: re.Pattern) -> str:
+        """The lines that may hold a match of ``pattern``, each with a line end before and after
+        it (so ``^``, ``$`` and a leading ``\\s`` see what they saw in the text)."""
+        loose = line_filter(pattern)
+        if loose is None or "\n" not in self.text:
+            return self.text
+        if self._lines is None:
+            self._lines = pc.split_pattern(pa.array([self.text], pa.large_string()), "\n").flatten()
+        hit = pc.match_substring_regex(self._lines, loose)
+        count = hit.true_count
+        if count == 0:
+            return ""
+        if count == len(self._lines):
+            return "\n" + self.text + "\n"
+        # Empty first and last lines give the line ends around the picked lines (joined in
+        # Arrow: adding them to a Python str would copy the whole text once more).
+        ends = pa.array([""], pa.large_string())
+        picked = pa.concat_arrays([ends, self._lines.filter(hit), ends])
+        joined = pc.binary_join(pa.LargeListArray.from_arrays(pa.array([0, count + 2], pa.int64()), picked),
+                                pa.scalar("\n", pa.large_string()))
+        return joined[0].as_py()
+
+
+@dataclass
+class Skeletons:
+    """A text's lines grouped by skeleton: the line with each ASCII digit written as ``0``.
+
+    Record lines of one kind differ mostly in their digits, so a log of 20,000 step lines has a
+    few dozen skeletons; a :func:`~sentinel.analyze.loaders.pattern_locality.line_local` pattern
+    is run once per skeleton, not per line.
+
+    Attributes:
+        data: the text, UTF-8.
+        starts: the byte offset where each line starts.
+        codes: each line's skeleton (an index into ``uniques``).
+        uniques: the distinct skeletons, without their line end.
+        lines_of: how many lines have each skeleton.
+
+    Example:
+        >>> s = Skeletons.of("step 1\\nstep 2\\nstep 10\\n")
+        >>> s.uniques.to_pylist(), s.codes.tolist()
+        (['step 0', 'step 00'], [0, 0, 1])
+    """
+
+    data: pa.Buffer
+    starts: np.ndarray
+    codes: np.ndarray
+    uniques: pa.Array
+    lines_of: np.ndarray
+
+    @classmethod
+    def of(cls, text: str) -> Skeletons | None:
+        if "\n" not in text:
+            return None
+        try:
+            raw = text.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates
+            return None
+        buf = np.frombuffer(raw, np.uint8)
+        offsets = np.flatnonzero(buf == 10)
+        offsets += 1
+        offsets = np.concatenate(([0], offsets) if offsets[-1] == len(raw) else ([0], offsets, [len(raw)]))
+        skeleton = _zero_digits(raw)
+        lines = pa.Array.from_buffers(pa.large_string(), len(offsets) - 1,
+                                      [None, pa.py_buffer(offsets), pa.py_buffer(skeleton)])
+        encoded = pc.dictionary_encode(lines)
+        codes = encoded.indices.to_numpy()
+        uniques = pc.utf8_rtrim(encoded.dictionary, characters="\n")
+        return cls(pa.py_buffer(raw), offsets[:-1], codes, uniques, np.bincount(codes, minlength=len(uniques)))
+
+
+_BYTES = 0x0101010101010101  # one in each byte of a 64-bit word
+
+
+def _zero_digits(raw: bytes) -> np.ndarray:
+    """``raw`` with each ASCII digit written as ``0``, eight bytes at a time.
+
+    In a word ``w``, ``t = w ^ 0x30..`` makes a digit byte 0-9; a byte of ``t`` is below 10
+    exactly when ``(t & 0x7f) + 0x76`` and ``t`` both leave its top bit clear (no carry crosses
+    a byte); that bit, spread over the byte, keeps ``t`` on the digit bytes, and ``w - t``
+    turns them into ``0``.
+
+    Example:
+        >>> bytes(_zero_digits(b"step 1/29 x:3.5e-7"))
+        b'step 0/00 x:0.0e-0'
+    """
+    words = np.frombuffer(raw + bytes(-len(raw) % 8), np.uint64)
+    t = words ^ np.uint64(0x30 * _BYTES)
+    top = t & np.uint64(0x7F * _BYTES)
+    top += np.uint64(0x76 * _BYTES)
+    top |= t
+    np.invert(top, out=top)
+    top &= np.uint64(0x80 * _BYTES)
+    top >>= np.uint64(7)
+    top *= np.uint64(0xFF)
+    t &= top
+    np.subtract(words, t, out=t)
+    return t.view(np.uint8)[:len(raw)]

@@ -1,0 +1,302 @@
+"""The fast record reader for logs that repeat a few line templates.
+
+A :func:`~sentinel.analyze.loaders.pattern_locality.line_local` pattern runs once per line
+skeleton; the numbers of all records are then cut out of the text at the spans that gives and
+converted by one pyarrow cast. It gives what the general reader
+(:func:`sentinel.analyze.loaders.textscan.scan`) gives, or declines (None) and leaves the shape to
+it; it is kept apart because it is a second road to the same columns, with its own data
+structures (templates, layouts, slots).
+
+Example:
+    >>> from sentinel.analyze.loaders import LoadOptions
+    >>> from sentinel.analyze.loaders.dialects import NANOGPT
+    >>> text = "".join(f"iter {i}: loss 2.5, time 9.1ms, mfu 1.0%\\n" for i in range(3))
+    >>> read_templates(Lines(text), NANOGPT.shapes[0], NANOGPT, LoadOptions())[0]["loss"].tolist()
+    [2.5, 2.5, 2.5]
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sentinel.analyze.loaders import LoadOptions
+from sentinel.analyze.loaders.dialect_types import HEAD_ROLES, Dialect, Shape
+from sentinel.analyze.loaders.log_lines import Lines, Skeletons
+from sentinel.analyze.loaders.pattern_locality import line_local
+from sentinel.analyze.loaders.pattern_re2 import line_filter
+from sentinel.analyze.loaders.record_fields import (KEY, NAN_PREFIX, NONFINITE_WATCHED, check_heads, metric_name,
+                                                    unit_suffix, units_order, widest)
+
+
+_TOKEN = re.compile(r"[^ \t\n\v\f\r]+")  # the tokens of Arrow's ASCII whitespace split
+_ASCII_SPACE = " \t\n\v\f\r"
+
+
+def _template_shape(shape: Shape) -> bool:
+    """Whether :func:`read_templates` can read this shape: a :func:`line_local` pattern, no
+    scrub, separators of one character (replacing one by a space keeps every position), units
+    without digits."""
+    return (shape.scrub is None and shape.fields is None
+            and all(len(sep) == 1 and sep != "\n" for sep in shape.separators)
+            and all(unit and unit.isascii() and not any(c.isdigit() for c in unit) for unit in shape.units)
+            and line_local(shape.pattern))
+
+
+@dataclass
+class _Template:
+    """One record on a line skeleton: its tokens (byte spans in the line, skeleton text) and
+    its length in characters once trimmed, as the general reader
+    (:func:`~sentinel.analyze.loaders.textscan._read_shape`) would split it."""
+
+    spans: list[tuple[int, int]]
+    texts: list[str]
+    length: int
+
+
+def _line_templates(shape: Shape, skeleton: str) -> list[_Template] | None:
+    """The records ``shape`` finds on a line with this skeleton (found as in the text, where
+    each line has a line end before and after it); None when their tokens do not follow each
+    other in the line."""
+    padded = "\n" + skeleton + "\n"
+    groups = shape.pattern.groups
+    found = []
+    last = 0
+    to_bytes = None if skeleton.isascii() else np.cumsum([0] + [len(c.encode()) for c in skeleton]).tolist()
+    for match in shape.pattern.finditer(padded):
+        pieces, spans, texts = [], [], []
+        for a, b in [match.span(g) for g in range(1, groups + 1)] if groups else [match.span()]:
+            if a < 0:  # a group that did not take part: findall gives ""
+                pieces.append("")
+                continue
+            if a < 1 or b > len(skeleton) + 1:
+                return None
+            piece = padded[a:b]
+            for sep in shape.separators:
+                piece = piece.replace(sep, " ")
+            pieces.append(piece)
+            for token in _TOKEN.finditer(piece):
+                start, end = a - 1 + token.start(), a - 1 + token.end()
+                if start < last:
+                    return None
+                last = end
+                spans.append((start, end) if to_bytes is None else (to_bytes[start], to_bytes[end]))
+                texts.append(token.group())
+        found.append(_Template(spans, texts, len(" ".join(pieces).strip(_ASCII_SPACE))))
+    return found
+
+
+def read_templates(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOptions
+                   ) -> tuple[dict[str, np.ndarray], int, set[str], list[str]] | None | bool:
+    """The fast reader of :func:`~sentinel.analyze.loaders.textscan._read_shape`, for lines that
+    repeat a few templates.
+
+    The shape's pattern runs once per distinct line skeleton (:class:`Skeletons`; exact for a
+    :func:`line_local` pattern), which gives the token spans of every record on lines of that
+    skeleton. Records whose skeletons lay out the same fields (the same heads, keys and units;
+    only the numbers' widths differ) are read together: their numbers are cut out of the text
+    at those spans and converted by one pyarrow cast, and each key's values go to its column
+    at once: no per-line Python.
+
+    Returns:
+        What :func:`~sentinel.analyze.loaders.textscan._read_shape` returns, plus the warnings to
+        add; False when no line has a record; None when the general reader must do it: the shape
+        does not allow this, the skeletons are nearly as many as the lines, a key holds a digit,
+        or some value is not a number (the general reader then decides what it is, as it always
+        did).
+    """
+    if not _template_shape(shape):
+        return None
+    skeletons = lines.skeletons()
+    loose = line_filter(shape.pattern)
+    if skeletons is None or loose is None:
+        return None
+    candidates = np.flatnonzero(pc.match_substring_regex(skeletons.uniques, loose).to_numpy(zero_copy_only=False))
+    if len(candidates) > 32 and len(candidates) * 32 > int(skeletons.lines_of[candidates].sum()):
+        return None  # a skeleton costs the Python work of ~20 lines read the general way: too few repeats
+    first = np.zeros(len(skeletons.uniques), dtype=np.int64)
+    per_unique = np.zeros(len(skeletons.uniques), dtype=np.int64)
+    templates: list[_Template] = []
+    for unique, skeleton in zip(candidates.tolist(), skeletons.uniques.take(candidates).to_pylist()):
+        found = _line_templates(shape, skeleton)
+        if found is None:
+            return None
+        first[unique], per_unique[unique] = len(templates), len(found)
+        templates.extend(found)
+    if not templates:
+        return False
+    # The records in text order: the line and the template of each.
+    with_records = np.flatnonzero(per_unique[skeletons.codes])
+    line_codes = skeletons.codes[with_records]
+    per_line = per_unique[line_codes]
+    if bool((per_line == 1).all()):
+        rec_line, rec_template = with_records, first[line_codes]
+    else:
+        rec_line = np.repeat(with_records, per_line)
+        within = np.arange(len(rec_line)) - np.repeat(np.cumsum(per_line) - per_line, per_line)
+        rec_template = np.repeat(first[line_codes], per_line) + within
+    counts = np.array([len(t.spans) for t in templates], dtype=np.int64)[rec_template]
+    width = widest(np.array([t.length for t in templates], dtype=np.int64)[rec_template], counts)
+    warnings = []
+    fits = counts <= width
+    if not fits.all():
+        warnings.append(f"{int((~fits).sum())} {dialect.name} line(s) with more than {width} fields were skipped")
+        rec_line, rec_template, counts = rec_line[fits], rec_template[fits], counts[fits]
+    n = len(counts)
+    # Each template's layout: its number slots (heads, then pair values, in line order), which
+    # head each head slot is, and each pair's key, value slot (-1: none), unit code and factor.
+    h = len(shape.head)
+    units = units_order(shape.units)
+    layouts: dict[tuple, int] = {}
+    layout_of = np.zeros(len(templates), dtype=np.int64)
+    slot_spans: list[list[tuple[int, int]]] = []
+    for t, template in enumerate(templates):
+        count = len(template.spans)
+        spans, heads, pairs = [], [], []
+        for i, name in enumerate(shape.head[:count]):
+            if name != "_":
+                heads.append((i, len(spans)))
+                spans.append(template.spans[i])
+        for position in range(h, min(count - 1, width - 2) + 1, 2):
+            key = template.texts[position]
+            if "0" in key:
+                return None  # the key may differ from line to line
+            if position + 1 >= count:
+                pairs.append((key, -1, 0, 1.0))
+                continue
+            start, end = template.spans[position + 1]
+            code, factor = 0, 1.0
+            for c, unit in enumerate(units, start=1):
+                if template.texts[position + 1].endswith(unit):
+                    code, factor = c, shape.units[unit][1]
+                    end -= len(unit.encode())
+                    break
+            pairs.append((key, len(spans), code, factor))
+            spans.append((start, end))
+        layout_of[t] = layouts.setdefault((tuple(heads), tuple(pairs)), len(layouts))
+        slot_spans.append(spans)
+    rec_layout = layout_of[rec_template]
+    per_layout = np.bincount(rec_layout, minlength=len(layouts))
+    used = [(g, heads, pairs) for g, (heads, pairs) in enumerate(layouts) if per_layout[g]]
+    numbers = _cut_numbers(skeletons, slot_spans, rec_line, rec_template)
+    if numbers is None:
+        return None
+    # The columns, as the general reader makes them (every value here is a number).
+    out: dict[str, np.ndarray] = {"_pos": np.arange(n, dtype=np.int64)}
+    ok = np.ones(n, dtype=bool)
+    for i, name in enumerate(shape.head):
+        if name == "_":
+            continue
+        values = _pick(numbers, rec_layout, len(layouts),
+                       {g: (column, 1.0) for g, heads, _ in used for head, column in heads if head == i})
+        if name in HEAD_ROLES:
+            out["_" + name] = values
+            continue
+        out[name] = values
+        if name in NONFINITE_WATCHED:
+            out[NAN_PREFIX + name] = np.where((counts > i) & np.isnan(values), 1.0, np.nan)
+    keys_seen = check_heads(out, shape, counts, width, ok)
+    bad = 0
+    noise, required = [], []
+    last: dict[str, dict[int, tuple[int, float]]] = {}  # metric -> layout -> its last pair's (slot, factor)
+    logged: dict[str, list[tuple[int, int]]] = {}  # watched metric -> (layout, slot) of each value
+    names: dict[tuple[str, int], str] = {}
+    for g, _, pairs in used:
+        bad += int(per_layout[g]) * sum(column < 0 for _, column, _, _ in pairs)
+        if shape.strict and any(column < 0 or KEY.match(key) is None for key, column, _, _ in pairs):
+            noise.append(g)
+        for key, column, code, factor in pairs:
+            lower = key.lower()
+            keys_seen.add(lower)
+            if lower == shape.require:
+                required.append(g)
+            name = names.get((lower, code))
+            if name is None:
+                name = names[lower, code] = metric_name(lower, unit_suffix(shape, code), shape, dialect, options)
+            last.setdefault(name, {})[g] = column, factor  # a later pair of a metric replaces an earlier one
+            if name in NONFINITE_WATCHED and column >= 0:
+                logged.setdefault(name, []).append((g, column))
+    for name, picks in last.items():
+        out[name] = _pick(numbers, rec_layout, len(layouts), picks)
+    for name, picks in logged.items():
+        nan = np.zeros(n, dtype=bool)
+        for g, column in picks:
+            nan |= np.isnan(numbers[:, column]) if len(used) == 1 else (rec_layout == g) & np.isnan(numbers[:, column])
+        if nan.any():
+            out[NAN_PREFIX + name] = np.where(nan, 1.0, np.nan)
+    if noise:
+        ok &= ~np.isin(rec_layout, noise)
+    if shape.require is not None:
+        required_rows = np.isin(rec_layout, required)
+        if dialect.step_from_order:
+            out["_counts"] = required_rows  # other records (eval dicts) join the step before them
+        else:
+            ok &= required_rows
+    if not ok.all():
+        out = {name: column[ok] for name, column in out.items()}
+    return out, bad, keys_seen, warnings
+
+
+def _cut_numbers(skeletons: Skeletons, slot_spans: list[list[tuple[int, int]]], rec_line: np.ndarray,
+                 rec_template: np.ndarray) -> np.ndarray | None:
+    """The numbers of every record, ``(records, slots)``, NaN past a record's last slot; None
+    when one is not a number (for pyarrow's cast).
+
+    The slots' spans become the offsets of one string array over the text, valid for the
+    numbers and null for the text between them, so one cast reads them where they are.
+    """
+    n, width = len(rec_line), max(len(spans) for spans in slot_spans)
+    if not width:
+        return np.zeros((n, 0))
+    spans = np.zeros((len(slot_spans), width, 2), dtype=np.int64)
+    filled = np.zeros((len(slot_spans), width), dtype=bool)
+    for t, template in enumerate(slot_spans):
+        if template:
+            spans[t, :len(template)] = template
+            spans[t, len(template):] = template[-1][1]  # past its last slot: empty, in order
+            filled[t, :len(template)] = True
+    bounds = (spans[rec_template] + skeletons.starts[rec_line][:, None, None]).ravel()
+    if filled.all():
+        valid = np.frombuffer(b"\x55" * ((len(bounds) + 6) // 8), np.uint8)  # every other string
+    else:
+        between = np.zeros(len(bounds) - 1, dtype=bool)
+        between[0::2] = filled[rec_template].ravel()
+        valid = np.packbits(between, bitorder="little")
+        if not filled.any(axis=1).all():
+            bounds = np.maximum.accumulate(bounds)  # a record with no number: its empty slots in order
+    if bool((bounds[1:] < bounds[:-1]).any()):
+        return None  # not in text order: cannot happen for the shapes read here
+    pieces = pa.Array.from_buffers(pa.large_string(), len(bounds) - 1,
+                                   [pa.py_buffer(valid), pa.py_buffer(bounds), skeletons.data])
+    try:
+        cast = pc.cast(pieces, pa.float64())
+    except pa.ArrowInvalid:
+        return None
+    return cast.to_numpy(zero_copy_only=False)[0::2].reshape(n, width)
+
+
+def _pick(numbers: np.ndarray, rec_layout: np.ndarray, layouts: int, picks: dict[int, tuple[int, float]]) -> np.ndarray:
+    """One column: for the records of each layout in ``picks``, the number in its slot times its
+    factor (NaN for slot -1); NaN for the records of the other layouts."""
+    slots = {slot for slot, _ in picks.values()}
+    factors = {factor for _, factor in picks.values()}
+    if len(slots) == 1 and len(factors) == 1 and -1 not in slots:
+        (slot,), (factor,) = slots, factors
+        column = numbers[:, slot] * factor if factor != 1.0 else numbers[:, slot].copy()
+        if len(picks) < layouts:
+            picked = np.zeros(layouts, dtype=bool)
+            picked[list(picks)] = True
+            column[~picked[rec_layout]] = np.nan
+        return column
+    slot_of = np.full(layouts, -1, dtype=np.int64)
+    factor_of = np.ones(layouts)
+    for g, (slot, factor) in picks.items():
+        slot_of[g], factor_of[g] = slot, factor
+    chosen = slot_of[rec_layout]
+    column = numbers[np.arange(len(rec_layout)), np.maximum(chosen, 0)] * factor_of[rec_layout]
+    column[chosen < 0] = np.nan
+    return column

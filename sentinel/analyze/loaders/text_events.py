@@ -1,0 +1,226 @@
+"""The events of a text log: event lines given their step, and events raised by record fields.
+
+Events are found after the records are merged (an event line without a step takes the step of
+the next record line), so this part of the engine reads the steps frame and adds to it
+(``amp/overflow`` counts, loss scales); it shares no code with the record readers.
+
+Example:
+    >>> stamp({"kind": "overflow"}, 1.5)
+    {'kind': 'overflow', 'time': 1.5}
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+
+import numpy as np
+import pandas as pd
+
+from sentinel import metrics
+from sentinel.analyze.loaders.dialect_types import Dialect, Shape
+from sentinel.analyze.loaders.record_fields import NAN_PREFIX
+from sentinel.events import EventKind, make_event
+
+
+_TIMESTAMP = re.compile(r"(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})(?:[,.](\d{1,6}))?")
+
+
+def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, warnings: list[str],
+                record_steps: np.ndarray | None = None) -> tuple[list[dict], list[int]]:
+    """Event lines, each given its own step or that of the next record line, and where each is."""
+    if not dialect.events:
+        return [], []
+    found = []
+    claimed: list[tuple[int, int]] = []
+    for rule in dialect.events:  # earlier rules win where two describe the same lines
+        spans = sorted(claimed)
+        for match in rule.pattern.finditer(text):
+            at = bisect.bisect_right(spans, (match.start(), math.inf)) - 1
+            if at >= 0 and spans[at][1] > match.start():
+                continue
+            found.append((match.start(), rule, match))
+            claimed.append(match.span())
+    if not found:
+        return [], []
+    found.sort(key=lambda item: item[0])
+    positions, record_steps = _record_positions(text, dialect, steps, record_steps)
+    # After the last record line: the step after that line's (not the largest step: a restart).
+    last_step = int(record_steps[-1]) if len(record_steps) else int(steps.index[-1]) if len(steps.index) else None
+    events: list[dict] = []
+    at: list[int] = []
+    pending = 0
+    rank0 = None
+    for pos, rule, match in found:
+        groups = {k: v for k, v in match.groupdict().items() if v is not None}
+        if "rank" in groups:
+            rank = int(groups["rank"])
+            rank0 = rank if rank0 is None else rank0
+            if rank != rank0:
+                continue  # every rank reports the same overflow: count it once
+        detail = dict(rule.detail)
+        for name in ("attempted", "new"):
+            if name in groups:
+                detail[f"{name}_scale"] = _number_or_none(groups[name])
+        if rule.keep_rank and "rank" in groups:
+            detail["rank"] = int(groups["rank"])
+        event = make_event(rule.kind, -1, line=text.count("\n", 0, pos) + 1, source=rule.source or dialect.name,
+                           **detail)
+        time = _timestamp(text, match.end() - 1, dialect.timestamp)
+        stamp(event, time if not math.isnan(time) else _timestamp(text, pos, dialect.timestamp))
+        if "step" in groups:
+            event["step"] = int(groups["step"])
+        else:
+            nxt = int(np.searchsorted(positions, pos)) if len(positions) else 0
+            if nxt < len(positions):
+                event["step"] = int(record_steps[nxt])
+            else:
+                last = last_step if last_step is not None else pending
+                event["step"] = last + 1
+                event["step_estimated"] = True
+                pending += 1
+        events.append(event)
+        at.append(pos)
+    word = dialect.event_word or f"{dialect.name} event"
+    if pending and len(steps.index):
+        warnings.append(f"{pending} {word} line(s) after the last {dialect.record_word} line were given step "
+                        f"{last_step + 1}")
+    elif pending:
+        warnings.append(f"no {dialect.record_word} lines: the {pending} {word} line(s) were numbered 1, 2, 3, ... in order")
+    return events, at
+
+
+def with_record_events(text: str, dialect: Dialect, parts: list[tuple[Shape, dict[str, np.ndarray]]],
+                       record_steps: dict[int, np.ndarray], events: list[dict], at: list[int]) -> list[dict]:
+    """The events of :attr:`Shape.record_events`, among the event lines in text order."""
+    found = list(zip(at, range(len(at)), events))
+    for i, (shape, table) in enumerate(parts):
+        if not shape.record_events:
+            continue
+        flagged = []
+        for rule in shape.record_events:
+            if rule.key not in table:
+                continue
+            values = table[rule.key]
+            if rule.when == "positive":
+                hit = values > 0
+            else:
+                hit = np.isinf(values) | (table.get(NAN_PREFIX + rule.key, np.zeros(len(values))) == 1.0)
+            flagged.append(hit)
+        if not flagged or not np.logical_or.reduce(flagged).any():
+            continue
+        starts = [m.start() for m in shape.pattern.finditer(text)]
+        steps = record_steps[i]
+        if len(starts) != len(steps):  # some matches were not records (noise): no line to tell
+            starts = [len(text)] * len(steps)
+        for row in np.flatnonzero(np.logical_or.reduce(flagged)).tolist():
+            pos = starts[row]
+            line = text.count("\n", 0, pos) + 1 if pos < len(text) else None
+            time = _timestamp(text, pos, dialect.timestamp) if pos < len(text) else math.nan
+            for rule in shape.record_events:
+                if rule.key not in table:
+                    continue
+                value = float(table[rule.key][row])
+                if rule.when == "positive":
+                    if not value > 0:
+                        continue
+                    detail = {"source": rule.source} if rule.source else {}
+                    detail[rule.detail] = int(value)
+                else:
+                    logged = table.get(NAN_PREFIX + rule.key)
+                    if not (math.isinf(value) or (logged is not None and logged[row] == 1.0)):
+                        continue
+                    detail = {"source": rule.source} if rule.source else {}
+                    detail.update(metric=rule.key, value=str(value))
+                event = make_event(rule.kind, int(steps[row]), line=line, **detail)
+                found.append((pos, len(found), stamp(event, time)))
+    found.sort(key=lambda item: (item[0], item[1]))
+    return [event for _, _, event in found]
+
+
+def _record_positions(text: str, dialect: Dialect, steps: pd.DataFrame, record_steps: np.ndarray | None = None
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Where the main record lines start, and their steps (only needed when events exist);
+    ``record_steps``: the step of each main record in text order, when known."""
+    if not len(steps.index):
+        return np.array([], dtype=np.int64), np.array([], dtype=np.int64)
+    shape = dialect.shapes[0]
+    starts = [m.start() for m in shape.pattern.finditer(text)]
+    if record_steps is not None and len(record_steps) == len(starts) and not np.isnan(record_steps).any():
+        return np.array(starts, dtype=np.int64), record_steps.astype(np.int64)
+    if len(starts) != len(steps.index) and not dialect.step_from_order:
+        # Records merged by step: find each start's step by re-reading its head.
+        found = []
+        for m in shape.pattern.finditer(text):
+            body = m.group(1)
+            for sep in shape.separators:
+                body = body.replace(sep, " ")
+            parts = body.split()
+            found.append(_number(parts[0]) if parts else math.nan)
+        steps_at = np.array(found)
+        keep = ~np.isnan(steps_at)
+        return np.array(starts)[keep], steps_at[keep].astype(np.int64)
+    return np.array(starts), steps.index.to_numpy()[: len(starts)]
+
+
+def count_overflows(steps: pd.DataFrame, events: list[dict], event_rows: bool = True) -> None:
+    """``amp/overflow`` per step and the loss scale each overflow set, from the event lines
+    (``event_rows`` False: only at the steps that have a record, the loss scale as logged)."""
+    overflow = [e for e in events if e["kind"] == EventKind.OVERFLOW.value]
+    if not overflow:
+        return
+    counts = pd.Series([e["step"] for e in overflow]).value_counts()
+    if event_rows:
+        for step in counts.index.difference(steps.index):
+            steps.loc[int(step)] = np.nan
+        steps.sort_index(inplace=True)
+    steps[metrics.AMP_OVERFLOW] = counts.reindex(steps.index, fill_value=0).astype("float64")
+    if not event_rows:
+        return
+    scales = {e["step"]: e["new_scale"] for e in overflow if not _missing(e.get("new_scale"))}
+    if scales:
+        column = steps[metrics.LOSS_SCALE] if metrics.LOSS_SCALE in steps else pd.Series(np.nan, steps.index)
+        steps[metrics.LOSS_SCALE] = column.fillna(pd.Series(scales, dtype="float64"))
+
+
+def event_rows(events: list[dict]) -> pd.DataFrame:
+    """A steps frame made of event lines alone (a DeepSpeed log that prints no loss)."""
+    steps = pd.DataFrame(index=pd.Index(sorted({e["step"] for e in events}), dtype="int64", name=metrics.STEP))
+    count_overflows(steps, events)
+    return steps
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
+def _number_or_none(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def stamp(event: dict, time: float) -> dict:
+    event["time"] = time
+    return event
+
+
+def _timestamp(text: str, pos: int, pattern: re.Pattern | None = None) -> float:
+    """The log's own time on the line at ``pos`` (NaN when it has none)."""
+    start = text.rfind("\n", 0, pos) + 1
+    end = text.find("\n", pos)
+    match = (pattern or _TIMESTAMP).search(text, start, end if end >= 0 else len(text))
+    if not match:
+        return math.nan
+    stamp = pd.Timestamp(match.group(1).replace("T", " "))
+    fraction = match.group(2) or "0"
+    return stamp.timestamp() + int(fraction) / 10 ** len(fraction)
