@@ -136,6 +136,10 @@ def bad_step_reason(signals: StepSignals, config: GuardConfig) -> Reason | None:
     return None
 
 
+# The last healthy step's decision (see _healthy).
+_LAST_HEALTHY: Decision | None = None
+
+
 def _healthy(state: GuardState) -> Decision:
     """``Decision(Action.APPLY, None, state)``; the same (frozen) instance while the state is the
     same object, as it is from one healthy step to the next: nothing to build at every step."""
@@ -145,8 +149,6 @@ def _healthy(state: GuardState) -> Decision:
         last = _LAST_HEALTHY = Decision(Action.APPLY, None, state)
     return last
 
-
-_LAST_HEALTHY: Decision | None = None
 
 # Reasons that say the state is already bad: no single update is to blame, skipping cures nothing.
 _PERSISTENT = frozenset({Reason.LOSS_SCALE_COLLAPSE, Reason.OVERFLOW_STREAK, Reason.DIVERGENCE})
