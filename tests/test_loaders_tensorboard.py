@@ -144,6 +144,27 @@ def test_bulk_reader_equals_the_protobuf_one(tmp_path, kind):
     assert assert_same(tmp_path / "events.out.tfevents.1", FILES[kind]()) == []
 
 
+@pytest.mark.parametrize("chunk", [64, 1000, 7 << 10])
+@pytest.mark.parametrize("kind", FILES)
+def test_records_read_in_many_chunks_are_the_records(tmp_path, kind, chunk, monkeypatch):
+    """Rows gathered a few at a time into buffers reused from chunk to chunk (a file of 1M
+    events is ~10 chunks): whole files, records of other layouts and damaged ones inside the
+    chunks, and a last record too close to the end of the file for a whole row."""
+    from sentinel.analyze.loaders import tfrecord
+
+    monkeypatch.setattr(tfrecord, "_CHUNK_BYTES", chunk)
+    data = FILES[kind]()
+    assert assert_same(tmp_path / "whole.tfevents", data) == []
+    damaged = bytearray(data)
+    for pos in starts(data)[50:400:7]:
+        damaged[pos + 12 + 20] ^= 0x04
+    (warning,) = assert_same(tmp_path / "damaged.tfevents", bytes(damaged))
+    assert "dropped 50 record(s)" in warning
+    for short in range(1, 9):  # the last payload's length modulo 8: whether its row fits
+        last = scalars(10_000 + short, {"loss": 2.0, "x" * short: 1.0})
+        assert assert_same(tmp_path / f"last{short}.tfevents", data + last * 20) == []
+
+
 @pytest.mark.parametrize("kind", FILES)
 def test_the_same_flip_in_many_records_drops_each_of_them(tmp_path, kind):
     data = bytearray(FILES[kind]())
