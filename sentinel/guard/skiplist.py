@@ -18,6 +18,7 @@ class SkipList:
     (indices or fingerprint) nor collective on the other steps.
 
     Example:
+        >>> import torch
         >>> skips = SkipList()
         >>> skips.add({"step": 3, "indices": [4, 1]})
         >>> skips.matches({"x": torch.zeros(2), "index": torch.tensor([1, 4])})

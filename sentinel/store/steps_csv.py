@@ -38,6 +38,7 @@ import io
 import logging
 import operator
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -247,14 +248,12 @@ def read_steps(run_dir: Path) -> tuple[pd.DataFrame, list[str]]:
     return steps, warnings
 
 
+@dataclass(slots=True)
 class _ParsedSegment:
     """One segment parsed: its table (None when skipped) and what was said about it."""
 
-    __slots__ = ("table", "warnings")
-
-    def __init__(self, table: pa.Table | None, warnings: list[str]) -> None:
-        self.table = table
-        self.warnings = warnings
+    table: pa.Table | None
+    warnings: list[str]
 
     @classmethod
     def read(cls, path: Path) -> _ParsedSegment:
