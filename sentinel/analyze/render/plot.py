@@ -325,8 +325,11 @@ def _write_peaks(ax, notes: list[tuple[float, float, str, str]], x_span: int) ->
     for group in groups:
         top = max(y for _, y, _, _ in group)
         for row, (x, _, text, color) in enumerate(sorted(group, key=lambda n: -n[1])):
+            # On a white ground: a rollback's dashed line at the same step would cross the digits.
             ax.annotate(text, (x, top), xytext=(0, 6 + 10 * row), textcoords="offset points", ha="center",
-                        va="bottom", fontsize=8, color=color, fontweight="bold", zorder=6)
+                        va="bottom", fontsize=8, color=color, fontweight="bold", zorder=6,
+                        bbox={"boxstyle": "square,pad=0.05", "facecolor": "white", "edgecolor": "none",
+                              "alpha": 0.85})
 
 
 def _peak_text(value: float) -> str:
