@@ -27,12 +27,6 @@ from sentinel.analyze.loaders.textscan import scan
 NAME = MEGATRON.name
 DESCRIPTION = MEGATRON.description
 
-NAN_ITERATIONS = metrics.NAN_ITERATIONS
-VAL_LOSS = metrics.VAL_LOSS
-VAL_PPL = "val_ppl"
-ITER_TIME_MS = "iter_time_ms"
-
-
 def sniff(path: str | Path) -> bool:
     """True when the file holds Megatron-style iteration lines.
 

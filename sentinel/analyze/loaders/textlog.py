@@ -7,7 +7,6 @@ lines (saying whether the last one was finished) and per-step records into a ste
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -107,24 +106,6 @@ def run_name(path: str | Path) -> str:
     if stem.lower() in _GENERIC_STEMS and p.parent.name:
         return p.parent.name
     return stem
-
-
-def parse_number(text: str) -> float | None:
-    """Parse one logged number (``5.998E-05``, ``nan``, ``inf``); None when it is not one.
-
-    Example:
-        >>> parse_number("5.998E-05"), parse_number("abc")
-        (5.998e-05, None)
-    """
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
-def is_nonfinite(value: float) -> bool:
-    """True for NaN and +-Inf (a logged value, not a missing one)."""
-    return math.isnan(value) or math.isinf(value)
 
 
 def rows_to_steps(rows: Mapping[int, Mapping[str, float]]) -> pd.DataFrame:
