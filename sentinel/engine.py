@@ -374,14 +374,11 @@ class Sentinel:
                     tensors.append(t)
         if self.attention.armed:
             self._attn_values = self.attention.stop()
-        if self._attn_values:
-            self._attn_recorded = True
-            for key, t in self._attn_values.items():
-                keys.append(key)
-                tensors.append(t.detach())
-            self._attn_values = {}
-        else:
-            self._attn_recorded = False
+        self._attn_recorded = bool(self._attn_values)
+        for key, t in self._attn_values.items():
+            keys.append(key)
+            tensors.append(t.detach())
+        self._attn_values = {}
         values = _to_host(keys, tensors)  # note: the one CPU-GPU sync point of the step
         local_loss = values.get(metrics.LOSS, math.nan)
         overflow = values.get(metrics.AMP_OVERFLOW, 0.0) > 0
@@ -770,16 +767,13 @@ class Sentinel:
         # per-module grad norms only where measure() read them
         record: dict[str, Any] = {metrics.STEP: self.step, metrics.EPOCH: self._epoch,
                                   metrics.BATCH_IDX: self._batch_idx, **values}
-        spiked = signals is not None and (signals.loss_spike or signals.grad_norm_spike)
-        if (spiked or signals is not None and signals.nonfinite) and self._grad_per_tensor is not None:
-            # a flagged step gets its per-module picture
+        flagged = signals is not None and (signals.loss_spike or signals.grad_norm_spike or signals.nonfinite)
+        if flagged and self._grad_per_tensor is not None:  # a spike gets its per-module picture
             norms = self.grad_norms.norms(self._grad_per_tensor).cpu().tolist()  # a host read, flagged steps only
             record.update(zip(self.grad_norms.keys()[1:], norms[1:]))
         lrs = self.lr_cooldown.take_used() or [float(g["lr"]) for g in self._param_groups()]
-        if lrs:
-            record[metrics.LR] = lrs[0]
-            for i in range(1, len(lrs)):
-                record[f"{metrics.LR}/pg{i}"] = lrs[i]
+        for i, lr in enumerate(lrs):
+            record[metrics.LR if i == 0 else f"{metrics.LR}/pg{i}"] = lr
         if now > self._t_last:
             record[metrics.SAMPLES_PER_SEC] = self._samples / (now - self._t_last)
         self._t_last, self._samples = now, 0
@@ -790,7 +784,7 @@ class Sentinel:
         if not self._started:  # lets the analyzer tell a resumed process's history from the earlier one
             self._started = True
             self._event(EventKind.START, resumed=self._resumed)
-        if spiked or signals is not None and signals.divergence:
+        if signals is not None:
             self._detection_events(values, signals)
         if self._attn_recorded:
             self._watch_entropy(values)

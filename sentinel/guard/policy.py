@@ -136,20 +136,6 @@ def bad_step_reason(signals: StepSignals, config: GuardConfig) -> Reason | None:
     return None
 
 
-# The last healthy step's decision (see _healthy).
-_LAST_HEALTHY: Decision | None = None
-
-
-def _healthy(state: GuardState) -> Decision:
-    """``Decision(Action.APPLY, None, state)``; the same (frozen) instance while the state is the
-    same object, as it is from one healthy step to the next: nothing to build at every step."""
-    global _LAST_HEALTHY
-    last = _LAST_HEALTHY
-    if last is None or last.state is not state:
-        last = _LAST_HEALTHY = Decision(Action.APPLY, None, state)
-    return last
-
-
 # Reasons that say the state is already bad: no single update is to blame, skipping cures nothing.
 _PERSISTENT = frozenset({Reason.LOSS_SCALE_COLLAPSE, Reason.OVERFLOW_STREAK, Reason.DIVERGENCE})
 
@@ -179,7 +165,7 @@ def decide(signals: StepSignals, state: GuardState, config: GuardConfig,
     """
     reason = bad_step_reason(signals, config)
     if reason is None and not (state.outlier_streak or state.nonfinite_streak or state.grad_streak):
-        return _healthy(state)  # the healthy step: nothing to count, no copy
+        return Decision(Action.APPLY, None, state)  # the healthy step: nothing to count, no copy
     nonfinite_streak = state.nonfinite_streak + 1 if reason is Reason.NONFINITE else 0
     grad_only = reason is Reason.GRAD_NORM_SPIKE and not config.on_grad_norm_spike
     counts = reason in (Reason.NONFINITE, Reason.LOSS_SPIKE) or \

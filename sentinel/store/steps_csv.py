@@ -115,16 +115,12 @@ class StepSegmentWriter:
         pos = self._pos
         for k, v in record.items():
             if k != STEP:
-                kind = type(v)
-                fields[pos[k]] = repr(v) if kind is float else str(v) if kind is int else _format_value(k, v)
+                fields[pos[k]] = repr(v) if type(v) is float else _format_value(k, v)
         line = f"{step},{','.join(fields)}\n"
         if self._header is not None:
             # A fresh segment's header goes out in the same syscall as its first record.
             line, self._header = self._header + line, None
-        data = line.encode()
-        written = os.write(self._fd, data)
-        if written != len(data):  # a regular file takes a short write only when the disk is full
-            _write_all(self._fd, data[written:])
+        _write_all(self._fd, line.encode())
 
     def sync(self) -> None:
         """fsync the open segment (durability across a machine crash, not only a process kill)."""

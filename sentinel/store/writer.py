@@ -92,15 +92,7 @@ class RunWriter:
         Example:
             >>> w.write_step({"step": 7, "loss": float("nan"), "grad_norm/total": 3.2})  # doctest: +SKIP
         """
-        if self.stopped is not None:
-            self.lost += 1
-            return
-        try:  # _append written out: this runs at every step
-            self._steps.write(record)
-        except OSError as ex:
-            self._stop(self._steps.path or self.path, ex)
-            return
-        if self._tb is not None:
+        if self._append(self._steps, record) and self._tb is not None:
             self._tb.put(record)
 
     def write_event(self, event: Mapping[str, Any]) -> None:
