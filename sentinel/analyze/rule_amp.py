@@ -31,12 +31,9 @@ def loss_scale_incidents(scale: pd.Series, config: AnalyzeConfig) -> list[Incide
     raw = scale.to_numpy(dtype="float64")
     keep = np.isfinite(raw) & (raw > 0)
     values = raw if keep.all() else raw[keep]
-    if not len(values):
-        return []
-    if _never_fell(values, config):
+    if not len(values) or _never_fell(values, config):
         return []
     scale = scale[keep]
-    values = scale.to_numpy(dtype="float64")
     held = np.flatnonzero(values[1:] >= values[:-1])
     settled = np.zeros(len(scale), dtype=bool)
     settled[(held[0] if held.size else len(scale) - 1):] = True
