@@ -134,16 +134,17 @@ def _frame(columns: dict[str, tuple[np.ndarray, np.ndarray]]) -> pd.DataFrame:
     if not columns:
         return pd.DataFrame(index=pd.Index([], dtype="int64", name=metrics.STEP), dtype="float64")
     index = max((steps for steps, _ in columns.values()), key=len)  # usually a tag logged at every step
-    # Tags read from the same events share one steps array: its rows in the index are found once.
-    rows: dict[tuple, np.ndarray | slice | None] = {}
+    # Tags read from the same events share one steps array (the reader returns one object for
+    # them): its rows in the index are found once. ``columns`` keeps the arrays alive, so ids hold.
+    rows: dict[int, np.ndarray | slice | None] = {}
     for steps, _ in columns.values():
-        if _same(steps) not in rows:
-            rows[_same(steps)] = _rows_in(steps, index)
+        if id(steps) not in rows:
+            rows[id(steps)] = _rows_in(steps, index)
     if any(at is None for at in rows.values()):
         index = np.concatenate([steps for steps, _ in columns.values()])
         index.sort()
         index = index[np.r_[True, index[1:] != index[:-1]]]
-        rows = {_same(steps): np.searchsorted(index, steps) for steps, _ in columns.values()}
+        rows = {id(steps): np.searchsorted(index, steps) for steps, _ in columns.values()}
     out = {}
     for key, (steps, values) in columns.items():
         if len(steps) == len(index):
@@ -152,14 +153,9 @@ def _frame(columns: dict[str, tuple[np.ndarray, np.ndarray]]) -> pd.DataFrame:
         # A column of its own (not rows of one block): the memory the reader freed is reused,
         # where one large block would be fresh pages, each a page fault.
         column = np.full(len(index), np.nan)
-        column[rows[_same(steps)]] = values
+        column[rows[id(steps)]] = values
         out[key] = column
     return pd.DataFrame(out, index=pd.Index(index, name=metrics.STEP), copy=False)
-
-
-def _same(steps: np.ndarray) -> tuple:
-    """Equal for arrays over the same memory (views of one array hold the same steps)."""
-    return (steps.__array_interface__["data"][0], steps.shape, steps.strides, steps.dtype.str)
 
 
 def _rows_in(steps: np.ndarray, index: np.ndarray) -> np.ndarray | slice | None:
