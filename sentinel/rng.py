@@ -81,27 +81,13 @@ _MT_WORDS = 624
 _MT_BYTES = 4 * _MT_WORDS + 4  # the words and the position
 
 
-def _raw_view(address: int, views: dict[int, Any]) -> bytes:
-    """The ``_MT_BYTES`` at ``address``, read through a ctypes array kept per address (its
-    ``.raw`` copies them in ~0.2 us; ``ctypes.string_at`` costs a foreign call, ~0.6 us)."""
-    view = views.get(address)
-    if view is None:
-        views.clear()  # one address at a time: another generator object replaced the first
-        view = views[address] = (ctypes.c_char * _MT_BYTES).from_address(address)
-    return view.raw
-
-
-_numpy_views: dict[int, Any] = {}
-_python_views: dict[int, Any] = {}
-
-
 def _numpy_raw() -> bytes | None:
     # The legacy global MT19937's state struct, at its public ctypes address: uint32 key[624]; int pos.
     try:
         address = np.random.mtrand._rand._bit_generator.ctypes.state_address
     except AttributeError:  # not the legacy MT19937 global state
         return None
-    return _raw_view(address, _numpy_views)
+    return ctypes.string_at(address, _MT_BYTES)
 
 
 def _numpy_same(raw: bytes, state: Any) -> bool:
@@ -120,7 +106,7 @@ def _python_raw() -> bytes | None:
     inst = random._inst
     if not _PY_RAW_OK or not isinstance(inst, _random.Random):
         return None
-    return _raw_view(id(inst) + _PY_HEAD, _python_views)  # int index, then the words
+    return ctypes.string_at(id(inst) + _PY_HEAD, _MT_BYTES)  # int index, then the words
 
 
 def _python_same(raw: bytes, state: Any) -> bool:
