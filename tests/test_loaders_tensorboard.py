@@ -165,6 +165,44 @@ def test_records_read_in_many_chunks_are_the_records(tmp_path, kind, chunk, monk
         assert assert_same(tmp_path / f"last{short}.tfevents", data + last * 20) == []
 
 
+@pytest.mark.parametrize("segment", [100, 4 << 10, 64 << 10])
+@pytest.mark.parametrize("kind", FILES)
+def test_a_file_read_a_segment_at_a_time_is_read_whole(tmp_path, kind, segment, monkeypatch):
+    """The file read into a buffer a segment at a time (a large file is read in bounded memory):
+    records cut by a segment's end, records longer than the segment (the 300-scalar events of
+    the mixed file are ~6 KB), layouts met in one segment and used in the next, and damage of
+    every kind anywhere, with the offsets the warnings give counted from the file's start."""
+    from sentinel.analyze.loaders import tfrecord
+
+    monkeypatch.setattr(tfrecord, "_SEGMENT_BYTES", segment)
+    buffers = []
+    fill = tfrecord._fill
+    monkeypatch.setattr(tfrecord, "_fill", lambda f, buffer, filled: (buffers.append(len(buffer)), fill(f, buffer, filled))[1])
+    data = FILES[kind]()
+    at = starts(data)
+    longest = max(b - a for a, b in zip(at, [*at[1:], len(data)]))
+    assert assert_same(tmp_path / "whole.tfevents", data) == []
+    flipped = bytearray(data)
+    for pos in at[50:400:7]:
+        flipped[pos + 12 + 20] ^= 0x04
+    (warning,) = assert_same(tmp_path / "flipped.tfevents", bytes(flipped))
+    assert f"dropped 50 record(s) whose checksum does not match (damaged on disk; first at byte {at[50]})" in warning
+    for where in (5, 1500, -1200, -3):
+        length_off = bytearray(data)
+        length_off[at[where] + 1] ^= 0x01
+        (warning,) = assert_same(tmp_path / "length.tfevents", bytes(length_off))
+        assert f"truncated or damaged record at byte {at[where]} of {len(data)}" in warning
+    huge = bytearray(data)  # a length beyond any record, past the segment's end
+    huge[at[1000]:at[1000] + 8] = struct.pack("<Q", 1 << 40)
+    (warning,) = assert_same(tmp_path / "huge.tfevents", bytes(huge))
+    assert f"truncated or damaged record at byte {at[1000]} of {len(data)}" in warning
+    for cut in (1, 11, 30):
+        (warning,) = assert_same(tmp_path / "cut.tfevents", data[:-cut])
+        assert f"record at byte {at[-1]} of {len(data) - cut}" in warning
+    # Damage is not read past: the buffer grew only for records that are longer than a segment.
+    assert max(buffers) < max(2 * longest, segment) + 16
+
+
 @pytest.mark.parametrize("kind", FILES)
 def test_the_same_flip_in_many_records_drops_each_of_them(tmp_path, kind):
     data = bytearray(FILES[kind]())
