@@ -285,24 +285,38 @@ def test_a_flip_in_a_number_or_a_checksum_drops_the_record(tmp_path, kind, where
     assert f"dropped {len(damaged)} record(s) whose checksum does not match" in warning
 
 
-def test_the_checksum_of_a_layout_is_crc32c(tmp_path):
+def test_one_pass_over_many_payloads_finds_any_damaged_one():
+    """The payload checksums of a layout's records are checked in one CRC32C pass over rows of
+    pad bytes, payload and tail: it holds for intact payloads, and fails for any damaged one
+    (a bit of a payload, of a stored checksum, or the same flip in two records)."""
     import google_crc32c
 
-    from sentinel.analyze.loaders.tfrecord import _crc_terms
+    from sentinel.analyze.loaders.tfrecord import _checksums_hold
 
     rng = np.random.default_rng(1)
-    for length in (1, 2, 9, 64, 301):
-        template = rng.integers(0, 256, length, dtype=np.uint8)
-        varying = np.flatnonzero(rng.random(length) < 0.3)
-        terms = _crc_terms(template, varying)
-        base = google_crc32c.value(template.tobytes())
-        for _ in range(20):
-            payload = template.copy()
-            payload[varying] = rng.integers(0, 256, len(varying), dtype=np.uint8)
-            crc = base
-            for term, p in zip(terms, varying):
-                crc ^= int(term[payload[p]])
-            assert crc == google_crc32c.value(payload.tobytes())
+    for length in (1, 4, 9, 60, 301):
+        width = -(-(length + 4) // 8) * 8
+        pad = width - length - 4
+        payloads = rng.integers(0, 256, (50, length), dtype=np.uint8)
+        stored = np.array([google_crc32c.value(p.tobytes()) for p in payloads], dtype=np.uint32)
+        tails = stored ^ np.uint32(google_crc32c.value(bytes(length)))
+
+        def rows(payloads=payloads):
+            out = rng.integers(0, 256, (50, width), dtype=np.uint8)  # pad and tail: anything
+            out[:, pad:pad + length] = payloads
+            return out
+
+        assert _checksums_hold(rows(), pad, tails)
+        for record, byte, bit in [(0, 0, 0), (49, length - 1, 7), (25, length // 2, 3)]:
+            damaged = payloads.copy()
+            damaged[record, byte] ^= 1 << bit
+            assert not _checksums_hold(rows(damaged), pad, tails)
+            wrong_tail = tails.copy()
+            wrong_tail[record] ^= 1 << (byte % 32)
+            assert not _checksums_hold(rows(), pad, wrong_tail)
+        twice = payloads.copy()
+        twice[[3, 40], length // 3] ^= 0x10  # the same flip in two records
+        assert not _checksums_hold(rows(twice), pad, tails)
 
 
 def test_tags_twice_in_an_event_and_tags_of_several_layouts_keep_file_order(tmp_path):
