@@ -86,6 +86,36 @@ def test_tensorboard_loss_col_picks_the_tag(tmp_path):
         tensorboard.load(tmp_path / "r", LoadOptions(loss_col="nope"))
 
 
+def test_summary_writer_add_scalars_runs_are_read_and_the_empty_parent_named(tmp_path):
+    """``SummaryWriter.add_scalars`` writes one run per key below the writer's own directory,
+    whose event file then holds a header only: that one says it has no scalars, not which
+    loss tag to pass."""
+    from click.testing import CliRunner
+    from torch.utils.tensorboard import SummaryWriter
+
+    from sentinel.cli.main import main
+
+    writer = SummaryWriter(tmp_path / "exp")
+    for step in range(200):
+        writer.add_scalars("losses", {"train": 3.0 - step / 100, "val": 3.1 - step / 100}, step)
+    writer.close()
+    result = CliRunner().invoke(main, ["analyze", str(tmp_path / "exp"), "--format", "json"])
+    assert result.exit_code == 1
+    assert "its event files hold no scalars" in result.output
+    assert result.output.count("pass --loss-col") == 1  # the two runs with a 'losses' tag, said once
+    assert "no loss tag among losses" in result.output
+    result = CliRunner().invoke(main, ["analyze", str(tmp_path / "exp"), "--loss-col", "losses",
+                                       "--format", "json"])
+    assert result.exit_code == 0, result.output
+    import json
+
+    report = json.loads(result.output)
+    assert [r["name"] for r in report["runs"]] == ["losses_train", "losses_val"]
+    assert report["runs"][0]["final_loss"] == pytest.approx(1.01, abs=1e-6)
+    assert report["problems"] == [f"{tmp_path / 'exp'}: no steps (its event files hold no scalars: a header, "
+                                  "histograms, images or text only)"]
+
+
 @pytest.fixture(scope="module")
 def lightning_csv_dir(tmp_path_factory) -> Path:
     """A real Lightning Trainer run (a few steps, CSVLogger, validation every epoch)."""

@@ -97,6 +97,11 @@ def analyze(*paths: str | Path, step_col: str | None = None, loss_col: str | Non
     if all(r.final_loss is None and not r.incidents for r in reports):
         reasons = "; ".join(dict.fromkeys([w for r in reports for w in r.warnings] + problems)) or "no loss values"
         raise AnalyzeError(f"nothing to analyse: {reasons}")
+    # A run without a single step (an event file of histograms, a header) has nothing to judge:
+    # a problem named with its path, not a run in the report.
+    empty = [r for r in reports if r.steps == 0 and not r.incidents]
+    problems += [f"{r.path}: no steps ({'; '.join(r.warnings) or 'nothing logged'})" for r in empty]
+    reports = [r for r in reports if not (r.steps == 0 and not r.incidents)]
     return AnalysisReport(reports, problems=problems, skipped=skipped)
 
 
@@ -119,7 +124,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         incidents += nonfinite_incidents(run)
     spans: list[dict] = []
     if not has(metrics.LOSS):
-        if not any("no loss" in w for w in warnings):
+        if not any("no loss" in w or "no scalars" in w for w in warnings):
             warnings.append("no loss series: pass --loss-col NAME")
     elif len(loss) < 2:
         warnings.append(f"only {len(loss)} finite loss value(s): too little history to judge spikes "

@@ -103,6 +103,11 @@ def _load_files(name: str, where: Path, files: list[Path], options: LoadOptions)
     for file in files:  # file names sort by creation time: later files overwrite earlier steps
         for tag, pair in read_scalars(file, warnings).items():
             by_tag[tag].append(pair)
+    if not by_tag:  # a header only, or histograms, images and text: say so, not "pass --loss-col"
+        return RunData(name=name, path=str(where), source=NAME, steps=_frame({}),
+                       meta={"tags": {}, "files": [f.name for f in files]},
+                       warnings=[*warnings, "its event files hold no scalars: a header, histograms, "
+                                            "images or text only"])
     keys = _keys(list(by_tag), options)
     columns = {}
     for tag, key in keys.items():
@@ -112,8 +117,7 @@ def _load_files(name: str, where: Path, files: list[Path], options: LoadOptions)
         columns[key] = _last_per_step(steps, values)
     frame = _frame(columns)
     if metrics.LOSS not in frame.columns:
-        warnings.append(f"no loss tag among {', '.join(sorted(by_tag)) or 'no scalars'}: "
-                        "pass --loss-col TAG")
+        warnings.append(f"no loss tag among {', '.join(sorted(by_tag))}: pass --loss-col TAG")
     return RunData(name=name, path=str(where), source=NAME, steps=frame,
                    meta={"tags": dict(keys), "files": [f.name for f in files]}, warnings=warnings)
 
