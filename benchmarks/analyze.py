@@ -20,6 +20,7 @@ Usage:
     python benchmarks/analyze.py --ref d7e162e   # and the analyzer of that revision beside it
     python benchmarks/analyze.py --skip-tb       # sentinel analyze of the run dir only
     python benchmarks/analyze.py --steps 100000  # quicker
+    python benchmarks/analyze.py --compiled      # sentinel's bytecode compiled first, as installed
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+REPO = Path(__file__).resolve().parents[1]
 MODULES = [f"blocks.{i}" for i in range(12)]
 SPARSE_EVERY = 50
 
@@ -225,6 +227,9 @@ def main() -> None:
                         help="no TensorBoard files, no TensorBoard reads (no baseline, no ratio)")
     parser.add_argument("--no-baseline", action="store_true", help="skip the (slow) EventAccumulator read")
     parser.add_argument("--ref", default=None, help="also measure the analyzer of this git revision")
+    parser.add_argument("--compiled", action="store_true",
+                        help="compile sentinel's modules to bytecode first (both trees), as a pip install "
+                             "does; without it a run under PYTHONDONTWRITEBYTECODE compiles them every time")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child and args.child[0] == "fixtures":
@@ -253,6 +258,14 @@ def main() -> None:
 
         tree = export(args.ref, Path(tempfile.mkdtemp(prefix="sentinel-ref-")))
         variants[args.ref] = dict(os.environ, PYTHONPATH=str(tree))
+    if args.compiled:
+        import compileall
+
+        trees = [REPO] + ([Path(variants[args.ref]["PYTHONPATH"])] if args.ref else [])
+        for tree in trees:
+            for part in ("sentinel", "cli", "callbacks"):
+                if (tree / part).is_dir():
+                    compileall.compile_dir(tree / part, quiet=1)
     paths = {"run dir": run_dir} if args.skip_tb else {"run dir": run_dir, "event files": tb_dir}
     cli: dict[tuple[str, str], list] = {(p, v): [] for p in paths for v in variants}
     runs = [(where, name) for where in paths for name in variants]
