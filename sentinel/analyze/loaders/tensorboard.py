@@ -5,8 +5,8 @@ The records are read by :mod:`sentinel.analyze.loaders.tfrecord`: framing, both 
 the scalar events decoded in bulk with numpy, TensorBoard's ``Event`` protobuf only for records
 of another shape. A record whose payload CRC fails is dropped and counted in one warning per
 file; a length whose CRC fails cannot be trusted to find the next record, so reading stops
-there with a warning. Measured on 1,000,000 events of 4-28 scalars (108 MB, 2-core CPU; see
-``benchmarks/analyze.py``): this reader ~1 s, the record-by-record protobuf reader it replaced
+there with a warning. Measured on 1,000,000 events of 4-28 scalars (113 MB, 2-core CPU; see
+``benchmarks/analyze.py``): this reader 0.23-0.33 s, the record-by-record protobuf reader it replaced
 6.6-9.4 s, ``EventAccumulator`` ~40 s.
 """
 
