@@ -105,9 +105,9 @@ _AHEAD = ParseAhead(_read_ahead_one)
 
 def _read_scalars(file: Path, warnings: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     # The file is read a segment at a time into one buffer (a record cut by a segment's end is
-    # carried to the next): memory stays bounded by the segment whatever the file's size, and the
-    # buffer's pages are touched once, not once per megabyte of the file (a page touched for the
-    # first time was ~30% of the reading time of a 113 MB file).
+    # carried to the next): the bytes held stay bounded by the segment whatever the file's size,
+    # and the buffer's pages are touched once, not once per megabyte of the file (a page touched
+    # for the first time was ~30% of the reading time of a 113 MB file).
     state = _Reading()
     with open(file, "rb") as f:
         size = os.fstat(f.fileno()).st_size
