@@ -149,6 +149,7 @@ class _Reading:
         self.dropped = 0  # records whose payload checksum fails
         self.first_dropped: int | None = None  # the first one's offset
         self.stop: tuple[str, int] | None = None  # why and where reading stopped
+        self.predict = 256  # records of the first round of predicted records (see _predict)
 
 
 def _fill(f, buffer: bytearray, filled: int) -> tuple[int, bool]:
@@ -167,7 +168,7 @@ def _read_segment(data: memoryview, base: int, eof: bool, state: _Reading) -> in
     """Read the whole records at the start of ``data`` (the file from offset ``base``) into
     ``state``; the bytes consumed (a record cut by the end of ``data`` is read with the next
     segment, unless the file ends there)."""
-    starts, lengths, stop = _frame(data)
+    starts, lengths, stop, state.predict = _frame(data, state.predict)
     buf = np.frombuffer(data, dtype=np.uint8)
     consumed = len(data)
     if stop is not None and not eof:
@@ -323,8 +324,9 @@ def _placed(parts: list[np.ndarray], places: list[np.ndarray] | None) -> np.ndar
     return column
 
 
-def _frame(data: bytes) -> tuple[np.ndarray, np.ndarray, tuple[str, int] | None]:
-    """Record starts and payload lengths, following the lengths.
+def _frame(data: bytes, first: int = 256) -> tuple[np.ndarray, np.ndarray, tuple[str, int] | None, int]:
+    """Record starts and payload lengths, following the lengths; and the most records predicted
+    in one round that held (``first``, the first round's size, when none did).
 
     A record's length says where the next one starts, so this is one pass in Python; but the
     lengths of a scalar file repeat with a short period (the same events step after step), so
@@ -338,6 +340,7 @@ def _frame(data: bytes) -> tuple[np.ndarray, np.ndarray, tuple[str, int] | None]
     unpack = _LENGTH.unpack_from
     pos, stop = 0, None
     wait = next_try = _PERIOD_SEEN
+    held = first
     while pos < size:
         if pos + 12 > size:
             stop = ("truncated", pos)
@@ -353,9 +356,10 @@ def _frame(data: bytes) -> tuple[np.ndarray, np.ndarray, tuple[str, int] | None]
         next_try -= 1
         if next_try == 0:
             recent = (recent + lengths[-2 * _MAX_PERIOD:])[-2 * _MAX_PERIOD:]
-            ahead = _predict(data, pos, recent)
+            ahead = _predict(data, pos, recent, first)
             if ahead is not None:
                 chunks.append((np.array(starts, dtype=np.int64), np.array(lengths, dtype=np.int64)))
+                ahead, held = ahead[:2], max(held, ahead[2])
                 chunks.append(ahead)
                 starts, lengths = [], []
                 recent = ahead[1][-2 * _MAX_PERIOD:].tolist()
@@ -366,7 +370,7 @@ def _frame(data: bytes) -> tuple[np.ndarray, np.ndarray, tuple[str, int] | None]
                 wait = min(2 * wait, 1 << 16)  # no period, or a short one: look again later
             next_try = wait
     chunks.append((np.array(starts, dtype=np.int64), np.array(lengths, dtype=np.int64)))
-    return np.concatenate([c[0] for c in chunks]), np.concatenate([c[1] for c in chunks]), stop
+    return np.concatenate([c[0] for c in chunks]), np.concatenate([c[1] for c in chunks]), stop, held
 
 
 # Records read one by one before a period is looked for; the longest period tried; the most
@@ -376,13 +380,16 @@ _MAX_PERIOD = 64
 _PREDICT = 1 << 18
 
 
-def _predict(data: bytes, pos: int, lengths: list[int]) -> tuple[np.ndarray, np.ndarray] | None:
+def _predict(data: bytes, pos: int, lengths: list[int], first: int = 256
+             ) -> tuple[np.ndarray, np.ndarray, int] | None:
     """The records from ``pos`` on that continue the period of the last lengths: their starts and
-    lengths, each one checked (its length is where the period puts it), or None.
+    lengths, each one checked (its length is where the period puts it), and the most records of a
+    round that held; or None.
 
     The period must explain the last ``2 * _MAX_PERIOD`` lengths; predictions are made in rounds
-    that double while they hold (up to ``_PREDICT`` records), so a period that breaks soon costs
-    little and one that holds to the end of the file takes a few dozen rounds, not one per chunk.
+    of about ``first`` records, then rounds that double while they hold (up to ``_PREDICT``
+    records), so a period that breaks soon costs little and one that holds to the end of the file
+    takes a few rounds, not one per chunk. (The next segment starts where this one got.)
     """
     tail = lengths[-2 * _MAX_PERIOD:]
     if len(tail) < 2 * _MAX_PERIOD:
@@ -397,7 +404,8 @@ def _predict(data: bytes, pos: int, lengths: list[int]) -> tuple[np.ndarray, np.
     span = int(pattern.sum()) + 16 * period
     size = len(data)
     found_at, found_length = [], []
-    cycles = max(1, 256 // period)
+    cycles = max(1, min(first, _PREDICT) // period)
+    held = 0
     while True:
         cycles = min(cycles, (size - pos) // span + 1)
         at = (pos + span * np.arange(cycles)[:, None] + inner[None, :]).ravel()
@@ -410,10 +418,11 @@ def _predict(data: bytes, pos: int, lengths: list[int]) -> tuple[np.ndarray, np.
         found_length.append(expect[:good])
         if good < len(at):
             break
+        held = max(held, len(at))
         pos += cycles * span
         cycles = min(2 * cycles, max(1, _PREDICT // period))
     at, expect = np.concatenate(found_at), np.concatenate(found_length)
-    return (at, expect) if len(at) else None
+    return (at, expect, held) if len(at) else None
 
 
 def _words(data, at: np.ndarray, dtype: str) -> np.ndarray:
