@@ -9,20 +9,22 @@ order. The file is read 8 MB at a time into one buffer (its bytes are never all 
 in each segment, after a pass that follows the record lengths (in Python until they show a
 period, then predicted and checked in bulk):
 
-1. the length checksums are compared per distinct length (a length has one checksum);
-2. records are grouped by length, each group matched against the layouts met so far and then
-   against the layout of its first record (the bytes that are not a number must be equal), and
-   the steps (varints) and values (float32) of the whole group are read as numpy columns;
+1. records are grouped by length, each group matched against the layouts met so far and then
+   against the layout of its first record (the length's checksum, one per length, and the
+   payload bytes that are not a number must be equal), and the steps (varints) and values
+   (float32) of the whole group are read as numpy columns;
+2. the records no layout covers have their length checksums compared (per distinct length);
 3. the payload checksums of a layout's records are checked in one CRC32C pass over their rows
    (CRC32C without its initial and final values is linear: see :func:`_checksums_hold`), ~0.01
    us a record instead of a C call each, ~0.25 us; a pass that fails has a damaged record in it,
    and its records are then checked one by one.
 
 Records that match no layout (the file-version header, TF2 tensor summaries, histograms, a
-layout seen only a few times) have their checksums computed one by one (a C call each) and are
-parsed one by one with TensorBoard's ``Event`` protobuf, as before. Damage is handled as a record-by-record reader would: reading stops at a truncated
-record, a length that fails its checksum, or a payload that does not parse; a payload that
-fails its checksum is dropped and counted.
+layout seen only a few times) have their payload checksums computed one by one (a C call each)
+and are parsed one by one with TensorBoard's ``Event`` protobuf. Damage is handled as a
+record-by-record reader would: reading stops at a truncated record, a length that fails its
+checksum, or a payload that does not parse; a payload that fails its checksum is dropped and
+counted.
 
 Example:
     >>> scalars = read_scalars(Path("events.out.tfevents.1"), [])  # doctest: +SKIP
@@ -45,7 +47,7 @@ from sentinel.parse_ahead import ParseAhead
 from sentinel.tfrecord_crc import MASK_DELTA, masked_crc32c
 
 _LENGTH = struct.Struct("<Q")
-_LENGTH_CRC = struct.Struct("<I")
+_CRC = struct.Struct("<I")
 _MAX_RECORD = 64 << 20  # no scalar event comes near this; a larger length is a damaged header
 _DT_FLOAT, _DT_DOUBLE = 1, 2
 # A group of records of one layout smaller than this is parsed record by record.
@@ -176,29 +178,15 @@ def _read_segment(data: memoryview, base: int, eof: bool, state: _Reading) -> in
         # checksum, is damage wherever the segment ends.
         what, pos = stop
         length = _LENGTH.unpack_from(data, pos)[0] if pos + 8 <= len(data) else 0
-        damaged = length > _MAX_RECORD or (pos + 12 <= len(data) and _LENGTH_CRC.unpack_from(data, pos + 8)[0]
+        damaged = length > _MAX_RECORD or (pos + 12 <= len(data) and _CRC.unpack_from(data, pos + 8)[0]
                                            != masked_crc32c(_LENGTH.pack(length)))
         if not damaged:
             stop, consumed = None, pos
-    # 1. Length checksums: one value per distinct length.
+    # 1. Layouts (those of earlier segments first): records whose length checksum and fixed
+    # bytes are the layout's, with their payload checksums.
     groups = _groups(lengths)
-    if len(starts):
-        stored = _words(buf, starts + 8, "<u4")
-        expected = np.zeros(len(starts), dtype=np.uint32)
-        for length, rows in groups:
-            expected[rows] = masked_crc32c(_LENGTH.pack(length))
-        wrong = np.flatnonzero(stored != expected)
-        if len(wrong):
-            first = int(wrong[0])
-            stop = ("truncated or damaged", int(starts[first]))
-            starts, lengths = starts[:first], lengths[:first]
-            groups = [(length, rows[:np.searchsorted(rows, first)]) for length, rows in groups]
-            groups = [(length, rows) for length, rows in groups if len(rows)]
-    # 2. Layouts: the records of each (those of earlier segments first), with their payload
-    # checksums; then the checksums of the records no layout covers, and those records one by one.
-    stored = _unmask(_words(buf, starts + 12 + lengths, "<u4")) if len(starts) else np.zeros(0, np.uint32)
     bad = np.zeros(len(starts), dtype=bool)
-    unchecked = np.ones(len(starts), dtype=bool)  # payload checksum not computed yet
+    unchecked = np.ones(len(starts), dtype=bool)  # checksums not checked yet
     number = state.records  # the file's record number of this segment's first record
     columns = state.columns
     for length, rows in groups:
@@ -206,22 +194,35 @@ def _read_segment(data: memoryview, base: int, eof: bool, state: _Reading) -> in
         for layout in known:  # found in earlier segments
             if not len(rows):
                 break
-            rows = _apply_layout(layout, rows, buf, starts, length, stored, bad, unchecked, number, columns)
+            rows = _apply_layout(layout, rows, buf, starts, length, bad, unchecked, number, columns)
         for _ in range(_MAX_LAYOUTS - len(known)):
             if len(rows) < _MIN_GROUP:
                 break
-            first = int(starts[rows[0]]) + 12
-            payload = bytes(data[first:first + length])
-            layout = _layout(payload) if google_crc32c.value(payload) == stored[rows[0]] else None
+            first = int(starts[rows[0]])
+            payload = bytes(data[first + 12:first + 12 + length])
+            layout = _layout(payload) if _intact(data, first, length) else None
             if layout is None:  # damaged, or read by the protobuf: checked and read with the rest
                 rows = rows[1:]
                 continue
             known.append(layout)
-            rows = _apply_layout(layout, rows, buf, starts, length, stored, bad, unchecked, number, columns)
-    rest = np.flatnonzero(unchecked)
-    bad[rest] = _bad_payloads(data, starts[rest], lengths[rest], stored[rest])
-    slow = unchecked & ~bad
+            rows = _apply_layout(layout, rows, buf, starts, length, bad, unchecked, number, columns)
+    # 2. The records no layout covers: their length checksums (reading stops at the first that
+    # fails: the lengths after it cannot be trusted), then their payload checksums, one by one.
     end = len(starts)
+    rest = np.flatnonzero(unchecked)
+    if len(rest):
+        expected = np.zeros(len(starts), dtype=np.uint32)
+        for length, rows in groups:
+            expected[rows] = masked_crc32c(_LENGTH.pack(length))
+        wrong = np.flatnonzero(_words(buf, starts[rest] + 8, "<u4") != expected[rest])
+        if len(wrong):
+            end = int(rest[wrong[0]])
+            stop = ("truncated or damaged", int(starts[end]))
+            rest = rest[:wrong[0]]
+        stored = _unmask(_words(buf, starts[rest] + 12 + lengths[rest], "<u4"))
+        bad[rest] = _bad_payloads(data, starts[rest], lengths[rest], stored)
+        unchecked[end:] = False  # after the stop: never read
+    slow = unchecked & ~bad
     for index in np.flatnonzero(slow).tolist():
         pos = int(starts[index])
         payload = bytes(data[pos + 12:pos + 12 + int(lengths[index])])
@@ -247,11 +248,11 @@ def _read_segment(data: memoryview, base: int, eof: bool, state: _Reading) -> in
 
 
 def _apply_layout(layout: _Layout, rows: np.ndarray, buf: np.ndarray, starts: np.ndarray, length: int,
-                  stored: np.ndarray, bad: np.ndarray, unchecked: np.ndarray, number: int,
-                  columns: dict[str, list]) -> np.ndarray:
+                  bad: np.ndarray, unchecked: np.ndarray, number: int, columns: dict[str, list]) -> np.ndarray:
     """Read the records among ``rows`` (of one payload length) that have ``layout`` into
-    ``columns``, marking their checksums computed (and ``bad`` where one fails); the rows left."""
-    matched, steps, values, ok = _read_layout(buf, starts[rows] + 12, length, layout, stored[rows])
+    ``columns``, marking their checksums checked (and ``bad`` where the payload's fails); the
+    rows left."""
+    matched, steps, values, ok = _read_layout(buf, starts[rows], length, layout)
     done = rows[matched]
     unchecked[done] = False
     if not ok.all():
@@ -453,6 +454,13 @@ def _unmask(masked: np.ndarray) -> np.ndarray:
     return ((rot << np.uint32(15)) | (rot >> np.uint32(17))).astype(np.uint32)
 
 
+def _intact(data: memoryview, start: int, length: int) -> bool:
+    """Whether the record at ``start`` (a payload of ``length`` bytes) has both its checksums."""
+    end = start + 12 + length
+    return (_CRC.unpack_from(data, start + 8)[0] == masked_crc32c(_LENGTH.pack(length))
+            and masked_crc32c(bytes(data[start + 12:end])) == _CRC.unpack_from(data, end)[0])
+
+
 def _rows(buf: np.ndarray, at: np.ndarray, length: int):
     """The ``length`` bytes at each offset of ``at``, as 2-D chunks of rows."""
     window = np.lib.stride_tricks.sliding_window_view(buf, length) if length else None
@@ -491,10 +499,10 @@ class _Layout:
 @dataclass(frozen=True)
 class _Plan:
     """What reading the records of one layout in bulk needs, made once per layout. A record is
-    read as a row of ``width`` bytes that ends with its payload's stored checksum; the payload
-    starts ``width - len(payload) - 4`` bytes into the row (the end of the record's header)."""
+    read as a row of ``width`` bytes: the end of its length, the length's checksum, the payload
+    and the payload's checksum, so that the row ends where the record does."""
 
-    width: int  # the payload and its checksum rounded up to whole 8-byte words
+    width: int  # the length's checksum, the payload and its checksum, in whole 8-byte words
     mask: np.ndarray  # uint64 words: the bits a record must share with the template
     want: np.ndarray  # uint64 words: those bits' values
     value_bytes: np.ndarray  # the four bytes of each value, in order
@@ -504,15 +512,18 @@ class _Plan:
 
 def _plan(layout: _Layout) -> _Plan:
     length = len(layout.template)
-    width = -(-(length + 4) // 8) * 8
-    pad = width - length - 4
-    # The bits a record must share with the template, compared as whole 8-byte words: every bit
-    # of the fixed bytes, and the continuation bits of the step's varint (set on each byte but
-    # its last).
+    width = -(-(length + 8) // 8) * 8
+    pad = width - length - 8
+    # The bits a record must share with the template, compared as whole 8-byte words: the
+    # length's checksum (the same for every record of that length), every bit of the fixed bytes,
+    # and the continuation bits of the step's varint (set on each byte but its last).
     mask = np.zeros(width, dtype=np.uint8)
-    mask[pad:pad + length][layout.fixed] = 0xFF
+    mask[pad:pad + 4] = 0xFF
+    mask[pad + 4:pad + 4 + length][layout.fixed] = 0xFF
     want = np.zeros(width, dtype=np.uint8)
-    want[pad:pad + length] = layout.template
+    want[pad:pad + 4] = np.frombuffer(_CRC.pack(masked_crc32c(_LENGTH.pack(length))), dtype=np.uint8)
+    want[pad + 4:pad + 4 + length] = layout.template
+    pad += 4  # the payload's offset in the row
     step_at = pad + layout.step_at
     if layout.step_bytes:
         mask[step_at:step_at + layout.step_bytes] = 0x80
@@ -586,20 +597,19 @@ def _varint(payload: bytes, i: int) -> tuple[int | None, int]:
     return None, i
 
 
-def _read_layout(buf: np.ndarray, at: np.ndarray, length: int, layout: _Layout, stored: np.ndarray
+def _read_layout(buf: np.ndarray, at: np.ndarray, length: int, layout: _Layout
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Which records (payloads at ``at``, unmasked payload checksums ``stored``) have ``layout``,
-    and of those: their steps, values and whether their payload checksum holds."""
+    """Which records (starting at ``at``, payloads of ``length`` bytes) have ``layout`` and the
+    length checksum of that length, and of those: their steps, values and whether their payload
+    checksum holds."""
     matched = np.zeros(len(at), dtype=bool)
     steps, values, holds = [], [], []
     plan = layout.plan
     width, pad = plan.width, plan.width - length - 4
-    # Each row ends with the record's stored checksum; it is replaced by what makes the row's
-    # CRC register zero when the payload is intact (see _checksums_hold).
-    tails = stored ^ np.uint32(google_crc32c.value(bytes(length)))
+    zeros_crc = np.uint32(google_crc32c.value(bytes(length)))
     # Few numpy calls per chunk: the reader runs on a thread beside the imports, and each call
     # that lets go of the GIL may wait for it to come back.
-    for lo, words in _rows(buf, at + (length + 4 - width), width):
+    for lo, words in _rows(buf, at + (length + 16 - width), width):
         differ = words.view(np.uint64) ^ plan.want
         differ &= plan.mask
         ok = ~differ.any(axis=1)
@@ -614,13 +624,16 @@ def _read_layout(buf: np.ndarray, at: np.ndarray, length: int, layout: _Layout, 
             steps.append(np.zeros(len(rows), dtype=np.int64))
         raw = np.ascontiguousarray(rows[:, plan.value_bytes])
         values.append(raw.view("<f4").reshape(len(rows), len(layout.value_at)).astype(np.float64))
-        if _checksums_hold(words, pad, tails[lo:lo + len(words)]):
+        # Each row ends with the record's stored checksum; it is replaced by what makes the
+        # row's CRC register zero when the payload is intact (see _checksums_hold).
+        stored = _unmask(words.view("<u4")[:, -1])
+        if _checksums_hold(words, pad, stored ^ zeros_crc):
             holds.append(np.ones(len(rows), dtype=bool))
         else:  # a damaged record among them: each matched one checked on its own
             value = google_crc32c.value
-            first = at[lo:lo + len(words)][ok].tolist()
+            first = (at[lo:lo + len(words)][ok] + 12).tolist()
             crcs = np.fromiter((value(buf[a:a + length]) for a in first), dtype=np.uint32, count=len(first))
-            holds.append(crcs == stored[lo:lo + len(words)][ok])
+            holds.append(crcs == stored[ok])
     return (matched, np.concatenate(steps) if steps else np.zeros(0, np.int64),
             np.concatenate(values) if values else np.zeros((0, len(layout.tags))),
             np.concatenate(holds) if holds else np.zeros(0, bool))
