@@ -24,13 +24,15 @@ class _Main(click.Group):
     each analysis. So when the group runs as a process of its own (``args`` taken from
     ``sys.argv``, as the console script does; never when called with arguments, as tests and
     ``CliRunner`` do), it runs the exit handlers, flushes the standard streams and leaves with
-    ``os._exit``. When a flush fails, the usual exit reports it.
+    ``os._exit``. When a flush fails, the usual exit reports it. As its own process, ``sentinel
+    analyze`` also keeps the memory it frees for reuse (:func:`sentinel.cli.analyze.keep_freed_memory`).
     """
 
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:
         own_process = args is None and standalone_mode
         analyze_command.report_written = False
+        analyze_command.own_process = own_process
         try:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
         except SystemExit as done:

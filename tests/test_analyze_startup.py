@@ -39,3 +39,44 @@ def test_analyze_of_a_run_dir_imports_neither_torch_nor_lightning(tmp_path):
     report = json.loads(result["output"])
     kinds = [i["kind"] for r in report["runs"] for i in r["incidents"]]
     assert "loss_spike" in kinds
+
+
+def test_only_the_console_script_keeps_freed_memory(tmp_path, monkeypatch):
+    """``sentinel analyze`` as its own process tells glibc to keep freed memory for reuse; run
+    inside a caller's process (CliRunner, as ``sentinel.analyze`` would be) it leaves the
+    allocator alone."""
+    import platform
+
+    from click.testing import CliRunner
+
+    import sentinel.cli.analyze as analyze_command
+    from sentinel.cli.main import main
+
+    run = tmp_path / "run1"
+    with RunWriter(run, {}, tensorboard=False) as writer:
+        for step in range(50):
+            writer.write_step({"step": step, LOSS: 2.0 - step / 100})
+    mark = tmp_path / "kept"
+    code = textwrap.dedent(f"""
+        import sys
+        import sentinel.cli.analyze as analyze_command
+        real = analyze_command.keep_freed_memory
+        def spy():
+            kept = real()
+            open({str(mark)!r}, "w").write(str(kept))
+            return kept
+        analyze_command.keep_freed_memory = spy
+        from sentinel.cli.main import main
+        sys.argv = ["sentinel", "analyze", {str(run)!r}, "--format", "json"]
+        main()
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["runs"][0]["steps"] == 50
+    assert mark.read_text() == str(platform.libc_ver()[0] == "glibc")
+
+    calls = []
+    monkeypatch.setattr(analyze_command, "keep_freed_memory", lambda: calls.append(1))
+    result = CliRunner().invoke(main, ["analyze", str(run), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert calls == []
