@@ -6,7 +6,7 @@ the scalar events decoded in bulk with numpy, TensorBoard's ``Event`` protobuf o
 of another shape. A record whose payload CRC fails is dropped and counted in one warning per
 file; a length whose CRC fails cannot be trusted to find the next record, so reading stops
 there with a warning. Measured on 1,000,000 events of 4-28 scalars (113 MB, 2-core CPU; see
-``benchmarks/analyze.py``): this reader 0.23-0.33 s, the record-by-record protobuf reader it replaced
+``benchmarks/analyze.py``): this reader 0.20-0.30 s, the record-by-record protobuf reader it replaced
 6.6-9.4 s, ``EventAccumulator`` ~40 s.
 """
 
