@@ -99,10 +99,10 @@ def analyze(*paths: str | Path, step_col: str | None = None, loss_col: str | Non
         raise AnalyzeError(f"nothing to analyse: {reasons}")
     # A run without a single step (an event file of histograms, a header) has nothing to judge:
     # a problem named with its path, not a run in the report.
-    empty = [r for r in reports if r.steps == 0 and not r.incidents]
-    problems += [f"{r.path}: no steps ({'; '.join(r.warnings) or 'nothing logged'})" for r in empty]
-    reports = [r for r in reports if not (r.steps == 0 and not r.incidents)]
-    return AnalysisReport(reports, problems=problems, skipped=skipped)
+    kept = [r for r in reports if r.steps or r.incidents]
+    problems += [f"{r.path}: no steps ({'; '.join(r.warnings) or 'nothing logged'})"
+                 for r in reports if not (r.steps or r.incidents)]
+    return AnalysisReport(kept, problems=problems, skipped=skipped)
 
 
 def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
@@ -124,7 +124,8 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         incidents += nonfinite_incidents(run)
     spans: list[dict] = []
     if not has(metrics.LOSS):
-        if not any("no loss" in w or "no scalars" in w for w in warnings):
+        # Advice to name the loss only where there are series to name it among.
+        if len(steps.columns) and not any("no loss" in w for w in warnings):
             warnings.append("no loss series: pass --loss-col NAME")
     elif len(loss) < 2:
         warnings.append(f"only {len(loss)} finite loss value(s): too little history to judge spikes "

@@ -103,12 +103,7 @@ def _load_files(name: str, where: Path, files: list[Path], options: LoadOptions)
     for file in files:  # file names sort by creation time: later files overwrite earlier steps
         for tag, pair in read_scalars(file, warnings).items():
             by_tag[tag].append(pair)
-    if not by_tag:  # a header only, or histograms, images and text: say so, not "pass --loss-col"
-        return RunData(name=name, path=str(where), source=NAME, steps=_frame({}),
-                       meta={"tags": {}, "files": [f.name for f in files]},
-                       warnings=[*warnings, "its event files hold no scalars: a header, histograms, "
-                                            "images or text only"])
-    keys = _keys(list(by_tag), options)
+    keys = _keys(list(by_tag), options) if by_tag else {}
     columns = {}
     for tag, key in keys.items():
         pairs = by_tag[tag]
@@ -116,7 +111,9 @@ def _load_files(name: str, where: Path, files: list[Path], options: LoadOptions)
         values = np.concatenate([p[1] for p in pairs]) if len(pairs) > 1 else pairs[0][1]
         columns[key] = _last_per_step(steps, values)
     frame = _frame(columns)
-    if metrics.LOSS not in frame.columns:
+    if not by_tag:  # a header only, or histograms, images and text: say so, not "pass --loss-col"
+        warnings.append("its event files hold no scalars: a header, histograms, images or text only")
+    elif metrics.LOSS not in frame.columns:
         warnings.append(f"no loss tag among {', '.join(sorted(by_tag))}: pass --loss-col TAG")
     return RunData(name=name, path=str(where), source=NAME, steps=frame,
                    meta={"tags": dict(keys), "files": [f.name for f in files]}, warnings=warnings)

@@ -462,14 +462,14 @@ def _intact(data: memoryview, start: int, length: int) -> bool:
 
 
 def _rows(buf: np.ndarray, at: np.ndarray, length: int):
-    """The ``length`` bytes at each offset of ``at``, as 2-D chunks of rows."""
-    window = np.lib.stride_tricks.sliding_window_view(buf, length) if length else None
-    step = max(1, _CHUNK_BYTES // max(length, 1))
+    """The ``length`` bytes (at least one) at each offset of ``at``, as 2-D chunks of rows."""
+    window = np.lib.stride_tricks.sliding_window_view(buf, length)
+    step = max(1, _CHUNK_BYTES // length)
     for lo in range(0, len(at), step):
-        yield lo, (window[at[lo:lo + step]] if length else np.zeros((len(at[lo:lo + step]), 0), np.uint8))
+        yield lo, window[at[lo:lo + step]]
 
 
-def _bad_payloads(data: memoryview, starts: np.ndarray, lengths: np.ndarray, stored: np.ndarray) -> np.ndarray:
+def _bad_payloads(data: memoryview | np.ndarray, starts: np.ndarray, lengths: np.ndarray, stored: np.ndarray) -> np.ndarray:
     """Which records fail their payload checksum (``stored``, unmasked), each computed on its own
     (~0.2 us a record)."""
     value = google_crc32c.value
@@ -503,6 +503,7 @@ class _Plan:
     and the payload's checksum, so that the row ends where the record does."""
 
     width: int  # the length's checksum, the payload and its checksum, in whole 8-byte words
+    payload_at: int  # where the payload starts in the row (after the length's end and checksum)
     mask: np.ndarray  # uint64 words: the bits a record must share with the template
     want: np.ndarray  # uint64 words: those bits' values
     value_bytes: np.ndarray  # the four bytes of each value, in order
@@ -513,25 +514,25 @@ class _Plan:
 def _plan(layout: _Layout) -> _Plan:
     length = len(layout.template)
     width = -(-(length + 8) // 8) * 8
-    pad = width - length - 8
+    crc_at = width - length - 8  # the length's checksum; before it, the end of the length
+    payload_at = crc_at + 4
     # The bits a record must share with the template, compared as whole 8-byte words: the
     # length's checksum (the same for every record of that length), every bit of the fixed bytes,
     # and the continuation bits of the step's varint (set on each byte but its last).
     mask = np.zeros(width, dtype=np.uint8)
-    mask[pad:pad + 4] = 0xFF
-    mask[pad + 4:pad + 4 + length][layout.fixed] = 0xFF
+    mask[crc_at:payload_at] = 0xFF
+    mask[payload_at:payload_at + length][layout.fixed] = 0xFF
     want = np.zeros(width, dtype=np.uint8)
-    want[pad:pad + 4] = np.frombuffer(_CRC.pack(masked_crc32c(_LENGTH.pack(length))), dtype=np.uint8)
-    want[pad + 4:pad + 4 + length] = layout.template
-    pad += 4  # the payload's offset in the row
-    step_at = pad + layout.step_at
+    want[crc_at:payload_at] = np.frombuffer(_CRC.pack(masked_crc32c(_LENGTH.pack(length))), dtype=np.uint8)
+    want[payload_at:payload_at + length] = layout.template
+    step_at = payload_at + layout.step_at
     if layout.step_bytes:
         mask[step_at:step_at + layout.step_bytes] = 0x80
         want[step_at:step_at + layout.step_bytes - 1] = 0x80
     want &= mask
     return _Plan(
-        width=width, mask=mask.view(np.uint64), want=want.view(np.uint64),
-        value_bytes=np.array([[pad + v + k for k in range(4)] for v in layout.value_at]).ravel(),
+        width=width, payload_at=payload_at, mask=mask.view(np.uint64), want=want.view(np.uint64),
+        value_bytes=np.array([[payload_at + v + k for k in range(4)] for v in layout.value_at]).ravel(),
         step_bytes=np.arange(step_at, step_at + layout.step_bytes),
         step_shifts=np.arange(layout.step_bytes, dtype=np.uint64) * np.uint64(7))
 
@@ -605,7 +606,7 @@ def _read_layout(buf: np.ndarray, at: np.ndarray, length: int, layout: _Layout
     matched = np.zeros(len(at), dtype=bool)
     steps, values, holds = [], [], []
     plan = layout.plan
-    width, pad = plan.width, plan.width - length - 4
+    width = plan.width
     zeros_crc = np.uint32(google_crc32c.value(bytes(length)))
     # Few numpy calls per chunk: the reader runs on a thread beside the imports, and each call
     # that lets go of the GIL may wait for it to come back.
@@ -627,13 +628,11 @@ def _read_layout(buf: np.ndarray, at: np.ndarray, length: int, layout: _Layout
         # Each row ends with the record's stored checksum; it is replaced by what makes the
         # row's CRC register zero when the payload is intact (see _checksums_hold).
         stored = _unmask(words.view("<u4")[:, -1])
-        if _checksums_hold(words, pad, stored ^ zeros_crc):
+        if _checksums_hold(words, plan.payload_at, stored ^ zeros_crc):
             holds.append(np.ones(len(rows), dtype=bool))
         else:  # a damaged record among them: each matched one checked on its own
-            value = google_crc32c.value
-            first = (at[lo:lo + len(words)][ok] + 12).tolist()
-            crcs = np.fromiter((value(buf[a:a + length]) for a in first), dtype=np.uint32, count=len(first))
-            holds.append(crcs == stored[ok])
+            starts = at[lo:lo + len(words)][ok]
+            holds.append(~_bad_payloads(buf, starts, np.full(len(starts), length), stored[ok]))
     return (matched, np.concatenate(steps) if steps else np.zeros(0, np.int64),
             np.concatenate(values) if values else np.zeros((0, len(layout.tags))),
             np.concatenate(holds) if holds else np.zeros(0, bool))
@@ -643,7 +642,8 @@ def _checksums_hold(rows: np.ndarray, pad: int, tails: np.ndarray) -> bool:
     """Whether every payload among ``rows`` has its checksum, in one CRC32C pass over them all
     (~0.1 ns a byte with the CPU's CRC instruction, against ~1 ns for table lookups in numpy).
 
-    Each row is ``pad`` bytes, a payload, and 4 bytes where ``tails`` go: the stored checksum xor
+    Each row is ``pad`` bytes (the end of the record's header, zeroed here), a payload, and 4
+    bytes where ``tails`` go: the stored checksum xor
     the checksum of as many zero bytes as the payload has. CRC32C without its initial and final
     values (the register ``R``) is linear, and a message followed by its own ``R`` in
     little-endian order leaves ``R`` zero; an intact payload's ``R`` is that tail. So with the pad
