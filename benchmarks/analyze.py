@@ -215,6 +215,29 @@ def fixtures(root: Path, steps: int, with_tb: bool) -> tuple[Path, Path]:
     return run_dir, tb_dir
 
 
+def compile_trees(trees: list[Path]) -> None:
+    """Compile sentinel's modules in ``trees`` to bytecode, as a pip install does; the files this
+    writes into the working tree are removed when the benchmark ends, so a later run without
+    ``--compiled`` does not give the working tree bytecode that the revision beside it lacks."""
+    import atexit
+    import compileall
+
+    parts = [tree / part for tree in trees for part in ("sentinel", "cli", "callbacks") if (tree / part).is_dir()]
+    before = {p for part in parts for p in part.rglob("*.pyc")}
+    for part in parts:
+        compileall.compile_dir(part, quiet=1)
+    written = [p for part in parts for p in part.rglob("*.pyc") if p not in before]
+
+    def remove() -> None:
+        for p in written:
+            p.unlink(missing_ok=True)
+        for folder in {p.parent for p in written}:
+            if not any(folder.iterdir()):
+                folder.rmdir()
+
+    atexit.register(remove)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=1_000_000)
@@ -259,13 +282,7 @@ def main() -> None:
         tree = export(args.ref, Path(tempfile.mkdtemp(prefix="sentinel-ref-")))
         variants[args.ref] = dict(os.environ, PYTHONPATH=str(tree))
     if args.compiled:
-        import compileall
-
-        trees = [REPO] + ([Path(variants[args.ref]["PYTHONPATH"])] if args.ref else [])
-        for tree in trees:
-            for part in ("sentinel", "cli", "callbacks"):
-                if (tree / part).is_dir():
-                    compileall.compile_dir(tree / part, quiet=1)
+        compile_trees([REPO] + ([Path(variants[args.ref]["PYTHONPATH"])] if args.ref else []))
     paths = {"run dir": run_dir} if args.skip_tb else {"run dir": run_dir, "event files": tb_dir}
     cli: dict[tuple[str, str], list] = {(p, v): [] for p in paths for v in variants}
     runs = [(where, name) for where in paths for name in variants]
