@@ -86,34 +86,99 @@ def test_tensorboard_loss_col_picks_the_tag(tmp_path):
         tensorboard.load(tmp_path / "r", LoadOptions(loss_col="nope"))
 
 
-def test_summary_writer_add_scalars_runs_are_read_and_the_empty_parent_named(tmp_path):
-    """``SummaryWriter.add_scalars`` writes one run per key below the writer's own directory,
-    whose event file then holds a header only: that one says it has no scalars, not which
-    loss tag to pass."""
+def _analyze_json(*args: str) -> tuple[int, dict]:
+    import json
+
     from click.testing import CliRunner
-    from torch.utils.tensorboard import SummaryWriter
 
     from sentinel.cli.main import main
 
+    result = CliRunner().invoke(main, ["analyze", *args, "--format", "json"])
+    return result.exit_code, json.loads(result.output)
+
+
+def test_summary_writer_add_scalars_series_are_one_run(tmp_path):
+    """``SummaryWriter.add_scalars("losses", {"train": ..., "val": ...})`` writes each key into a
+    subdirectory ``losses_<key>`` under the tag ``losses``, and a header-only file above them:
+    one run with the series ``losses/train`` and ``losses/val``, its loss the train one."""
+    from torch.utils.tensorboard import SummaryWriter
+
     writer = SummaryWriter(tmp_path / "exp")
     for step in range(200):
-        writer.add_scalars("losses", {"train": 3.0 - step / 100, "val": 3.1 - step / 100}, step)
+        loss = 3.0 - step / 100 + (4.0 if step in (150, 151, 152) else 0.0)
+        writer.add_scalars("losses", {"train": loss, "val": 3.1 - step / 100}, step)
+        writer.add_scalar("lr", 1e-3, step)
     writer.close()
-    result = CliRunner().invoke(main, ["analyze", str(tmp_path / "exp"), "--format", "json"])
-    assert result.exit_code == 1
-    assert "its event files hold no scalars" in result.output
-    assert result.output.count("pass --loss-col") == 1  # the two runs with a 'losses' tag, said once
-    assert "no loss tag among losses" in result.output
-    result = CliRunner().invoke(main, ["analyze", str(tmp_path / "exp"), "--loss-col", "losses",
-                                       "--format", "json"])
-    assert result.exit_code == 0, result.output
-    import json
+    (run,) = discover_runs(tmp_path / "exp")
+    assert run.name == "exp" and run.meta["add_scalars_dirs"] == ["losses_train", "losses_val"]
+    assert run.steps["loss"].iloc[-1] == pytest.approx(1.01, abs=1e-6)
+    assert run.steps["losses/val"].iloc[-1] == pytest.approx(1.11, abs=1e-6)
+    assert run.warnings == []  # losses/train is a name the loaders know
+    code, report = _analyze_json(str(tmp_path))  # from above: the subdirectories are not runs again
+    assert code == 0 and [r["name"] for r in report["runs"]] == ["exp"] and report["problems"] == []
+    assert [i["kind"] for i in report["runs"][0]["incidents"]].count("loss_spike") == 1
+    code, report = _analyze_json(str(tmp_path / "exp"), "--loss-col", "losses/val")
+    assert code == 0 and report["runs"][0]["final_loss"] == pytest.approx(1.11, abs=1e-6)
+    (alone,) = discover_runs(tmp_path / "exp" / "losses_val")  # one key's directory named on its own
+    assert alone.steps["loss"].iloc[-1] == pytest.approx(1.11, abs=1e-6)
 
-    report = json.loads(result.output)
-    assert [r["name"] for r in report["runs"]] == ["losses_train", "losses_val"]
-    assert report["runs"][0]["final_loss"] == pytest.approx(1.01, abs=1e-6)
-    assert report["problems"] == [f"{tmp_path / 'exp'}: no steps (its event files hold no scalars: a header, "
-                                  "histograms, images or text only)"]
+
+def test_a_subdirectory_that_is_not_add_scalars_output_stays_a_run(tmp_path):
+    """Only a subdirectory named ``<its one tag>_<key>`` is folded: a nested run is still a run."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    for where, tag in ((tmp_path / "exp", "loss"), (tmp_path / "exp" / "loss_finetune", "train/loss"),
+                       (tmp_path / "exp" / "other", "loss")):
+        writer = SummaryWriter(where)
+        for step in range(30):
+            writer.add_scalar(tag, 2.0, step)
+        writer.close()
+    runs = discover_runs(tmp_path / "exp")
+    assert [r.name for r in runs] == ["exp", "loss_finetune", "other"]
+    assert all("add_scalars_dirs" not in r.meta or r.meta["add_scalars_dirs"] == [] for r in runs)
+
+
+def test_event_files_without_scalars_are_named_as_such(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(tmp_path / "hist")
+    writer.add_histogram("weights", torch.randn(100), 0)
+    writer.close()
+    code, report = _analyze_json(str(tmp_path / "hist"))
+    assert code == 1
+    assert "its event files hold no scalars" in report["error"]
+
+
+@pytest.mark.parametrize("tags, chosen", [
+    (("Loss/train", "Loss/test"), "Loss/train"),  # the PyTorch TensorBoard tutorial's tags
+    (("train/loss_epoch", "val_loss"), "train/loss_epoch"),  # Lightning's on_epoch aggregate alone
+    (("total_loss", "loss_cls", "loss_bbox", "loss_scale"), "total_loss"),
+])
+def test_tensorboard_loss_tag_found_by_its_words(tmp_path, tags, chosen):
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(tmp_path / "r")
+    for step in range(100):
+        for i, tag in enumerate(tags):
+            writer.add_scalar(tag, (1.0 + i) * (9.0 if tag == chosen and step == 60 else 1.0), step)
+    writer.close()
+    (run,) = tensorboard.load(tmp_path / "r")
+    assert run.meta["tags"][chosen] == "loss"
+    assert run.steps["loss"].max() == 9.0 * (1 + tags.index(chosen))
+    assert run.warnings == [f"loss read from {chosen!r} (no tag is named loss; --loss-col picks another)"]
+
+
+def test_tensorboard_loss_tag_left_to_the_user_when_two_fit_equally(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(tmp_path / "r")
+    for step in range(20):
+        writer.add_scalar("loss_ce", 2.0, step)
+        writer.add_scalar("loss_kl", 0.1, step)
+    writer.close()
+    (run,) = tensorboard.load(tmp_path / "r")
+    assert "loss" not in run.steps.columns
+    assert run.warnings == ["no loss tag among loss_ce, loss_kl: pass --loss-col TAG"]
 
 
 @pytest.fixture(scope="module")

@@ -146,7 +146,7 @@ def test_run_shorter_than_warmup_still_reports(tmp_path):
     run = write_run(tmp_path / "short", n=6, nan_at=3)
     result = invoke(str(run))
     assert result.exit_code == 0
-    assert "fewer than the spike detector's warm-up of 20: too little history" in result.output
+    assert "within the spike detector's warm-up of 20: too little history" in result.output
     assert "loss non-finite (nan) at step 3" in result.output
     assert "final loss " in result.output
 

@@ -47,6 +47,7 @@ def _one(path):
         ("keras.log", "text", range(1, 13)),  # the bar's N/6 goes on across epochs
         ("mlruns", "mlflow", range(0, 111, 10)),
         ("wandb/offline-run-20240101_000000-abc123", "wandb", range(0, 56, 5)),
+        ("wandb_chart_export.csv", "wandb_export", range(0, 111, 10)),  # a chart's Export > CSV
     ],
 )
 def test_fixture_steps_losses_and_spike(name, source, steps):

@@ -133,7 +133,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
     else:
         warmup = warmup_steps(config)
         if len(loss) <= warmup:
-            warnings.append(f"only {len(loss)} finite loss values, fewer than the spike detector's "
+            warnings.append(f"only {len(loss)} finite loss values, within the spike detector's "
                             f"warm-up of {warmup}: too little history to judge spikes fully (only "
                             "large jumps are flagged); non-finite values and the final loss are reported")
         found, spans = loss_spike_incidents(loss, config, last_step=int(steps.index[-1]))

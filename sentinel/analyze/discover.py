@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-from sentinel.analyze.loaders import LOADER_MODULES, LoadOptions, RunData
+from sentinel.analyze.loaders import ADD_SCALARS_DIRS, LOADER_MODULES, LoadOptions, RunData
 
 log = logging.getLogger(__name__)
 
@@ -214,11 +214,14 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
             found.skipped.append(Skipped(str(here), UNREADABLE, describe_error(here, err), directory=True))
             continue
         claimed = _claim_directory(here, modules, found.skipped)
+        folded: set[Path] = set()
         if claimed is not None:
             runs = _guarded(here, lambda: claimed.load(here, options), found.skipped)
             found.runs.extend(runs or [])
             if claimed.NAME == "sentinel":
                 continue  # its tb/ holds the same scalars: not a second run
+            # add_scalars' per-key subdirectories: series the run has taken in, not runs
+            folded = {here / name for run in runs or [] for name in run.meta.get(ADD_SCALARS_DIRS, ())}
             files = []
         else:
             files = [e for e in entries if not _is_dir(e)]
@@ -234,7 +237,7 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
                 found.skipped.append(Skipped(str(file), NOT_A_LOG))
             found.runs.extend(runs or [])
         subdirs = []
-        for entry in (e for e in entries if _is_dir(e)):
+        for entry in (e for e in entries if _is_dir(e) and e not in folded):
             reason = _directory_reason(entry.name)
             if reason is not None:
                 found.skipped.append(Skipped(str(entry), reason, directory=True))
@@ -330,10 +333,15 @@ def _claim_directory(directory: Path, modules: Iterable[ModuleType], skipped: li
     return None
 
 
+# Loaders whose sniff takes the user's column names: a table whose loss is called "nll" is a
+# table once --loss-col nll says so.
+_SNIFF_WITH_OPTIONS = frozenset({"generic_table"})
+
+
 def _load_file(file: Path, modules: Iterable[ModuleType], options: LoadOptions) -> list[RunData] | None:
     for module in modules:
         if module.NAME == "sentinel":
             continue
-        if module.sniff(file):
+        if module.sniff(file, options) if module.NAME in _SNIFF_WITH_OPTIONS else module.sniff(file):
             return module.load(file, options)
     return None

@@ -44,6 +44,11 @@ class RunData:
     warnings: list[str] = field(default_factory=list)
 
 
+# RunData.meta key: subdirectories whose series a run took in (TensorBoard's add_scalars writes
+# each key into one), so a walk over directories does not read them as runs of their own.
+ADD_SCALARS_DIRS = "add_scalars_dirs"
+
+
 @dataclass(frozen=True)
 class LoadOptions:
     """What the user told us about columns (``--step-col``, ``--loss-col``); None = recognise."""
@@ -61,6 +66,7 @@ LOADER_MODULES: tuple[str, ...] = (
     "megatron",  # Megatron-LM / Megatron-DeepSpeed / NeMo stdout logs
     "llmc",  # llm.c / modded-nanogpt text logs
     "hf_trainer_state",  # Hugging Face trainer_state.json (log_history) in a checkpoint folder
+    "wandb_export",  # a W&B chart exported as CSV (Step, "<run> - <key>", __MIN/__MAX)
     "generic_table",  # any CSV / TSV / JSONL with a step and a loss column
     "mlflow_store",  # an MLflow file store run (mlruns/<exp>/<run>/metrics/<key>)
     "wandb_binary",  # a W&B run's binary run-<id>.wandb (offline or online), read without wandb

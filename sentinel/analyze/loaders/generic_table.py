@@ -28,7 +28,10 @@ from sentinel.analyze.loaders.keys import (
     STEP_ALIASES,
     canonical_key,
     find_column,
+    inferred_loss_note,
     is_analysis_key,
+    looks_like_loss,
+    loss_column,
 )
 from sentinel.analyze.loaders.numeric_table import (
     TEXT_LOSS_ROWS,
@@ -51,8 +54,10 @@ _SNIFF_ROWS = 50
 _JSON_KEY = re.compile(r'"([^"\\]{1,100})"\s*:\s*[-\d]')
 
 
-def sniff(path: str | Path) -> bool:
+def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
     """True when the file is a CSV/TSV with step and loss columns, or JSONL with such fields.
+
+    Columns named in ``options`` (``--step-col``, ``--loss-col``) count as those columns.
 
     Example:
         >>> sniff("/nonexistent.csv")
@@ -73,7 +78,7 @@ def sniff(path: str | Path) -> bool:
                 keys.update(_flatten(row))
             else:  # a row longer than the head: its key names still show
                 keys.update(_JSON_KEY.findall(line))
-        return _has_step_and_loss(keys)
+        return _has_step_and_loss(keys, options)
     if len(lines) < 2:
         return False
     sep = _separator(lines[0])
@@ -82,10 +87,9 @@ def sniff(path: str | Path) -> bool:
         first = next(csv.reader([lines[1]], delimiter=sep))
     except csv.Error:  # not a table's lines (a NUL byte, a stray quote)
         return False
-    step_col = find_column(header, STEP_ALIASES)
-    if step_col is None or find_column(header, LOSS_ALIASES) is None:
+    if not _has_step_and_loss(header, options):
         return False
-    position = header.index(step_col)
+    position = header.index(_step_column(header, options))
     return position < len(first) and _is_number(first[position])
 
 
@@ -119,10 +123,10 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     first = next((line for line in head.split("\n") if line.strip()), "")
     if first.lstrip().startswith("{"):
         table = _read_jsonl(Path(path), warnings)
-        step_col, loss_col = _pick_columns(list(table.columns), options, path)
+        step_col, loss_col = _pick_columns(list(table.columns), options, path, warnings)
     else:
         names, sep = read_header(path)
-        step_col, loss_col = _pick_columns(names, options, path)
+        step_col, loss_col = _pick_columns(names, options, path, warnings)
         positions = choose_columns(path, names, step_col, loss_col, warnings)
         table = read_columns(path, sep, names, positions, loss_col, warnings, step_col)
     steps = _to_steps(table, step_col, loss_col, path, warnings)
@@ -176,19 +180,21 @@ def _read_jsonl(path: Path, warnings: list[str]) -> pd.DataFrame:
 def _is_role(key: str) -> bool:
     """A key that can be the step or the loss (always kept, whatever the cap)."""
     lower = key.strip().lower()
-    return lower in STEP_ALIASES or lower in LOSS_ALIASES
+    return lower in STEP_ALIASES or lower in LOSS_ALIASES or looks_like_loss(key)
 
 
-def _pick_columns(columns: list[str], options: LoadOptions, path) -> tuple[str, str]:
+def _pick_columns(columns: list[str], options: LoadOptions, path, warnings: list[str]) -> tuple[str, str]:
     found = ", ".join(map(str, columns)) or "none"
     if len(columns) > 50:
         found = ", ".join(map(str, columns[:50])) + f", ... ({len(columns)} in all)"
     step_col = find_column(columns, STEP_ALIASES, options.step_col)
     if step_col is None:
         raise ValueError(f"{path}: no step column among: {found}; name it with --step-col <column>")
-    loss_col = find_column(columns, LOSS_ALIASES, options.loss_col)
+    loss_col, inferred = loss_column(columns, options.loss_col)
     if loss_col is None:
         raise ValueError(f"{path}: no loss column among: {found}; name it with --loss-col <column>")
+    if inferred:
+        warnings.append(f"{Path(path).name}: {inferred_loss_note(loss_col)}")
     return step_col, loss_col
 
 
@@ -268,9 +274,16 @@ def _is_json_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _has_step_and_loss(keys) -> bool:
+def _has_step_and_loss(keys, options: LoadOptions | None) -> bool:
     keys = list(keys)
-    return find_column(keys, STEP_ALIASES) is not None and find_column(keys, LOSS_ALIASES) is not None
+    named_loss = options is not None and options.loss_col is not None and options.loss_col in keys
+    return _step_column(keys, options) is not None and (named_loss or loss_column(keys)[0] is not None)
+
+
+def _step_column(keys: list[str], options: LoadOptions | None) -> str | None:
+    if options is not None and options.step_col is not None and options.step_col in keys:
+        return options.step_col
+    return find_column(keys, STEP_ALIASES)
 
 
 def _separator(header: str) -> str:

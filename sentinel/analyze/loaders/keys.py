@@ -71,6 +71,104 @@ def find_column(columns, aliases, explicit: str | None = None) -> str | None:
     return None
 
 
+# Words in a metric name that make it something other than the training loss of each step:
+# an evaluation (validation, test), or a statistic of the loss (W&B's chart export adds __MIN and
+# __MAX columns beside each series).
+_EVAL_WORDS = frozenset({"val", "valid", "validation", "eval", "evaluation", "test", "testing", "dev",
+                         "holdout", "heldout"})
+_STAT_WORDS = frozenset({"min", "max", "best", "std", "stddev", "var", "variance", "count"})
+# A setting of the loss, not its value: loss_scale (AMP), loss_weight, loss_coef.
+_SETTING_WORDS = frozenset({"scale", "scaler", "scaling", "weight", "weights", "coef", "coeff",
+                            "factor", "multiplier"})
+# A name ending in one of these is where or when something happened to the loss (a step, a time),
+# not its value: loss_jump_iteration, loss_time_ms.
+_POSITION_WORDS = frozenset({"iteration", "iterations", "iter", "iters", "idx", "index", "num", "count",
+                             "time", "timestamp", "ms", "sec", "secs", "seconds"})
+# A loss aggregated over an epoch or smoothed: the loss, but a step-level one is better.
+_AGGREGATE_WORDS = frozenset({"epoch", "avg", "average", "mean", "ema", "smooth", "smoothed", "running"})
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_WORD_SPLIT = re.compile(r"[^a-z0-9]+")
+
+
+def _words(name: str) -> list[str]:
+    return [w for w in _WORD_SPLIT.split(_CAMEL.sub(" ", str(name)).lower()) if w]
+
+
+def _is_loss_word(word: str) -> bool:
+    return word == "losses" or word.endswith("loss")
+
+
+def looks_like_loss(name: str) -> bool:
+    """True for a name that could be a run's training loss: a word of it is a loss (``loss``,
+    ``losses``, ``nll_loss``, ``trainLoss``), and none marks an evaluation, a statistic or a
+    setting (``loss_scale``), and its last word is not a position or a time
+    (``loss_jump_iteration``).
+
+    Example:
+        >>> looks_like_loss("Loss/train"), looks_like_loss("val_loss"), looks_like_loss("loss__MAX")
+        (True, False, False)
+    """
+    words = _words(name)
+    if not words or words[-1] in _POSITION_WORDS:
+        return False
+    return any(_is_loss_word(w) for w in words) and not any(
+        w in _EVAL_WORDS or w in _STAT_WORDS or w in _SETTING_WORDS or w.startswith(("val", "eval", "test"))
+        for w in words)
+
+
+def infer_loss_column(columns) -> str | None:
+    """The training loss among names that are not one of ``LOSS_ALIASES``, or None.
+
+    Candidates are the names :func:`looks_like_loss` accepts. The best is the one that says it
+    is a per-step training loss: not an epoch or smoothed aggregate, then one that says
+    ``train``, then a ``total`` over its components, then the shortest. Two equally good
+    candidates (``loss_ce`` and ``loss_kl``) are a choice for the user: None.
+
+    Example:
+        >>> infer_loss_column(["Loss/train", "Loss/test"])
+        'Loss/train'
+        >>> infer_loss_column(["train/loss_step", "train/loss_epoch", "val_loss"])
+        'train/loss_step'
+        >>> infer_loss_column(["loss_cls", "loss_bbox"]) is None
+        True
+    """
+    def rank(name: str) -> tuple[int, int, int, int]:
+        words = _words(name)
+        return (int(any(w in _AGGREGATE_WORDS for w in words)),
+                int(not any(w in ("train", "training") for w in words)),
+                int("total" not in words),
+                len(words))
+
+    ranked = sorted((rank(c), str(c)) for c in columns if looks_like_loss(str(c)))
+    if not ranked or (len(ranked) > 1 and ranked[0][0] == ranked[1][0]):
+        return None
+    return next(c for c in columns if str(c) == ranked[0][1])
+
+
+def loss_column(columns, explicit: str | None = None) -> tuple[str | None, bool]:
+    """The loss column: the one the user named, else a recognised alias, else
+    :func:`infer_loss_column`. Returns ``(column, inferred)``: ``inferred`` is True when the
+    name was judged by its words (the loader says so, naming the option to choose another).
+
+    Raises:
+        ValueError: ``explicit`` is not among the columns.
+
+    Example:
+        >>> loss_column(["step", "Loss/train", "Loss/test"])
+        ('Loss/train', True)
+    """
+    found = find_column(columns, LOSS_ALIASES, explicit)
+    if found is not None or explicit is not None:
+        return found, False
+    inferred = infer_loss_column(columns)
+    return inferred, inferred is not None
+
+
+def inferred_loss_note(column: str, option: str = "--loss-col") -> str:
+    """What a loader tells the user when it chose the loss by its name's words."""
+    return f"loss read from {column!r} (no column is named loss; {option} picks another)"
+
+
 # A table or JSONL row may hold any number of keys; the analysis reads a handful. Columns past
 # this many are dropped with a warning naming the file (a row with 2 million keys once took
 # 38 minutes to tabulate; 1,000 float columns of 10,000 steps are 80 MB).

@@ -14,7 +14,7 @@ import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions, RunData
-from sentinel.analyze.loaders.keys import LOSS_ALIASES, STEP_ALIASES, canonical_key, find_column
+from sentinel.analyze.loaders.keys import STEP_ALIASES, canonical_key, find_column, inferred_loss_note, loss_column
 from sentinel.analyze.loaders.numeric_table import (
     TEXT_LOSS_ROWS,
     choose_columns,
@@ -77,7 +77,9 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     if step_col is None:
         raise ValueError(f"{path}: no step column among {', '.join(map(str, names[:50])) or 'none'}: "
                          "pass --step-col NAME")
-    loss_col = find_column(names, LOSS_ALIASES, options.loss_col)
+    loss_col, inferred = loss_column(names, options.loss_col)
+    if inferred:
+        warnings.append(f"{path.name}: {inferred_loss_note(loss_col)}")
     positions = choose_columns(path, names, step_col, loss_col, warnings)
     frame = read_columns(path, sep, names, positions, loss_col, warnings, step_col)
     step, keep = step_values(frame[step_col], step_col, path, warnings)

@@ -14,7 +14,7 @@ import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions, RunData
-from sentinel.analyze.loaders.keys import canonical_key, find_column, LOSS_ALIASES
+from sentinel.analyze.loaders.keys import canonical_key, inferred_loss_note, loss_column
 
 NAME = "mlflow"
 DESCRIPTION = "MLflow file store runs (mlruns/<exp>/<run>/metrics/<key>)"
@@ -58,9 +58,10 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         table = pd.read_csv(io.StringIO(file.read_text(encoding="utf-8")), sep=" ", header=None,
                             names=["time", "value", "step"], usecols=[1, 2])
         series[key] = table.groupby("step")["value"].last()
-    loss_key = find_column(list(series), LOSS_ALIASES, options.loss_col)
+    loss_key, inferred = loss_column(list(series), options.loss_col)
     if loss_key is None:
         raise ValueError(f"{run}: no loss metric among: {', '.join(series)}; name it with --loss-col")
+    warnings = [inferred_loss_note(loss_key)] if inferred else []
     columns = {}
     for key, values in series.items():
         name = metrics.LOSS if key == loss_key else canonical_key(key)
@@ -71,7 +72,8 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     tag = run / "tags" / "mlflow.runName"
     name = tag.read_text(encoding="utf-8").strip() if tag.is_file() else run.name
     return [RunData(name=name, path=str(run), source=NAME, steps=steps.astype("float64"),
-                    meta={"format": NAME, "experiment": run.parent.name, "run_id": run.name})]
+                    meta={"format": NAME, "experiment": run.parent.name, "run_id": run.name},
+                    warnings=warnings)]
 
 
 def _run_dir(path: Path) -> Path | None:

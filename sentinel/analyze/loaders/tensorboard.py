@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from sentinel import metrics
-from sentinel.analyze.loaders import LoadOptions, RunData
-from sentinel.analyze.loaders.keys import LOSS_ALIASES, canonical_key
+from sentinel.analyze.loaders import ADD_SCALARS_DIRS, LoadOptions, RunData
+from sentinel.analyze.loaders.keys import LOSS_ALIASES, canonical_key, infer_loss_column, inferred_loss_note
 from sentinel.analyze.loaders.tfrecord import read_scalars
 
 log = logging.getLogger(__name__)
@@ -70,14 +70,59 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     path = Path(path)
     if path.is_file():
         return [_load_files(path.parent.name or path.name, path, [path], options)]
-    files = sorted(p for p in path.iterdir() if is_event_file(p))
+    files = _event_files(path)
     if files:
         return [_load_files(path.name, path, files, options)]
-    runs = []
+    runs, folded = [], set()
     for directory in _directories_with_events(path):
-        files = sorted(p for p in directory.iterdir() if is_event_file(p))
-        runs.append(_load_files(str(directory.relative_to(path)), directory, files, options))
+        if directory in folded:
+            continue
+        run = _load_files(str(directory.relative_to(path)), directory, _event_files(directory), options)
+        folded.update(directory / name for name in run.meta.get(ADD_SCALARS_DIRS, ()))
+        runs.append(run)
     return runs
+
+
+def _event_files(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.iterdir() if is_event_file(p))
+
+
+def _add_scalars_series(directory: Path, warnings: list[str]
+                        ) -> dict[str, tuple[str, list[tuple[np.ndarray, np.ndarray]]]]:
+    """The series ``SummaryWriter.add_scalars(main_tag, {key: value})`` wrote below
+    ``directory``, as ``{"main_tag/key": (subdirectory name, pairs)}``.
+
+    add_scalars writes each key's values into a subdirectory ``<main_tag>_<key>`` (``/`` in the
+    tag replaced by ``_``), under the tag ``main_tag``: TensorBoard draws them as one chart, and
+    they are one training run's series (``loss`` train and val), not runs of their own. A
+    subdirectory is one of these when its event files hold that single tag and its name is
+    that tag's prefix and a key; its series then join the run of ``directory``.
+    """
+    found: dict[str, tuple[str, list[tuple[np.ndarray, np.ndarray]]]] = {}
+    try:
+        children = sorted(c for c in directory.iterdir() if c.is_dir() and not c.is_symlink())
+    except OSError:
+        return found
+    for child in children:
+        try:
+            files = _event_files(child)
+        except OSError:
+            continue
+        if not files:
+            continue
+        notes: list[str] = []
+        tags: dict[str, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)
+        for file in files:
+            for tag, pair in read_scalars(file, notes).items():
+                tags[tag].append(pair)
+        if len(tags) != 1:
+            continue
+        (main_tag, pairs), = tags.items()
+        prefix = main_tag.replace("/", "_") + "_"
+        if len(child.name) > len(prefix) and child.name.startswith(prefix):
+            found[f"{main_tag}/{child.name[len(prefix):]}"] = (child.name, pairs)
+            warnings.extend(f"{child.name}: {note}" for note in notes)
+    return found
 
 
 def _directories_with_events(root: Path) -> list[Path]:
@@ -103,7 +148,10 @@ def _load_files(name: str, where: Path, files: list[Path], options: LoadOptions)
     for file in files:  # file names sort by creation time: later files overwrite earlier steps
         for tag, pair in read_scalars(file, warnings).items():
             by_tag[tag].append(pair)
-    keys = _keys(list(by_tag), options) if by_tag else {}
+    folded = _add_scalars_series(where, warnings) if where.is_dir() else {}
+    for tag, (_, pairs) in folded.items():
+        by_tag[tag].extend(pairs)
+    keys = _keys(list(by_tag), options, warnings) if by_tag else {}
     columns = {}
     for tag, key in keys.items():
         pairs = by_tag[tag]
@@ -116,7 +164,9 @@ def _load_files(name: str, where: Path, files: list[Path], options: LoadOptions)
     elif metrics.LOSS not in frame.columns:
         warnings.append(f"no loss tag among {', '.join(sorted(by_tag))}: pass --loss-col TAG")
     return RunData(name=name, path=str(where), source=NAME, steps=frame,
-                   meta={"tags": dict(keys), "files": [f.name for f in files]}, warnings=warnings)
+                   meta={"tags": dict(keys), "files": [f.name for f in files],
+                         ADD_SCALARS_DIRS: sorted(child for child, _ in folded.values())},
+                   warnings=warnings)
 
 
 def _last_per_step(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -170,8 +220,9 @@ def _rows_in(steps: np.ndarray, index: np.ndarray) -> np.ndarray | slice | None:
     return at
 
 
-def _keys(tags: list[str], options: LoadOptions) -> dict[str, str]:
-    """Tag -> key; when several tags would become the same key, the first alias wins."""
+def _keys(tags: list[str], options: LoadOptions, notes: list[str]) -> dict[str, str]:
+    """Tag -> key; when several tags would become the same key, the first alias wins. A loss
+    found by its words (:func:`infer_loss_column`) is said in ``notes``."""
     keys: dict[str, str] = {}
     if options.loss_col is not None:
         if options.loss_col not in tags:
@@ -183,4 +234,9 @@ def _keys(tags: list[str], options: LoadOptions) -> dict[str, str]:
             continue
         key = canonical_key(tag)
         keys[tag] = key if key not in keys.values() else tag.strip().lower()
+    if metrics.LOSS not in keys.values():  # no tag is named loss: judge the tags by their words
+        inferred = infer_loss_column(tags)
+        if inferred is not None:
+            keys[inferred] = metrics.LOSS
+            notes.append(inferred_loss_note(inferred).replace("no column", "no tag"))
     return keys

@@ -1,0 +1,170 @@
+"""The loss found by its name when no column is called loss, and W&B chart exports.
+
+Logs name the training loss in many ways (``Loss/train`` in the PyTorch TensorBoard tutorial,
+``train_loss_epoch`` from Lightning's epoch aggregate, ``total_loss`` beside its components,
+``<run> - train/loss`` in a W&B chart export): each is read as the loss, the choice said once,
+and a choice between equals left to ``--loss-col``.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from sentinel import metrics
+from sentinel.analyze.discover import discover_runs
+from sentinel.analyze.loaders import LoadOptions, wandb_export
+from sentinel.analyze.loaders.keys import infer_loss_column, looks_like_loss, loss_column
+from sentinel.cli.main import main
+
+
+@pytest.mark.parametrize("columns, chosen", [
+    (["Loss/train", "Loss/test"], "Loss/train"),
+    (["train_loss_epoch", "val_loss"], "train_loss_epoch"),
+    (["train/loss_step", "train/loss_epoch"], "train/loss_step"),  # a step's value before an epoch's
+    (["losses", "validation/losses"], "losses"),
+    (["total_loss", "loss_cls", "loss_bbox"], "total_loss"),
+    (["trainingLoss", "validationLoss"], "trainingLoss"),
+    (["nll_loss", "eval_nll_loss", "loss_scale"], "nll_loss"),
+    (["smoothed_loss", "raw loss"], "raw loss"),
+    (["run - train/loss", "run - train/loss__MIN", "run - train/loss__MAX"], "run - train/loss"),
+    (["loss_ce", "loss_kl"], None),  # two components and no total: the user's choice
+    (["loss_scale", "loss_weight", "best_loss", "test_loss", "lr"], None),
+    (["iteration", "loss_jump_iteration", "loss_time_ms"], None),  # where and when, not a loss
+    (["accuracy", "lr"], None),
+])
+def test_infer_loss_column(columns, chosen):
+    assert infer_loss_column(columns) == chosen
+
+
+def test_an_alias_wins_and_a_named_column_is_taken_as_is():
+    assert loss_column(["Loss/train", "train_loss"]) == ("train_loss", False)
+    assert loss_column(["Loss/train", "Loss/test"], "Loss/test") == ("Loss/test", False)
+    with pytest.raises(ValueError, match="column 'nope' not found"):
+        loss_column(["Loss/train"], "nope")
+    assert not looks_like_loss("amp/loss_scale") and looks_like_loss("train/lm_loss")
+
+
+def _spiky(n: int = 120, at: int = 80) -> list[float]:
+    return [3.0 - i / 100 + (0.01 if i % 2 else 0.0) + (6.0 if i == at else 0.0) for i in range(n)]
+
+
+def _analyze(*args: str) -> tuple[int, dict]:
+    result = CliRunner().invoke(main, ["analyze", *args, "--format", "json"])
+    return result.exit_code, json.loads(result.output)
+
+
+def test_csv_with_loss_slash_train_is_read_and_the_choice_said(tmp_path):
+    path = tmp_path / "metrics.csv"
+    path.write_text("step,Loss/train,Loss/test\n" + "".join(
+        f"{i},{v},{2.5 if i % 10 == 0 else ''}\n" for i, v in enumerate(_spiky())), encoding="utf-8")
+    (run,) = discover_runs(path)
+    assert run.steps[metrics.LOSS].tolist() == _spiky()
+    assert run.steps["loss/test"].count() == 12
+    assert run.warnings == ["metrics.csv: loss read from 'Loss/train' (no column is named loss; "
+                            "--loss-col picks another)"]
+    code, report = _analyze(str(path))
+    assert code == 0
+    assert [i["step"] for i in report["runs"][0]["incidents"]] == [80]
+    code, report = _analyze(str(path), "--loss-col", "Loss/test")
+    assert code == 0 and report["runs"][0]["final_loss"] == 2.5
+    assert not any("loss read from" in w for w in report["runs"][0]["warnings"])
+
+
+def test_jsonl_total_loss_beside_its_components(tmp_path):
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps({"iteration": i, "total_loss": v, "loss_cls": v / 2, "loss_box": v / 2,
+                                        "lr": 0.01}) + "\n" for i, v in enumerate(_spiky())), encoding="utf-8")
+    (run,) = discover_runs(path)
+    assert run.steps[metrics.LOSS].tolist() == _spiky()
+    assert "loss_cls" in run.steps.columns and run.steps[metrics.LR].eq(0.01).all()
+
+
+def test_two_equal_candidates_name_the_option(tmp_path):
+    path = tmp_path / "m.csv"
+    path.write_text("step,loss_ce,loss_kl\n" + "".join(f"{i},2.0,0.1\n" for i in range(20)), encoding="utf-8")
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1
+    assert "pass --step-col/--loss-col for a table" in result.output
+    code, report = _analyze(str(path), "--loss-col", "loss_ce")
+    assert code == 0 and report["runs"][0]["final_loss"] == 2.0
+
+
+def test_lightning_run_logging_loss_slash_train(tmp_path):
+    """A real Trainer with CSVLogger and ``self.log("Loss/train", ...)``: read as the loss."""
+    import lightning as L
+    from lightning.pytorch.loggers import CSVLogger
+
+    class Model(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.net = torch.nn.Linear(4, 1)
+
+        def training_step(self, batch, batch_idx):
+            loss = torch.nn.functional.mse_loss(self.net(batch[0]), batch[1])
+            self.log("Loss/train", loss)
+            return loss
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.05)
+
+    torch.manual_seed(0)
+    data = torch.utils.data.TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+    logger = CSVLogger(str(tmp_path), name="logs")
+    trainer = L.Trainer(max_epochs=2, logger=logger, log_every_n_steps=1, enable_progress_bar=False,
+                        enable_model_summary=False, enable_checkpointing=False, accelerator="cpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer.fit(Model(), torch.utils.data.DataLoader(data, batch_size=4))
+    (run,) = discover_runs(logger.log_dir)
+    assert run.source == "lightning_csv"
+    assert run.steps[metrics.LOSS].count() == 32
+    assert run.warnings == ["metrics.csv: loss read from 'Loss/train' (no column is named loss; "
+                            "--loss-col picks another)"]
+
+
+def _chart_export(path, runs: dict[str, list[float]], x_axis: str = "Step") -> None:
+    """A chart exported from the W&B web app: the x axis, then per run the value and its bucket
+    range, an empty cell where that run has no step."""
+    header = [x_axis] + [f"{run} - train/loss{stat}" for run in runs for stat in ("", "__MIN", "__MAX")]
+    rows = [",".join(f'"{h}"' for h in header)]
+    for step in range(max(len(v) for v in runs.values())):
+        cells = [str(step)]
+        for values in runs.values():
+            cells += [str(values[step])] * 3 if step < len(values) else [""] * 3
+        rows.append(",".join(cells))
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+
+
+def test_wandb_chart_export_with_two_runs(tmp_path):
+    path = tmp_path / "wandb_export_2026-12-03T10_00_00.csv"
+    healthy = [3.0 - i / 100 for i in range(120)]
+    _chart_export(path, {"gpt2 - lr 3e-4": healthy, "gpt2 - lr 1e-3": _spiky(90, at=60)})
+    assert wandb_export.sniff(path)
+    runs = discover_runs(path)
+    assert [(r.name, r.source) for r in runs] == [("gpt2 - lr 3e-4", "wandb_export"), ("gpt2 - lr 1e-3", "wandb_export")]
+    assert runs[0].steps[metrics.LOSS].tolist() == healthy
+    assert runs[1].steps.index.tolist() == list(range(90))  # its empty cells are not steps
+    assert list(runs[1].steps.columns) == [metrics.LOSS]  # the bucket range is not a series
+    code, report = _analyze(str(path))
+    assert code == 0
+    assert [(r["name"], r["verdict"]) for r in report["runs"]] == [("gpt2 - lr 3e-4", "healthy"),
+                                                                   ("gpt2 - lr 1e-3", "healthy")]
+    assert [i["step"] for i in report["runs"][1]["incidents"]] == [60]
+    code, report = _analyze(str(path), "--loss-col", "gpt2 - lr 1e-3 - train/loss")  # a column as written
+    assert code == 0 and [r["name"] for r in report["runs"]] == ["gpt2 - lr 1e-3"]
+
+
+def test_wandb_chart_export_against_wall_time_says_what_to_export(tmp_path):
+    path = tmp_path / "export.csv"
+    _chart_export(path, {"run-a": [2.0] * 10}, x_axis="Relative Time (Process)")
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1
+    assert "the chart is drawn against 'Relative Time (Process)', not a step" in result.output
+    assert "Traceback" not in result.output
+    with pytest.raises(ValueError, match="export it with Step as the x axis"):
+        wandb_export.load(path, LoadOptions())
