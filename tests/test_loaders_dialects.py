@@ -167,8 +167,8 @@ def test_generic_reader_needs_a_real_series(tmp_path):
     path = tmp_path / "notes.txt"
     path.write_text("".join(f"step {i}: loss = TODO\n" for i in range(10)) + "step 1 loss 2.0\n", encoding="utf-8")
     assert not textlogs.sniff(path)
-    path.write_text("".join(f"step {i}: loss 2.0\n" for i in range(10)), encoding="utf-8")
-    assert not textlogs.sniff(path)  # a constant is not a loss curve
+    path.write_text("".join(f"step {i}: loss 0.0\n" for i in range(10)), encoding="utf-8")
+    assert textlogs.sniff(path)  # a loss stuck at 0 is a run to report, not a non-log
 
 
 def test_deepspeed_only_run_is_analysed_not_rejected():

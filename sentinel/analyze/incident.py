@@ -36,6 +36,7 @@ class IncidentKind(str, enum.Enum):
     OVERFLOW_RATE = "overflow_rate"
     ENTROPY_COLLAPSE = "entropy_collapse"
     PLATEAU = "plateau"
+    LOSS_STUCK = "loss_stuck"
     ROLLBACK = "rollback"
     SKIP = "skip"
     GAVE_UP = "gave_up"

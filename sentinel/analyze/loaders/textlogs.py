@@ -126,10 +126,11 @@ def _hf_steps(text: str, found) -> None:
 
 
 def _is_series(text: str) -> bool:
-    """The generic reader's guard: its lines must form a real series (rising steps, numbers)."""
+    """The generic reader's guard: its lines must form a series, a loss at each of
+    ``min_records`` distinct steps. A NaN or Inf counts: every generic line holds its loss, so
+    a non-finite one was printed (a run that went NaN at its 2nd step is what a reader is for),
+    and so does a loss that never changes (stuck at 0.0, or a placeholder)."""
     found = scan(text, GENERIC)
     steps = found.steps
-    if len(steps.index) < GENERIC.min_records or metrics.LOSS not in steps.columns:
-        return False
-    loss = steps[metrics.LOSS].to_numpy()
-    return bool(np.isfinite(loss).sum() >= GENERIC.min_records and np.unique(loss[np.isfinite(loss)]).size > 1)
+    return len(steps.index) >= GENERIC.min_records and metrics.LOSS in steps.columns and \
+        int(steps[metrics.LOSS].notna().sum() + np.isnan(steps[metrics.LOSS].to_numpy()).sum()) >= GENERIC.min_records

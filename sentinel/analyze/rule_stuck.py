@@ -1,0 +1,91 @@
+"""A loss that does not change at all: the same float at many logged steps in a row.
+
+A training loss is a mean over a fresh batch each step: two steps in a row agree to the last
+printed digit only by chance, eight in a row only when nothing moves. Then the weights are not
+changing (a frozen model, a learning rate of 0, every update skipped), or what is printed is
+not a measurement (a placeholder such as ``-1`` on a rank that does not compute the loss, a
+loss of exactly ``0`` because every label is masked).
+
+A slowly moving running mean printed with few digits can repeat too (a progress bar's epoch
+mean late in an epoch: ``loss: 0.0123``), so a stretch counts only where the value is exactly
+``0``, below 0, or printed with at least :data:`MIN_DIGITS` significant digits. A loss of 0 counts
+where it starts the log or is reached in one jump (from above :data:`ZERO_JUMP_FROM`): a model
+that fits its data exactly (a toy regression) comes down to 0 through ever smaller values.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from sentinel.analyze.incident import Incident, IncidentKind, Severity
+
+# Consecutive logged values, all the same float, that make a stretch.
+MIN_ROWS = 8
+# Significant digits of the repeated value for a positive one to count.
+MIN_DIGITS = 5
+# A stretch of zeros counts when the value before it was above this (a jump, not a convergence).
+ZERO_JUMP_FROM = 1e-3
+
+
+def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS) -> list[Incident]:
+    """One warning for the longest stretch of ``min_rows`` or more logged losses in a row that
+    are the same float (see the module docstring for which values count).
+
+    Args:
+        loss: the finite loss values, indexed by step.
+        min_rows: the shortest stretch reported.
+
+    Example:
+        >>> s = pd.Series([3.1, 2.9] + [10.825932] * 10, index=range(0, 120, 10))
+        >>> stuck_loss_incidents(s)[0].message.split(":")[0]
+        'loss exactly 10.825932 at 10 logged steps in a row (20-110)'
+    """
+    values = loss.to_numpy(dtype="float64")
+    if len(values) < min_rows:
+        return []
+    same = values[1:] == values[:-1]  # row i+1 repeats row i
+    if not same.any():
+        return []
+    bounds = np.flatnonzero(np.diff(np.concatenate(([0], same.view(np.int8), [0]))))
+    starts, ends = bounds[::2], bounds[1::2]  # rows starts[k]..ends[k] hold one value
+    length = ends - starts + 1
+    counted = [k for k in np.flatnonzero(length >= min_rows)
+               if _counts(float(values[starts[k]]), float(values[starts[k] - 1]) if starts[k] else None)]
+    if not counted:
+        return []
+    k = max(counted, key=lambda j: length[j])
+    first, last = int(starts[k]), int(ends[k])
+    steps = loss.index.to_numpy()
+    value = float(values[first])
+    resolved = last < len(values) - 1
+    if value == 0:
+        why = ("nothing is learned from a loss of 0 (every label masked or ignored, an empty batch, "
+               "or a loss that underflowed)")
+    elif value < 0:
+        why = "a constant negative loss is a placeholder, not a measurement (a rank that did not compute it)"
+    else:
+        why = ("the weights are not changing (a frozen model, a learning rate of 0, every update "
+               "skipped) or the value printed is a placeholder")
+    after = f"; it changes at step {int(steps[last + 1])}" if resolved else "; it never changes again"
+    message = (f"loss exactly {value:.10g} at {last - first + 1} logged steps in a row "
+               f"({int(steps[first])}-{int(steps[last])}): {why}{after}")
+    return [Incident(IncidentKind.LOSS_STUCK, int(steps[first]), int(steps[last]), Severity.WARNING, message,
+                     {"value": value, "rows": last - first + 1, "stretches": len(counted), "resolved": resolved})]
+
+
+def _counts(value: float, before: float | None) -> bool:
+    if value == 0:
+        return before is None or abs(before) > ZERO_JUMP_FROM
+    return value < 0 or _significant_digits(value) >= MIN_DIGITS
+
+
+def _significant_digits(value: float) -> int:
+    """Digits of the shortest repr that round-trips: 10.8259 -> 6, 0.0123 -> 3, 2.5 -> 2.
+
+    Example:
+        >>> _significant_digits(10.8259), _significant_digits(0.0123), _significant_digits(1e-05)
+        (6, 3, 1)
+    """
+    mantissa = repr(abs(value)).split("e")[0].replace(".", "")
+    return len(mantissa.strip("0")) or 1
