@@ -125,10 +125,13 @@ FAIRSEQ = Dialect(
 _SCALES = rf"Attempted loss scale: (?P<attempted>{_NUM}), reducing to (?P<new>{_NUM})"
 DEEPSPEED = Dialect(
     name="deepspeed",
-    description='DeepSpeed ("OVERFLOW! Rank 0 Skipping step. Attempted loss scale: A, reducing to B")',
+    description='DeepSpeed ("steps: N loss: X iter time (s): ...", "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: A, reducing to B")',
     shapes=(
         Shape(re.compile(rf"\bstep=(\d+), skipped=(\d+), lr=\[({_NUM})"),
               head=(metrics.STEP, "skipped_steps_total", metrics.LR)),
+        # The pipeline engine's own line: f"steps: {global_steps} loss: {agg_train_loss:0.4f}
+        # iter time (s): ... samples/sec: ..."
+        Shape(re.compile(rf"(?m)^[^\n]*?\bsteps: (\d+) loss: ({_NUM})"), head=(metrics.STEP, metrics.LOSS)),
     ),
     events=(
         EventLine(re.compile(r"Grad overflow on iteration:? (?P<step>\d+)(?:[^\n]*\n){1,3}?[^\n]*?"
@@ -137,7 +140,8 @@ DEEPSPEED = Dialect(
                   source="deepspeed"),
         EventLine(re.compile(r"Grad overflow on iteration:? (?P<step>\d+)"), source="deepspeed"),
     ),
-    sniff=re.compile(r"Attempted loss scale: |Grad overflow on iteration|\bstep=\d+, skipped=\d+, lr="),
+    sniff=re.compile(r"Attempted loss scale: |Grad overflow on iteration|\bstep=\d+, skipped=\d+, lr=|"
+                     r"\bsteps: \d+ loss: "),
     min_records=1,
 )
 

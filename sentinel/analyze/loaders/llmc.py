@@ -64,7 +64,10 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         raise ValueError(f"{path}: no llm.c ('s:N trl:X') or modded-nanogpt ('step:N/M train_loss:X') lines found")
     steps = found.steps
     if metrics.LOSS not in steps.columns:
-        found.warnings.append("no training-loss lines: only validation points were found")
-        steps.insert(0, metrics.LOSS, float("nan"))
+        if "val_loss" in steps.columns:  # a grep for val_loss, or a log of validation points only
+            found.warnings.append("no training-loss lines: the validation loss is judged instead")
+            steps = steps.rename(columns={"val_loss": metrics.LOSS})
+        else:
+            found.warnings.append("no training-loss lines were found")
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps, events=found.events,
                     meta=found.meta, warnings=found.warnings)]

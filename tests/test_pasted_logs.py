@@ -1,5 +1,7 @@
-"""A loss that does not change (the same float at many logged steps), and text logs whose loss
-is NaN from the start or never changes: read, and judged as their authors saw them."""
+"""Logs as people paste them into issues, read and judged as their authors saw them: a loss that
+does not change (the same float at many logged steps), a loss NaN from the 2nd line, a grep of
+validation lines, DeepSpeed's pipeline engine lines. Each log is written here from the tool's own
+format string."""
 
 from __future__ import annotations
 
@@ -73,3 +75,34 @@ def test_a_text_log_whose_loss_never_changes_is_read_and_flagged(tmp_path):
     (run,) = discover_runs(path)
     report = analyze_run(run)
     assert [i.kind for i in report.incidents] == ["loss_stuck"] and report.verdict == "unhealthy"
+
+
+def test_a_modded_nanogpt_log_of_validation_lines_alone_judges_the_validation_loss(tmp_path):
+    """``grep val_loss`` of a healthy record run: no train lines, so no NaN training loss either."""
+    path = _write(tmp_path / "val.txt", [
+        f"step:{s}/1480 val_loss:{v} train_time:{s * 120}ms step_avg:120.00ms"
+        for s, v in zip(range(0, 876, 125), [7.7109, 4.3719, 3.9876, 3.8012, 3.7011, 3.6404, 3.5780, 3.5501])])
+    (run,) = discover_runs(path)
+    report = analyze_run(run)
+    assert report.verdict == "healthy" and report.incidents == [] and report.final_loss == 3.5501
+    assert "no training-loss lines: the validation loss is judged instead" in report.warnings
+
+
+def test_deepspeed_pipeline_engine_steps_and_a_nan_after_overflows(tmp_path):
+    """DeepSpeed's PipelineEngine prints f"steps: {global_steps} loss: {loss:0.4f} iter time (s):
+    ..." beside the engine's step=, skipped= lines and its overflow lines."""
+    lines = []
+    for step, loss in zip(range(220, 230), ["7.5012", "7.4870", "7.4702", "7.4655", "7.4551", "7.4490",
+                                           "7.4402", "7.4369", "nan", "nan"]):
+        if step >= 228:
+            lines.append("[2022-02-15 18:51:45,705] [INFO] [stage_1_and_2.py:1644:step] [deepscale] OVERFLOW! "
+                         "Rank 0 Skipping step. Attempted loss scale: 4096, reducing to 2048.0")
+        lines.append(f"[2022-02-15 18:51:45,706] [INFO] [logging.py:69:log_dist] [Rank 0] step={step}, "
+                     f"skipped={max(0, step - 227)}, lr=[0.0003043, 0.0003043], mom=[(0.95, 0.99)]")
+        lines.append(f"steps: {step} loss: {loss} iter time (s): 34.995 samples/sec: 73.153")
+    (run,) = discover_runs(_write(tmp_path / "ds.log", lines))
+    assert run.source == "deepspeed"
+    assert run.steps["loss"].index.tolist() == list(range(220, 230))
+    report = analyze_run(run)
+    nonfinite = [i for i in report.incidents if i.kind == "nonfinite"]
+    assert [(i.step, i.end_step) for i in nonfinite] == [(228, 229)] and report.verdict == "unhealthy"
