@@ -207,12 +207,11 @@ def test_llmc_truncated_last_line_is_dropped(tmp_path):
     assert any("no line end" in w for w in run.warnings)
 
 
-def test_llmc_only_val_lines_gives_empty_loss_with_warning(tmp_path):
+def test_llmc_only_val_lines_judge_the_validation_loss_with_warning(tmp_path):
     path = _write(tmp_path, "val.log", "step:0/10 val_loss:4.0\nstep:10/10 val_loss:3.0\n")
     (run,) = llmc.load(path, LoadOptions())
-    assert run.steps[metrics.LOSS].isna().all()
-    assert run.steps["val_loss"].tolist() == [4.0, 3.0]
-    assert any("validation" in w for w in run.warnings)
+    assert run.steps[metrics.LOSS].tolist() == [4.0, 3.0] and "val_loss" not in run.steps.columns
+    assert run.warnings == ["no training-loss lines: the validation loss is judged instead"]
 
 
 # --------------------------------------------------------------------------- tables

@@ -106,3 +106,14 @@ def test_deepspeed_pipeline_engine_steps_and_a_nan_after_overflows(tmp_path):
     report = analyze_run(run)
     nonfinite = [i for i in report.incidents if i.kind == "nonfinite"]
     assert [(i.step, i.end_step) for i in nonfinite] == [(228, 229)] and report.verdict == "unhealthy"
+
+
+def test_nemo2_iteration_lines_end_without_a_separator(tmp_path):
+    """NeMo 2.0 prints Megatron-style fields without the closing ``|``: the last field, the loss,
+    is whole (a Megatron line that lacks its closing ``|`` was cut while written)."""
+    lines = [f"Training epoch 0, iteration {i}/9 | lr: 0.0006 | consumed_samples: {32 * (i + 1)} | "
+             f"global_batch_size: 32 | global_step: {i} | reduced_train_loss: {v}"
+             for i, v in enumerate([11.02, 9.761, 9.21, 8.595, 8.1, 7.8, 7.5, 7.3, 7.113])]
+    (run,) = discover_runs(_write(tmp_path / "nemo2.log", lines))
+    assert run.source == "megatron" and run.steps["loss"].tolist()[-1] == 7.113
+    assert run.steps["loss"].count() == 9 and not any("cut off" in w for w in run.warnings)

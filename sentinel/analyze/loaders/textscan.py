@@ -323,10 +323,17 @@ def _field_bodies(bodies: list, shape: Shape) -> tuple[list[str], np.ndarray]:
     hidden), after its head fields; and which bodies had a field cut off."""
     out, cut = [], np.zeros(len(bodies), dtype=bool)
     sep, rescale = shape.fields, shape.rescale
+    rests = [body[-1] if isinstance(body, tuple) else body for body in bodies]
+    # Megatron ends every field with the separator, so text after the last one is a field cut
+    # off; NeMo 2 ("... | global_step: 3 | reduced_train_loss: 8.595") ends none: where no line
+    # ends with it, the last field is whole.
+    ended = any(rest.rstrip().endswith(sep) for rest in rests)
     for i, body in enumerate(bodies):
         heads, rest = (body[:-1], body[-1]) if isinstance(body, tuple) else ((), body)
         segments = rest.split(sep)
-        if segments[-1].strip():
+        if not ended:
+            segments.append("")
+        elif segments[-1].strip():
             cut[i] = True
         tokens = list(heads)
         for segment in segments[:-1]:
