@@ -117,3 +117,28 @@ def test_nemo2_iteration_lines_end_without_a_separator(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "nemo2.log", lines))
     assert run.source == "megatron" and run.steps["loss"].tolist()[-1] == 7.113
     assert run.steps["loss"].count() == 9 and not any("cut off" in w for w in run.warnings)
+
+
+def test_fairseq_json_log_format(tmp_path):
+    """fairseq / metaseq ``--log-format json``: the stats as JSON strings after the tag's logger
+    name; the step is num_updates; validation and end-of-epoch dicts name keys with the tag."""
+    import json
+
+    lines = []
+    for i in range(1, 13):
+        stats = {"epoch": 1, "loss": f"{9.0 - i * 0.3:.3f}", "ppl": "100", "wps": "739601", "ups": "0.71",
+                 "wpb": "1.04858e+06", "bsz": "512", "num_updates": str(i * 100), "lr": "2.80112e-07",
+                 "gnorm": "16.981", "loss_scale": "64", "train_wall": "12", "wall": str(20 * i)}
+        lines.append(f"slurm_procid 0 : 2022-11-11 14:05:{i:02d} | INFO | train_inner | {json.dumps(stats)}")
+        if i == 6:
+            valid = {"epoch": 1, "valid_loss": "6.5", "valid_ppl": "90.5", "valid_num_updates": "600"}
+            lines.append(f"2022-11-11 14:06:00 | INFO | valid | {json.dumps(valid)}")
+    lines.append('2022-11-11 14:07:00 | INFO | train | {"epoch": 1, "train_loss": "6.0", "train_num_updates": "1200"}')
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "fairseq"
+    steps = run.steps
+    assert steps.index.tolist() == list(range(100, 1201, 100))
+    assert steps["loss"].tolist() == pytest.approx([9.0 - i * 0.3 for i in range(1, 13)])
+    assert steps.loc[600, "val_loss"] == 6.5 and steps["val_loss"].count() == 1
+    assert steps["grad_norm/total"].eq(16.981).all() and steps["loss_scale"].eq(64).all()
+    assert steps.loc[1200, "loss"] == pytest.approx(5.4)  # the epoch summary fills, never replaces

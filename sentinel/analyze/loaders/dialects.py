@@ -97,7 +97,7 @@ _FAIRSEQ_KEYS = {"loss": metrics.LOSS, "gnorm": metrics.GRAD_NORM_TOTAL, "lr": m
                  "loss_scale": metrics.LOSS_SCALE}
 FAIRSEQ = Dialect(
     name="fairseq",
-    description='fairseq ("epoch 001: 100 / 1000 loss=X, ..., num_updates=N")',
+    description='fairseq, metaseq ("epoch 001: 100 / 1000 loss=X, ..., num_updates=N", or JSON: "| train_inner | {...}")',
     shapes=(
         Shape(re.compile(r"\bepoch (\d+):\s+(\d+) / (\d+) ([^\n]*)"), head=("epoch", "iter", "total"),
               separators=("=", ","), keys=_FAIRSEQ_KEYS),
@@ -105,6 +105,16 @@ FAIRSEQ = Dialect(
               keys=_FAIRSEQ_KEYS, fills=True),
         Shape(re.compile(r"\bepoch (\d+) \| valid on '[^'\n]*' subset \|([^\n]*)"), head=("epoch",),
               separators=("|",), keys={"loss": "loss"}, prefix="val_"),
+        # --log-format json (fairseq, metaseq): the logger named after the tag, then the stats as
+        # JSON with every value a string: "| INFO | train_inner | {"epoch": 1, "loss": "15.878",
+        # ..., "num_updates": "85", ...}"; the end-of-epoch "train" and the "valid" dicts name
+        # their keys with the tag ("train_loss", "valid_num_updates").
+        Shape(re.compile(r"\| train_inner \| \{([^\n]*)\}"), head=(), separators=('"', ":", ","),
+              keys=_FAIRSEQ_KEYS),
+        Shape(re.compile(r"\| train \| \{([^\n]*)\}"), head=(), separators=('"', ":", ","),
+              keys=_FAIRSEQ_KEYS, fills=True, scrub=(re.compile(r'"train_'), '"')),
+        Shape(re.compile(r"\| valid \| \{([^\n]*)\}"), head=(), separators=('"', ":", ","),
+              keys={"loss": "loss"}, prefix="val_", scrub=(re.compile(r'"valid_'), '"')),
     ),
     events=(
         # trainer.py: logger.info("NOTE: overflow detected, " + str(e)), e = "setting loss scale to: X"
@@ -114,7 +124,8 @@ FAIRSEQ = Dialect(
                   detail={"min_scale_reached": True}),
     ),
     step_key="num_updates",
-    sniff=re.compile(r"\bepoch \d+(?::\s+\d+ / \d+ | \| )[^\n]*\bnum_updates[ =]\d"),
+    sniff=re.compile(r"\bepoch \d+(?::\s+\d+ / \d+ | \| )[^\n]*\bnum_updates[ =]\d|"
+                     r"\| train_inner \| \{[^\n]*\"num_updates\": "),
     min_records=1,
 )
 
