@@ -142,3 +142,33 @@ def test_fairseq_json_log_format(tmp_path):
     assert steps.loc[600, "val_loss"] == 6.5 and steps["val_loss"].count() == 1
     assert steps["grad_norm/total"].eq(16.981).all() and steps["loss_scale"].eq(64).all()
     assert steps.loc[1200, "loss"] == pytest.approx(5.4)  # the epoch summary fills, never replaces
+
+
+def test_markdown_table_of_a_notebook_run_with_text_around_it(tmp_path):
+    """The Trainer's notebook table pasted as Markdown into an issue: question, fence, rule row;
+    "No log" where no training loss was logged since the previous evaluation."""
+    rows = [f"| {s} | {'No log' if s == 10 else v} | {v if v == 'nan' else 2.6} |"
+            for s, v in zip(range(10, 111, 10), [2.45, 2.4, 2.35, 2.3, 2.25, 2.2, 2.15, 2.1, 2.05, 2.0, "nan"])]
+    path = _write(tmp_path / "issue.txt", ["Loss goes nan at the end, why?", "", "```",
+                                           "| Step | Training Loss | Validation Loss |",
+                                           "|-----:|--------------:|----------------:|", *rows, "```"])
+    (run,) = discover_runs(path)
+    assert run.source == "pipe_table"
+    assert run.steps.index.tolist() == list(range(10, 111, 10))
+    assert run.steps["validation loss"].count() == 10
+    assert run.warnings == ["issue.txt: loss read from 'Training Loss' (no column is named loss; "
+                            "--loss-col picks another)"]  # "No log" is no value, not damage
+    report = analyze_run(run)
+    assert [(i.kind, i.step) for i in report.incidents] == [("nonfinite", 110)]
+
+
+def test_grpo_table_whose_loss_starts_at_zero_is_not_stuck(tmp_path):
+    """GRPO's loss is 0 while the policy is still the reference (TRL logs reward and kl beside it):
+    a text table with '-- | --' rules, as a notebook's table copies into an issue."""
+    lines = ["Step | Training Loss | reward | reward_std | kl", "-- | -- | -- | -- | --"]
+    lines += [f"{s} | {0.0 if s <= 9 else 0.0001 * (s - 9):.6f} | {-17.25 + s:.6f} | 1.5 | {0.00001 * s:.6f}"
+              for s in range(1, 13)]
+    (run,) = discover_runs(_write(tmp_path / "grpo.txt", lines))
+    report = analyze_run(run)
+    assert report.incidents == [] and report.verdict == "healthy"
+    assert run.steps["reward"].iloc[0] == -16.25

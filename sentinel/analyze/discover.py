@@ -335,7 +335,7 @@ def _claim_directory(directory: Path, modules: Iterable[ModuleType], skipped: li
 
 # Loaders whose sniff takes the user's column names: a table whose loss is called "nll" is a
 # table once --loss-col nll says so.
-_SNIFF_WITH_OPTIONS = frozenset({"generic_table"})
+_SNIFF_WITH_OPTIONS = frozenset({"generic_table", "pipe_table"})
 
 
 def _load_file(file: Path, modules: Iterable[ModuleType], options: LoadOptions) -> list[RunData] | None:

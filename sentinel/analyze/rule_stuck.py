@@ -10,7 +10,9 @@ A slowly moving running mean printed with few digits can repeat too (a progress 
 mean late in an epoch: ``loss: 0.0123``), so a stretch counts only where the value is exactly
 ``0``, below 0, or printed with at least :data:`MIN_DIGITS` significant digits. A loss of 0 counts
 where it starts the log or is reached in one jump (from above :data:`ZERO_JUMP_FROM`): a model
-that fits its data exactly (a toy regression) comes down to 0 through ever smaller values.
+that fits its data exactly (a toy regression) comes down to 0 through ever smaller values. In a
+reinforcement-learning run (one that logs a reward or a KL term: GRPO, PPO) a loss of 0 is what
+the objective gives while the policy is still the reference, so there it never counts.
 """
 
 from __future__ import annotations
@@ -28,13 +30,25 @@ MIN_DIGITS = 5
 ZERO_JUMP_FROM = 1e-3
 
 
-def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS) -> list[Incident]:
+def is_reinforcement_learning(columns) -> bool:
+    """A run that logs a reward or a KL term (TRL's GRPO/PPO tables, ``rewards/...``, ``kl``).
+
+    Example:
+        >>> is_reinforcement_learning(["loss", "reward", "kl"]), is_reinforcement_learning(["loss", "lr"])
+        (True, False)
+    """
+    return any(str(c).startswith(("reward", "objective/", "kl")) or str(c) in ("kl", "objective/kl")
+               for c in columns)
+
+
+def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS, zero_counts: bool = True) -> list[Incident]:
     """One warning for the longest stretch of ``min_rows`` or more logged losses in a row that
     are the same float (see the module docstring for which values count).
 
     Args:
         loss: the finite loss values, indexed by step.
         min_rows: the shortest stretch reported.
+        zero_counts: False where a loss of 0 is normal (:func:`is_reinforcement_learning`).
 
     Example:
         >>> s = pd.Series([3.1, 2.9] + [10.825932] * 10, index=range(0, 120, 10))
@@ -51,7 +65,7 @@ def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS) -> list[Inci
     starts, ends = bounds[::2], bounds[1::2]  # rows starts[k]..ends[k] hold one value
     length = ends - starts + 1
     counted = [k for k in np.flatnonzero(length >= min_rows)
-               if _counts(float(values[starts[k]]), float(values[starts[k] - 1]) if starts[k] else None)]
+               if _counts(float(values[starts[k]]), float(values[starts[k] - 1]) if starts[k] else None, zero_counts)]
     if not counted:
         return []
     k = max(counted, key=lambda j: length[j])
@@ -74,9 +88,9 @@ def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS) -> list[Inci
                      {"value": value, "rows": last - first + 1, "stretches": len(counted), "resolved": resolved})]
 
 
-def _counts(value: float, before: float | None) -> bool:
+def _counts(value: float, before: float | None, zero_counts: bool) -> bool:
     if value == 0:
-        return before is None or abs(before) > ZERO_JUMP_FROM
+        return zero_counts and (before is None or abs(before) > ZERO_JUMP_FROM)
     return value < 0 or _significant_digits(value) >= MIN_DIGITS
 
 

@@ -41,7 +41,9 @@ _MAX_HEADER_BYTES = 64 << 20
 TEXT_LOSS_ROWS = "text_loss_rows"
 _TEXT_LOSS = "__text_loss__"
 # Cells that mean "no value" in a loss column (the loss was not logged at that step).
-_MISSING_TEXT = frozenset({"", "na", "n/a", "null", "none", "#n/a", "<na>"})
+# "No log": the Hugging Face Trainer's notebook table, where no training loss was logged since the
+# previous evaluation row.
+_MISSING_TEXT = frozenset({"", "na", "n/a", "null", "none", "#n/a", "<na>", "no log", "-"})
 # Cells that mean "no value" in the other numeric columns: pandas' defaults.
 _NA_VALUES = ["", "NA", "N/A", "n/a", "NaN", "nan", "-NaN", "-nan", "null", "NULL", "None", "#N/A", "<NA>"]
 

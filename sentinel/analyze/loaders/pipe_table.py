@@ -1,0 +1,114 @@
+"""Loader for a table of steps pasted with ``|`` between its cells.
+
+What a notebook's training table becomes in an issue or a chat (the Hugging Face Trainer's
+``Step | Training Loss | Validation Loss``, TRL's ``Step | Training Loss | reward | kl``), as
+Markdown (``| Step | Training Loss |`` with a ``|---|---|`` rule) or as text (``Step | Training
+Loss``, ``-- | --``). Text around the table (a question, code fences) is ignored; the header is
+the first line whose cells name a step and a loss (by name, or as ``--step-col`` / ``--loss-col``
+say), and its rows are the lines after it with as many cells and a number for the step.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders.keys import STEP_ALIASES, find_column, inferred_loss_note, loss_column
+from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
+
+NAME = "pipe_table"
+DESCRIPTION = "tables pasted with '|' between cells (Step | Training Loss | Validation Loss)"
+
+# Rows a table needs to be one (a header and a row or two are a quote, not a run).
+MIN_ROWS = 3
+_RULE = re.compile(r"^:?-+:?$")  # a Markdown alignment cell: ---, :--, --:
+_NUMBER = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$")
+
+
+def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
+    """True for text holding a ``|`` table with a step and a loss column and rows of numbers.
+
+    Example:
+        >>> sniff("/nonexistent.txt")
+        False
+    """
+    head = read_head(path, limit=64 * 1024)
+    return head is not None and _find(head.splitlines(), options or LoadOptions()) is not None
+
+
+def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
+    """Read the first ``|`` table of a text file.
+
+    Returns:
+        One :class:`RunData`: ``loss`` and every other numeric column, indexed by step.
+
+    Raises:
+        ValueError: the text holds no such table.
+
+    Example:
+        >>> run = load("issue_paste.txt")[0]  # doctest: +SKIP
+        >>> run.steps["loss"].tolist()[:2]  # doctest: +SKIP
+        [2.3456, 2.1]
+    """
+    from sentinel.analyze.loaders.generic_table import _to_steps
+
+    options = options or LoadOptions()
+    lines = read_text(path).splitlines()
+    found = _find(lines, options)
+    if found is None:
+        raise ValueError(f"{path}: no table with a step and a loss column between '|' found: "
+                         "name them with --step-col/--loss-col")
+    header, rows, step_col, (loss_col, inferred) = found
+    warnings = [f"{Path(path).name}: {inferred_loss_note(loss_col)}"] if inferred else []
+    table = pd.DataFrame(rows, columns=header)
+    steps = _to_steps(table, step_col, loss_col, path, warnings)
+    return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
+                    meta={"format": NAME, "columns": header}, warnings=warnings)]
+
+
+def _cells(line: str) -> list[str] | None:
+    text = line.strip().strip("`").strip()
+    if "|" not in text:
+        return None
+    if text.startswith("|"):
+        text = text[1:]
+    if text.endswith("|"):
+        text = text[:-1]
+    return [cell.strip() for cell in text.split("|")]
+
+
+def _find(lines: list[str], options: LoadOptions):
+    """``(header, rows, step column, (loss column, inferred))`` of the first table, or None."""
+    for at, line in enumerate(lines):
+        header = _cells(line)
+        if header is None or len(header) < 2 or any(_NUMBER.match(c) or not c for c in header):
+            continue
+        step_col = options.step_col if options.step_col in header else find_column(header, STEP_ALIASES)
+        if step_col is None:
+            continue
+        try:
+            loss = loss_column(header, options.loss_col if options.loss_col in header else None)
+        except ValueError:
+            continue
+        if loss[0] is None:
+            continue
+        rows = _rows(lines[at + 1:], len(header), header.index(step_col))
+        if len(rows) >= MIN_ROWS:
+            return header, rows, step_col, loss
+    return None
+
+
+def _rows(lines: list[str], width: int, step_at: int) -> list[list[str]]:
+    rows = []
+    for line in lines:
+        cells = _cells(line)
+        if cells is None or len(cells) != width:
+            continue
+        if all(_RULE.match(c) for c in cells):
+            continue
+        if _NUMBER.match(cells[step_at]):
+            rows.append(cells)
+    return rows
