@@ -172,3 +172,20 @@ def test_grpo_table_whose_loss_starts_at_zero_is_not_stuck(tmp_path):
     report = analyze_run(run)
     assert report.incidents == [] and report.verdict == "healthy"
     assert run.steps["reward"].iloc[0] == -16.25
+
+
+def test_llama2c_train_lines(tmp_path):
+    """llama2.c's train.py: f"{iter_num} | loss {lossf:.4f} | lr {lr:e} | {dt*1000:.2f}ms | mfu ..."
+    and nanoGPT's evaluation line between them."""
+    lines = []
+    for i in range(490, 651, 10):
+        lines.append(f"{i} | loss {5.75 - (i - 490) / 400:.4f} | lr {i * 1e-7:e} | 8060.78ms | mfu 0.21%")
+        if i == 500:
+            lines += ["step 500: train loss 5.7373, val loss 5.9544", "saving checkpoint to out"]
+    lines[-1] = "650 | loss nan | lr 6.500000e-05 | 8101.12ms | mfu 0.21%"
+    (run,) = discover_runs(_write(tmp_path / "out.txt", lines))
+    assert run.source == "nanogpt"
+    assert run.steps["loss"].count() == 16 and run.steps.loc[500, "val_loss"] == 5.9544
+    assert run.steps.loc[490, "lr"] == pytest.approx(4.9e-05)
+    report = analyze_run(run)
+    assert [(i.kind, i.step) for i in report.incidents] == [("nonfinite", 650)]

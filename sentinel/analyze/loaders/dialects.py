@@ -41,13 +41,17 @@ LLMC = Dialect(
 # and f"step {iter_num}: train loss {losses['train']:.4f}, val loss {losses['val']:.4f}".
 NANOGPT = Dialect(
     name="nanogpt",
-    description='nanoGPT ("iter N: loss X, time Yms, mfu Z%")',
+    description='nanoGPT, llama2.c ("iter N: loss X, time Yms, mfu Z%", "N | loss X | lr L | Tms | mfu Z%")',
     shapes=(
         Shape(re.compile(r"\biter (\d+: loss [^\n]*)"), separators=(":", ",", "%"), units={"ms": ("_ms", 1.0)}),
         Shape(re.compile(rf"\bstep (\d+): train loss ({_NUM}), val loss ({_NUM})"),
               head=(metrics.STEP, "eval_train_loss", metrics.VAL_LOSS)),
+        # llama2.c's train.py (nanoGPT's loop): f"{iter_num} | loss {lossf:.4f} | lr {lr:e} |
+        # {dt*1000:.2f}ms | mfu {running_mfu*100:.2f}%"
+        Shape(re.compile(rf"(?m)^\s*(\d+) \| loss ({_NUM}) \| lr ({_NUM}) \| ({_NUM})ms\b"),
+              head=(metrics.STEP, metrics.LOSS, metrics.LR, "time_ms")),
     ),
-    sniff=re.compile(r"\biter \d+: loss \d"),
+    sniff=re.compile(r"\biter \d+: loss \d|^\s*\d+ \| loss [-+\d.naif]+ \| lr ", re.MULTILINE),
 )
 
 # litgpt: f"Epoch {e} | iter {iter} step {step} | loss train: {loss:.3f}, val: {val} | iter time:
