@@ -33,7 +33,7 @@ def _one(path):
         ("hf_trainer.log", "hf_trainer", range(10, 121, 10)),  # logging_steps 10 from the banner and epoch
         ("hf_run", "hf_trainer_state", range(10, 121, 10)),
         ("nanogpt.log", "nanogpt", range(0, 111, 10)),
-        ("litgpt.log", "litgpt", range(1, 13)),  # the optimizer step, not the micro-batch iter
+        ("litgpt.log", "litgpt", range(1, 13)),
         ("torchtitan.log", "torchtitan", range(1, 13)),
         ("mmdet.log", "mmengine", range(50, 601, 50)),  # (epoch - 1) * 300 + iter
         ("fairseq.log", "fairseq", range(100, 1201, 100)),

@@ -189,3 +189,16 @@ def test_llama2c_train_lines(tmp_path):
     assert run.steps.loc[490, "lr"] == pytest.approx(4.9e-05)
     report = analyze_run(run)
     assert [(i.kind, i.step) for i in report.incidents] == [("nonfinite", 650)]
+
+
+def test_litgpt_micro_batch_lines_keep_a_spike_in_one_of_them(tmp_path):
+    """An older lit-gpt printed each micro-batch's loss (4 per optimizer step here): the iteration
+    is the step, as litgpt's loggers write it, so a jump inside a step is not overwritten."""
+    lines = [f"iter {i} step {i // 4}: loss {1.70 if i < 1152 else 11.2 + (i % 3) / 10:.4f}, "
+             f"iter time: 190.12ms{' (optimizer.step)' if i % 4 == 3 else ''}" for i in range(1136, 1168)]
+    (run,) = discover_runs(_write(tmp_path / "lit.log", lines))
+    assert run.source == "litgpt" and run.steps.index.tolist() == list(range(1136, 1168))
+    assert run.steps.loc[1152, "optimizer_step"] == 288
+    report = analyze_run(run)
+    assert report.verdict == "unhealthy"
+    assert [i.step for i in report.incidents if i.kind in ("loss_spike", "divergence")][0] == 1152

@@ -60,11 +60,23 @@ def detect_spikes(series: pd.Series, config: AnalyzeConfig) -> pd.DataFrame:
     from sentinel.detect import detect_spikes as _detect_spikes
 
     cfg = spike_config(config)
-    if len(series) > cfg.warmup:
+    if len(series) > cfg.warmup and not _starts_mid_run(series, cfg.warmup):
         # A whole run: its first steps are its warm-up, judged by nothing (as the guard does).
-        # Only a short excerpt, which has no more history than that, is judged on big jumps alone.
+        # A short excerpt, which has no more history than that, and a log that starts long
+        # after the run's start (a paste from step 1136 on) are judged on big jumps until they
+        # have the history for more.
         cfg = dataclasses.replace(cfg, min_history=cfg.warmup)
     return _detect_spikes(series, cfg, sparse=True)
+
+
+def _starts_mid_run(series: pd.Series, warmup: int) -> bool:
+    """The log's first step lies beyond the run's warm-up at the log's own cadence: its first
+    rows are not the run's first steps."""
+    steps = series.index
+    if len(steps) < 2:
+        return False
+    every = max(int(steps[1]) - int(steps[0]), 1)
+    return int(steps[0]) > warmup * every
 
 
 def detect_divergence(series: pd.Series) -> pd.DataFrame:

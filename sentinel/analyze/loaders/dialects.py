@@ -56,14 +56,16 @@ NANOGPT = Dialect(
 
 # litgpt: f"Epoch {e} | iter {iter} step {step} | loss train: {loss:.3f}, val: {val} | iter time:
 # {t * 1000:.2f} ms" (older: "iter {i} step {s}: loss {loss:.4f}, ... iter time: {t:.2f}ms").
-# The optimizer step is the step; micro-batches of one step merge (the last one is kept).
+# The iteration is the step, as litgpt's own loggers write it (fabric.log_dict(metrics,
+# step=iter_num)): with gradient accumulation an older version printed each micro-batch's loss,
+# and a spike in one of them is kept; the optimizer step is a column of its own.
 LITGPT = Dialect(
     name="litgpt",
     description='litgpt ("iter N step M | loss train: X")',
     shapes=(
         Shape(re.compile(rf"\biter (\d+) step (\d+)\s*[:|]\s*loss(?: train)?:? ({_NUM})"
                          rf"(?:[^\n]*?iter time: ({_NUM}) ?ms)?"),
-              head=("_", metrics.STEP, metrics.LOSS, "iter_time_ms")),
+              head=(metrics.STEP, "optimizer_step", metrics.LOSS, "iter_time_ms")),
     ),
 )
 
