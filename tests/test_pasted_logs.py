@@ -202,3 +202,35 @@ def test_litgpt_micro_batch_lines_keep_a_spike_in_one_of_them(tmp_path):
     report = analyze_run(run)
     assert report.verdict == "unhealthy"
     assert [i.step for i in report.incidents if i.kind in ("loss_spike", "divergence")][0] == 1152
+
+
+def test_grad_norm_in_a_runs_first_steps_is_not_an_explosion(tmp_path):
+    """torchtitan's first steps, as a PR pastes them: the grad norm rises while the loss falls;
+    a run's first steps are its warm-up for the grad norm (a loss that jumps there is still
+    judged)."""
+    lines = [f"[rank0]:[titan] 2025-03-01 10:00:0{s} - root - INFO - step: {s:2}  loss: {8.0 - s / 10:7.4f}  "
+             f"grad_norm: {g:7.4f}  memory: 9.46GiB(64.99%)  tps: 7,282  tflops: 101.2  mfu: 10.23%"
+             for s, g in zip(range(1, 6), [10.5, 12.1, 20.3, 26.625, 46.5])]
+    (run,) = discover_runs(_write(tmp_path / "titan.log", lines))
+    assert analyze_run(run).incidents == []
+
+
+def test_grad_norm_jump_on_the_last_row_is_information(tmp_path):
+    rng = np.random.default_rng(1)
+    loss = 3.0 - np.arange(100) / 100 + rng.normal(0, 0.01, 100)
+    grad = 1.0 + rng.normal(0, 0.05, 100)
+    grad[-1] = 9.0  # nothing follows it: whether it mattered cannot be told
+    report = analyze_run(RunData("r", "r", "test", pd.DataFrame({"loss": loss, "grad_norm/total": grad})))
+    (incident,) = report.incidents
+    assert incident.kind == "grad_norm_explosion" and incident.severity == "info"
+    assert "at the last logged step" in incident.message and report.verdict == "healthy"
+
+
+def test_a_nan_grad_norm_before_its_first_finite_value_is_named(tmp_path):
+    lines = ["{'loss': 0.1474, 'grad_norm': nan, 'learning_rate': 1e-05, 'epoch': 0.01}"]
+    lines += [f"{{'loss': {0.15 + i / 1000}, 'grad_norm': {0.2 + i / 10}, 'learning_rate': 1e-05, "
+              f"'epoch': {0.01 * (i + 2):.2f}}}" for i in range(8)]
+    (run,) = discover_runs(_write(tmp_path / "hf.log", lines))
+    (incident,) = analyze_run(run).incidents
+    assert incident.kind == "nonfinite" and incident.step == 1
+    assert incident.details["metric"] == "grad_norm/total" and incident.message.startswith("grad_norm/total non-finite")

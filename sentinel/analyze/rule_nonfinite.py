@@ -150,10 +150,14 @@ def nonfinite_incidents(run: RunData) -> list[Incident]:
         sources = events[events["step"] == step]
         covered.append((step, step))
         later_ok = loss_last is not None and loss_last > step
+        # A text log's event names the metric its line printed as NaN (before the metric's first
+        # finite value the series cannot tell a logged NaN from an absent one).
+        metric = _plain(event.get("metric")) if "metric" in event.index else None
+        what = f"{metric} non-finite" if metric else "non-finite values recorded"
         incidents.append(Incident(
             IncidentKind.NONFINITE, step, step, Severity.CRITICAL,
-            f"non-finite values recorded at step {step}; {_describe_sources(sources)}",
-            {"metric": None, "sources": _source_list(sources), "resolved": bool(later_ok)}))
+            f"{what} at step {step}; {_describe_sources(sources)}",
+            {"metric": metric, "sources": _source_list(sources), "resolved": bool(later_ok)}))
     return incidents
 
 

@@ -20,7 +20,7 @@ OUTLIER_ROWS = 1
 _EXCERPT_ROWS = 20
 
 
-def spike_spans(series: pd.Series, config: AnalyzeConfig) -> list[dict]:
+def spike_spans(series: pd.Series, config: AnalyzeConfig, *, excerpt_jumps: bool = True) -> list[dict]:
     """Detector-flagged spans of a finite series with their numbers.
 
     Each span: ``start``, ``end``, ``peak_step``, ``peak``, ``baseline``, ``ratio`` (peak over
@@ -35,7 +35,8 @@ def spike_spans(series: pd.Series, config: AnalyzeConfig) -> list[dict]:
     """
     if series.empty:
         return []
-    frame = detect_spikes(series, config)  # the rows that can be spikes (and the two after each)
+    # the rows that can be spikes (and the two after each)
+    frame = detect_spikes(series, config, excerpt_jumps=excerpt_jumps)
     # The spikes' rows (positions into ``series``, increasing): no flag per row of a long run.
     flagged = np.unique(series.index.searchsorted(frame.index[frame["is_spike"].to_numpy(dtype=bool)]))
     steps = series.index.to_numpy()
@@ -174,7 +175,8 @@ def grad_explosion_incidents(grad_norm: pd.Series, loss_spans: list[dict],
         >>> grad_explosion_incidents(run.steps["grad_norm/total"].dropna(), spans, AnalyzeConfig())  # doctest: +SKIP
     """
     incidents = []
-    for span in spike_spans(grad_norm, config):
+    last = int(grad_norm.index[-1])
+    for span in spike_spans(grad_norm, config, excerpt_jumps=False):
         led = [s for s in loss_spans if span["start"] <= s["start"] <= span["start"] + config.grad_lead_max
                and not is_outlier_batch(s)]  # an outlier batch's update is withheld: no consequence
         if led:
@@ -185,7 +187,10 @@ def grad_explosion_incidents(grad_norm: pd.Series, loss_spans: list[dict],
             lead, tail = None, "no loss spike followed"
             if span["recovered_step"] is not None:
                 tail += f"; back down at step {span['recovered_step']}"
-        transient = not led and span["recovered_step"] is not None
+            elif span["start"] == last:
+                tail = "at the last logged step: nothing after it shows whether it mattered"
+        # Back down with no loss spike, or the last row alone, where nothing follows: information.
+        transient = not led and (span["recovered_step"] is not None or span["start"] == last)
         message = (f"grad norm {metrics.GRAD_NORM_TOTAL} jumped to {span['peak']:.4g} at step "
                    f"{span['peak_step']} ({_times(span['ratio'])} baseline {span['baseline']:.4g}); {tail}")
         details = {**_json(span), "loss_spike_step": led[0]["start"] if led else None,
