@@ -234,3 +234,47 @@ def test_a_nan_grad_norm_before_its_first_finite_value_is_named(tmp_path):
     (incident,) = analyze_run(run).incidents
     assert incident.kind == "nonfinite" and incident.step == 1
     assert incident.details["metric"] == "grad_norm/total" and incident.message.startswith("grad_norm/total non-finite")
+
+
+def test_olmo_metric_blocks_and_a_loss_that_collapses(tmp_path):
+    """OLMo prints f"[step={step}/{max_steps},epoch={epoch}]" and one indented name=value line per
+    metric (thousands separators included); a cross-entropy that falls from 12 to 1e-6 in one
+    step is a model that sees its targets."""
+    blocks = []
+    for step, (ce, gn) in enumerate([(12.18, 231.7), (1.7872662283480167e-06, 0.0002), (0.0, 7.7e-08)], 1):
+        blocks += [f"2024-08-06 09:59:26.181 node:0  olmo.train:908  INFO    [step={step}/739328,epoch=0]",
+                   f"    optim/total_grad_norm={gn}", f"    train/CrossEntropyLoss={ce}",
+                   "    train/Perplexity=195,153", f"    throughput/total_tokens={step * 1048576:,}",
+                   "    System/Peak GPU Memory (MB)=46,911"]
+    (run,) = discover_runs(_write(tmp_path / "olmo.log", blocks))
+    assert run.source == "olmo"
+    assert run.steps["loss"].tolist() == [12.18, 1.7872662283480167e-06, 0.0]
+    assert run.steps["grad_norm/total"].tolist() == [231.7, 0.0002, 7.7e-08]
+    assert run.steps["throughput_total_tokens"].tolist() == [1048576, 2097152, 3145728]
+    report = analyze_run(run)
+    (incident,) = report.incidents
+    assert (incident.kind, incident.step, incident.end_step) == ("loss_collapse", 1, 2)
+    assert report.verdict == "unhealthy"
+
+
+@pytest.mark.parametrize("values", [
+    [2.3, 1.9, 1.5, 1.2, 1.0, 0.8],  # an ordinary descent
+    [1.0, 0.5, 0.1, 0.01, 1e-4, 1e-6],  # a regression that converges, step by step
+    [0.5, 1e-6],  # from below 1: not judged
+])
+def test_not_a_collapse(values):
+    from sentinel.analyze.rule_stuck import collapse_incidents
+
+    assert collapse_incidents(_series(values)) == []
+
+
+def test_a_spike_returning_to_a_tiny_loss_is_no_collapse():
+    from sentinel.analyze.rule_stuck import collapse_incidents
+
+    assert collapse_incidents(_series([1e-12] * 6 + [6775.0, 1.4e-17, 1e-12])) == []
+
+
+def test_a_four_step_spike_returning_to_the_trend_is_no_collapse():
+    from sentinel.analyze.rule_stuck import collapse_incidents
+
+    assert collapse_incidents(_series([0.09] * 30 + [866.0, 866.8, 883.4, 883.4, 0.0707, 0.09])) == []

@@ -22,7 +22,7 @@ from sentinel.analyze.rule_divergence import divergence_incidents
 from sentinel.analyze.rule_guard import guard_incidents, online_spike_incidents, restart_incidents
 from sentinel.analyze.rule_nonfinite import finite, nonfinite_incidents
 from sentinel.analyze.rule_plateau import plateau_incidents
-from sentinel.analyze.rule_stuck import is_reinforcement_learning, stuck_loss_incidents
+from sentinel.analyze.rule_stuck import collapse_incidents, is_reinforcement_learning, stuck_loss_incidents
 from sentinel.analyze.rule_spikes import grad_explosion_incidents, loss_spike_incidents
 
 log = logging.getLogger(__name__)
@@ -142,7 +142,10 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         incidents += divergence_incidents(loss, spans)
         incidents += plateau_incidents(loss, config)
     if len(loss) >= 2:
-        incidents += stuck_loss_incidents(loss, zero_counts=not is_reinforcement_learning(steps.columns))
+        rl = is_reinforcement_learning(steps.columns)
+        incidents += stuck_loss_incidents(loss, zero_counts=not rl)
+        if not rl:
+            incidents += collapse_incidents(loss)
     if has(metrics.GRAD_NORM_TOTAL):
         grad = finite(steps[metrics.GRAD_NORM_TOTAL])
         if len(grad) >= 2:

@@ -37,6 +37,7 @@ class IncidentKind(str, enum.Enum):
     ENTROPY_COLLAPSE = "entropy_collapse"
     PLATEAU = "plateau"
     LOSS_STUCK = "loss_stuck"
+    LOSS_COLLAPSE = "loss_collapse"
     ROLLBACK = "rollback"
     SKIP = "skip"
     GAVE_UP = "gave_up"

@@ -1,4 +1,5 @@
-"""A loss that does not change at all: the same float at many logged steps in a row.
+"""A loss that stops measuring learning: the same float at many logged steps in a row, or a
+fall by orders of magnitude from one logged step to the next.
 
 A training loss is a mean over a fresh batch each step: two steps in a row agree to the last
 printed digit only by chance, eight in a row only when nothing moves. Then the weights are not
@@ -86,6 +87,47 @@ def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS, zero_counts:
                f"({int(steps[first])}-{int(steps[last])}): {why}{after}")
     return [Incident(IncidentKind.LOSS_STUCK, int(steps[first]), int(steps[last]), Severity.WARNING, message,
                      {"value": value, "rows": last - first + 1, "stretches": len(counted), "resolved": resolved})]
+
+
+# A loss whose level (the median of the last COLLAPSE_LEVEL_ROWS logged values, so a spike's
+# return to the trend is no fall) is at least COLLAPSE_FROM and that falls below COLLAPSE_RATIO of
+# it at the next logged step: no optimizer step learns that much; the model sees its targets (a
+# label leak, a mask that hides every token, targets not shifted against the inputs).
+COLLAPSE_FROM = 1.0
+COLLAPSE_RATIO = 1e-3
+COLLAPSE_LEVEL_ROWS = 21
+
+
+def collapse_incidents(loss: pd.Series) -> list[Incident]:
+    """One warning for the first fall of the loss from a level of at least :data:`COLLAPSE_FROM`
+    to below :data:`COLLAPSE_RATIO` of it at the next logged step.
+
+    Example:
+        >>> s = pd.Series([12.18, 1.79e-06, 0.0], index=[1, 2, 3])
+        >>> collapse_incidents(s)[0].message.split(":")[0]
+        'loss collapsed from 12.18 at step 1 to 1.79e-06 at step 2'
+    """
+    values = loss.to_numpy(dtype="float64")
+    if len(values) < 2:
+        return []
+    before, after = values[:-1], values[1:]
+    # Candidates: a fall by the ratio from the previous row (one compare over the run), then
+    # judged against the level before them.
+    candidates = np.flatnonzero((before >= COLLAPSE_FROM) & (after >= 0) & (after < COLLAPSE_RATIO * before))
+    fell = [i for i in candidates.tolist()
+            if after[i] < COLLAPSE_RATIO * (level := float(np.median(values[max(0, i + 1 - COLLAPSE_LEVEL_ROWS):i + 1])))
+            and level >= COLLAPSE_FROM]
+    if not fell:
+        return []
+    at = fell[0]
+    steps = loss.index.to_numpy()
+    start, end = int(steps[at]), int(steps[at + 1])
+    message = (f"loss collapsed from {values[at]:.4g} at step {start} to {values[at + 1]:.4g} at step {end}: "
+               "no optimizer step learns that much; the model sees its targets (a label leak, a mask that "
+               "hides every token, targets not shifted against the inputs)")
+    return [Incident(IncidentKind.LOSS_COLLAPSE, start, end, Severity.WARNING, message,
+                     {"from": float(values[at]), "to": float(values[at + 1]), "falls": int(len(fell)),
+                      "resolved": False})]
 
 
 def _counts(value: float, before: float | None, zero_counts: bool) -> bool:

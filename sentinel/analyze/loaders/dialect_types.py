@@ -69,7 +69,8 @@ class Shape:
             separator, e.g. mmengine's ``eta: 1 day, 2:03:04``).
         fields: a field list: the body's last group is ``name: value`` fields each ended by this
             string (Megatron's ``| lm loss: 2.7 |``). A name is a phrase (words, brackets) and
-            the value one token; a field that is not ``name: number`` is skipped, and text after
+            the value one token (``name=value`` too; a thousands separator in a value is read,
+            ``53,695``); a field that is not ``name: number`` is skipped, and text after
             the last separator is a field cut off (the line was cut while written): skipped, and
             counted in a warning. A name the shape's ``keys`` do not list goes through
             ``canonical_key`` when that knows it (never to the loss), else becomes a slug (each
@@ -133,6 +134,8 @@ class Dialect:
         joins: continuation lines: what this matches (a line end and the next line's indent) is
             replaced by a space before reading, so a record printed over several lines (Composer's
             ``[batch=16/625]:`` then one ``\t Train key: value`` line per metric) is one line.
+        join_with: what a continuation line's start is replaced by (a field separator where the
+            shape reads a field list: OLMo's ``    train/CrossEntropyLoss=2.31`` lines).
         min_records: record lines the sniffer must see before it claims a file.
         drop_cut_line: the last line without a line end is not trusted (``3.2`` of ``3.2217``).
         warn_bad_values: say how many values were not numbers.
@@ -159,6 +162,7 @@ class Dialect:
     step_key: str | None = None
     step_from_order: bool = False
     joins: re.Pattern | None = None
+    join_with: str = " "
     min_records: int = 3
     drop_cut_line: bool = True
     warn_bad_values: bool = False

@@ -231,6 +231,23 @@ COMPOSER = Dialect(
     min_records=2,
 )
 
+# OLMo (olmo/train.py): f"[step={step}/{max_steps},epoch={epoch}]" then one f"    {name}={value}"
+# line per metric (train/CrossEntropyLoss, optim/total_grad_norm, optim/learning_rate_group0, ...).
+OLMO = Dialect(
+    name="olmo",
+    description='OLMo ("[step=N/M,epoch=E]" then "    train/CrossEntropyLoss=X" lines)',
+    shapes=(
+        Shape(re.compile(r"\[step=(\d+)(?:/\d+)?(?:,epoch=\d+)?\]([^\n]*)"), fields="|",
+              keys={"train/crossentropyloss": metrics.LOSS, "train/ce loss": metrics.LOSS,
+                    "optim/total_grad_norm": metrics.GRAD_NORM_TOTAL,
+                    "optim/learning_rate_group0": metrics.LR, "optim/lr_group0": metrics.LR}),
+    ),
+    joins=re.compile(r"\n {4}(?=[^\s=][^\n=]*=)"),
+    join_with=" | ",
+    sniff=re.compile(r"\[step=\d+(?:/\d+)?(?:,epoch=\d+)?\]$", re.MULTILINE),
+    min_records=1,
+)
+
 # Anything else: a step-like key and a loss-like key on one line, as "key: v", "key=v" or "key v",
 # in either order. Needs several such lines (see textlogs.sniff).
 _STEP_KEY = r"(?:step|iter|iteration|num_updates|global_step|it)"
@@ -336,4 +353,4 @@ MEGATRON = Dialect(
 
 # In the order the sniffer tries them; the generic reader comes last.
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 TIMM, COMPOSER, TF, LOG4J, GENERIC)
+                                 TIMM, COMPOSER, OLMO, TF, LOG4J, GENERIC)

@@ -163,7 +163,7 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None) -> Sca
     if dialect.clean:
         text = clean_text(text)
     if dialect.joins is not None:
-        text = dialect.joins.sub(" ", text)
+        text = dialect.joins.sub(dialect.join_with, text)
     lines = Lines(text)
     parts: list[tuple[Shape, dict[str, np.ndarray]]] = []
     seen_keys: set[str] = set()
@@ -312,7 +312,8 @@ def _read_shape(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOptio
     return out, bad, keys_seen
 
 
-_FIELD = re.compile(r"^\s*([A-Za-z][^:|]*?)\s*:\s*(\S+)\s*$")
+_FIELD = re.compile(r"^\s*([A-Za-z][^:=|]*?)\s*[:=]\s*(\S+)\s*$")
+_THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 # A field name's spaces, hidden while the body is split into tokens (see Shape.fields).
 _HIDDEN = str.maketrans({" ": "\ue000", "\t": "\ue001", "\v": "\ue002", "\f": "\ue003", "\r": "\ue004"})
 _SHOWN = str.maketrans({v: k for k, v in _HIDDEN.items()})
@@ -340,8 +341,9 @@ def _field_bodies(bodies: list, shape: Shape) -> tuple[list[str], np.ndarray]:
             match = _FIELD.match(segment)
             if not match:
                 continue
+            raw = match.group(2)
             try:
-                value = float(match.group(2))
+                value = float(raw.replace(",", "") if _THOUSANDS.match(raw) else raw)
             except ValueError:
                 continue
             name = match.group(1).strip().lower()
