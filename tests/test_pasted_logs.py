@@ -278,3 +278,21 @@ def test_a_four_step_spike_returning_to_the_trend_is_no_collapse():
     from sentinel.analyze.rule_stuck import collapse_incidents
 
     assert collapse_incidents(_series([0.09] * 30 + [866.0, 866.8, 883.4, 883.4, 0.0707, 0.09])) == []
+
+
+@pytest.mark.parametrize("losses, verdict", [
+    (["0.6242", "0.4101", "0.3302", "0.2801", "0.2488", "0.2200"], "healthy"),
+    (["0.6242"] + ["nan"] * 5, "unhealthy"),
+])
+def test_keras_fit_one_finished_bar_per_epoch(tmp_path, losses, verdict):
+    """Keras fit(verbose=1) pasted as its final bar per epoch: the count is N/N on every line, so
+    each line with another loss is the next epoch (one with the same finite loss is a redraw)."""
+    lines = []
+    for epoch, loss in enumerate(losses, 1):
+        lines += [f"Epoch {epoch}/10", f"9595/9595 [==============================] - 1s - loss: {loss} - acc: 0.6295 "
+                                       f"- val_loss: {loss} - val_acc: 0.7470"]
+    if verdict == "healthy":
+        lines.append(lines[-1])  # the last bar drawn twice (a NaN bar drawn twice counts twice)
+    (run,) = discover_runs(_write(tmp_path / "keras.txt", lines))
+    assert run.steps.index.tolist() == [9595 * e for e in range(1, len(losses) + 1)]
+    assert analyze_run(run).verdict == verdict

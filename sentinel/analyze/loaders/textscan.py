@@ -435,7 +435,7 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
         if iters is not None:
             step = iters
             if epoch is None and total is not None:
-                epoch = _epochs_from_wraps(iters, total, columns["_pos"], meta)
+                epoch = _epochs_from_wraps(iters, total, columns["_pos"], meta, columns.get(metrics.LOSS))
             if epoch is not None and _counts_globally(epoch, iters, columns["_pos"],
                                                       known_length=total is not None and not np.isnan(total).all()):
                 epoch = None  # "epoch 2 step 1200": the step goes on across epochs already
@@ -519,14 +519,18 @@ def _last_records(columns: dict[str, np.ndarray], step: np.ndarray, dialect: Dia
     return {name: column[keep] for name, column in columns.items()}, step[keep]
 
 
-def _epochs_from_wraps(iters: np.ndarray, total: np.ndarray, pos: np.ndarray, meta: dict) -> np.ndarray | None:
+def _epochs_from_wraps(iters: np.ndarray, total: np.ndarray, pos: np.ndarray, meta: dict,
+                       loss: np.ndarray | None = None) -> np.ndarray | None:
     """Epochs (from 1) of records that count iterations inside an epoch with no epoch field (a
     progress bar's ``N/TOTAL``), or None when the count never starts again.
 
     In file order, a count that falls back after reaching its last logging interval of the epoch
     (within two of the usual gaps between logged counts of ``TOTAL``) starts a new epoch; one that
     falls back from the middle of an epoch is a restart (a resumed run) and keeps its epoch, so
-    its steps are logged again, as in any other log.
+    its steps are logged again, as in any other log. A count at ``TOTAL`` printed again with
+    another loss is the next epoch's finished bar (Keras ``fit`` pasted one summary line per
+    epoch: ``9595/9595 [====] - 1s - loss: 0.62``); with the same finite loss it is the same bar
+    redrawn.
 
     Example:
         >>> _epochs_from_wraps(np.array([10., 20., 30., 10., 20.]), np.full(5, 30.), np.arange(5), {}).tolist()
@@ -541,6 +545,10 @@ def _epochs_from_wraps(iters: np.ndarray, total: np.ndarray, pos: np.ndarray, me
     gaps = np.diff(i[ok])
     gap = float(np.median(gaps[gaps > 0])) if (gaps > 0).any() else 1.0
     wraps = (cur_i < prev_i) & (prev_i >= prev_t - 2 * gap) & ok[1:] & ok[:-1]
+    if loss is not None:
+        lo = loss[order]
+        changed = lo[1:] != lo[:-1]  # NaN after NaN too: a run that went NaN prints NaN each epoch
+        wraps |= (cur_i == prev_i) & (prev_i >= prev_t) & changed & ok[1:] & ok[:-1]
     if not wraps.any():
         return None
     epoch_sorted = np.concatenate([[1.0], 1.0 + np.cumsum(wraps)])
@@ -567,7 +575,7 @@ def _counts_globally(epoch: np.ndarray, iters: np.ndarray, pos: np.ndarray, know
     changes = np.flatnonzero((e[1:] != e[:-1]) & ~np.isnan(e[1:]) & ~np.isnan(e[:-1]))
     if not len(changes):
         return not known_length
-    return bool((i[changes + 1] >= i[changes]).all())
+    return bool((i[changes + 1] > i[changes]).all())  # a global count moves on at every change
 
 
 def _epoch_length(iters: np.ndarray) -> float:
