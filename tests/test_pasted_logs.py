@@ -296,3 +296,15 @@ def test_keras_fit_one_finished_bar_per_epoch(tmp_path, losses, verdict):
     (run,) = discover_runs(_write(tmp_path / "keras.txt", lines))
     assert run.steps.index.tolist() == [9595 * e for e in range(1, len(losses) + 1)]
     assert analyze_run(run).verdict == verdict
+
+
+def test_paddledetection_quoted_losses_and_a_wobble_is_no_rise(tmp_path):
+    """PaddleDetection prints a dict's repr, loss keys and values quoted; an excerpt whose first
+    row is low and whose others hover 1.25-1.38 has not "risen" on one row of evidence."""
+    lines = [f"2020-12-22 08:01:34,034-INFO: iter: {it}, lr: 0.013559, 'loss_cls': '0.539213', "
+             f"'loss_bbox': '0.010017', 'loss': '{v}', eta: 8:56:30, batch_cost: 0.32392 sec"
+             for it, v in zip(range(620, 741, 20), [1.024392, 1.377929, 1.337946, 1.34156, 1.255523, 1.248285, 1.377799])]
+    (run,) = discover_runs(_write(tmp_path / "ppdet.log", lines))
+    assert run.steps["loss"].tolist()[:2] == [1.024392, 1.377929] and run.steps["loss"].count() == 7
+    report = analyze_run(run)
+    assert report.incidents == [] and report.verdict == "healthy"

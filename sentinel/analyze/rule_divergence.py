@@ -56,9 +56,11 @@ def _unfinished_rise(loss: pd.Series, frame: pd.DataFrame, spike_spans: list[dic
     each at most x1.4 its short history). The divergence detector sees it (its best level is
     the level before the rise), but the log ends before its patience runs out, as a short
     excerpt or a run stopped early does. Say what can be said: the loss rose from a step and
-    had not come back when the log ends, too soon to tell a spike from a divergence.
+    had not come back when the log ends, too soon to tell a spike from a divergence. With fewer
+    rows before the rise than the spike rule's warm-up, only a rise above its short-history
+    jump (x1.5) counts.
     """
-    from sentinel.detect import DivergenceConfig  # pandas-heavy: imported when analysing
+    from sentinel.detect import DivergenceConfig, SpikeConfig  # pandas-heavy: imported when analysing
 
     last_row = frame.iloc[-1]
     if not bool(last_row["elevated"]) or bool(last_row["diverged"]):
@@ -71,6 +73,12 @@ def _unfinished_rise(loss: pd.Series, frame: pd.DataFrame, spike_spans: list[dic
     part = between(loss, onset, last)
     peak_step, peak = int(part.idxmax()), float(part.max())
     best = float(last_row["best"])
+    # A best level that rests on a few rows (the start of an excerpt) is weak evidence: there,
+    # as in the spike rule before its warm-up, only a large rise counts (x1.5: BigScience exp2's
+    # 6.37 -> 10.24 over 4 rows is one; a detector run's 1.02 then 1.25-1.38 is batch noise).
+    spike = SpikeConfig()
+    if int((loss.index < onset).sum()) < spike.warmup and not peak > best * (1.0 + spike.short_rtol):
+        return []
     patience = DivergenceConfig().patience
     message = (f"loss rose from step {onset}: {peak:.4g} at step {peak_step} vs best level {best:.4g} "
                f"({peak / best:.3g}x), still elevated at the last logged step {last}; the log ends "

@@ -253,6 +253,9 @@ OLMO = Dialect(
 _STEP_KEY = r"(?:step|iter|iteration|num_updates|global_step|it)"
 _LOSS_KEY = r"(?:loss|train_loss|train/loss|training_loss|total_loss|reduced_train_loss|lm_loss|lm loss)"
 _SEP = r"\s*[:=]?\s*"
+# The same between a loss key and its value, either of them perhaps quoted (a dict's repr printed
+# by a logger: PaddleDetection's "'loss': '1.024392'").
+_QSEP = r"['\"]?\s*[:=]?\s*['\"]?"
 # "Epoch 2 ... step 300": an epoch, then a count (inside the epoch, or global: the steps tell).
 _COUNT_KEY = r"(?:step|iter|iteration|batch|it)"
 _EPOCH_NUM = r"(?i:\bepoch)\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?"
@@ -263,15 +266,15 @@ GENERIC = Dialect(
     shapes=(
         # Not on a line where an epoch comes before the step key (the epoch shape below reads it).
         Shape(re.compile(rf"^(?![^\n]*?{_EPOCH_THEN_COUNT})[^\n]*?(?i:\b{_STEP_KEY}){_SEP}(\d+)(?:\s*/\s*\d+)?\b"
-                         rf"[^\n]*?(?<![\w/])(?i:{_LOSS_KEY}){_SEP}({_NUM})\b", re.MULTILINE),
+                         rf"[^\n]*?(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
               head=(metrics.STEP, metrics.LOSS)),
-        Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_SEP}({_NUM})\b[^\n]*?(?i:\b{_STEP_KEY}){_SEP}(\d+)\b"),
+        Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b[^\n]*?(?i:\b{_STEP_KEY}){_SEP}(\d+)\b"),
               head=(metrics.LOSS, metrics.STEP)),
         # "N/TOTAL" only on lines without a step key: a progress bar's count inside the epoch is
         # not the step where the line also names it (NeMo's "120/1000 [...] global_step=119.0").
         # The count starts again each epoch (Lightning's and Keras' bars): steps go on across epochs.
         Shape(re.compile(rf"^(?![^\n]*?(?i:\b{_STEP_KEY}){_SEP}\d)[^\n]*?(?:^|(?<![\d/:.-])\s)(\d+)\s*/\s*(\d+)\b(?![/:.]\d)"
-                         rf"[^\n]*?(?<![\w/])(?i:{_LOSS_KEY}){_SEP}({_NUM})\b", re.MULTILINE),
+                         rf"[^\n]*?(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
               head=("iter", "total", metrics.LOSS)),
         # The PyTorch tutorials' and examples' own prints: f"Epoch [{e}/{E}], Step [{i}/{n}], Loss:
         # {loss:.4f}", "Epoch: e, Batch: b, Loss: x"; the MNIST example's f"Train Epoch: {e}
@@ -279,14 +282,14 @@ GENERIC = Dialect(
         # {loss:.3f}". A count that starts again in each epoch becomes a global step.
         # (a group that takes part in one match and not in another would shift the fields: one
         # shape with the epoch's length, one without)
-        Shape(re.compile(rf"{_EPOCH_THEN_COUNT}\s*/\s*(\d+)\s*\]?[^\n]*?(?<![\w/])(?i:{_LOSS_KEY}){_SEP}({_NUM})\b"),
+        Shape(re.compile(rf"{_EPOCH_THEN_COUNT}\s*/\s*(\d+)\s*\]?[^\n]*?(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
               head=("epoch", "iter", "total", metrics.LOSS)),
-        Shape(re.compile(rf"{_EPOCH_THEN_COUNT}(?!\d|\s*/\s*\d)\s*\]?[^\n]*?(?<![\w/])(?i:{_LOSS_KEY}){_SEP}({_NUM})\b"),
+        Shape(re.compile(rf"{_EPOCH_THEN_COUNT}(?!\d|\s*/\s*\d)\s*\]?[^\n]*?(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
               head=("epoch", "iter", metrics.LOSS)),
         Shape(re.compile(rf"(?i:\bepoch)\s*[:=#]?\s*(\d+)\s*\[\s*(\d+)\s*/\s*(\d+)[^\]\n]*\]"
-                         rf"[^\n]*?(?<![\w/])(?i:{_LOSS_KEY}){_SEP}({_NUM})\b"),
+                         rf"[^\n]*?(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
               head=("epoch", "iter", "total", metrics.LOSS)),
-        Shape(re.compile(rf"^[ \t]*\[\s*(\d+),\s*(\d+)\]\s*(?i:{_LOSS_KEY}){_SEP}({_NUM})\b", re.MULTILINE),
+        Shape(re.compile(rf"^[ \t]*\[\s*(\d+),\s*(\d+)\]\s*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
               head=("epoch", "iter", metrics.LOSS)),
     ),
     min_records=5,
