@@ -308,3 +308,15 @@ def test_paddledetection_quoted_losses_and_a_wobble_is_no_rise(tmp_path):
     assert run.steps["loss"].tolist()[:2] == [1.024392, 1.377929] and run.steps["loss"].count() == 7
     report = analyze_run(run)
     assert report.incidents == [] and report.verdict == "healthy"
+
+
+def test_a_large_grad_norm_jump_in_a_runs_first_steps_is_still_told(tmp_path):
+    """x9 and x1000 the first steps' grad norm (a pasted unsloth run with its spikes marked):
+    told, where x1.75 is not."""
+    norms = [14.98, 9.78, 7.64, 92.10, 29.00, 5.21, 7.83, 7.79, 11140.00]
+    lines = [f"{{'loss': {loss}, 'grad_norm': {g}, 'learning_rate': 2e-4, 'epoch': {0.01 * i:.2f}}}"
+             + ("    <-- spike" if g > 50 else "")
+             for i, (loss, g) in enumerate(zip([1.46, 1.28, 1.60, 1.14, 1.54, 1.61, 1.36, 1.36, 1.51], norms), 1)]
+    (run,) = discover_runs(_write(tmp_path / "unsloth.log", lines))
+    report = analyze_run(run)
+    assert [(i.kind, i.step) for i in report.incidents] == [("grad_norm_explosion", 4), ("grad_norm_explosion", 9)]

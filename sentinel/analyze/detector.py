@@ -39,14 +39,14 @@ def warmup_steps(config: AnalyzeConfig) -> int:
     return int(spike_config(config).warmup)
 
 
-def detect_spikes(series: pd.Series, config: AnalyzeConfig, *, excerpt_jumps: bool = True) -> pd.DataFrame:
+def detect_spikes(series: pd.Series, config: AnalyzeConfig, *, start_jump: float | None = None) -> pd.DataFrame:
     """Run the guard's spike detector over a finite series (index = step).
 
     A series longer than ``warmup`` is judged from its ``warmup``-th value on, like the guard
     judges a live run; a shorter one (a log excerpt around an incident) is judged on large jumps
-    against the little history it has. With ``excerpt_jumps=False`` a short log that starts at
-    its run's start is not judged in the warm-up either (grad norms move a lot in a run's first
-    steps; a loss that jumps x1.5 there is still news).
+    against the little history it has. ``start_jump`` is the jump (``short_rtol``) that counts in
+    a short log that starts at its run's start: grad norms move a lot in a run's first steps (x1.75
+    is ordinary, x9 is not), while a loss that jumps x1.5 there is still news.
 
     Returns:
         The detector's frame (``is_spike``, ``score``, ``baseline``, ...) in its sparse mode:
@@ -62,7 +62,10 @@ def detect_spikes(series: pd.Series, config: AnalyzeConfig, *, excerpt_jumps: bo
     from sentinel.detect import detect_spikes as _detect_spikes
 
     cfg = spike_config(config)
-    if (len(series) > cfg.warmup or not excerpt_jumps) and not _starts_mid_run(series, cfg.warmup):
+    mid_run = _starts_mid_run(series, cfg.warmup)
+    if start_jump is not None and not mid_run:
+        cfg = dataclasses.replace(cfg, short_rtol=max(cfg.short_rtol, start_jump))
+    if len(series) > cfg.warmup and not mid_run:
         # A whole run: its first steps are its warm-up, judged by nothing (as the guard does).
         # A short excerpt, which has no more history than that, and a log that starts long
         # after the run's start (a paste from step 1136 on) are judged on big jumps until they

@@ -20,7 +20,7 @@ OUTLIER_ROWS = 1
 _EXCERPT_ROWS = 20
 
 
-def spike_spans(series: pd.Series, config: AnalyzeConfig, *, excerpt_jumps: bool = True) -> list[dict]:
+def spike_spans(series: pd.Series, config: AnalyzeConfig, *, start_jump: float | None = None) -> list[dict]:
     """Detector-flagged spans of a finite series with their numbers.
 
     Each span: ``start``, ``end``, ``peak_step``, ``peak``, ``baseline``, ``ratio`` (peak over
@@ -36,7 +36,7 @@ def spike_spans(series: pd.Series, config: AnalyzeConfig, *, excerpt_jumps: bool
     if series.empty:
         return []
     # the rows that can be spikes (and the two after each)
-    frame = detect_spikes(series, config, excerpt_jumps=excerpt_jumps)
+    frame = detect_spikes(series, config, start_jump=start_jump)
     # The spikes' rows (positions into ``series``, increasing): no flag per row of a long run.
     flagged = np.unique(series.index.searchsorted(frame.index[frame["is_spike"].to_numpy(dtype=bool)]))
     steps = series.index.to_numpy()
@@ -160,6 +160,11 @@ def _next_step(series: pd.Series, end: int) -> int | None:
     return int(series.index[pos]) if pos < len(series.index) else None
 
 
+# In the first steps of a run (a short log from its start) a grad norm counts as exploding from
+# x5 its little history on (x1.5 for a loss): it rises and falls by x2 there in healthy runs.
+GRAD_START_JUMP = 4.0
+
+
 def grad_explosion_incidents(grad_norm: pd.Series, loss_spans: list[dict],
                              config: AnalyzeConfig) -> list[Incident]:
     """One incident per grad-norm explosion, saying whether (and how many steps) it preceded a
@@ -176,7 +181,7 @@ def grad_explosion_incidents(grad_norm: pd.Series, loss_spans: list[dict],
     """
     incidents = []
     last = int(grad_norm.index[-1])
-    for span in spike_spans(grad_norm, config, excerpt_jumps=False):
+    for span in spike_spans(grad_norm, config, start_jump=GRAD_START_JUMP):
         led = [s for s in loss_spans if span["start"] <= s["start"] <= span["start"] + config.grad_lead_max
                and not is_outlier_batch(s)]  # an outlier batch's update is withheld: no consequence
         if led:
