@@ -93,7 +93,7 @@ def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig,
         else:
             after = f"not recovered within {config.recover_steps} steps"
         message = (f"loss spike to {span['peak']:.4g} at step {span['peak_step']} "
-                   f"({_times(span['ratio'])} baseline {span['baseline']:.4g}, score {span['score']:.3g}); "
+                   f"({_times(span['ratio'])} baseline {span['baseline']:.4g}{_score(span['score'])}); "
                    f"{after}")
         details = {**_json(span), "recovered": rec is not None,
                    "steps_to_recover": None if rec is None else rec - span["start"],
@@ -203,6 +203,11 @@ def grad_explosion_incidents(grad_norm: pd.Series, loss_spans: list[dict],
         incidents.append(Incident(IncidentKind.GRAD_EXPLOSION, span["start"], span["end"],
                                   Severity.INFO if transient else Severity.WARNING, message, details))
     return incidents
+
+
+def _score(score: float) -> str:
+    # No score where the history had no spread yet (a jump judged on a row or two).
+    return f", score {score:.3g}" if np.isfinite(score) else ""
 
 
 def _steps(n: int) -> str:
