@@ -320,3 +320,15 @@ def test_a_large_grad_norm_jump_in_a_runs_first_steps_is_still_told(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "unsloth.log", lines))
     report = analyze_run(run)
     assert [(i.kind, i.step) for i in report.incidents] == [("grad_norm_explosion", 4), ("grad_norm_explosion", 9)]
+
+
+def test_evaluation_lines_are_not_training_steps_in_a_generic_log(tmp_path):
+    """An old fairseq log read by the generic reader: its "valid on 'valid' subset 1000 / 1311
+    loss=1.60" line is an evaluation, not a training step; "test_acc" beside a loss is no such
+    word."""
+    lines = [f"| epoch 010  {i * 1000} / 8223 loss={v}, wps=962, lr=0.001, gnorm=2.1427 test_acc=0.9"
+             for i, v in enumerate([1.27, 1.28, 0.91, 0.95, 1.56, 0.86, 1.33], 2)]
+    lines += ["| epoch 010 | valid on 'valid' subset  1000 / 1311 loss=9.60",
+              "| epoch 010 | Validation: 1311 / 1311 loss=9.5", "Step 300 | Eval loss: 9.1"]
+    (run,) = discover_runs(_write(tmp_path / "old_fairseq.log", lines))
+    assert run.steps["loss"].max() == 1.56 and len(run.steps) == 7

@@ -134,6 +134,8 @@ class Dialect:
         joins: continuation lines: what this matches (a line end and the next line's indent) is
             replaced by a space before reading, so a record printed over several lines (Composer's
             ``[batch=16/625]:`` then one ``\t Train key: value`` line per metric) is one line.
+        drop_words: a line holding one of these words (whole, any case) is read as empty (the
+            generic reader's evaluation lines: their loss is not a step's training loss).
         join_with: what a continuation line's start is replaced by (a field separator where the
             shape reads a field list: OLMo's ``    train/CrossEntropyLoss=2.31`` lines).
         min_records: record lines the sniffer must see before it claims a file.
@@ -163,6 +165,7 @@ class Dialect:
     step_from_order: bool = False
     joins: re.Pattern | None = None
     join_with: str = " "
+    drop_words: tuple[str, ...] = ()
     min_records: int = 3
     drop_cut_line: bool = True
     warn_bad_values: bool = False

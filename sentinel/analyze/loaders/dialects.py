@@ -260,6 +260,9 @@ _QSEP = r"['\"]?\s*[:=]?\s*['\"]?"
 _COUNT_KEY = r"(?:step|iter|iteration|batch|it)"
 _EPOCH_NUM = r"(?i:\bepoch)\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?"
 _EPOCH_THEN_COUNT = rf"{_EPOCH_NUM}[^\n]*?(?i:\b{_COUNT_KEY}\b)\s*[:=#]?\s*\[?\s*(\d+)"
+# A line about an evaluation ("| valid on 'valid' subset 1000 / 1311 loss=1.60", "Step 300 | eval
+# loss: 2.1"): its loss is not the training loss of a step.
+_EVAL_WORDS = ("valid", "validation", "eval", "evaluation", "test", "testing")
 GENERIC = Dialect(
     name="text",
     description="any text log with a step-like key (step, iter, global_step, N/TOTAL) and a loss on each line",
@@ -292,6 +295,7 @@ GENERIC = Dialect(
         Shape(re.compile(rf"^[ \t]*\[\s*(\d+),\s*(\d+)\]\s*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
               head=("epoch", "iter", metrics.LOSS)),
     ),
+    drop_words=_EVAL_WORDS,
     min_records=5,
 )
 

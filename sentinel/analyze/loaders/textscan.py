@@ -164,6 +164,8 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None) -> Sca
         text = clean_text(text)
     if dialect.joins is not None:
         text = dialect.joins.sub(dialect.join_with, text)
+    if dialect.drop_words:
+        text = _blank_lines(text, dialect.drop_words)
     lines = Lines(text)
     parts: list[tuple[Shape, dict[str, np.ndarray]]] = []
     seen_keys: set[str] = set()
@@ -500,6 +502,49 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
     for column in [c for c in main.columns if c.startswith(NAN_PREFIX)]:
         logged_nan[column[len(NAN_PREFIX):]] = (main.pop(column) == 1.0).to_numpy()
     return main.astype("float64", copy=False), logged_nan
+
+
+def _blank_lines(text: str, words: tuple[str, ...]) -> str:
+    """``text`` with every line that holds one of ``words`` (a whole word, any case) emptied, its
+    line end kept so line numbers hold. ``str.find`` over the lower-cased text (a regular
+    expression with word boundaries took 0.7 s on 14 MB; this takes a few milliseconds where the
+    words are rare).
+
+    Example:
+        >>> _blank_lines("step 1 loss 2\\nValid loss 3\\nstep 2 loss 1 test_acc 0.9\\n", ("valid", "test"))
+        'step 1 loss 2\\n\\nstep 2 loss 1 test_acc 0.9\\n'
+    """
+    lower = text.lower()
+    if len(lower) != len(text):  # a character whose lower case is longer: leave the text alone
+        return text
+    spans: list[tuple[int, int]] = []
+    for word in sorted(set(words), key=len):
+        at = lower.find(word)
+        while at >= 0:
+            end_word = at + len(word)
+            whole = (at == 0 or not _is_word_char(lower[at - 1])) and \
+                (end_word == len(lower) or not _is_word_char(lower[end_word]))
+            if whole:
+                start = lower.rfind("\n", 0, at) + 1
+                end = lower.find("\n", end_word)
+                spans.append((start, len(lower) if end < 0 else end))
+                at = lower.find(word, spans[-1][1])
+            else:
+                at = lower.find(word, at + 1)
+    if not spans:
+        return text
+    out, pos = [], 0
+    for start, end in sorted(spans):
+        if end <= pos:
+            continue
+        out.append(text[pos:max(start, pos)])
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _is_word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
 
 
 def _last_records(columns: dict[str, np.ndarray], step: np.ndarray, dialect: Dialect, warnings: list[str]
