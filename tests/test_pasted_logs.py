@@ -332,3 +332,18 @@ def test_evaluation_lines_are_not_training_steps_in_a_generic_log(tmp_path):
               "| epoch 010 | Validation: 1311 / 1311 loss=9.5", "Step 300 | Eval loss: 9.1"]
     (run,) = discover_runs(_write(tmp_path / "old_fairseq.log", lines))
     assert run.steps["loss"].max() == 1.56 and len(run.steps) == 7
+
+
+def test_llamafactory_prints_each_step_twice(tmp_path):
+    """LLaMA-Factory's LogCallback prints the step's dict (4 decimals) beside the Trainer's own:
+    one step, not two; two real steps of one epoch value are still two."""
+    lines = []
+    for i in range(1, 10):
+        lr = 0.05 * (1 - i / 977)  # a schedule's value: many digits, as the Trainer prints it
+        lines.append(f"03/12/2024 11:24:33 - INFO - llmtuner.extras.callbacks - {{'loss': {2 - i / 100:.4f}, "
+                     f"'learning_rate': {lr:.4e}, 'epoch': {i / 100:.2f}}}")
+        lines.append(f"{{'loss': {2 - i / 100}, 'grad_norm': {1 + i / 10}, 'learning_rate': {lr!r}, 'epoch': {i / 100:.2f}}}")
+    lines.append(f"{{'loss': 1.9, 'grad_norm': 2.0, 'learning_rate': {0.05 * 0.99!r}, 'epoch': 0.09}}")  # a real next step
+    (run,) = discover_runs(_write(tmp_path / "lf.log", lines))
+    assert run.steps.index.tolist() == list(range(1, 11))
+    assert run.steps["grad_norm/total"].tolist()[:2] == [1.1, 1.2]

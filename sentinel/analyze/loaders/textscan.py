@@ -471,6 +471,7 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
         order = np.argsort(table["_pos"], kind="stable")
         table = {name: column[order] for name, column in table.items()}
         counts = table.pop("_counts").astype(bool) if "_counts" in table else np.ones(len(order), bool)
+        counts &= ~_printed_twice(table, counts)
         table["_step"] = np.cumsum(counts).astype("float64")
         meta["step_source"] = "order"
     step = table.pop("_step")
@@ -502,6 +503,37 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
     for column in [c for c in main.columns if c.startswith(NAN_PREFIX)]:
         logged_nan[column[len(NAN_PREFIX):]] = (main.pop(column) == 1.0).to_numpy()
     return main.astype("float64", copy=False), logged_nan
+
+
+def _printed_twice(table: dict[str, np.ndarray], counts: np.ndarray) -> np.ndarray:
+    """Records numbered by order that repeat the record before them at another precision: the
+    same step printed twice (LLaMA-Factory's LogCallback prints "{'loss': 0.0000, 'learning_rate':
+    4.9999e-02, 'epoch': 0.01}" beside the Trainer's "{'loss': 0.0, 'learning_rate':
+    0.04999871292419044, 'epoch': 0.01}"). The same epoch, the same loss to the coarser print's
+    digits, and a learning rate that agrees to 5 digits without being the same float (two real
+    steps of a constant learning rate print it identically; two prints of one step round it
+    differently).
+
+    Example:
+        >>> t = {"epoch": np.array([0.01, 0.01, 0.02]), "loss": np.array([0.0, 0.0, 0.0]),
+        ...      "lr": np.array([4.9999e-02, 0.04999871292419044, 0.0499948])}
+        >>> _printed_twice(t, np.ones(3, bool)).tolist()
+        [False, True, False]
+    """
+    again = np.zeros(len(counts), dtype=bool)
+    epoch, loss, lr = table.get("epoch"), table.get(metrics.LOSS), table.get(metrics.LR)
+    if epoch is None or loss is None or lr is None or len(counts) < 2:
+        return again
+    rows = np.flatnonzero(counts)  # the records that are steps, in order
+    if len(rows) < 2:
+        return again
+    prev, cur = rows[:-1], rows[1:]
+    with np.errstate(invalid="ignore"):
+        same = (epoch[cur] == epoch[prev]) \
+            & (np.abs(loss[cur] - loss[prev]) <= 5e-5 + 1e-4 * np.abs(loss[prev])) \
+            & (np.abs(lr[cur] - lr[prev]) <= 2e-5 * np.abs(lr[prev])) & (lr[cur] != lr[prev])
+    again[cur[same]] = True
+    return again
 
 
 def _blank_lines(text: str, words: tuple[str, ...]) -> str:
