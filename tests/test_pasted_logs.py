@@ -347,3 +347,12 @@ def test_llamafactory_prints_each_step_twice(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "lf.log", lines))
     assert run.steps.index.tolist() == list(range(1, 11))
     assert run.steps["grad_norm/total"].tolist()[:2] == [1.1, 1.2]
+
+
+def test_full_width_punctuation_is_read_as_ascii(tmp_path):
+    """A CJK input method types full-width colons and commas: "Epoch：1，Step：10，Loss：2.3"."""
+    lines = [f"Epoch：1，Step：{s}，Loss：{v}" for s, v in zip(range(10, 70, 10), ["2.3", "2.1", "2.0", "nan", "nan", "nan"])]
+    (run,) = discover_runs(_write(tmp_path / "训练.log", lines))
+    assert run.steps.index.tolist() == list(range(10, 70, 10))
+    report = analyze_run(run)
+    assert [(i.kind, i.step) for i in report.incidents] == [("nonfinite", 40)]

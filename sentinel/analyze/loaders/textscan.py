@@ -100,7 +100,8 @@ class Scan:
 
 
 def clean_text(text: str) -> str:
-    """Remove what terminals and issue trackers add: ANSI codes, ``\\r`` redraws, ``> `` quoting.
+    """Remove what terminals and issue trackers add: ANSI codes, ``\\r`` redraws, ``> `` quoting;
+    full-width punctuation becomes ASCII (``Loss：0.52``).
 
     Example:
         >>> clean_text("> \\x1b[31mstep: 1\\x1b[0m loss: 2\\r\\n")
@@ -114,7 +115,15 @@ def clean_text(text: str) -> str:
         text = text.replace("\x08", "")
     if ">" in text and _QUOTE.search(text[: 1 << 16]):
         text = _QUOTE.sub("", text)
+    if not text.isascii() and _FULL_WIDTH_FOUND.search(text):
+        text = text.translate(_FULL_WIDTH)
     return text
+
+
+# Full-width punctuation a CJK input method types ("Epoch：1，Loss：0.52"), read as its ASCII form.
+_FULL_WIDTH = str.maketrans({"：": ": ", "，": ", ", "＝": "=", "（": "(", "）": ")", "［": "[", "］": "]",
+                             "／": "/", "｜": "|"})
+_FULL_WIDTH_FOUND = re.compile("[：，＝（）［］／｜]")
 
 
 def count_records(text: str | Lines, dialect: Dialect) -> int:
