@@ -140,3 +140,17 @@ def test_a_long_run_is_reduced_without_losing_its_extremes(tmp_path):
     assert {12_345, 17_106} <= set(line.get_xdata()) and min(line.get_ydata()) == 0.9
     assert render_plot(Report([analyze_run(RunData("long", "long.log", "test", frame))]),
                        tmp_path / "r.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_stuck_and_a_collapsing_loss_are_drawn_and_named_on_whole_steps():
+    stuck = pd.DataFrame({"loss": [3.1, 2.9] + [10.825932] * 10}, index=pd.Index(range(12), name="step"))
+    collapse = pd.DataFrame({"loss": [12.18, 1.79e-06, 0.0]}, index=pd.Index([1, 2, 3], name="step"))
+    report = Report([analyze_run(RunData("stuck", "a.log", "test", stuck)),
+                     analyze_run(RunData("collapse", "b.log", "test", collapse))])
+    fig = plot_figure(report)
+    texts = legend_texts(fig)
+    assert "stuck: loss stuck at one value (dotted)" in texts
+    assert "collapse: loss collapse (fall by 1000x)" in texts
+    fig.canvas.draw()
+    labels = [t.get_text() for t in fig.axes[0].get_xticklabels() if t.get_text()]
+    assert len(labels) == len(set(labels))  # no tick between two steps printed as a repeat

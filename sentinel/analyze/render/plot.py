@@ -67,6 +67,8 @@ _MARKS = {
     "skip": _Mark("batches skipped after a rollback (shaded)"),
     "nonfinite": _Mark("NaN/Inf (line; hatched while it lasts)"),
     "divergence": _Mark("divergence (hatched)"),
+    "loss_stuck": _Mark("loss stuck at one value (dotted)"),
+    "loss_collapse": _Mark("loss collapse (fall by 1000x)", "X", 56),
     "gave_up": _Mark("guard gave up"),
     "restart": _Mark("restarted by another process (its history from here)"),
 }
@@ -340,6 +342,7 @@ def _peak_text(value: float) -> str:
 def _step_axis(ax) -> None:
     from matplotlib import ticker
 
+    ax.xaxis.set_major_locator(ticker.MaxNLocator(integer=True))  # steps: no tick between two of them
     ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
     ax.tick_params(axis="x", labelbottom=True)  # every panel keeps its step numbers
 
@@ -443,6 +446,13 @@ def _mark(axes, panels, run: RunReport, run_index: int, several: bool, color: st
                 ax.axvspan(incident.step, incident.end_step, facecolor="none", edgecolor=color, hatch="//",
                            alpha=0.35, lw=0, zorder=1)
             label(kind, Patch(facecolor="none", edgecolor=color, hatch="//", alpha=0.5))
+        elif kind == "loss_stuck":
+            for ax in axes:
+                ax.axvspan(incident.step, incident.end_step, facecolor="none", edgecolor=color, hatch="..",
+                           alpha=0.35, lw=0, zorder=1)
+            label(kind, Patch(facecolor="none", edgecolor=color, hatch="..", alpha=0.5))
+        elif kind == "loss_collapse":
+            point(kind, loss_ax, incident.end_step, details.get("to"))
         elif kind == "gave_up":
             for ax in axes:
                 ax.axvline(incident.step, color=color, lw=2.6, ls=(0, (1, 1)), zorder=3)
