@@ -43,7 +43,7 @@ from sentinel.analyze.loaders.numeric_table import (
     read_header,
     step_values,
 )
-from sentinel.analyze.loaders.textlog import order_columns, read_head, run_name
+from sentinel.analyze.loaders.textlog import order_columns, read_head, read_head_lines, run_name
 
 NAME = "generic_table"
 DESCRIPTION = 'CSV / TSV / JSONL tables with a step and a loss column'
@@ -63,11 +63,7 @@ def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
         >>> sniff("/nonexistent.csv")
         False
     """
-    head = read_head(path, limit=64 * 1024)
-    if head is None:
-        return False
-    # Universal line ends: a bare \r (a progress bar's redraw) ends a line too, as csv insists.
-    lines = [line for line in head.splitlines() if line.strip()]
+    lines = read_head_lines(path, limit=64 * 1024)
     if not lines:
         return False
     if lines[0].lstrip().startswith("{"):

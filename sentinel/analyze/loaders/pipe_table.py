@@ -17,7 +17,7 @@ import pandas as pd
 
 from sentinel.analyze.loaders import LoadOptions, RunData
 from sentinel.analyze.loaders.keys import STEP_ALIASES, find_column, inferred_loss_note, loss_column
-from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
+from sentinel.analyze.loaders.textlog import read_head_lines, read_text, run_name
 
 NAME = "pipe_table"
 DESCRIPTION = "tables pasted with '|' between cells (Step | Training Loss | Validation Loss)"
@@ -35,8 +35,8 @@ def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
         >>> sniff("/nonexistent.txt")
         False
     """
-    head = read_head(path, limit=64 * 1024)
-    return head is not None and _find(head.splitlines(), options or LoadOptions()) is not None
+    lines = read_head_lines(path, limit=64 * 1024)
+    return bool(lines) and _find(lines, options or LoadOptions()) is not None
 
 
 def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:

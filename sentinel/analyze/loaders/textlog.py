@@ -53,6 +53,18 @@ def read_head(path: str | Path, limit: int = SNIFF_BYTES) -> str | None:
     return raw.decode("utf-8-sig", errors="replace")
 
 
+def read_head_lines(path: str | Path, limit: int = SNIFF_BYTES) -> list[str]:
+    """The non-blank lines of :func:`read_head` (none for a file that is not text). Universal
+    line ends: a bare ``\\r`` (a progress bar's redraw) ends a line too, as ``csv`` insists.
+
+    Example:
+        >>> read_head_lines("/nonexistent")
+        []
+    """
+    head = read_head(path, limit)
+    return [] if head is None else [line for line in head.splitlines() if line.strip()]
+
+
 def read_text(path: str | Path) -> str:
     """Read a whole text file, tolerantly (a byte-order mark dropped, bad bytes replaced).
 

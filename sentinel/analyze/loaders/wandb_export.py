@@ -17,7 +17,7 @@ import pandas as pd
 
 from sentinel.analyze.loaders import LoadOptions, RunData
 from sentinel.analyze.loaders.keys import STEP_ALIASES, find_column, inferred_loss_note, loss_column
-from sentinel.analyze.loaders.textlog import read_head
+from sentinel.analyze.loaders.textlog import read_head_lines
 
 NAME = "wandb_export"
 DESCRIPTION = "W&B chart exports (CSV: Step, '<run> - <key>', '<run> - <key>__MIN', '__MAX')"
@@ -36,10 +36,7 @@ def sniff(path: str | Path) -> bool:
         >>> sniff("/nonexistent.csv")
         False
     """
-    head = read_head(path, limit=64 * 1024)
-    if head is None:
-        return False
-    lines = [line for line in head.splitlines() if line.strip()]
+    lines = read_head_lines(path, limit=64 * 1024)
     if len(lines) < 2:
         return False
     try:
