@@ -356,3 +356,23 @@ def test_full_width_punctuation_is_read_as_ascii(tmp_path):
     assert run.steps.index.tolist() == list(range(10, 70, 10))
     report = analyze_run(run)
     assert [(i.kind, i.step) for i in report.incidents] == [("nonfinite", 40)]
+
+
+@pytest.mark.parametrize("template", [
+    "epoch {e} loss: {x}",
+    "Epoch {e}, Loss: {x}",
+    "Epoch {e}: train loss: {x} - validation loss: 9.9",  # the evaluation after the training loss
+    "epoch {e} loss = {x}",
+    "Epoch {e} | train_loss {x} | val_loss 9.9",
+])
+def test_one_line_per_epoch_the_epoch_is_the_step(tmp_path, template):
+    """The prints forum posts paste most: a loop's own line per epoch."""
+    values = [2.31, 2.2, 2.1, 2.05, 9.0, 2.0, 1.95]
+    (run,) = discover_runs(_write(tmp_path / "out.txt", [template.format(e=e, x=x) for e, x in enumerate(values, 1)]))
+    assert run.steps.index.tolist() == list(range(1, 8)) and run.steps["loss"].tolist() == values
+
+
+def test_an_epoch_line_with_a_count_inside_it_keeps_its_own_reading(tmp_path):
+    lines = [f"Epoch [1/5], Step [{i * 100}/600], Loss: {2 - i / 10:.4f}" for i in range(1, 7)]
+    (run,) = discover_runs(_write(tmp_path / "out.txt", lines))
+    assert run.steps.index.tolist() == [100, 200, 300, 400, 500, 600]

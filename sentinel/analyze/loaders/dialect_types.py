@@ -134,8 +134,9 @@ class Dialect:
         joins: continuation lines: what this matches (a line end and the next line's indent) is
             replaced by a space before reading, so a record printed over several lines (Composer's
             ``[batch=16/625]:`` then one ``\t Train key: value`` line per metric) is one line.
-        drop_words: a line holding one of these words (whole, any case) is read as empty (the
-            generic reader's evaluation lines: their loss is not a step's training loss).
+        drop_words: a line holding one of these words (whole, any case) before any ``loss`` is
+            read as empty (the generic reader's evaluation lines: their loss is not a step's
+            training loss; "train loss: 0.5 - validation loss: 0.6" is a training line).
         join_with: what a continuation line's start is replaced by (a field separator where the
             shape reads a field list: OLMo's ``    train/CrossEntropyLoss=2.31`` lines).
         min_records: record lines the sniffer must see before it claims a file.

@@ -358,6 +358,24 @@ MEGATRON = Dialect(
     event_word="overflow",
 )
 
-# In the order the sniffer tries them; the generic reader comes last.
+# One line per epoch, the epoch the step: f"epoch {e} loss: {x}", "Epoch 3, Loss: x", "Epoch 1:
+# train loss: x - validation loss: y". Tried only where the generic reader finds no series (its
+# shapes read an epoch line that also counts steps inside the epoch).
+EPOCH_LINES = Dialect(
+    name="text",
+    description="one line per epoch (epoch E ... loss X)",
+    shapes=(
+        Shape(re.compile(rf"^[^\n]*?(?i:\bepoch)\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?[:,]?"
+                         rf"[^\n]*?(?<![\w/])(?:(?i:train(?:ing)?) )?(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
+              head=(metrics.STEP, metrics.LOSS)),
+    ),
+    drop_words=_EVAL_WORDS,
+    min_records=5,
+)
+
+# In the order the sniffer tries them; the generic readers come last.
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 TIMM, COMPOSER, OLMO, TF, LOG4J, GENERIC)
+                                 TIMM, COMPOSER, OLMO, TF, LOG4J, GENERIC, EPOCH_LINES)
+# Readers of any text: tried only where no tool's dialect recognises the file, and only where
+# what they read is a series (see textlogs.pick_dialect).
+FALLBACKS: tuple[Dialect, ...] = (GENERIC, EPOCH_LINES)

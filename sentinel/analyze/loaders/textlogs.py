@@ -14,17 +14,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import numpy as np
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions, RunData
-from sentinel.analyze.loaders.dialects import DIALECTS, GENERIC, HF_TRAINER
+from sentinel.analyze.loaders.dialects import DIALECTS, FALLBACKS, HF_TRAINER
 from sentinel.analyze.loaders.dialect_types import Dialect
 from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
 from sentinel.analyze.loaders.textscan import clean_text, count_records, scan
 
 NAME = "textlog"
-DESCRIPTION = "text logs of " + ", ".join(d.name for d in DIALECTS)
+DESCRIPTION = "text logs of " + ", ".join(dict.fromkeys(d.name for d in DIALECTS))
 
 # Files that are code or configuration, whatever numbers they print.
 _NOT_LOGS = frozenset({".py", ".pyi", ".toml", ".cfg", ".ini", ".yaml", ".yml", ".ipynb", ".js", ".ts",
@@ -45,13 +44,13 @@ def pick_dialect(text: str) -> Dialect | None:
     text = clean_text(text)
     best, best_count = None, 0
     for dialect in DIALECTS:
-        if dialect is GENERIC and best is not None:
+        if dialect in FALLBACKS and best is not None:
             break
         count = count_records(text, dialect)
         if count >= dialect.min_records and count > best_count:
+            if dialect in FALLBACKS and not _is_series(text, dialect):
+                continue
             best, best_count = dialect, count
-    if best is GENERIC and not _is_series(text):
-        return None
     return best
 
 
@@ -125,12 +124,10 @@ def _hf_steps(text: str, found) -> None:
                               "(multiply by logging_steps, or read trainer_state.json)")
 
 
-def _is_series(text: str) -> bool:
-    """The generic reader's guard: its lines must form a series, a loss at each of
+def _is_series(text: str, dialect: Dialect) -> bool:
+    """A generic reader's guard: its lines must form a series, a loss at each of
     ``min_records`` distinct steps. A NaN or Inf counts: every generic line holds its loss, so
     a non-finite one was printed (a run that went NaN at its 2nd step is what a reader is for),
     and so does a loss that never changes (stuck at 0.0, or a placeholder)."""
-    found = scan(text, GENERIC)
-    steps = found.steps
-    return len(steps.index) >= GENERIC.min_records and metrics.LOSS in steps.columns and \
-        int(steps[metrics.LOSS].notna().sum() + np.isnan(steps[metrics.LOSS].to_numpy()).sum()) >= GENERIC.min_records
+    steps = scan(text, dialect).steps  # every generic record holds a loss, NaN included
+    return len(steps.index) >= dialect.min_records and metrics.LOSS in steps.columns

@@ -545,15 +545,16 @@ def _printed_twice(table: dict[str, np.ndarray], counts: np.ndarray) -> np.ndarr
     return again
 
 
-def _blank_lines(text: str, words: tuple[str, ...]) -> str:
+def _blank_lines(text: str, words: tuple[str, ...], unless_after: str = "loss") -> str:
     """``text`` with every line that holds one of ``words`` (a whole word, any case) emptied, its
-    line end kept so line numbers hold. ``str.find`` over the lower-cased text (a regular
-    expression with word boundaries took 0.7 s on 14 MB; this takes a few milliseconds where the
-    words are rare).
+    line end kept so line numbers hold; not where ``unless_after`` comes first on the line (an
+    evaluation word after a loss: "train loss: 0.5 - validation loss: 0.6" is a training line).
+    ``str.find`` over the lower-cased text (a regular expression with word boundaries took 0.7 s
+    on 14 MB; this takes a few milliseconds where the words are rare).
 
     Example:
-        >>> _blank_lines("step 1 loss 2\\nValid loss 3\\nstep 2 loss 1 test_acc 0.9\\n", ("valid", "test"))
-        'step 1 loss 2\\n\\nstep 2 loss 1 test_acc 0.9\\n'
+        >>> _blank_lines("step 1 loss 2\\nValid loss 3\\nstep 2 loss 1 test loss 0.9\\n", ("valid", "test"))
+        'step 1 loss 2\\n\\nstep 2 loss 1 test loss 0.9\\n'
     """
     lower = text.lower()
     if len(lower) != len(text):  # a character whose lower case is longer: leave the text alone
@@ -565,8 +566,8 @@ def _blank_lines(text: str, words: tuple[str, ...]) -> str:
             end_word = at + len(word)
             whole = (at == 0 or not _is_word_char(lower[at - 1])) and \
                 (end_word == len(lower) or not _is_word_char(lower[end_word]))
-            if whole:
-                start = lower.rfind("\n", 0, at) + 1
+            start = lower.rfind("\n", 0, at) + 1
+            if whole and lower.find(unless_after, start, at) < 0:
                 end = lower.find("\n", end_word)
                 spans.append((start, len(lower) if end < 0 else end))
                 at = lower.find(word, spans[-1][1])
