@@ -89,7 +89,8 @@ def test_two_equal_candidates_name_the_option(tmp_path):
     path.write_text("step,loss_ce,loss_kl\n" + "".join(f"{i},2.0,0.1\n" for i in range(20)), encoding="utf-8")
     result = CliRunner().invoke(main, ["analyze", str(path)])
     assert result.exit_code == 1
-    assert "pass --step-col/--loss-col for a table" in result.output
+    assert result.output == (f"Error: {path}: a table with a step column but no single loss column among: "
+                             "step, loss_ce, loss_kl; name it with --loss-col <column>\n")
     code, report = _analyze(str(path), "--loss-col", "loss_ce")
     assert code == 0 and report["runs"][0]["final_loss"] == 2.0
 

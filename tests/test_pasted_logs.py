@@ -5,14 +5,19 @@ format string."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
+
+from click.testing import CliRunner
 
 from sentinel.analyze.analyzer import analyze_run
 from sentinel.analyze.discover import discover_runs
 from sentinel.analyze.loaders import RunData
 from sentinel.analyze.rule_stuck import stuck_loss_incidents
+from sentinel.cli.main import main
 
 
 def _series(values, every: int = 10) -> pd.Series:
@@ -376,3 +381,37 @@ def test_an_epoch_line_with_a_count_inside_it_keeps_its_own_reading(tmp_path):
     lines = [f"Epoch [1/5], Step [{i * 100}/600], Loss: {2 - i / 10:.4f}" for i in range(1, 7)]
     (run,) = discover_runs(_write(tmp_path / "out.txt", lines))
     assert run.steps.index.tolist() == [100, 200, 300, 400, 500, 600]
+
+
+def _results_csv(path, val_nan: bool):
+    """Ultralytics' results.csv: one row per epoch, cells padded after each comma."""
+    header = ("epoch, train/box_loss, train/cls_loss, train/dfl_loss, metrics/mAP50(B), val/box_loss, "
+              "val/cls_loss, val/dfl_loss, lr/pg0")
+    rows = [f"{e}, {1.05 - e / 50:.5g}, {4.0 / e:.5g}, {1.01 - e / 100:.5g}, 0.42, "
+            + ("nan, nan, nan" if val_nan else "0.9, 1.1, 1.0") + f", {0.0033 * e:.5g}" for e in range(1, 11)]
+    path.write_text("\n".join([header, *rows]) + "\n", encoding="utf-8")
+    return path
+
+
+def test_ultralytics_results_csv_names_its_columns_and_reads_with_the_option(tmp_path):
+    path = _results_csv(tmp_path / "results.csv", val_nan=True)
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1
+    assert "a table with a step column but no single loss column among: epoch, train/box_loss" in result.output
+    code, report = _analyze(str(path), "--loss-col", "train/box_loss")
+    assert code == 0 and report["runs"][0]["steps"] == 10 and report["runs"][0]["verdict"] == "healthy"
+    code, report = _analyze(str(path), "--loss-col", "val/box_loss")
+    assert [(i["kind"], i["step"], i["end_step"]) for i in report["runs"][0]["incidents"]] == [("nonfinite", 1, 10)]
+
+
+def test_keras_csvlogger_epoch_is_the_step(tmp_path):
+    path = tmp_path / "training.log"
+    path.write_text("epoch,accuracy,loss,val_accuracy,val_loss\n" + "".join(
+        f"{e},0.5,{1 - e / 20},0.5,0.9\n" for e in range(10)), encoding="utf-8")
+    (run,) = discover_runs(tmp_path / "training.log")
+    assert run.steps.index.tolist() == list(range(10)) and run.steps["loss"].iloc[-1] == 0.55
+
+
+def _analyze(*args: str) -> tuple[int, dict]:
+    result = CliRunner().invoke(main, ["analyze", *args, "--format", "json"])
+    return result.exit_code, json.loads(result.output)

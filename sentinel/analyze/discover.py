@@ -195,7 +195,10 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
             raise NoRunsError(f"'{path}' is {reason}, not a training log: pass a log file or a directory of runs")
         runs = _load_file(path, modules, options)
         if runs is None:
-            raise NoRunsError(f"'{path}' is not a log format sentinel reads (tried: {describe_formats()}): "
+            from sentinel.analyze.loaders.generic_table import why_not
+
+            raise NoRunsError(why_not(path) or
+                              f"'{path}' is not a log format sentinel reads (tried: {describe_formats()}): "
                               "pass --step-col/--loss-col for a table, or a directory of runs")
         return Discovery(runs)
     found = Discovery()

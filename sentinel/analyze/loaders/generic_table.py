@@ -27,11 +27,11 @@ from sentinel.analyze.loaders.keys import (
     MAX_COLUMNS,
     STEP_ALIASES,
     canonical_key,
-    find_column,
     inferred_loss_note,
     is_analysis_key,
     looks_like_loss,
     loss_column,
+    step_column,
 )
 from sentinel.analyze.loaders.numeric_table import (
     TEXT_LOSS_ROWS,
@@ -79,7 +79,7 @@ def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
         return False
     sep = _separator(lines[0])
     try:
-        header = next(csv.reader([lines[0]], delimiter=sep))
+        header = [name.strip() for name in next(csv.reader([lines[0]], delimiter=sep))]
         first = next(csv.reader([lines[1]], delimiter=sep))
     except csv.Error:  # not a table's lines (a NUL byte, a stray quote)
         return False
@@ -87,6 +87,28 @@ def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
         return False
     position = header.index(_step_column(header, options))
     return position < len(first) and _is_number(first[position])
+
+
+def why_not(path: str | Path) -> str | None:
+    """For a CSV / TSV with a step column whose loss column is not known (none is named like a
+    loss, or several are, as Ultralytics' train/box_loss, train/cls_loss, ...): one line that
+    lists its columns and names the option. None for anything else.
+
+    Example:
+        >>> why_not("/nonexistent.csv") is None
+        True
+    """
+    lines = read_head_lines(path, limit=64 * 1024)
+    if len(lines) < 2 or lines[0].lstrip().startswith("{"):
+        return None
+    try:
+        header = [name.strip() for name in next(csv.reader([lines[0]], delimiter=_separator(lines[0])))]
+    except csv.Error:
+        return None
+    if len(header) < 2 or step_column(header) is None or loss_column(header)[0] is not None:
+        return None
+    shown = ", ".join(header[:30]) + (f", ... ({len(header)} in all)" if len(header) > 30 else "")
+    return f"{path}: a table with a step column but no single loss column among: {shown}; name it with --loss-col <column>"
 
 
 def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
@@ -183,7 +205,7 @@ def _pick_columns(columns: list[str], options: LoadOptions, path, warnings: list
     found = ", ".join(map(str, columns)) or "none"
     if len(columns) > 50:
         found = ", ".join(map(str, columns[:50])) + f", ... ({len(columns)} in all)"
-    step_col = find_column(columns, STEP_ALIASES, options.step_col)
+    step_col = step_column(columns, options.step_col)
     if step_col is None:
         raise ValueError(f"{path}: no step column among: {found}; name it with --step-col <column>")
     loss_col, inferred = loss_column(columns, options.loss_col)
@@ -279,7 +301,7 @@ def _has_step_and_loss(keys, options: LoadOptions | None) -> bool:
 def _step_column(keys: list[str], options: LoadOptions | None) -> str | None:
     if options is not None and options.step_col is not None and options.step_col in keys:
         return options.step_col
-    return find_column(keys, STEP_ALIASES)
+    return step_column(keys)
 
 
 def _separator(header: str) -> str:
@@ -288,7 +310,7 @@ def _separator(header: str) -> str:
 
 def _is_number(text: str) -> bool:
     try:
-        float(text)
+        float(text)  # surrounding spaces too: "1, 1.0528, 4.0179" (Ultralytics' results.csv)
     except ValueError:
         return False
     return True

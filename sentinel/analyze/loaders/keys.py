@@ -43,6 +43,20 @@ def canonical_key(name: str) -> str:
     return key
 
 
+def step_column(columns, explicit: str | None = None) -> str | None:
+    """The step column: the one the user named, else a step alias, else ``epoch`` (a table of
+    one row per epoch: Keras' CSVLogger, Ultralytics' results.csv).
+
+    Raises:
+        ValueError: ``explicit`` is not among the columns.
+
+    Example:
+        >>> step_column(["epoch", "loss", "val_loss"]), step_column(["epoch", "step", "loss"])
+        ('epoch', 'step')
+    """
+    return find_column(columns, STEP_ALIASES, explicit) or find_column(columns, ("epoch",))
+
+
 def find_column(columns, aliases, explicit: str | None = None) -> str | None:
     """Pick the column that plays a role (step, loss) among ``columns``.
 

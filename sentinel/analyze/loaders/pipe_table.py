@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from sentinel.analyze.loaders import LoadOptions, RunData
-from sentinel.analyze.loaders.keys import STEP_ALIASES, find_column, inferred_loss_note, loss_column
+from sentinel.analyze.loaders.keys import inferred_loss_note, loss_column, step_column
 from sentinel.analyze.loaders.textlog import read_head_lines, read_text, run_name
 
 NAME = "pipe_table"
@@ -86,7 +86,7 @@ def _find(lines: list[str], options: LoadOptions):
         header = _cells(line)
         if header is None or len(header) < 2 or any(_NUMBER.match(c) or not c for c in header):
             continue
-        step_col = options.step_col if options.step_col in header else find_column(header, STEP_ALIASES)
+        step_col = options.step_col if options.step_col in header else step_column(header)
         if step_col is None:
             continue
         try:
