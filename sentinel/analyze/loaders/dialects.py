@@ -365,7 +365,7 @@ EPOCH_LINES = Dialect(
     name="text",
     description="one line per epoch (epoch E ... loss X)",
     shapes=(
-        Shape(re.compile(rf"^[^\n]*?(?i:\bepoch)\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?[:,]?"
+        Shape(re.compile(rf"^[^\n]*?{_EPOCH_NUM}[:,]?"
                          rf"[^\n]*?(?<![\w/])(?:(?i:train(?:ing)?) )?(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
               head=(metrics.STEP, metrics.LOSS)),
     ),
