@@ -415,3 +415,12 @@ def test_keras_csvlogger_epoch_is_the_step(tmp_path):
 def _analyze(*args: str) -> tuple[int, dict]:
     result = CliRunner().invoke(main, ["analyze", *args, "--format", "json"])
     return result.exit_code, json.loads(result.output)
+
+
+def test_a_misspelt_column_of_a_pasted_table_is_named_not_ignored(tmp_path):
+    path = _write(tmp_path / "t.txt", ["Step | Training Loss | Validation Loss", "-- | -- | --",
+                                       *[f"{i} | 2.{i} | 3.0" for i in range(1, 6)]])
+    result = CliRunner().invoke(main, ["analyze", str(path), "--loss-col", "Traning Loss"])
+    assert result.exit_code == 1
+    assert result.output == (f"Error: {path}: column 'Traning Loss' not found; available: Step, Training Loss, "
+                             "Validation Loss\n")

@@ -31,6 +31,7 @@ from sentinel.analyze.loaders.keys import (
     is_analysis_key,
     looks_like_loss,
     loss_column,
+    sniff_columns,
     step_column,
 )
 from sentinel.analyze.loaders.numeric_table import (
@@ -74,7 +75,7 @@ def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
                 keys.update(_flatten(row))
             else:  # a row longer than the head: its key names still show
                 keys.update(_JSON_KEY.findall(line))
-        return _has_step_and_loss(keys, options)
+        return None not in _sniffed(keys, options)
     if len(lines) < 2:
         return False
     sep = _separator(lines[0])
@@ -83,9 +84,10 @@ def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
         first = next(csv.reader([lines[1]], delimiter=sep))
     except csv.Error:  # not a table's lines (a NUL byte, a stray quote)
         return False
-    if not _has_step_and_loss(header, options):
+    step_col, loss_col = _sniffed(header, options)
+    if step_col is None or loss_col is None:
         return False
-    position = header.index(_step_column(header, options))
+    position = header.index(step_col)
     return position < len(first) and _is_number(first[position])
 
 
@@ -292,16 +294,11 @@ def _is_json_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _has_step_and_loss(keys, options: LoadOptions | None) -> bool:
-    keys = list(keys)
-    named_loss = options is not None and options.loss_col is not None and options.loss_col in keys
-    return _step_column(keys, options) is not None and (named_loss or loss_column(keys)[0] is not None)
-
-
-def _step_column(keys: list[str], options: LoadOptions | None) -> str | None:
-    if options is not None and options.step_col is not None and options.step_col in keys:
-        return options.step_col
-    return step_column(keys)
+def _sniffed(keys, options: LoadOptions | None) -> tuple[str | None, str | None]:
+    """The step and loss columns of a header as sniffing sees them (see :func:`sniff_columns`)."""
+    options = options or LoadOptions()
+    step, (loss, _) = sniff_columns(keys, options.step_col, options.loss_col)
+    return step, loss
 
 
 def _separator(header: str) -> str:

@@ -178,9 +178,30 @@ def loss_column(columns, explicit: str | None = None) -> tuple[str | None, bool]
     return inferred, inferred is not None
 
 
-def inferred_loss_note(column: str, option: str = "--loss-col") -> str:
-    """What a loader tells the user when it chose the loss by its name's words."""
-    return f"loss read from {column!r} (no column is named loss; {option} picks another)"
+def inferred_loss_note(column: str, what: str = "column") -> str:
+    """What a loader tells the user when it chose the loss by its name's words (``what``: how
+    the log calls its series, a column or a tag).
+
+    Example:
+        >>> inferred_loss_note("Loss/train", "tag")
+        "loss read from 'Loss/train' (no tag is named loss; --loss-col picks another)"
+    """
+    return f"loss read from {column!r} (no {what} is named loss; --loss-col picks another)"
+
+
+def sniff_columns(columns, step_col: str | None = None, loss_col: str | None = None
+                  ) -> tuple[str | None, tuple[str | None, bool]]:
+    """The step and loss columns a sniffer sees: a column the user named (``--step-col``,
+    ``--loss-col``) where the header has it, else the recognised one (:func:`step_column`,
+    :func:`loss_column`). Never raises: a name the header lacks is the loader's to report.
+
+    Example:
+        >>> sniff_columns(["it", "nll", "acc"], loss_col="nll"), sniff_columns(["it", "nll"], loss_col="x")
+        (('it', ('nll', False)), ('it', (None, False)))
+    """
+    columns = list(columns)
+    step = step_col if step_col in columns else step_column(columns)
+    return step, ((loss_col, False) if loss_col in columns else loss_column(columns))
 
 
 # A table or JSONL row may hold any number of keys; the analysis reads a handful. Columns past

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from sentinel.analyze.loaders import LoadOptions, RunData
-from sentinel.analyze.loaders.keys import inferred_loss_note, loss_column, step_column
+from sentinel.analyze.loaders.keys import inferred_loss_note, loss_column, sniff_columns, step_column
 from sentinel.analyze.loaders.textlog import read_head_lines, read_text, run_name
 
 NAME = "pipe_table"
@@ -61,7 +61,9 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     if found is None:
         raise ValueError(f"{path}: no table with a step and a loss column between '|' found: "
                          "name them with --step-col/--loss-col")
-    header, rows, step_col, (loss_col, inferred) = found
+    header, rows, _, _ = found
+    step_col = step_column(header, options.step_col)  # a named column the table lacks: said here
+    loss_col, inferred = loss_column(header, options.loss_col)
     warnings = [f"{Path(path).name}: {inferred_loss_note(loss_col)}"] if inferred else []
     table = pd.DataFrame(rows, columns=header)
     steps = _to_steps(table, step_col, loss_col, path, warnings)
@@ -81,23 +83,17 @@ def _cells(line: str) -> list[str] | None:
 
 
 def _find(lines: list[str], options: LoadOptions):
-    """``(header, rows, step column, (loss column, inferred))`` of the first table, or None."""
+    """``(header, rows, step column, loss column)`` of the first table, or None."""
     for at, line in enumerate(lines):
         header = _cells(line)
         if header is None or len(header) < 2 or any(_NUMBER.match(c) or not c for c in header):
             continue
-        step_col = options.step_col if options.step_col in header else step_column(header)
-        if step_col is None:
-            continue
-        try:
-            loss = loss_column(header, options.loss_col if options.loss_col in header else None)
-        except ValueError:
-            continue
-        if loss[0] is None:
+        step_col, (loss_col, _) = sniff_columns(header, options.step_col, options.loss_col)
+        if step_col is None or loss_col is None:
             continue
         rows = _rows(lines[at + 1:], len(header), header.index(step_col))
         if len(rows) >= MIN_ROWS:
-            return header, rows, step_col, loss
+            return header, rows, step_col, loss_col
     return None
 
 

@@ -238,5 +238,5 @@ def _keys(tags: list[str], options: LoadOptions, notes: list[str]) -> dict[str, 
         inferred = infer_loss_column(tags)
         if inferred is not None:
             keys[inferred] = metrics.LOSS
-            notes.append(inferred_loss_note(inferred).replace("no column", "no tag"))
+            notes.append(inferred_loss_note(inferred, "tag"))
     return keys
