@@ -17,10 +17,8 @@ import json
 import re
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions, RunData
 from sentinel.analyze.loaders.keys import (
     LOSS_ALIASES,
@@ -35,16 +33,13 @@ from sentinel.analyze.loaders.keys import (
     step_column,
 )
 from sentinel.analyze.loaders.numeric_table import (
-    TEXT_LOSS_ROWS,
     LARGE_TABLE_BYTES,
     choose_columns,
-    loss_values,
-    merge_steps,
     read_columns,
     read_header,
-    step_values,
+    table_steps,
 )
-from sentinel.analyze.loaders.textlog import order_columns, read_head, read_head_lines, run_name
+from sentinel.analyze.loaders.textlog import read_head, read_head_lines, run_name
 
 NAME = "generic_table"
 DESCRIPTION = 'CSV / TSV / JSONL tables with a step and a loss column'
@@ -149,7 +144,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         step_col, loss_col = _pick_columns(names, options, path, warnings)
         positions = choose_columns(path, names, step_col, loss_col, warnings)
         table = read_columns(path, sep, names, positions, loss_col, warnings, step_col)
-    steps = _to_steps(table, step_col, loss_col, path, warnings)
+    steps = table_steps(table, step_col, loss_col, path, warnings)
     return [
         RunData(
             name=run_name(path),
@@ -216,49 +211,6 @@ def _pick_columns(columns: list[str], options: LoadOptions, path, warnings: list
     if inferred:
         warnings.append(f"{Path(path).name}: {inferred_loss_note(loss_col)}")
     return step_col, loss_col
-
-
-def _to_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warnings: list[str]) -> pd.DataFrame:
-    """Keep numeric columns under sentinel's keys, indexed by integer step.
-
-    Columns are taken as numpy arrays and indexed only when rows are dropped, so a large table
-    that needs no row dropped, merged or sorted becomes the frame without a copy.
-    """
-    columns = list(table.columns)
-    step, keep = step_values(table[step_col], step_col, path, warnings)
-    loss, text = loss_values(table[loss_col])
-    text = table.attrs.get(TEXT_LOSS_ROWS, text)
-    if text[keep].any():
-        warnings.append(f"{Path(path).name}: {int(text[keep].sum())} row(s) whose {loss_col!r} is text, "
-                        "not a number, were skipped")
-    use = keep & ~text  # rows with a step and no text loss
-    every = bool(use.all())
-    if not every:
-        step = step[~text[keep]]
-
-    def rows(values: np.ndarray) -> np.ndarray:
-        return values if every else values[use]
-
-    renamed: dict[str, np.ndarray] = {metrics.LOSS: rows(loss.to_numpy(dtype="float64"))}
-    for col in columns:
-        if col in (step_col, loss_col):
-            continue
-        column = table[col]
-        if column.dtype != np.float64:
-            column = pd.to_numeric(column, errors="coerce")
-        full = column.to_numpy(dtype="float64", na_value=np.nan)
-        if np.isnan(full if every else full[keep]).all():
-            continue  # a text column (names, paths, timestamps)
-        values = rows(full)
-        key = canonical_key(str(col))
-        if key in renamed:  # a second loss-like or lr-like column keeps its own name
-            key = str(col).strip().lower()
-        if key in renamed:
-            warnings.append(f"column {col!r} clashes with another of the same name: skipped")
-            continue
-        renamed[key] = values
-    frame = pd.DataFrame(renamed, index=pd.Index(step, name=metrics.STEP), copy=False)
-    return order_columns(merge_steps(frame))
 
 
 def _json_row(line: str) -> dict | None:

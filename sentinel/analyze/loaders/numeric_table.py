@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sentinel import metrics
 from sentinel.analyze.loaders.keys import (
     MAX_COLUMNS,
     NONFINITE_TEXT,
@@ -30,6 +31,7 @@ from sentinel.analyze.loaders.keys import (
     canonical_key,
     is_analysis_key,
 )
+from sentinel.analyze.loaders.textlog import order_columns
 
 # Above this size a table keeps only the columns the analysis reads (see the module docstring).
 LARGE_TABLE_BYTES = 64 << 20
@@ -252,3 +254,54 @@ def _ends_with_newline(path: Path) -> bool:
             return True
         f.seek(-1, 2)
         return f.read(1) == b"\n"
+
+
+def table_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warnings: list[str]) -> pd.DataFrame:
+    """A table's steps frame: its numeric columns under sentinel's keys (the loss column as
+    ``loss``), indexed by integer step; rows without a step or whose loss is text are dropped
+    and counted in ``warnings``.
+
+    Columns are taken as numpy arrays and indexed only when rows are dropped, so a large table
+    that needs no row dropped, merged or sorted becomes the frame without a copy.
+
+    Example:
+        >>> t = pd.DataFrame({"iter": [1, 2], "nll": ["2.5", "oops"], "lr": [0.1, 0.1]})
+        >>> table_steps(t, "iter", "nll", "m.csv", w := []).to_dict("list"), w
+        ({'loss': [2.5], 'lr': [0.1]}, ["m.csv: 1 row(s) whose 'nll' is text, not a number, were skipped"])
+    """
+
+    columns = list(table.columns)
+    step, keep = step_values(table[step_col], step_col, path, warnings)
+    loss, text = loss_values(table[loss_col])
+    text = table.attrs.get(TEXT_LOSS_ROWS, text)
+    if text[keep].any():
+        warnings.append(f"{Path(path).name}: {int(text[keep].sum())} row(s) whose {loss_col!r} is text, "
+                        "not a number, were skipped")
+    use = keep & ~text  # rows with a step and no text loss
+    every = bool(use.all())
+    if not every:
+        step = step[~text[keep]]
+
+    def rows(values: np.ndarray) -> np.ndarray:
+        return values if every else values[use]
+
+    renamed: dict[str, np.ndarray] = {metrics.LOSS: rows(loss.to_numpy(dtype="float64"))}
+    for col in columns:
+        if col in (step_col, loss_col):
+            continue
+        column = table[col]
+        if column.dtype != np.float64:
+            column = pd.to_numeric(column, errors="coerce")
+        full = column.to_numpy(dtype="float64", na_value=np.nan)
+        if np.isnan(full if every else full[keep]).all():
+            continue  # a text column (names, paths, timestamps)
+        values = rows(full)
+        key = canonical_key(str(col))
+        if key in renamed:  # a second loss-like or lr-like column keeps its own name
+            key = str(col).strip().lower()
+        if key in renamed:
+            warnings.append(f"column {col!r} clashes with another of the same name: skipped")
+            continue
+        renamed[key] = values
+    frame = pd.DataFrame(renamed, index=pd.Index(step, name=metrics.STEP), copy=False)
+    return order_columns(merge_steps(frame))

@@ -17,6 +17,7 @@ import pandas as pd
 
 from sentinel.analyze.loaders import LoadOptions, RunData
 from sentinel.analyze.loaders.keys import inferred_loss_note, loss_column, sniff_columns, step_column
+from sentinel.analyze.loaders.numeric_table import table_steps
 from sentinel.analyze.loaders.textlog import read_head_lines, read_text, run_name
 
 NAME = "pipe_table"
@@ -53,8 +54,6 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         >>> run.steps["loss"].tolist()[:2]  # doctest: +SKIP
         [2.3456, 2.1]
     """
-    from sentinel.analyze.loaders.generic_table import _to_steps
-
     options = options or LoadOptions()
     lines = read_text(path).splitlines()
     found = _find(lines, options)
@@ -66,7 +65,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     loss_col, inferred = loss_column(header, options.loss_col)
     warnings = [f"{Path(path).name}: {inferred_loss_note(loss_col)}"] if inferred else []
     table = pd.DataFrame(rows, columns=header)
-    steps = _to_steps(table, step_col, loss_col, path, warnings)
+    steps = table_steps(table, step_col, loss_col, path, warnings)
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
                     meta={"format": NAME, "columns": header}, warnings=warnings)]
 

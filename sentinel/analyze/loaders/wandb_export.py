@@ -17,6 +17,7 @@ import pandas as pd
 
 from sentinel.analyze.loaders import LoadOptions, RunData
 from sentinel.analyze.loaders.keys import STEP_ALIASES, find_column, inferred_loss_note, loss_column
+from sentinel.analyze.loaders.numeric_table import table_steps
 from sentinel.analyze.loaders.textlog import read_head_lines
 
 NAME = "wandb_export"
@@ -72,8 +73,6 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         >>> [r.name for r in runs]  # doctest: +SKIP
         ['gpt2-lr3e-4', 'gpt2-lr1e-3']
     """
-    from sentinel.analyze.loaders.generic_table import _to_steps
-
     options = options or LoadOptions()
     path = Path(path)
     table = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
@@ -107,7 +106,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         sub = table[[x_axis, *columns.values()]]
         sub = sub[(sub[list(columns.values())] != "").any(axis=1)]  # the steps this run has
         sub.columns = [x_axis, *keys]
-        steps = _to_steps(sub, x_axis, loss_key, path, warnings)
+        steps = table_steps(sub, x_axis, loss_key, path, warnings)
         runs.append(RunData(name=run, path=str(path), source=NAME, steps=steps,
                             meta={"format": NAME, "columns": list(columns.values())}, warnings=warnings))
     if not runs:
