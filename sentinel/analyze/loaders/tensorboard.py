@@ -111,10 +111,7 @@ def _add_scalars_series(directory: Path, warnings: list[str]
         if not files:
             continue
         notes: list[str] = []
-        tags: dict[str, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)
-        for file in files:
-            for tag, pair in read_scalars(file, notes).items():
-                tags[tag].append(pair)
+        tags = _scalars_by_tag(files, notes)
         if len(tags) != 1:
             continue
         (main_tag, pairs), = tags.items()
@@ -142,12 +139,19 @@ def _directories_with_events(root: Path) -> list[Path]:
     return sorted(found)
 
 
-def _load_files(name: str, where: Path, files: list[Path], options: LoadOptions) -> RunData:
-    warnings: list[str] = []
+def _scalars_by_tag(files: list[Path], warnings: list[str]) -> dict[str, list[tuple[np.ndarray, np.ndarray]]]:
+    """Each tag's ``(steps, values)`` pairs, file by file in the order given (file names sort by
+    creation time: a later file's pairs come later and overwrite earlier steps)."""
     by_tag: dict[str, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)
-    for file in files:  # file names sort by creation time: later files overwrite earlier steps
+    for file in files:
         for tag, pair in read_scalars(file, warnings).items():
             by_tag[tag].append(pair)
+    return by_tag
+
+
+def _load_files(name: str, where: Path, files: list[Path], options: LoadOptions) -> RunData:
+    warnings: list[str] = []
+    by_tag = _scalars_by_tag(files, warnings)
     folded = _add_scalars_series(where, warnings) if where.is_dir() else {}
     for tag, (_, pairs) in folded.items():
         by_tag[tag].extend(pairs)

@@ -44,8 +44,8 @@ def sniff(path: str | Path) -> bool:
         header, first = next(csv.reader([lines[0]])), next(csv.reader([lines[1]]))
     except csv.Error:
         return False
-    x_axis = header[0].strip().lower() if header else ""
-    if not (x_axis in STEP_ALIASES or x_axis in _OTHER_X_AXES) or not first:
+    x_axis = header[0].strip() if header else ""
+    if not (_is_step(x_axis) or x_axis.lower() in _OTHER_X_AXES) or not first:
         return False
     try:
         float(first[0])
@@ -81,7 +81,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     if series is None:
         raise ValueError(f"{path}: not a W&B chart export (an x axis, then '<run> - <key>' columns)")
     x_axis = header[0]
-    if find_column([x_axis], STEP_ALIASES, options.step_col if options.step_col in (None, x_axis) else None) is None:
+    if x_axis != options.step_col and not _is_step(x_axis):
         raise ValueError(f"{path}: the chart is drawn against {x_axis!r}, not a step: export it with "
                          "Step as the x axis, or name the column with --step-col")
     runs, problems = [], []
@@ -113,6 +113,10 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         raise ValueError(f"{path}: no run in the chart has a loss ({'; '.join(problems) or 'no match'}): "
                          "name the key with --loss-col")
     return runs
+
+
+def _is_step(x_axis: str) -> bool:
+    return find_column([x_axis], STEP_ALIASES) is not None
 
 
 def _series(header: list[str]) -> dict[str, dict[str, str]] | None:
