@@ -336,15 +336,10 @@ def _claim_directory(directory: Path, modules: Iterable[ModuleType], skipped: li
     return None
 
 
-# Loaders whose sniff takes the user's column names: a table whose loss is called "nll" is a
-# table once --loss-col nll says so.
-_SNIFF_WITH_OPTIONS = frozenset({"generic_table", "pipe_table"})
-
-
 def _load_file(file: Path, modules: Iterable[ModuleType], options: LoadOptions) -> list[RunData] | None:
     for module in modules:
         if module.NAME == "sentinel":
             continue
-        if module.sniff(file, options) if module.NAME in _SNIFF_WITH_OPTIONS else module.sniff(file):
+        if module.sniff(file, options) if getattr(module, "SNIFF_TAKES_OPTIONS", False) else module.sniff(file):
             return module.load(file, options)
     return None

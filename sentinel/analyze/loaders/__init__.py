@@ -1,7 +1,9 @@
 """Loaders: each turns one kind of log on disk into :class:`RunData` with sentinel's keys.
 
 A loader is a module in this package exposing ``NAME`` (str), ``sniff(path) -> bool`` (is this
-file/directory mine? judged by content where it can be) and ``load(path) -> list[RunData]``.
+file/directory mine? judged by content where it can be) and ``load(path) -> list[RunData]``. One
+that sets ``SNIFF_TAKES_OPTIONS = True`` is sniffed as ``sniff(path, options)``: the columns the
+user named count (a table whose loss is called "nll" is a table once ``--loss-col nll`` says so).
 Register it in ``LOADERS`` below; :func:`discover_runs` walks a directory and asks each.
 """
 

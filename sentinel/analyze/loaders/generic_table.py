@@ -43,6 +43,7 @@ from sentinel.analyze.loaders.textlog import read_head, read_head_lines, run_nam
 
 NAME = "generic_table"
 DESCRIPTION = 'CSV / TSV / JSONL tables with a step and a loss column'
+SNIFF_TAKES_OPTIONS = True  # --step-col / --loss-col name columns a sniff counts
 
 # JSONL sniffing looks at this many rows: enough to see a train row and a val row.
 _SNIFF_ROWS = 50

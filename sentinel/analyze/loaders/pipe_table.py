@@ -22,6 +22,7 @@ from sentinel.analyze.loaders.textlog import read_head_lines, read_text, run_nam
 
 NAME = "pipe_table"
 DESCRIPTION = "tables pasted with '|' between cells (Step | Training Loss | Validation Loss)"
+SNIFF_TAKES_OPTIONS = True  # --step-col / --loss-col name columns a sniff counts
 
 # Rows a table needs to be one (a header and a row or two are a quote, not a run).
 MIN_ROWS = 3
