@@ -139,7 +139,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
                             "large jumps are flagged); non-finite values and the final loss are reported")
         found, spans = loss_spike_incidents(loss, config, last_step=int(steps.index[-1]))
         incidents += found
-        incidents += divergence_incidents(loss, spans)
+        incidents += divergence_incidents(loss, spans, config)
         incidents += plateau_incidents(loss, config)
     if len(loss) >= 2:
         rl = is_reinforcement_learning(steps.columns)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pandas as pd
 
-from sentinel.analyze.detector import detect_divergence
+from sentinel.analyze.config import AnalyzeConfig
+from sentinel.analyze.detector import detect_divergence, spike_config
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
 from sentinel.analyze.spans import between
 
 
-def divergence_incidents(loss: pd.Series, spike_spans: list[dict] | None = None) -> list[Incident]:
+def divergence_incidents(loss: pd.Series, spike_spans: list[dict] | None = None,
+                         config: AnalyzeConfig | None = None) -> list[Incident]:
     """One critical incident per diverged stretch, starting at the detector's onset; and one
     critical ``loss_spike`` when the log ends inside an elevated stretch younger than the
     detector's patience that no spike in ``spike_spans`` covers (see :func:`_unfinished_rise`).
@@ -42,11 +44,12 @@ def divergence_incidents(loss: pd.Series, spike_spans: list[dict] | None = None)
         incidents.append(Incident(IncidentKind.DIVERGENCE, start, end, Severity.CRITICAL, message,
                                   {"onset": start, "best_level": best, "max_level": worst,
                                    "came_back": not ongoing, "resolved": False}))
-    incidents += _unfinished_rise(loss, frame, spike_spans or [])
+    incidents += _unfinished_rise(loss, frame, spike_spans or [], config or AnalyzeConfig())
     return incidents
 
 
-def _unfinished_rise(loss: pd.Series, frame: pd.DataFrame, spike_spans: list[dict]) -> list[Incident]:
+def _unfinished_rise(loss: pd.Series, frame: pd.DataFrame, spike_spans: list[dict],
+                     config: AnalyzeConfig) -> list[Incident]:
     """The loss is above its best level at the last logged step, and has been for fewer steps
     than the divergence detector's patience.
 
@@ -60,7 +63,7 @@ def _unfinished_rise(loss: pd.Series, frame: pd.DataFrame, spike_spans: list[dic
     rows before the rise than the spike rule's warm-up, only a rise above its short-history
     jump (x1.5) counts.
     """
-    from sentinel.detect import DivergenceConfig, SpikeConfig  # pandas-heavy: imported when analysing
+    from sentinel.detect import DivergenceConfig  # pandas-heavy: imported when analysing
 
     last_row = frame.iloc[-1]
     if not bool(last_row["elevated"]) or bool(last_row["diverged"]):
@@ -76,7 +79,7 @@ def _unfinished_rise(loss: pd.Series, frame: pd.DataFrame, spike_spans: list[dic
     # A best level that rests on a few rows (the start of an excerpt) is weak evidence: there,
     # as in the spike rule before its warm-up, only a large rise counts (x1.5: BigScience exp2's
     # 6.37 -> 10.24 over 4 rows is one; a detector run's 1.02 then 1.25-1.38 is batch noise).
-    spike = SpikeConfig()
+    spike = spike_config(config)  # the spike rule's settings, with the user's --warmup
     if int((loss.index < onset).sum()) < spike.warmup and not peak > best * (1.0 + spike.short_rtol):
         return []
     patience = DivergenceConfig().patience

@@ -38,8 +38,7 @@ def is_reinforcement_learning(columns) -> bool:
         >>> is_reinforcement_learning(["loss", "reward", "kl"]), is_reinforcement_learning(["loss", "lr"])
         (True, False)
     """
-    return any(str(c).startswith(("reward", "objective/", "kl")) or str(c) in ("kl", "objective/kl")
-               for c in columns)
+    return any(str(c).startswith(("reward", "objective/", "kl")) for c in columns)
 
 
 def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS, zero_counts: bool = True) -> list[Incident]:
@@ -114,9 +113,11 @@ def collapse_incidents(loss: pd.Series) -> list[Incident]:
     # Candidates: a fall by the ratio from the previous row (one compare over the run), then
     # judged against the level before them.
     candidates = np.flatnonzero((before >= COLLAPSE_FROM) & (after >= 0) & (after < COLLAPSE_RATIO * before))
-    fell = [i for i in candidates.tolist()
-            if after[i] < COLLAPSE_RATIO * (level := float(np.median(values[max(0, i + 1 - COLLAPSE_LEVEL_ROWS):i + 1])))
-            and level >= COLLAPSE_FROM]
+    fell = []
+    for i in candidates.tolist():
+        level = float(np.median(values[max(0, i + 1 - COLLAPSE_LEVEL_ROWS):i + 1]))
+        if level >= COLLAPSE_FROM and after[i] < COLLAPSE_RATIO * level:
+            fell.append(i)
     if not fell:
         return []
     at = fell[0]
