@@ -132,7 +132,7 @@ class Dialect:
         step_key: a field that is the step when present (``num_updates``, ``global_step``).
         step_from_order: records carry no step: number them 1, 2, 3 (HF Trainer dicts).
         joins: continuation lines: what this matches (a line end and the next line's indent) is
-            replaced by a space before reading, so a record printed over several lines (Composer's
+            replaced by ``join_with`` (a space) before reading, so a record printed over several lines (Composer's
             ``[batch=16/625]:`` then one ``\t Train key: value`` line per metric) is one line.
         drop_words: a line holding one of these words (whole, any case) before any ``loss`` is
             read as empty (the generic reader's evaluation lines: their loss is not a step's

@@ -148,7 +148,7 @@ DEEPSPEED = Dialect(
               head=(metrics.STEP, "skipped_steps_total", metrics.LR)),
         # The pipeline engine's own line: f"steps: {global_steps} loss: {agg_train_loss:0.4f}
         # iter time (s): ... samples/sec: ..."
-        Shape(re.compile(rf"(?m)^[^\n]*?\bsteps: (\d+) loss: ({_NUM})"), head=(metrics.STEP, metrics.LOSS)),
+        Shape(re.compile(rf"\bsteps: (\d+) loss: ({_NUM})"), head=(metrics.STEP, metrics.LOSS)),
     ),
     events=(
         EventLine(re.compile(r"Grad overflow on iteration:? (?P<step>\d+)(?:[^\n]*\n){1,3}?[^\n]*?"
@@ -261,7 +261,9 @@ _COUNT_KEY = r"(?:step|iter|iteration|batch|it)"
 _EPOCH_NUM = r"(?i:\bepoch)\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?"
 _EPOCH_THEN_COUNT = rf"{_EPOCH_NUM}[^\n]*?(?i:\b{_COUNT_KEY}\b)\s*[:=#]?\s*\[?\s*(\d+)"
 # A line about an evaluation ("| valid on 'valid' subset 1000 / 1311 loss=1.60", "Step 300 | eval
-# loss: 2.1"): its loss is not the training loss of a step.
+# loss: 2.1"): its loss is not the training loss of a step. Fewer words than keys.looks_like_loss
+# rejects in a metric's name: a free-text line says "val" and "dev" for other things ("val: n/a",
+# "dev=cuda:0").
 _EVAL_WORDS = ("valid", "validation", "eval", "evaluation", "test", "testing")
 GENERIC = Dialect(
     name="text",

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-
 from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions, RunData
 from sentinel.analyze.loaders.dialects import DIALECTS, FALLBACKS, HF_TRAINER
