@@ -7,6 +7,7 @@ reader must find the steps, the losses and the spike's step.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,7 @@ def _one(path):
 @pytest.mark.parametrize(
     ("name", "source", "steps"),
     [
-        ("hf_trainer.log", "hf_trainer", range(10, 121, 10)),  # logging_steps 10 from the banner and epoch
+        ("hf_trainer.log", "hf_trainer", range(10, 121, 10)),  # from the progress bar beside each dict
         ("hf_run", "hf_trainer_state", range(10, 121, 10)),
         ("nanogpt.log", "nanogpt", range(0, 111, 10)),
         ("litgpt.log", "litgpt", range(1, 13)),
@@ -62,17 +63,30 @@ def test_fixture_steps_losses_and_spike(name, source, steps):
 def test_hf_dicts_keep_eval_apart_and_read_grad_norm_and_lr():
     run = _one(LOGS / "hf_trainer.log")
     steps = run.steps
-    assert steps.loc[60, "eval_loss"] == 3.05  # the eval dict joins the step before it
+    assert steps.loc[60, "eval_loss"] == 3.05  # the bar after the eval dict is at step 60
     assert steps["eval_loss"].count() == 1
     assert steps.loc[80, metrics.GRAD_NORM_TOTAL] == 12.0
     assert steps.loc[10, metrics.LR] == pytest.approx(5e-05 * (1 - 10 / 120))
     assert run.meta["logging_steps"] == 10 and run.warnings == []
 
 
+def test_hf_dicts_without_a_bar_take_the_logging_interval_from_the_banner(tmp_path):
+    text = (LOGS / "hf_trainer.log").read_bytes().decode()
+    path = tmp_path / "no_bar.log"
+    path.write_text(re.sub(r"\r *\d+%\|[^|\n\r]*\|[^\n\r]*", "", text), encoding="utf-8")
+    (run,) = textlogs.load(path, LoadOptions())
+    assert "%|" not in path.read_text()
+    assert run.steps[metrics.LOSS].dropna().index.tolist() == list(range(10, 121, 10))
+    assert run.steps.loc[60, "eval_loss"] == 3.05  # the eval dict joins the step before it
+    assert run.meta["step_source"] == "order" and run.meta["logging_steps"] == 10 and run.warnings == []
+
+
 def test_hf_dicts_without_banner_are_numbered_in_order(tmp_path):
-    text = "".join(f"\r 50%|#  | {i}/9 [00:01<00:01]{{'loss': {v}, 'learning_rate': 1e-05, 'epoch': {i / 9:.2f}}}\n"
+    # As a terminal shows them at the end: the dicts stacked above the one bar left.
+    text = "".join(f"\r{{'loss': {v}, 'learning_rate': 1e-05, 'epoch': {i / 9:.2f}}}\n"
                    for i, v in enumerate([2.0, 1.5, 1.25], 1))
     text += "{'loss': np.float64(1.1), 'grad_norm': tensor(0.5, device='cuda:0'), 'epoch': 0.44}\n"
+    text += "\r 44%|####  | 4/9 [00:01<00:01]"
     path = tmp_path / "sft.log"
     path.write_text(text, encoding="utf-8")
     (run,) = textlogs.load(path, LoadOptions())

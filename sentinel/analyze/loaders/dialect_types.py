@@ -130,7 +130,8 @@ class Dialect:
         shapes: record shapes, the first one is the main training line.
         events: event lines.
         step_key: a field that is the step when present (``num_updates``, ``global_step``).
-        step_from_order: records carry no step: number them 1, 2, 3 (HF Trainer dicts).
+        step_from_order: records carry no step: number them 1, 2, 3 (HF Trainer dicts), unless
+            every step's record holds ``step_key``; the other records join the step before them.
         joins: continuation lines: what this matches (a line end and the next line's indent) is
             replaced by ``join_with`` (a space) before reading, so a record printed over several lines (Composer's
             ``[batch=16/625]:`` then one ``\t Train key: value`` line per metric) is one line.

@@ -164,7 +164,8 @@ DEEPSPEED = Dialect(
 
 # transformers Trainer (and LLaMA-Factory, unsloth, TRL, axolotl): ProgressCallback.on_log prints
 # the logs dict, {'loss': 2.31, 'grad_norm': 1.2, 'learning_rate': 5e-05, 'epoch': 0.1}, with no
-# step; {'eval_loss': ...} dicts join the training step before them.
+# step (the tqdm bar drawn beside it has it); {'eval_loss': ...} dicts join the training step
+# before them.
 _HF_SCRUB = (re.compile(r"(?:np\.float\d+|tensor)\(([^,()]*)(?:, device='[^']*')?\)"), r"\1")
 HF_TRAINER = Dialect(
     name="hf_trainer",
@@ -174,8 +175,9 @@ HF_TRAINER = Dialect(
               separators=("'", '"', ":", ","), keys={"loss": metrics.LOSS, "learning_rate": metrics.LR},
               require="loss", scrub=_HF_SCRUB),
     ),
+    step_key="step",  # added from the progress bar beside each dict (loaders/progress_bar.py)
     step_from_order=True,
-    sniff=re.compile(r"\{'loss': [-\d.]"),
+    sniff=re.compile(r"\{'loss': '?[-\d.]"),  # newer versions quote the values ('3.895')
     min_records=2,
 )
 

@@ -4,9 +4,10 @@ The sniffer tries each dialect of :data:`~sentinel.analyze.loaders.dialects.DIAL
 start of the file and picks the one that recognises the most record lines (the generic reader
 only when no tool's dialect does). Source code and packaging files are never claimed.
 
-Hugging Face Trainer dicts carry no step: they are numbered in order and, when the log's own
-banner gives the steps per epoch (``Num Epochs``, ``Total optimization steps``), scaled by the
-logging interval found from the ``epoch`` field.
+Hugging Face Trainer dicts carry no step: each takes the count of the progress bar drawn beside
+it (:mod:`~sentinel.analyze.loaders.progress_bar`); without one they are numbered in order and,
+when the log's own banner gives the steps per epoch (``Num Epochs``, ``Total optimization
+steps``), scaled by the logging interval found from the ``epoch`` field.
 """
 
 from __future__ import annotations
@@ -14,10 +15,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
+
 from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions, RunData
 from sentinel.analyze.loaders.dialects import DIALECTS, FALLBACKS, HF_TRAINER
 from sentinel.analyze.loaders.dialect_types import Dialect
+from sentinel.analyze.loaders.progress_bar import bar_steps
 from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
 from sentinel.analyze.loaders.textscan import clean_text, count_records, scan
 
@@ -30,6 +34,7 @@ _NOT_LOGS = frozenset({".py", ".pyi", ".toml", ".cfg", ".ini", ".yaml", ".yml", 
                        ".tsv", ".jsonl", ".html", ".lock", ".md", ".rst"})
 _HF_EPOCHS = re.compile(r"Num Epochs = ([\d,]+)")
 _HF_TOTAL = re.compile(r"Total optimization steps = ([\d,]+)")
+_HF_DICT = re.compile(r"\{'(?:loss|eval_[a-z_]+)': [^{}\n]*\}")  # a training or an evaluation dict
 
 
 def pick_dialect(text: str) -> Dialect | None:
@@ -89,6 +94,9 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     if dialect is None:
         raise ValueError(f"{path}: no known training-log lines found (tried: {DESCRIPTION}); "
                          "pass a log with a step and a loss on each line")
+    if dialect is HF_TRAINER:
+        text = clean_text(text)
+        text = bar_steps(text, _HF_DICT) or text
     found = scan(text, dialect, options)
     if not len(found.steps.index):
         raise ValueError(f"{path}: no {dialect.name} step lines found")
@@ -104,6 +112,12 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
 def _hf_steps(text: str, found) -> None:
     """Turn HF dict order into optimizer steps when the log says how many steps an epoch has."""
     steps = found.steps
+    if found.meta.get("step_source") == "key":  # the progress bar's counts
+        logged = steps.index[steps[metrics.LOSS].notna()] if metrics.LOSS in steps.columns else steps.index
+        gaps = np.diff(logged.to_numpy())
+        found.meta["logging_steps"] = int(np.median(gaps)) if len(gaps) else None
+        found.meta["step_source"] = "progress bar"
+        return
     epochs, total = _HF_EPOCHS.search(text), _HF_TOTAL.search(text)
     interval = None
     if epochs and total and "epoch" in steps.columns and len(steps.index) >= 1:

@@ -481,8 +481,16 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
         table = {name: column[order] for name, column in table.items()}
         counts = table.pop("_counts").astype(bool) if "_counts" in table else np.ones(len(order), bool)
         counts &= ~_printed_twice(table, counts)
-        table["_step"] = np.cumsum(counts).astype("float64")
-        meta["step_source"] = "order"
+        ordinal = np.cumsum(counts)
+        carried = table["_step"]  # a step the records hold (the dialect's step_key)
+        steps_carried = carried[counts]
+        if len(steps_carried) and not np.isnan(steps_carried).any() and bool((np.diff(steps_carried) >= 0).all()):
+            # Other records keep a step of their own, or join the step before them.
+            table["_step"] = np.where(np.isnan(carried), np.r_[0.0, steps_carried][ordinal], carried)
+            meta["step_source"] = "key"
+        else:
+            table["_step"] = ordinal.astype("float64")
+            meta["step_source"] = "order"
     step = table.pop("_step")
     fills = table.pop("_fills").astype(bool)
     del table["_pos"]

@@ -1,0 +1,97 @@
+"""Steps from the tqdm progress bar printed beside records that carry no step of their own.
+
+The Hugging Face Trainer prints each log dict through its training bar (``tqdm.write``): the
+bar is cleared, the dict printed, and the bar drawn again at the count the dict was logged at.
+A pasted log shows each dict before that draw (the draw before it may still show the step
+before: tqdm draws at most every 0.1 s)::
+
+     2%|▏         | 1/60 [00:00<00:03, 15.19it/s]
+    {'loss': '3.877', 'grad_norm': '1.25', 'learning_rate': '0.003', 'epoch': '0.03333'}
+     3%|▎         | 2/60 [00:00<00:02, 27.20it/s]
+
+The first draw after the dict has its optimizer step. The evaluation bar (its own total, counting from
+0 again at every evaluation) is told apart from the training bar by its total.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import numpy as np
+
+
+def _bar_pattern(total: str = r"\d+") -> re.Pattern:
+    """A draw of a tqdm bar (its default format, "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/
+    {total_fmt} [{elapsed}<..."): groups count and total."""
+    return re.compile(rf"\d{{1,3}}%\|[^|\n]*\|\s*(\d+)/({total})\s*\[")
+
+
+_BAR = _bar_pattern()
+
+
+# Records one draw may follow: a step's dict, the same step printed twice (LLaMA-Factory), and
+# an evaluation's dict.
+_PER_DRAW = 3
+
+
+def bar_steps(text: str, record: re.Pattern, key: str = "step") -> str | None:
+    """``text`` with ``'<key>': N`` added to every record, N the training bar's count beside it;
+    None when the text has no training bar or fewer than two records, more than three records
+    share a draw (a copied terminal screen: the dicts stacked above the bar), or
+    the counts fall (two runs in one paste): the records are then numbered in order.
+
+    A record takes the first draw of the training bar after it: the redraw that follows
+    ``tqdm.write``, at the count the dict was logged at (records printed together share it, as
+    one step printed twice does). Records after the last draw (a paste cut after a dict) take
+    the step one logging interval later. Records that already hold ``key`` are left alone.
+
+    Args:
+        text: the cleaned log text (``\\r`` redraws already split into lines).
+        record: matches one record, ending at its closing ``}``.
+        key: the name of the step field added.
+
+    Example:
+        >>> log = "{'loss': 1.2}\\n 4%|4  | 10/250 [00:30<12:00]\\n{'loss': 1.1}\\n 8%|8  | 20/250 [01:00<11:30]\\n"
+        >>> bar_steps(log, re.compile(r"\\{'loss': [^{}\\n]*\\}")).splitlines()[2]
+        "{'loss': 1.1, 'step': 20}"
+    """
+    if "%|" not in text:
+        return None
+    records = list(record.finditer(text))
+    if f"'{key}':" in text:
+        records = [m for m in records if f"'{key}':" not in m.group(0)]
+    if len(records) < 2:
+        return None
+    draws = [_BAR.search(text, m.end()) for m in records]  # the first draw after each record
+    totals = Counter(d.group(2) for d in draws if d is not None)
+    if not totals:
+        return None
+    # The training bar: the total most draws after a record have. Where another bar comes first
+    # (an evaluation's, its redraw lost), the training bar's next draw.
+    total = totals.most_common(1)[0][0]
+    training = _bar_pattern(total)
+    draws = [d if d is None or d.group(2) == total else training.search(text, d.end()) for d in draws]
+    drawn = [d for d in draws if d is not None]
+    # A terminal's screen copied: every dict stacked above the one draw left at the bottom. The
+    # records after the last draw (a paste cut after a dict) share one step, as if drawn.
+    shared = Counter(d.start() for d in drawn)
+    if len(drawn) < len(draws):
+        shared[-1] = len(draws) - len(drawn)
+    if max(shared.values()) > _PER_DRAW or len(shared) < 2:
+        return None
+    steps = [int(d.group(1)) for d in drawn]
+    if any(b < a for a, b in zip(steps, steps[1:])):  # two runs in one paste
+        return None
+    if len(drawn) < len(draws):  # the step one logging interval after the last drawn one
+        distinct = sorted(set(steps))
+        gap = int(np.median(np.diff(distinct))) if len(distinct) > 1 else 1
+        steps += [steps[-1] + gap] * (len(draws) - len(drawn))
+    out, last = [], 0
+    for m, step in zip(records, steps):
+        close = m.end() - 1  # the record's closing brace
+        out.append(text[last:close])
+        out.append(f", '{key}': {step}")
+        last = close
+    out.append(text[last:])
+    return "".join(out)
