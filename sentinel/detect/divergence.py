@@ -6,11 +6,25 @@ For each finite value ``x_t`` (non-finite values are skipped, as in the spike ru
 * ``level_t`` = median (element of rank ``n // 2``) of the last ``level_window`` finite values,
   ``x_t`` included: a short smoothing, so one good batch does not end a bad stretch and one bad
   batch does not start one.
-* ``best_t`` = the lowest ``level`` so far. Before a spike that is the pre-spike level (or lower),
+* ``best_t`` = the lowest so far of ``middle(level_t, level_{t-w}, level_{t-2w}, level_{t-3w})``
+  (``w = level_window``; fewer at the head): the middle of four levels that share no value, so
+  that the best is not merely the luckiest single window of a noisy loss. Before a spike that
+  is the pre-spike level (or lower),
   so a spike that never comes back down, and a run that slowly climbs away from what it had
   reached, are both caught.
-* ``elevated_t``: ``level_t > best_t * (1 + margin)`` and ``level_t - best_t > atol`` (the same
-  relative + absolute reasoning as the spike rule: near zero, relative changes mean nothing).
+* ``noise_t``: how much the level itself wanders on a healthy run, relative to it: the mean, over
+  every value so far (from the 101st value on; none before), of ``min(|x_j - x_{j-1}| / |level_j|,
+  1)`` (a step-to-step change, which a slow trend hardly touches; capped, so one spike weighs
+  little), turned into the spread of a median of ``level_window`` values (x ``1.2533 / (1.1284 *
+  sqrt(level_window))`` for Gaussian noise).
+* ``elevated_t``: ``level_t > best_t * (1 + max(margin, noise_sigmas * noise_t))`` and
+  ``level_t - best_t > atol`` (the same relative + absolute reasoning as the spike rule: near
+  zero, relative changes mean nothing). The best of a noisy level drifts below its mean the
+  longer the run (a running minimum: about 4.5 of its spreads after 100,000 values), so on a
+  loss whose batches differ by 20% (a small-batch fine-tune, judged step by step) a fixed
+  margin and the best of single 16-value medians called the run's usual level a divergence
+  after ~10,000 steps; on a pretraining loss (1-3% from step to step) the noise term stays below
+  ``margin``.
 * A stretch is a run of consecutive elevated values. Its onset is walked back from its first
   elevated level over the raw values inside that level's window that are themselves above the
   threshold, so a spike that stays high reports the step of the spike, not the step where the
@@ -42,7 +56,7 @@ from sentinel.detect.spike import _check_series, _middle
 
 logger = logging.getLogger(__name__)
 
-_STATE_VERSION = 1
+_STATE_VERSION = 2
 
 
 class DivergenceReason(str, enum.Enum):
@@ -71,6 +85,11 @@ class DivergenceConfig:
             for a live loss, where NaN is a real NaN; on for tables such as ``RunData.steps``,
             where a step without a loss (a validation-only row) reads as NaN.
 
+        noise_sigmas: how many spreads of the level (its own noise, see the module docstring)
+            it must stay above its best, where that is more than ``margin``. 7.0: a stationary
+            level 10-30% noisy from step to step is elevated at under 0.2% of 100,000 steps,
+            never for 20 in a row; the noise term passes ``margin`` from about 5% noise.
+
     Example:
         >>> DivergenceConfig(patience=50).patience
         50
@@ -81,9 +100,16 @@ class DivergenceConfig:
     patience: int = 200
     level_window: int = 16
     skip_nan: bool = False
+    noise_sigmas: float = 7.0
+
+    @property
+    def noise_factor(self) -> float:
+        """From the mean step-to-step spread (relative) to the margin it asks for: ``noise_sigmas``
+        spreads of a median of ``level_window`` values."""
+        return self.noise_sigmas * 1.2533 / (1.1284 * math.sqrt(self.level_window))
 
     def __post_init__(self) -> None:
-        for name in ("margin", "atol"):
+        for name in ("margin", "atol", "noise_sigmas"):
             val = getattr(self, name)
             if not (val >= 0 and np.isfinite(val)):
                 raise ValueError(f"DivergenceConfig.{name}={val!r} must be a finite number >= 0")
@@ -103,7 +129,7 @@ class DivergenceVerdict:
         onset: the step the excursion started (None when there is none).
         elevated: the smoothed level is above the threshold (a stretch is open), diverged or not.
         level: the smoothed level (NaN for a non-finite value).
-        best: the lowest level so far (NaN before the first finite value).
+        best: the best level so far (NaN before the first finite value; see the module docstring).
     """
 
     diverged: bool
@@ -118,6 +144,12 @@ _REASONS = [reason.value for reason in DivergenceReason]
 # Rolling medians of windows up to this size are taken with numpy (one partition per window,
 # ~0.07 s for 1,000,000 values of window 16, as fast as scipy's rank filter without its import).
 _NUMPY_WINDOW = 32
+# Changes (values after the first) before the noise term counts: on a short excerpt the changes
+# seen are mostly those of the excursion being judged (BigScience exp12: 8 rows, 4 of them the
+# spike), and a noisy level needs thousands of values to drift far from its best.
+_NOISE_AFTER = 100
+# Levels whose middle is the best level's candidate (see the module docstring).
+_BEST_LEVELS = 4
 # Windows partitioned at a time by the rolling median.
 _ROLLING_ROWS = 1 << 12
 
@@ -154,14 +186,62 @@ def _rolling_middle(x: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
-def _is_elevated(level: np.ndarray, best: np.ndarray, config: DivergenceConfig) -> np.ndarray:
-    return (level > best * (1.0 + config.margin)) & (level - best > config.atol)
+def _best_levels(level: np.ndarray, config: DivergenceConfig) -> np.ndarray:
+    """The best level at each finite value: the running minimum of the middle of the level and
+    the levels ``w``, ``2w`` and ``3w`` values before it (``w = level_window``)."""
+    w, m = config.level_window, len(level)
+    middle = np.empty(m)
+    for t in range(min(m, 3 * w)):  # the head: fewer levels, the same code as online
+        middle[t] = _middle_of(level[t::-w][:_BEST_LEVELS].tolist())
+    if m > 3 * w:  # four levels: the second largest (the element of rank 2), by min and max
+        a, b, c, d = level[3 * w:], level[2 * w:-w], level[w:-2 * w], level[:-3 * w]
+        high, low = np.minimum(np.maximum(a, b), np.maximum(c, d)), np.maximum(np.minimum(a, b), np.minimum(c, d))
+        middle[3 * w:] = np.maximum(high, low)
+    return np.minimum.accumulate(middle) if m else middle
 
 
-def _walk_back(values: np.ndarray, steps: np.ndarray, best: float, config: DivergenceConfig) -> float:
+def _middle_of(values: list[float]) -> float:
+    """The element of rank ``len // 2`` of a few floats (as :func:`_middle`)."""
+    return sorted(values)[len(values) // 2]
+
+
+def _margins(x: np.ndarray, level: np.ndarray, config: DivergenceConfig) -> np.ndarray:
+    """The relative margin of each finite value: ``max(margin, noise_factor * noise)`` (see the
+    module docstring)."""
+    margin = np.full(len(x), config.margin)
+    if len(x) <= _NOISE_AFTER:
+        return margin
+    with np.errstate(divide="ignore", invalid="ignore"):
+        relative = np.where(level[1:] != 0, np.abs(np.diff(x)) / np.abs(level[1:]), 0.0)
+    np.minimum(relative, 1.0, out=relative)
+    noise = np.cumsum(relative) / np.arange(1, len(x))  # noise[j]: that of value j + 1, after j + 1 changes
+    np.fmax(margin[_NOISE_AFTER:], config.noise_factor * noise[_NOISE_AFTER - 1:], out=margin[_NOISE_AFTER:])
+    return margin
+
+
+def _elevated(x: np.ndarray, level: np.ndarray, best: np.ndarray,
+              config: DivergenceConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Each finite value's margin and whether its level is elevated. The noise term only ever
+    raises the margin, so where no level is above the plain margin (and no best is below 0,
+    where a larger margin lowers the threshold) it is not computed."""
+    plain = np.full(len(x), config.margin)
+    elevated = _is_elevated(level, best, plain, config)
+    if len(x) <= _NOISE_AFTER or not (elevated.any() or (best < 0).any()):
+        return plain, elevated
+    margin = _margins(x, level, config)
+    return margin, _is_elevated(level, best, margin, config)
+
+
+def _is_elevated(level: np.ndarray, best: np.ndarray, margin: np.ndarray | float,
+                 config: DivergenceConfig) -> np.ndarray:
+    return (level > best * (1.0 + margin)) & (level - best > config.atol)
+
+
+def _walk_back(values: np.ndarray, steps: np.ndarray, best: float, margin: float,
+               config: DivergenceConfig) -> float:
     """Onset of a stretch: the earliest of the trailing raw values (newest last) that are all
     above the threshold; the newest step when the newest value itself is not."""
-    above = _is_elevated(values, np.float64(best), config)
+    above = _is_elevated(values, np.float64(best), np.float64(margin), config)
     onset = steps[-1]
     for i in range(len(values) - 1, -1, -1):
         if not above[i]:
@@ -195,6 +275,10 @@ class DivergenceDetector:
         """Forget everything (for a new run; a rollback should restore a state_dict instead)."""
         self._values: deque[float] = deque(maxlen=self.config.level_window)
         self._steps: deque[float] = deque(maxlen=self.config.level_window)
+        # The levels of the last 3 * level_window + 1 values: the best level's candidates.
+        self._levels: deque[float] = deque(maxlen=(_BEST_LEVELS - 1) * self.config.level_window + 1)
+        self._noise_sum = 0.0  # of each value's relative change (the first value has none)
+        self._noise_count = 0
         self._best = float("nan")
         self._onset: float | None = None  # set while a stretch is open
         self._count = 0
@@ -223,18 +307,33 @@ class DivergenceDetector:
             return DivergenceVerdict(
                 True, DivergenceReason.NONFINITE, int(onset), self._onset is not None, float("nan"), self._best
             )
+        config = self.config
+        margin = config.margin
+        previous = self._values[-1] if self._values else None
         self._values.append(x)
         self._steps.append(step_f)
         level = sorted(self._values)[len(self._values) // 2]  # the element of rank n // 2, as _middle
-        best = level if math.isnan(self._best) else min(self._best, level)
+        if previous is not None:  # the change from the last finite value, relative to the level
+            change = abs(x - previous) / abs(level) if level != 0 else 0.0
+            self._noise_sum += change if change < 1.0 else 1.0
+            self._noise_count += 1
+            if self._noise_count >= _NOISE_AFTER:
+                noise_margin = config.noise_factor * (self._noise_sum / self._noise_count)
+                if noise_margin > margin:
+                    margin = noise_margin
+        levels = self._levels
+        levels.append(level)
+        w = config.level_window
+        candidate = _middle_of([levels[i] for i in range(len(levels) - 1, -1, -w)])
+        best = candidate if math.isnan(self._best) else min(self._best, candidate)
         self._best = best
-        elevated = bool(_is_elevated(level, best, self.config))
+        elevated = level > best * (1.0 + margin) and level - best > config.atol
         if not elevated:
             self._onset = None
         elif self._onset is None:
             vals = np.fromiter(self._values, dtype=np.float64, count=len(self._values))
             steps = np.fromiter(self._steps, dtype=np.float64, count=len(self._steps))
-            self._onset = _walk_back(vals, steps, best, self.config)
+            self._onset = _walk_back(vals, steps, best, margin, config)
         diverged = elevated and step_f - self._onset >= self.config.patience
         return DivergenceVerdict(
             diverged,
@@ -254,6 +353,9 @@ class DivergenceDetector:
             "best": self._best,
             "onset": self._onset,
             "count": self._count,
+            "levels": list(self._levels),
+            "noise_sum": self._noise_sum,
+            "noise_count": self._noise_count,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -270,6 +372,10 @@ class DivergenceDetector:
         onset = state.get("onset")
         self._onset = None if onset is None else float(onset)
         self._count = int(state.get("count", len(self._values)))
+        # A state from before the best of four levels: its best level stands for them.
+        self._levels.extend(float(v) for v in state.get("levels", [self._best] if self._values else []))
+        self._noise_sum = float(state.get("noise_sum", 0.0))
+        self._noise_count = int(state.get("noise_count", 0))
 
 
 def detect_divergence(series: pd.Series, config: DivergenceConfig = DivergenceConfig(), *,
@@ -310,14 +416,14 @@ def detect_divergence(series: pd.Series, config: DivergenceConfig = DivergenceCo
     k = config.level_window
 
     level = _levels(x, k)
-    best = np.minimum.accumulate(level) if m else level
-    elevated = _is_elevated(level, best, config)
+    best = _best_levels(level, config)
+    margin, elevated = _elevated(x, level, best, config)
 
     onset = np.full(m, np.nan)
     starts = np.flatnonzero(elevated & ~np.concatenate(([False], elevated[:-1])))
     for i in starts:  # one short walk per stretch, not per step
         lo = max(0, i - k + 1)
-        onset[i] = _walk_back(x[lo : i + 1], st[lo : i + 1], float(best[i]), config)
+        onset[i] = _walk_back(x[lo : i + 1], st[lo : i + 1], float(best[i]), float(margin[i]), config)
     # Carry each stretch's onset to its later elevated steps: index of the latest start.
     latest = np.zeros(m, dtype=np.int64)
     latest[starts] = starts
@@ -375,8 +481,8 @@ def _detect_sparse(values: np.ndarray, index: pd.Index, config: DivergenceConfig
     m = len(x)
     k = config.level_window
     level = _levels(x, k)
-    best = np.minimum.accumulate(level) if m else level
-    is_elevated = _is_elevated(level, best, config)
+    best = _best_levels(level, config)
+    margin, is_elevated = _elevated(x, level, best, config)
     elevated = np.flatnonzero(is_elevated)  # finite positions
 
     def steps_at(positions: np.ndarray) -> np.ndarray:
@@ -388,7 +494,8 @@ def _detect_sparse(values: np.ndarray, index: pd.Index, config: DivergenceConfig
     onsets = np.empty(len(first))
     for n, i in enumerate(first.tolist()):
         lo = max(0, i - k + 1)
-        onsets[n] = _walk_back(x[lo : i + 1], steps_at(np.arange(lo, i + 1)), float(best[i]), config)
+        onsets[n] = _walk_back(x[lo : i + 1], steps_at(np.arange(lo, i + 1)), float(best[i]), float(margin[i]),
+                               config)
     onset = onsets[np.searchsorted(first, elevated, side="right") - 1] if len(elevated) else np.zeros(0)
     diverged = steps_at(elevated) - onset >= config.patience
     skipped = np.isnan(values) if config.skip_nan else None
