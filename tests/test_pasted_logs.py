@@ -424,3 +424,44 @@ def test_a_misspelt_column_of_a_pasted_table_is_named_not_ignored(tmp_path):
     assert result.exit_code == 1
     assert result.output == (f"Error: {path}: column 'Traning Loss' not found; available: Step, Training Loss, "
                              "Validation Loss\n")
+
+
+def test_an_evaluation_loss_printed_as_nan_is_a_warning_not_a_training_nan(tmp_path):
+    # transformers' ProgressCallback: a NaN evaluation (fp16 evaluation, or labels all -100).
+    lines = []
+    for step in range(1, 31):
+        lines.append(f"{{'loss': {2.0 / step ** 0.3:.4f}, 'learning_rate': 1e-05, 'epoch': {step / 10:.1f}}}")
+        if step % 10 == 0:
+            value = "nan" if step < 30 else "1.25"
+            lines.append(f"{{'eval_loss': {value}, 'eval_wer': 100.0, 'eval_runtime': 22.4, 'epoch': {step / 10:.1f}}}")
+    log = tmp_path / "whisper.txt"
+    log.write_text("\n".join(lines) + "\n")
+    (run,) = discover_runs(log)
+    report = analyze_run(run)
+    (incident,) = report.incidents
+    assert (incident.kind, incident.severity, incident.step, incident.end_step) == ("nonfinite", "warning", 10, 20)
+    assert incident.message.startswith("eval_loss non-finite (nan) at 2 of 3 evaluations (steps 10, 20)")
+    assert incident.details["resolved"] is True and "training loss is finite" in incident.message
+
+
+def test_a_table_whose_validation_loss_is_nan_where_its_accuracy_was_logged(tmp_path):
+    rows = ["step,loss,val_loss,val_acc"]
+    for step in range(0, 300, 10):
+        val = (f"{'nan' if step >= 200 else 1.5},0.6") if step % 50 == 0 else ","
+        rows.append(f"{step},{2.0 - step / 1000:.3f},{val}")
+    path = tmp_path / "metrics.csv"
+    path.write_text("\n".join(rows) + "\n")
+    (run,) = discover_runs(path)
+    (incident,) = analyze_run(run).incidents
+    assert (incident.kind, incident.severity, incident.step, incident.end_step) == ("nonfinite", "warning", 200, 250)
+    assert "never finite again" in incident.message
+
+
+def test_a_finite_evaluation_loss_is_no_incident_and_a_training_nan_stays_critical(tmp_path):
+    lines = [f"{{'loss': {v}, 'learning_rate': 1e-05, 'epoch': {i / 10:.1f}}}"
+             for i, v in enumerate(["2.0", "1.9", "nan", "1.8"], 1)]
+    lines.insert(2, "{'eval_loss': 1.95, 'eval_runtime': 1.0, 'epoch': 0.2}")
+    log = tmp_path / "train.txt"
+    log.write_text("\n".join(lines) + "\n")
+    (run,) = discover_runs(log)
+    assert [(i.kind, i.severity) for i in analyze_run(run).incidents] == [("nonfinite", "critical")]

@@ -20,7 +20,7 @@ from sentinel.analyze.rule_amp import loss_scale_incidents, overflow_incidents
 from sentinel.analyze.rule_attention import attention_incidents
 from sentinel.analyze.rule_divergence import divergence_incidents
 from sentinel.analyze.rule_guard import guard_incidents, online_spike_incidents, restart_incidents
-from sentinel.analyze.rule_nonfinite import finite, nonfinite_incidents
+from sentinel.analyze.rule_nonfinite import eval_nonfinite_incidents, finite, nonfinite_incidents
 from sentinel.analyze.rule_plateau import plateau_incidents
 from sentinel.analyze.rule_stuck import collapse_incidents, is_reinforcement_learning, stuck_loss_incidents
 from sentinel.analyze.rule_spikes import grad_explosion_incidents, loss_spike_incidents
@@ -123,6 +123,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
     loss = finite(steps[metrics.LOSS]) if has(metrics.LOSS) else pd.Series(dtype="float64")
     if has(metrics.LOSS) or has(metrics.GRAD_NORM_TOTAL) or not run.events.empty:
         incidents += nonfinite_incidents(run)
+        incidents += eval_nonfinite_incidents(run)
     spans: list[dict] = []
     if not has(metrics.LOSS):
         # Advice to name the loss only where there are series to name it among.

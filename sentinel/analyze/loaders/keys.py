@@ -130,6 +130,21 @@ def looks_like_loss(name: str) -> bool:
         for w in words)
 
 
+def looks_like_eval_loss(name: str) -> bool:
+    """True for an evaluation's loss (``eval_loss``, ``val/loss``, ``validation_loss``,
+    ``valLoss``): a loss word and an evaluation word, no statistic or setting.
+
+    Example:
+        >>> looks_like_eval_loss("eval_loss"), looks_like_eval_loss("value_loss"), looks_like_eval_loss("loss")
+        (True, False, False)
+    """
+    words = _words(name)
+    if not words or words[-1] in _POSITION_WORDS:
+        return False
+    return any(_is_loss_word(w) for w in words) and not any(w in _STAT_WORDS or w in _SETTING_WORDS for w in words) \
+        and any(w in _EVAL_WORDS or (_is_loss_word(w) and w.startswith(("val", "eval", "test"))) for w in words)
+
+
 def infer_loss_column(columns) -> str | None:
     """The training loss among names that are not one of ``LOSS_ALIASES``, or None.
 

@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 
@@ -21,7 +22,7 @@ import numpy as np
 from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions
 from sentinel.analyze.loaders.dialect_types import HEAD_ROLES, Dialect, Shape
-from sentinel.analyze.loaders.keys import canonical_key
+from sentinel.analyze.loaders.keys import canonical_key, looks_like_eval_loss
 
 
 # The most fields one record line may have; longer lines are skipped with a warning.
@@ -33,6 +34,18 @@ _PHRASE_SLUG = re.compile(r"[^a-z0-9]+")
 NONFINITE_WATCHED = (metrics.LOSS, metrics.GRAD_NORM_TOTAL)
 NAN_PREFIX = "_nan:"
 _KNOWN = frozenset({metrics.LOSS, metrics.LR, metrics.GRAD_NORM_TOTAL, metrics.LOSS_SCALE})
+
+
+@functools.lru_cache(maxsize=1024)
+def watches_nonfinite(name: str) -> bool:
+    """Whether a NaN printed for this metric is a finding, not an absence: the loss, the grad
+    norm, and an evaluation's loss (``'eval_loss': nan``).
+
+    Example:
+        >>> watches_nonfinite("eval_loss"), watches_nonfinite("lr")
+        (True, False)
+    """
+    return name in NONFINITE_WATCHED or looks_like_eval_loss(name)
 
 
 def units_order(units: Mapping[str, tuple[str, float]]) -> list[str]:

@@ -29,7 +29,7 @@ from sentinel.analyze.loaders.dialect_types import HEAD_ROLES, Dialect, Shape
 from sentinel.analyze.loaders.log_lines import Lines, Skeletons
 from sentinel.analyze.loaders.pattern_locality import line_local
 from sentinel.analyze.loaders.pattern_re2 import line_filter
-from sentinel.analyze.loaders.record_fields import (KEY, NAN_PREFIX, NONFINITE_WATCHED, check_heads, metric_name,
+from sentinel.analyze.loaders.record_fields import (KEY, NAN_PREFIX, check_heads, metric_name, watches_nonfinite,
                                                     unit_suffix, units_order, widest)
 
 
@@ -197,7 +197,7 @@ def read_templates(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOp
             out["_" + name] = values
             continue
         out[name] = values
-        if name in NONFINITE_WATCHED:
+        if watches_nonfinite(name):
             out[NAN_PREFIX + name] = np.where((counts > i) & np.isnan(values), 1.0, np.nan)
     keys_seen = check_heads(out, shape, counts, width, ok)
     bad = 0
@@ -218,7 +218,7 @@ def read_templates(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOp
             if name is None:
                 name = names[lower, code] = metric_name(lower, unit_suffix(shape, code), shape, dialect, options)
             last.setdefault(name, {})[g] = column, factor  # a later pair of a metric replaces an earlier one
-            if name in NONFINITE_WATCHED and column >= 0:
+            if column >= 0 and watches_nonfinite(name):
                 logged.setdefault(name, []).append((g, column))
     for name, picks in last.items():
         out[name] = _pick(numbers, rec_layout, len(layouts), picks)

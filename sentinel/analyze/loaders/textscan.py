@@ -75,7 +75,7 @@ from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions
 from sentinel.analyze.loaders.dialect_types import HEAD_ROLES, Dialect, Shape
 from sentinel.analyze.loaders.log_lines import Lines
-from sentinel.analyze.loaders.record_fields import (KEY, NAN_PREFIX, NONFINITE_WATCHED, check_heads, metric_name,
+from sentinel.analyze.loaders.record_fields import (KEY, NAN_PREFIX, check_heads, metric_name, watches_nonfinite,
                                                     unit_suffix, units_order, widest)
 from sentinel.analyze.loaders.template_reader import read_templates
 from sentinel.analyze.loaders.text_events import (count_overflows, event_rows, read_events, stamp,
@@ -202,7 +202,7 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None) -> Sca
     main_steps = record_steps.get(0) if parts and parts[0][0] is dialect.shapes[0] else None
     events, at = read_events(text, dialect, steps, meta, warnings, main_steps)
     by_record = any(shape.record_events for shape in dialect.shapes)
-    for key in (metrics.LOSS, metrics.GRAD_NORM_TOTAL) if not by_record else ():
+    for key in [c for c in steps.columns if watches_nonfinite(c)] if not by_record else ():
         if key in steps.columns:
             flagged = np.isinf(steps[key].to_numpy()) | logged_nan.get(key, np.zeros(len(steps), dtype=bool))
             for step in steps.index[flagged]:
@@ -277,7 +277,7 @@ def _read_shape(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOptio
             out["_" + name] = values
             continue
         out[name] = values
-        if name in NONFINITE_WATCHED:
+        if watches_nonfinite(name):
             out[NAN_PREFIX + name] = np.where(parsed & np.isnan(values), 1.0, np.nan)
     keys_seen = check_heads(out, shape, counts, width, ok)
     # Pairs: a key at h, h + 2, ... (never in the last field of the width), its value after it.
@@ -381,7 +381,7 @@ def _scatter(out: dict[str, np.ndarray], n: int, row: np.ndarray, combos: np.nda
         last[:-1] = rows[1:] != rows[:-1]  # picked is in record order, pairs left to right
         column = out.setdefault(name, np.full(n, np.nan))
         column[rows[last]] = values[picked[last]]
-        if name in NONFINITE_WATCHED:
+        if watches_nonfinite(name):
             logged = picked[parsed[picked] & np.isnan(values[picked])]
             if len(logged):
                 out.setdefault(NAN_PREFIX + name, np.full(n, np.nan))[row[logged]] = 1.0
