@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from sentinel.analyze.analyzer import analyze_run
 from sentinel.analyze.discover import discover_runs
 from sentinel.analyze.loaders import RunData
-from sentinel.analyze.rule_stuck import stuck_loss_incidents
+from sentinel.analyze.rule_stuck import collapse_incidents, stuck_loss_incidents
 from sentinel.cli.main import main
 
 
@@ -465,3 +465,22 @@ def test_a_finite_evaluation_loss_is_no_incident_and_a_training_nan_stays_critic
     log.write_text("\n".join(lines) + "\n")
     (run,) = discover_runs(log)
     assert [(i.kind, i.severity) for i in analyze_run(run).incidents] == [("nonfinite", "critical")]
+
+
+@pytest.mark.parametrize("template", ["{t} {loss}", "({t}, {loss})", "  {t}  {loss}"])
+def test_lines_of_a_step_and_a_loss_alone(tmp_path, template):
+    # print(t, loss.item()) in the PyTorch tutorial; print((t, loss)) / Python 2's print(t, loss.data[0]).
+    losses = [663.2, 4.51, 0.0327, 7.5, 0.00027, 2.6e-06, 2.7e-08, 1.1e-09]
+    log = tmp_path / "tutorial.txt"
+    log.write_text("loss goes down:\n" + "\n".join(template.format(t=99 + 100 * i, loss=v)
+                                                   for i, v in enumerate(losses)) + "\n")
+    (run,) = discover_runs(log)
+    assert run.steps["loss"].to_dict() == {99 + 100 * i: v for i, v in enumerate(losses)}
+
+
+def test_a_fall_across_a_gap_in_an_excerpt_is_no_collapse():
+    # Steps 0-5 then 300-: 295 steps of a regression fitting its targets exactly, not one step.
+    loss = pd.Series([91.7, 76.9, 63.4, 51.5, 40.9, 31.8, 2.17e-12, 1.9e-12, 2.3e-12],
+                     index=[0, 1, 2, 3, 4, 5, 300, 301, 302])
+    assert collapse_incidents(loss) == []
+    assert collapse_incidents(pd.Series(loss.to_numpy(), index=range(9)))[0].step == 5

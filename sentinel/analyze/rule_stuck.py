@@ -99,7 +99,8 @@ COLLAPSE_LEVEL_ROWS = 21
 
 def collapse_incidents(loss: pd.Series) -> list[Incident]:
     """One warning for the first fall of the loss from a level of at least :data:`COLLAPSE_FROM`
-    to below :data:`COLLAPSE_RATIO` of it at the next logged step.
+    to below :data:`COLLAPSE_RATIO` of it at the next logged step, one logging interval later
+    (the median gap between logged steps).
 
     Example:
         >>> s = pd.Series([12.18, 1.79e-06, 0.0], index=[1, 2, 3])
@@ -113,6 +114,12 @@ def collapse_incidents(loss: pd.Series) -> list[Incident]:
     # Candidates: a fall by the ratio from the previous row (one compare over the run), then
     # judged against the level before them.
     candidates = np.flatnonzero((before >= COLLAPSE_FROM) & (after >= 0) & (after < COLLAPSE_RATIO * before))
+    steps = loss.index.to_numpy()
+    if len(candidates):
+        # Only rows one logging interval apart: an excerpt that jumps from step 5 to step 300 may
+        # have learnt that much in between.
+        gaps = np.diff(steps)
+        candidates = candidates[gaps[candidates] <= np.median(gaps)]
     fell = []
     for i in candidates.tolist():
         level = float(np.median(values[max(0, i + 1 - COLLAPSE_LEVEL_ROWS):i + 1]))
@@ -121,7 +128,6 @@ def collapse_incidents(loss: pd.Series) -> list[Incident]:
     if not fell:
         return []
     at = fell[0]
-    steps = loss.index.to_numpy()
     start, end = int(steps[at]), int(steps[at + 1])
     message = (f"loss collapsed from {values[at]:.4g} at step {start} to {values[at + 1]:.4g} at step {end}: "
                "no optimizer step learns that much; the model sees its targets (a label leak, a mask that "

@@ -377,9 +377,21 @@ EPOCH_LINES = Dialect(
     min_records=5,
 )
 
+# print(t, loss.item()) (the PyTorch tutorial "Learning PyTorch with Examples") and print((t, loss))
+# or Python 2's print(t, loss.data[0]): a line holding a step and a loss, nothing else.
+PAIRS = Dialect(
+    name="text",
+    description="lines of a step and a loss alone (print(t, loss.item()), (t, loss) tuples)",
+    shapes=(
+        Shape(re.compile(rf"^[ \t]*\(?[ \t]*(\d+)[ \t]*,?[ \t]+({_NUM})[ \t]*\)?[ \t]*$", re.MULTILINE),
+              head=(metrics.STEP, metrics.LOSS)),
+    ),
+    min_records=5,
+)
+
 # In the order the sniffer tries them; the generic readers come last.
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 TIMM, COMPOSER, OLMO, TF, LOG4J, GENERIC, EPOCH_LINES)
+                                 TIMM, COMPOSER, OLMO, TF, LOG4J, GENERIC, EPOCH_LINES, PAIRS)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
 # what they read is a series (see textlogs.pick_dialect).
-FALLBACKS: tuple[Dialect, ...] = (GENERIC, EPOCH_LINES)
+FALLBACKS: tuple[Dialect, ...] = (GENERIC, EPOCH_LINES, PAIRS)
