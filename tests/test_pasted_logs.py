@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from sentinel.analyze.analyzer import analyze_run
 from sentinel.analyze.discover import discover_runs
 from sentinel.analyze.loaders import RunData
+from sentinel.analyze.rule_chance import chance_incidents
 from sentinel.analyze.rule_stuck import collapse_incidents, stuck_loss_incidents
 from sentinel.cli.main import main
 
@@ -484,3 +485,43 @@ def test_a_fall_across_a_gap_in_an_excerpt_is_no_collapse():
                      index=[0, 1, 2, 3, 4, 5, 300, 301, 302])
     assert collapse_incidents(loss) == []
     assert collapse_incidents(pd.Series(loss.to_numpy(), index=range(9)))[0].step == 5
+
+
+def test_a_classifier_at_chance_from_the_start_is_not_learning(tmp_path):
+    # "my loss does not decrease at all, it always stays the same equal to 2.30" (ten classes).
+    values = [2.308579206466675, 2.297269344329834, 2.3083386421203613, 2.3027005195617676,
+              2.304455518722534, 2.305694341659546]
+    log = tmp_path / "train.txt"
+    log.write_text("".join(f"epoch {e} loss = {v}\n" for e, v in enumerate(values)))
+    (run,) = discover_runs(log)
+    report = analyze_run(run)
+    (incident,) = report.incidents
+    assert (incident.kind, incident.severity, incident.step, incident.end_step) == ("loss_stuck", "warning", 0, 5)
+    assert incident.details["chance"] == 10 and "ln(10) = 2.3026" in incident.message
+    assert report.verdict == "unhealthy"
+
+
+def _lm_curve(n: int, end: float, seed: int = 0) -> pd.Series:
+    rng = np.random.default_rng(seed)
+    steps = np.arange(n)
+    curve = end + (10.9 - end) * np.exp(-steps / (n / 8))
+    return _series(curve * (1 + 0.003 * rng.standard_normal(n)))
+
+
+@pytest.mark.parametrize("losses", [
+    _lm_curve(400, 2.303),  # a language model that came down to 2.30: it learnt
+    _series([0.69, 0.55, 0.45, 0.40, 0.38, 0.37, 0.36]),  # a binary classifier that learns
+    _series([0.71, 0.69, 0.60, 0.693, 0.6931, 0.6929, 0.6932, 0.6931]),  # was clearly better than chance
+])
+def test_not_at_chance(losses):
+    assert chance_incidents(losses) == []
+
+
+def test_a_language_model_that_collapses_to_a_uniform_guess_over_its_vocabulary():
+    values = np.r_[_lm_curve(300, 3.5).to_numpy(), 10.8259 + 0.002 * np.sin(np.arange(12))]
+    (incident,) = chance_incidents(_series(values))
+    assert incident.details["chance"] == 50304 and incident.details["rows"] == 12
+    assert "vocabulary of 50,304 tokens" in incident.message
+    # The same value printed identically every step: loss_stuck says it, naming the vocabulary.
+    (stuck,) = stuck_loss_incidents(_series([3.4, 3.3] + [10.825919] * 10))
+    assert "10.825919 is ln(50304)" in stuck.message

@@ -22,6 +22,7 @@ from sentinel.analyze.rule_divergence import divergence_incidents
 from sentinel.analyze.rule_guard import guard_incidents, online_spike_incidents, restart_incidents
 from sentinel.analyze.rule_nonfinite import eval_nonfinite_incidents, finite, nonfinite_incidents
 from sentinel.analyze.rule_plateau import plateau_incidents
+from sentinel.analyze.rule_chance import chance_incidents
 from sentinel.analyze.rule_stuck import collapse_incidents, is_reinforcement_learning, stuck_loss_incidents
 from sentinel.analyze.rule_spikes import grad_explosion_incidents, loss_spike_incidents
 
@@ -144,7 +145,10 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         incidents += plateau_incidents(loss, config)
     if len(loss) >= 2:
         rl = is_reinforcement_learning(steps.columns)
-        incidents += stuck_loss_incidents(loss, zero_counts=not rl)
+        stuck = stuck_loss_incidents(loss, zero_counts=not rl)
+        incidents += stuck
+        if not any(not i.details["resolved"] for i in stuck):  # else the log's tail is reported
+            incidents += chance_incidents(loss)
         if not rl:
             incidents += collapse_incidents(loss)
     if has(metrics.GRAD_NORM_TOTAL):

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
+from sentinel.analyze.rule_chance import chance_level
 
 # Consecutive logged values, all the same float, that make a stretch.
 MIN_ROWS = 8
@@ -81,6 +82,9 @@ def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS, zero_counts:
     else:
         why = ("the weights are not changing (a frozen model, a learning rate of 0, every update "
                "skipped) or the value printed is a placeholder")
+    chance = chance_level(value) if value > 0 else None
+    if chance is not None:
+        why = f"{value:.10g} is ln({chance}), a uniform guess over {chance:,} classes or tokens: {why}"
     after = f"; it changes at step {int(steps[last + 1])}" if resolved else "; it never changes again"
     message = (f"loss exactly {value:.10g} at {last - first + 1} logged steps in a row "
                f"({int(steps[first])}-{int(steps[last])}): {why}{after}")

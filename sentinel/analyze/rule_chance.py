@@ -1,0 +1,86 @@
+"""A loss at chance level: the cross-entropy of predicting every class alike, ``ln K``.
+
+A classifier or language model whose outputs carry no information about the input scores exactly
+``ln K`` on ``K`` classes: 2.3026 on the ten classes of MNIST or CIFAR-10, 0.6931 on a binary
+task, 10.8259 on GPT-2's padded vocabulary of 50,304 tokens. A log whose last rows sit there is a
+model that is not learning (it never left chance) or that collapsed to one distribution for
+every input; a plateau or a healthy verdict would hide it. The class count is not in the log, so
+only counts common enough to be recognised are tried: 2, 10, 100 and 1,000 classes, and the
+vocabulary sizes of common tokenizers.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from sentinel.analyze.incident import Incident, IncidentKind, Severity
+
+CLASS_COUNTS = (2, 10, 100, 1000)
+# BERT, Llama 1/2, Mistral, GPT-2 (and nanoGPT's padding), OLMo/GPT-NeoX, Llama 3, Qwen 2, Gemma.
+VOCAB_SIZES = (30522, 32000, 32768, 50257, 50304, 50280, 128256, 151936, 152064, 256000)
+# Relative distance to ln K within which a value counts as at chance: a batch mean of a model at
+# chance wanders ~0.5% around ln 10 (2.297-2.309); a vocabulary's ln is matched more tightly, as
+# neighbouring sizes are 0.2% apart.
+CLASS_TOLERANCE = 0.01
+VOCAB_TOLERANCE = 0.001
+# Logged rows at chance, ending the log, that make a finding.
+MIN_ROWS = 5
+
+
+def chance_level(value: float) -> int | None:
+    """The class count or vocabulary size whose ``ln`` the loss ``value`` is, or None.
+
+    Example:
+        >>> chance_level(2.3027), chance_level(10.8259), chance_level(2.5)
+        (10, 50304, None)
+    """
+    if not (value > 0 and math.isfinite(value)):
+        return None
+    for k in CLASS_COUNTS:
+        if abs(value - math.log(k)) <= CLASS_TOLERANCE * math.log(k):
+            return k
+    near = min(VOCAB_SIZES, key=lambda v: abs(value - math.log(v)))
+    return near if abs(value - math.log(near)) <= VOCAB_TOLERANCE * math.log(near) else None
+
+
+def chance_incidents(loss: pd.Series) -> list[Incident]:
+    """One warning when the log's last :data:`MIN_ROWS` or more losses sit at ``ln K`` (see the
+    module docstring). For a class count the log must start at most 1.5 ``ln K`` (where a model
+    starts) and never be clearly below ``ln K``.
+
+    Example:
+        >>> s = pd.Series([2.3086, 2.2973, 2.3083, 2.3027, 2.3045, 2.3057], index=range(6))
+        >>> chance_incidents(s)[0].message.split(":")[0]
+        'loss at chance level for 6 logged steps (0-5), to the end of the log'
+    """
+    values = loss.to_numpy(dtype="float64")
+    if len(values) < MIN_ROWS:
+        return []
+    k = chance_level(float(np.median(values[-MIN_ROWS:])))
+    if k is None:
+        return []
+    target = math.log(k)
+    vocab = k not in CLASS_COUNTS
+    tolerance = (VOCAB_TOLERANCE if vocab else CLASS_TOLERANCE) * target
+    at_chance = np.abs(values - target) <= tolerance
+    rows = len(values) if at_chance.all() else int(np.argmin(at_chance[::-1]))
+    # A class count also needs a log that started near chance and never left it for better: a
+    # language model that came down from 10.8 to end at 2.30 learnt; it is not at chance on ten.
+    if rows < MIN_ROWS or (not vocab and (values.min() < target - 3 * tolerance or values[0] > 1.5 * target)):
+        return []
+    steps = loss.index.to_numpy()
+    first, last = int(steps[-rows]), int(steps[-1])
+    level = float(np.median(values[-rows:]))
+    what = (f"a uniform guess over a vocabulary of {k:,} tokens: the model gives every input the same "
+            "distribution (a collapse after a spike or a divergence, or weights that are not trained)"
+            if vocab else
+            f"a uniform guess over {k} classes: the model is not learning (a learning rate of 0 or far too "
+            "high, a softmax before a loss that applies its own, labels that do not match the inputs, "
+            "parameters the optimizer does not hold)")
+    message = (f"loss at chance level for {rows} logged steps ({first}-{last}), to the end of the log: "
+               f"{level:.4g} ~ ln({k}) = {target:.4f}, the cross-entropy of {what}")
+    return [Incident(IncidentKind.LOSS_STUCK, first, last, Severity.WARNING, message,
+                     {"chance": k, "value": level, "rows": rows, "resolved": False})]
