@@ -525,3 +525,27 @@ def test_a_language_model_that_collapses_to_a_uniform_guess_over_its_vocabulary(
     # The same value printed identically every step: loss_stuck says it, naming the vocabulary.
     (stuck,) = stuck_loss_incidents(_series([3.4, 3.3] + [10.825919] * 10))
     assert "10.825919 is ln(50304)" in stuck.message
+
+
+def test_a_loss_that_grows_every_epoch_is_a_divergence_not_a_spike(tmp_path):
+    # Keras SGD on unscaled inputs: x3.55 an epoch for 13 epochs (the log never reaches the
+    # divergence detector's patience of 200 steps: its steps are epochs).
+    losses = [450.9794 * 3.5546 ** e for e in range(13)]
+    log = tmp_path / "keras.txt"
+    log.write_text("".join(f"Epoch {e + 1}/13\n1/1 [==============================] - 0s 1ms/step - loss: {v:.4f}\n"
+                           for e, v in enumerate(losses)))
+    (run,) = discover_runs(log)
+    (incident,) = analyze_run(run).incidents
+    assert (incident.kind, incident.severity, incident.step, incident.end_step) == ("divergence", "critical", 1, 13)
+    assert "rose at each of the last 12 logged steps" in incident.message and incident.details["runaway"]
+
+
+@pytest.mark.parametrize("values", [
+    [6.37, 6.60, 7.31, 9.12, 10.24],  # BigScience exp2's rise: 4 rows, x1.6
+    [1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6],  # rising every row, but x1.6
+    [9.0, 1.0, 2.0, 4.0, 8.0, 7.0],  # turned before the log ends
+])
+def test_no_runaway(values):
+    from sentinel.analyze.rule_divergence import _runaway
+
+    assert _runaway(_series(values)) == []

@@ -140,8 +140,11 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
                             f"warm-up of {warmup}: too little history to judge spikes fully (only "
                             "large jumps are flagged); non-finite values and the final loss are reported")
         found, spans = loss_spike_incidents(loss, config, last_step=int(steps.index[-1]))
-        incidents += found
-        incidents += divergence_incidents(loss, spans, config)
+        diverged = divergence_incidents(loss, spans, config)
+        runaway = [i.step for i in diverged if i.details.get("runaway")]
+        if runaway:  # the climb is one divergence, not an unrecovered spike inside it
+            found = [i for i in found if i.details.get("recovered") or i.step < runaway[0]]
+        incidents += found + diverged
         incidents += plateau_incidents(loss, config)
     if len(loss) >= 2:
         rl = is_reinforcement_learning(steps.columns)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from sentinel.analyze.config import AnalyzeConfig
@@ -44,8 +45,40 @@ def divergence_incidents(loss: pd.Series, spike_spans: list[dict] | None = None,
         incidents.append(Incident(IncidentKind.DIVERGENCE, start, end, Severity.CRITICAL, message,
                                   {"onset": start, "best_level": best, "max_level": worst,
                                    "came_back": not ongoing, "resolved": False}))
-    incidents += _unfinished_rise(loss, frame, spike_spans or [], config or AnalyzeConfig())
+    if not any(not i.details["came_back"] for i in incidents):
+        runaway = _runaway(loss)
+        incidents += runaway or _unfinished_rise(loss, frame, spike_spans or [], config or AnalyzeConfig())
     return incidents
+
+
+# A loss that rose at each of its last RUNAWAY_RISES logged steps, by RUNAWAY_GROWTH in all.
+RUNAWAY_RISES = 5
+RUNAWAY_GROWTH = 10.0
+
+
+def _runaway(loss: pd.Series) -> list[Incident]:
+    """The loss rose at every one of its last :data:`RUNAWAY_RISES` or more logged steps, to
+    :data:`RUNAWAY_GROWTH` times or more where the climb started: a divergence however few
+    steps it spans (a log of epochs never reaches the detector's patience in steps; Keras' SGD
+    on unscaled inputs: 451, 1603, 5698, ... 1.8e9, x3.5 an epoch).
+    """
+    values = loss.to_numpy(dtype="float64")
+    rising = np.diff(values) > 0
+    rises = len(rising) if rising.all() else int(np.argmin(rising[::-1]))
+    if rises < RUNAWAY_RISES:
+        return []
+    start = values[-rises - 1]
+    if not (start > 0 and values[-1] >= RUNAWAY_GROWTH * start):
+        return []
+    steps = loss.index.to_numpy()
+    first, last = int(steps[-rises - 1]), int(steps[-1])
+    growth = values[-1] / start
+    message = (f"loss diverged from step {first}: it rose at each of the last {rises} logged steps, from "
+               f"{start:.4g} to {values[-1]:.4g} at step {last} ({growth:.3g}x, x{growth ** (1 / rises):.3g} a "
+               "step), and was still rising when the log ends: lower the learning rate (or scale the inputs)")
+    return [Incident(IncidentKind.DIVERGENCE, first, last, Severity.CRITICAL, message,
+                     {"onset": first, "best_level": float(start), "max_level": float(values[-1]),
+                      "came_back": False, "runaway": True, "resolved": False})]
 
 
 def _unfinished_rise(loss: pd.Series, frame: pd.DataFrame, spike_spans: list[dict],
