@@ -549,3 +549,18 @@ def test_no_runaway(values):
     from sentinel.analyze.rule_divergence import _runaway
 
     assert _runaway(_series(values)) == []
+
+
+def test_a_megatron_log_before_its_first_lm_loss_is_judged_on_its_loss_scale(tmp_path):
+    # fp16 warm-up: every iteration skipped while the loss scale comes down, no "lm loss" yet.
+    line = (" iteration {it:8d}/  120000 | elapsed time per iteration (ms): 1993.9 | learning rate: 0.000E+00 | "
+            "loss scale: {scale:.1f} | number of skipped iterations: {skipped:3d} | number of nan iterations:   0 |")
+    log = tmp_path / "megatron.out"
+    log.write_text("training ...\n" + "\n".join(line.format(it=it, scale=2.0 ** (33 - it), skipped=5)
+                                               for it in range(5, 30, 5)) + "\n")
+    result = CliRunner().invoke(main, ["analyze", str(log), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    (run,) = json.loads(result.output)["runs"]
+    assert run["steps"] == 5 and run["final_loss"] is None
+    assert any(w.startswith("no loss printed yet (lm loss)") for w in run["warnings"])
+    assert not any("--loss-col" in w for w in run["warnings"])

@@ -96,7 +96,11 @@ def analyze(*paths: str | Path, step_col: str | None = None, loss_col: str | Non
     if not runs:
         raise AnalyzeError("; ".join(dict.fromkeys(problems)))
     reports = [analyze_run(run, config) for run in runs]
-    if all(r.final_loss is None and not r.incidents for r in reports):
+    # A training log with no loss yet still has something to judge when it logs the loss scale
+    # or the grad norm (Megatron prints no lm loss while fp16 warm-up skips every iteration).
+    judged = (metrics.LOSS, metrics.GRAD_NORM_TOTAL, metrics.LOSS_SCALE, metrics.AMP_OVERFLOW)
+    if all(r.final_loss is None and not r.incidents for r in reports) and \
+            not any(key in run.steps.columns for run in runs for key in judged):
         reasons = "; ".join(dict.fromkeys([w for r in reports for w in r.warnings] + problems)) or "no loss values"
         raise AnalyzeError(f"nothing to analyse: {reasons}")
     # A run without a single step (an event file of histograms, a header) has nothing to judge:

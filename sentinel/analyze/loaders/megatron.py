@@ -65,6 +65,10 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     meta = found.meta
     if len(steps.index) > 1:
         meta["log_interval"] = int(steps.index.to_series().diff().median())
+    if metrics.LOSS not in steps.columns:
+        found.warnings.append("no loss printed yet (lm loss): Megatron prints it from the first iteration it does not "
+                              "skip (fp16 warm-up skips iterations until the loss scale fits); the loss "
+                              "scale and the skipped iterations are judged")
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps, events=found.events,
                     meta=meta, warnings=found.warnings)]
 
