@@ -41,7 +41,7 @@ def _one(path):
         ("gpt_neox.log", "megatron", range(10, 121, 10)),
         ("tf_estimator.log", "tf", range(0, 1101, 100)),
         ("issue_paste.txt", "text", range(50, 601, 50)),
-        ("nemo.log", "text", range(100, 112)),  # global_step, not the bar's count inside the epoch
+        ("nemo.log", "nemo", range(100, 112)),  # global_step, not the bar's count inside the epoch
         ("detectron2.log", "text", range(19, 240, 20)),  # total_loss, not a component
         ("timm.log", "timm", range(0, 551, 50)),  # epoch * 300 + update index, epochs from 0
         ("composer.log", "composer", range(10, 121, 10)),  # time/batch; the bracket restarts each epoch

@@ -564,3 +564,19 @@ def test_a_megatron_log_before_its_first_lm_loss_is_judged_on_its_loss_scale(tmp
     assert run["steps"] == 5 and run["final_loss"] is None
     assert any(w.startswith("no loss printed yet (lm loss)") for w in run["warnings"])
     assert not any("--loss-col" in w for w in run["warnings"])
+
+
+@pytest.mark.parametrize("redraw", ["\r", ""])  # a log file, or a paste whose "\r" was lost
+def test_nemo1_progress_bar_reads_reduced_train_loss_not_the_bars_nan(tmp_path, redraw):
+    draw = ("Epoch 0:   {pct}%|▎         | {n}/20101 [2:12:19<76:15:08, 14.05s/it, loss=nan, v_num=, "
+            "val_loss_step=11.30, reduced_train_loss={loss:.3f}, gradient_norm=1.010, parameter_norm=1552.0, "
+            "global_step={step}.0, consumed_samples=1.44e+5, throughput=19.00]")
+    losses = [3.92 - 0.01 * i for i in range(30)]
+    losses[20] = 9.5
+    text = "".join(redraw + draw.format(pct=3, n=600 + i, loss=v, step=563 + i) for i, v in enumerate(losses))
+    log = tmp_path / "nemo.log"
+    log.write_text(text + "\n", encoding="utf-8")
+    (run,) = discover_runs(log)
+    assert run.source == "nemo" and run.steps.index.tolist() == list(range(563, 593))
+    assert run.steps["loss"].iloc[0] == 3.92 and run.steps["loss"].notna().all()
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("outlier_batch", 583)]

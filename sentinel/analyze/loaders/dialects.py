@@ -201,6 +201,20 @@ LOG4J = Dialect(
     ),
 )
 
+# NeMo 1.x (Megatron GPT) through Lightning's progress bar: "Epoch 0:   3%|▎ | 565/20101 [2:12:19<...,
+# loss=nan, v_num=, reduced_train_loss=3.910, gradient_norm=1.010, ..., global_step=564.0, ...]". The
+# bar's own "loss" is Lightning's running mean, NaN in NeMo's training loop; reduced_train_loss is
+# the step's loss. Redraws whose "\r" was lost run on in one line: each draw is a record.
+NEMO1 = Dialect(
+    name="nemo",
+    description='NeMo 1.x progress bar ("reduced_train_loss=X, ..., global_step=N.0")',
+    shapes=(
+        Shape(re.compile(rf"\breduced_train_loss=({_NUM})[^\n]*?\bglobal_step=(\d+)(?:\.0)?\b"),
+              head=(metrics.LOSS, metrics.STEP)),
+    ),
+    min_records=2,
+)
+
 # timm train.py: f"Train: {epoch} [{update_idx:>4d}/{updates_per_epoch} ({pct:>3.0f}%)]  Loss:
 # {losses_m.val:#.3g} ({losses_m.avg:#.3g})  Time: ...  LR: {lr:.3e}  Data: ..."; epochs from 0, the
 # update index inside the epoch: the step is epoch * updates_per_epoch + update_idx.
@@ -391,7 +405,7 @@ PAIRS = Dialect(
 
 # In the order the sniffer tries them; the generic readers come last.
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 TIMM, COMPOSER, OLMO, TF, LOG4J, GENERIC, EPOCH_LINES, PAIRS)
+                                 NEMO1, TIMM, COMPOSER, OLMO, TF, LOG4J, GENERIC, EPOCH_LINES, PAIRS)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
 # what they read is a series (see textlogs.pick_dialect).
 FALLBACKS: tuple[Dialect, ...] = (GENERIC, EPOCH_LINES, PAIRS)
