@@ -394,15 +394,37 @@ def _results_csv(path, val_nan: bool):
     return path
 
 
-def test_ultralytics_results_csv_names_its_columns_and_reads_with_the_option(tmp_path):
+def test_ultralytics_results_csv_sums_its_loss_components_and_reports_nan_validation(tmp_path):
     path = _results_csv(tmp_path / "results.csv", val_nan=True)
+    code, report = _analyze(str(path))
+    (run,) = report["runs"]
+    assert code == 0 and run["steps"] == 10
+    assert any("loss is the sum of train/box_loss + train/cls_loss + train/dfl_loss" in w for w in run["warnings"])
+    assert run["final_loss"] == pytest.approx((1.05 - 10 / 50) + 4.0 / 10 + (1.01 - 10 / 100), abs=1e-4)
+    (incident,) = run["incidents"]  # the three validation losses NaN at every epoch: one warning
+    assert (incident["kind"], incident["severity"], incident["step"], incident["end_step"]) == \
+        ("nonfinite", "warning", 1, 10)
+    assert incident["message"].startswith("val/box_loss, val/cls_loss, val/dfl_loss non-finite (nan) at 10 of 10")
+    code, report = _analyze(str(_results_csv(tmp_path / "ok.csv", val_nan=False)))
+    assert report["runs"][0]["incidents"] == [] and report["runs"][0]["verdict"] == "healthy"
+    code, report = _analyze(str(path), "--loss-col", "train/box_loss")
+    assert report["runs"][0]["final_loss"] == pytest.approx(1.05 - 10 / 50)
+
+
+def test_a_table_of_two_losses_without_a_common_prefix_is_left_to_the_user(tmp_path):
+    path = tmp_path / "metrics.csv"
+    path.write_text("step,loss_ce,loss_kl\n" + "".join(f"{s},{2 - s / 100},{0.1}\n" for s in range(20)))
     result = CliRunner().invoke(main, ["analyze", str(path)])
     assert result.exit_code == 1
-    assert "a table with a step column but no single loss column among: epoch, train/box_loss" in result.output
-    code, report = _analyze(str(path), "--loss-col", "train/box_loss")
-    assert code == 0 and report["runs"][0]["steps"] == 10 and report["runs"][0]["verdict"] == "healthy"
-    code, report = _analyze(str(path), "--loss-col", "val/box_loss")
-    assert [(i["kind"], i["step"], i["end_step"]) for i in report["runs"][0]["incidents"]] == [("nonfinite", 1, 10)]
+    assert "no loss column among step, loss_ce, loss_kl: pass --loss-col NAME" in result.output
+
+
+def test_a_notebook_table_whose_validation_loss_was_never_logged_is_no_nan(tmp_path):
+    rows = "\n".join(f"| {s} | {2 - s / 100:.4f} | No log |" for s in range(10, 110, 10))
+    path = tmp_path / "notebook.txt"
+    path.write_text("| Step | Training Loss | Validation Loss |\n|---|---|---|\n" + rows + "\n")
+    code, report = _analyze(str(path))
+    assert code == 0 and report["runs"][0]["incidents"] == []
 
 
 def test_keras_csvlogger_epoch_is_the_step(tmp_path):

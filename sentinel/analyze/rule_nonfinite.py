@@ -166,41 +166,51 @@ def nonfinite_incidents(run: RunData) -> list[Incident]:
 
 def eval_nonfinite_incidents(run: RunData) -> list[Incident]:
     """One warning per evaluation loss that was non-finite at some evaluation: a NaN printed for
-    it (a text log's event), an Inf, or a NaN on a row where the evaluation logged its other
-    metrics (``eval_runtime``, ``val_acc``). Not critical: training is not affected by it, but
-    the numbers the run is judged by are.
+    it (a text log's event), an Inf, a NaN on a row where the evaluation logged its other metrics
+    (``eval_runtime``, ``val_acc``), or NaN at every row (a column or tag exists because it was
+    logged). Losses of one evaluation that are non-finite at the same steps (``val/box_loss``,
+    ``val/cls_loss``, ``val/dfl_loss``) are one warning. Not critical: training is not affected,
+    but the numbers the run is judged by are.
 
     Example:
         >>> [i.message for i in eval_nonfinite_incidents(run)]  # doctest: +SKIP
         ['eval_loss non-finite (nan) at 2 of 3 evaluations (steps 200, 400); ...']
     """
-    steps, incidents = run.steps, []
+    steps = run.steps
     events = _nonfinite_events(run.events)
+    found: dict[bytes, list[str]] = {}  # the steps' mask -> the columns non-finite there
+    masks: dict[bytes, np.ndarray] = {}
     for column in [c for c in steps.columns if looks_like_eval_loss(str(c))]:
         values = steps[column].to_numpy(dtype="float64")
-        bad = np.isinf(values)
+        bad = np.isinf(values) | np.isnan(values).all()
         others = [c for c in steps.columns if c != column and _EVAL_COLUMN.match(str(c))]
         if others:  # the evaluation ran and logged something else
             bad |= np.isnan(values) & steps[others].notna().to_numpy().any(axis=1)
         if len(events) and "metric" in events.columns:
             printed = events.loc[events["metric"] == column, "step"].to_numpy(dtype="int64")
             bad |= np.isin(steps.index.to_numpy(), printed)
-        if not bad.any():
-            continue
+        if bad.any():
+            found.setdefault(bad.tobytes(), []).append(str(column))
+            masks[bad.tobytes()] = bad
+    loss_ok = metrics.LOSS in steps.columns and bool(np.isfinite(steps[metrics.LOSS].to_numpy(dtype="float64")).any())
+    incidents = []
+    for key, columns in found.items():
+        bad = masks[key]
+        values = steps[columns[0]].to_numpy(dtype="float64")
         at = steps.index[bad]
         evaluations = int((~np.isnan(values) | bad).sum())
-        kinds = sorted({"nan" if np.isnan(v) else ("+inf" if v > 0 else "-inf") for v in values[bad]})
+        kinds = sorted({"nan" if np.isnan(v) else ("+inf" if v > 0 else "-inf") for c in columns
+                        for v in steps[c].to_numpy(dtype="float64")[bad]})
         shown = ", ".join(str(int(s)) for s in at[:5]) + (", ..." if len(at) > 5 else "")
-        loss_ok = metrics.LOSS in steps.columns and bool(np.isfinite(steps[metrics.LOSS].to_numpy(dtype="float64")).any())
         resolved = bool(np.isfinite(values[np.flatnonzero(bad)[-1] + 1:]).any())
-        message = (f"{column} non-finite ({'/'.join(kinds)}) at {len(at)} of {evaluations} evaluation"
+        message = (f"{', '.join(columns)} non-finite ({'/'.join(kinds)}) at {len(at)} of {evaluations} evaluation"
                    f"{'s' * (evaluations != 1)} (step{'s' * (len(at) != 1)} {shown})"
                    + ("" if resolved else "; never finite again")
                    + ("; the training loss is finite: an fp16 evaluation that overflows (evaluate in "
                       "bf16 or fp32), or evaluation batches with no labelled token (every label "
                       "-100: a mean over nothing)" if loss_ok else ""))
         incidents.append(Incident(IncidentKind.NONFINITE, int(at[0]), int(at[-1]), Severity.WARNING, message,
-                                  {"metric": column, "values": kinds, "count": int(len(at)),
+                                  {"metric": columns[0], "metrics": columns, "values": kinds, "count": int(len(at)),
                                    "evaluations": evaluations, "resolved": resolved}))
     return incidents
 

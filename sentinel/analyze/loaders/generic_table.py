@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions, RunData
 from sentinel.analyze.loaders.keys import (
     LOSS_ALIASES,
@@ -29,6 +30,7 @@ from sentinel.analyze.loaders.keys import (
     is_analysis_key,
     looks_like_loss,
     loss_column,
+    loss_components,
     sniff_columns,
     step_column,
 )
@@ -103,7 +105,8 @@ def why_not(path: str | Path) -> str | None:
         header = [name.strip() for name in next(csv.reader([lines[0]], delimiter=_separator(lines[0])))]
     except csv.Error:
         return None
-    if len(header) < 2 or step_column(header) is None or loss_column(header)[0] is not None:
+    if len(header) < 2 or step_column(header) is None or loss_column(header)[0] is not None \
+            or loss_components(header):
         return None
     shown = ", ".join(header[:30]) + (f", ... ({len(header)} in all)" if len(header) > 30 else "")
     return f"{path}: a table with a step column but no single loss column among: {shown}; name it with --loss-col <column>"
@@ -143,9 +146,16 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     else:
         names, sep = read_header(path)
         step_col, loss_col = _pick_columns(names, options, path, warnings)
-        positions = choose_columns(path, names, step_col, loss_col, warnings)
-        table = read_columns(path, sep, names, positions, loss_col, warnings, step_col)
-    steps = table_steps(table, step_col, loss_col, path, warnings)
+        read_loss = loss_col if loss_col in names else None
+        positions = choose_columns(path, names, step_col, read_loss, warnings)
+        positions += [names.index(c) for c in loss_components(names) if names.index(c) not in positions]
+        table = read_columns(path, sep, names, positions, read_loss, warnings, step_col)
+    if loss_col not in table.columns:  # the sum of the loss's components (see _pick_columns)
+        parts = loss_components(table.columns)
+        table[metrics.LOSS] = table[parts].apply(pd.to_numeric, errors="coerce").sum(axis=1, min_count=len(parts))
+        warnings.append(f"{Path(path).name}: loss is the sum of {' + '.join(parts)} (no column is the total; "
+                        "--loss-col picks one)")
+    steps = table_steps(table, step_col, loss_col, path, warnings, keep_nan_eval=True)
     return [
         RunData(
             name=run_name(path),
@@ -207,6 +217,8 @@ def _pick_columns(columns: list[str], options: LoadOptions, path, warnings: list
     if step_col is None:
         raise ValueError(f"{path}: no step column among: {found}; name it with --step-col <column>")
     loss_col, inferred = loss_column(columns, options.loss_col)
+    if loss_col is None and loss_components(columns):
+        return step_col, metrics.LOSS  # added by load: their sum
     if loss_col is None:
         raise ValueError(f"{path}: no loss column among: {found}; name it with --loss-col <column>")
     if inferred:
@@ -251,6 +263,8 @@ def _sniffed(keys, options: LoadOptions | None) -> tuple[str | None, str | None]
     """The step and loss columns of a header as sniffing sees them (see :func:`sniff_columns`)."""
     options = options or LoadOptions()
     step, (loss, _) = sniff_columns(keys, options.step_col, options.loss_col)
+    if loss is None and options.loss_col is None and loss_components(keys):
+        loss = metrics.LOSS  # the sum of its components
     return step, loss
 
 

@@ -174,6 +174,24 @@ def infer_loss_column(columns) -> str | None:
     return next(c for c in columns if str(c) == ranked[0][1])
 
 
+def loss_components(columns) -> list[str]:
+    """The training-loss columns whose sum is the loss, where no column is the loss itself: two
+    or more under one prefix ending in ``/`` and none a total (Ultralytics' ``results.csv``:
+    ``train/box_loss``, ``train/cls_loss``, ``train/dfl_loss``, each already weighted, summed into
+    the loss it optimises). Empty otherwise (``loss_ce`` beside ``loss_kl`` is the user's choice).
+
+    Example:
+        >>> loss_components(["epoch", "train/box_loss", "train/cls_loss", "val/box_loss"])
+        ['train/box_loss', 'train/cls_loss']
+        >>> loss_components(["loss_ce", "loss_kl"])
+        []
+    """
+    found = [str(c) for c in columns if looks_like_loss(str(c))]
+    if len(found) < 2 or any("/" not in c or "total" in _words(c) for c in found):
+        return []
+    return found if len({c.rsplit("/", 1)[0] for c in found}) == 1 else []
+
+
 def loss_column(columns, explicit: str | None = None) -> tuple[str | None, bool]:
     """The loss column: the one the user named, else a recognised alias, else
     :func:`infer_loss_column`. Returns ``(column, inferred)``: ``inferred`` is True when the

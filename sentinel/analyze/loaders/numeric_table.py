@@ -30,6 +30,7 @@ from sentinel.analyze.loaders.keys import (
     STEP_LIMIT,
     canonical_key,
     is_analysis_key,
+    looks_like_eval_loss,
 )
 from sentinel.analyze.loaders.textlog import order_columns
 
@@ -256,10 +257,12 @@ def _ends_with_newline(path: Path) -> bool:
         return f.read(1) == b"\n"
 
 
-def table_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warnings: list[str]) -> pd.DataFrame:
+def table_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warnings: list[str],
+                keep_nan_eval: bool = False) -> pd.DataFrame:
     """A table's steps frame: its numeric columns under sentinel's keys (the loss column as
     ``loss``), indexed by integer step; rows without a step or whose loss is text are dropped
-    and counted in ``warnings``.
+    and counted in ``warnings``. A column with no number is dropped (text), except, with
+    ``keep_nan_eval``, an evaluation loss printed as ``nan`` at every row (a CSV's float column).
 
     Columns are taken as numpy arrays and indexed only when rows are dropped, so a large table
     that needs no row dropped, merged or sorted becomes the frame without a copy.
@@ -293,8 +296,9 @@ def table_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warning
         if column.dtype != np.float64:
             column = pd.to_numeric(column, errors="coerce")
         full = column.to_numpy(dtype="float64", na_value=np.nan)
-        if np.isnan(full if every else full[keep]).all():
-            continue  # a text column (names, paths, timestamps)
+        if np.isnan(full if every else full[keep]).all() and not (
+                keep_nan_eval and table[col].dtype == np.float64 and looks_like_eval_loss(str(col))):
+            continue  # a text column (names, paths, timestamps); an evaluation's loss that is NaN stays
         values = rows(full)
         key = canonical_key(str(col))
         if key in renamed:  # a second loss-like or lr-like column keeps its own name
