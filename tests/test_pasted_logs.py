@@ -602,3 +602,23 @@ def test_nemo1_progress_bar_reads_reduced_train_loss_not_the_bars_nan(tmp_path, 
     assert run.source == "nemo" and run.steps.index.tolist() == list(range(563, 593))
     assert run.steps["loss"].iloc[0] == 3.92 and run.steps["loss"].notna().all()
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("outlier_batch", 583)]
+
+
+def test_maxtext_lines_even_three_of_them(tmp_path):
+    line = ("completed step: {s}, seconds: 2.167, TFLOP/s/device: 36.722, Tokens/s/device: 3780.512, "
+            "total_weights: 65536, loss: {loss:.3f}")
+    log = tmp_path / "maxtext.txt"
+    log.write_text("\n".join(line.format(s=s, loss=v) for s, v in ((15107, 2.191), (15108, 2.173), (15109, 2.191))) + "\n")
+    (run,) = discover_runs(log)
+    assert run.source == "maxtext" and run.steps["loss"].to_dict() == {15107: 2.191, 15108: 2.173, 15109: 2.191}
+
+
+def test_a_chinese_tutorials_training_count_is_the_step(tmp_path):
+    # print("训练次数：{}, Loss：{}".format(total_train_step, loss.item())), full-width colons.
+    losses = [1.98, 1.91, 1.73, 1.55, 1.60, 7.5, 1.62, 1.50]
+    log = tmp_path / "train.txt"
+    log.write_text("-------第 1 轮训练开始------\n" + "".join(f"训练次数：{100 * (i + 1)}, Loss：{v}\n"
+                                                         for i, v in enumerate(losses))
+                   + "整体测试集上的Loss: 262.62\n", encoding="utf-8")
+    (run,) = discover_runs(log)
+    assert run.steps["loss"].to_dict() == {100 * (i + 1): v for i, v in enumerate(losses)}

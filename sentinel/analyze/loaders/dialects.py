@@ -215,6 +215,17 @@ NEMO1 = Dialect(
     min_records=2,
 )
 
+# MaxText (train.py): f"completed step: {step}, seconds: {t:.3f}, TFLOP/s/device: {x:.3f}, ..., loss:
+# {loss:.3f}"; a pasted excerpt is often two or three lines.
+MAXTEXT = Dialect(
+    name="maxtext",
+    description='MaxText ("completed step: N, seconds: S, ..., loss: X")',
+    shapes=(
+        Shape(re.compile(rf"\bcompleted step: (\d+),[^\n]*?\bloss: ({_NUM})"), head=(metrics.STEP, metrics.LOSS)),
+    ),
+    min_records=2,
+)
+
 # timm train.py: f"Train: {epoch} [{update_idx:>4d}/{updates_per_epoch} ({pct:>3.0f}%)]  Loss:
 # {losses_m.val:#.3g} ({losses_m.avg:#.3g})  Time: ...  LR: {lr:.3e}  Data: ..."; epochs from 0, the
 # update index inside the epoch: the step is epoch * updates_per_epoch + update_idx.
@@ -266,7 +277,8 @@ OLMO = Dialect(
 
 # Anything else: a step-like key and a loss-like key on one line, as "key: v", "key=v" or "key v",
 # in either order. Needs several such lines (see textlogs.sniff).
-_STEP_KEY = r"(?:step|iter|iteration|num_updates|global_step|it)"
+# Chinese tutorials' step labels too: 训练次数 ("training count", the step), 迭代次数 ("iterations").
+_STEP_KEY = r"(?:step|iter|iteration|num_updates|global_step|it|训练次数|迭代次数|训练步数|步数|迭代)"
 _LOSS_KEY = r"(?:loss|train_loss|train/loss|training_loss|total_loss|reduced_train_loss|lm_loss|lm loss)"
 _SEP = r"\s*[:=]?\s*"
 # The same between a loss key and its value, either of them perhaps quoted (a dict's repr printed
@@ -405,7 +417,7 @@ PAIRS = Dialect(
 
 # In the order the sniffer tries them; the generic readers come last.
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, TIMM, COMPOSER, OLMO, TF, LOG4J, GENERIC, EPOCH_LINES, PAIRS)
+                                 NEMO1, MAXTEXT, TIMM, COMPOSER, OLMO, TF, LOG4J, GENERIC, EPOCH_LINES, PAIRS)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
 # what they read is a series (see textlogs.pick_dialect).
 FALLBACKS: tuple[Dialect, ...] = (GENERIC, EPOCH_LINES, PAIRS)
