@@ -112,6 +112,17 @@ def _is_loss_word(word: str) -> bool:
     return word == "losses" or word.endswith("loss")
 
 
+def _loss_value_words(name: str) -> list[str]:
+    """The words of a name that holds a loss's value: one word is a loss, none a statistic or a
+    setting (``loss_scale``), and the last not a position or a time (``loss_jump_iteration``);
+    empty for any other name."""
+    words = _words(name)
+    if not words or words[-1] in _POSITION_WORDS or not any(_is_loss_word(w) for w in words) \
+            or any(w in _STAT_WORDS or w in _SETTING_WORDS for w in words):
+        return []
+    return words
+
+
 def looks_like_loss(name: str) -> bool:
     """True for a name that could be a run's training loss: a word of it is a loss (``loss``,
     ``losses``, ``nll_loss``, ``trainLoss``), and none marks an evaluation, a statistic or a
@@ -122,12 +133,8 @@ def looks_like_loss(name: str) -> bool:
         >>> looks_like_loss("Loss/train"), looks_like_loss("val_loss"), looks_like_loss("loss__MAX")
         (True, False, False)
     """
-    words = _words(name)
-    if not words or words[-1] in _POSITION_WORDS:
-        return False
-    return any(_is_loss_word(w) for w in words) and not any(
-        w in _EVAL_WORDS or w in _STAT_WORDS or w in _SETTING_WORDS or w.startswith(("val", "eval", "test"))
-        for w in words)
+    words = _loss_value_words(name)
+    return bool(words) and not any(w in _EVAL_WORDS or w.startswith(("val", "eval", "test")) for w in words)
 
 
 def looks_like_eval_loss(name: str) -> bool:
@@ -138,11 +145,8 @@ def looks_like_eval_loss(name: str) -> bool:
         >>> looks_like_eval_loss("eval_loss"), looks_like_eval_loss("value_loss"), looks_like_eval_loss("loss")
         (True, False, False)
     """
-    words = _words(name)
-    if not words or words[-1] in _POSITION_WORDS:
-        return False
-    return any(_is_loss_word(w) for w in words) and not any(w in _STAT_WORDS or w in _SETTING_WORDS for w in words) \
-        and any(w in _EVAL_WORDS or (_is_loss_word(w) and w.startswith(("val", "eval", "test"))) for w in words)
+    return any(w in _EVAL_WORDS or (_is_loss_word(w) and w.startswith(("val", "eval", "test")))
+               for w in _loss_value_words(name))
 
 
 def infer_loss_column(columns) -> str | None:
