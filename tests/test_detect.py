@@ -369,3 +369,14 @@ def test_the_guard_never_rolls_back_a_noisy_healthy_fine_tune(seed):
         actions.add(decision.action)
         state = decision.state
     assert actions <= {Action.APPLY, Action.SKIP_UPDATE}
+
+
+def test_a_divergence_state_from_before_the_noise_term_still_loads():
+    # A checkpoint written before version 2: values, steps, best, onset and count only.
+    old = {"version": 1, "values": [2.0] * 16, "steps": list(map(float, range(84, 100))), "best": 2.0,
+           "onset": None, "count": 100}
+    det = DivergenceDetector(DivergenceConfig(patience=30))
+    det.load_state_dict(old)
+    verdicts = [det.update(2.0 if s < 120 else 5.0, step=s) for s in range(100, 200)]
+    assert not any(v.diverged for v in verdicts[:50])
+    assert verdicts[-1].diverged and verdicts[-1].onset == 120 and verdicts[-1].best == 2.0
