@@ -121,6 +121,10 @@ def worker(rank: int, out: str, mode: str, which: str) -> None:
     torch.set_num_threads(1)
     try:
         run(rank, out, mode, which)
+        # Both ranks done before either tears its gloo pairs down: a rank that destroys the group
+        # while the other still finishes aborted it now and then ("terminate called without an
+        # active exception", SIGABRT) under load.
+        dist.barrier()
     finally:
         dist.destroy_process_group()
 
