@@ -148,9 +148,21 @@ def test_a_stuck_and_a_collapsing_loss_are_drawn_and_named_on_whole_steps():
     report = Report([analyze_run(RunData("stuck", "a.log", "test", stuck)),
                      analyze_run(RunData("collapse", "b.log", "test", collapse))])
     fig = plot_figure(report)
-    texts = legend_texts(fig)
-    assert "stuck: loss stuck at one value (dotted)" in texts
+    texts = [" ".join(t.split()) for t in legend_texts(fig)]  # legend lines wrap
+    assert "stuck: loss stuck at one value or at chance level (dotted)" in texts
     assert "collapse: loss collapse (fall by 1000x)" in texts
     fig.canvas.draw()
     labels = [t.get_text() for t in fig.axes[0].get_xticklabels() if t.get_text()]
     assert len(labels) == len(set(labels))  # no tick between two steps printed as a repeat
+
+
+def test_an_evaluation_loss_nan_is_marked_at_its_evaluations_not_as_a_training_nan():
+    frame = pd.DataFrame({"loss": np.linspace(2.0, 1.0, 40), "eval_loss": np.nan, "eval_runtime": np.nan},
+                         index=pd.Index(range(40), name="step"))
+    frame.loc[[10, 20, 30], "eval_runtime"] = 1.5
+    fig = plot_figure(Report([analyze_run(RunData("run", "a.log", "test", frame))]))
+    assert [" ".join(t.split()) for t in legend_texts(fig)][-1] == \
+        "evaluation loss NaN/Inf (crosses along the bottom)"
+    (marks,) = [c for c in fig.axes[0].collections if len(c.get_offsets()) == 3]
+    assert [x for x, _ in marks.get_offsets()] == [10, 20, 30]
+    assert not [line for line in fig.axes[0].get_lines() if len(set(line.get_xdata())) == 1]  # no NaN line

@@ -164,11 +164,15 @@ def nonfinite_incidents(run: RunData) -> list[Incident]:
     return incidents
 
 
+# Steps of non-finite evaluations kept in an incident's details (the plot marks each).
+_MAX_STEPS_LISTED = 1000
+
+
 def eval_nonfinite_incidents(run: RunData) -> list[Incident]:
     """One warning per evaluation loss that was non-finite at some evaluation: a NaN printed for
     it (a text log's event), an Inf, a NaN on a row where the evaluation logged its other metrics
-    (``eval_runtime``, ``val_acc``), or NaN at every row (a column or tag exists because it was
-    logged). Losses of one evaluation that are non-finite at the same steps (``val/box_loss``,
+    (``eval_runtime``, ``val_acc``), or, where no other evaluation metric says where it ran, NaN
+    at every row (a column or tag exists because it was logged). Losses of one evaluation that are non-finite at the same steps (``val/box_loss``,
     ``val/cls_loss``, ``val/dfl_loss``) are one warning. Not critical: training is not affected,
     but the numbers the run is judged by are.
 
@@ -182,10 +186,13 @@ def eval_nonfinite_incidents(run: RunData) -> list[Incident]:
     masks: dict[bytes, np.ndarray] = {}
     for column in [c for c in steps.columns if looks_like_eval_loss(str(c))]:
         values = steps[column].to_numpy(dtype="float64")
-        bad = np.isinf(values) | np.isnan(values).all()
+        bad = np.isinf(values)
         others = [c for c in steps.columns if c != column and _EVAL_COLUMN.match(str(c))]
-        if others:  # the evaluation ran and logged something else
-            bad |= np.isnan(values) & steps[others].notna().to_numpy().any(axis=1)
+        ran = steps[others].notna().to_numpy().any(axis=1) if others else np.zeros(len(values), dtype=bool)
+        if ran.any():  # the evaluation ran where it logged something else
+            bad |= np.isnan(values) & ran
+        elif np.isnan(values).all():  # nothing else tells where it ran: it was logged NaN everywhere
+            bad |= True
         if len(events) and "metric" in events.columns:
             printed = events.loc[events["metric"] == column, "step"].to_numpy(dtype="int64")
             bad |= np.isin(steps.index.to_numpy(), printed)
@@ -211,6 +218,7 @@ def eval_nonfinite_incidents(run: RunData) -> list[Incident]:
                       "-100: a mean over nothing)" if loss_ok else ""))
         incidents.append(Incident(IncidentKind.NONFINITE, int(at[0]), int(at[-1]), Severity.WARNING, message,
                                   {"metric": columns[0], "metrics": columns, "values": kinds, "count": int(len(at)),
+                                   "steps": [int(s) for s in at[:_MAX_STEPS_LISTED]],
                                    "evaluations": evaluations, "resolved": resolved}))
     return incidents
 

@@ -66,8 +66,9 @@ _MARKS = {
     "rollback": _Mark("rollback (dashed), arrow to the step restored"),
     "skip": _Mark("batches skipped after a rollback (shaded)"),
     "nonfinite": _Mark("NaN/Inf (line; hatched while it lasts)"),
+    "eval_nonfinite": _Mark("evaluation loss NaN/Inf (crosses along the bottom)", "x", 40),
     "divergence": _Mark("divergence (hatched)"),
-    "loss_stuck": _Mark("loss stuck at one value (dotted)"),
+    "loss_stuck": _Mark("loss stuck at one value or at chance level (dotted)"),
     "loss_collapse": _Mark("loss collapse (fall by 1000x)", "X", 56),
     "gave_up": _Mark("guard gave up"),
     "restart": _Mark("restarted by another process (its history from here)"),
@@ -433,6 +434,9 @@ def _mark(axes, panels, run: RunReport, run_index: int, several: bool, color: st
             for ax in axes:
                 ax.axvspan(incident.step - 0.5, incident.end_step + 0.5, color=color, alpha=0.22, lw=0, zorder=1)
             label(kind, Patch(facecolor=color, alpha=0.22))
+        elif kind == "nonfinite" and "evaluations" in details:  # an evaluation's loss, not training's
+            rug("eval_nonfinite", loss_ax if loss_ax is not None else axes[0],
+                details.get("steps") or [incident.step, incident.end_step])
         elif kind == "nonfinite":
             for ax in axes:  # a line: one NaN step would be invisible as a span
                 ax.axvline(incident.step, color=color, lw=1.8, alpha=0.8, zorder=3)
