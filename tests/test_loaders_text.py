@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import time
 
 import numpy as np
 import pytest
 
 from sentinel import metrics
-from sentinel.analyze.loaders import LoadOptions, generic_table, llmc, megatron
+from sentinel.analyze.loaders import LoadOptions, generic_table, llmc, megatron, textlogs
+from sentinel.analyze.loaders.textlog import SETTLED_SECONDS
 from sentinel.events import EventKind
 
 MINE = (megatron, llmc, generic_table)
@@ -322,3 +325,21 @@ def test_megatron_loss_col_picks_another_field_as_printed_or_by_key(tmp_path):
     assert run.steps[metrics.LOSS].tolist() == [2.5, 2.5, 2.5]
     with pytest.raises(ValueError, match="no field 'mtp loss' on the iteration lines; --loss-col takes"):
         megatron.load(path, LoadOptions(loss_col="mtp loss"))
+
+
+@pytest.mark.parametrize("name,content,loader", [
+    ("paste.txt", "".join(f"step {s} loss {3 - s / 10}\n" for s in range(1, 6)) + "step 6 loss nan", "text"),
+    ("run.csv", "step,loss,lr\n1,2.0,0.1\n2,1.9,0.1\n3,nan,0.1", "table"),
+])
+def test_a_settled_file_without_a_final_line_end_keeps_its_last_line(tmp_path, name, content, loader):
+    # A log pasted into a file rarely ends with a line end, and its last line is often the NaN.
+    path = _write(tmp_path, name, content)
+    old = time.time() - 2 * SETTLED_SECONDS
+    os.utime(path, (old, old))
+    (run,) = (textlogs if loader == "text" else generic_table).load(path, LoadOptions())
+    assert np.isnan(run.steps[metrics.LOSS].iloc[-1]) and len(run.steps) == content.count("\n") + (loader == "text")
+    assert not any("no line end" in w for w in run.warnings)
+    os.utime(path)  # written just now: the last line may be half written
+    (run,) = (textlogs if loader == "text" else generic_table).load(path, LoadOptions())
+    assert not np.isnan(run.steps[metrics.LOSS]).any()
+    assert any("no line end" in w and "read once the file has not changed" in w for w in run.warnings)

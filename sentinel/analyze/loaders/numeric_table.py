@@ -32,7 +32,7 @@ from sentinel.analyze.loaders.keys import (
     is_analysis_key,
     looks_like_eval_loss,
 )
-from sentinel.analyze.loaders.textlog import order_columns
+from sentinel.analyze.loaders.textlog import order_columns, settled
 
 # Above this size a table keeps only the columns the analysis reads (see the module docstring).
 LARGE_TABLE_BYTES = 64 << 20
@@ -159,9 +159,11 @@ def read_columns(path: str | Path, sep: str, names: list[str], positions: list[i
         del pieces
     text = np.concatenate(text_parts) if text_parts else None
     rows = len(next(iter(columns.values()))) if columns else 0
-    if rows > 0 and not _ends_with_newline(path):
-        # A cut row still parses ("2.3" from "2.3417"), so it cannot be trusted.
-        warnings.append(f"{path.name}: last line has no line end (cut off while written?): skipped")
+    if rows > 0 and not _ends_with_newline(path) and not settled(path):
+        # A cut row still parses ("2.3" from "2.3417"), so it cannot be trusted while the file
+        # is being written.
+        warnings.append(f"{path.name}: last line has no line end (cut off while written?): skipped (it is "
+                        "read once the file has not changed for a minute)")
         columns = {label: column[:-1] for label, column in columns.items()}
         text = text[:-1] if text is not None else None
     table = pd.DataFrame(columns, copy=False)

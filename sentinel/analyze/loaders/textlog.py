@@ -7,6 +7,7 @@ lines (saying whether the last one was finished) and per-step records into a ste
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -65,8 +66,30 @@ def read_head_lines(path: str | Path, limit: int = SNIFF_BYTES) -> list[str]:
     return [] if head is None else [line for line in head.splitlines() if line.strip()]
 
 
+# A file unchanged for this long is not being written: its last line is whole even without a
+# line end (a log pasted into a file rarely ends with one, and its last line is often the NaN).
+SETTLED_SECONDS = 60.0
+
+
+def settled(path: str | Path) -> bool:
+    """Whether nothing has written to ``path`` for :data:`SETTLED_SECONDS`: a last line without a
+    line end is then the end of the log, not a line being written (whose number may be cut,
+    ``2.3`` of ``2.3417``).
+
+    Example:
+        >>> settled("/nonexistent.log")
+        False
+    """
+    try:
+        return time.time() - Path(path).stat().st_mtime > SETTLED_SECONDS
+    except OSError:
+        return False
+
+
 def read_text(path: str | Path) -> str:
-    """Read a whole text file, tolerantly (a byte-order mark dropped, bad bytes replaced).
+    """Read a whole text file, tolerantly (a byte-order mark dropped, bad bytes replaced). A
+    settled file (:func:`settled`) that does not end with a line end gets one: its last line is
+    read like the others.
 
     Example:
         >>> import tempfile, os
@@ -74,7 +97,8 @@ def read_text(path: str | Path) -> str:
         >>> read_text(p)
         'a\ufffd'
     """
-    return Path(path).read_bytes().decode("utf-8-sig", errors="replace")
+    text = Path(path).read_bytes().decode("utf-8-sig", errors="replace")
+    return text + "\n" if text and not text.endswith("\n") and settled(path) else text
 
 
 def read_lines(path: str | Path) -> tuple[list[str], bool]:

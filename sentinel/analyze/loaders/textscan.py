@@ -167,7 +167,8 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None) -> Sca
     warnings: list[str] = []
     if dialect.drop_cut_line and text and not text.endswith("\n"):
         cut = text.rfind("\n") + 1
-        warnings.append(f"last line {text.count(chr(10)) + 1} has no line end (cut off while written?): skipped")
+        warnings.append(f"last line {text.count(chr(10)) + 1} has no line end (cut off while written?): skipped "
+                        "(it is read once the file has not changed for a minute)")
         text = text[:cut]
     if dialect.clean:
         text = clean_text(text)
