@@ -18,11 +18,11 @@ from sentinel.analyze.loaders import LoadOptions, RunData
 from sentinel.analyze.report import Report, RunReport, verdict
 from sentinel.analyze.rule_amp import loss_scale_incidents, overflow_incidents
 from sentinel.analyze.rule_attention import attention_incidents
+from sentinel.analyze.rule_chance import chance_incidents
 from sentinel.analyze.rule_divergence import divergence_incidents
 from sentinel.analyze.rule_guard import guard_incidents, online_spike_incidents, restart_incidents
 from sentinel.analyze.rule_nonfinite import eval_nonfinite_incidents, finite, nonfinite_incidents
 from sentinel.analyze.rule_plateau import plateau_incidents
-from sentinel.analyze.rule_chance import chance_incidents
 from sentinel.analyze.rule_stuck import collapse_incidents, is_reinforcement_learning, stuck_loss_incidents
 from sentinel.analyze.rule_spikes import grad_explosion_incidents, loss_spike_incidents
 

@@ -8,10 +8,10 @@ For each finite value ``x_t`` (non-finite values are skipped, as in the spike ru
   batch does not start one.
 * ``best_t`` = the lowest so far of ``middle(level_t, level_{t-w}, level_{t-2w}, level_{t-3w})``
   (``w = level_window``; fewer at the head): the middle of four levels that share no value, so
-  that the best is not merely the luckiest single window of a noisy loss. Before a spike that
-  is the pre-spike level (or lower),
-  so a spike that never comes back down, and a run that slowly climbs away from what it had
-  reached, are both caught.
+  that the best is not merely the luckiest single window of a noisy loss (on a steep descent it
+  trails the level by about two windows: the price of that). Before a spike that is the
+  pre-spike level (or lower), so a spike that never comes back down, and a run that slowly
+  climbs away from what it had reached, are both caught.
 * ``noise_t``: how much the level itself wanders on a healthy run, relative to it: the mean, over
   every value so far (from the 101st value on; none before), of ``min(|x_j - x_{j-1}| / |level_j|,
   1)`` (a step-to-step change, which a slow trend hardly touches; capped, so one spike weighs
