@@ -169,6 +169,10 @@ class Sentinel:
         self._streak: list[_BatchSeen] = []  # batches of the current outlier streak
         self._streak_start: int | None = None  # step of its first outlier
         self._reference: tuple[int, Any] | None = None  # last batch whose update was applied
+        self._reference_loss = math.nan  # its loss when it was applied (NaN: one of several micro-batches)
+        # The last batch applied while the loss was at its level, with its loss then: a batch from
+        # before a divergence, to tell damaged weights (it scores higher now) from harder data.
+        self._level_reference: tuple[int, Any, float] | None = None
         self._weights_check: dict[str, Any] | None = None  # its re-run, when the guard asked
         self._batch: Any = None
         self._batch_idx = 0
@@ -407,12 +411,19 @@ class Sentinel:
                                          nonfinite=nonfinite, overflow_streak=self.overflow_streak,
                                          loss_scale=values.get(metrics.LOSS_SCALE))
         decision = decide(self._signals, self.guard_state, self.config.guard, self._cooling_down())
+        weights_ok = None
         if decision.action in (Action.ROLLBACK, Action.GIVE_UP) and \
                 decision.reason in (Reason.LOSS_SPIKE, Reason.GRAD_NORM_SPIKE, Reason.NONFINITE):
             weights_ok = self._check_weights()  # damaged weights, or a stretch of bad data?
-            if weights_ok is not None:
-                self._signals = replace(self._signals, weights_ok=weights_ok)
-                decision = decide(self._signals, self.guard_state, self.config.guard, self._cooling_down())
+        elif decision.action in (Action.ROLLBACK, Action.GIVE_UP) and decision.reason is Reason.DIVERGENCE \
+                and self._level_reference is not None:
+            # Damaged weights, or harder data? A batch from before the stretch against its loss then.
+            batch_idx, batch, then = self._level_reference
+            weights_ok = self._check_weights((batch_idx, batch), then,
+                                             lambda now: self.judge.divergence.above(now, then))
+        if weights_ok is not None:
+            self._signals = replace(self._signals, weights_ok=weights_ok)
+            decision = decide(self._signals, self.guard_state, self.config.guard, self._cooling_down())
         self._decision = decision
         if nonfinite:
             # Counted from the state before this step: a rollback's decision starts a fresh state.
@@ -444,17 +455,27 @@ class Sentinel:
         self._real_nan_streak = any(d.get("cause") == "nan_source" for d in sources)  # the same on every rank
         return True
 
-    def _check_weights(self) -> bool | None:
-        """Re-run the last applied batch: is its loss still normal on the current weights?
+    def _check_weights(self, reference: tuple[int, Any] | None = None, baseline: float | None = None,
+                       too_high: Callable[[float], bool] | None = None) -> bool | None:
+        """Re-run a batch: is its loss still normal on the current weights?
+
+        By default the last applied batch, judged by the spike rule against its own loss when it
+        was applied (a batch of harder data that scored high then is no sign of damage now), or,
+        for one micro-batch of several, against the loss baseline. ``reference``, ``baseline``
+        and ``too_high`` choose another batch, baseline and judgement.
 
         None when there is nothing to re-run, no replay, no baseline yet, or the re-run failed
         on some rank (a diagnostic never stops training; every rank still joins the collective).
         """
         self._weights_check = None
-        baseline = self.judge.loss_baseline  # a non-finite step has none of its own: the last one
-        if self._reference is None or self.replay_batch is None or not math.isfinite(baseline):
+        if reference is None:
+            reference = self._reference
+            baseline = self._reference_loss if math.isfinite(self._reference_loss) else None
+        if baseline is None:
+            baseline = self.judge.loss_baseline  # a non-finite step has none of its own: the last one
+        if reference is None or self.replay_batch is None or not math.isfinite(baseline):
             return None
-        batch_idx, batch = self._reference
+        batch_idx, batch = reference
         failed = False
         try:
             value = float(reference_loss(self.model, self.replay_batch(batch, batch_idx)))  # a host sync
@@ -466,7 +487,7 @@ class Sentinel:
             value, failed = distributed.mean_loss_and_any_bad(value, failed)
         if failed:
             return None
-        ok = not self._loss_too_high(value, baseline)
+        ok = not (too_high(value) if too_high is not None else self._loss_too_high(value, baseline))
         self._weights_check = {"batch_idx": batch_idx, "loss": value, "baseline": baseline, "weights_ok": ok}
         return ok
 
@@ -594,9 +615,16 @@ class Sentinel:
             self.guard_state = decision.state
             if decision.reason is Reason.GRAD_NORM_SPIKE and decision.streak == self.config.guard.spike_patience:
                 self._accept_grad_level(decision.streak)
+            if decision.reason is Reason.DIVERGENCE:  # the weights check found the weights sound
+                self._accept_loss_level()
             self._streak, self._streak_start = [], None
             if self._step_batches and not self._values.get(metrics.AMP_OVERFLOW):  # the scaler skipped it
                 self._reference = self._step_batches[-1]
+                alone = len(self._step_batches) == 1  # else the step's loss is not this batch's
+                self._reference_loss = self._values.get(metrics.LOSS, math.nan) if alone else math.nan
+                level = self.judge.verdicts[2]
+                if level is not None and not level.elevated and alone:
+                    self._level_reference = (*self._reference, self._reference_loss)
             return
         seen = [_BatchSeen(self.step, self._epoch, idx, BatchIdentity.of(b)) for idx, b in self._step_batches]
         if self._streak_start is None:
@@ -629,6 +657,18 @@ class Sentinel:
         if self.rank == 0:
             log.info("sentinel: step %d: the grad norm has been an outlier %d steps in a row with a normal "
                      "loss: a new level, not bad batches; its updates are applied again", self.step, streak)
+
+    def _accept_loss_level(self) -> None:
+        """A divergence whose weights check passed (a batch from before the stretch still scores
+        the old level): the data got harder, not the model worse. No rollback: the level is the
+        divergence detector's new best (the divergence event says so)."""
+        verdict = self.judge.verdicts[2]
+        self.judge.divergence.accept_level()
+        if self.rank == 0 and verdict is not None:
+            log.warning("sentinel: step %d: the loss has stayed above its best level %.4g since step %s "
+                        "(now %.4g), but a batch from before still scores the old level on these weights: "
+                        "the data got harder, not the model worse; the new level is accepted, no rollback",
+                        self.step, verdict.best, verdict.onset, verdict.level)
 
     def _culprit_micro_batches(self, seen: list[_BatchSeen]) -> list[_BatchSeen]:
         """Of an outlier step's micro-batches (gradient accumulation), those whose own loss is
@@ -678,7 +718,7 @@ class Sentinel:
         self.cooldown_until = self.step + max(g.cooldown, 2 * (self.step - restored))
         self.lr_cooldown.set_factor(decision.lr_scale)
         check = self._take_weights_check()
-        self._reference = None  # its effect was just undone
+        self._reference = None  # its effect was just undone (a batch from before the stretch stays)
         self._event(EventKind.ROLLBACK, spike_step=spike_step, reason=decision.reason.value,
                     restored_step=restored, rollback=self.rollbacks, lr_scale=decision.lr_scale,
                     skip_after=g.skip_after, skipped=[_short(e) for e in culprits], **check)
@@ -807,8 +847,12 @@ class Sentinel:
                         value=values.get(metrics.GRAD_NORM_TOTAL),
                         baseline=grad_v.baseline, score=grad_v.score)
         if signals.divergence:
+            decision = self._decision
+            accepted = decision is not None and decision.action is Action.APPLY and \
+                decision.reason is Reason.DIVERGENCE
             self._event(EventKind.DIVERGENCE, metric=metrics.LOSS, value=values.get(metrics.LOSS),
-                        onset=div_v.onset, level=div_v.level, best=div_v.best)
+                        onset=div_v.onset, level=div_v.level, best=div_v.best,
+                        **({"accepted": True, **self._take_weights_check()} if accepted else {}))
 
     def _watch_entropy(self, values: dict[str, float]) -> None:
         prefix = metrics.ATTN_ENTROPY + "/"

@@ -280,6 +280,7 @@ class DivergenceDetector:
         self._noise_sum = 0.0  # of each value's relative change (the first value has none)
         self._noise_count = 0
         self._best = float("nan")
+        self._margin = self.config.margin  # the last value's margin (see elevated_above_best)
         self._onset: float | None = None  # set while a stretch is open
         self._count = 0
 
@@ -326,7 +327,7 @@ class DivergenceDetector:
         w = config.level_window
         candidate = _middle_of([levels[i] for i in range(len(levels) - 1, -1, -w)])
         best = candidate if math.isnan(self._best) else min(self._best, candidate)
-        self._best = best
+        self._best, self._margin = best, margin
         elevated = level > best * (1.0 + margin) and level - best > config.atol
         if not elevated:
             self._onset = None
@@ -343,6 +344,42 @@ class DivergenceDetector:
             float(level),
             float(best),
         )
+
+    @property
+    def best(self) -> float:
+        """The best level so far (NaN before the first finite value)."""
+        return self._best
+
+    def above(self, value: float, baseline: float | None = None) -> bool:
+        """Whether ``value`` (one batch's loss) is above ``baseline`` (default: the best level)
+        by the rule's threshold as of the last update (its margin, noise term included, and
+        ``atol``); True for a non-finite value or baseline.
+
+        Example:
+            >>> det = DivergenceDetector(DivergenceConfig(level_window=3))
+            >>> _ = [det.update(2.0) for _ in range(5)]
+            >>> det.above(2.1), det.above(3.0), det.above(3.0, baseline=2.9)
+            (False, True, False)
+        """
+        base = self._best if baseline is None else baseline
+        if not (math.isfinite(value) and math.isfinite(base)):
+            return True
+        return value > base * (1.0 + self._margin) and value - base > self.config.atol
+
+    def accept_level(self) -> None:
+        """Take the current level as the run's best: the level moved for a reason that is not
+        damage (the guard re-ran a batch from before and found the weights sound: the data got
+        harder). The open stretch ends.
+
+        Example:
+            >>> det = DivergenceDetector(DivergenceConfig(patience=3, level_window=1))
+            >>> _ = [det.update(v) for v in [2.0] * 5 + [3.0] * 4]
+            >>> det.accept_level(); det.update(3.0).elevated
+            False
+        """
+        if self._levels:
+            self._best = self._levels[-1]
+        self._onset = None
 
     def state_dict(self) -> dict[str, Any]:
         """Plain values (lists, floats) for a snapshot or checkpoint."""

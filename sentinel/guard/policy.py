@@ -178,6 +178,10 @@ def decide(signals: StepSignals, state: GuardState, config: GuardConfig,
     if grad_only and grad_streak >= config.spike_patience:  # a level of the gradient, not a batch
         return Decision(Action.APPLY, reason, nxt, streak=grad_streak)
     persistent = reason in _PERSISTENT or nonfinite_streak >= 2 or outlier_streak >= config.spike_patience
+    if reason is Reason.DIVERGENCE and signals.weights_ok:
+        # A batch from before the stretch still scores the old level on these weights: the data
+        # got harder (a new stage of the data mix), not the model worse. The level is the new best.
+        return Decision(Action.APPLY, reason, nxt)
     if persistent and reason not in _PERSISTENT and signals.weights_ok:
         persistent = False  # a known-good batch is still fine on these weights: the data is bad
     if not persistent:
