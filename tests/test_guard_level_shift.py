@@ -2,8 +2,8 @@
 
 A tiny regression trains on clean targets, then on targets with 5x the noise from step SHIFT:
 its loss settles several times higher and stays there, as a curriculum's or a data mix's next
-stage does. Rolling back cannot cure that (the next batches are as hard) and ended in a give-up;
-the guard re-runs the last batch applied before the level rose, finds it scoring what it scored
+stage does. Rolling back cannot cure that (the next batches are as hard), and every rollback
+counts toward the give-up; the guard re-runs the last batch applied before the level rose, finds it scoring what it scored
 then on the current weights (damaged weights would score it higher), and accepts the new level.
 """
 
