@@ -170,9 +170,10 @@ class Sentinel:
         self._streak_start: int | None = None  # step of its first outlier
         self._reference: tuple[int, Any] | None = None  # last batch whose update was applied
         self._reference_loss = math.nan  # its loss when it was applied (NaN: one of several micro-batches)
-        # The last batch applied while the loss was at its level, with its loss then: a batch from
+        # The last batch applied while the loss was at its level, and its loss then: a batch from
         # before a divergence, to tell damaged weights (it scores higher now) from harder data.
-        self._level_reference: tuple[int, Any, float] | None = None
+        self._level_reference: tuple[int, Any] | None = None
+        self._level_reference_loss = math.nan
         self._weights_check: dict[str, Any] | None = None  # its re-run, when the guard asked
         self._batch: Any = None
         self._batch_idx = 0
@@ -416,10 +417,10 @@ class Sentinel:
                 decision.reason in (Reason.LOSS_SPIKE, Reason.GRAD_NORM_SPIKE, Reason.NONFINITE):
             weights_ok = self._check_weights()  # damaged weights, or a stretch of bad data?
         elif decision.action in (Action.ROLLBACK, Action.GIVE_UP) and decision.reason is Reason.DIVERGENCE \
-                and self._level_reference is not None:
+                and self._level_reference is not None and math.isfinite(self._level_reference_loss):
             # Damaged weights, or harder data? A batch from before the stretch against its loss then.
-            batch_idx, batch, then = self._level_reference
-            weights_ok = self._check_weights((batch_idx, batch), then,
+            then = self._level_reference_loss
+            weights_ok = self._check_weights(self._level_reference, then,
                                              lambda now: self.judge.divergence.above(now, then))
         if weights_ok is not None:
             self._signals = replace(self._signals, weights_ok=weights_ok)
@@ -469,9 +470,8 @@ class Sentinel:
         """
         self._weights_check = None
         if reference is None:
-            reference = self._reference
-            baseline = self._reference_loss if math.isfinite(self._reference_loss) else None
-        if baseline is None:
+            reference, baseline = self._reference, self._reference_loss
+        if baseline is None or not math.isfinite(baseline):
             baseline = self.judge.loss_baseline  # a non-finite step has none of its own: the last one
         if reference is None or self.replay_batch is None or not math.isfinite(baseline):
             return None
@@ -623,8 +623,8 @@ class Sentinel:
                 alone = len(self._step_batches) == 1  # else the step's loss is not this batch's
                 self._reference_loss = self._values.get(metrics.LOSS, math.nan) if alone else math.nan
                 level = self.judge.verdicts[2]
-                if level is not None and not level.elevated and alone:
-                    self._level_reference = (*self._reference, self._reference_loss)
+                if alone and level is not None and not level.elevated:
+                    self._level_reference, self._level_reference_loss = self._reference, self._reference_loss
             return
         seen = [_BatchSeen(self.step, self._epoch, idx, BatchIdentity.of(b)) for idx, b in self._step_batches]
         if self._streak_start is None:

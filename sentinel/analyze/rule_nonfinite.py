@@ -172,9 +172,9 @@ def eval_nonfinite_incidents(run: RunData) -> list[Incident]:
     """One warning per evaluation loss that was non-finite at some evaluation: a NaN printed for
     it (a text log's event), an Inf, a NaN on a row where the evaluation logged its other metrics
     (``eval_runtime``, ``val_acc``), or, where no other evaluation metric says where it ran, NaN
-    at every row (a column or tag exists because it was logged). Losses of one evaluation that are non-finite at the same steps (``val/box_loss``,
-    ``val/cls_loss``, ``val/dfl_loss``) are one warning. Not critical: training is not affected,
-    but the numbers the run is judged by are.
+    at every row (a column or tag exists because it was logged). Losses of one evaluation that
+    are non-finite at the same steps (``val/box_loss``, ``val/cls_loss``, ``val/dfl_loss``) are
+    one warning. Not critical: training is not affected, but the numbers the run is judged by are.
 
     Example:
         >>> [i.message for i in eval_nonfinite_incidents(run)]  # doctest: +SKIP
@@ -182,8 +182,8 @@ def eval_nonfinite_incidents(run: RunData) -> list[Incident]:
     """
     steps = run.steps
     events = _nonfinite_events(run.events)
-    found: dict[bytes, list[str]] = {}  # the steps' mask -> the columns non-finite there
-    masks: dict[bytes, np.ndarray] = {}
+    # Columns non-finite at the same steps: the mask's bytes -> (the mask, the columns).
+    groups: dict[bytes, tuple[np.ndarray, list[str]]] = {}
     for column in [c for c in steps.columns if looks_like_eval_loss(str(c))]:
         values = steps[column].to_numpy(dtype="float64")
         bad = np.isinf(values)
@@ -192,17 +192,15 @@ def eval_nonfinite_incidents(run: RunData) -> list[Incident]:
         if ran.any():  # the evaluation ran where it logged something else
             bad |= np.isnan(values) & ran
         elif np.isnan(values).all():  # nothing else tells where it ran: it was logged NaN everywhere
-            bad |= True
+            bad[:] = True
         if len(events) and "metric" in events.columns:
             printed = events.loc[events["metric"] == column, "step"].to_numpy(dtype="int64")
             bad |= np.isin(steps.index.to_numpy(), printed)
         if bad.any():
-            found.setdefault(bad.tobytes(), []).append(str(column))
-            masks[bad.tobytes()] = bad
+            groups.setdefault(bad.tobytes(), (bad, []))[1].append(str(column))
     loss_ok = metrics.LOSS in steps.columns and bool(np.isfinite(steps[metrics.LOSS].to_numpy(dtype="float64")).any())
     incidents = []
-    for key, columns in found.items():
-        bad = masks[key]
+    for bad, columns in groups.values():
         values = steps[columns[0]].to_numpy(dtype="float64")
         at = steps.index[bad]
         evaluations = int((~np.isnan(values) | bad).sum())

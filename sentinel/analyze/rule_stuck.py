@@ -82,7 +82,7 @@ def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS, zero_counts:
     else:
         why = ("the weights are not changing (a frozen model, a learning rate of 0, every update "
                "skipped) or the value printed is a placeholder")
-    chance = chance_level(value) if value > 0 else None
+    chance = chance_level(value)
     if chance is not None:
         why = f"{value:.10g} is ln({chance}), a uniform guess over {chance:,} classes or tokens: {why}"
     after = f"; it changes at step {int(steps[last + 1])}" if resolved else "; it never changes again"

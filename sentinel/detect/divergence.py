@@ -280,7 +280,7 @@ class DivergenceDetector:
         self._noise_sum = 0.0  # of each value's relative change (the first value has none)
         self._noise_count = 0
         self._best = float("nan")
-        self._margin = self.config.margin  # the last value's margin (see elevated_above_best)
+        self._margin = self.config.margin  # the last value's margin (see above)
         self._onset: float | None = None  # set while a stretch is open
         self._count = 0
 

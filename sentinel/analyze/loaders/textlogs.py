@@ -34,7 +34,6 @@ _NOT_LOGS = frozenset({".py", ".pyi", ".toml", ".cfg", ".ini", ".yaml", ".yml", 
                        ".tsv", ".jsonl", ".html", ".lock", ".md", ".rst"})
 _HF_EPOCHS = re.compile(r"Num Epochs = ([\d,]+)")
 _HF_TOTAL = re.compile(r"Total optimization steps = ([\d,]+)")
-_HF_DICT = re.compile(r"\{'(?:loss|eval_[a-z_]+)': [^{}\n]*\}")  # a training or an evaluation dict
 
 
 def pick_dialect(text: str) -> Dialect | None:
@@ -96,7 +95,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
                          "pass a log with a step and a loss on each line")
     if dialect is HF_TRAINER:
         text = clean_text(text)
-        text = bar_steps(text, _HF_DICT) or text
+        text = bar_steps(text, HF_TRAINER.shapes[0].pattern) or text  # its dicts, training and evaluation
     found = scan(text, dialect, options)
     if not len(found.steps.index):
         raise ValueError(f"{path}: no {dialect.name} step lines found")
