@@ -76,7 +76,8 @@ class GuardConfig:
             first step). 25: a host copy of model and AdamW state costs ~4% of a step of the
             benchmark GPT on CPU, 0.2% amortised at 25 (benchmarks/RESULTS.md).
         snapshot_keep: snapshots held. 4 x 25 reaches back 75-100 steps, as PaLM restarted ~100
-            steps before a spike.
+            steps before a spike. While the loss level stays raised (an open divergence
+            stretch), the last snapshot from before it is kept among them.
         snapshot_max_bytes: memory bound for the ring. None (default) = a quarter of this
             machine's physical memory, shared by the processes on it (``LOCAL_WORLD_SIZE``): a
             model too large for that gets a clear error at the first snapshot, before training,

@@ -644,6 +644,9 @@ class Sentinel:
         self._add_to_skiplist(new)
         culprits = self._gather_entries(self._streak, reason) + new
         spike_step = self._streak_start
+        onset = self.judge.divergence.open_onset
+        if decision.reason is Reason.DIVERGENCE and onset is not None:
+            spike_step = min(spike_step, onset)  # the state to return to is from before the stretch
         self._streak, self._streak_start = [], None
         if decision.action is Action.GIVE_UP:
             self._give_up(decision, spike_step)
@@ -921,12 +924,16 @@ class Sentinel:
         self._take_snapshot(done)
 
     def _take_snapshot(self, done: int) -> None:
+        # While the loss level stays raised, the last snapshot from before that began is kept:
+        # a divergence is only called ``patience`` steps in, further back than the ring reaches.
+        onset = self.judge.divergence.open_onset
+        hold = None if onset is None else onset - self.config.guard.min_rollback_distance + 1
         try:
             self.ring.take(done, model=self.model, optimizers=self.optimizers,
                            schedulers=self.schedulers, scaler=self.scaler,
                            extra={_DETECTORS: self._detector_states(),
                                   _OVERFLOW_STREAK: self.overflow_streak,
-                                  _SCALER_SETTLED: self._scaler_settled})
+                                  _SCALER_SETTLED: self._scaler_settled}, hold_before=hold)
         except SnapshotTooLarge as err:
             if self.config.guard.snapshot_max_bytes is not None:
                 bound = f"snapshot_max_bytes={err.max_bytes} ({format_size(err.max_bytes)})"

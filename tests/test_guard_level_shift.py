@@ -94,4 +94,10 @@ def test_weights_that_creep_away_still_roll_back(tmp_path):
     _, events = _train(tmp_path, OneStage(), creep_from=SHIFT)
     rollbacks = [e for e in events if e["kind"] == "rollback" and e["reason"] == "divergence"]
     assert rollbacks and rollbacks[0]["weights_check"]["weights_ok"] is False
+    # Called ``patience`` steps into the stretch, further back than the ring reaches: the state
+    # restored is the one kept from before the stretch began, not a diverged one from inside it.
+    (divergence,) = [e for e in events if e["kind"] == "divergence"]
+    assert divergence["step"] - divergence["onset"] >= 200
+    assert rollbacks[0]["spike_step"] == divergence["onset"]
+    assert divergence["onset"] - 25 <= rollbacks[0]["restored_step"] < divergence["onset"]
     assert not [e for e in events if e["kind"] == "divergence" and e.get("accepted")]

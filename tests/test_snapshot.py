@@ -265,6 +265,32 @@ def test_drops_the_oldest_beyond_keep():
         ring.restore(snaps[0], model=model)
 
 
+def test_hold_before_keeps_the_state_from_before_a_stretch_past_the_ring_reach():
+    model = nn.Linear(4, 4)
+    ring = SnapshotRing(SnapshotConfig(every=1, keep=3))
+    for i in range(3):
+        ring.take(i, model=model)
+    for i in range(3, 8):  # a stretch open since step 2: the newest snapshot before it stays
+        ring.take(i, model=model, hold_before=2)
+    assert [s.step for s in ring.snapshots] == [1, 6, 7]
+    assert ring.newest_good_before(2).step == 1
+    ring.take(8, model=model)  # the stretch is over: the ring drops the oldest again
+    assert [s.step for s in ring.snapshots] == [6, 7, 8]
+
+
+def test_hold_before_yields_to_keep_1_and_to_max_bytes():
+    model = nn.Linear(4, 4)
+    one = 4 * (16 + 4) + RNG_BYTES
+    single = SnapshotRing(SnapshotConfig(every=1, keep=1))
+    for i in range(3):
+        single.take(i, model=model, hold_before=1)
+    assert [s.step for s in single.snapshots] == [2]
+    bounded = SnapshotRing(SnapshotConfig(every=1, keep=4, max_bytes=int(1.5 * one)))
+    for i in range(3):
+        bounded.take(i, model=model, hold_before=1)
+    assert [s.step for s in bounded.snapshots] == [2]
+
+
 def test_drops_the_oldest_beyond_max_bytes():
     model = nn.Linear(4, 4)
     one = 4 * (16 + 4) + RNG_BYTES  # fp32 weight and bias, plus the CPU RNG state

@@ -350,6 +350,19 @@ class DivergenceDetector:
         """The best level so far (NaN before the first finite value)."""
         return self._best
 
+    @property
+    def open_onset(self) -> int | None:
+        """The onset of the stretch still open (the level is elevated now), else None: state
+        from before it is what a rollback for this stretch would return to.
+
+        Example:
+            >>> det = DivergenceDetector(DivergenceConfig(patience=3, level_window=1))
+            >>> _ = [det.update(v) for v in [2.0] * 5 + [3.0] * 2]
+            >>> det.open_onset
+            5
+        """
+        return None if self._onset is None else int(self._onset)
+
     def above(self, value: float, baseline: float | None = None) -> bool:
         """Whether ``value`` (one batch's loss) is above ``baseline`` (default: the best level)
         by the rule's threshold as of the last update (its margin, noise term included, and

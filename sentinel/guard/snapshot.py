@@ -335,7 +335,7 @@ class SnapshotRing:
 
     def take(self, step: int, *, model: nn.Module, optimizers: Sequence[Optimizer] = (),
              schedulers: Sequence[Any] = (), scaler: Any | None = None,
-             extra: dict[str, Any] | None = None) -> Snapshot:
+             extra: dict[str, Any] | None = None, hold_before: int | None = None) -> Snapshot:
         """Copy the training state to the host (or disk) and add it to the ring.
 
         The tensors are copied into the host buffers of the snapshot the ring drops to make
@@ -346,8 +346,8 @@ class SnapshotRing:
         of the file, with ``directory``) waits for them. Nothing here reads a device value back
         (the grad scaler's scale is copied like the other tensors, not read with ``.item()``).
         Tensors the optimizers train that are not parameters of ``model`` are copied too.
-        The oldest snapshots are dropped first to stay within ``keep`` and ``max_bytes``.
-        A snapshot at a step already held replaces it.
+        The oldest snapshots are dropped first to stay within ``keep`` and ``max_bytes``,
+        except the one ``hold_before`` names. A snapshot at a step already held replaces it.
 
         Args:
             step: optimizer steps completed so far.
@@ -359,6 +359,10 @@ class SnapshotRing:
                 deep-copied. In directory mode it must be plain values (numbers, strings,
                 lists, tuples, dicts, tensors): numpy scalars are stored as Python numbers
                 and deques as lists.
+            hold_before: keep the newest good snapshot taken before this step even when it is
+                the oldest (when ``keep`` leaves room for it and one more): the state before a
+                stretch that is still going on (a slow divergence), which a rollback for it
+                returns to, outlives the ring's reach. ``max_bytes`` still wins.
 
         Returns:
             The new :class:`Snapshot`.
@@ -371,10 +375,10 @@ class SnapshotRing:
             >>> snap = ring.take(100, model=model, optimizers=[opt], extra={"epoch": 2})
         """
         with _gc_paused():
-            return self._take(step, model, optimizers, schedulers, scaler, extra)
+            return self._take(step, model, optimizers, schedulers, scaler, extra, hold_before)
 
     def _take(self, step: int, model: nn.Module, optimizers: Sequence[Optimizer], schedulers: Sequence[Any],
-              scaler: Any | None, extra: dict[str, Any] | None) -> Snapshot:
+              scaler: Any | None, extra: dict[str, Any] | None, hold_before: int | None) -> Snapshot:
         model_sd = model.state_dict()
         opt_sds = [opt.state_dict() for opt in optimizers]
         # Scalers and schedulers hold Python scalars; deep copies detach them from the live objects.
@@ -386,7 +390,7 @@ class SnapshotRing:
         plan = copier.plan((model_sd, opt_sds, sched_sds, params))  # one walk: distinct tensors, tied once
         scaler_plan = None if scaler is None else _scaler_state(scaler, copier)
         nbytes = copier.nbytes + rng.torch_cpu.numel() + sum(t.numel() for t in rng.torch_cuda)
-        self._make_room(step, nbytes)  # the snapshots it drops leave their buffers to reuse
+        self._make_room(step, nbytes, hold_before)  # the snapshots it drops leave their buffers to reuse
 
         pool, self._pool = self._pool, _BufferPool()
         (host_model, host_opts, host_scheds, host_params), scaler_sd = \
@@ -554,7 +558,7 @@ class SnapshotRing:
             return self.config.pin_memory
         return any(t.is_cuda for t in sources)
 
-    def _make_room(self, step: int, nbytes: int) -> None:
+    def _make_room(self, step: int, nbytes: int, hold_before: int | None = None) -> None:
         mb = self.config.max_bytes
         if mb is not None and nbytes > mb:
             directory = None if self.config.directory is None else str(self.config.directory)
@@ -568,9 +572,12 @@ class SnapshotRing:
         for snap in [s for s in self._snapshots if s.step == step]:
             self._snapshots.remove(snap)
             self._release(snap)
+        held = self.newest_good_before(hold_before) if hold_before is not None and self.config.keep > 1 else None
         while self._snapshots and (len(self._snapshots) >= self.config.keep
                                    or (mb is not None and self.nbytes + nbytes > mb)):
-            self._release(self._snapshots.pop(0))
+            oldest = next((s for s in self._snapshots if s is not held), held)  # the held one goes last
+            self._snapshots.remove(oldest)
+            self._release(oldest)
 
     def _release(self, snap: Snapshot) -> None:
         # Clear the state so memory is freed even if a caller still holds the Snapshot; its
