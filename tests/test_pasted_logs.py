@@ -622,3 +622,51 @@ def test_a_chinese_tutorials_training_count_is_the_step(tmp_path):
                    + "整体测试集上的Loss: 262.62\n", encoding="utf-8")
     (run,) = discover_runs(log)
     assert run.steps["loss"].to_dict() == {100 * (i + 1): v for i, v in enumerate(losses)}
+
+
+_APEX = "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to {}"  # apex/amp/handle.py
+
+
+def test_apex_overflow_lines_alone_are_judged_on_the_loss_scale(tmp_path):
+    """A paste of apex amp's lines alone (the script's own lines cut away): the scale halving
+    every step down to 1e-205 is a collapse, not "not a log format"."""
+    path = _write(tmp_path / "apex.txt", [_APEX.format(8.165126103939127e-202 / 2 ** i) for i in range(14)])
+    (run,) = discover_runs(path)
+    report = analyze_run(run)
+    assert run.source == "amp_overflow" and report.verdict == "unhealthy"
+    collapse, rate = report.incidents
+    assert collapse.kind == "loss_scale_collapse" and collapse.severity == "critical"
+    assert "(3.9 orders of magnitude)" in collapse.message
+    assert rate.kind == "overflow_rate" and "14 of 14 steps overflowed" in rate.message
+    assert "no loss in the file: only loss_scale, amp/overflow were read" in report.warnings
+
+
+def test_apex_overflow_lines_between_a_scripts_own_lines_join_the_next_step(tmp_path):
+    """apex prints its lines between any script's prints: they are read beside a generic log's
+    steps (here of the epoch-then-step shape), each joining the step line after it."""
+    lines, scale = [], 65536.0
+    for s in range(1, 41):
+        if s > 25:
+            for _ in range(3):
+                scale /= 2
+                lines.append(_APEX.format(scale))
+        lines.append(f"Epoch 1 step {s * 10} loss {2.5 - s * 0.01:.4f} lr 0.001")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps["amp/overflow"].loc[260:].tolist() == [3.0] * 15
+    assert run.steps["amp/overflow"].loc[:250].sum() == 0
+    assert run.steps.loc[400, "loss_scale"] == 65536.0 / 2 ** 45
+    report = analyze_run(run)
+    assert [i.kind for i in report.incidents] == ["overflow_rate", "loss_scale_collapse"]
+
+
+def test_fairseq_overflow_lines_after_the_last_step_are_no_nan_loss(tmp_path):
+    """fairseq's "overflow detected" lines after the last step line make a row of their own: a row
+    where nothing but the overflow was logged, not a NaN loss (the loss scale still collapses)."""
+    lines = ["| epoch 027 | loss 6.343 | nll_loss 4.984 | ppl 31.65 | wps 164346 | ups 0.4 | num_updates 10198 "
+             "| lr 0.000626286 | gnorm 0.390 | clip 0% | oom 0 | loss_scale 0.500 | wall 23080 | train_wall 21383"]
+    lines += [f"| WARNING: overflow detected, setting loss scale to: {0.5 / 2 ** i}" for i in range(1, 13)]
+    (run,) = discover_runs(_write(tmp_path / "fairseq.log", lines))
+    report = analyze_run(run)
+    assert [i.kind for i in report.incidents] == ["loss_scale_collapse", "overflow_rate"]
+    assert "(3.6 orders of magnitude)" in report.incidents[0].message
+    assert report.final_loss == 6.343

@@ -49,11 +49,12 @@ def loss_scale_incidents(scale: pd.Series, config: AnalyzeConfig) -> list[Incide
     end = max(int(bad[bad].index[-1]), low_step)
     top = float(value_at(peak, start)) if np.isfinite(value_at(peak, start)) else float(scale.iloc[0])
     resolved = final >= config.loss_scale_floor and math.log10(top / final) < config.loss_scale_drop_orders
+    fell = max(float(orders.max()), math.log10(top / low) if low > 0 else math.inf)
     message = (f"loss scale collapsed from {top:.4g} to {low:.4g} at step {low_step} "
-               f"({float(orders.max()):.1f} orders of magnitude); final {final:.4g}")
+               f"({fell:.1f} orders of magnitude); final {final:.4g}")
     return [Incident(IncidentKind.LOSS_SCALE_COLLAPSE, start, end, Severity.CRITICAL, message,
                      {"peak": top, "min": low, "min_step": low_step,
-                      "final": final, "orders": float(orders.max()), "resolved": bool(resolved)})]
+                      "final": final, "orders": fell, "resolved": bool(resolved)})]
 
 
 def _never_fell(values: np.ndarray, config: AnalyzeConfig) -> bool:

@@ -77,8 +77,27 @@ def nonfinite_mask(series: pd.Series, frame: pd.DataFrame | None = None) -> pd.S
     rows = np.flatnonzero(nan_logged)
     if rows.size and _same_frame(frame, series):
         # Only the NaN rows are looked at: a long run has few of them and many columns.
-        nan_logged[rows[eval_only_rows(frame.iloc[rows], series.name)]] = False
+        nan_rows = frame.iloc[rows]
+        nan_logged[rows[eval_only_rows(nan_rows, series.name) | overflow_only_rows(nan_rows)]] = False
     return pd.Series(infinite | nan_logged, index=series.index)
+
+
+def overflow_only_rows(steps: pd.DataFrame) -> np.ndarray:
+    """Boolean array over the rows of ``steps``: True where the row holds an overflow and nothing
+    else but the loss scale it set: a row an overflow line made (fairseq prints them after the
+    last step line), where no training metric was logged, not one that logged NaN.
+
+    Example:
+        >>> frame = pd.DataFrame({"loss": [2.0, np.nan], "amp/overflow": [0.0, 3.0],
+        ...                       "loss_scale": [1.0, 0.125]})
+        >>> overflow_only_rows(frame).tolist()
+        [False, True]
+    """
+    if metrics.AMP_OVERFLOW not in steps.columns:
+        return np.zeros(len(steps), dtype=bool)
+    others = [c for c in steps.columns if c not in (metrics.AMP_OVERFLOW, metrics.LOSS_SCALE)]
+    holds_other = steps[others].notna().to_numpy().any(axis=1) if others else np.zeros(len(steps), dtype=bool)
+    return (steps[metrics.AMP_OVERFLOW].to_numpy(dtype="float64") > 0) & ~holds_other
 
 
 def _same_frame(frame: pd.DataFrame | None, series: pd.Series) -> bool:

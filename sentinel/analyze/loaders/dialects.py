@@ -13,6 +13,7 @@ import re
 
 from sentinel import metrics
 from sentinel.events import EventKind
+from sentinel.analyze.loaders.amp_lines import AMP_LINES, SNIFF as AMP_SNIFF
 from sentinel.analyze.loaders.dialect_types import Dialect, EventLine, RecordEvent, Shape
 
 _M = re.MULTILINE
@@ -416,6 +417,20 @@ PAIRS = Dialect(
 )
 
 # In the order the sniffer tries them; the generic readers come last.
+# A log of overflow lines alone (apex prints them between the script's own lines, which may be in
+# no format sentinel reads): the loss scale is still judged. Tried only where nothing else reads
+# the file (see textlogs.pick_dialect).
+AMP_ONLY = Dialect(
+    name="amp_overflow",
+    description='mixed-precision overflow lines alone (apex "Gradient overflow.  Skipping step, loss scaler 0 '
+                'reducing loss scale to X", "OVERFLOW! Skipping step. Attempted loss scale: A, reducing to B")',
+    shapes=(),
+    events=AMP_LINES,
+    sniff=AMP_SNIFF,
+    min_records=1,
+    event_word="overflow",
+)
+
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
                                  NEMO1, MAXTEXT, TIMM, COMPOSER, OLMO, TF, LOG4J, GENERIC, EPOCH_LINES, PAIRS)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where

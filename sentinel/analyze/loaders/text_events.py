@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from sentinel import metrics
+from sentinel.analyze.loaders.amp_lines import AMP_LINES, WORDS as AMP_WORDS
 from sentinel.analyze.loaders.dialect_types import Dialect, Shape
 from sentinel.analyze.loaders.record_fields import NAN_PREFIX
 from sentinel.events import EventKind, make_event
@@ -28,13 +29,16 @@ _TIMESTAMP = re.compile(r"(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})(?:[,.](\d{1,6
 
 
 def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, warnings: list[str],
-                record_steps: np.ndarray | None = None) -> tuple[list[dict], list[int]]:
-    """Event lines, each given its own step or that of the next record line, and where each is."""
-    if not dialect.events:
+                train_steps: list[tuple[Shape, np.ndarray]] | None = None) -> tuple[list[dict], list[int]]:
+    """Event lines, each given its own step or that of the next record line, and where each is.
+    A dialect without event lines of its own reads the mixed-precision overflow lines any log
+    may hold (:mod:`~sentinel.analyze.loaders.amp_lines`)."""
+    rules = dialect.events or (AMP_LINES if any(word in text for word in AMP_WORDS) else ())
+    if not rules:
         return [], []
     found = []
     claimed: list[tuple[int, int]] = []
-    for rule in dialect.events:  # earlier rules win where two describe the same lines
+    for rule in rules:  # earlier rules win where two describe the same lines
         spans = sorted(claimed)
         for match in rule.pattern.finditer(text):
             at = bisect.bisect_right(spans, (match.start(), math.inf)) - 1
@@ -45,7 +49,7 @@ def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, wa
     if not found:
         return [], []
     found.sort(key=lambda item: item[0])
-    positions, record_steps = _record_positions(text, dialect, steps, record_steps)
+    positions, record_steps = _record_positions(text, dialect, steps, train_steps or [])
     # After the last record line: the step after that line's (not the largest step: a restart).
     last_step = int(record_steps[-1]) if len(record_steps) else int(steps.index[-1]) if len(steps.index) else None
     events: list[dict] = []
@@ -82,7 +86,7 @@ def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, wa
                 pending += 1
         events.append(event)
         at.append(pos)
-    word = dialect.event_word or f"{dialect.name} event"
+    word = dialect.event_word or ("overflow" if rules is AMP_LINES else f"{dialect.name} event")
     if pending and len(steps.index):
         warnings.append(f"{pending} {word} line(s) after the last {dialect.record_word} line were given step "
                         f"{last_step + 1}")
@@ -139,16 +143,28 @@ def with_record_events(text: str, dialect: Dialect, parts: list[tuple[Shape, dic
     return [event for _, _, event in found]
 
 
-def _record_positions(text: str, dialect: Dialect, steps: pd.DataFrame, record_steps: np.ndarray | None = None
-                      ) -> tuple[np.ndarray, np.ndarray]:
-    """Where the main record lines start, and their steps (only needed when events exist);
-    ``record_steps``: the step of each main record in text order, when known."""
+def _record_positions(text: str, dialect: Dialect, steps: pd.DataFrame,
+                      train_steps: list[tuple[Shape, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Where the training record lines start, and their steps, in text order (only needed when
+    events exist); ``train_steps``: each training shape that has records, with the step of each
+    of its records in text order. The main (first) shape's records when it has any, else those
+    of every other shape that can be placed (a generic log's lines may all be of another shape)."""
     if not len(steps.index):
         return np.array([], dtype=np.int64), np.array([], dtype=np.int64)
     shape = dialect.shapes[0]
     starts = [m.start() for m in shape.pattern.finditer(text)]
+    placed = dict((id(s), st) for s, st in train_steps)
+    record_steps = placed.get(id(shape))
     if record_steps is not None and len(record_steps) == len(starts) and not np.isnan(record_steps).any():
         return np.array(starts, dtype=np.int64), record_steps.astype(np.int64)
+    if not starts and train_steps:
+        found = [(np.array([m.start() for m in s.pattern.finditer(text)], dtype=np.int64), st)
+                 for s, st in train_steps]
+        found = [(at, st) for at, st in found if len(at) == len(st) and not np.isnan(st).any()]
+        if found:
+            at, st = np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found])
+            order = np.argsort(at, kind="stable")
+            return at[order], st[order].astype(np.int64)
     if len(starts) != len(steps.index) and not dialect.step_from_order:
         # Records merged by step: find each start's step by re-reading its head.
         found = []

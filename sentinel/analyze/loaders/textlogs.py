@@ -19,7 +19,7 @@ import numpy as np
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions, RunData
-from sentinel.analyze.loaders.dialects import DIALECTS, FALLBACKS, HF_TRAINER
+from sentinel.analyze.loaders.dialects import AMP_ONLY, DIALECTS, FALLBACKS, HF_TRAINER
 from sentinel.analyze.loaders.dialect_types import Dialect
 from sentinel.analyze.loaders.progress_bar import bar_steps
 from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
@@ -54,6 +54,8 @@ def pick_dialect(text: str) -> Dialect | None:
             if dialect in FALLBACKS and not _is_series(text, dialect):
                 continue
             best, best_count = dialect, count
+    if best is None and count_records(text, AMP_ONLY) >= AMP_ONLY.min_records:
+        return AMP_ONLY  # overflow lines between lines of no format read: the loss scale is judged
     return best
 
 
@@ -102,7 +104,8 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     if dialect is HF_TRAINER:
         _hf_steps(text, found)
     if metrics.LOSS not in found.steps.columns:
-        found.warnings.append(f"no loss logged by {dialect.name}: only "
+        who = "no loss in the file" if dialect is AMP_ONLY else f"no loss logged by {dialect.name}"
+        found.warnings.append(f"{who}: only "
                               f"{', '.join(found.steps.columns) or 'events'} were read")
     return [RunData(name=run_name(path), path=str(path), source=dialect.name, steps=found.steps,
                     events=found.events, meta=found.meta, warnings=found.warnings)]

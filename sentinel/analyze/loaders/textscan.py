@@ -200,8 +200,10 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None) -> Sca
     meta: dict = {"format": dialect.name}
     record_steps: dict[int, np.ndarray] = {}
     steps, logged_nan = _merge(parts, dialect, meta, late, record_steps)
-    main_steps = record_steps.get(0) if parts and parts[0][0] is dialect.shapes[0] else None
-    events, at = read_events(text, dialect, steps, meta, warnings, main_steps)
+    # The step of each training record in text order, by shape (an event line joins the next one).
+    train_steps = [(shape, record_steps[i]) for i, (shape, _) in enumerate(parts)
+                   if i in record_steps and not shape.fills and not shape.prefix]
+    events, at = read_events(text, dialect, steps, meta, warnings, train_steps)
     by_record = any(shape.record_events for shape in dialect.shapes)
     for key in [c for c in steps.columns if watches_nonfinite(c)] if not by_record else ():
         if key in steps.columns:

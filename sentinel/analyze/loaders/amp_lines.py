@@ -1,0 +1,40 @@
+"""Mixed-precision overflow lines that any training script's log may hold, whatever prints its
+steps: the loss scalers of NVIDIA apex, its ``FP16_Optimizer`` (and DeepSpeed's, which kept its
+words), and fairseq's trainer. A dialect with event lines of its own reads those instead.
+
+Example:
+    >>> bool(AMP_LINES[0].pattern.search(
+    ...     "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0"))
+    True
+"""
+
+from __future__ import annotations
+
+import re
+
+from sentinel.analyze.loaders.dialect_types import EventLine
+
+_NUM = r"[-+]?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|\.\d+|nan|NaN|inf|Infinity|Inf)"
+
+# apex/amp/handle.py: print("Gradient overflow.  Skipping step, loss scaler {} reducing loss
+# scale to {}".format(idx, scaler.loss_scale())), once per scaler (one per loss).
+APEX_OVERFLOW = EventLine(
+    re.compile(rf"Gradient overflow\.\s+Skipping step, loss scaler \d+ reducing loss scale to (?P<new>{_NUM})"),
+    source="apex")
+
+AMP_LINES: tuple[EventLine, ...] = (
+    APEX_OVERFLOW,
+    # apex.fp16_utils.FP16_Optimizer and DeepSpeed: "OVERFLOW! Skipping step. Attempted loss
+    # scale: 65536, reducing to 32768"
+    EventLine(re.compile(rf"(?i:overflow)[!.]? (?:Rank (?P<rank>\d+) )?Skipping step\.? Attempted loss scale: "
+                         rf"(?P<attempted>{_NUM}), reducing to (?P<new>{_NUM})"), source="fp16_optimizer"),
+    # fairseq's trainer: "NOTE: overflow detected, setting loss scale to: 0.25"
+    EventLine(re.compile(rf"overflow detected, setting (?:loss )?scale to:? (?P<new>{_NUM})"), source="fairseq"),
+)
+
+# Every line above holds one of these: a text without them is not searched further.
+WORDS = ("verflow", "VERFLOW")
+# Any of the lines, for the sniffer.
+SNIFF = re.compile(r"Gradient overflow\.\s+Skipping step, loss scaler \d+ reducing loss scale to |"
+                   r"(?i:overflow)[!.]? (?:Rank \d+ )?Skipping step\.? Attempted loss scale: |"
+                   r"overflow detected, setting (?:loss )?scale to")
