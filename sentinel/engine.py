@@ -164,6 +164,9 @@ class Sentinel:
         self.cooldown_until = -1
         self.overflow_streak = 0
         self.last_restored_step: int | None = None
+        # No update applied since the last rollback: the weights are still the restored snapshot's.
+        self._on_restored = False
+        self._rolled_back_for = 0  # the first bad step of the last rollback
         # Per-step scratch.
         self._step_batches: list[tuple[int, Any]] = []  # (batch_idx, batch) of this step
         self._streak: list[_BatchSeen] = []  # batches of the current outlier streak
@@ -196,6 +199,7 @@ class Sentinel:
         self._scaler_settled = False  # the AMP scaler has had one step without overflow
         self.last_record: dict[str, Any] = {}  # what the last step wrote (adapters forward it)
         self._skip_next = 0  # batches still to drop after a rollback
+        self._new_level = False  # this step's outlier streak came on restored weights: accept it
         self._attn_sampled = False  # has any step been sampled for attention yet
         self._attn_values: dict[str, torch.Tensor] = {}
         self._attn_recorded = False  # this step's values hold attention metrics
@@ -425,6 +429,15 @@ class Sentinel:
         if weights_ok is not None:
             self._signals = replace(self._signals, weights_ok=weights_ok)
             decision = decide(self._signals, self.guard_state, self.config.guard, self._cooling_down())
+        if self._on_restored and decision.action in (Action.ROLLBACK, Action.GIVE_UP) \
+                and decision.reason in (Reason.LOSS_SPIKE, Reason.GRAD_NORM_SPIKE):
+            # The streak came on the restored weights, a snapshot's that scored normally when it
+            # was taken: the loss moved (a new stage of data, a new loss term, a new target), the
+            # weights did not. Another rollback would restore the same weights to the same loss.
+            state = replace(self.guard_state, outlier_streak=0, nonfinite_streak=0, grad_streak=0,
+                            rollbacks=max(self.guard_state.rollbacks - 1, 0), returns=0)
+            decision = Decision(Action.APPLY, decision.reason, state, streak=decision.streak)
+            self._new_level = True
         self._decision = decision
         if nonfinite:
             # Counted from the state before this step: a rollback's decision starts a fresh state.
@@ -617,6 +630,9 @@ class Sentinel:
                 self._accept_grad_level(decision.streak)
             if decision.reason is Reason.DIVERGENCE:  # the weights check found the weights sound
                 self._accept_loss_level()
+            if self._new_level:
+                self._accept_new_level(decision)
+            self._on_restored = False
             self._streak, self._streak_start = [], None
             if self._step_batches and not self._values.get(metrics.AMP_OVERFLOW):  # the scaler skipped it
                 self._reference = self._step_batches[-1]
@@ -673,6 +689,25 @@ class Sentinel:
                         "the data got harder, not the model worse; the new level is accepted, no rollback",
                         self.step, verdict.best, verdict.onset, verdict.level)
 
+    def _accept_new_level(self, decision: Decision) -> None:
+        """The outlier streak that came on the restored weights is the loss's new level: the
+        detectors take it as their baseline, its batches leave the skip list, the rollback's
+        learning-rate cool-down ends, and the rollback is not counted toward the give-up."""
+        self._new_level = False
+        loss_v = self.judge.verdicts[0]
+        self.judge.loss.rebase(decision.streak)
+        self.judge.grad.rebase(decision.streak)  # the gradient's scale moves with the loss's
+        self.judge.divergence.rebase()
+        self.cooldown_until = self.step  # a later rollback is no return of this one
+        self.lr_cooldown.set_factor(1.0)
+        if self.skiplist.discard_outliers({b.step for b in self._streak}) and self.writer is not None:
+            self.writer.write_skiplist(self.skiplist.entries)
+        self._event(EventKind.NEW_LEVEL, reason=decision.reason.value, onset=self._rolled_back_for,
+                    restored_step=self.last_restored_step,
+                    streak=decision.streak, loss=self._values.get(metrics.LOSS, math.nan),
+                    loss_baseline=loss_v.baseline if loss_v is not None else math.nan,
+                    rollbacks=self.rollbacks)
+
     def _culprit_micro_batches(self, seen: list[_BatchSeen]) -> list[_BatchSeen]:
         """Of an outlier step's micro-batches (gradient accumulation), those whose own loss is
         above the spike rule: only they go to the skip list, not the healthy ones beside them.
@@ -716,6 +751,7 @@ class Sentinel:
         except SnapshotUnusable as err:  # every snapshot file from there back is damaged or gone
             self._give_up(decision, spike_step, unusable=err)
         self._skip_next = g.skip_after
+        self._on_restored, self._rolled_back_for = True, spike_step
         # Long enough to cover the stretch replayed from the snapshot (a schedule's LR surge
         # comes back at the same distance), and at least ``cooldown``.
         self.cooldown_until = self.step + max(g.cooldown, 2 * (self.step - restored))

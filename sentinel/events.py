@@ -19,6 +19,7 @@ class EventKind(str, enum.Enum):
     SKIP_STEP = "skip_step"
     ENTROPY_COLLAPSE = "entropy_collapse"
     GAVE_UP = "gave_up"
+    NEW_LEVEL = "new_level"  # outliers on restored weights: the loss moved, the weights did not
     START = "start"  # a process's first recorded step (a later one marks a resumed run)
 
 
@@ -78,4 +79,9 @@ def describe(kind: EventKind, d: dict[str, Any], max_rollbacks: int) -> str | No
         return f"attention entropy of {d.get('module')} collapsed to {d.get('entropy'):.3g} nats"
     if kind is EventKind.GAVE_UP:
         return str(d.get("message"))
+    if kind is EventKind.NEW_LEVEL:
+        return (f"the loss is still over the spike rule ({d.get('loss'):.4g} against {d.get('loss_baseline'):.4g}) "
+                f"on the weights restored from step {d.get('restored_step')}, which gave a normal loss then: "
+                f"the data or the loss itself changed, and rolling back cannot undo that; this level is "
+                f"accepted and training goes on (the rollback is not counted toward the give-up)")
     return None

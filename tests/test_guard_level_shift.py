@@ -81,6 +81,7 @@ def test_a_harder_stage_of_data_is_a_new_level_not_a_rollback(tmp_path):
     assert divergence["level"] > 3 * divergence["best"]  # the new stage's level, several times higher
     skipped = [e for e in events if e["kind"] == "skip_step"]
     assert len(skipped) < 30  # the new stage's first, highest batches withheld, then trained on
+    _assert_analyzer_takes_the_guards_word(tmp_path / "run", divergence["step"])
 
 
 class OneStage(Stages):
@@ -101,3 +102,73 @@ def test_weights_that_creep_away_still_roll_back(tmp_path):
     assert rollbacks[0]["spike_step"] == divergence["onset"]
     assert divergence["onset"] - 25 <= rollbacks[0]["restored_step"] < divergence["onset"]
     assert not [e for e in events if e["kind"] == "divergence" and e.get("accepted")]
+
+
+def _train_reweighted(tmp_path, weight_from: int, guarded: bool = True) -> tuple[Sentinel | None, list[dict], float]:
+    """A regression whose loss is multiplied by 10 from step ``weight_from`` (a new loss weight,
+    an extra term switched on, a target network synced): the loss jumps and stays there on any
+    weights. Returns the events and the final loss on held-out data, unweighted."""
+    g = torch.Generator().manual_seed(1)
+    w = torch.randn(8, 1, generator=g)
+    x = torch.randn(64 * 800 + 4096, 8, generator=g)
+    y = torch.tanh(x @ w) + 0.5 * torch.randn(len(x), 1, generator=g)
+    batches = [(x[i:i + 64], y[i:i + 64]) for i in range(0, 64 * 800, 64)]
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 64), nn.Tanh(), nn.Linear(64, 1))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    weight = [1.0]
+
+    def loss_fn(model, batch):
+        return weight[0] * mse(model, batch)
+
+    sen = Sentinel(model, opt, log_dir=str(tmp_path / "run"), loss_fn=loss_fn, tensorboard=False) if guarded else None
+    for i, batch in enumerate(sen.batches(batches) if sen is not None else batches):
+        weight[0] = 10.0 if (sen.step if sen is not None else i) >= weight_from else 1.0
+        opt.zero_grad()
+        loss = loss_fn(model, batch)
+        loss.backward()
+        if sen is None or sen.check(loss):
+            opt.step()
+        if sen is not None:
+            sen.end_step()
+    if sen is None:
+        return None, [], mse(model, (x[-4096:], y[-4096:])).item()
+    sen.close()
+    events = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
+    return sen, events, mse(model, (x[-4096:], y[-4096:])).item()
+
+
+def test_a_loss_that_changes_on_any_weights_is_accepted_after_one_rollback(tmp_path):
+    """The re-run of the last applied batch gives the tenfold loss too (the loss function changed),
+    so the guard rolls back once; on the restored weights, which scored normally when they were
+    saved, the loss is as high: the new level is accepted instead of rolling back again and again
+    until the give-up, and that rollback does not count toward it."""
+    sen, events, final = _train_reweighted(tmp_path, weight_from=400)
+    kinds = [e["kind"] for e in events]
+    assert "gave_up" not in kinds and sen.step == 800 - 5  # the 5 batches after the rollback dropped
+    (rollback,) = [e for e in events if e["kind"] == "rollback"]
+    (level,) = [e for e in events if e["kind"] == "new_level"]
+    assert rollback["step"] < level["step"] <= rollback["step"] + 5 + 3 + 1  # skip_after, then a streak
+    assert level["restored_step"] == rollback["restored_step"] and level["rollbacks"] == 0
+    assert level["loss"] > 5 * level["loss_baseline"]
+    assert sen.rollbacks == 0
+    # Trained on from there: the level is the baseline, its batches are applied.
+    assert not [e for e in events if e["kind"] == "skip_step" and e["step"] > level["step"] + 20]
+    _, _, plain_final = _train_reweighted(tmp_path, weight_from=400, guarded=False)
+    assert final < 1.2 * plain_final  # as good as the same run unguarded
+    _assert_analyzer_takes_the_guards_word(tmp_path / "run", level["step"])
+
+
+def _assert_analyzer_takes_the_guards_word(run_dir, accepted_at: int) -> None:
+    """The loss curve alone shows a spike that never came back and a divergence; the guard
+    checked the weights and found them sound, and the report says so instead of 'unhealthy'."""
+    from sentinel.analyze.analyzer import analyze_run
+    from sentinel.analyze.discover import discover_runs
+
+    (run,) = discover_runs(run_dir)
+    report = analyze_run(run)
+    assert report.verdict != "unhealthy"
+    moved = [i for i in report.incidents if i.kind in ("divergence", "loss_spike", "rollback")]
+    assert moved and all(i.severity == "info" and i.details["accepted_level"] == accepted_at for i in moved)
+    assert "accepted it at step" in moved[0].message
+

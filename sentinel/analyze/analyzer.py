@@ -20,7 +20,8 @@ from sentinel.analyze.rule_amp import loss_scale_incidents, overflow_incidents
 from sentinel.analyze.rule_attention import attention_incidents
 from sentinel.analyze.rule_chance import chance_incidents
 from sentinel.analyze.rule_divergence import divergence_incidents
-from sentinel.analyze.rule_guard import guard_incidents, online_spike_incidents, restart_incidents
+from sentinel.analyze.rule_guard import (accepted_levels, guard_incidents, online_spike_incidents,
+                                         restart_incidents, settle_accepted)
 from sentinel.analyze.rule_nonfinite import eval_nonfinite_incidents, finite, nonfinite_incidents
 from sentinel.analyze.rule_plateau import plateau_incidents
 from sentinel.analyze.rule_stuck import collapse_incidents, is_reinforcement_learning, stuck_loss_incidents
@@ -170,6 +171,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
     incidents += guard_incidents(run.events, loss, config)
     incidents += online_spike_incidents(run.events, [(s["start"], s["end"]) for s in spans])
     incidents += restart_incidents(run.meta.get("restarts") if run.meta else None)
+    incidents = settle_accepted(incidents, accepted_levels(run.events))
     incidents.sort(key=lambda i: (i.step, i.end_step, i.kind))
     final_raw = _last_logged(steps[metrics.LOSS], steps) if has(metrics.LOSS) else None
     final_finite = final_raw is None or bool(np.isfinite(final_raw))

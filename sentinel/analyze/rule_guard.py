@@ -3,12 +3,15 @@ batches, giving up, and spikes the guard saw online that the final record no lon
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 
 from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
 from sentinel.analyze.spans import first_step_at_or_below
+from sentinel.detect.divergence import DivergenceConfig
 
 
 def guard_incidents(events: pd.DataFrame, loss: pd.Series, config: AnalyzeConfig) -> list[Incident]:
@@ -72,6 +75,55 @@ def online_spike_incidents(events: pd.DataFrame, covered: list[tuple[int, int]])
                                   {"peak": value, "baseline": baseline, "score": score, "online": True,
                                    "resolved": True}))
     return incidents
+
+
+def accepted_levels(events: pd.DataFrame) -> list[tuple[int, int]]:
+    """``(onset, step)`` of each loss level the guard accepted as no damage: a divergence whose
+    re-run of a batch from before found the weights sound (harder data), and a ``new_level`` (the
+    loss as high on restored weights: the data or the loss itself changed).
+
+    Example:
+        >>> accepted_levels(pd.DataFrame([{"step": 405, "kind": "new_level", "onset": 400}]))
+        [(400, 405)]
+    """
+    if events is None or events.empty or "kind" not in events.columns:
+        return []
+    accepted = events["accepted"].fillna(False).astype(bool) if "accepted" in events.columns else False
+    rows = events[(events["kind"] == "new_level") | ((events["kind"] == "divergence") & accepted)]
+    return [(int(_get(r, "onset", r["step"])), int(r["step"])) for _, r in rows.iterrows()]
+
+
+def settle_accepted(incidents: list[Incident], levels: list[tuple[int, int]]) -> list[Incident]:
+    """Incidents of the loss's move to a level the guard accepted (starting between its onset, less
+    one level window, and the acceptance) are information, resolved: the guard checked that the weights were not
+    damaged, which the loss curve alone cannot tell.
+
+    Example:
+        >>> settle_accepted([Incident("divergence", 400, 794, Severity.CRITICAL, "diverged")],
+        ...                 [(400, 405)])[0].severity
+        'info'
+    """
+    if not levels:
+        return incidents
+    # A divergence's onset is found inside the level's window: the move's first outliers (the
+    # spike rule is quicker) may come up to one window before it.
+    lead = DivergenceConfig().level_window
+    out = []
+    for incident in incidents:
+        hit = next(((o, a) for o, a in levels if incident.kind in _SETTLED_KINDS and o - lead <= incident.step <= a),
+                   None)
+        if hit is None:
+            out.append(incident)
+            continue
+        note = (f"; the guard found this a new level of the loss, not damage, and accepted it at step {hit[1]} "
+                "(a new stage of the data, or the loss itself changed)")
+        out.append(replace(incident, severity=Severity.INFO, message=incident.message + note,
+                           details={**incident.details, "resolved": True, "accepted_level": hit[1]}))
+    return out
+
+
+_SETTLED_KINDS = frozenset({IncidentKind.LOSS_SPIKE, IncidentKind.DIVERGENCE, IncidentKind.ROLLBACK,
+                            IncidentKind.GRAD_EXPLOSION})
 
 
 def restart_incidents(restarts: list[int] | None) -> list[Incident]:

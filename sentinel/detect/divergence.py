@@ -394,6 +394,21 @@ class DivergenceDetector:
             self._best = self._levels[-1]
         self._onset = None
 
+    def rebase(self) -> None:
+        """Forget the levels and the best: the level is judged afresh from the next values (the
+        guard found that the loss moved for a reason that is not damage). The noise measured so
+        far is kept.
+
+        Example:
+            >>> det = DivergenceDetector(DivergenceConfig(patience=3, level_window=1))
+            >>> _ = [det.update(v) for v in [2.0] * 5 + [3.0] * 2]
+            >>> det.rebase(); det.update(3.0).elevated, det.open_onset
+            (False, None)
+        """
+        noise_sum, noise_count, count = self._noise_sum, self._noise_count, self._count
+        self.reset()
+        self._noise_sum, self._noise_count, self._count = noise_sum, noise_count, count
+
     def state_dict(self) -> dict[str, Any]:
         """Plain values (lists, floats) for a snapshot or checkpoint."""
         return {

@@ -305,6 +305,21 @@ class SpikeDetector:
         self._push(y)
         return SpikeVerdict(is_spike, score, float(np.exp(base)), float(np.exp(y - base)), n)
 
+    def rebase(self, keep: int) -> None:
+        """Forget all but the last ``keep`` values: they are the level from now on (the guard found
+        that the loss moved for a reason that is not damage). The rule is in its warm-up again.
+
+        Example:
+            >>> det = SpikeDetector(SpikeConfig(warmup=5))
+            >>> _ = [det.update(v) for v in [1.0] * 30 + [3.0] * 3]
+            >>> det.rebase(3); det.update(3.1).is_spike
+            False
+        """
+        last = list(self._chrono)[-keep:] if keep > 0 else []
+        self.reset()
+        for y in last:
+            self._push(y)
+
     def _push(self, y: float) -> None:
         if self._chrono:
             diff = abs(y - self._chrono[-1])
