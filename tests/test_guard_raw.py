@@ -6,6 +6,7 @@ import copy
 import json
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -452,3 +453,32 @@ def test_a_withheld_update_changes_no_parameter_nor_optimizer_state(tmp_path, ti
                                for k, v in s.items()), (name, i)
                 # The LR schedule still steps: the withheld update used up its slot.
                 assert sched.get_last_lr() != lr_before and sched.last_epoch == 41
+
+
+def test_loss_outliers_that_recur_are_a_part_of_the_data_and_applied():
+    """Every 10th batch from a harder task (3x the loss): each is a loss outlier, and withholding
+    each would mean the harder task is never learned. The first 20 are withheld as blips; from
+    the 21st start within 1,000 steps they are a part of the data, and applied. A streak of them
+    is still judged as one."""
+    from sentinel.config import GuardConfig, SentinelConfig
+    from sentinel.guard.judge import FREQUENT_EPISODES, StepJudge
+    from sentinel.guard.policy import Action, GuardState, decide
+
+    rng = np.random.default_rng(0)
+    judge, state, config = StepJudge(SentinelConfig()), GuardState(), GuardConfig()
+    outliers, withheld = [], []
+    for step in range(1500):
+        loss = (3.0 if step % 10 == 5 else 1.0) * (1 + 0.02 * rng.standard_normal())
+        signals = judge.judge(step, loss, 1.0)
+        decision = decide(signals, state, config)
+        state = decision.state
+        if signals.loss_spike:
+            outliers.append(step)
+            if decision.action is not Action.APPLY:
+                withheld.append(step)
+    assert len(outliers) > 100 and withheld == outliers[:FREQUENT_EPISODES]
+    # Two in a row, then a third: a streak is judged as before (no re-run here: a rollback).
+    for step in range(1500, 1503):
+        decision = decide(judge.judge(step, 3.0, 1.0), state, config)
+        state = decision.state
+    assert decision.action is Action.ROLLBACK

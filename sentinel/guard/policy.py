@@ -3,7 +3,8 @@
 Tiers (DESIGN.md, "guard tiers"):
 
 1. **skip the update** of an outlier step: its loss or grad norm is over the spike rule, or its
-   loss/grads are non-finite. Nothing changed, nothing to restore. A single bad batch is the
+   loss/grads are non-finite (loss outliers that have begun more than 20 times in 1,000 steps are a
+   recurring part of the data, not rare bad batches: applied, unless ``spike_patience`` in a row). Nothing changed, nothing to restore. A single bad batch is the
    common case (healthy large runs have one-batch loss blips all the time), and this is its
    whole answer. Grad-norm outliers with a normal loss (when they do not count toward a
    rollback, the default) are withheld at most ``spike_patience - 1`` steps in a row: different
@@ -58,7 +59,9 @@ class StepSignals:
     the scaler handles shows up only as ``overflow_streak``. ``weights_ok`` is the answer of a
     re-run of the last applied batch (:mod:`sentinel.probes.reference_loss`) when the engine asked
     for one: True when that batch still gives a normal loss on the current weights (the streak is
-    bad data, not damage), None when not asked or not possible.
+    bad data, not damage), None when not asked or not possible. ``outliers_frequent``: loss
+    outliers have begun so often lately that they are part of the data (a recurring harder
+    domain), not rare bad batches (:data:`sentinel.guard.judge.FREQUENT_EPISODES`).
     """
 
     nonfinite: bool = False
@@ -68,6 +71,7 @@ class StepSignals:
     overflow_streak: int = 0
     loss_scale: float | None = None
     weights_ok: bool | None = None
+    outliers_frequent: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +181,10 @@ def decide(signals: StepSignals, state: GuardState, config: GuardConfig,
         return Decision(Action.APPLY, reason, nxt)
     if grad_only and grad_streak >= config.spike_patience:  # a level of the gradient, not a batch
         return Decision(Action.APPLY, reason, nxt, streak=grad_streak)
+    if reason is Reason.LOSS_SPIKE and signals.outliers_frequent and outlier_streak < config.spike_patience:
+        # Outliers this frequent are a part of the data that withholding would never let the
+        # model learn: applied. A streak of them is still judged (the weights check, a rollback).
+        return Decision(Action.APPLY, reason, nxt, streak=outlier_streak)
     persistent = reason in _PERSISTENT or nonfinite_streak >= 2 or outlier_streak >= config.spike_patience
     if reason is Reason.DIVERGENCE and signals.weights_ok:
         # A batch from before the stretch still scores the old level on these weights: the data
