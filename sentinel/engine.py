@@ -649,7 +649,11 @@ class Sentinel:
             self.guard_state = decision.state
             self._streak += seen
             entries = self._gather_entries(self._culprit_micro_batches(seen), "outlier")
-            self._add_to_skiplist(entries)
+            if decision.reason is not Reason.GRAD_NORM_SPIKE:
+                # A batch whose loss was normal is no bad data to drop again in later epochs (a
+                # fixed-order loader's ragged last batch, one sample, has an outlier gradient now
+                # and then and was dropped in every epoch after).
+                self._add_to_skiplist(entries)
             self._event(EventKind.SKIP_STEP, **self._skip_detail(decision),
                         batches=[_short(e) for e in entries])
             return

@@ -18,14 +18,15 @@ STEPS = 120
 
 
 def _train(tmp_path, tiny_task, *, poison_steps=(), nan_steps=(), guard=True, steps=STEPS,
-           states=None, resume=None, lr_surge=None, corrupt_steps=(), grad_gain_from=None, **options):
+           states=None, resume=None, lr_surge=None, corrupt_steps=(), grad_gain_from=None, grad_gain_at=(),
+           **options):
     """A raw guarded loop. ``lr_surge`` maps scheduler positions to an LR multiplier: a schedule
     that surges damages the weights through an update whose own loss and gradients look normal,
     the case skipping cannot answer (and a rollback replays, since it restores the scheduler).
     ``corrupt_steps``: after these steps the head's weights are scaled by 30 behind the guard's
     back, once (silent damage, e.g. a bad update the detectors could not see). ``grad_gain_from``:
     from that step on every gradient is 100x (with the LR cut 100x, the same updates): a lasting new
-    level of the grad norm with a normal loss."""
+    level of the grad norm with a normal loss; ``grad_gain_at``: the same at these steps alone."""
     Data, Net, mse, batches_at = tiny_task
     torch.manual_seed(0)
     nan = {min(batches_at(nan_steps, BATCH))} if nan_steps else set()  # one sample of the batch
@@ -48,7 +49,7 @@ def _train(tmp_path, tiny_task, *, poison_steps=(), nan_steps=(), guard=True, st
         opt.zero_grad()
         loss = mse(model, batch)
         loss.backward()
-        gain = grad_gain_from is not None and sen.step >= grad_gain_from
+        gain = (grad_gain_from is not None and sen.step >= grad_gain_from) or sen.step in grad_gain_at
         if gain:
             for p in model.parameters():
                 p.grad.mul_(100.0)
@@ -111,6 +112,15 @@ def test_a_lasting_new_grad_norm_level_is_withheld_briefly_then_applied(tmp_path
     assert read_skiplist(run_dir) == []  # not bad batches: a resumed run trains on them
     assert sen.rollbacks == 0 and not _events(run_dir, "rollback")
     assert final <= 1.1 * clean
+
+
+def test_a_grad_norm_outlier_with_a_normal_loss_is_withheld_but_not_skip_listed(tmp_path, tiny_task):
+    """Its batch gave a normal loss: no bad data to drop again in later epochs or on resume (a
+    fixed-order loader's one-sample last batch was dropped in every epoch after such a step)."""
+    _, sen, run_dir = _train(tmp_path, tiny_task, grad_gain_at=(70,))
+    assert [(e["step"], e["reason"]) for e in _events(run_dir, "skip_step")] == [(70, "grad_norm_spike")]
+    assert _events(run_dir, "skip_step")[0]["batches"]  # the event still names its batch
+    assert read_skiplist(run_dir) == [] and sen.rollbacks == 0
 
 
 def test_a_skipped_update_leaves_the_weights_untouched(tmp_path, tiny_task):
