@@ -415,6 +415,12 @@ class Sentinel:
         self._signals = self.judge.judge(self.step, values.get(metrics.LOSS), values.get(metrics.GRAD_NORM_TOTAL),
                                          nonfinite=nonfinite, overflow_streak=self.overflow_streak,
                                          loss_scale=values.get(metrics.LOSS_SCALE))
+        if self.judge.negative_loss_step == self.step and self.rank == 0:
+            log.warning("sentinel: step %d: the loss is below zero (%.4g): the spike and divergence rules "
+                        "judge a positive loss (relative changes, in log space) and cannot judge this one; "
+                        "from here on its outliers are recorded but no update is withheld and nothing is "
+                        "rolled back for them (non-finite steps and grad-norm outliers are still answered)",
+                        self.step, values.get(metrics.LOSS, math.nan))
         decision = decide(self._signals, self.guard_state, self.config.guard, self._cooling_down())
         weights_ok = None
         if decision.action in (Action.ROLLBACK, Action.GIVE_UP) and \

@@ -492,3 +492,39 @@ def test_loss_outliers_that_recur_are_a_part_of_the_data_and_applied():
         decision = decide(judge.judge(step, 3.0, 1.0), state, config)
         state = decision.state
     assert decision.action is Action.ROLLBACK
+
+
+def test_a_loss_below_zero_is_recorded_but_no_longer_acted_on(tmp_path, caplog):
+    """A Gaussian likelihood settling just below zero: relative jumps in log space mean nothing
+    there (a loss of -0.01 after -0.02 is no 'spike'); the guard says so once and withholds
+    nothing for the loss, in a real raw loop."""
+    torch.manual_seed(0)
+    x = torch.randn(4096, 4)
+    y = x @ torch.randn(4, 1) + 0.6 * torch.randn(4096, 1)  # its NLL settles near -0.01
+    model = torch.nn.Linear(4, 2)  # mean and log-variance
+    opt = torch.optim.Adam(model.parameters(), lr=0.02)
+
+    def nll(model, batch):
+        mean, log_var = model(batch[0]).chunk(2, dim=1)
+        return (0.5 * (log_var + (batch[1] - mean) ** 2 / log_var.exp())).mean()
+
+    sen = Sentinel(model, opt, log_dir=str(tmp_path / "run"), loss_fn=nll, tensorboard=False)
+    losses = []
+    with caplog.at_level("WARNING", logger="sentinel"):
+        for i in range(600):
+            batch = (x[(i * 4) % 4096:(i * 4) % 4096 + 4], y[(i * 4) % 4096:(i * 4) % 4096 + 4])
+            opt.zero_grad()
+            loss = nll(model, batch)
+            loss.backward()
+            if sen.check(loss):
+                opt.step()
+            sen.end_step()
+            losses.append(loss.item())
+    sen.close()
+    first = next(i for i, v in enumerate(losses) if v < 0)
+    assert min(losses[first:]) < -0.3 and max(losses[first:]) > 0.3  # batches cross zero on both sides
+    assert sen.judge.negative_loss_step == first
+    skipped = [e for e in _events(tmp_path / "run", "skip_step") if e["reason"] == "loss_spike"]
+    assert not [e for e in skipped if e["step"] >= first]
+    assert not _events(tmp_path / "run", "rollback")
+    assert sum("the loss is below zero" in r.getMessage() for r in caplog.records) == 1

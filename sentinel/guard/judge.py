@@ -52,6 +52,9 @@ class StepJudge:
         self._diverged = False  # a divergence signal on entering it, not on every step after
         self._outlier_starts: deque[int] = deque()  # steps where a run of loss outliers began
         self._last_outlier = False
+        # The first step whose loss was below zero: from there the loss rules (relative, in log
+        # space) cannot judge it, and their findings are recorded but not acted on.
+        self.negative_loss_step: int | None = None
 
     def judge(self, step: int, loss: float | None, grad_norm: float | None, *, nonfinite: bool = False,
               overflow_streak: int = 0, loss_scale: float | None = None) -> StepSignals:
@@ -65,7 +68,11 @@ class StepJudge:
         self.verdicts = (loss_v, grad_v, div_v)
         if loss_v is not None and math.isfinite(loss_v.baseline):
             self.loss_baseline = loss_v.baseline
-        loss_spike = bool(loss_v is not None and loss_v.is_spike)
+        if self.negative_loss_step is None and loss is not None and loss < 0:
+            self.negative_loss_step = step
+        loss_judged = self.negative_loss_step is None
+        loss_spike = bool(loss_v is not None and loss_v.is_spike) and loss_judged
+        newly_diverged = newly_diverged and loss_judged
         grad_norm_spike = bool(grad_v is not None and grad_v.is_spike)
         frequent = False
         if loss_v is not None:
@@ -87,7 +94,8 @@ class StepJudge:
         """The detectors' histories (for snapshots and checkpoints)."""
         return {"loss": self.loss.state_dict(), "grad": self.grad.state_dict(),
                 "divergence": self.divergence.state_dict(),
-                "outlier_starts": list(self._outlier_starts), "last_outlier": self._last_outlier}
+                "outlier_starts": list(self._outlier_starts), "last_outlier": self._last_outlier,
+                "negative_loss_step": self.negative_loss_step}
 
     def load_state_dict(self, states: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`; keys that are missing (older checkpoints) are left alone."""
@@ -97,3 +105,5 @@ class StepJudge:
         if "outlier_starts" in states:
             self._outlier_starts = deque(int(s) for s in states["outlier_starts"])
             self._last_outlier = bool(states.get("last_outlier", False))
+        if states.get("negative_loss_step") is not None:  # once negative, a rollback does not undo that
+            self.negative_loss_step = int(states["negative_loss_step"])
