@@ -670,3 +670,24 @@ def test_fairseq_overflow_lines_after_the_last_step_are_no_nan_loss(tmp_path):
     assert [i.kind for i in report.incidents] == ["loss_scale_collapse", "overflow_rate"]
     assert "(3.6 orders of magnitude)" in report.incidents[0].message
     assert report.final_loss == 6.343
+
+
+def test_the_imagenet_examples_progress_meter(tmp_path):
+    """pytorch/examples imagenet/main.py (copied into many repositories): ProgressMeter prints
+    "Epoch: [{epoch}]" + "[{batch:4d}/{num_batches}]" and each AverageMeter as "{name} {val} ({avg})";
+    the loss is the value, not its running average, and the batch count becomes a global step."""
+    lines = []
+    losses = iter([6.91, 6.85, 6.80, 6.71, 6.66, 6.60, 6.52, float("nan"), float("nan"), float("nan")])
+    for epoch in (0, 1):
+        for batch in range(0, 5005, 1001):
+            loss = next(losses, None)
+            if loss is None:
+                break
+            lines.append(f"Epoch: [{epoch}][{batch:4d}/5005]\tTime  0.123 ( 0.456)\tData  0.001 ( 0.050)\t"
+                         f"Loss {loss:.4e} (6.9102e+00)\tAcc@1   0.00 (  0.10)\tAcc@5   0.39 (  0.49)")
+    (run,) = discover_runs(_write(tmp_path / "imagenet.log", lines))
+    assert run.steps["loss"].index.tolist() == [0, 1001, 2002, 3003, 4004, 5005, 6006, 7007, 8008, 9009]
+    assert run.steps["loss"].iloc[0] == 6.91  # the value, not the average in brackets
+    report = analyze_run(run)
+    (incident,) = [i for i in report.incidents if i.kind == "nonfinite"]
+    assert (incident.step, report.verdict) == (7007, "unhealthy")
