@@ -304,6 +304,20 @@ def test_keras_fit_one_finished_bar_per_epoch(tmp_path, losses, verdict):
     assert analyze_run(run).verdict == verdict
 
 
+def test_keras_fit_stuck_at_chance_is_one_epoch_per_bar(tmp_path):
+    """A classifier that does not learn prints the same loss (ln 10) in every epoch's finished bar:
+    with an "Epoch k/K" line before each bar they are epochs, not one bar redrawn (the paste was
+    'not a log format' with every bar merged into one step)."""
+    lines = ["50000/50000 [==============================] - 455s - loss: 2.3030 - acc: 0.0994"]
+    for epoch in range(34, 43):
+        lines += [f"Epoch {epoch}/400", "50000/50000 [==============================] - 455s - loss: "
+                                        f"{'2.3030' if epoch % 3 else '2.3029'} - acc: 0.0971"]
+    (run,) = discover_runs(_write(tmp_path / "keras.txt", lines))
+    assert len(run.steps.index) == 10
+    report = analyze_run(run)
+    assert report.verdict == "unhealthy" and "ln(10)" in report.incidents[0].message
+
+
 def test_paddledetection_quoted_losses_and_a_wobble_is_no_rise(tmp_path):
     """PaddleDetection prints a dict's repr, loss keys and values quoted; an excerpt whose first
     row is low and whose others hover 1.25-1.38 has not "risen" on one row of evidence."""

@@ -199,7 +199,7 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None) -> Sca
                              f"{', '.join(sorted(seen_keys))}")
     meta: dict = {"format": dialect.name}
     record_steps: dict[int, np.ndarray] = {}
-    steps, logged_nan = _merge(parts, dialect, meta, late, record_steps)
+    steps, logged_nan = _merge(parts, dialect, meta, late, record_steps, text)
     # The step of each training record in text order, by shape (an event line joins the next one).
     train_steps = [(shape, record_steps[i]) for i, (shape, _) in enumerate(parts)
                    if i in record_steps and not shape.fills and not shape.prefix]
@@ -429,8 +429,12 @@ def _parse_numbers(tokens: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         return values.to_numpy(zero_copy_only=False), matches.to_numpy(zero_copy_only=False)
 
 
+# Keras fit prints "Epoch 34/400" on a line of its own before each epoch's bar.
+_EPOCH_HEADER = re.compile(r"^[ \t]*Epoch \d+/\d+[ \t]*$", re.MULTILINE)
+
+
 def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, meta: dict,
-           warnings: list[str], record_steps: dict[int, np.ndarray] | None = None
+           warnings: list[str], record_steps: dict[int, np.ndarray] | None = None, text: str = ""
            ) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
     """One row per step: steps from the head / step key / order, records of a step merged.
 
@@ -449,7 +453,8 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
         if iters is not None:
             step = iters
             if epoch is None and total is not None:
-                epoch = _epochs_from_wraps(iters, total, columns["_pos"], meta, columns.get(metrics.LOSS))
+                epoch = _epochs_from_wraps(iters, total, columns["_pos"], meta, columns.get(metrics.LOSS),
+                                           _headers_between(text, shape, n))
             if epoch is not None and _counts_globally(epoch, iters, columns["_pos"],
                                                       known_length=total is not None and not np.isnan(total).all()):
                 epoch = None  # "epoch 2 step 1200": the step goes on across epochs already
@@ -617,8 +622,24 @@ def _last_records(columns: dict[str, np.ndarray], step: np.ndarray, dialect: Dia
     return {name: column[keep] for name, column in columns.items()}, step[keep]
 
 
+def _headers_between(text: str, shape: Shape, n: int) -> np.ndarray | None:
+    """For each record of ``shape`` after the first (in text order), whether a Keras ``Epoch k/K``
+    line stands between it and the one before; None when there are none (or records and matches
+    do not line up)."""
+    if "Epoch " not in text:
+        return None
+    headers = [m.start() for m in _EPOCH_HEADER.finditer(text)]
+    if not headers:
+        return None
+    starts = np.array([m.start() for m in shape.pattern.finditer(text)], dtype=np.int64)
+    if len(starts) != n:
+        return None
+    at = np.searchsorted(np.array(headers, dtype=np.int64), starts)
+    return at[1:] > at[:-1]
+
+
 def _epochs_from_wraps(iters: np.ndarray, total: np.ndarray, pos: np.ndarray, meta: dict,
-                       loss: np.ndarray | None = None) -> np.ndarray | None:
+                       loss: np.ndarray | None = None, headers_between: np.ndarray | None = None) -> np.ndarray | None:
     """Epochs (from 1) of records that count iterations inside an epoch with no epoch field (a
     progress bar's ``N/TOTAL``), or None when the count never starts again.
 
@@ -628,7 +649,8 @@ def _epochs_from_wraps(iters: np.ndarray, total: np.ndarray, pos: np.ndarray, me
     its steps are logged again, as in any other log. A count at ``TOTAL`` printed again with
     another loss is the next epoch's finished bar (Keras ``fit`` pasted one summary line per
     epoch: ``9595/9595 [====] - 1s - loss: 0.62``); with the same finite loss it is the same bar
-    redrawn.
+    redrawn, unless an ``Epoch k/K`` line stands between the two (``headers_between``, by record
+    in text order): a loss stuck at ln 10 for epochs prints the same loss in each epoch's bar.
 
     Example:
         >>> _epochs_from_wraps(np.array([10., 20., 30., 10., 20.]), np.full(5, 30.), np.arange(5), {}).tolist()
@@ -646,6 +668,8 @@ def _epochs_from_wraps(iters: np.ndarray, total: np.ndarray, pos: np.ndarray, me
     if loss is not None:
         lo = loss[order]
         changed = lo[1:] != lo[:-1]  # NaN after NaN too: a run that went NaN prints NaN each epoch
+        if headers_between is not None:
+            changed |= headers_between
         wraps |= (cur_i == prev_i) & (prev_i >= prev_t) & changed & ok[1:] & ok[:-1]
     if not wraps.any():
         return None
