@@ -705,3 +705,13 @@ def test_the_imagenet_examples_progress_meter(tmp_path):
     report = analyze_run(run)
     (incident,) = [i for i in report.incidents if i.kind == "nonfinite"]
     assert (incident.step, report.verdict) == (7007, "unhealthy")
+
+
+def test_hf_trainer_dicts_nan_from_the_first_are_read(tmp_path):
+    """transformers' ProgressCallback printed {'loss': nan, ...} from the first log on: the file
+    is an HF console log all the same (it was 'not a log format'), and the run is unhealthy."""
+    lines = [f"{{'loss': nan, 'learning_rate': {5e-05 - i * 2e-6}, 'epoch': {0.12 * (i + 1):.2f}}}" for i in range(6)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    report = analyze_run(run)
+    assert run.source == "hf_trainer" and report.verdict == "unhealthy"
+    assert [(i.kind, i.step, i.end_step) for i in report.incidents] == [("nonfinite", 1, 6)]

@@ -178,7 +178,7 @@ HF_TRAINER = Dialect(
     ),
     step_key="step",  # added from the progress bar beside each dict (loaders/progress_bar.py)
     step_from_order=True,
-    sniff=re.compile(r"\{'loss': '?[-\d.]"),  # newer versions quote the values ('3.895')
+    sniff=re.compile(r"\{'loss': '?(?:[-\d.]|nan\b|inf\b)"),  # newer versions quote the values ('3.895')
     min_records=2,
 )
 
