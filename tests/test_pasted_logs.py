@@ -715,3 +715,18 @@ def test_hf_trainer_dicts_nan_from_the_first_are_read(tmp_path):
     report = analyze_run(run)
     assert run.source == "hf_trainer" and report.verdict == "unhealthy"
     assert [(i.kind, i.step, i.end_step) for i in report.incidents] == [("nonfinite", 1, 6)]
+
+
+def test_llamafactory_trainer_log_jsonl_steps_are_its_current_steps(tmp_path):
+    """LLaMA-Factory writes trainer_log.jsonl beside its checkpoints: the step is current_steps
+    (its float epoch column was taken for the step, and the file refused)."""
+    rows = [{"current_steps": s, "total_steps": 1287, "loss": 2.0 - s / 1000, "eval_loss": None,
+             "learning_rate": 1e-5, "epoch": round(s / 1287, 2), "percentage": round(100 * s / 1287, 2),
+             "elapsed_time": "0:11:19", "remaining_time": "22:34:33"} for s in range(10, 310, 10)]
+    rows[-1]["loss"] = float("nan")
+    path = tmp_path / "trainer_log.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (run,) = discover_runs(path)
+    assert run.steps["loss"].index.tolist() == list(range(10, 310, 10))
+    report = analyze_run(run)
+    assert [(i.kind, i.step) for i in report.incidents] == [("nonfinite", 300)]

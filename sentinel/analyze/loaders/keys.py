@@ -6,7 +6,8 @@ import re
 
 from sentinel import metrics
 
-STEP_ALIASES = ("step", "global_step", "iteration", "iter", "it", "trainer/global_step", "steps", "s")
+STEP_ALIASES = ("step", "global_step", "iteration", "iter", "it", "trainer/global_step", "steps", "s",
+                "current_steps")  # LLaMA-Factory's trainer_log.jsonl
 LOSS_ALIASES = (
     "loss", "train_loss", "train/loss", "training_loss", "train_loss_step", "loss_step",
     "lm loss", "lm_loss", "train/lm_loss", "trl", "train/loss_step", "losses/train",
