@@ -730,3 +730,12 @@ def test_llamafactory_trainer_log_jsonl_steps_are_its_current_steps(tmp_path):
     assert run.steps["loss"].index.tolist() == list(range(10, 310, 10))
     report = analyze_run(run)
     assert [(i.kind, i.step) for i in report.incidents] == [("nonfinite", 300)]
+
+
+def test_a_stuck_loss_that_differs_in_its_8th_digit_is_still_stuck():
+    """DINO's log.txt, loss stuck at ln(65536) (its output head's size): an epoch's mean of the same
+    float32 loss came out 11.090352058 then 11.090352177, and the stretch was called over."""
+    values = [11.090352058410645] * 10 + [11.090352177619934]
+    (incident,) = stuck_loss_incidents(_series(values, every=1))
+    assert incident.details["rows"] == 11 and incident.details["resolved"] is False
+    assert "ln(65536)" in incident.message

@@ -19,8 +19,9 @@ import pandas as pd
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
 
 CLASS_COUNTS = (2, 10, 100, 1000)
-# BERT, Llama 1/2, Mistral, GPT-2 (and nanoGPT's padding), OLMo/GPT-NeoX, Llama 3, Qwen 2, Gemma.
-VOCAB_SIZES = (30522, 32000, 32768, 50257, 50304, 50280, 128256, 151936, 152064, 256000)
+# BERT, Llama 1/2, Mistral, GPT-2 (and nanoGPT's padding), OLMo/GPT-NeoX, Llama 3, Qwen 2, Gemma;
+# StarCoder / SmolLM, 2**16 (DINO's default output head, some tokenizers), cl100k.
+VOCAB_SIZES = (30522, 32000, 32768, 50257, 50304, 50280, 128256, 151936, 152064, 256000, 49152, 65536, 100277)
 # Relative distance to ln K within which a value counts as at chance: a batch mean of a model at
 # chance wanders ~0.5% around ln 10 (2.297-2.309); a vocabulary's ln is matched more tightly, as
 # neighbouring sizes are 0.2% apart.

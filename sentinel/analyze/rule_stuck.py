@@ -32,6 +32,9 @@ MIN_DIGITS = 5
 ZERO_JUMP_FROM = 1e-3
 
 
+# Relative difference within which two logged losses are the same value (float32's epsilon).
+SAME_RTOL = 1.2e-7
+
 def is_reinforcement_learning(columns) -> bool:
     """A run that logs a reward or a KL term (TRL's GRPO/PPO tables, ``rewards/...``, ``kl``).
 
@@ -59,7 +62,9 @@ def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS, zero_counts:
     values = loss.to_numpy(dtype="float64")
     if len(values) < min_rows:
         return []
-    same = values[1:] == values[:-1]  # row i+1 repeats row i
+    # Row i+1 repeats row i, to float32's precision: a mean over an epoch of the same float32
+    # loss can differ in its 8th digit (11.090352058 then 11.090352177).
+    same = np.abs(values[1:] - values[:-1]) <= SAME_RTOL * np.abs(values[:-1])
     if not same.any():
         return []
     bounds = np.flatnonzero(np.diff(np.concatenate(([0], same.view(np.int8), [0]))))
