@@ -739,3 +739,16 @@ def test_a_stuck_loss_that_differs_in_its_8th_digit_is_still_stuck():
     (incident,) = stuck_loss_incidents(_series(values, every=1))
     assert incident.details["rows"] == 11 and incident.details["resolved"] is False
     assert "ln(65536)" in incident.message
+
+
+def test_a_bracketed_iteration_count_and_a_loss_total_among_other_losses(tmp_path):
+    """A research script's print: "Iter: [600/1348]  Freq 248.2  loss_source 2.152 ... loss_total
+    116.117": the step is in brackets, and of its several losses loss_total is the training loss."""
+    values = ["116.117", "114.824", "113.704", "112.419", "111.489", "110.485", "nan", "nan"]
+    lines = [f"  Iter: [{600 + 100 * i}/1348]   Freq 248.2   loss_source 2.152   loss_st 0.781   "
+             f"loss_ml 3458.865   loss_target 0.000   loss_total {v}   [2019-10-31 09:07:41]" for i, v in enumerate(values)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps["loss"].index.tolist() == list(range(600, 1400, 100))
+    assert run.steps["loss"].iloc[0] == 116.117
+    report = analyze_run(run)
+    assert [(i.kind, i.step, i.end_step) for i in report.incidents] == [("nonfinite", 1200, 1300)]

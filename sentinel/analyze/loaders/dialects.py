@@ -280,7 +280,7 @@ OLMO = Dialect(
 # in either order. Needs several such lines (see textlogs.sniff).
 # Chinese tutorials' step labels too: 训练次数 ("training count", the step), 迭代次数 ("iterations").
 _STEP_KEY = r"(?:step|iter|iteration|num_updates|global_step|it|训练次数|迭代次数|训练步数|步数|迭代)"
-_LOSS_KEY = r"(?:loss|train_loss|train/loss|training_loss|total_loss|reduced_train_loss|lm_loss|lm loss)"
+_LOSS_KEY = r"(?:loss|train_loss|train/loss|training_loss|total_loss|loss_total|reduced_train_loss|lm_loss|lm loss)"
 _SEP = r"\s*[:=]?\s*"
 # The same between a loss key and its value, either of them perhaps quoted (a dict's repr printed
 # by a logger: PaddleDetection's "'loss': '1.024392'").
@@ -301,7 +301,7 @@ GENERIC = Dialect(
     description="any text log with a step-like key (step, iter, global_step, N/TOTAL) and a loss on each line",
     shapes=(
         # Not on a line where an epoch comes before the step key (the epoch shape below reads it).
-        Shape(re.compile(rf"^(?![^\n]*?{_EPOCH_THEN_COUNT})[^\n]*?(?i:\b{_STEP_KEY}){_SEP}(\d+)(?:\s*/\s*\d+)?\b"
+        Shape(re.compile(rf"^(?![^\n]*?{_EPOCH_THEN_COUNT})[^\n]*?(?i:\b{_STEP_KEY}){_SEP}\[?\s*(\d+)(?:\s*/\s*\d+)?\b"
                          rf"[^\n]*?(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
               head=(metrics.STEP, metrics.LOSS)),
         Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b[^\n]*?(?i:\b{_STEP_KEY}){_SEP}(\d+)\b"),
