@@ -752,3 +752,16 @@ def test_a_bracketed_iteration_count_and_a_loss_total_among_other_losses(tmp_pat
     assert run.steps["loss"].iloc[0] == 116.117
     report = analyze_run(run)
     assert [(i.kind, i.step, i.end_step) for i in report.incidents] == [("nonfinite", 1200, 1300)]
+
+
+def test_an_epoch_line_with_a_nan_validation_loss_warns(tmp_path):
+    """text_gcn's print: "Epoch: 0111 train_loss= 0.00122 train_acc= 0.04547 val_loss= nan ..." on
+    every epoch: the validation loss is read beside the training loss, its NaN a warning."""
+    lines = [f"Epoch: {e:04d} train_loss= {0.0012 + e * 1e-6:.5f} train_acc= 0.04547 val_loss= nan "
+             f"val_acc= 0.06101 time= 8.46537" for e in range(111, 121)]
+    (run,) = discover_runs(_write(tmp_path / "gcn.log", lines))
+    assert run.steps["val_loss"].isna().all() and run.steps["loss"].notna().all()
+    report = analyze_run(run)
+    (incident,) = report.incidents
+    assert (incident.kind, incident.severity, incident.step) == ("nonfinite", "warning", 111)
+    assert incident.message.startswith("val_loss non-finite (nan) at 10 of 10 evaluations")

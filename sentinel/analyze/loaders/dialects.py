@@ -405,6 +405,11 @@ EPOCH_LINES = Dialect(
         Shape(re.compile(rf"^[^\n]*?{_EPOCH_NUM}[:,]?"
                          rf"[^\n]*?(?<![\w/])(?:(?i:train(?:ing)?) )?(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
               head=(metrics.STEP, metrics.LOSS)),
+        # The same line's validation loss ("Epoch: 0111 train_loss= 0.00122 ... val_loss= nan"): a
+        # NaN there is a warning of its own.
+        Shape(re.compile(rf"^[^\n]*?{_EPOCH_NUM}[:,]?[^\n]*?(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}{_NUM}\b"
+                         rf"[^\n]*?(?<![\w/])(?i:val_loss|valid_loss|validation_loss){_QSEP}({_NUM})\b", re.MULTILINE),
+              head=(metrics.STEP, metrics.VAL_LOSS)),
     ),
     drop_words=_EVAL_WORDS,
     min_records=5,
