@@ -765,3 +765,25 @@ def test_an_epoch_line_with_a_nan_validation_loss_warns(tmp_path):
     (incident,) = report.incidents
     assert (incident.kind, incident.severity, incident.step) == ("nonfinite", "warning", 111)
     assert incident.message.startswith("val_loss non-finite (nan) at 10 of 10 evaluations")
+
+
+def test_an_iteration_count_that_starts_again_each_epoch_goes_on_across_epochs(tmp_path):
+    """A script printing "batch count: 280/308, iter: 280, ..., loss: X" whose iter starts again at
+    0 each epoch: the NaN of the 9th epoch's 60th iteration is the last step, not one sorted in
+    among the 8th epoch's (the verdict was 'recovered')."""
+    rows = [(8, 280, "0.089525"), (8, 300, "0.088858"), (9, 0, "0.093358"), (9, 20, "0.092165"),
+            (9, 40, "0.090984"), (9, 60, "nan")]
+    lines = [f"[2023-03-10 20:01:35,500]     batch count: {i}/308, iter: {i}, bpp_loss: 0.012437, "
+             f"xyz_loss: 0.077088, loss: {v}, aux_loss: 164.087860" for _, i, v in rows]
+    lines.insert(2, "[2023-03-10 20:01:38,652] Training at epoch 9 (total 9) with lr 0.0008 and aux_lr 0.005")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps["loss"].index.tolist() == [280, 300, 320, 340, 360, 380]
+    report = analyze_run(run)
+    assert report.verdict == "unhealthy" and report.final_loss != report.final_loss  # NaN
+
+
+def test_a_resumed_run_whose_steps_fall_back_is_no_new_epoch(tmp_path):
+    lines = [f"step {s} loss {3.0 - s / 1000:.4f}" for s in range(0, 1001, 100)]
+    lines += [f"step {s} loss {3.0 - s / 1000:.4f}" for s in range(800, 1201, 100)]  # resumed from 800
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index.max() == 1200

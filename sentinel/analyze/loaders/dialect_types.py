@@ -153,6 +153,9 @@ class Dialect:
             earlier), with a warning; records of the other shapes at that step stay.
         event_rows: event lines may add steps (a step with an event and no record; the loss scale
             an overflow set); False: they are counted only at steps that have a record.
+        step_wraps: a step key whose count starts again from its first logging interval after its
+            last one counts inside an epoch (a generic script's ``iter: 300``, then ``iter: 0``):
+            it goes on from the previous epoch's length.
         total_meta: ``(meta key, "max" | "first")``: where the ``total`` head field goes (the
             largest one, or the first record's).
         record_word: what a record is called in warnings (``step``, ``iteration``).
@@ -176,6 +179,7 @@ class Dialect:
     timestamp: re.Pattern | None = None
     restarts: bool = False
     event_rows: bool = True
+    step_wraps: bool = False
     total_meta: tuple[str, str] = ("train_steps", "max")
     record_word: str = "step"
     event_word: str | None = None

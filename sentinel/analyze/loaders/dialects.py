@@ -333,6 +333,7 @@ GENERIC = Dialect(
               head=("epoch", "iter", metrics.LOSS)),
     ),
     drop_words=_EVAL_WORDS,
+    step_wraps=True,
     min_records=5,
 )
 

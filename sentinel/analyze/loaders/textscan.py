@@ -466,6 +466,15 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
                 # mmengine / MMDetection count iterations inside an epoch: make them global.
                 step = (epoch - 1) * total + step
                 meta["iters_per_epoch"] = int(np.nanmax(total))
+        if dialect.step_wraps and iters is None and epoch is None and shape.head[:1] == (metrics.STEP,) \
+                and n >= 3 and not np.isnan(step).all():
+            # "iter: 300" then "iter: 0": a count inside the epoch, printed as if it were the step.
+            wrapped = _epochs_from_wraps(step, np.full(n, np.nanmax(step)), columns["_pos"], meta,
+                                         to_start=True)
+            if wrapped is not None:
+                length = _epoch_length(step)
+                step = (wrapped - 1) * length + step
+                meta["iters_per_epoch"] = int(length)
         for name in ("_step_key", "_step_col"):
             if name in columns:
                 key = columns.pop(name)
@@ -639,7 +648,8 @@ def _headers_between(text: str, shape: Shape, n: int) -> np.ndarray | None:
 
 
 def _epochs_from_wraps(iters: np.ndarray, total: np.ndarray, pos: np.ndarray, meta: dict,
-                       loss: np.ndarray | None = None, headers_between: np.ndarray | None = None) -> np.ndarray | None:
+                       loss: np.ndarray | None = None, headers_between: np.ndarray | None = None,
+                       to_start: bool = False) -> np.ndarray | None:
     """Epochs (from 1) of records that count iterations inside an epoch with no epoch field (a
     progress bar's ``N/TOTAL``), or None when the count never starts again.
 
@@ -651,6 +661,8 @@ def _epochs_from_wraps(iters: np.ndarray, total: np.ndarray, pos: np.ndarray, me
     epoch: ``9595/9595 [====] - 1s - loss: 0.62``); with the same finite loss it is the same bar
     redrawn, unless an ``Epoch k/K`` line stands between the two (``headers_between``, by record
     in text order): a loss stuck at ln 10 for epochs prints the same loss in each epoch's bar.
+    ``to_start``: a step key's count (``total`` its largest value) wraps only where it starts
+    again from its first logging interval, after its last one (``iter: 300``, ``iter: 0``).
 
     Example:
         >>> _epochs_from_wraps(np.array([10., 20., 30., 10., 20.]), np.full(5, 30.), np.arange(5), {}).tolist()
@@ -665,7 +677,9 @@ def _epochs_from_wraps(iters: np.ndarray, total: np.ndarray, pos: np.ndarray, me
     gaps = np.diff(i[ok])
     gap = float(np.median(gaps[gaps > 0])) if (gaps > 0).any() else 1.0
     wraps = (cur_i < prev_i) & (prev_i >= prev_t - 2 * gap) & ok[1:] & ok[:-1]
-    if loss is not None:
+    if to_start:  # only a count that starts again from its first interval (a resumed run does not)
+        wraps &= cur_i <= np.nanmin(i) + gap
+    if loss is not None and not to_start:
         lo = loss[order]
         changed = lo[1:] != lo[:-1]  # NaN after NaN too: a run that went NaN prints NaN each epoch
         if headers_between is not None:
