@@ -142,6 +142,12 @@ class SentinelCallback(Callback):
             if sen.update_suppressed:
                 sen.suppress_update(optimizer)
             return
+        if pl_module.automatic_optimization and not sen.has_loss:
+            # training_step returned None (Lightning's way to skip a batch): no backward ran,
+            # nothing was trained; a step with no loss and no gradients is not recorded.
+            sen.discard_step()
+            self._step_open = False
+            return
         self._measured = True
         replay = self._replay(trainer, pl_module, sen.batch, sen.batch_idx) \
             if pl_module.automatic_optimization else None

@@ -517,6 +517,26 @@ class Sentinel:
 
         return not math.isfinite(value) or above_baseline(value, baseline, self.config.loss_spike)
 
+    @property
+    def has_loss(self) -> bool:
+        """Whether a loss was given for the optimizer step in progress (:meth:`add_loss`)."""
+        return bool(self._losses)
+
+    def discard_step(self) -> None:
+        """Forget the optimizer step in progress: nothing was trained (a Lightning
+        ``training_step`` that returned None, which skips backward), so nothing is judged or
+        recorded, and the step counter does not move.
+
+        Example:
+            >>> if not sen.has_loss:  # doctest: +SKIP
+            ...     sen.discard_step()
+        """
+        if self.attention.armed:
+            self.attention.stop()
+        self._losses, self._values, self._signals, self._decision = [], {}, None, None
+        self._step_batches, self._suppressed, self._attn_values = [], None, {}
+        self._since_end.clear()
+
     def suppress_update(self, optimizer: torch.optim.Optimizer | None = None) -> None:
         """Withhold this step's update: set the gradients of ``optimizer`` (default: all) to None."""
         self._drop_grads([optimizer] if optimizer is not None else None)

@@ -373,3 +373,29 @@ def test_damage_that_comes_back_lowers_the_lr_of_the_cooldown_not_the_schedule(t
     assert trainer.optimizers[0].param_groups[0]["lr"] == pytest.approx(0.01)  # the schedule's own
 
 
+
+
+class LitSkipsSome(LitTiny):
+    """Returns None from training_step for every 10th batch: Lightning's documented way to skip
+    one (no backward; the optimizer step still runs, with no gradients)."""
+
+    def training_step(self, batch, batch_idx):
+        return None if batch_idx % 10 == 5 else super().training_step(batch, batch_idx)
+
+
+def test_a_batch_the_training_step_skips_is_not_recorded_as_a_nan_step(tmp_path, tiny_task):
+    from sentinel.analyze.analyzer import analyze_run
+    from sentinel.analyze.discover import discover_runs
+
+    Data, Net, mse, _ = tiny_task
+    L.seed_everything(0, verbose=False)
+    loader = torch.utils.data.DataLoader(Data(n=BATCH * 60), batch_size=BATCH, shuffle=False)
+    trainer = L.Trainer(callbacks=[SentinelCallback(log_dir=str(tmp_path / "run"), tensorboard=False)],
+                        accelerator="cpu", max_epochs=1, logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False)
+    trainer.fit(LitSkipsSome(Net(), mse), loader)
+    (run,) = discover_runs(tmp_path / "run")
+    assert len(run.steps) == 54 and not set(run.steps.index) & {5, 15, 25, 35, 45, 55}
+    assert run.steps["loss"].notna().all()
+    report = analyze_run(run)
+    assert not [i for i in report.incidents if i.kind == "nonfinite"] and report.verdict == "healthy"
