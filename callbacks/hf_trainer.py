@@ -315,10 +315,15 @@ def _running_trainer() -> tuple[Any, Any]:
 
 
 def _unwrap(obj: Any, attribute: str) -> Any:
-    """The torch optimizer / scheduler inside accelerate's wrapper (snapshots restore that one)."""
-    while obj is not None and hasattr(obj, attribute) and not isinstance(obj, (torch.optim.Optimizer,
-                                                                               torch.optim.lr_scheduler.LRScheduler)):
-        obj = getattr(obj, attribute)
+    """The torch optimizer / scheduler inside accelerate's wrapper (snapshots restore that one, and
+    the LR cool-down hooks it). accelerate's ``AcceleratedOptimizer`` is itself an ``Optimizer``
+    subclass that never ran ``Optimizer.__init__`` (no hook registries): it is unwrapped too."""
+    kinds = (torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler)
+    while obj is not None and hasattr(obj, attribute):
+        inner = getattr(obj, attribute)
+        if inner is None or inner is obj or (isinstance(obj, kinds) and not isinstance(inner, kinds)):
+            break
+        obj = inner
     return obj
 
 

@@ -196,6 +196,18 @@ def test_persistent_fault_is_rolled_back_in_place(tmp_path):
     assert ("rollback", 50) in incidents and ("nonfinite", 50) in incidents, incidents  # named by the streak start
 
 
+def test_damage_that_comes_back_in_the_cool_down_lowers_the_lr_under_accelerate(tmp_path):
+    """The second rollback, inside the first one's cool-down, lowers the learning rate with hooks
+    on the optimizer: on torch's optimizer inside accelerate's AcceleratedOptimizer (a subclass
+    of Optimizer without hook registries, where registering them raised AttributeError)."""
+    trainer, cb = train(tmp_path, gpt2(), steps=90, callbacks=[CorruptWeight(at=50), CorruptWeight(at=62)],
+                        snapshot_every=10)
+    rollbacks = events(tmp_path, "rollback")
+    assert [r["lr_scale"] for r in rollbacks] == [1.0, 0.1]
+    assert cb.gave_up is None and trainer.state.global_step == 90 and all_finite(trainer.model)
+    assert cb.sentinel.optimizers[0] is trainer.optimizer.optimizer  # torch's own, unwrapped
+
+
 def test_a_fault_that_keeps_coming_back_stops_the_run_cleanly(tmp_path, caplog):
     model = gpt2()
 
