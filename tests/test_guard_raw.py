@@ -528,3 +528,27 @@ def test_a_loss_below_zero_is_recorded_but_no_longer_acted_on(tmp_path, caplog):
     assert not [e for e in skipped if e["step"] >= first]
     assert not _events(tmp_path / "run", "rollback")
     assert sum("the loss is below zero" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_batches_of_any_layout_are_named_without_stopping_training():
+    """A batch holding a sparse or nested tensor, a complex one, or containers nested past reason
+    (or holding themselves) is named all the same: the outlier step that names it must not raise
+    (a sparse adjacency matrix stopped training at its first outlier)."""
+    from sentinel.guard.batch_id import batch_identity, fingerprint
+
+    deep: list = []
+    node = deep
+    for _ in range(5000):
+        node.append([])
+        node = node[0]
+    looped: list = [torch.ones(2)]
+    looped.append(looped)
+    batches = [{"adj": torch.eye(4).to_sparse(), "x": torch.ones(4)},
+               {"adj": torch.eye(4).to_sparse_csr(), "x": torch.ones(4)},
+               {"seq": torch.nested.nested_tensor([torch.ones(2), torch.zeros(3)])},
+               {"z": torch.ones(3, dtype=torch.complex64)}, deep, looped]
+    for batch in batches:
+        assert fingerprint(batch) == fingerprint(batch)
+        assert set(batch_identity(batch)) == {"fingerprint"}
+    other = {"adj": (2 * torch.eye(4)).to_sparse(), "x": torch.ones(4)}
+    assert fingerprint(other) != fingerprint(batches[0])  # the values of a sparse tensor count

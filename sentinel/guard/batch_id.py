@@ -62,17 +62,12 @@ def fingerprint_tensor(batch: Any) -> torch.Tensor:
     salt = hashlib.blake2b(digest_size=8)  # Python's hash() of str differs between processes
     for position, leaf in enumerate(_leaves(batch)):
         if isinstance(leaf, torch.Tensor):
-            data = leaf.detach().reshape(-1)
-            if data.numel() > _SAMPLE:
-                data = data[:: data.numel() // _SAMPLE][:_SAMPLE]
-            data = data.contiguous()
-            bits = data.view(_INT_VIEW[data.element_size()]) if data.is_floating_point() \
-                else data.to(torch.int64)
-            part = (bits.to(torch.int64) * _mix(bits.numel(), bits.device)).sum()
-            salt.update(repr((position, tuple(leaf.shape), str(leaf.dtype))).encode())
-            total = part if total is None else total * 1_000_003 + part.to(total.device)
+            part = _tensor_part(leaf)
+            salt.update(repr((position, _shape(leaf), str(leaf.dtype), str(leaf.layout))).encode())
+            if part is not None:
+                total = part if total is None else total * 1_000_003 + part.to(total.device)
         else:
-            salt.update(repr((position, leaf)).encode())
+            salt.update(repr((position, _text(leaf))).encode())
     base = torch.tensor(int.from_bytes(salt.digest(), "little") >> 1, dtype=torch.int64)
     return base if total is None else total + base.to(total.device)
 
@@ -133,14 +128,62 @@ def _mix(n: int, device: torch.device) -> torch.Tensor:
     return _MIX[key]
 
 
-def _leaves(obj: Any):
+def _tensor_part(leaf: torch.Tensor) -> torch.Tensor | None:
+    """One tensor's share of the hash, or None where its values cannot be read as bits (a layout
+    or dtype torch cannot flatten or view): its shape, dtype and layout still name it."""
+    try:
+        data = _flat_values(leaf.detach())
+        if data.numel() > _SAMPLE:
+            data = data[:: data.numel() // _SAMPLE][:_SAMPLE]
+        data = data.contiguous()
+        if data.is_complex():
+            data = torch.view_as_real(data).reshape(-1)
+        bits = data.view(_INT_VIEW[data.element_size()]) if data.is_floating_point() else data.to(torch.int64)
+        return (bits.to(torch.int64) * _mix(bits.numel(), bits.device)).sum()
+    except (RuntimeError, TypeError, ValueError, NotImplementedError, KeyError):
+        return None
+
+
+def _flat_values(t: torch.Tensor) -> torch.Tensor:
+    if t.is_nested:
+        return torch.cat([part.reshape(-1) for part in t.unbind()])
+    if t.layout == torch.sparse_coo:
+        t = t.coalesce()
+        return torch.cat([t.indices().reshape(-1).to(t.values().dtype), t.values().reshape(-1)]) \
+            if t.values().is_floating_point() else t.values().reshape(-1)
+    if t.layout != torch.strided:  # compressed sparse layouts
+        return t.values().reshape(-1)
+    return t.reshape(-1)
+
+
+def _shape(t: torch.Tensor) -> Any:
+    try:
+        return tuple(t.shape)
+    except RuntimeError:  # a nested tensor of ragged parts has no single shape
+        return "nested"
+
+
+def _text(leaf: Any) -> str:
+    try:
+        return repr(leaf)[:1000]
+    except Exception:  # noqa: BLE001 - a user's object whose repr fails still names its type
+        return type(leaf).__name__
+
+
+# Containers nested deeper than this (or holding themselves) are named by type, not walked.
+_MAX_DEPTH = 32
+
+
+def _leaves(obj: Any, depth: int = 0):
     if isinstance(obj, torch.Tensor):
         yield obj
+    elif depth >= _MAX_DEPTH:
+        yield f"<{type(obj).__name__} nested deeper than {_MAX_DEPTH}>"
     elif isinstance(obj, Mapping):
         for key in sorted(obj, key=str):
-            yield from _leaves(obj[key])
+            yield from _leaves(obj[key], depth + 1)
     elif isinstance(obj, Sequence) and not isinstance(obj, (str, bytes)):
         for item in obj:
-            yield from _leaves(item)
+            yield from _leaves(item, depth + 1)
     else:
         yield obj
