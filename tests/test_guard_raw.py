@@ -552,3 +552,29 @@ def test_batches_of_any_layout_are_named_without_stopping_training():
         assert set(batch_identity(batch)) == {"fingerprint"}
     other = {"adj": (2 * torch.eye(4)).to_sparse(), "x": torch.ones(4)}
     assert fingerprint(other) != fingerprint(batches[0])  # the values of a sparse tensor count
+
+
+def test_a_model_with_complex_parameters_trains_guarded(tmp_path):
+    class Diagonal(torch.nn.Module):  # an S4D-like layer: a complex diagonal state matrix
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 1)
+            self.lam = torch.nn.Parameter(torch.randn(4, dtype=torch.cfloat))
+
+        def forward(self, x):
+            return self.lin(x) + self.lam.abs().sum()
+
+    torch.manual_seed(0)
+    model = Diagonal()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    sen = Sentinel(model, opt, log_dir=str(tmp_path / "run"), tensorboard=False)
+    for x in sen.batches([torch.randn(4, 8) for _ in range(30)]):
+        opt.zero_grad()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        if sen.check(loss):
+            opt.step()
+        sen.end_step()
+    sen.close()
+    run = load_run(tmp_path / "run")
+    assert len(run.steps) == 30 and (run.steps["grad_norm/total"] > 0).all()

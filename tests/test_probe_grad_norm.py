@@ -226,6 +226,23 @@ def test_sparse_grad_equals_dense_norm() -> None:
     assert got["grad_norm/emb"] == pytest.approx(grad.to_dense().norm().item(), rel=1e-6)
 
 
+@pytest.mark.parametrize("all_complex", [True, False])
+def test_complex_parameters_are_normed_by_their_modulus(all_complex: bool) -> None:
+    """State-space layers (S4, S5) keep complex parameters: |z|^2 = re^2 + im^2 (the norm raised
+    'dtype should be complex' at the first step)."""
+    torch.manual_seed(0)
+    model = nn.ModuleDict({"ssm": nn.Linear(4, 4, dtype=torch.complex64)})
+    if not all_complex:
+        model["out"] = nn.Linear(4, 1)
+    for p in model.parameters():
+        p.grad = torch.randn_like(p)
+    got = _values(GradNormProbe(model).compute())
+    want = math.sqrt(sum(float(p.grad.abs().pow(2).sum()) for p in model.parameters()))
+    assert got[GRAD_NORM_TOTAL] == pytest.approx(want, rel=1e-6)
+    assert got["grad_norm/ssm"] == pytest.approx(
+        math.sqrt(sum(float(p.grad.abs().pow(2).sum()) for p in model["ssm"].parameters())), rel=1e-6)
+
+
 def test_nonfinite_grad_shows_in_its_group_and_total() -> None:
     grads = [torch.tensor([1.0, float("inf")]), torch.tensor([3.0]), None]
     total, per_group = grad_norms(grads, [0, 1, 1], 2)

@@ -116,6 +116,8 @@ def _per_tensor_norms(grads: Sequence[torch.Tensor | None], out_device: torch.de
             continue
         if g.is_sparse:
             g = g.coalesce().values()
+        if g.is_complex():  # |z|^2 = re^2 + im^2: the same norm, in a real dtype
+            g = torch.view_as_real(g)
         if _is_dtensor(g):  # a sharded gradient (FSDP2): this rank's shard; reduce the squares
             g = g.to_local()
         tensors, positions = buckets.setdefault((g.device, g.dtype), ([], []))
@@ -234,7 +236,8 @@ class GradNormProbe:
         # per-parameter Python work beyond reading .grad.
         sparse = any(getattr(m, "sparse", False) for m in model.modules()
                      if isinstance(m, (torch.nn.Embedding, torch.nn.EmbeddingBag)))
-        self._uniform = (not sparse and not self.sharded
+        complex_ = any(p.is_complex() for p in self._params)  # normed as pairs of reals, below
+        self._uniform = (not sparse and not self.sharded and not complex_
                          and len({(p.device, p.dtype) for p in self._params}) == 1)
         # On CPU _foreach_norm is one kernel call per tensor (~2.5 us each), and stacking the
         # 0-d norms it returns one more small op each. Many small tensors of a few shapes are
