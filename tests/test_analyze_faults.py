@@ -102,6 +102,94 @@ def test_a_loader_error_in_one_file_is_a_warning_and_the_walk_goes_on(tmp_path):
     assert "1 line(s) that are not JSON objects were skipped" in doc["runs"][1]["warnings"][0]
 
 
+def _hf_state(entry: str) -> bytes:
+    history = ", ".join(f'{{"step": {s}, "loss": {2.0 - s / 100}}}' for s in range(30))
+    return f'{{"log_history": [{history}, {entry}]}}'.encode()
+
+
+# Files with one odd value each: read as far as they are valid, the odd row skipped and counted.
+_ODD_VALUES = {
+    "step null": ("hf/trainer_state.json", _hf_state('{"step": null, "loss": 0.5}'), 30,
+                  "trainer_state.json: 1 log_history entry whose step is not a whole number"),
+    "step a list": ("hf/trainer_state.json", _hf_state('{"step": [3], "loss": 0.5}'), 30,
+                    "trainer_state.json: 1 log_history entry whose step is not a whole number"),
+    "step 1e400": ("hf/trainer_state.json", _hf_state('{"step": 1e400, "loss": 0.5}'), 30,
+                   "trainer_state.json: 1 log_history entry whose step is not a whole number"),
+    "megatron iteration beyond int64": (
+        "mt.log", "".join(MEGATRON_LINE.format(s="9" * 23 if s == 30 else s, loss=2.0 - s / 100)
+                          for s in range(1, 61)).encode(), 59,
+        "1 iteration line(s) with a step too large for a 64-bit integer (e.g. 1e30) were skipped"),
+    "deepspeed overflow line beyond int64": (
+        "ds.log", ("".join(f"steps: {s} loss: {2.0 - s / 100:.4f} iter time (s): 0.5 samples/sec: 10\n" for s in range(60))
+                   + "Grad overflow on iteration " + "9" * 23 + "\n").encode(), 60,
+        "1 deepspeed event line(s) with a step too large for a 64-bit integer (e.g. 1e30) were skipped"),
+    "mlflow step 2**70": (
+        "mlruns/1/abc/metrics/loss", b"".join(b"%d %f %d\n" % (1700000000000 + s, 2.0 - s / 100, 2 ** 70 if s == 30 else s)
+                                              for s in range(60)), 59,
+        "loss: 1 row(s) with a 'step' too large for a 64-bit step (e.g. 1e30) were skipped"),
+    "csv with CR-only line ends": (
+        "mac.csv", b"step,loss\r" + b"".join(b"%d,%f\r" % (s, 2.0 - s / 100) for s in range(60)), 60, None),
+}
+
+
+@pytest.mark.parametrize("case", list(_ODD_VALUES))
+def test_an_odd_value_in_a_file_skips_its_row_and_the_runs_beside_it_are_reported(tmp_path, case):
+    name, data, steps, warning = _ODD_VALUES[case]
+    write_run(tmp_path / "good")
+    target = tmp_path / "odd" / name
+    target.parent.mkdir(parents=True)
+    target.write_bytes(data)
+    if name.startswith("mlruns"):
+        (tmp_path / "odd" / "mlruns" / "1" / "abc" / "meta.yaml").write_text("run_id: abc\n")
+    result = invoke(str(tmp_path), "--format", "json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert [r["name"] for r in doc["runs"]][0] == "good" and len(doc["runs"]) == 2
+    odd = doc["runs"][1]
+    assert odd["steps"] == steps and doc["problems"] == []
+    assert warning is None or any(w.startswith(warning) for w in odd["warnings"]), odd["warnings"]
+    alone = invoke(str(tmp_path / "odd"))
+    assert alone.exit_code == 0 and "bug in sentinel" not in alone.output
+
+
+def test_a_file_a_loader_fails_on_unexpectedly_costs_that_file_only(tmp_path, monkeypatch):
+    from sentinel.analyze.loaders import generic_table
+
+    def broken(path, options=None):  # a fault injected into one loader: a bug of sentinel's
+        raise TypeError("boom")
+
+    monkeypatch.setattr(generic_table, "load", broken)
+    write_run(tmp_path / "good")
+    write_csv(tmp_path / "m.csv", healthy_rows())
+    result = invoke(str(tmp_path))
+    assert result.exit_code == 0 and result.stdout.startswith("good (sentinel)")
+    assert result.stderr.startswith(f"warning: skipped cannot read '{tmp_path / 'm.csv'}' (TypeError: boom): "
+                                    "this is a bug in sentinel")
+    alone = invoke(str(tmp_path / "m.csv"), "--format", "json")
+    assert alone.exit_code == 1 and "(TypeError: boom)" in json.loads(alone.stdout)["error"]
+    assert "internal error" not in alone.output
+
+
+def test_a_run_the_rules_fail_on_unexpectedly_costs_that_run_only(tmp_path, monkeypatch):
+    import sentinel.analyze.analyzer as analyzer
+
+    real = analyzer.analyze_run
+
+    def broken_on_m(run, config=None):  # a fault injected into the rules for one run
+        if run.name == "m":
+            raise ValueError("boom")
+        return real(run, config)
+
+    monkeypatch.setattr(analyzer, "analyze_run", broken_on_m)
+    write_run(tmp_path / "good")
+    write_csv(tmp_path / "m.csv", healthy_rows())
+    result = invoke(str(tmp_path), "--fail-on", "critical")
+    assert result.exit_code == 0 and result.stdout.startswith("good (sentinel)")
+    assert result.stderr.startswith(f"warning: {tmp_path / 'm.csv'} could not be analysed (ValueError: boom)")
+    alone = invoke(str(tmp_path / "m.csv"))
+    assert alone.exit_code == 1 and "could not be analysed (ValueError: boom)" in alone.output
+
+
 # --------------------------------------------------------------------------- exit codes, JSON
 
 

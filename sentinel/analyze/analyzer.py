@@ -12,7 +12,7 @@ import pandas as pd
 from sentinel import metrics
 from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.detector import warmup_steps
-from sentinel.analyze.discover import READ_ERRORS, NoRunsError, Skipped, describe_error, discover
+from sentinel.analyze.discover import READ_ERRORS, NoRunsError, Skipped, debugging, describe_error, discover
 from sentinel.analyze.incident import Incident
 from sentinel.analyze.loaders import LoadOptions, RunData
 from sentinel.analyze.report import Report, RunReport, verdict
@@ -89,19 +89,33 @@ def analyze(*paths: str | Path, step_col: str | None = None, loss_col: str | Non
         except (FileNotFoundError, NoRunsError) as err:
             problems.append(str(err))
             continue
-        except READ_ERRORS as err:  # a single file a loader recognised but could not read
+        except Exception as err:  # noqa: BLE001 - a single file a loader recognised but could not read
+            if not isinstance(err, READ_ERRORS) and debugging():
+                raise
             problems.append(describe_error(Path(path), err))
             continue
         runs += found.runs
         skipped += found.skipped
     if not runs:
         raise AnalyzeError("; ".join(dict.fromkeys(problems)))
-    reports = [analyze_run(run, config) for run in runs]
+    reports = []
+    for run in runs:  # a run the rules fail on is that run's problem; the others are reported
+        try:
+            reports.append(analyze_run(run, config))
+        except Exception as err:  # noqa: BLE001 - named with its run, never silent
+            if debugging():
+                raise
+            log.debug("%s not analysed", run.path, exc_info=True)
+            problems.append(f"{run.path} could not be analysed ({type(err).__name__}: "
+                            f"{' '.join(str(err).split())[:300]}): this is a bug in sentinel, please report it "
+                            "with the log (SENTINEL_DEBUG=1 shows the traceback)")
+    if not reports:
+        raise AnalyzeError("; ".join(dict.fromkeys(problems)))
     # A training log with no loss yet still has something to judge when it logs the loss scale
     # or the grad norm (Megatron prints no lm loss while fp16 warm-up skips every iteration).
     judged = (metrics.LOSS, metrics.GRAD_NORM_TOTAL, metrics.LOSS_SCALE, metrics.AMP_OVERFLOW)
     if all(r.final_loss is None and not r.incidents for r in reports) and \
-            not any(key in run.steps.columns for run in runs for key in judged):
+            not any(key in r.data.steps.columns for r in reports for key in judged):
         reasons = "; ".join(dict.fromkeys([w for r in reports for w in r.warnings] + problems)) or "no loss values"
         raise AnalyzeError(f"nothing to analyse: {reasons}")
     # A run without a single step (an event file of histograms, a header) has nothing to judge:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -300,13 +301,25 @@ READ_ERRORS = (OSError, ValueError, RecursionError, MemoryError)
 
 
 def _guarded(path: Path, read, skipped: list[Skipped]):
-    """``read()``, or None with ``path`` recorded as unreadable (one line naming the error)."""
+    """``read()``, or None with ``path`` recorded as unreadable (one line naming the error).
+
+    Any error is the file's own problem, not the walk's: a loader that fails on a file it did not
+    expect (a bug of sentinel's) costs that file, and the runs beside it are still read.
+    """
     try:
         return read()
-    except READ_ERRORS as err:
+    except Exception as err:  # noqa: BLE001 - recorded with its message, never silent
+        if not isinstance(err, READ_ERRORS) and debugging():
+            raise
         skipped.append(Skipped(str(path), UNREADABLE, describe_error(path, err)))
         log.debug("%s not read", path, exc_info=True)
         return None
+
+
+def debugging() -> bool:
+    """Whether ``SENTINEL_DEBUG`` is set: an unexpected error then propagates with its traceback
+    instead of becoming one line about the path it happened on."""
+    return bool(os.environ.get("SENTINEL_DEBUG"))
 
 
 def describe_error(path: Path, err: BaseException) -> str:
@@ -325,6 +338,9 @@ def describe_error(path: Path, err: BaseException) -> str:
     if isinstance(err, UnicodeDecodeError):
         return f"'{path}' is not UTF-8 text ({err.reason} at byte {err.start}): leave it out"
     message = " ".join(str(err).split())
+    if not isinstance(err, READ_ERRORS):  # not a problem of the file's that a loader foresaw
+        return (f"cannot read '{path}' ({type(err).__name__}: {message[:300]}): this is a bug in sentinel, "
+                "please report it with the file (SENTINEL_DEBUG=1 shows the traceback); leave it out meanwhile")
     return message if str(path) in message else f"{path}: {message}"
 
 

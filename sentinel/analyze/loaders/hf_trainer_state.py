@@ -9,13 +9,14 @@ rows (``loss``, ``grad_norm``, ``learning_rate``, ``epoch``) and evaluation rows
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions, RunData
-from sentinel.analyze.loaders.keys import canonical_key
+from sentinel.analyze.loaders.keys import canonical_key, whole_step
 from sentinel.analyze.loaders.textlog import read_head, rows_to_steps
 
 NAME = "hf_trainer_state"
@@ -62,26 +63,41 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         raise ValueError(f"{path}: not readable as JSON ({err}); pass an intact trainer_state.json") from err
     rows: dict[int, dict[str, float]] = {}
     summary: dict = {}
-    for entry in state.get("log_history") or []:
+    bad_steps = 0
+    history = state.get("log_history") if isinstance(state, dict) else None
+    for entry in history if isinstance(history, list) else []:
         if not isinstance(entry, dict) or "step" not in entry:
             continue
         if "train_runtime" in entry:
             summary = entry
             continue
-        row = rows.setdefault(int(entry["step"]), {})
+        step = whole_step(entry["step"])
+        if step is None:
+            bad_steps += 1
+            continue
+        row = rows.setdefault(step, {})
         for key, value in entry.items():
             if key == "step" or isinstance(value, bool) or not isinstance(value, (int, float)):
                 continue
-            row[_name(key, options)] = float(value)
+            try:
+                number = float(value)
+            except OverflowError:  # an integer beyond float range is as infinite as 1e400 parsed
+                number = math.copysign(math.inf, value)
+            row[_name(key, options)] = number
+    warnings = [f"{Path(path).name}: {bad_steps} log_history entr{'y' if bad_steps == 1 else 'ies'} whose step is "
+                "not a whole number that fits 64 bits (null, text, 1e400) "
+                f"{'was' if bad_steps == 1 else 'were'} skipped"] if bad_steps else []
     if not rows:
-        raise ValueError(f"{path}: log_history has no rows with a step; was the run logged at all?")
+        raise ValueError(f"{path}: log_history has no rows with a step"
+                         + (f" ({warnings[0]})" if warnings else "") + "; was the run logged at all?")
     meta = {"format": NAME, "logging_steps": state.get("logging_steps"), "global_step": state.get("global_step")}
     if summary:
         meta["summary"] = summary
     folder = Path(path).parent
     name = folder.parent.name if folder.name.startswith("checkpoint-") and folder.parent.name else folder.name
     steps: pd.DataFrame = rows_to_steps(rows)
-    return [RunData(name=name or Path(path).stem, path=str(path), source=NAME, steps=steps, meta=meta)]
+    return [RunData(name=name or Path(path).stem, path=str(path), source=NAME, steps=steps, meta=meta,
+                    warnings=warnings)]
 
 
 def _name(key: str, options: LoadOptions) -> str:

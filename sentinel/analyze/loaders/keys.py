@@ -270,3 +270,22 @@ NONFINITE_TEXT = frozenset({"nan", "+nan", "-nan", "inf", "+inf", "-inf", "infin
 
 # Largest magnitude a step may have: steps are int64 (a float step of 1e30 would wrap around).
 STEP_LIMIT = 2.0 ** 63
+
+
+def whole_step(value: object) -> int | None:
+    """A step read from a JSON value: an integer, or a float that is a whole number, that fits
+    int64; None for anything else (null, text, a list, a bool, ``1.5``, ``1e400``, ``2**70``).
+
+    Example:
+        >>> whole_step(500), whole_step(500.0), whole_step(None), whole_step(float("inf")), whole_step(2 ** 70)
+        (500, 500, None, None, None)
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float):
+        if not value.is_integer():  # NaN and Inf are not whole numbers either
+            return None
+        value = int(value)
+    if not isinstance(value, int):
+        return None
+    return value if abs(value) < STEP_LIMIT else None

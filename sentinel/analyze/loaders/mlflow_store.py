@@ -15,6 +15,7 @@ import pandas as pd
 from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions, RunData
 from sentinel.analyze.loaders.keys import canonical_key, inferred_loss_note, loss_column
+from sentinel.analyze.loaders.numeric_table import step_values
 
 NAME = "mlflow"
 DESCRIPTION = "MLflow file store runs (mlruns/<exp>/<run>/metrics/<key>)"
@@ -53,15 +54,20 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     if run is None:
         raise ValueError(f"{path}: not inside an MLflow run directory (<run>/metrics/<key>)")
     series = {}
+    warnings: list[str] = []
     for file in _metric_files(run):
         key = file.relative_to(run / "metrics").as_posix()
         table = pd.read_csv(io.StringIO(file.read_text(encoding="utf-8")), sep=" ", header=None,
                             names=["time", "value", "step"], usecols=[1, 2])
-        series[key] = table.groupby("step")["value"].last()
+        # a step that is not a whole number or does not fit int64 drops its row, with a warning
+        step, keep = step_values(table["step"], "step", f"metrics/{key}", warnings)
+        values = pd.to_numeric(table["value"], errors="coerce").to_numpy(dtype="float64")[keep]
+        series[key] = pd.Series(values, index=step).groupby(level=0).last()
     loss_key, inferred = loss_column(list(series), options.loss_col)
     if loss_key is None:
         raise ValueError(f"{run}: no loss metric among: {', '.join(series)}; name it with --loss-col")
-    warnings = [inferred_loss_note(loss_key)] if inferred else []
+    if inferred:
+        warnings.append(inferred_loss_note(loss_key))
     columns = {}
     for key, values in series.items():
         name = metrics.LOSS if key == loss_key else canonical_key(key)

@@ -17,6 +17,7 @@ tables are read as far as they are valid, each problem counted in one warning na
 from __future__ import annotations
 
 import csv
+import re
 import warnings as pywarnings
 from pathlib import Path
 
@@ -47,6 +48,8 @@ _TEXT_LOSS = "__text_loss__"
 # "No log": the Hugging Face Trainer's notebook table, where no training loss was logged since the
 # previous evaluation row.
 _MISSING_TEXT = frozenset({"", "na", "n/a", "null", "none", "#n/a", "<na>", "no log", "-"})
+# A line end as the table parser sees one: "\n", "\r\n", or a bare "\r".
+_LINE_END = re.compile(r"\r\n?|\n")
 # Cells that mean "no value" in the other numeric columns: pandas' defaults.
 _NA_VALUES = ["", "NA", "N/A", "n/a", "NaN", "nan", "-NaN", "-nan", "null", "NULL", "None", "#N/A", "<NA>"]
 
@@ -62,7 +65,8 @@ def read_header(path: str | Path, sep: str | None = None) -> tuple[list[str], st
     """
     with open(path, "rb") as f:
         line = f.readline(_MAX_HEADER_BYTES)
-    text = line.decode("utf-8-sig", errors="replace").rstrip("\r\n")
+    # A bare "\r" ends the line too (classic Mac, some spreadsheet exports), as for the parser.
+    text = _LINE_END.split(line.decode("utf-8-sig", errors="replace"), maxsplit=1)[0]
     if sep is None:
         sep = "\t" if "\t" in text else ","
     if not text.strip():
@@ -256,7 +260,7 @@ def _ends_with_newline(path: Path) -> bool:
         if f.tell() == 0:
             return True
         f.seek(-1, 2)
-        return f.read(1) == b"\n"
+        return f.read(1) in (b"\n", b"\r")  # a bare "\r" ends a line too (see _LINE_END)
 
 
 def table_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warnings: list[str],

@@ -21,6 +21,7 @@ import pandas as pd
 from sentinel import metrics
 from sentinel.analyze.loaders.amp_lines import AMP_LINES, WORDS as AMP_WORDS
 from sentinel.analyze.loaders.dialect_types import Dialect, Shape
+from sentinel.analyze.loaders.keys import STEP_LIMIT
 from sentinel.analyze.loaders.record_fields import NAN_PREFIX
 from sentinel.events import EventKind, make_event
 
@@ -54,7 +55,7 @@ def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, wa
     last_step = int(record_steps[-1]) if len(record_steps) else int(steps.index[-1]) if len(steps.index) else None
     events: list[dict] = []
     at: list[int] = []
-    pending = 0
+    pending = too_large = 0
     rank0 = None
     for pos, rule, match in found:
         groups = {k: v for k, v in match.groupdict().items() if v is not None}
@@ -75,6 +76,9 @@ def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, wa
         stamp(event, time if not math.isnan(time) else _timestamp(text, pos, dialect.timestamp))
         if "step" in groups:
             event["step"] = int(groups["step"])
+            if abs(event["step"]) >= STEP_LIMIT:
+                too_large += 1
+                continue
         else:
             nxt = int(np.searchsorted(positions, pos)) if len(positions) else 0
             if nxt < len(positions):
@@ -87,6 +91,9 @@ def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, wa
         events.append(event)
         at.append(pos)
     word = dialect.event_word or ("overflow" if rules is AMP_LINES else f"{dialect.name} event")
+    if too_large:
+        warnings.append(f"{too_large} {word} line(s) with a step too large for a 64-bit integer (e.g. 1e30) "
+                        "were skipped")
     if pending and len(steps.index):
         warnings.append(f"{pending} {word} line(s) after the last {dialect.record_word} line were given step "
                         f"{last_step + 1}")

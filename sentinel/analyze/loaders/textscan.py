@@ -74,6 +74,7 @@ import pyarrow.compute as pc
 from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions
 from sentinel.analyze.loaders.dialect_types import HEAD_ROLES, Dialect, Shape
+from sentinel.analyze.loaders.keys import STEP_LIMIT
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.record_fields import (KEY, NAN_PREFIX, check_heads, metric_name, watches_nonfinite,
                                                     unit_suffix, units_order, widest)
@@ -511,7 +512,12 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
     step = table.pop("_step")
     fills = table.pop("_fills").astype(bool)
     del table["_pos"]
-    known = ~np.isnan(step)
+    with np.errstate(invalid="ignore"):
+        known = np.abs(step) < STEP_LIMIT  # False for NaN: a record without a step
+    too_large = int((~known & ~np.isnan(step)).sum())
+    if too_large:
+        warnings.append(f"{too_large} {dialect.record_word} line(s) with a step too large for a 64-bit "
+                        "integer (e.g. 1e30) were skipped")
     if not known.all():
         table = {name: column[known] for name, column in table.items()}
         step, fills = step[known], fills[known]
