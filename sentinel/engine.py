@@ -124,6 +124,7 @@ class Sentinel:
         self.optimizers = _as_list(optimizer)
         self.schedulers = _as_list(scheduler)
         self.scaler = scaler
+        _check_training_objects(self.optimizers, self.schedulers, scaler)
         self.loss_fn = loss_fn
         # Whether a non-finite step can be replayed to localise it (an adapter with its own
         # replay, such as the Lightning callback, sets this).
@@ -1084,6 +1085,38 @@ def _rank_dir(directory: str | None, rank: int, world_size: int) -> str | None:
     if directory is None or world_size == 1:
         return directory
     return os.path.join(directory, f"rank{rank}")
+
+
+def _check_training_objects(optimizers: list[Any], schedulers: list[Any], scaler: Any) -> None:
+    """Refuse what is not an optimizer / LR scheduler / grad scaler, naming the argument (by the
+    methods sentinel uses, so wrappers that behave like them pass)."""
+    usage = "Sentinel(model, optimizer, scheduler=None, scaler=None, log_dir=...)"
+
+    def name(obj: Any) -> str:  # an optimizer's repr runs over many lines
+        return repr(obj)[:80] if isinstance(obj, (str, int, float)) else \
+            f"<{type(obj).__module__}.{type(obj).__qualname__}>"
+
+    def kind(obj: Any) -> str:
+        if hasattr(obj, "param_groups") and hasattr(obj, "step"):
+            return "an optimizer"
+        if hasattr(obj, "get_last_lr") or hasattr(obj, "last_epoch"):
+            return "an LR scheduler"
+        if hasattr(obj, "get_scale") and hasattr(obj, "unscale_"):
+            return "a grad scaler"
+        return f"a {type(obj).__name__}"
+
+    for obj in optimizers:
+        if kind(obj) != "an optimizer":
+            raise TypeError(f"sentinel: optimizer={name(obj)} is {kind(obj)}, not an optimizer: pass the "
+                            f"torch.optim optimizer(s) second, {usage}")
+    for obj in schedulers:
+        if kind(obj) in ("an optimizer", "a grad scaler") or not hasattr(obj, "state_dict") \
+                or not hasattr(obj, "load_state_dict"):
+            raise TypeError(f"sentinel: scheduler={name(obj)} is {kind(obj)}, not an LR scheduler: pass the "
+                            f"scheduler third (or scheduler=...), {usage}")
+    if scaler is not None and kind(scaler) != "a grad scaler":
+        raise TypeError(f"sentinel: scaler={name(scaler)} is {kind(scaler)}, not a torch.amp.GradScaler: pass "
+                        f"scaler=GradScaler(...) or leave it out, {usage}")
 
 
 def _as_list(obj: Any) -> list[Any]:

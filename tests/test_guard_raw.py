@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -578,3 +579,17 @@ def test_a_model_with_complex_parameters_trains_guarded(tmp_path):
     sen.close()
     run = load_run(tmp_path / "run")
     assert len(run.steps) == 30 and (run.steps["grad_norm/total"] > 0).all()
+
+
+@pytest.mark.parametrize("args, named", [
+    (lambda opt, sched: (sched, opt), "optimizer=<torch.optim.lr_scheduler.StepLR"),  # swapped
+    (lambda opt, sched: ("adam",), "optimizer='adam' is a str"),
+    (lambda opt, sched: (opt, sched, opt), "scaler=<torch.optim.sgd.SGD> is an optimizer"),
+])
+def test_a_wrong_object_for_the_optimizer_scheduler_or_scaler_is_named_at_construction(tmp_path, args, named):
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    sched = torch.optim.lr_scheduler.StepLR(opt, 10)
+    with pytest.raises(TypeError, match=re.escape(named)):
+        Sentinel(model, *args(opt, sched), log_dir=str(tmp_path / "run"))
+    assert not (tmp_path / "run").exists()  # refused before anything was written
