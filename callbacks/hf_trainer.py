@@ -289,7 +289,10 @@ class SentinelTrainerCallback(TrainerCallback):
                             "afresh (no skip list or rollback count taken over)", state.global_step, folder,
                             STATE_FILE)
             return
-        self.sentinel.load_state_dict(read_json(Path(path)))
+        try:
+            self.sentinel.load_state_dict(read_json(Path(path)))
+        except ValueError as err:
+            raise ValueError(f"{path}: {err}; delete that file to resume without sentinel's history") from None
         if args.process_index == 0:
             log.warning(self.sentinel.describe_resume())
 

@@ -582,6 +582,20 @@ class Sentinel:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` (a checkpoint's). A state of the wrong shape is a
+        ``ValueError`` naming what is wrong."""
+        try:
+            self._load_state(state)
+        except (TypeError, ValueError, AttributeError, KeyError) as err:
+            raise ValueError(f"sentinel: the saved state is malformed ({type(err).__name__}: {err}): pass what "
+                             "Sentinel.state_dict() returned") from None
+
+    def _load_state(self, state: dict[str, Any]) -> None:
+        if not isinstance(state, dict):
+            raise TypeError(f"a {type(state).__name__}, not a dict")
+        skiplist = state.get("skiplist", [])
+        if not isinstance(skiplist, list) or not all(isinstance(e, dict) for e in skiplist):
+            raise TypeError("'skiplist' is not a list of entries")
         self._resumed = True
         self.step = int(state.get("step", 0))
         guard = dict(state.get("guard") or {})
@@ -599,7 +613,7 @@ class Sentinel:
         if "loss_scale" in state:
             self.loss_scale.load_state_dict(state["loss_scale"])
         known = {repr(sorted(e.items())) for e in self.skiplist.entries}
-        for entry in state.get("skiplist", []):
+        for entry in skiplist:
             if repr(sorted(entry.items())) not in known:
                 self.skiplist.add(entry)
 

@@ -593,3 +593,17 @@ def test_a_wrong_object_for_the_optimizer_scheduler_or_scaler_is_named_at_constr
     with pytest.raises(TypeError, match=re.escape(named)):
         Sentinel(model, *args(opt, sched), log_dir=str(tmp_path / "run"))
     assert not (tmp_path / "run").exists()  # refused before anything was written
+
+
+@pytest.mark.parametrize("state, why", [
+    ([1, 2], "a list, not a dict"),
+    ({"step": "abc"}, "invalid literal for int()"),
+    ({"step": 3, "detectors": None}, "NoneType"),
+    ({"step": 3, "skiplist": {"a": 1}}, "'skiplist' is not a list"),
+])
+def test_a_saved_state_of_the_wrong_shape_is_one_clear_error(tmp_path, state, why):
+    model = torch.nn.Linear(4, 1)
+    sen = Sentinel(model, torch.optim.SGD(model.parameters(), lr=0.1), log_dir=str(tmp_path / "run"))
+    with pytest.raises(ValueError, match=r"sentinel: the saved state is malformed \(.*" + re.escape(why)):
+        sen.load_state_dict(state)
+    sen.close()
