@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -545,3 +546,48 @@ def test_autocast_bf16_outputs_identical_and_stats_in_float32() -> None:
     assert torch.equal(out, ref)
     assert metrics and all(v.dtype == torch.float32 for v in metrics.values())
     assert all(math.isfinite(float(v)) for v in metrics.values())
+
+
+def test_a_compiled_model_is_not_hooked_and_does_not_recompile(tmp_path):
+    """Hooks put on a torch.compile'd model for each sampled step made it recompile every time,
+    until torch hit its recompile limit and ran the model uncompiled for the rest of the run."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    from sentinel import Sentinel
+    from sentinel.probes.attention import COMPILED_REASON
+
+    class Tiny(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb, self.qkv, self.out = torch.nn.Embedding(50, 16), torch.nn.Linear(16, 48), torch.nn.Linear(16, 50)
+
+        def forward(self, t):
+            h = self.emb(t)
+            B, T, C = h.shape
+            q, k, v = self.qkv(h).view(B, T, 3, 2, 8).permute(2, 0, 3, 1, 4)
+            o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return self.out(h + o.transpose(1, 2).reshape(B, T, C))
+
+    torch._dynamo.reset()
+    counters.clear()
+    torch.manual_seed(0)
+    model = Tiny()
+    compiled = torch.compile(model, backend="eager")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+
+    def loss_fn(m, t):
+        return torch.nn.functional.cross_entropy(m(t).reshape(-1, 50), t.reshape(-1))
+
+    sen = Sentinel(compiled, opt, log_dir=str(tmp_path / "run"), loss_fn=loss_fn, attention_every=5, tensorboard=False)
+    for batch in sen.batches([torch.randint(0, 50, (4, 6)) for _ in range(40)]):
+        opt.zero_grad()
+        loss = loss_fn(compiled, batch)
+        loss.backward()
+        if sen.check(loss):
+            opt.step()
+        sen.end_step()
+    sen.close()
+    assert counters["stats"]["unique_graphs"] == 1  # compiled once, never again
+    assert json.loads((tmp_path / "run" / "meta.json").read_text())["attention"] == COMPILED_REASON
+    torch._dynamo.reset()

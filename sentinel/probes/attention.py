@@ -99,6 +99,11 @@ _SOFTMAX = frozenset(id(f) for f in (F.softmax, torch.softmax, torch.Tensor.soft
 _ATTENTION_NAME = re.compile(r"attn|attention|mha", re.IGNORECASE)
 
 #: Why nothing was recorded, for a model in which no path above saw attention.
+COMPILED_REASON = (
+    "attention is not sampled: the model is compiled (torch.compile), and the hooks a sampled "
+    "step puts on it would make it recompile each time, until torch gives up and runs it "
+    "uncompiled; attention entropy is recorded in runs without torch.compile"
+)
 NO_ATTENTION_REASON = (
     "no attention modules found: the model has no nn.MultiheadAttention, no "
     "scaled_dot_product_attention call and no softmax over a q @ k.T product on a sampled "
@@ -493,6 +498,7 @@ class AttentionProbe:
         ]
         self._armed = False
         self._sampled_once = False
+        self._compiled = False  # found compiled on a sampled step: no hooks from then on
         self._handles: list[RemovableHandle] = []
         self._mode: _AttentionInterceptor | None = None
         self._stack: list[str] = []  # names of modules inside forward, innermost last
@@ -520,6 +526,8 @@ class AttentionProbe:
             >>> probe.no_attention_reason
             'no attention modules found: the model has no nn.MultiheadAttention, ...'
         """
+        if self._compiled and self._sampled_once:
+            return COMPILED_REASON
         if self.found_any or not self._sampled_once:
             return None
         return NO_ATTENTION_REASON
@@ -558,6 +566,9 @@ class AttentionProbe:
             )
             self.stop()
         if not self.should_sample(step):
+            return False
+        if self._compiled or _is_compiled(self.model):
+            self._compiled = self._sampled_once = True
             return False
         global _ARMED
         if _ARMED is not None:
@@ -866,3 +877,9 @@ def _leave_mode(mode: TorchFunctionMode) -> None:
             "active; they were kept",
             len(above),
         )
+
+
+def _is_compiled(model: nn.Module) -> bool:
+    """Whether ``model`` or a module in it runs compiled (``torch.compile(m)`` or ``m.compile()``)."""
+    return any(hasattr(m, "_orig_mod") or getattr(m, "_compiled_call_impl", None) is not None
+               for m in model.modules())
