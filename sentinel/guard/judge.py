@@ -52,6 +52,7 @@ class StepJudge:
         self._diverged = False  # a divergence signal on entering it, not on every step after
         self._outlier_starts: deque[int] = deque()  # steps where a run of loss outliers began
         self._last_outlier = False
+        self._frequent = False  # loss outliers have been frequent lately (see FREQUENT_EPISODES)
         # The first step whose loss was below zero: from there the loss rules (relative, in log
         # space) cannot judge it, and their findings are recorded but not acted on.
         self.negative_loss_step: int | None = None
@@ -82,7 +83,13 @@ class StepJudge:
             while starts and starts[0] <= step - FREQUENT_WINDOW:
                 starts.popleft()
             self._last_outlier = loss_spike
-            frequent = loss_spike and len(starts) > FREQUENT_EPISODES
+            # Once frequent, until half as many: as the model learns the harder part, fewer of its
+            # batches stand out, and withholding the hardest of them again would stall it there.
+            if len(starts) > FREQUENT_EPISODES:
+                self._frequent = True
+            elif len(starts) < FREQUENT_EPISODES // 2:
+                self._frequent = False
+            frequent = loss_spike and self._frequent
         if not (nonfinite or loss_spike or grad_norm_spike or newly_diverged or overflow_streak) \
                 and loss_scale is None:
             return _HEALTHY  # the usual step: one shared (frozen) instance, nothing to build
@@ -95,6 +102,7 @@ class StepJudge:
         return {"loss": self.loss.state_dict(), "grad": self.grad.state_dict(),
                 "divergence": self.divergence.state_dict(),
                 "outlier_starts": list(self._outlier_starts), "last_outlier": self._last_outlier,
+                "frequent": self._frequent,
                 "negative_loss_step": self.negative_loss_step}
 
     def load_state_dict(self, states: dict[str, Any]) -> None:
@@ -105,5 +113,6 @@ class StepJudge:
         if "outlier_starts" in states:
             self._outlier_starts = deque(int(s) for s in states["outlier_starts"])
             self._last_outlier = bool(states.get("last_outlier", False))
+            self._frequent = bool(states.get("frequent", False))
         if states.get("negative_loss_step") is not None:  # once negative, a rollback does not undo that
             self.negative_loss_step = int(states["negative_loss_step"])
