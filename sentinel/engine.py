@@ -152,6 +152,10 @@ class Sentinel:
         self.ring = SnapshotRing(SnapshotConfig(every=g.snapshot_every, keep=g.snapshot_keep,
                                                 max_bytes=_snapshot_budget(g.snapshot_max_bytes, g.snapshot_dir),
                                                 directory=_rank_dir(g.snapshot_dir, self.rank, self.world_size)))
+        # The state a loss rollback left, kept until the rollback proves it cured something: if
+        # the loss stays as high on the restored weights (the loss itself moved, see
+        # _accept_new_level), training returns to it instead of losing the steps in between.
+        self._return_ring: SnapshotRing | None = None
         # Only rank 0 writes; an unwritable log_dir fails here, before training starts.
         self.writer = RunWriter(self.log_dir, meta=self._meta(meta), tensorboard=rec.tensorboard) \
             if self.rank == 0 else None
@@ -673,6 +677,8 @@ class Sentinel:
                 self._accept_loss_level()
             if self._new_level:
                 self._accept_new_level(decision)
+            elif self._on_restored:  # the rollback cured it: the state it left is not needed
+                self._drop_return_point()
             self._on_restored = False
             self._streak, self._streak_start = [], None
             if self._step_batches and not self._values.get(metrics.AMP_OVERFLOW):  # the scaler skipped it
@@ -737,7 +743,8 @@ class Sentinel:
     def _accept_new_level(self, decision: Decision) -> None:
         """The outlier streak that came on the restored weights is the loss's new level: the
         detectors take it as their baseline, its batches leave the skip list, the rollback's
-        learning-rate cool-down ends, and the rollback is not counted toward the give-up."""
+        learning-rate cool-down ends, the rollback is not counted toward the give-up, and training
+        returns to the state the rollback left (the steps in between were no damage)."""
         self._new_level = False
         loss_v = self.judge.verdicts[0]
         self.judge.loss.rebase(decision.streak)
@@ -745,13 +752,63 @@ class Sentinel:
         self.judge.divergence.rebase()
         self.cooldown_until = self.step  # a later rollback is no return of this one
         self.lr_cooldown.set_factor(1.0)
+        returned = self._return_to_point()
         if self.skiplist.discard_outliers({b.step for b in self._streak}) and self.writer is not None:
             self.writer.write_skiplist(self.skiplist.entries)
         self._event(EventKind.NEW_LEVEL, reason=decision.reason.value, onset=self._rolled_back_for,
                     restored_step=self.last_restored_step,
                     streak=decision.streak, loss=self._values.get(metrics.LOSS, math.nan),
                     loss_baseline=loss_v.baseline if loss_v is not None else math.nan,
-                    rollbacks=self.rollbacks)
+                    rollbacks=self.rollbacks, returned_to=returned)
+
+    def _keep_return_point(self) -> None:
+        """Keep the state a loss rollback is about to leave (one snapshot, beside the ring and
+        within its memory bound; none when it does not fit, or on a failure: a diagnostic never
+        stops training)."""
+        g, ring = self.config.guard, self.ring
+        newest = ring.snapshots[-1].nbytes if ring.snapshots else 0
+        if ring.config.max_bytes is not None and ring.nbytes + newest > ring.config.max_bytes:
+            self._return_ring = None
+            return
+        if self._return_ring is None:
+            directory = _rank_dir(g.snapshot_dir, self.rank, self.world_size)
+            self._return_ring = SnapshotRing(SnapshotConfig(
+                every=1, keep=1, directory=None if directory is None else os.path.join(directory, "return")))
+        try:
+            self._return_ring.take(self.step, model=self.model, optimizers=self.optimizers,
+                                   schedulers=self.schedulers, scaler=self.scaler)
+        except (OSError, ValueError, TypeError) as err:
+            log.warning("sentinel: step %d: the state before the rollback could not be kept (%s): a "
+                        "rollback that cures nothing will not return to it", self.step, err)
+            self._drop_return_point()
+
+    def _return_to_point(self) -> int | None:
+        """Back to the state the last rollback left (the step it was kept at), or None."""
+        ring = self._return_ring
+        if ring is None or not ring.snapshots:
+            return None
+        point = ring.snapshots[-1]
+        agree = distributed.min_and_max if self.world_size > 1 else None
+        try:
+            ring.restore(point, model=self.model, optimizers=self.optimizers, schedulers=self.schedulers,
+                         scaler=self.scaler, agree=agree)
+        except (SnapshotUnusable, ValueError) as err:
+            log.warning("sentinel: step %d: could not return to the state before the rollback (%s); "
+                        "training goes on from the restored one", self.step, err)
+            return None
+        finally:
+            self._drop_return_point()
+        return point.step
+
+    def _drop_return_point(self) -> None:
+        ring, self._return_ring = self._return_ring, None
+        if ring is not None:
+            ring.drop_after(-1)
+            if ring.config.directory is not None:  # its folder in snapshot_dir goes with it
+                try:
+                    os.rmdir(ring.config.directory)
+                except OSError:
+                    pass
 
     def _culprit_micro_batches(self, seen: list[_BatchSeen]) -> list[_BatchSeen]:
         """Of an outlier step's micro-batches (gradient accumulation), those whose own loss is
@@ -791,6 +848,8 @@ class Sentinel:
                         restored_step=None, skipped=[_short(e) for e in culprits],
                         note="no snapshot yet: nothing restored")
             return
+        if decision.reason in (Reason.LOSS_SPIKE, Reason.GRAD_NORM_SPIKE, Reason.DIVERGENCE):
+            self._keep_return_point()
         try:
             restored = self._restore(snapshot)
         except SnapshotUnusable as err:  # every snapshot file from there back is damaged or gone

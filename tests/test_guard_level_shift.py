@@ -104,7 +104,8 @@ def test_weights_that_creep_away_still_roll_back(tmp_path):
     assert not [e for e in events if e["kind"] == "divergence" and e.get("accepted")]
 
 
-def _train_reweighted(tmp_path, weight_from: int, guarded: bool = True) -> tuple[Sentinel | None, list[dict], float]:
+def _train_reweighted(tmp_path, weight_from: int, guarded: bool = True,
+                      **options) -> tuple[Sentinel | None, list[dict], float]:
     """A regression whose loss is multiplied by 10 from step ``weight_from`` (a new loss weight,
     an extra term switched on, a target network synced): the loss jumps and stays there on any
     weights. Returns the events and the final loss on held-out data, unweighted."""
@@ -121,7 +122,8 @@ def _train_reweighted(tmp_path, weight_from: int, guarded: bool = True) -> tuple
     def loss_fn(model, batch):
         return weight[0] * mse(model, batch)
 
-    sen = Sentinel(model, opt, log_dir=str(tmp_path / "run"), loss_fn=loss_fn, tensorboard=False) if guarded else None
+    sen = Sentinel(model, opt, log_dir=str(tmp_path / "run"), loss_fn=loss_fn, tensorboard=False,
+                   **options) if guarded else None
     for i, batch in enumerate(sen.batches(batches) if sen is not None else batches):
         weight[0] = 10.0 if (sen.step if sen is not None else i) >= weight_from else 1.0
         opt.zero_grad()
@@ -150,6 +152,7 @@ def test_a_loss_that_changes_on_any_weights_is_accepted_after_one_rollback(tmp_p
     (level,) = [e for e in events if e["kind"] == "new_level"]
     assert rollback["step"] < level["step"] <= rollback["step"] + 5 + 3 + 1  # skip_after, then a streak
     assert level["restored_step"] == rollback["restored_step"] and level["rollbacks"] == 0
+    assert level["returned_to"] == rollback["step"]  # back to the state the rollback left
     assert level["loss"] > 5 * level["loss_baseline"]
     assert sen.rollbacks == 0
     # Trained on from there: the level is the baseline, its batches are applied.
@@ -171,4 +174,17 @@ def _assert_analyzer_takes_the_guards_word(run_dir, accepted_at: int) -> None:
     moved = [i for i in report.incidents if i.kind in ("divergence", "loss_spike", "rollback")]
     assert moved and all(i.severity == "info" and i.details["accepted_level"] == accepted_at for i in moved)
     assert "accepted it at step" in moved[0].message
+
+
+def test_the_return_to_the_state_a_rollback_left_works_from_disk_and_leaves_nothing(tmp_path):
+    """With snapshot_dir the state the rollback left is a file of its own, beside the ring's, gone
+    once it has been returned to; training goes on from the same weights as in memory."""
+    _, events, final = _train_reweighted(tmp_path / "mem", weight_from=400)
+    _, disk_events, disk_final = _train_reweighted(tmp_path / "disk", weight_from=400,
+                                                   snapshot_dir=str(tmp_path / "snaps"))
+    (level,) = [e for e in disk_events if e["kind"] == "new_level"]
+    assert level["returned_to"] == [e for e in events if e["kind"] == "new_level"][0]["returned_to"]
+    assert disk_final == final
+    assert sorted(p.name for p in (tmp_path / "snaps").iterdir()) == \
+        [f"snapshot-{s:09d}.pt" for s in (700, 725, 750, 775)]
 
