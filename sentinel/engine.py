@@ -759,7 +759,7 @@ class Sentinel:
                     restored_step=self.last_restored_step,
                     streak=decision.streak, loss=self._values.get(metrics.LOSS, math.nan),
                     loss_baseline=loss_v.baseline if loss_v is not None else math.nan,
-                    rollbacks=self.rollbacks, returned_to=returned)
+                    rollbacks=self.rollbacks, returned_to=returned, **self._take_weights_check())
 
     def _keep_return_point(self) -> None:
         """Keep the state a loss rollback is about to leave (one snapshot, beside the ring and
@@ -783,18 +783,31 @@ class Sentinel:
             self._drop_return_point()
 
     def _return_to_point(self) -> int | None:
-        """Back to the state the last rollback left (the step it was kept at), or None."""
-        ring = self._return_ring
-        if ring is None or not ring.snapshots:
+        """Back to the state the last rollback left (the step it was kept at), or None.
+
+        Only when that state scores this step's batch no worse than the restored weights did:
+        a rollback can also have undone real damage that a stretch of hard batches followed, and
+        then the restored weights stay. Without a batch to re-run, they stay too.
+        """
+        ring, restored = self._return_ring, self.ring.last_restored
+        loss_now = self._values.get(metrics.LOSS, math.nan)
+        if ring is None or not ring.snapshots or restored is None or self.replay_batch is None \
+                or len(self._step_batches) != 1 or not math.isfinite(loss_now):
+            self._drop_return_point()
             return None
         point = ring.snapshots[-1]
         agree = distributed.min_and_max if self.world_size > 1 else None
+        objects = dict(model=self.model, optimizers=self.optimizers, schedulers=self.schedulers,
+                       scaler=self.scaler, agree=agree)
         try:
-            ring.restore(point, model=self.model, optimizers=self.optimizers, schedulers=self.schedulers,
-                         scaler=self.scaler, agree=agree)
+            ring.restore(point, **objects)
+            # The same batch on the state before the rollback, against its loss on the restored weights.
+            if self._check_weights(self._step_batches[0], loss_now) is not True:
+                self.ring.restore(restored, **objects)  # damaged (or not known): keep the restored weights
+                return None
         except (SnapshotUnusable, ValueError) as err:
-            log.warning("sentinel: step %d: could not return to the state before the rollback (%s); "
-                        "training goes on from the restored one", self.step, err)
+            log.warning("sentinel: step %d: the state before the rollback could not be compared or "
+                        "restored (%s)", self.step, err)
             return None
         finally:
             self._drop_return_point()

@@ -607,3 +607,15 @@ def test_a_saved_state_of_the_wrong_shape_is_one_clear_error(tmp_path, state, wh
     with pytest.raises(ValueError, match=r"sentinel: the saved state is malformed \(.*" + re.escape(why)):
         sen.load_state_dict(state)
     sen.close()
+
+
+def test_after_real_damage_a_stretch_of_hard_batches_does_not_send_training_back_to_it(tmp_path, tiny_task):
+    """Damaged weights roll back; the batches after the skipped ones are hard too (outliers on the
+    restored, good weights: taken as a new level). The state the rollback left scores such a batch
+    far worse than the restored weights do: training stays on the restored weights."""
+    clean, _, _ = _train(tmp_path / "clean", tiny_task)
+    final, sen, run = _train(tmp_path / "guarded", tiny_task, corrupt_steps={60}, poison_steps=range(66, 72))
+    (rollback, *_), (level, *_) = _events(run, "rollback"), _events(run, "new_level")
+    assert rollback["weights_check"]["weights_ok"] is False and level["step"] > rollback["step"]
+    assert level["returned_to"] is None and level["weights_check"]["weights_ok"] is False
+    assert not _events(run, "gave_up") and final <= 2 * clean
