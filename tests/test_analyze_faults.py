@@ -400,6 +400,20 @@ def test_a_row_with_very_many_keys_is_bounded(tmp_path):
     assert "wide.csv: 4002 of 5002 columns dropped: at most 1000 columns are read" in csv_run["warnings"]
 
 
+@pytest.mark.parametrize("unit", ["step 1 loss 2.0 ", "abc def 12 ghi, x=3; ", "step 1 total_loss = 2.0 ",
+                                  "Epoch 1 val_loss: 2.0 ", "loss 2.0 xstep 1 ",
+                                  "\b" * 40 + " 12/1875 [=====>....] - ETA: 1:23 - loss: 2.3026 - 2ms/step"])
+def test_a_megabyte_on_one_line_is_read_in_linear_time(tmp_path, unit):
+    # Each record pattern's scan between two fields is bounded: on one long line, every "step N"
+    # that no "loss = " follows used to read on to the line's end (hours for 1 MB). A hang guard,
+    # not a timing: the whole command takes about a second.
+    log = tmp_path / "one_line.log"
+    log.write_text(unit * ((1 << 20) // len(unit) + 1) + "\n")
+    script = Path(sys.executable).with_name("sentinel")
+    done = subprocess.run([str(script), "analyze", str(log)], capture_output=True, text=True, timeout=60)
+    assert done.returncode in (0, 1) and "Traceback" not in done.stderr
+
+
 # --------------------------------------------------------------------------- hostile strings
 
 

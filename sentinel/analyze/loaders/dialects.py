@@ -17,6 +17,20 @@ from sentinel.analyze.loaders.amp_lines import AMP_LINES, SNIFF as AMP_SNIFF
 from sentinel.analyze.loaders.dialect_types import Dialect, EventLine, RecordEvent, Shape
 
 _M = re.MULTILINE
+# The most characters between two fields of one record ("step N ... loss = X"). A lazy scan
+# without a bound is quadratic on a long line: each "step N" that no "loss = " follows reads to
+# the line's end (a 1 MB log on one line took minutes). Bounded, a scan costs at most this much.
+_GAP_CHARS = 1024
+_GAP = rf"[^\n]{{0,{_GAP_CHARS}}}?"
+
+
+def _gap_until(start: str) -> str:
+    """:data:`_GAP` that stops where the next record starts (``start``): on a long line of many
+    records (a log pasted without its line ends) each scan then reads its own record only, and
+    a record's fields are never taken from the next one."""
+    return rf"(?:(?!{start})[^\n]){{0,{_GAP_CHARS}}}?"
+
+
 _NUM = r"[-+]?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|\.\d+|nan|NaN|inf|Infinity|Inf)"
 _MS = {"ms": ("_ms", 1.0), "s": ("_ms", 1000.0)}
 
@@ -60,12 +74,13 @@ NANOGPT = Dialect(
 # The iteration is the step, as litgpt's own loggers write it (fabric.log_dict(metrics,
 # step=iter_num)): with gradient accumulation an older version printed each micro-batch's loss,
 # and a spike in one of them is kept; the optimizer step is a column of its own.
+_LITGPT_GAP = _gap_until(r"\biter \d+ step \d")
 LITGPT = Dialect(
     name="litgpt",
     description='litgpt ("iter N step M | loss train: X")',
     shapes=(
         Shape(re.compile(rf"\biter (\d+) step (\d+)\s*[:|]\s*loss(?: train)?:? ({_NUM})"
-                         rf"(?:[^\n]*?iter time: ({_NUM}) ?ms)?"),
+                         rf"(?:{_LITGPT_GAP}iter time: ({_NUM}) ?ms)?"),
               head=(metrics.STEP, "optimizer_step", metrics.LOSS, "iter_time_ms")),
     ),
 )
@@ -152,7 +167,7 @@ DEEPSPEED = Dialect(
         Shape(re.compile(rf"\bsteps: (\d+) loss: ({_NUM})"), head=(metrics.STEP, metrics.LOSS)),
     ),
     events=(
-        EventLine(re.compile(r"Grad overflow on iteration:? (?P<step>\d+)(?:[^\n]*\n){1,3}?[^\n]*?"
+        EventLine(re.compile(rf"Grad overflow on iteration:? (?P<step>\d+)(?:[^\n]{{0,{_GAP_CHARS}}}\n){{1,3}}?{_GAP}"
                              rf"(?:Rank (?P<rank>\d+) )?Skipping step\.? {_SCALES}"), source="deepspeed"),
         EventLine(re.compile(rf"overflow[!.]? (?:Rank (?P<rank>\d+) )?Skipping step\.? {_SCALES}", re.IGNORECASE),
                   source="deepspeed"),
@@ -183,22 +198,24 @@ HF_TRAINER = Dialect(
 )
 
 # TensorFlow Estimator / Keras-style: "loss = 0.69, step = 1" and "step 100 ... loss = 0.12".
+_TF_GAP = _gap_until(r"\bstep \d")
 TF = Dialect(
     name="tf",
     description='TensorFlow / Keras-style ("loss = X, step = N", "step N ... loss = X")',
     shapes=(
         Shape(re.compile(rf"\bloss = ({_NUM}), step = (\d+)"), head=(metrics.LOSS, metrics.STEP)),
-        Shape(re.compile(rf"\bstep (\d+)\b[^\n]*?\bloss = ({_NUM})"), head=(metrics.STEP, metrics.LOSS)),
+        Shape(re.compile(rf"\bstep (\d+)\b{_TF_GAP}\bloss = ({_NUM})"), head=(metrics.STEP, metrics.LOSS)),
     ),
 )
 
 # log4j-style (BigDL): "[Epoch 1 100/60000][Iteration 1][Wall Clock 0.52s] Trained 100 records in
 # 0.52 seconds. Throughput is 192.3 records/second. Loss is 2.30."
+_LOG4J_GAP = _gap_until(r"\[Iteration \d")
 LOG4J = Dialect(
     name="log4j",
     description='log4j-style ("[Iteration N] ... Loss is X")',
     shapes=(
-        Shape(re.compile(rf"\[Iteration (\d+)\][^\n]*?\bLoss is ({_NUM})"), head=(metrics.STEP, metrics.LOSS)),
+        Shape(re.compile(rf"\[Iteration (\d+)\]{_LOG4J_GAP}\bLoss is ({_NUM})"), head=(metrics.STEP, metrics.LOSS)),
     ),
 )
 
@@ -206,11 +223,12 @@ LOG4J = Dialect(
 # loss=nan, v_num=, reduced_train_loss=3.910, gradient_norm=1.010, ..., global_step=564.0, ...]". The
 # bar's own "loss" is Lightning's running mean, NaN in NeMo's training loop; reduced_train_loss is
 # the step's loss. Redraws whose "\r" was lost run on in one line: each draw is a record.
+_NEMO1_GAP = _gap_until("reduced_train_loss=")
 NEMO1 = Dialect(
     name="nemo",
     description='NeMo 1.x progress bar ("reduced_train_loss=X, ..., global_step=N.0")',
     shapes=(
-        Shape(re.compile(rf"\breduced_train_loss=({_NUM})[^\n]*?\bglobal_step=(\d+)(?:\.0)?\b"),
+        Shape(re.compile(rf"\breduced_train_loss=({_NUM}){_NEMO1_GAP}\bglobal_step=(\d+)(?:\.0)?\b"),
               head=(metrics.LOSS, metrics.STEP)),
     ),
     min_records=2,
@@ -218,11 +236,12 @@ NEMO1 = Dialect(
 
 # MaxText (train.py): f"completed step: {step}, seconds: {t:.3f}, TFLOP/s/device: {x:.3f}, ..., loss:
 # {loss:.3f}"; a pasted excerpt is often two or three lines.
+_MAXTEXT_GAP = _gap_until("completed step: ")
 MAXTEXT = Dialect(
     name="maxtext",
     description='MaxText ("completed step: N, seconds: S, ..., loss: X")',
     shapes=(
-        Shape(re.compile(rf"\bcompleted step: (\d+),[^\n]*?\bloss: ({_NUM})"), head=(metrics.STEP, metrics.LOSS)),
+        Shape(re.compile(rf"\bcompleted step: (\d+),{_MAXTEXT_GAP}\bloss: ({_NUM})"), head=(metrics.STEP, metrics.LOSS)),
     ),
     min_records=2,
 )
@@ -230,12 +249,13 @@ MAXTEXT = Dialect(
 # timm train.py: f"Train: {epoch} [{update_idx:>4d}/{updates_per_epoch} ({pct:>3.0f}%)]  Loss:
 # {losses_m.val:#.3g} ({losses_m.avg:#.3g})  Time: ...  LR: {lr:.3e}  Data: ..."; epochs from 0, the
 # update index inside the epoch: the step is epoch * updates_per_epoch + update_idx.
+_TIMM_GAP = _gap_until(r"\bTrain: \d")
 TIMM = Dialect(
     name="timm",
     description='timm ("Train: E [I/N (P%)]  Loss: X (avg)  ...  LR: L")',
     shapes=(
         Shape(re.compile(rf"\bTrain: (\d+) \[\s*(\d+)/(\d+) \(\s*\d+%\)\]\s+Loss: ({_NUM}) \([^)\n]*\)"
-                         rf"(?:[^\n]*?\bLR: ({_NUM}))?"),
+                         rf"(?:{_TIMM_GAP}\bLR: ({_NUM}))?"),
               head=("epoch0", "iter", "total", metrics.LOSS, metrics.LR)),
     ),
     min_records=2,
@@ -288,30 +308,35 @@ _QSEP = r"['\"]?\s*[:=]?\s*['\"]?"
 # "Epoch 2 ... step 300": an epoch, then a count (inside the epoch, or global: the steps tell).
 _COUNT_KEY = r"(?:step|iter|iteration|batch|it)"
 _EPOCH_NUM = r"(?i:\bepoch)\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?"
-_EPOCH_THEN_COUNT = rf"{_EPOCH_NUM}[^\n]*?(?i:\b{_COUNT_KEY}\b)\s*[:=#]?\s*\[?\s*(\d+)"
+_EPOCH_START = r"(?i:\bepoch)\s*[:=#]?\s*\[?\s*\d"
+_EPOCH_GAP = _gap_until(_EPOCH_START)
+_EPOCH_THEN_COUNT = rf"{_EPOCH_NUM}{_EPOCH_GAP}(?i:\b{_COUNT_KEY}\b)\s*[:=#]?\s*\[?\s*(\d+)"
 # "Epoch: [21][ 35/464]", "Epoch 3 [10/100]" (no groups: for a lookahead): the epoch shape below reads it.
 _EPOCH_BRACKETS = r"(?i:\bepoch)\s*[:=#]?\s*\[?\s*\d+(?:\s*/\s*\d+)?\s*\]?\s*\[\s*\d+\s*/"
 # A line about an evaluation ("| valid on 'valid' subset 1000 / 1311 loss=1.60", "Step 300 | eval
 # loss: 2.1"): its loss is not the training loss of a step. Fewer words than keys.looks_like_loss
 # rejects in a metric's name: a free-text line says "val" and "dev" for other things ("val: n/a",
 # "dev=cuda:0").
+# Up to the next loss: a Keras bar whose redraws ran into one line ("... - loss: 2.3 - 2ms/step")
+# reads each loss with its own record.
+_LOSS_GAP = _gap_until(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}{_NUM}")
 _EVAL_WORDS = ("valid", "validation", "eval", "evaluation", "test", "testing")
 GENERIC = Dialect(
     name="text",
     description="any text log with a step-like key (step, iter, global_step, N/TOTAL) and a loss on each line",
     shapes=(
         # Not on a line where an epoch comes before the step key (the epoch shape below reads it).
-        Shape(re.compile(rf"^(?![^\n]*?{_EPOCH_THEN_COUNT})[^\n]*?(?i:\b{_STEP_KEY}){_SEP}\[?\s*(\d+)(?:\s*/\s*\d+)?\b"
-                         rf"[^\n]*?(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
+        Shape(re.compile(rf"^(?![^\n]*?{_EPOCH_THEN_COUNT}){_GAP}(?i:\b{_STEP_KEY}){_SEP}\[?\s*(\d+)(?:\s*/\s*\d+)?\b"
+                         rf"{_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
               head=(metrics.STEP, metrics.LOSS)),
-        Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b[^\n]*?(?i:\b{_STEP_KEY}){_SEP}(\d+)\b"),
+        Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b{_LOSS_GAP}(?i:\b{_STEP_KEY}){_SEP}(\d+)\b"),
               head=(metrics.LOSS, metrics.STEP)),
         # "N/TOTAL" only on lines without a step key: a progress bar's count inside the epoch is
         # not the step where the line also names it (NeMo's "120/1000 [...] global_step=119.0").
         # The count starts again each epoch (Lightning's and Keras' bars): steps go on across epochs.
         Shape(re.compile(rf"^(?![^\n]*?(?i:\b{_STEP_KEY}){_SEP}\d)(?![^\n]*?{_EPOCH_BRACKETS})"
-                         rf"[^\n]*?(?:^|(?<![\d/:.-])\s)(\d+)\s*/\s*(\d+)\b(?![/:.]\d)"
-                         rf"[^\n]*?(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
+                         rf"{_GAP}(?:^|(?<![\d/:.-])\s)(\d+)\s*/\s*(\d+)\b(?![/:.]\d)"
+                         rf"{_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
               head=("iter", "total", metrics.LOSS)),
         # The PyTorch tutorials' and examples' own prints: f"Epoch [{e}/{E}], Step [{i}/{n}], Loss:
         # {loss:.4f}", "Epoch: e, Batch: b, Loss: x"; the MNIST example's f"Train Epoch: {e}
@@ -319,15 +344,15 @@ GENERIC = Dialect(
         # {loss:.3f}". A count that starts again in each epoch becomes a global step.
         # (a group that takes part in one match and not in another would shift the fields: one
         # shape with the epoch's length, one without)
-        Shape(re.compile(rf"{_EPOCH_THEN_COUNT}\s*/\s*(\d+)\s*\]?[^\n]*?(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
+        Shape(re.compile(rf"{_EPOCH_THEN_COUNT}\s*/\s*(\d+)\s*\]?{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
               head=("epoch", "iter", "total", metrics.LOSS)),
-        Shape(re.compile(rf"{_EPOCH_THEN_COUNT}(?!\d|\s*/\s*\d)\s*\]?[^\n]*?(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
+        Shape(re.compile(rf"{_EPOCH_THEN_COUNT}(?!\d|\s*/\s*\d)\s*\]?{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
               head=("epoch", "iter", metrics.LOSS)),
         # ... and the ImageNet example's ProgressMeter (copied into many repositories):
         # "Epoch: [21][1390/1930]\tTime 0.690 (0.986)\t...\tLoss 2.5681e+00 (1.0952e+01)", the
         # epoch perhaps with its total ("Epoch: [127/300][ 35/464]"); the loss, not its average.
         Shape(re.compile(rf"{_EPOCH_NUM}\s*\[\s*(\d+)\s*/\s*(\d+)[^\]\n]*\]"
-                         rf"[^\n]*?(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
+                         rf"{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
               head=("epoch", "iter", "total", metrics.LOSS)),
         Shape(re.compile(rf"^[ \t]*\[\s*(\d+),\s*(\d+)\]\s*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
               head=("epoch", "iter", metrics.LOSS)),
@@ -359,6 +384,7 @@ _MEGATRON_KEYS = {
 }
 _MEGATRON_SECONDS = {"elapsed time per iteration (s)": ("elapsed time per iteration (ms)", 1000.0)}
 _SP = r"[^\S\n]"  # \s within a line
+_MEGATRON_GAP = _gap_until(r"\biteration\s+\d")
 MEGATRON = Dialect(
     name="megatron",
     description='Megatron-LM / Megatron-DeepSpeed / NeMo stdout logs (" iteration N/M | lm loss: ... |")',
@@ -383,7 +409,7 @@ MEGATRON = Dialect(
     ),
     step_key="global_step",
     # A file must show an iteration line carrying at least one training field.
-    sniff=re.compile(r"\biteration\s+\d+\s*/\s*\d+\s*\|[^\n]*?"
+    sniff=re.compile(rf"\biteration\s+\d+\s*/\s*\d+\s*\|{_MEGATRON_GAP}"
                      r"(?:lm loss|learning rate|loss scale|grad norm|reduced_train_loss|\blr)\s*:"),
     min_records=1,
     drop_cut_line=False,
@@ -403,13 +429,13 @@ EPOCH_LINES = Dialect(
     name="text",
     description="one line per epoch (epoch E ... loss X)",
     shapes=(
-        Shape(re.compile(rf"^[^\n]*?{_EPOCH_NUM}[:,]?"
-                         rf"[^\n]*?(?<![\w/])(?:(?i:train(?:ing)?) )?(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
+        Shape(re.compile(rf"^{_GAP}{_EPOCH_NUM}[:,]?"
+                         rf"{_GAP}(?<![\w/])(?:(?i:train(?:ing)?) )?(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
               head=(metrics.STEP, metrics.LOSS)),
         # The same line's validation loss ("Epoch: 0111 train_loss= 0.00122 ... val_loss= nan"): a
         # NaN there is a warning of its own.
-        Shape(re.compile(rf"^[^\n]*?{_EPOCH_NUM}[:,]?[^\n]*?(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}{_NUM}\b"
-                         rf"[^\n]*?(?<![\w/])(?i:val_loss|valid_loss|validation_loss){_QSEP}({_NUM})\b", re.MULTILINE),
+        Shape(re.compile(rf"^{_GAP}{_EPOCH_NUM}[:,]?{_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}{_NUM}\b"
+                         rf"{_GAP}(?<![\w/])(?i:val_loss|valid_loss|validation_loss){_QSEP}({_NUM})\b", re.MULTILINE),
               head=(metrics.STEP, metrics.VAL_LOSS)),
     ),
     drop_words=_EVAL_WORDS,

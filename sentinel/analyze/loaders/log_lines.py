@@ -50,8 +50,10 @@ class Lines:
         """The lines that may hold a match of ``pattern``, each with a line end before and after
         it (so ``^``, ``$`` and a leading ``\\s`` see what they saw in the text)."""
         loose = line_filter(pattern)
-        if loose is None or "\n" not in self.text:
+        if loose is None:
             return self.text
+        # A text of one line is filtered too: a sniff head cut from a 1 MB line (no line end)
+        # would otherwise go whole to Python's re, whose lazy scans are quadratic on it.
         if self._lines is None:
             self._lines = pc.split_pattern(pa.array([self.text], pa.large_string()), "\n").flatten()
         hit = pc.match_substring_regex(self._lines, loose)

@@ -55,6 +55,7 @@ def line_filter(pattern: re.Pattern) -> str | None:
 _CLASS_ESCAPES = {"d": r"\p{Nd}", "w": r"\pL\pN_", "s": r"\s\x{0b}\x{1c}-\x{1f}\x{85}\pZ"}
 _LOOKAROUNDS = ("(?=", "(?!", "(?<=", "(?<!")
 _QUANTIFIER = re.compile(r"[*+?]\??|\{(\d*)(?:,\d*)?\}\??")
+_UPPER_BOUND = re.compile(r"^\{(\d*),\d+\}")
 
 
 @dataclass
@@ -96,7 +97,9 @@ def _parse(source: str, i: int) -> tuple[list[list[_Atom]], int]:
             atom, i = _Atom(c), i + 1
         quantifier = _QUANTIFIER.match(source, i)
         if quantifier:
-            atom.quantifier = quantifier.group(0)
+            # An upper bound is dropped ("{0,1024}?" is "{0,}?"): looser, and RE2 neither takes
+            # bounds over 1,000 nor has to spell out each repeat.
+            atom.quantifier = _UPPER_BOUND.sub(r"{\1,}", quantifier.group(0))
             atom.optional = atom.quantifier[0] in "*?" or quantifier.group(1) in ("", "0")
             i = quantifier.end()
         if atom.text:  # a lookaround or a word boundary is dropped
