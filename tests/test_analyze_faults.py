@@ -454,6 +454,28 @@ def test_tensorboard_record_with_a_bad_crc_is_dropped_and_counted(tmp_path):
     assert run["steps"] == 59 and run["incidents"] == []
 
 
+def test_a_tensorboard_record_dropped_for_its_crc_is_absent_not_a_nan_loss(tmp_path):
+    # Beside another tag the dropped loss leaves its step a row with no loss; a NaN logged into
+    # TensorBoard is a stored value and stays the critical incident it is.
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(tmp_path / "tb"))
+    for step in range(60):
+        writer.add_scalar("loss", float("nan") if step == 45 else 2.0 - step / 100, step)
+        writer.add_scalar("lr", 1e-3, step)
+    writer.close()
+    (file,) = (tmp_path / "tb").iterdir()
+    data = bytearray(file.read_bytes())
+    at = data.rfind(np.float32(2.0 - 30 / 100).tobytes())  # the loss of step 30
+    data[at + 3] ^= 0x7F
+    file.write_bytes(bytes(data))
+    doc = json.loads(invoke(str(tmp_path / "tb"), "--format", "json").stdout)
+    (run,) = doc["runs"]
+    assert any("dropped 1 record(s) whose checksum does not match" in w for w in run["warnings"])
+    assert run["steps"] == 60
+    assert [(i["kind"], i["step"], i["severity"]) for i in run["incidents"]] == [("nonfinite", 45, "critical")]
+
+
 def test_steps_that_do_not_fit_int64_are_dropped(tmp_path):
     rows = healthy_rows(60) + [(1e30, 1.0, 1e-3), (61.5, 1.0, 1e-3)]
     doc = json.loads(invoke(str(write_csv(tmp_path / "m.csv", rows)), "--format", "json").stdout)

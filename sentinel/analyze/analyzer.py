@@ -22,7 +22,7 @@ from sentinel.analyze.rule_chance import chance_incidents
 from sentinel.analyze.rule_divergence import divergence_incidents
 from sentinel.analyze.rule_guard import (accepted_levels, guard_incidents, online_spike_incidents,
                                          restart_incidents, settle_accepted)
-from sentinel.analyze.rule_nonfinite import eval_nonfinite_incidents, finite, nonfinite_incidents
+from sentinel.analyze.rule_nonfinite import eval_nonfinite_incidents, finite, logged_nan_steps, nonfinite_incidents
 from sentinel.analyze.rule_plateau import plateau_incidents
 from sentinel.analyze.rule_stuck import collapse_incidents, is_reinforcement_learning, stuck_loss_incidents
 from sentinel.analyze.rule_spikes import grad_explosion_incidents, loss_spike_incidents
@@ -187,7 +187,8 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
     incidents += restart_incidents(run.meta.get("restarts") if run.meta else None)
     incidents = settle_accepted(incidents, accepted_levels(run.events))
     incidents.sort(key=lambda i: (i.step, i.end_step, i.kind))
-    final_raw = _last_logged(steps[metrics.LOSS], steps) if has(metrics.LOSS) else None
+    final_raw = (_last_logged(steps[metrics.LOSS], steps, logged_nan_steps(run, metrics.LOSS))
+                 if has(metrics.LOSS) else None)
     final_finite = final_raw is None or bool(np.isfinite(final_raw))
     return RunReport(
         name=run.name, path=run.path, source=run.source, steps=int(len(steps)),
@@ -198,14 +199,14 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         verdict=verdict(incidents, final_finite), incidents=incidents, warnings=warnings, data=run)
 
 
-def _last_logged(loss: pd.Series, steps: pd.DataFrame) -> float | None:
+def _last_logged(loss: pd.Series, steps: pd.DataFrame, logged_nan: np.ndarray | None = None) -> float | None:
     """The last logged loss value, NaN/Inf included (a run that ends in NaN ends in NaN; one
     that ends with a validation-only row ends with its last training loss)."""
     from sentinel.analyze.rule_nonfinite import nonfinite_mask
 
     if len(loss) and pd.notna(loss.iloc[-1]):
         return float(loss.iloc[-1])  # the last row holds a value: the last logged one
-    logged = loss.notna().to_numpy() | nonfinite_mask(loss, steps).to_numpy()
+    logged = loss.notna().to_numpy() | nonfinite_mask(loss, steps, logged_nan).to_numpy()
     if not logged.any():
         return None
     return float(loss.iloc[len(logged) - 1 - int(np.argmax(logged[::-1]))])

@@ -8,6 +8,10 @@ that holds only validation metrics (llm.c and modded-nanogpt end with ``s:19560 
 final evaluation after the last training step) is a row where no training loss was logged,
 while a row that holds other training metrics but no loss (Megatron drops the ``lm loss``
 field of a diverged iteration) is a non-finite loss.
+
+A source that tells the two apart says so (``RunData.meta[LOGGED_NAN]``: TensorBoard stores a
+NaN as a value): its NaNs are read exactly, and a NaN at a step it did not log as NaN is a record
+that is not there (one dropped for a bad checksum), not a non-finite value.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
-from sentinel.analyze.loaders import RunData
+from sentinel.analyze.loaders import LOGGED_NAN, RunData
 from sentinel.analyze.loaders.keys import looks_like_eval_loss
 from sentinel.analyze.spans import between, cadence, group_steps
 
@@ -47,21 +51,26 @@ def eval_only_rows(steps: pd.DataFrame, key: str) -> np.ndarray:
     return steps[key].isna().to_numpy() & has_eval & ~has_train
 
 
-def nonfinite_mask(series: pd.Series, frame: pd.DataFrame | None = None) -> pd.Series:
+def nonfinite_mask(series: pd.Series, frame: pd.DataFrame | None = None,
+                   logged_nan: np.ndarray | None = None) -> pd.Series:
     """Boolean series: True where ``series`` holds a NaN/Inf that was logged, not just absent.
 
     Args:
         series: one metric, indexed by step.
         frame: the run's whole steps frame (``series`` is its column ``series.name``); with it,
             NaN on evaluation-only rows (see :func:`eval_only_rows`) counts as absent.
+        logged_nan: the steps the source logged a NaN at, when it tells them from absent values
+            (:func:`logged_nan_steps`); the NaN at any other step is then absent.
 
     Example:
         >>> s = pd.Series([1.0, np.nan, np.inf, 0.5], index=[0, 1, 2, 3])
-        >>> nonfinite_mask(s).tolist()
-        [False, True, True, False]
+        >>> nonfinite_mask(s).tolist(), nonfinite_mask(s, logged_nan=np.array([])).tolist()
+        ([False, True, True, False], [False, False, True, False])
     """
     values = series.to_numpy(dtype="float64")
     infinite = np.isinf(values)
+    if logged_nan is not None:
+        return pd.Series(infinite | np.isin(series.index.to_numpy(), logged_nan), index=series.index)
     missing = np.isnan(values)
     if not missing.any():
         return pd.Series(infinite, index=series.index)  # every row logged: only Inf counts
@@ -80,6 +89,21 @@ def nonfinite_mask(series: pd.Series, frame: pd.DataFrame | None = None) -> pd.S
         nan_rows = frame.iloc[rows]
         nan_logged[rows[eval_only_rows(nan_rows, series.name) | overflow_only_rows(nan_rows)]] = False
     return pd.Series(infinite | nan_logged, index=series.index)
+
+
+def logged_nan_steps(run: RunData, key: str) -> np.ndarray | None:
+    """The steps ``run``'s source logged ``key`` as NaN at, when the source tells a logged NaN from
+    an absent value (``RunData.meta[LOGGED_NAN]``); None when it does not.
+
+    Example:
+        >>> logged_nan_steps(RunData("r", "r", "tensorboard", pd.DataFrame(),
+        ...                          meta={LOGGED_NAN: {"loss": np.array([7])}}), "loss").tolist()
+        [7]
+    """
+    told = run.meta.get(LOGGED_NAN) if run.meta else None
+    if told is None:
+        return None
+    return np.asarray(told.get(key, ()), dtype="int64")
 
 
 def overflow_only_rows(steps: pd.DataFrame) -> np.ndarray:
@@ -147,7 +171,7 @@ def nonfinite_incidents(run: RunData) -> list[Incident]:
         if key not in run.steps.columns:
             continue
         series = run.steps[key]
-        mask = nonfinite_mask(series, run.steps)
+        mask = nonfinite_mask(series, run.steps, logged_nan_steps(run, key))
         last_finite = last_finite_step(series)
         for start, end in group_steps(mask, max_gap=1):
             span = between(series, start, end)[between(mask, start, end).to_numpy()]

@@ -50,6 +50,12 @@ class RunData:
 # each key into one), so a walk over directories does not read them as runs of their own.
 ADD_SCALARS_DIRS = "add_scalars_dirs"
 
+# RunData.meta key, from a source that tells a value logged as NaN from one not logged
+# (TensorBoard stores a NaN as a float value): ``{metric key: steps logged as NaN}`` (a key
+# absent: none). Where it is given, a NaN in the steps frame at any other step is absent (a
+# record that was not read, e.g. dropped for a bad checksum), never a non-finite value.
+LOGGED_NAN = "logged_nan"
+
 
 @dataclass(frozen=True)
 class LoadOptions:

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from sentinel import metrics
-from sentinel.analyze.loaders import ADD_SCALARS_DIRS, LoadOptions, RunData
+from sentinel.analyze.loaders import ADD_SCALARS_DIRS, LOGGED_NAN, LoadOptions, RunData
 from sentinel.analyze.loaders.keys import LOSS_ALIASES, canonical_key, infer_loss_column, inferred_loss_note
 from sentinel.analyze.loaders.tfrecord import read_scalars
 
@@ -163,13 +163,20 @@ def _load_files(name: str, where: Path, files: list[Path], options: LoadOptions)
         values = np.concatenate([p[1] for p in pairs]) if len(pairs) > 1 else pairs[0][1]
         columns[key] = _last_per_step(steps, values)
     frame = _frame(columns)
+    # A NaN in the frame is a value logged as NaN only where the events hold one; elsewhere it
+    # is a step the tag has no record of (not logged, or its record dropped for a bad checksum).
+    logged_nan = {}
+    for key, (steps, values) in columns.items():
+        nan = np.isnan(values)
+        if nan.any():
+            logged_nan[key] = steps[nan]
     if not by_tag:  # a header only, or histograms, images and text: say so, not "pass --loss-col"
         warnings.append("its event files hold no scalars: a header, histograms, images or text only")
     elif metrics.LOSS not in frame.columns:
         warnings.append(f"no loss tag among {', '.join(sorted(by_tag))}: pass --loss-col TAG")
     return RunData(name=name, path=str(where), source=NAME, steps=frame,
                    meta={"tags": dict(keys), "files": [f.name for f in files],
-                         ADD_SCALARS_DIRS: sorted(child for child, _ in folded.values())},
+                         ADD_SCALARS_DIRS: sorted(child for child, _ in folded.values()), LOGGED_NAN: logged_nan},
                    warnings=warnings)
 
 
