@@ -209,6 +209,31 @@ def test_exit_codes_and_fail_on_listing(tmp_path):
     assert invoke(csv, "--format", "yaml").exit_code == 2
 
 
+def test_a_table_with_no_readable_step_is_nothing_to_analyse_exit_1(tmp_path):
+    tsv = tmp_path / "de.tsv"  # a spreadsheet's export with decimal commas
+    tsv.write_text("step\tloss\n" + "".join(f"{s}\t{2 - s / 100:.4f}\n".replace(".", ",") for s in range(60)))
+    for extra in ((), ("--fail-on", "warning")):
+        result = invoke(str(tsv), *extra)
+        assert result.exit_code == 1 and result.stdout == ""
+        assert result.stderr.startswith(f"Error: nothing to analyse: {tsv}: no steps (de.tsv: 60 row(s) whose "
+                                        "'loss' is text, not a number, were skipped (numbers written with a "
+                                        "decimal comma, as 2,5: export them with a decimal point))")
+    doc = json.loads(invoke(str(tsv), "--format", "json").stdout)
+    assert doc["exit_code"] == 1 and doc["error"].startswith(f"nothing to analyse: {tsv}: no steps")
+    write_run(tmp_path / "good")  # beside a run that has steps, it is a warning
+    result = invoke(str(tmp_path))
+    assert result.exit_code == 0 and result.stdout.startswith("good (sentinel)")
+    assert f"warning: {tsv}: no steps" in result.stderr
+
+
+def test_steps_up_to_the_int64_maximum_are_read(tmp_path):
+    rows = [(2 ** 63 - 100 + i, 2.0 - i / 1000, 1e-3) for i in range(100)]
+    doc = json.loads(invoke(str(write_csv(tmp_path / "big.csv", rows)), "--format", "json").stdout)
+    (run,) = doc["runs"]
+    assert (run["steps"], run["first_step"], run["last_step"]) == (100, 2 ** 63 - 100, 2 ** 63 - 1)
+    assert run["warnings"] == []
+
+
 def test_json_errors_are_json_on_stdout_only(tmp_path):
     result = invoke(str(tmp_path / "nope"), "--format", "json")
     assert result.exit_code == 1 and result.stderr == ""

@@ -121,8 +121,10 @@ def analyze(*paths: str | Path, step_col: str | None = None, loss_col: str | Non
     # A run without a single step (an event file of histograms, a header) has nothing to judge:
     # a problem named with its path, not a run in the report.
     kept = [r for r in reports if r.steps or r.incidents]
-    problems += [f"{r.path}: no steps ({'; '.join(r.warnings) or 'nothing logged'})"
+    problems += [f"{r.path}: no steps ({'; '.join(r.data.warnings if r.data else r.warnings) or 'nothing logged'})"
                  for r in reports if not (r.steps or r.incidents)]
+    if not kept:
+        raise AnalyzeError(f"nothing to analyse: {'; '.join(dict.fromkeys(problems))}")
     return AnalysisReport(kept, problems=problems, skipped=skipped)
 
 

@@ -43,6 +43,9 @@ CHUNK_ROWS = 1 << 20
 _MAX_HEADER_BYTES = 64 << 20
 # Where read_columns leaves the mask of rows whose loss cell was text.
 TEXT_LOSS_ROWS = "text_loss_rows"
+# Where read_columns says the loss cells that were text are all numbers with a decimal comma (2,5).
+DECIMAL_COMMA = "decimal_comma"
+_DECIMAL_COMMA = r"\s*[-+]?\d+,\d+\s*"
 _TEXT_LOSS = "__text_loss__"
 # Cells that mean "no value" in a loss column (the loss was not logged at that step).
 # "No log": the Hugging Face Trainer's notebook table, where no training loss was logged since the
@@ -128,6 +131,7 @@ def read_columns(path: str | Path, sep: str, names: list[str], positions: list[i
     parts: dict[str, list[np.ndarray]] = {label: [] for label in kept}
     text_parts: list[np.ndarray] = []
     integer_steps = True
+    decimal_comma: bool | None = None  # every text loss cell a number with a decimal comma
     with pywarnings.catch_warnings(record=True) as caught:
         pywarnings.simplefilter("always", pd.errors.ParserWarning)
         reader = pd.read_csv(path, sep=sep, header=0, names=labels, usecols=positions,
@@ -142,6 +146,9 @@ def read_columns(path: str | Path, sep: str, names: list[str], positions: list[i
                         values, text = loss_values(column)  # numbers parsed by the C parser are float
                         parts[label].append(values.to_numpy(dtype="float64"))
                         text_parts.append(text)
+                        if text.any():
+                            decimal_comma = decimal_comma is not False and bool(
+                                column[text].astype(str).str.fullmatch(_DECIMAL_COMMA).all())
                     elif label == step_label and pd.api.types.is_integer_dtype(column.dtype):
                         parts[label].append(column.to_numpy(dtype="int64"))
                     else:
@@ -174,6 +181,7 @@ def read_columns(path: str | Path, sep: str, names: list[str], positions: list[i
     table.columns = [names[i] for i in positions]  # header names, duplicates and all
     if text is not None:
         table.attrs[TEXT_LOSS_ROWS] = text
+    table.attrs[DECIMAL_COMMA] = bool(decimal_comma)
     return table
 
 
@@ -192,6 +200,8 @@ def step_values(raw: pd.Series, column: str, path: str | Path, warnings: list[st
         ([0, 3], [True, False, False, True])
     """
     name = Path(path).name
+    if raw.dtype == np.int64:  # every step an integer that fits (2**63 - 1 too: not via float64)
+        return raw.to_numpy(), np.ones(len(raw), dtype=bool)
     values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype="float64")
     numeric = ~np.isnan(values)
     if (~numeric).any():
@@ -284,8 +294,10 @@ def table_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warning
     loss, text = loss_values(table[loss_col])
     text = table.attrs.get(TEXT_LOSS_ROWS, text)
     if text[keep].any():
+        comma = bool(table.attrs.get(DECIMAL_COMMA))
         warnings.append(f"{Path(path).name}: {int(text[keep].sum())} row(s) whose {loss_col!r} is text, "
-                        "not a number, were skipped")
+                        "not a number, were skipped" + (" (numbers written with a decimal comma, as 2,5: "
+                                                       "export them with a decimal point)" if comma else ""))
     use = keep & ~text  # rows with a step and no text loss
     every = bool(use.all())
     if not every:
