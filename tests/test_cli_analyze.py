@@ -205,3 +205,18 @@ def test_an_internal_error_is_one_line_naming_it_not_a_traceback(tmp_path, monke
     as_json = CliRunner().invoke(main, ["analyze", str(run), "--format", "json"])
     error = json.loads(as_json.stdout)
     assert as_json.exit_code == 1 and error["exit_code"] == 1 and "RuntimeError: boom" in error["error"]
+
+
+def test_loss_and_step_columns_on_a_run_directory_are_used_or_refused_as_for_tables(tmp_path):
+    run = write_run(tmp_path / "run1")
+    doc = json.loads(invoke(str(run), "--loss-col", "grad_norm/total", "--format", "json").output)
+    assert doc["runs"][0]["final_loss"] == 1.0  # the named column is the loss; the recorded one is not read
+    assert invoke(str(run), "--loss-col", "loss", "--step-col", "step").exit_code == 0
+    result = invoke(str(run), "--loss-col", "nope")
+    assert result.exit_code == 1
+    assert result.output == (f"Error: {run}: no column 'nope' in the run's step records; --loss-col takes one "
+                             "of: loss, grad_norm/total\n")
+    result = invoke(str(run), "--step-col", "nope")
+    assert result.exit_code == 1
+    assert result.output == (f"Error: {run}: a sentinel run's step is the step it recorded, not a column; "
+                             "--step-col 'nope' does not apply to it: leave --step-col out\n")

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions, RunData
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 NAME = "sentinel"
 DESCRIPTION = "sentinel run directory (meta.json + steps.*)"
@@ -33,6 +38,15 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     The guard's skip list is kept in ``meta["skiplist"]``; the ``tb/`` mirror is not read
     (it holds the same scalars).
 
+    Args:
+        path: the run directory.
+        options: ``loss_col`` names another recorded column as the loss (the recorded loss is
+            then not read); the step is always the recorded step (``step_col`` may only name it).
+
+    Raises:
+        ValueError: ``loss_col`` names no recorded column, or ``step_col`` another column than
+            the step.
+
     Example:
         >>> runs = load("logs/run1")  # doctest: +SKIP
         >>> runs[0].steps["loss"].iloc[-1]  # doctest: +SKIP
@@ -46,8 +60,21 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     meta = dict(run.meta or {})
     meta["skiplist"] = list(run.skiplist or [])
     meta["restarts"] = list(run.restarts)
-    steps = run.steps
-    if options is not None and options.loss_col and options.loss_col in steps.columns:
-        steps = steps.rename(columns={options.loss_col: "loss"})
+    steps = _with_options(run.steps, options or LoadOptions(), path)
     return [RunData(name=path.name, path=str(path), source=NAME, steps=steps,
                     events=run.events, meta=meta, warnings=list(run.warnings or []))]
+
+
+def _with_options(steps: pd.DataFrame, options: LoadOptions, path: Path) -> pd.DataFrame:
+    """The steps with the column ``--loss-col`` names as the loss; an option that names nothing
+    here is refused, as the other loaders refuse it (a run without records is left to say so)."""
+    if options.step_col is not None and options.step_col.strip().lower() != metrics.STEP:
+        raise ValueError(f"{path}: a sentinel run's step is the step it recorded, not a column; "
+                         f"--step-col {options.step_col!r} does not apply to it: leave --step-col out")
+    loss_col = options.loss_col
+    if loss_col is None or loss_col == metrics.LOSS or not len(steps.columns):
+        return steps
+    if loss_col not in steps.columns:
+        raise ValueError(f"{path}: no column {loss_col!r} in the run's step records; --loss-col takes one of: "
+                         + ", ".join(str(c) for c in steps.columns))
+    return steps.drop(columns=[metrics.LOSS], errors="ignore").rename(columns={loss_col: metrics.LOSS})
