@@ -401,6 +401,40 @@ def test_deeply_nested_directories_and_json(tmp_path, deep_tree):
                for w in runs["run1"]["warnings"])
 
 
+@pytest.fixture
+def beyond_path_max(tmp_path):
+    """A chain of directories whose deepest paths are longer than PATH_MAX (4096), made and
+    removed through directory descriptors (no path that long is ever passed to the system)."""
+    top = tmp_path / "deep"
+    top.mkdir()
+    fd = os.open(top, os.O_RDONLY)
+    try:
+        for _ in range(4200 // 3):
+            os.mkdir("dd", dir_fd=fd)
+            inner = os.open("dd", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    finally:
+        os.close(fd)
+    yield top
+    while (top / "dd" / "dd").is_dir():  # bottom-up would need the long paths: lift each level instead
+        os.rename(top / "dd" / "dd", top / "next")
+        os.rmdir(top / "dd")
+        os.rename(top / "next", top / "dd")
+    (top / "dd").rmdir()
+
+
+def test_a_branch_deeper_than_path_max_is_one_warning_and_the_rest_is_analysed(tmp_path, beyond_path_max):
+    write_run(tmp_path / "run1")
+    result = invoke(str(tmp_path))
+    assert result.exit_code == 0 and result.stdout.startswith("run1 (sentinel)")
+    (warning,) = result.stderr.splitlines()
+    assert warning.startswith(f"warning: skipped cannot read '{beyond_path_max}/dd/dd/")
+    assert warning.endswith("paths there are longer than the system allows, so nothing below it was analysed: "
+                            "move it to a shorter path")
+    assert len(warning) < 400
+
+
 def test_skiplist_that_is_a_directory(tmp_path):
     run = write_run(tmp_path / "run1")
     (run / "skiplist.json").mkdir()

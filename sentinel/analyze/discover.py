@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import importlib
 import logging
 import os
@@ -217,7 +218,11 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
         except OSError as err:
             found.skipped.append(Skipped(str(here), UNREADABLE, describe_error(here, err), directory=True))
             continue
-        claimed = _claim_directory(here, modules, found.skipped)
+        try:
+            claimed = _claim_directory(here, modules, found.skipped)
+        except OSError as err:  # the names inside it do not fit in a path: the branch ends here
+            found.skipped.append(Skipped(str(here), UNREADABLE, describe_error(here, err), directory=True))
+            continue
         folded: set[Path] = set()
         if claimed is not None:
             runs = _guarded(here, lambda: claimed.load(here, options), found.skipped)
@@ -228,7 +233,7 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
             folded = {here / name for run in runs or [] for name in run.meta.get(ADD_SCALARS_DIRS, ())}
             files = []
         else:
-            files = [e for e in entries if not _is_dir(e)]
+            files = [e for e in entries if _is_dir(e, found.skipped) is False]
         for file in files:
             reason = _reason_by_name(file) if file.is_file() else NOT_REGULAR
             if reason is None and _wandb_console(file):  # named on its own, it is read
@@ -258,8 +263,15 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
     return found
 
 
-def _is_dir(entry: Path) -> bool:
-    return entry.is_dir() and not entry.is_symlink()
+def _is_dir(entry: Path, skipped: list[Skipped] | None = None) -> bool | None:
+    """Whether ``entry`` is a directory to walk (not a symlink); None, and ``entry`` recorded in
+    ``skipped``, when it cannot be looked at (a path longer than the system allows)."""
+    try:
+        return entry.is_dir() and not entry.is_symlink()
+    except OSError as err:
+        if skipped is not None:
+            skipped.append(Skipped(str(entry), UNREADABLE, describe_error(entry, err)))
+        return None
 
 
 def _reason_by_name(file: Path) -> str | None:
@@ -300,15 +312,18 @@ def _directory_reason(name: str) -> str | None:
 READ_ERRORS = (OSError, ValueError, RecursionError, MemoryError)
 
 
-def _guarded(path: Path, read, skipped: list[Skipped]):
+def _guarded(path: Path, read, skipped: list[Skipped], too_long_raises: bool = False):
     """``read()``, or None with ``path`` recorded as unreadable (one line naming the error).
 
     Any error is the file's own problem, not the walk's: a loader that fails on a file it did not
-    expect (a bug of sentinel's) costs that file, and the runs beside it are still read.
+    expect (a bug of sentinel's) costs that file, and the runs beside it are still read. With
+    ``too_long_raises``, a path too long for the system (ENAMETOOLONG) is raised to the caller.
     """
     try:
         return read()
     except Exception as err:  # noqa: BLE001 - recorded with its message, never silent
+        if too_long_raises and isinstance(err, OSError) and err.errno == errno.ENAMETOOLONG:
+            raise
         if not isinstance(err, READ_ERRORS) and debugging():
             raise
         skipped.append(Skipped(str(path), UNREADABLE, describe_error(path, err)))
@@ -329,8 +344,11 @@ def describe_error(path: Path, err: BaseException) -> str:
         >>> describe_error(Path("m.csv"), PermissionError(13, "Permission denied"))
         "cannot read 'm.csv' (Permission denied): fix its permissions or leave it out"
     """
+    if isinstance(err, OSError) and err.errno == errno.ENAMETOOLONG:
+        return (f"cannot read '{_shortened(path)}' ({len(str(path))} characters): paths there are longer than "
+                "the system allows, so nothing below it was analysed: move it to a shorter path")
     if isinstance(err, OSError):
-        return f"cannot read '{path}' ({err.strerror or err}): fix its permissions or leave it out"
+        return f"cannot read '{_shortened(path)}' ({err.strerror or err}): fix its permissions or leave it out"
     if isinstance(err, RecursionError):
         return f"'{path}' nests data too deeply to read: leave it out"
     if isinstance(err, MemoryError):
@@ -344,10 +362,30 @@ def describe_error(path: Path, err: BaseException) -> str:
     return message if str(path) in message else f"{path}: {message}"
 
 
+def _shortened(path: Path, limit: int = 200) -> str:
+    """``path`` as text, its middle elided beyond ``limit`` characters (a path thousands of
+    characters long is one line of a warning, not a screenful).
+
+    Example:
+        >>> _shortened(Path("a/" * 150 + "run"), 20)
+        'a/a/a/a/a/.../a/a/a/run'
+    """
+    text = str(path)
+    if len(text) <= limit:
+        return text
+    return text[: limit // 2] + "..." + text[-(limit // 2):]
+
+
 def _claim_directory(directory: Path, modules: Iterable[ModuleType], skipped: list[Skipped]) -> ModuleType | None:
+    """The loader that reads ``directory`` as one run, or None.
+
+    Raises:
+        OSError: the names inside ``directory`` do not fit in a path (ENAMETOOLONG): the walk
+            ends there, with one warning for the branch.
+    """
     for module in modules:
         if module.NAME in ("sentinel", "tensorboard") and _guarded(directory, lambda: module.sniff(directory),
-                                                                    skipped):
+                                                                    skipped, too_long_raises=True):
             return module
     return None
 
