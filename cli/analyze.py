@@ -83,10 +83,10 @@ def analyze(paths: tuple[str, ...], fmt: str, plot: str | None, fail_on: str | N
     """
     # The report carries every warning the library logs; no second copy on stderr.
     logging.getLogger("sentinel").addHandler(logging.NullHandler())
+    thresholds = {k: v for k, v in (("window", window), ("threshold", threshold), ("warmup", warmup)) if v is not None}
     try:
-        _analyze(paths, fmt, plot, fail_on, verbose, step_col=step_col, loss_col=loss_col,
-                 thresholds={k: v for k, v in (("window", window), ("threshold", threshold),
-                                               ("warmup", warmup)) if v is not None})
+        _check_thresholds(thresholds)
+        _analyze(paths, fmt, plot, fail_on, verbose, step_col=step_col, loss_col=loss_col, thresholds=thresholds)
     except click.ClickException as err:
         if fmt != "json":
             raise
@@ -219,6 +219,20 @@ def _analyze_and_print(paths: tuple[str, ...], fmt: str, plot: str | None, fail_
             span = f"{i.step}" if i.step == i.end_step else f"{i.step}-{i.end_step}"
             say(f"  {run.name} step {span} {i.severity.value} {i.kind}: {i.message}")
         click.get_current_context().exit(EXIT_FAIL_ON)
+
+
+def _check_thresholds(thresholds: dict) -> None:
+    """Refuse, before any reading, a detector option the detector cannot take: a usage error
+    (exit 2) naming the option and the values it takes."""
+    if not thresholds:
+        return
+    from sentinel.analyze.config import AnalyzeConfig, InvalidThreshold
+    from sentinel.analyze.detector import warmup_steps
+
+    try:
+        warmup_steps(AnalyzeConfig.from_kwargs(**thresholds))
+    except InvalidThreshold as err:
+        raise click.BadParameter(str(err), param_hint=f"'--{err.name}'") from err
 
 
 def _rank(severity: str) -> int:

@@ -265,7 +265,7 @@ def test_short_run_says_too_little_history():
 def test_bad_thresholds_are_one_line_errors(tmp_path):
     with pytest.raises(AnalyzeError, match="unknown threshold.*bogus: use one of"):
         analyze(tmp_path, bogus=1)
-    with pytest.raises(AnalyzeError, match="warmup=100 must be an int in"):
+    with pytest.raises(AnalyzeError, match="warmup=100 is invalid: pass an integer from 2 to the window, 64 by default"):
         analyze(tmp_path, warmup=100)
 
 

@@ -75,8 +75,33 @@ def test_thresholds_and_columns_reach_the_analyzer(tmp_path):
     # With a full warm-up behind step 120, an absurd outlier threshold leaves nothing to flag.
     assert "loss_spike" not in invoke(run, "--threshold", "1e9", "--warmup", "64", "--window", "64").output
     result = invoke(run, "--warmup", "500")
-    assert result.exit_code == 1
-    assert result.output == "Error: SpikeConfig.warmup=500 must be an int in [2, window=64]\n"
+    assert result.exit_code == 2
+    assert result.output.endswith("Error: Invalid value for '--warmup': warmup=500 is invalid: pass an integer "
+                                  "from 2 to the window, 64 by default (a longer window takes a longer warm-up)\n")
+
+
+def test_detector_options_the_detector_cannot_take_are_usage_errors_that_say_what_fits(tmp_path):
+    run = str(write_run(tmp_path / "run1"))
+    refused = {
+        ("--window", "99999999999999999999"): "window=99999999999999999999 is invalid: pass an integer from 4 to "
+                                              "1000000000 (values of history), or leave it out for the default",
+        ("--window", "0"): "window=0 is invalid: pass an integer from 4 to 1000000000",
+        ("--window", "10"): "window=10 is invalid: it is shorter than the detector's warm-up, 20 by default: pass a "
+                            "window of at least 20, or a warmup from 2 to 10",
+        ("--threshold", "inf"): "threshold=inf is invalid: pass a positive finite number (robust sigmas)",
+        ("--warmup", "-1"): "warmup=-1 is invalid: pass an integer from 2 to the window (values of history)",
+        ("--warmup", "0"): "warmup=0 is invalid: pass an integer from 2 to the window (values of history)",
+        ("--warmup", "1"): "warmup=1 is invalid: pass an integer from 2 to the window (values of history)",
+    }
+    for (option, value), message in refused.items():
+        result = invoke(run, option, value)
+        assert result.exit_code == 2, (option, value, result.output)
+        assert f"Error: Invalid value for '{option}': {message}" in result.output
+        doc = json.loads(invoke(run, option, value, "--format", "json").output)
+        assert doc["exit_code"] == 2 and message in doc["error"]
+    for option, value in (("--warmup", "2"), ("--window", "1000000000"), ("--window", "10"), ("--threshold", "0.5")):
+        extra = ("--warmup", "5") if (option, value) == ("--window", "10") else ()
+        assert invoke(run, option, value, *extra).exit_code == 0
 
 
 def test_path_that_does_not_exist(tmp_path):

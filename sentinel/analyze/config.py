@@ -3,8 +3,31 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any
+
+
+# The longest spike-detector window taken: longer than any run's history (a window beyond int64
+# would overflow the detector's arrays).
+MAX_WINDOW = 1_000_000_000
+
+
+class InvalidThreshold(ValueError):
+    """A threshold the rules cannot take; ``name`` is the setting (``--<name>`` on the command line).
+
+    Example:
+        >>> InvalidThreshold("window", "window=0 is invalid").name
+        'window'
+    """
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(message)
+        self.name = name
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)
@@ -69,14 +92,17 @@ class AnalyzeConfig:
     plateau_rtol: float = 0.01
 
     def __post_init__(self) -> None:
-        for name in ("window", "warmup"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or value < 0 or
-                                      (name == "window" and value < 2)):
-                raise ValueError(f"{name}={value!r} is invalid: pass an integer "
-                                 f"{'>= 2' if name == 'window' else '>= 0'} or None for the default")
-        if self.threshold is not None and not self.threshold > 0:
-            raise ValueError(f"threshold={self.threshold!r} is invalid: pass a positive number")
+        # The spike detector's own limits (sentinel.detect.SpikeConfig), said in the user's terms.
+        if self.window is not None and not (_is_int(self.window) and 4 <= self.window <= MAX_WINDOW):
+            raise InvalidThreshold("window", f"window={self.window!r} is invalid: pass an integer from 4 to "
+                                             f"{MAX_WINDOW} (values of history), or leave it out for the default")
+        if self.warmup is not None and not (_is_int(self.warmup) and 2 <= self.warmup <= (self.window or MAX_WINDOW)):
+            most = f"the window, {self.window}" if self.window is not None else "the window"
+            raise InvalidThreshold("warmup", f"warmup={self.warmup!r} is invalid: pass an integer from 2 to {most} "
+                                             "(values of history), or leave it out for the default")
+        if self.threshold is not None and not (self.threshold > 0 and math.isfinite(self.threshold)):
+            raise InvalidThreshold("threshold", f"threshold={self.threshold!r} is invalid: pass a positive finite "
+                                                "number (robust sigmas), or leave it out for the default")
         for name in ("recover_steps", "grad_lead_max", "early_samples", "plateau_window",
                      "loss_scale_fall_window"):
             value = getattr(self, name)

@@ -6,7 +6,7 @@ import dataclasses
 
 import pandas as pd
 
-from sentinel.analyze.config import AnalyzeConfig
+from sentinel.analyze.config import AnalyzeConfig, InvalidThreshold
 
 # AnalyzeConfig fields forwarded to the detector's SpikeConfig when set (--window, ...).
 _SPIKE_OVERRIDES = ("window", "threshold", "warmup")
@@ -30,6 +30,15 @@ def spike_config(config: AnalyzeConfig):
     if missing:
         raise ValueError(f"the spike detector has no setting {', '.join(missing)}: "
                          f"its settings are {', '.join(sorted(names))}")
+    defaults = {f.name: f.default for f in dataclasses.fields(SpikeConfig)}
+    window, warmup = overrides.get("window", defaults["window"]), overrides.get("warmup", defaults["warmup"])
+    if warmup > window:  # one of them is the detector's default: say which, and what fits
+        if "warmup" in overrides:
+            raise InvalidThreshold("warmup", f"warmup={warmup} is invalid: pass an integer from 2 to the window, "
+                                             f"{window} by default (a longer window takes a longer warm-up)")
+        raise InvalidThreshold("window", f"window={window} is invalid: it is shorter than the detector's warm-up, "
+                                         f"{warmup} by default: pass a window of at least {warmup}, or a warmup "
+                                         f"from 2 to {window}")
     return SpikeConfig(**overrides)
 
 
