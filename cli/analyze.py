@@ -55,7 +55,8 @@ def _echo_json_error(message: str, code: int) -> None:
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table",
               show_default=True, help="How to print the report.")
 @click.option("--plot", "plot", type=click.Path(dir_okay=False, path_type=str), default=None,
-              help="Also write a PNG of the runs with the incidents marked (a file; not standard output).")
+              help="Also write a PNG of the runs with the incidents marked (a file, .png added to a name "
+                   "without an extension; not standard output).")
 @click.option("--fail-on", type=click.Choice(["warning", "critical"]), default=None,
               help="Exit with code 3 when an incident of this severity or worse was found.")
 @click.option("--window", type=int, default=None, help="Spike detector window (default: the guard's).")
@@ -192,8 +193,8 @@ def _analyze_and_print(paths: tuple[str, ...], fmt: str, plot: str | None, fail_
             notes += [f"  {s.path}: {s.reason}" for s in quiet]
     met = [(run, i) for run in report.runs for i in run.incidents
            if fail_on is not None and i.severity.rank >= _rank(fail_on)]
-    plot_error = _write_plot(report, plot) if plot is not None else None
     if plot is not None:
+        plot, plot_error = _write_plot(report, plot)
         notes.append(f"warning: plot not written: {plot_error}" if plot_error else f"plot written to {plot}")
     if fmt == "json":
         extra = {"problems": report.problems,
@@ -260,12 +261,12 @@ def _is_stdout(plot: str) -> bool:
     return (out.st_dev, out.st_ino) == (target.st_dev, target.st_ino)
 
 
-def _write_plot(report, plot: str) -> str | None:
-    """Write the plot; the error as one line when it fails (a warning: the analysis stands)."""
+def _write_plot(report, plot: str) -> tuple[str, str | None]:
+    """Write the plot: the path written (``.png`` added to a name without an extension) and the
+    error as one line when it fails (a warning: the analysis stands)."""
     from sentinel.analyze.render.plot import render_plot
 
     try:
-        render_plot(report, plot)
+        return str(render_plot(report, plot)), None
     except (ValueError, OSError, RuntimeError, OverflowError) as err:
-        return " ".join(str(err).split())
-    return None
+        return plot, " ".join(str(err).split())

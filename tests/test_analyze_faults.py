@@ -266,6 +266,15 @@ def test_mathtext_in_names_is_plotted_literally(tmp_path):
     assert (tmp_path / "r.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_a_plot_name_without_an_extension_is_said_as_the_file_written(tmp_path):
+    csv = str(write_csv(tmp_path / "m.csv", healthy_rows()))
+    result = invoke(csv, "--plot", str(tmp_path / "myreport"))
+    assert result.exit_code == 0 and result.stderr == f"plot written to {tmp_path / 'myreport.png'}\n"
+    assert (tmp_path / "myreport.png").read_bytes()[:4] == b"\x89PNG" and not (tmp_path / "myreport").exists()
+    doc = json.loads(invoke(csv, "--plot", str(tmp_path / "again"), "--format", "json").stdout)
+    assert doc["plot"] == {"path": str(tmp_path / "again.png"), "written": True, "error": None}
+
+
 def test_plot_failure_after_analysis_is_a_warning(tmp_path, monkeypatch):
     import sentinel.analyze.render.plot as plot
 

@@ -80,11 +80,12 @@ def render_plot(report: Report, path: str | Path, dpi: int = 110) -> Path:
 
     Args:
         report: what :func:`sentinel.analyze` returned (with its loaded data).
-        path: the PNG to write (its directory must exist).
+        path: the PNG to write (its directory must exist); without an extension, ``.png`` is
+            added to it (as matplotlib does).
         dpi: resolution.
 
     Returns:
-        The path written.
+        The path written (``report.png`` for ``report``).
 
     Raises:
         ValueError: no run has anything to plot, or the directory does not exist.
@@ -96,6 +97,8 @@ def render_plot(report: Report, path: str | Path, dpi: int = 110) -> Path:
     path = Path(path)
     if not path.parent.is_dir():
         raise ValueError(f"cannot write plot '{path}': directory '{path.parent}' does not exist")
+    if not path.suffix:  # matplotlib would add it unseen: the path returned is the file written
+        path = path.with_name(path.name + ".png")
     fig = plot_figure(report)
     fig.savefig(path, dpi=dpi)
     return path
