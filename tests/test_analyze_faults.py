@@ -190,6 +190,52 @@ def test_a_run_the_rules_fail_on_unexpectedly_costs_that_run_only(tmp_path, monk
     assert alone.exit_code == 1 and "could not be analysed (ValueError: boom)" in alone.output
 
 
+def test_a_run_directory_without_step_records_says_which_file_and_where_else_to_look(tmp_path):
+    for name in ("missing", "empty"):
+        run = write_run(tmp_path / name)
+        (segment,) = run.glob("steps.*.csv")
+        segment.unlink() if name == "missing" else segment.write_text("")
+    result = invoke(str(tmp_path / "missing"))
+    assert result.exit_code == 1
+    assert result.output == (f"Error: nothing to analyse: no step records: there is no steps.*.csv in "
+                             f"'{tmp_path / 'missing'}' (the run never wrote a step, or its files were moved): "
+                             "pass a run directory that recorded steps\n")
+    (tmp_path / "empty" / "tb").mkdir()
+    (tmp_path / "empty" / "tb" / "events.out.tfevents.1.host").write_bytes(b"")
+    result = invoke(str(tmp_path / "empty"))
+    assert result.exit_code == 1
+    assert result.output == (f"Error: nothing to analyse: no step records: {segment.name} holds no step (a run "
+                             "stopped before its first step was written); its TensorBoard copy has the same "
+                             f"scalars: sentinel analyze {tmp_path / 'empty' / 'tb'}\n")
+
+
+def test_a_link_to_nothing_or_a_loop_of_links_is_named_as_such(tmp_path):
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    (tmp_path / "dangling").symlink_to(tmp_path / "gone")
+    result = invoke(str(tmp_path / "a"))
+    assert result.exit_code == 1
+    assert result.output == (f"Error: path '{tmp_path / 'a'}' is a loop of symbolic links (each points on to "
+                             "the next): point the link at a run directory or a log file\n")
+    result = invoke(str(tmp_path / "dangling"))
+    assert result.exit_code == 1
+    assert result.output == (f"Error: path '{tmp_path / 'dangling'}' is a symbolic link to '{tmp_path / 'gone'}', "
+                             "which does not exist: point the link at a run directory or a log file\n")
+
+
+@pytest.mark.parametrize("name, text", [
+    ("ps.log", "".join(f"step {s} loss {2 - s / 100:.4f}\n" for s in range(60))),
+    ("ps.csv", "step,loss\r\n" + "".join(f"{s},{2 - s / 100:.4f}\r\n" for s in range(60))),
+    ("ps.jsonl", "".join(f'{{"step": {s}, "loss": {2 - s / 100:.4f}}}\n' for s in range(60))),
+])
+def test_utf16_text_with_a_byte_order_mark_is_read(tmp_path, name, text):
+    # What Windows PowerShell's "python train.py > train.log" writes.
+    (tmp_path / name).write_bytes(text.encode("utf-16"))
+    doc = json.loads(invoke(str(tmp_path / name), "--format", "json").stdout)
+    (run,) = doc["runs"]
+    assert (run["steps"], run["first_step"], run["last_step"], run["final_loss"]) == (60, 0, 59, 1.41)
+
+
 # --------------------------------------------------------------------------- exit codes, JSON
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import importlib
 import logging
@@ -186,7 +187,7 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
     options = options or LoadOptions()
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"path '{path}' does not exist: pass a run directory or a log file")
+        raise FileNotFoundError(_why_missing(path))
     modules = _Loaders()
     if not path.is_dir():
         if not path.is_file():
@@ -261,6 +262,26 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
         raise NoRunsError(f"no training logs found in '{path}' (tried: {describe_formats()}{summary}): "
                           "pass a directory written by sentinel, TensorBoard or a Lightning logger")
     return found
+
+
+def _why_missing(path: Path) -> str:
+    """Why ``path`` cannot be found, as one line: no such path, a link to nothing, a link loop.
+
+    Example:
+        >>> _why_missing(Path("/nonexistent"))
+        "path '/nonexistent' does not exist: pass a run directory or a log file"
+    """
+    try:
+        os.stat(path)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return (f"path '{path}' is a loop of symbolic links (each points on to the next): "
+                    "point the link at a run directory or a log file")
+        if path.is_symlink():
+            with contextlib.suppress(OSError):
+                return (f"path '{path}' is a symbolic link to '{os.readlink(path)}', which does not exist: "
+                        "point the link at a run directory or a log file")
+    return f"path '{path}' does not exist: pass a run directory or a log file"
 
 
 def _is_dir(entry: Path, skipped: list[Skipped] | None = None) -> bool | None:

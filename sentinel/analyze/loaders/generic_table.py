@@ -41,7 +41,7 @@ from sentinel.analyze.loaders.numeric_table import (
     read_header,
     table_steps,
 )
-from sentinel.analyze.loaders.textlog import read_head, read_head_lines, run_name
+from sentinel.analyze.loaders.textlog import read_head, read_head_lines, run_name, text_encoding
 
 NAME = "generic_table"
 DESCRIPTION = 'CSV / TSV / JSONL tables with a step and a loss column'
@@ -176,7 +176,7 @@ def _read_jsonl(path: Path, warnings: list[str]) -> pd.DataFrame:
     bad: list[int] = []
     known: dict[str, None] = {}
     dropped: set[str] = set()
-    with open(path, encoding="utf-8-sig", errors="replace", newline="\n") as f:
+    with open(path, encoding=text_encoding(path), errors="replace", newline="\n") as f:
         for lineno, line in enumerate(f, start=1):
             if not line.strip():
                 continue

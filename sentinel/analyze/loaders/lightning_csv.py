@@ -24,6 +24,7 @@ from sentinel.analyze.loaders.numeric_table import (
     read_header,
     step_values,
 )
+from sentinel.analyze.loaders.textlog import text_encoding
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ def sniff(path: str | Path) -> bool:
         path = path / FILE_NAME
     if path.name != FILE_NAME or not path.is_file():
         return False
-    with open(path, encoding="utf-8", errors="replace") as f:
+    with open(path, encoding=text_encoding(path), errors="replace") as f:
         header = f.readline(64 * 1024).strip().split(",")
     return find_column(header, STEP_ALIASES) is not None
 

@@ -33,7 +33,7 @@ from sentinel.analyze.loaders.keys import (
     is_analysis_key,
     looks_like_eval_loss,
 )
-from sentinel.analyze.loaders.textlog import order_columns, settled
+from sentinel.analyze.loaders.textlog import order_columns, settled, text_encoding
 
 # Above this size a table keeps only the columns the analysis reads (see the module docstring).
 LARGE_TABLE_BYTES = 64 << 20
@@ -66,10 +66,10 @@ def read_header(path: str | Path, sep: str | None = None) -> tuple[list[str], st
         >>> read_header("/nonexistent.csv")  # doctest: +SKIP
         FileNotFoundError: ...
     """
-    with open(path, "rb") as f:
+    with open(path, encoding=text_encoding(path), errors="replace", newline="") as f:
         line = f.readline(_MAX_HEADER_BYTES)
     # A bare "\r" ends the line too (classic Mac, some spreadsheet exports), as for the parser.
-    text = _LINE_END.split(line.decode("utf-8-sig", errors="replace"), maxsplit=1)[0]
+    text = _LINE_END.split(line, maxsplit=1)[0]
     if sep is None:
         sep = "\t" if "\t" in text else ","
     if not text.strip():
@@ -136,7 +136,7 @@ def read_columns(path: str | Path, sep: str, names: list[str], positions: list[i
         pywarnings.simplefilter("always", pd.errors.ParserWarning)
         reader = pd.read_csv(path, sep=sep, header=0, names=labels, usecols=positions,
                              keep_default_na=False, na_values=na_values, on_bad_lines="warn",
-                             encoding="utf-8-sig", encoding_errors="replace", skip_blank_lines=True,
+                             encoding=text_encoding(path), encoding_errors="replace", skip_blank_lines=True,
                              chunksize=CHUNK_ROWS, low_memory=True)
         with reader:
             for chunk in reader:
@@ -269,8 +269,10 @@ def _ends_with_newline(path: Path) -> bool:
         f.seek(0, 2)
         if f.tell() == 0:
             return True
-        f.seek(-1, 2)
-        return f.read(1) in (b"\n", b"\r")  # a bare "\r" ends a line too (see _LINE_END)
+        f.seek(max(f.tell() - 2, 0))
+        last = f.read(2)
+    # A bare "\r" ends a line too (see _LINE_END); in UTF-16 a line end is two bytes.
+    return last[-1:] in (b"\n", b"\r") or last in ("\n".encode("utf-16-le"), "\r".encode("utf-16-le"))
 
 
 def table_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warnings: list[str],

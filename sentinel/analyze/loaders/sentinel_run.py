@@ -61,8 +61,26 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     meta["skiplist"] = list(run.skiplist or [])
     meta["restarts"] = list(run.restarts)
     steps = _with_options(run.steps, options or LoadOptions(), path)
+    warnings = list(run.warnings or [])
+    if not len(steps.index):
+        warnings.append(_no_steps(path))
     return [RunData(name=path.name, path=str(path), source=NAME, steps=steps,
-                    events=run.events, meta=meta, warnings=list(run.warnings or []))]
+                    events=run.events, meta=meta, warnings=warnings)]
+
+
+def _no_steps(path: Path) -> str:
+    """Why a run directory has no step record, and where its scalars may still be."""
+    segments = sorted(p.name for p in path.iterdir() if _SEGMENT.match(p.name))
+    if not segments:
+        why = (f"no step records: there is no steps.*.csv in '{path}' (the run never wrote a step, or its "
+               "files were moved)")
+    else:
+        why = (f"no step records: {', '.join(segments)} hold{'s' if len(segments) == 1 else ''} no step (a run "
+               "stopped before its first step was written)")
+    tb = path / "tb"
+    if tb.is_dir() and any("tfevents" in p.name for p in tb.iterdir()):
+        return f"{why}; its TensorBoard copy has the same scalars: sentinel analyze {tb}"
+    return f"{why}: pass a run directory that recorded steps"
 
 
 def _with_options(steps: pd.DataFrame, options: LoadOptions, path: Path) -> pd.DataFrame:

@@ -7,6 +7,7 @@ lines (saying whether the last one was finished) and per-step records into a ste
 
 from __future__ import annotations
 
+import codecs
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -26,6 +27,37 @@ _FIRST_COLUMNS = (metrics.LOSS, metrics.LR, metrics.GRAD_NORM_TOTAL, metrics.LOS
 _GENERIC_STEMS = frozenset({"metrics", "main", "train", "log", "logs", "stdout", "output", "out"})
 
 
+# What Windows PowerShell's ">" and Out-File write: UTF-16 with a byte-order mark.
+_UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+
+
+def text_encoding(path: str | Path) -> str:
+    """The encoding to read a text file with: ``utf-16`` where it starts with a UTF-16 byte-order
+    mark (Windows PowerShell's ``python train.py > train.log``), else ``utf-8-sig``.
+
+    Example:
+        >>> text_encoding("/nonexistent")
+        'utf-8-sig'
+    """
+    try:
+        with open(path, "rb") as f:
+            start = f.read(2)
+    except OSError:
+        return "utf-8-sig"
+    return "utf-16" if start in _UTF16_BOMS else "utf-8-sig"
+
+
+def decode(raw: bytes) -> str:
+    """Text of a file's bytes: UTF-16 after a UTF-16 byte-order mark, else UTF-8 (its BOM
+    dropped); undecodable bytes replaced.
+
+    Example:
+        >>> decode("step 1".encode("utf-16")), decode(b"\xef\xbb\xbfstep 1")
+        ('step 1', 'step 1')
+    """
+    return raw.decode("utf-16" if raw[:2] in _UTF16_BOMS else "utf-8-sig", errors="replace")
+
+
 def read_head(path: str | Path, limit: int = SNIFF_BYTES) -> str | None:
     """Return the start of a regular text file, or None when it is not one.
 
@@ -34,8 +66,9 @@ def read_head(path: str | Path, limit: int = SNIFF_BYTES) -> str | None:
         limit: the most bytes read.
 
     Returns:
-        The decoded head (undecodable bytes replaced), or None for a directory, an unreadable
-        file or a binary file (one with a NUL byte, e.g. a TensorBoard event file).
+        The decoded head (UTF-8, or UTF-16 after its byte-order mark; undecodable bytes
+        replaced), or None for a directory, an unreadable file or a binary file (one with a NUL
+        byte, e.g. a TensorBoard event file).
 
     Example:
         >>> read_head("/nonexistent") is None
@@ -49,9 +82,11 @@ def read_head(path: str | Path, limit: int = SNIFF_BYTES) -> str | None:
             raw = f.read(limit)
     except OSError:
         return None
+    if raw[:2] in _UTF16_BOMS:
+        return decode(raw[: len(raw) & ~1])  # whole code units: a cut pair is one replaced character
     if b"\x00" in raw:
         return None
-    return raw.decode("utf-8-sig", errors="replace")
+    return decode(raw)
 
 
 def read_head_lines(path: str | Path, limit: int = SNIFF_BYTES) -> list[str]:
@@ -97,7 +132,7 @@ def read_text(path: str | Path) -> str:
         >>> read_text(p)
         'a\ufffd'
     """
-    text = Path(path).read_bytes().decode("utf-8-sig", errors="replace")
+    text = decode(Path(path).read_bytes())
     return text + "\n" if text and not text.endswith("\n") and settled(path) else text
 
 
@@ -120,7 +155,7 @@ def read_lines(path: str | Path) -> tuple[list[str], bool]:
         >>> read_lines(p)
         (['a', 'b'], False)
     """
-    text = Path(path).read_bytes().decode("utf-8-sig", errors="replace")
+    text = decode(Path(path).read_bytes())
     if not text:
         return [], True
     last_complete = text.endswith("\n")
