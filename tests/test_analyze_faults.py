@@ -528,6 +528,25 @@ def test_a_megabyte_on_one_line_is_read_in_linear_time(tmp_path, unit):
     assert done.returncode in (0, 1) and "Traceback" not in done.stderr
 
 
+def test_tiny_text_files_are_sniffed_without_a_pyarrow_filter_each(tmp_path, monkeypatch):
+    # A folder of 10,000 tiny .txt files beside the logs took a minute: each file compiled a
+    # pyarrow regex filter per dialect pattern (~3 ms a file). A short text goes to re directly.
+    from sentinel.analyze.loaders import log_lines
+
+    compiled = []
+    real = log_lines.pc.match_substring_regex
+    monkeypatch.setattr(log_lines.pc, "match_substring_regex",
+                        lambda *a, **k: compiled.append(a[1]) or real(*a, **k))
+    for i in range(50):
+        (tmp_path / "data").mkdir(exist_ok=True)
+        (tmp_path / "data" / f"s{i}.txt").write_text("the quick brown fox 12\n")
+    write_run(tmp_path / "run1")
+    result = invoke(str(tmp_path))
+    assert result.exit_code == 0 and result.stdout.startswith("run1 (sentinel)")
+    assert result.stderr == "skipped 50 files: 50 not a training log (use -v to list them)\n"
+    assert compiled == []
+
+
 # --------------------------------------------------------------------------- hostile strings
 
 
