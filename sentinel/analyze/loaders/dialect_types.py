@@ -156,6 +156,10 @@ class Dialect:
         step_wraps: a step key whose count starts again from its first logging interval after its
             last one counts inside an epoch (a generic script's ``iter: 300``, then ``iter: 0``):
             it goes on from the previous epoch's length.
+        amp_lines: with no event lines of its own, read the mixed-precision overflow lines any
+            script's log may hold (:mod:`~sentinel.analyze.loaders.amp_lines`: apex prints them
+            between a script's own lines). Off for the tools that print their own (a search of
+            the whole text is not free).
         total_meta: ``(meta key, "max" | "first")``: where the ``total`` head field goes (the
             largest one, or the first record's).
         record_word: what a record is called in warnings (``step``, ``iteration``).
@@ -180,6 +184,7 @@ class Dialect:
     restarts: bool = False
     event_rows: bool = True
     step_wraps: bool = False
+    amp_lines: bool = False
     total_meta: tuple[str, str] = ("train_steps", "max")
     record_word: str = "step"
     event_word: str | None = None

@@ -259,6 +259,7 @@ TIMM = Dialect(
               head=("epoch0", "iter", "total", metrics.LOSS, metrics.LR)),
     ),
     min_records=2,
+    amp_lines=True,
 )
 
 # Composer ConsoleLogger: f"[epoch={e}][batch={b}/{n}]:" (or "[batch=b/n]:", "[token=t/n]:")
@@ -360,6 +361,7 @@ GENERIC = Dialect(
     drop_words=_EVAL_WORDS,
     step_wraps=True,
     min_records=5,
+    amp_lines=True,
 )
 
 # Megatron-LM / Megatron-DeepSpeed / NeMo / GPT-NeoX stdout: one line per logged iteration,
@@ -440,6 +442,7 @@ EPOCH_LINES = Dialect(
     ),
     drop_words=_EVAL_WORDS,
     min_records=5,
+    amp_lines=True,
 )
 
 # print(t, loss.item()) (the PyTorch tutorial "Learning PyTorch with Examples") and print((t, loss))
@@ -452,6 +455,7 @@ PAIRS = Dialect(
               head=(metrics.STEP, metrics.LOSS)),
     ),
     min_records=5,
+    amp_lines=True,
 )
 
 # In the order the sniffer tries them; the generic readers come last.

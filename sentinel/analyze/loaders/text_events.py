@@ -32,9 +32,10 @@ _TIMESTAMP = re.compile(r"(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})(?:[,.](\d{1,6
 def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, warnings: list[str],
                 train_steps: list[tuple[Shape, np.ndarray]] | None = None) -> tuple[list[dict], list[int]]:
     """Event lines, each given its own step or that of the next record line, and where each is.
-    A dialect without event lines of its own reads the mixed-precision overflow lines any log
-    may hold (:mod:`~sentinel.analyze.loaders.amp_lines`)."""
-    rules = dialect.events or (AMP_LINES if any(word in text for word in AMP_WORDS) else ())
+    A dialect without event lines of its own reads, where it says so (:attr:`Dialect.amp_lines`),
+    the mixed-precision overflow lines any script's log may hold
+    (:mod:`~sentinel.analyze.loaders.amp_lines`)."""
+    rules = dialect.events or (AMP_LINES if dialect.amp_lines and any(word in text for word in AMP_WORDS) else ())
     if not rules:
         return [], []
     found = []
