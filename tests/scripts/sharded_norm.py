@@ -89,8 +89,7 @@ def worker(rank: int, out: str, mode: str) -> None:
     torch.set_num_threads(1)
     if mode == "fsdp_rollback":
         rollback_run(rank, out)
-        dist.destroy_process_group()
-        return
+        _leave()
     model = make_model()
     if mode == "ddp":
         wrapped = nn.parallel.DistributedDataParallel(model)
@@ -108,7 +107,17 @@ def worker(rank: int, out: str, mode: str) -> None:
         recorded = load_run(f"{out}/run").steps["grad_norm/total"].tolist()
         with open(f"{out}/norms.json", "w") as f:
             json.dump({"recorded": recorded, "reference": reference_norms()}, f)
-    dist.destroy_process_group()
+    _leave()
+
+
+def _leave() -> None:
+    """Both ranks done (results written) before either leaves, without tearing the gloo group
+    down: its C++ teardown aborted now and then under load ("terminate called without an active
+    exception", SIGABRT) after the work was done and checked."""
+    dist.barrier()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
