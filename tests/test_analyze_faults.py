@@ -129,6 +129,8 @@ _ODD_VALUES = {
         "loss: 1 row(s) with a 'step' too large for a 64-bit step (e.g. 1e30) were skipped"),
     "csv with CR-only line ends": (
         "mac.csv", b"step,loss\r" + b"".join(b"%d,%f\r" % (s, 2.0 - s / 100) for s in range(60)), 60, None),
+    "jsonl with CR-only line ends": (
+        "mac.jsonl", b"".join(b'{"step": %d, "loss": %f}\r' % (s, 2.0 - s / 100) for s in range(60)), 60, None),
 }
 
 

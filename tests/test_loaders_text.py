@@ -343,3 +343,19 @@ def test_a_settled_file_without_a_final_line_end_keeps_its_last_line(tmp_path, n
     (run,) = (textlogs if loader == "text" else generic_table).load(path, LoadOptions())
     assert not np.isnan(run.steps[metrics.LOSS]).any()
     assert any("no line end" in w and "read once the file has not changed" in w for w in run.warnings)
+
+
+@pytest.mark.parametrize("name,content,steps", [
+    # A CR-only file (classic Mac line ends) being written: each "\r" ends a line.
+    ("mac.log", "".join(f"step {s} | loss {3 - s / 100:.4f}\r" for s in range(1, 61)), 60),
+    # A progress bar captured live: redraws end in "\r", the draw being written is cut.
+    ("bar.log", "".join(f"Epoch 0: {s * 5 // 3:3d}%|##    | {s}/60 [00:0{s % 10}<00:10, 10.0it/s, loss={3 - s / 100:.3f}]\r"
+                        for s in range(1, 60)) + "Epoch 0: 100%|######| 60/60 [00:06<00:00, 10.0it/s, loss=2.", 59),
+])
+def test_a_bare_carriage_return_ends_a_line_of_a_file_being_written(tmp_path, name, content, steps):
+    # Before, only "\n" ended a line here: the whole file (or the epoch's whole bar) was one
+    # unfinished last line and was skipped.
+    path = _write(tmp_path, name, content)
+    (run,) = textlogs.load(path, LoadOptions())
+    assert len(run.steps) == steps and run.steps.index[-1] == steps
+    assert any("no line end" in w for w in run.warnings) == (name == "bar.log")

@@ -176,7 +176,8 @@ def _read_jsonl(path: Path, warnings: list[str]) -> pd.DataFrame:
     bad: list[int] = []
     known: dict[str, None] = {}
     dropped: set[str] = set()
-    with open(path, encoding=text_encoding(path), errors="replace", newline="\n") as f:
+    # Universal line ends: a JSON row cannot hold a raw "\r", so a CR-only file splits safely.
+    with open(path, encoding=text_encoding(path), errors="replace", newline=None) as f:
         for lineno, line in enumerate(f, start=1):
             if not line.strip():
                 continue

@@ -100,6 +100,9 @@ class Scan:
     warnings: list[str] = field(default_factory=list)
 
 
+_LINE_END = re.compile(r"\r\n?|\n")
+
+
 def clean_text(text: str) -> str:
     """Remove what terminals and issue trackers add: ANSI codes, ``\\r`` redraws, ``> `` quoting;
     full-width punctuation becomes ASCII (``Loss：0.52``).
@@ -166,9 +169,12 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None) -> Sca
     """
     options = options or LoadOptions()
     warnings: list[str] = []
-    if dialect.drop_cut_line and text and not text.endswith("\n"):
-        cut = text.rfind("\n") + 1
-        warnings.append(f"last line {text.count(chr(10)) + 1} has no line end (cut off while written?): skipped "
+    # A bare "\r" ends a line too (a progress bar's redraw, a CR-only file): only what follows
+    # the last line end of either kind may be cut.
+    if dialect.drop_cut_line and text and not text.endswith(("\n", "\r")):
+        cut = max(text.rfind("\n"), text.rfind("\r")) + 1
+        number = len(_LINE_END.findall(text, 0, cut)) + 1
+        warnings.append(f"last line {number} has no line end (cut off while written?): skipped "
                         "(it is read once the file has not changed for a minute)")
         text = text[:cut]
     if dialect.clean:
