@@ -787,3 +787,72 @@ def test_a_resumed_run_whose_steps_fall_back_is_no_new_epoch(tmp_path):
     lines += [f"step {s} loss {3.0 - s / 1000:.4f}" for s in range(800, 1201, 100)]  # resumed from 800
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
     assert run.steps.index.max() == 1200
+
+
+_ULTRALYTICS_HEADER = "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size"
+
+
+def _ultralytics_console(epochs: int, nan_from: int | None = None, redraws: int = 1) -> str:
+    """Ultralytics' console as its trainer prints it: per epoch its header, the training bar's row
+    (box, cls and dfl losses: running means over the epoch, each ``\\r`` redraw a new one), then
+    the validation table under its own header."""
+    out = []
+    for e in range(1, epochs + 1):
+        draws = []
+        for i in range(1, redraws + 1):
+            losses = [1.5 - e / 50 + i / 1000, 3.0 - e / 20, 1.4 - e / 60]
+            cells = ["nan" if nan_from and e >= nan_from else f"{v:.4g}" for v in losses]
+            pct = i * 100 // redraws
+            draws.append(f"{e:>11}/{epochs}      2.25G " + " ".join(f"{c:>10}" for c in cells)
+                         + f"         45        640: {pct:3d}%|#####     | {i}/{redraws} [00:05<00:00,  2.95it/s]")
+        out += ["", _ULTRALYTICS_HEADER, "\r".join(draws),
+                "                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95): "
+                "100%|##########| 2/2 [00:00<00:00,  4.01it/s]",
+                "                   all         30        120      0.123      0.234      0.111     0.0567"]
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("redraws", [1, 16])
+def test_ultralytics_console_sums_the_bars_losses_per_epoch(tmp_path, redraws):
+    path = tmp_path / "train.txt"
+    path.write_text(_ultralytics_console(30, nan_from=22, redraws=redraws), encoding="utf-8")
+    code, report = _analyze(str(path))
+    (run,) = report["runs"]
+    assert code == 0 and run["source"] == "space_table" and run["steps"] == 30
+    assert any("loss is the sum of train/box_loss + train/cls_loss + train/dfl_loss" in w for w in run["warnings"])
+    (incident,) = run["incidents"]  # the validation table's rows are not this table's
+    assert (incident["kind"], incident["severity"], incident["step"], incident["end_step"]) == \
+        ("nonfinite", "critical", 22, 30)
+    path.write_text(_ultralytics_console(30, redraws=redraws), encoding="utf-8")
+    code, report = _analyze(str(path))
+    (run,) = report["runs"]
+    assert run["verdict"] == "healthy" and run["incidents"] == []
+    # The epoch's last draw: its mean over every batch.
+    last = (1.5 - 30 / 50 + redraws / 1000) + (3.0 - 30 / 20) + (1.4 - 30 / 60)
+    assert run["final_loss"] == pytest.approx(last, abs=1e-3)
+
+
+def test_fastai_epoch_table(tmp_path):
+    rows = ["epoch     train_loss  valid_loss  accuracy  time    "]
+    rows += [f"{e:<10}{('nan' if e >= 9 else f'{0.5 / (e + 1):.6f}'):<12}{0.4 / (e + 1):<12.6f}0.900000  00:12     "
+             for e in range(12)]
+    path = _write(tmp_path / "fit.txt", rows)
+    code, report = _analyze(str(path))
+    (run,) = report["runs"]
+    assert run["source"] == "space_table" and run["steps"] == 12
+    assert [(i["kind"], i["severity"], i["step"], i["end_step"]) for i in run["incidents"]] == \
+        [("nonfinite", "critical", 9, 11)]
+
+
+@pytest.mark.parametrize("lines", [
+    # two losses, no total, no progress bar: which one is the loss is the user's choice
+    ["step  loss_ce  loss_kl", *[f"{s}  {2 - s / 100}  0.1" for s in range(10)]],
+    # a header and two rows: a quote, not a run
+    ["epoch  train_loss", "1  0.5", "2  0.4"],
+    # a table of settings
+    ["name  value", "lr  0.1", "wd  0.01", "epochs  3"],
+])
+def test_tables_that_are_not_a_run_are_not_claimed(tmp_path, lines):
+    path = _write(tmp_path / "t.txt", lines)
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1 and "space_table" not in result.output

@@ -81,4 +81,5 @@ LOADER_MODULES: tuple[str, ...] = (
     "wandb_binary",  # a W&B run's binary run-<id>.wandb (offline or online), read without wandb
     "wandb_offline",  # a W&B run's files/wandb-history.jsonl (older wandb versions)
     "textlogs",  # HF Trainer dicts, fairseq, DeepSpeed, torchtitan, mmengine, nanoGPT, ... (dialects)
+    "space_table",  # a table a loop prints, cells apart by spaces (fastai, Ultralytics' console)
 )

@@ -1,0 +1,163 @@
+"""Loader for a table a training loop prints to its console, cells apart by spaces or tabs.
+
+A header line of column names, then a row of numbers per epoch or step under it, aligned by
+spaces (or tab-separated, as a notebook's table copied out of the browser):
+
+    epoch     train_loss  valid_loss  accuracy  time        <- fastai
+    0         0.512340    0.401230    0.871000  00:12
+
+          Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size      <- Ultralytics
+           1/30      2.25G      1.234      3.456      1.345         45        640: 100%|###| 16/16 [...]
+
+A row may end in its progress bar after a colon (Ultralytics); a step written ``N/M`` is ``N``;
+the header may be printed again before each row, with other tables between (a validation table
+under its own header is not this table). A row drawn again and again (a progress bar's ``\\r``
+redraws: the running mean of the epoch so far) keeps its last draw per step. Where no column is
+the total loss and the rows are a training progress bar's, the loss columns are that loop's
+components (Ultralytics' ``box_loss``, ``cls_loss``, ``dfl_loss``) and the loss is their sum, as in
+its ``results.csv``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from sentinel import metrics
+from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders.keys import (
+    inferred_loss_note,
+    loss_column,
+    loss_components,
+    sniff_columns,
+    step_column,
+)
+from sentinel.analyze.loaders.numeric_table import table_steps
+from sentinel.analyze.loaders.textlog import read_head_lines, read_text, run_name
+from sentinel.analyze.loaders.textscan import clean_text
+
+NAME = "space_table"
+DESCRIPTION = "tables printed by a training loop, cells apart by spaces (fastai's epoch train_loss, Ultralytics' Epoch box_loss)"
+SNIFF_TAKES_OPTIONS = True  # --step-col / --loss-col name columns a sniff counts
+
+MIN_ROWS = 3  # a header and a row or two are a quote, not a run
+_NUMBER = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$|^[-+]?(?:nan|inf)$", re.IGNORECASE)
+_OF_TOTAL = re.compile(r"^(\d+)/\d+$")  # an epoch or step written N/M
+_TRAIN = "train/"  # the prefix that names a progress bar's loss columns as training components
+
+
+def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
+    """True for text holding a space-aligned table with a step and a loss column and rows of numbers.
+
+    Example:
+        >>> sniff("/nonexistent.txt")
+        False
+    """
+    lines = read_head_lines(path, limit=64 * 1024)
+    return bool(lines) and _find(lines, options or LoadOptions()) is not None
+
+
+def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
+    """Read the first space-aligned table of a text file (every printing of its header).
+
+    Returns:
+        One :class:`RunData`: ``loss`` and every other numeric column, indexed by step.
+
+    Raises:
+        ValueError: the text holds no such table.
+
+    Example:
+        >>> run = load("fastai_console.txt")[0]  # doctest: +SKIP
+        >>> run.steps["loss"].tolist()[:2]  # doctest: +SKIP
+        [0.51234, 0.40123]
+    """
+    options = options or LoadOptions()
+    found = _find(clean_text(read_text(path)).split("\n"), options)
+    if found is None:
+        raise ValueError(f"{path}: no table with a step and a loss column found (a header of column "
+                         "names, rows of numbers under it): name them with --step-col/--loss-col")
+    header, rows, step_col, loss_col, bar = found
+    warnings: list[str] = []
+    table = pd.DataFrame(rows, columns=header)
+    table[step_col] = table[step_col].str.replace(_OF_TOTAL, r"\1", regex=True)
+    if loss_col is None:  # a progress bar's loss components, summed (as its results.csv is)
+        parts = _components(header, bar)
+        table.columns = [_TRAIN + c if c in parts else c for c in header]
+        parts = [_TRAIN + c for c in parts]
+        values = table[parts].apply(pd.to_numeric, errors="coerce")
+        table[metrics.LOSS] = values.sum(axis=1, min_count=len(parts))
+        loss_col = metrics.LOSS
+        warnings.append(f"{Path(path).name}: loss is the sum of {' + '.join(parts)} (no column is the "
+                        "total; --loss-col picks one)")
+    else:
+        step_column(header, options.step_col)  # a named column the table lacks: said here
+        loss_col, inferred = loss_column(header, options.loss_col)
+        if inferred:
+            warnings.append(f"{Path(path).name}: {inferred_loss_note(loss_col)}")
+    steps = table_steps(table, step_col, loss_col, path, warnings)
+    return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
+                    meta={"format": NAME, "columns": header}, warnings=warnings)]
+
+
+def _cells(line: str) -> list[str]:
+    cells = line.split("\t") if "\t" in line else line.split()
+    return [cell.strip() for cell in cells if cell.strip()]
+
+
+def _is_number(cell: str) -> bool:
+    return bool(_NUMBER.match(cell) or _OF_TOTAL.match(cell))
+
+
+def _components(header: list[str], bar: bool) -> list[str]:
+    """The loss columns of a progress bar's table whose sum is the loss (none: not such a table)."""
+    if not bar:
+        return []
+    return [c[len(_TRAIN):] for c in loss_components([_TRAIN + c for c in header])]
+
+
+def _find(lines: list[str], options: LoadOptions):
+    """``(header, rows, step column, loss column or None for a sum, rows carry a bar)`` of the
+    first table, or None."""
+    tried: set[tuple[str, ...]] = set()
+    for at, line in enumerate(lines):
+        header = _cells(line)
+        if len(header) < 2 or tuple(header) in tried or any(_is_number(c) for c in header):
+            continue
+        tried.add(tuple(header))
+        step_col, (loss_col, _) = sniff_columns(header, options.step_col, options.loss_col)
+        if step_col is None or (loss_col is None and not loss_components([_TRAIN + c for c in header])):
+            continue
+        rows, bar = _rows(lines[at + 1:], header, header.index(step_col))
+        if len(rows) >= MIN_ROWS and (loss_col is not None or _components(header, bar)):
+            return header, rows, step_col, loss_col, bar
+    return None
+
+
+def _rows(lines: list[str], header: list[str], step_at: int) -> tuple[list[list[str]], bool]:
+    """The rows under each printing of ``header`` (a row under another header is another table's),
+    and whether they carry a progress bar."""
+    width = len(header)
+    rows: list[list[str]] = []
+    bar = False
+    mine = True  # under this table's header, not another's
+    for line in lines:
+        cells = _cells(line)
+        if not cells:
+            continue
+        if cells == header:
+            mine = True
+            continue
+        if len(cells) > width and cells[width - 1].endswith(":"):  # the row, then its progress bar
+            cells, tail = [c.rstrip(":") for c in cells[:width]], cells[width:]
+            bar = bar or any("|" in c or c.endswith("%") for c in tail)
+        elif len(cells) != width:
+            continue
+        if not _is_number(cells[step_at]):
+            if not any(_is_number(c) for c in cells):
+                mine = False  # another table's header
+            continue
+        if mine:
+            rows.append(cells)
+    return rows, bar
