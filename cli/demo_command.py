@@ -28,7 +28,8 @@ def demo(out: str, steps: int, progress: bool) -> None:
         raise click.ClickException(str(err)) from err
     scenario = scenario_for(steps)
     bad_steps, surge_steps = fault_steps(scenario)
-    click.echo(textwrap.fill(f"sentinel demo: a tiny GPT trained twice for {steps} steps on CPU, through "
+    click.echo(textwrap.fill(f"sentinel demo: a tiny GPT trained twice for {steps} steps on CPU (float64: the "
+                             "same figures on every CPU), through "
                              f"{len(scenario.bad.positions)} bad batches (steps {bad_steps}) and a "
                              f"{scenario.surge.factor:g}x learning-rate surge (steps {surge_steps}).", width=100))
 

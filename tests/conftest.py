@@ -71,7 +71,7 @@ torch.set_num_threads(1)
 @pytest.fixture(scope="session")
 def demo_run(tmp_path_factory):
     """``sentinel demo`` at its default 400 steps, run once per session in a process of its own
-    (about 30 s on two idle cores): ``(out_dir, output)``, the output as a terminal shows it,
+    (about 70 s on two idle cores; float64): ``(out_dir, output)``, the output as a terminal shows it,
     sentinel's log lines on stderr interleaved with stdout. The demo test and the README's demo
     blocks both read it."""
     import os

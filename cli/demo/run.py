@@ -182,7 +182,7 @@ def run_demo(out: str | Path = "logs/demo", steps: int = 400, progress: bool = T
         callback = SentinelCallback(log_dir=str(out / name), **options)
         # Rich draws Lightning's default bar; without it Lightning falls back to tqdm ("Epoch 0").
         bar = [_NamedProgressBar(name)] if progress and importlib.util.find_spec("rich") else []
-        trainer = L.Trainer(accelerator="cpu", max_steps=scenario.steps, logger=False,
+        trainer = L.Trainer(accelerator="cpu", precision=scenario.precision, max_steps=scenario.steps, logger=False,
                             enable_checkpointing=False, enable_model_summary=False,
                             enable_progress_bar=progress, callbacks=[callback, *bar])
         with warnings.catch_warnings():  # Lightning 2.6 on torch 2.13: a deprecation inside Lightning
