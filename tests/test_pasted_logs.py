@@ -856,3 +856,54 @@ def test_tables_that_are_not_a_run_are_not_claimed(tmp_path, lines):
     path = _write(tmp_path / "t.txt", lines)
     result = CliRunner().invoke(main, ["analyze", str(path)])
     assert result.exit_code == 1 and "space_table" not in result.output
+
+
+def _losses(n: int = 60, nan_from: int = 45) -> list[str]:
+    return ["nan" if i >= nan_from else f"{3.0 * np.exp(-i / 30) + 1.0:.4f}" for i in range(1, n + 1)]
+
+
+@pytest.mark.parametrize("name,line,first_step,every", [
+    # kohya's sd-scripts: the bar's postfix names its loss avr_loss
+    ("kohya", "steps: {pct:3d}%|##        | {i}/60 [00:{i:02d}<01:00, 1.67it/s, avr_loss={v}]", 1, 1),
+    # OpenNMT-py: xent is the loss (ppl its exponential)
+    ("onmt", "[2023-01-01 10:00:00,000 INFO] Step {s}/200000; acc: 10.5; ppl: 50.2; xent: {v}; lr: 0.00001; "
+             "1000/2000 tok/s; {i} sec", 100, 100),
+    # torchtune's bar: epoch|global step|Loss
+    ("torchtune", "1|{i}|Loss: {v}: {pct:3d}%|##        | {i}/60 [00:{i:02d}<01:00, 1.00it/s]", 1, 1),
+])
+def test_more_tools_progress_lines(tmp_path, name, line, first_step, every):
+    path = _write(tmp_path / f"{name}.txt", [line.format(i=i, s=i * 100, pct=i * 100 // 60, v=v)
+                                            for i, v in enumerate(_losses(), start=1)])
+    code, report = _analyze(str(path))
+    (run,) = report["runs"]
+    assert code == 0 and run["steps"] == 60, run
+    (incident,) = run["incidents"]
+    assert (incident["kind"], incident["severity"], incident["step"], incident["end_step"]) == \
+        ("nonfinite", "critical", 45 * every + first_step - every, 60 * every + first_step - every)
+
+
+def _nnunet(values: list[str], val_values: list[str]) -> list[str]:
+    t = "2023-05-01 10:00:00.000000: "
+    lines = [t + "Using optimizer SGD"]
+    for epoch, (v, w) in enumerate(zip(values, val_values)):
+        lines += [t, f"{t}Epoch {epoch}", f"{t}Current learning rate: 0.00999", f"{t}train_loss {v}",
+                  f"{t}val_loss {w}", f"{t}Pseudo dice [0.8, 0.7]", f"{t}Epoch time: 120.1 s"]
+    return lines
+
+
+def test_nnunet_training_log_and_an_evaluation_nan_that_follows_the_training_nan(tmp_path):
+    # nnU-Net's loss has a Dice term: it is below zero once training works.
+    train = [f"{-0.9 + 0.8 * np.exp(-e / 20):.4f}" for e in range(45)] + ["nan"] * 15
+    path = _write(tmp_path / "training_log_2023_5_1_10_00_00.txt", _nnunet(train, train))
+    code, report = _analyze(str(path))
+    (run,) = report["runs"]
+    assert run["source"] == "nnunet" and run["steps"] == 60
+    loss, val = run["incidents"]
+    assert (loss["kind"], loss["severity"], loss["step"], loss["end_step"]) == ("nonfinite", "critical", 45, 59)
+    assert (val["kind"], val["severity"], val["step"]) == ("nonfinite", "warning", 45)
+    assert "the training loss was non-finite then too" in val["message"] and "is finite" not in val["message"]
+    # An evaluation NaN beside a finite training loss keeps its own explanation.
+    path = _write(tmp_path / "training_log_2.txt", _nnunet(train[:45], train[:40] + ["nan"] * 5))
+    code, report = _analyze(str(path))
+    (val,) = report["runs"][0]["incidents"]
+    assert val["severity"] == "warning" and "the training loss is finite" in val["message"]

@@ -241,7 +241,7 @@ def eval_nonfinite_incidents(run: RunData) -> list[Incident]:
             bad |= np.isin(steps.index.to_numpy(), printed)
         if bad.any():
             groups.setdefault(bad.tobytes(), (bad, []))[1].append(str(column))
-    loss_ok = metrics.LOSS in steps.columns and bool(np.isfinite(steps[metrics.LOSS].to_numpy(dtype="float64")).any())
+    training = _training_nonfinite(run)
     incidents = []
     for bad, columns in groups.values():
         values = steps[columns[0]].to_numpy(dtype="float64")
@@ -254,9 +254,7 @@ def eval_nonfinite_incidents(run: RunData) -> list[Incident]:
         message = (f"{', '.join(columns)} non-finite ({'/'.join(kinds)}) at {len(at)} of {evaluations} evaluation"
                    f"{'s' * (evaluations != 1)} (step{'s' * (len(at) != 1)} {shown})"
                    + ("" if resolved else "; never finite again")
-                   + ("; the training loss is finite: an fp16 evaluation that overflows (evaluate in "
-                      "bf16 or fp32), or evaluation batches with no labelled token (every label "
-                      "-100: a mean over nothing)" if loss_ok else ""))
+                   + _training_then(training, bad))
         incidents.append(Incident(IncidentKind.NONFINITE, int(at[0]), int(at[-1]), Severity.WARNING, message,
                                   {"metric": columns[0], "metrics": columns, "values": kinds, "count": int(len(at)),
                                    "steps": [int(s) for s in at[:_MAX_STEPS_LISTED]],
@@ -268,6 +266,32 @@ def eval_nonfinite_incidents(run: RunData) -> list[Incident]:
 _CAUSES = {"nan_source": "a real NaN source (non-finite in float32 too)",
            "fp16_range": "float16 range (finite in float32)",
            "bf16_range": "bfloat16 range (finite in float32)"}
+
+
+def _training_nonfinite(run: RunData) -> np.ndarray | None:
+    """Per row of ``run.steps``: 1.0 where the training loss last logged at or before it was
+    non-finite, 0.0 where finite, NaN before its first value; None without a training loss."""
+    if metrics.LOSS not in run.steps.columns:
+        return None
+    series = run.steps[metrics.LOSS]
+    bad = nonfinite_mask(series, run.steps, logged_nan_steps(run, metrics.LOSS)).to_numpy()
+    state = np.where(bad, 1.0, np.where(np.isfinite(series.to_numpy(dtype="float64")), 0.0, np.nan))
+    return pd.Series(state).ffill().to_numpy()
+
+
+def _training_then(training: np.ndarray | None, bad: np.ndarray) -> str:
+    """What the training loss was when the evaluations went non-finite: finite (then the cause
+    is the evaluation's), or non-finite too (the evaluation only follows it)."""
+    if training is None:
+        return ""
+    then = training[bad]
+    if (then == 1.0).any():
+        return "; the training loss was non-finite then too (its own incident)"
+    if (then == 0.0).any():
+        return ("; the training loss is finite: an fp16 evaluation that overflows (evaluate in "
+                "bf16 or fp32), or evaluation batches with no labelled token (every label "
+                "-100: a mean over nothing)")
+    return ""
 
 
 def _nonfinite_events(events: pd.DataFrame) -> pd.DataFrame:

@@ -297,11 +297,32 @@ OLMO = Dialect(
     min_records=1,
 )
 
+# nnU-Net (v2) training_log_*.txt: every line "<date> <time>.<us>: <message>"; an epoch is
+# "Epoch N" (from 0), then "Current learning rate: L", "train_loss X", "val_loss X", "Pseudo dice
+# [...]", "Epoch time: S s" lines. Its loss includes a Dice term: below zero when training well.
+_NNUNET_TIME = r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?: "
+NNUNET = Dialect(
+    name="nnunet",
+    description='nnU-Net training logs ("Epoch N", then "train_loss X", "val_loss X" lines)',
+    shapes=tuple(
+        Shape(re.compile(rf"{_NNUNET_TIME}Epoch (\d+) \|[^\n]*?\| {name}:? ({_NUM})(?![^\s|])"), head=(metrics.STEP, key))
+        for name, key in (("train_loss", metrics.LOSS), ("val_loss", metrics.VAL_LOSS),
+                          ("Current learning rate", metrics.LR))),
+    # Each epoch's lines after its "Epoch N" line join it (an empty message ends the epoch).
+    joins=re.compile(rf"\n{_NNUNET_TIME}(?!Epoch \d+[^\S\n]*$)(?=\S)", re.MULTILINE),
+    join_with=" | ",
+    sniff=re.compile(rf"^{_NNUNET_TIME}train_loss [-+]?(?:\d|nan)", re.MULTILINE),
+    min_records=1,
+)
+
 # Anything else: a step-like key and a loss-like key on one line, as "key: v", "key=v" or "key v",
 # in either order. Needs several such lines (see textlogs.sniff).
 # Chinese tutorials' step labels too: 训练次数 ("training count", the step), 迭代次数 ("iterations").
 _STEP_KEY = r"(?:step|iter|iteration|num_updates|global_step|it|训练次数|迭代次数|训练步数|步数|迭代)"
-_LOSS_KEY = r"(?:loss|train_loss|train/loss|training_loss|total_loss|loss_total|reduced_train_loss|lm_loss|lm loss)"
+# avr_loss: kohya's sd-scripts bar ("avr_loss=0.0875", its loss averaged over recent steps); xent:
+# OpenNMT-py's "Step 100/200000; acc: 10.5; ppl: 50.2; xent: 3.9; ...".
+_LOSS_KEY = (r"(?:loss|train_loss|train/loss|training_loss|total_loss|loss_total|reduced_train_loss|lm_loss|lm loss"
+             r"|avr_loss|xent)")
 _SEP = r"\s*[:=]?\s*"
 # The same between a loss key and its value, either of them perhaps quoted (a dict's repr printed
 # by a logger: PaddleDetection's "'loss': '1.024392'").
@@ -357,6 +378,9 @@ GENERIC = Dialect(
               head=("epoch", "iter", "total", metrics.LOSS)),
         Shape(re.compile(rf"^[ \t]*\[\s*(\d+),\s*(\d+)\]\s*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
               head=("epoch", "iter", metrics.LOSS)),
+        # torchtune's bar: f"{epoch + 1}|{global_step}|Loss: {loss}" (the global step).
+        Shape(re.compile(rf"^[ \t]*(\d+)\|(\d+)\|Loss:\s*({_NUM})", re.MULTILINE),
+              head=("epoch", metrics.STEP, metrics.LOSS)),
     ),
     drop_words=_EVAL_WORDS,
     step_wraps=True,
@@ -474,7 +498,8 @@ AMP_ONLY = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, TIMM, COMPOSER, OLMO, TF, LOG4J, GENERIC, EPOCH_LINES, PAIRS)
+                                 NEMO1, MAXTEXT, TIMM, COMPOSER, OLMO, NNUNET, TF, LOG4J, GENERIC, EPOCH_LINES,
+                                 PAIRS)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
 # what they read is a series (see textlogs.pick_dialect).
 FALLBACKS: tuple[Dialect, ...] = (GENERIC, EPOCH_LINES, PAIRS)
