@@ -907,3 +907,14 @@ def test_nnunet_training_log_and_an_evaluation_nan_that_follows_the_training_nan
     code, report = _analyze(str(path))
     (val,) = report["runs"][0]["incidents"]
     assert val["severity"] == "warning" and "the training loss is finite" in val["message"]
+
+
+def test_many_header_like_lines_are_not_each_followed_by_a_pass_over_the_text(tmp_path, monkeypatch):
+    from sentinel.analyze.loaders import space_table
+
+    passes = []
+    real_rows = space_table._rows
+    monkeypatch.setattr(space_table, "_rows", lambda *a: passes.append(1) or real_rows(*a))
+    path = _write(tmp_path / "words.txt", [f"step loss w{i}" for i in range(5000)])
+    assert not space_table.sniff(path)
+    assert len(passes) == space_table.MAX_HEADERS

@@ -43,6 +43,9 @@ DESCRIPTION = "tables printed by a training loop, cells apart by spaces (fastai'
 SNIFF_TAKES_OPTIONS = True  # --step-col / --loss-col name columns a sniff counts
 
 MIN_ROWS = 3  # a header and a row or two are a quote, not a run
+# Header-like lines looked at, at most: each is followed by a pass over the rest of the text, so
+# a text of many word-only lines naming a step and a loss would otherwise take quadratic time.
+MAX_HEADERS = 64
 _NUMBER = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$|^[-+]?(?:nan|inf)$", re.IGNORECASE)
 _OF_TOTAL = re.compile(r"^(\d+)/\d+$")  # an epoch or step written N/M
 _TRAIN = "train/"  # the prefix that names a progress bar's loss columns as training components
@@ -125,10 +128,12 @@ def _find(lines: list[str], options: LoadOptions):
         header = _cells(line)
         if len(header) < 2 or tuple(header) in tried or any(_is_number(c) for c in header):
             continue
-        tried.add(tuple(header))
         step_col, (loss_col, _) = sniff_columns(header, options.step_col, options.loss_col)
         if step_col is None or (loss_col is None and not loss_components([_TRAIN + c for c in header])):
             continue
+        if len(tried) == MAX_HEADERS:
+            return None
+        tried.add(tuple(header))
         rows, bar = _rows(lines[at + 1:], header, header.index(step_col))
         if len(rows) >= MIN_ROWS and (loss_col is not None or _components(header, bar)):
             return header, rows, step_col, loss_col, bar
