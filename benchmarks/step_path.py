@@ -18,6 +18,10 @@ sentinel's own calls (``batches``' next, ``check``, ``end_step``). Reported: med
 (which sees the periodic snapshot and attention sample that the median hides), and the added
 time as a ratio to the plain step.
 
+``--ablate`` adds copies with one part of the defaults switched off each (``-rng``: no RNG capture
+for the NaN replay; ``-tb``: no TensorBoard; ``-guard``: no snapshots or rollback, the detectors
+still run; ``-all``: the three at once): where the fixed cost goes.
+
 ``--ref REV`` also runs the sentinel of git revision ``REV`` (copied from the repository into a
 temporary package ``sentinel_ref``) as a third copy in the same loop, so before and after are
 measured side by side.
@@ -25,11 +29,13 @@ measured side by side.
 Run:
     .venv/bin/python benchmarks/step_path.py                         # ~3 min on 2 busy cores
     .venv/bin/python benchmarks/step_path.py --ref HEAD~3 --workloads mlp,wide
+    .venv/bin/python benchmarks/step_path.py --workloads mlp --ablate
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import logging
 import os
@@ -242,6 +248,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=30)
     parser.add_argument("--ref", default=None, help="also time the sentinel of this git revision")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--ablate", action="store_true", help="add copies with parts of the defaults off")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     logging.disable(logging.WARNING)
@@ -254,6 +261,12 @@ def main() -> None:
         if args.ref:
             sentinels[f"ref {args.ref}"[:10]] = load_ref(args.ref, Path(tmp) / "ref")
         sentinels["sentinel"] = Sentinel
+        if args.ablate:
+            off = {"-rng": {"localize_nonfinite": False}, "-tb": {"tensorboard": False},
+                   "-guard": {"rollback": False}}
+            off["-all"] = {k: v for options in off.values() for k, v in options.items()}
+            for name, options in off.items():
+                sentinels[name] = functools.partial(Sentinel, **options)
         table = workloads(args)
         for name in args.workloads.split(","):
             w = table[name.strip()]
