@@ -870,6 +870,16 @@ def _losses(n: int = 60, nan_from: int = 45) -> list[str]:
              "1000/2000 tok/s; {i} sec", 100, 100),
     # torchtune's bar: epoch|global step|Loss
     ("torchtune", "1|{i}|Loss: {v}: {pct:3d}%|##        | {i}/60 [00:{i:02d}<01:00, 1.00it/s]", 1, 1),
+    # Lightning's bar for self.log("train_loss", on_step=True, on_epoch=True): the step value
+    ("lightning_step", "Epoch 0: {pct:3d}%|##        | {i}/60 [00:05<00:06,  8.5it/s, v_num=0, "
+                       "train_loss_step={v}, train_loss_epoch=2.400]", 1, 1),
+    # a script printing its metrics dict each epoch
+    ("dict", "{{'epoch': {i}, 'train_loss': {v}, 'lr': 0.001}}", 1, 1),
+    # CLU's LoggingWriter (JAX)
+    ("clu", "I1203 10:00:00.000 140 train.py:300] [{s}] train/loss={v}, train/learning_rate=0.001", 100, 100),
+    # ESPnet2's trainer: the epoch, then the batch count inside it
+    ("espnet", "[host] 2024-01-01 10:00:00,000 (trainer:732) INFO: {i}epoch:train:1-100batch: iter_time=1.0e-04, "
+               "loss_ctc=50.1, loss_att={v}, acc=0.1, loss={v}, backward_time=0.1, optim0_lr0=1.0e-05", 100, 100),
 ])
 def test_more_tools_progress_lines(tmp_path, name, line, first_step, every):
     path = _write(tmp_path / f"{name}.txt", [line.format(i=i, s=i * 100, pct=i * 100 // 60, v=v)

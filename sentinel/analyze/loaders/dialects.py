@@ -321,16 +321,19 @@ NNUNET = Dialect(
 _STEP_KEY = r"(?:step|iter|iteration|num_updates|global_step|it|训练次数|迭代次数|训练步数|步数|迭代)"
 # avr_loss: kohya's sd-scripts bar ("avr_loss=0.0875", its loss averaged over recent steps); xent:
 # OpenNMT-py's "Step 100/200000; acc: 10.5; ppl: 50.2; xent: 3.9; ...".
+# train_loss_step: Lightning's bar for self.log("train_loss", ..., on_step=True, on_epoch=True)
+# (beside its train_loss_epoch, the running mean, not read).
 _LOSS_KEY = (r"(?:loss|train_loss|train/loss|training_loss|total_loss|loss_total|reduced_train_loss|lm_loss|lm loss"
-             r"|avr_loss|xent)")
+             r"|avr_loss|xent|train_loss_step|loss_step)")
 _SEP = r"\s*[:=]?\s*"
 # The same between a loss key and its value, either of them perhaps quoted (a dict's repr printed
 # by a logger: PaddleDetection's "'loss': '1.024392'").
 _QSEP = r"['\"]?\s*[:=]?\s*['\"]?"
 # "Epoch 2 ... step 300": an epoch, then a count (inside the epoch, or global: the steps tell).
 _COUNT_KEY = r"(?:step|iter|iteration|batch|it)"
-_EPOCH_NUM = r"(?i:\bepoch)\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?"
-_EPOCH_START = r"(?i:\bepoch)\s*[:=#]?\s*\[?\s*\d"
+# The key perhaps quoted: a printed dict, "{'epoch': 3, 'train_loss': 0.41, ...}".
+_EPOCH_NUM = r"(?i:\bepoch)['\"]?\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?"
+_EPOCH_START = r"(?i:\bepoch)['\"]?\s*[:=#]?\s*\[?\s*\d"
 _EPOCH_GAP = _gap_until(_EPOCH_START)
 _EPOCH_THEN_COUNT = rf"{_EPOCH_NUM}{_EPOCH_GAP}(?i:\b{_COUNT_KEY}\b)\s*[:=#]?\s*\[?\s*(\d+)"
 # "Epoch: [21][ 35/464]", "Epoch 3 [10/100]" (no groups: for a lookahead): the epoch shape below reads it.
@@ -377,6 +380,13 @@ GENERIC = Dialect(
                          rf"{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
               head=("epoch", "iter", "total", metrics.LOSS)),
         Shape(re.compile(rf"^[ \t]*\[\s*(\d+),\s*(\d+)\]\s*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
+              head=("epoch", "iter", metrics.LOSS)),
+        # CLU's LoggingWriter (JAX: big_vision, scenic, ...): "[{step}] train/loss=2.31, learning_rate=...".
+        Shape(re.compile(rf"(?:^|\] )\[(\d+)\] [^\n]*?(?<![\w/])(?i:{_LOSS_KEY})=({_NUM})(?:,|$)", re.MULTILINE),
+              head=(metrics.STEP, metrics.LOSS)),
+        # ESPnet2's trainer: "1epoch:train:101-200batch: iter_time=..., loss_ctc=..., loss=68.3, ..."
+        # (the batch count inside the epoch).
+        Shape(re.compile(rf"\b(\d+)epoch:train:\d+-(\d+)batch: [^\n]*?(?<![\w/])loss=({_NUM})(?:,|$)", re.MULTILINE),
               head=("epoch", "iter", metrics.LOSS)),
         # torchtune's bar: f"{epoch + 1}|{global_step}|Loss: {loss}" (the global step).
         Shape(re.compile(rf"^[ \t]*(\d+)\|(\d+)\|Loss:\s*({_NUM})", re.MULTILINE),
