@@ -6,6 +6,7 @@ format string."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -928,3 +929,60 @@ def test_many_header_like_lines_are_not_each_followed_by_a_pass_over_the_text(tm
     path = _write(tmp_path / "words.txt", [f"step loss w{i}" for i in range(5000)])
     assert not space_table.sniff(path)
     assert len(passes) == space_table.MAX_HEADERS
+
+
+def _sb3_block(it: int, rows: dict[str, str]) -> list[str]:
+    """One dump of Stable-Baselines3's logger as its HumanOutputFormat prints it."""
+    out = ["-" * 41]
+    for section in ("rollout/", "time/", "train/"):
+        keys = {k.split("/", 1)[1]: v for k, v in rows.items() if k.startswith(section)}
+        if keys:
+            out.append(f"| {section:<23} | {'':<13} |")
+            out += [f"|    {k:<20} | {v:<13} |" for k, v in keys.items()]
+    return out + ["-" * 41]
+
+
+def _sb3_log(blocks: int, train: Callable[[int], dict[str, str]], seed: int = 0) -> list[str]:
+    rng = np.random.default_rng(seed)
+    lines = ["Using cpu device", "Wrapping the env with a `Monitor` wrapper"]
+    for it in range(1, blocks + 1):
+        rows = {"rollout/ep_len_mean": "200", "rollout/ep_rew_mean": f"{-1200 + 8 * it + rng.normal(0, 30):.3g}",
+                "time/fps": "1234", "time/iterations": str(it), "time/total_timesteps": str(2048 * it)}
+        if it > 1:  # PPO logs its training statistics from the second dump on
+            rows.update({f"train/{k}": v for k, v in train(it).items()})
+        lines += _sb3_block(it, rows)
+    return lines
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_stable_baselines3_ppo_whose_value_loss_grows_with_the_returns_is_healthy(tmp_path, seed):
+    rng = np.random.default_rng(seed)
+
+    def train(it: int) -> dict[str, str]:
+        value = (2 + 28 * min(it / 200, 1)) * float(np.exp(rng.normal(0, 0.6)))  # follows the returns
+        return {"approx_kl": "0.0123", "entropy_loss": "-1.41", "loss": f"{value / 2:.3g}",
+                "policy_gradient_loss": "-0.0101", "value_loss": f"{value:.3g}"}
+
+    path = _write(tmp_path / "ppo.txt", _sb3_log(300, train, seed))
+    code, report = _analyze(str(path))
+    (run,) = report["runs"]
+    assert run["source"] == "sb3_console" and run["steps"] == 300 and run["verdict"] == "healthy"
+    assert run["incidents"] == []
+    assert any("reinforcement-learning run" in w for w in run["warnings"])
+
+
+def test_stable_baselines3_nan_loss_and_an_algorithm_without_a_single_loss(tmp_path):
+    path = _write(tmp_path / "dqn.txt", _sb3_log(40, lambda it: {
+        "learning_rate": "0.0001", "loss": "nan" if it >= 30 else f"{1 / it:.3g}", "n_updates": str(it)}))
+    code, report = _analyze(str(path))
+    (incident,) = report["runs"][0]["incidents"]
+    assert (incident["kind"], incident["severity"], incident["step"], incident["end_step"]) == \
+        ("nonfinite", "critical", 30 * 2048, 40 * 2048)
+    path = _write(tmp_path / "a2c.txt", _sb3_log(40, lambda it: {
+        "entropy_loss": "-1.4", "policy_loss": "0.1", "value_loss": f"{it:.3g}"}))
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1
+    assert "no single loss among the Stable-Baselines3 keys (loss-like: train/entropy_loss, train/policy_loss, " \
+           "train/value_loss); pass --loss-col <key>" in result.output
+    code, report = _analyze(str(path), "--loss-col", "train/value_loss")
+    assert code == 0 and report["runs"][0]["final_loss"] == 40

@@ -24,7 +24,12 @@ from sentinel.analyze.rule_guard import (accepted_levels, guard_incidents, onlin
                                          restart_incidents, settle_accepted)
 from sentinel.analyze.rule_nonfinite import eval_nonfinite_incidents, finite, logged_nan_steps, nonfinite_incidents
 from sentinel.analyze.rule_plateau import plateau_incidents
-from sentinel.analyze.rule_stuck import collapse_incidents, is_reinforcement_learning, stuck_loss_incidents
+from sentinel.analyze.rule_stuck import (
+    collapse_incidents,
+    is_environment_rl,
+    is_reinforcement_learning,
+    stuck_loss_incidents,
+)
 from sentinel.analyze.rule_spikes import grad_explosion_incidents, loss_spike_incidents
 
 log = logging.getLogger(__name__)
@@ -143,6 +148,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
     incidents: list[Incident] = []
     has = steps.columns.__contains__
     loss = finite(steps[metrics.LOSS]) if has(metrics.LOSS) else pd.Series(dtype="float64")
+    environment_rl = is_environment_rl(steps.columns)
     if has(metrics.LOSS) or has(metrics.GRAD_NORM_TOTAL) or not run.events.empty:
         incidents += nonfinite_incidents(run)
         incidents += eval_nonfinite_incidents(run)
@@ -154,6 +160,9 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
     elif len(loss) < 2:
         warnings.append(f"only {len(loss)} finite loss value(s): too little history to judge spikes "
                         "or divergence; non-finite values and the final loss are still reported")
+    elif environment_rl:
+        warnings.append("a reinforcement-learning run (it logs episode returns): its loss follows the "
+                        "returns, so its rises, spikes and plateaus are not judged; non-finite values are")
     else:
         warmup = warmup_steps(config)
         if len(loss) <= warmup:
@@ -168,12 +177,12 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         incidents += found + diverged
         incidents += plateau_incidents(loss, config)
     if len(loss) >= 2:
-        rl = is_reinforcement_learning(steps.columns)
+        rl = is_reinforcement_learning(steps.columns) or environment_rl
         stuck = stuck_loss_incidents(loss, zero_counts=not rl)
         incidents += stuck
-        if not any(not i.details["resolved"] for i in stuck):  # else the log's tail is reported
+        if not environment_rl and not any(not i.details["resolved"] for i in stuck):  # else the tail is told
             incidents += chance_incidents(loss)
-        if not rl:
+        if not rl and not environment_rl:
             incidents += collapse_incidents(loss)
     if has(metrics.GRAD_NORM_TOTAL):
         grad = finite(steps[metrics.GRAD_NORM_TOTAL])

@@ -45,6 +45,23 @@ def is_reinforcement_learning(columns) -> bool:
     return any(str(c).startswith(("reward", "objective/", "kl")) for c in columns)
 
 
+# Episode returns from an environment: Stable-Baselines3's rollout/ep_rew_mean (and
+# ep_len_mean), CleanRL's charts/episodic_return, RLlib's episode_reward_mean.
+_EPISODE_KEYS = ("ep_rew_mean", "ep_len_mean", "episodic_return", "episode_reward_mean", "episode_return")
+
+
+def is_environment_rl(columns) -> bool:
+    """A run that logs episode returns from an environment: its losses are surrogates whose
+    scale follows the returns (a value loss grows as the agent earns more), so their rises,
+    spikes and plateaus are not the run's health.
+
+    Example:
+        >>> is_environment_rl(["rollout/ep_rew_mean", "train/loss"]), is_environment_rl(["loss", "reward"])
+        (True, False)
+    """
+    return any(str(c).rsplit("/", 1)[-1] in _EPISODE_KEYS for c in columns)
+
+
 def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS, zero_counts: bool = True) -> list[Incident]:
     """One warning for the longest stretch of ``min_rows`` or more logged losses in a row that
     are the same float (see the module docstring for which values count).

@@ -78,6 +78,7 @@ LOADER_MODULES: tuple[str, ...] = (
     "generic_table",  # any CSV / TSV / JSONL with a step and a loss column
     "mlflow_store",  # an MLflow file store run (mlruns/<exp>/<run>/metrics/<key>)
     "pipe_table",  # a table pasted with '|' between cells (a notebook's Step | Training Loss)
+    "sb3_console",  # Stable-Baselines3's console blocks (| train/ |, |    loss | X |)
     "wandb_binary",  # a W&B run's binary run-<id>.wandb (offline or online), read without wandb
     "wandb_offline",  # a W&B run's files/wandb-history.jsonl (older wandb versions)
     "textlogs",  # HF Trainer dicts, fairseq, DeepSpeed, torchtitan, mmengine, nanoGPT, ... (dialects)
