@@ -878,6 +878,15 @@ def _losses(n: int = 60, nan_from: int = 45) -> list[str]:
     ("dict", "{{'epoch': {i}, 'train_loss': {v}, 'lr': 0.001}}", 1, 1),
     # CLU's LoggingWriter (JAX)
     ("clu", "I1203 10:00:00.000 140 train.py:300] [{s}] train/loss={v}, train/learning_rate=0.001", 100, 100),
+    # a script printing its loss alone: the lines are numbered in order
+    ("loss_alone", "loss: {v}", 1, 1),
+    ("training_loss_alone", "Training loss = {v}", 1, 1),
+    # a tqdm bar whose description holds the loss: the bar's count is the step
+    ("tqdm_description", "loss={v}: {pct:3d}%|##        | {i}/60 [00:{i:02d}<01:00,  1.00it/s]", 1, 1),
+    # fairseq-hydra-train with --log-format json: the logger's name in brackets
+    ("fairseq_hydra", '[2024-01-01 10:00:00,000][train_inner][INFO] - {{"epoch": 1, "update": 0.1, "loss": "{v}", '
+                      '"nll_loss": "1.2", "num_updates": "{s}", "lr": "0.0001", "gnorm": "1.2", "loss_scale": "128"}}',
+     100, 100),
     # ESPnet2's trainer: the epoch, then the batch count inside it
     ("espnet", "[host] 2024-01-01 10:00:00,000 (trainer:732) INFO: {i}epoch:train:1-100batch: iter_time=1.0e-04, "
                "loss_ctc=50.1, loss_att={v}, acc=0.1, loss={v}, backward_time=0.1, optim0_lr0=1.0e-05", 100, 100),

@@ -127,15 +127,16 @@ FAIRSEQ = Dialect(
               keys=_FAIRSEQ_KEYS, fills=True),
         Shape(re.compile(r"\bepoch (\d+) \| valid on '[^'\n]*' subset \|([^\n]*)"), head=("epoch",),
               separators=("|",), keys={"loss": "loss"}, prefix="val_"),
-        # --log-format json (fairseq, metaseq): the logger named after the tag, then the stats as
+        # --log-format json (fairseq, metaseq): the logger named after the tag ("[train_inner][INFO] -"
+        # under fairseq-hydra-train), then the stats as
         # JSON with every value a string: "| INFO | train_inner | {"epoch": 1, "loss": "15.878",
         # ..., "num_updates": "85", ...}"; the end-of-epoch "train" and the "valid" dicts name
         # their keys with the tag ("train_loss", "valid_num_updates").
-        Shape(re.compile(r"\| train_inner \| \{([^\n]*)\}"), head=(), separators=('"', ":", ","),
+        Shape(re.compile(r"(?:\| train_inner \||\[train_inner\]\[[A-Z]+\] -) \{([^\n]*)\}"), head=(), separators=('"', ":", ","),
               keys=_FAIRSEQ_KEYS),
-        Shape(re.compile(r"\| train \| \{([^\n]*)\}"), head=(), separators=('"', ":", ","),
+        Shape(re.compile(r"(?:\| train \||\[train\]\[[A-Z]+\] -) \{([^\n]*)\}"), head=(), separators=('"', ":", ","),
               keys=_FAIRSEQ_KEYS, fills=True, scrub=(re.compile(r'"train_'), '"')),
-        Shape(re.compile(r"\| valid \| \{([^\n]*)\}"), head=(), separators=('"', ":", ","),
+        Shape(re.compile(r"(?:\| valid \||\[valid\]\[[A-Z]+\] -) \{([^\n]*)\}"), head=(), separators=('"', ":", ","),
               keys={"loss": "loss"}, prefix="val_", scrub=(re.compile(r'"valid_'), '"')),
     ),
     events=(
@@ -147,7 +148,7 @@ FAIRSEQ = Dialect(
     ),
     step_key="num_updates",
     sniff=re.compile(r"\bepoch \d+(?::\s+\d+ / \d+ | \| )[^\n]*\bnum_updates[ =]\d|"
-                     r"\| train_inner \| \{[^\n]*\"num_updates\": "),
+                     r"(?:\| train_inner \||\[train_inner\]\[[A-Z]+\] -) \{[^\n]*\"num_updates\": "),
     min_records=1,
 )
 
@@ -381,6 +382,10 @@ GENERIC = Dialect(
               head=("epoch", "iter", "total", metrics.LOSS)),
         Shape(re.compile(rf"^[ \t]*\[\s*(\d+),\s*(\d+)\]\s*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
               head=("epoch", "iter", metrics.LOSS)),
+        # A tqdm bar whose description holds the loss (pbar.set_description(f"loss={loss:.4f}")):
+        # "loss=2.3412: 45%|####5     | 27/60 [00:05<00:06, 5.1it/s]"; the bar's count is the step.
+        Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b[^\n|]*?\d+%\|[^|\n]*\|\s*(\d+)/(\d+) \["),
+              head=(metrics.LOSS, "iter", "total")),
         # CLU's LoggingWriter (JAX: big_vision, scenic, ...): "[{step}] train/loss=2.31, learning_rate=...".
         Shape(re.compile(rf"(?:^|\] )\[(\d+)\] [^\n]*?(?<![\w/])(?i:{_LOSS_KEY})=({_NUM})(?:,|$)", re.MULTILINE),
               head=(metrics.STEP, metrics.LOSS)),
@@ -479,6 +484,19 @@ EPOCH_LINES = Dialect(
     amp_lines=True,
 )
 
+# A script that prints its loss alone, with no step: "loss: 2.31", "Training loss = 2.31"
+# (print(f"loss: {loss.item()}") every step or every N): numbered 1, 2, 3 in order.
+LOSS_LINES = Dialect(
+    name="text",
+    description="lines of a loss alone (loss: X), numbered in order",
+    shapes=(
+        Shape(re.compile(rf"^[^\S\n]*(?:(?i:train(?:ing)?)[ _])?(?i:loss)[^\S\n]*[:=][^\S\n]*({_NUM})[^\S\n]*$",
+                         re.MULTILINE), head=(metrics.LOSS,)),
+    ),
+    step_from_order=True,
+    min_records=5,
+)
+
 # print(t, loss.item()) (the PyTorch tutorial "Learning PyTorch with Examples") and print((t, loss))
 # or Python 2's print(t, loss.data[0]): a line holding a step and a loss, nothing else.
 PAIRS = Dialect(
@@ -509,7 +527,7 @@ AMP_ONLY = Dialect(
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
                                  NEMO1, MAXTEXT, TIMM, COMPOSER, OLMO, NNUNET, TF, LOG4J, GENERIC, EPOCH_LINES,
-                                 PAIRS)
+                                 PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
 # what they read is a series (see textlogs.pick_dialect).
-FALLBACKS: tuple[Dialect, ...] = (GENERIC, EPOCH_LINES, PAIRS)
+FALLBACKS: tuple[Dialect, ...] = (GENERIC, EPOCH_LINES, PAIRS, LOSS_LINES)

@@ -19,7 +19,7 @@ import numpy as np
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions, RunData
-from sentinel.analyze.loaders.dialects import AMP_ONLY, DIALECTS, FALLBACKS, HF_TRAINER
+from sentinel.analyze.loaders.dialects import AMP_ONLY, DIALECTS, FALLBACKS, HF_TRAINER, LOSS_LINES
 from sentinel.analyze.loaders.dialect_types import Dialect
 from sentinel.analyze.loaders.progress_bar import bar_steps
 from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
@@ -103,6 +103,9 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         raise ValueError(f"{path}: no {dialect.name} step lines found")
     if dialect is HF_TRAINER:
         _hf_steps(text, found)
+    if dialect is LOSS_LINES:
+        found.warnings.append("the loss lines carry no step: numbered 1, 2, 3, ... in order (a line every "
+                              "N steps is N steps apart: the steps here count lines)")
     if metrics.LOSS not in found.steps.columns:
         who = "no loss in the file" if dialect is AMP_ONLY else f"no loss logged by {dialect.name}"
         found.warnings.append(f"{who}: only "
