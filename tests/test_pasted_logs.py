@@ -995,3 +995,10 @@ def test_stable_baselines3_nan_loss_and_an_algorithm_without_a_single_loss(tmp_p
            "train/value_loss); pass --loss-col <key>" in result.output
     code, report = _analyze(str(path), "--loss-col", "train/value_loss")
     assert code == 0 and report["runs"][0]["final_loss"] == 40
+
+
+def test_a_space_table_with_a_repeated_column_name_is_read(tmp_path):
+    path = _write(tmp_path / "t.txt", ["step  loss  loss", *[f"{s}  {2 - s / 100}  {3 - s / 100}" for s in range(10)]])
+    code, report = _analyze(str(path))
+    (run,) = report["runs"]
+    assert code == 0 and run["source"] == "space_table" and run["final_loss"] == pytest.approx(1.91)

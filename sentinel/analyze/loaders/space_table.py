@@ -83,6 +83,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
                          "names, rows of numbers under it): name them with --step-col/--loss-col")
     header, rows, step_col, loss_col, bar = found
     warnings: list[str] = []
+    header = _numbered(header)
     table = pd.DataFrame(rows, columns=header)
     table[step_col] = table[step_col].str.replace(_OF_TOTAL, r"\1", regex=True)
     if loss_col is None:  # a progress bar's loss components, summed (as its results.csv is)
@@ -102,6 +103,17 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     steps = table_steps(table, step_col, loss_col, path, warnings)
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
                     meta={"format": NAME, "columns": header}, warnings=warnings)]
+
+
+def _numbered(header: list[str]) -> list[str]:
+    """A name that repeats is numbered (``loss``, ``loss.1``), as for a CSV's header."""
+    seen: dict[str, int] = {}
+    out = []
+    for name in header:
+        count = seen.get(name, 0)
+        seen[name] = count + 1
+        out.append(name if count == 0 else f"{name}.{count}")
+    return out
 
 
 def _cells(line: str) -> list[str]:
