@@ -1002,3 +1002,38 @@ def test_a_space_table_with_a_repeated_column_name_is_read(tmp_path):
     code, report = _analyze(str(path))
     (run,) = report["runs"]
     assert code == 0 and run["source"] == "space_table" and run["final_loss"] == pytest.approx(1.91)
+
+
+def _tb_points(n: int = 100, nan_from: int = 80) -> list[tuple[float, int, float]]:
+    return [(1.7e9 + 10.5 * i, 10 * i, float("nan") if i >= nan_from else 3 * np.exp(-i / 50) + 1) for i in range(n)]
+
+
+def test_a_scalar_downloaded_from_tensorboards_page_as_csv_or_json(tmp_path):
+    points = _tb_points()
+    csv = tmp_path / "run-version_0-tag-train_loss.csv"
+    csv.write_text("Wall time,Step,Value\n" + "".join(f"{w},{s},{v}\n" for w, s, v in points))
+    (tmp_path / "run-version_0-tag-train_loss.json").write_text(json.dumps([list(p) for p in points]))
+    for path in sorted(tmp_path.iterdir()):
+        code, report = _analyze(str(path))
+        (run,) = report["runs"]
+        assert (run["source"], run["name"], run["steps"]) == ("tensorboard_download", "version_0", 100)
+        (incident,) = run["incidents"]
+        assert (incident["kind"], incident["severity"], incident["step"]) == ("nonfinite", "critical", 800)
+    # TensorBoard names the tag in the file name only: a renamed download is read as the loss, said so.
+    renamed = tmp_path / "curve.csv"
+    renamed.write_text(csv.read_text())
+    code, report = _analyze(str(renamed))
+    assert any("read as the loss" in w for w in report["runs"][0]["warnings"])
+
+
+def test_a_tensorboard_download_of_the_learning_rate_alone_is_refused_and_the_loss_beside_it_read(tmp_path):
+    rows = "".join(f"{w},{s},{1e-3}\n" for w, s, _ in _tb_points())
+    (tmp_path / "run-.-tag-lr-AdamW.csv").write_text("Wall time,Step,Value\n" + rows)
+    result = CliRunner().invoke(main, ["analyze", str(tmp_path / "run-.-tag-lr-AdamW.csv")])
+    assert result.exit_code == 1
+    assert "TensorBoard's download of the tag 'lr-AdamW' (lr) alone: nothing to judge without the loss" in result.output
+    (tmp_path / "run-.-tag-Loss_train.csv").write_text(
+        "Wall time,Step,Value\n" + "".join(f"{w},{s},{v}\n" for w, s, v in _tb_points(nan_from=200)))
+    result = CliRunner().invoke(main, ["analyze", str(tmp_path)])
+    assert result.exit_code == 0 and result.stdout.startswith("run-.-tag-Loss_train (tensorboard_download)")
+    assert "lr-AdamW" in result.stderr
