@@ -1037,3 +1037,40 @@ def test_a_tensorboard_download_of_the_learning_rate_alone_is_refused_and_the_lo
     result = CliRunner().invoke(main, ["analyze", str(tmp_path)])
     assert result.exit_code == 0 and result.stdout.startswith("run-.-tag-Loss_train (tensorboard_download)")
     assert "lr-AdamW" in result.stderr
+
+
+def _history(n: int = 35, nan_from: int = 30) -> dict[str, list[float]]:
+    loss = [float("nan") if e >= nan_from else 3 * float(np.exp(-e / 10)) + 0.5 for e in range(n)]
+    return {"loss": loss, "accuracy": [0.5] * n, "val_loss": [v + 0.1 for v in loss], "val_accuracy": [0.5] * n}
+
+
+@pytest.mark.parametrize("form", ["json", "printed", "numpy2"])
+def test_a_keras_history_dict_saved_or_printed(tmp_path, form):
+    history = _history()
+    if form == "json":
+        text = json.dumps(history)
+    elif form == "printed":
+        text = str(history)
+    else:  # NumPy 2 prints its scalars with their type
+        text = "{" + ", ".join(f"'{k}': [" + ", ".join(f"np.float32({v})" for v in values) + "]"
+                               for k, values in history.items()) + "}"
+    path = tmp_path / "history.txt"
+    path.write_text(text + "\n")
+    code, report = _analyze(str(path))
+    (run,) = report["runs"]
+    assert (run["source"], run["steps"]) == ("history_dict", 35)
+    loss, val = run["incidents"]
+    assert (loss["kind"], loss["severity"], loss["step"], loss["end_step"]) == ("nonfinite", "critical", 31, 35)
+    assert (val["kind"], val["severity"]) == ("nonfinite", "warning")
+
+
+def test_a_history_dict_is_parsed_as_data_never_run(tmp_path):
+    marker = tmp_path / "ran"
+    path = tmp_path / "history.txt"
+    path.write_text("{'loss': [2.0, 1.5, __import__('pathlib').Path(%r).touch()]}\n" % str(marker))
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1 and "not a history dict" in result.output
+    assert not marker.exists()
+    path.write_text(json.dumps({"acc": [0.1, 0.2, 0.3], "val_loss": [1.0, 0.9, 0.8]}))
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1

@@ -1,0 +1,112 @@
+"""Loader for a training history kept as one dict of lists, one value per epoch.
+
+Keras' ``History.history`` saved with ``json.dump`` or printed (``{'loss': [2.3, 1.9, ...],
+'val_loss': [...], 'accuracy': [...]}``), and the same shape written by many scripts. The
+printed form is Python's repr: single quotes, ``nan``, ``np.float32(2.3)`` under NumPy 2; it is
+turned into JSON text and parsed as data (never evaluated). Epochs are numbered from 1, as Keras
+prints them (``Epoch 1/30``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sentinel import metrics
+from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders.keys import canonical_key, loss_column
+from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
+
+NAME = "history_dict"
+DESCRIPTION = "a history dict of per-epoch lists (Keras' History.history: {'loss': [...], 'val_loss': [...]})"
+SNIFF_TAKES_OPTIONS = True
+
+# A dict whose loss-like key holds a list of numbers, near the start of the text.
+_SNIFF = re.compile(r"^\s*\{[^\[\]]{0,4096}?['\"][\w/ -]*loss[\w/ -]*['\"]\s*:\s*\[\s*"
+                    r"(?:np\.float\d+\(|numpy\.float\d+\()?[-+\d.nNiI\]]")
+MAX_BYTES = 64 << 20
+# Python's repr of the dict, made JSON: numpy scalars unwrapped, quotes, nan/inf.
+_NUMPY_SCALAR = re.compile(r"\b(?:np|numpy)\.(?:float|int)\d+\(([^()]*)\)")
+_PY_WORDS = re.compile(r"(?<![\w\"])(nan|inf|-inf|None|True|False)(?![\w\"])")
+_JSON_WORDS = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity", "None": "null", "True": "true",
+               "False": "false"}
+
+
+def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
+    """True for a dict of per-epoch lists with a loss-like key.
+
+    Example:
+        >>> sniff("/nonexistent.json")
+        False
+    """
+    head = read_head(path, limit=8192)
+    if not head or not _SNIFF.match(head):
+        return False
+    try:
+        return Path(path).stat().st_size <= MAX_BYTES
+    except OSError:
+        return False
+
+
+def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
+    """Read one history dict.
+
+    Returns:
+        One :class:`RunData`, one row per epoch (from 1), every list of numbers a column.
+
+    Raises:
+        ValueError: the text is not such a dict, or has no loss (the message lists its keys).
+
+    Example:
+        >>> run = load("history.json")[0]  # doctest: +SKIP
+        >>> run.steps.index[0], list(run.steps.columns)[:2]  # doctest: +SKIP
+        (1, ['loss', 'val_loss'])
+    """
+    options = options or LoadOptions()
+    history = _parse(path)
+    series = {str(k): v for k, v in history.items()
+              if isinstance(v, list) and v and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                   or x is None for x in v)}
+    if not series:
+        raise ValueError(f"{path}: a dict with no list of numbers: not a training history")
+    loss_col, _ = loss_column(list(series), options.loss_col)
+    if loss_col is None:
+        raise ValueError(f"{path}: no loss among the history's keys ({', '.join(series)}): pass --loss-col <key>")
+    epochs = max(len(v) for v in series.values())
+    warnings = []
+    if any(len(v) != epochs for v in series.values()):
+        warnings.append(f"{Path(path).name}: lists of different lengths: the shorter ones are read as the first "
+                        "epochs")
+    columns: dict[str, np.ndarray] = {}
+    for name, values in series.items():
+        key = metrics.LOSS if name == loss_col else canonical_key(name)
+        if key in columns or (key == metrics.LOSS and name != loss_col):
+            key = name.strip().lower()
+        padded = np.full(epochs, np.nan)
+        padded[:len(values)] = np.array([np.nan if x is None else x for x in values], dtype="float64")
+        columns[key] = padded
+    steps = pd.DataFrame(columns, index=pd.Index(np.arange(1, epochs + 1), name=metrics.STEP))
+    return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
+                    meta={"format": NAME, "columns": list(series)}, warnings=warnings)]
+
+
+def _parse(path: str | Path) -> dict:
+    text = read_text(path).strip()
+    try:
+        found = json.loads(text)
+    except ValueError:
+        found = None
+    if found is None:  # Python's repr of the dict
+        text = _NUMPY_SCALAR.sub(r"\1", text)
+        text = _PY_WORDS.sub(lambda m: _JSON_WORDS[m.group(1)], text.replace("'", '"'))
+        try:
+            found = json.loads(text)
+        except ValueError as err:
+            raise ValueError(f"{path}: not a history dict ({{'loss': [...], ...}}): {err}") from None
+    if not isinstance(found, dict):
+        raise ValueError(f"{path}: not a history dict ({{'loss': [...], ...}})")
+    return found
