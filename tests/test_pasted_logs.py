@@ -1074,3 +1074,19 @@ def test_a_history_dict_is_parsed_as_data_never_run(tmp_path):
     path.write_text(json.dumps({"acc": [0.1, 0.2, 0.3], "val_loss": [1.0, 0.9, 0.8]}))
     result = CliRunner().invoke(main, ["analyze", str(path)])
     assert result.exit_code == 1
+
+
+def test_a_nan_stretch_across_epochs_whose_length_is_no_multiple_of_the_logging_interval_is_one_incident(tmp_path):
+    # mmengine logs every 50 iterations of a 1583-iteration epoch: the steps' cadence breaks at
+    # each epoch; the printed NaNs still make one stretch, and the run ends NaN.
+    lines = [f"2024/01/01 10:00:00 - mmengine - INFO - Epoch(train)  [{e}][{i:4d}/1583]  lr: 2.0000e-02  "
+             f"eta: 1:00:00  time: 0.5000  data_time: 0.0100  memory: 3000  "
+             f"loss: {'nan' if (e == 3 and i > 600) else f'{2.0 - e * 0.1 - i / 20000:.4f}'}  loss_cls: 0.5000"
+             for e in range(1, 4) for i in range(50, 1584, 50)]
+    code, report = _analyze(str(_write(tmp_path / "20240101_100000.log", lines)))
+    (run,) = report["runs"]
+    assert run["final_loss"] is None or np.isnan(run["final_loss"])
+    (incident,) = run["incidents"]
+    assert (incident["kind"], incident["severity"], incident["step"], incident["end_step"]) == \
+        ("nonfinite", "critical", 2 * 1583 + 650, 2 * 1583 + 1550)
+

@@ -72,7 +72,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sentinel import metrics
-from sentinel.analyze.loaders import LoadOptions
+from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions
 from sentinel.analyze.loaders.dialect_types import HEAD_ROLES, Dialect, Shape
 from sentinel.analyze.loaders.keys import STEP_LIMIT
 from sentinel.analyze.loaders.log_lines import Lines
@@ -212,6 +212,13 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None) -> Sca
                    if i in record_steps and not shape.fills and not shape.prefix]
     events, at = read_events(text, dialect, steps, meta, warnings, train_steps)
     by_record = any(shape.record_events for shape in dialect.shapes)
+    if not by_record:
+        # A text log tells a printed NaN from a value not printed (a row of another shape, an
+        # evaluation line): the rules then need not guess from the steps' cadence, which fails
+        # where a count inside the epoch restarts at an epoch length that is no multiple of the
+        # logging interval (mmengine's [e][i/1583] every 50: each NaN was an incident of its own).
+        meta[LOGGED_NAN] = {key: steps.index.to_numpy()[mask].tolist() for key, mask in logged_nan.items()
+                            if watches_nonfinite(key) and key in steps.columns}
     for key in [c for c in steps.columns if watches_nonfinite(c)] if not by_record else ():
         if key in steps.columns:
             flagged = np.isinf(steps[key].to_numpy()) | logged_nan.get(key, np.zeros(len(steps), dtype=bool))
