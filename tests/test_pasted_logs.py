@@ -1090,3 +1090,28 @@ def test_a_nan_stretch_across_epochs_whose_length_is_no_multiple_of_the_logging_
     assert (incident["kind"], incident["severity"], incident["step"], incident["end_step"]) == \
         ("nonfinite", "critical", 2 * 1583 + 650, 2 * 1583 + 1550)
 
+
+@pytest.mark.parametrize("line", [
+    "[{e}/5][{i}/1583]\tLoss_D: {d}\tLoss_G: {g}\tD(x): 0.7123\tD(G(z)): 0.2345 / 0.1234",  # PyTorch DCGAN tutorial
+    "[Epoch {e}/200] [Batch {i}/1583] [D loss: {d}] [G loss: {g}]",  # PyTorch-GAN
+])
+def test_gan_prints_are_judged_on_non_finite_values_only(tmp_path, line):
+    rng = np.random.default_rng(0)
+
+    def lines(nan_from: int | None) -> list[str]:
+        out = []
+        for e in range(5):
+            for i in range(0, 1583, 50):
+                # The discriminator improves, so the generator's loss climbs: the game, not a divergence.
+                d, g = abs(rng.normal(0.8, 0.3)), abs(rng.normal(2.0 + 1.5 * e, 1.0))
+                bad = nan_from is not None and e * 1583 + i >= nan_from
+                out.append(line.format(e=e, i=i, d="nan" if bad else f"{d:.4f}", g="nan" if bad else f"{g:.4f}"))
+        return out
+
+    code, report = _analyze(str(_write(tmp_path / "gan.txt", lines(None))))
+    (run,) = report["runs"]
+    assert (run["source"], run["steps"], run["verdict"], run["incidents"]) == ("gan", 160, "healthy", [])
+    assert any("a GAN's run" in w for w in run["warnings"])
+    code, report = _analyze(str(_write(tmp_path / "gan.txt", lines(4 * 1583 + 800))))
+    (incident,) = report["runs"][0]["incidents"]
+    assert (incident["kind"], incident["severity"], incident["step"]) == ("nonfinite", "critical", 4 * 1583 + 800)

@@ -26,6 +26,7 @@ from sentinel.analyze.rule_nonfinite import eval_nonfinite_incidents, finite, lo
 from sentinel.analyze.rule_plateau import plateau_incidents
 from sentinel.analyze.rule_stuck import (
     collapse_incidents,
+    is_adversarial,
     is_environment_rl,
     is_reinforcement_learning,
     stuck_loss_incidents,
@@ -149,6 +150,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
     has = steps.columns.__contains__
     loss = finite(steps[metrics.LOSS]) if has(metrics.LOSS) else pd.Series(dtype="float64")
     environment_rl = is_environment_rl(steps.columns)
+    adversarial = is_adversarial(steps.columns)
     if has(metrics.LOSS) or has(metrics.GRAD_NORM_TOTAL) or not run.events.empty:
         incidents += nonfinite_incidents(run)
         incidents += eval_nonfinite_incidents(run)
@@ -163,6 +165,10 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
     elif environment_rl:
         warnings.append("a reinforcement-learning run (it logs episode returns): its loss follows the "
                         "returns, so its rises, spikes and plateaus are not judged; non-finite values are")
+    elif adversarial:
+        warnings.append("a GAN's run (a generator's and a discriminator's loss): the two play against each "
+                        "other, so the generator's loss (read as the loss) is not judged for rises, spikes "
+                        "or plateaus; non-finite values are")
     else:
         warmup = warmup_steps(config)
         if len(loss) <= warmup:
@@ -180,9 +186,10 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         rl = is_reinforcement_learning(steps.columns) or environment_rl
         stuck = stuck_loss_incidents(loss, zero_counts=not rl)
         incidents += stuck
-        if not environment_rl and not any(not i.details["resolved"] for i in stuck):  # else the tail is told
+        game = environment_rl or adversarial
+        if not game and not any(not i.details["resolved"] for i in stuck):  # else the tail is told
             incidents += chance_incidents(loss)
-        if not rl and not environment_rl:
+        if not rl and not game:
             incidents += collapse_incidents(loss)
     if has(metrics.GRAD_NORM_TOTAL):
         grad = finite(steps[metrics.GRAD_NORM_TOTAL])

@@ -62,6 +62,18 @@ def is_environment_rl(columns) -> bool:
     return any(str(c).rsplit("/", 1)[-1] in _EPISODE_KEYS for c in columns)
 
 
+def is_adversarial(columns) -> bool:
+    """A GAN's run: a discriminator's loss (``loss_d``) beside the generator's. The two play
+    against each other: the generator's loss rising while the discriminator improves is the
+    game, not a divergence.
+
+    Example:
+        >>> is_adversarial(["loss", "loss_d"]), is_adversarial(["loss"])
+        (True, False)
+    """
+    return any(str(c) in ("loss_d", "d_loss", "loss_disc", "discriminator_loss") for c in columns)
+
+
 def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS, zero_counts: bool = True) -> list[Incident]:
     """One warning for the longest stretch of ``min_rows`` or more logged losses in a row that
     are the same float (see the module docstring for which values count).

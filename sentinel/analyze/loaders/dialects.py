@@ -316,6 +316,22 @@ NNUNET = Dialect(
     min_records=1,
 )
 
+# GAN training prints: the PyTorch DCGAN tutorial's "[0/5][50/1583]\tLoss_D: 1.2345\tLoss_G: 5.6789\t
+# D(x): ..." and PyTorch-GAN's "[Epoch 0/200] [Batch 50/938] [D loss: 0.6931] [G loss: 0.7123]" (epochs
+# and batches from 0). The generator's loss is read as the loss, the discriminator's as loss_d
+# (see sentinel.analyze.rule_stuck.is_adversarial: the two are not judged for rises or spikes).
+GAN = Dialect(
+    name="gan",
+    description='GAN training prints ("[e/E][i/N] Loss_D: x Loss_G: y", "[Epoch e/E] [Batch i/N] [D loss: x] [G loss: y]")',
+    shapes=(
+        Shape(re.compile(rf"^[^\S\n]*\[(\d+)/\d+\]\[(\d+)/(\d+)\]\s+Loss_D:\s*({_NUM})\s+Loss_G:\s*({_NUM})",
+                         re.MULTILINE), head=("epoch0", "iter", "total", "loss_d", metrics.LOSS)),
+        Shape(re.compile(rf"\[Epoch (\d+)/\d+\] \[Batch (\d+)/(\d+)\] \[D loss: ({_NUM})[^\]\n]*\] "
+                         rf"\[G loss: ({_NUM})"), head=("epoch0", "iter", "total", "loss_d", metrics.LOSS)),
+    ),
+    min_records=2,
+)
+
 # Anything else: a step-like key and a loss-like key on one line, as "key: v", "key=v" or "key v",
 # in either order. Needs several such lines (see textlogs.sniff).
 # Chinese tutorials' step labels too: 训练次数 ("training count", the step), 迭代次数 ("iterations").
@@ -526,7 +542,7 @@ AMP_ONLY = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, TIMM, COMPOSER, OLMO, NNUNET, TF, LOG4J, GENERIC, EPOCH_LINES,
+                                 NEMO1, MAXTEXT, TIMM, COMPOSER, OLMO, NNUNET, GAN, TF, LOG4J, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
 # what they read is a series (see textlogs.pick_dialect).
