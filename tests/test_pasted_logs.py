@@ -878,6 +878,8 @@ def _losses(n: int = 60, nan_from: int = 45) -> list[str]:
     ("dict", "{{'epoch': {i}, 'train_loss': {v}, 'lr': 0.001}}", 1, 1),
     # CLU's LoggingWriter (JAX)
     ("clu", "I1203 10:00:00.000 140 train.py:300] [{s}] train/loss={v}, train/learning_rate=0.001", 100, 100),
+    # the PyTorch quickstart tutorial: the samples seen in the epoch after the loss
+    ("quickstart", "loss: {v}  [{s:>5d}/60000]", 100, 100),
     # a script printing its loss alone: the lines are numbered in order
     ("loss_alone", "loss: {v}", 1, 1),
     ("training_loss_alone", "Training loss = {v}", 1, 1),
@@ -1115,3 +1117,15 @@ def test_gan_prints_are_judged_on_non_finite_values_only(tmp_path, line):
     code, report = _analyze(str(_write(tmp_path / "gan.txt", lines(4 * 1583 + 800))))
     (incident,) = report["runs"][0]["incidents"]
     assert (incident["kind"], incident["severity"], incident["step"]) == ("nonfinite", "critical", 4 * 1583 + 800)
+
+
+def test_the_pytorch_quickstart_loop_goes_on_across_epochs_and_its_test_lines_are_not_steps(tmp_path):
+    lines = []
+    for t in range(1, 4):
+        lines += [f"Epoch {t}", "-------------------------------"]
+        lines += [f"loss: {2.3 - t / 10 - b / 10000:>7f}  [{b * 64 + 64:>5d}/60000]" for b in range(0, 938, 100)]
+        lines += ["Test Error: ", f" Accuracy: {50 + t}.0%, Avg loss: {2.4 - t / 10:>8f} ", ""]
+    code, report = _analyze(str(_write(tmp_path / "quickstart.txt", lines + ["Done!"])))
+    (run,) = report["runs"]
+    assert run["steps"] == 30 and run["final_loss"] == pytest.approx(2.3 - 0.3 - 0.09)
+    assert run["verdict"] == "healthy"

@@ -402,6 +402,11 @@ GENERIC = Dialect(
         # "loss=2.3412: 45%|####5     | 27/60 [00:05<00:06, 5.1it/s]"; the bar's count is the step.
         Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b[^\n|]*?\d+%\|[^|\n]*\|\s*(\d+)/(\d+) \["),
               head=(metrics.LOSS, "iter", "total")),
+        # The PyTorch quickstart tutorial's train loop (copied into countless scripts):
+        # f"loss: {loss:>7f}  [{current:>5d}/{size:>5d}]", the samples seen in the epoch (a count
+        # that starts again each epoch: the steps go on across epochs, in samples).
+        Shape(re.compile(rf"^[^\S\n]*(?i:loss):[^\S\n]*({_NUM})[^\S\n]+\[[^\S\n]*(\d+)/[^\S\n]*(\d+)\][^\S\n]*$",
+                         re.MULTILINE), head=(metrics.LOSS, "iter", "total")),
         # CLU's LoggingWriter (JAX: big_vision, scenic, ...): "[{step}] train/loss=2.31, learning_rate=...".
         Shape(re.compile(rf"(?:^|\] )\[(\d+)\] [^\n]*?(?<![\w/])(?i:{_LOSS_KEY})=({_NUM})(?:,|$)", re.MULTILINE),
               head=(metrics.STEP, metrics.LOSS)),
