@@ -878,6 +878,11 @@ def _losses(n: int = 60, nan_from: int = 45) -> list[str]:
     ("dict", "{{'epoch': {i}, 'train_loss': {v}, 'lr': 0.001}}", 1, 1),
     # CLU's LoggingWriter (JAX)
     ("clu", "I1203 10:00:00.000 140 train.py:300] [{s}] train/loss={v}, train/learning_rate=0.001", 100, 100),
+    # pytorch/examples word_language_model: its "ms/batch 45.60" is a time, not a batch count
+    ("word_lm", "| epoch   1 | {s2:5d}/12000 batches | lr 20.00 | ms/batch 45.60 | loss {v} | ppl 2448.66",
+     200, 200),
+    # pytorch/examples super_resolution: the count in parentheses
+    ("super_resolution", "===> Epoch[1]({i}/60): Loss: {v}", 1, 1),
     # the PyTorch quickstart tutorial: the samples seen in the epoch after the loss
     ("quickstart", "loss: {v}  [{s:>5d}/60000]", 100, 100),
     # a script printing its loss alone: the lines are numbered in order
@@ -894,7 +899,7 @@ def _losses(n: int = 60, nan_from: int = 45) -> list[str]:
                "loss_ctc=50.1, loss_att={v}, acc=0.1, loss={v}, backward_time=0.1, optim0_lr0=1.0e-05", 100, 100),
 ])
 def test_more_tools_progress_lines(tmp_path, name, line, first_step, every):
-    path = _write(tmp_path / f"{name}.txt", [line.format(i=i, s=i * 100, pct=i * 100 // 60, v=v)
+    path = _write(tmp_path / f"{name}.txt", [line.format(i=i, s=i * 100, s2=i * 200, pct=i * 100 // 60, v=v)
                                             for i, v in enumerate(_losses(), start=1)])
     code, report = _analyze(str(path))
     (run,) = report["runs"]

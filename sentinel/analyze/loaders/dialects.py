@@ -352,9 +352,10 @@ _COUNT_KEY = r"(?:step|iter|iteration|batch|it)"
 _EPOCH_NUM = r"(?i:\bepoch)['\"]?\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?"
 _EPOCH_START = r"(?i:\bepoch)['\"]?\s*[:=#]?\s*\[?\s*\d"
 _EPOCH_GAP = _gap_until(_EPOCH_START)
-_EPOCH_THEN_COUNT = rf"{_EPOCH_NUM}{_EPOCH_GAP}(?i:\b{_COUNT_KEY}\b)\s*[:=#]?\s*\[?\s*(\d+)"
+# The count a whole number, its key not a unit's denominator ("ms/batch 45.60" is a time).
+_EPOCH_THEN_COUNT = rf"{_EPOCH_NUM}{_EPOCH_GAP}(?<![/\w])(?i:{_COUNT_KEY}\b)\s*[:=#]?\s*\[?\s*(\d+)(?!\.\d|\d)"
 # "Epoch: [21][ 35/464]", "Epoch 3 [10/100]" (no groups: for a lookahead): the epoch shape below reads it.
-_EPOCH_BRACKETS = r"(?i:\bepoch)\s*[:=#]?\s*\[?\s*\d+(?:\s*/\s*\d+)?\s*\]?\s*\[\s*\d+\s*/"
+_EPOCH_BRACKETS = r"(?i:\bepoch)\s*[:=#]?\s*\[?\s*\d+(?:\s*/\s*\d+)?\s*\]?\s*[\[(]\s*\d+\s*/"
 # A line about an evaluation ("| valid on 'valid' subset 1000 / 1311 loss=1.60", "Step 300 | eval
 # loss: 2.1"): its loss is not the training loss of a step. Fewer words than keys.looks_like_loss
 # rejects in a metric's name: a free-text line says "val" and "dev" for other things ("val: n/a",
@@ -390,10 +391,11 @@ GENERIC = Dialect(
               head=("epoch", "iter", "total", metrics.LOSS)),
         Shape(re.compile(rf"{_EPOCH_THEN_COUNT}(?!\d|\s*/\s*\d)\s*\]?{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
               head=("epoch", "iter", metrics.LOSS)),
-        # ... and the ImageNet example's ProgressMeter (copied into many repositories):
+        # ... and the ImageNet example's ProgressMeter (copied into many repositories; the count
+        # in parentheses too, the super-resolution example's "===> Epoch[1](12/25): Loss: 0.3127"):
         # "Epoch: [21][1390/1930]\tTime 0.690 (0.986)\t...\tLoss 2.5681e+00 (1.0952e+01)", the
         # epoch perhaps with its total ("Epoch: [127/300][ 35/464]"); the loss, not its average.
-        Shape(re.compile(rf"{_EPOCH_NUM}\s*\[\s*(\d+)\s*/\s*(\d+)[^\]\n]*\]"
+        Shape(re.compile(rf"{_EPOCH_NUM}\s*[\[(]\s*(\d+)\s*/\s*(\d+)[^\])\n]*[\])]"
                          rf"{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
               head=("epoch", "iter", "total", metrics.LOSS)),
         Shape(re.compile(rf"^[ \t]*\[\s*(\d+),\s*(\d+)\]\s*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
