@@ -1134,3 +1134,24 @@ def test_the_pytorch_quickstart_loop_goes_on_across_epochs_and_its_test_lines_ar
     (run,) = report["runs"]
     assert run["steps"] == 30 and run["final_loss"] == pytest.approx(2.3 - 0.3 - 0.09)
     assert run["verdict"] == "healthy"
+
+
+@pytest.mark.parametrize("loggers", [("absl", "tf"), ("tf",)])
+def test_tensorflow_object_detection_steps_and_their_loss_dicts(tmp_path, loggers):
+    prefix = {"absl": "I1203 10:00:01.123456 140131 model_lib_v2.py:{n}] ", "tf": "INFO:tensorflow:"}
+    lines = []
+    for i, v in enumerate(_losses(), start=1):
+        for name in loggers:
+            lines.append(prefix[name].format(n=705) + f"Step {i * 100} per-step time 0.432s")
+        for name in loggers:
+            lines += [prefix[name].format(n=708) + f"{{'Loss/classification_loss': {v},",
+                      " 'Loss/localization_loss': 0.1,", " 'Loss/regularization_loss': 0.2,",
+                      f" 'Loss/total_loss': {v},", " 'learning_rate': 0.0133}"]
+    code, report = _analyze(str(_write(tmp_path / "train.log", lines)))
+    (run,) = report["runs"]
+    assert (run["source"], run["steps"]) == ("tf_object_detection", 60)
+    (incident,) = run["incidents"]
+    assert (incident["kind"], incident["severity"], incident["step"], incident["end_step"]) == \
+        ("nonfinite", "critical", 4500, 6000)
+    (loaded,) = discover_runs(tmp_path / "train.log")
+    assert loaded.steps["lr"].iloc[0] == pytest.approx(0.0133)

@@ -316,6 +316,26 @@ NNUNET = Dialect(
     min_records=1,
 )
 
+# TensorFlow Object Detection API (model_main_tf2.py): "Step 100 per-step time 0.432s", then the
+# losses as a dict printed over several lines ("{'Loss/classification_loss': 0.5,\n 'Loss/...': ...,\n
+# 'Loss/total_loss': 0.8,\n 'learning_rate': 0.0133}"), through absl's logger, TensorFlow's or both.
+# The dict's lines join the step line before them; Loss/total_loss is the loss.
+_TFOD_PREFIX = r"(?:I\d{4} [\d:.]+ +\d+ [\w.]+:\d+\] |INFO:tensorflow:)?"
+TF_OBJECT_DETECTION = Dialect(
+    name="tf_object_detection",
+    description='TensorFlow Object Detection API ("Step N per-step time ..." then its {\'Loss/total_loss\': ...} dict)',
+    shapes=(
+        Shape(re.compile(rf"\bStep (\d+) per-step time [^\n]*?'Loss/total_loss': ({_NUM})"),
+              head=(metrics.STEP, metrics.LOSS)),
+        Shape(re.compile(rf"\bStep (\d+) per-step time [^\n]*?'learning_rate': ({_NUM})"),
+              head=(metrics.STEP, metrics.LR)),
+    ),
+    joins=re.compile(rf"\n(?:{_TFOD_PREFIX}(?=\{{'Loss/)| (?='[\w/]+': ))"),
+    join_with=" ",
+    sniff=re.compile(r"\bStep \d+ per-step time \d"),
+    min_records=2,
+)
+
 # GAN training prints: the PyTorch DCGAN tutorial's "[0/5][50/1583]\tLoss_D: 1.2345\tLoss_G: 5.6789\t
 # D(x): ..." and PyTorch-GAN's "[Epoch 0/200] [Batch 50/938] [D loss: 0.6931] [G loss: 0.7123]" (epochs
 # and batches from 0). The generator's loss is read as the loss, the discriminator's as loss_d
@@ -549,7 +569,7 @@ AMP_ONLY = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, TIMM, COMPOSER, OLMO, NNUNET, GAN, TF, LOG4J, GENERIC, EPOCH_LINES,
+                                 NEMO1, MAXTEXT, TIMM, COMPOSER, OLMO, NNUNET, GAN, TF_OBJECT_DETECTION, TF, LOG4J, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
 # what they read is a series (see textlogs.pick_dialect).
