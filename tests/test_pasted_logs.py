@@ -1155,3 +1155,27 @@ def test_tensorflow_object_detection_steps_and_their_loss_dicts(tmp_path, logger
         ("nonfinite", "critical", 4500, 6000)
     (loaded,) = discover_runs(tmp_path / "train.log")
     assert loaded.steps["lr"].iloc[0] == pytest.approx(0.0133)
+
+
+def test_hf_trainer_dicts_scaled_by_the_banners_logging_interval_keep_their_nan(tmp_path):
+    # No progress bar beside the dicts: the banner's epochs and total steps give logging_steps (10),
+    # and the printed NaNs must move with the steps they were printed at.
+    lines = ["***** Running training *****", "  Num examples = 6,000", "  Num Epochs = 1",
+             "  Total optimization steps = 600"]
+    lines += [f"{{'loss': {v}, 'grad_norm': 1.0, 'learning_rate': 5e-05, 'epoch': {i / 60:.2f}}}"
+              for i, v in enumerate(_losses(), start=1)]
+    code, report = _analyze(str(_write(tmp_path / "train.log", lines)))
+    (run,) = report["runs"]
+    assert run["steps"] == 60
+    (incident,) = run["incidents"]
+    assert (incident["kind"], incident["severity"], incident["step"], incident["end_step"]) == \
+        ("nonfinite", "critical", 450, 600)
+
+
+def test_a_modded_nanogpt_log_of_validation_lines_alone_keeps_its_printed_nan(tmp_path):
+    values = [7.7109, 4.3719, 3.9876, 3.8012, 3.7011, 3.6404, "nan", "nan"]
+    path = _write(tmp_path / "val.txt", [f"step:{s}/1480 val_loss:{v} train_time:{s * 120}ms step_avg:120.00ms"
+                                         for s, v in zip(range(0, 876, 125), values)])
+    report = analyze_run(discover_runs(path)[0])
+    (incident,) = report.incidents
+    assert (incident.kind, incident.severity, incident.step, incident.end_step) == ("nonfinite", "critical", 750, 875)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sentinel import metrics
-from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData
 from sentinel.analyze.loaders.dialects import LLMC
 from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
 from sentinel.analyze.loaders.textscan import count_records, scan
@@ -67,6 +67,9 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         if "val_loss" in steps.columns:  # a grep for val_loss, or a log of validation points only
             found.warnings.append("no training-loss lines: the validation loss is judged instead")
             steps = steps.rename(columns={"val_loss": metrics.LOSS})
+            printed_nan = found.meta.get(LOGGED_NAN, {})
+            if "val_loss" in printed_nan:  # its printed NaNs go with it
+                printed_nan[metrics.LOSS] = printed_nan.pop("val_loss")
         else:
             found.warnings.append("no training-loss lines were found")
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps, events=found.events,

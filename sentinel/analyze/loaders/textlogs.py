@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from sentinel import metrics
-from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData
 from sentinel.analyze.loaders.dialects import AMP_ONLY, DIALECTS, FALLBACKS, HF_TRAINER, LOSS_LINES
 from sentinel.analyze.loaders.dialect_types import Dialect
 from sentinel.analyze.loaders.progress_bar import bar_steps
@@ -136,6 +136,9 @@ def _hf_steps(text: str, found) -> None:
         found.meta["logging_steps"] = interval
         if not found.events.empty:
             found.events["step"] = found.events["step"] * interval
+        if LOGGED_NAN in found.meta:  # the printed NaNs move with their steps
+            found.meta[LOGGED_NAN] = {key: [step * interval for step in at]
+                                      for key, at in found.meta[LOGGED_NAN].items()}
     else:
         found.meta["logging_steps"] = None
         found.warnings.append("HF Trainer log dicts carry no step: numbered 1, 2, 3, ... in order "
