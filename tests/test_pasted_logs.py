@@ -1179,3 +1179,15 @@ def test_a_modded_nanogpt_log_of_validation_lines_alone_keeps_its_printed_nan(tm
     report = analyze_run(discover_runs(path)[0])
     (incident,) = report.incidents
     assert (incident.kind, incident.severity, incident.step, incident.end_step) == ("nonfinite", "critical", 750, 875)
+
+
+def test_a_tensorboard_download_with_odd_rows_skips_them_and_says_so(tmp_path):
+    path = tmp_path / "run-r-tag-loss.csv"
+    rows = "".join(f"{1.7e9 + s},{s},{2 - s / 100}\n" for s in range(30))
+    path.write_text("Wall time,Step,Value\n" + rows + f"1,{'9' * 25},1.0\n2,31,oops\n3,32.5,1.0\n")
+    code, report = _analyze(str(path))
+    (run,) = report["runs"]
+    assert code == 0 and run["steps"] == 30
+    warnings = " ".join(run["warnings"])
+    assert "1 row(s) with a 'Step' too large for a 64-bit step" in warnings
+    assert "1 row(s) whose Value is not a number were skipped" in warnings

@@ -20,7 +20,7 @@ import pandas as pd
 from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions, RunData
 from sentinel.analyze.loaders.keys import canonical_key, looks_like_eval_loss, looks_like_loss
-from sentinel.analyze.loaders.numeric_table import merge_steps
+from sentinel.analyze.loaders.numeric_table import merge_steps, step_values
 from sentinel.analyze.loaders.textlog import read_head, read_text
 
 NAME = "tensorboard_download"
@@ -96,12 +96,13 @@ def _key(tag: str | None) -> str:
 
 
 def _read_csv(path: Path, warnings: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    table = pd.read_csv(path, usecols=["Step", "Value"], dtype={"Value": "float64"},
-                        converters={"Step": lambda s: pd.to_numeric(s, errors="coerce")})
-    ok = table["Step"].notna() & (table["Step"] % 1 == 0)
-    if not ok.all():
-        warnings.append(f"{path.name}: {int((~ok).sum())} row(s) without a whole-number step were skipped")
-    return table["Step"][ok].to_numpy(dtype="int64"), table["Value"][ok].to_numpy(dtype="float64")
+    table = pd.read_csv(path, usecols=["Step", "Value"], dtype=str, keep_default_na=False)
+    step, keep = step_values(table["Step"], "Step", path, warnings)  # non-integral or huge: skipped, said
+    value = pd.to_numeric(table["Value"], errors="coerce").to_numpy(dtype="float64")
+    text = np.isnan(value) & ~table["Value"].str.strip().str.lower().isin(("nan", "-nan")).to_numpy()
+    if (text & keep).any():
+        warnings.append(f"{path.name}: {int((text & keep).sum())} row(s) whose Value is not a number were skipped")
+    return step[~text[keep]], value[keep & ~text]
 
 
 def _read_json(path: Path) -> tuple[np.ndarray, np.ndarray]:
