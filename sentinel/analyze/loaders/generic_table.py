@@ -39,6 +39,7 @@ from sentinel.analyze.loaders.numeric_table import (
     choose_columns,
     read_columns,
     read_header,
+    sum_loss_components,
     table_steps,
 )
 from sentinel.analyze.loaders.textlog import read_head, read_head_lines, run_name, text_encoding
@@ -151,10 +152,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         positions += [names.index(c) for c in loss_components(names) if names.index(c) not in positions]
         table = read_columns(path, sep, names, positions, read_loss, warnings, step_col)
     if loss_col not in table.columns:  # the sum of the loss's components (see _pick_columns)
-        parts = loss_components(table.columns)
-        table[metrics.LOSS] = table[parts].apply(pd.to_numeric, errors="coerce").sum(axis=1, min_count=len(parts))
-        warnings.append(f"{Path(path).name}: loss is the sum of {' + '.join(parts)} (no column is the total; "
-                        "--loss-col picks one)")
+        sum_loss_components(table, loss_components(table.columns), path, warnings)
     steps = table_steps(table, step_col, loss_col, path, warnings, keep_nan_eval=True)
     return [
         RunData(

@@ -23,7 +23,6 @@ from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
 
 NAME = "history_dict"
 DESCRIPTION = "a history dict of per-epoch lists (Keras' History.history: {'loss': [...], 'val_loss': [...]})"
-SNIFF_TAKES_OPTIONS = True
 
 # A dict whose loss-like key holds a list of numbers, near the start of the text.
 _SNIFF = re.compile(r"^\s*\{[^\[\]]{0,4096}?['\"][\w/ -]*loss[\w/ -]*['\"]\s*:\s*\[\s*"
@@ -36,7 +35,7 @@ _JSON_WORDS = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity", "None": "nu
                "False": "false"}
 
 
-def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
+def sniff(path: str | Path) -> bool:
     """True for a dict of per-epoch lists with a loss-like key.
 
     Example:
@@ -98,14 +97,14 @@ def _parse(path: str | Path) -> dict:
     text = read_text(path).strip()
     try:
         found = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         found = None
     if found is None:  # Python's repr of the dict
         text = _NUMPY_SCALAR.sub(r"\1", text)
         text = _PY_WORDS.sub(lambda m: _JSON_WORDS[m.group(1)], text.replace("'", '"'))
         try:
             found = json.loads(text)
-        except ValueError as err:
+        except (ValueError, RecursionError) as err:  # RecursionError: nested past Python's depth
             raise ValueError(f"{path}: not a history dict ({{'loss': [...], ...}}): {err}") from None
     if not isinstance(found, dict):
         raise ValueError(f"{path}: not a history dict ({{'loss': [...], ...}})")

@@ -74,14 +74,39 @@ def read_header(path: str | Path, sep: str | None = None) -> tuple[list[str], st
         sep = "\t" if "\t" in text else ","
     if not text.strip():
         return [], sep
-    names: list[str] = []
-    for name in (c.strip() for c in next(csv.reader([text], delimiter=sep))):
+    return numbered_names(c.strip() for c in next(csv.reader([text], delimiter=sep))), sep
+
+
+def numbered_names(names) -> list[str]:
+    """Column names with each repeat numbered, as pandas does: ``loss``, ``loss.1``.
+
+    Example:
+        >>> numbered_names(["step", "loss", "loss"])
+        ['step', 'loss', 'loss.1']
+    """
+    out: list[str] = []
+    seen: set[str] = set()
+    for name in names:
         base, n = name, 0
-        while name in names:  # a repeated name is numbered, as pandas does: loss, loss.1
+        while name in seen:
             n += 1
             name = f"{base}.{n}"
-        names.append(name)
-    return names, sep
+        seen.add(name)
+        out.append(name)
+    return out
+
+
+def sum_loss_components(table: pd.DataFrame, parts: list[str], path, warnings: list[str]) -> None:
+    """Add the loss as the sum of its component columns (NaN where one is missing), and say so.
+
+    Example:
+        >>> t = pd.DataFrame({"train/a_loss": ["1", "2"], "train/b_loss": [0.5, None]})
+        >>> sum_loss_components(t, ["train/a_loss", "train/b_loss"], "r.csv", w := []); t["loss"].tolist(), w
+        ([1.5, nan], ['r.csv: loss is the sum of train/a_loss + train/b_loss (no column is the total; --loss-col picks one)'])
+    """
+    table[metrics.LOSS] = table[parts].apply(pd.to_numeric, errors="coerce").sum(axis=1, min_count=len(parts))
+    warnings.append(f"{Path(path).name}: loss is the sum of {' + '.join(parts)} (no column is the total; "
+                    "--loss-col picks one)")
 
 
 def choose_columns(path: str | Path, names: list[str], step_col: str, loss_col: str | None,

@@ -34,7 +34,6 @@ from sentinel.analyze.loaders.textscan import clean_text
 
 NAME = "sb3_console"
 DESCRIPTION = "Stable-Baselines3 console blocks (| time/ |, |    total_timesteps | N |, |    loss | X |)"
-SNIFF_TAKES_OPTIONS = True  # (the options do not change what is claimed)
 
 MIN_BLOCKS = 3  # fewer is a quote, not a run
 _RULE = re.compile(r"^\s*-{8,}\s*$")
@@ -43,7 +42,7 @@ _STEP_KEYS = ("time/total_timesteps", "time/iterations", "time/episodes")
 _STEP = "block"  # the step column where no step key was printed: the block's number
 
 
-def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
+def sniff(path: str | Path) -> bool:
     """True for text holding SB3 logger blocks (``time/``, ``rollout/`` or ``train/`` keys).
 
     Example:

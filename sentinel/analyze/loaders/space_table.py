@@ -34,7 +34,7 @@ from sentinel.analyze.loaders.keys import (
     sniff_columns,
     step_column,
 )
-from sentinel.analyze.loaders.numeric_table import table_steps
+from sentinel.analyze.loaders.numeric_table import numbered_names, sum_loss_components, table_steps
 from sentinel.analyze.loaders.textlog import read_head_lines, read_text, run_name
 from sentinel.analyze.loaders.textscan import clean_text
 
@@ -83,18 +83,15 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
                          "names, rows of numbers under it): name them with --step-col/--loss-col")
     header, rows, step_col, loss_col, bar = found
     warnings: list[str] = []
-    header = _numbered(header)
+    header = numbered_names(header)
     table = pd.DataFrame(rows, columns=header)
     table[step_col] = table[step_col].str.replace(_OF_TOTAL, r"\1", regex=True)
     if loss_col is None:  # a progress bar's loss components, summed (as its results.csv is)
         parts = _components(header, bar)
         table.columns = [_TRAIN + c if c in parts else c for c in header]
         parts = [_TRAIN + c for c in parts]
-        values = table[parts].apply(pd.to_numeric, errors="coerce")
-        table[metrics.LOSS] = values.sum(axis=1, min_count=len(parts))
+        sum_loss_components(table, parts, path, warnings)
         loss_col = metrics.LOSS
-        warnings.append(f"{Path(path).name}: loss is the sum of {' + '.join(parts)} (no column is the "
-                        "total; --loss-col picks one)")
     else:
         step_column(header, options.step_col)  # a named column the table lacks: said here
         loss_col, inferred = loss_column(header, options.loss_col)
@@ -103,17 +100,6 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     steps = table_steps(table, step_col, loss_col, path, warnings)
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
                     meta={"format": NAME, "columns": header}, warnings=warnings)]
-
-
-def _numbered(header: list[str]) -> list[str]:
-    """A name that repeats is numbered (``loss``, ``loss.1``), as for a CSV's header."""
-    seen: dict[str, int] = {}
-    out = []
-    for name in header:
-        count = seen.get(name, 0)
-        seen[name] = count + 1
-        out.append(name if count == 0 else f"{name}.{count}")
-    return out
 
 
 def _cells(line: str) -> list[str]:

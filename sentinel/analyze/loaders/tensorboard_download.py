@@ -29,7 +29,7 @@ DESCRIPTION = "a scalar downloaded from TensorBoard's page (Wall time,Step,Value
 _HEADER = re.compile(r"^\ufeff?Wall time,Step,Value\s*$")
 _JSON_START = re.compile(r"^\s*\[\s*\[\s*[-\d.eE+]+\s*,\s*\d+\s*,")
 _NAME = re.compile(r"^run[-_](?P<run>.*?)[-_]tag[-_](?P<tag>.+)$")
-# The most points read from a JSON download (TensorBoard's page shows at most a few thousand).
+# The largest JSON download read (TensorBoard's page offers a few thousand points: kilobytes).
 MAX_JSON_BYTES = 256 << 20
 
 
@@ -111,7 +111,7 @@ def _read_json(path: Path) -> tuple[np.ndarray, np.ndarray]:
     try:
         points = json.loads(read_text(path))
         rows = [(int(p[1]), float(p[2])) for p in points if isinstance(p, list) and len(p) == 3]
-    except (ValueError, TypeError, OverflowError) as err:
+    except (ValueError, TypeError, OverflowError, RecursionError) as err:
         raise ValueError(f"{path}: not a TensorBoard download ([[wall_time, step, value], ...]): {err}") from None
     if not rows:
         return np.array([], dtype="int64"), np.array([])
