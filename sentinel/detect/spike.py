@@ -156,15 +156,20 @@ class SpikeVerdict:
         score: ``log(ratio)`` in robust sigmas of the per-step change (NaN with < 2 history
             values or for a non-finite value). The analyzer can grade severity with it.
         baseline: median of the history, in the metric's units (NaN without history).
-        ratio: ``value / baseline`` (NaN without history or for a non-finite value).
+        log_ratio: ``log(value / baseline)`` (NaN without history or for a non-finite value).
         history: number of finite values the verdict was judged against.
     """
 
     is_spike: bool
     score: float
     baseline: float
-    ratio: float
+    log_ratio: float
     history: int
+
+    @property
+    def ratio(self) -> float:
+        """``value / baseline`` (taken from :attr:`log_ratio` when asked: the step path never does)."""
+        return float(np.exp(self.log_ratio))
 
 
 def _to_log(values: np.ndarray) -> np.ndarray:
@@ -199,13 +204,14 @@ def _rule(
     return is_spike, score
 
 
-def _rule_one(value: float, y: float, base: float, noise: float, n: int, config: SpikeConfig,
-              min_excess: tuple[float, float]) -> tuple[bool, float]:
+def _rule_one(value: float, y: float, base: float, base_value: float, noise: float, n: int,
+              config: SpikeConfig, min_excess: tuple[float, float]) -> tuple[bool, float]:
     """:func:`_rule` for one value, on Python floats (the online mode's ~5 us of numpy calls on
     0-d arrays, saved at every step). Operation for operation the same IEEE arithmetic, so the
     two modes still agree bit for bit (``tests/test_detect.py`` checks it on random series).
 
-    ``min_excess``: ``(log1p(short_rtol), log1p(rtol))`` computed with ``np.log1p``.
+    ``base_value``: ``np.exp(base)``, which the caller reports too; ``min_excess``:
+    ``(log1p(short_rtol), log1p(rtol))`` computed with ``np.log1p``.
     """
     excess = y - base
     score = excess / max(noise, _NOISE_FLOOR) if noise == noise else math.nan  # NaN noise: NaN score
@@ -213,7 +219,7 @@ def _rule_one(value: float, y: float, base: float, noise: float, n: int, config:
     is_spike = (
         n >= config.min_history
         and excess > min_excess[0 if short else 1]
-        and value - float(np.exp(base)) > config.atol
+        and value - base_value > config.atol
         and (short or score > config.threshold)
     )
     return is_spike, score
@@ -301,9 +307,10 @@ class SpikeDetector:
             base = recent
         nd = len(self._sorted_diffs)
         noise = self._sorted_diffs[nd // 2] / _DIFF_MAD_TO_SIGMA if nd else math.nan
-        is_spike, score = _rule_one(x, y, base, noise, n, self.config, self._min_excess)
+        base_value = float(np.exp(base))
+        is_spike, score = _rule_one(x, y, base, base_value, noise, n, self.config, self._min_excess)
         self._push(y)
-        return SpikeVerdict(is_spike, score, float(np.exp(base)), float(np.exp(y - base)), n)
+        return SpikeVerdict(is_spike, score, base_value, y - base, n)
 
     def rebase(self, keep: int) -> None:
         """Forget all but the last ``keep`` values: they are the level from now on (the guard found
