@@ -152,6 +152,33 @@ def test_nemo2_progress_line_uses_global_step(tmp_path):
     assert "global_step" not in run.steps.columns
 
 
+def _nanotron_line(step: int, loss: str, grad_norm: str, tokens: str = "32.8K") -> str:
+    # LoggerWriter.add_scalars_from_list: "iteration: N / M" then " | tag: human_format(value)".
+    return (f"12/05/2023 15:20:14 [INFO|DP=0|PP=0|TP=0|ip-26-0-160-225]: iteration: {step} / 200 | "
+            f"consumed_tokens: {tokens} | elapsed_time_per_iteration_ms: 5.76K | tokens_per_sec: 5.69K | "
+            f"global_batch_size: 128 | lm_loss: {loss} | lr: 1e-05 | model_tflops_per_gpu: 0.41 | "
+            f"grad_norm: {grad_norm} | cuda_memory_allocated: 1.13G")
+
+
+def test_nanotron_iteration_lines_with_human_format_numbers(tmp_path):
+    lines = ["[INFO|DP=0|PP=0|TP=0]: Config: ...", _nanotron_line(1, "10.8", "0.0967", "16.4K"),
+             _nanotron_line(2, "10.7", "1.02"), _nanotron_line(3, "nan", "infE"),
+             _nanotron_line(4, "10.5", "0.88", "1.2M")]
+    path = _write(tmp_path, "nanotron.log", "\n".join(lines) + "\n")
+    assert _claimed_by(path) == ["megatron"]
+    (run,) = megatron.load(path, LoadOptions())
+    steps = run.steps
+    assert steps.index.tolist() == [1, 2, 3, 4]
+    assert steps.loc[1, metrics.LOSS] == 10.8 and math.isnan(steps.loc[3, metrics.LOSS])
+    assert steps[metrics.GRAD_NORM_TOTAL].tolist()[:2] == [0.0967, 1.02]
+    assert steps.loc[3, metrics.GRAD_NORM_TOTAL] == math.inf  # human_format(inf) is "infE"
+    assert steps["consumed_tokens"].tolist() == [16400.0, 32800.0, 32800.0, 1.2e6]
+    assert steps.loc[1, "cuda_memory_allocated"] == 1.13e9
+    assert steps.loc[1, metrics.LR] == 1e-05
+    assert run.events["kind"].tolist() == ["nonfinite", "nonfinite"]  # the loss and the grad norm
+    assert run.events["step"].tolist() == [3, 3]
+
+
 # --------------------------------------------------------------------------- llm.c / modded-nanogpt
 
 

@@ -467,7 +467,9 @@ PROGRESS_LINES = Dialect(
 #  number of skipped iterations:   0 | number of nan iterations:   0 |", mixed with everything else. Fields
 # come and go between versions (bf16 runs have no loss scale, a diverged step no lm loss): every
 # "name: number" field is read. NeMo 2 prints "Training epoch 0, iteration 10/99 | lr: ... | global_step:
-# 10 | reduced_train_loss: ..." (its global_step is the step). "validation loss at iteration N | lm loss
+# 10 | reduced_train_loss: ..." (its global_step is the step). nanotron prints "iteration: 10 / 100 |
+# consumed_tokens: 32.8K | ... | lm_loss: 10.8 | lr: 1e-05 | ... | grad_norm: 0.0967 |" (numbers in
+# human_format: three significant digits, K/M/G/B/T above a thousand). "validation loss at iteration N | lm loss
 # value: X | lm loss PPL: Y |" gives val_loss / val_ppl. DeepSpeed prints "OVERFLOW! Rank 0 Skipping step.
 # Attempted loss scale: X, reducing to Y" (older: "fp16 dynamic loss scale overflow! Skipping step. ...")
 # inside the optimizer step of the iteration whose line follows; Megatron skips an update only when the
@@ -477,19 +479,24 @@ PROGRESS_LINES = Dialect(
 _MEGATRON_KEYS = {
     "lm loss": metrics.LOSS, "lm_loss": metrics.LOSS, "reduced_train_loss": metrics.LOSS,  # lm_loss: GPT-NeoX
     "learning rate": metrics.LR, "lr": metrics.LR, "grad norm": metrics.GRAD_NORM_TOTAL,
+    "grad_norm": metrics.GRAD_NORM_TOTAL,  # nanotron
     "loss scale": metrics.LOSS_SCALE, "number of skipped iterations": metrics.AMP_SKIPPED_STEPS,
     "number of nan iterations": metrics.NAN_ITERATIONS, "samples per second": metrics.SAMPLES_PER_SEC,
     "elapsed time per iteration (ms)": "iter_time_ms",
 }
 _MEGATRON_SECONDS = {"elapsed time per iteration (s)": ("elapsed time per iteration (ms)", 1000.0)}
 _SP = r"[^\S\n]"  # \s within a line
-_MEGATRON_GAP = _gap_until(r"\biteration\s+\d")
+_MEGATRON_GAP = _gap_until(r"\biteration:?\s+\d")
+# nanotron's human_format: 32.8K, 5.76M, 1.13G (3 significant digits; B for billions in some forks).
+_HUMAN_SIZES = {"K": ("", 1e3), "M": ("", 1e6), "G": ("", 1e9), "B": ("", 1e9), "T": ("", 1e12), "P": ("", 1e15),
+                "E": ("", 1e18)}  # human_format(inf) prints "infE"
 MEGATRON = Dialect(
     name="megatron",
-    description='Megatron-LM / Megatron-DeepSpeed / NeMo stdout logs (" iteration N/M | lm loss: ... |")',
+    description='Megatron-LM / Megatron-DeepSpeed / NeMo / nanotron stdout logs (" iteration N/M | lm loss: ... |")',
     shapes=(
-        Shape(re.compile(rf"\biteration{_SP}+(\d+){_SP}*/{_SP}*(\d+){_SP}*\|([^\n]*)"),
+        Shape(re.compile(rf"\biteration:?{_SP}+(\d+){_SP}*/{_SP}*(\d+){_SP}*\|([^\n]*)"),
               head=(metrics.STEP, "total"), fields="|", keys=_MEGATRON_KEYS, rescale=_MEGATRON_SECONDS,
+              units=_HUMAN_SIZES,
               record_events=(
                   RecordEvent(metrics.AMP_SKIPPED_STEPS, EventKind.OVERFLOW, source="megatron",
                               detail="skipped_iterations"),
@@ -508,8 +515,8 @@ MEGATRON = Dialect(
     ),
     step_key="global_step",
     # A file must show an iteration line carrying at least one training field.
-    sniff=re.compile(rf"\biteration\s+\d+\s*/\s*\d+\s*\|{_MEGATRON_GAP}"
-                     r"(?:lm loss|learning rate|loss scale|grad norm|reduced_train_loss|\blr)\s*:"),
+    sniff=re.compile(rf"\biteration:?\s+\d+\s*/\s*\d+\s*\|{_MEGATRON_GAP}"
+                     r"(?:lm[ _]loss|learning rate|loss scale|grad[ _]norm|reduced_train_loss|\blr)\s*:"),
     min_records=1,
     drop_cut_line=False,
     clean=False,

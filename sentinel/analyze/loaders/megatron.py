@@ -1,4 +1,4 @@
-"""Loader for Megatron-LM / Megatron-DeepSpeed / NeMo / GPT-NeoX stdout logs.
+"""Loader for Megatron-LM / Megatron-DeepSpeed / NeMo / GPT-NeoX / nanotron stdout logs.
 
 The lines are read by the text engine (:mod:`~sentinel.analyze.loaders.textscan`) with the
 :data:`~sentinel.analyze.loaders.dialects.MEGATRON` dialect (what is read is described there):

@@ -370,11 +370,15 @@ def _field_bodies(bodies: list, shape: Shape) -> tuple[list[str], np.ndarray]:
             if not match:
                 continue
             raw = match.group(2)
+            name = match.group(1).strip().lower()
             try:
                 value = float(raw.replace(",", "") if _THOUSANDS.match(raw) else raw)
             except ValueError:
-                continue
-            name = match.group(1).strip().lower()
+                value = _with_unit(raw, shape.units)
+                if value is None:
+                    continue
+                value, key_suffix = value
+                name += key_suffix
             if name in rescale:
                 name, factor = rescale[name]
                 value *= factor
@@ -382,6 +386,18 @@ def _field_bodies(bodies: list, shape: Shape) -> tuple[list[str], np.ndarray]:
             tokens.append(repr(value))
         out.append(" ".join(tokens))
     return out, cut
+
+
+def _with_unit(raw: str, units: Mapping[str, tuple[str, float]]) -> tuple[float, str] | None:
+    """``(value, key suffix)`` of a field value printed with one of the shape's units
+    (nanotron's ``32.8K``), or None where it is not a number."""
+    for unit in units_order(units):
+        if raw.endswith(unit):
+            try:
+                return float(raw[:-len(unit)]) * units[unit][1], units[unit][0]
+            except ValueError:
+                return None
+    return None
 
 
 def _scatter(out: dict[str, np.ndarray], n: int, row: np.ndarray, combos: np.ndarray, values: np.ndarray,
