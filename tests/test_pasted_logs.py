@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -1081,6 +1082,49 @@ def test_a_history_dict_is_parsed_as_data_never_run(tmp_path):
     path.write_text(json.dumps({"acc": [0.1, 0.2, 0.3], "val_loss": [1.0, 0.9, 0.8]}))
     result = CliRunner().invoke(main, ["analyze", str(path)])
     assert result.exit_code == 1
+
+
+def _sacred_run(folder, metrics: dict[str, tuple[list, list]]) -> None:
+    """A run directory as Sacred's FileStorageObserver writes it (save_json: sort_keys, indent 2;
+    json writes NaN as NaN), with the script's printed copy beside it."""
+    folder.mkdir(parents=True)
+    saved = {name: {"values": values, "steps": steps, "timestamps": ["2026-12-03T10:00:00.000000"] * len(values)}
+             for name, (steps, values) in metrics.items()}
+    (folder / "metrics.json").write_text(json.dumps(saved, sort_keys=True, indent=2))
+    (folder / "run.json").write_text(json.dumps({"status": "COMPLETED", "experiment": {"name": "mnist"}}, indent=2))
+    (folder / "config.json").write_text(json.dumps({"lr": 0.1, "seed": 1}, indent=2))
+    (folder / "cout.txt").write_text("".join(f"step {s} loss 2.5\n" for s in range(50)))
+
+
+def test_a_sacred_run_directory_is_one_run_read_from_its_metrics(tmp_path):
+    steps = list(range(0, 3000, 10))
+    loss = [float("nan") if s >= 2900 else 3 * float(np.exp(-s / 500)) + 0.5 for s in steps]
+    _sacred_run(tmp_path / "my_runs" / "7", {"train.loss": (steps, loss), "val.loss": (steps[::10], loss[::10]),
+                                             "lr": (steps, [0.1] * len(steps))})
+    (tmp_path / "my_runs" / "_sources").mkdir()
+    code, report = _analyze(str(tmp_path / "my_runs"))
+    (run,) = report["runs"]
+    assert (run["name"], run["source"], run["steps"]) == ("7", "sacred", 300)
+    assert "loss read from 'train.loss'" in " ".join(run["warnings"])
+    skipped = {Path(s["path"]).name: s["reason"] for s in report["skipped"]}
+    assert skipped["cout.txt"].startswith("console copy of a tracked run")  # the same run, not a second one
+    (incident,) = [i for i in run["incidents"] if i["kind"] == "nonfinite" and i["severity"] == "critical"]
+    assert incident["step"] == 2900
+
+
+def test_a_sacred_metrics_file_with_broken_entries_is_read_where_it_can_be(tmp_path):
+    _sacred_run(tmp_path / "3", {"loss": ([1, 2, 3, 4], [2.0, 1.9, 1.8]), "note": ([1], ["text"])})
+    code, report = _analyze(str(tmp_path / "3" / "metrics.json"))
+    (run,) = report["runs"]
+    assert run["steps"] == 3
+    warnings = " ".join(run["warnings"])
+    assert "'loss' has 4 steps for 3 values" in warnings and "'note' holds values that are not numbers" in warnings
+    (tmp_path / "3" / "metrics.json").write_text('{"loss": {"steps": [1, 2], "values": [2.0, ')
+    result = CliRunner().invoke(main, ["analyze", str(tmp_path / "3" / "metrics.json")])
+    assert result.exit_code == 1 and "not a Sacred metrics.json" in result.output and "Traceback" not in result.output
+    (tmp_path / "3" / "metrics.json").write_text(json.dumps({"acc": {"steps": [1, 2], "values": [0.1, 0.2]}}))
+    result = CliRunner().invoke(main, ["analyze", str(tmp_path / "3" / "metrics.json")])
+    assert result.exit_code == 1 and "no loss metric among: acc; name it with --loss-col" in result.output
 
 
 def test_a_nan_stretch_across_epochs_whose_length_is_no_multiple_of_the_logging_interval_is_one_incident(tmp_path):

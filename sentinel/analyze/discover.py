@@ -237,7 +237,7 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
             files = [e for e in entries if _is_dir(e, found.skipped) is False]
         for file in files:
             reason = _reason_by_name(file) if file.is_file() else NOT_REGULAR
-            if reason is None and _wandb_console(file):  # named on its own, it is read
+            if reason is None and _tracker_console(file):  # named on its own, it is read
                 reason = TRACKER_CONSOLE
             if reason is not None:
                 found.skipped.append(Skipped(str(file), reason))
@@ -309,10 +309,15 @@ def _reason_by_name(file: Path) -> str | None:
         return None  # reported when a loader tries to read it
 
 
-def _wandb_console(file: Path) -> bool:
-    """``files/output.log`` of a W&B run directory: what the script printed, while the run's
-    history (``run-<id>.wandb`` or ``files/wandb-history.jsonl``) holds the same metrics; read
-    as a text log it would be the same run a second time."""
+def _tracker_console(file: Path) -> bool:
+    """What the script printed, kept by a tracker beside the run's metric history: a W&B run's
+    ``files/output.log`` (history: ``run-<id>.wandb`` or ``files/wandb-history.jsonl``), a Sacred
+    run's ``cout.txt`` (history: ``metrics.json``). Read as a text log it would be the same run
+    a second time."""
+    if file.name == "cout.txt":
+        from sentinel.analyze.loaders import sacred_metrics  # its pandas import only where needed
+
+        return sacred_metrics.is_run_dir(file.parent)
     if file.name != "output.log" or file.parent.name != "files":
         return False
     run_dir = file.parent.parent

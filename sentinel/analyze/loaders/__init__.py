@@ -75,6 +75,7 @@ LOADER_MODULES: tuple[str, ...] = (
     "llmc",  # llm.c / modded-nanogpt text logs
     "hf_trainer_state",  # Hugging Face trainer_state.json (log_history) in a checkpoint folder
     "wandb_export",  # a W&B chart exported as CSV (Step, "<run> - <key>", __MIN/__MAX)
+    "sacred_metrics",  # a Sacred run's metrics.json ({"<metric>": {"steps": [...], "values": [...]}})
     "history_dict",  # a dict of per-epoch lists (Keras' History.history, saved or printed)
     "tensorboard_download",  # one scalar downloaded from TensorBoard's page (Wall time,Step,Value)
     "generic_table",  # any CSV / TSV / JSONL with a step and a loss column
