@@ -246,3 +246,19 @@ def test_hand_written_epoch_loops(tmp_path, text, steps):
     assert run.source == "text"
     assert run.steps.index.tolist() == list(steps)
     assert run.steps[metrics.LOSS].tolist() == LOSSES
+
+
+def test_lightning_rich_progress_bar_as_a_terminal_draws_it():
+    # A real Trainer.fit with RichProgressBar on a terminal (tests/scripts/lightning_rich_bar.py):
+    # colour codes, "\r" redraws, "Epoch e/E ━━━╸━━ n/N 0:00:01 • 0:00:02 29.8it/s train_loss: x
+    # val_loss: y"; the loss NaN from global step 70 (the bar's count 71) on.
+    run = _one(LOGS / "lightning_rich.txt")
+    steps = run.steps
+    assert run.source == "text" and run.warnings == []
+    assert steps.index.tolist() == list(range(91))  # epoch * 30 + the count inside the epoch
+    assert steps.loc[1, metrics.LOSS] == 1.46 and steps.loc[70, metrics.LOSS] == 0.317
+    assert steps[metrics.LOSS].loc[71:].isna().all() and steps[metrics.LOSS].loc[1:70].notna().all()
+    assert list(run.meta["logged_nan"][metrics.LOSS]) == list(range(71, 91))
+    assert steps.loc[30, "val_loss"] == 1.035 and steps.loc[60, "val_loss"] == 0.944
+    # The last draws show val_loss 0.944, then nan: the step ends with the nan it printed last.
+    assert math.isnan(steps.loc[90, "val_loss"]) and list(run.meta["logged_nan"]["val_loss"]) == [90]

@@ -386,3 +386,27 @@ def test_a_bare_carriage_return_ends_a_line_of_a_file_being_written(tmp_path, na
     (run,) = textlogs.load(path, LoadOptions())
     assert len(run.steps) == steps and run.steps.index[-1] == steps
     assert any("no line end" in w for w in run.warnings) == (name == "bar.log")
+
+
+@pytest.mark.parametrize("order", ["in order", "out of order"])
+def test_a_step_printed_twice_ends_with_what_it_printed_last_a_nan_included(order):
+    from sentinel.analyze.loaders.dialects import LLMC
+    from sentinel.analyze.loaders.textscan import scan
+
+    # A step printed again: finite, then nan (loss at step 5); nan, then finite (step 6).
+    lines = ["s:4 trl:2.5", "s:5 trl:2.4", "s:5 trl:nan", "s:6 trl:nan", "s:6 trl:2.2", "s:7 trl:2.1"]
+    if order == "out of order":  # the other merge path: records not in step order
+        lines = lines[-1:] + lines[:-1]
+    found = scan("\n".join(lines) + "\n", LLMC)
+    loss = found.steps[metrics.LOSS]
+    assert math.isnan(loss.loc[5]) and loss.loc[6] == 2.2 and loss.loc[4] == 2.5
+    assert list(found.meta["logged_nan"][metrics.LOSS]) == [5]  # the mark goes with the value it came with
+
+
+def test_a_last_line_of_terminal_codes_alone_is_no_cut_record(tmp_path):
+    from sentinel.analyze.loaders.dialects import GENERIC
+    from sentinel.analyze.loaders.textscan import scan
+
+    text = "".join(f"step {i} loss {3 - i / 10}\n" for i in range(8))
+    assert scan(text + "\x1b[?25h", GENERIC).warnings == []  # rich shows the cursor again at the end
+    assert "has no line end" in scan(text + "step 8 loss 2.", GENERIC).warnings[0]

@@ -428,12 +428,18 @@ GENERIC = Dialect(
     amp_lines=True,
 )
 
+# The names a LightningModule logs its training loss under, as its progress bar shows them (with
+# on_step and on_epoch both, "train_loss_step" is the step's; "train_loss_epoch" is not the loss).
+_LIGHTNING_LOSS_KEYS = dict.fromkeys(("loss", "train_loss", "train/loss", "training_loss", "loss_step",
+                                      "train_loss_step", "train/loss_step"), metrics.LOSS)
+
 # Progress lines of particular tools and tutorials, read like the generic ones but a dialect of
-# their own: each shape is a pass over the whole text, and on a generic log these five cost ~20%
+# their own: each shape is a pass over the whole text, and on a generic log these six cost ~20%
 # (their own sniffing, over the first megabyte only, is what picks them).
 PROGRESS_LINES = Dialect(
     name="text",
-    description="progress lines of tqdm descriptions, the PyTorch quickstart, CLU, ESPnet2, torchtune",
+    description="progress lines of tqdm descriptions, the PyTorch quickstart, CLU, ESPnet2, torchtune, "
+                "Lightning's rich bar",
     shapes=(
         # A tqdm bar whose description holds the loss (pbar.set_description(f"loss={loss:.4f}")):
         # "loss=2.3412: 45%|####5     | 27/60 [00:05<00:06, 5.1it/s]"; the bar's count is the step.
@@ -454,6 +460,14 @@ PROGRESS_LINES = Dialect(
         # torchtune's bar: f"{epoch + 1}|{global_step}|Loss: {loss}" (the global step).
         Shape(re.compile(rf"^[ \t]*(\d+)\|(\d+)\|Loss:\s*({_NUM})", re.MULTILINE),
               head=("epoch", metrics.STEP, metrics.LOSS)),
+        # Lightning's RichProgressBar as a terminal draws it (each redraw ended by "\r"): f"Epoch
+        # {epoch}/{max_epochs - 1}", the bar, f"{completed}/{total}", "elapsed • remaining",
+        # f"{speed:.2f}it/s", then f"{name}: {value:.3f}" for each metric logged with prog_bar=True.
+        # Epochs from 0, the count inside the epoch; a draw at 0 shows the last epoch's values at
+        # the same global step as its last draw.
+        Shape(re.compile(r"^[^\S\n]*Epoch (\d+)/-?\d+[^\d\n]*?(\d+)/(\d+)[^\S\n]+\d+:\d\d:\d\d • "
+                         r"(?:-:--:--|\d+:\d\d:\d\d)[^\S\n]+[\d.]+it/s[^\S\n]*([^\n]*)", re.MULTILINE),
+              head=("epoch0", "iter", "total"), keys=_LIGHTNING_LOSS_KEYS),
     ),
     drop_words=_EVAL_WORDS,
     step_wraps=True,

@@ -173,9 +173,10 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None) -> Sca
     # the last line end of either kind may be cut.
     if dialect.drop_cut_line and text and not text.endswith(("\n", "\r")):
         cut = max(text.rfind("\n"), text.rfind("\r")) + 1
-        number = len(_LINE_END.findall(text, 0, cut)) + 1
-        warnings.append(f"last line {number} has no line end (cut off while written?): skipped "
-                        "(it is read once the file has not changed for a minute)")
+        if _ANSI.sub("", text[cut:]).strip():  # not only a terminal's codes (rich shows the cursor again)
+            number = len(_LINE_END.findall(text, 0, cut)) + 1
+            warnings.append(f"last line {number} has no line end (cut off while written?): skipped "
+                            "(it is read once the file has not changed for a minute)")
         text = text[:cut]
     if dialect.clean:
         text = clean_text(text)
@@ -561,11 +562,17 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
                             index=index)
         return main.astype("float64", copy=False), logged_nan
     else:
-        frame = pd.DataFrame(table)
-        frame["_step"] = step
-        main = frame[~fills].groupby("_step", sort=True).last()
+        # The step lines in step order (stable: a step's records keep their order), merged as
+        # above; summary lines only fill what no step line of their step gave.
+        order = np.flatnonzero(~fills)[np.argsort(step[~fills], kind="stable")]
+        index, columns = _last_per_step({name: column[order] for name, column in table.items()}, step[order])
+        main = pd.DataFrame(columns, index=index)
         if fills.any():
-            main = main.combine_first(frame[fills].groupby("_step", sort=True).last())
+            frame = pd.DataFrame({name: column[fills] for name, column in table.items()})
+            frame["_step"] = step[fills]
+            filled = frame.groupby("_step", sort=True).last()
+            filled.index = filled.index.astype("int64")
+            main = main.combine_first(filled)
         main.index = main.index.astype("int64")
     main.index.name = metrics.STEP
     logged_nan = {}
@@ -780,7 +787,9 @@ def _concat(tables: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
 
 def _last_per_step(table: dict[str, np.ndarray], step: np.ndarray) -> tuple[pd.Index, dict[str, np.ndarray]]:
     """``groupby(step).last()`` for records already in step order: the steps, and each column's
-    last value that is not NaN among the records of a step."""
+    last value that is not NaN among the records of a step. A NaN the log printed (its mark
+    column, ``NAN_PREFIX + name``, is 1) is a value: a bar redrawn at one step that shows a
+    finite loss and then ``nan`` ends ``nan``, and the mark goes with the value it came with."""
     starts = np.flatnonzero(np.r_[True, step[1:] != step[:-1]]) if len(step) else np.zeros(0, dtype=np.int64)
     index = pd.Index(step[starts].astype("int64"), name=metrics.STEP)
     if len(starts) == len(step):
@@ -793,9 +802,16 @@ def _last_per_step(table: dict[str, np.ndarray], step: np.ndarray) -> tuple[pd.I
     run_starts = np.cumsum(size) - size
     out = {}
     for name, column in table.items():
-        merged = column[starts]
-        picked = column[rows]
-        last = np.maximum.reduceat(np.where(np.isnan(picked), -1, rows), run_starts)
-        merged[several] = np.where(last >= 0, column[np.maximum(last, 0)], np.nan)
-        out[name] = merged
+        if name.startswith(NAN_PREFIX) and name[len(NAN_PREFIX):] in table:
+            continue  # taken with its value's column
+        mark = table.get(NAN_PREFIX + name)
+        present = ~np.isnan(column[rows])
+        if mark is not None:
+            present |= mark[rows] == 1.0
+        last = np.maximum.reduceat(np.where(present, rows, -1), run_starts)
+        chosen = np.maximum(last, 0)
+        for key, values in ((name, column),) if mark is None else ((name, column), (NAN_PREFIX + name, mark)):
+            merged = values[starts]
+            merged[several] = np.where(last >= 0, values[chosen], np.nan)
+            out[key] = merged
     return index, out
