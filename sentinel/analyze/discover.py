@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
+from sentinel.analyze.compressed import archive_command, decompressed, is_compressed
 from sentinel.analyze.loaders import ADD_SCALARS_DIRS, LOADER_MODULES, LoadOptions, RunData
 
 log = logging.getLogger(__name__)
@@ -28,6 +29,7 @@ NOT_REGULAR = "not a regular file"
 NOT_A_LOG = "not a training log"
 UNREADABLE = "unreadable"
 TRACKER_CONSOLE = "console copy of a tracked run (its metric history is read instead)"
+ARCHIVE = "an archive of several files"
 
 _EXTENSIONS = {
     **dict.fromkeys((".py", ".pyc", ".pyo", ".pyd", ".pyi", ".pyx", ".pxd", ".so", ".dylib", ".dll",
@@ -194,13 +196,13 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
             raise NoRunsError(f"'{path}' is not a regular file or a directory (a device, FIFO or socket): "
                               "pass a log file or a directory of runs")
         reason = _reason_by_name(path)
+        if reason == ARCHIVE:
+            raise NoRunsError(f"'{path}' is {reason}: unpack it ({archive_command(path)}) and pass the folder")
         if reason is not None:
             raise NoRunsError(f"'{path}' is {reason}, not a training log: pass a log file or a directory of runs")
         runs = _load_file(path, modules, options)
         if runs is None:
-            from sentinel.analyze.loaders.generic_table import why_not
-
-            raise NoRunsError(why_not(path) or
+            raise NoRunsError(_table_problem(path) or
                               f"'{path}' is not a log format sentinel reads (tried: {describe_formats()}): "
                               "pass --step-col/--loss-col for a table, or a directory of runs")
         return Discovery(runs)
@@ -299,6 +301,10 @@ def _reason_by_name(file: Path) -> str | None:
     """Why ``file`` is not a log, judged by its name or its first bytes; None when it may be one."""
     if file.name in _NAMES:
         return _NAMES[file.name]
+    if archive_command(file) is not None:
+        return ARCHIVE
+    if is_compressed(file):  # train.log.gz: read as the file it holds
+        return None
     reason = _EXTENSIONS.get(file.suffix.lower())
     if reason is not None or file.suffix:
         return reason
@@ -416,7 +422,28 @@ def _claim_directory(directory: Path, modules: Iterable[ModuleType], skipped: li
     return None
 
 
+def _table_problem(path: Path) -> str | None:
+    """What keeps a table that no loader took from being read (a compressed one's, of its text)."""
+    from sentinel.analyze.loaders.generic_table import why_not
+
+    if not is_compressed(path):
+        return why_not(path)
+    with decompressed(path) as (plain, _):
+        problem = why_not(plain)
+    return None if problem is None else problem.replace(str(plain), str(path))
+
+
 def _load_file(file: Path, modules: Iterable[ModuleType], options: LoadOptions) -> list[RunData] | None:
+    if is_compressed(file):
+        with decompressed(file) as (plain, note):
+            runs = _load_file(plain, modules, options)
+        if runs is None and note is not None:  # what the cut-off data held is not a log (yet)
+            raise ValueError(f"{file}: {note}; that much is not a log sentinel reads")
+        for run in runs or []:
+            run.path = str(file)
+            if note is not None:
+                run.warnings.append(f"{file.name}: {note}")
+        return runs
     for module in modules:
         if module.NAME == "sentinel":
             continue
