@@ -410,3 +410,20 @@ def test_a_last_line_of_terminal_codes_alone_is_no_cut_record(tmp_path):
     text = "".join(f"step {i} loss {3 - i / 10}\n" for i in range(8))
     assert scan(text + "\x1b[?25h", GENERIC).warnings == []  # rich shows the cursor again at the end
     assert "has no line end" in scan(text + "step 8 loss 2.", GENERIC).warnings[0]
+
+
+def test_a_log_with_a_crash_s_zero_padding_or_stray_bytes_is_still_read(tmp_path):
+    # A machine that crashed while the log grew leaves a block of NUL bytes where the last writes
+    # were lost; the resumed process appends after it (often with no line end before).
+    before = "".join(f"step {s} loss {3 - s / 1000:.4f}\n" for s in range(0, 500, 10))
+    after = "".join(f"step {s} loss {2.5 - s / 10000:.4f}\n" for s in range(500, 1000, 10))
+    path = tmp_path / "train.log"
+    path.write_bytes(before.encode()[:-7] + b"\x00" * 4096 + after.encode() + bytes(range(1, 256)) + b"\n")
+    os.utime(path, (1e9, 1e9))
+    (run,) = textlogs.load(path, LoadOptions())
+    steps = run.steps[metrics.LOSS].dropna().index.tolist()
+    assert steps == list(range(0, 490, 10)) + list(range(500, 1000, 10))  # 490's line was cut by the crash
+    assert textlogs.sniff(path)
+    # A NUL among the first bytes is a binary file's (a record length, a magic number): not text.
+    path.write_bytes(b"\x18\x00\x00\x00\x00\x00\x00\x00" + before.encode())
+    assert not textlogs.sniff(path)

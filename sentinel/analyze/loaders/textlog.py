@@ -8,6 +8,7 @@ lines (saying whether the last one was finished) and per-step records into a ste
 from __future__ import annotations
 
 import codecs
+import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -47,15 +48,27 @@ def text_encoding(path: str | Path) -> str:
     return "utf-16" if start in _UTF16_BOMS else "utf-8-sig"
 
 
+# A binary file shows a NUL among its first bytes (a record length, a magic number: TensorBoard
+# event files, checkpoints, archives, executables); a text log can hold NULs further on, where a
+# machine crashed while the file grew (the file system's zero padding) or a stray write landed.
+_BINARY_PROBE = 64
+_NULS = re.compile(rb"\x00+")
+
+
 def decode(raw: bytes) -> str:
     """Text of a file's bytes: UTF-16 after a UTF-16 byte-order mark, else UTF-8 (its BOM
-    dropped); undecodable bytes replaced.
+    dropped); undecodable bytes replaced, and each run of NUL bytes (a crash's zero padding)
+    a line end, so the record written after it starts a line of its own.
 
     Example:
-        >>> decode("step 1".encode("utf-16")), decode(b"\xef\xbb\xbfstep 1")
-        ('step 1', 'step 1')
+        >>> decode("step 1".encode("utf-16")), decode(b"\xef\xbb\xbfstep 1"), decode(b"step 1\x00\x00step 2")
+        ('step 1', 'step 1', 'step 1\nstep 2')
     """
-    return raw.decode("utf-16" if raw[:2] in _UTF16_BOMS else "utf-8-sig", errors="replace")
+    if raw[:2] in _UTF16_BOMS:
+        return raw.decode("utf-16", errors="replace")
+    if b"\x00" in raw:
+        raw = _NULS.sub(b"\n", raw)
+    return raw.decode("utf-8-sig", errors="replace")
 
 
 def read_head(path: str | Path, limit: int = SNIFF_BYTES) -> str | None:
@@ -67,8 +80,8 @@ def read_head(path: str | Path, limit: int = SNIFF_BYTES) -> str | None:
 
     Returns:
         The decoded head (UTF-8, or UTF-16 after its byte-order mark; undecodable bytes
-        replaced), or None for a directory, an unreadable file or a binary file (one with a NUL
-        byte, e.g. a TensorBoard event file).
+        replaced), or None for a directory, an unreadable file or a binary file (a NUL byte
+        among its first 64, e.g. a TensorBoard event file's record length).
 
     Example:
         >>> read_head("/nonexistent") is None
@@ -84,7 +97,7 @@ def read_head(path: str | Path, limit: int = SNIFF_BYTES) -> str | None:
         return None
     if raw[:2] in _UTF16_BOMS:
         return decode(raw[: len(raw) & ~1])  # whole code units: a cut pair is one replaced character
-    if b"\x00" in raw:
+    if b"\x00" in raw[:_BINARY_PROBE]:
         return None
     return decode(raw)
 
