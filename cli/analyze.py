@@ -120,10 +120,49 @@ def _analyze(paths: tuple[str, ...], fmt: str, plot: str | None, fail_on: str | 
         # The analysis does no linear algebra, yet numpy's OpenBLAS starts a thread per core
         # when it loads: ~60 ms of a 2-core start-up. One thread, unless the user chose.
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    with reading_ahead(paths):  # a run directory's steps are parsed while pandas loads
+    with _stdin_as_file(paths) as (paths, stdin_file), reading_ahead(paths):
+        # a run directory's steps are parsed while pandas loads
         with _no_cycle_collection():  # importing pandas makes ~10^5 objects, none of them garbage
             import sentinel.analyze.analyzer  # noqa: F401
-        _analyze_and_print(paths, fmt, plot, fail_on, verbose, step_col, loss_col, thresholds)
+        _analyze_and_print(paths, fmt, plot, fail_on, verbose, step_col, loss_col, thresholds, stdin_file)
+
+
+STDIN = "<stdin>"
+# The compressed kinds a piped log may come in (`zcat` not needed), by their first bytes.
+_MAGIC_SUFFIXES = ((b"\x1f\x8b", ".gz"), (b"BZh", ".bz2"), (b"\xfd7zXZ\x00", ".xz"))
+
+
+@contextlib.contextmanager
+def _stdin_as_file(paths: tuple[str, ...]):
+    """``-`` among the paths: standard input (a piped or pasted log, ``pbpaste | sentinel analyze
+    -``), copied into a temporary file for the analysis, which names it ``<stdin>``. Yields the
+    paths with ``-`` replaced, and that file (None without ``-``)."""
+    if "-" not in paths:
+        yield paths, None
+        return
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        raise click.ClickException("'-' reads the log from standard input, and this process has none: pass a file")
+    if sys.stdin.isatty():  # waiting for a paste: say so, rather than seem to hang
+        click.echo("reading a log from standard input: paste it, then Ctrl-D (Ctrl-Z Enter on Windows)", err=True)
+    head = stream.read(1 << 16)
+    if not head:
+        raise click.ClickException("standard input is empty: pipe a log into it (cat train.log | sentinel analyze -) "
+                                   "or pass a file")
+    suffix = next((s for magic, s in _MAGIC_SUFFIXES if head.startswith(magic)), "")
+    with tempfile.TemporaryDirectory(prefix="sentinel-") as tmp:
+        folder = Path(tmp) / "stdin"
+        folder.mkdir()
+        file = folder / ("stdin" + suffix)
+        with open(file, "wb") as out:
+            out.write(head)
+            shutil.copyfileobj(stream, out, 1 << 20)
+        os.utime(file, (0, 0))  # the input has ended: its last line is whole, even without a line end
+        yield tuple(str(file) if p == "-" else p for p in paths), str(file)
 
 
 def keep_freed_memory() -> bool:
@@ -173,7 +212,8 @@ def _no_cycle_collection():
 
 
 def _analyze_and_print(paths: tuple[str, ...], fmt: str, plot: str | None, fail_on: str | None, verbose: bool,
-                       step_col: str | None, loss_col: str | None, thresholds: dict) -> None:
+                       step_col: str | None, loss_col: str | None, thresholds: dict,
+                       stdin_file: str | None = None) -> None:
     from sentinel.analyze.analyzer import AnalyzeError, analyze as run_analysis
     from sentinel.analyze.discover import skip_summary
     from sentinel.analyze.render.json_report import render_json
@@ -183,7 +223,13 @@ def _analyze_and_print(paths: tuple[str, ...], fmt: str, plot: str | None, fail_
     try:
         report = run_analysis(*paths, step_col=step_col, loss_col=loss_col, **thresholds)
     except AnalyzeError as err:
-        raise click.ClickException(str(err)) from err
+        message = str(err) if stdin_file is None else str(err).replace(stdin_file, STDIN)
+        raise click.ClickException(message) from err
+    if stdin_file is not None:  # its temporary copy is no place to name
+        for run in report.runs:
+            if run.path == stdin_file:
+                run.path = STDIN
+        report.problems = [p.replace(stdin_file, STDIN) for p in report.problems]
     notes = [f"warning: {p}" for p in report.problems]
     notes += [f"warning: skipped {s.detail}" for s in report.skipped if s.problem]
     quiet = [s for s in report.skipped if not s.problem]

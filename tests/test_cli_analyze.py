@@ -3,6 +3,7 @@ help on every command, and one real run of the installed console script."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
@@ -245,3 +246,41 @@ def test_loss_and_step_columns_on_a_run_directory_are_used_or_refused_as_for_tab
     assert result.exit_code == 1
     assert result.output == (f"Error: {run}: a sentinel run's step is the step it recorded, not a column; "
                              "--step-col 'nope' does not apply to it: leave --step-col out\n")
+
+
+def _titan_lines(nan_from: int = 10**9) -> bytes:
+    # torchtitan's line, a loss going NaN at nan_from, and no line end after the last one (a paste)
+    lines = [f"step: {s:2}  loss: {'nan' if s >= nan_from else f'{4 - s / 100:7.4f}'}  grad_norm:  1.0000  "
+             f"memory: 30.21GiB(31.80%)  tps: 1,234" for s in range(1, 61)]
+    return "\n".join(lines).encode()
+
+
+def test_a_log_piped_into_standard_input(tmp_path):
+    result = CliRunner().invoke(main, ["analyze", "-"], input=_titan_lines(nan_from=60))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("stdin (torchtitan) <stdin> -- unhealthy")
+    assert "steps 60 (1..60)" in result.stdout  # the last line, without its line end, is read: the input ended
+    assert "reading a log from standard input" not in result.output  # a pipe, not a terminal
+    # compressed on the way in, beside a file, as JSON
+    plain = tmp_path / "other.log"
+    plain.write_bytes(_titan_lines() + b"\n")
+    result = CliRunner().invoke(main, ["analyze", "-", str(plain), "--format", "json"],
+                                input=gzip.compress(_titan_lines()))
+    runs = json.loads(result.stdout)["runs"]
+    assert [(r["path"], r["steps"]) for r in runs] == [("<stdin>", 60), (str(plain), 60)]
+
+
+def test_standard_input_that_is_empty_or_no_log_gets_one_line():
+    result = CliRunner().invoke(main, ["analyze", "-"], input=b"")
+    assert result.exit_code == 1 and result.output == (
+        "Error: standard input is empty: pipe a log into it (cat train.log | sentinel analyze -) or pass a file\n")
+    result = CliRunner().invoke(main, ["analyze", "-"], input=b"hello\n")
+    assert result.exit_code == 1 and result.output.startswith("Error: '<stdin>' is not a log format sentinel reads")
+    assert "sentinel-" not in result.output  # the temporary copy is not named
+
+
+def test_the_console_script_reads_a_pipe_to_its_end(tmp_path):
+    script = Path(sys.executable).with_name("sentinel")
+    done = subprocess.run([str(script), "analyze", "-"], input=_titan_lines(nan_from=50), capture_output=True,
+                          timeout=120)
+    assert done.returncode == 0 and b"steps 60 (1..60)" in done.stdout and done.stderr == b""
