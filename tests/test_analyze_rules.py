@@ -107,6 +107,37 @@ def test_nonfinite_steps_name_the_recorded_source():
     assert nf.resolved and report.verdict.value == "recovered"
 
 
+def test_a_non_finite_grad_norm_with_a_finite_loss_after_it_is_a_skipped_update_not_damage():
+    # Hugging Face's Trainer under fp16 logs the grad norm of an overflow step as inf (or nan):
+    # the scaler skipped that update. Many at its start-up, then one now and then.
+    loss, grad = curve(), 1 + 0.01 * curve()
+    grad[[0, 1, 2, 150, 300]] = [np.inf, np.inf, np.nan, np.inf, np.nan]
+    report = analyze_run(run_of({"loss": loss, "grad_norm/total": grad}))
+    assert report.verdict.value == "healthy"
+    found = by_kind(report, "nonfinite")
+    assert [(i.step, i.end_step, i.severity.value) for i in found] == [(0, 2, "info"), (150, 150, "info"),
+                                                                        (300, 300, "info")]
+    assert all(i.details["update_skipped"] for i in found)
+    assert "fp16 loss scaler skips an overflow at its start-up" in found[0].message
+    # Again and again past the start-up: a warning (the scale overflows, or batches give inf gradients).
+    grad = 1 + 0.01 * curve()
+    grad[100:400:25] = np.inf
+    report = analyze_run(run_of({"loss": loss, "grad_norm/total": grad}))
+    assert {i.severity.value for i in by_kind(report, "nonfinite")} == {"warning"}
+    assert report.verdict.value == "recovered" and "it keeps happening (12 of 400" in by_kind(report, "nonfinite")[0].message
+    # An update that did reach the weights: the loss is non-finite after it. Critical, as before.
+    grad, bad_loss = 1 + 0.01 * curve(), curve()
+    grad[200] = np.inf
+    bad_loss[201:205] = np.nan
+    report = analyze_run(run_of({"loss": bad_loss, "grad_norm/total": grad}))
+    assert {(i.step, i.severity.value) for i in by_kind(report, "nonfinite")} == {(200, "critical"), (201, "critical")}
+    # The last step: nothing after it says the weights were sound.
+    grad = 1 + 0.01 * curve()
+    grad[399] = np.inf
+    report = analyze_run(run_of({"loss": curve(), "grad_norm/total": grad}))
+    assert [i.severity.value for i in by_kind(report, "nonfinite")] == ["critical"]
+
+
 def test_run_ending_in_nan_is_unhealthy():
     loss = curve()
     loss[380:] = np.nan

@@ -167,13 +167,18 @@ def nonfinite_incidents(run: RunData) -> list[Incident]:
     if len(events) and "metric" in events.columns:  # an evaluation's loss: eval_nonfinite_incidents
         events = events[~events["metric"].map(lambda m: isinstance(m, str) and looks_like_eval_loss(m))]
     covered: list[tuple[int, int]] = []
+    loss_bad: pd.Series | None = None
     for key in (metrics.LOSS, metrics.GRAD_NORM_TOTAL):
         if key not in run.steps.columns:
             continue
         series = run.steps[key]
         mask = nonfinite_mask(series, run.steps, logged_nan_steps(run, key))
+        if key == metrics.LOSS:
+            loss_bad = mask
         last_finite = last_finite_step(series)
-        for start, end in group_steps(mask, max_gap=1):
+        stretches = group_steps(mask, max_gap=1)
+        skipped = _skipped_updates(run.steps, loss_bad, series, stretches) if key == metrics.GRAD_NORM_TOTAL else {}
+        for start, end in stretches:
             span = between(series, start, end)[between(mask, start, end).to_numpy()]
             kinds = sorted({"nan" if np.isnan(v) else ("+inf" if v > 0 else "-inf") for v in span})
             resolved = last_finite is not None and last_finite > end
@@ -182,12 +187,17 @@ def nonfinite_incidents(run: RunData) -> list[Incident]:
             covered.append((start, end))
             steps_txt = f"step {start}" if start == end else f"steps {start}-{end} ({len(span)} steps)"
             message = f"{key} non-finite ({'/'.join(kinds)}) at {steps_txt}; {where}"
+            details = {"metric": key, "values": kinds, "count": int(len(span)),
+                       "sources": _source_list(sources), "resolved": resolved}
+            if (start, end) in skipped and not len(sources):  # a recorded source says more: kept below
+                severity, why = skipped[(start, end)]
+                message = f"{key} non-finite ({'/'.join(kinds)}) at {steps_txt} while the loss stayed finite: {why}"
+                incidents.append(Incident(IncidentKind.NONFINITE, start, end, severity, message,
+                                          {**details, "update_skipped": True}))
+                continue
             if not resolved:
                 message += "; never finite again"
-            incidents.append(Incident(
-                IncidentKind.NONFINITE, start, end, Severity.CRITICAL, message,
-                {"metric": key, "values": kinds, "count": int(len(span)),
-                 "sources": _source_list(sources), "resolved": resolved}))
+            incidents.append(Incident(IncidentKind.NONFINITE, start, end, Severity.CRITICAL, message, details))
     loss_last = last_finite_step(run.steps[metrics.LOSS]) if metrics.LOSS in run.steps.columns else None
     for _, event in events.iterrows():
         step = int(event["step"])
@@ -205,6 +215,60 @@ def nonfinite_incidents(run: RunData) -> list[Incident]:
             f"{what} at step {step}; {_describe_sources(sources)}",
             {"metric": metric, "sources": _source_list(sources), "resolved": bool(later_ok)}))
     return incidents
+
+
+# Non-finite grad norms with a finite loss after them that are more than this share of the logged
+# steps (past the loss scaler's start-up) are a warning: the scale overflows again and again.
+_FREQUENT_SKIPS = 0.01
+# A longer stretch of them past the start-up is a warning too (each one halves an fp16 scale).
+_LONG_SKIP_STRETCH = 2
+
+
+def _skipped_updates(steps: pd.DataFrame, loss_bad: pd.Series | None, grad: pd.Series,
+                     stretches: list[tuple[int, int]]) -> dict[tuple[int, int], tuple[Severity, str]]:
+    """The stretches of non-finite grad norms whose updates never reached the weights, with a
+    severity and the reason: the loss is finite there and at its next logged step. An update made
+    of non-finite gradients would have made the weights, and so the next loss, non-finite: it was
+    skipped, as an fp16 loss scaler skips an overflow (Hugging Face's Trainer logs those steps'
+    grad norm as inf or nan). At the scaler's start-up, searching down from its initial scale, and
+    now and then after (it raises its scale every so many steps and overflows once), that is how
+    fp16 training works: info. Often, or a longer stretch later on: a warning."""
+    if loss_bad is None or not stretches:
+        return {}
+    loss = steps[metrics.LOSS].to_numpy(dtype="float64")
+    index = steps.index.to_numpy()
+    bad = loss_bad.to_numpy()
+    logged = ~np.isnan(loss) | bad
+    finite_grad = np.isfinite(grad.to_numpy(dtype="float64"))
+    first_finite = int(index[np.argmax(finite_grad)]) if finite_grad.any() else None
+    found: dict[tuple[int, int], bool] = {}
+    for start, end in stretches:
+        inside = (index >= start) & (index <= end)
+        after = np.flatnonzero(logged & (index > end))
+        if bad[inside].any() or not len(after) or bad[after[0]]:
+            continue  # the loss went non-finite too, or nothing after says the weights were sound
+        found[(start, end)] = first_finite is None or start < first_finite  # the scaler's start-up
+    if not found:
+        return {}
+    later = [(s, e) for (s, e), start_up in found.items() if not start_up]
+    later_steps = sum(int(((grad.index >= s) & (grad.index <= e)).sum()) for s, e in later)
+    logged_grad = int((~np.isnan(grad.to_numpy(dtype="float64"))).sum()) or 1
+    frequent = later_steps > max(_LONG_SKIP_STRETCH, _FREQUENT_SKIPS * logged_grad)
+    out = {}
+    for (start, end), start_up in found.items():
+        count = int(((grad.index >= start) & (grad.index <= end)).sum())
+        if start_up:
+            out[(start, end)] = (Severity.INFO, "those updates were skipped, as an fp16 loss scaler skips an overflow "
+                                 "at its start-up, searching down from its initial scale: not damage")
+        elif frequent or count > _LONG_SKIP_STRETCH:
+            out[(start, end)] = (Severity.WARNING, f"the update{'s' * (count != 1)} did not reach the weights, but "
+                                 f"it keeps happening ({later_steps} of {logged_grad} logged steps past the start): "
+                                 "an fp16 loss scale that overflows again and again, or batches whose gradients are "
+                                 "not finite")
+        else:
+            out[(start, end)] = (Severity.INFO, f"the update{'s' * (count != 1)} did not reach the weights (skipped, "
+                                 "as an fp16 loss scaler skips an overflow now and then): not damage")
+    return out
 
 
 # Steps of non-finite evaluations kept in an incident's details (the plot marks each).
