@@ -910,6 +910,28 @@ def test_more_tools_progress_lines(tmp_path, name, line, first_step, every):
         ("nonfinite", "critical", 45 * every + first_step - every, 60 * every + first_step - every)
 
 
+@pytest.mark.parametrize("logged", ["train_loss", "train_loss_step", None])
+def test_lightning_1_bar_reads_the_step_loss_not_the_bars_running_mean(tmp_path, logged):
+    # Lightning 1.x's tqdm bar: "..., 8.50it/s, loss=<mean of the last 20 losses>, v_num=0,
+    # train_loss=<this step's>]"; the mean shows a spike at a twentieth of its height.
+    losses = [3.0 - 0.01 * i for i in range(60)]
+    losses[30] = 9.0
+    draws = []
+    for i, v in enumerate(losses, start=1):
+        mean = sum(losses[max(0, i - 20):i]) / min(i, 20)
+        extra = "" if logged is None else f", {logged}={v:.3f}" + (", train_loss_epoch=2.900" if "step" in logged else "")
+        draws.append(f"\rEpoch 0: {i * 100 // 60:3d}%|##        | {i}/60 [00:05<00:06,  8.50it/s, loss={mean:.3f}, "
+                     f"v_num=0{extra}]")
+    path = tmp_path / "pl.log"
+    path.write_text("".join(draws) + "\n", encoding="utf-8")
+    (run,) = discover_runs(path)
+    if logged is None:  # the bar's loss is all there is: it is read
+        assert run.steps["loss"].iloc[-1] == round(sum(losses[-20:]) / 20, 3)
+        return
+    assert run.steps["loss"].tolist() == [round(v, 3) for v in losses]
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("outlier_batch", 31)]
+
+
 def _nnunet(values: list[str], val_values: list[str]) -> list[str]:
     t = "2023-05-01 10:00:00.000000: "
     lines = [t + "Using optimizer SGD"]

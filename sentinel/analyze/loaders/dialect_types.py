@@ -13,7 +13,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from sentinel import metrics
@@ -140,6 +140,9 @@ class Dialect:
             training loss; "train loss: 0.5 - validation loss: 0.6" is a training line).
         join_with: what a continuation line's start is replaced by (a field separator where the
             shape reads a field list: OLMo's ``    train/CrossEntropyLoss=2.31`` lines).
+        rewrite: a function of the whole text, applied after ``joins``: what the tool prints that
+            would be read as something it is not (Lightning 1.x's bar shows a running mean as
+            ``loss=`` before the step's own ``train_loss=``).
         min_records: record lines the sniffer must see before it claims a file.
         drop_cut_line: the last line without a line end is not trusted (``3.2`` of ``3.2217``).
         warn_bad_values: say how many values were not numbers.
@@ -174,6 +177,7 @@ class Dialect:
     step_from_order: bool = False
     joins: re.Pattern | None = None
     join_with: str = " "
+    rewrite: Callable[[str], str] | None = None
     drop_words: tuple[str, ...] = ()
     min_records: int = 3
     drop_cut_line: bool = True

@@ -385,9 +385,23 @@ _EPOCH_BRACKETS = r"(?i:\bepoch)\s*[:=#]?\s*\[?\s*\d+(?:\s*/\s*\d+)?\s*\]?\s*[\[
 # reads each loss with its own record.
 _LOSS_GAP = _gap_until(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}{_NUM}")
 _EVAL_WORDS = ("valid", "validation", "eval", "evaluation", "test", "testing")
+# Lightning 1.x's tqdm bar: "[00:05<00:06, 5.10it/s, loss=2.31, v_num=0, train_loss=2.29]". Its own
+# "loss" is a running mean of the last 20 steps' losses (a spike shows a twentieth of its height);
+# where the step's logged loss follows in the same postfix, the mean is not read.
+_BAR_RUNNING_MEAN = re.compile(r"((?:it/s|s/it), )loss=[^,\]\n]*, (?=[^\]\n]*?\b(?:train_)?loss_step=|"
+                               r"[^\]\n]*?\btrain_loss=)")
+
+
+def _without_bar_running_mean(text: str) -> str:
+    if "/s, loss=" not in text and "/it, loss=" not in text:  # a substring search: most logs stop here
+        return text
+    return _BAR_RUNNING_MEAN.sub(r"\1", text)
+
+
 GENERIC = Dialect(
     name="text",
     description="any text log with a step-like key (step, iter, global_step, N/TOTAL) and a loss on each line",
+    rewrite=_without_bar_running_mean,
     shapes=(
         # Not on a line where an epoch comes before the step key (the epoch shape below reads it).
         Shape(re.compile(rf"^(?![^\n]*?{_EPOCH_THEN_COUNT}){_GAP}(?i:\b{_STEP_KEY}){_SEP}\[?\s*(\d+)(?:\s*/\s*\d+)?\b"

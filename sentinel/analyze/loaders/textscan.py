@@ -182,6 +182,8 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None) -> Sca
         text = clean_text(text)
     if dialect.joins is not None:
         text = dialect.joins.sub(dialect.join_with, text)
+    if dialect.rewrite is not None:
+        text = dialect.rewrite(text)
     if dialect.drop_words:
         text = _blank_lines(text, dialect.drop_words)
     lines = Lines(text)
