@@ -19,7 +19,7 @@ import pandas as pd
 from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions, RunData
 from sentinel.analyze.loaders.keys import canonical_key, loss_column
-from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
+from sentinel.analyze.loaders.textlog import head_matches, read_text, run_name
 
 NAME = "history_dict"
 DESCRIPTION = "a history dict of per-epoch lists (Keras' History.history: {'loss': [...], 'val_loss': [...]})"
@@ -42,13 +42,7 @@ def sniff(path: str | Path) -> bool:
         >>> sniff("/nonexistent.json")
         False
     """
-    head = read_head(path, limit=8192)
-    if not head or not _SNIFF.match(head):
-        return False
-    try:
-        return Path(path).stat().st_size <= MAX_BYTES
-    except OSError:
-        return False
+    return head_matches(path, _SNIFF, 8192, MAX_BYTES)
 
 
 def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:

@@ -12,10 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions, RunData
-from sentinel.analyze.loaders.keys import canonical_key, inferred_loss_note, loss_column
-from sentinel.analyze.loaders.numeric_table import step_values
+from sentinel.analyze.loaders.numeric_table import metric_series_frame, step_values
 
 NAME = "mlflow"
 DESCRIPTION = "MLflow file store runs (mlruns/<exp>/<run>/metrics/<key>)"
@@ -63,21 +61,10 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         step, keep = step_values(table["step"], "step", f"metrics/{key}", warnings)
         values = pd.to_numeric(table["value"], errors="coerce").to_numpy(dtype="float64")[keep]
         series[key] = pd.Series(values, index=step).groupby(level=0).last()
-    loss_key, inferred = loss_column(list(series), options.loss_col)
-    if loss_key is None:
-        raise ValueError(f"{run}: no loss metric among: {', '.join(series)}; name it with --loss-col")
-    if inferred:
-        warnings.append(inferred_loss_note(loss_key))
-    columns = {}
-    for key, values in series.items():
-        name = metrics.LOSS if key == loss_key else canonical_key(key)
-        columns[name if name != metrics.LOSS or key == loss_key else key] = values
-    steps = pd.DataFrame(columns).sort_index()
-    steps.index = steps.index.astype("int64")
-    steps.index.name = metrics.STEP
+    steps = metric_series_frame(series, options.loss_col, run, warnings)
     tag = run / "tags" / "mlflow.runName"
     name = tag.read_text(encoding="utf-8").strip() if tag.is_file() else run.name
-    return [RunData(name=name, path=str(run), source=NAME, steps=steps.astype("float64"),
+    return [RunData(name=name, path=str(run), source=NAME, steps=steps,
                     meta={"format": NAME, "experiment": run.parent.name, "run_id": run.name},
                     warnings=warnings)]
 

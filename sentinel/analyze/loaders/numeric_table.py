@@ -30,8 +30,10 @@ from sentinel.analyze.loaders.keys import (
     NONFINITE_TEXT,
     STEP_LIMIT,
     canonical_key,
+    inferred_loss_note,
     is_analysis_key,
     looks_like_eval_loss,
+    loss_column,
 )
 from sentinel.analyze.loaders.textlog import order_columns, settled, text_encoding
 
@@ -287,6 +289,35 @@ def merge_steps(frame: pd.DataFrame) -> pd.DataFrame:
     if frame.index.has_duplicates:
         return frame.groupby(level=0, sort=True).last()
     return frame.sort_index()
+
+
+def metric_series_frame(series: dict[str, pd.Series], loss_col: str | None, where: str | Path,
+                        warnings: list[str], what: str = "column") -> pd.DataFrame:
+    """One steps frame of a tracker's metrics, each on its own steps (MLflow's files, Sacred's
+    lists): the loss picked among their names (the user's ``--loss-col``, a known name, else by its
+    words, said in ``warnings``), the others under sentinel's keys; int64 steps, float64 values.
+
+    Raises:
+        ValueError: no loss among the names (the message lists them and names the option).
+
+    Example:
+        >>> frame = metric_series_frame({"train.loss": pd.Series([2.0, 1.5], index=[1, 2])}, None, "m", [])
+        >>> frame.columns.tolist(), frame.index.tolist()
+        (['loss'], [1, 2])
+    """
+    loss_key, inferred = loss_column(list(series), loss_col)
+    if loss_key is None:
+        raise ValueError(f"{where}: no loss metric among: {', '.join(series)}; name it with --loss-col")
+    if inferred:
+        warnings.append(inferred_loss_note(loss_key, what))
+    columns = {}
+    for key, values in series.items():
+        name = metrics.LOSS if key == loss_key else canonical_key(key)
+        columns[name if name != metrics.LOSS or key == loss_key else key] = values
+    steps = pd.DataFrame(columns).sort_index()
+    steps.index = steps.index.astype("int64")
+    steps.index.name = metrics.STEP
+    return steps.astype("float64")
 
 
 def _ends_with_newline(path: Path) -> bool:

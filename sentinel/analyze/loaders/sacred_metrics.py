@@ -17,11 +17,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions, RunData
-from sentinel.analyze.loaders.keys import canonical_key, inferred_loss_note, loss_column
-from sentinel.analyze.loaders.numeric_table import step_values
-from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
+from sentinel.analyze.loaders.numeric_table import metric_series_frame, step_values
+from sentinel.analyze.loaders.textlog import head_matches, read_text, run_name
 
 NAME = "sacred"
 DESCRIPTION = "Sacred run metrics (metrics.json: {'<metric>': {'steps': [...], 'values': [...]}})"
@@ -38,13 +36,7 @@ def sniff(path: str | Path) -> bool:
         >>> sniff("/nonexistent/metrics.json")
         False
     """
-    head = read_head(path, limit=4096)
-    if not head or not _SNIFF.match(head):
-        return False
-    try:
-        return Path(path).stat().st_size <= MAX_BYTES
-    except OSError:
-        return False
+    return head_matches(path, _SNIFF, 4096, MAX_BYTES)
 
 
 def is_run_dir(folder: Path) -> bool:
@@ -91,19 +83,8 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
             series[str(key)] = got
     if not series:
         raise ValueError(f"{path}: no metric with 'steps' and 'values' lists of numbers: not a Sacred metrics.json")
-    loss_key, inferred = loss_column(list(series), options.loss_col)
-    if loss_key is None:
-        raise ValueError(f"{path}: no loss metric among: {', '.join(series)}; name it with --loss-col")
-    if inferred:
-        warnings.append(inferred_loss_note(loss_key, "metric"))
-    columns = {}
-    for key, values in series.items():
-        name = metrics.LOSS if key == loss_key else canonical_key(key)
-        columns[name if name != metrics.LOSS or key == loss_key else key] = values
-    steps = pd.DataFrame(columns).sort_index()
-    steps.index = steps.index.astype("int64")
-    steps.index.name = metrics.STEP
-    return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps.astype("float64"),
+    steps = metric_series_frame(series, options.loss_col, path, warnings, "metric")
+    return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
                     meta={"format": NAME, "metrics": list(series)}, warnings=warnings)]
 
 

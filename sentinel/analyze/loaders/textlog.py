@@ -56,7 +56,7 @@ _NULS = re.compile(rb"\x00+")
 
 
 def decode(raw: bytes) -> str:
-    """Text of a file's bytes: UTF-16 after a UTF-16 byte-order mark, else UTF-8 (its BOM
+    r"""Text of a file's bytes: UTF-16 after a UTF-16 byte-order mark, else UTF-8 (its BOM
     dropped); undecodable bytes replaced, and each run of NUL bytes (a crash's zero padding)
     a line end, so the record written after it starts a line of its own.
 
@@ -100,6 +100,23 @@ def read_head(path: str | Path, limit: int = SNIFF_BYTES) -> str | None:
     if b"\x00" in raw[:_BINARY_PROBE]:
         return None
     return decode(raw)
+
+
+def head_matches(path: str | Path, pattern: re.Pattern, limit: int, max_bytes: int) -> bool:
+    """Whether a text file starts with what ``pattern`` matches (``re.match`` on its first
+    ``limit`` bytes) and holds at most ``max_bytes``: the sniff of a format read whole.
+
+    Example:
+        >>> head_matches("/nonexistent.json", re.compile(r"\\{"), 64, 1 << 20)
+        False
+    """
+    head = read_head(path, limit=limit)
+    if not head or not pattern.match(head):
+        return False
+    try:
+        return Path(path).stat().st_size <= max_bytes
+    except OSError:
+        return False
 
 
 def read_head_lines(path: str | Path, limit: int = SNIFF_BYTES) -> list[str]:
