@@ -100,7 +100,7 @@ def settle_accepted(incidents: list[Incident], levels: list[tuple[int, int]]) ->
 
     Example:
         >>> settle_accepted([Incident("divergence", 400, 794, Severity.CRITICAL, "diverged")],
-        ...                 [(400, 405)])[0].severity
+        ...                 [(400, 405)])[0].severity.value
         'info'
     """
     if not levels:

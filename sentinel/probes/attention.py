@@ -471,8 +471,8 @@ class AttentionProbe:
             and what to do; else None.
 
     Example:
-        >>> probe = AttentionProbe(model, every=50)
-        >>> if probe.start(step):
+        >>> probe = AttentionProbe(model, every=50)  # doctest: +SKIP
+        >>> if probe.start(step):  # doctest: +SKIP
         ...     loss = model(batch).mean()
         ...     metrics = probe.stop()  # {"attn_entropy/blocks.0.attn": tensor(...), ...}
     """
@@ -523,7 +523,7 @@ class AttentionProbe:
         None before the first sampled step and whenever attention was found.
 
         Example:
-            >>> probe.no_attention_reason
+            >>> probe.no_attention_reason  # doctest: +SKIP
             'no attention modules found: the model has no nn.MultiheadAttention, ...'
         """
         if self._compiled and self._sampled_once:
@@ -541,7 +541,7 @@ class AttentionProbe:
         """Whether ``step`` is a sampled step.
 
         Example:
-            >>> AttentionProbe(model, every=50).should_sample(100)
+            >>> AttentionProbe(model, every=50).should_sample(100)  # doctest: +SKIP
             True
         """
         return step % self.every == 0
@@ -556,7 +556,7 @@ class AttentionProbe:
             True if armed; ``stop()`` must then be called after the forward.
 
         Example:
-            >>> armed = probe.start(step)
+            >>> armed = probe.start(step)  # doctest: +SKIP
         """
         if self._armed:
             logger.warning(
@@ -592,7 +592,7 @@ class AttentionProbe:
             if no attention ran.
 
         Example:
-            >>> metrics = probe.stop()
+            >>> metrics = probe.stop()  # doctest: +SKIP
         """
         if not self._armed:
             return {}
@@ -841,8 +841,8 @@ def record_attention(
             needed for ``attn_logit_max``.
 
     Example:
-        >>> attn = (q @ k.transpose(-2, -1) * scale).masked_fill(~mask, float("-inf"))
-        >>> record_attention(self, logits=attn)
+        >>> attn = (q @ k.transpose(-2, -1) * scale).masked_fill(~mask, float("-inf"))  # doctest: +SKIP
+        >>> record_attention(self, logits=attn)  # doctest: +SKIP
     """
     probe = _ARMED
     if probe is None:

@@ -32,10 +32,11 @@ class Lines:
 
     Each pattern is loosened into an RE2 pattern (:func:`line_filter`) that pyarrow runs over
     every line in one pass; the lines it keeps are joined again for Python's ``re``, which
-    alone decides what matches. A pattern RE2 cannot take gets the whole text.
+    alone decides what matches. A pattern RE2 cannot take, and a short text, get the whole text.
 
     Example:
-        >>> Lines("noise\\nstep: 1 loss: 2\\n").matching(re.compile(r"step: (\\d+)"))
+        >>> text = "noise\\n" * 5000 + "step: 1 loss: 2\\n"
+        >>> Lines(text).matching(re.compile(r"step: (\\d+)"))
         '\\nstep: 1 loss: 2\\n'
     """
 

@@ -14,7 +14,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def clean_text(text: object) -> str:
-    """``text`` safe to print on a terminal: escape sequences removed, every other control
+    r"""``text`` safe to print on a terminal: escape sequences removed, every other control
     character (newlines and tabs included) shown as a space.
 
     Log contents (run names, module names, messages) reach the report: a crafted log must not
