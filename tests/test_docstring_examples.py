@@ -42,3 +42,13 @@ def test_docstring_examples_run(name):
     for test in doctest.DocTestFinder().find(module, name):
         runner.run(test, out=report.write)
     assert runner.failures == 0, report.getvalue()
+
+
+def test_the_examples_leave_no_read_ahead_behind():
+    # An example that starts a read-ahead must end it: the readers' state is process-wide.
+    from sentinel.analyze.loaders import tfrecord
+    from sentinel.store import steps_csv
+
+    for name in ("sentinel.analyze.loaders.tfrecord", "sentinel.store.steps_csv", "sentinel.parse_ahead"):
+        test_docstring_examples_run(name)
+    assert not tfrecord._AHEAD._pending and not steps_csv._AHEAD._pending

@@ -88,6 +88,7 @@ def read_ahead(files: list[Path]) -> None:
 
     Example:
         >>> read_ahead([Path("/nonexistent")])
+        >>> cancel_read_ahead([Path("/nonexistent")])  # not asked for after all: nothing kept
     """
     _AHEAD.start(files)
 
