@@ -719,6 +719,26 @@ def test_hf_trainer_dicts_nan_from_the_first_are_read(tmp_path):
     assert [(i.kind, i.step, i.end_step) for i in report.incidents] == [("nonfinite", 1, 6)]
 
 
+def test_hf_trainer_dicts_wrapped_over_several_lines_are_read_whole(tmp_path):
+    """A paste hard-wrapped at a terminal's width splits each printed dict over lines: each is one
+    record again (it was 'no hf_trainer step lines found'), eval dicts too."""
+    import textwrap
+
+    lines = []
+    for i in range(1, 41):
+        loss = "nan" if i == 40 else f"{2.0 - i / 100 + (6.0 if i == 32 else 0):.4f}"
+        lines += textwrap.wrap(f"{{'loss': {loss}, 'grad_norm': 0.8123, 'learning_rate': 1.9999999999e-05, "
+                               f"'epoch': {i / 40:.2f}}}", 50)
+        if i == 30:
+            lines += textwrap.wrap("{'eval_loss': 1.9, 'eval_runtime': 12.5, 'eval_samples_per_second': 80.1, "
+                                   "'epoch': 0.75}", 50)
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "hf_trainer" and run.steps.index.tolist() == list(range(1, 41))
+    assert run.steps.loc[19, "loss"] == 1.81 and run.steps.loc[30, "eval_loss"] == 1.9
+    report = analyze_run(run)
+    assert [(i.kind, i.step) for i in report.incidents] == [("outlier_batch", 32), ("nonfinite", 40)]
+
+
 def test_llamafactory_trainer_log_jsonl_steps_are_its_current_steps(tmp_path):
     """LLaMA-Factory writes trainer_log.jsonl beside its checkpoints: the step is current_steps
     (its float epoch column was taken for the step, and the file refused)."""

@@ -184,6 +184,19 @@ DEEPSPEED = Dialect(
 # step (the tqdm bar drawn beside it has it); {'eval_loss': ...} dicts join the training step
 # before them.
 _HF_SCRUB = (re.compile(r"(?:np\.float\d+|tensor)\(([^,()]*)(?:, device='[^']*')?\)"), r"\1")
+# A dict printed over several lines (a paste hard-wrapped at a terminal's width, a narrow console)
+# is one record again: its line ends become spaces, moved after its closing brace so that the
+# lines after it keep their numbers.
+_HF_DICT_OPEN = re.compile(r"\{'(?:loss|eval_[a-z_]+)'[^{}\n]*\n")
+_HF_WRAPPED_DICT = re.compile(r"\{'(?:loss|eval_[a-z_]+)'[^{}\n]*(?:\n[^{}\n]*){1,16}?\}")
+
+
+def _hf_dicts_unwrapped(text: str) -> str:
+    if _HF_DICT_OPEN.search(text) is None:  # every dict on one line: the usual log
+        return text
+    return _HF_WRAPPED_DICT.sub(lambda m: m.group(0).replace("\n", " ") + "\n" * m.group(0).count("\n"), text)
+
+
 HF_TRAINER = Dialect(
     name="hf_trainer",
     description="Hugging Face Trainer printed log dicts ({'loss': X, 'learning_rate': ..., 'epoch': ...})",
@@ -194,6 +207,7 @@ HF_TRAINER = Dialect(
     ),
     step_key="step",  # added from the progress bar beside each dict (loaders/progress_bar.py)
     step_from_order=True,
+    rewrite=_hf_dicts_unwrapped,
     sniff=re.compile(r"\{'loss': '?(?:[-\d.]|nan\b|inf\b)"),  # newer versions quote the values ('3.895')
     min_records=2,
 )
