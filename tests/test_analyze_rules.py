@@ -138,6 +138,23 @@ def test_a_non_finite_grad_norm_with_a_finite_loss_after_it_is_a_skipped_update_
     assert [i.severity.value for i in by_kind(report, "nonfinite")] == ["critical"]
 
 
+def test_an_evaluation_a_progress_bar_repeats_on_every_draw_counts_once():
+    # Lightning's bar shows the last val_loss on each draw until the next evaluation (every 50
+    # steps here); the evaluation at step 150 gave nan. One of 8 evaluations, not 50 of 400 rows.
+    val = np.repeat([2.1, 1.9, 1.8, np.nan, 1.7, 1.65, 1.6, 1.58], 50)
+    report = analyze_run(run_of({"loss": curve(), "val_loss": val, "val_acc": np.full(400, 0.5)}))
+    (incident,) = by_kind(report, "nonfinite")
+    assert incident.severity.value == "warning" and incident.details["evaluations"] == 8
+    assert incident.message.startswith("val_loss non-finite (nan) at 1 of 8 evaluations (step 150)")
+    # A value per evaluation (every 50th row, each one different): counted as they are.
+    val = np.full(400, np.nan)
+    val[49::50] = [2.1, 1.9, np.nan, np.nan, 1.7, 1.65, 1.6, 1.58]
+    frame = {"loss": curve(), "val_loss": val, "val_acc": np.where(np.isnan(val) & (np.arange(400) % 50 != 49),
+                                                                    np.nan, 0.5)}
+    (incident,) = by_kind(analyze_run(run_of(frame)), "nonfinite")
+    assert incident.message.startswith("val_loss non-finite (nan) at 2 of 8 evaluations (steps 149, 199)")
+
+
 def test_run_ending_in_nan_is_unhealthy():
     loss = curve()
     loss[380:] = np.nan

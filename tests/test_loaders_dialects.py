@@ -262,3 +262,8 @@ def test_lightning_rich_progress_bar_as_a_terminal_draws_it():
     assert steps.loc[30, "val_loss"] == 1.035 and steps.loc[60, "val_loss"] == 0.944
     # The last draws show val_loss 0.944, then nan: the step ends with the nan it printed last.
     assert math.isnan(steps.loc[90, "val_loss"]) and list(run.meta["logged_nan"]["val_loss"]) == [90]
+    # Every draw repeats the last evaluation's result: the sanity check's and three epochs' (4), not 62 draws.
+    from sentinel.analyze.analyzer import analyze_run
+
+    (val,) = [i for i in analyze_run(run).incidents if i.details.get("metric") == "val_loss"]
+    assert val.details["evaluations"] == 4 and "at 1 of 4 evaluations (step 90)" in val.message

@@ -307,10 +307,16 @@ def eval_nonfinite_incidents(run: RunData) -> list[Incident]:
             groups.setdefault(bad.tobytes(), (bad, []))[1].append(str(column))
     training = _training_nonfinite(run)
     incidents = []
+    trained = int(steps[metrics.LOSS].notna().sum()) if metrics.LOSS in steps.columns else 0
     for bad, columns in groups.values():
         values = steps[columns[0]].to_numpy(dtype="float64")
-        at = steps.index[bad]
-        evaluations = int((~np.isnan(values) | bad).sum())
+        results = _carried_results(values, ~np.isnan(values) | bad, trained)
+        if results is None:  # a value per evaluation
+            at = steps.index[bad]
+            evaluations = int((~np.isnan(values) | bad).sum())
+        else:  # a bar's draws repeat each result: one evaluation per result shown
+            at = steps.index[results[bad[results]]]
+            evaluations = len(results)
         kinds = sorted({"nan" if np.isnan(v) else ("+inf" if v > 0 else "-inf") for c in columns
                         for v in steps[c].to_numpy(dtype="float64")[bad]})
         shown = ", ".join(str(int(s)) for s in at[:5]) + (", ..." if len(at) > 5 else "")
@@ -324,6 +330,23 @@ def eval_nonfinite_incidents(run: RunData) -> list[Incident]:
                                    "steps": [int(s) for s in at[:_MAX_STEPS_LISTED]],
                                    "evaluations": evaluations, "resolved": resolved}))
     return incidents
+
+
+def _carried_results(values: np.ndarray, logged: np.ndarray, trained: int) -> np.ndarray | None:
+    """Where a progress bar shows an evaluation's last result on each of its draws (Lightning's
+    bar: ``val_loss=0.944`` on every draw until the next evaluation), the rows where each result
+    first shows; None for a column with a value per evaluation. Carried: logged at least on half
+    as many rows as the training loss, and a finite value the same as the row before's at three
+    rows in four (a NaN printed at every epoch is an evaluation each time, not one carried)."""
+    rows = np.flatnonzero(logged)
+    if len(rows) < 8 or len(rows) * 2 < trained:
+        return None
+    v = values[rows]
+    finite_pair = np.isfinite(v[1:]) & np.isfinite(v[:-1])
+    if finite_pair.sum() < 4 or (v[1:] == v[:-1])[finite_pair].mean() < 0.75:
+        return None
+    same = (v[1:] == v[:-1]) | (np.isnan(v[1:]) & np.isnan(v[:-1]))
+    return rows[np.r_[True, ~same]]
 
 
 # The ``cause`` a replay under fp16/bf16 AMP gives a source (sentinel.probes.nonfinite.locate_overflow).
