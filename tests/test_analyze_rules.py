@@ -155,6 +155,22 @@ def test_an_evaluation_a_progress_bar_repeats_on_every_draw_counts_once():
     assert incident.message.startswith("val_loss non-finite (nan) at 2 of 8 evaluations (steps 149, 199)")
 
 
+def test_a_loss_logged_once_an_epoch_recovers_and_plateaus_on_its_own_points():
+    # Keras prints one loss per epoch; the step is the epoch's end (1875 batches an epoch).
+    steps = [1875 * e for e in range(1, 11)]
+    loss = [1.5 * math.exp(-e / 3) + 0.2 for e in range(1, 11)]
+    loss[5] *= 3  # epoch 6; epoch 7 is back on the curve
+    report = analyze_run(run_of({"loss": loss}, index=steps))
+    (spike,) = by_kind(report, "loss_spike")
+    assert spike.severity.value == "warning" and spike.message.endswith("recovered in 1875 steps (step 13125)")
+    assert by_kind(report, "plateau") == []  # two epochs a little apart are no plateau
+    assert report.verdict.value == "recovered"
+    # Stalled for six epochs: a plateau, judged over four logged points (7500 steps), as it says.
+    loss = [1.5 * math.exp(-e / 3) + 0.2 for e in range(1, 7)] + [0.41] * 14
+    (plateau,) = by_kind(analyze_run(run_of({"loss": loss}, index=[1875 * e for e in range(1, 21)])), "plateau")
+    assert plateau.message.endswith("less than 1% better per 7500 steps")
+
+
 def test_run_ending_in_nan_is_unhealthy():
     loss = curve()
     loss[380:] = np.nan

@@ -7,7 +7,7 @@ import pandas as pd
 
 from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
-from sentinel.analyze.spans import group_runs
+from sentinel.analyze.spans import cadence, group_runs
 
 
 def plateau_incidents(loss: pd.Series, config: AnalyzeConfig) -> list[Incident]:
@@ -26,6 +26,10 @@ def plateau_incidents(loss: pd.Series, config: AnalyzeConfig) -> list[Incident]:
     every = _cadence(steps)
     stalled = np.zeros(len(steps), dtype=bool)
     window = config.plateau_window
+    if isinstance(window, (int, np.integer)):
+        # A loss logged less often than the window (once an epoch) is judged over a few logged
+        # points, not from one point to the next (two epochs were a "plateau").
+        window = max(int(window), _MIN_ROWS * (every if every is not None else cadence(loss.index)))
     if every is not None and isinstance(window, (int, np.integer)):
         # A regular cadence: the window's reference row lies a fixed number of rows back
         # (``(i * every - window) // every == i - ceil(window / every)`` in integers), so the
@@ -50,15 +54,17 @@ def plateau_incidents(loss: pd.Series, config: AnalyzeConfig) -> list[Incident]:
     if not spans:
         return []
     first, end = max(spans, key=lambda span: span[1] - span[0])
-    start = int(steps[_last_step_at_or_before(steps, np.array([first - config.plateau_window]), every)[0]])
+    start = int(steps[_last_step_at_or_before(steps, np.array([first - window]), every)[0]])
     level = float(best[np.searchsorted(steps, end)])
     message = (f"loss plateaued for {end - start} steps ({start}-{end}): best {level:.4g}, less than "
-               f"{config.plateau_rtol:.0%} better per {config.plateau_window} steps")
+               f"{config.plateau_rtol:.0%} better per {window} steps")
     return [Incident(IncidentKind.PLATEAU, start, end, Severity.INFO, message,
                      {"length": end - start, "best": level, "resolved": True})]
 
 
 _CHUNK = 1 << 20
+# The fewest logged points a plateau's window spans.
+_MIN_ROWS = 4
 
 
 def _cadence(steps: np.ndarray) -> int | None:

@@ -9,7 +9,7 @@ from sentinel import metrics
 from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.detector import detect_spikes
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
-from sentinel.analyze.spans import between, first_step_at_or_below, group_positions, value_at
+from sentinel.analyze.spans import between, cadence, first_step_at_or_below, group_positions, value_at
 
 # A single outlier row, the next logged step no outlier and at least half-way back: an outlier
 # batch, the case the guard answers by withholding one update (tier 1), not an incident. A
@@ -25,7 +25,7 @@ def spike_spans(series: pd.Series, config: AnalyzeConfig, *, start_jump: float |
 
     Each span: ``start``, ``end``, ``peak_step``, ``peak``, ``baseline``, ``ratio`` (peak over
     baseline), ``score`` (the detector's largest), ``recovered_step`` (first step back under
-    ``baseline + recover_frac * (peak - baseline)`` within ``recover_steps``, else None),
+    ``baseline + recover_frac * (peak - baseline)`` within :func:`recover_window`, else None),
     ``next_step`` (the next logged step, None at the end) and ``outlier_batch`` (see
     :func:`is_outlier_batch`).
 
@@ -44,6 +44,7 @@ def spike_spans(series: pd.Series, config: AnalyzeConfig, *, start_jump: float |
     if not len(flagged):
         return spans
     interval, excerpt = _interval(series), len(series) < _EXCERPT_ROWS
+    within = recover_window(series, config)
     for start, end in group_positions(flagged, steps, max_gap=2):
         part = between(series, start, end)
         peak_step = int(part.idxmax())
@@ -54,14 +55,32 @@ def spike_spans(series: pd.Series, config: AnalyzeConfig, *, start_jump: float |
             baseline = float(before.tail(20).median()) if len(before) else float("nan")
         score = float(between(frame["score"], start, end).max()) if "score" in frame else float("nan")
         level = baseline + config.recover_frac * (peak - baseline)
-        recovered = first_step_at_or_below(series, peak_step, level, config.recover_steps)
+        recovered = first_step_at_or_below(series, peak_step, level, within)
         nxt = _next_step(series, end)
         outlier = not excerpt and _flagged_between(flagged, steps, start, end) <= OUTLIER_ROWS and \
             _back_at_once(series, end, nxt, interval, baseline, peak)
         spans.append({"start": start, "end": end, "peak_step": peak_step, "peak": peak,
                       "baseline": baseline, "ratio": _ratio(peak, baseline), "score": score,
-                      "recovered_step": recovered, "next_step": nxt, "outlier_batch": outlier})
+                      "recovered_step": recovered, "next_step": nxt, "outlier_batch": outlier,
+                      "recover_within": within})
     return spans
+
+
+# A loss logged less often than ``recover_steps`` (once an epoch, every 500 steps) shows a
+# recovery only at its next logged points: this many of them are waited for.
+_RECOVER_ROWS = 2
+
+
+def recover_window(series: pd.Series, config: AnalyzeConfig) -> int:
+    """Steps after a spike's peak within which a return counts as a recovery: ``recover_steps``,
+    or two logging intervals where the loss is logged less often (a per-epoch loss back down at
+    the next epoch recovered; it was 'not recovered within 200 steps').
+
+    Example:
+        >>> recover_window(pd.Series([2.0, 1.9, 1.8], index=[1875, 3750, 5625]), AnalyzeConfig())
+        3750
+    """
+    return max(int(config.recover_steps), _RECOVER_ROWS * cadence(series.index))
 
 
 def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig,
@@ -88,10 +107,10 @@ def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig,
             after = f"then non-finite from step {last + 1} on"
         elif rec is not None:
             after = f"recovered in {_steps(rec - span['start'])} (step {rec})"
-        elif last < span["peak_step"] + config.recover_steps:
+        elif last < span["peak_step"] + span["recover_within"]:
             after = f"not recovered by the last logged step {last}"
         else:
-            after = f"not recovered within {config.recover_steps} steps"
+            after = f"not recovered within {span['recover_within']} steps"
         message = (f"loss spike to {span['peak']:.4g} at step {span['peak_step']} "
                    f"({_times(span['ratio'])} baseline {span['baseline']:.4g}{_score(span['score'])}); "
                    f"{after}")
