@@ -28,7 +28,7 @@ _ARCHIVES = {".tgz": "tar xzf", ".tbz2": "tar xjf", ".txz": "tar xJf", ".zip": "
 # The most bytes a compressed log may expand to (a text log of 10 million steps is ~1 GB).
 MAX_BYTES = 8 << 30
 _CHUNK = 1 << 20
-_DAMAGED = (zlib.error, OSError, EOFError, lzma.LZMAError, ValueError)
+_DAMAGED = (zlib.error, OSError, EOFError, lzma.LZMAError)
 
 
 def is_compressed(path: Path) -> bool:
@@ -92,21 +92,25 @@ def decompressed(path: Path, limit: int = MAX_BYTES) -> Iterator[tuple[Path, str
             decoder, fed = new(), False
             data = src.read(_CHUNK)
             while data:
-                try:
-                    for out in _decode(decoder, data):
-                        written += len(out)
-                        if written > limit:
-                            raise ValueError(f"{path}: expands past {limit >> 30} GiB when decompressed: decompress "
-                                             f"the part you need yourself (e.g. zcat {path.name} | tail -n 100000)")
-                        dst.write(out)
-                except _DAMAGED as err:
-                    if isinstance(err, ValueError) and "expands past" in str(err):
-                        raise
-                    if streams and not fed:  # bytes after a whole stream that start none: as zcat, ignored
-                        note = f"{len(data)}+ bytes after the compressed data are not compressed data: ignored"
+                pieces = _decode(decoder, data)
+                while True:
+                    try:
+                        out = next(pieces, None)
+                    except _DAMAGED as err:
+                        if streams and not fed:  # bytes after a whole stream that start none: as zcat, ignored
+                            note = f"{len(data)}+ bytes after the compressed data are not compressed data: ignored"
+                            break
+                        raise ValueError(f"{path}: damaged compressed data after {written} bytes ({err}): check "
+                                         "the file, or decompress what can be read of it yourself") from None
+                    if out is None:
                         break
-                    raise ValueError(f"{path}: damaged compressed data after {written} bytes ({err}): check the "
-                                     "file, or decompress what can be read of it yourself") from None
+                    written += len(out)
+                    if written > limit:
+                        raise ValueError(f"{path}: expands past {limit >> 30} GiB when decompressed: decompress the "
+                                         f"part you need yourself (e.g. zcat {path.name} | tail -n 100000)")
+                    dst.write(out)
+                if note is not None:
+                    break
                 fed = True
                 if decoder.eof:  # a stream ended: another may follow it
                     data, decoder, fed = decoder.unused_data or src.read(_CHUNK), new(), False
