@@ -427,3 +427,22 @@ def test_a_log_with_a_crash_s_zero_padding_or_stray_bytes_is_still_read(tmp_path
     # A NUL among the first bytes is a binary file's (a record length, a magic number): not text.
     path.write_bytes(b"\x18\x00\x00\x00\x00\x00\x00\x00" + before.encode())
     assert not textlogs.sniff(path)
+
+
+@pytest.mark.parametrize("prefix", ["[default{r}]:", "[rank{r}]:", "[rank{r}]:[titan] 2025-01-01 10:00:00,000 - root - INFO - "])
+def test_ranks_interleaved_by_a_launcher_are_read_as_one_rank(tmp_path, prefix):
+    # torchrun --tee (or torchtitan's logger on every rank) interleaves the ranks' lines, each
+    # rank printing the loss of its own shard: read together they alternate, a spike every step.
+    lines = []
+    for s in range(1, 301):
+        pair = [prefix.format(r=r) + f"step: {s}  loss: {(3 - s / 200) * (1.5 if r else 1.0):.4f}" for r in (0, 1, 2)]
+        lines += pair if s % 2 else pair[::-1]
+    lines.insert(0, "W1203 10:00:00.000 torch/distributed/run.py:793] Setting OMP_NUM_THREADS")
+    path = _write(tmp_path, "train.log", "\n".join(lines) + "\n")
+    (run,) = textlogs.load(path, LoadOptions())
+    assert run.steps[metrics.LOSS].tolist() == [round(3 - s / 200, 4) for s in range(1, 301)]
+    assert any(w.startswith("3 ranks' output interleaved (0, 1, 2): rank 0's lines are read") for w in run.warnings)
+    # One rank's lines alone (the usual log): read as they are, nothing said.
+    path = _write(tmp_path, "rank0.log", "\n".join(l for l in lines if "0]:" in l) + "\n")
+    (run,) = textlogs.load(path, LoadOptions())
+    assert len(run.steps) == 300 and not any("ranks" in w for w in run.warnings)

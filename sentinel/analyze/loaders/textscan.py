@@ -124,6 +124,34 @@ def clean_text(text: str) -> str:
     return text
 
 
+# The prefix a launcher puts before each line of a rank's output: torchrun's --tee / --redirects
+# ("[default0]:"), PyTorch's distributed logs and torchtitan ("[rank0]:").
+_RANK_PREFIX = re.compile(r"^\[(?:default|rank)(\d+)\]:", re.MULTILINE)
+
+
+def one_rank(text: str, warnings: list[str]) -> str:
+    r"""The lines of one rank, where a launcher interleaved several ranks' output (each printing
+    its own loss, its own data shard's): the lowest rank's lines and the lines of no rank are
+    kept, the others blanked (line numbers stay), and a warning says so. Two ranks' losses
+    read as one series alternate between two levels: a spike at every other step.
+
+    Example:
+        >>> notes = []
+        >>> one_rank("[rank0]:loss 2.0\n[rank1]:loss 3.0\n", notes).splitlines(), len(notes)
+        (['[rank0]:loss 2.0', ''], 1)
+    """
+    if "]:" not in text:
+        return text
+    ranks = {int(r) for r in _RANK_PREFIX.findall(text)}
+    if len(ranks) < 2:
+        return text
+    keep = min(ranks)
+    others = re.compile(rf"^\[(?:default|rank)(?!{keep}\]:)\d+\]:[^\n]*", re.MULTILINE)
+    warnings.append(f"{len(ranks)} ranks' output interleaved ({', '.join(str(r) for r in sorted(ranks)[:8])}"
+                    f"{', ...' if len(ranks) > 8 else ''}): rank {keep}'s lines are read, each rank prints its own loss")
+    return others.sub("", text)
+
+
 # Full-width punctuation a CJK input method types ("Epoch：1，Loss：0.52"), read as its ASCII form.
 _FULL_WIDTH = str.maketrans({"：": ": ", "，": ", ", "＝": "=", "（": "(", "）": ")", "［": "[", "］": "]",
                              "／": "/", "｜": "|"})
@@ -180,6 +208,7 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None) -> Sca
         text = text[:cut]
     if dialect.clean:
         text = clean_text(text)
+    text = one_rank(text, warnings)
     if dialect.joins is not None:
         text = dialect.joins.sub(dialect.join_with, text)
     if dialect.rewrite is not None:
