@@ -140,7 +140,7 @@ def one_rank(text: str, warnings: list[str]) -> str:
         >>> one_rank("[rank0]:loss 2.0\n[rank1]:loss 3.0\n", notes).splitlines(), len(notes)
         (['[rank0]:loss 2.0', ''], 1)
     """
-    if "]:" not in text:
+    if "[rank" not in text and "[default" not in text:  # substring searches: most logs stop here
         return text
     ranks = {int(r) for r in _RANK_PREFIX.findall(text)}
     if len(ranks) < 2:
