@@ -135,3 +135,19 @@ def test_a_compressed_table_without_a_loss_says_so_as_the_plain_one_does(tmp_pat
     assert result.exit_code == 1
     assert result.output == (f"Error: {path}: a table with a step column but no single loss column among: step, "
                              "acc; name it with --loss-col <column>\n")
+
+
+def test_compressed_data_that_is_no_log_is_not_decompressed_whole(tmp_path, monkeypatch):
+    # A folder of a corpus's compressed shards: the start of each is enough to tell it holds no log.
+    from sentinel.analyze import discover
+
+    calls = []
+    real = discover.decompressed
+    monkeypatch.setattr(discover, "decompressed", lambda path, **kw: calls.append(kw) or real(path, **kw))
+    line = b'{"text": "' + b"lorem ipsum " * 50 + b'"}\n'
+    (tmp_path / "shard-00000.json.gz").write_bytes(gzip.compress(line * 20000))  # 12 MB of text
+    (tmp_path / "train.log.gz").write_bytes(gzip.compress((LOGS / "torchtitan.log").read_bytes()))
+    _old(tmp_path / "train.log.gz")
+    runs = discover_runs(tmp_path, LoadOptions())
+    assert [r.source for r in runs] == ["torchtitan"]
+    assert sorted(kw.get("first") is None for kw in calls) == [False, False, True]  # two heads, one log whole

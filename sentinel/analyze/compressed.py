@@ -65,7 +65,8 @@ def archive_command(path: Path) -> str | None:
 
 
 @contextlib.contextmanager
-def decompressed(path: Path, limit: int = MAX_BYTES) -> Iterator[tuple[Path, str | None]]:
+def decompressed(path: Path, limit: int = MAX_BYTES,
+                 first: int | None = None) -> Iterator[tuple[Path, str | None]]:
     """The file ``path`` holds, decompressed into a temporary directory while the block runs, and
     a note when its data ended early (a log still being written through ``| gzip``): what could
     be read is read.
@@ -74,6 +75,8 @@ def decompressed(path: Path, limit: int = MAX_BYTES) -> Iterator[tuple[Path, str
     original's, so a run named after its file or folder gets the same name; its modification
     time is the original's (a log that has not changed for a minute is read to its last line).
     Concatenated streams (``cat a.gz b.gz``) are read one after the other, as ``zcat`` does.
+
+    With ``first``, only the first that many bytes are decompressed (what a sniffer looks at).
 
     Raises:
         ValueError: the data is damaged (not only cut off), or expands past ``limit`` bytes.
@@ -87,7 +90,7 @@ def decompressed(path: Path, limit: int = MAX_BYTES) -> Iterator[tuple[Path, str
         folder = Path(tmp) / (path.resolve().parent.name or "log")
         folder.mkdir()
         plain = folder / path.stem
-        written, streams, note = 0, 0, None
+        written, streams, note, done = 0, 0, None, False
         with open(path, "rb") as src, open(plain, "wb") as dst:
             decoder, fed = new(), False
             data = src.read(_CHUNK)
@@ -99,17 +102,22 @@ def decompressed(path: Path, limit: int = MAX_BYTES) -> Iterator[tuple[Path, str
                     except _DAMAGED as err:
                         if streams and not fed:  # bytes after a whole stream that start none: as zcat, ignored
                             note = f"{len(data)}+ bytes after the compressed data are not compressed data: ignored"
+                            done = True
                             break
                         raise ValueError(f"{path}: damaged compressed data after {written} bytes ({err}): check "
                                          "the file, or decompress what can be read of it yourself") from None
                     if out is None:
+                        break
+                    if first is not None and written + len(out) >= first:
+                        dst.write(out[:first - written])
+                        written, done = first, True
                         break
                     written += len(out)
                     if written > limit:
                         raise ValueError(f"{path}: expands past {limit >> 30} GiB when decompressed: decompress the "
                                          f"part you need yourself (e.g. zcat {path.name} | tail -n 100000)")
                     dst.write(out)
-                if note is not None:
+                if done:
                     break
                 fed = True
                 if decoder.eof:  # a stream ended: another may follow it
@@ -119,7 +127,7 @@ def decompressed(path: Path, limit: int = MAX_BYTES) -> Iterator[tuple[Path, str
                     data = src.read(_CHUNK)
         stat = path.stat()
         os.utime(plain, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-        if fed:
+        if fed and not done:
             note = f"the compressed data ends early (still being written?): read up to there ({written} bytes)"
         yield plain, note
 

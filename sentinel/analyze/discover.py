@@ -435,18 +435,33 @@ def _table_problem(path: Path) -> str | None:
 
 def _load_file(file: Path, modules: Iterable[ModuleType], options: LoadOptions) -> list[RunData] | None:
     if is_compressed(file):
+        from sentinel.analyze.loaders.textlog import SNIFF_BYTES  # the loaders' own imports: lazily
+
+        # Sniffed on the start of what it holds: a folder of compressed data (a corpus's shards,
+        # MNIST's idx files) is not decompressed whole to learn that it holds no log.
+        with decompressed(file, first=SNIFF_BYTES) as (head, note):
+            module = _claimant(head, modules, options)
+        if module is None:
+            if note is not None:  # what the cut-off data held is not a log (yet)
+                raise ValueError(f"{file}: {note}; that much is not a log sentinel reads")
+            return None
         with decompressed(file) as (plain, note):
-            runs = _load_file(plain, modules, options)
-        if runs is None and note is not None:  # what the cut-off data held is not a log (yet)
-            raise ValueError(f"{file}: {note}; that much is not a log sentinel reads")
-        for run in runs or []:
+            runs = module.load(plain, options)
+        for run in runs:
             run.path = str(file)
             if note is not None:
                 run.warnings.append(f"{file.name}: {note}")
         return runs
+    module = _claimant(file, modules, options)
+    return None if module is None else module.load(file, options)
+
+
+def _claimant(file: Path, modules: Iterable[ModuleType], options: LoadOptions) -> ModuleType | None:
+    """The first loader whose sniffer claims ``file`` (a sentinel run directory is claimed as a
+    directory, never here)."""
     for module in modules:
         if module.NAME == "sentinel":
             continue
         if module.sniff(file, options) if getattr(module, "SNIFF_TAKES_OPTIONS", False) else module.sniff(file):
-            return module.load(file, options)
+            return module
     return None
