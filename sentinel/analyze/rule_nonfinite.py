@@ -177,7 +177,8 @@ def nonfinite_incidents(run: RunData) -> list[Incident]:
             loss_bad = mask
         last_finite = last_finite_step(series)
         stretches = group_steps(mask, max_gap=1)
-        skipped = _skipped_updates(run.steps, loss_bad, series, stretches) if key == metrics.GRAD_NORM_TOTAL else {}
+        skipped = _skipped_updates(run.steps, loss_bad, series, mask, stretches) \
+            if key == metrics.GRAD_NORM_TOTAL else {}
         for start, end in stretches:
             span = between(series, start, end)[between(mask, start, end).to_numpy()]
             kinds = sorted({"nan" if np.isnan(v) else ("+inf" if v > 0 else "-inf") for v in span})
@@ -224,7 +225,7 @@ _FREQUENT_SKIPS = 0.01
 _LONG_SKIP_STRETCH = 2
 
 
-def _skipped_updates(steps: pd.DataFrame, loss_bad: pd.Series | None, grad: pd.Series,
+def _skipped_updates(steps: pd.DataFrame, loss_bad: pd.Series | None, grad: pd.Series, grad_bad: pd.Series,
                      stretches: list[tuple[int, int]]) -> dict[tuple[int, int], tuple[Severity, str]]:
     """The stretches of non-finite grad norms whose updates never reached the weights, with a
     severity and the reason: the loss is finite there and at its next logged step. An update made
@@ -250,23 +251,24 @@ def _skipped_updates(steps: pd.DataFrame, loss_bad: pd.Series | None, grad: pd.S
         found[(start, end)] = first_finite is None or start < first_finite  # the scaler's start-up
     if not found:
         return {}
-    later = [(s, e) for (s, e), start_up in found.items() if not start_up]
-    later_steps = sum(int(((grad.index >= s) & (grad.index <= e)).sum()) for s, e in later)
-    logged_grad = int((~np.isnan(grad.to_numpy(dtype="float64"))).sum()) or 1
+    non_finite = grad_bad.to_numpy()
+    count = {(s, e): int(non_finite[(index >= s) & (index <= e)].sum()) for s, e in found}
+    later_steps = sum(count[span] for span, start_up in found.items() if not start_up)
+    logged_grad = int((~np.isnan(grad.to_numpy(dtype="float64")) | non_finite).sum())
     frequent = later_steps > max(_LONG_SKIP_STRETCH, _FREQUENT_SKIPS * logged_grad)
     out = {}
     for (start, end), start_up in found.items():
-        count = int(((grad.index >= start) & (grad.index <= end)).sum())
+        n = count[(start, end)]
         if start_up:
             out[(start, end)] = (Severity.INFO, "those updates were skipped, as an fp16 loss scaler skips an overflow "
                                  "at its start-up, searching down from its initial scale: not damage")
-        elif frequent or count > _LONG_SKIP_STRETCH:
-            out[(start, end)] = (Severity.WARNING, f"the update{'s' * (count != 1)} did not reach the weights, but "
+        elif frequent or n > _LONG_SKIP_STRETCH:
+            out[(start, end)] = (Severity.WARNING, f"the update{'s' * (n != 1)} did not reach the weights, but "
                                  f"it keeps happening ({later_steps} of {logged_grad} logged steps past the start): "
                                  "an fp16 loss scale that overflows again and again, or batches whose gradients are "
                                  "not finite")
         else:
-            out[(start, end)] = (Severity.INFO, f"the update{'s' * (count != 1)} did not reach the weights (skipped, "
+            out[(start, end)] = (Severity.INFO, f"the update{'s' * (n != 1)} did not reach the weights (skipped, "
                                  "as an fp16 loss scaler skips an overflow now and then): not damage")
     return out
 

@@ -29,7 +29,7 @@ def plateau_incidents(loss: pd.Series, config: AnalyzeConfig) -> list[Incident]:
     if isinstance(window, (int, np.integer)):
         # A loss logged less often than the window (once an epoch) is judged over a few logged
         # points, not from one point to the next (two epochs were a "plateau").
-        window = max(int(window), _MIN_ROWS * (every if every is not None else cadence(loss.index)))
+        window = max(int(window), _MIN_ROWS * cadence(loss.index))
     if every is not None and isinstance(window, (int, np.integer)):
         # A regular cadence: the window's reference row lies a fixed number of rows back
         # (``(i * every - window) // every == i - ceil(window / every)`` in integers), so the
