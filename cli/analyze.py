@@ -128,8 +128,6 @@ def _analyze(paths: tuple[str, ...], fmt: str, plot: str | None, fail_on: str | 
 
 
 STDIN = "<stdin>"
-# The compressed kinds a piped log may come in (`zcat` not needed), by their first bytes.
-_MAGIC_SUFFIXES = ((b"\x1f\x8b", ".gz"), (b"BZh", ".bz2"), (b"\xfd7zXZ\x00", ".xz"))
 
 
 @contextlib.contextmanager
@@ -144,6 +142,8 @@ def _stdin_as_file(paths: tuple[str, ...]):
     import tempfile
     from pathlib import Path
 
+    from sentinel.analyze.compressed import suffix_of
+
     stream = getattr(sys.stdin, "buffer", None)
     if stream is None:
         raise click.ClickException("'-' reads the log from standard input, and this process has none: pass a file")
@@ -153,14 +153,18 @@ def _stdin_as_file(paths: tuple[str, ...]):
     if not head:
         raise click.ClickException("standard input is empty: pipe a log into it (cat train.log | sentinel analyze -) "
                                    "or pass a file")
-    suffix = next((s for magic, s in _MAGIC_SUFFIXES if head.startswith(magic)), "")
     with tempfile.TemporaryDirectory(prefix="sentinel-") as tmp:
         folder = Path(tmp) / "stdin"
         folder.mkdir()
-        file = folder / ("stdin" + suffix)
-        with open(file, "wb") as out:
-            out.write(head)
-            shutil.copyfileobj(stream, out, 1 << 20)
+        file = folder / ("stdin" + suffix_of(head))  # a log piped in compressed is read as such
+        try:
+            with open(file, "wb") as out:
+                out.write(head)
+                shutil.copyfileobj(stream, out, 1 << 20)
+        except OSError as err:  # a full disk: the user's to fix, not a bug
+            raise click.ClickException(f"cannot keep standard input in a temporary file under {tmp!r} "
+                                       f"({err.strerror or err}): set TMPDIR to a folder with room, or pass "
+                                       "the log as a file") from None
         os.utime(file, (0, 0))  # the input has ended: its last line is whole, even without a line end
         yield tuple(str(file) if p == "-" else p for p in paths), str(file)
 

@@ -284,3 +284,16 @@ def test_the_console_script_reads_a_pipe_to_its_end(tmp_path):
     done = subprocess.run([str(script), "analyze", "-"], input=_titan_lines(nan_from=50), capture_output=True,
                           timeout=120)
     assert done.returncode == 0 and b"steps 60 (1..60)" in done.stdout and done.stderr == b""
+
+
+def test_standard_input_that_cannot_be_kept_is_one_line_not_a_bug_report(monkeypatch):
+    import errno
+    import shutil
+
+    def full(*_):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(shutil, "copyfileobj", full)
+    result = CliRunner().invoke(main, ["analyze", "-"], input=_titan_lines())
+    assert result.exit_code == 1 and "No space left on device" in result.output
+    assert "set TMPDIR to a folder with room" in result.output and "bug" not in result.output

@@ -48,6 +48,17 @@ def is_compressed(path: Path) -> bool:
         return False
 
 
+def suffix_of(head: bytes) -> str:
+    r"""The suffix of the compression whose magic bytes ``head`` starts with, else ``""`` (a log
+    piped in compressed is kept under that suffix, to be read as the file it holds).
+
+    Example:
+        >>> suffix_of(b"\x1f\x8b\x08\x00"), suffix_of(b"step 1 loss 2.0")
+        ('.gz', '')
+    """
+    return next((suffix for suffix, (_, magic) in _KINDS.items() if head.startswith(magic)), "")
+
+
 def archive_command(path: Path) -> str | None:
     """The command that unpacks ``path`` when it is an archive of several files, else None.
 
