@@ -412,6 +412,26 @@ def _without_bar_running_mean(text: str) -> str:
     return _BAR_RUNNING_MEAN.sub(r"\1", text)
 
 
+# The same bar with no step loss after its mean (nothing but "loss=" logged to the bar): the mean is
+# all there is. "v_num=" (the logger's version) tells Lightning's bar from a script's own tqdm postfix.
+_BAR_RUNNING_MEAN_ONLY = re.compile(r"(?:it/s|s/it), loss=[^,\]\n]*, (?![^\]\n]*?\b(?:train_)?loss_step=)"
+                                    r"(?![^\]\n]*?\btrain_loss=)[^\]\n]*?\bv_num=")
+
+
+def reads_bar_running_mean(text: str) -> bool:
+    """Whether the loss a generic read finds is Lightning 1.x's bar mean of the last 20 steps.
+
+    Example:
+        >>> reads_bar_running_mean("Epoch 0: 50%|##  | 5/10 [00:01<00:01, 5.00it/s, loss=2.31, v_num=0]")
+        True
+        >>> reads_bar_running_mean("... 5.00it/s, loss=2.31, v_num=0, train_loss=2.29]")
+        False
+    """
+    if "/s, loss=" not in text and "/it, loss=" not in text:
+        return False
+    return _BAR_RUNNING_MEAN_ONLY.search(text) is not None
+
+
 GENERIC = Dialect(
     name="text",
     description="any text log with a step-like key (step, iter, global_step, N/TOTAL) and a loss on each line",

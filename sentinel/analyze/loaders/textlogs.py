@@ -19,7 +19,8 @@ import numpy as np
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData
-from sentinel.analyze.loaders.dialects import AMP_ONLY, DIALECTS, FALLBACKS, HF_TRAINER, LOSS_LINES
+from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, FALLBACKS, GENERIC, HF_TRAINER, LOSS_LINES,
+                                               reads_bar_running_mean)
 from sentinel.analyze.loaders.dialect_types import Dialect
 from sentinel.analyze.loaders.progress_bar import bar_steps
 from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
@@ -106,6 +107,12 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     if dialect is LOSS_LINES:
         found.warnings.append("the loss lines carry no step: numbered 1, 2, 3, ... in order (a line every "
                               "N steps is N steps apart: the steps here count lines)")
+    if dialect is GENERIC and metrics.LOSS in found.steps.columns and not (options and options.loss_col) \
+            and reads_bar_running_mean(text):
+        found.warnings.append("the loss read is the 'loss=' of Lightning 1.x's progress bar, a running mean of "
+                              "the last 20 steps: a one-step spike shows at about a twentieth of its height and "
+                              "goes unseen. Log the step's loss to the bar (self.log('train_loss', loss, "
+                              "prog_bar=True)), or analyze the logger's metrics.csv or event files")
     if metrics.LOSS not in found.steps.columns:
         who = "no loss in the file" if dialect is AMP_ONLY else f"no loss logged by {dialect.name}"
         found.warnings.append(f"{who}: only "
