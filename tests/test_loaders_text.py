@@ -446,3 +446,29 @@ def test_ranks_interleaved_by_a_launcher_are_read_as_one_rank(tmp_path, prefix):
     path = _write(tmp_path, "rank0.log", "\n".join(l for l in lines if "0]:" in l) + "\n")
     (run,) = textlogs.load(path, LoadOptions())
     assert len(run.steps) == 300 and not any("ranks" in w for w in run.warnings)
+    # Every rank prints its start-up lines, one rank (not the lowest) the records: that rank's are read.
+    start = [prefix.format(r=r) + "> initializing torch distributed ..." for r in (0, 1, 2)]
+    path = _write(tmp_path, "rank2.log", "\n".join(start + [l for l in lines if "2]:" in l]) + "\n")
+    (run,) = textlogs.load(path, LoadOptions())
+    assert run.steps[metrics.LOSS].tolist() == [round((3 - s / 200) * 1.5, 4) for s in range(1, 301)]
+    assert not any("ranks" in w for w in run.warnings)
+    # Ranks 1 and 2 print records, rank 0 only its start-up: rank 1's are read.
+    path = _write(tmp_path, "ranks12.log", "\n".join(start + [l for l in lines if "0]:" not in l]) + "\n")
+    (run,) = textlogs.load(path, LoadOptions())
+    assert run.steps[metrics.LOSS].tolist() == [round((3 - s / 200) * 1.5, 4) for s in range(1, 301)]
+    assert any(w.startswith("2 ranks' output interleaved (1, 2): rank 1's lines are read") for w in run.warnings)
+
+
+def test_megatron_under_torchrun_tee_reads_the_rank_that_prints_the_iterations(tmp_path):
+    # torchrun --tee 3: every rank prints its start-up, the last pipeline stage the iteration lines.
+    lines = [f"[default{r}]:> initializing torch distributed ..." for r in range(4)]
+    lines += [f"[default3]: iteration {i * 10:8d}/    1000 | consumed samples: {i * 80:10d} | elapsed time per "
+              f"iteration (ms): 512.3 | learning rate: "
+              f"1.000E-04 | global batch size:     8 | lm loss: {5 - i / 100:.6E} | loss scale: 65536.0 | "
+              f"grad norm: 1.234 | number of skipped iterations:   0 | number of nan iterations:   0 |"
+              for i in range(1, 61)]
+    path = _write(tmp_path, "megatron.log", "\n".join(lines) + "\n")
+    assert megatron.sniff(path)
+    (run,) = megatron.load(path, LoadOptions())
+    assert run.source == "megatron" and run.steps.index.tolist() == list(range(10, 610, 10))
+    assert not any("ranks" in w for w in run.warnings)

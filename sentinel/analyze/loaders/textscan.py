@@ -129,11 +129,14 @@ def clean_text(text: str) -> str:
 _RANK_PREFIX = re.compile(r"^\[(?:default|rank)(\d+)\]:", re.MULTILINE)
 
 
-def one_rank(text: str, warnings: list[str]) -> str:
+def one_rank(text: str, warnings: list[str], dialect: Dialect | None = None) -> str:
     r"""The lines of one rank, where a launcher interleaved several ranks' output (each printing
     its own loss, its own data shard's): the lowest rank's lines and the lines of no rank are
     kept, the others blanked (line numbers stay), and a warning says so. Two ranks' losses
     read as one series alternate between two levels: a spike at every other step.
+
+    With ``dialect``, only ranks whose lines hold its records count: where one rank prints the
+    records (Megatron's last pipeline stage) and every rank its start-up lines, nothing is blanked.
 
     Example:
         >>> notes = []
@@ -142,14 +145,30 @@ def one_rank(text: str, warnings: list[str]) -> str:
     """
     if "[rank" not in text and "[default" not in text:  # substring searches: most logs stop here
         return text
-    ranks = {int(r) for r in _RANK_PREFIX.findall(text)}
+    ranks = sorted({int(r) for r in _RANK_PREFIX.findall(text)})
     if len(ranks) < 2:
         return text
-    keep = min(ranks)
+    if dialect is not None:
+        lines_of: dict[int, list[str]] = {}
+        for rank, line in _RANK_LINE.findall(text):
+            lines_of.setdefault(int(rank), []).append(line)
+        ranks = [r for r in ranks if _has_records("\n".join(lines_of[r]), dialect)]
+        if len(ranks) < 2:
+            return text
+    keep = ranks[0]
     others = re.compile(rf"^\[(?:default|rank)(?!{keep}\]:)\d+\]:[^\n]*", re.MULTILINE)
-    warnings.append(f"{len(ranks)} ranks' output interleaved ({', '.join(str(r) for r in sorted(ranks)[:8])}"
+    warnings.append(f"{len(ranks)} ranks' output interleaved ({', '.join(str(r) for r in ranks[:8])}"
                     f"{', ...' if len(ranks) > 8 else ''}): rank {keep}'s lines are read, each rank prints its own loss")
     return others.sub("", text)
+
+
+_RANK_LINE = re.compile(r"^\[(?:default|rank)(\d+)\]:([^\n]*)", re.MULTILINE)
+
+
+def _has_records(text: str, dialect: Dialect) -> bool:
+    if dialect.joins is not None:  # a record printed over several lines
+        text = dialect.joins.sub(dialect.join_with, text)
+    return any(shape.pattern.search(text) for shape in dialect.shapes)
 
 
 # Full-width punctuation a CJK input method types ("Epoch：1，Loss：0.52"), read as its ASCII form.
@@ -208,7 +227,7 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None) -> Sca
         text = text[:cut]
     if dialect.clean:
         text = clean_text(text)
-    text = one_rank(text, warnings)
+    text = one_rank(text, warnings, dialect)
     if dialect.joins is not None:
         text = dialect.joins.sub(dialect.join_with, text)
     if dialect.rewrite is not None:
