@@ -754,6 +754,40 @@ def test_llamafactory_trainer_log_jsonl_steps_are_its_current_steps(tmp_path):
     assert [(i.kind, i.step) for i in report.incidents] == [("nonfinite", 300)]
 
 
+def test_ms_swift_logging_jsonl_steps_are_the_n_of_its_n_slash_m(tmp_path):
+    """ms-swift's logging.jsonl: the step is "global_step/max_steps": "12/2353", and a last row
+    holds the whole log_history under a numeric global_step and no loss. That row's step was
+    taken for the step, every other row skipped, and its missing loss called a NaN: a healthy
+    run came out as one non-finite step, critical."""
+    rows = [{"loss": 2.0 - s / 1000, "grad_norm": 30.0, "learning_rate": 1e-5, "epoch": s / 4000,
+             "global_step/max_steps": f"{s}/300", "elapsed_time": "6s", "remaining_time": "3h 35m 58s"}
+            for s in range(1, 301)]
+    rows.append({"train_runtime": 442.3, "train_loss": 1.85, "epoch": 0.075, "global_step/max_steps": "300/300"})
+    rows.append({"model_parameter_info": "25805.9M Params", "global_step": 300, "memory": 76.6,
+                 "log_history": [{"loss": 2.0, "step": 1}]})
+    path = tmp_path / "logging.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (run,) = discover_runs(path)
+    assert run.steps["loss"].index.tolist() == list(range(1, 301))
+    assert run.steps["loss"].iloc[-1] == 1.7
+    assert analyze_run(run).incidents == []
+
+
+@pytest.mark.parametrize("spelling", ["NaN", "null", '"nan"'])
+def test_a_jsonl_row_without_the_loss_is_no_nan_but_one_that_logs_it_nan_is(tmp_path, spelling):
+    """A JSON row tells a key it lacks (an evaluation's or a summary's row) from one it holds as
+    NaN (``NaN``, or ``null`` from a writer without NaN, or a string)."""
+    lines = [json.dumps({"step": s, "loss": 3 - s / 100, "grad_norm": 1.0}) for s in range(1, 50)]
+    absent = tmp_path / "absent.jsonl"
+    absent.write_text("\n".join(lines + ['{"step": 50, "grad_norm": 1.0}']) + "\n")
+    (run,) = discover_runs(absent)
+    assert analyze_run(run).incidents == []
+    logged = tmp_path / "logged.jsonl"
+    logged.write_text("\n".join(lines + [f'{{"step": 50, "loss": {spelling}, "grad_norm": 1.0}}']) + "\n")
+    (run,) = discover_runs(logged)
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 50)]
+
+
 def test_a_stuck_loss_that_differs_in_its_8th_digit_is_still_stuck():
     """DINO's log.txt, loss stuck at ln(65536) (its output head's size): an epoch's mean of the same
     float32 loss came out 11.090352058 then 11.090352177, and the stretch was called over."""

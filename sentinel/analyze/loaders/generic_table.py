@@ -17,10 +17,11 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from sentinel import metrics
-from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData
 from sentinel.analyze.loaders.keys import (
     LOSS_ALIASES,
     MAX_COLUMNS,
@@ -33,12 +34,14 @@ from sentinel.analyze.loaders.keys import (
     loss_components,
     sniff_columns,
     step_column,
+    step_columns,
 )
 from sentinel.analyze.loaders.numeric_table import (
     LARGE_TABLE_BYTES,
     choose_columns,
     read_columns,
     read_header,
+    step_values,
     sum_loss_components,
     table_steps,
 )
@@ -141,9 +144,12 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     warnings: list[str] = []
     head = read_head(path, limit=4096) or ""
     first = next((line for line in head.split("\n") if line.strip()), "")
+    nan_rows: dict[str, list[int]] = {}
     if first.lstrip().startswith("{"):
-        table = _read_jsonl(Path(path), warnings)
+        table = _read_jsonl(Path(path), warnings, nan_rows)
         step_col, loss_col = _pick_columns(list(table.columns), options, path, warnings)
+        if options.step_col is None:  # a step key in a few rows only (a summary row's) is not the step
+            step_col = max(step_columns(table.columns) or [step_col], key=lambda c: table[c].notna().sum())
     else:
         names, sep = read_header(path)
         step_col, loss_col = _pick_columns(names, options, path, warnings)
@@ -154,26 +160,36 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     if loss_col not in table.columns:  # the sum of the loss's components (see _pick_columns)
         sum_loss_components(table, loss_components(table.columns), path, warnings)
     steps = table_steps(table, step_col, loss_col, path, warnings, keep_nan_eval=True)
-    return [
-        RunData(
-            name=run_name(path),
-            path=str(path),
-            source=NAME,
-            steps=steps,
-            meta={"format": NAME, "columns": [str(c) for c in table.columns]},
-            warnings=warnings,
-        )
-    ]
+    meta = {"format": NAME, "columns": [str(c) for c in table.columns]}
+    if first.lstrip().startswith("{"):  # a JSON row tells a NaN it holds from a key it lacks
+        meta[LOGGED_NAN] = _logged_nan(table, nan_rows, step_col, loss_col, steps.columns)
+    return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps, meta=meta, warnings=warnings)]
 
 
-def _read_jsonl(path: Path, warnings: list[str]) -> pd.DataFrame:
+def _logged_nan(table: pd.DataFrame, nan_rows: dict[str, list[int]], step_col: str, loss_col: str,
+                keys) -> dict[str, np.ndarray]:
+    """The steps each key was logged as NaN at (``NaN``, ``null`` or ``"nan"`` in its row), by the
+    steps frame's key: a step where a key is absent (a summary row, an evaluation row) is no NaN."""
+    out: dict[str, np.ndarray] = {}
+    for col, rows in nan_rows.items():
+        key = metrics.LOSS if col == loss_col else canonical_key(col)
+        if key not in keys or col == step_col:
+            continue
+        steps, _ = step_values(table[step_col].iloc[rows], step_col, "", [])
+        out[key] = steps
+    return out
+
+
+def _read_jsonl(path: Path, warnings: list[str], nan_rows: dict[str, list[int]]) -> pd.DataFrame:
     """Stream the rows; keys past :data:`MAX_COLUMNS` (or, in a large file, keys the analysis
-    does not read) are dropped and counted."""
+    does not read) are dropped and counted. ``nan_rows`` gets, per key, the rows that hold it as
+    NaN (``NaN``, ``null`` or ``"nan"``)."""
     large = path.stat().st_size > LARGE_TABLE_BYTES
     rows: list[dict] = []
     bad: list[int] = []
     known: dict[str, None] = {}
     dropped: set[str] = set()
+    nan_keys: list[str] = []
     # Universal line ends: a JSON row cannot hold a raw "\r", so a CR-only file splits safely.
     with open(path, encoding=text_encoding(path), errors="replace", newline=None) as f:
         for lineno, line in enumerate(f, start=1):
@@ -183,7 +199,10 @@ def _read_jsonl(path: Path, warnings: list[str]) -> pd.DataFrame:
             if row is None:
                 bad.append(lineno)
                 continue
-            flat = _flatten(row, keep_text=True)
+            flat = _flatten(row, keep_text=True, nan_keys=nan_keys)
+            for key in nan_keys:
+                nan_rows.setdefault(key, []).append(len(rows))
+            nan_keys.clear()
             for key in [k for k in flat if k not in known]:
                 wanted = not large or is_analysis_key(canonical_key(key)) or _is_role(key)
                 if wanted and (len(known) < MAX_COLUMNS or _is_role(key)):
@@ -233,25 +252,40 @@ def _json_row(line: str) -> dict | None:
     return row if isinstance(row, dict) else None
 
 
-def _flatten(row: dict, keep_text: bool = False) -> dict:
+def _flatten(row: dict, keep_text: bool = False, nan_keys: list[str] | None = None) -> dict:
     """Numeric fields of one JSON row, nested objects one level deep as ``outer/inner``.
 
     With ``keep_text``, string values are kept too (a loss logged as text is damage the loader
-    counts; other text columns are dropped later).
+    counts; other text columns are dropped later). ``nan_keys`` gets the keys whose value is a
+    NaN: ``NaN``, ``null`` (how JSON writers without NaN spell it) or ``"nan"``.
     """
     out: dict = {}
+    for key, value in _fields(row):
+        if _is_json_number(value):
+            out[str(key)] = value = float(value)
+            if nan_keys is not None and value != value:
+                nan_keys.append(str(key))
+        elif keep_text and isinstance(value, str):
+            out[str(key)] = value
+            if nan_keys is not None and value.strip().lower() in _NAN_TEXT:
+                nan_keys.append(str(key))
+        elif nan_keys is not None and value is None:
+            nan_keys.append(str(key))
+    return out
+
+
+_NAN_TEXT = frozenset({"nan", "-nan", "+nan"})
+
+
+def _fields(row: dict):
+    """``(key, value)`` of a row's fields, a nested object's one level deep as ``outer/inner``."""
     for key, value in row.items():
         if isinstance(value, dict):
             for inner, inner_value in value.items():
-                if _is_json_number(inner_value):
-                    out[f"{key}/{inner}"] = float(inner_value)
-                elif keep_text and isinstance(inner_value, str):
-                    out[f"{key}/{inner}"] = inner_value
-        elif _is_json_number(value):
-            out[str(key)] = float(value)
-        elif keep_text and isinstance(value, str):
-            out[str(key)] = value
-    return out
+                if not isinstance(inner_value, dict):  # two levels deep: not a metric
+                    yield f"{key}/{inner}", inner_value
+        else:
+            yield key, value
 
 
 def _is_json_number(value) -> bool:

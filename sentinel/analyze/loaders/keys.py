@@ -7,7 +7,8 @@ import re
 from sentinel import metrics
 
 STEP_ALIASES = ("step", "global_step", "iteration", "iter", "it", "trainer/global_step", "steps", "s",
-                "current_steps")  # LLaMA-Factory's trainer_log.jsonl
+                "current_steps",  # LLaMA-Factory's trainer_log.jsonl
+                "global_step/max_steps")  # ms-swift's logging.jsonl: "12/2353"
 LOSS_ALIASES = (
     "loss", "train_loss", "train/loss", "training_loss", "train_loss_step", "loss_step",
     "lm loss", "lm_loss", "train/lm_loss", "trl", "train/loss_step", "losses/train",
@@ -56,6 +57,17 @@ def step_column(columns, explicit: str | None = None) -> str | None:
         ('epoch', 'step')
     """
     return find_column(columns, STEP_ALIASES, explicit) or find_column(columns, ("epoch",))
+
+
+def step_columns(columns) -> list:
+    """Every column named like a step (:data:`STEP_ALIASES`), in their order of preference.
+
+    Example:
+        >>> step_columns(["loss", "global_step/max_steps", "global_step"])
+        ['global_step', 'global_step/max_steps']
+    """
+    by_lower = {str(c).strip().lower(): c for c in columns}
+    return [by_lower[alias] for alias in STEP_ALIASES if alias in by_lower]
 
 
 def find_column(columns, aliases, explicit: str | None = None) -> str | None:

@@ -212,6 +212,9 @@ def read_columns(path: str | Path, sep: str, names: list[str], positions: list[i
     return table
 
 
+_STEP_OF_TOTAL = r"^\s*(\d+)\s*/\s*\d+\s*$"
+
+
 def step_values(raw: pd.Series, column: str, path: str | Path, warnings: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Integer steps and the mask of rows that have one.
 
@@ -229,6 +232,10 @@ def step_values(raw: pd.Series, column: str, path: str | Path, warnings: list[st
     name = Path(path).name
     if raw.dtype == np.int64:  # every step an integer that fits (2**63 - 1 too: not via float64)
         return raw.to_numpy(), np.ones(len(raw), dtype=bool)
+    if not pd.api.types.is_numeric_dtype(raw.dtype):  # "12/2353": a step out of the run's steps (ms-swift's global_step/max_steps)
+        counts = raw.astype("string").str.extract(_STEP_OF_TOTAL, expand=False)
+        if counts.notna().any():
+            raw = raw.where(counts.isna(), counts)
     values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype="float64")
     numeric = ~np.isnan(values)
     if (~numeric).any():
