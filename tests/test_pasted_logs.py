@@ -788,6 +788,33 @@ def test_a_jsonl_row_without_the_loss_is_no_nan_but_one_that_logs_it_nan_is(tmp_
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 50)]
 
 
+def test_paddles_padded_nan_is_a_nan(tmp_path):
+    """PaddleOCR prints each value as f"{v:x<6f}": a NaN comes out "nanxxx" (nothing else is short
+    enough to be padded). It was not a number: a run that went NaN was read up to its last finite
+    line and called healthy, or refused when every line was NaN."""
+    line = ("[2023/10/06 13:26:{s:02d}] ppocr INFO: epoch: [1/500], global_step: {step}, lr: 0.000093, acc: 0.0, "
+            "CTCLoss: {v}, SARLoss: {v}, loss: {v}, avg_reader_cost: 0.00016 s, eta: 3 days, 18:09:07")
+    values = [f"{3.5 - i / 100:.6f}" for i in range(10)] + ["nanxxx"] * 20
+    path = _write(tmp_path / "train.log", [line.format(s=i % 60, step=10 * (i + 1), v=v) for i, v in enumerate(values)])
+    (run,) = discover_runs(path)
+    assert len(run.steps) == 30 and run.steps["loss"].isna().sum() == 20
+    (incident,) = analyze_run(run).incidents
+    assert (incident.kind, incident.step, incident.severity) == ("nonfinite", 110, "critical")
+
+
+def test_a_log_kept_as_markdown_is_read_when_named_but_a_readme_is_not(tmp_path):
+    """A paste from an issue kept as notes.md, named on its own, is read; the same in a directory
+    walk, and prose with a few log-like lines named on its own, stay documentation."""
+    lines = ["> iter 2990: loss 3.8851, time 512.31ms, mfu 30.12%"] + \
+        [f"> iter {3000 + 10 * i}: loss {'nan' if i > 3 else 3.88}, time 512.31ms, mfu 30.12%" for i in range(10)]
+    path = _write(tmp_path / "notes.md", ["# fp16 NaN", "", "Here is my log:", "", *lines])
+    (run,) = discover_runs(path)
+    assert run.source == "nanogpt" and len(run.steps) == 11
+    readme = _write(tmp_path / "README.md", ["# project", "Run it:", "", "    iter 10: loss 2.5, time 1ms", "", "Done."])
+    result = CliRunner().invoke(main, ["analyze", str(readme)])
+    assert result.exit_code == 1 and "is documentation, not a training log" in result.output, result.output
+
+
 def test_a_stuck_loss_that_differs_in_its_8th_digit_is_still_stuck():
     """DINO's log.txt, loss stuck at ln(65536) (its output head's size): an epoch's mean of the same
     float32 loss came out 11.090352058 then 11.090352177, and the stretch was called over."""

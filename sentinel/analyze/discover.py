@@ -198,6 +198,10 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
         reason = _reason_by_name(path)
         if reason == ARCHIVE:
             raise NoRunsError(f"'{path}' is {reason}: unpack it ({archive_command(path)}) and pass the folder")
+        if reason == DOCUMENTATION and path.suffix.lower() in (".md", ".rst"):
+            runs = _claimed_document(path, modules, options)  # a log pasted into notes.md
+            if runs:
+                return Discovery(runs)
         if reason is not None:
             raise NoRunsError(f"'{path}' is {reason}, not a training log: pass a log file or a directory of runs")
         runs = _load_file(path, modules, options)
@@ -454,6 +458,18 @@ def _load_file(file: Path, modules: Iterable[ModuleType], options: LoadOptions) 
         return runs
     module = _claimant(file, modules, options)
     return None if module is None else module.load(file, options)
+
+
+def _claimed_document(file: Path, modules: Iterable[ModuleType], options: LoadOptions) -> list[RunData] | None:
+    """A Markdown / reStructuredText file named on its own, read where a text loader claims it: a
+    log kept in notes or pasted from an issue (in a directory walk the same name is a README)."""
+    for module in modules:
+        if getattr(module, "READS_DOCUMENTS", False) and module.sniff(file, documents=True):
+            try:
+                return module.load(file, options)
+            except ValueError:  # a few log-like lines in prose: it is the document it is named as
+                return None
+    return None
 
 
 def _claimant(file: Path, modules: Iterable[ModuleType], options: LoadOptions) -> ModuleType | None:

@@ -33,6 +33,9 @@ DESCRIPTION = "text logs of " + ", ".join(dict.fromkeys(d.name for d in DIALECTS
 _NOT_LOGS = frozenset({".py", ".pyi", ".toml", ".cfg", ".ini", ".yaml", ".yml", ".ipynb", ".js", ".ts",
                        ".c", ".h", ".cc", ".cpp", ".cu", ".rs", ".go", ".java", ".sh", ".json", ".csv",
                        ".tsv", ".jsonl", ".html", ".lock", ".md", ".rst"})
+_DOCUMENTS = frozenset({".md", ".rst"})
+# sniff() takes ``documents`` (see discover: a file named on its own).
+READS_DOCUMENTS = True
 _HF_EPOCHS = re.compile(r"Num Epochs = ([\d,]+)")
 _HF_TOTAL = re.compile(r"Total optimization steps = ([\d,]+)")
 
@@ -60,14 +63,20 @@ def pick_dialect(text: str) -> Dialect | None:
     return best
 
 
-def sniff(path: str | Path) -> bool:
+def sniff(path: str | Path, documents: bool = False) -> bool:
     """True when a text dialect recognises the file.
+
+    Args:
+        path: the file.
+        documents: a Markdown or reStructuredText file may be a log (one named on its own: a
+            paste kept as ``notes.md``); in a directory walk it is a README.
 
     Example:
         >>> sniff("/nonexistent.log")
         False
     """
-    if Path(path).suffix.lower() in _NOT_LOGS:
+    suffix = Path(path).suffix.lower()
+    if suffix in _NOT_LOGS and not (documents and suffix in _DOCUMENTS):
         return False
     head = read_head(path)
     return head is not None and pick_dialect(head) is not None

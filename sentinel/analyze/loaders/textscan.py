@@ -121,7 +121,14 @@ def clean_text(text: str) -> str:
         text = _QUOTE.sub("", text)
     if not text.isascii() and _FULL_WIDTH_FOUND.search(text):
         text = text.translate(_FULL_WIDTH)
+    if "nanx" in text or "infx" in text:
+        text = _PADDED_NONFINITE.sub(r"\1", text)
     return text
+
+
+# PaddlePaddle's loggers print each value as f"{v:x<6f}": a float padded to 6 characters with 'x',
+# which only a non-finite value is short enough to get ("nanxxx", "infxxx", "-infxx").
+_PADDED_NONFINITE = re.compile(r"(?<![A-Za-z])(nan|inf)x+\b")
 
 
 # The prefix a launcher puts before each line of a rank's output: torchrun's --tee / --redirects
