@@ -815,6 +815,32 @@ def test_a_log_kept_as_markdown_is_read_when_named_but_a_readme_is_not(tmp_path)
     assert result.exit_code == 1 and "is documentation, not a training log" in result.output, result.output
 
 
+def test_yolov5_event_files_sum_the_loss_parts_and_a_run_with_no_loss_is_not_healthy(tmp_path):
+    """YOLOv5 writes train/box_loss, train/obj_loss, train/cls_loss and no total, as in its
+    results.csv (read as their sum); its event files were refused, and in a directory walk the
+    run was called healthy with no loss read at all."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(tmp_path / "exp"))
+    for epoch in range(30):
+        for part, scale in (("box", 0.05), ("obj", 0.03), ("cls", 0.01)):
+            writer.add_scalar(f"train/{part}_loss", scale * (1 - epoch / 60), epoch)
+            writer.add_scalar(f"val/{part}_loss", scale, epoch)
+        writer.add_scalar("metrics/mAP_0.5", epoch / 30, epoch)
+    writer.close()
+    (run,) = discover_runs(tmp_path / "exp")
+    assert run.steps["loss"].iloc[0] == pytest.approx(0.09) and len(run.steps["loss"]) == 30
+    assert any(w.startswith("loss is the sum of train/box_loss + train/obj_loss + train/cls_loss") for w in run.warnings)
+    assert analyze_run(run).verdict.value == "healthy"
+    writer = SummaryWriter(str(tmp_path / "map_only"))
+    for epoch in range(30):
+        writer.add_scalar("metrics/mAP_0.5", epoch / 30, epoch)
+    writer.close()
+    code, report = _analyze(str(tmp_path))
+    verdicts = {run["name"]: run["verdict"] for run in report["runs"]}
+    assert code == 0 and verdicts == {"exp": "healthy", "map_only": "no loss"}, verdicts
+
+
 def test_a_stuck_loss_that_differs_in_its_8th_digit_is_still_stuck():
     """DINO's log.txt, loss stuck at ln(65536) (its output head's size): an epoch's mean of the same
     float32 loss came out 11.090352058 then 11.090352177, and the stretch was called over."""

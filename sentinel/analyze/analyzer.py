@@ -214,7 +214,8 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         last_step=int(steps.index[-1]) if len(steps) else None,
         final_loss=None if final_raw is None else float(final_raw),
         best_loss=float(loss.min()) if len(loss) else None,
-        verdict=verdict(incidents, final_finite), incidents=incidents, warnings=warnings, data=run)
+        verdict=verdict(incidents, final_finite, has_loss=final_raw is not None or len(loss) > 0),
+        incidents=incidents, warnings=warnings, data=run)
 
 
 def _last_logged(loss: pd.Series, steps: pd.DataFrame, logged_nan: np.ndarray | None = None) -> float | None:

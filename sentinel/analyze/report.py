@@ -14,11 +14,13 @@ from sentinel.analyze.loaders import RunData
 
 
 class Verdict(str, enum.Enum):
-    """A run's health: nothing worth a warning, got past every problem, or did not."""
+    """A run's health: nothing worth a warning, got past every problem, or did not; or, with no
+    loss read and nothing found in what was, not judged (never "healthy": nothing said so)."""
 
     HEALTHY = "healthy"
     RECOVERED = "recovered"
     UNHEALTHY = "unhealthy"
+    NO_LOSS = "no loss"
 
 
 @dataclass
@@ -103,16 +105,17 @@ class Report:
         return {"runs": [r.to_dict() for r in self.runs]}
 
 
-def verdict(incidents: list[Incident], final_loss_finite: bool) -> Verdict:
+def verdict(incidents: list[Incident], final_loss_finite: bool, has_loss: bool = True) -> Verdict:
     """Unhealthy when a warning or critical incident was not got past or the run ends
-    non-finite; recovered when there were such incidents but all were got past; else healthy.
+    non-finite; recovered when there were such incidents but all were got past; else healthy,
+    or "no loss" where no loss series was read (a run of grad norms or loss scales alone).
 
     Example:
-        >>> verdict([], True).value
-        'healthy'
+        >>> verdict([], True).value, verdict([], True, has_loss=False).value
+        ('healthy', 'no loss')
     """
     if not final_loss_finite or any(i.severity.rank >= Severity.WARNING.rank and not i.resolved for i in incidents):
         return Verdict.UNHEALTHY
     if any(i.severity.rank >= Severity.WARNING.rank for i in incidents):
         return Verdict.RECOVERED
-    return Verdict.HEALTHY
+    return Verdict.HEALTHY if has_loss else Verdict.NO_LOSS

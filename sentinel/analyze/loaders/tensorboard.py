@@ -21,7 +21,8 @@ import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.loaders import ADD_SCALARS_DIRS, LOGGED_NAN, LoadOptions, RunData
-from sentinel.analyze.loaders.keys import LOSS_ALIASES, canonical_key, infer_loss_column, inferred_loss_note
+from sentinel.analyze.loaders.keys import (LOSS_ALIASES, canonical_key, infer_loss_column, inferred_loss_note,
+                                          loss_components)
 from sentinel.analyze.loaders.tfrecord import read_scalars
 
 log = logging.getLogger(__name__)
@@ -162,6 +163,12 @@ def _load_files(name: str, where: Path, files: list[Path], options: LoadOptions)
         steps = np.concatenate([p[0] for p in pairs]) if len(pairs) > 1 else pairs[0][0]
         values = np.concatenate([p[1] for p in pairs]) if len(pairs) > 1 else pairs[0][1]
         columns[key] = _last_per_step(steps, values)
+    parts = loss_components(list(by_tag)) if metrics.LOSS not in columns else []
+    if parts:  # YOLOv5's train/box_loss, train/obj_loss, train/cls_loss: the loss is their sum
+        summed = pd.concat({tag: pd.Series(columns[keys[tag]][1], index=columns[keys[tag]][0]) for tag in parts},
+                           axis=1, join="inner")  # the steps every part has a record at
+        columns[metrics.LOSS] = (summed.index.to_numpy(dtype="int64"), summed.sum(axis=1, skipna=False).to_numpy())
+        warnings.append(f"loss is the sum of {' + '.join(parts)} (no tag is the total; --loss-col picks one)")
     frame = _frame(columns)
     # A NaN in the frame is a value logged as NaN only where the events hold one; elsewhere it
     # is a step the tag has no record of (not logged, or its record dropped for a bad checksum).
