@@ -841,6 +841,20 @@ def test_yolov5_event_files_sum_the_loss_parts_and_a_run_with_no_loss_is_not_hea
     assert code == 0 and verdicts == {"exp": "healthy", "map_only": "no loss"}, verdicts
 
 
+def test_a_test_loss_logged_once_at_the_end_is_no_nan_on_the_validation_rows(tmp_path):
+    """Lightning's metrics.csv: trainer.test() logs test_loss once, after fit; the validation rows
+    leave its cell empty. Those empty cells were NaN test losses "at 5 of 6 evaluations", and a
+    healthy run came out "recovered". A NaN validation loss beside its accuracy still counts."""
+    rows = ["epoch,step,test_loss,train_loss,val_accuracy,val_loss"]
+    for epoch in range(6):
+        rows += [f"{epoch},{epoch * 100 + s},,{1 / (epoch * 100 + s):.5f},," for s in range(9, 100, 10)]
+        rows.append(f"{epoch},{epoch * 100 + 99},,,0.97,{0.07 if epoch != 3 else 'nan'}")
+    rows.append("5,599,0.032,,,")
+    path = _write(tmp_path / "metrics.csv", rows)
+    (incident,) = [i for i in analyze_run(discover_runs(path)[0]).incidents if i.kind == "nonfinite"]
+    assert incident.details["metric"] == "val_loss" and incident.step == 399
+
+
 def test_a_stuck_loss_that_differs_in_its_8th_digit_is_still_stuck():
     """DINO's log.txt, loss stuck at ln(65536) (its output head's size): an epoch's mean of the same
     float32 loss came out 11.090352058 then 11.090352177, and the stretch was called over."""

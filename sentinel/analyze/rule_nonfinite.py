@@ -31,6 +31,14 @@ from sentinel.analyze.spans import between, cadence, group_steps
 _EVAL_COLUMN = re.compile(r"^(val|valid|validation|eval|evaluation|test)([_/ .-]|$)")
 
 
+def _eval_family(column: str) -> str | None:
+    """Which evaluation pass a column is of: "test", "val" (validation, HF's eval), or None."""
+    found = _EVAL_COLUMN.match(column.lower())
+    if found is None:
+        return None
+    return "test" if found.group(1) == "test" else "val"
+
+
 def eval_only_rows(steps: pd.DataFrame, key: str) -> np.ndarray:
     """Boolean array over the rows of ``steps``: True where ``key`` is NaN and every value the
     row does hold is an evaluation metric (a validation-only row, not a missing training loss).
@@ -296,7 +304,11 @@ def eval_nonfinite_incidents(run: RunData) -> list[Incident]:
     for column in [c for c in steps.columns if looks_like_eval_loss(str(c))]:
         values = steps[column].to_numpy(dtype="float64")
         bad = np.isinf(values)
-        others = [c for c in steps.columns if c != column and _EVAL_COLUMN.match(str(c))]
+        # Its own pass's other metrics: a test pass (trainer.test(), once at the end) leaves its
+        # columns empty on the validation rows, and that is no NaN.
+        family = _eval_family(str(column))
+        others = [c for c in steps.columns if c != column and _EVAL_COLUMN.match(str(c))
+                  and family in (None, _eval_family(str(c)))]
         ran = steps[others].notna().to_numpy().any(axis=1) if others else np.zeros(len(values), dtype=bool)
         if ran.any():  # the evaluation ran where it logged something else
             bad |= np.isnan(values) & ran
