@@ -855,6 +855,27 @@ def test_a_test_loss_logged_once_at_the_end_is_no_nan_on_the_validation_rows(tmp
     assert incident.details["metric"] == "val_loss" and incident.step == 399
 
 
+def test_a_grad_norm_of_exactly_zero_with_a_loss_that_does_not_come_down_is_reported(tmp_path):
+    """OLMo's console log of a run whose gradient never reached the weights: optim/total_grad_norm=0.0
+    at every logged step, the loss at ~10.3 (ln of the vocabulary). It was called healthy."""
+    lines = []
+    for i, step in enumerate(range(10, 120, 10)):
+        lines += [f"2025-12-27 21:43:{i:02d}.931\thost:0\tolmo.train:990\tINFO\t[step={step}/10000,epoch=0]",
+                  "    optim/total_grad_norm=0.0", f"    train/CrossEntropyLoss={10.40 - 0.01 * i:.2f}",
+                  "    train/Perplexity=32,713"]
+    (run,) = discover_runs(_write(tmp_path / "output.log", lines))
+    report = analyze_run(run)
+    (incident,) = report.incidents
+    assert (incident.kind, incident.step, incident.end_step) == ("zero_grad", 10, 110)
+    assert report.verdict.value == "unhealthy"
+    # The same norms with a loss that comes down: a placeholder 0, not reported.
+    falling = [line.replace(f"CrossEntropyLoss={10.40 - 0.01 * i:.2f}", f"CrossEntropyLoss={10.40 - 0.5 * i:.2f}")
+               for i, line in zip([k // 4 for k in range(len(lines))], lines)]
+    (run,) = discover_runs(_write(tmp_path / "falling.log", falling))
+    assert run.steps["loss"].iloc[-1] == pytest.approx(5.4)
+    assert analyze_run(run).incidents == []
+
+
 def test_a_stuck_loss_that_differs_in_its_8th_digit_is_still_stuck():
     """DINO's log.txt, loss stuck at ln(65536) (its output head's size): an epoch's mean of the same
     float32 loss came out 11.090352058 then 11.090352177, and the stretch was called over."""

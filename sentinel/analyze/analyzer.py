@@ -32,6 +32,7 @@ from sentinel.analyze.rule_stuck import (
     stuck_loss_incidents,
 )
 from sentinel.analyze.rule_spikes import grad_explosion_incidents, loss_spike_incidents
+from sentinel.analyze.rule_zero_grad import zero_grad_incidents
 
 log = logging.getLogger(__name__)
 
@@ -195,6 +196,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         grad = finite(steps[metrics.GRAD_NORM_TOTAL])
         if len(grad) >= 2:
             incidents += grad_explosion_incidents(grad, spans, config)
+        incidents += zero_grad_incidents(grad, loss)
     if has(metrics.LOSS_SCALE):
         incidents += loss_scale_incidents(steps[metrics.LOSS_SCALE], config)
     if has(metrics.AMP_OVERFLOW):

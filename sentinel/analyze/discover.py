@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
+from sentinel import metrics
 from sentinel.analyze.compressed import archive_command, decompressed, is_compressed
-from sentinel.analyze.loaders import ADD_SCALARS_DIRS, LOADER_MODULES, LoadOptions, RunData
+from sentinel.analyze.loaders import ADD_SCALARS_DIRS, LOADER_MODULES, LOGGED_NAN, LoadOptions, RunData
+from sentinel.analyze.loaders.keys import infer_loss_column, inferred_loss_note
 
 log = logging.getLogger(__name__)
 
@@ -201,7 +203,7 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
         if reason == DOCUMENTATION and path.suffix.lower() in (".md", ".rst"):
             runs = _claimed_document(path, modules, options)  # a log pasted into notes.md
             if runs:
-                return Discovery(runs)
+                return Discovery(_with_loss(runs, options))
         if reason is not None:
             raise NoRunsError(f"'{path}' is {reason}, not a training log: pass a log file or a directory of runs")
         runs = _load_file(path, modules, options)
@@ -209,7 +211,7 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
             raise NoRunsError(_table_problem(path) or
                               f"'{path}' is not a log format sentinel reads (tried: {describe_formats()}): "
                               "pass --step-col/--loss-col for a table, or a directory of runs")
-        return Discovery(runs)
+        return Discovery(_with_loss(runs, options))
     found = Discovery()
     try:
         if not any(path.iterdir()):
@@ -267,7 +269,24 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
         summary = f"; {skip_summary(found.skipped)}" if found.skipped else ""
         raise NoRunsError(f"no training logs found in '{path}' (tried: {describe_formats()}{summary}): "
                           "pass a directory written by sentinel, TensorBoard or a Lightning logger")
+    found.runs = _with_loss(found.runs, options)
     return found
+
+
+def _with_loss(runs: list[RunData], options: LoadOptions) -> list[RunData]:
+    """Runs whose loader found no key named loss get the one their keys' words name (a tracker's
+    ``train/CrossEntropyLoss``), with a note; the formats that know their loss names are untouched."""
+    if options.loss_col is None:
+        for run in runs:
+            if metrics.LOSS not in run.steps.columns and len(run.steps.columns):
+                chosen = infer_loss_column(list(run.steps.columns))
+                if chosen is not None:
+                    run.steps = run.steps.rename(columns={chosen: metrics.LOSS})
+                    told = run.meta.get(LOGGED_NAN) if run.meta else None
+                    if told is not None and chosen in told:
+                        told[metrics.LOSS] = told.pop(chosen)
+                    run.warnings.append(inferred_loss_note(chosen, "key"))
+    return runs
 
 
 def _why_missing(path: Path) -> str:

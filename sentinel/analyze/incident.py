@@ -38,6 +38,7 @@ class IncidentKind(str, enum.Enum):
     PLATEAU = "plateau"
     LOSS_STUCK = "loss_stuck"
     LOSS_COLLAPSE = "loss_collapse"
+    ZERO_GRAD = "zero_grad"
     ROLLBACK = "rollback"
     SKIP = "skip"
     GAVE_UP = "gave_up"

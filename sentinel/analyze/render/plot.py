@@ -70,6 +70,7 @@ _MARKS = {
     "divergence": _Mark("divergence (hatched)"),
     "loss_stuck": _Mark("loss stuck at one value or at chance level (dotted)"),
     "loss_collapse": _Mark("loss collapse (fall by 1000x)", "X", 56),
+    "zero_grad": _Mark("grad norm exactly 0 (dotted)"),
     "gave_up": _Mark("guard gave up"),
     "restart": _Mark("restarted by another process (its history from here)"),
 }
@@ -453,7 +454,7 @@ def _mark(axes, panels, run: RunReport, run_index: int, several: bool, color: st
                 ax.axvspan(incident.step, incident.end_step, facecolor="none", edgecolor=color, hatch="//",
                            alpha=0.35, lw=0, zorder=1)
             label(kind, Patch(facecolor="none", edgecolor=color, hatch="//", alpha=0.5))
-        elif kind == "loss_stuck":
+        elif kind in ("loss_stuck", "zero_grad"):
             for ax in axes:
                 ax.axvspan(incident.step, incident.end_step, facecolor="none", edgecolor=color, hatch="..",
                            alpha=0.35, lw=0, zorder=1)

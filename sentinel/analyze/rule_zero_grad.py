@@ -1,0 +1,77 @@
+"""A run whose gradient is exactly zero: nothing reaches the weights.
+
+A total grad norm of exactly ``0.0`` at many logged steps in a row, while the loss does not come
+down, is a run that is not training: a loss detached from the model (``loss.item()`` wrapped back
+into a tensor, a ``torch.no_grad()`` forward), parameters frozen or never given to the optimizer,
+or gradients zeroed before they are measured and applied. A norm logged as ``0`` while the loss
+falls is a logging placeholder (some trainers log 0 where they did not compute it): not reported.
+
+A warning where the stretch starts by step :data:`START_STEPS` and the loss never came down over
+it: a run that never trained. Elsewhere the same
+stretch is info: late in a run a flat loss is normal, and a norm printed as ``0.000`` throughout
+may be one the trainer does not compute (Megatron-DeepSpeed where DeepSpeed clips).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from sentinel.analyze.incident import Incident, IncidentKind, Severity
+
+# Logged grad norms of exactly 0 in a row that make a stretch.
+MIN_ROWS = 5
+# The loss across the stretch must not fall by more than this share for it to count.
+MAX_LOSS_FALL = 0.05
+# A loss below this share of the first logged one is a fit, whose gradient is 0 by right.
+CONVERGED = 1e-3
+# A stretch that starts at or before this step is from the run's start.
+START_STEPS = 1000
+
+
+def zero_grad_incidents(grad: pd.Series, loss: pd.Series, min_rows: int = MIN_ROWS) -> list[Incident]:
+    """One warning for the longest stretch of ``min_rows`` or more logged grad norms in a row that
+    are exactly 0, where the loss over it fell by less than :data:`MAX_LOSS_FALL`.
+
+    Args:
+        grad: the finite total grad norms, indexed by step.
+        loss: the finite losses, indexed by step (empty: the stretch counts on the norms alone).
+        min_rows: the shortest stretch reported.
+
+    Example:
+        >>> grad = pd.Series([0.0] * 11, index=range(10, 120, 10))
+        >>> loss = pd.Series([10.40 - 0.01 * i for i in range(11)], index=range(10, 120, 10))
+        >>> zero_grad_incidents(grad, loss)[0].message.split(";")[0]
+        'grad norm exactly 0 at 11 logged steps in a row (10-110), to the end of the log'
+    """
+    values = grad.to_numpy(dtype="float64")
+    if len(values) < min_rows:
+        return []
+    zero = values == 0
+    bounds = np.flatnonzero(np.diff(np.concatenate(([0], zero.view(np.int8), [0]))))
+    starts, ends = bounds[::2], bounds[1::2] - 1  # rows starts[k]..ends[k] are zeros
+    steps = grad.index.to_numpy()
+    for k in np.argsort(-(ends - starts), kind="stable"):
+        first, last = int(starts[k]), int(ends[k])
+        if last - first + 1 < min_rows:
+            break
+        during = loss[(loss.index >= steps[first]) & (loss.index <= steps[last])].to_numpy(dtype="float64")
+        fall = 1 - during[-1] / during[0] if len(during) >= 2 and during[0] > 0 else None
+        if fall is not None and fall > MAX_LOSS_FALL:
+            continue  # the loss came down: the weights did change, the 0 is a placeholder
+        if len(during) and len(loss) and loss.iloc[0] > 0 and np.abs(during).max() <= CONVERGED * loss.iloc[0]:
+            continue  # a model that fits its data exactly: no loss left, no gradient
+        resolved = last < len(values) - 1
+        from_start = steps[first] <= START_STEPS
+        moved = "" if fall is None else f"; the loss moved {-fall:+.1%} over it"
+        after = f"; it is non-zero again at step {int(steps[last + 1])}" if resolved else ", to the end of the log"
+        message = (f"grad norm exactly 0 at {last - first + 1} logged steps in a row "
+                   f"({int(steps[first])}-{int(steps[last])}){after}{moved}: "
+                   + ("no gradient reaches the weights (a loss detached from the model, parameters frozen "
+                      "or not given to the optimizer, gradients zeroed before the update)" if from_start else
+                      "no gradient reached the weights, or the trainer prints a norm it does not compute "
+                      "(Megatron-DeepSpeed when DeepSpeed clips)"))
+        return [Incident(IncidentKind.ZERO_GRAD, int(steps[first]), int(steps[last]),
+                         Severity.WARNING if from_start else Severity.INFO, message,
+                         {"rows": last - first + 1, "loss_fall": fall, "resolved": resolved, "from_start": from_start})]
+    return []
