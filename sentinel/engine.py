@@ -40,7 +40,7 @@ from sentinel import distributed, metrics
 from sentinel.config import SentinelConfig
 from sentinel.detect.entropy import EntropyWatch
 from sentinel.events import EventKind, describe, make_event
-from sentinel.guard.batch_id import BatchIdentity
+from sentinel.guard.batch_id import BatchIdentity, batch_fields
 from sentinel.guard.judge import StepJudge
 from sentinel.guard.lr_cooldown import LRCooldown
 from sentinel.guard.policy import Action, Decision, GuardState, Reason, StepSignals, decide
@@ -1236,13 +1236,26 @@ def _to_host(keys: list[str], tensors: list[torch.Tensor]) -> dict[str, float]:
 
 
 def _batch_size(batch: Any) -> int:
+    """The samples in a batch: its first tensor's first dimension (a tuple's, a dict's, a
+    dataclass's), else the length of a list of plain items (a batch of strings)."""
     if isinstance(batch, torch.Tensor):
         return int(batch.shape[0]) if batch.dim() else 1
     if isinstance(batch, dict):
-        batch = list(batch.values())
-    if isinstance(batch, (list, tuple)) and batch:
-        return _batch_size(batch[0])
-    return 0
+        items = list(batch.values())
+    elif isinstance(batch, (list, tuple)):
+        items = batch
+    else:
+        fields = batch_fields(batch)
+        if fields is None:
+            return 0
+        items = list(fields.values())
+    for item in items:
+        if isinstance(item, torch.Tensor):
+            return int(item.shape[0]) if item.dim() else 1
+    for item in items:
+        if isinstance(item, (dict, list, tuple)) or batch_fields(item) is not None:
+            return _batch_size(item)
+    return len(items) if isinstance(batch, (list, tuple)) else 0
 
 
 def _concat(parts: list[list[Any]]) -> list[Any]:

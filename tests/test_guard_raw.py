@@ -263,6 +263,45 @@ def test_batch_fingerprints_name_batches_without_indices(tmp_path):
     assert poisoned in {e["fingerprint"] for e in entries}
 
 
+def test_dataclass_batches_are_named_by_their_tensors_not_their_repr(tmp_path):
+    """A batch object (a dataclass) was named by its repr, which shows only a tensor's corners: every
+    image batch with a zero border had one fingerprint, and after one bad batch was skip-listed a
+    different, clean batch was dropped in every later epoch. Its samples per second were 0."""
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Batch:
+        images: torch.Tensor
+        target: torch.Tensor
+
+    def make(g, bad=False):
+        x = torch.zeros(32, 1, 12, 12)
+        x[:, :, 3:9, 3:9] = torch.rand(32, 1, 6, 6, generator=g)  # zero border: the repr shows zeros only
+        return Batch(x, x.mean(dim=(1, 2, 3)).unsqueeze(1) * (300 if bad else 10))
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(144, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    g = torch.Generator().manual_seed(0)
+    trained = []
+    with Sentinel(model, opt, log_dir=str(tmp_path / "run"), tensorboard=False) as sen:
+        for epoch in range(3):
+            batches = [make(g, bad=(epoch == 0 and i == 25)) for i in range(40)]
+            count = 0
+            for batch in sen.batches(batches):
+                opt.zero_grad()
+                loss = torch.nn.functional.mse_loss(model(batch.images), batch.target)
+                loss.backward()
+                if sen.check(loss):
+                    opt.step()
+                sen.end_step()
+                count += 1
+            trained.append(count)
+    assert trained == [40, 40, 40]
+    assert len({e["fingerprint"] for e in read_skiplist(tmp_path / "run")}) == len(read_skiplist(tmp_path / "run"))
+    assert (load_run(tmp_path / "run").steps["samples_per_sec"] > 0).all()
+
+
 def test_end_step_without_check_judges_the_gradients_only(tmp_path, tiny_task, caplog):
     Data, Net, mse, _ = tiny_task
     model = Net()

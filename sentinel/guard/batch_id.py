@@ -8,6 +8,7 @@ holding on to the batch itself.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -28,10 +29,15 @@ def index_tensor(batch: Any) -> torch.Tensor | None:
         tensor([7, 3])
     """
     if isinstance(batch, Mapping):
-        for key in INDEX_KEYS:
-            value = batch.get(key)
-            if isinstance(value, torch.Tensor) and value.dim() == 1 and not value.is_floating_point():
-                return value
+        values = batch
+    elif isinstance(batch, (torch.Tensor, Sequence)):
+        return None
+    else:  # a dataclass or an object of attributes
+        values = batch_fields(batch) or {}
+    for key in INDEX_KEYS:
+        value = values.get(key)
+        if isinstance(value, torch.Tensor) and value.dim() == 1 and not value.is_floating_point():
+            return value
     return None
 
 
@@ -186,4 +192,31 @@ def _leaves(obj: Any, depth: int = 0):
         for item in obj:
             yield from _leaves(item, depth + 1)
     else:
-        yield obj
+        fields = batch_fields(obj)
+        if fields is None:
+            yield obj
+        else:  # a dataclass or an object of attributes: its repr shows only a tensor's corners
+            yield type(obj).__qualname__
+            for name in sorted(fields):
+                yield name
+                yield from _leaves(fields[name], depth + 1)
+
+
+def batch_fields(obj: Any) -> dict[str, Any] | None:
+    """The attributes of a batch object that holds tensors (a dataclass, a plain class), or None.
+
+    Example:
+        >>> import dataclasses
+        >>> @dataclasses.dataclass
+        ... class Batch:
+        ...     x: torch.Tensor
+        >>> list(batch_fields(Batch(torch.zeros(2)))), batch_fields("text")
+        (['x'], None)
+    """
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: getattr(obj, f.name, None) for f in dataclasses.fields(obj)}
+    attributes = getattr(obj, "__dict__", None)
+    if isinstance(attributes, dict) and any(isinstance(v, (torch.Tensor, Mapping, list, tuple))
+                                            for v in attributes.values()):
+        return dict(attributes)
+    return None
