@@ -44,6 +44,7 @@ from sentinel.guard.batch_id import BatchIdentity, batch_fields
 from sentinel.guard.judge import StepJudge
 from sentinel.guard.lr_cooldown import LRCooldown
 from sentinel.guard.policy import Action, Decision, GuardState, Reason, StepSignals, decide
+from sentinel.guard.running_stats import RunningStats
 from sentinel.guard.skiplist import SkipList
 from sentinel.guard.snapshot import SnapshotConfig, SnapshotRing, SnapshotTooLarge, SnapshotUnusable, format_size
 from sentinel.probes.attention import AttentionProbe
@@ -145,6 +146,7 @@ class Sentinel:
         rec = self.config.record
         self.grad_norms = GradNormProbe(model, depth=rec.grad_norm_depth)
         self.loss_scale = LossScaleProbe()
+        self._running_stats = RunningStats(model)
         self.attention = AttentionProbe(model, every=rec.attention_every)
         self.judge = StepJudge(self.config)
         self.entropy_watch = EntropyWatch()
@@ -325,6 +327,8 @@ class Sentinel:
         if not self._losses:  # first micro-batch of this optimizer step
             if rollback and len(self.ring) == 0:
                 self._take_snapshot(self.step)  # something to return to from the very start
+            if rollback:
+                self._running_stats.keep()  # put back if the update is withheld
             # RNG states only matter to a replay; copying them is the dearest part of this hook.
             self._rng = capture_rng(cuda=self._cuda_rng) \
                 if self.replay_available and self.config.record.localize_nonfinite else None
@@ -415,7 +419,7 @@ class Sentinel:
             values[metrics.AMP_SKIPPED_STEPS] = float(self.loss_scale.skipped_steps)
         self._nonfinite = nonfinite
         if self._suppressed is not None:  # a dropped batch: not judged, never applied
-            self._drop_grads()
+            self._withhold()
             return True
         self._signals = self.judge.judge(self.step, values.get(metrics.LOSS), values.get(metrics.GRAD_NORM_TOTAL),
                                          nonfinite=nonfinite, overflow_streak=self.overflow_streak,
@@ -461,8 +465,14 @@ class Sentinel:
                             note="still non-finite since the first reported step")
         if decision.applies_update:
             return False
-        self._drop_grads()
+        self._withhold()
         return True
+
+    def _withhold(self) -> None:
+        """The step's update is not applied: no gradients, and the norm layers' running statistics
+        as they were before its forward (a NaN batch made them NaN for every later eval)."""
+        self._drop_grads()
+        self._running_stats.put_back()
 
     def _judge_overflow_streak(self, replay: Callable[[], torch.Tensor] | None, local_loss: float) -> bool:
         """The second AMP overflow in a row (the halved scale did not end it): replay the step at

@@ -302,6 +302,40 @@ def test_dataclass_batches_are_named_by_their_tensors_not_their_repr(tmp_path):
     assert (load_run(tmp_path / "run").steps["samples_per_sec"] > 0).all()
 
 
+@pytest.mark.parametrize("bad", ["nan", "outlier"])
+def test_a_withheld_step_leaves_batchnorm_running_statistics_as_they_were(tmp_path, bad):
+    """A withheld step has run its forward: BatchNorm folded the batch into its running mean and
+    variance. A NaN sample made them NaN for good (every eval output NaN, the run "recovered")."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.BatchNorm1d(8), torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    w = torch.randn(8, 1)
+    data = [(x, x @ w) for x in (torch.randn(32, 8) for _ in range(60))]
+    if bad == "nan":
+        data[30][0][5, 3] = float("nan")
+    else:
+        data[30] = (data[30][0] * 1e3, data[30][1] * 1e3)
+    loss_fn = lambda m, b: torch.nn.functional.mse_loss(m(b[0]), b[1])  # noqa: E731
+    before = {}
+    with Sentinel(model, opt, log_dir=str(tmp_path / "run"), loss_fn=loss_fn, tensorboard=False) as sen:
+        for i, batch in enumerate(sen.batches(data)):
+            if i == 30:
+                before = {k: v.clone() for k, v in model[0].state_dict().items()}
+            opt.zero_grad()
+            loss = loss_fn(model, batch)
+            loss.backward()
+            applied = sen.check(loss)
+            if applied:
+                opt.step()
+            sen.end_step()
+            if i == 30:
+                assert not applied
+                for key, value in model[0].state_dict().items():
+                    assert torch.equal(value, before[key]), key
+    model.eval()
+    assert torch.isfinite(model(torch.randn(16, 8))).all()
+
+
 def test_end_step_without_check_judges_the_gradients_only(tmp_path, tiny_task, caplog):
     Data, Net, mse, _ = tiny_task
     model = Net()
