@@ -336,6 +336,41 @@ def test_a_withheld_step_leaves_batchnorm_running_statistics_as_they_were(tmp_pa
     assert torch.isfinite(model(torch.randn(16, 8))).all()
 
 
+def test_a_rollback_to_before_add_param_group_keeps_the_added_group(tmp_path):
+    """Fine-tuning that unfreezes a backbone mid-run (opt.add_param_group, as Lightning's
+    BackboneFinetuning does); a rollback to a snapshot from before it raised a ValueError from the
+    snapshot code and stopped training. The added group is kept, its parameters' state fresh."""
+    torch.manual_seed(0)
+    backbone, head = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU()), torch.nn.Linear(32, 1)
+    model = torch.nn.Sequential(backbone, head)
+    backbone.requires_grad_(False)
+    frozen = [p.detach().clone() for p in backbone.parameters()]
+    opt = torch.optim.Adam(head.parameters(), lr=1e-2)
+    w = torch.randn(8, 1)
+    data = [(x, x @ w) for x in (torch.randn(32, 8) for _ in range(80))]
+    loss_fn = lambda m, b: torch.nn.functional.mse_loss(m(b[0]), b[1])  # noqa: E731
+    with Sentinel(model, opt, log_dir=str(tmp_path / "run"), loss_fn=loss_fn, tensorboard=False) as sen:
+        for step, batch in enumerate(sen.batches(data)):
+            if step == 30:
+                backbone.requires_grad_(True)
+                opt.add_param_group({"params": list(backbone.parameters()), "lr": 1e-3})
+            opt.zero_grad()
+            loss = loss_fn(model, batch)
+            loss.backward()
+            if sen.check(loss):
+                opt.step()
+            sen.end_step()
+            if step == 40:  # damaged weights
+                with torch.no_grad():
+                    head.weight.mul_(30)
+            if sen.rollbacks and step == 43:  # just restored: the backbone as it was at step 25
+                assert all(torch.equal(p, f) for p, f in zip(backbone.parameters(), frozen))
+                assert len(opt.param_groups) == 2 and opt.param_groups[1]["lr"] == 1e-3
+                assert all(p not in opt.state for p in backbone.parameters())
+        assert sen.rollbacks == 1
+    assert all(not torch.equal(p, f) for p, f in zip(backbone.parameters(), frozen))  # trained on after
+
+
 def test_end_step_without_check_judges_the_gradients_only(tmp_path, tiny_task, caplog):
     Data, Net, mse, _ = tiny_task
     model = Net()

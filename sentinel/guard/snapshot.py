@@ -780,8 +780,11 @@ def _check_fits(snapshot: Snapshot, state: _State, model: nn.Module, optimizers:
                              f"the model {tuple(value.shape)}: pass the model given to take()")
     for i, (opt, sd) in enumerate(zip(optimizers, state.optimizers)):
         sizes = [len(g["params"]) for g in opt.param_groups]
-        if [len(g["params"]) for g in sd["param_groups"]] != sizes:
-            raise ValueError(f"{where}: optimizer {i} holds parameter groups of other sizes than the "
+        held = [len(g["params"]) for g in sd["param_groups"]]
+        # Groups added since (add_param_group: Lightning's BackboneFinetuning unfreezing a
+        # backbone) are kept as they are, their parameters' state fresh: see _fresh_optimizer_state.
+        if held != sizes[:len(held)]:
+            raise ValueError(f"{where}: optimizer {i} holds parameter groups of other sizes {held} than the "
                              f"live one {sizes}: pass the optimizers given to take()")
     outside = _outside_params(model, optimizers)
     if [tuple(p.shape) for p in outside] != [tuple(t.shape) for t in state.params]:
@@ -1014,7 +1017,11 @@ def _fresh_optimizer_state(sd: dict[str, Any], opt: Optimizer) -> dict[str, Any]
         device = params[idx].device if isinstance(idx, int) and idx < len(params) else torch.device("cpu")
         state[idx] = {k: _fresh(v, torch.device("cpu") if k == "step" else device)
                       for k, v in per_param.items()}
-    return {"state": state, "param_groups": copy.deepcopy(sd["param_groups"])}
+    groups = copy.deepcopy(sd["param_groups"])
+    if len(opt.param_groups) > len(groups):  # groups added since the snapshot: kept, with no state
+        live = opt.state_dict()["param_groups"]  # its "params" number on from the snapshot's groups
+        groups += copy.deepcopy(live[len(groups):])
+    return {"state": state, "param_groups": groups}
 
 
 def _fresh(value: Any, device: torch.device) -> Any:
