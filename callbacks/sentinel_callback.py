@@ -6,7 +6,9 @@ this class only calls it from the right hooks.
 
 from __future__ import annotations
 
+import inspect
 import logging
+from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any
 
@@ -196,8 +198,9 @@ class SentinelCallback(Callback):
             # The replay must not log a second value for this step.
             pl_module.log, pl_module.log_dict = _no_log, _no_log
             try:
-                with context:
-                    out = pl_module.training_step(batch, batch_idx)
+                with context:  # training_step(self, batch) is allowed too: Lightning passes what it takes
+                    out = pl_module.training_step(batch, batch_idx) if _takes_batch_idx(pl_module.training_step) \
+                        else pl_module.training_step(batch)
             finally:
                 del pl_module.log, pl_module.log_dict
             return out["loss"] if isinstance(out, dict) else out
@@ -211,3 +214,14 @@ class SentinelCallback(Callback):
 
 def _no_log(*args: Any, **kwargs: Any) -> None:
     return None
+
+
+def _takes_batch_idx(step: Callable[..., Any]) -> bool:
+    """Whether a ``training_step`` takes ``batch_idx`` after the batch (a second positional
+    parameter, or ``*args``), as Lightning decides what to pass it."""
+    try:
+        params = list(inspect.signature(step).parameters.values())
+    except (TypeError, ValueError):  # no signature to read: pass what Lightning's default takes
+        return True
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)

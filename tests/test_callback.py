@@ -277,6 +277,28 @@ def test_nan_from_a_module_is_traced_to_that_module(tmp_path, tiny_task):
     assert all(torch.isfinite(p).all() for p in module.parameters())
 
 
+class LitNaNNoBatchIdx(LitNaNModule):
+    """``training_step(self, batch)``: Lightning allows leaving out batch_idx."""
+
+    def training_step(self, batch):
+        self.net.blocks[1][2].armed = self.trainer.fit_loop.epoch_loop.batch_idx == self.at_batch
+        return self.mse(self.net, batch)
+
+
+def test_a_training_step_without_batch_idx_is_replayed_as_lightning_calls_it(tmp_path, tiny_task):
+    """The replay called training_step(batch, batch_idx) and failed with a TypeError: the NaN's
+    source was not named, and the weights check before a rollback could not run."""
+    Data, Net, mse, _ = tiny_task
+    L.seed_everything(0, verbose=False)
+    loader = torch.utils.data.DataLoader(Data(n=BATCH * 60), batch_size=BATCH)
+    trainer = L.Trainer(accelerator="cpu", max_epochs=1, logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False,
+                        callbacks=[SentinelCallback(log_dir=str(tmp_path / "run"), tensorboard=False)])
+    trainer.fit(LitNaNNoBatchIdx(Net(), mse, at_batch=45), loader)
+    (event,) = _events(tmp_path, "nonfinite")
+    assert (event["step"], event["module"], event["phase"]) == (45, "net.blocks.1.2", "forward")
+
+
 class CausalSelfAttention(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
