@@ -107,6 +107,7 @@ class SentinelTrainerCallback(TrainerCallback):
         self._in_batch = False  # a micro-batch's forward ran, its backward not yet
         self._measured = False
         self._replaying = False
+        self._inputs: Any = None  # the micro-batch compute_loss was given (its replay recomputes that loss)
 
     # ------------------------------------------------------------------ lifecycle
     def on_train_begin(self, args: Any, state: Any, control: Any, train_dataloader: Any = None,
@@ -203,7 +204,10 @@ class SentinelTrainerCallback(TrainerCallback):
         if not self._step_open or self._in_batch or self._replaying or not module.training:
             return  # evaluation, a replay, or a second forward of the same micro-batch
         self._in_batch = True
-        batch = dict(kwargs) if not args else (tuple(args), dict(kwargs))
+        if self._inputs is not None:  # the Trainer's own micro-batch: replayed through its compute_loss
+            batch = self._inputs
+        else:
+            batch = dict(kwargs) if not args else (tuple(args), dict(kwargs))
         self.sentinel.begin_batch(batch, self._batch_idx, epoch=self._epoch)
         self._batch_idx += 1
 
@@ -225,16 +229,25 @@ class SentinelTrainerCallback(TrainerCallback):
     def _replay(self, batch: Any) -> Callable[[], torch.Tensor]:
         """Recompute the loss of ``batch`` on the current weights (NaN source, weights check)."""
         trainer = self._trainer
-        args, kwargs = batch if isinstance(batch, tuple) else ((), batch)
-        # The micro-batch's own mean loss, comparable to the step's: without the token count of
-        # the whole accumulated step the model divides by this batch's own.
-        kwargs = {k: v for k, v in kwargs.items() if k != "num_items_in_batch"}
+        if isinstance(batch, _TrainerInputs):  # the loss as the Trainer computes it (a subclass's own,
+            inputs = batch  # label smoothing): the recorded loss's own function, so the two compare
+
+            def compute() -> Any:  # a copy: compute_loss may pop the labels
+                return trainer.compute_loss(trainer.model, _TrainerInputs(inputs))
+        else:
+            args, kwargs = batch if isinstance(batch, tuple) else ((), batch)
+            # The micro-batch's own mean loss, comparable to the step's: without the token count of
+            # the whole accumulated step the model divides by this batch's own.
+            kwargs = {k: v for k, v in kwargs.items() if k != "num_items_in_batch"}
+
+            def compute() -> Any:
+                return trainer.model(*args, **kwargs)
 
         def run_forward() -> torch.Tensor:
             self._replaying = True
             try:
                 with trainer.compute_loss_context_manager():
-                    out = trainer.model(*args, **kwargs)
+                    out = compute()
             finally:
                 self._replaying = False
             return _loss_of(out)
@@ -254,6 +267,18 @@ class SentinelTrainerCallback(TrainerCallback):
             self._on_unscaled()
             return result
 
+        compute_loss = trainer.compute_loss
+
+        def sentinel_compute_loss(model: Any, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+            if self._replaying or not isinstance(inputs, Mapping):
+                return compute_loss(model, inputs, *args, **kwargs)
+            self._inputs = _TrainerInputs(inputs)  # a copy: with label smoothing it pops the labels
+            try:
+                return compute_loss(model, inputs, *args, **kwargs)
+            finally:
+                self._inputs = None
+
+        self._patch(trainer, "compute_loss", sentinel_compute_loss)
         self._patch(accelerator, "backward", sentinel_backward)
         self._patch(accelerator, "unscale_gradients", sentinel_unscale_gradients)
         self._hook = trainer.model.register_forward_pre_hook(self._on_forward, with_kwargs=True)
@@ -328,6 +353,10 @@ def _unwrap(obj: Any, attribute: str) -> Any:
             break
         obj = inner
     return obj
+
+
+class _TrainerInputs(dict):
+    """A micro-batch as the Trainer handed it to ``compute_loss`` (what a replay gives it again)."""
 
 
 def _loss_of(out: Any) -> torch.Tensor:

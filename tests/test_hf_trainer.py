@@ -146,6 +146,32 @@ def test_gpt2_poisoned_batch_is_withheld_and_the_run_goes_on(tmp_path, precision
     assert ("skipped_update", 60) in [(i["kind"], i["step"]) for i in report["incidents"]]
 
 
+class WeightedLossTrainer(InOrderTrainer):
+    """A subclass whose loss is a share of the model's (one term of a distillation mix)."""
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        outputs = model(**inputs)
+        loss = 0.25 * outputs.loss
+        return (loss, outputs) if return_outputs else loss
+
+
+@pytest.mark.parametrize("kind", ["compute_loss", "label_smoothing"])
+def test_a_stretch_of_bad_data_under_the_trainers_own_loss_is_not_rolled_back(tmp_path, kind):
+    """The weights check re-ran a batch through the model's own loss and compared it with the loss
+    the Trainer recorded (a subclass's 0.25 x it, or a label-smoothed one): 'weights damaged', and
+    three withheld steps of bad data were rolled back. It replays the Trainer's compute_loss."""
+    data = CountingData(60 * BATCH, corrupt=steps_at([30, 31, 32]))
+    cb = SentinelTrainerCallback(log_dir=str(tmp_path / "run"), tensorboard=False)
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), use_cpu=True, max_steps=60,
+                             per_device_train_batch_size=BATCH, learning_rate=3e-3, lr_scheduler_type="constant",
+                             report_to=[], save_strategy="no", disable_tqdm=True, seed=0,
+                             label_smoothing_factor=0.1 if kind == "label_smoothing" else 0.0)
+    cls = WeightedLossTrainer if kind == "compute_loss" else InOrderTrainer
+    cls(model=gpt2(), args=args, train_dataset=data, callbacks=[cb]).train()
+    assert [e["step"] for e in events(tmp_path, "skip_step")] == [30, 31, 32]
+    assert not events(tmp_path, "rollback") and cb.sentinel.rollbacks == 0
+
+
 def test_llama_nan_in_one_module_is_named_and_its_update_withheld(tmp_path):
     model = llama()
     seen = {}
