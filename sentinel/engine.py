@@ -573,8 +573,9 @@ class Sentinel:
             self.step = self.step + 1 if step is None else step
 
     def close(self) -> None:
-        """Remove the optimizer hooks, flush and close the run directory (idempotent)."""
+        """Remove the optimizer and attention hooks, flush and close the run directory (idempotent)."""
         self.lr_cooldown.remove()
+        self.attention.stop()  # armed still if a sampled step raised before its backward
         if self.writer is not None:
             self.writer.close()
 

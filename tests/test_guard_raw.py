@@ -371,6 +371,32 @@ def test_a_rollback_to_before_add_param_group_keeps_the_added_group(tmp_path):
     assert all(not torch.equal(p, f) for p, f in zip(backbone.parameters(), frozen))  # trained on after
 
 
+def test_an_exception_in_a_sampled_step_leaves_nothing_armed_after_close(tmp_path):
+    """Ctrl-C during the forward of a step sampled for attention (step 0 always is) left the probe's
+    function mode on torch's stack, even after close(): the next run in the process failed."""
+    from torch.overrides import _get_current_function_mode_stack
+
+    model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    data = [(torch.randn(16, 8), torch.randn(16, 1)) for _ in range(10)]
+    sen = Sentinel(model, opt, log_dir=str(tmp_path / "one"), tensorboard=False)
+    with pytest.raises(KeyboardInterrupt):
+        for x, _ in sen.batches(data):
+            model(x)
+            raise KeyboardInterrupt
+    sen.close()
+    assert _get_current_function_mode_stack() == []
+    with Sentinel(model, opt, log_dir=str(tmp_path / "two"), tensorboard=False) as sen:
+        for x, y in sen.batches(data):
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            if sen.check(loss):
+                opt.step()
+            sen.end_step()
+    assert sen.step == 10
+
+
 def test_end_step_without_check_judges_the_gradients_only(tmp_path, tiny_task, caplog):
     Data, Net, mse, _ = tiny_task
     model = Net()

@@ -571,10 +571,12 @@ class AttentionProbe:
             self._compiled = self._sampled_once = True
             return False
         global _ARMED
-        if _ARMED is not None:
-            raise RuntimeError(
-                "another AttentionProbe is armed: call its stop() before starting this one"
+        if _ARMED is not None:  # left armed: an exception in a sampled forward, a run never closed
+            logger.warning(
+                "another AttentionProbe was still armed (an exception during a sampled step, or a "
+                "Sentinel never closed): it is disarmed and its step's attention metrics dropped"
             )
+            _ARMED.stop()
         try:
             self._install()
         except BaseException:
