@@ -75,6 +75,7 @@ class SentinelCallback(Callback):
         self._pending_state: dict[str, Any] | None = None
         self._measured = False
         self._step_open = False
+        self._micro_batches = 0  # backward calls in the optimizer step being accumulated
 
     @property
     def state_key(self) -> str:
@@ -130,12 +131,15 @@ class SentinelCallback(Callback):
         if not self._step_open:  # first micro-batch of an optimizer step
             sen.step = trainer.global_step
             self._step_open = True
+            self._micro_batches = 0
         sen.begin_batch(batch, batch_idx, epoch=trainer.current_epoch)
 
     def on_before_backward(self, trainer: pl.Trainer, pl_module: pl.LightningModule, loss: torch.Tensor) -> None:
         # Lightning hands over the loss already divided by accumulate_grad_batches: the sum over
-        # micro-batches is the mean loss of the optimizer step.
+        # micro-batches is the mean loss of the optimizer step (see on_before_optimizer_step for
+        # an epoch's last, shorter window).
         self._engine().add_loss(loss)
+        self._micro_batches += 1
 
     def on_before_optimizer_step(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
                                  optimizer: torch.optim.Optimizer) -> None:
@@ -151,6 +155,11 @@ class SentinelCallback(Callback):
             self._step_open = False
             return
         self._measured = True
+        window = trainer.accumulate_grad_batches
+        if pl_module.automatic_optimization and 0 < self._micro_batches < window:
+            # An epoch's last window is shorter, each loss still divided by the full window: the
+            # step's mean loss is their sum times window / micro-batches (the update is Lightning's).
+            sen.rescale_loss(window / self._micro_batches)
         replay = self._replay(trainer, pl_module, sen.batch, sen.batch_idx) \
             if pl_module.automatic_optimization else None
         sen.measure(replay=replay, optimizer=optimizer)  # withholds the update when it must

@@ -353,6 +353,12 @@ class Sentinel:
         if self.attention.armed:  # the forward is over: disarm before backward runs
             self._attn_values = self.attention.stop()
 
+    def rescale_loss(self, factor: float) -> None:
+        """Multiply the losses :meth:`add_loss` took for this step by ``factor``: for a framework
+        that divides each micro-batch's loss by a window's length the step's window did not have
+        (Lightning's last, shorter accumulation window of an epoch)."""
+        self._losses = [loss * factor for loss in self._losses]
+
     def measure(self, replay: Callable[[], torch.Tensor] | None = None,
                 optimizer: torch.optim.Optimizer | None = None) -> bool:
         """Read gradients, AMP state and attention in one host transfer; judge the step.

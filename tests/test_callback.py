@@ -299,6 +299,33 @@ def test_a_training_step_without_batch_idx_is_replayed_as_lightning_calls_it(tmp
     assert (event["step"], event["module"], event["phase"]) == (45, "net.blocks.1.2", "forward")
 
 
+class LitRecordsLosses(LitTiny):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.losses: list[float] = []
+
+    def training_step(self, batch, batch_idx):
+        loss = self.mse(self.net, batch)
+        self.losses.append(float(loss))
+        return loss
+
+
+def test_an_epochs_shorter_last_accumulation_window_records_its_mean_loss(tmp_path, tiny_task):
+    """accumulate_grad_batches=4 over 10 batches: the last step has 2 micro-batches, each loss
+    divided by 4 by Lightning; their sum, half the step's mean loss, was recorded."""
+    Data, Net, mse, _ = tiny_task
+    L.seed_everything(0, verbose=False)
+    loader = torch.utils.data.DataLoader(Data(n=BATCH * 10), batch_size=BATCH)
+    module = LitRecordsLosses(Net(), mse)
+    trainer = L.Trainer(accelerator="cpu", max_epochs=2, logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False, accumulate_grad_batches=4,
+                        callbacks=[SentinelCallback(log_dir=str(tmp_path / "run"), tensorboard=False)])
+    trainer.fit(module, loader)
+    windows = [module.losses[e * 10 + i:e * 10 + min(i + 4, 10)] for e in range(2) for i in (0, 4, 8)]
+    recorded = load_run(tmp_path / "run").steps["loss"].tolist()
+    assert recorded == pytest.approx([sum(w) / len(w) for w in windows], rel=1e-5)
+
+
 class CausalSelfAttention(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
