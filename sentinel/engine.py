@@ -277,6 +277,11 @@ class Sentinel:
                              "batch or check() since the previous one: ignored. Call it once per "
                              "optimizer step.")
             return
+        if "batch" not in self._since_end and self.config.guard.rollback:
+            self._warn_order("no_batches", "sentinel: this loop does not iterate through sen.batches(loader) (or "
+                             "call begin_batch): after a rollback no bad batch can be dropped or skip-listed, "
+                             "and no batch can be re-run to check the weights or find a NaN's source. "
+                             "Iterate with `for batch in sen.batches(loader):`.")
         if "check" not in self._since_end:
             self._warn_order("no_check", f"sentinel: end_step() without check(loss) at step {self.step}: no "
                              "loss is recorded, so a loss spike goes unseen and an update cannot be "
@@ -884,7 +889,8 @@ class Sentinel:
             restored = self._restore(snapshot)
         except SnapshotUnusable as err:  # every snapshot file from there back is damaged or gone
             self._give_up(decision, spike_step, unusable=err)
-        self._skip_next = g.skip_after
+        seen = self._batch is not None  # else the loop bypasses begin_batch: nothing can be dropped
+        self._skip_next = g.skip_after if seen else 0
         self._on_restored, self._rolled_back_for = True, spike_step
         # Long enough to cover the stretch replayed from the snapshot (a schedule's LR surge
         # comes back at the same distance), and at least ``cooldown``.
@@ -894,7 +900,9 @@ class Sentinel:
         self._reference = None  # its effect was just undone (a batch from before the stretch stays)
         self._event(EventKind.ROLLBACK, spike_step=spike_step, reason=decision.reason.value,
                     restored_step=restored, rollback=self.rollbacks, lr_scale=decision.lr_scale,
-                    skip_after=g.skip_after, skipped=[_short(e) for e in culprits], **check)
+                    skip_after=self._skip_next, skipped=[_short(e) for e in culprits], **check,
+                    **({} if seen else {"note": "no batch dropped: the loop does not pass its batches "
+                                                "through sen.batches()"}))
 
     def _give_up(self, decision: Decision, spike_step: int, unusable: SnapshotUnusable | None = None) -> None:
         snapshot = None if unusable is not None else self._good_snapshot(spike_step)

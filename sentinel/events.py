@@ -64,9 +64,11 @@ def describe(kind: EventKind, d: dict[str, Any], max_rollbacks: int) -> str | No
         if d.get("restored_step") is None:
             return f"{d.get('reason')} at step {d.get('spike_step')}, but no snapshot to roll back to yet"
         lr = f", learning rate x{d['lr_scale']:g} for the cool-down" if d.get("lr_scale", 1.0) < 1.0 else ""
+        note = str(d.get("note", ""))
+        dropped = (f"{note.split(':')[0]} ({note.split(': ', 1)[-1]})" if note.startswith("no batch dropped") else
+                   f"dropping {len(d.get('skipped', []))} culprit batches and the next {d.get('skip_after', 0)}")
         return (f"{d.get('reason')} since step {d.get('spike_step')}: rolled back to step "
-                f"{d.get('restored_step')}, dropping {len(d.get('skipped', []))} culprit batches and the "
-                f"next {d.get('skip_after', 0)}{lr} (rollback {d.get('rollback')} of at most {max_rollbacks})")
+                f"{d.get('restored_step')}, {dropped}{lr} (rollback {d.get('rollback')} of at most {max_rollbacks})")
     if kind is EventKind.NONFINITE:
         if d.get("streak"):
             return None  # said once, at the first step of the streak

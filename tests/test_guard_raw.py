@@ -397,6 +397,35 @@ def test_an_exception_in_a_sampled_step_leaves_nothing_armed_after_close(tmp_pat
     assert sen.step == 10
 
 
+def test_a_loop_that_bypasses_batches_is_told_and_its_rollback_drops_nothing(tmp_path, caplog):
+    """An existing loop with check()/end_step() added but not sen.batches(): a rollback said it was
+    "dropping 0 culprit batches and the next 5" while all five were trained on, and nothing said why."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=1e-2, momentum=0.9)
+    w = torch.randn(8, 1)
+    data = [(x, x @ w) for x in (torch.randn(32, 8) for _ in range(80))]
+    loss_fn = lambda m, b: torch.nn.functional.mse_loss(m(b[0]), b[1])  # noqa: E731
+    with Sentinel(model, opt, log_dir=str(tmp_path / "run"), loss_fn=loss_fn, tensorboard=False) as sen:
+        for step, batch in enumerate(data):
+            opt.zero_grad()
+            loss = loss_fn(model, batch)
+            loss.backward()
+            if sen.check(loss):
+                opt.step()
+            sen.end_step()
+            if step == 45:
+                with torch.no_grad():
+                    model[2].weight.mul_(30)
+        assert sen.rollbacks == 1
+    told = [r.getMessage() for r in caplog.records if "does not iterate through sen.batches" in r.getMessage()]
+    assert len(told) == 1
+    (rolled,) = [r.getMessage() for r in caplog.records if "rolled back to step" in r.getMessage()]
+    assert "no batch dropped (the loop does not pass its batches through sen.batches())" in rolled
+    (event,) = [e for e in load_run(tmp_path / "run").events.to_dict("records") if e["kind"] == "rollback"]
+    assert event["skip_after"] == 0
+
+
 def test_end_step_without_check_judges_the_gradients_only(tmp_path, tiny_task, caplog):
     Data, Net, mse, _ = tiny_task
     model = Net()
