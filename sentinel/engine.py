@@ -1002,9 +1002,7 @@ class Sentinel:
         if self.writer is None:
             return
         self.writer.write_step(record)
-        if not self._started:  # lets the analyzer tell a resumed process's history from the earlier one
-            self._started = True
-            self._event(EventKind.START, resumed=self._resumed)
+        self._mark_start()
         if signals is not None:
             self._detection_events(values, signals)
         if self._attn_recorded:
@@ -1146,8 +1144,18 @@ class Sentinel:
         model, batch, loss_fn = self.model, self._batch, self.loss_fn
         return lambda: loss_fn(model, batch)
 
+    def _mark_start(self) -> None:
+        """The process's ``start`` event, before anything else it writes: the analyzer tells a resumed
+        process's history from the earlier one by it (an event before it at a later step is the
+        earlier process's abandoned trajectory)."""
+        if not self._started and self.writer is not None:
+            self._started = True
+            self.writer.write_event(make_event(EventKind.START, self.step, resumed=self._resumed))
+
     def _event(self, kind: EventKind, **detail: Any) -> None:
         step = detail.pop("step", self.step)
+        if kind is not EventKind.START:
+            self._mark_start()
         if self.writer is not None:
             self.writer.write_event(make_event(kind, step, **detail))
         message = describe(kind, detail, self.config.guard.max_rollbacks)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from sentinel import Sentinel, TrainingGaveUp, load_run
+from sentinel import Sentinel, TrainingGaveUp, analyze, load_run
 from sentinel.store import read_skiplist
 
 BATCH = 16
@@ -424,6 +424,40 @@ def test_a_loop_that_bypasses_batches_is_told_and_its_rollback_drops_nothing(tmp
     assert "no batch dropped (the loop does not pass its batches through sen.batches())" in rolled
     (event,) = [e for e in load_run(tmp_path / "run").events.to_dict("records") if e["kind"] == "rollback"]
     assert event["skip_after"] == 0
+
+
+def test_a_resumed_process_writes_its_start_before_its_first_events(tmp_path):
+    """The resumed process wrote its first step's NaN source and withheld update before its start
+    event, and the analyzer dropped them as the earlier process's abandoned trajectory."""
+    torch.manual_seed(0)
+    w = torch.randn(8, 1)
+    data = [(x, x @ w) for x in (torch.randn(32, 8) for _ in range(60))]
+    data[40][0][0, 0] = float("nan")  # the first batch after the resume point
+    loss_fn = lambda m, b: torch.nn.functional.mse_loss(m(b[0]), b[1])  # noqa: E731
+    model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+
+    def train(batches, state=None):
+        with Sentinel(model, opt, log_dir=str(tmp_path / "run"), loss_fn=loss_fn, tensorboard=False) as sen:
+            if state is not None:
+                sen.load_state_dict(state)
+            for batch in sen.batches(batches):
+                opt.zero_grad()
+                loss = loss_fn(model, batch)
+                loss.backward()
+                if sen.check(loss):
+                    opt.step()
+                sen.end_step()
+        return sen.state_dict()
+
+    train(data[40:], train(data[:40]))
+    run = load_run(tmp_path / "run")
+    at_40 = [e for e in run.events.to_dict("records") if e["step"] == 40]
+    assert [e["kind"] for e in at_40][:1] == ["start"]
+    assert {"nonfinite", "skip_step"} <= {e["kind"] for e in at_40}
+    (report,) = analyze(tmp_path / "run").runs
+    assert ("skipped_update", 40) in [(i.kind, i.step) for i in report.incidents]
+    assert any(i.kind == "nonfinite" and "<input>" in i.message for i in report.incidents)
 
 
 def test_end_step_without_check_judges_the_gradients_only(tmp_path, tiny_task, caplog):
