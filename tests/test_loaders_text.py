@@ -427,6 +427,14 @@ def test_a_log_with_a_crash_s_zero_padding_or_stray_bytes_is_still_read(tmp_path
     # A NUL among the first bytes is a binary file's (a record length, a magic number): not text.
     path.write_bytes(b"\x18\x00\x00\x00\x00\x00\x00\x00" + before.encode())
     assert not textlogs.sniff(path)
+    # A log that starts with a hole of NULs: truncated while its writer kept its offset
+    # (logrotate's copytruncate). It was "not a log format".
+    path.write_bytes(b"\x00" * 11363 + after.encode())
+    (run,) = textlogs.load(path, LoadOptions())
+    assert run.steps[metrics.LOSS].index.tolist() == list(range(500, 1000, 10))
+    # Zeros, then more binary: still not text.
+    path.write_bytes(b"\x00" * 64 + bytes(range(0, 256)) * 4)
+    assert not textlogs.sniff(path)
 
 
 @pytest.mark.parametrize("prefix", ["[default{r}]:", "[rank{r}]:", "[rank{r}]:[titan] 2025-01-01 10:00:00,000 - root - INFO - "])

@@ -876,6 +876,41 @@ def test_a_grad_norm_of_exactly_zero_with_a_loss_that_does_not_come_down_is_repo
     assert analyze_run(run).incidents == []
 
 
+def test_detectron2s_nan_stop_in_its_traceback_is_the_runs_nan(tmp_path):
+    """detectron2 stops with FloatingPointError("Loss became infinite or NaN at iteration=N!"): its
+    last step line is finite, and the run was called healthy."""
+    lines = [f"[11/01 20:14:{i:02d} d2.utils.events]: eta: 5:41:49  iter: {19 + 20 * i}  total_loss: {1.9 - i / 100:.3f}  "
+             f"loss_cls: 1.184  loss_box_reg: 0.475  time: 0.2293  data_time: 0.0033  lr: 0.003796  max_mem: 3782M"
+             for i in range(25)]
+    lines += ["Traceback (most recent call last):", '  File "train_loop.py", line 239, in _detect_anomaly',
+              "    self.iter, loss_dict", "FloatingPointError: Loss became infinite or NaN at iteration=512!",
+              "loss_dict = {'loss_cls': tensor(nan, device='cuda:0'), 'loss_box_reg': tensor(nan, device='cuda:0')}"]
+    report = analyze_run(discover_runs(_write(tmp_path / "log.txt", lines))[0])
+    (incident,) = report.incidents
+    assert (incident.kind, incident.step, incident.severity) == ("nonfinite", 512, "critical")
+    assert report.verdict.value == "unhealthy"
+
+
+def test_a_short_paste_named_on_its_own_is_read_but_is_no_run_in_a_directory(tmp_path):
+    """Caffe's issue #1105: four lines, the last three NaN. Fewer lines than a dialect needs to
+    claim a file in a directory walk, so it was "not a log format"; named on its own it is read."""
+    lines = ["I0915 14:32:28.447811 solver.cpp:87] Iteration 0, loss = 2.30264",
+             "I0915 14:33:01.106441 solver.cpp:87] Iteration 200, loss = nan",
+             "I0915 14:33:33.773283 solver.cpp:87] Iteration 400, loss = nan",
+             "I0915 14:34:06.409385 solver.cpp:87] Iteration 600, loss = nan"]
+    (tmp_path / "paste").mkdir()
+    path = _write(tmp_path / "paste" / "caffe.txt", lines)
+    code, report = _analyze(str(path))
+    (run,) = report["runs"]
+    assert code == 0 and run["steps"] == 4 and run["verdict"] == "unhealthy"
+    assert any(w.startswith("only 4 step lines: read because the file was named on its own") for w in run["warnings"])
+    _write(tmp_path / "paste" / "one.txt", ["step 1 loss 2.0"])
+    result = CliRunner().invoke(main, ["analyze", str(tmp_path / "paste" / "one.txt")])
+    assert result.exit_code == 1 and "not a log format" in result.output
+    result = CliRunner().invoke(main, ["analyze", str(tmp_path / "paste")])
+    assert result.exit_code == 1 and "no training logs found" in result.output
+
+
 def test_a_stuck_loss_that_differs_in_its_8th_digit_is_still_stuck():
     """DINO's log.txt, loss stuck at ln(65536) (its output head's size): an epoch's mean of the same
     float32 loss came out 11.090352058 then 11.090352177, and the stretch was called over."""

@@ -208,6 +208,8 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
             raise NoRunsError(f"'{path}' is {reason}, not a training log: pass a log file or a directory of runs")
         runs = _load_file(path, modules, options)
         if runs is None:
+            runs = _short_paste(path, options)
+        if runs is None:
             raise NoRunsError(_table_problem(path) or
                               f"'{path}' is not a log format sentinel reads (tried: {describe_formats()}): "
                               "pass --step-col/--loss-col for a table, or a directory of runs")
@@ -477,6 +479,29 @@ def _load_file(file: Path, modules: Iterable[ModuleType], options: LoadOptions) 
         return runs
     module = _claimant(file, modules, options)
     return None if module is None else module.load(file, options)
+
+
+# A text file named on its own is read from this many record lines (a directory walk needs each
+# dialect's own count, five for a generic one, so a stray file with a few numbers is no run; two
+# rows under a header are a quote).
+SHORT_PASTE_RECORDS = 3
+
+
+def _short_paste(file: Path, options: LoadOptions) -> list[RunData] | None:
+    """A text file named on its own with a few record lines only (a paste from an issue: four
+    lines, the last one NaN), read with a warning; None when it has fewer."""
+    from sentinel.analyze.loaders import textlogs  # the loaders' own imports: lazily
+
+    if is_compressed(file) or not textlogs.sniff_short(file, SHORT_PASTE_RECORDS):
+        return None
+    try:
+        runs = textlogs.load(file, options, least=SHORT_PASTE_RECORDS)
+    except ValueError:
+        return None
+    for run in runs:
+        run.warnings.append(f"only {len(run.steps)} step lines: read because the file was named on its own "
+                            "(in a directory it would be no run)")
+    return runs
 
 
 def _claimed_document(file: Path, modules: Iterable[ModuleType], options: LoadOptions) -> list[RunData] | None:

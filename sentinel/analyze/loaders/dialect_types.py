@@ -159,7 +159,7 @@ class Dialect:
         step_wraps: a step key whose count starts again from its first logging interval after its
             last one counts inside an epoch (a generic script's ``iter: 300``, then ``iter: 0``):
             it goes on from the previous epoch's length.
-        amp_lines: with no event lines of its own, read the mixed-precision overflow lines any
+        amp_lines: besides its own event lines, read the mixed-precision overflow lines any
             script's log may hold (:mod:`~sentinel.analyze.loaders.amp_lines`: apex prints them
             between a script's own lines). Off for the tools that print their own (a search of
             the whole text is not free).

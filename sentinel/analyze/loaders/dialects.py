@@ -269,7 +269,8 @@ TIMM = Dialect(
     name="timm",
     description='timm ("Train: E [I/N (P%)]  Loss: X (avg)  ...  LR: L")',
     shapes=(
-        Shape(re.compile(rf"\bTrain: (\d+) \[\s*(\d+)/(\d+) \(\s*\d+%\)\]\s+Loss: ({_NUM}) \([^)\n]*\)"
+        # (older timm: "Loss: {losses_m.val:>9.6f}", padded: "Loss:  5.354290 (5.3299)")
+        Shape(re.compile(rf"\bTrain: (\d+) \[\s*(\d+)/(\d+) \(\s*\d+%\)\]\s+Loss:[ \t]+({_NUM}) \([^)\n]*\)"
                          rf"(?:{_TIMM_GAP}\bLR: ({_NUM}))?"),
               head=("epoch0", "iter", "total", metrics.LOSS, metrics.LR)),
     ),
@@ -369,7 +370,7 @@ GAN = Dialect(
 # Anything else: a step-like key and a loss-like key on one line, as "key: v", "key=v" or "key v",
 # in either order. Needs several such lines (see textlogs.sniff).
 # Chinese tutorials' step labels too: 训练次数 ("training count", the step), 迭代次数 ("iterations").
-_STEP_KEY = r"(?:step|iter|iteration|num_updates|global_step|it|训练次数|迭代次数|训练步数|步数|迭代)"
+_STEP_KEY = r"(?:step|iter|iterations?|num_updates|global_step|it|训练次数|迭代次数|训练步数|步数|迭代)"
 # avr_loss: kohya's sd-scripts bar ("avr_loss=0.0875", its loss averaged over recent steps); xent:
 # OpenNMT-py's "Step 100/200000; acc: 10.5; ppl: 50.2; xent: 3.9; ...".
 # train_loss_step: Lightning's bar for self.log("train_loss", ..., on_step=True, on_epoch=True)
@@ -472,6 +473,10 @@ GENERIC = Dialect(
     ),
     drop_words=_EVAL_WORDS,
     step_wraps=True,
+    # detectron2 stops with FloatingPointError("Loss became infinite or NaN at iteration=N!"): its
+    # last step line is finite, the NaN step is in the traceback alone.
+    events=(EventLine(re.compile(r"Loss became infinite or NaN at iteration=(?P<step>\d+)"), EventKind.NONFINITE,
+                      source="detectron2", detail={"metric": metrics.LOSS}),),
     min_records=5,
     amp_lines=True,
 )

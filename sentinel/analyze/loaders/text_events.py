@@ -35,7 +35,7 @@ def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, wa
     A dialect without event lines of its own reads, where it says so (:attr:`Dialect.amp_lines`),
     the mixed-precision overflow lines any script's log may hold
     (:mod:`~sentinel.analyze.loaders.amp_lines`)."""
-    rules = dialect.events or (AMP_LINES if dialect.amp_lines and any(word in text for word in AMP_WORDS) else ())
+    rules = dialect.events + (AMP_LINES if dialect.amp_lines and any(word in text for word in AMP_WORDS) else ())
     if not rules:
         return [], []
     found = []

@@ -97,9 +97,20 @@ def read_head(path: str | Path, limit: int = SNIFF_BYTES) -> str | None:
         return None
     if raw[:2] in _UTF16_BOMS:
         return decode(raw[: len(raw) & ~1])  # whole code units: a cut pair is one replaced character
-    if b"\x00" in raw[:_BINARY_PROBE]:
+    if b"\x00" in raw[:_BINARY_PROBE] and not _text_after_nuls(raw):
         return None
     return decode(raw)
+
+
+def _text_after_nuls(raw: bytes) -> bool:
+    """Whether ``raw`` is a run of NUL bytes, then text: a log truncated while its writer kept its
+    offset (``logrotate``'s copytruncate, a ``>`` redirect emptied by hand) grows again past a hole
+    the file system fills with zeros."""
+    rest = raw.lstrip(b"\x00")
+    if len(rest) == len(raw) or not rest:
+        return False
+    probe = rest[:_BINARY_PROBE]
+    return all(32 <= b < 127 or b in (9, 10, 13) or b >= 0x80 for b in probe)
 
 
 def head_matches(path: str | Path, pattern: re.Pattern, limit: int, max_bytes: int) -> bool:

@@ -40,8 +40,11 @@ _HF_EPOCHS = re.compile(r"Num Epochs = ([\d,]+)")
 _HF_TOTAL = re.compile(r"Total optimization steps = ([\d,]+)")
 
 
-def pick_dialect(text: str) -> Dialect | None:
+def pick_dialect(text: str, least: int | None = None) -> Dialect | None:
     """The dialect that recognises the most record lines in ``text``, or None.
+
+    ``least``: the record lines a dialect needs, instead of its own ``min_records`` (a short
+    paste named on its own: two lines that show a NaN are what a user brings).
 
     Example:
         >>> pick_dialect("iter 1: loss 2.5, time 9.1ms\\niter 2: loss 2.4, time 9.0ms\\n"
@@ -54,8 +57,9 @@ def pick_dialect(text: str) -> Dialect | None:
         if dialect in FALLBACKS and best is not None:
             break
         count = count_records(text, dialect)
-        if count >= dialect.min_records and count > best_count:
-            if dialect in FALLBACKS and not _is_series(text, dialect):
+        needed = dialect.min_records if least is None else min(least, dialect.min_records)
+        if count >= needed and count > best_count:
+            if dialect in FALLBACKS and not _is_series(text, dialect, needed):
                 continue
             best, best_count = dialect, count
     if best is None and count_records(text, AMP_ONLY) >= AMP_ONLY.min_records:
@@ -82,12 +86,13 @@ def sniff(path: str | Path, documents: bool = False) -> bool:
     return head is not None and pick_dialect(head) is not None
 
 
-def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
+def load(path: str | Path, options: LoadOptions | None = None, least: int | None = None) -> list[RunData]:
     """Read one text log with the dialect that recognises it.
 
     Args:
         path: the log file.
         options: ``loss_col`` / ``step_col``: a key of the log lines to use as the loss / step.
+        least: the record lines a dialect needs (see :func:`pick_dialect`): a short paste.
 
     Returns:
         One :class:`RunData` whose ``source`` is the dialect's name.
@@ -101,7 +106,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         ('fairseq', 700)
     """
     text = read_text(path)
-    dialect = pick_dialect(text[: 1 << 20])
+    dialect = pick_dialect(text[: 1 << 20], least)
     if dialect is None:
         raise ValueError(f"{path}: no known training-log lines found (tried: {DESCRIPTION}); "
                          "pass a log with a step and a loss on each line")
@@ -128,6 +133,19 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
                               f"{', '.join(found.steps.columns) or 'events'} were read")
     return [RunData(name=run_name(path), path=str(path), source=dialect.name, steps=found.steps,
                     events=found.events, meta=found.meta, warnings=found.warnings)]
+
+
+def sniff_short(path: str | Path, least: int) -> bool:
+    """:func:`sniff` for a short text named on its own: a dialect needs ``least`` record lines.
+
+    Example:
+        >>> sniff_short("/nonexistent.log", 2)
+        False
+    """
+    if Path(path).suffix.lower() in _NOT_LOGS:
+        return False
+    head = read_head(path)
+    return head is not None and pick_dialect(head, least) is not None
 
 
 def _hf_steps(text: str, found) -> None:
@@ -161,10 +179,10 @@ def _hf_steps(text: str, found) -> None:
                               "(multiply by logging_steps, or read trainer_state.json)")
 
 
-def _is_series(text: str, dialect: Dialect) -> bool:
+def _is_series(text: str, dialect: Dialect, needed: int | None = None) -> bool:
     """A generic reader's guard: its lines must form a series, a loss at each of
     ``min_records`` distinct steps. A NaN or Inf counts: every generic line holds its loss, so
     a non-finite one was printed (a run that went NaN at its 2nd step is what a reader is for),
     and so does a loss that never changes (stuck at 0.0, or a placeholder)."""
     steps = scan(text, dialect).steps  # every generic record holds a loss, NaN included
-    return len(steps.index) >= dialect.min_records and metrics.LOSS in steps.columns
+    return len(steps.index) >= (dialect.min_records if needed is None else needed) and metrics.LOSS in steps.columns
