@@ -197,6 +197,12 @@ def test_loss_scale_collapse_and_overflow_rate():
     assert collapse.details["orders"] == pytest.approx(math.log10(65536 * 2 ** 40))
     (rate,) = by_kind(report, "overflow_rate")
     assert rate.details == {"overflow_steps": 10, "logged_steps": 100, "rate": 0.1, "resolved": True}
+    # Still overflowing at the end (a scaler searching down until the run died): not got past.
+    overflow[95:] = 1
+    report = analyze_run(run_of({"loss": curve(100), "amp/overflow": overflow}))
+    (rate,) = by_kind(report, "overflow_rate")
+    assert rate.details["resolved"] is False and "still overflowing at the last 5 logged steps" in rate.message
+    assert report.verdict.value == "unhealthy"
 
 
 def test_attention_entropy_collapse_per_module():

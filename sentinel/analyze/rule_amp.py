@@ -118,8 +118,14 @@ def overflow_incidents(overflow: pd.Series, config: AnalyzeConfig) -> list[Incid
     if rate <= config.overflow_rate:
         return []
     steps = logged.index[hit.to_numpy()]
+    # Got past when the log ends on clean steps; two or more overflows in a row at its end are a
+    # scaler still searching down (the run died of it, or was cut there).
+    flags = hit.to_numpy()
+    trailing = len(flags) - int(np.flatnonzero(~flags)[-1]) - 1 if (~flags).any() else len(flags)
+    resolved = trailing < 2
     message = (f"{int(hit.sum())} of {len(logged)} steps overflowed ({rate:.1%}, above "
-               f"{config.overflow_rate:.0%}); {metrics.AMP_OVERFLOW} first at step {int(steps[0])}")
+               f"{config.overflow_rate:.0%}); {metrics.AMP_OVERFLOW} first at step {int(steps[0])}"
+               + ("" if resolved else f"; still overflowing at the last {trailing} logged steps"))
     return [Incident(IncidentKind.OVERFLOW_RATE, int(steps[0]), int(steps[-1]), Severity.WARNING, message,
                      {"overflow_steps": int(hit.sum()), "logged_steps": int(len(logged)), "rate": rate,
-                      "resolved": True})]
+                      "resolved": resolved})]
