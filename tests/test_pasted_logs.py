@@ -911,6 +911,26 @@ def test_a_short_paste_named_on_its_own_is_read_but_is_no_run_in_a_directory(tmp
     assert result.exit_code == 1 and "no training logs found" in result.output
 
 
+@pytest.mark.parametrize("kind", ["cyclegan", "pix2pix"])
+def test_cyclegan_and_pix2pix_loss_logs(tmp_path, kind):
+    """pytorch-CycleGAN-and-pix2pix's loss_log.txt: "(epoch: E, iters: I, time: T, data: D)" then one
+    term per name. It was "not a log format". The generator's terms add up to the loss."""
+    terms = {"cyclegan": ("D_A", "G_A", "cycle_A", "idt_A", "D_B", "G_B", "cycle_B", "idt_B"),
+             "pix2pix": ("G_GAN", "G_L1", "D_real", "D_fake")}[kind]
+    lines = ["================ Training Loss (Wed Oct 30 10:43:06 2024) ================"]
+    for epoch in (1, 2):
+        for it in range(100, 1100, 100):
+            values = " ".join(f"{t}: {'nan' if epoch == 2 and it > 800 else f'{0.5 + 0.01 * i + 0.1 / it:.4f}'}"
+                              for i, t in enumerate(terms))
+            lines.append(f"(epoch: {epoch}, iters: {it}, time: 2.416, data: 9.430) {values} ")
+    (run,) = discover_runs(_write(tmp_path / "loss_log.txt", lines))
+    assert run.source == "cyclegan" and len(run.steps) == 20 and run.steps.index[10] == 1100
+    generator = [0.5 + 0.01 * i + 0.001 for i, t in enumerate(terms) if not t.startswith("D_")]
+    assert run.steps["loss"].iloc[0] == pytest.approx(sum(generator))
+    (incident,) = analyze_run(run).incidents
+    assert (incident.kind, incident.step) == ("nonfinite", 1900)
+
+
 def test_a_stuck_loss_that_differs_in_its_8th_digit_is_still_stuck():
     """DINO's log.txt, loss stuck at ln(65536) (its output head's size): an epoch's mean of the same
     float32 loss came out 11.090352058 then 11.090352177, and the stretch was called over."""

@@ -657,8 +657,23 @@ AMP_ONLY = Dialect(
     event_word="overflow",
 )
 
+# pytorch-CycleGAN-and-pix2pix's loss_log.txt (and its console): "(epoch: 1, iters: 100, time: 2.416,
+# data: 9.430) D_A: 0.540 G_A: 0.433 cycle_A: 2.246 idt_A: 1.263 D_B: 0.589 ..." (pix2pix: G_GAN,
+# G_L1, D_real, D_fake); iters counts the epoch's samples. Each name is one term of a loss: the
+# generator's loss is the sum of the terms that are not D_*, the discriminators' their sum
+# (textlogs.gan_terms).
+CYCLEGAN = Dialect(
+    name="cyclegan",
+    description='pytorch-CycleGAN-and-pix2pix ("(epoch: E, iters: I, time: T, data: D) D_A: x G_A: y ...")',
+    shapes=(
+        Shape(re.compile(r"\(epoch: (\d+), iters: (\d+), time: [^)\n]*\)[ ,]*([^\n]*)"), head=("epoch", "iter"),
+              separators=(": ", ", ")),
+    ),
+    min_records=2,
+)
+
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, TIMM, COMPOSER, OLMO, NNUNET, GAN, TF_OBJECT_DETECTION, TF, LOG4J,
+                                 NEMO1, MAXTEXT, TIMM, COMPOSER, OLMO, NNUNET, GAN, CYCLEGAN, TF_OBJECT_DETECTION, TF, LOG4J,
                                  PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where

@@ -19,8 +19,8 @@ import numpy as np
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData
-from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, FALLBACKS, GENERIC, HF_TRAINER, LOSS_LINES,
-                                               reads_bar_running_mean)
+from sentinel.analyze.loaders.dialects import (AMP_ONLY, CYCLEGAN, DIALECTS, FALLBACKS, GENERIC, HF_TRAINER,
+                                               LOSS_LINES, reads_bar_running_mean)
 from sentinel.analyze.loaders.dialect_types import Dialect
 from sentinel.analyze.loaders.progress_bar import bar_steps
 from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
@@ -127,12 +127,40 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
                               "the last 20 steps: a one-step spike shows at about a twentieth of its height and "
                               "goes unseen. Log the step's loss to the bar (self.log('train_loss', loss, "
                               "prog_bar=True)), or analyze the logger's metrics.csv or event files")
+    if dialect is CYCLEGAN:
+        gan_terms(found.steps, found.warnings, found.meta.get(LOGGED_NAN))
     if metrics.LOSS not in found.steps.columns:
         who = "no loss in the file" if dialect is AMP_ONLY else f"no loss logged by {dialect.name}"
         found.warnings.append(f"{who}: only "
                               f"{', '.join(found.steps.columns) or 'events'} were read")
     return [RunData(name=run_name(path), path=str(path), source=dialect.name, steps=found.steps,
                     events=found.events, meta=found.meta, warnings=found.warnings)]
+
+
+def gan_terms(steps, warnings: list[str], logged_nan: dict | None = None) -> None:
+    """A GAN log's loss terms as the two losses they add up to: the generator's (every term but the
+    discriminators' ``d_*``) as the loss, the discriminators' as ``loss_d`` (a GAN's run is judged on
+    non-finite values only: the two play against each other). In place, with a warning; each row is
+    a printed line, so a NaN sum is a printed NaN (``logged_nan``, by key, gets its steps).
+
+    Example:
+        >>> import pandas as pd
+        >>> t = pd.DataFrame({"d_a": [0.5], "g_a": [0.4], "cycle_a": [2.0]}); gan_terms(t, w := [])
+        >>> t[["loss", "loss_d"]].to_dict("records"), w[0].split(";")[0]
+        ([{'loss': 2.4, 'loss_d': 0.5}], "loss is the generator's g_a + cycle_a")
+    """
+    terms = [c for c in steps.columns if c not in (metrics.LOSS, "loss_d")]
+    critic = [c for c in terms if c.startswith("d_")]
+    generator = [c for c in terms if not c.startswith("d_")]
+    if not critic or not generator:
+        return
+    steps[metrics.LOSS] = steps[generator].sum(axis=1, min_count=len(generator))
+    steps["loss_d"] = steps[critic].sum(axis=1, min_count=len(critic))
+    if logged_nan is not None:  # every row is a printed line with every term: a NaN sum was printed
+        for key in (metrics.LOSS, "loss_d"):
+            logged_nan[key] = steps.index.to_numpy()[steps[key].isna().to_numpy()].tolist()
+    warnings.append(f"loss is the generator's {' + '.join(generator)}; loss_d the discriminators' "
+                    f"{' + '.join(critic)} (--loss-col picks one term)")
 
 
 def sniff_short(path: str | Path, least: int) -> bool:
