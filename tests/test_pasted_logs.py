@@ -931,6 +931,22 @@ def test_cyclegan_and_pix2pix_loss_logs(tmp_path, kind):
     assert (incident.kind, incident.step) == ("nonfinite", 1900)
 
 
+def test_several_loss_lines_an_epoch_with_no_step_are_each_a_step(tmp_path):
+    """PaddleOCR without its global_step: "epoch: [1/10], lr: ..., loss: 38.9" every N iterations.
+    The epoch was read as the step, so 46 lines became 10 and the lowest losses vanished silently."""
+    lines = []
+    values = [40 * np.exp(-i / 8) + 3 for i in range(46)]
+    for i, v in enumerate(values):
+        lines.append(f"[2025/07/22 00:22:10] ppocr INFO: epoch: [{i // 5 + 1}/10], lr: 0.000024, acc: 0.1, "
+                     f"CTCLoss: {v - 2:.6f}, SARLoss: 2.0, loss: {v:.6f}, eta: 4:30:02")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps["loss"].tolist() == pytest.approx([round(v, 6) for v in values])
+    assert any(w.startswith("46 loss lines over 10 epochs") for w in run.warnings)
+    # One line an epoch: the epoch is the step, as before.
+    (run,) = discover_runs(_write(tmp_path / "epochs.log", lines[::5]))
+    assert run.steps.index.tolist() == list(range(1, 11)) and not any("loss lines over" in w for w in run.warnings)
+
+
 def test_a_stuck_loss_that_differs_in_its_8th_digit_is_still_stuck():
     """DINO's log.txt, loss stuck at ln(65536) (its output head's size): an epoch's mean of the same
     float32 loss came out 11.090352058 then 11.090352177, and the stretch was called over."""

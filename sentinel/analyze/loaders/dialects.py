@@ -10,6 +10,7 @@ strings quoted are the tools' own. Adding a format is one entry here and a fixtu
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from sentinel import metrics
 from sentinel.events import EventKind
@@ -614,6 +615,14 @@ EPOCH_LINES = Dialect(
     drop_words=_EVAL_WORDS,
     min_records=5,
     amp_lines=True,
+)
+
+# The same lines where an epoch prints several (PaddleOCR without its global_step: "epoch: [1/10],
+# lr: ..., loss: 38.9" every N iterations): each line a step, numbered in order, the epoch a column.
+EPOCH_LINES_IN_ORDER = replace(
+    EPOCH_LINES,
+    shapes=tuple(replace(shape, head=("epoch",) + shape.head[1:]) for shape in EPOCH_LINES.shapes),
+    step_from_order=True,
 )
 
 # A script that prints its loss alone, with no step: "loss: 2.31", "Training loss = 2.31"

@@ -19,8 +19,8 @@ import numpy as np
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData
-from sentinel.analyze.loaders.dialects import (AMP_ONLY, CYCLEGAN, DIALECTS, FALLBACKS, GENERIC, HF_TRAINER,
-                                               LOSS_LINES, reads_bar_running_mean)
+from sentinel.analyze.loaders.dialects import (AMP_ONLY, CYCLEGAN, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER,
+                                               FALLBACKS, GENERIC, HF_TRAINER, LOSS_LINES, reads_bar_running_mean)
 from sentinel.analyze.loaders.dialect_types import Dialect
 from sentinel.analyze.loaders.progress_bar import bar_steps
 from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
@@ -116,6 +116,13 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
     found = scan(text, dialect, options)
     if not len(found.steps.index):
         raise ValueError(f"{path}: no {dialect.name} step lines found")
+    if dialect is EPOCH_LINES:
+        lines = len(EPOCH_LINES.shapes[0].pattern.findall(clean_text(text)))
+        if lines >= 1.5 * len(found.steps.index):  # several lines an epoch: each one a step
+            epochs = len(found.steps.index)
+            found = scan(text, EPOCH_LINES_IN_ORDER, options)
+            found.warnings.append(f"{lines} loss lines over {epochs} epochs: each line is read as a step, "
+                                  "numbered 1, 2, 3, ... in order (the lines carry no step of their own)")
     if dialect is HF_TRAINER:
         _hf_steps(text, found)
     if dialect is LOSS_LINES:
