@@ -400,3 +400,29 @@ def test_a_spike_followed_by_nan_for_good_is_not_recovered():
     (spike,) = by_kind(report, "loss_spike")
     assert spike.severity.value == "critical" and not spike.details["recovered"]
     assert "then non-finite from step 204 on" in spike.message
+
+
+def test_a_flat_noisy_loss_is_not_a_rise_at_its_end_but_a_real_one_still_is():
+    """A flat loss with 10-30% batch noise, 50 steps: runs of high rows at its end were a critical
+    'loss rose ... still elevated' against a best level that was one of its lowest medians (a
+    quarter to two thirds of such logs, by noise); a real rise, at the end or from the first rows
+    on, is still reported."""
+    flagged = 0
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        for cv in (0.1, 0.3):
+            report = analyze_run(run_of({"loss": 10 * np.exp(rng.normal(0, cv, 50))}))
+            flagged += report.verdict.value == "unhealthy"
+    assert flagged <= 2
+    rng = np.random.default_rng(0)
+    quiet = 2 * np.exp(rng.normal(0, 0.02, 48))
+    quiet[40:] *= 1.5  # the last 8 rows: a real rise
+    (rise,) = by_kind(analyze_run(run_of({"loss": quiet})), "loss_spike")
+    assert rise.step == 40 and rise.severity.value == "critical"
+    climb = 2 * np.exp(rng.normal(0, 0.005, 48))
+    climb[43:] *= [1.04, 1.1, 1.2, 1.35, 1.5]  # a climb each row under the spike rule's jump
+    (rise,) = by_kind(analyze_run(run_of({"loss": climb})), "loss_spike")
+    assert rise.severity.value == "critical" and rise.details.get("unfinished") in (True, None)
+    early = 4 * np.exp(rng.normal(0, 0.02, 48))
+    early[:2] = [2.0, 2.05]  # up from the second row on, and staying there
+    assert analyze_run(run_of({"loss": early})).verdict.value == "unhealthy"

@@ -81,6 +81,39 @@ def _runaway(loss: pd.Series) -> list[Incident]:
                       "came_back": False, "runaway": True, "resolved": False})]
 
 
+# The rows before a rise that give its reference level and noise, and how many robust standard
+# deviations (1.4826 x the median absolute deviation, in log space) the rise's median must clear.
+_NOISE_ROWS = 50
+_NOISE_SIGMAS = 3.0
+
+
+def _above_noise(before: np.ndarray, rise: np.ndarray) -> bool:
+    """Whether the median of ``rise`` stands above the rows ``before`` it by more than their
+    noise: a flat loss with 10% batch noise has runs of high rows at its end all the time (over
+    50 steps, a quarter of such logs ended "still elevated" against a best level that was one of
+    its lowest medians). Where the loss is not positive, or too few rows came before, True.
+
+    Example:
+        >>> rng = np.random.default_rng(0)
+        >>> flat = 2 * np.exp(rng.normal(0, 0.1, 45))
+        >>> _above_noise(flat, np.array([2.2, 2.1, 2.25])), _above_noise(flat, np.array([3.1, 3.4, 3.3]))
+        (False, True)
+    """
+    before = before[-_NOISE_ROWS:]
+    if not len(before) or not (before > 0).all() or not (rise > 0).all():
+        return True
+    logs = np.log(before)
+    center = float(np.median(logs))
+    if len(before) >= 5:
+        spread = 1.4826 * float(np.median(np.abs(logs - center)))
+    elif len(rise) >= 10:  # a "rise" from the log's first rows on: its own row-to-row noise (a trend
+        # barely moves successive differences), against the few rows before it
+        spread = 1.4826 * float(np.median(np.abs(np.diff(np.log(rise))))) / np.sqrt(2)
+    else:
+        return True
+    return float(np.log(np.median(rise))) - center > _NOISE_SIGMAS * spread
+
+
 def _unfinished_rise(loss: pd.Series, frame: pd.DataFrame, spike_spans: list[dict],
                      config: AnalyzeConfig) -> list[Incident]:
     """The loss is above its best level at the last logged step, and has been for fewer steps
@@ -115,6 +148,8 @@ def _unfinished_rise(loss: pd.Series, frame: pd.DataFrame, spike_spans: list[dic
     spike = spike_config(config)  # the spike rule's settings, with the user's --warmup
     if int((loss.index < onset).sum()) < spike.warmup and not peak > best * (1.0 + spike.short_rtol):
         return []
+    if not _above_noise(loss[loss.index < onset].to_numpy(dtype="float64"), part.to_numpy(dtype="float64")):
+        return []  # a few high rows of a noisy loss: its best level is a low draw, not the level
     patience = DivergenceConfig().patience
     message = (f"loss rose from step {onset}: {peak:.4g} at step {peak_step} vs best level {best:.4g} "
                f"({peak / best:.3g}x), still elevated at the last logged step {last}; the log ends "
