@@ -161,7 +161,10 @@ def _rollback(event, spike_step: int, later: list[int], spike_values: dict[int, 
     helped = back is not None and not again
     head = (f"rollback for {what}: restored step {restored}, skipped {n_skipped} batches"
             if restored is not None else f"rollback for {what}: no snapshot, nothing restored")
-    if helped:
+    if helped and float(loss.loc[back]) > pre:  # back near the level: say how near
+        tail = (f"; helped: loss back to {float(loss.loc[back]):.4g} at step {back}, under {level:.4g} (the "
+                f"pre-spike level {pre:.4g} plus {config.recover_frac:.0%} of the spike's height)")
+    elif helped:
         tail = f"; helped: loss back under the pre-spike level {pre:.4g} at step {back}"
     elif again:
         tail = (f"; did not help: another rollback was needed at step {again[0]} "
