@@ -40,7 +40,7 @@ def guard_incidents(events: pd.DataFrame, loss: pd.Series, config: AnalyzeConfig
         step = int(event["step"])
         loss_v, base = _get(event, "loss"), _get(event, "loss_baseline")
         numbers = f": loss {loss_v:.4g} against {base:.4g}" if isinstance(loss_v, float) and \
-            isinstance(base, float) and np.isfinite(base) else ""
+            isinstance(base, float) and np.isfinite(base) and base > 1e-9 else ""  # 1e-12: no baseline
         incidents.append(Incident(IncidentKind.SKIPPED_UPDATE, step, step, Severity.INFO,
                                   f"update of step {step} withheld ({_get(event, 'reason')}{numbers})",
                                   {"reason": _get(event, "reason"), "loss": loss_v,

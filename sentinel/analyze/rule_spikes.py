@@ -112,7 +112,7 @@ def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig,
         else:
             after = f"not recovered within {span['recover_within']} steps"
         message = (f"loss spike to {span['peak']:.4g} at step {span['peak_step']} "
-                   f"({_times(span['ratio'])} baseline {span['baseline']:.4g}{_score(span['score'])}); "
+                   f"({_against(span)}{_score(span['score'])}); "
                    f"{after}")
         details = {**_json(span), "recovered": rec is not None,
                    "steps_to_recover": None if rec is None else rec - span["start"],
@@ -151,8 +151,7 @@ def _outlier_incident(span: dict) -> Incident:
     steps = f"step {span['start']}" if span["start"] == span["end"] else f"steps {span['start']}-{span['end']}"
     back = f"back on the trend at step {span['next_step']}" if span["next_step"] is not None \
         else "the last logged step"
-    message = (f"outlier batch at {steps}: loss {span['peak']:.4g} ({_times(span['ratio'])} baseline "
-               f"{span['baseline']:.4g}); {back}")
+    message = f"outlier batch at {steps}: loss {span['peak']:.4g} ({_against(span)}); {back}"
     return Incident(IncidentKind.OUTLIER_BATCH, span["start"], span["end"], Severity.INFO, message,
                     {**_json(span), "resolved": True})
 
@@ -216,7 +215,7 @@ def grad_explosion_incidents(grad_norm: pd.Series, loss_spans: list[dict],
         # Back down with no loss spike, or the last row alone, where nothing follows: information.
         transient = not led and (span["recovered_step"] is not None or span["start"] == last)
         message = (f"grad norm {metrics.GRAD_NORM_TOTAL} jumped to {span['peak']:.4g} at step "
-                   f"{span['peak_step']} ({_times(span['ratio'])} baseline {span['baseline']:.4g}); {tail}")
+                   f"{span['peak_step']} ({_against(span)}); {tail}")
         details = {**_json(span), "loss_spike_step": led[0]["start"] if led else None,
                    "lead_steps": lead, "resolved": True}
         incidents.append(Incident(IncidentKind.GRAD_EXPLOSION, span["start"], span["end"],
@@ -239,6 +238,23 @@ def _ratio(peak: float, baseline: float) -> float:
 
 def _times(ratio: float) -> str:
     return f"{ratio:.3g}x" if np.isfinite(ratio) else "vs"
+
+
+# The detectors work in log space from this floor up: a baseline at it is a series at or below 0.
+_NO_BASELINE = 1e-9
+
+
+def _against(span: dict) -> str:
+    """``2.3x baseline 1.5``; for a baseline at the log-space floor (the series had been at or below
+    0, a loss with a negative term), the ratio means nothing: said so instead.
+
+    Example:
+        >>> _against({"baseline": 1.5, "ratio": 2.3}), _against({"baseline": 1e-12, "ratio": 1.7e12})
+        ('2.3x baseline 1.5', 'against a baseline at or below 0: no ratio')
+    """
+    if not span["baseline"] > _NO_BASELINE:
+        return "against a baseline at or below 0: no ratio"
+    return f"{_times(span['ratio'])} baseline {span['baseline']:.4g}"
 
 
 def _json(span: dict) -> dict:
