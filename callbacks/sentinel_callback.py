@@ -76,6 +76,7 @@ class SentinelCallback(Callback):
         self._measured = False
         self._step_open = False
         self._micro_batches = 0  # backward calls in the optimizer step being accumulated
+        self._module: pl.LightningModule | None = None  # the module of the last fit
 
     @property
     def state_key(self) -> str:
@@ -96,6 +97,11 @@ class SentinelCallback(Callback):
 
     # ------------------------------------------------------------------ lifecycle
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if self.sentinel is not None and self._pending_state is None and self._module is pl_module:
+            # fit() again on the same module (more epochs): the guard goes on where it was (its
+            # rollback count, cool-down, skip list and detector history), as after a checkpoint
+            self._pending_state = self.sentinel.state_dict()
+        self._module = pl_module
         scaler = getattr(trainer.precision_plugin, "scaler", None)
         schedulers = [cfg.scheduler for cfg in trainer.lr_scheduler_configs]
         self.sentinel = Sentinel(

@@ -326,6 +326,18 @@ def test_an_epochs_shorter_last_accumulation_window_records_its_mean_loss(tmp_pa
     assert recorded == pytest.approx([sum(w) / len(w) for w in windows], rel=1e-5)
 
 
+def test_fit_again_on_the_same_module_keeps_the_guard_where_it_was(tmp_path, tiny_task):
+    """A second trainer.fit() (more epochs) made a new engine: the rollback count, cool-down, skip
+    list and detector history were lost, and max_rollbacks counted from zero again."""
+    final, trainer, cb = _fit(tmp_path, tiny_task, steps=120, corrupt_steps=(60,))
+    assert cb.sentinel.rollbacks == 1
+    entries = len(cb.sentinel.skiplist.entries)
+    trainer.fit_loop.max_epochs = 2
+    trainer.fit(trainer.lightning_module, trainer.fit_loop._data_source.instance)
+    assert cb.sentinel.rollbacks == 1 and len(cb.sentinel.skiplist.entries) >= entries
+    assert cb.sentinel.step == 240
+
+
 class CausalSelfAttention(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()

@@ -131,10 +131,10 @@ def restart_incidents(restarts: list[int] | None) -> list[Incident]:
 
     Example:
         >>> [i.message for i in restart_incidents([0, 40])][1]
-        'another process resumed this run at step 40: its history replaces the earlier one from there'
+        'the run was resumed at step 40 (a new process, or fit() again): its history replaces the earlier one from there'
     """
     return [Incident(IncidentKind.RESTART, int(s), int(s), Severity.INFO,
-                     (f"another process resumed this run at step {int(s)}" if s else
+                     (f"the run was resumed at step {int(s)} (a new process, or fit() again)" if s else
                       "another process started this run over in the same directory")
                      + ": its history replaces the earlier one from there", {"resolved": True})
             for s in sorted(set(restarts or []))]
