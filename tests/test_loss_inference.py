@@ -169,3 +169,17 @@ def test_wandb_chart_export_against_wall_time_says_what_to_export(tmp_path):
     assert "Traceback" not in result.output
     with pytest.raises(ValueError, match="export it with Step as the x axis"):
         wandb_export.load(path, LoadOptions())
+
+
+def test_a_table_with_a_loss_and_no_step_it_knows_names_the_step_option(tmp_path):
+    """An RL logger's progress.csv: total_loss, and its step as "total timesteps". It got the
+    generic list of every format."""
+    path = tmp_path / "progress.csv"
+    path.write_text("num_episodes,total_loss,total timesteps\n" + "".join(f"{i},{2.0 - i / 100},{i * 2048}\n"
+                                                                          for i in range(20)), encoding="utf-8")
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1
+    assert result.output == (f"Error: {path}: a table with a loss column 'total_loss' but no step column among: "
+                             "num_episodes, total_loss, total timesteps; name it with --step-col <column>\n")
+    code, report = _analyze(str(path), "--step-col", "total timesteps")
+    assert code == 0 and report["runs"][0]["steps"] == 20

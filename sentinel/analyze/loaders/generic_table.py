@@ -95,8 +95,9 @@ def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
 
 def why_not(path: str | Path) -> str | None:
     """For a CSV / TSV with a step column whose loss column is not known (none is named like a
-    loss, or several are, as Ultralytics' train/box_loss, train/cls_loss, ...): one line that
-    lists its columns and names the option. None for anything else.
+    loss, or several are, as Ultralytics' train/box_loss, train/cls_loss, ...), or a loss column
+    and no step column it knows (``total timesteps``): one line that lists its columns and names
+    the option. None for anything else.
 
     Example:
         >>> why_not("/nonexistent.csv") is None
@@ -109,10 +110,15 @@ def why_not(path: str | Path) -> str | None:
         header = [name.strip() for name in next(csv.reader([lines[0]], delimiter=_separator(lines[0])))]
     except csv.Error:
         return None
-    if len(header) < 2 or step_column(header) is None or loss_column(header)[0] is not None \
-            or loss_components(header):
+    if len(header) < 2:
         return None
     shown = ", ".join(header[:30]) + (f", ... ({len(header)} in all)" if len(header) > 30 else "")
+    loss = loss_column(header)[0]
+    if step_column(header) is None and loss is not None:  # an RL logger's "total timesteps"
+        return (f"{path}: a table with a loss column {loss!r} but no step column among: {shown}; "
+                "name it with --step-col <column>")
+    if step_column(header) is None or loss is not None or loss_components(header):
+        return None
     return f"{path}: a table with a step column but no single loss column among: {shown}; name it with --loss-col <column>"
 
 
