@@ -249,18 +249,23 @@ def test_batch_fingerprints_name_batches_without_indices(tmp_path):
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     with Sentinel(model, opt, log_dir=str(tmp_path / "run"), tensorboard=False) as sen:
-        for xb, yb in sen.batches(loader):
-            opt.zero_grad()
-            loss = torch.nn.functional.mse_loss(model(xb), yb)
-            loss.backward()
-            if sen.check(loss):
-                opt.step()
-            sen.end_step()
+        _raw_loop(sen, model, opt, loader, lambda m, b: torch.nn.functional.mse_loss(m(b[0]), b[1]))
     from sentinel.guard.batch_id import fingerprint
 
     entries = read_skiplist(tmp_path / "run")
     poisoned = fingerprint([x[16 * 60: 16 * 61], x[16 * 60: 16 * 61, :1]])
     assert poisoned in {e["fingerprint"] for e in entries}
+
+
+def _raw_loop(sen, model, opt, batches, loss_fn):
+    """The raw loop of the README: check() after backward, the update only where it says so."""
+    for batch in sen.batches(batches):
+        opt.zero_grad()
+        loss = loss_fn(model, batch)
+        loss.backward()
+        if sen.check(loss):
+            opt.step()
+        sen.end_step()
 
 
 def test_dataclass_batches_are_named_by_their_tensors_not_their_repr(tmp_path):
@@ -387,13 +392,7 @@ def test_an_exception_in_a_sampled_step_leaves_nothing_armed_after_close(tmp_pat
     sen.close()
     assert _get_current_function_mode_stack() == []
     with Sentinel(model, opt, log_dir=str(tmp_path / "two"), tensorboard=False) as sen:
-        for x, y in sen.batches(data):
-            opt.zero_grad()
-            loss = torch.nn.functional.mse_loss(model(x), y)
-            loss.backward()
-            if sen.check(loss):
-                opt.step()
-            sen.end_step()
+        _raw_loop(sen, model, opt, data, lambda m, b: torch.nn.functional.mse_loss(m(b[0]), b[1]))
     assert sen.step == 10
 
 
@@ -441,13 +440,7 @@ def test_a_resumed_process_writes_its_start_before_its_first_events(tmp_path):
         with Sentinel(model, opt, log_dir=str(tmp_path / "run"), loss_fn=loss_fn, tensorboard=False) as sen:
             if state is not None:
                 sen.load_state_dict(state)
-            for batch in sen.batches(batches):
-                opt.zero_grad()
-                loss = loss_fn(model, batch)
-                loss.backward()
-                if sen.check(loss):
-                    opt.step()
-                sen.end_step()
+            _raw_loop(sen, model, opt, batches, loss_fn)
         return sen.state_dict()
 
     train(data[40:], train(data[:40]))
