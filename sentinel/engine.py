@@ -605,6 +605,7 @@ class Sentinel:
             "overflow_streak": self.overflow_streak, "last_restored_step": self.last_restored_step,
             "detectors": self._detector_states(), "loss_scale": self.loss_scale.state_dict(),
             "skiplist": list(self.skiplist.entries), "epoch": self._epoch, "skip_next": self._skip_next,
+            "epoch_batches": self._epoch_batches,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -634,6 +635,11 @@ class Sentinel:
         self.last_restored_step = state.get("last_restored_step")
         self._epoch = int(state.get("epoch", 0))
         self._skip_next = int(state.get("skip_next", 0))
+        # An epoch's length as the earlier process saw it: a process resumed at an epoch's start
+        # knows it only after its own first epoch (the skip list's share of an epoch uses it).
+        self._epoch_batches = max(self._epoch_batches, int(state.get("epoch_batches", 0)))
+        if self._epoch > 0 and not self._epoch_batches:  # a state from before it was saved
+            self._warned_skip_share = True
         if "detectors" in state:
             self._load_detector_states(state["detectors"])
         if "loss_scale" in state:

@@ -453,6 +453,31 @@ def test_a_resumed_process_writes_its_start_before_its_first_events(tmp_path):
     assert any(i.kind == "nonfinite" and "<input>" in i.message for i in report.incidents)
 
 
+def test_a_resumed_process_knows_the_epoch_length_for_the_skip_share(tmp_path, caplog):
+    """Epochs of 40 batches, one bad batch in each process: 2 of 40 is under the skip-share warning,
+    but the resumed process took the epoch's length from the 3 batches it had seen ("67% of an epoch
+    of 3")."""
+    torch.manual_seed(0)
+    w = torch.randn(8, 1)
+    epoch = [(x, x @ w) for x in (torch.randn(32, 8) for _ in range(40))]
+    model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+    loss_fn = lambda m, b: torch.nn.functional.mse_loss(m(b[0]), b[1])  # noqa: E731
+
+    def train(bad_at, state=None):
+        with Sentinel(model, opt, log_dir=str(tmp_path / "run"), loss_fn=loss_fn, tensorboard=False) as sen:
+            if state is not None:
+                sen.load_state_dict(state)
+            for bad in bad_at:
+                data = [(b[0], b[1] * 30) if i == bad else b for i, b in enumerate(epoch)]
+                _raw_loop(sen, model, opt, data, loss_fn)
+        return sen.state_dict()
+
+    train([2], train([None, 30]))
+    assert len(read_skiplist(tmp_path / "run")) == 2
+    assert not any("the skip list names" in r.getMessage() for r in caplog.records)
+
+
 def test_end_step_without_check_judges_the_gradients_only(tmp_path, tiny_task, caplog):
     Data, Net, mse, _ = tiny_task
     model = Net()
