@@ -947,6 +947,19 @@ def test_several_loss_lines_an_epoch_with_no_step_are_each_a_step(tmp_path):
     assert run.steps.index.tolist() == list(range(1, 11)) and not any("loss lines over" in w for w in run.warnings)
 
 
+def test_hf_dicts_with_quoted_text_values_make_no_column_per_word(tmp_path):
+    """ms-swift prints its dicts with quoted values, text ones with spaces in them ('remaining_time':
+    '3h 35m 58s'): each word became a column (3,000 empty ones over a run), and the dict's pairs
+    after it could shift."""
+    lines = [f"{{'loss': '{2.0 - s / 100:.3f}', 'grad_norm': '32.75', 'learning_rate': '4e-08', "
+             f"'global_step/max_steps': '{s}/40', 'elapsed_time': '{s}s', 'remaining_time': '3h {s}m 58s', "
+             f"'tokens_this_step': '919', 'memory(GiB)': '64.91'}}" for s in range(1, 41)]
+    (run,) = discover_runs(_write(tmp_path / "stdout.log", lines))
+    assert run.steps["loss"].iloc[0] == 1.99 and run.steps["grad_norm/total"].eq(32.75).all()
+    assert not [c for c in run.steps.columns if c[0].isdigit()], list(run.steps.columns)
+    assert run.steps["tokens_this_step"].eq(919).all()
+
+
 def test_a_stuck_loss_that_differs_in_its_8th_digit_is_still_stuck():
     """DINO's log.txt, loss stuck at ln(65536) (its output head's size): an epoch's mean of the same
     float32 loss came out 11.090352058 then 11.090352177, and the stretch was called over."""

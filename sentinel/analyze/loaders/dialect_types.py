@@ -91,7 +91,7 @@ class Shape:
     fills: bool = False
     units: Mapping[str, tuple[str, float]] = field(default_factory=dict)
     strict: bool = False
-    scrub: tuple[re.Pattern, str] | None = None
+    scrub: tuple[re.Pattern, str | Callable[[re.Match], str]] | None = None
     fields: str | None = None
     rescale: Mapping[str, tuple[str, float]] = field(default_factory=dict)
     record_events: tuple[RecordEvent, ...] = ()

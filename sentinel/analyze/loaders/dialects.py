@@ -184,7 +184,11 @@ DEEPSPEED = Dialect(
 # the logs dict, {'loss': 2.31, 'grad_norm': 1.2, 'learning_rate': 5e-05, 'epoch': 0.1}, with no
 # step (the tqdm bar drawn beside it has it); {'eval_loss': ...} dicts join the training step
 # before them.
-_HF_SCRUB = (re.compile(r"(?:np\.float\d+|tensor)\(([^,()]*)(?:, device='[^']*')?\)"), r"\1")
+# A value wrapped in np.float32(...) or tensor(..., device=...) is its number; a quoted text value
+# with spaces in it (ms-swift's 'remaining_time': '3h 35m 58s') is one word: split at its spaces it
+# made a column of each word ('35m', '58s': thousands of empty columns over a run).
+_HF_SCRUB = (re.compile(r"(?:np\.float\d+|tensor)\(([^,()]*)(?:, device='[^']*')?\)|(: )'[^'\n]*\s[^'\n]*'"),
+             lambda m: m.group(1) if m.group(2) is None else ": 'text'")  # one token: the pairs stay in step
 # A dict printed over several lines (a paste hard-wrapped at a terminal's width, a narrow console)
 # is one record again: its line ends become spaces, moved after its closing brace so that the
 # lines after it keep their numbers.
