@@ -1160,8 +1160,7 @@ class Sentinel:
 
     def _event(self, kind: EventKind, **detail: Any) -> None:
         step = detail.pop("step", self.step)
-        if kind is not EventKind.START:
-            self._mark_start()
+        self._mark_start()
         if self.writer is not None:
             self.writer.write_event(make_event(kind, step, **detail))
         message = describe(kind, detail, self.config.guard.max_rollbacks)

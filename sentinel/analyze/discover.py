@@ -492,7 +492,7 @@ def _short_paste(file: Path, options: LoadOptions) -> list[RunData] | None:
     lines, the last one NaN), read with a warning; None when it has fewer."""
     from sentinel.analyze.loaders import textlogs  # the loaders' own imports: lazily
 
-    if is_compressed(file) or not textlogs.sniff_short(file, SHORT_PASTE_RECORDS):
+    if is_compressed(file) or not textlogs.sniff(file, least=SHORT_PASTE_RECORDS):
         return None
     try:
         runs = textlogs.load(file, options, least=SHORT_PASTE_RECORDS)

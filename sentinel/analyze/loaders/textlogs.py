@@ -67,13 +67,14 @@ def pick_dialect(text: str, least: int | None = None) -> Dialect | None:
     return best
 
 
-def sniff(path: str | Path, documents: bool = False) -> bool:
+def sniff(path: str | Path, documents: bool = False, least: int | None = None) -> bool:
     """True when a text dialect recognises the file.
 
     Args:
         path: the file.
         documents: a Markdown or reStructuredText file may be a log (one named on its own: a
             paste kept as ``notes.md``); in a directory walk it is a README.
+        least: the record lines a dialect needs (see :func:`pick_dialect`): a short paste.
 
     Example:
         >>> sniff("/nonexistent.log")
@@ -83,7 +84,7 @@ def sniff(path: str | Path, documents: bool = False) -> bool:
     if suffix in _NOT_LOGS and not (documents and suffix in _DOCUMENTS):
         return False
     head = read_head(path)
-    return head is not None and pick_dialect(head) is not None
+    return head is not None and pick_dialect(head, least) is not None
 
 
 def load(path: str | Path, options: LoadOptions | None = None, least: int | None = None) -> list[RunData]:
@@ -168,19 +169,6 @@ def gan_terms(steps, warnings: list[str], logged_nan: dict | None = None) -> Non
             logged_nan[key] = steps.index.to_numpy()[steps[key].isna().to_numpy()].tolist()
     warnings.append(f"loss is the generator's {' + '.join(generator)}; loss_d the discriminators' "
                     f"{' + '.join(critic)} (--loss-col picks one term)")
-
-
-def sniff_short(path: str | Path, least: int) -> bool:
-    """:func:`sniff` for a short text named on its own: a dialect needs ``least`` record lines.
-
-    Example:
-        >>> sniff_short("/nonexistent.log", 2)
-        False
-    """
-    if Path(path).suffix.lower() in _NOT_LOGS:
-        return False
-    head = read_head(path)
-    return head is not None and pick_dialect(head, least) is not None
 
 
 def _hf_steps(text: str, found) -> None:
