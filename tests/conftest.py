@@ -14,11 +14,14 @@ class PoisonableData(torch.utils.data.Dataset):
     """
 
     def __init__(self, n: int = 2048, dim: int = 8, poison: set[int] = frozenset(), scale: float = 1e3,
-                 nan: set[int] = frozenset(), seed: int = 0) -> None:
+                 nan: set[int] = frozenset(), seed: int = 0, device: str | torch.device = "cpu") -> None:
         g = torch.Generator().manual_seed(seed)
         self.x = torch.randn(n, dim, generator=g)
         w = torch.randn(dim, 1, generator=g)
         self.y = self.x @ w / dim**0.5 + 0.05 * torch.randn(n, 1, generator=g)
+        # On a GPU the items (and so the loader's batches) live there, as after a pinned
+        # loader's .to(device): the loss function and sentinel's replays see device tensors.
+        self.x, self.y = self.x.to(device), self.y.to(device)
         self.poison, self.scale, self.nan = set(poison), scale, set(nan)
 
     def __len__(self) -> int:
@@ -56,6 +59,24 @@ def mse(model: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
 def batches_at(positions, batch_size: int) -> set[int]:
     """Dataset indices of the batches at these positions of an unshuffled loader."""
     return {i for p in positions for i in range(p * batch_size, (p + 1) * batch_size)}
+
+
+# Tests that take the ``device`` fixture run on the CPU everywhere and on CUDA where a GPU is
+# present (skipped with this reason otherwise).
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+@pytest.fixture(params=["cpu", pytest.param("cuda", marks=needs_cuda)])
+def device(request) -> torch.device:
+    return torch.device(request.param)
+
+
+@pytest.fixture
+def cuda_device() -> torch.device:
+    """For tests of what only CUDA has (its synchronisation, pinned memory): skipped elsewhere."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    return torch.device("cuda")
 
 
 @pytest.fixture

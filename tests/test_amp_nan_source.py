@@ -1,4 +1,5 @@
-"""fp16 AMP with a real GradScaler on CPU: a real NaN source is told apart from fp16 overflow.
+"""fp16 AMP with a real GradScaler: a real NaN source is told apart from fp16 overflow, on the CPU
+and, where a GPU is present, on CUDA.
 
 A GradScaler takes every NaN/Inf gradient for an overflow. When overflows persist, sentinel
 replays the step at the current scale, names the first non-finite module and calls it again in
@@ -41,7 +42,7 @@ class BNNet(nn.Module):
 
 
 def amp_mse(model: nn.Module, batch) -> torch.Tensor:
-    with torch.autocast("cpu", dtype=torch.float16):
+    with torch.autocast(batch["x"].device.type, dtype=torch.float16):
         return nn.functional.mse_loss(model(batch["x"]), batch["y"])
 
 
@@ -49,18 +50,18 @@ def _events(run_dir) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
-def _train_raw(tmp_path, tiny_task, fault: str) -> tuple[float, list[dict]]:
+def _train_raw(tmp_path, tiny_task, fault: str, device: torch.device) -> tuple[float, list[dict]]:
     """``nan_weight``: one BatchNorm weight turns NaN before step FAULT (behind the guard's
     back). ``fp16_range``: the inputs of steps FAULT..FAULT+9 are 1e5 times larger, finite in
     float32 but past float16's 65504 once autocast casts them for fc1."""
     Data, _, _, batches_at = tiny_task
     torch.manual_seed(0)
     poison = batches_at(range(FAULT, FAULT + 10), BATCH) if fault == "fp16_range" else set()
-    data = Data(n=BATCH * STEPS, poison=poison, scale=1e5)
+    data = Data(n=BATCH * STEPS, poison=poison, scale=1e5, device=device)
     loader = torch.utils.data.DataLoader(data, batch_size=BATCH, shuffle=False)
-    model = BNNet()
+    model = BNNet().to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**10)
+    scaler = torch.amp.GradScaler(device.type, init_scale=2.0**10)
     with Sentinel(model, opt, scaler=scaler, log_dir=str(tmp_path / "run"), loss_fn=amp_mse,
                   tensorboard=False, snapshot_every=10) as sen:
         for batch in sen.batches(loader):
@@ -75,15 +76,15 @@ def _train_raw(tmp_path, tiny_task, fault: str) -> tuple[float, list[dict]]:
                 scaler.step(opt)
             scaler.update()
             sen.end_step()
-    clean = Data(n=BATCH * STEPS)
+    clean = Data(n=BATCH * STEPS, device=device)
     with torch.no_grad():
         final = float(nn.functional.mse_loss(model(clean.x[-256:]), clean.y[-256:]))
     return final, _events(tmp_path / "run")
 
 
-def test_a_nan_weight_under_a_grad_scaler_is_named_as_a_real_nan_source(tmp_path, tiny_task, caplog):
+def test_a_nan_weight_under_a_grad_scaler_is_named_as_a_real_nan_source(tmp_path, tiny_task, caplog, device):
     with caplog.at_level(logging.WARNING, logger="sentinel"):
-        final, events = _train_raw(tmp_path, tiny_task, "nan_weight")
+        final, events = _train_raw(tmp_path, tiny_task, "nan_weight", device)
     overflows = [e["step"] for e in events if e["kind"] == "overflow"]
     assert overflows[:2] == [FAULT, FAULT + 1]  # the scaler took it for overflows
     source, still = [e for e in events if e["kind"] == "nonfinite"]  # reported once, then noted
@@ -105,8 +106,8 @@ def test_a_nan_weight_under_a_grad_scaler_is_named_as_a_real_nan_source(tmp_path
     assert any("bn (forward), a real NaN source" in m for m in messages), messages
 
 
-def test_values_past_the_fp16_range_stay_an_overflow_streak(tmp_path, tiny_task):
-    final, events = _train_raw(tmp_path, tiny_task, "fp16_range")
+def test_values_past_the_fp16_range_stay_an_overflow_streak(tmp_path, tiny_task, device):
+    final, events = _train_raw(tmp_path, tiny_task, "fp16_range", device)
     (source,) = [e for e in events if e["kind"] == "nonfinite"]
     assert (source["step"], source["module"], source["phase"], source["cause"]) == \
         (FAULT + 1, "fc1", "forward", "fp16_range")
@@ -117,10 +118,10 @@ def test_values_past_the_fp16_range_stay_an_overflow_streak(tmp_path, tiny_task)
     assert math.isfinite(final) and final < 0.1
 
 
-def test_locate_overflow_tells_the_two_apart_in_backward_too():
+def test_locate_overflow_tells_the_two_apart_in_backward_too(device):
     torch.manual_seed(0)
-    model = BNNet()
-    x, y = torch.randn(16, 8), torch.randn(16, 1)
+    model = BNNet().to(device)
+    x, y = torch.randn(16, 8, device=device), torch.randn(16, 1, device=device)
     run = lambda: amp_mse(model, {"x": x, "y": y})  # noqa: E731
     assert locate_overflow(model, run, 2.0**10) is None  # a clean step replays clean
     # A scale that pushes the gradients past float16: finite without it, so the fp16 range.
@@ -147,12 +148,12 @@ class LitBN(L.LightningModule):
         return torch.optim.SGD(self.parameters(), lr=0.01, momentum=0.9)
 
 
-def test_lightning_16_mixed_names_the_real_nan_source(tmp_path, tiny_task):
+def test_lightning_16_mixed_names_the_real_nan_source(tmp_path, tiny_task, device):
     Data, _, mse, _ = tiny_task
     L.seed_everything(0, verbose=False)
     loader = torch.utils.data.DataLoader(Data(n=BATCH * STEPS), batch_size=BATCH, shuffle=False)
-    plugin = MixedPrecision("16-mixed", "cpu", scaler=torch.amp.GradScaler("cpu", init_scale=2.0**10))
-    trainer = L.Trainer(accelerator="cpu", max_epochs=1, logger=False, enable_checkpointing=False,
+    plugin = MixedPrecision("16-mixed", device.type, scaler=torch.amp.GradScaler(device.type, init_scale=2.0**10))
+    trainer = L.Trainer(accelerator="gpu" if device.type == "cuda" else "cpu", devices=1, max_epochs=1, logger=False, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False, plugins=[plugin],
                         callbacks=[SentinelCallback(log_dir=str(tmp_path / "run"), tensorboard=False,
                                                     snapshot_every=10)])
@@ -167,14 +168,14 @@ def test_lightning_16_mixed_names_the_real_nan_source(tmp_path, tiny_task):
     assert all(torch.isfinite(p).all() for p in module.parameters())
 
 
-def test_an_overflow_streak_that_replays_finite_adds_no_nonfinite_event(tmp_path, tiny_task):
+def test_an_overflow_streak_that_replays_finite_adds_no_nonfinite_event(tmp_path, tiny_task, device):
     # Inf written into a gradient by hand: the replay of the step at the current scale is finite.
     Data, Net, mse, _ = tiny_task
     torch.manual_seed(0)
-    loader = torch.utils.data.DataLoader(Data(n=BATCH * 40), batch_size=BATCH)
-    model = Net()
+    loader = torch.utils.data.DataLoader(Data(n=BATCH * 40, device=device), batch_size=BATCH)
+    model = Net().to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**10)
+    scaler = torch.amp.GradScaler(device.type, init_scale=2.0**10)
     with Sentinel(model, opt, scaler=scaler, log_dir=str(tmp_path / "run"), loss_fn=mse,
                   tensorboard=False) as sen:
         for batch in sen.batches(loader):

@@ -56,7 +56,8 @@ class LitTiny(L.LightningModule):
 
 
 def _fit(tmp_path, tiny_task, *, steps=120, poison_steps=(), nan_steps=(), epochs=1, callback=True,
-         ckpt_path=None, trainer_kwargs=None, manual=False, extra_callbacks=(), corrupt_steps=(), **options):
+         ckpt_path=None, trainer_kwargs=None, manual=False, extra_callbacks=(), corrupt_steps=(),
+         device=torch.device("cpu"), **options):
     Data, Net, mse, batches_at = tiny_task
     L.seed_everything(0, verbose=False)
     nan = {min(batches_at(nan_steps, BATCH))} if nan_steps else set()
@@ -64,12 +65,13 @@ def _fit(tmp_path, tiny_task, *, steps=120, poison_steps=(), nan_steps=(), epoch
     loader = torch.utils.data.DataLoader(data, batch_size=BATCH, shuffle=False)
     module = LitTiny(Net(), mse, manual=manual, corrupt_steps=corrupt_steps)
     cb = SentinelCallback(log_dir=str(tmp_path / "run"), tensorboard=False, **options) if callback else None
-    kwargs = dict(accelerator="cpu", max_epochs=epochs, logger=False, enable_checkpointing=False,
-                  enable_progress_bar=False, enable_model_summary=False, log_every_n_steps=1)
+    kwargs = dict(accelerator="gpu" if device.type == "cuda" else "cpu", devices=1, max_epochs=epochs,
+                  logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                  enable_model_summary=False, log_every_n_steps=1)
     kwargs.update({k: v for k, v in (trainer_kwargs or {}).items() if k != "callbacks"})
     trainer = L.Trainer(callbacks=([cb] if cb else []) + list(extra_callbacks), **kwargs)
     trainer.fit(module, loader, ckpt_path=ckpt_path)
-    clean = Data(n=BATCH * steps)  # the same task, without faults
+    clean = Data(n=BATCH * steps, device=next(module.parameters()).device)  # the same task, without faults
     with torch.no_grad():
         final = float(mse(module.net, {"x": clean.x[-512:], "y": clean.y[-512:]}))
     return final, trainer, cb
@@ -80,10 +82,10 @@ def _events(tmp_path, kind=None):
     return [e for e in map(json.loads, lines) if kind is None or e["kind"] == kind]
 
 
-def test_poisoned_batches_are_skipped_updates_and_the_run_ends_near_the_clean_run(tmp_path, tiny_task):
-    clean, _, _ = _fit(tmp_path / "clean", tiny_task, callback=False)
-    unguarded, _, _ = _fit(tmp_path / "bad", tiny_task, poison_steps=(60, 61, 62), rollback=False)
-    final, _, cb = _fit(tmp_path / "ok", tiny_task, poison_steps=(60, 61, 62))
+def test_poisoned_batches_are_skipped_updates_and_the_run_ends_near_the_clean_run(tmp_path, tiny_task, device):
+    clean, _, _ = _fit(tmp_path / "clean", tiny_task, callback=False, device=device)
+    unguarded, _, _ = _fit(tmp_path / "bad", tiny_task, poison_steps=(60, 61, 62), rollback=False, device=device)
+    final, _, cb = _fit(tmp_path / "ok", tiny_task, poison_steps=(60, 61, 62), device=device)
     assert not math.isfinite(unguarded) or unguarded > 10 * clean
     assert math.isfinite(final) and final <= clean * 1.05 + 1e-3, (final, clean)
     assert [e["step"] for e in _events(tmp_path / "ok", "skip_step")] == [60, 61, 62]
@@ -92,17 +94,17 @@ def test_poisoned_batches_are_skipped_updates_and_the_run_ends_near_the_clean_ru
     assert skipped == tiny_task[3]((60, 61, 62), BATCH)
 
 
-def test_damaged_weights_roll_back_and_the_run_ends_near_the_clean_run(tmp_path, tiny_task):
-    clean, _, _ = _fit(tmp_path / "clean", tiny_task, callback=False)
-    final, _, cb = _fit(tmp_path / "ok", tiny_task, corrupt_steps={60})
+def test_damaged_weights_roll_back_and_the_run_ends_near_the_clean_run(tmp_path, tiny_task, device):
+    clean, _, _ = _fit(tmp_path / "clean", tiny_task, callback=False, device=device)
+    final, _, cb = _fit(tmp_path / "ok", tiny_task, corrupt_steps={60}, device=device)
     assert math.isfinite(final) and final <= clean * 1.25, (final, clean)
     (rollback,) = _events(tmp_path / "ok", "rollback")
     assert rollback["restored_step"] < 60 <= rollback["spike_step"]
     assert rollback["weights_check"]["weights_ok"] is False
 
 
-def test_nan_batch_is_named_and_its_update_withheld(tmp_path, tiny_task):
-    final, _, _ = _fit(tmp_path, tiny_task, nan_steps=(70,))
+def test_nan_batch_is_named_and_its_update_withheld(tmp_path, tiny_task, device):
+    final, _, _ = _fit(tmp_path, tiny_task, nan_steps=(70,), device=device)
     assert math.isfinite(final)
     nonfinite = _events(tmp_path, "nonfinite")
     assert nonfinite[0]["module"] == "<input>" and nonfinite[0]["rank"] == 0
@@ -139,8 +141,8 @@ def test_resumed_run_skips_the_recorded_batches_again(tmp_path, tiny_task):
     {"accumulate_grad_batches": 2, "gradient_clip_val": 0.5},
     {"precision": "bf16-mixed"},
 ], ids=["accumulate+clip", "bf16-mixed"])
-def test_records_under_trainer_options(tmp_path, tiny_task, trainer_kwargs):
-    _fit(tmp_path, tiny_task, steps=60, trainer_kwargs=trainer_kwargs)
+def test_records_under_trainer_options(tmp_path, tiny_task, trainer_kwargs, device):
+    _fit(tmp_path, tiny_task, steps=60, trainer_kwargs=trainer_kwargs, device=device)
     run = load_run(tmp_path / "run")
     acc = trainer_kwargs.get("accumulate_grad_batches", 1)
     assert len(run.steps) == 60 // acc

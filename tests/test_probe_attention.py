@@ -342,15 +342,17 @@ def test_sdpa_transformer_keys_identical_outputs_and_independent_values() -> Non
     assert float(metrics["attn_logit_max/blocks.0.attn"]) == pytest.approx(scores.max(), abs=1e-5)
 
 
-def test_values_same_with_math_and_fused_sdpa_backends() -> None:
+def test_values_same_with_math_and_fused_sdpa_backends(device) -> None:
     torch.manual_seed(8)
-    model = TinySDPATransformer()
-    x = torch.randn(2, 5, 8)
+    model = TinySDPATransformer().to(device)
+    x = torch.randn(2, 5, 8, device=device)
+    # CUDA's flash kernel takes half precision only; its memory-efficient one is fused in float32.
+    fused = SDPBackend.FLASH_ATTENTION if device.type == "cpu" else SDPBackend.EFFICIENT_ATTENTION
     results = {}
-    for backend in (SDPBackend.MATH, SDPBackend.FLASH_ATTENTION):
+    for backend in (SDPBackend.MATH, fused):
         with sdpa_kernel(backend):
             results[backend] = floats(probe_once(model, x)[0])
-    math_m, fused_m = results[SDPBackend.MATH], results[SDPBackend.FLASH_ATTENTION]
+    math_m, fused_m = results[SDPBackend.MATH], results[fused]
     assert set(math_m) == set(fused_m)
     for key in math_m:
         if "blocks.0." in key:  # same q, k in: the recomputation is identical
@@ -539,11 +541,12 @@ def test_docstring_table_matches_emitted_families() -> None:
     assert set(METRIC_FAMILIES) == {ATTN_ENTROPY, ATTN_ENTROPY_MIN_HEAD, ATTN_LOGIT_MAX}
 
 
-def test_autocast_bf16_outputs_identical_and_stats_in_float32() -> None:
+def test_autocast_bf16_outputs_identical_and_stats_in_float32(device) -> None:
+    # On CUDA, bf16 SDPA runs the flash kernel: the probe's recomputation must not change it.
     torch.manual_seed(12)
-    model = TinySDPATransformer()
-    x = torch.randn(2, 5, 8)
-    with torch.autocast("cpu", dtype=torch.bfloat16):
+    model = TinySDPATransformer().to(device)
+    x = torch.randn(2, 5, 8, device=device)
+    with torch.autocast(device.type, dtype=torch.bfloat16):
         ref = model(x)
         metrics, out, _ = probe_once(model, x)
     assert torch.equal(out, ref)

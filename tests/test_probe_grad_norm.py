@@ -45,16 +45,16 @@ class TinyLM(nn.Module):
 
 def _backward(model: nn.Module, seed: int = 0) -> None:
     g = torch.Generator().manual_seed(seed)
-    idx = torch.randint(0, VOCAB, (4, T), generator=g)
+    idx = torch.randint(0, VOCAB, (4, T), generator=g).to(model.head.weight.device)
     logits = model(idx)
     loss = nn.functional.cross_entropy(logits.float().reshape(-1, VOCAB), idx.reshape(-1))
     loss.backward()
 
 
 @pytest.fixture
-def model() -> TinyLM:
+def model(device) -> TinyLM:
     torch.manual_seed(0)
-    m = TinyLM()
+    m = TinyLM().to(device)
     _backward(m)
     return m
 
@@ -187,9 +187,9 @@ def test_grads_are_reread_each_call(model: TinyLM) -> None:
     assert probe.compute()[GRAD_NORM_TOTAL].item() == pytest.approx(2 * first, rel=1e-6)
 
 
-def test_bf16_params_are_normed_in_float32() -> None:
+def test_bf16_params_are_normed_in_float32(device) -> None:
     torch.manual_seed(0)
-    model = TinyLM().to(torch.bfloat16)
+    model = TinyLM().to(device, torch.bfloat16)
     _backward(model)
     assert model.head.weight.grad.dtype == torch.bfloat16
     probe = GradNormProbe(model, depth=2)
@@ -202,9 +202,9 @@ def test_bf16_params_are_normed_in_float32() -> None:
     assert got[GRAD_NORM_TOTAL] == pytest.approx(total, rel=1e-6)
 
 
-def test_mixed_dtypes_in_one_model() -> None:
+def test_mixed_dtypes_in_one_model(device) -> None:
     torch.manual_seed(0)
-    model = TinyLM()
+    model = TinyLM().to(device)
     model.head.to(torch.bfloat16)
     model.blocks[2].to(torch.float64)
     for p in model.parameters():
@@ -213,6 +213,20 @@ def test_mixed_dtypes_in_one_model() -> None:
     want = _independent(model, lambda n: n.split(".")[0] if "." in n else "root")
     for group, value in want.items():
         assert got[f"grad_norm/{group}"] == pytest.approx(value, rel=1e-6)
+
+
+def test_a_model_split_over_cpu_and_cuda(cuda_device) -> None:
+    # One norm per device, then the total on the first one's device: one transfer each, no sync.
+    torch.manual_seed(0)
+    model = TinyLM().to(cuda_device)
+    model.blocks[1].cpu()
+    for p in model.parameters():
+        p.grad = torch.randn_like(p)
+    got = _values(GradNormProbe(model, depth=2).compute())
+    want = _independent(model, lambda n: ".".join(n.split(".")[:-1][:2]) or "root")
+    for group, value in want.items():
+        assert got[f"grad_norm/{group}"] == pytest.approx(value, rel=1e-6)
+    assert got[GRAD_NORM_TOTAL] == pytest.approx(math.sqrt(sum(v**2 for v in want.values())), rel=1e-6)
 
 
 def test_sparse_grad_equals_dense_norm() -> None:

@@ -27,6 +27,17 @@ def test_restore_brings_every_generator_back(cuda):
         assert _draws() == first
 
 
+def test_restore_brings_the_cuda_generators_back(cuda_device):
+    torch.manual_seed(0)
+    state = capture_rng()  # None: asks CUDA, which is there
+    assert len(state.torch_cuda) == torch.cuda.device_count()
+    first = torch.rand(5, device=cuda_device), torch.nn.functional.dropout(torch.ones(64, device=cuda_device))
+    restore_rng(state)
+    second = torch.rand(5, device=cuda_device), torch.nn.functional.dropout(torch.ones(64, device=cuda_device))
+    assert all(torch.equal(a, b) for a, b in zip(first, second))
+    assert not torch.equal(first[0], torch.rand(5, device=cuda_device))  # the generator moved on
+
+
 def test_a_full_cycle_of_draws_is_a_new_state():
     # 624 draws bring the Mersenne Twister's position back where it was with new words: the
     # cached state must not be taken for the current one.

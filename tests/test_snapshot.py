@@ -20,10 +20,11 @@ RNG_BYTES = torch.get_rng_state().numel()  # uint8 state of the CPU generator
 # ------------------------------------------------------------------ the rig
 
 
-def make_model(seed: int = 0) -> nn.Module:
+def make_model(seed: int = 0, device: torch.device = torch.device("cpu")) -> nn.Module:
     torch.manual_seed(seed)
-    # BatchNorm adds float and integer buffers; Dropout makes the trajectory depend on the torch RNG.
-    return nn.Sequential(nn.Linear(6, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Dropout(0.2), nn.Linear(16, 3))
+    # BatchNorm adds float and integer buffers; Dropout makes the trajectory depend on the torch
+    # RNG (the CUDA generator's on a GPU).
+    return nn.Sequential(nn.Linear(6, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Dropout(0.2), nn.Linear(16, 3)).to(device)
 
 
 @dataclass
@@ -38,8 +39,8 @@ class Rig:
                 "scaler": self.scaler}
 
 
-def make_rig(kind: str, seed: int = 0) -> Rig:
-    model = make_model(seed)
+def make_rig(kind: str, seed: int = 0, device: torch.device = torch.device("cpu")) -> Rig:
+    model = make_model(seed, device)
     first, second = list(model[0].parameters()) + list(model[1].parameters()), list(model[4].parameters())
     if kind == "adam":
         opts = [torch.optim.Adam(model.parameters(), lr=1e-2, foreach=False)]
@@ -54,7 +55,7 @@ def make_rig(kind: str, seed: int = 0) -> Rig:
     else:
         raise AssertionError(kind)
     # growth_interval=2: the scale and its growth tracker change every step or two.
-    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**8, growth_interval=2)
+    scaler = torch.amp.GradScaler(device.type, init_scale=2.0**8, growth_interval=2)
     return Rig(model, opts, scheds, scaler)
 
 
@@ -65,9 +66,10 @@ def batch(i: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def train_step(rig: Rig, i: int) -> None:
-    x, y = batch(i)
+    device = next(rig.model.parameters()).device
+    x, y = (t.to(device) for t in batch(i))
     # Draw from numpy and Python too, so the trajectory needs every RNG restored.
-    x = x + torch.from_numpy(np.random.standard_normal(x.shape)).float() * 0.01 * random.random()
+    x = x + torch.from_numpy(np.random.standard_normal(x.shape)).float().to(device) * 0.01 * random.random()
     rig.model.train()
     for opt in rig.optimizers:
         opt.zero_grad(set_to_none=True)
@@ -100,8 +102,9 @@ def record(rig: Rig) -> dict:
     }
 
 
-def draws() -> tuple:
-    return torch.rand(4), np.random.random_sample(4), [random.random() for _ in range(4)]
+def draws(device: torch.device = torch.device("cpu")) -> tuple:
+    on_device = torch.rand(4, device=device) if device.type != "cpu" else None
+    return torch.rand(4), np.random.random_sample(4), [random.random() for _ in range(4)], on_device
 
 
 def assert_same(a: dict, b: dict) -> None:
@@ -126,6 +129,7 @@ def assert_draws_equal(a: tuple, b: tuple) -> None:
     assert torch.equal(a[0], b[0])
     assert np.array_equal(a[1], b[1])
     assert a[2] == b[2]
+    assert (a[3] is None and b[3] is None) or torch.equal(a[3], b[3])
 
 
 KINDS = ["adam", "adamw_foreach", "two_optimizers"]
@@ -135,14 +139,14 @@ KINDS = ["adam", "adamw_foreach", "two_optimizers"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_restore_is_bit_identical_including_rng(kind):
+def test_restore_is_bit_identical_including_rng(kind, device):
     seed_all()
-    rig = make_rig(kind)
+    rig = make_rig(kind, device=device)
     for i in range(5):
         train_step(rig, i)
     ring = SnapshotRing(SnapshotConfig(every=5, keep=2))
     snap = ring.take(5, **rig.objects(), extra={"epoch": 1})
-    ref, ref_draws = record(rig), draws()
+    ref, ref_draws = record(rig), draws(device)
     assert ref["opt_state"][0][0]  # the optimizer has state to restore
 
     for i in range(5, 9):
@@ -153,15 +157,15 @@ def test_restore_is_bit_identical_including_rng(kind):
 
     assert ring.restore(snap, **rig.objects()) == {"epoch": 1}
     assert_same(record(rig), ref)
-    assert_draws_equal(draws(), ref_draws)
+    assert_draws_equal(draws(device), ref_draws)
     assert all(p.grad is None for p in rig.model.parameters())
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_rollback_twice_to_the_same_snapshot(kind):
+def test_rollback_twice_to_the_same_snapshot(kind, device):
     """Optimizer.load_state_dict keeps tensors it is given: the second rollback must still be exact."""
     seed_all()
-    rig = make_rig(kind)
+    rig = make_rig(kind, device=device)
     for i in range(4):
         train_step(rig, i)
     ring = SnapshotRing(SnapshotConfig(every=4, keep=2))
@@ -180,9 +184,9 @@ def test_rollback_twice_to_the_same_snapshot(kind):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_training_after_restore_repeats_the_trajectory(kind):
+def test_training_after_restore_repeats_the_trajectory(kind, device):
     seed_all()
-    rig = make_rig(kind)
+    rig = make_rig(kind, device=device)
     ring = SnapshotRing(SnapshotConfig(every=4, keep=3))
     reference = {}
     for i in range(10):
@@ -204,9 +208,9 @@ def test_training_after_restore_repeats_the_trajectory(kind):
         assert_same(record(rig), reference[i + 1])
 
 
-def test_restore_puts_state_on_the_live_devices_and_keeps_parameter_identity():
+def test_restore_puts_state_on_the_live_devices_and_keeps_parameter_identity(device):
     seed_all()
-    rig = make_rig("adam")
+    rig = make_rig("adam", device=device)
     train_step(rig, 0)
     params = [id(p) for p in rig.model.parameters()]
     ring = SnapshotRing(SnapshotConfig(every=1))
@@ -221,6 +225,9 @@ def test_restore_puts_state_on_the_live_devices_and_keeps_parameter_identity():
     for pid, p in enumerate(opt.param_groups[0]["params"]):
         for k, v in opt.state[p].items():
             assert v.data_ptr() != held[pid][k].data_ptr(), k
+            assert v.device == p.device or (k == "step" and v.device.type == "cpu"), k
+            # On a GPU the snapshot is held in pinned host memory: its copies need not wait.
+            assert held[pid][k].is_pinned() == (device.type == "cuda" and k != "step"), k
 
 
 def test_extra_is_deep_copied_both_ways():

@@ -11,6 +11,7 @@ the loop's, not sentinel's).
 from __future__ import annotations
 
 import math
+import warnings
 
 import pytest
 import torch
@@ -53,18 +54,19 @@ def _sampled(step: int) -> bool:
 
 
 def _run(tmp_path, tiny_task, reads: HostReads, *, optimizer: str = "sgd", scaler: bool = False,
-         spike_at: int | None = None, on_grads=None) -> tuple[dict[int, list[str]], Sentinel]:
+         spike_at: int | None = None, on_grads=None,
+         device: torch.device = torch.device("cpu")) -> tuple[dict[int, list[str]], Sentinel]:
     """A raw loop at sentinel's defaults; returns the host reads made inside sentinel's calls
     (``begin_batch``, ``check``, ``end_step``), per step. ``spike_at``: that step's loss is scaled by 50 (a loss spike). ``on_grads(step,
     model)`` is called after backward, before ``check``."""
     Data, Net, mse, _ = tiny_task
     torch.manual_seed(0)
-    loader = torch.utils.data.DataLoader(Data(n=16 * STEPS), batch_size=16, shuffle=False)
-    model = Net()
+    loader = torch.utils.data.DataLoader(Data(n=16 * STEPS, device=device), batch_size=16, shuffle=False)
+    model = Net().to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9) if optimizer == "sgd" else \
         torch.optim.AdamW(model.parameters(), lr=1e-3)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 10))
-    grad_scaler = torch.amp.GradScaler("cpu", init_scale=2.0**10) if scaler else None
+    grad_scaler = torch.amp.GradScaler(device.type, init_scale=2.0**10) if scaler else None
     sen = Sentinel(model, opt, scheduler=sched, scaler=grad_scaler, log_dir=str(tmp_path / "run"), loss_fn=mse)
     per_step: dict[int, list[str]] = {}
     for step, batch in enumerate(loader):  # what sen.batches(loader) does, minus the loader's own reads
@@ -95,9 +97,9 @@ def _run(tmp_path, tiny_task, reads: HostReads, *, optimizer: str = "sgd", scale
 
 
 @pytest.mark.parametrize("optimizer,scaler", [("sgd", False), ("adamw", False), ("adamw", True)])
-def test_one_host_read_per_step(tmp_path, tiny_task, monkeypatch, optimizer, scaler):
+def test_one_host_read_per_step(tmp_path, tiny_task, monkeypatch, optimizer, scaler, device):
     reads = HostReads(monkeypatch)
-    per_step, sen = _run(tmp_path, tiny_task, reads, optimizer=optimizer, scaler=scaler)
+    per_step, sen = _run(tmp_path, tiny_task, reads, optimizer=optimizer, scaler=scaler, device=device)
     assert sen.step == STEPS and sen.rollbacks == 0
     plain = {step: calls for step, calls in per_step.items() if not _sampled(step)}
     assert len(plain) > STEPS // 2
@@ -105,6 +107,35 @@ def test_one_host_read_per_step(tmp_path, tiny_task, monkeypatch, optimizer, sca
     assert {step: len(calls) for step, calls in plain.items()} == {step: 1 for step in plain}, plain
     # Sampled steps add per-module norms and attention to that same transfer; a snapshot reads nothing.
     assert all(len(calls) == 1 for calls in per_step.values()), per_step
+
+
+class DeviceSyncs:
+    """CUDA's own account: ``torch.cuda.set_sync_debug_mode("warn")`` warns at every operation
+    that makes the host wait for the device (a read back, a blocking copy either way, a
+    ``nonzero``), whichever Python call it hides behind. Same interface as :class:`HostReads`."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def during(self, fn, *args):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.cuda.set_sync_debug_mode("warn")
+            try:
+                return fn(*args)
+            finally:
+                torch.cuda.set_sync_debug_mode("default")
+                self.calls += [f"{w.filename}:{w.lineno}" for w in caught
+                               if "synchronizing" in str(w.message)]
+
+
+@pytest.mark.parametrize("optimizer,scaler", [("sgd", False), ("adamw", True)])
+def test_one_device_synchronisation_per_step_on_cuda(tmp_path, tiny_task, optimizer, scaler, cuda_device):
+    # Snapshot steps included: their copies go to pinned memory without waiting for the device.
+    per_step, sen = _run(tmp_path, tiny_task, DeviceSyncs(), optimizer=optimizer, scaler=scaler,
+                         device=cuda_device)
+    assert sen.step == STEPS and sen.rollbacks == 0
+    assert {step: len(calls) for step, calls in per_step.items()} == {step: 1 for step in per_step}, per_step
 
 
 def test_the_counter_sees_an_extra_read(tmp_path, tiny_task, monkeypatch):
