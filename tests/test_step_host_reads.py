@@ -54,14 +54,18 @@ def _sampled(step: int) -> bool:
 
 
 def _run(tmp_path, tiny_task, reads: HostReads, *, optimizer: str = "sgd", scaler: bool = False,
-         spike_at: int | None = None, on_grads=None,
-         device: torch.device = torch.device("cpu")) -> tuple[dict[int, list[str]], Sentinel]:
+         spike_at: int | None = None, on_grads=None, device: torch.device = torch.device("cpu"),
+         named_by_content: bool = False) -> tuple[dict[int, list[str]], Sentinel]:
     """A raw loop at sentinel's defaults; returns the host reads made inside sentinel's calls
     (``begin_batch``, ``check``, ``end_step``), per step. ``spike_at``: that step's loss is scaled by 50 (a loss spike). ``on_grads(step,
-    model)`` is called after backward, before ``check``."""
+    model)`` is called after backward, before ``check``. ``named_by_content``: batches without
+    sample indices, so the guard names each by a hash of its tensors."""
     Data, Net, mse, _ = tiny_task
     torch.manual_seed(0)
-    loader = torch.utils.data.DataLoader(Data(n=16 * STEPS, device=device), batch_size=16, shuffle=False)
+    collate = (lambda items: {k: torch.stack([it[k] for it in items]) for k in ("x", "y")}) \
+        if named_by_content else None
+    loader = torch.utils.data.DataLoader(Data(n=16 * STEPS, device=device), batch_size=16, shuffle=False,
+                                         collate_fn=collate)
     model = Net().to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9) if optimizer == "sgd" else \
         torch.optim.AdamW(model.parameters(), lr=1e-3)
@@ -116,6 +120,8 @@ class DeviceSyncs:
 
     def __init__(self) -> None:
         self.calls: list[str] = []
+        self.during(torch.cuda.synchronize)  # the mode's own first use, outside any count
+        self.calls = []
 
     def during(self, fn, *args):
         with warnings.catch_warnings(record=True) as caught:
@@ -129,11 +135,13 @@ class DeviceSyncs:
                                if "synchronizing" in str(w.message)]
 
 
-@pytest.mark.parametrize("optimizer,scaler", [("sgd", False), ("adamw", True)])
-def test_one_device_synchronisation_per_step_on_cuda(tmp_path, tiny_task, optimizer, scaler, cuda_device):
-    # Snapshot steps included: their copies go to pinned memory without waiting for the device.
+@pytest.mark.parametrize("optimizer,scaler,named_by_content", [("sgd", False, False), ("adamw", True, True)])
+def test_one_device_synchronisation_per_step_on_cuda(tmp_path, tiny_task, optimizer, scaler, named_by_content,
+                                                     cuda_device):
+    # Every step, the first included (its one-time copies to the device are queued from pinned
+    # memory) and the snapshot steps (their copies go to pinned memory without waiting).
     per_step, sen = _run(tmp_path, tiny_task, DeviceSyncs(), optimizer=optimizer, scaler=scaler,
-                         device=cuda_device)
+                         device=cuda_device, named_by_content=named_by_content)
     assert sen.step == STEPS and sen.rollbacks == 0
     assert {step: len(calls) for step, calls in per_step.items()} == {step: 1 for step in per_step}, per_step
 

@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from sentinel.devices import to_device
+
 INDEX_KEYS = ("index", "indices", "idx", "sample_idx", "sample_index")
 _INT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 _SAMPLE = 8192  # elements per tensor that enter the hash
@@ -128,7 +130,7 @@ def _mix(n: int, device: torch.device) -> torch.Tensor:
     key = (n, device)
     if key not in _MIX:
         gen = torch.Generator().manual_seed(0x5E17)
-        _MIX[key] = torch.randint(-(2**62), 2**62, (n,), generator=gen, dtype=torch.int64).to(device)
+        _MIX[key] = to_device(torch.randint(-(2**62), 2**62, (n,), generator=gen, dtype=torch.int64), device)
         if len(_MIX) > 64:  # batches of many shapes: keep the cache bounded
             _MIX.pop(next(iter(_MIX)))
     return _MIX[key]

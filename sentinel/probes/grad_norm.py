@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from sentinel.devices import to_device
 from sentinel.metrics import GRAD_NORM, GRAD_NORM_TOTAL, metric_key
 
 ROOT_GROUP = "root"
@@ -309,10 +310,10 @@ class GradNormProbe:
         return groups
 
     def _index(self, device: torch.device) -> torch.Tensor:
-        # One host-to-device copy per device for the life of the probe.
+        # One host-to-device copy per device for the life of the probe, queued without a sync.
         idx = self._index_on.get(device)
         if idx is None:
-            idx = torch.tensor(self._group_index, dtype=torch.long, device=device)
+            idx = to_device(torch.tensor(self._group_index, dtype=torch.long), device)
             self._index_on[device] = idx
         return idx
 
