@@ -14,7 +14,8 @@ for those steps, the queue included. Copies:
                guard, a snapshot every 25 steps into pinned host memory, RNG capture for the NaN
                replay, attention sampled every 50 steps, per-module norms every 10) in a raw loop:
                its one read back per step
-  no-rollback  the same with ``rollback=False``: no snapshots (updates are still withheld)
+  no-rollback  the same with ``rollback=False``: record and report only (no snapshots, every
+               update applied; detection still runs)
   minimal      the total grad norm, the loss and the steps file only (``rollback=False,
                tensorboard=False, localize_nonfinite=False``, attention and per-module norms
                never): the one read back per step and the judging of it

@@ -14,7 +14,9 @@ from torch import nn
 
 from sentinel.guard.snapshot import Snapshot, SnapshotConfig, SnapshotRing
 
-RNG_BYTES = torch.get_rng_state().numel()  # uint8 state of the CPU generator
+# The generators' states a snapshot holds: the CPU's, and each CUDA device's where there is one.
+RNG_BYTES = torch.get_rng_state().numel() + \
+    (sum(s.numel() for s in torch.cuda.get_rng_state_all()) if torch.cuda.is_available() else 0)
 
 
 # ------------------------------------------------------------------ the rig
@@ -300,7 +302,7 @@ def test_hold_before_yields_to_keep_1_and_to_max_bytes():
 
 def test_drops_the_oldest_beyond_max_bytes():
     model = nn.Linear(4, 4)
-    one = 4 * (16 + 4) + RNG_BYTES  # fp32 weight and bias, plus the CPU RNG state
+    one = 4 * (16 + 4) + RNG_BYTES  # fp32 weight and bias, plus the RNG states
     ring = SnapshotRing(SnapshotConfig(every=1, keep=10, max_bytes=int(2.5 * one)))
     for i in range(5):
         snap = ring.take(i, model=model)
