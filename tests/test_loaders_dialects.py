@@ -235,6 +235,9 @@ def _epochs_of(per_epoch: int, fmt) -> str:
         # the MNIST example: 'Train Epoch: {} [{}/{} ({:.0f}%)]\tLoss: {:.6f}' (samples, from 0)
         (_epochs_of(6, lambda e, k, x: f"Train Epoch: {e + 1} [{640 * k}/3840 ({100 * k / 6:.0f}%)]\tLoss: {x:.6f}\n"),
          range(0, 7041, 640)),
+        # "ep" as the epoch's key, the count inside the epoch from 0
+        (_epochs_of(6, lambda e, k, x: f"ep: {e}, batch: {20 * k}, lr: 0.001000, loss: {x:.4f}\n"),
+         range(0, 221, 20)),
         # epochs from 0, a global step beside them: the step as it is
         (_epochs_of(6, lambda e, k, x: f"epoch {e} | step {10 * (6 * e + k)} | loss {x:.2f}\n"), range(0, 111, 10)),
     ],

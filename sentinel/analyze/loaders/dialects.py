@@ -390,13 +390,15 @@ _QSEP = r"['\"]?\s*[:=]?\s*['\"]?"
 # "Epoch 2 ... step 300": an epoch, then a count (inside the epoch, or global: the steps tell).
 _COUNT_KEY = r"(?:step|iter|iteration|batch|it)"
 # The key perhaps quoted: a printed dict, "{'epoch': 3, 'train_loss': 0.41, ...}".
-_EPOCH_NUM = r"(?i:\bepoch)['\"]?\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?"
-_EPOCH_START = r"(?i:\bepoch)['\"]?\s*[:=#]?\s*\[?\s*\d"
+# "epoch", or "ep" as a key ("ep: 0, batch: 20, loss: ..."; not "ep 3", which may be an episode).
+_EPOCH_WORD = r"(?i:\bepoch|\bep(?=['\"]?\s*[:=]))"
+_EPOCH_NUM = rf"{_EPOCH_WORD}['\"]?\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?"
+_EPOCH_START = rf"{_EPOCH_WORD}['\"]?\s*[:=#]?\s*\[?\s*\d"
 _EPOCH_GAP = _gap_until(_EPOCH_START)
 # The count a whole number, its key not a unit's denominator ("ms/batch 45.60" is a time).
 _EPOCH_THEN_COUNT = rf"{_EPOCH_NUM}{_EPOCH_GAP}(?<![/\w])(?i:{_COUNT_KEY}\b)\s*[:=#]?\s*\[?\s*(\d+)(?!\.\d|\d)"
 # "Epoch: [21][ 35/464]", "Epoch 3 [10/100]" (no groups: for a lookahead): the epoch shape below reads it.
-_EPOCH_BRACKETS = r"(?i:\bepoch)\s*[:=#]?\s*\[?\s*\d+(?:\s*/\s*\d+)?\s*\]?\s*[\[(]\s*\d+\s*/"
+_EPOCH_BRACKETS = rf"{_EPOCH_WORD}\s*[:=#]?\s*\[?\s*\d+(?:\s*/\s*\d+)?\s*\]?\s*[\[(]\s*\d+\s*/"
 # A line about an evaluation ("| valid on 'valid' subset 1000 / 1311 loss=1.60", "Step 300 | eval
 # loss: 2.1"): its loss is not the training loss of a step. Fewer words than keys.looks_like_loss
 # rejects in a metric's name: a free-text line says "val" and "dev" for other things ("val: n/a",
