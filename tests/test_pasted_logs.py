@@ -1486,3 +1486,49 @@ def test_a_tensorboard_download_with_odd_rows_skips_them_and_says_so(tmp_path):
     warnings = " ".join(run["warnings"])
     assert "1 row(s) with a 'Step' too large for a 64-bit step" in warnings
     assert "1 row(s) whose Value is not a number were skipped" in warnings
+
+
+FIXTURE_LOGS = Path(__file__).parent / "fixtures" / "logs"
+
+
+def _detectron2_training(first_iter: int = 19, lines: int = 20) -> list[str]:
+    out = [f"[03/01 10:00:00 d2.engine.train_loop]: Starting training from iteration {first_iter - 19}"]
+    for k in range(lines):
+        it = first_iter + 20 * k
+        loss = 2.0 * 0.995**it + 0.01 * (k % 3)
+        out.append(f"[03/01 10:00:{k:02d} d2.utils.events]:  eta: 0:10:00  iter: {it}  total_loss: {loss:.3f}  "
+                   f"loss_cls: {loss / 2:.3f}  loss_box_reg: {loss / 2:.3f}  time: 0.2  data_time: 0.01  "
+                   "lr: 0.0002  max_mem: 1000M")
+    return out
+
+
+def test_trainings_appended_to_one_log_are_read_as_runs_of_their_own(tmp_path):
+    """detectron2 appends each launch to log.txt, "Starting training from iteration 0" first: read
+    as one history, each new training's first losses (back at 2) were taken for a spike and a
+    divergence, both critical, and the run "unhealthy"."""
+    (single,) = discover_runs(_write(tmp_path / "one.log", _detectron2_training()))
+    assert analyze_run(single).verdict.value == "healthy"
+    path = _write(tmp_path / "log.txt", _detectron2_training() * 3)
+    runs = discover_runs(path)
+    base = tmp_path.name  # a file named log.txt is named by its folder
+    assert [r.name for r in runs] == [f"{base}#1", f"{base}#2", f"{base}#3"]
+    for run in runs:
+        pd.testing.assert_frame_equal(run.steps, single.steps)
+        assert run.warnings[0].startswith("log.txt holds 3 trainings that each start from their first step")
+    code, report = _analyze(str(path))
+    assert code == 0 and [r["verdict"] for r in report["runs"]] == ["healthy"] * 3
+
+
+def test_a_resumed_training_goes_on_in_the_same_run(tmp_path):
+    # "Starting training from iteration 400": a resume, its steps go on.
+    path = _write(tmp_path / "log.txt", _detectron2_training() + _detectron2_training(first_iter=419))
+    (run,) = discover_runs(path)
+    assert run.steps.index.tolist() == list(range(19, 800, 20))
+    # The Hugging Face Trainer prints its banner on a resume too, then says it continues.
+    hf = (FIXTURE_LOGS / "hf_trainer.log").read_text(encoding="utf-8")
+    banner = "***** Running training *****\n"
+    again = hf.replace(banner, banner + "  Continuing training from checkpoint, will skip to saved global_step\n")
+    (tmp_path / "hf.log").write_text(hf + again, encoding="utf-8")
+    assert len(discover_runs(tmp_path / "hf.log")) == 1
+    (tmp_path / "hf2.log").write_text(hf + hf, encoding="utf-8")
+    assert [r.name for r in discover_runs(tmp_path / "hf2.log")] == ["hf2#1", "hf2#2"]

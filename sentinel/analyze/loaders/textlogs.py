@@ -96,7 +96,8 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
         least: the record lines a dialect needs (see :func:`pick_dialect`): a short paste.
 
     Returns:
-        One :class:`RunData` whose ``source`` is the dialect's name.
+        One :class:`RunData` whose ``source`` is the dialect's name; one per training where the
+        file holds several that each start from their first step (:func:`fresh_starts`).
 
     Raises:
         ValueError: no dialect recognises the file, or an option names a key it does not have.
@@ -111,6 +112,61 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
     if dialect is None:
         raise ValueError(f"{path}: no known training-log lines found (tried: {DESCRIPTION}); "
                          "pass a log with a step and a loss on each line")
+    parts = fresh_starts(text)
+    if len(parts) == 1:
+        return [_read(text, dialect, options, path, run_name(path))]
+    runs, empty = [], []
+    for k, part in enumerate(parts, 1):
+        try:
+            runs.append(_read(part, dialect, options, path, f"{run_name(path)}#{k}"))
+        except ValueError:  # a training that stopped before its first logged step
+            empty.append(k)
+    if not runs:
+        raise ValueError(f"{path}: no {dialect.name} step lines found")
+    note = (f"{Path(path).name} holds {len(parts)} trainings that each start from their first step (runs "
+            f"appended to one file): each is read as a run of its own, {runs[0].name} to {run_name(path)}#{len(parts)}")
+    if empty:
+        note += f" ({', '.join(f'#{k}' for k in empty)} logged no step)"
+    for run in runs:
+        run.warnings.insert(0, note)
+    return runs
+
+
+# Lines a training framework prints when a training starts from its first step. A log holding
+# several is trainings appended to one file (detectron2's log.txt after each launch, a Hugging
+# Face stdout redirected with >>): read as one history, each fresh start's loss, back at its first
+# level, looked like a spike that never recovered.
+_FRESH_START = re.compile(r"^[^\n]*?(?:Starting training from iteration 0\b|\*{5} Running training \*{5})",
+                          re.MULTILINE)
+_RESUMED = re.compile(r"Continuing training from checkpoint")  # the Hugging Face Trainer's resume
+
+
+def fresh_starts(text: str) -> list[str]:
+    """``text`` cut where a training starts again from its first step (each part from its start
+    line; the first part from the top). A training resumed from a checkpoint goes on with the
+    part before it.
+
+    Example:
+        >>> log = "Starting training from iteration 0\\niter: 19 loss: 2\\n" * 2
+        >>> [part.count("iter:") for part in fresh_starts(log)]
+        [1, 1]
+    """
+    cuts = [m.start() for m in _FRESH_START.finditer(text)]
+    if len(cuts) < 2:
+        return [text]
+    bounds = [0, *cuts[1:], len(text)]
+    parts = [text[start:end] for start, end in zip(bounds, bounds[1:])]
+    kept = [parts[0]]
+    for part in parts[1:]:
+        if _RESUMED.search(part, 0, 20_000):
+            kept[-1] += part
+        else:
+            kept.append(part)
+    return kept
+
+
+def _read(text: str, dialect: Dialect, options: LoadOptions | None, path: str | Path, name: str) -> RunData:
+    """One run from ``text`` read with ``dialect``."""
     if dialect is HF_TRAINER:
         text = clean_text(text)
         text = bar_steps(text, HF_TRAINER.shapes[0].pattern) or text  # its dicts, training and evaluation
@@ -141,8 +197,8 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
         who = "no loss in the file" if dialect is AMP_ONLY else f"no loss logged by {dialect.name}"
         found.warnings.append(f"{who}: only "
                               f"{', '.join(found.steps.columns) or 'events'} were read")
-    return [RunData(name=run_name(path), path=str(path), source=dialect.name, steps=found.steps,
-                    events=found.events, meta=found.meta, warnings=found.warnings)]
+    return RunData(name=name, path=str(path), source=dialect.name, steps=found.steps,
+                   events=found.events, meta=found.meta, warnings=found.warnings)
 
 
 def gan_terms(steps, warnings: list[str], logged_nan: dict | None = None) -> None:
