@@ -426,3 +426,41 @@ def test_a_flat_noisy_loss_is_not_a_rise_at_its_end_but_a_real_one_still_is():
     early = 4 * np.exp(rng.normal(0, 0.02, 48))
     early[:2] = [2.0, 2.05]  # up from the second row on, and staying there
     assert analyze_run(run_of({"loss": early})).verdict.value == "unhealthy"
+
+
+def _fine_tune(n: int = 46, later_rise: bool = False) -> dict[str, np.ndarray]:
+    """An MMDetection-style fine-tune logged every 50 iterations: the LR warms up linearly from a
+    thousandth of 0.02 over 500 iterations; the loss climbs from 0.9 to ~1.4 while it does, then
+    comes down below where it started. ``later_rise``: the loss rises again from iteration 1500."""
+    it = 50 * np.arange(1, n + 1)
+    lr = 0.02 * np.minimum(1.0, 0.001 + 0.999 * it / 500)
+    loss = 0.9 + 0.6 * np.exp(-(((it - 350) / 150) ** 2)) - 0.25 * (1 - np.exp(-it / 800)) \
+        + 0.03 * ((np.arange(1, n + 1) * 7) % 5) / 5
+    if later_rise:
+        loss = loss + np.where(it >= 1500, 0.6, 0.0)
+    return {"loss": loss, "lr": lr, "_steps": it}
+
+
+def _report(columns: dict):
+    steps = columns.pop("_steps")
+    return analyze_run(run_of(columns, index=steps))
+
+
+def test_a_rise_during_the_lr_warm_up_that_comes_back_is_info():
+    report = _report(_fine_tune())
+    assert report.verdict.value == "healthy"
+    (rise,) = [i for i in report.incidents if i.kind in ("divergence", "loss_spike")]
+    assert rise.severity.value == "info" and rise.step < 500
+    assert rise.details["during_warmup"] == {"end": 500, "first": pytest.approx(0.02 * (0.001 + 0.999 / 10)), "peak": 0.02}
+    assert "during the learning-rate warm-up (lr 0.00202 rising to 0.02 by step 500)" in rise.message
+
+
+def test_the_same_rise_without_a_warm_up_or_with_a_later_one_stays_critical():
+    no_lr = _fine_tune()
+    del no_lr["lr"]
+    flat = {**_fine_tune(), "lr": np.full(46, 0.02)}
+    for columns in (no_lr, flat, _fine_tune(later_rise=True)):
+        report = _report(columns)
+        assert report.verdict.value == "unhealthy"
+        early = [i for i in report.incidents if i.kind == "divergence" and i.step < 500]
+        assert early and all(i.severity.value == "critical" for i in early)
