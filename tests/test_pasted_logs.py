@@ -1091,6 +1091,8 @@ def _losses(n: int = 60, nan_from: int = 45) -> list[str]:
 
 
 @pytest.mark.parametrize("name,line,first_step,every", [
+    # the diffusers training examples: progress_bar.set_postfix(step_loss=..., lr=...), keys sorted
+    ("diffusers", "Steps: {pct:3d}%|##        | {i}/60 [00:{i:02d}<01:00, 1.67it/s, lr=1e-05, step_loss={v}]", 1, 1),
     # kohya's sd-scripts: the bar's postfix names its loss avr_loss
     ("kohya", "steps: {pct:3d}%|##        | {i}/60 [00:{i:02d}<01:00, 1.67it/s, avr_loss={v}]", 1, 1),
     # OpenNMT-py: xent is the loss (ppl its exponential)

@@ -376,13 +376,14 @@ GAN = Dialect(
 # in either order. Needs several such lines (see textlogs.sniff).
 # Chinese tutorials' step labels too: 训练次数 ("training count", the step), 迭代次数 ("iterations").
 _STEP_KEY = r"(?:step|iter|iterations?|num_updates|global_step|it|训练次数|迭代次数|训练步数|步数|迭代)"
+# step_loss: the diffusers training examples' bar (progress_bar.set_postfix(step_loss=..., lr=...));
 # avr_loss: kohya's sd-scripts bar ("avr_loss=0.0875", its loss averaged over recent steps); xent:
 # OpenNMT-py's "Step 100/200000; acc: 10.5; ppl: 50.2; xent: 3.9; ...".
 # train_loss_step: Lightning's bar for self.log("train_loss", ..., on_step=True, on_epoch=True)
 # (beside its train_loss_epoch, the running mean, not read).
 # (Factored: a flat alternation of the names is tried at every character of a gap: +27% on a
 # generic log when four names were added.)
-_LOSS_KEY = r"(?:(?:(?:train(?:ing)?|total|reduced_train|lm|avr)[_/ ])?loss(?:_total|_step)?|xent)"
+_LOSS_KEY = r"(?:(?:(?:train(?:ing)?|total|reduced_train|lm|avr)[_/ ]|step_)?loss(?:_total|_step)?|xent)"
 _SEP = r"\s*[:=]?\s*"
 # The same between a loss key and its value, either of them perhaps quoted (a dict's repr printed
 # by a logger: PaddleDetection's "'loss': '1.024392'").
