@@ -1107,6 +1107,13 @@ def _losses(n: int = 60, nan_from: int = 45) -> list[str]:
     ("dict", "{{'epoch': {i}, 'train_loss': {v}, 'lr': 0.001}}", 1, 1),
     # CLU's LoggingWriter (JAX)
     ("clu", "I1203 10:00:00.000 140 train.py:300] [{s}] train/loss={v}, train/learning_rate=0.001", 100, 100),
+    # absl-logged JAX loops: the pairs apart by spaces
+    ("jax_absl", "I1203 10:00:00.000 140 train.py:200] [{s}] loss={v} learning_rate=0.001", 100, 100),
+    # a loss, then the count it was taken at
+    ("after_batches", "Loss: {v} after {s} batches", 100, 100),
+    # pytorch/examples fast_neural_style: samples seen in the epoch, the total is the loss
+    ("fast_neural_style", "Mon Jan  1 10:00:00 2024\tEpoch 1:\t[{s}/83000]\tcontent: 1.5\tstyle: 2.5\ttotal: {v}",
+     100, 100),
     # pytorch/examples word_language_model: its "ms/batch 45.60" is a time, not a batch count
     ("word_lm", "| epoch   1 | {s2:5d}/12000 batches | lr 20.00 | ms/batch 45.60 | loss {v} | ppl 2448.66",
      200, 200),

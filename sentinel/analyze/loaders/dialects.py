@@ -500,7 +500,7 @@ _LIGHTNING_LOSS_KEYS = dict.fromkeys(("loss", "train_loss", "train/loss", "train
 PROGRESS_LINES = Dialect(
     name="text",
     description="progress lines of tqdm descriptions, the PyTorch quickstart, CLU, ESPnet2, torchtune, "
-                "Lightning's rich bar",
+                "Lightning's rich bar, fast_neural_style, 'loss X after N batches'",
     shapes=(
         # A tqdm bar whose description holds the loss (pbar.set_description(f"loss={loss:.4f}")):
         # "loss=2.3412: 45%|####5     | 27/60 [00:05<00:06, 5.1it/s]"; the bar's count is the step.
@@ -511,9 +511,18 @@ PROGRESS_LINES = Dialect(
         # that starts again each epoch: the steps go on across epochs, in samples).
         Shape(re.compile(rf"^[^\S\n]*(?i:loss):[^\S\n]*({_NUM})[^\S\n]+\[[^\S\n]*(\d+)/[^\S\n]*(\d+)\][^\S\n]*$",
                          re.MULTILINE), head=(metrics.LOSS, "iter", "total")),
-        # CLU's LoggingWriter (JAX: big_vision, scenic, ...): "[{step}] train/loss=2.31, learning_rate=...".
-        Shape(re.compile(rf"(?:^|\] )\[(\d+)\] [^\n]*?(?<![\w/])(?i:{_LOSS_KEY})=({_NUM})(?:,|$)", re.MULTILINE),
+        # CLU's LoggingWriter (JAX: big_vision, scenic, ...): "[{step}] train/loss=2.31, learning_rate=...",
+        # also with spaces between the pairs (absl-logged JAX loops: "[0] loss=6.0003 learning_rate=0.001").
+        Shape(re.compile(rf"(?:^|\] )\[(\d+)\] [^\n]*?(?<![\w/])(?i:{_LOSS_KEY})=({_NUM})(?:[,\s]|$)", re.MULTILINE),
               head=(metrics.STEP, metrics.LOSS)),
+        # A loss, then the count it was taken at: "Loss: 6.0023 after 100 batches".
+        Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\s+after\s+(\d+)\s+"
+                         r"(?i:batch(?:es)?|steps?|iter(?:ation)?s?|updates?)\b"),
+              head=(metrics.LOSS, metrics.STEP)),
+        # pytorch/examples fast_neural_style: "{time}\tEpoch {e}:\t[{n}/{N}]\tcontent: x\tstyle: y\ttotal: z"
+        # (samples seen in the epoch; the total is the loss it backpropagates).
+        Shape(re.compile(rf"\bEpoch (\d+):\t\[(\d+)/(\d+)\]\tcontent: [^\t\n]*\tstyle: [^\t\n]*\ttotal: ({_NUM})"),
+              head=("epoch", "iter", "total", metrics.LOSS)),
         # ESPnet2's trainer: "1epoch:train:101-200batch: iter_time=..., loss_ctc=..., loss=68.3, ..."
         # (the batch count inside the epoch).
         Shape(re.compile(rf"\b(\d+)epoch:train:\d+-(\d+)batch: [^\n]*?(?<![\w/])loss=({_NUM})(?:,|$)", re.MULTILINE),
