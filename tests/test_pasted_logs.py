@@ -1109,6 +1109,10 @@ def _losses(n: int = 60, nan_from: int = 45) -> list[str]:
     ("clu", "I1203 10:00:00.000 140 train.py:300] [{s}] train/loss={v}, train/learning_rate=0.001", 100, 100),
     # absl-logged JAX loops: the pairs apart by spaces
     ("jax_absl", "I1203 10:00:00.000 140 train.py:200] [{s}] loss={v} learning_rate=0.001", 100, 100),
+    # a JSON record after a logger's prefix
+    ("json_after_prefix", '2024-01-01 10:00:00 INFO {{"step": {s}, "train_loss": {v}, "lr": 0.0003}}', 100, 100),
+    # a reinforcement-learning script: the episode is the step
+    ("episodes", "Episode {i}\tReward: 10.0\tLoss: {v}", 1, 1),
     # a loss, then the count it was taken at
     ("after_batches", "Loss: {v} after {s} batches", 100, 100),
     # pytorch/examples fast_neural_style: samples seen in the epoch, the total is the loss

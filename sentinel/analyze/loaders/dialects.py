@@ -375,7 +375,7 @@ GAN = Dialect(
 # Anything else: a step-like key and a loss-like key on one line, as "key: v", "key=v" or "key v",
 # in either order. Needs several such lines (see textlogs.sniff).
 # Chinese tutorials' step labels too: 训练次数 ("training count", the step), 迭代次数 ("iterations").
-_STEP_KEY = r"(?:step|iter|iterations?|num_updates|global_step|it|训练次数|迭代次数|训练步数|步数|迭代)"
+_STEP_KEY = r"(?:step|iter|iterations?|num_updates|global_step|it|episode|训练次数|迭代次数|训练步数|步数|迭代)"
 # step_loss: the diffusers training examples' bar (progress_bar.set_postfix(step_loss=..., lr=...));
 # avr_loss: kohya's sd-scripts bar ("avr_loss=0.0875", its loss averaged over recent steps); xent:
 # OpenNMT-py's "Step 100/200000; acc: 10.5; ppl: 50.2; xent: 3.9; ...".
@@ -447,7 +447,7 @@ GENERIC = Dialect(
     rewrite=_without_bar_running_mean,
     shapes=(
         # Not on a line where an epoch comes before the step key (the epoch shape below reads it).
-        Shape(re.compile(rf"^(?![^\n]*?{_EPOCH_THEN_COUNT}){_GAP}(?i:\b{_STEP_KEY}){_SEP}\[?\s*(\d+)(?:\s*/\s*\d+)?\b"
+        Shape(re.compile(rf"^(?![^\n]*?{_EPOCH_THEN_COUNT}){_GAP}(?i:\b{_STEP_KEY})['\"]?{_SEP}\[?\s*(\d+)(?:\s*/\s*\d+)?\b"
                          rf"{_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
               head=(metrics.STEP, metrics.LOSS)),
         Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b{_LOSS_GAP}(?i:\b{_STEP_KEY}){_SEP}(\d+)\b"),
