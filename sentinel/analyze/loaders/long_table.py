@@ -1,0 +1,136 @@
+"""Loader for per-step metrics written in long form: one row per metric, or one row per split.
+
+Two shapes that scripts write and tools export:
+
+* a name column and a value column, ``step,metric,value`` (``100,train/loss,2.31`` and
+  ``100,lr,3e-4`` on rows of their own): each name becomes a column;
+* a split column beside the numbers, ``step,split,loss`` (``100,train,2.31`` and
+  ``100,val,2.60``): each number becomes ``<split>/<column>`` (``train/loss``, ``val/loss``).
+  Read as a plain table, a step's evaluation row stood in for its training loss: every
+  evaluation looked like a spike.
+
+The wide table is then read as any other (:mod:`generic_table`'s rules): the loss found among
+the columns, every other numeric column kept under its canonical key. The whole file is read (a
+long table holds a few numbers per row).
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pandas as pd
+
+from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders.generic_table import _pick_columns, _separator
+from sentinel.analyze.loaders.keys import find_column, step_column
+from sentinel.analyze.loaders.numeric_table import step_values, table_steps
+from sentinel.analyze.loaders.textlog import read_head_lines, run_name, text_encoding
+
+NAME = "long_table"
+DESCRIPTION = "CSV / TSV tables in long form (step, metric, value; or step, split, loss)"
+SNIFF_TAKES_OPTIONS = True  # --step-col names the step column a sniff looks for
+
+NAME_COLUMNS = ("metric", "metric_name", "key", "name", "tag", "series", "variable")
+VALUE_COLUMNS = ("value", "metric_value", "val", "y")
+SPLIT_COLUMNS = ("split", "type", "phase", "stage", "mode", "subset", "partition")
+# A split column must name the training rows with one of these.
+TRAIN_WORDS = frozenset({"train", "training", "fit"})
+_SNIFF_ROWS = 200
+
+
+def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
+    """True for a CSV / TSV in one of the two long forms (see the module's docstring).
+
+    Example:
+        >>> sniff("/nonexistent.csv")
+        False
+    """
+    return _shape(path, options or LoadOptions()) is not None
+
+
+def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
+    """Read a long table as one run: its metrics side by side, indexed by step.
+
+    Raises:
+        ValueError: not a long table, or no loss among its metrics (the message lists them and
+            names ``--loss-col``).
+
+    Example:
+        >>> run = load("metrics_long.csv")[0]  # doctest: +SKIP
+        >>> list(run.steps.columns)  # doctest: +SKIP
+        ['loss', 'lr', 'val_loss']
+    """
+    options = options or LoadOptions()
+    shape = _shape(path, options)
+    if shape is None:
+        raise ValueError(f"{path}: not a table in long form (step, metric, value; or step, split, loss)")
+    sep, step_col, name_col, value_col, split_col = shape
+    table = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, encoding=text_encoding(path),
+                        encoding_errors="replace", on_bad_lines="skip", skipinitialspace=True)
+    warnings: list[str] = []
+    step, keep = step_values(table[step_col], step_col, path, warnings)
+    table = table[keep]
+    if split_col is None:
+        names = table[name_col].astype(str).str.strip()
+        parts = [pd.DataFrame({"step": step, "name": names.to_numpy(), "value": table[value_col].to_numpy()})]
+    else:
+        splits = table[split_col].astype(str).str.strip().str.lower()
+        parts = [pd.DataFrame({"step": step, "name": (splits + "/" + str(col)).to_numpy(), "value": table[col].to_numpy()})
+                 for col in table.columns if col not in (step_col, split_col)]
+        seen = sorted(set(splits))
+        warnings.append(f"{Path(path).name}: rows of {len(seen)} splits ({', '.join(seen)}) in the "
+                        f"{split_col!r} column: each split's numbers are read as columns of their own "
+                        "(train/loss, val/loss, ...)")
+    rows = pd.concat(parts, ignore_index=True)
+    rows = rows[rows["value"].astype(str).str.strip() != ""]  # a metric not logged at that row
+    wide = rows.drop_duplicates(["step", "name"], keep="last").pivot(index="step", columns="name", values="value")
+    wide.columns = [str(c) for c in wide.columns]
+    wide = wide.reset_index()
+    wide_step, loss_col = _pick_columns(list(wide.columns), LoadOptions("step", options.loss_col), path, warnings)
+    steps = table_steps(wide, wide_step, loss_col, path, warnings, keep_nan_eval=True)
+    meta = {"format": NAME, "columns": [c for c in wide.columns if c != "step"]}
+    return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps, meta=meta, warnings=warnings)]
+
+
+def _shape(path: str | Path, options: LoadOptions) -> tuple[str, str, str | None, str | None, str | None] | None:
+    """``(sep, step column, name column, value column, split column)`` of a long table, or None."""
+    lines = read_head_lines(path, limit=64 * 1024)
+    if len(lines) < 3 or lines[0].lstrip().startswith("{"):
+        return None
+    sep = _separator(lines[0])
+    try:
+        rows = list(csv.reader(lines[: _SNIFF_ROWS + 1], delimiter=sep, skipinitialspace=True))
+    except csv.Error:
+        return None
+    header = [name.strip() for name in rows[0]]
+    body = [row for row in rows[1:] if len(row) == len(header)]
+    if len(body) < 2:
+        return None
+    try:
+        step_col = step_column(header, options.step_col)
+    except ValueError:
+        return None
+    if step_col is None:
+        return None
+    name_col, value_col = find_column(header, NAME_COLUMNS), find_column(header, VALUE_COLUMNS)
+    if name_col is not None and value_col is not None:
+        names = [row[header.index(name_col)].strip() for row in body]
+        if all(name and not _is_number(name) for name in names):
+            return sep, step_col, name_col, value_col, None
+        return None
+    split_col = find_column(header, SPLIT_COLUMNS)
+    if split_col is None or len(header) < 3:
+        return None
+    splits = {row[header.index(split_col)].strip().lower() for row in body}
+    if not splits & TRAIN_WORDS or not all(s.replace("_", "").isalpha() for s in splits):
+        return None
+    return sep, step_col, None, None, split_col
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
