@@ -70,3 +70,19 @@ def test_other_tables_are_left_to_the_wide_reader(tmp_path, lines):
 
 def test_names_that_are_numbers_are_no_long_table(tmp_path):
     assert not long_table.sniff(_write(tmp_path / "t.csv", ["step,name,value", "1,3,2.0", "2,4,1.9", "3,5,1.8"]))
+
+
+def test_jsonl_rows_that_name_their_split_keep_evaluation_numbers_apart(tmp_path):
+    # mmcv's json log: {"mode": "train", ...} and {"mode": "val", ...} rows at the same iteration.
+    # Merged by step, the val row's loss replaced the training loss and ended the run at 5.0.
+    import json
+
+    lines = []
+    for i, loss in enumerate(LOSSES[:40]):
+        lines.append(json.dumps({"mode": "train", "epoch": 1, "iter": 10 * i, "lr": 0.02, "loss": loss}))
+        if i % 10 == 9:
+            lines.append(json.dumps({"mode": "val", "epoch": 1, "iter": 10 * i, "loss": 5.0, "bbox_mAP": 0.3}))
+    (run,) = discover_runs(_write(tmp_path / "20240101_000000.log.json", lines))
+    assert run.source == "generic_table" and run.steps["loss"].tolist() == LOSSES[:40]
+    assert run.steps["val/loss"].dropna().tolist() == [5.0] * 4 and run.steps["lr"].eq(0.02).all()
+    assert analyze_run(run).verdict.value == "healthy"

@@ -25,7 +25,9 @@ from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData
 from sentinel.analyze.loaders.keys import (
     LOSS_ALIASES,
     MAX_COLUMNS,
+    SPLIT_COLUMNS,
     STEP_ALIASES,
+    TRAIN_WORDS,
     canonical_key,
     inferred_loss_note,
     is_analysis_key,
@@ -206,6 +208,10 @@ def _read_jsonl(path: Path, warnings: list[str], nan_rows: dict[str, list[int]])
                 bad.append(lineno)
                 continue
             flat = _flatten(row, keep_text=True, nan_keys=nan_keys)
+            split = _split_of(row)
+            if split is not None:  # an evaluation row's numbers are its own: val/loss, not the loss
+                flat = {k if _is_step_key(k) else f"{split}/{k}": v for k, v in flat.items()}
+                nan_keys[:] = [k if _is_step_key(k) else f"{split}/{k}" for k in nan_keys]
             for key in nan_keys:
                 nan_rows.setdefault(key, []).append(len(rows))
             nan_keys.clear()
@@ -225,6 +231,20 @@ def _read_jsonl(path: Path, warnings: list[str], nan_rows: dict[str, list[int]])
                else f"at most {MAX_COLUMNS} keys are read")
         warnings.append(f"{path.name}: {len(dropped)} key(s) dropped: {why}")
     return pd.DataFrame.from_records(rows, columns=list(known)) if rows else pd.DataFrame(columns=list(known))
+
+
+def _split_of(row: dict) -> str | None:
+    """The split a JSON row names that is not training (``{"mode": "val", ...}``, mmcv's json
+    log; ``{"split": "test", ...}``), or None."""
+    for key in SPLIT_COLUMNS:
+        value = row.get(key)
+        if isinstance(value, str) and value.strip().isalpha() and value.strip().lower() not in TRAIN_WORDS:
+            return value.strip().lower()
+    return None
+
+
+def _is_step_key(key: str) -> bool:
+    return key.strip().lower() in STEP_ALIASES or key.strip().lower() == "epoch"
 
 
 def _is_role(key: str) -> bool:

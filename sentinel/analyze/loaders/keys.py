@@ -9,6 +9,9 @@ from sentinel import metrics
 STEP_ALIASES = ("step", "global_step", "iteration", "iter", "it", "trainer/global_step", "steps", "s",
                 "current_steps",  # LLaMA-Factory's trainer_log.jsonl
                 "global_step/max_steps")  # ms-swift's logging.jsonl: "12/2353"
+# A column or key that names the split a row belongs to, and the words for its training rows.
+SPLIT_COLUMNS = ("split", "type", "phase", "stage", "mode", "subset", "partition")
+TRAIN_WORDS = frozenset({"train", "training", "fit"})
 LOSS_ALIASES = (
     "loss", "train_loss", "train/loss", "training_loss", "train_loss_step", "loss_step",
     "lm loss", "lm_loss", "train/lm_loss", "trl", "train/loss_step", "losses/train",

@@ -23,7 +23,7 @@ import pandas as pd
 
 from sentinel.analyze.loaders import LoadOptions, RunData
 from sentinel.analyze.loaders.generic_table import _pick_columns, _separator
-from sentinel.analyze.loaders.keys import find_column, step_column
+from sentinel.analyze.loaders.keys import SPLIT_COLUMNS, TRAIN_WORDS, find_column, step_column
 from sentinel.analyze.loaders.numeric_table import step_values, table_steps
 from sentinel.analyze.loaders.textlog import read_head_lines, run_name, text_encoding
 
@@ -33,9 +33,6 @@ SNIFF_TAKES_OPTIONS = True  # --step-col names the step column a sniff looks for
 
 NAME_COLUMNS = ("metric", "metric_name", "key", "name", "tag", "series", "variable")
 VALUE_COLUMNS = ("value", "metric_value", "val", "y")
-SPLIT_COLUMNS = ("split", "type", "phase", "stage", "mode", "subset", "partition")
-# A split column must name the training rows with one of these.
-TRAIN_WORDS = frozenset({"train", "training", "fit"})
 _SNIFF_ROWS = 200
 
 
@@ -123,6 +120,7 @@ def _shape(path: str | Path, options: LoadOptions) -> tuple[str, str, str | None
     if split_col is None or len(header) < 3:
         return None
     splits = {row[header.index(split_col)].strip().lower() for row in body}
+    # a split column names its training rows with one of TRAIN_WORDS
     if not splits & TRAIN_WORDS or not all(s.replace("_", "").isalpha() for s in splits):
         return None
     return sep, step_col, None, None, split_col
