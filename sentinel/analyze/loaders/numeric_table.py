@@ -35,7 +35,7 @@ from sentinel.analyze.loaders.keys import (
     looks_like_eval_loss,
     loss_column,
 )
-from sentinel.analyze.loaders.textlog import order_columns, settled, text_encoding
+from sentinel.analyze.loaders.textlog import last_line_whole, order_columns, settled, text_encoding
 
 # Above this size a table keeps only the columns the analysis reads (see the module docstring).
 LARGE_TABLE_BYTES = 64 << 20
@@ -197,7 +197,7 @@ def read_columns(path: str | Path, sep: str, names: list[str], positions: list[i
         del pieces
     text = np.concatenate(text_parts) if text_parts else None
     rows = len(next(iter(columns.values()))) if columns else 0
-    if rows > 0 and not _ends_with_newline(path) and not settled(path):
+    if rows > 0 and not _ends_with_newline(path) and not settled(path) and not _last_line_whole(path):
         # A cut row still parses ("2.3" from "2.3417"), so it cannot be trusted while the file
         # is being written.
         warnings.append(f"{path.name}: last line has no line end (cut off while written?): skipped (it is "
@@ -325,6 +325,15 @@ def metric_series_frame(series: dict[str, pd.Series], loss_col: str | None, wher
     steps.index = steps.index.astype("int64")
     steps.index.name = metrics.STEP
     return steps.astype("float64")
+
+
+def _last_line_whole(path: Path) -> bool:
+    """:func:`last_line_whole` of the file's end (a row ending in ``nan`` was not cut)."""
+    with open(path, "rb") as f:
+        f.seek(0, 2)
+        f.seek(max(f.tell() - 256, 0))
+        tail = f.read()
+    return last_line_whole(tail.decode(text_encoding(path) or "utf-8", errors="replace"))
 
 
 def _ends_with_newline(path: Path) -> bool:

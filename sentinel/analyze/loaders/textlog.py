@@ -147,6 +147,26 @@ def read_head_lines(path: str | Path, limit: int = SNIFF_BYTES) -> list[str]:
 SETTLED_SECONDS = 60.0
 
 
+# A last line ending in one of these may be a number cut while it was written ("2.3" of "2.3417").
+_CUT_ENDS = frozenset("0123456789.+-")
+
+
+def last_line_whole(text: str) -> bool:
+    """Whether the last line of ``text`` (after its last line end) is whole although it has no
+    line end: it ends in something no number is cut to (a unit, a bracket, a space, ``nan``,
+    ``inf``). A log pasted into a file just now ends so more often than not, its last line the
+    NaN; a line that ends in a digit, a point or a sign may be one being written.
+
+    Example:
+        >>> last_line_whole("step 5 loss nan"), last_line_whole("iter 5: loss 2.2, time 9ms")
+        (True, True)
+        >>> last_line_whole("step 5 loss 2.3")
+        False
+    """
+    tail = text[max(text.rfind("\n"), text.rfind("\r")) + 1:]
+    return not tail or tail[-1] not in _CUT_ENDS
+
+
 def settled(path: str | Path) -> bool:
     """Whether nothing has written to ``path`` for :data:`SETTLED_SECONDS`: a last line without a
     line end is then the end of the log, not a line being written (whose number may be cut,
@@ -163,18 +183,19 @@ def settled(path: str | Path) -> bool:
 
 
 def read_text(path: str | Path) -> str:
-    """Read a whole text file, tolerantly (a byte-order mark dropped, bad bytes replaced). A
-    settled file (:func:`settled`) that does not end with a line end gets one: its last line is
-    read like the others.
+    """Read a whole text file, tolerantly (a byte-order mark dropped, bad bytes replaced). A file
+    that does not end with a line end gets one where its last line is whole
+    (:func:`last_line_whole`) or the file is settled (:func:`settled`): its last line is then read
+    like the others; else it is left to the reader to skip (it may be a line being written).
 
     Example:
         >>> import tempfile, os
-        >>> fd, p = tempfile.mkstemp(); _ = os.write(fd, b"\\xef\\xbb\\xbfa\\xff"); os.close(fd)
+        >>> fd, p = tempfile.mkstemp(); _ = os.write(fd, b"\\xef\\xbb\\xbfloss nan\\xff"); os.close(fd)
         >>> read_text(p)
-        'a\ufffd'
+        'loss nan\ufffd\\n'
     """
     text = decode(Path(path).read_bytes())
-    return text + "\n" if text and not text.endswith("\n") and settled(path) else text
+    return text + "\n" if text and not text.endswith("\n") and (last_line_whole(text) or settled(path)) else text
 
 
 def read_lines(path: str | Path) -> tuple[list[str], bool]:
