@@ -147,21 +147,23 @@ def read_head_lines(path: str | Path, limit: int = SNIFF_BYTES) -> list[str]:
 SETTLED_SECONDS = 60.0
 
 
-# A last line ending in one of these may be a number cut while it was written ("2.3" of "2.3417").
-_CUT_ENDS = frozenset("0123456789.+-")
+# A last line ending in one of these may be a number cut while it was written ("2.3" of "2.3417",
+# "2.34e" of "2.34e-05": read as 2.34, a spike).
+_CUT_ENDS = frozenset("0123456789.+-eE")
 
 
 def last_line_whole(text: str) -> bool:
     """Whether the last line of ``text`` (after its last line end) is whole although it has no
     line end: it ends in something no number is cut to (a unit, a bracket, a space, ``nan``,
     ``inf``). A log pasted into a file just now ends so more often than not, its last line the
-    NaN; a line that ends in a digit, a point or a sign may be one being written.
+    NaN; a line that ends in a digit, a point, a sign or an exponent's ``e`` may be one being
+    written.
 
     Example:
         >>> last_line_whole("step 5 loss nan"), last_line_whole("iter 5: loss 2.2, time 9ms")
         (True, True)
-        >>> last_line_whole("step 5 loss 2.3")
-        False
+        >>> last_line_whole("step 5 loss 2.3"), last_line_whole("step 5 loss 2.3e")
+        (False, False)
     """
     tail = text[max(text.rfind("\n"), text.rfind("\r")) + 1:]
     return not tail or tail[-1] not in _CUT_ENDS
