@@ -270,3 +270,22 @@ def test_lightning_rich_progress_bar_as_a_terminal_draws_it():
 
     (val,) = [i for i in analyze_run(run).incidents if i.details.get("metric") == "val_loss"]
     assert val.details["evaluations"] == 4 and "at 1 of 4 evaluations (step 90)" in val.message
+
+
+@pytest.mark.parametrize("first", [1, 10])
+def test_a_resumed_keras_fit_numbers_its_steps_from_its_first_epoch(tmp_path, first):
+    # fit(initial_epoch=9) prints "Epoch 10/50" first: its steps go on from 9 epochs of 6 batches,
+    # not from 1 (they were numbered as if the run had started there).
+    text = (LOGS / "keras.log").read_text(encoding="utf-8")
+    text = text.replace("Epoch 1/2", f"Epoch {first}/50").replace("Epoch 2/2", f"Epoch {first + 1}/50")
+    run = _one(_write_text(tmp_path / "keras_resumed.log", text))
+    assert run.steps[metrics.LOSS].dropna().index.tolist() == list(range(6 * (first - 1) + 1, 6 * (first - 1) + 13))
+    assert run.meta.get("first_epoch") == (first if first > 1 else None)
+    # One epoch of a resumed fit alone too.
+    single = _one(_write_text(tmp_path / "one_epoch.log", text.split(f"Epoch {first + 1}/50")[0]))
+    assert single.steps.index[0] == 6 * (first - 1) + 1
+
+
+def _write_text(path, text: str):
+    path.write_text(text, encoding="utf-8")
+    return path

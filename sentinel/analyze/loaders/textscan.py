@@ -543,6 +543,10 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
             if epoch is None and total is not None:
                 epoch = _epochs_from_wraps(iters, total, columns["_pos"], meta, columns.get(metrics.LOSS),
                                            _headers_between(text, shape, n))
+                first = _first_epoch_header(text)
+                if first is not None and first > 1:  # a resumed fit: "Epoch 10/50" first, its steps go on from there
+                    epoch = (np.ones(n) if epoch is None else epoch) + (first - 1)
+                    meta["first_epoch"] = first
             if epoch is not None and _counts_globally(epoch, iters, columns["_pos"],
                                                       known_length=total is not None and not np.isnan(total).all()):
                 epoch = None  # "epoch 2 step 1200": the step goes on across epochs already
@@ -728,6 +732,19 @@ def _last_records(columns: dict[str, np.ndarray], step: np.ndarray, dialect: Dia
     warnings.append(f"{int(again.sum())} {dialect.record_word}(s) logged more than once (first: "
                     f"{int(in_order[np.argmax(again)])}), e.g. after a restart: the last occurrence was kept")
     return {name: column[keep] for name, column in columns.items()}, step[keep]
+
+
+def _first_epoch_header(text: str) -> int | None:
+    """The epoch of the first Keras ``Epoch k/K`` line, or None.
+
+    Example:
+        >>> _first_epoch_header("Epoch 10/50\\n 50/196 [===] - loss: 2.1\\n")
+        10
+    """
+    if "Epoch " not in text:
+        return None
+    found = _EPOCH_HEADER.search(text)
+    return None if found is None else int(found.group(0).split()[1].split("/")[0])
 
 
 def _headers_between(text: str, shape: Shape, n: int) -> np.ndarray | None:
