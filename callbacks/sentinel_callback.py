@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from typing import Any
 
@@ -42,6 +42,10 @@ class SentinelCallback(Callback):
         config: a :class:`sentinel.config.SentinelConfig`, or pass its fields as keyword
             options (``rollback=False``, ``snapshot_every=10``, ``attention_every=25``, ...).
             An unknown option raises ``TypeError`` naming it.
+        rollback_with: other state a rollback puts back with the weights (see
+            :class:`sentinel.Sentinel`). The averaged model of Lightning's ``WeightAveraging``
+            callbacks (``EMAWeightAveraging``) is added by itself: left out, the average keeps the
+            updates a rollback discarded, and it becomes the model at the end of training.
 
     Metrics go to the run directory and to the Trainer's own loggers under the same keys:
 
@@ -67,8 +71,9 @@ class SentinelCallback(Callback):
     """
 
     def __init__(self, log_dir: str = "logs/sentinel", *, config: SentinelConfig | None = None,
-                 **options: Any) -> None:
+                 rollback_with: Sequence[Any] = (), **options: Any) -> None:
         self.config = SentinelConfig.resolve(config, options)
+        self.rollback_with = list(rollback_with)
         self.log_dir = str(log_dir)
         ensure_run_dir(self.log_dir)  # fails here, before training, not at on_train_start
         self.sentinel: Sentinel | None = None
@@ -107,6 +112,7 @@ class SentinelCallback(Callback):
         self.sentinel = Sentinel(
             pl_module, list(trainer.optimizers), schedulers, scaler, self.log_dir,
             config=self.config, rank=trainer.global_rank, _keep_batches=True,
+            rollback_with=[*self.rollback_with, *_averaged_models(trainer)],
             meta={"trainer": {"precision": str(trainer.precision), "world_size": trainer.world_size,
                               "strategy": type(trainer.strategy).__name__,
                               "accumulate_grad_batches": trainer.accumulate_grad_batches,
@@ -240,3 +246,24 @@ def _takes_batch_idx(step: Callable[..., Any]) -> bool:
         return True
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
+
+
+def _averaged_models(trainer: pl.Trainer) -> list[torch.nn.Module]:
+    """The averaged models of the Trainer's weight-averaging callbacks, to roll back with the
+    weights. Lightning's ``WeightAveraging`` (EMA, SWA; Lightning 2.5+) keeps one
+    ``AveragedModel``, its update count a buffer of it. ``StochasticWeightAveraging`` keeps its
+    count outside its model, so it cannot be put back from the model alone: said once."""
+    try:
+        from lightning.pytorch.callbacks import WeightAveraging
+    except ImportError:  # Lightning before 2.5
+        WeightAveraging = ()  # noqa: N806
+    models = []
+    for callback in trainer.callbacks:
+        average = getattr(callback, "_average_model", None)
+        if isinstance(callback, WeightAveraging) and isinstance(average, torch.nn.Module):
+            models.append(average)
+        elif type(callback).__name__ == "StochasticWeightAveraging" and trainer.is_global_zero:
+            log.warning("sentinel: StochasticWeightAveraging's average is not rolled back with the weights: "
+                        "after a rollback it keeps the discarded updates it averaged. Lightning's "
+                        "WeightAveraging callback (SWA or EMA) is rolled back with them")
+    return models

@@ -100,9 +100,15 @@ class Sentinel:
             (``rollback=False``, ``snapshot_every=10``, ``spike_threshold=...``).
         rank: this process's rank (default: torch.distributed's, else 0). Only rank 0 writes.
         meta: extra fields for ``meta.json``.
+        rollback_with: other state a rollback must put back with the weights, each anything
+            with ``state_dict`` / ``load_state_dict``: an EMA or SWA copy of the model
+            (``torch.optim.swa_utils.AveragedModel``, timm's ``ModelEmaV2``, diffusers'
+            ``EMAModel``). Left out, the average keeps the updates a rollback discarded, and so
+            do the weights taken from it for evaluation or at the end.
 
     Example:
         >>> sen = Sentinel(model, opt, log_dir="logs/run1")   # doctest: +SKIP
+        >>> sen = Sentinel(model, opt, log_dir="logs/run1", rollback_with=[ema])   # doctest: +SKIP
     """
 
     def __init__(
@@ -117,6 +123,7 @@ class Sentinel:
         config: SentinelConfig | None = None,
         rank: int | None = None,
         meta: dict[str, Any] | None = None,
+        rollback_with: Sequence[Any] = (),
         _keep_batches: bool = False,
         **options: Any,
     ) -> None:
@@ -126,6 +133,10 @@ class Sentinel:
         self.schedulers = _as_list(scheduler)
         self.scaler = scaler
         _check_training_objects(self.optimizers, self.schedulers, scaler)
+        self.rollback_with = _checked_rollback_with(rollback_with)
+        # What a snapshot holds besides the model and optimizers (the ring copies any of them
+        # through state_dict / load_state_dict; a module's tensors into its host buffers).
+        self._restored = [*self.schedulers, *self.rollback_with]
         self.loss_fn = loss_fn
         # Whether a non-finite step can be replayed to localise it (an adapter with its own
         # replay, such as the Lightning callback, sets this).
@@ -804,7 +815,7 @@ class Sentinel:
                 every=1, keep=1, directory=None if directory is None else os.path.join(directory, "return")))
         try:
             self._return_ring.take(self.step, model=self.model, optimizers=self.optimizers,
-                                   schedulers=self.schedulers, scaler=self.scaler)
+                                   schedulers=self._restored, scaler=self.scaler)
         except (OSError, ValueError, TypeError) as err:
             log.warning("sentinel: step %d: the state before the rollback could not be kept (%s): a "
                         "rollback that cures nothing will not return to it", self.step, err)
@@ -825,7 +836,7 @@ class Sentinel:
             return None
         point = ring.snapshots[-1]
         agree = distributed.min_and_max if self.world_size > 1 else None
-        objects = dict(model=self.model, optimizers=self.optimizers, schedulers=self.schedulers,
+        objects = dict(model=self.model, optimizers=self.optimizers, schedulers=self._restored,
                        scaler=self.scaler, agree=agree)
         try:
             ring.restore(point, **objects)
@@ -951,7 +962,7 @@ class Sentinel:
         # Every rank restores the same step, the newest one every rank's files still hold.
         agree = distributed.min_and_max if self.world_size > 1 else None
         extra = self.ring.restore(snapshot, model=self.model, optimizers=self.optimizers,
-                                  schedulers=self.schedulers, scaler=self.scaler, agree=agree)
+                                  schedulers=self._restored, scaler=self.scaler, agree=agree)
         snapshot = self.ring.last_restored
         self.ring.drop_after(snapshot.step)
         self._load_detector_states(extra.get(_DETECTORS, {}))
@@ -1112,7 +1123,7 @@ class Sentinel:
         hold = None if onset is None else onset - self.config.guard.min_rollback_distance + 1
         try:
             self.ring.take(done, model=self.model, optimizers=self.optimizers,
-                           schedulers=self.schedulers, scaler=self.scaler,
+                           schedulers=self._restored, scaler=self.scaler,
                            extra={_DETECTORS: self._detector_states(),
                                   _OVERFLOW_STREAK: self.overflow_streak,
                                   _SCALER_SETTLED: self._scaler_settled}, hold_before=hold)
@@ -1209,6 +1220,20 @@ def _rank_dir(directory: str | None, rank: int, world_size: int) -> str | None:
     if directory is None or world_size == 1:
         return directory
     return os.path.join(directory, f"rank{rank}")
+
+
+def _checked_rollback_with(objects: Any) -> list[Any]:
+    """``rollback_with`` as a list, each entry with ``state_dict`` and ``load_state_dict``."""
+    if objects is None:
+        return []
+    if hasattr(objects, "state_dict") or not isinstance(objects, (list, tuple)):
+        objects = [objects]
+    for obj in objects:
+        if not (callable(getattr(obj, "state_dict", None)) and callable(getattr(obj, "load_state_dict", None))):
+            raise TypeError(f"sentinel: rollback_with holds <{type(obj).__module__}.{type(obj).__qualname__}>, "
+                            "which has no state_dict / load_state_dict: pass the EMA or averaged model itself "
+                            "(an nn.Module, or an object that saves and loads its state)")
+    return list(objects)
 
 
 def _check_training_objects(optimizers: list[Any], schedulers: list[Any], scaler: Any) -> None:

@@ -462,3 +462,17 @@ def test_a_batch_the_training_step_skips_is_not_recorded_as_a_nan_step(tmp_path,
     assert run.steps["loss"].notna().all()
     report = analyze_run(run)
     assert not [i for i in report.incidents if i.kind == "nonfinite"] and report.verdict == "healthy"
+
+
+def test_lightnings_weight_averaging_is_rolled_back_with_the_weights(tmp_path, tiny_task):
+    # EMAWeightAveraging updates its AveragedModel after every step and swaps it into the module
+    # at the end: not rolled back, it kept the 13 discarded updates (the damaged head among them)
+    # and counted them (n_averaged 120 of 120 steps).
+    from lightning.pytorch.callbacks import EMAWeightAveraging
+
+    ema = EMAWeightAveraging(decay=0.95)
+    final, trainer, _ = _fit(tmp_path, tiny_task, corrupt_steps={60}, extra_callbacks=[ema])
+    (rollback,) = _events(tmp_path, "rollback")
+    discarded = rollback["step"] + 1 - rollback["restored_step"]
+    assert discarded > 1 and int(ema._average_model.n_averaged) == trainer.global_step - discarded
+    assert math.isfinite(final)

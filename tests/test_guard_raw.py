@@ -20,14 +20,18 @@ STEPS = 120
 
 def _train(tmp_path, tiny_task, *, poison_steps=(), nan_steps=(), guard=True, steps=STEPS,
            states=None, resume=None, lr_surge=None, corrupt_steps=(), grad_gain_from=None, grad_gain_at=(),
-           **options):
+           ema=None, **options):
     """A raw guarded loop. ``lr_surge`` maps scheduler positions to an LR multiplier: a schedule
     that surges damages the weights through an update whose own loss and gradients look normal,
     the case skipping cannot answer (and a rollback replays, since it restores the scheduler).
     ``corrupt_steps``: after these steps the head's weights are scaled by 30 behind the guard's
     back, once (silent damage, e.g. a bad update the detectors could not see). ``grad_gain_from``:
     from that step on every gradient is 100x (with the LR cut 100x, the same updates): a lasting new
-    level of the grad norm with a normal loss; ``grad_gain_at``: the same at these steps alone."""
+    level of the grad norm with a normal loss; ``grad_gain_at``: the same at these steps alone.
+    ``ema``: a dict that gets an EMA copy of the model (decay 0.99, updated after each update,
+    before ``end_step``) under ``"model"``, its state after each step under ``"after"`` and, at the first rollback,
+    its state once the rollback is done under ``"rolled_back"``; ``rollback_with="ema"`` hands
+    it to sentinel."""
     Data, Net, mse, batches_at = tiny_task
     torch.manual_seed(0)
     nan = {min(batches_at(nan_steps, BATCH))} if nan_steps else set()  # one sample of the batch
@@ -39,6 +43,12 @@ def _train(tmp_path, tiny_task, *, poison_steps=(), nan_steps=(), guard=True, st
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 10) * surge.get(s, 1.0))
     if not guard:
         options.setdefault("rollback", False)
+    if ema is not None:
+        from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+
+        ema["model"] = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(0.99))
+        if options.pop("rollback_with", None) == "ema":
+            options["rollback_with"] = [ema["model"]]
     sen = Sentinel(model, opt, scheduler=sched, log_dir=str(tmp_path / "run"), loss_fn=mse,
                    tensorboard=False, **options)
     if resume is not None:  # as from a checkpoint: weights, optimizer, schedule and sentinel's progress
@@ -63,7 +73,15 @@ def _train(tmp_path, tiny_task, *, poison_steps=(), nan_steps=(), guard=True, st
                 for group in opt.param_groups:
                     group["lr"] *= 100.0
         sched.step()
+        if ema is not None:  # after the update, before end_step: a snapshot holds this step's average
+            ema["model"].update_parameters(model)
+        rollbacks = sen.rollbacks
         sen.end_step()
+        if ema is not None:
+            if sen.rollbacks > rollbacks and "rolled_back" not in ema:  # restored: the next step starts here
+                ema["rolled_back"] = copy.deepcopy(ema["model"].state_dict())
+            else:
+                ema.setdefault("after", {})[sen.step] = copy.deepcopy(ema["model"].state_dict())
         if sen.step in corrupt:
             corrupt.discard(sen.step)
             with torch.no_grad():
@@ -79,6 +97,31 @@ def _train(tmp_path, tiny_task, *, poison_steps=(), nan_steps=(), guard=True, st
 
 def _events(run_dir, kind):
     return [e for e in map(json.loads, (run_dir / "events.jsonl").read_text().splitlines()) if e["kind"] == kind]
+
+
+def test_a_rollback_puts_an_ema_of_the_weights_back_too(tmp_path, tiny_task):
+    # The head's weights scaled by 30 after step 60: rolled back. An EMA (decay 0.99) updated after
+    # every step kept the damaged steps' weights unless it was rolled back with the model.
+    kept, rewound = {}, {}
+    _, sen, _ = _train(tmp_path / "kept", tiny_task, corrupt_steps={60}, ema=kept)
+    final, sen_ema, run = _train(tmp_path / "rewound", tiny_task, corrupt_steps={60}, ema=rewound,
+                                 rollback_with="ema")
+    assert sen.rollbacks == sen_ema.rollbacks == 1 and math.isfinite(final)
+    (rollback,) = _events(run, "rollback")
+    restored = rollback["restored_step"]
+    assert restored < 60 <= rollback["spike_step"]
+    # Rewound: the EMA is what it was after step `restored`, bit for bit, damage and all gone.
+    at_restore = rewound["after"][restored]
+    assert all(torch.equal(rewound["rolled_back"][k], at_restore[k]) for k in at_restore)
+    # Kept: it still holds the steps after it, the damaged head among them.
+    assert not torch.equal(kept["rolled_back"]["module.head.weight"], kept["after"][restored]["module.head.weight"])
+    assert torch.isfinite(rewound["model"].module.head.weight).all()
+
+
+def test_rollback_with_refuses_what_cannot_be_put_back(tmp_path):
+    model = torch.nn.Linear(2, 1)
+    with pytest.raises(TypeError, match="rollback_with holds <builtins.int>, which has no state_dict"):
+        Sentinel(model, torch.optim.SGD(model.parameters(), lr=0.1), log_dir=str(tmp_path), rollback_with=[3])
 
 
 def test_poison_without_guard_ruins_the_run(tmp_path, tiny_task):

@@ -354,7 +354,9 @@ class SnapshotRing:
             step: optimizer steps completed so far.
             model: the module whose ``state_dict`` is copied.
             optimizers: optimizers whose state is copied.
-            schedulers: LR schedulers (anything with ``state_dict``/``load_state_dict``).
+            schedulers: LR schedulers, and other state put back with the model (anything with
+                ``state_dict``/``load_state_dict``; a module, such as an EMA copy of the model,
+                is copied like the model).
             scaler: an AMP ``GradScaler`` or None.
             extra: small state to give back on restore (step counters, detector state);
                 deep-copied. In directory mode it must be plain values (numbers, strings,
@@ -383,7 +385,10 @@ class SnapshotRing:
         model_sd = model.state_dict()
         opt_sds = [opt.state_dict() for opt in optimizers]
         # Scalers and schedulers hold Python scalars; deep copies detach them from the live objects.
-        sched_sds = [copy.deepcopy(s.state_dict()) for s in schedulers]
+        # A module among them (an EMA copy of the model) is copied like the model, its tensors
+        # straight into host buffers.
+        sched_sds = [s.state_dict() if isinstance(s, nn.Module) else copy.deepcopy(s.state_dict())
+                     for s in schedulers]
         params = _outside_params(model, optimizers)
         rng = capture_rng()
 
@@ -803,8 +808,8 @@ def _apply(state: _State, model: nn.Module, optimizers: list[Optimizer], schedul
             live.copy_(saved, non_blocking=saved.is_pinned())
     for opt, sd in zip(optimizers, state.optimizers):
         opt.load_state_dict(_fresh_optimizer_state(sd, opt))
-    for sched, sd in zip(schedulers, state.schedulers):
-        sched.load_state_dict(copy.deepcopy(sd))
+    for sched, sd in zip(schedulers, state.schedulers):  # a module copies in place, as the model
+        sched.load_state_dict(sd if isinstance(sched, nn.Module) else copy.deepcopy(sd))
     if scaler is not None and state.scaler:
         scaler.load_state_dict(copy.deepcopy(state.scaler))
     restore_rng(state.rng)
