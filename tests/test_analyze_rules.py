@@ -464,3 +464,28 @@ def test_the_same_rise_without_a_warm_up_or_with_a_later_one_stays_critical():
         assert report.verdict.value == "unhealthy"
         early = [i for i in report.incidents if i.kind == "divergence" and i.step < 500]
         assert early and all(i.severity.value == "critical" for i in early)
+
+
+def _warm_restarts(cycle: int = 500, n: int = 2000, every: int = 5, extra_spike_at: int | None = None):
+    """SGDR: a cosine LR from 0.1 restarted every ``cycle`` steps; the loss bumps up at each restart
+    and comes back. ``extra_spike_at``: a three-row spike mid-cycle that the LR does not explain."""
+    steps = np.arange(0, n, every)
+    phase = steps % cycle
+    lr = 0.1 * 0.5 * (1 + np.cos(np.pi * phase / cycle)) + 1e-4
+    loss = 3.0 * np.exp(-steps / 800) + 1.0 + np.where(steps >= cycle, 0.5 * np.exp(-phase / 40.0), 0.0) \
+        + 0.02 * ((steps * 7) % 5) / 5
+    if extra_spike_at is not None:
+        loss[(steps >= extra_spike_at) & (steps < extra_spike_at + 3 * every)] *= 3.0
+    return {"loss": loss, "lr": lr, "_steps": steps}
+
+
+def test_rises_at_warm_restarts_of_the_lr_are_info():
+    report = _report(_warm_restarts())
+    rises = [i for i in report.incidents if i.kind in ("divergence", "loss_spike")]
+    assert rises and all(i.severity.value == "info" for i in rises) and report.verdict.value == "healthy"
+    assert {i.details["after_lr_jump"]["step"] for i in rises} <= {1000, 1500}
+    assert all("(a warm restart): a rise that came back" in i.message for i in rises)
+    # A spike the LR does not explain: the restarts' rises are told as they were, warnings.
+    report = _report(_warm_restarts(extra_spike_at=1250))
+    assert report.verdict.value != "healthy"
+    assert all(i.severity.value != "info" for i in report.incidents if i.kind == "loss_spike")

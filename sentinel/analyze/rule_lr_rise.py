@@ -1,0 +1,131 @@
+"""A loss that rises because the learning rate rose, and comes back, is the schedule's doing.
+
+Two schedules raise the LR on purpose. A warm-up: fine-tuning a pretrained model with one
+(MMDetection's default: the LR from a thousandth of its value to all of it over 500 iterations)
+often shows the loss climbing while the LR grows, then falling once it has. Warm restarts
+(SGDR, cosine with restarts): the LR jumps back to its peak at each cycle's start and the loss
+bumps up with it. Their authors call such runs healthy. A spike or a divergence that starts while
+the logged LR warms up towards its peak, or within a few logged steps of a jump of the LR to at
+least twice its value, and that the run got past, is told as info with the LR's numbers, where
+every rise in the run is one of these. A run with a rise the LR does not explain is unstable,
+and its rises with the LR are signs of it too: the CS336 sweep's runs at a learning rate of 0.3
+and 1 diverge in their warm-up and again later, and stay critical.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+
+from sentinel.analyze.incident import Incident, IncidentKind, Severity
+
+# The LR's first logged value at most this share of its peak: a warm-up, not a flat schedule.
+START_SHARE = 0.5
+# The warm-up ends at the first step whose LR reaches this share of the peak.
+PEAK_SHARE = 0.95
+# Logged LR values the rise needs, its end included.
+MIN_POINTS = 3
+# A step down smaller than this share of the LR is rounding in a printed LR, not a decay.
+JITTER = 1e-3
+# An LR at least this many times its previous logged value is a jump (a warm restart).
+JUMP = 2.0
+# A rise starting within this many logged LR values after a jump is the jump's.
+NEAR_ROWS = 5
+
+
+@dataclasses.dataclass(frozen=True)
+class Warmup:
+    """The LR's warm-up: it rose from ``first`` (at the first logged step) to ``peak`` by ``end``."""
+
+    end: int
+    first: float
+    peak: float
+
+
+def lr_warmup(lr: pd.Series) -> Warmup | None:
+    """The warm-up at the start of ``lr`` (indexed by step), or None where the LR does not start
+    well below its peak and rise to it.
+
+    Example:
+        >>> lr_warmup(pd.Series([1e-5, 5e-3, 1e-2, 1e-2, 5e-3], index=[0, 50, 100, 150, 200]))
+        Warmup(end=100, first=1e-05, peak=0.01)
+        >>> lr_warmup(pd.Series([1e-2, 9e-3, 8e-3], index=[0, 50, 100])) is None
+        True
+    """
+    values = lr.to_numpy(dtype="float64")
+    keep = np.isfinite(values) & (values > 0)
+    values, steps = values[keep], lr.index.to_numpy()[keep]
+    if len(values) < MIN_POINTS:
+        return None
+    peak = float(values.max())
+    if values[0] > START_SHARE * peak:
+        return None
+    end = int(np.argmax(values >= PEAK_SHARE * peak))
+    rise = values[: end + 1]
+    if end + 1 < MIN_POINTS or (np.diff(rise) < -JITTER * rise[1:]).any():
+        return None
+    return Warmup(int(steps[end]), float(values[0]), peak)
+
+
+def lr_jumps(lr: pd.Series) -> list[tuple[int, float, float]]:
+    """``(step, lr before, lr after)`` where the logged LR jumps to at least :data:`JUMP` times its
+    previous logged value (a warm restart).
+
+    Example:
+        >>> lr_jumps(pd.Series([0.1, 0.01, 0.001, 0.1, 0.01], index=[0, 10, 20, 30, 40]))
+        [(30, 0.001, 0.1)]
+    """
+    values = lr.to_numpy(dtype="float64")
+    keep = np.isfinite(values) & (values > 0)
+    values, steps = values[keep], lr.index.to_numpy()[keep]
+    at = np.flatnonzero(values[1:] >= JUMP * values[:-1]) + 1
+    return [(int(steps[i]), float(values[i - 1]), float(values[i])) for i in at]
+
+
+def settle_lr_rises(incidents: list[Incident], lr: pd.Series | None) -> list[Incident]:
+    """``incidents`` with every loss spike or divergence that the LR explains (it began during the
+    LR's warm-up, or just after a jump of the LR) and that the run got past (a divergence that came
+    back) told as info; unchanged where any rise, warning or worse, is not explained by the LR.
+
+    Example:
+        >>> settle_lr_rises(incidents, run.steps["lr"])  # doctest: +SKIP
+    """
+    if lr is None or not any(_rise(i) for i in incidents):
+        return incidents
+    lr = lr.dropna()
+    warmup, jumps = lr_warmup(lr), lr_jumps(lr)
+    rows = lr.index.to_numpy()
+
+    def cause(step: int) -> tuple[str, dict] | None:
+        if warmup is not None and step < warmup.end:
+            return (f"during the learning-rate warm-up (lr {warmup.first:.3g} rising to {warmup.peak:.3g} by "
+                    f"step {warmup.end}): a rise that came back, as a warm-up often shows when fine-tuning",
+                    {"during_warmup": dataclasses.asdict(warmup)})
+        row = int(np.searchsorted(rows, step, side="right")) - 1
+        for at, before, after in jumps:
+            if at <= step and row - int(np.searchsorted(rows, at)) <= NEAR_ROWS:
+                return (f"just after the learning rate jumped from {before:.3g} to {after:.3g} at step {at} "
+                        "(a warm restart): a rise that came back, as a restart brings",
+                        {"after_lr_jump": {"step": at, "from": before, "to": after}})
+        return None
+
+    causes = {id(i): cause(i.step) for i in incidents if _rise(i)}
+    if any(c is None for c in causes.values()):
+        return incidents
+    settled = []
+    for incident in incidents:
+        got_past = incident.details.get("came_back") if incident.kind == IncidentKind.DIVERGENCE.value \
+            else incident.resolved
+        if id(incident) in causes and got_past:
+            text, details = causes[id(incident)]
+            incident = dataclasses.replace(incident, severity=Severity.INFO, message=f"{incident.message}; {text}",
+                                           details={**incident.details, **details})
+        settled.append(incident)
+    return settled
+
+
+def _rise(incident: Incident) -> bool:
+    return incident.kind in (IncidentKind.LOSS_SPIKE.value, IncidentKind.DIVERGENCE.value) \
+        and incident.severity.rank >= Severity.WARNING.rank
