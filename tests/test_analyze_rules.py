@@ -489,3 +489,26 @@ def test_rises_at_warm_restarts_of_the_lr_are_info():
     report = _report(_warm_restarts(extra_spike_at=1250))
     assert report.verdict.value != "healthy"
     assert all(i.severity.value != "info" for i in report.incidents if i.kind == "loss_spike")
+
+
+def _sawtooth(extra_spike_at: int | None = None) -> dict:
+    """An unshuffled epoch of 200 steps ending on its hardest 20, logged every 2 steps: the loss
+    bumps up 0.6 at the end of every epoch and comes back when the next one starts."""
+    steps = np.arange(0, 3000, 2)
+    loss = 3.0 * np.exp(-steps / 1000) + 1.0 + np.where(steps % 200 >= 180, 0.6, 0.0) + 0.02 * ((steps * 7) % 5) / 5
+    if extra_spike_at is not None:
+        loss[(steps >= extra_spike_at) & (steps < extra_spike_at + 10)] *= 3.0
+    return {"loss": loss, "_steps": steps}
+
+
+def test_spikes_that_recur_at_a_fixed_period_are_info():
+    report = _report(_sawtooth())
+    spikes = by_kind(report, "loss_spike")
+    assert len(spikes) >= 4 and all(i.severity.value == "info" for i in spikes)
+    assert report.verdict.value == "healthy"  # the last bump, cut off by the log's end, is one of them
+    assert spikes[0].details["recurring"] == {"period": 200.0, "count": len(spikes)}
+    assert "every 200 steps" in spikes[0].message
+    # One spike out of step: they are all told as before, and the run is not healthy.
+    report = _report(_sawtooth(extra_spike_at=2090))
+    assert report.verdict.value == "unhealthy"
+    assert all(i.severity.value != "info" for i in by_kind(report, "loss_spike"))

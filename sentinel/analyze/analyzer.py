@@ -33,6 +33,7 @@ from sentinel.analyze.rule_stuck import (
 )
 from sentinel.analyze.rule_spikes import grad_explosion_incidents, loss_spike_incidents
 from sentinel.analyze.rule_lr_rise import settle_lr_rises
+from sentinel.analyze.rule_recurring import settle_recurring
 from sentinel.analyze.rule_zero_grad import zero_grad_incidents
 
 log = logging.getLogger(__name__)
@@ -208,6 +209,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
     incidents += restart_incidents(run.meta.get("restarts") if run.meta else None)
     incidents = settle_accepted(incidents, accepted_levels(run.events))
     incidents = settle_lr_rises(incidents, steps[metrics.LR] if has(metrics.LR) else None)
+    incidents = settle_recurring(incidents, steps.index.to_numpy())
     incidents.sort(key=lambda i: (i.step, i.end_step, i.kind))
     final_raw = (_last_logged(steps[metrics.LOSS], steps, logged_nan_steps(run, metrics.LOSS))
                  if has(metrics.LOSS) else None)
