@@ -1545,3 +1545,31 @@ def test_a_resumed_training_goes_on_in_the_same_run(tmp_path):
     assert len(discover_runs(tmp_path / "hf.log")) == 1
     (tmp_path / "hf2.log").write_text(hf + hf, encoding="utf-8")
     assert [r.name for r in discover_runs(tmp_path / "hf2.log")] == ["hf2#1", "hf2#2"]
+
+
+def _lightning_fit(offset: float, resumed: bool = False) -> str:
+    """A Lightning fit's stdout: its model summary, then three epochs of the tqdm bar (redraws
+    ending in "\\r"); ``resumed``: fit(ckpt_path=...) says so before its summary and goes on from
+    epoch 3."""
+    head = ["Restoring states from the checkpoint path at ckpt/last.ckpt"] if resumed else []
+    head += ["LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0]", "", "  | Name | Type   | Params | Mode ",
+             "0 | net  | Linear | 10     | train", ""]
+    first = 3 if resumed else 0
+    bars = []
+    for epoch in range(first, first + 3):
+        draws = "".join(f"\rEpoch {epoch}: {i}%|#    | {i}/100 [00:01<00:10, 10.00it/s, v_num=0, "
+                        f"train_loss={3 * np.exp(-(epoch * 100 + i) / 100) + 1 + offset:.3f}]" for i in range(1, 101, 5))
+        bars.append(draws)
+    return "\n".join(head) + "\n" + "\n".join(bars) + "\n"
+
+
+def test_two_lightning_fits_in_one_stdout_are_two_runs_and_a_resumed_fit_is_one(tmp_path):
+    # Read as one history, the second fit's first loss was a critical spike that never recovered.
+    path = tmp_path / "fits.log"
+    path.write_text(_lightning_fit(0.0) + _lightning_fit(0.2), encoding="utf-8")
+    runs = discover_runs(path)
+    assert [r.name for r in runs] == ["fits#1", "fits#2"]
+    assert [analyze_run(r).verdict.value for r in runs] == ["healthy", "healthy"]
+    path.write_text(_lightning_fit(0.0) + _lightning_fit(0.0, resumed=True), encoding="utf-8")
+    (run,) = discover_runs(path)
+    assert run.steps.index.max() > 500  # epochs 3-5 go on after 0-2

@@ -134,11 +134,14 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
 
 # Lines a training framework prints when a training starts from its first step. A log holding
 # several is trainings appended to one file (detectron2's log.txt after each launch, a Hugging
-# Face stdout redirected with >>): read as one history, each fresh start's loss, back at its first
-# level, looked like a spike that never recovered.
-_FRESH_START = re.compile(r"^[^\n]*?(?:Starting training from iteration 0\b|\*{5} Running training \*{5})",
-                          re.MULTILINE)
-_RESUMED = re.compile(r"Continuing training from checkpoint")  # the Hugging Face Trainer's resume
+# Face or Lightning stdout redirected with >>): read as one history, each fresh start's loss, back
+# at its first level, looked like a spike that never recovered. Lightning's is the model summary's
+# header, printed at each fit().
+_FRESH_START = re.compile(r"^[^\n]*?(?:Starting training from iteration 0\b|\*{5} Running training \*{5}|"
+                          r"[ \t]*\|[ \t]*Name[ \t]*\|[ \t]*Type[ \t]*\|[ \t]*Params\b)", re.MULTILINE)
+# A resume, printed after the start line: the training goes on (the Hugging Face Trainer's;
+# Lightning's, for fit(ckpt_path=...), comes before its model summary).
+_RESUMED = re.compile(r"Continuing training from checkpoint|Restoring states from the checkpoint path")
 
 
 def fresh_starts(text: str) -> list[str]:
@@ -157,8 +160,10 @@ def fresh_starts(text: str) -> list[str]:
     bounds = [0, *cuts[1:], len(text)]
     parts = [text[start:end] for start, end in zip(bounds, bounds[1:])]
     kept = [parts[0]]
-    for part in parts[1:]:
-        if _RESUMED.search(part, 0, 20_000):
+    for i, part in enumerate(parts[1:], start=1):
+        # the resume line follows the start line (Hugging Face) or comes a few lines before it (Lightning)
+        before = "\n".join(parts[i - 1][-4_000:].splitlines()[-10:])
+        if _RESUMED.search(part, 0, 20_000) or _RESUMED.search(before):
             kept[-1] += part
         else:
             kept.append(part)
