@@ -360,3 +360,44 @@ def test_the_steps_frame_holds_every_step_of_every_tag(tmp_path, kind):
         np.testing.assert_array_equal(got.to_numpy(), [last[k] for k in got.index], err_msg=tag)
     every = sorted({s for steps, _ in expected.values() for s in steps})
     assert loaded.steps.index.tolist() == every
+
+
+def _keras_run(run_dir: Path, nan_epoch: int | None = None, validation: bool = True) -> None:
+    """What Keras' TensorBoard callback writes (update_freq='epoch'): <run>/train with
+    epoch_loss and epoch_accuracy per epoch, <run>/validation with the same tags."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    train = SummaryWriter(str(run_dir / "train"))
+    val = SummaryWriter(str(run_dir / "validation")) if validation else None
+    for epoch in range(30):
+        loss = float("nan") if epoch == nan_epoch else 2.0 * 0.95**epoch + 0.5
+        train.add_scalar("epoch_loss", loss, epoch)
+        train.add_scalar("epoch_accuracy", 0.5 + epoch / 100, epoch)
+        if val is not None:
+            val.add_scalar("epoch_loss", loss + 0.3, epoch)
+    train.close()
+    if val is not None:
+        val.close()
+
+
+def test_a_keras_run_directory_is_one_run_with_its_validation_apart(tmp_path):
+    # Before, train/ and validation/ were two runs, the validation loss judged as a training loss.
+    from sentinel.analyze.analyzer import analyze_run
+    from sentinel.analyze.discover import discover_runs
+
+    _keras_run(tmp_path / "logs" / "fit" / "20240101-000000", nan_epoch=20)
+    _keras_run(tmp_path / "logs" / "fit" / "20240102-000000", validation=False)
+    for where in (tmp_path / "logs", tmp_path / "logs" / "fit"):
+        runs = discover_runs(where)
+        assert [r.name for r in runs] == ["20240101-000000", "20240102-000000"]
+    first = runs[0]
+    assert first.path == str(tmp_path / "logs" / "fit" / "20240101-000000")
+    assert first.steps.index.tolist() == list(range(30))
+    assert first.steps["validation/epoch_loss"].iloc[0] == pytest.approx(2.8)
+    assert np.isnan(first.steps["loss"].loc[20])
+    (nonfinite,) = [i for i in analyze_run(first).incidents if i.kind == "nonfinite"]
+    assert nonfinite.step == 20
+    # The run directory named on its own, and through the loader directly.
+    (alone,) = discover_runs(tmp_path / "logs" / "fit" / "20240101-000000")
+    assert alone.name == "20240101-000000" and "validation/epoch_loss" in alone.steps.columns
+    assert [r.name for r in tensorboard.load(tmp_path / "logs" / "fit")] == ["20240101-000000", "20240102-000000"]

@@ -12,6 +12,8 @@ there with a warning. Measured on 1,000,000 events of 4-28 scalars (113 MB, 2-co
 
 from __future__ import annotations
 
+import dataclasses
+
 import logging
 from collections import defaultdict
 from pathlib import Path
@@ -38,7 +40,8 @@ def is_event_file(path: Path) -> bool:
 
 
 def sniff(path: str | Path) -> bool:
-    """True for an event file or a directory that directly holds one.
+    """True for an event file, a directory that directly holds one, or a Keras run directory
+    (its ``train/`` and ``validation/`` subdirectories hold them).
 
     Example:
         >>> sniff("/nonexistent")
@@ -46,8 +49,39 @@ def sniff(path: str | Path) -> bool:
     """
     path = Path(path)
     if path.is_dir():
-        return any(is_event_file(p) for p in path.iterdir())
+        return any(is_event_file(p) for p in path.iterdir()) or _keras_splits(path) is not None
     return is_event_file(path)
+
+
+# Keras' TensorBoard callback writes a run's training scalars into <run>/train and its
+# validation scalars, under the same tags (epoch_loss), into <run>/validation.
+_KERAS_SPLITS = ("train", "validation")
+
+
+def _keras_splits(directory: Path) -> list[Path] | None:
+    """``[train, validation]`` (validation where it exists) of a Keras run directory, or None:
+    a directory with no event files of its own and a ``train`` subdirectory that has some."""
+    try:
+        if any(is_event_file(p) for p in directory.iterdir()):
+            return None
+        splits = [directory / name for name in _KERAS_SPLITS
+                  if (directory / name).is_dir() and not (directory / name).is_symlink()
+                  and any(is_event_file(p) for p in (directory / name).iterdir())]
+    except OSError:
+        return None
+    return splits if splits and splits[0].name == "train" else None
+
+
+def _load_keras(name: str, directory: Path, splits: list[Path], options: LoadOptions) -> RunData:
+    """One run of a Keras run directory: its ``train`` scalars as they are, its ``validation``
+    scalars as ``validation/<tag>`` (an evaluation's, never the loss)."""
+    warnings: list[str] = []
+    extra = {f"validation/{tag}": pairs
+             for split in splits[1:] for tag, pairs in _scalars_by_tag(_event_files(split), warnings).items()}
+    run = _load_files(name, splits[0], _event_files(splits[0]), options, extra=extra)
+    run.warnings[:0] = [f"validation: {w}" for w in warnings]
+    run.meta[ADD_SCALARS_DIRS] = [split.name for split in splits]
+    return dataclasses.replace(run, path=str(directory))
 
 
 def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
@@ -74,12 +108,20 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     files = _event_files(path)
     if files:
         return [_load_files(path.name, path, files, options)]
+    splits = _keras_splits(path)
+    if splits is not None:
+        return [_load_keras(path.name, path, splits, options)]
     runs, folded = [], set()
     for directory in _directories_with_events(path):
         if directory in folded:
             continue
-        run = _load_files(str(directory.relative_to(path)), directory, _event_files(directory), options)
-        folded.update(directory / name for name in run.meta.get(ADD_SCALARS_DIRS, ()))
+        splits = _keras_splits(directory.parent) if directory.name in _KERAS_SPLITS else None
+        if splits is not None:
+            run = _load_keras(str(directory.parent.relative_to(path)) or path.name, directory.parent, splits, options)
+            folded.update(splits)
+        else:
+            run = _load_files(str(directory.relative_to(path)), directory, _event_files(directory), options)
+            folded.update(directory / name for name in run.meta.get(ADD_SCALARS_DIRS, ()))
         runs.append(run)
     return runs
 
@@ -150,9 +192,12 @@ def _scalars_by_tag(files: list[Path], warnings: list[str]) -> dict[str, list[tu
     return by_tag
 
 
-def _load_files(name: str, where: Path, files: list[Path], options: LoadOptions) -> RunData:
+def _load_files(name: str, where: Path, files: list[Path], options: LoadOptions,
+                extra: dict[str, list[tuple[np.ndarray, np.ndarray]]] | None = None) -> RunData:
     warnings: list[str] = []
     by_tag = _scalars_by_tag(files, warnings)
+    for tag, pairs in (extra or {}).items():
+        by_tag[tag].extend(pairs)
     folded = _add_scalars_series(where, warnings) if where.is_dir() else {}
     for tag, (_, pairs) in folded.items():
         by_tag[tag].extend(pairs)
