@@ -60,6 +60,7 @@ def test_a_split_column_keeps_evaluation_rows_out_of_the_training_loss(tmp_path)
 @pytest.mark.parametrize("lines", [
     ["step,type,loss", "1,a,2.0", "2,b,1.9", "3,a,1.8"],  # a type column that names no training rows
     ["step,loss,lr", "1,2.0,0.1", "2,1.9,0.1", "3,1.8,0.1"],  # a wide table
+    ["step,name,value,loss", "1,exp1,3,2.0", "2,exp1,4,1.9", "3,exp1,5,1.8"],  # "name": the run's, beside a loss
 ])
 def test_other_tables_are_left_to_the_wide_reader(tmp_path, lines):
     path = _write(tmp_path / "t.csv", lines)

@@ -23,7 +23,7 @@ import pandas as pd
 
 from sentinel.analyze.loaders import LoadOptions, RunData
 from sentinel.analyze.loaders.generic_table import _pick_columns, _separator
-from sentinel.analyze.loaders.keys import SPLIT_COLUMNS, TRAIN_WORDS, find_column, step_column
+from sentinel.analyze.loaders.keys import SPLIT_COLUMNS, TRAIN_WORDS, find_column, loss_column, step_column
 from sentinel.analyze.loaders.numeric_table import step_values, table_steps
 from sentinel.analyze.loaders.textlog import read_head_lines, run_name, text_encoding
 
@@ -111,7 +111,8 @@ def _shape(path: str | Path, options: LoadOptions) -> tuple[str, str, str | None
     if step_col is None:
         return None
     name_col, value_col = find_column(header, NAME_COLUMNS), find_column(header, VALUE_COLUMNS)
-    if name_col is not None and value_col is not None:
+    # A table with a loss column of its own is wide, whatever else it holds ("name" a run's name).
+    if name_col is not None and value_col is not None and loss_column(header)[0] is None:
         names = [row[header.index(name_col)].strip() for row in body]
         if all(name and not _is_number(name) for name in names):
             return sep, step_col, name_col, value_col, None
