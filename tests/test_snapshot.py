@@ -453,3 +453,42 @@ def test_defaults_reach_back_150_to_200_steps():
     assert config.every * (config.keep - 1) >= 100
     assert config.every * config.keep <= 200
     assert isinstance(SnapshotRing(config).take(0, model=nn.Linear(1, 1)), Snapshot)
+
+
+class AdoptingEma:
+    """Like diffusers' EMAModel: ``load_state_dict`` keeps the tensors it is given as its shadow
+    parameters (no copy into tensors of its own)."""
+
+    def __init__(self, model: nn.Module) -> None:
+        self.decay, self.shadow = 0.9, [p.detach().clone() for p in model.parameters()]
+
+    def step(self, model: nn.Module) -> None:
+        with torch.no_grad():
+            for s, p in zip(self.shadow, model.parameters()):
+                s.mul_(self.decay).add_(p, alpha=1 - self.decay)
+
+    def state_dict(self) -> dict:
+        return {"decay": self.decay, "shadow_params": self.shadow}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.decay, self.shadow = state["decay"], state["shadow_params"]
+
+
+def test_an_object_that_adopts_the_tensors_it_is_given_gets_fresh_ones_on_its_devices(device):
+    seed_all()
+    model = make_model(device=device)
+    ema = AdoptingEma(model)
+    ring = SnapshotRing(SnapshotConfig(every=1))
+    snap = ring.take(0, model=model, schedulers=[ema])
+    before = [s.clone() for s in ema.shadow]
+    for _ in range(2):
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(1.0)
+        ema.step(model)
+        ring.restore(snap, model=model, schedulers=[ema])
+        assert all(torch.equal(s, b) for s, b in zip(ema.shadow, before))
+        # On the parameters' devices (on a GPU, host copies would fail its next step), and its
+        # own: the step below must not change the snapshot it came from.
+        assert all(s.device == p.device for s, p in zip(ema.shadow, model.parameters()))
+        ema.step(model)

@@ -809,7 +809,7 @@ def _apply(state: _State, model: nn.Module, optimizers: list[Optimizer], schedul
     for opt, sd in zip(optimizers, state.optimizers):
         opt.load_state_dict(_fresh_optimizer_state(sd, opt))
     for sched, sd in zip(schedulers, state.schedulers):  # a module copies in place, as the model
-        sched.load_state_dict(sd if isinstance(sched, nn.Module) else copy.deepcopy(sd))
+        sched.load_state_dict(sd if isinstance(sched, nn.Module) else _onto_live_devices(sd, sched.state_dict()))
     if scaler is not None and state.scaler:
         scaler.load_state_dict(copy.deepcopy(state.scaler))
     restore_rng(state.rng)
@@ -1027,6 +1027,27 @@ def _fresh_optimizer_state(sd: dict[str, Any], opt: Optimizer) -> dict[str, Any]
         live = opt.state_dict()["param_groups"]  # its "params" number on from the snapshot's groups
         groups += copy.deepcopy(live[len(groups):])
     return {"state": state, "param_groups": groups}
+
+
+def _onto_live_devices(saved: Any, live: Any) -> Any:
+    """A fresh copy of ``saved`` with each tensor on the device of the tensor in the same place of
+    ``live`` (an object's state now). An object that adopts the tensors it is given (diffusers'
+    ``EMAModel`` keeps them as its shadow parameters) would otherwise train on with host copies
+    of GPU tensors. Where the structures differ, a tensor keeps its device.
+
+    Example:
+        >>> _onto_live_devices({"w": [torch.ones(2)]}, {"w": [torch.zeros(2, device="meta")]})["w"][0].device
+        device(type='meta')
+    """
+    if isinstance(saved, torch.Tensor):
+        device = live.device if isinstance(live, torch.Tensor) else saved.device
+        return saved.to(device=device, copy=True, non_blocking=saved.is_pinned())
+    if isinstance(saved, dict):
+        return {k: _onto_live_devices(v, live.get(k) if isinstance(live, dict) else None) for k, v in saved.items()}
+    if isinstance(saved, (list, tuple)) and not hasattr(saved, "_fields"):
+        same = isinstance(live, (list, tuple)) and len(live) == len(saved)
+        return type(saved)(_onto_live_devices(v, live[i] if same else None) for i, v in enumerate(saved))
+    return copy.deepcopy(saved)
 
 
 def _fresh(value: Any, device: torch.device) -> Any:
