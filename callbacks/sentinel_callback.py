@@ -17,7 +17,7 @@ import torch
 from lightning.pytorch.callbacks import Callback
 
 from sentinel.config import SentinelConfig
-from sentinel.engine import Sentinel
+from sentinel.engine import Sentinel, checked_rollback_with
 from sentinel.store import ensure_run_dir
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ class SentinelCallback(Callback):
     def __init__(self, log_dir: str = "logs/sentinel", *, config: SentinelConfig | None = None,
                  rollback_with: Sequence[Any] = (), **options: Any) -> None:
         self.config = SentinelConfig.resolve(config, options)
-        self.rollback_with = list(rollback_with)
+        self.rollback_with = checked_rollback_with(rollback_with)  # a mistake fails here, not at fit()
         self.log_dir = str(log_dir)
         ensure_run_dir(self.log_dir)  # fails here, before training, not at on_train_start
         self.sentinel: Sentinel | None = None
@@ -253,6 +253,8 @@ def _averaged_models(trainer: pl.Trainer) -> list[torch.nn.Module]:
     weights. Lightning's ``WeightAveraging`` (EMA, SWA; Lightning 2.5+) keeps one
     ``AveragedModel``, its update count a buffer of it. ``StochasticWeightAveraging`` keeps its
     count outside its model, so it cannot be put back from the model alone: said once."""
+    from lightning.pytorch.callbacks import StochasticWeightAveraging
+
     try:
         from lightning.pytorch.callbacks import WeightAveraging
     except ImportError:  # Lightning before 2.5
@@ -262,7 +264,7 @@ def _averaged_models(trainer: pl.Trainer) -> list[torch.nn.Module]:
         average = getattr(callback, "_average_model", None)
         if isinstance(callback, WeightAveraging) and isinstance(average, torch.nn.Module):
             models.append(average)
-        elif type(callback).__name__ == "StochasticWeightAveraging" and trainer.is_global_zero:
+        elif isinstance(callback, StochasticWeightAveraging) and trainer.is_global_zero:
             log.warning("sentinel: StochasticWeightAveraging's average is not rolled back with the weights: "
                         "after a rollback it keeps the discarded updates it averaged. Lightning's "
                         "WeightAveraging callback (SWA or EMA) is rolled back with them")

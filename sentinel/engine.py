@@ -133,10 +133,7 @@ class Sentinel:
         self.schedulers = _as_list(scheduler)
         self.scaler = scaler
         _check_training_objects(self.optimizers, self.schedulers, scaler)
-        self.rollback_with = _checked_rollback_with(rollback_with)
-        # What a snapshot holds besides the model and optimizers (the ring copies any of them
-        # through state_dict / load_state_dict; a module's tensors into its host buffers).
-        self._restored = [*self.schedulers, *self.rollback_with]
+        self.rollback_with = checked_rollback_with(rollback_with)
         self.loss_fn = loss_fn
         # Whether a non-finite step can be replayed to localise it (an adapter with its own
         # replay, such as the Lightning callback, sets this).
@@ -237,6 +234,12 @@ class Sentinel:
         return self.guard_state.rollbacks
 
     # ------------------------------------------------------------------ raw-loop API
+    @property
+    def _restored(self) -> list[Any]:
+        """What a snapshot holds besides the model and optimizers: the schedulers and
+        ``rollback_with`` (the ring copies them through state_dict / load_state_dict)."""
+        return [*self.schedulers, *self.rollback_with]
+
     def batches(self, loader: Iterable[Any]) -> Iterator[Any]:
         """Yield the loader's batches, dropping skipped ones, and arm the probes for each.
 
@@ -1222,8 +1225,14 @@ def _rank_dir(directory: str | None, rank: int, world_size: int) -> str | None:
     return os.path.join(directory, f"rank{rank}")
 
 
-def _checked_rollback_with(objects: Any) -> list[Any]:
-    """``rollback_with`` as a list, each entry with ``state_dict`` and ``load_state_dict``."""
+def checked_rollback_with(objects: Any) -> list[Any]:
+    """``rollback_with`` as a list, each entry with ``state_dict`` and ``load_state_dict``; else a
+    ``TypeError`` that names the entry.
+
+    Example:
+        >>> checked_rollback_with(None), len(checked_rollback_with(torch.nn.Linear(1, 1)))
+        ([], 1)
+    """
     if objects is None:
         return []
     if hasattr(objects, "state_dict") or not isinstance(objects, (list, tuple)):

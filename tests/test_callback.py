@@ -230,6 +230,8 @@ def test_bad_arguments_fail_at_construction(tmp_path):
         SentinelCallback(log_dir=str(tmp_path / "ok"), config={"rollback": False})
     with pytest.raises(TypeError, match="not both"):
         SentinelCallback(log_dir=str(tmp_path / "ok"), config=SentinelConfig(), rollback=False)
+    with pytest.raises(TypeError, match="rollback_with holds <builtins.int>, which has no state_dict"):
+        SentinelCallback(log_dir=str(tmp_path / "ok"), rollback_with=3)
 
 
 def test_model_without_attention_is_noted_in_meta(tmp_path, tiny_task):
