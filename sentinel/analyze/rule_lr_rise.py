@@ -54,9 +54,7 @@ def lr_warmup(lr: pd.Series) -> Warmup | None:
         >>> lr_warmup(pd.Series([1e-2, 9e-3, 8e-3], index=[0, 50, 100])) is None
         True
     """
-    values = lr.to_numpy(dtype="float64")
-    keep = np.isfinite(values) & (values > 0)
-    values, steps = values[keep], lr.index.to_numpy()[keep]
+    values, steps = _positive(lr)
     if len(values) < MIN_POINTS:
         return None
     peak = float(values.max())
@@ -77,9 +75,7 @@ def lr_jumps(lr: pd.Series) -> list[tuple[int, float, float]]:
         >>> lr_jumps(pd.Series([0.1, 0.01, 0.001, 0.1, 0.01], index=[0, 10, 20, 30, 40]))
         [(30, 0.001, 0.1)]
     """
-    values = lr.to_numpy(dtype="float64")
-    keep = np.isfinite(values) & (values > 0)
-    values, steps = values[keep], lr.index.to_numpy()[keep]
+    values, steps = _positive(lr)
     at = np.flatnonzero(values[1:] >= JUMP * values[:-1]) + 1
     return [(int(steps[i]), float(values[i - 1]), float(values[i])) for i in at]
 
@@ -94,9 +90,8 @@ def settle_lr_rises(incidents: list[Incident], lr: pd.Series | None) -> list[Inc
     """
     if lr is None or not any(_rise(i) for i in incidents):
         return incidents
-    lr = lr.dropna()
     warmup, jumps = lr_warmup(lr), lr_jumps(lr)
-    rows = lr.index.to_numpy()
+    rows = _positive(lr)[1]  # the logged LR values a jump's nearness counts
 
     def cause(step: int) -> tuple[str, dict] | None:
         if warmup is not None and step < warmup.end:
@@ -124,6 +119,13 @@ def settle_lr_rises(incidents: list[Incident], lr: pd.Series | None) -> list[Inc
                                            details={**incident.details, **details})
         settled.append(incident)
     return settled
+
+
+def _positive(lr: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """The logged LR values that are finite and above 0, and their steps."""
+    values = lr.to_numpy(dtype="float64")
+    keep = np.isfinite(values) & (values > 0)
+    return values[keep], lr.index.to_numpy()[keep]
 
 
 def _rise(incident: Incident) -> bool:

@@ -1040,8 +1040,7 @@ def _onto_live_devices(saved: Any, live: Any) -> Any:
         device(type='meta')
     """
     if isinstance(saved, torch.Tensor):
-        device = live.device if isinstance(live, torch.Tensor) else saved.device
-        return saved.to(device=device, copy=True, non_blocking=saved.is_pinned())
+        return _fresh(saved, live.device if isinstance(live, torch.Tensor) else saved.device)
     if isinstance(saved, dict):
         return {k: _onto_live_devices(v, live.get(k) if isinstance(live, dict) else None) for k, v in saved.items()}
     if isinstance(saved, (list, tuple)) and not hasattr(saved, "_fields"):

@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from sentinel.analyze.loaders import LoadOptions, RunData
-from sentinel.analyze.loaders.generic_table import _pick_columns, _separator
+from sentinel.analyze.loaders.generic_table import _is_number, _pick_columns, _separator
 from sentinel.analyze.loaders.keys import SPLIT_COLUMNS, TRAIN_WORDS, find_column, loss_column, step_column
 from sentinel.analyze.loaders.numeric_table import step_values, table_steps
 from sentinel.analyze.loaders.textlog import read_head_lines, run_name, text_encoding
@@ -126,10 +126,3 @@ def _shape(path: str | Path, options: LoadOptions) -> tuple[str, str, str | None
         return None
     return sep, step_col, None, None, split_col
 
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True

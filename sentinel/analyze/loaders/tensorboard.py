@@ -13,7 +13,6 @@ there with a warning. Measured on 1,000,000 events of 4-28 scalars (113 MB, 2-co
 from __future__ import annotations
 
 import dataclasses
-
 import logging
 from collections import defaultdict
 from pathlib import Path

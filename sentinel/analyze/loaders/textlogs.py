@@ -124,7 +124,7 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
     if not runs:
         raise ValueError(f"{path}: no {dialect.name} step lines found")
     note = (f"{Path(path).name} holds {len(parts)} trainings that each start from their first step (runs "
-            f"appended to one file): each is read as a run of its own, {runs[0].name} to {run_name(path)}#{len(parts)}")
+            f"appended to one file): each is read as a run of its own, {run_name(path)}#1 to #{len(parts)}")
     if empty:
         note += f" ({', '.join(f'#{k}' for k in empty)} logged no step)"
     for run in runs:
