@@ -19,6 +19,11 @@ for those steps, the queue included. Copies:
   minimal      the total grad norm, the loss and the steps file only (``rollback=False,
                tensorboard=False, localize_nonfinite=False``, attention and per-module norms
                never): the one read back per step and the judging of it
+  host-verdict (``--fused`` only) ``sentinel`` with ``device_gate=False``: the fused AdamW's
+               update waits for the host's verdict, as every optimizer's does without the gate
+
+``--fused``: every copy's AdamW is ``fused=True``; ``sentinel`` then withholds updates on the
+device (:mod:`sentinel.guard.device_gate`) and reads the step back after launching the update.
 
 Reported per copy: the median step over blocks, its ratio to ``plain`` and to ``plain+item``, and
 the wall time inside sentinel's calls (``batches``' next, ``check``, ``end_step``) per step: host
@@ -85,6 +90,7 @@ class Copy:
     batches: Iterator[Any] | None = None
     per_step: list[float] = field(default_factory=list)  # seconds, one value per timed block
     calls: list[float] = field(default_factory=list)  # host seconds inside sentinel's calls, per step
+    parts: dict[str, list[float]] = field(default_factory=dict)  # the same, per call
 
 
 def _bf16_loss(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
@@ -114,31 +120,38 @@ def take_step(copy: Copy, tokens: Iterator[torch.Tensor]) -> None:
         return
     t0 = time.perf_counter()
     batch = next(copy.batches)
-    inside = time.perf_counter() - t0
+    t_next = time.perf_counter() - t0
     copy.opt.zero_grad(set_to_none=True)
     loss = _bf16_loss(copy.model, batch)
     loss.backward()
     t0 = time.perf_counter()
     apply = copy.sen.check(loss)
-    inside += time.perf_counter() - t0
+    t_check = time.perf_counter() - t0
     if apply:
         copy.opt.step()
     t0 = time.perf_counter()
     copy.sen.end_step()
-    copy.calls.append(inside + time.perf_counter() - t0)
+    t_end = time.perf_counter() - t0
+    copy.calls.append(t_next + t_check + t_end)
+    for part, t in (("next", t_next), ("check", t_check), ("end_step", t_end)):
+        copy.parts.setdefault(part, []).append(t)
 
 
 def step_cost(name: str, cfg: GPTConfig, batch: int, args: argparse.Namespace, tmp: str) -> None:
     device = torch.device(args.device)
     data = random_tokens(cfg, batch=batch, count=8).to(device)
     copies = []
-    for copy_name, options in COPIES.items():
+    table = {**COPIES, "host-verdict": {"device_gate": False}} if args.fused else COPIES
+    for copy_name, options in table.items():
         torch.manual_seed(0)
         model = GPT.from_config(cfg).to(device)
-        opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
+        opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1, fused=args.fused)
         copy = Copy(copy_name, model, opt)
         if options is not None:
             copy.sen = Sentinel(model, opt, log_dir=f"{tmp}/{name}-{copy_name}", loss_fn=_bf16_loss, **options)
+            gated = copy.sen._gate is not None
+            if gated != (args.fused and copy_name == "sentinel" and device.type == "cuda"):
+                raise SystemExit(f"{copy_name}: the device gate is {'on' if gated else 'off'}, unexpectedly")
             copy.batches = iter(copy.sen.batches(_forever(data)))
         copies.append(copy)
     tokens = {c.name: _forever(data) for c in copies}
@@ -154,6 +167,7 @@ def step_cost(name: str, cfg: GPTConfig, batch: int, args: argparse.Namespace, t
                 copy.per_step.append((time.perf_counter() - t0) / args.block)
             else:
                 copy.calls.clear()
+                copy.parts.clear()
     if args.profile:
         profiler = cProfile.Profile()
         copy = next(c for c in copies if c.name == "sentinel")
@@ -170,7 +184,7 @@ def step_cost(name: str, cfg: GPTConfig, batch: int, args: argparse.Namespace, t
     n_params = sum(p.numel() for p in copies[0].model.parameters())
     print(f"\n{name}: {cfg.layers} layers, d {cfg.d}, seq {cfg.seq}, vocab {cfg.vocab}, batch {batch} "
           f"({n_params / 1e6:.1f}M parameters, {sum(1 for _ in copies[0].model.parameters())} tensors), "
-          f"bf16 autocast, AdamW; {args.blocks} blocks of {args.block} steps per copy, taking turns")
+          f"bf16 autocast, AdamW{' (fused)' if args.fused else ''}; {args.blocks} blocks of {args.block} steps per copy, taking turns")
     plain = statistics.median(copies[0].per_step)
     item = statistics.median(copies[1].per_step)
     print(f"{'copy':12s} {'step ms':>9s} {'vs plain':>9s} {'vs +item':>9s} {'calls med ms':>13s} {'calls mean ms':>14s}")
@@ -179,11 +193,15 @@ def step_cost(name: str, cfg: GPTConfig, batch: int, args: argparse.Namespace, t
         calls = (f"{statistics.median(copy.calls) * 1e3:13.3f} {statistics.fmean(copy.calls) * 1e3:14.3f}"
                  if copy.calls else "")
         print(f"{copy.name:12s} {med * 1e3:9.3f} {med / plain:9.3f} {med / item:9.3f} {calls}")
+    for copy in copies:
+        if copy.parts:
+            print(f"  {copy.name} per call, median ms: " + ", ".join(
+                f"{part} {statistics.median(ts) * 1e3:.3f}" for part, ts in copy.parts.items()))
     if args.profile:
         print(f"\n{name}: {args.block} steps of the sentinel copy under cProfile, by own time")
         stats = pstats.Stats(profiler)
-        stats.sort_stats("cumulative").print_stats(r"engine.py.*\((batches|begin_batch|check|end_step)\)")
-        stats.sort_stats("tottime").print_stats(r"sentinel/|tolist|item|synchronize|_foreach|cat|stack", 30)
+        stats.sort_stats("cumulative").print_stats(r"(sentinel|sentinel_ref)/", 40)
+        stats.sort_stats("tottime").print_stats(40)
 
 
 def grad_norm_cost(cfg: GPTConfig, args: argparse.Namespace) -> None:
@@ -236,6 +254,7 @@ def main() -> None:
     parser.add_argument("--warmup-blocks", type=int, default=2)
     parser.add_argument("--gradnorm-calls", type=int, default=50)
     parser.add_argument("--profile", action="store_true", help="profile the sentinel copy's host time")
+    parser.add_argument("--fused", action="store_true", help="fused AdamW everywhere (sentinel's device gate)")
     parser.add_argument("--tiny", action="store_true", help="tiny models: a check of the script, not a measurement")
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():

@@ -22,6 +22,10 @@ run here, before the update), ``finish_step`` after the update (record; carry ou
 give-up; take a snapshot). A step whose update must not be applied has its gradients set to
 None, so an optimizer step that runs anyway changes nothing (SGD, Adam and AdamW skip
 parameters without a gradient: no moment, step count or weight-decay change).
+
+With a fused Adam/AdamW on a GPU the update is withheld on the device instead
+(:mod:`sentinel.guard.device_gate`): ``measure`` queues the step's values and the verdict the
+optimizer reads, and ``finish_step`` reads them back and judges, while the device runs the update.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from sentinel.config import SentinelConfig
 from sentinel.detect.entropy import EntropyWatch
 from sentinel.events import EventKind, describe, make_event
 from sentinel.guard.batch_id import BatchIdentity, batch_fields
+from sentinel.guard.device_gate import DeviceGate, arm, disarm, gate_unsupported
 from sentinel.guard.judge import StepJudge
 from sentinel.guard.lr_cooldown import LRCooldown
 from sentinel.guard.policy import Action, Decision, GuardState, Reason, StepSignals, decide
@@ -61,6 +66,8 @@ log = logging.getLogger(__name__)
 _DETECTORS = "detectors"
 _OVERFLOW_STREAK = "overflow_streak"
 _SCALER_SETTLED = "scaler_settled"
+# The device's verdict among a gated step's values (1.0: its update was withheld).
+_GATED = "_gated"
 
 
 class TrainingGaveUp(RuntimeError):
@@ -150,6 +157,12 @@ class Sentinel:
         self._keep_batches = _keep_batches
         if self.config.guard.rollback and not self.optimizers:
             raise ValueError("rollback needs the optimizer: pass optimizer=..., or rollback=False")
+        self._gate = self._device_gate(model)
+        # A gated step's values on their way to the host: (keys, host copy, its CUDA event or
+        # None, replay), read back by finish_step.
+        self._pending: tuple[list[str], torch.Tensor, Any, Any] | None = None
+        self.gate_mismatches = 0  # gated steps whose update the device and the guard answered differently
+        self._applied_anyway = False  # this step's update was applied though the guard withholds it
 
         rec = self.config.record
         self.grad_norms = GradNormProbe(model, depth=rec.grad_norm_depth)
@@ -228,6 +241,20 @@ class Sentinel:
         self._loop_calls: set[str] = set()
         self._warned_order: set[str] = set()
 
+    def _device_gate(self, model: torch.nn.Module) -> DeviceGate | None:
+        g = self.config.guard
+        if g.device_gate is False:
+            return None
+        why_not = gate_unsupported(self.optimizers, self.scaler, self.world_size, g.rollback)
+        if why_not is not None:
+            if g.device_gate:
+                raise ValueError(f"sentinel: device_gate=True, but {why_not}; or pass device_gate=None "
+                                 "(used where the setup allows it)")
+            return None
+        if g.device_gate is None and not any(p.is_cuda for p in model.parameters()):
+            return None  # on the CPU nothing runs ahead of the host: nothing to gain
+        return DeviceGate(g)
+
     @property
     def rollbacks(self) -> int:
         """Rollbacks done so far."""
@@ -262,7 +289,8 @@ class Sentinel:
         Returns:
             False when the update must not be applied: an outlier or non-finite step (its
             gradients are also set to None, so an ``optimizer.step()`` would change nothing),
-            or a rollback is coming.
+            or a rollback is coming. With the device gate (a fused AdamW on a GPU) it returns
+            True at once and the optimizer withholds the update itself where it must.
 
         Example:
             >>> if sen.check(loss):   # doctest: +SKIP
@@ -387,6 +415,8 @@ class Sentinel:
 
         Returns:
             True when this step's update must not be applied (its gradients are then None).
+            False for a gated step: the optimizer gets the device's verdict, and the step is
+            read back and judged in :meth:`finish_step`.
         """
         rec = self.config.record
         grad_norms = self.grad_norms
@@ -405,10 +435,13 @@ class Sentinel:
         self._grad_per_tensor = None if per_module or not grad_norms.group_names else per_tensor
         if per_module:
             keys += grad_norms.keys()
-            tensors.append(grad_norms.norms(per_tensor))
+            norms = grad_norms.norms(per_tensor)
+            tensors.append(norms)
+            total = norms[0]
         else:  # the usual step: the total alone, 0-d
             keys.append(metrics.GRAD_NORM_TOTAL)
-            tensors.append(grad_norms.total(per_tensor))
+            total = grad_norms.total(per_tensor)
+            tensors.append(total)
         if self.scaler is not None:
             opt = optimizer or (self.optimizers[0] if self.optimizers else None)
             if opt is not None:
@@ -422,7 +455,19 @@ class Sentinel:
             keys.append(key)
             tensors.append(t.detach())
         self._attn_values = {}
-        values = _to_host(keys, tensors)  # note: the one CPU-GPU sync point of the step
+        if self._gate is not None and self._suppressed is None:
+            # Withheld on the device if need be; read back and judged in finish_step.
+            flag = self._gate.compute(tensors[0] if losses else None, total, self.judge, self.guard_state,
+                                      self._cooling_down())
+            arm(self.optimizers, flag)
+            keys.append(_GATED)
+            tensors.append(flag)
+            self._pending = (keys, *_start_to_host(tensors), replay)
+            return False
+        return self._judge_values(_to_host(keys, tensors), replay)  # note: the one CPU-GPU sync
+
+    def _judge_values(self, values: dict[str, float], replay: Callable[[], torch.Tensor] | None) -> bool:
+        """The rest of :meth:`measure`, on the step's values read back: judge, decide, withhold."""
         local_loss = values.get(metrics.LOSS, math.nan)
         overflow = values.get(metrics.AMP_OVERFLOW, 0.0) > 0
         grad_total = values.get(metrics.GRAD_NORM_TOTAL, 0.0)
@@ -576,6 +621,9 @@ class Sentinel:
         self._losses, self._values, self._signals, self._decision = [], {}, None, None
         self._step_batches, self._suppressed, self._attn_values = [], None, {}
         self._since_end.clear()
+        if self._pending is not None:
+            self._pending = None
+            disarm(self.optimizers)
 
     def suppress_update(self, optimizer: torch.optim.Optimizer | None = None) -> None:
         """Withhold this step's update: set the gradients of ``optimizer`` (default: all) to None."""
@@ -583,7 +631,9 @@ class Sentinel:
 
     def finish_step(self, step: int | None = None) -> None:
         """The optimizer step is done: record, then carry out the guard's decision or snapshot."""
-        if not self._values:  # measure() was not called (e.g. no backward this batch)
+        if self._pending is not None:
+            self._read_gated()
+        elif not self._values:  # measure() was not called (e.g. no backward this batch)
             self.measure()
         self._record(self._values, self._signals)
         decision, self._decision = self._decision, None
@@ -594,11 +644,36 @@ class Sentinel:
                 self._maybe_snapshot()
         finally:
             self._losses, self._values, self._signals = [], {}, None
-            self._step_batches, self._suppressed = [], None
+            self._step_batches, self._suppressed, self._applied_anyway = [], None, False
             self.step = self.step + 1 if step is None else step
+
+    def _read_gated(self) -> None:
+        """A gated step: its values to the host (the update is launched by now), then judged."""
+        keys, host, event, replay = self._pending
+        self._pending = None
+        disarm(self.optimizers)
+        if event is not None:
+            event.synchronize()  # note: the one CPU-GPU sync of a gated step
+        values = dict(zip(keys, host.tolist()))
+        gated = values.pop(_GATED) > 0
+        withheld = self._judge_values(values, replay)
+        self._applied_anyway = False
+        if gated == withheld:
+            return
+        self.gate_mismatches += 1
+        if gated:  # one update lost: the guard would have applied it
+            log.debug("sentinel: step %d: the device withheld an update the guard applies", self.step)
+        elif self._decision is not None and self._decision.action is Action.SKIP_UPDATE:
+            self._applied_anyway = True  # the skip_step event says so
+            log.warning("sentinel: step %d: the device applied an update the guard withholds (a value "
+                        "within rounding of its threshold); a rollback answers it if the damage lasts",
+                        self.step)
 
     def close(self) -> None:
         """Remove the optimizer and attention hooks, flush and close the run directory (idempotent)."""
+        if self._pending is not None:  # a step measured but never finished: no stale verdict left
+            self._pending = None
+            disarm(self.optimizers)
         self.lr_cooldown.remove()
         self.attention.stop()  # armed still if a sampled step raised before its backward
         if self.writer is not None:
@@ -744,7 +819,8 @@ class Sentinel:
                 # and then and was dropped in every epoch after).
                 self._add_to_skiplist(entries)
             self._event(EventKind.SKIP_STEP, **self._skip_detail(decision),
-                        batches=[_short(e) for e in entries])
+                        batches=[_short(e) for e in entries],
+                        **({"applied": True} if self._applied_anyway else {}))
             return
         self.guard_state = decision.state
         # The streak's earlier batches are in the skip list already (as outliers); all are named.
@@ -1293,6 +1369,26 @@ def _to_host(keys: list[str], tensors: list[torch.Tensor]) -> dict[str, float]:
     """
     if not tensors:
         return {}
+    # stack and cat promote to the widest dtype; tolist() turns float32 into the same Python
+    # floats as double()
+    return dict(zip(keys, _flat(tensors).cpu().tolist()))
+
+
+def _start_to_host(tensors: list[torch.Tensor]) -> tuple[torch.Tensor, Any]:
+    """:func:`_to_host`'s transfer queued without waiting: a host tensor and the CUDA event after
+    which it holds the values (None: it holds them now)."""
+    flat = _flat(tensors)
+    if not flat.is_cuda:
+        return flat, None
+    host = torch.empty(flat.shape, dtype=flat.dtype, pin_memory=True)
+    host.copy_(flat, non_blocking=True)
+    event = torch.cuda.Event()
+    event.record(torch.cuda.current_stream(flat.device))
+    return host, event
+
+
+def _flat(tensors: list[torch.Tensor]) -> torch.Tensor:
+    """The tensors as one 1-D tensor on the first one's device."""
     first = tensors[0]
     device = first.device
     if len(tensors) == 1:
@@ -1302,9 +1398,7 @@ def _to_host(keys: list[str], tensors: list[torch.Tensor]) -> dict[str, float]:
     else:
         flat = torch.cat([(t if t.dim() == 1 else t.reshape(1)) if t.device == device else t.reshape(-1).to(device)
                           for t in tensors])
-    # stack and cat promote to the widest dtype; tolist() turns float32 into the same Python
-    # floats as double()
-    return dict(zip(keys, flat.cpu().tolist()))
+    return flat
 
 
 def _batch_size(batch: Any) -> int:

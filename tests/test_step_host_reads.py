@@ -68,10 +68,14 @@ def _run(tmp_path, tiny_task, reads: HostReads, *, optimizer: str = "sgd", scale
                                          collate_fn=collate)
     model = Net().to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9) if optimizer == "sgd" else \
-        torch.optim.AdamW(model.parameters(), lr=1e-3)
+        torch.optim.AdamW(model.parameters(), lr=1e-3, fused=optimizer == "adamw-fused")
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 10))
     grad_scaler = torch.amp.GradScaler(device.type, init_scale=2.0**10) if scaler else None
-    sen = Sentinel(model, opt, scheduler=sched, scaler=grad_scaler, log_dir=str(tmp_path / "run"), loss_fn=mse)
+    # The fused AdamW's updates are withheld on the device (on the CPU only when asked for).
+    gate = True if optimizer == "adamw-fused" else None
+    sen = Sentinel(model, opt, scheduler=sched, scaler=grad_scaler, log_dir=str(tmp_path / "run"), loss_fn=mse,
+                   device_gate=gate)
+    reads.in_check = {}
     per_step: dict[int, list[str]] = {}
     for step, batch in enumerate(loader):  # what sen.batches(loader) does, minus the loader's own reads
         reads.calls = []
@@ -86,6 +90,7 @@ def _run(tmp_path, tiny_task, reads: HostReads, *, optimizer: str = "sgd", scale
         inside = list(reads.calls)
         reads.calls = []
         apply = reads.during(sen.check, loss)
+        reads.in_check[step] = list(reads.calls)
         inside += reads.calls
         if scaler:
             grad_scaler.step(opt)  # the user's own calls: not counted
@@ -100,7 +105,8 @@ def _run(tmp_path, tiny_task, reads: HostReads, *, optimizer: str = "sgd", scale
     return per_step, sen
 
 
-@pytest.mark.parametrize("optimizer,scaler", [("sgd", False), ("adamw", False), ("adamw", True)])
+@pytest.mark.parametrize("optimizer,scaler", [("sgd", False), ("adamw", False), ("adamw", True),
+                                              ("adamw-fused", False)])
 def test_one_host_read_per_step(tmp_path, tiny_task, monkeypatch, optimizer, scaler, device):
     reads = HostReads(monkeypatch)
     per_step, sen = _run(tmp_path, tiny_task, reads, optimizer=optimizer, scaler=scaler, device=device)
@@ -111,6 +117,8 @@ def test_one_host_read_per_step(tmp_path, tiny_task, monkeypatch, optimizer, sca
     assert {step: len(calls) for step, calls in plain.items()} == {step: 1 for step in plain}, plain
     # Sampled steps add per-module norms and attention to that same transfer; a snapshot reads nothing.
     assert all(len(calls) == 1 for calls in per_step.values()), per_step
+    if optimizer == "adamw-fused":  # withheld on the device: read back after the update, in end_step
+        assert sen._gate is not None and not any(reads.in_check.values())
 
 
 class DeviceSyncs:
@@ -135,14 +143,20 @@ class DeviceSyncs:
                                if "synchronizing" in str(w.message)]
 
 
-@pytest.mark.parametrize("optimizer,scaler,named_by_content", [("sgd", False, False), ("adamw", True, True)])
+@pytest.mark.parametrize("optimizer,scaler,named_by_content", [("sgd", False, False), ("adamw", True, True),
+                                                               ("adamw-fused", False, False)])
 def test_one_device_synchronisation_per_step_on_cuda(tmp_path, tiny_task, optimizer, scaler, named_by_content,
                                                      cuda_device):
     # Every step, the first included (its one-time copies to the device are queued from pinned
     # memory) and the snapshot steps (their copies go to pinned memory without waiting).
-    per_step, sen = _run(tmp_path, tiny_task, DeviceSyncs(), optimizer=optimizer, scaler=scaler,
+    syncs = DeviceSyncs()
+    per_step, sen = _run(tmp_path, tiny_task, syncs, optimizer=optimizer, scaler=scaler,
                          device=cuda_device, named_by_content=named_by_content)
     assert sen.step == STEPS and sen.rollbacks == 0
+    if optimizer == "adamw-fused":  # gated on the device: check() waits for nothing
+        assert sen._gate is not None and not any(syncs.in_check.values())
+        assert all(len(calls) <= 1 for calls in per_step.values()), per_step
+        return
     assert {step: len(calls) for step, calls in per_step.items()} == {step: 1 for step in per_step}, per_step
 
 

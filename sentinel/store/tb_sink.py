@@ -10,6 +10,7 @@ of truth, TensorBoard is a view."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
@@ -113,6 +114,12 @@ class TensorBoardSink:
             return
         self._closed = True
         self._hand_over(time.monotonic())
+        if threading.current_thread() is self._thread:
+            # A writer dropped without close() is finalised by whichever thread collects it, this
+            # one's too: it stops after the queued records; it cannot wait for itself.
+            with contextlib.suppress(queue.Full):
+                self._queue.put_nowait(_STOP)
+            return
         self._send(_STOP)
         self._thread.join()
         if self.dropped:
