@@ -22,6 +22,11 @@ for those steps, the queue included. Copies:
   host-verdict (``--fused`` only) ``sentinel`` with ``device_gate=False``: the fused AdamW's
                update waits for the host's verdict, as every optimizer's does without the gate
 
+``--ablate``: more copies, each ``sentinel`` with one part off (``-snapshots``: one snapshot at the
+start only; ``-attention``, ``-tb``, ``-rng``: no NaN-replay RNG capture, ``-modules``: no
+per-module norms), and ``min-gated`` / ``min-host``: ``minimal`` with the guard on (one snapshot at
+the start), with and without the device gate.
+
 ``--fused``: every copy's AdamW is ``fused=True``; ``sentinel`` then withholds updates on the
 device (:mod:`sentinel.guard.device_gate`) and reads the step back after launching the update.
 
@@ -69,6 +74,15 @@ from sentinel.probes.grad_norm import GradNormProbe
 WORKLOADS = {
     "gpt-s": (GPTConfig(vocab=4096, seq=128, d=256, layers=4, heads=4), 16),
     "gpt-m": (GPTConfig(vocab=8192, seq=512, d=768, layers=12, heads=12), 8),
+}
+NEVER = 10**9
+ABLATIONS: dict[str, dict[str, Any]] = {
+    "-snapshots": {"snapshot_every": NEVER}, "-attention": {"attention_every": NEVER},
+    "-tb": {"tensorboard": False}, "-rng": {"localize_nonfinite": False}, "-modules": {"module_every": NEVER},
+    "min-gated": {"snapshot_every": NEVER, "tensorboard": False, "localize_nonfinite": False,
+                  "attention_every": NEVER, "module_every": NEVER},
+    "min-host": {"snapshot_every": NEVER, "tensorboard": False, "localize_nonfinite": False,
+                 "attention_every": NEVER, "module_every": NEVER, "device_gate": False},
 }
 TINY = (GPTConfig(vocab=64, seq=16, d=32, layers=2, heads=2), 4)
 # copy name -> Sentinel options (None: a plain loop)
@@ -141,7 +155,9 @@ def step_cost(name: str, cfg: GPTConfig, batch: int, args: argparse.Namespace, t
     device = torch.device(args.device)
     data = random_tokens(cfg, batch=batch, count=8).to(device)
     copies = []
-    table = {**COPIES, "host-verdict": {"device_gate": False}} if args.fused else COPIES
+    table = {**COPIES, "host-verdict": {"device_gate": False}} if args.fused else dict(COPIES)
+    if args.ablate:
+        table.update(ABLATIONS)
     for copy_name, options in table.items():
         torch.manual_seed(0)
         model = GPT.from_config(cfg).to(device)
@@ -150,7 +166,9 @@ def step_cost(name: str, cfg: GPTConfig, batch: int, args: argparse.Namespace, t
         if options is not None:
             copy.sen = Sentinel(model, opt, log_dir=f"{tmp}/{name}-{copy_name}", loss_fn=_bf16_loss, **options)
             gated = copy.sen._gate is not None
-            if gated != (args.fused and copy_name == "sentinel" and device.type == "cuda"):
+            expect_gate = args.fused and device.type == "cuda" and options.get("device_gate", True) \
+                and options.get("rollback", True)
+            if gated != expect_gate:
                 raise SystemExit(f"{copy_name}: the device gate is {'on' if gated else 'off'}, unexpectedly")
             copy.batches = iter(copy.sen.batches(_forever(data)))
         copies.append(copy)
@@ -254,6 +272,7 @@ def main() -> None:
     parser.add_argument("--warmup-blocks", type=int, default=2)
     parser.add_argument("--gradnorm-calls", type=int, default=50)
     parser.add_argument("--profile", action="store_true", help="profile the sentinel copy's host time")
+    parser.add_argument("--ablate", action="store_true", help="copies with one part of the defaults off")
     parser.add_argument("--fused", action="store_true", help="fused AdamW everywhere (sentinel's device gate)")
     parser.add_argument("--tiny", action="store_true", help="tiny models: a check of the script, not a measurement")
     args = parser.parse_args()
