@@ -19,7 +19,7 @@ for those steps, the queue included. Copies:
   minimal      the total grad norm, the loss and the steps file only (``rollback=False,
                tensorboard=False, localize_nonfinite=False``, attention and per-module norms
                never): the one read back per step and the judging of it
-  host-verdict (``--fused`` only) ``sentinel`` with ``device_gate=False``: the fused AdamW's
+  host-verdict (``--fused`` only) ``sentinel`` with ``async_verdict=False``: the fused AdamW's
                update waits for the host's verdict, as every optimizer's does without the gate
 
 ``--ablate``: more copies, each ``sentinel`` with one part off (``-snapshots``: one snapshot at the
@@ -82,7 +82,7 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "min-gated": {"snapshot_every": NEVER, "tensorboard": False, "localize_nonfinite": False,
                   "attention_every": NEVER, "module_every": NEVER},
     "min-host": {"snapshot_every": NEVER, "tensorboard": False, "localize_nonfinite": False,
-                 "attention_every": NEVER, "module_every": NEVER, "device_gate": False},
+                 "attention_every": NEVER, "module_every": NEVER, "async_verdict": False},
 }
 TINY = (GPTConfig(vocab=64, seq=16, d=32, layers=2, heads=2), 4)
 # copy name -> Sentinel options (None: a plain loop)
@@ -155,7 +155,7 @@ def step_cost(name: str, cfg: GPTConfig, batch: int, args: argparse.Namespace, t
     device = torch.device(args.device)
     data = random_tokens(cfg, batch=batch, count=8).to(device)
     copies = []
-    table = {**COPIES, "host-verdict": {"device_gate": False}} if args.fused else dict(COPIES)
+    table = {**COPIES, "host-verdict": {"async_verdict": False}} if args.fused else dict(COPIES)
     if args.ablate:
         table.update(ABLATIONS)
     for copy_name, options in table.items():
@@ -166,7 +166,7 @@ def step_cost(name: str, cfg: GPTConfig, batch: int, args: argparse.Namespace, t
         if options is not None:
             copy.sen = Sentinel(model, opt, log_dir=f"{tmp}/{name}-{copy_name}", loss_fn=_bf16_loss, **options)
             gated = copy.sen._gate is not None
-            expect_gate = args.fused and device.type == "cuda" and options.get("device_gate", True) \
+            expect_gate = args.fused and device.type == "cuda" and options.get("async_verdict", True) \
                 and options.get("rollback", True)
             if gated != expect_gate:
                 raise SystemExit(f"{copy_name}: the device gate is {'on' if gated else 'off'}, unexpectedly")

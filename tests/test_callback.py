@@ -119,8 +119,8 @@ def test_updates_withheld_on_the_device_train_as_withheld_on_the_host(tmp_path, 
     # the same skipped steps, the same NaN source, the same weights as the host's verdict.
     faults = dict(poison_steps=(60, 61, 62), nan_steps=(80,), corrupt_steps={100})
     _, _, gated = _fit(tmp_path / "gated", tiny_task, device=device, fused_adamw=True,
-                       device_gate=None if device.type == "cuda" else True, **faults)
-    _, _, host = _fit(tmp_path / "host", tiny_task, device=device, fused_adamw=True, device_gate=False, **faults)
+                       async_verdict=None if device.type == "cuda" else True, **faults)
+    _, _, host = _fit(tmp_path / "host", tiny_task, device=device, fused_adamw=True, async_verdict=False, **faults)
     engine, reference = gated._engine(), host._engine()
     assert engine._gate is not None and reference._gate is None and engine.gate_mismatches == 0
     kinds = [[(e["kind"], e["step"]) for e in _events(tmp_path / name) if e["kind"] != "start"]

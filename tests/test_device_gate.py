@@ -31,7 +31,7 @@ def _train(tmp_path, tiny_task, device, *, gate, poison_steps=(), nan_steps=(), 
     model = Net().to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2, fused=True)
     sen = Sentinel(model, opt, log_dir=str(tmp_path / name), loss_fn=mse, tensorboard=False,
-                   device_gate=gate, snapshot_every=10)
+                   async_verdict=gate, snapshot_every=10)
     for batch in sen.batches(loader):
         opt.zero_grad()
         loss = mse(model, batch)
@@ -90,23 +90,26 @@ def test_lasting_spike_rolled_back_the_same(tmp_path, tiny_task):
 
 def test_gate_refused_where_it_cannot_work(tmp_path):
     model = torch.nn.Linear(2, 1)
-    with pytest.raises(ValueError, match="device_gate=True, but the optimizer SGD takes no found_inf"):
-        Sentinel(model, torch.optim.SGD(model.parameters(), lr=0.1), log_dir=str(tmp_path / "a"), device_gate=True)
+    with pytest.raises(ValueError, match="async_verdict=True, but the optimizer SGD takes no found_inf"):
+        Sentinel(model, torch.optim.SGD(model.parameters(), lr=0.1), log_dir=str(tmp_path / "a"), async_verdict=True)
     with pytest.raises(ValueError, match="not fused: pass fused=True"):
-        Sentinel(model, torch.optim.AdamW(model.parameters()), log_dir=str(tmp_path / "b"), device_gate=True)
+        Sentinel(model, torch.optim.AdamW(model.parameters()), log_dir=str(tmp_path / "b"), async_verdict=True)
+    bn = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.BatchNorm1d(2))
+    with pytest.raises(ValueError, match="BatchNorm running statistics"):
+        Sentinel(bn, torch.optim.AdamW(bn.parameters(), fused=True), log_dir=str(tmp_path / "d"), async_verdict=True)
     scaler = torch.amp.GradScaler("cpu")
     assert "GradScaler" in gate_unsupported([torch.optim.AdamW(model.parameters(), fused=True)], scaler, 1, True)
     # Automatic: off on the CPU, and where the setup does not allow it.
     sen = Sentinel(model, torch.optim.AdamW(model.parameters(), fused=True), log_dir=str(tmp_path / "c"))
     assert sen._gate is None
-    with pytest.raises(TypeError, match="device_gate"):
-        SentinelConfig.from_options(device_gate="yes")
+    with pytest.raises(TypeError, match="async_verdict"):
+        SentinelConfig.from_options(async_verdict="yes")
 
 
 def test_stale_verdict_is_not_left_on_the_optimizer(tmp_path):
     model = torch.nn.Linear(2, 1)
     opt = torch.optim.AdamW(model.parameters(), fused=True)
-    sen = Sentinel(model, opt, log_dir=str(tmp_path / "run"), device_gate=True, tensorboard=False)
+    sen = Sentinel(model, opt, log_dir=str(tmp_path / "run"), async_verdict=True, tensorboard=False)
     sen.begin_batch(torch.ones(4, 2), 0)
     loss = model(torch.ones(4, 2)).pow(2).mean()
     loss.backward()
@@ -119,6 +122,30 @@ def test_stale_verdict_is_not_left_on_the_optimizer(tmp_path):
     sen.check(model(torch.ones(4, 2)).pow(2).mean())
     sen.close()  # measured, never finished
     assert "found_inf" not in opt.__dict__
+
+
+def test_a_step_set_aside_is_judged_before_a_checkpoint_and_at_close(tmp_path):
+    model = torch.nn.Linear(2, 1)
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    sen = Sentinel(model, opt, log_dir=str(tmp_path / "run"), async_verdict=True, tensorboard=False)
+    for i in range(3):
+        sen.begin_batch(torch.ones(4, 2), i)
+        loss = model(torch.ones(4, 2)).pow(2).mean()
+        loss.backward()
+        assert sen.check(loss)
+        opt.step()
+        sen.end_step()
+    assert sen.last_record["step"] == 1  # step 2 is judged at the next check
+    assert sen.state_dict()["step"] == 3 and sen.last_record["step"] == 2
+    sen.begin_batch(torch.ones(4, 2), 3)
+    loss = model(torch.ones(4, 2)).pow(2).mean()
+    loss.backward()
+    sen.check(loss)
+    opt.step()
+    sen.end_step()
+    sen.close()
+    steps = pd.read_csv(tmp_path / "run" / "steps.00000.csv")
+    assert steps["step"].tolist() == [0, 1, 2, 3]
 
 
 @pytest.mark.parametrize("seed", range(20))

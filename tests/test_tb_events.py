@@ -45,3 +45,31 @@ def test_event_file_reads_back(tmp_path):
     (event,) = events[1:]
     assert (event.step, event.wall_time) == (3, 10.0)
     assert [(v.tag, v.simple_value) for v in event.summary.value] == [("loss", 2.5), ("grad_norm/total", math.inf)]
+
+
+def test_a_sink_closed_from_a_sink_thread_does_not_wait(tmp_path, monkeypatch):
+    # A writer dropped without close() is finalised by whichever thread the garbage collector
+    # runs on, another sink's writer thread included: there a sink never waits for a writer
+    # thread (two finalising each other would wait for each other; one for itself raises).
+    import threading
+
+    from sentinel.store import tb_sink
+
+    sinks = [tb_sink.TensorBoardSink(tmp_path / name) for name in ("a", "b")]
+    joined = []
+    for sink in sinks:
+        monkeypatch.setattr(sink._thread, "join", lambda *a, _s=sink, **k: joined.append(_s))
+
+    def finalise_both():
+        tb_sink._SINK_THREAD.active = True  # as on a sink's own thread
+        for sink in sinks:
+            sink.close()
+
+    t = threading.Thread(target=finalise_both)
+    t.start()
+    t.join(timeout=10)
+    assert not t.is_alive() and joined == []
+    monkeypatch.undo()
+    for sink in sinks:  # each stops after its queued records
+        sink._thread.join(timeout=10)
+        assert not sink._thread.is_alive()

@@ -1,15 +1,15 @@
-"""Withhold an update on the device, so the host need not wait for the backward to launch it.
+"""Withhold an update on the device, so the host can judge a step while the next one runs.
 
 The guard judges a step from its loss and grad norm, and a blip's update must not be applied.
 Read back before ``optimizer.step()``, those two values make the host wait for the backward every
-step: on a GPU the device then idles while the host launches the update and the next forward
-(1.1-1.3x a plain step on a GPT, benchmarks/RESULTS.md). A fused ``Adam`` / ``AdamW`` takes a
-``found_inf`` tensor (what a ``GradScaler`` hands it) and leaves parameters and state untouched
-where it is 1. So the host computes, before the step, the thresholds above which the guard would
-withhold the update (the spike detectors' :meth:`~sentinel.detect.spike.SpikeDetector.limit`
-where the guard's policy withholds an outlier now); the device compares the step's values with
-them and the optimizer reads the verdict; the host reads the values after launching the update,
-while the device runs it, and judges the step as before.
+step, and on a GPU the device then idles while the host judges, records and launches the update
+and the next forward (1.1-1.3x a plain step on a GPT, benchmarks/RESULTS.md). A fused ``Adam`` /
+``AdamW`` takes a ``found_inf`` tensor (what a ``GradScaler`` hands it) and leaves parameters and
+state untouched where it is 1. So the host computes, before the step, the thresholds above which
+the guard would withhold the update (the spike detectors'
+:meth:`~sentinel.detect.spike.SpikeDetector.limit`, where the guard's policy withholds an outlier
+now); the device compares the step's values with them and the optimizer reads the verdict; the
+engine reads the values back a step later (``async_verdict``) and judges the step as before.
 
 Where the device's comparison and the host's judgment differ (a value within rounding of a
 threshold, a rule the threshold does not hold), the engine says so: an update withheld that the

@@ -22,6 +22,7 @@ from typing import Any, Mapping
 log = logging.getLogger(__name__)
 
 _STOP = object()
+_SINK_THREAD = threading.local()  # .active on the sinks' own threads
 _BATCH = 64  # step records per hand-over to the writer thread
 
 
@@ -114,9 +115,10 @@ class TensorBoardSink:
             return
         self._closed = True
         self._hand_over(time.monotonic())
-        if threading.current_thread() is self._thread:
-            # A writer dropped without close() is finalised by whichever thread collects it, this
-            # one's too: it stops after the queued records; it cannot wait for itself.
+        if getattr(_SINK_THREAD, "active", False):
+            # A writer dropped without close() is finalised by whichever thread collects it: on a
+            # sink's own thread (this one's, or another's that this one may be waiting for), it
+            # only asks this sink to stop after its queued records, never waits.
             with contextlib.suppress(queue.Full):
                 self._queue.put_nowait(_STOP)
             return
@@ -137,6 +139,7 @@ class TensorBoardSink:
         return False
 
     def _run(self) -> None:
+        _SINK_THREAD.active = True
         writer = None
         last_flush = time.monotonic()
         try:
