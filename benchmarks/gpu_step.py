@@ -158,6 +158,8 @@ def step_cost(name: str, cfg: GPTConfig, batch: int, args: argparse.Namespace, t
     table = {**COPIES, "host-verdict": {"async_verdict": False}} if args.fused else dict(COPIES)
     if args.ablate:
         table.update(ABLATIONS)
+    if args.only:
+        table = {k: v for k, v in table.items() if k in args.only.split(",")}
     for copy_name, options in table.items():
         torch.manual_seed(0)
         model = GPT.from_config(cfg).to(device)
@@ -273,6 +275,7 @@ def main() -> None:
     parser.add_argument("--gradnorm-calls", type=int, default=50)
     parser.add_argument("--profile", action="store_true", help="profile the sentinel copy's host time")
     parser.add_argument("--ablate", action="store_true", help="copies with one part of the defaults off")
+    parser.add_argument("--only", default="", help="comma-separated copies to run (plain and plain+item first)")
     parser.add_argument("--fused", action="store_true", help="fused AdamW everywhere (sentinel's device gate)")
     parser.add_argument("--tiny", action="store_true", help="tiny models: a check of the script, not a measurement")
     args = parser.parse_args()
