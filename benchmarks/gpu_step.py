@@ -19,16 +19,11 @@ for those steps, the queue included. Copies:
   minimal      the total grad norm, the loss and the steps file only (``rollback=False,
                tensorboard=False, localize_nonfinite=False``, attention and per-module norms
                never): the one read back per step and the judging of it
-  host-verdict (``--fused`` only) ``sentinel`` with ``async_verdict=False``: the fused AdamW's
-               update waits for the host's verdict, as every optimizer's does without the gate
 
 ``--ablate``: more copies, each ``sentinel`` with one part off (``-snapshots``: one snapshot at the
 start only; ``-attention``, ``-tb``, ``-rng``: no NaN-replay RNG capture, ``-modules``: no
-per-module norms), and ``min-gated`` / ``min-host``: ``minimal`` with the guard on (one snapshot at
-the start), with and without the device gate.
-
-``--fused``: every copy's AdamW is ``fused=True``; ``sentinel`` then withholds updates on the
-device (:mod:`sentinel.guard.device_gate`) and reads the step back after launching the update.
+per-module norms), and ``min-guard``: ``minimal`` with the guard on (one snapshot at the start).
+``--only NAMES`` runs those copies alone. ``--fused``: every copy's AdamW is ``fused=True``.
 
 Reported per copy: the median step over blocks, its ratio to ``plain`` and to ``plain+item``, and
 the wall time inside sentinel's calls (``batches``' next, ``check``, ``end_step``) per step: host
@@ -79,10 +74,8 @@ NEVER = 10**9
 ABLATIONS: dict[str, dict[str, Any]] = {
     "-snapshots": {"snapshot_every": NEVER}, "-attention": {"attention_every": NEVER},
     "-tb": {"tensorboard": False}, "-rng": {"localize_nonfinite": False}, "-modules": {"module_every": NEVER},
-    "min-gated": {"snapshot_every": NEVER, "tensorboard": False, "localize_nonfinite": False,
+    "min-guard": {"snapshot_every": NEVER, "tensorboard": False, "localize_nonfinite": False,
                   "attention_every": NEVER, "module_every": NEVER},
-    "min-host": {"snapshot_every": NEVER, "tensorboard": False, "localize_nonfinite": False,
-                 "attention_every": NEVER, "module_every": NEVER, "async_verdict": False},
 }
 TINY = (GPTConfig(vocab=64, seq=16, d=32, layers=2, heads=2), 4)
 # copy name -> Sentinel options (None: a plain loop)
@@ -155,7 +148,7 @@ def step_cost(name: str, cfg: GPTConfig, batch: int, args: argparse.Namespace, t
     device = torch.device(args.device)
     data = random_tokens(cfg, batch=batch, count=8).to(device)
     copies = []
-    table = {**COPIES, "host-verdict": {"async_verdict": False}} if args.fused else dict(COPIES)
+    table = dict(COPIES)
     if args.ablate:
         table.update(ABLATIONS)
     if args.only:
@@ -167,11 +160,6 @@ def step_cost(name: str, cfg: GPTConfig, batch: int, args: argparse.Namespace, t
         copy = Copy(copy_name, model, opt)
         if options is not None:
             copy.sen = Sentinel(model, opt, log_dir=f"{tmp}/{name}-{copy_name}", loss_fn=_bf16_loss, **options)
-            gated = copy.sen._gate is not None
-            expect_gate = args.fused and device.type == "cuda" and options.get("async_verdict", True) \
-                and options.get("rollback", True)
-            if gated != expect_gate:
-                raise SystemExit(f"{copy_name}: the device gate is {'on' if gated else 'off'}, unexpectedly")
             copy.batches = iter(copy.sen.batches(_forever(data)))
         copies.append(copy)
     tokens = {c.name: _forever(data) for c in copies}
@@ -276,7 +264,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="profile the sentinel copy's host time")
     parser.add_argument("--ablate", action="store_true", help="copies with one part of the defaults off")
     parser.add_argument("--only", default="", help="comma-separated copies to run (plain and plain+item first)")
-    parser.add_argument("--fused", action="store_true", help="fused AdamW everywhere (sentinel's device gate)")
+    parser.add_argument("--fused", action="store_true", help="fused AdamW in every copy")
     parser.add_argument("--tiny", action="store_true", help="tiny models: a check of the script, not a measurement")
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():

@@ -103,13 +103,6 @@ class GuardConfig:
         skip_share_warning: warn once when the skip list holds more than this share of an
             epoch's batches. 0.05: dropping one batch in twenty is no longer "a few bad batches";
             the data or the learning rate needs a look.
-        async_verdict: judge each step while the next one runs, instead of making the host wait
-            for the backward before the update: the update is withheld on the device where it
-            must be (:mod:`sentinel.guard.device_gate`), and the step is read back, judged and
-            recorded at the next ``check``. On a GPU that wait leaves the device idle every step.
-            Needs a fused ``Adam``/``AdamW``, no ``GradScaler``, one process and no BatchNorm
-            running statistics. None (default): on where the model is on a GPU and the setup
-            allows it; True: required (an error names what prevents it); False: off.
     """
 
     rollback: bool = True
@@ -127,7 +120,6 @@ class GuardConfig:
     overflow_patience: int = 5
     loss_scale_floor: float = 1.0
     skip_share_warning: float = 0.05
-    async_verdict: bool | None = None
 
     def __post_init__(self) -> None:
         # Types first, for every numeric option (by its annotation), so "4" is named, not compared.
@@ -154,8 +146,6 @@ class GuardConfig:
             raise ValueError(f"skip_share_warning must be in (0, 1], got {self.skip_share_warning!r}")
         if not 0 < self.lr_factor <= 1:
             raise ValueError(f"lr_factor must be in (0, 1], got {self.lr_factor!r}")
-        if not (self.async_verdict is None or isinstance(self.async_verdict, bool)):
-            raise TypeError(f"async_verdict={self.async_verdict!r}: pass True, False or None (automatic)")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -22,12 +22,6 @@ run here, before the update), ``finish_step`` after the update (record; carry ou
 give-up; take a snapshot). A step whose update must not be applied has its gradients set to
 None, so an optimizer step that runs anyway changes nothing (SGD, Adam and AdamW skip
 parameters without a gradient: no moment, step count or weight-decay change).
-
-With a fused Adam/AdamW on a GPU (``async_verdict``) a step is judged while the next one runs:
-``measure`` queues the step's values and the device's verdict, which the optimizer reads
-(:mod:`sentinel.guard.device_gate`); ``finish_step`` sets the step aside; the next ``measure``
-reads it back, judges and records it, carries out the decision, then measures its own step.
-The host never waits for the step the device is working on.
 """
 
 from __future__ import annotations
@@ -47,7 +41,6 @@ from sentinel.config import SentinelConfig
 from sentinel.detect.entropy import EntropyWatch
 from sentinel.events import EventKind, describe, make_event
 from sentinel.guard.batch_id import BatchIdentity, batch_fields
-from sentinel.guard.device_gate import DeviceGate, arm, disarm, gate_unsupported
 from sentinel.guard.judge import StepJudge
 from sentinel.guard.lr_cooldown import LRCooldown
 from sentinel.guard.policy import Action, Decision, GuardState, Reason, StepSignals, decide
@@ -68,12 +61,6 @@ log = logging.getLogger(__name__)
 _DETECTORS = "detectors"
 _OVERFLOW_STREAK = "overflow_streak"
 _SCALER_SETTLED = "scaler_settled"
-# The device's verdict among a gated step's values (1.0: its update was withheld).
-_GATED = "_gated"
-# What one optimizer step holds while it is judged (set aside until then with async_verdict).
-_STEP_FIELDS = ("step", "_epoch", "_batch", "_batch_idx", "_step_batches", "_losses", "_rng",
-                "_grad_per_tensor", "_attn_recorded", "_samples", "_values", "_signals", "_decision",
-                "_suppressed", "_applied_anyway", "_pending")
 
 
 class TrainingGaveUp(RuntimeError):
@@ -240,31 +227,6 @@ class Sentinel:
         self._since_end: set[str] = set()
         self._loop_calls: set[str] = set()
         self._warned_order: set[str] = set()
-        # async_verdict: a step's values on their way to the host (keys, host copy, its CUDA event
-        # or None, replay), and the last step set aside until the next measure() judges it.
-        self._gate = self._device_gate(model)
-        self._pending: tuple[list[str], torch.Tensor, Any, Any] | None = None
-        self._lagged: dict[str, Any] | None = None
-        self._late_drop = False  # this step trained on weights a rollback has since discarded
-        self.gate_mismatches = 0  # steps whose update the device and the guard answered differently
-        self._applied_anyway = False  # this step's update was applied though the guard withholds it
-
-    def _device_gate(self, model: torch.nn.Module) -> DeviceGate | None:
-        g = self.config.guard
-        if g.async_verdict is False:
-            return None
-        why_not = gate_unsupported(self.optimizers, self.scaler, self.world_size, g.rollback)
-        if why_not is None and self._running_stats.layers:
-            why_not = ("the model has BatchNorm running statistics, which the next step's forward changes "
-                       "before this step is judged")
-        if why_not is not None:
-            if g.async_verdict:
-                raise ValueError(f"sentinel: async_verdict=True, but {why_not}; or pass async_verdict=None "
-                                 "(used where the setup allows it)")
-            return None
-        if g.async_verdict is None and not any(p.is_cuda for p in model.parameters()):
-            return None  # on the CPU nothing runs ahead of the host: nothing to gain
-        return DeviceGate(g)
 
     @property
     def rollbacks(self) -> int:
@@ -300,8 +262,7 @@ class Sentinel:
         Returns:
             False when the update must not be applied: an outlier or non-finite step (its
             gradients are also set to None, so an ``optimizer.step()`` would change nothing),
-            or a rollback is coming. With the device gate (a fused AdamW on a GPU) it returns
-            True at once and the optimizer withholds the update itself where it must.
+            or a rollback is coming.
 
         Example:
             >>> if sen.check(loss):   # doctest: +SKIP
@@ -388,11 +349,8 @@ class Sentinel:
             if rollback:
                 self._running_stats.keep()  # put back if the update is withheld
             # RNG states only matter to a replay; copying them is the dearest part of this hook.
-            # With async_verdict a snapshot after the previous step is taken during this one, and
-            # holds the RNG states from before its forward.
             self._rng = capture_rng(cuda=self._cuda_rng) \
-                if (self.replay_available and self.config.record.localize_nonfinite) or self._gate is not None \
-                else None
+                if self.replay_available and self.config.record.localize_nonfinite else None
             self._attn_sampled = self.attention.start(self.step) or self._attn_sampled
         self._samples += _batch_size(batch)
         return True
@@ -429,11 +387,7 @@ class Sentinel:
 
         Returns:
             True when this step's update must not be applied (its gradients are then None).
-            False for a gated step: the optimizer gets the device's verdict, and the step is
-            read back and judged in :meth:`finish_step`.
         """
-        if self._lagged is not None:  # the previous step first: its verdict sets this one's limits
-            self._judge_lagged(next_rng=self._rng, in_step=True)
         rec = self.config.record
         grad_norms = self.grad_norms
         # The step's metrics: keys[i] names tensors[i] (0-d), or one entry each of a 1-D tensor.
@@ -451,13 +405,10 @@ class Sentinel:
         self._grad_per_tensor = None if per_module or not grad_norms.group_names else per_tensor
         if per_module:
             keys += grad_norms.keys()
-            norms = grad_norms.norms(per_tensor)
-            tensors.append(norms)
-            total = norms[0]
+            tensors.append(grad_norms.norms(per_tensor))
         else:  # the usual step: the total alone, 0-d
             keys.append(metrics.GRAD_NORM_TOTAL)
-            total = grad_norms.total(per_tensor)
-            tensors.append(total)
+            tensors.append(grad_norms.total(per_tensor))
         if self.scaler is not None:
             opt = optimizer or (self.optimizers[0] if self.optimizers else None)
             if opt is not None:
@@ -471,19 +422,7 @@ class Sentinel:
             keys.append(key)
             tensors.append(t.detach())
         self._attn_values = {}
-        if self._gate is not None and self._suppressed is None:
-            # Withheld on the device if need be; read back and judged at the next measure().
-            flag = self._gate.compute(tensors[0] if losses else None, total, self.judge, self.guard_state,
-                                      self._cooling_down())
-            arm(self.optimizers, flag)
-            keys.append(_GATED)
-            tensors.append(flag)
-            self._pending = (keys, *_start_to_host(tensors), replay)
-            return False
-        return self._judge_values(_to_host(keys, tensors), replay)  # note: the one CPU-GPU sync
-
-    def _judge_values(self, values: dict[str, float], replay: Callable[[], torch.Tensor] | None) -> bool:
-        """The rest of :meth:`measure`, on the step's values read back: judge, decide, withhold."""
+        values = _to_host(keys, tensors)  # note: the one CPU-GPU sync point of the step
         local_loss = values.get(metrics.LOSS, math.nan)
         overflow = values.get(metrics.AMP_OVERFLOW, 0.0) > 0
         grad_total = values.get(metrics.GRAD_NORM_TOTAL, 0.0)
@@ -637,9 +576,6 @@ class Sentinel:
         self._losses, self._values, self._signals, self._decision = [], {}, None, None
         self._step_batches, self._suppressed, self._attn_values = [], None, {}
         self._since_end.clear()
-        if self._pending is not None:
-            self._pending = None
-            disarm(self.optimizers)
 
     def suppress_update(self, optimizer: torch.optim.Optimizer | None = None) -> None:
         """Withhold this step's update: set the gradients of ``optimizer`` (default: all) to None."""
@@ -647,16 +583,6 @@ class Sentinel:
 
     def finish_step(self, step: int | None = None) -> None:
         """The optimizer step is done: record, then carry out the guard's decision or snapshot."""
-        if self._pending is not None:  # judged at the next measure(), while the next step runs
-            disarm(self.optimizers)  # the update is launched: its verdict is taken back
-            self._lagged = {f: getattr(self, f) for f in _STEP_FIELDS}
-            self._pending = self._decision = None
-            self._reset_step(step)
-            return
-        if self._late_drop:  # a raw loop's batch after a rollback: dropped, not a step
-            self._late_drop = False
-            self._reset_step(self.step)
-            return
         if not self._values:  # measure() was not called (e.g. no backward this batch)
             self.measure()
         self._record(self._values, self._signals)
@@ -667,89 +593,12 @@ class Sentinel:
             if decision is not None and decision.applies_update:
                 self._maybe_snapshot()
         finally:
-            self._reset_step(step)
-
-    def _reset_step(self, step: int | None) -> None:
-        self._losses, self._values, self._signals = [], {}, None
-        self._step_batches, self._suppressed, self._applied_anyway = [], None, False
-        self.step = self.step + 1 if step is None else step
-
-    def _judge_lagged(self, next_rng: RngState | None = None, in_step: bool = False) -> None:
-        """Judge, record and answer the step set aside by :meth:`finish_step` (async_verdict).
-
-        Runs inside the next step's :meth:`measure` (``in_step``), whose own per-step state and
-        gradients are put aside meanwhile, or between steps. ``next_rng``: the RNG state from
-        before the next step's forward, which a snapshot taken now holds (the state after this
-        step). After a rollback the next step trained on discarded weights: its update is withheld.
-        """
-        lagged, self._lagged = self._lagged, None
-        current = {f: getattr(self, f) for f in _STEP_FIELDS}
-        grads = [(p, p.grad) for opt in self.optimizers for g in opt.param_groups for p in g["params"]]
-        for p, _ in grads:  # a replay (NaN source, weights check) must not overwrite them
-            p.grad = None
-        rollbacks = self.rollbacks
-        try:
-            for f, value in lagged.items():
-                setattr(self, f, value)
-            self._read_gated()
-            self._record(self._values, self._signals)
-            decision, self._decision = self._decision, None
-            if decision is not None:
-                self._carry_out(decision)
-                if decision.applies_update:
-                    self._maybe_snapshot(rng=next_rng)
-        finally:
-            for p, grad in grads:
-                p.grad = grad
-            for f, value in current.items():
-                setattr(self, f, value)
-        if in_step and self.rollbacks != rollbacks:
-            self._after_late_rollback()
-
-    def _after_late_rollback(self) -> None:
-        """The step in progress ran on the weights a rollback just discarded: withheld, and its
-        batches are the first of those dropped after the rollback (``skip_after``)."""
-        self._suppressed = "after_rollback"
-        self._late_drop = not self._keep_batches  # a raw loop drops, not trains, such a batch
-        if self._skip_next <= 0 or not self._step_batches:
-            return
-        self._skip_next -= 1
-        seen = [_BatchSeen(self.step, self._epoch, idx, BatchIdentity.of(b)) for idx, b in self._step_batches]
-        entries = self._gather_entries(seen, "after_rollback")
-        self._add_to_skiplist(entries)
-        for entry in entries:
-            self._event(EventKind.SKIP, **entry)
-
-    def _read_gated(self) -> None:
-        """A gated step: its values to the host (the update is launched by now), then judged."""
-        keys, host, event, replay = self._pending
-        self._pending = None
-        disarm(self.optimizers)
-        if event is not None:
-            event.synchronize()  # note: the one CPU-GPU sync of a gated step
-        values = dict(zip(keys, host.tolist()))
-        gated = values.pop(_GATED) > 0
-        withheld = self._judge_values(values, replay)
-        self._applied_anyway = False
-        if gated == withheld:
-            return
-        self.gate_mismatches += 1
-        if gated:  # one update lost: the guard would have applied it
-            log.debug("sentinel: step %d: the device withheld an update the guard applies", self.step)
-        elif self._decision is not None and self._decision.action is Action.SKIP_UPDATE:
-            self._applied_anyway = True  # the skip_step event says so
-            log.warning("sentinel: step %d: the device applied an update the guard withholds (a value "
-                        "within rounding of its threshold); a rollback answers it if the damage lasts",
-                        self.step)
+            self._losses, self._values, self._signals = [], {}, None
+            self._step_batches, self._suppressed = [], None
+            self.step = self.step + 1 if step is None else step
 
     def close(self) -> None:
-        """Judge the step still set aside (async_verdict), remove the optimizer and attention
-        hooks, flush and close the run directory (idempotent)."""
-        if self._pending is not None:  # a step measured but never finished: no stale verdict left
-            self._pending = None
-            disarm(self.optimizers)
-        if self._lagged is not None:
-            self._judge_lagged()
+        """Remove the optimizer and attention hooks, flush and close the run directory (idempotent)."""
         self.lr_cooldown.remove()
         self.attention.stop()  # armed still if a sampled step raised before its backward
         if self.writer is not None:
@@ -763,10 +612,7 @@ class Sentinel:
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
-        """Progress to save with a checkpoint so a resumed run continues exactly (a step still set
-        aside by ``async_verdict`` is judged first)."""
-        if self._lagged is not None:
-            self._judge_lagged()
+        """Progress to save with a checkpoint so a resumed run continues exactly."""
         return {
             "step": self.step, "rollbacks": self.rollbacks, "guard": asdict(self.guard_state),
             "cooldown_until": self.cooldown_until, "lr_factor": self.lr_cooldown.factor,
@@ -898,8 +744,7 @@ class Sentinel:
                 # and then and was dropped in every epoch after).
                 self._add_to_skiplist(entries)
             self._event(EventKind.SKIP_STEP, **self._skip_detail(decision),
-                        batches=[_short(e) for e in entries],
-                        **({"applied": True} if self._applied_anyway else {}))
+                        batches=[_short(e) for e in entries])
             return
         self.guard_state = decision.state
         # The streak's earlier batches are in the skip list already (as outliers); all are named.
@@ -1268,20 +1113,20 @@ class Sentinel:
             self._event(EventKind.NONFINITE, **d)
         return sources
 
-    def _maybe_snapshot(self, rng: RngState | None = None) -> None:
+    def _maybe_snapshot(self) -> None:
         done = self.step + 1  # optimizer steps completed, the ring's step convention
         if not self.config.guard.rollback or self._nonfinite or not self.ring.due(done):
             return
-        self._take_snapshot(done, rng)
+        self._take_snapshot(done)
 
-    def _take_snapshot(self, done: int, rng: RngState | None = None) -> None:
+    def _take_snapshot(self, done: int) -> None:
         # While the loss level stays raised, the last snapshot from before that began is kept:
         # a divergence is only called ``patience`` steps in, further back than the ring reaches.
         onset = self.judge.divergence.open_onset
         hold = None if onset is None else onset - self.config.guard.min_rollback_distance + 1
         try:
             self.ring.take(done, model=self.model, optimizers=self.optimizers,
-                           schedulers=self._restored, scaler=self.scaler, rng=rng,
+                           schedulers=self._restored, scaler=self.scaler,
                            extra={_DETECTORS: self._detector_states(),
                                   _OVERFLOW_STREAK: self.overflow_streak,
                                   _SCALER_SETTLED: self._scaler_settled}, hold_before=hold)
@@ -1448,26 +1293,6 @@ def _to_host(keys: list[str], tensors: list[torch.Tensor]) -> dict[str, float]:
     """
     if not tensors:
         return {}
-    # stack and cat promote to the widest dtype; tolist() turns float32 into the same Python
-    # floats as double()
-    return dict(zip(keys, _flat(tensors).cpu().tolist()))
-
-
-def _start_to_host(tensors: list[torch.Tensor]) -> tuple[torch.Tensor, Any]:
-    """:func:`_to_host`'s transfer queued without waiting: a host tensor and the CUDA event after
-    which it holds the values (None: it holds them now)."""
-    flat = _flat(tensors)
-    if not flat.is_cuda:
-        return flat, None
-    host = torch.empty(flat.shape, dtype=flat.dtype, pin_memory=True)
-    host.copy_(flat, non_blocking=True)
-    event = torch.cuda.Event()
-    event.record(torch.cuda.current_stream(flat.device))
-    return host, event
-
-
-def _flat(tensors: list[torch.Tensor]) -> torch.Tensor:
-    """The tensors as one 1-D tensor on the first one's device."""
     first = tensors[0]
     device = first.device
     if len(tensors) == 1:
@@ -1477,7 +1302,9 @@ def _flat(tensors: list[torch.Tensor]) -> torch.Tensor:
     else:
         flat = torch.cat([(t if t.dim() == 1 else t.reshape(1)) if t.device == device else t.reshape(-1).to(device)
                           for t in tensors])
-    return flat
+    # stack and cat promote to the widest dtype; tolist() turns float32 into the same Python
+    # floats as double()
+    return dict(zip(keys, flat.cpu().tolist()))
 
 
 def _batch_size(batch: Any) -> int:

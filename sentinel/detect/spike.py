@@ -312,37 +312,6 @@ class SpikeDetector:
         self._push(y)
         return SpikeVerdict(is_spike, score, base_value, y - base, n)
 
-    def limit(self) -> float:
-        """The value above which the next :meth:`update` flags a spike (``inf``: none would be).
-
-        Every part of the rule grows with the value, so one threshold says it: a device can
-        compare a value with it before the host reads the value back. Found here in float64;
-        a value within rounding of it may be judged either way.
-
-        Example:
-            >>> det = SpikeDetector(SpikeConfig(warmup=5, window=8))
-            >>> _ = [det.update(2.0 + 0.01 * (i % 3)) for i in range(10)]
-            >>> lim = det.limit()
-            >>> det.update(lim * 1.001).is_spike, 2.5 < lim < 9.0
-            (True, True)
-        """
-        n = len(self._sorted)
-        if n == 0 or n < self.config.min_history:
-            return math.inf
-        base = self._sorted[n // 2]
-        recent = self._sorted_recent[len(self._sorted_recent) // 2]
-        if recent < base:
-            base = recent
-        short = n < self.config.warmup
-        log_limit = base + self._min_excess[0 if short else 1]
-        if not short:
-            nd = len(self._sorted_diffs)
-            if not nd:
-                return math.inf  # no spread: the outlier part cannot pass
-            noise = self._sorted_diffs[nd // 2] / _DIFF_MAD_TO_SIGMA
-            log_limit = max(log_limit, base + self.config.threshold * max(noise, _NOISE_FLOOR))
-        return max(math.exp(log_limit), math.exp(base) + self.config.atol, _LOG_FLOOR)
-
     def rebase(self, keep: int) -> None:
         """Forget all but the last ``keep`` values: they are the level from now on (the guard found
         that the loss moved for a reason that is not damage). The rule is in its warm-up again.

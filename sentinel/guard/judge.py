@@ -57,11 +57,6 @@ class StepJudge:
         # space) cannot judge it, and their findings are recorded but not acted on.
         self.negative_loss_step: int | None = None
 
-    @property
-    def outliers_frequent(self) -> bool:
-        """Loss outliers have been frequent lately: the guard applies them (see FREQUENT_EPISODES)."""
-        return self._frequent
-
     def judge(self, step: int, loss: float | None, grad_norm: float | None, *, nonfinite: bool = False,
               overflow_streak: int = 0, loss_scale: float | None = None) -> StepSignals:
         """Feed one step's values to the detectors (their history grows) and say what they found."""

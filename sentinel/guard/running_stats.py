@@ -26,14 +26,14 @@ class RunningStats:
     """
 
     def __init__(self, model: torch.nn.Module) -> None:
-        self.layers = [m for m in model.modules() if isinstance(m, _NormBase) and m.track_running_stats]
+        self._layers = [m for m in model.modules() if isinstance(m, _NormBase) and m.track_running_stats]
         self._saved: list[torch.Tensor] = []
         self._ids: tuple[int, ...] = ()
         self._kept = False
 
     def keep(self) -> None:
         """Copy the statistics as they are now (before the step's forward)."""
-        if not self.layers:
+        if not self._layers:
             return
         live = self._live()
         ids = tuple(map(id, live))
@@ -53,5 +53,5 @@ class RunningStats:
                 torch._foreach_copy_(live, self._saved)
 
     def _live(self) -> list[torch.Tensor]:
-        return [t for m in self.layers for t in (m.running_mean, m.running_var, m.num_batches_tracked)
+        return [t for m in self._layers for t in (m.running_mean, m.running_var, m.num_batches_tracked)
                 if t is not None]

@@ -336,8 +336,7 @@ class SnapshotRing:
 
     def take(self, step: int, *, model: nn.Module, optimizers: Sequence[Optimizer] = (),
              schedulers: Sequence[Any] = (), scaler: Any | None = None,
-             extra: dict[str, Any] | None = None, hold_before: int | None = None,
-             rng: RngState | None = None) -> Snapshot:
+             extra: dict[str, Any] | None = None, hold_before: int | None = None) -> Snapshot:
         """Copy the training state to the host (or disk) and add it to the ring.
 
         The tensors are copied into the host buffers of the snapshot the ring drops to make
@@ -367,8 +366,6 @@ class SnapshotRing:
                 the oldest (when ``keep`` leaves room for it and one more): the state before a
                 stretch that is still going on (a slow divergence), which a rollback for it
                 returns to, outlives the ring's reach. ``max_bytes`` still wins.
-            rng: the RNG states to hold (default: captured now), for a snapshot taken after
-                the next step's forward has drawn from them.
 
         Returns:
             The new :class:`Snapshot`.
@@ -381,11 +378,10 @@ class SnapshotRing:
             >>> snap = ring.take(100, model=model, optimizers=[opt], extra={"epoch": 2})  # doctest: +SKIP
         """
         with _gc_paused():
-            return self._take(step, model, optimizers, schedulers, scaler, extra, hold_before, rng)
+            return self._take(step, model, optimizers, schedulers, scaler, extra, hold_before)
 
     def _take(self, step: int, model: nn.Module, optimizers: Sequence[Optimizer], schedulers: Sequence[Any],
-              scaler: Any | None, extra: dict[str, Any] | None, hold_before: int | None,
-              rng: RngState | None) -> Snapshot:
+              scaler: Any | None, extra: dict[str, Any] | None, hold_before: int | None) -> Snapshot:
         model_sd = model.state_dict()
         opt_sds = [opt.state_dict() for opt in optimizers]
         # Scalers and schedulers hold Python scalars; deep copies detach them from the live objects.
@@ -394,7 +390,7 @@ class SnapshotRing:
         sched_sds = [s.state_dict() if isinstance(s, nn.Module) else copy.deepcopy(s.state_dict())
                      for s in schedulers]
         params = _outside_params(model, optimizers)
-        rng = capture_rng() if rng is None else rng
+        rng = capture_rng()
 
         copier = _HostCopier()
         plan = copier.plan((model_sd, opt_sds, sched_sds, params))  # one walk: distinct tensors, tied once
