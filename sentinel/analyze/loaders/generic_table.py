@@ -82,7 +82,7 @@ def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
         return None not in _sniffed(keys, options)
     if len(lines) < 2:
         return False
-    sep = _separator(lines[0])
+    sep = separator(lines[0])
     try:
         header = [name.strip() for name in next(csv.reader([lines[0]], delimiter=sep))]
         first = next(csv.reader([lines[1]], delimiter=sep))
@@ -92,7 +92,7 @@ def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
     if step_col is None or loss_col is None:
         return False
     position = header.index(step_col)
-    return position < len(first) and _is_number(first[position])
+    return position < len(first) and is_number(first[position])
 
 
 def why_not(path: str | Path) -> str | None:
@@ -109,7 +109,7 @@ def why_not(path: str | Path) -> str | None:
     if len(lines) < 2 or lines[0].lstrip().startswith("{"):
         return None
     try:
-        header = [name.strip() for name in next(csv.reader([lines[0]], delimiter=_separator(lines[0])))]
+        header = [name.strip() for name in next(csv.reader([lines[0]], delimiter=separator(lines[0])))]
     except csv.Error:
         return None
     if len(header) < 2:
@@ -155,17 +155,17 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     nan_rows: dict[str, list[int]] = {}
     if first.lstrip().startswith("{"):
         table = _read_jsonl(Path(path), warnings, nan_rows)
-        step_col, loss_col = _pick_columns(list(table.columns), options, path, warnings)
+        step_col, loss_col = pick_columns(list(table.columns), options, path, warnings)
         if options.step_col is None:  # a step key in a few rows only (a summary row's) is not the step
             step_col = max(step_columns(table.columns) or [step_col], key=lambda c: table[c].notna().sum())
     else:
         names, sep = read_header(path)
-        step_col, loss_col = _pick_columns(names, options, path, warnings)
+        step_col, loss_col = pick_columns(names, options, path, warnings)
         read_loss = loss_col if loss_col in names else None
         positions = choose_columns(path, names, step_col, read_loss, warnings)
         positions += [names.index(c) for c in loss_components(names) if names.index(c) not in positions]
         table = read_columns(path, sep, names, positions, read_loss, warnings, step_col)
-    if loss_col not in table.columns:  # the sum of the loss's components (see _pick_columns)
+    if loss_col not in table.columns:  # the sum of the loss's components (see pick_columns)
         sum_loss_components(table, loss_components(table.columns), path, warnings)
     steps = table_steps(table, step_col, loss_col, path, warnings, keep_nan_eval=True)
     meta = {"format": NAME, "columns": [str(c) for c in table.columns]}
@@ -253,7 +253,18 @@ def _is_role(key: str) -> bool:
     return lower in STEP_ALIASES or lower in LOSS_ALIASES or looks_like_loss(key)
 
 
-def _pick_columns(columns: list[str], options: LoadOptions, path, warnings: list[str]) -> tuple[str, str]:
+def pick_columns(columns: list[str], options: LoadOptions, path, warnings: list[str]) -> tuple[str, str]:
+    """A table's step and loss columns: named in ``options``, else found by name; a loss taken
+    from an inferred column adds a warning; several loss terms and no total give ``loss`` (their
+    sum, added by the loader).
+
+    Raises:
+        ValueError: no step or no loss column; the message lists the columns found.
+
+    Example:
+        >>> pick_columns(["global_step", "train_loss", "lr"], LoadOptions(), "t.csv", [])
+        ('global_step', 'train_loss')
+    """
     found = ", ".join(map(str, columns)) or "none"
     if len(columns) > 50:
         found = ", ".join(map(str, columns[:50])) + f", ... ({len(columns)} in all)"
@@ -327,11 +338,23 @@ def _sniffed(keys, options: LoadOptions | None) -> tuple[str | None, str | None]
     return step, loss
 
 
-def _separator(header: str) -> str:
+def separator(header: str) -> str:
+    """The cell separator of a CSV or TSV table, from its header line.
+
+    Example:
+        >>> separator("step,loss"), separator(chr(9).join(["step", "loss"])) == chr(9)
+        (',', True)
+    """
     return "\t" if "\t" in header else ","
 
 
-def _is_number(text: str) -> bool:
+def is_number(text: str) -> bool:
+    """Whether a cell reads as a number (``float`` does: spaces around it, ``nan``, ``1e-3``).
+
+    Example:
+        >>> is_number(" 1.05"), is_number("loss")
+        (True, False)
+    """
     try:
         float(text)  # surrounding spaces too: "1, 1.0528, 4.0179" (Ultralytics' results.csv)
     except ValueError:

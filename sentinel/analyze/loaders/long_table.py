@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from sentinel.analyze.loaders import LoadOptions, RunData
-from sentinel.analyze.loaders.generic_table import _is_number, _pick_columns, _separator
+from sentinel.analyze.loaders.generic_table import is_number, pick_columns, separator
 from sentinel.analyze.loaders.keys import SPLIT_COLUMNS, TRAIN_WORDS, find_column, loss_column, step_column
 from sentinel.analyze.loaders.numeric_table import step_values, table_steps
 from sentinel.analyze.loaders.textlog import read_head_lines, run_name, text_encoding
@@ -84,7 +84,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     wide = rows.drop_duplicates(["step", "name"], keep="last").pivot(index="step", columns="name", values="value")
     wide.columns = [str(c) for c in wide.columns]
     wide = wide.reset_index()
-    wide_step, loss_col = _pick_columns(list(wide.columns), LoadOptions("step", options.loss_col), path, warnings)
+    wide_step, loss_col = pick_columns(list(wide.columns), LoadOptions("step", options.loss_col), path, warnings)
     steps = table_steps(wide, wide_step, loss_col, path, warnings, keep_nan_eval=True)
     meta = {"format": NAME, "columns": [c for c in wide.columns if c != "step"]}
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps, meta=meta, warnings=warnings)]
@@ -95,7 +95,7 @@ def _shape(path: str | Path, options: LoadOptions) -> tuple[str, str, str | None
     lines = read_head_lines(path, limit=64 * 1024)
     if len(lines) < 3 or lines[0].lstrip().startswith("{"):
         return None
-    sep = _separator(lines[0])
+    sep = separator(lines[0])
     try:
         rows = list(csv.reader(lines[: _SNIFF_ROWS + 1], delimiter=sep, skipinitialspace=True))
     except csv.Error:
@@ -114,7 +114,7 @@ def _shape(path: str | Path, options: LoadOptions) -> tuple[str, str, str | None
     # A table with a loss column of its own is wide, whatever else it holds ("name" a run's name).
     if name_col is not None and value_col is not None and loss_column(header)[0] is None:
         names = [row[header.index(name_col)].strip() for row in body]
-        if all(name and not _is_number(name) for name in names):
+        if all(name and not is_number(name) for name in names):
             return sep, step_col, name_col, value_col, None
         return None
     split_col = find_column(header, SPLIT_COLUMNS)
