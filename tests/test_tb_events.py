@@ -73,3 +73,36 @@ def test_a_sink_closed_from_a_sink_thread_does_not_wait(tmp_path, monkeypatch):
     for sink in sinks:  # each stops after its queued records
         sink._thread.join(timeout=10)
         assert not sink._thread.is_alive()
+
+
+def test_a_sink_closed_on_a_sink_thread_with_a_full_queue_stops_once_drained(tmp_path, monkeypatch):
+    # There the stop item cannot wait for room: the writer thread stops when the queue is empty.
+    import threading
+    import time
+
+    from sentinel.store import tb_events, tb_sink
+
+    gate, writing = threading.Event(), threading.Event()
+    write = tb_events.EventFile.write_scalars
+
+    def slow_write(self, step, values):
+        writing.set()
+        gate.wait(10)
+        return write(self, step, values)
+
+    monkeypatch.setattr(tb_events.EventFile, "write_scalars", slow_write)
+    sink = tb_sink.TensorBoardSink(tmp_path / "tb", tb_sink.TensorBoardSinkConfig(queue_size=1))
+    for step in range(2):  # the first is being written, the second fills the queue
+        sink.put({"step": step, "loss": 1.0})
+        sink._hand_over(time.monotonic())
+        if step == 0:
+            assert writing.wait(10)
+    assert sink._queue.full()
+
+    closer = threading.Thread(target=lambda: (setattr(tb_sink._SINK_THREAD, "active", True), sink.close()))
+    closer.start()
+    closer.join(timeout=10)
+    assert not closer.is_alive()
+    gate.set()
+    sink._thread.join(timeout=10)
+    assert not sink._thread.is_alive() and sink.dropped == 0

@@ -10,7 +10,6 @@ of truth, TensorBoard is a view."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import queue
 import threading
@@ -72,6 +71,7 @@ class TensorBoardSink:
         self._dropped_failed = 0  # writer thread: writer could not write
         self._failed = False
         self._closed = False
+        self._stop_when_drained = False  # closed where the stop item found the queue full
         self._thread = threading.Thread(target=self._run, name="sentinel-tensorboard", daemon=True)
         self._thread.start()
 
@@ -119,8 +119,10 @@ class TensorBoardSink:
             # A writer dropped without close() is finalised by whichever thread collects it: on a
             # sink's own thread (this one's, or another's that this one may be waiting for), it
             # only asks this sink to stop after its queued records, never waits.
-            with contextlib.suppress(queue.Full):
+            try:
                 self._queue.put_nowait(_STOP)
+            except queue.Full:
+                self._stop_when_drained = True
             return
         self._send(_STOP)
         self._thread.join()
@@ -151,6 +153,8 @@ class TensorBoardSink:
                       self._log_dir, ex)
             self._failed = True
         while True:
+            if self._stop_when_drained and self._queue.empty():
+                break  # closed on a sink thread while the queue was full: no stop item came
             item = self._queue.get()
             if item is _STOP:
                 break
