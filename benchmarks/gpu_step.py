@@ -23,7 +23,8 @@ for those steps, the queue included. Copies:
 ``--ablate``: more copies, each ``sentinel`` with one part off (``-snapshots``: one snapshot at the
 start only; ``-attention``, ``-tb``, ``-rng``: no NaN-replay RNG capture, ``-modules``: no
 per-module norms), and ``min-guard``: ``minimal`` with the guard on (one snapshot at the start).
-``--only NAMES`` runs those copies alone. ``--fused``: every copy's AdamW is ``fused=True``.
+``--only=NAMES`` runs those copies alone, beside ``plain`` and ``plain+item`` (with ``=``: the
+ablations' names start with a dash). ``--fused``: every copy's AdamW is ``fused=True``.
 
 Reported per copy: the median step over blocks, its ratio to ``plain`` and to ``plain+item``, and
 the wall time inside sentinel's calls (``batches``' next, ``check``, ``end_step``) per step: host
@@ -144,15 +145,25 @@ def take_step(copy: Copy, tokens: Iterator[torch.Tensor]) -> None:
         copy.parts.setdefault(part, []).append(t)
 
 
+def copy_table(args: argparse.Namespace) -> dict[str, dict[str, Any] | None]:
+    """The copies to run: the defaults' (and the ablations'), ``--only`` among them, ``plain`` and
+    ``plain+item`` always (every ratio is to them)."""
+    table: dict[str, dict[str, Any] | None] = {**COPIES, **(ABLATIONS if args.ablate else {})}
+    if not args.only:
+        return table
+    wanted = {name.strip() for name in args.only.split(",") if name.strip()}
+    unknown = sorted(wanted - table.keys())
+    if unknown:
+        raise SystemExit(f"--only: unknown copies {', '.join(unknown)}; choose from {', '.join(table)}"
+                         + ("" if args.ablate else " (the ablations need --ablate)"))
+    return {k: v for k, v in table.items() if k in wanted or k in ("plain", "plain+item")}
+
+
 def step_cost(name: str, cfg: GPTConfig, batch: int, args: argparse.Namespace, tmp: str) -> None:
     device = torch.device(args.device)
     data = random_tokens(cfg, batch=batch, count=8).to(device)
     copies = []
-    table = dict(COPIES)
-    if args.ablate:
-        table.update(ABLATIONS)
-    if args.only:
-        table = {k: v for k, v in table.items() if k in args.only.split(",")}
+    table = copy_table(args)
     for copy_name, options in table.items():
         torch.manual_seed(0)
         model = GPT.from_config(cfg).to(device)
@@ -263,10 +274,12 @@ def main() -> None:
     parser.add_argument("--gradnorm-calls", type=int, default=50)
     parser.add_argument("--profile", action="store_true", help="profile the sentinel copy's host time")
     parser.add_argument("--ablate", action="store_true", help="copies with one part of the defaults off")
-    parser.add_argument("--only", default="", help="comma-separated copies to run (plain and plain+item first)")
+    parser.add_argument("--only", default="", help="comma-separated copies to run besides plain and plain+item")
     parser.add_argument("--fused", action="store_true", help="fused AdamW in every copy")
     parser.add_argument("--tiny", action="store_true", help="tiny models: a check of the script, not a measurement")
     args = parser.parse_args()
+    if args.profile and "sentinel" not in copy_table(args):
+        raise SystemExit("--profile profiles the sentinel copy: add sentinel to --only")
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda: no CUDA device here; pass --device cpu --tiny to check the script")
     device = torch.device(args.device)
