@@ -233,13 +233,13 @@ class Sentinel:
         """Rollbacks done so far."""
         return self.guard_state.rollbacks
 
-    # ------------------------------------------------------------------ raw-loop API
     @property
     def _restored(self) -> list[Any]:
         """What a snapshot holds besides the model and optimizers: the schedulers and
         ``rollback_with`` (the ring copies them through state_dict / load_state_dict)."""
         return [*self.schedulers, *self.rollback_with]
 
+    # ------------------------------------------------------------------ raw-loop API
     def batches(self, loader: Iterable[Any]) -> Iterator[Any]:
         """Yield the loader's batches, dropping skipped ones, and arm the probes for each.
 
