@@ -14,6 +14,7 @@ from sentinel import __version__
 from sentinel.cli import analyze as analyze_command
 from sentinel.cli.analyze import analyze
 from sentinel.cli.demo_command import demo
+from sentinel.cli.formats_command import formats
 
 
 class _Main(click.Group):
@@ -63,3 +64,4 @@ def main() -> None:
 
 main.add_command(analyze)
 main.add_command(demo)
+main.add_command(formats)

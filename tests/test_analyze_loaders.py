@@ -290,5 +290,5 @@ def test_discover_runs_bad_paths(tmp_path):
         discover_runs(tmp_path / "empty")
     (tmp_path / "junk").mkdir()
     (tmp_path / "junk" / "readme.md").write_text("# hello\n")
-    with pytest.raises(NoRunsError, match=r"no training logs found in .*tried: sentinel run directory"):
+    with pytest.raises(NoRunsError, match=r"no training logs found in .*\(skipped 1 file: 1 documentation\).*`sentinel formats` lists"):
         discover_runs(tmp_path / "junk")

@@ -117,13 +117,31 @@ def test_empty_directory(tmp_path):
     assert result.output == f"Error: directory '{tmp_path}' is empty: pass a directory that holds training logs\n"
 
 
-def test_directory_without_logs_names_the_formats_tried(tmp_path):
+def test_directory_without_logs_points_to_the_formats_command(tmp_path):
+    """One short line naming what was skipped and where the formats are listed (it was every
+    format's description in one line of ~1,800 characters)."""
     (tmp_path / "notes.md").write_text("# notes\n")
     result = invoke(str(tmp_path))
     assert result.exit_code == 1 and result.output.count("\n") == 1
-    assert "no training logs found" in result.output
-    for fmt in ("sentinel run directory", "TensorBoard event files", "Lightning CSVLogger metrics.csv"):
-        assert fmt in result.output
+    assert result.output == (f"Error: no training logs found in '{tmp_path}' (skipped 1 file: 1 documentation): "
+                             "pass a directory written by sentinel, TensorBoard or a Lightning logger, or "
+                             "logs of a format `sentinel formats` lists\n")
+
+
+def test_formats_lists_every_reader_and_text_dialect():
+    from sentinel.analyze.discover import loaders
+    from sentinel.analyze.loaders.dialects import DIALECTS
+
+    result = CliRunner().invoke(main, ["formats"])
+    assert result.exit_code == 0
+    lines = result.output.splitlines()
+    listed = [line[2:] for line in lines if line.startswith("- ")]
+    assert listed == [m.DESCRIPTION for m in loaders()]
+    assert listed[:3] == ["sentinel run directory (meta.json + steps.*)",
+                          "TensorBoard event files (events.out.tfevents.*)", "Lightning CSVLogger metrics.csv"]
+    dialects = [line[6:] for line in lines if line.startswith("    - ")]
+    assert dialects == list(dict.fromkeys(d.description for d in DIALECTS))
+    assert any(line.startswith("torchtitan (") for line in dialects)
 
 
 def test_truncated_last_lines_are_skipped_with_a_warning(tmp_path):

@@ -137,11 +137,6 @@ class _Loaders:
                 yield self._imported[name]
 
 
-def describe_formats() -> str:
-    """The formats the loaders recognise, for error messages."""
-    return "; ".join(getattr(m, "DESCRIPTION", m.NAME) for m in loaders())
-
-
 def discover_runs(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     """Load every run found at ``path``; :func:`discover` without the list of skipped paths.
 
@@ -211,8 +206,8 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
             runs = _short_paste(path, options)
         if runs is None:
             raise NoRunsError(_table_problem(path) or
-                              f"'{path}' is not a log format sentinel reads (tried: {describe_formats()}): "
-                              "pass --step-col/--loss-col for a table, or a directory of runs")
+                              f"'{path}' is not a log format sentinel reads: pass --step-col/--loss-col for a table, "
+                              "or a log of a format `sentinel formats` lists")
         return Discovery(_with_loss(runs, options))
     found = Discovery()
     try:
@@ -268,9 +263,9 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
         problems = [s for s in found.skipped if s.problem]
         if len(problems) == 1:
             raise NoRunsError(problems[0].detail)
-        summary = f"; {skip_summary(found.skipped)}" if found.skipped else ""
-        raise NoRunsError(f"no training logs found in '{path}' (tried: {describe_formats()}{summary}): "
-                          "pass a directory written by sentinel, TensorBoard or a Lightning logger")
+        summary = f" ({skip_summary(found.skipped)})" if found.skipped else ""
+        raise NoRunsError(f"no training logs found in '{path}'{summary}: pass a directory written by sentinel, "
+                          "TensorBoard or a Lightning logger, or logs of a format `sentinel formats` lists")
     found.runs = _with_loss(found.runs, options)
     return found
 

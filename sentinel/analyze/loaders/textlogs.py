@@ -27,7 +27,8 @@ from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
 from sentinel.analyze.loaders.textscan import clean_text, count_records, scan
 
 NAME = "textlog"
-DESCRIPTION = "text logs of " + ", ".join(dict.fromkeys(d.name for d in DIALECTS))
+DESCRIPTION = "text logs, read as the first of these that fits:"
+FORMATS = tuple(dict.fromkeys(d.description for d in DIALECTS))  # each listed by `sentinel formats`
 
 # Files that are code or configuration, whatever numbers they print.
 _NOT_LOGS = frozenset({".py", ".pyi", ".toml", ".cfg", ".ini", ".yaml", ".yml", ".ipynb", ".js", ".ts",
@@ -110,8 +111,8 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
     text = read_text(path)
     dialect = pick_dialect(text[: 1 << 20], least)
     if dialect is None:
-        raise ValueError(f"{path}: no known training-log lines found (tried: {DESCRIPTION}); "
-                         "pass a log with a step and a loss on each line")
+        raise ValueError(f"{path}: no known training-log lines found: pass a log with a step and a loss "
+                         "on each line (`sentinel formats` lists the kinds read)")
     parts = fresh_starts(text)
     if len(parts) == 1:
         return [_read(text, dialect, options, path, run_name(path))]

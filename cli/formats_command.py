@@ -1,0 +1,32 @@
+"""``sentinel formats``: every log format ``sentinel analyze`` reads, one per line."""
+
+from __future__ import annotations
+
+import click
+
+
+def format_lines() -> list[str]:
+    """The formats the installed loaders read, in the order a file is offered to them; a loader
+    of many dialects (the text logs) lists each under its own line.
+
+    Example:
+        >>> lines = format_lines()
+        >>> lines[0], any("TensorBoard event files" in line for line in lines)
+        ('- sentinel run directory (meta.json + steps.*)', True)
+    """
+    from sentinel.analyze.discover import loaders
+
+    lines = []
+    for module in loaders():
+        lines.append(f"- {getattr(module, 'DESCRIPTION', module.NAME)}")
+        lines.extend(f"    - {sub}" for sub in getattr(module, "FORMATS", ()))
+    return lines
+
+
+@click.command("formats")
+def formats() -> None:
+    """List the log formats `sentinel analyze` reads (a file, or a directory walked for them)."""
+    click.echo("sentinel analyze reads, in the order a file is offered to each reader:")
+    for line in format_lines():
+        click.echo(line)
+    click.echo("A table with other column names: --step-col and --loss-col.")
