@@ -94,7 +94,7 @@ def test_table_folds_many_info_incidents_of_one_kind():
     from sentinel.analyze.render.table import render_table
     from sentinel.analyze.report import Report, RunReport, Verdict
 
-    blips = [Incident(IncidentKind.GRAD_EXPLOSION, 10 * k, 10 * k, Severity.INFO, f"blip {k}")
+    blips = [Incident(IncidentKind.GRAD_SPIKE, 10 * k, 10 * k, Severity.INFO, f"blip {k}")
              for k in range(8)]
     spike = Incident(IncidentKind.LOSS_SPIKE, 95, 96, Severity.WARNING, "the spike")
     run = RunReport(name="r", path="r", source="test", steps=100, first_step=0, last_step=99,

@@ -84,7 +84,10 @@ def test_grad_norm_explosion_lead_time():
     assert (gx.step, gx.details["lead_steps"], gx.details["loss_spike_step"]) == (250, 3, 253)
     assert "preceded the loss spike at step 253 by 3 steps" in gx.message
     lone = analyze_run(run_of({"loss": curve(), "grad_norm/total": grad}))
-    assert by_kind(lone, "grad_norm_explosion")[0].details["lead_steps"] is None
+    # Back down and no loss spike: a grad-norm spike (information), not an explosion.
+    assert by_kind(lone, "grad_norm_explosion") == []
+    (blip,) = by_kind(lone, "grad_norm_spike")
+    assert blip.details["lead_steps"] is None and blip.severity.value == "info"
 
 
 def test_divergence_from_the_detector():
@@ -363,8 +366,8 @@ def test_end_to_end_real_model_with_a_poisoned_batch(tmp_path):
     assert not by_kind(run, "loss_spike")
     (outlier,) = by_kind(run, "outlier_batch")
     assert outlier.step == 150 and outlier.severity.value == "info"
-    (gx,) = by_kind(run, "grad_norm_explosion")
-    assert gx.step == 150 and gx.severity.value == "info"
+    (gx,) = by_kind(run, "grad_norm_spike")
+    assert gx.step == 150 and gx.severity.value == "info" and not by_kind(run, "grad_norm_explosion")
     assert run.verdict.value == "healthy" and run.source == "sentinel"
 
 

@@ -128,7 +128,7 @@ def test_offline_run_through_the_api():
     assert run.data.meta["run_id"] == "nlamigzq" and run.data.meta["display_name"] == "spike-at-120"
     assert run.data.meta["non_numeric_keys"] == ["note"]
     by_step = {(i.step, i.kind) for i in run.incidents}
-    assert {k for s, k in by_step if s == SPIKE} >= {"outlier_batch", "grad_norm_explosion"}
+    assert {k for s, k in by_step if s == SPIKE} >= {"outlier_batch", "grad_norm_spike"}
     assert (NAN_STEP, "nonfinite") in by_step
 
 

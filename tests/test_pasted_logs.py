@@ -230,7 +230,7 @@ def test_grad_norm_jump_on_the_last_row_is_information(tmp_path):
     grad[-1] = 9.0  # nothing follows it: whether it mattered cannot be told
     report = analyze_run(RunData("r", "r", "test", pd.DataFrame({"loss": loss, "grad_norm/total": grad})))
     (incident,) = report.incidents
-    assert incident.kind == "grad_norm_explosion" and incident.severity == "info"
+    assert incident.kind == "grad_norm_spike" and incident.severity == "info"
     assert "at the last logged step" in incident.message and report.verdict == "healthy"
 
 
@@ -341,7 +341,7 @@ def test_a_large_grad_norm_jump_in_a_runs_first_steps_is_still_told(tmp_path):
              for i, (loss, g) in enumerate(zip([1.46, 1.28, 1.60, 1.14, 1.54, 1.61, 1.36, 1.36, 1.51], norms), 1)]
     (run,) = discover_runs(_write(tmp_path / "unsloth.log", lines))
     report = analyze_run(run)
-    assert [(i.kind, i.step) for i in report.incidents] == [("grad_norm_explosion", 4), ("grad_norm_explosion", 9)]
+    assert [(i.kind, i.step) for i in report.incidents] == [("grad_norm_spike", 4), ("grad_norm_spike", 9)]
 
 
 def test_evaluation_lines_are_not_training_steps_in_a_generic_log(tmp_path):

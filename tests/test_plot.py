@@ -92,6 +92,7 @@ def test_every_marker_is_in_the_legend_and_names_its_run(figure):
     # Nothing is drawn unlabelled: the legend has one entry per kind of mark drawn for each run.
     kinds = {(r.name, i.kind) for r in report.runs for i in r.incidents
              if i.kind in ("loss_spike", "skipped_update", "rollback", "skip", "grad_norm_explosion",
+                           "grad_norm_spike",
                            "entropy_collapse", "outlier_batch", "nonfinite", "divergence")}
     assert len([t for t in texts if ": " in t]) == len(kinds)
 

@@ -31,6 +31,7 @@ class IncidentKind(str, enum.Enum):
     SKIPPED_UPDATE = "skipped_update"
     DIVERGENCE = "divergence"
     GRAD_EXPLOSION = "grad_norm_explosion"
+    GRAD_SPIKE = "grad_norm_spike"
     NONFINITE = "nonfinite"
     LOSS_SCALE_COLLAPSE = "loss_scale_collapse"
     OVERFLOW_RATE = "overflow_rate"

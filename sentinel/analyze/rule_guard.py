@@ -123,7 +123,7 @@ def settle_accepted(incidents: list[Incident], levels: list[tuple[int, int]]) ->
 
 
 _SETTLED_KINDS = frozenset({IncidentKind.LOSS_SPIKE, IncidentKind.DIVERGENCE, IncidentKind.ROLLBACK,
-                            IncidentKind.GRAD_EXPLOSION})
+                            IncidentKind.GRAD_EXPLOSION, IncidentKind.GRAD_SPIKE})
 
 
 def restart_incidents(restarts: list[int] | None) -> list[Incident]:

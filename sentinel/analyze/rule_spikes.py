@@ -1,4 +1,4 @@
-"""Loss spikes and grad-norm explosions, found by the guard's own spike detector."""
+"""Loss spikes and grad-norm spikes and explosions, found by the guard's own spike detector."""
 
 from __future__ import annotations
 
@@ -185,14 +185,15 @@ GRAD_START_JUMP = 4.0
 
 def grad_explosion_incidents(grad_norm: pd.Series, loss_spans: list[dict],
                              config: AnalyzeConfig) -> list[Incident]:
-    """One incident per grad-norm explosion, saying whether (and how many steps) it preceded a
+    """One incident per jump of the grad norm, saying whether (and how many steps) it preceded a
     loss spike.
 
-    Severity: a warning when a loss spike followed within ``grad_lead_max`` steps, or when the
-    grad norm did not come back down; information when it came back and the loss never
-    reacted. A transient grad-norm outlier is ordinary in a healthy run: llm.c's stable GPT-2
-    run (grad clipping at 1.0) has 28 of them in 19,560 steps, up to x7.5 its baseline, and the
-    BLOOM team logged "a few grad norm spikes" before their first loss spike.
+    A ``grad_norm_explosion`` (a warning) when a loss spike followed within ``grad_lead_max``
+    steps, or when the grad norm did not come back down; a ``grad_norm_spike`` (information)
+    when it came back and the loss never reacted. Such a transient jump is ordinary in a healthy
+    run: llm.c's stable GPT-2 run (grad clipping at 1.0) has 28 of them in 19,560 steps, up to
+    x7.5 its baseline, and the BLOOM team logged "a few grad norm spikes" before their first
+    loss spike. Its author would not call them explosions, so the report does not either.
 
     Example:
         >>> grad_explosion_incidents(run.steps["grad_norm/total"].dropna(), spans, AnalyzeConfig())  # doctest: +SKIP
@@ -218,8 +219,10 @@ def grad_explosion_incidents(grad_norm: pd.Series, loss_spans: list[dict],
                    f"{span['peak_step']} ({_against(span)}); {tail}")
         details = {**_json(span), "loss_spike_step": led[0]["start"] if led else None,
                    "lead_steps": lead, "resolved": True}
-        incidents.append(Incident(IncidentKind.GRAD_EXPLOSION, span["start"], span["end"],
-                                  Severity.INFO if transient else Severity.WARNING, message, details))
+        incidents.append(Incident(IncidentKind.GRAD_SPIKE, span["start"], span["end"], Severity.INFO, message, details)
+                         if transient else
+                         Incident(IncidentKind.GRAD_EXPLOSION, span["start"], span["end"], Severity.WARNING,
+                                  message, details))
     return incidents
 
 

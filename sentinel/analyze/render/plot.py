@@ -61,6 +61,7 @@ _MARKS = {
     "outlier_batch": _Mark("outlier batch (one step, back on trend)", "o", 22, hollow=True),
     "skipped_update": _Mark("update withheld (ticks along the bottom)", "|", 70),
     "grad_norm_explosion": _Mark("grad norm explosion", "D", 26),
+    "grad_norm_spike": _Mark("grad norm spike (back down, loss unmoved)", "d", 22, hollow=True),
     "entropy_collapse": _Mark("attention entropy collapse", "s", 30),
     "loss_scale_collapse": _Mark("loss scale collapse", "P", 44),
     "rollback": _Mark("rollback (dashed), arrow to the step restored"),
@@ -414,7 +415,7 @@ def _mark(axes, panels, run: RunReport, run_index: int, several: bool, color: st
             point(kind, loss_ax, peak_step, details.get("peak", value(metrics.LOSS, peak_step)))
         elif kind == "skipped_update":
             withheld.append(incident.step)
-        elif kind == "grad_norm_explosion":
+        elif kind in ("grad_norm_explosion", "grad_norm_spike"):
             point(kind, by_key.get(metrics.GRAD_NORM_TOTAL), peak_step, details.get("peak"))
         elif kind == "loss_scale_collapse":
             point(kind, by_key.get(metrics.LOSS_SCALE), details.get("min_step"), details.get("min"))
