@@ -1573,3 +1573,25 @@ def test_two_lightning_fits_in_one_stdout_are_two_runs_and_a_resumed_fit_is_one(
     path.write_text(_lightning_fit(0.0) + _lightning_fit(0.0, resumed=True), encoding="utf-8")
     (run,) = discover_runs(path)
     assert run.steps.index.max() > 500  # epochs 3-5 go on after 0-2
+
+
+def test_paxml_step_i_lines_are_read_and_not_taken_for_a_table(tmp_path):
+    """Paxml's trainer logs "step_i: N, training loss: X" through absl. The comma made the file
+    look like a table to the table reader's message ("a loss column 'training loss: 4.05' but no
+    step column"), and step_i was no step key: the log was not read."""
+    rng = np.random.default_rng(0)
+    loss = 3.0 * np.exp(-np.arange(0, 600, 10) / 300) + 1.0 + rng.normal(0, 0.02, 60)
+    loss[40:43] += 4.0  # steps 400-420: a spike that lasts three logged steps
+    lines = [f"I1203 10:00:{i % 60:02d}.123456 139 programs.py:400] step_i: {i * 10}, training loss: {v:.5f}"
+             for i, v in enumerate(loss)]
+    path = _write(tmp_path / "paxml.log", lines)
+    (run,) = discover_runs(path)
+    assert run.steps.index.tolist()[:3] == [0, 10, 20] and run.steps["loss"].iloc[0] == pytest.approx(loss[0], abs=1e-5)
+    report = analyze_run(run)
+    assert [(i.kind, i.step) for i in report.incidents] == [("loss_spike", 400)]
+    # A log line is never a table header, whatever the loader says of it.
+    from sentinel.analyze.loaders.generic_table import why_not
+
+    assert why_not(path) is None
+    header_only = _write(tmp_path / "kv.log", ["epoch: 1, loss: 2.0", "epoch: 2, loss: 1.9"])
+    assert why_not(header_only) is None

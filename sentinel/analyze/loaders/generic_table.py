@@ -53,6 +53,8 @@ NAME = "generic_table"
 DESCRIPTION = 'CSV / TSV / JSONL tables with a step and a loss column'
 SNIFF_TAKES_OPTIONS = True  # --step-col / --loss-col name columns a sniff counts
 
+# A "name: 3" or "name=3" cell: a log line's field, never a column's name.
+_VALUE_IN_NAME = re.compile(r"[:=]\s*[-+]?\.?\d")
 # JSONL sniffing looks at this many rows: enough to see a train row and a val row.
 _SNIFF_ROWS = 50
 # A top-level-looking key of a JSON row cut off by the sniffing limit: "name": <number>.
@@ -112,8 +114,8 @@ def why_not(path: str | Path) -> str | None:
         header = [name.strip() for name in next(csv.reader([lines[0]], delimiter=separator(lines[0])))]
     except csv.Error:
         return None
-    if len(header) < 2:
-        return None
+    if len(header) < 2 or any(_VALUE_IN_NAME.search(name) for name in header):
+        return None  # "step_i: 0, training loss: 3.2": a log line with commas, not a header
     shown = ", ".join(header[:30]) + (f", ... ({len(header)} in all)" if len(header) > 30 else "")
     loss = loss_column(header)[0]
     if step_column(header) is None and loss is not None:  # an RL logger's "total timesteps"
