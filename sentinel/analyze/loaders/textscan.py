@@ -121,7 +121,9 @@ def clean_text(text: str) -> str:
         text = _QUOTE.sub("", text)
     if not text.isascii() and _FULL_WIDTH_FOUND.search(text):
         text = text.translate(_FULL_WIDTH)
-    if "nanx" in text or "infx" in text:
+    # A search for one character is a memchr (~0.02 ms on 1.5 MB), for four ~1 ms: most logs
+    # have no "x" at all.
+    if "x" in text and ("nanx" in text or "infx" in text):
         text = _PADDED_NONFINITE.sub(r"\1", text)
     return text
 
@@ -150,7 +152,7 @@ def one_rank(text: str, warnings: list[str], dialect: Dialect | None = None) -> 
         >>> one_rank("[rank0]:loss 2.0\n[rank1]:loss 3.0\n", notes).splitlines(), len(notes)
         (['[rank0]:loss 2.0', ''], 1)
     """
-    if "[rank" not in text and "[default" not in text:  # substring searches: most logs stop here
+    if "[" not in text or ("[rank" not in text and "[default" not in text):  # most logs stop here
         return text
     ranks = sorted({int(r) for r in _RANK_PREFIX.findall(text)})
     if len(ranks) < 2:
