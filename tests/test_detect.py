@@ -380,3 +380,26 @@ def test_a_divergence_state_from_before_the_noise_term_still_loads():
     verdicts = [det.update(2.0 if s < 120 else 5.0, step=s) for s in range(100, 200)]
     assert not any(v.diverged for v in verdicts[:50])
     assert verdicts[-1].diverged and verdicts[-1].onset == 120 and verdicts[-1].best == 2.0
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_divergence_offline_in_slices_is_the_same_floats_as_in_one_pass(monkeypatch, sparse):
+    """The offline mode's elementwise passes run in slices (bounded temporaries on 10M values):
+    slice edges must not change a float. A noisy run (so the noise term is computed) with a
+    raised stretch, NaNs, and a long window (scipy's rank filter) as well as a short one."""
+    from sentinel.detect import divergence
+
+    rng = np.random.default_rng(3)
+    n = 20_000
+    loss = 3.0 * np.exp(-np.arange(n) / 4000) + 1.0
+    loss *= np.exp(rng.normal(0, 0.3, n))  # 30% step-to-step noise: the margin grows with it
+    loss[12_000:12_600] *= 2.5  # a stretch above the best level
+    loss[[500, 7_777, 15_000]] = np.nan
+    series = pd.Series(loss, index=np.arange(0, 2 * n, 2))
+    for config in (DivergenceConfig(patience=200), DivergenceConfig(patience=200, level_window=48)):
+        whole = detect_divergence(series, config, sparse=sparse)
+        monkeypatch.setattr(divergence, "_CHUNK", 997)  # edges everywhere, none on a round number
+        sliced = detect_divergence(series, config, sparse=sparse)
+        monkeypatch.undo()
+        pd.testing.assert_frame_equal(whole, sliced, check_exact=True)
+        assert whole["elevated"].any() and whole["diverged"].any()

@@ -152,6 +152,9 @@ _NOISE_AFTER = 100
 _BEST_LEVELS = 4
 # Windows partitioned at a time by the rolling median.
 _ROLLING_ROWS = 1 << 12
+# Values per slice in the offline mode's elementwise passes: their temporaries stay a few MB
+# whatever the series' length (10,000,000 values: each whole-length temporary was 80 MB).
+_CHUNK = 1 << 18
 
 
 def _levels(x: np.ndarray, k: int) -> np.ndarray:
@@ -160,19 +163,23 @@ def _levels(x: np.ndarray, k: int) -> np.ndarray:
     for j in range(min(len(x), k - 1)):  # partial windows at the head, same code as online
         level[j] = _middle(x[: j + 1])
     if len(x) >= k:
-        level[k - 1 :] = _rolling_middle(x, k)
+        _rolling_middle(x, k, out=level[k - 1 :])
     return level
 
 
-def _rolling_middle(x: np.ndarray, k: int) -> np.ndarray:
+def _rolling_middle(x: np.ndarray, k: int, out: np.ndarray | None = None) -> np.ndarray:
     """The element of rank ``k // 2`` of every full window ``x[i - k + 1 : i + 1]`` (as
-    :func:`_middle`, so the same float), for ``i >= k - 1``."""
+    :func:`_middle`, so the same float), for ``i >= k - 1``; into ``out`` when given."""
     if k > _NUMPY_WINDOW:
         from scipy import ndimage  # ~0.2 s to import: only for long windows
 
-        return ndimage.rank_filter(x, k // 2, size=k, origin=(k - 1) // 2, mode="nearest")[k - 1 :]
+        middles = ndimage.rank_filter(x, k // 2, size=k, origin=(k - 1) // 2, mode="nearest")[k - 1 :]
+        if out is None:
+            return middles
+        out[...] = middles
+        return out
     windows = np.lib.stride_tricks.sliding_window_view(x, k)
-    out = np.empty(len(windows))
+    out = np.empty(len(windows)) if out is None else out
     # 4k windows at a time, partitioned in place in one reused buffer (~0.5 MB for k = 16):
     # what np.partition does (a copy, then the same selection), without a fresh allocation and
     # its page faults per chunk, and in cache (1,000,000 values: ~40 ms instead of 50-75 ms).
@@ -193,11 +200,13 @@ def _best_levels(level: np.ndarray, config: DivergenceConfig) -> np.ndarray:
     middle = np.empty(m)
     for t in range(min(m, 3 * w)):  # the head: fewer levels, the same code as online
         middle[t] = _middle_of(level[t::-w][:_BEST_LEVELS].tolist())
-    if m > 3 * w:  # four levels: the second largest (the element of rank 2), by min and max
-        a, b, c, d = level[3 * w:], level[2 * w:-w], level[w:-2 * w], level[:-3 * w]
+    for start in range(3 * w, m, _CHUNK):  # four levels: the second largest (of rank 2), by min and max
+        stop = min(start + _CHUNK, m)
+        a, b = level[start:stop], level[start - w : stop - w]
+        c, d = level[start - 2 * w : stop - 2 * w], level[start - 3 * w : stop - 3 * w]
         high, low = np.minimum(np.maximum(a, b), np.maximum(c, d)), np.maximum(np.minimum(a, b), np.minimum(c, d))
-        middle[3 * w:] = np.maximum(high, low)
-    return np.minimum.accumulate(middle) if m else middle
+        np.maximum(high, low, out=middle[start:stop])
+    return np.minimum.accumulate(middle, out=middle) if m else middle
 
 
 def _middle_of(values: list[float]) -> float:
@@ -211,30 +220,50 @@ def _margins(x: np.ndarray, level: np.ndarray, config: DivergenceConfig) -> np.n
     margin = np.full(len(x), config.margin)
     if len(x) <= _NOISE_AFTER:
         return margin
-    with np.errstate(divide="ignore", invalid="ignore"):
-        relative = np.where(level[1:] != 0, np.abs(np.diff(x)) / np.abs(level[1:]), 0.0)
-    np.minimum(relative, 1.0, out=relative)
-    noise = np.cumsum(relative) / np.arange(1, len(x))  # noise[j]: that of value j + 1, after j + 1 changes
-    np.fmax(margin[_NOISE_AFTER:], config.noise_factor * noise[_NOISE_AFTER - 1:], out=margin[_NOISE_AFTER:])
+    total = 0.0  # the relative changes summed so far, carried into the next slice's first
+    for start in range(1, len(x), _CHUNK):  # the value at ``start`` and its change from the one before
+        stop = min(start + _CHUNK, len(x))
+        here = level[start:stop]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            relative = np.where(here != 0, np.abs(x[start:stop] - x[start - 1 : stop - 1]) / np.abs(here), 0.0)
+        np.minimum(relative, 1.0, out=relative)
+        relative[0] = total + relative[0]  # the same additions, in the same order, as one cumsum
+        noise = np.cumsum(relative)
+        total = float(noise[-1])
+        noise /= np.arange(start, stop)  # the noise of the value at p, after p changes
+        lo = max(start, _NOISE_AFTER)
+        if lo < stop:
+            np.fmax(margin[lo:stop], config.noise_factor * noise[lo - start :], out=margin[lo:stop])
     return margin
 
 
 def _elevated(x: np.ndarray, level: np.ndarray, best: np.ndarray,
-              config: DivergenceConfig) -> tuple[np.ndarray, np.ndarray]:
+              config: DivergenceConfig) -> tuple[np.ndarray | float, np.ndarray]:
     """Each finite value's margin and whether its level is elevated. The noise term only ever
     raises the margin, so where no level is above the plain margin (and no best is below 0,
-    where a larger margin lowers the threshold) it is not computed."""
-    plain = np.full(len(x), config.margin)
-    elevated = _is_elevated(level, best, plain, config)
+    where a larger margin lowers the threshold) it is not computed, and the margin is the
+    plain one, a float, for every value."""
+    elevated = _is_elevated(level, best, config.margin, config)
     if len(x) <= _NOISE_AFTER or not (elevated.any() or (best < 0).any()):
-        return plain, elevated
+        return config.margin, elevated
     margin = _margins(x, level, config)
     return margin, _is_elevated(level, best, margin, config)
 
 
+def _margin_at(margin: np.ndarray | float, i: int) -> float:
+    return float(margin[i] if isinstance(margin, np.ndarray) else margin)
+
+
 def _is_elevated(level: np.ndarray, best: np.ndarray, margin: np.ndarray | float,
                  config: DivergenceConfig) -> np.ndarray:
-    return (level > best * (1.0 + margin)) & (level - best > config.atol)
+    if len(level) <= _CHUNK:
+        return (level > best * (1.0 + margin)) & (level - best > config.atol)
+    out = np.empty(len(level), dtype=bool)
+    for start in range(0, len(level), _CHUNK):
+        part = slice(start, start + _CHUNK)
+        out[part] = _is_elevated(level[part], best[part], margin[part] if isinstance(margin, np.ndarray) else margin,
+                                 config)
+    return out
 
 
 def _walk_back(values: np.ndarray, steps: np.ndarray, best: float, margin: float,
@@ -488,7 +517,7 @@ def detect_divergence(series: pd.Series, config: DivergenceConfig = DivergenceCo
     starts = np.flatnonzero(elevated & ~np.concatenate(([False], elevated[:-1])))
     for i in starts:  # one short walk per stretch, not per step
         lo = max(0, i - k + 1)
-        onset[i] = _walk_back(x[lo : i + 1], st[lo : i + 1], float(best[i]), float(margin[i]), config)
+        onset[i] = _walk_back(x[lo : i + 1], st[lo : i + 1], float(best[i]), _margin_at(margin, i), config)
     # Carry each stretch's onset to its later elevated steps: index of the latest start.
     latest = np.zeros(m, dtype=np.int64)
     latest[starts] = starts
@@ -559,8 +588,8 @@ def _detect_sparse(values: np.ndarray, index: pd.Index, config: DivergenceConfig
     onsets = np.empty(len(first))
     for n, i in enumerate(first.tolist()):
         lo = max(0, i - k + 1)
-        onsets[n] = _walk_back(x[lo : i + 1], steps_at(np.arange(lo, i + 1)), float(best[i]), float(margin[i]),
-                               config)
+        onsets[n] = _walk_back(x[lo : i + 1], steps_at(np.arange(lo, i + 1)), float(best[i]),
+                               _margin_at(margin, i), config)
     onset = onsets[np.searchsorted(first, elevated, side="right") - 1] if len(elevated) else np.zeros(0)
     diverged = steps_at(elevated) - onset >= config.patience
     skipped = np.isnan(values) if config.skip_nan else None
