@@ -17,8 +17,9 @@ import torch
 from lightning.pytorch.callbacks import Callback
 
 from sentinel.config import SentinelConfig
-from sentinel.engine import Sentinel, checked_rollback_with
+from sentinel.engine import Sentinel
 from sentinel.store import ensure_run_dir
+from sentinel.training_objects import checked_rollback_with
 
 log = logging.getLogger(__name__)
 STATE_KEY = "SentinelCallback"

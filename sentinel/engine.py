@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -44,9 +43,11 @@ from sentinel.guard.batch_id import BatchIdentity, batch_fields
 from sentinel.guard.judge import StepJudge
 from sentinel.guard.lr_cooldown import LRCooldown
 from sentinel.guard.policy import Action, Decision, GuardState, Reason, StepSignals, decide
+from sentinel.guard.return_point import ReturnPoint
 from sentinel.guard.running_stats import RunningStats
 from sentinel.guard.skiplist import SkipList
 from sentinel.guard.snapshot import SnapshotConfig, SnapshotRing, SnapshotTooLarge, SnapshotUnusable, format_size
+from sentinel.guard.snapshot_home import rank_directory, snapshot_budget
 from sentinel.probes.attention import AttentionProbe
 from sentinel.probes.grad_norm import GradNormProbe
 from sentinel.probes.loss_scale import LossScaleProbe
@@ -54,6 +55,7 @@ from sentinel.probes.nonfinite import find_nonfinite_input, locate_nonfinite, lo
 from sentinel.probes.reference_loss import reference_loss
 from sentinel.rng import RngState, capture_rng
 from sentinel.store import RunWriter, read_skiplist
+from sentinel.training_objects import as_list, check_training_objects, checked_rollback_with
 
 log = logging.getLogger(__name__)
 
@@ -129,10 +131,10 @@ class Sentinel:
     ) -> None:
         self.config = SentinelConfig.resolve(config, options)
         self.model = model
-        self.optimizers = _as_list(optimizer)
-        self.schedulers = _as_list(scheduler)
+        self.optimizers = as_list(optimizer)
+        self.schedulers = as_list(scheduler)
         self.scaler = scaler
-        _check_training_objects(self.optimizers, self.schedulers, scaler)
+        check_training_objects(self.optimizers, self.schedulers, scaler)
         self.rollback_with = checked_rollback_with(rollback_with)
         self.loss_fn = loss_fn
         # Whether a non-finite step can be replayed to localise it (an adapter with its own
@@ -159,13 +161,13 @@ class Sentinel:
         self.judge = StepJudge(self.config)
         self.entropy_watch = EntropyWatch()
         g = self.config.guard
+        snapshot_dir = rank_directory(g.snapshot_dir, self.rank, self.world_size)
         self.ring = SnapshotRing(SnapshotConfig(every=g.snapshot_every, keep=g.snapshot_keep,
-                                                max_bytes=_snapshot_budget(g.snapshot_max_bytes, g.snapshot_dir),
-                                                directory=_rank_dir(g.snapshot_dir, self.rank, self.world_size)))
-        # The state a loss rollback left, kept until the rollback proves it cured something: if
-        # the loss stays as high on the restored weights (the loss itself moved, see
-        # _accept_new_level), training returns to it instead of losing the steps in between.
-        self._return_ring: SnapshotRing | None = None
+                                                max_bytes=snapshot_budget(g.snapshot_max_bytes, g.snapshot_dir),
+                                                directory=snapshot_dir))
+        # The state a loss rollback left: if the loss stays as high on the restored weights (the
+        # loss itself moved, see _accept_new_level), training returns to it.
+        self._return_point = ReturnPoint(snapshot_dir)
         # Only rank 0 writes; an unwritable log_dir fails here, before training starts.
         self.writer = RunWriter(self.log_dir, meta=self._meta(meta), tensorboard=rec.tensorboard) \
             if self.rank == 0 else None
@@ -720,7 +722,7 @@ class Sentinel:
             if self._new_level:
                 self._accept_new_level(decision)
             elif self._on_restored:  # the rollback cured it: the state it left is not needed
-                self._drop_return_point()
+                self._return_point.drop()
             self._on_restored = False
             self._streak, self._streak_start = [], None
             if self._step_batches and not self._values.get(metrics.AMP_OVERFLOW):  # the scaler skipped it
@@ -803,67 +805,25 @@ class Sentinel:
                     loss_baseline=loss_v.baseline if loss_v is not None else math.nan,
                     rollbacks=self.rollbacks, returned_to=returned, **self._take_weights_check())
 
-    def _keep_return_point(self) -> None:
-        """Keep the state a loss rollback is about to leave (one snapshot, beside the ring and
-        within its memory bound; none when it does not fit, or on a failure: a diagnostic never
-        stops training)."""
-        g, ring = self.config.guard, self.ring
-        newest = ring.snapshots[-1].nbytes if ring.snapshots else 0
-        if ring.config.max_bytes is not None and ring.nbytes + newest > ring.config.max_bytes:
-            self._return_ring = None
-            return
-        if self._return_ring is None:
-            directory = _rank_dir(g.snapshot_dir, self.rank, self.world_size)
-            self._return_ring = SnapshotRing(SnapshotConfig(
-                every=1, keep=1, directory=None if directory is None else os.path.join(directory, "return")))
-        try:
-            self._return_ring.take(self.step, model=self.model, optimizers=self.optimizers,
-                                   schedulers=self._restored, scaler=self.scaler)
-        except (OSError, ValueError, TypeError) as err:
-            log.warning("sentinel: step %d: the state before the rollback could not be kept (%s): a "
-                        "rollback that cures nothing will not return to it", self.step, err)
-            self._drop_return_point()
+    def _training_state(self) -> dict[str, Any]:
+        """What a snapshot copies and restores, as :class:`SnapshotRing` takes it."""
+        return dict(model=self.model, optimizers=self.optimizers, schedulers=self._restored, scaler=self.scaler)
 
     def _return_to_point(self) -> int | None:
         """Back to the state the last rollback left (the step it was kept at), or None.
 
-        Only when that state scores this step's batch no worse than the restored weights did:
-        a rollback can also have undone real damage that a stretch of hard batches followed, and
-        then the restored weights stay. Without a batch to re-run, they stay too.
+        Only when that state scores this step's batch no worse than the restored weights did
+        (:meth:`ReturnPoint.go_back`); without a batch to re-run, the restored weights stay.
         """
-        ring, restored = self._return_ring, self.ring.last_restored
         loss_now = self._values.get(metrics.LOSS, math.nan)
-        if ring is None or not ring.snapshots or restored is None or self.replay_batch is None \
-                or len(self._step_batches) != 1 or not math.isfinite(loss_now):
-            self._drop_return_point()
+        if self.replay_batch is None or len(self._step_batches) != 1 or not math.isfinite(loss_now):
+            self._return_point.drop()
             return None
-        point = ring.snapshots[-1]
         agree = distributed.min_and_max if self.world_size > 1 else None
-        objects = dict(model=self.model, optimizers=self.optimizers, schedulers=self._restored,
-                       scaler=self.scaler, agree=agree)
-        try:
-            ring.restore(point, **objects)
-            # The same batch on the state before the rollback, against its loss on the restored weights.
-            if self._check_weights(self._step_batches[0], loss_now) is not True:
-                self.ring.restore(restored, **objects)  # damaged (or not known): keep the restored weights
-                return None
-        except (SnapshotUnusable, ValueError) as err:
-            log.warning("sentinel: step %d: the state before the rollback could not be compared or "
-                        "restored (%s)", self.step, err)
-            return None
-        finally:
-            self._drop_return_point()
-        return point.step
-
-    def _drop_return_point(self) -> None:
-        ring, self._return_ring = self._return_ring, None
-        if ring is not None:
-            ring.drop_after(-1)
-            if ring.config.directory is not None:  # its folder in snapshot_dir goes with it
-                try:
-                    os.rmdir(ring.config.directory)
-                except OSError:
-                    pass
+        # The same batch on the state before the rollback, against its loss on the restored weights.
+        return self._return_point.go_back(self.step, self.ring,
+                                          lambda: self._check_weights(self._step_batches[0], loss_now),
+                                          **self._training_state(), agree=agree)
 
     def _culprit_micro_batches(self, seen: list[_BatchSeen]) -> list[_BatchSeen]:
         """Of an outlier step's micro-batches (gradient accumulation), those whose own loss is
@@ -904,7 +864,7 @@ class Sentinel:
                         note="no snapshot yet: nothing restored")
             return
         if decision.reason in (Reason.LOSS_SPIKE, Reason.GRAD_NORM_SPIKE, Reason.DIVERGENCE):
-            self._keep_return_point()
+            self._return_point.keep(self.step, self.ring, **self._training_state())
         try:
             restored = self._restore(snapshot)
         except SnapshotUnusable as err:  # every snapshot file from there back is damaged or gone
@@ -964,8 +924,7 @@ class Sentinel:
         live_scaler = self.scaler.state_dict() if self.scaler is not None else None
         # Every rank restores the same step, the newest one every rank's files still hold.
         agree = distributed.min_and_max if self.world_size > 1 else None
-        extra = self.ring.restore(snapshot, model=self.model, optimizers=self.optimizers,
-                                  schedulers=self._restored, scaler=self.scaler, agree=agree)
+        extra = self.ring.restore(snapshot, **self._training_state(), agree=agree)
         snapshot = self.ring.last_restored
         self.ring.drop_after(snapshot.step)
         self._load_detector_states(extra.get(_DETECTORS, {}))
@@ -1125,8 +1084,7 @@ class Sentinel:
         onset = self.judge.divergence.open_onset
         hold = None if onset is None else onset - self.config.guard.min_rollback_distance + 1
         try:
-            self.ring.take(done, model=self.model, optimizers=self.optimizers,
-                           schedulers=self._restored, scaler=self.scaler,
+            self.ring.take(done, **self._training_state(),
                            extra={_DETECTORS: self._detector_states(),
                                   _OVERFLOW_STREAK: self.overflow_streak,
                                   _SCALER_SETTLED: self._scaler_settled}, hold_before=hold)
@@ -1203,86 +1161,6 @@ class Sentinel:
 
 def _short(entry: dict[str, Any]) -> dict[str, Any]:
     return {k: entry[k] for k in ("step", "epoch", "batch_idx", "rank") if k in entry}
-
-
-def _snapshot_budget(max_bytes: int | None, directory: str | None) -> int | None:
-    """Bytes the snapshot ring may hold: as configured, else a quarter of physical memory split
-    between the processes on this machine (snapshots on disk are not bounded by memory)."""
-    if max_bytes is not None or directory is not None:
-        return max_bytes
-    try:
-        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # a platform without sysconf: no bound
-        return None
-    local_processes = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
-    return physical // 4 // local_processes
-
-
-def _rank_dir(directory: str | None, rank: int, world_size: int) -> str | None:
-    """Each rank keeps its snapshots apart: the same file names would overwrite each other."""
-    if directory is None or world_size == 1:
-        return directory
-    return os.path.join(directory, f"rank{rank}")
-
-
-def checked_rollback_with(objects: Any) -> list[Any]:
-    """``rollback_with`` as a list, each entry with ``state_dict`` and ``load_state_dict``; else a
-    ``TypeError`` that names the entry.
-
-    Example:
-        >>> checked_rollback_with(None), len(checked_rollback_with(torch.nn.Linear(1, 1)))
-        ([], 1)
-    """
-    if objects is None:
-        return []
-    if hasattr(objects, "state_dict") or not isinstance(objects, (list, tuple)):
-        objects = [objects]
-    for obj in objects:
-        if not (callable(getattr(obj, "state_dict", None)) and callable(getattr(obj, "load_state_dict", None))):
-            raise TypeError(f"sentinel: rollback_with holds <{type(obj).__module__}.{type(obj).__qualname__}>, "
-                            "which has no state_dict / load_state_dict: pass the EMA or averaged model itself "
-                            "(an nn.Module, or an object that saves and loads its state)")
-    return list(objects)
-
-
-def _check_training_objects(optimizers: list[Any], schedulers: list[Any], scaler: Any) -> None:
-    """Refuse what is not an optimizer / LR scheduler / grad scaler, naming the argument (by the
-    methods sentinel uses, so wrappers that behave like them pass)."""
-    usage = "Sentinel(model, optimizer, scheduler=None, scaler=None, log_dir=...)"
-
-    def name(obj: Any) -> str:  # an optimizer's repr runs over many lines
-        return repr(obj)[:80] if isinstance(obj, (str, int, float)) else \
-            f"<{type(obj).__module__}.{type(obj).__qualname__}>"
-
-    def kind(obj: Any) -> str:
-        if hasattr(obj, "param_groups") and hasattr(obj, "step"):
-            return "an optimizer"
-        if hasattr(obj, "get_last_lr") or hasattr(obj, "last_epoch"):
-            return "an LR scheduler"
-        if hasattr(obj, "get_scale") and hasattr(obj, "unscale_"):
-            return "a grad scaler"
-        return f"a {type(obj).__name__}"
-
-    for obj in optimizers:
-        if kind(obj) != "an optimizer":
-            raise TypeError(f"sentinel: optimizer={name(obj)} is {kind(obj)}, not an optimizer: pass the "
-                            f"torch.optim optimizer(s) second, {usage}")
-    for obj in schedulers:
-        if kind(obj) in ("an optimizer", "a grad scaler") or not hasattr(obj, "state_dict") \
-                or not hasattr(obj, "load_state_dict"):
-            raise TypeError(f"sentinel: scheduler={name(obj)} is {kind(obj)}, not an LR scheduler: pass the "
-                            f"scheduler third (or scheduler=...), {usage}")
-    if scaler is not None and kind(scaler) != "a grad scaler":
-        raise TypeError(f"sentinel: scaler={name(scaler)} is {kind(scaler)}, not a torch.amp.GradScaler: pass "
-                        f"scaler=GradScaler(...) or leave it out, {usage}")
-
-
-def _as_list(obj: Any) -> list[Any]:
-    if obj is None:
-        return []
-    if isinstance(obj, (list, tuple)):
-        return list(obj)
-    return [obj]
 
 
 def _to_host(keys: list[str], tensors: list[torch.Tensor]) -> dict[str, float]:
