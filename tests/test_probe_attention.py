@@ -597,3 +597,54 @@ def test_a_compiled_model_is_not_hooked_and_does_not_recompile(tmp_path):
     assert counters["stats"]["unique_graphs"] == 1  # compiled once, never again
     assert json.loads((tmp_path / "run" / "meta.json").read_text())["attention"] == COMPILED_REASON
     torch._dynamo.reset()
+
+
+class HandAttention(nn.Module):
+    """Attention written out by hand: q @ k.T, softmax, @ v (read through the product and softmax)."""
+
+    def __init__(self, dim: int = 8) -> None:
+        super().__init__()
+        self.qkv = nn.Linear(dim, 3 * dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        return (q @ k.transpose(-2, -1) / 8 ** 0.5).softmax(dim=-1) @ v
+
+
+@pytest.mark.parametrize("where, model", [
+    ("_sdpa_logits", TinySDPATransformer()),          # the recomputation of an SDPA call
+    ("_mha_logits", TinyMHA()),                       # the MultiheadAttention forward hook
+    ("_is_activation_product", HandAttention()),      # the interceptor's own bookkeeping
+])
+def test_a_fault_in_the_probe_is_a_warning_and_training_goes_on(tmp_path, monkeypatch, caplog, where, model):
+    """Any exception inside the probe (here a TypeError and an AttributeError, which the
+    recomputation's guard did not catch before) is warned about once; the user's forward, the
+    step and the run go on, and the outputs are those of an unprobed run."""
+    from sentinel import Sentinel
+
+    def broken(*args, **kwargs):
+        raise TypeError("injected fault") if where != "_mha_logits" else AttributeError("injected fault")
+
+    monkeypatch.setattr(attention_mod, where, broken)
+    torch.manual_seed(0)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(2, 5, 8)
+    expected = model(x).detach()
+    sen = Sentinel(model, opt, log_dir=str(tmp_path / "run"), attention_every=1, rollback=False)
+    with caplog.at_level("WARNING"):
+        for batch in sen.batches([x] * 3):
+            opt.zero_grad()
+            out = model(batch)
+            if len(sen.last_record) == 0:
+                assert torch.equal(out.detach(), expected)  # the probe changed nothing in the forward
+            loss = out.square().mean()
+            loss.backward()
+            if sen.check(loss):
+                opt.step()
+            sen.end_step()
+    sen.close()
+    assert sen.step == 3
+    faults = [r.getMessage() for r in caplog.records if "injected fault" in r.getMessage()]
+    # Once per module (the transformer has two), not once per step.
+    assert 1 <= len(faults) <= 2 and len(set(faults)) == len(faults)
+    assert all("training goes on" in f or "recomputation failed" in f for f in faults)

@@ -58,6 +58,8 @@ logger = logging.getLogger(__name__)
 #: Name used in metric keys for attention computed by the model itself (module path ``""``)
 #: or outside any module's forward.
 ROOT_NAME = "root"
+# The warning key of a fault in the probe's own bookkeeping (warned once per run, not per module).
+_PROBE_FAULT = "(attention probe)"
 
 #: Metric families this probe writes, in the order of the table above.
 METRIC_FAMILIES = (ATTN_ENTROPY, ATTN_ENTROPY_MIN_HEAD, ATTN_LOGIT_MAX)
@@ -364,6 +366,13 @@ class _AttentionInterceptor(TorchFunctionMode):
         out = func(*args, **kwargs)  # the real call, unchanged: outputs stay bit-identical
         if self.quiet:
             return out
+        try:
+            self._observe(func, args, kwargs, out)
+        except Exception as err:  # noqa: BLE001 - the probe's own fault never stops the user's forward
+            self._probe._warn_once(_PROBE_FAULT, f"attention not read ({type(err).__name__}: {err}); training goes on")
+        return out
+
+    def _observe(self, func: Callable, args: tuple, kwargs: dict, out: Any) -> None:
         # The mode is popped while this runs, so the probe's own calls are not intercepted.
         if func is F.scaled_dot_product_attention:
             self._probe._on_sdpa(args, kwargs)
@@ -376,7 +385,6 @@ class _AttentionInterceptor(TorchFunctionMode):
             source = self._marked_arg(args, kwargs)
             if source is not None and out.shape[-2:] == source.shape[-2:]:
                 self._mark(out)
-        return out
 
     def clear(self) -> None:
         self._scores = {}
@@ -710,6 +718,12 @@ class AttentionProbe:
     def _on_mha(
         self, name: str, module: nn.Module, args: tuple, kwargs: dict, output: Any
     ) -> None:
+        try:
+            self._read_mha(name, module, args, kwargs)
+        except Exception as err:  # noqa: BLE001 - a forward hook's fault would stop the user's forward
+            self._warn_once(name, f"attention not read ({type(err).__name__}: {err}); training goes on")
+
+    def _read_mha(self, name: str, module: nn.Module, args: tuple, kwargs: dict) -> None:
         p = dict(zip(_MHA_PARAMS, args))
         p.update(kwargs)
         q, k = p["query"], p["key"]
@@ -750,8 +764,8 @@ class AttentionProbe:
             with self._quiet(), torch.no_grad(), _autocast_off(device_type):
                 ent, ent_min, lmax = _stats_from_logits(_as_heads(logits_fn().float()))
                 self._add(name, ent, ent_min, lmax, self._acc if into is None else into)
-        except (RuntimeError, ValueError, IndexError) as err:
-            # A diagnostic must not stop training; say once which module it could not read.
+        except Exception as err:  # noqa: BLE001 - a diagnostic must not stop training
+            # Say once which module it could not read.
             self._warn_once(name, f"attention recomputation failed: {err}")
 
     @contextlib.contextmanager
