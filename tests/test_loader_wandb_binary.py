@@ -324,6 +324,6 @@ def test_the_runs_console_copy_is_not_a_second_run(tmp_path, history):
     (run,) = found.runs
     assert run.path.endswith("wandb-history.jsonl" if history == "jsonl" else ".wandb")
     assert [s.reason for s in found.skipped if s.path.endswith("output.log")] == \
-        ["console copy of a tracked run (its metric history is read instead)"]
+        ["copy of a tracked run (the run's metric history beside it is read instead)"]
     (alone,) = discover_runs(files / "output.log", LoadOptions())  # named directly, it is read
     assert len(alone.steps) == 200

@@ -1371,7 +1371,7 @@ def test_a_sacred_run_directory_is_one_run_read_from_its_metrics(tmp_path):
     assert (run["name"], run["source"], run["steps"]) == ("7", "sacred", 300)
     assert "loss read from 'train.loss'" in " ".join(run["warnings"])
     skipped = {Path(s["path"]).name: s["reason"] for s in report["skipped"]}
-    assert skipped["cout.txt"].startswith("console copy of a tracked run")  # the same run, not a second one
+    assert skipped["cout.txt"].startswith("copy of a tracked run")  # the same run, not a second one
     (incident,) = [i for i in run["incidents"] if i["kind"] == "nonfinite" and i["severity"] == "critical"]
     assert incident["step"] == 2900
 
@@ -1595,3 +1595,36 @@ def test_paxml_step_i_lines_are_read_and_not_taken_for_a_table(tmp_path):
     assert why_not(path) is None
     header_only = _write(tmp_path / "kv.log", ["epoch: 1, loss: 2.0", "epoch: 2, loss: 1.9"])
     assert why_not(header_only) is None
+
+
+def _ray_rows(n=300):
+    rng = np.random.default_rng(4)
+    loss = 2.0 * np.exp(-np.arange(n) / 100) + 0.5 + rng.normal(0, 0.01, n)
+    loss[200:203] += 3.0  # a spike over three reports
+    return [{"loss": float(v), "accuracy": 0.9, "timestamp": 1_700_000_000 + i, "checkpoint_dir_name": None,
+             "done": i == n, "training_iteration": i, "trial_id": "5c2f1_00000", "date": "2024-01-01_10-00-00",
+             "time_this_iter_s": 0.1, "time_total_s": 0.1 * i, "pid": 4242, "hostname": "node", "node_ip": "10.0.0.1",
+             "config": {"lr": 0.01}, "time_since_restore": 0.1 * i, "iterations_since_restore": i}
+            for i, v in enumerate(loss, 1)]
+
+
+def test_a_ray_tune_trial_is_one_run_named_after_its_folder(tmp_path):
+    """Ray Tune / Ray Train write each trial's reports twice: result.json (JSON lines, nested
+    config) and progress.csv (flat), beside params.json. Their step is training_iteration, which
+    was no step name ('a table with a loss column but no step column'); read as a directory, the
+    trial was two runs, named 'result' and 'progress'."""
+    trial = tmp_path / "train_fn_2024-01-01" / "train_fn_5c2f1_00000_0_lr=0.0100"
+    trial.mkdir(parents=True)
+    rows = _ray_rows()
+    (trial / "params.json").write_text(json.dumps({"lr": 0.01}))
+    (trial / "result.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    flat = [{k: v for k, v in r.items() if k != "config"} | {"config/lr": 0.01} for r in rows]
+    pd.DataFrame(flat).to_csv(trial / "progress.csv", index=False)
+    code, report = _analyze(str(tmp_path))
+    (run,) = report["runs"]
+    assert code == 0 and run["name"] == trial.name and run["path"].endswith("result.json")
+    assert (run["first_step"], run["last_step"], run["steps"]) == (1, 300, 300)
+    assert [(i["kind"], i["step"]) for i in run["incidents"]] == [("loss_spike", 201)]
+    # progress.csv named on its own is read too, with the same step
+    (alone,) = discover_runs(trial / "progress.csv")
+    assert alone.name == trial.name and alone.steps.index[0] == 1 and alone.steps.index[-1] == 300

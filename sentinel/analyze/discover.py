@@ -30,7 +30,7 @@ TOOL_DIRECTORY = "tool directory"
 NOT_REGULAR = "not a regular file"
 NOT_A_LOG = "not a training log"
 UNREADABLE = "unreadable"
-TRACKER_CONSOLE = "console copy of a tracked run (its metric history is read instead)"
+TRACKER_CONSOLE = "copy of a tracked run (the run's metric history beside it is read instead)"
 ARCHIVE = "an archive of several files"
 
 _EXTENSIONS = {
@@ -336,14 +336,16 @@ def _reason_by_name(file: Path) -> str | None:
 
 
 def _tracker_console(file: Path) -> bool:
-    """What the script printed, kept by a tracker beside the run's metric history: a W&B run's
-    ``files/output.log`` (history: ``run-<id>.wandb`` or ``files/wandb-history.jsonl``), a Sacred
-    run's ``cout.txt`` (history: ``metrics.json``). Read as a text log it would be the same run
-    a second time."""
+    """What a tracker keeps beside a run's metric history that holds the same run again: a W&B
+    run's ``files/output.log`` (history: ``run-<id>.wandb`` or ``files/wandb-history.jsonl``), a
+    Sacred run's ``cout.txt`` (history: ``metrics.json``), a Ray trial's ``progress.csv`` (history:
+    ``result.json``, beside its ``params.json``). Read too, it would be the same run a second time."""
     if file.name == "cout.txt":
         from sentinel.analyze.loaders import sacred_metrics  # its pandas import only where needed
 
         return sacred_metrics.is_run_dir(file.parent)
+    if file.name == "progress.csv":  # a Ray Tune / Ray Train trial: result.json holds every key
+        return (file.parent / "result.json").is_file() and (file.parent / "params.json").is_file()
     if file.name != "output.log" or file.parent.name != "files":
         return False
     run_dir = file.parent.parent

@@ -25,7 +25,9 @@ SNIFF_BYTES = 1 << 20
 _FIRST_COLUMNS = (metrics.LOSS, metrics.LR, metrics.GRAD_NORM_TOTAL, metrics.LOSS_SCALE)
 
 # Names that say nothing about the run; the parent directory names it better.
-_GENERIC_STEMS = frozenset({"metrics", "main", "train", "log", "logs", "stdout", "output", "out"})
+# Ray Tune / Ray Train name every trial's files result.json and progress.csv: the trial is the folder.
+_GENERIC_STEMS = frozenset({"metrics", "main", "train", "log", "logs", "stdout", "output", "out", "result",
+                            "results", "progress"})
 
 
 # What Windows PowerShell's ">" and Out-File write: UTF-16 with a byte-order mark.
