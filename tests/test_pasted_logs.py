@@ -1628,3 +1628,34 @@ def test_a_ray_tune_trial_is_one_run_named_after_its_folder(tmp_path):
     # progress.csv named on its own is read too, with the same step
     (alone,) = discover_runs(trial / "progress.csv")
     assert alone.name == trial.name and alone.steps.index[0] == 1 and alone.steps.index[-1] == 300
+
+
+def test_a_table_whose_header_names_hold_spaces_is_cut_by_the_rule_under_it(tmp_path):
+    """spaCy's `spacy train` prints its table with names like 'LOSS NER' and the step under '#',
+    the header underlined by dashes; tabulate's plain tables the same way. Split at spaces, the
+    header had more names than the rows had cells, and the log was 'not a log format'."""
+    rng = np.random.default_rng(6)
+    ner = 2000 * np.exp(-np.arange(30) / 8) + 150 + rng.normal(0, 5, 30)
+    ner[20] = 40_000.0  # one evaluation interval gone wrong, back at the next
+    head = ["\u2714 Created output directory: training", "\u2139 Saving to output directory: training",
+            "\u2139 Using CPU", "", "=========================== Initializing pipeline ===========================",
+            "\u2714 Initialized pipeline", "",
+            "============================= Training pipeline =============================",
+            "\u2139 Pipeline: ['tok2vec', 'ner']", "\u2139 Initial learn rate: 0.001",
+            "E    #       LOSS TOK2VEC  LOSS NER  ENTS_F  ENTS_P  ENTS_R  SCORE ",
+            "---  ------  ------------  --------  ------  ------  ------  ------"]
+    rows = [f"{i // 10:>3}  {i * 200:>6}  {12.5 + i:>12.2f}  {v:>8.2f}  {50 + i:>6.2f}  {55.0:>6.2f}  "
+            f"{45.0:>6.2f}  {0.5:>6.2f}" for i, v in enumerate(ner)]
+    tail = ["\u2714 Saved pipeline to output directory", "training/model-last"]
+    path = _write(tmp_path / "spacy_train.txt", head + rows + tail)
+    (run,) = discover_runs(path)
+    assert run.source == "space_table" and run.steps.index.tolist()[:3] == [0, 200, 400]
+    assert run.steps["loss"].tolist() == pytest.approx([float(f"{v:.2f}") for v in ner])  # LOSS NER, named
+    assert any("'LOSS NER'" in w for w in run.warnings)
+    assert "loss tok2vec" in run.steps.columns  # the other columns, under their names lower-cased
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("outlier_batch", 4000)]
+    # tabulate's plain format: names right-aligned over their dashes
+    table = ["  step    train loss    val loss", "------  ------------  ----------",
+             *[f"{s:>6}  {2.5 - 0.01 * k:>12.4f}  {2.6 - 0.01 * k:>10.4f}" for k, s in enumerate(range(100, 1100, 100))]]
+    (plain,) = discover_runs(_write(tmp_path / "table.txt", table))
+    assert plain.steps.index.tolist()[:2] == [100, 200] and plain.steps["loss"].iloc[0] == pytest.approx(2.5)

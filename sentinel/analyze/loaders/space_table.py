@@ -9,6 +9,13 @@ spaces (or tab-separated, as a notebook's table copied out of the browser):
           Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size      <- Ultralytics
            1/30      2.25G      1.234      3.456      1.345         45        640: 100%|###| 16/16 [...]
 
+A header underlined by a rule of dashes gives each column the width of its dashes, so a name
+may hold a space (spaCy's ``E  #  LOSS TOK2VEC  LOSS NER  ENTS_F``, tabulate's plain tables):
+
+    E    #       LOSS TOK2VEC  LOSS NER  ENTS_F  ENTS_P  ENTS_R  SCORE      <- spaCy
+    ---  ------  ------------  --------  ------  ------  ------  ------
+      0     200         59.52   2335.50   48.48   53.85   44.09    0.48
+
 A row may end in its progress bar after a colon (Ultralytics); a step written ``N/M`` is ``N``;
 the header may be printed again before each row, with other tables between (a validation table
 under its own header is not this table). A row drawn again and again (a progress bar's ``\\r``
@@ -48,6 +55,8 @@ MIN_ROWS = 3  # a header and a row or two are a quote, not a run
 MAX_HEADERS = 64
 _NUMBER = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$|^[-+]?(?:nan|inf)$", re.IGNORECASE)
 _OF_TOTAL = re.compile(r"^(\d+)/\d+$")  # an epoch or step written N/M
+_RULE = re.compile(r"^\s*[-=]{2,}(?:[ \t]+[-=]{2,})+\s*$")  # "---  ------  ----": a header's underline
+_DASHES = re.compile(r"[-=]+")
 _TRAIN = "train/"  # the prefix that names a progress bar's loss columns as training components
 
 
@@ -118,12 +127,30 @@ def _components(header: list[str], bar: bool) -> list[str]:
     return [c[len(_TRAIN):] for c in loss_components([_TRAIN + c for c in header])]
 
 
+def _ruled(line: str, rule: str) -> list[str] | None:
+    """The header's names cut where the rule under it starts each column (a name may hold a
+    space), or None where a cut falls inside a word or leaves a column without a name."""
+    starts = [m.start() for m in _DASHES.finditer(rule)]
+    if len(starts) < 2 or not line[: starts[0]].isspace() and starts[0] > 0:
+        return None
+    ends = starts[1:] + [len(line)]
+    if any(0 < cut < len(line) and not line[cut - 1].isspace() for cut in starts[1:]):
+        return None
+    cells = [line[a:b].strip() for a, b in zip(starts, ends)]
+    return cells if all(cells) else None
+
+
 def _find(lines: list[str], options: LoadOptions):
     """``(header, rows, step column, loss column or None for a sum, rows carry a bar)`` of the
     first table, or None."""
     tried: set[tuple[str, ...]] = set()
     for at, line in enumerate(lines):
         header = _cells(line)
+        ruled = _ruled(line, lines[at + 1]) if at + 1 < len(lines) and _RULE.match(lines[at + 1]) else None
+        if ruled is not None and len(ruled) != len(header):
+            header, printed = ruled, header  # names with spaces: the rule says where each ends
+        else:
+            printed = header
         if len(header) < 2 or tuple(header) in tried or any(_is_number(c) for c in header):
             continue
         step_col, (loss_col, _) = sniff_columns(header, options.step_col, options.loss_col)
@@ -132,24 +159,26 @@ def _find(lines: list[str], options: LoadOptions):
         if len(tried) == MAX_HEADERS:
             return None
         tried.add(tuple(header))
-        rows, bar = _rows(lines[at + 1:], header, header.index(step_col))
+        rows, bar = _rows(lines[at + 1:], header, header.index(step_col), printed)
         if len(rows) >= MIN_ROWS and (loss_col is not None or _components(header, bar)):
             return header, rows, step_col, loss_col, bar
     return None
 
 
-def _rows(lines: list[str], header: list[str], step_at: int) -> tuple[list[list[str]], bool]:
-    """The rows under each printing of ``header`` (a row under another header is another table's),
-    and whether they carry a progress bar."""
+def _rows(lines: list[str], header: list[str], step_at: int,
+          printed: list[str] | None = None) -> tuple[list[list[str]], bool]:
+    """The rows under each printing of ``header`` (its line's cells as split by spaces:
+    ``printed``; a row under another header is another table's), and whether they carry a
+    progress bar."""
     width = len(header)
     rows: list[list[str]] = []
     bar = False
     mine = True  # under this table's header, not another's
     for line in lines:
         cells = _cells(line)
-        if not cells:
+        if not cells or _RULE.match(line):  # a header's underline: no row, no other table
             continue
-        if cells == header:
+        if cells == header or cells == printed:
             mine = True
             continue
         if len(cells) > width and cells[width - 1].endswith(":"):  # the row, then its progress bar
