@@ -131,7 +131,7 @@ def _ruled(line: str, rule: str) -> list[str] | None:
     """The header's names cut where the rule under it starts each column (a name may hold a
     space), or None where a cut falls inside a word or leaves a column without a name."""
     starts = [m.start() for m in _DASHES.finditer(rule)]
-    if len(starts) < 2 or not line[: starts[0]].isspace() and starts[0] > 0:
+    if len(starts) < 2 or (starts[0] > 0 and not line[: starts[0]].isspace()):  # text left of the rule
         return None
     ends = starts[1:] + [len(line)]
     if any(0 < cut < len(line) and not line[cut - 1].isspace() for cut in starts[1:]):
