@@ -434,6 +434,11 @@ class Sentinel:
         # (2**16 by default): those overflows are its start-up, not a streak.
         self._scaler_settled = self._scaler_settled or not overflow
         self.overflow_streak = self.overflow_streak + 1 if overflow and self._scaler_settled else 0
+        if overflow and not loss_ok:
+            # The scaler skips this update, but its forward had already folded the non-finite
+            # values (float16 overflowed before the loss) into the norm layers' running
+            # statistics: put them back, as for a withheld step.
+            self._running_stats.put_back()
         self._values = values
         overflow_reported = self._judge_overflow_streak(replay, local_loss)
         nonfinite = nonfinite or (overflow and self._real_nan_streak)  # not an overflow: a NaN source

@@ -50,13 +50,16 @@ def _events(run_dir) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 
-def _train_raw(tmp_path, tiny_task, fault: str, device: torch.device) -> tuple[float, list[dict]]:
+def _train_raw(tmp_path, tiny_task, fault: str, device: torch.device,
+               model_out: list | None = None) -> tuple[float, list[dict]]:
     """``nan_weight``: one BatchNorm weight turns NaN before step FAULT (behind the guard's
     back). ``fp16_range``: the inputs of steps FAULT..FAULT+9 are 1e5 times larger, finite in
-    float32 but past float16's 65504 once autocast casts them for fc1."""
+    float32 but past float16's 65504 once autocast casts them for fc1; ``fp16_once``: only
+    step FAULT's. ``model_out`` receives the trained model."""
     Data, _, _, batches_at = tiny_task
     torch.manual_seed(0)
-    poison = batches_at(range(FAULT, FAULT + 10), BATCH) if fault == "fp16_range" else set()
+    poisoned = {"fp16_range": range(FAULT, FAULT + 10), "fp16_once": [FAULT]}.get(fault, [])
+    poison = batches_at(poisoned, BATCH) if poisoned else set()
     data = Data(n=BATCH * STEPS, poison=poison, scale=1e5, device=device)
     loader = torch.utils.data.DataLoader(data, batch_size=BATCH, shuffle=False)
     model = BNNet().to(device)
@@ -79,6 +82,8 @@ def _train_raw(tmp_path, tiny_task, fault: str, device: torch.device) -> tuple[f
     clean = Data(n=BATCH * STEPS, device=device)
     with torch.no_grad():
         final = float(nn.functional.mse_loss(model(clean.x[-256:]), clean.y[-256:]))
+    if model_out is not None:
+        model_out.append(model)
     return final, _events(tmp_path / "run")
 
 
@@ -116,6 +121,25 @@ def test_values_past_the_fp16_range_stay_an_overflow_streak(tmp_path, tiny_task,
     assert rollback["reason"] == "overflow_streak" and rollback["spike_step"] == FAULT + 4
     assert not [e for e in events if e["kind"] == "skip_step"]
     assert math.isfinite(final) and final < 0.1
+
+
+def test_one_overflowed_forward_leaves_the_norm_layers_statistics_finite(tmp_path, tiny_task, device):
+    """One batch past float16's range: the scaler skips its update and halves the scale, and
+    nothing else is wrong. Its forward had already folded inf into BatchNorm's running mean (and
+    NaN into its variance) before the loss came out NaN: every eval-mode output after it was NaN,
+    though training went on. The statistics are now put back as for a withheld step."""
+    models: list = []
+    final, events = _train_raw(tmp_path, tiny_task, "fp16_once", device, model_out=models)
+    (model,) = models
+    assert [e["step"] for e in events if e["kind"] == "overflow"] == [FAULT]
+    assert not [e for e in events if e["kind"] == "rollback"]
+    assert torch.isfinite(model.bn.running_mean).all() and torch.isfinite(model.bn.running_var).all()
+    model.eval()
+    Data, _, _, _ = tiny_task
+    clean = Data(n=BATCH * STEPS, device=device)
+    with torch.no_grad():
+        assert math.isfinite(float(nn.functional.mse_loss(model(clean.x[-256:]), clean.y[-256:])))
+    assert math.isfinite(final)
 
 
 def test_locate_overflow_tells_the_two_apart_in_backward_too(device):
@@ -166,6 +190,30 @@ def test_lightning_16_mixed_names_the_real_nan_source(tmp_path, tiny_task, devic
     (rollback,) = [e for e in events if e["kind"] == "rollback"]
     assert rollback["reason"] == "nonfinite" and rollback["restored_step"] <= FAULT
     assert all(torch.isfinite(p).all() for p in module.parameters())
+
+
+class LitPlainBN(LitBN):
+    def training_step(self, batch, batch_idx):
+        return self.mse(self.net, batch)
+
+
+def test_lightning_16_mixed_one_overflowed_forward_leaves_the_statistics_finite(tmp_path, tiny_task, device):
+    Data, _, mse, batches_at = tiny_task
+    L.seed_everything(0, verbose=False)
+    data = Data(n=BATCH * STEPS, poison=batches_at([FAULT], BATCH), scale=1e5)
+    loader = torch.utils.data.DataLoader(data, batch_size=BATCH, shuffle=False)
+    plugin = MixedPrecision("16-mixed", device.type, scaler=torch.amp.GradScaler(device.type, init_scale=2.0**10))
+    trainer = L.Trainer(accelerator="gpu" if device.type == "cuda" else "cpu", devices=1, max_epochs=1,
+                        logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False, plugins=[plugin],
+                        callbacks=[SentinelCallback(log_dir=str(tmp_path / "run"), tensorboard=False,
+                                                    snapshot_every=10)])
+    module = LitPlainBN(mse)
+    trainer.fit(module, loader)
+    events = _events(tmp_path / "run")
+    assert [e["step"] for e in events if e["kind"] == "overflow"] == [FAULT]
+    bn = module.net.bn
+    assert torch.isfinite(bn.running_mean).all() and torch.isfinite(bn.running_var).all()
 
 
 def test_an_overflow_streak_that_replays_finite_adds_no_nonfinite_event(tmp_path, tiny_task, device):
