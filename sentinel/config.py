@@ -5,6 +5,8 @@ Every default says why it is what it is. Validated once, at construction.
 
 from __future__ import annotations
 
+import difflib
+
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING
 
@@ -189,7 +191,9 @@ class SentinelConfig:
                     break
             else:
                 known = sorted(prefix + n for part, (_, prefix) in parts.items() for n in names[part])
-                raise TypeError(f"unknown sentinel option {key!r}; known options: {', '.join(known)}")
+                close = difflib.get_close_matches(key, known, n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                raise TypeError(f"unknown sentinel option {key!r}; {hint}known options: {', '.join(known)}")
         for part in ("loss_spike", "grad_spike"):  # a new warm-up moves the guard's first judgement
             if "warmup" in routed[part]:
                 routed[part].setdefault("min_history", routed[part]["warmup"])

@@ -55,7 +55,7 @@ from sentinel.probes.nonfinite import find_nonfinite_input, locate_nonfinite, lo
 from sentinel.probes.reference_loss import reference_loss
 from sentinel.rng import RngState, capture_rng
 from sentinel.store import RunWriter, read_skiplist
-from sentinel.training_objects import as_list, check_training_objects, checked_rollback_with
+from sentinel.training_objects import as_list, check_model, check_training_objects, checked_rollback_with
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +130,7 @@ class Sentinel:
         **options: Any,
     ) -> None:
         self.config = SentinelConfig.resolve(config, options)
+        check_model(model)
         self.model = model
         self.optimizers = as_list(optimizer)
         self.schedulers = as_list(scheduler)

@@ -44,6 +44,24 @@ def checked_rollback_with(objects: Any) -> list[Any]:
     return list(objects)
 
 
+def check_model(model: Any) -> None:
+    """Refuse a model that is not a ``torch.nn.Module`` (the arguments in the wrong order, a
+    Lightning module's ``.model`` forgotten), naming it.
+
+    Example:
+        >>> try:
+        ...     check_model("gpt2")
+        ... except TypeError as err:
+        ...     print(str(err)[:62])
+        sentinel: model='gpt2' is a str, not a torch.nn.Module: pass t
+    """
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"sentinel: model={_name(model)} is {_kind(model)}, not a torch.nn.Module: pass the "
+                        f"model first, {_USAGE}")
+
+
 def check_training_objects(optimizers: list[Any], schedulers: list[Any], scaler: Any) -> None:
     """Refuse what is not an optimizer / LR scheduler / grad scaler, naming the argument.
 

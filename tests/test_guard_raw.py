@@ -853,6 +853,25 @@ def test_a_wrong_object_for_the_optimizer_scheduler_or_scaler_is_named_at_constr
     assert not (tmp_path / "run").exists()  # refused before anything was written
 
 
+@pytest.mark.parametrize("model, named", [
+    ("gpt2", "model='gpt2' is a str, not a torch.nn.Module: pass the model first"),
+    ("opt", "model=<torch.optim.sgd.SGD> is an optimizer, not a torch.nn.Module"),  # swapped with it
+])
+def test_a_model_that_is_not_a_module_is_named_at_construction(tmp_path, model, named):
+    """It failed deep inside the grad-norm probe with "'str' object has no attribute 'named_parameters'"."""
+    net = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    with pytest.raises(TypeError, match=re.escape(named)):
+        Sentinel(opt if model == "opt" else model, opt if model != "opt" else net, log_dir=str(tmp_path / "run"))
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_misspelt_option_is_named_with_the_one_meant(tmp_path):
+    net = torch.nn.Linear(4, 1)
+    with pytest.raises(TypeError, match="unknown sentinel option 'spike_threshhold'; did you mean 'spike_threshold'"):
+        Sentinel(net, torch.optim.SGD(net.parameters(), lr=0.1), log_dir=str(tmp_path / "run"), spike_threshhold=3)
+
+
 @pytest.mark.parametrize("state, why", [
     ([1, 2], "a list, not a dict"),
     ({"step": "abc"}, "invalid literal for int()"),
