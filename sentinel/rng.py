@@ -42,21 +42,28 @@ class _CachedState:
 
     The full readers copy 624 Mersenne Twister words one Python object at a time (numpy's
     ``get_state()`` ~33 us, ``random.getstate()`` ~8 us: most of a step's RNG capture). The
-    raw state (2.5 KB) is compared instead (~0.5 us), and the last full state is reused while
-    it is unchanged. The raw view is checked once against a full read; where it does not match
-    (another numpy, another Python), the state is read in full every time.
+    raw state (2.5 KB) is compared instead, through a view of the generator's memory made once
+    per generator object (its ``tobytes()`` is one memcpy: ~4 us right after a training step has
+    evicted the caches, where a ``ctypes.string_at`` call took ~12 us), and the last full state
+    is reused while it is unchanged. The raw view is checked once against a full read; where it
+    does not match (another numpy, another Python), the state is read in full every time.
 
     Args:
-        raw: the raw state bytes, or None where no raw view exists.
+        owner: the live object whose memory holds the state (held, so the memory stays valid);
+            called every time: a new object (numpy's ``set_bit_generator``) gets a new view.
+        address: ``address(owner)``: where the raw state starts, or None where no raw view exists.
         full: the public reader (``np.random.get_state`` / ``random.getstate``).
         same: ``same(raw, full_state)``: the raw bytes are those of that state (the check).
         reusable: ``reusable(full_state)``: nothing outside the raw bytes may have changed
             since it was read (a cached Gaussian lives outside the Mersenne Twister state).
     """
 
-    def __init__(self, raw: Callable[[], bytes | None], full: Callable[[], Any],
+    def __init__(self, owner: Callable[[], Any], address: Callable[[Any], int | None], full: Callable[[], Any],
                  same: Callable[[bytes, Any], bool], reusable: Callable[[Any], bool]) -> None:
-        self._read_raw, self._read_full, self._same, self._reusable = raw, full, same, reusable
+        self._owner, self._address, self._read_full = owner, address, full
+        self._same, self._reusable = same, reusable
+        self._held: Any = None  # the object the view reads
+        self._view: memoryview | None = None
         self._raw: bytes | None = None
         self._state: Any = None
         self._fast: bool | None = None  # None until checked against a full read
@@ -64,34 +71,57 @@ class _CachedState:
     def get(self) -> Any:
         if self._fast is False:
             return self._read_full()
-        raw = self._read_raw()
-        if raw is None:
-            self._fast = False
-            return self._read_full()
+        owner = self._owner()
+        if owner is not self._held or self._view is None:
+            address = self._address(owner)
+            if address is None:
+                self._fast, self._held, self._view = False, None, None
+                return self._read_full()
+            self._held, self._raw, self._state, self._fast = owner, None, None, None
+            self._view = memoryview((ctypes.c_ubyte * _MT_BYTES).from_address(address))
+        raw = self._view.tobytes()
         if raw == self._raw and self._reusable(self._state):
             return self._state
         state = self._read_full()
         if self._fast is None:
             self._fast = self._same(raw, state)
+            if not self._fast:
+                self._held, self._view = None, None
         self._raw, self._state = (raw, state) if self._fast else (None, None)
         return state
 
 
 _MT_WORDS = 624
 _MT_BYTES = 4 * _MT_WORDS + 4  # the words and the position
+_MTRAND = np.random.mtrand  # held: the attribute chain from np costs ~4 us with cold caches
 
 
-def _numpy_raw() -> bytes | None:
-    # The legacy global MT19937's state struct, at its public ctypes address: uint32 key[624]; int pos.
-    try:
-        address = np.random.mtrand._rand._bit_generator.ctypes.state_address
-    except AttributeError:  # not the legacy MT19937 global state
+def _numpy_owner() -> Any:
+    return _MTRAND._rand._bit_generator
+
+
+def _numpy_address(bit_generator: Any) -> int | None:
+    # An MT19937's state struct, at its public ctypes address: uint32 key[624]; int pos. Another
+    # generator's struct is smaller: 2.5 KB read from it would run past its end.
+    if not isinstance(bit_generator, np.random.MT19937):
         return None
-    return ctypes.string_at(address, _MT_BYTES)
+    try:
+        return int(bit_generator.ctypes.state_address)
+    except AttributeError:  # a numpy without the ctypes view
+        return None
+
+
+def _numpy_full() -> Any:
+    """numpy's global state: the legacy tuple for its MT19937, else the bit generator's dict
+    (asking another generator for the legacy form warns, and would at every step)."""
+    if isinstance(_numpy_owner(), np.random.MT19937):
+        return np.random.get_state()
+    return np.random.get_state(legacy=False)
 
 
 def _numpy_same(raw: bytes, state: Any) -> bool:
-    return bool(np.array_equal(np.frombuffer(raw[:-4], dtype=np.uint32), state[1])
+    return bool(isinstance(state, tuple) and state[0] == "MT19937"
+                and np.array_equal(np.frombuffer(raw[:-4], dtype=np.uint32), state[1])
                 and int.from_bytes(raw[-4:], sys.byteorder, signed=True) == state[2])
 
 
@@ -102,11 +132,14 @@ _PY_RAW_OK = sys.implementation.name == "cpython" and \
     _random.Random.__basicsize__ >= _PY_HEAD + 4 + 4 * _MT_WORDS
 
 
-def _python_raw() -> bytes | None:
-    inst = random._inst
+def _python_owner() -> Any:
+    return random._inst
+
+
+def _python_address(inst: Any) -> int | None:
     if not _PY_RAW_OK or not isinstance(inst, _random.Random):
         return None
-    return ctypes.string_at(id(inst) + _PY_HEAD, _MT_BYTES)  # int index, then the words
+    return id(inst) + _PY_HEAD  # int index, then the words
 
 
 def _python_same(raw: bytes, state: Any) -> bool:
@@ -115,9 +148,9 @@ def _python_same(raw: bytes, state: Any) -> bool:
         raw == struct.pack(f"i{_MT_WORDS}I", words[-1], *words[:-1])
 
 
-_numpy_state = _CachedState(_numpy_raw, np.random.get_state, _numpy_same,
+_numpy_state = _CachedState(_numpy_owner, _numpy_address, _numpy_full, _numpy_same,
                             reusable=lambda state: not state[3])  # no cached Gaussian (legacy has_gauss)
-_python_state = _CachedState(_python_raw, random.getstate, _python_same,
+_python_state = _CachedState(_python_owner, _python_address, random.getstate, _python_same,
                              reusable=lambda state: random._inst.gauss_next == state[2])
 
 

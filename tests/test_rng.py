@@ -52,3 +52,22 @@ def test_a_full_cycle_of_draws_is_a_new_state():
     assert after.numpy[1].tolist() == np.random.get_state()[1].tolist()
     assert after.python == random.getstate()
 
+
+
+@pytest.mark.filterwarnings("error")  # numpy warns when a non-MT19937 state is asked for as legacy
+def test_a_new_global_bit_generator_is_read_not_the_old_ones_memory():
+    """The raw state is read through a view of the generator object's memory, made once per
+    object: numpy's set_bit_generator puts in another object, whose state must be read (and a
+    generator without the MT19937 layout is read in full)."""
+    original = np.random.get_bit_generator()
+    try:
+        np.random.seed(3)
+        capture_rng()  # the view of the original generator is made and cached
+        for bit_generator in (np.random.MT19937(7), np.random.PCG64(7), np.random.MT19937(8)):
+            np.random.set_bit_generator(bit_generator)
+            state = capture_rng()
+            first = np.random.rand(4).tolist()
+            restore_rng(state)
+            assert np.random.rand(4).tolist() == first
+    finally:
+        np.random.set_bit_generator(original)
