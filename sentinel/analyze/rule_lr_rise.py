@@ -54,7 +54,10 @@ def lr_warmup(lr: pd.Series) -> Warmup | None:
         >>> lr_warmup(pd.Series([1e-2, 9e-3, 8e-3], index=[0, 50, 100])) is None
         True
     """
-    values, steps = _positive(lr)
+    return _warmup(*_positive(lr))
+
+
+def _warmup(values: np.ndarray, steps: np.ndarray) -> Warmup | None:
     if len(values) < MIN_POINTS:
         return None
     peak = float(values.max())
@@ -75,7 +78,10 @@ def lr_jumps(lr: pd.Series) -> list[tuple[int, float, float]]:
         >>> lr_jumps(pd.Series([0.1, 0.01, 0.001, 0.1, 0.01], index=[0, 10, 20, 30, 40]))
         [(30, 0.001, 0.1)]
     """
-    values, steps = _positive(lr)
+    return _jumps(*_positive(lr))
+
+
+def _jumps(values: np.ndarray, steps: np.ndarray) -> list[tuple[int, float, float]]:
     at = np.flatnonzero(values[1:] >= JUMP * values[:-1]) + 1
     return [(int(steps[i]), float(values[i - 1]), float(values[i])) for i in at]
 
@@ -90,8 +96,8 @@ def settle_lr_rises(incidents: list[Incident], lr: pd.Series | None) -> list[Inc
     """
     if lr is None or not any(_rise(i) for i in incidents):
         return incidents
-    warmup, jumps = lr_warmup(lr), lr_jumps(lr)
-    rows = _positive(lr)[1]  # the logged LR values a jump's nearness counts
+    values, rows = _positive(lr)  # rows: the logged LR values a jump's nearness counts
+    warmup, jumps = _warmup(values, rows), _jumps(values, rows)
 
     def cause(step: int) -> tuple[str, dict] | None:
         if warmup is not None and step < warmup.end:
