@@ -425,6 +425,10 @@ class Sentinel:
             keys.append(key)
             tensors.append(t.detach())
         self._attn_values = {}
+        for i, group in enumerate(self._param_groups()):  # an LR kept as a tensor comes back with the rest
+            if isinstance(group["lr"], torch.Tensor):
+                keys.append(_lr_key(i))
+                tensors.append(group["lr"].detach().reshape(()))
         values = _to_host(keys, tensors)  # note: the one CPU-GPU sync point of the step
         local_loss = values.get(metrics.LOSS, math.nan)
         overflow = values.get(metrics.AMP_OVERFLOW, 0.0) > 0
@@ -977,9 +981,16 @@ class Sentinel:
         if flagged and self._grad_per_tensor is not None:  # a spike gets its per-module picture
             norms = self.grad_norms.norms(self._grad_per_tensor).cpu().tolist()  # a host read, flagged steps only
             record.update(zip(self.grad_norms.keys()[1:], norms[1:]))
-        lrs = self.lr_cooldown.take_used() or [float(g["lr"]) for g in self._param_groups()]
+        # A tensor LR was read in measure(), with the step's other values: float() of it here
+        # would be a second device-to-host read.
+        scheduled = [values[_lr_key(i)] if isinstance(g["lr"], torch.Tensor) and _lr_key(i) in values
+                     else float(g["lr"]) for i, g in enumerate(self._param_groups())]
+        used = self.lr_cooldown.take_used()  # the cool-down's lowered LRs, where it lowered them
+        factor = self.lr_cooldown.factor
+        lrs = scheduled if used is None else \
+            [scheduled[i] * factor if isinstance(lr, torch.Tensor) else lr for i, lr in enumerate(used)]
         for i, lr in enumerate(lrs):
-            record[metrics.LR if i == 0 else f"{metrics.LR}/pg{i}"] = lr
+            record[_lr_key(i)] = lr
         if now > self._t_last:
             record[metrics.SAMPLES_PER_SEC] = self._samples / (now - self._t_last)
         self._t_last, self._samples = now, 0
@@ -1167,6 +1178,11 @@ class Sentinel:
 
 def _short(entry: dict[str, Any]) -> dict[str, Any]:
     return {k: entry[k] for k in ("step", "epoch", "batch_idx", "rank") if k in entry}
+
+
+def _lr_key(group: int) -> str:
+    """The metric key of a parameter group's learning rate: ``lr``, then ``lr/pg1``, ..."""
+    return metrics.LR if group == 0 else f"{metrics.LR}/pg{group}"
 
 
 def _to_host(keys: list[str], tensors: list[torch.Tensor]) -> dict[str, float]:

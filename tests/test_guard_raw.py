@@ -20,7 +20,7 @@ STEPS = 120
 
 def _train(tmp_path, tiny_task, *, poison_steps=(), nan_steps=(), guard=True, steps=STEPS,
            states=None, resume=None, lr_surge=None, corrupt_steps=(), grad_gain_from=None, grad_gain_at=(),
-           ema=None, **options):
+           ema=None, tensor_lr=False, **options):
     """A raw guarded loop. ``lr_surge`` maps scheduler positions to an LR multiplier: a schedule
     that surges damages the weights through an update whose own loss and gradients look normal,
     the case skipping cannot answer (and a rollback replays, since it restores the scheduler).
@@ -31,14 +31,15 @@ def _train(tmp_path, tiny_task, *, poison_steps=(), nan_steps=(), guard=True, st
     ``ema``: a dict that gets an EMA copy of the model (decay 0.99, updated after each update,
     before ``end_step``) under ``"model"``, its state after each step under ``"after"`` and, at the first rollback,
     its state once the rollback is done under ``"rolled_back"``; ``rollback_with="ema"`` hands
-    it to sentinel."""
+    it to sentinel. ``tensor_lr``: the optimizer's LR is a tensor (as capturable or compiled
+    optimizer steps keep it)."""
     Data, Net, mse, batches_at = tiny_task
     torch.manual_seed(0)
     nan = {min(batches_at(nan_steps, BATCH))} if nan_steps else set()  # one sample of the batch
     data = Data(n=BATCH * steps, poison=batches_at(poison_steps, BATCH), nan=nan)
     loader = torch.utils.data.DataLoader(data, batch_size=BATCH, shuffle=False)
     model = Net()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    opt = torch.optim.SGD(model.parameters(), lr=torch.tensor(0.01) if tensor_lr else 0.01, momentum=0.9)
     surge, corrupt = dict(lr_surge or {}), set(corrupt_steps)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 10) * surge.get(s, 1.0))
     if not guard:
@@ -196,9 +197,10 @@ def test_damaged_weights_roll_back_and_drop_only_culprits(tmp_path, tiny_task):
     assert len(entries) == len(rollback["skipped"]) + sen.config.guard.skip_after
 
 
-def test_a_spike_that_comes_back_after_a_rollback_lowers_the_lr(tmp_path, tiny_task):
+@pytest.mark.parametrize("tensor_lr", [False, True])
+def test_a_spike_that_comes_back_after_a_rollback_lowers_the_lr(tmp_path, tiny_task, tensor_lr):
     # The surge is in the schedule: a rollback restores the scheduler and replays it.
-    final, sen, run = _train(tmp_path, tiny_task, lr_surge={60: 1000.0}, cooldown=10)
+    final, sen, run = _train(tmp_path, tiny_task, lr_surge={60: 1000.0}, cooldown=10, tensor_lr=tensor_lr)
     unguarded, _, _ = _train(tmp_path / "unguarded", tiny_task, lr_surge={60: 1000.0}, guard=False)
     rollbacks = _events(run, "rollback")
     assert len(rollbacks) >= 2 and not _events(run, "gave_up")
@@ -207,6 +209,7 @@ def test_a_spike_that_comes_back_after_a_rollback_lowers_the_lr(tmp_path, tiny_t
     lr = load_run(run).steps["lr"]
     at = rollbacks[1]["step"]
     assert lr.loc[at + 1] == pytest.approx(0.01 * 0.1)  # the cool-down's lowered updates
+    assert lr.loc[20] == pytest.approx(0.01)  # past the warm-up, outside any cool-down
 
 
 def test_nan_in_one_batch_is_a_skipped_update_that_names_the_input(tmp_path, tiny_task):

@@ -68,7 +68,8 @@ def _run(tmp_path, tiny_task, reads: HostReads, *, optimizer: str = "sgd", scale
                                          collate_fn=collate)
     model = Net().to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9) if optimizer == "sgd" else \
-        torch.optim.AdamW(model.parameters(), lr=1e-3)
+        torch.optim.AdamW(model.parameters(), lr=torch.tensor(1e-3, device=device) if optimizer == "adamw_tensor_lr"
+                          else 1e-3)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 10))
     grad_scaler = torch.amp.GradScaler(device.type, init_scale=2.0**10) if scaler else None
     sen = Sentinel(model, opt, scheduler=sched, scaler=grad_scaler, log_dir=str(tmp_path / "run"), loss_fn=mse)
@@ -100,7 +101,8 @@ def _run(tmp_path, tiny_task, reads: HostReads, *, optimizer: str = "sgd", scale
     return per_step, sen
 
 
-@pytest.mark.parametrize("optimizer,scaler", [("sgd", False), ("adamw", False), ("adamw", True)])
+@pytest.mark.parametrize("optimizer,scaler", [("sgd", False), ("adamw", False), ("adamw", True),
+                                              ("adamw_tensor_lr", False)])  # lr a tensor: read with the rest
 def test_one_host_read_per_step(tmp_path, tiny_task, monkeypatch, optimizer, scaler, device):
     reads = HostReads(monkeypatch)
     per_step, sen = _run(tmp_path, tiny_task, reads, optimizer=optimizer, scaler=scaler, device=device)
