@@ -51,6 +51,19 @@ def test_healthy_run_table_exit_0(tmp_path):
     assert result.output.startswith(f"run1 (sentinel) {tmp_path / 'run1'} -- healthy\n")
 
 
+def test_several_runs_end_with_a_count_by_verdict_naming_the_runs_not_healthy(tmp_path):
+    write_run(tmp_path / "a_ok")
+    write_run(tmp_path / "b_spike", spike_at=120)
+    write_run(tmp_path / "c_nan", nan_at=199)  # at the last step: never finite again
+    write_run(tmp_path / "d_ok")
+    result = invoke(str(tmp_path))
+    assert result.exit_code == 0
+    assert result.stdout.endswith("\n\n4 runs: 1 unhealthy, 1 recovered, 2 healthy\n"
+                                  "  unhealthy: c_nan\n  recovered: b_spike\n")
+    single = invoke(str(tmp_path / "a_ok")).stdout
+    assert "runs:" not in single  # one run: its table says it all
+
+
 def test_json_and_markdown_formats(tmp_path):
     run = write_run(tmp_path / "run1", spike_at=120)
     doc = json.loads(invoke(str(run), "--format", "json").output)

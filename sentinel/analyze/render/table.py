@@ -1,9 +1,12 @@
-"""Terminal rendering: one block per run, a summary line and its incidents in step order."""
+"""Terminal rendering: one block per run, a summary line and its incidents in step order; for several
+runs, a count by verdict at the end."""
 
 from __future__ import annotations
 
+import textwrap
+
 from sentinel.analyze.render.text import clean_text, fmt
-from sentinel.analyze.report import Report, RunReport
+from sentinel.analyze.report import Report, RunReport, Verdict
 
 _SEVERITY_MARK = {"info": "info", "warning": "WARN", "critical": "CRIT"}
 _INFO_PER_KIND = 5  # informational incidents listed per kind; the rest are counted in one line
@@ -24,7 +27,42 @@ def render_table(report: Report, width: int = 100) -> str:
         run1 (sentinel) logs/run1 -- recovered
         ...
     """
-    return "\n\n".join(_run(run, width) for run in report.runs) + "\n"
+    text = "\n\n".join(_run(run, width) for run in report.runs) + "\n"
+    return text if len(report.runs) < 2 else text + "\n" + verdict_summary(report, width) + "\n"
+
+
+# Runs named in the summary per verdict, at most: a directory of hundreds of runs stays one screen.
+_NAMED_PER_VERDICT = 10
+_SUMMARY_ORDER = (Verdict.UNHEALTHY, Verdict.RECOVERED, Verdict.NO_LOSS, Verdict.HEALTHY)
+
+
+def verdict_summary(report: Report, width: int = 100) -> str:
+    """One line counting the runs by verdict, then the runs that were not healthy by name: what
+    a directory of many runs comes to, after their tables.
+
+    Example:
+        >>> from sentinel.analyze.report import Report, RunReport
+        >>> runs = [RunReport(name=n, path=n, source="t", steps=1, first_step=0, last_step=0, final_loss=1.0,
+        ...                   best_loss=1.0, verdict=Verdict(v), incidents=[], warnings=[], data=None)
+        ...         for n, v in [("a", "healthy"), ("b", "unhealthy"), ("c", "healthy")]]
+        >>> print(verdict_summary(Report(runs)))
+        3 runs: 1 unhealthy, 2 healthy
+          unhealthy: b
+    """
+    by_verdict: dict[Verdict, list[str]] = {}
+    for run in report.runs:
+        by_verdict.setdefault(run.verdict, []).append(clean_text(run.name))
+    counts = ", ".join(f"{len(by_verdict[v])} {v.value}" for v in _SUMMARY_ORDER if v in by_verdict)
+    lines = [f"{len(report.runs)} runs: {counts}"]
+    for verdict in _SUMMARY_ORDER[:-1]:  # the healthy ones are the rest
+        names = by_verdict.get(verdict, [])
+        if names:
+            more = len(names) - _NAMED_PER_VERDICT
+            line = f"{verdict.value}: {', '.join(names[:_NAMED_PER_VERDICT])}"
+            line += f" and {more} more" if more > 0 else ""
+            lines += textwrap.wrap(line, width, initial_indent="  ", subsequent_indent="    ",
+                                   break_long_words=False, break_on_hyphens=False)
+    return "\n".join(lines)
 
 
 def _run(run: RunReport, width: int) -> str:
