@@ -1659,3 +1659,26 @@ def test_a_table_whose_header_names_hold_spaces_is_cut_by_the_rule_under_it(tmp_
              *[f"{s:>6}  {2.5 - 0.01 * k:>12.4f}  {2.6 - 0.01 * k:>10.4f}" for k, s in enumerate(range(100, 1100, 100))]]
     (plain,) = discover_runs(_write(tmp_path / "table.txt", table))
     assert plain.steps.index.tolist()[:2] == [100, 200] and plain.steps["loss"].iloc[0] == pytest.approx(2.5)
+
+
+def test_a_wandb_history_csv_is_read_by_its_trainer_step_and_a_key_never_logged_is_no_nan(tmp_path):
+    """A W&B run's history saved as CSV (the run page's export, or api.run(...).history().to_csv()):
+    the step columns are W&B's _step (log calls) and, from the Hugging Face Trainer,
+    train/global_step; neither was a step name ('no step column'). A key the history names but no
+    row logged (empty cells throughout) was an evaluation NaN at every row, a false warning; a
+    value printed as nan at every row still is one."""
+    rng = np.random.default_rng(8)
+    loss = 3 * np.exp(-np.arange(300) / 80) + 1 + rng.normal(0, 0.02, 300)
+    head = '"_step","_runtime","_timestamp","train/loss","train/learning_rate","train/global_step","eval/loss"'
+    rows = [f"{i},{1.5 * i},{1_700_000_000 + i},{v},2e-05,{10 * i}," for i, v in enumerate(loss)]
+    path = _write(tmp_path / "wandb_export.csv", [head, *rows])
+    (run,) = discover_runs(path)
+    assert run.steps.index.tolist()[:3] == [0, 10, 20]  # train/global_step, before W&B's own _step
+    assert "eval/loss" not in run.steps.columns
+    report = analyze_run(run)
+    assert report.verdict == "healthy" and report.incidents == []
+    printed = _write(tmp_path / "nan_eval.csv", [head, *[r + "nan" for r in rows]])
+    (run,) = discover_runs(printed)
+    assert [i.kind for i in analyze_run(run).incidents] == ["nonfinite"]  # logged as nan: told
+    only_step = _write(tmp_path / "history.csv", ["_step,loss", *[f"{i},{v}" for i, v in enumerate(loss)]])
+    assert discover_runs(only_step)[0].steps.index.tolist()[:2] == [0, 1]

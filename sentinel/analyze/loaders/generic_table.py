@@ -31,6 +31,7 @@ from sentinel.analyze.loaders.keys import (
     canonical_key,
     inferred_loss_note,
     is_analysis_key,
+    looks_like_eval_loss,
     looks_like_loss,
     loss_column,
     loss_components,
@@ -70,6 +71,8 @@ def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
         >>> sniff("/nonexistent.csv")
         False
     """
+    if Path(path).name == "wandb-history.jsonl":
+        return False  # its own reader's (wandb_offline): W&B's keys, its _step
     lines = read_head_lines(path, limit=64 * 1024)
     if not lines:
         return False
@@ -167,6 +170,9 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         positions = choose_columns(path, names, step_col, read_loss, warnings)
         positions += [names.index(c) for c in loss_components(names) if names.index(c) not in positions]
         table = read_columns(path, sep, names, positions, read_loss, warnings, step_col)
+        for col in [c for c in table.columns if c != loss_col and looks_like_eval_loss(str(c))]:
+            if table[col].isna().all() and _never_written(path, sep, names.index(col)):
+                table = table.drop(columns=col)  # a column named, never logged: no NaN to report
     if loss_col not in table.columns:  # the sum of the loss's components (see pick_columns)
         sum_loss_components(table, loss_components(table.columns), path, warnings)
     steps = table_steps(table, step_col, loss_col, path, warnings, keep_nan_eval=True)
@@ -174,6 +180,16 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     if first.lstrip().startswith("{"):  # a JSON row tells a NaN it holds from a key it lacks
         meta[LOGGED_NAN] = _logged_nan(table, nan_rows, step_col, loss_col, steps.columns)
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps, meta=meta, warnings=warnings)]
+
+
+def _never_written(path: str | Path, sep: str, position: int) -> bool:
+    """Whether every cell of a CSV column is empty: a key that a tracker's history names (W&B's
+    export of a run, a DataFrame's ``to_csv``) and no row logged, not a value ``nan`` at every
+    row (Ultralytics' results.csv prints that for a validation that failed). Read only for a
+    column that came out NaN at every row."""
+    cells = pd.read_csv(path, sep=sep, usecols=[position], dtype=str, keep_default_na=False, na_filter=False,
+                        encoding=text_encoding(path), encoding_errors="replace", on_bad_lines="skip").iloc[:, 0]
+    return bool((cells.str.strip() == "").all())
 
 
 def _logged_nan(table: pd.DataFrame, nan_rows: dict[str, list[int]], step_col: str, loss_col: str,

@@ -6,12 +6,15 @@ import re
 
 from sentinel import metrics
 
-STEP_ALIASES = ("step", "global_step", "iteration", "iter", "it", "trainer/global_step", "steps", "s",
+STEP_ALIASES = ("step", "global_step", "iteration", "iter", "it", "trainer/global_step",
+                "train/global_step",  # the Hugging Face Trainer's key in W&B and other trackers
+                "steps", "s",
                 "current_steps",  # LLaMA-Factory's trainer_log.jsonl
                 "global_step/max_steps",  # ms-swift's logging.jsonl: "12/2353"
                 "training_iteration",  # Ray Tune / Ray Train: progress.csv, result.json
                 "num_updates",  # fairseq's metric names, as a tracker's table keeps them
-                "#")  # spaCy's training table: E (the epoch), # (the step)
+                "#",  # spaCy's training table: E (the epoch), # (the step)
+                "_step")  # W&B's own count of log calls: a run's history exported as CSV
 # A column or key that names the split a row belongs to, and the words for its training rows.
 SPLIT_COLUMNS = ("split", "type", "phase", "stage", "mode", "subset", "partition")
 TRAIN_WORDS = frozenset({"train", "training", "fit"})
