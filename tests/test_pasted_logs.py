@@ -1682,3 +1682,39 @@ def test_a_wandb_history_csv_is_read_by_its_trainer_step_and_a_key_never_logged_
     assert [i.kind for i in analyze_run(run).incidents] == ["nonfinite"]  # logged as nan: told
     only_step = _write(tmp_path / "history.csv", ["_step,loss", *[f"{i},{v}" for i, v in enumerate(loss)]])
     assert discover_runs(only_step)[0].steps.index.tolist()[:2] == [0, 1]
+
+
+def _dvclive_run(root, timestamp: bool):
+    """What DVCLive's Live(dir=root).log_metric(...) writes: one TSV per metric under
+    plots/metrics (nested keys as folders), header [timestamp,] step, <basename>."""
+    rng = np.random.default_rng(10)
+    loss = 3 * np.exp(-np.arange(200) / 50) + 1 + rng.normal(0, 0.02, 200)
+    loss[150:153] *= 3.0  # a spike over three steps
+    tables = {"train/loss": {s: v for s, v in enumerate(loss)},
+              "train/acc": {s: 0.9 for s in range(200)},
+              "eval/loss": {s: 1.2 for s in range(0, 200, 20)}}
+    for key, rows in tables.items():
+        path = root / "plots" / "metrics" / f"{key}.tsv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        name = key.rsplit("/", 1)[-1]
+        head = ("timestamp\t" if timestamp else "") + f"step\t{name}"
+        path.write_text("\n".join([head, *[(f"{1_700_000_000_000 + s}\t" if timestamp else "") + f"{s}\t{v}"
+                                           for s, v in rows.items()]]) + "\n")
+    (root / "metrics.json").write_text('{"train": {"loss": 1.0, "acc": 0.9}, "eval": {"loss": 1.2}, "step": 199}')
+    (root / "params.yaml").write_text("lr: 0.001\n")
+
+
+@pytest.mark.parametrize("timestamp", [True, False])
+def test_a_dvclive_run_is_one_run_of_every_metric_file(tmp_path, timestamp):
+    """DVCLive keeps one TSV per metric. Each was a run of its own (its eval/loss.tsv judged as a
+    training loss, its metrics.json a one-step run); the run is its folder, read whole."""
+    _dvclive_run(tmp_path / "project" / "dvclive", timestamp)
+    code, report = _analyze(str(tmp_path))
+    (run,) = report["runs"]
+    assert code == 0 and (run["name"], run["source"]) == ("project", "dvclive") and run["steps"] == 200
+    assert [(i["kind"], i["step"]) for i in run["incidents"]] == [("loss_spike", 150)]
+    (data,) = discover_runs(tmp_path / "project" / "dvclive" / "plots" / "metrics" / "train" / "acc.tsv")
+    assert data.name == "project" and {"loss", "eval/loss", "train/acc"} <= set(data.steps.columns)
+    assert data.steps["eval/loss"].count() == 10 and data.steps["loss"].count() == 200
+    _dvclive_run(tmp_path / "exp2", timestamp)  # Live(dir="exp2"): named after its own folder
+    assert discover_runs(tmp_path / "exp2")[0].name == "exp2"

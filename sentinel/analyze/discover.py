@@ -339,11 +339,17 @@ def _tracker_console(file: Path) -> bool:
     """What a tracker keeps beside a run's metric history that holds the same run again: a W&B
     run's ``files/output.log`` (history: ``run-<id>.wandb`` or ``files/wandb-history.jsonl``), a
     Sacred run's ``cout.txt`` (history: ``metrics.json``), a Ray trial's ``progress.csv`` (history:
-    ``result.json``, beside its ``params.json``). Read too, it would be the same run a second time."""
+    ``result.json``, beside its ``params.json``), a DVCLive run's metric files after its first and
+    its ``metrics.json``. Read too, it would be the same run a second time."""
     if file.name == "cout.txt":
         from sentinel.analyze.loaders import sacred_metrics  # its pandas import only where needed
 
         return sacred_metrics.is_run_dir(file.parent)
+    if file.suffix == ".tsv" or file.name == "metrics.json":  # a DVCLive run's, read through its first metric
+        from sentinel.analyze.loaders import dvclive
+
+        if dvclive.part_of_run(file):
+            return True
     if file.name == "progress.csv":  # a Ray Tune / Ray Train trial: result.json holds every key
         return (file.parent / "result.json").is_file() and (file.parent / "params.json").is_file()
     if file.name != "output.log" or file.parent.name != "files":

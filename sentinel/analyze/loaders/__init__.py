@@ -78,6 +78,7 @@ LOADER_MODULES: tuple[str, ...] = (
     "sacred_metrics",  # a Sacred run's metrics.json ({"<metric>": {"steps": [...], "values": [...]}})
     "history_dict",  # a dict of per-epoch lists (Keras' History.history, saved or printed)
     "tensorboard_download",  # one scalar downloaded from TensorBoard's page (Wall time,Step,Value)
+    "dvclive",  # a DVCLive run's dvclive/plots/metrics/<key>.tsv files, read as one run
     "long_table",  # a CSV / TSV in long form: step, metric, value; or step, split, loss
     "generic_table",  # any CSV / TSV / JSONL with a step and a loss column
     "mlflow_store",  # an MLflow file store run (mlruns/<exp>/<run>/metrics/<key>)
