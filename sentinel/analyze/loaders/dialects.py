@@ -388,7 +388,7 @@ _LOSS_KEY = r"(?:(?:(?:train(?:ing)?|total|reduced_train|lm|avr)[_/ ]|step_)?los
 _SEP = r"\s*[:=]?\s*"
 # The same between a loss key and its value, either of them perhaps quoted (a dict's repr printed
 # by a logger: PaddleDetection's "'loss': '1.024392'").
-_QSEP = r"['\"]?\s*[:=]?\s*['\"]?"
+_QSEP = r"['\"]?\s*(?:[:=]|is(?= ))?\s*['\"]?"  # "loss is X": MindSpore's LossMonitor, log4j-style loggers
 # "Epoch 2 ... step 300": an epoch, then a count (inside the epoch, or global: the steps tell).
 _COUNT_KEY = r"(?:step|iter|iteration|batch|it)"
 # The key perhaps quoted: a printed dict, "{'epoch': 3, 'train_loss': 0.41, ...}".

@@ -138,8 +138,11 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
 # Face or Lightning stdout redirected with >>): read as one history, each fresh start's loss, back
 # at its first level, looked like a spike that never recovered. Lightning's is the model summary's
 # header, printed at each fit().
-_FRESH_START = re.compile(r"^[^\n]*?(?:Starting training from iteration 0\b|\*{5} Running training \*{5}|"
-                          r"[ \t]*\|[ \t]*Name[ \t]*\|[ \t]*Type[ \t]*\|[ \t]*Params\b)", re.MULTILINE)
+# (Searched for as such, its line start found after: a pattern that scans each line from its start
+# for them took 0.23 s on a 3.7 MB log.)
+_FRESH_START = re.compile(r"Starting training from iteration 0\b|\*{5} Running training \*{5}|"
+                          r"\|[ \t]*Name[ \t]*\|[ \t]*Type[ \t]*\|[ \t]*Params\b")
+_FRESH_WORDS = ("Starting training from iteration 0", "Running training", "Params")  # one must be there
 # A resume, printed after the start line: the training goes on (the Hugging Face Trainer's;
 # Lightning's, for fit(ckpt_path=...), comes before its model summary).
 _RESUMED = re.compile(r"Continuing training from checkpoint|Restoring states from the checkpoint path")
@@ -155,7 +158,9 @@ def fresh_starts(text: str) -> list[str]:
         >>> [part.count("iter:") for part in fresh_starts(log)]
         [1, 1]
     """
-    cuts = [m.start() for m in _FRESH_START.finditer(text)]
+    if not any(word in text for word in _FRESH_WORDS):  # substring searches: most logs stop here
+        return [text]
+    cuts = list(dict.fromkeys(text.rfind("\n", 0, m.start()) + 1 for m in _FRESH_START.finditer(text)))
     if len(cuts) < 2:
         return [text]
     bounds = [0, *cuts[1:], len(text)]
