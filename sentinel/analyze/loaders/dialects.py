@@ -385,22 +385,22 @@ _STEP_KEY = r"(?:step_i|step|iter|iterations?|num_updates|global_step|it|episode
 # (Factored: a flat alternation of the names is tried at every character of a gap: +27% on a
 # generic log when four names were added.)
 _LOSS_KEY = r"(?:(?:(?:train(?:ing)?|total|reduced_train|lm|avr)[_/ ]|step_)?loss(?:_total|_step)?|xent)"
-_SEP = r"\s*[:=]?\s*"
+_SEP = r"[^\S\n]*[:=]?[^\S\n]*"
 # The same between a loss key and its value, either of them perhaps quoted (a dict's repr printed
 # by a logger: PaddleDetection's "'loss': '1.024392'").
-_QSEP = r"['\"]?\s*(?:[:=]|is(?= ))?\s*['\"]?"  # "loss is X": MindSpore's LossMonitor, log4j-style loggers
+_QSEP = r"['\"]?[^\S\n]*(?:[:=]|is(?= ))?[^\S\n]*['\"]?"  # "loss is X": MindSpore's LossMonitor, log4j-style loggers
 # "Epoch 2 ... step 300": an epoch, then a count (inside the epoch, or global: the steps tell).
 _COUNT_KEY = r"(?:step|iter|iteration|batch|it)"
 # The key perhaps quoted: a printed dict, "{'epoch': 3, 'train_loss': 0.41, ...}".
 # "epoch", or "ep" as a key ("ep: 0, batch: 20, loss: ..."; not "ep 3", which may be an episode).
-_EPOCH_WORD = r"(?i:\bepoch|\bep(?=['\"]?\s*[:=]))"
-_EPOCH_NUM = rf"{_EPOCH_WORD}['\"]?\s*[:=#]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\s*\]?"
-_EPOCH_START = rf"{_EPOCH_WORD}['\"]?\s*[:=#]?\s*\[?\s*\d"
+_EPOCH_WORD = r"(?i:\bepoch|\bep(?=['\"]?[^\S\n]*[:=]))"
+_EPOCH_NUM = rf"{_EPOCH_WORD}['\"]?[^\S\n]*[:=#]?[^\S\n]*\[?[^\S\n]*(\d+)(?:[^\S\n]*/[^\S\n]*\d+)?[^\S\n]*\]?"
+_EPOCH_START = rf"{_EPOCH_WORD}['\"]?[^\S\n]*[:=#]?[^\S\n]*\[?[^\S\n]*\d"
 _EPOCH_GAP = _gap_until(_EPOCH_START)
 # The count a whole number, its key not a unit's denominator ("ms/batch 45.60" is a time).
-_EPOCH_THEN_COUNT = rf"{_EPOCH_NUM}{_EPOCH_GAP}(?<![/\w])(?i:{_COUNT_KEY}\b)\s*[:=#]?\s*\[?\s*(\d+)(?!\.\d|\d)"
+_EPOCH_THEN_COUNT = rf"{_EPOCH_NUM}{_EPOCH_GAP}(?<![/\w])(?i:{_COUNT_KEY}\b)[^\S\n]*[:=#]?[^\S\n]*\[?[^\S\n]*(\d+)(?!\.\d|\d)"
 # "Epoch: [21][ 35/464]", "Epoch 3 [10/100]" (no groups: for a lookahead): the epoch shape below reads it.
-_EPOCH_BRACKETS = rf"{_EPOCH_WORD}\s*[:=#]?\s*\[?\s*\d+(?:\s*/\s*\d+)?\s*\]?\s*[\[(]\s*\d+\s*/"
+_EPOCH_BRACKETS = rf"{_EPOCH_WORD}[^\S\n]*[:=#]?[^\S\n]*\[?[^\S\n]*\d+(?:[^\S\n]*/[^\S\n]*\d+)?[^\S\n]*\]?[^\S\n]*[\[(][^\S\n]*\d+[^\S\n]*/"
 # A line about an evaluation ("| valid on 'valid' subset 1000 / 1311 loss=1.60", "Step 300 | eval
 # loss: 2.1"): its loss is not the training loss of a step. Fewer words than keys.looks_like_loss
 # rejects in a metric's name: a free-text line says "val" and "dev" for other things ("val: n/a",
@@ -448,7 +448,7 @@ GENERIC = Dialect(
     rewrite=_without_bar_running_mean,
     shapes=(
         # Not on a line where an epoch comes before the step key (the epoch shape below reads it).
-        Shape(re.compile(rf"^(?![^\n]*?{_EPOCH_THEN_COUNT}){_GAP}(?i:\b{_STEP_KEY})['\"]?{_SEP}\[?\s*(\d+)(?:\s*/\s*\d+)?\b"
+        Shape(re.compile(rf"^(?![^\n]*?{_EPOCH_THEN_COUNT}){_GAP}(?i:\b{_STEP_KEY})['\"]?{_SEP}\[?[^\S\n]*(\d+)(?:[^\S\n]*/[^\S\n]*\d+)?\b"
                          rf"{_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
               head=(metrics.STEP, metrics.LOSS)),
         Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b{_LOSS_GAP}(?i:\b{_STEP_KEY}){_SEP}(\d+)\b"),
@@ -457,7 +457,7 @@ GENERIC = Dialect(
         # not the step where the line also names it (NeMo's "120/1000 [...] global_step=119.0").
         # The count starts again each epoch (Lightning's and Keras' bars): steps go on across epochs.
         Shape(re.compile(rf"^(?![^\n]*?(?i:\b{_STEP_KEY}){_SEP}\d)(?![^\n]*?{_EPOCH_BRACKETS})"
-                         rf"{_GAP}(?:^|(?<![\d/:.-])\s)(\d+)\s*/\s*(\d+)\b(?![/:.]\d)"
+                         rf"{_GAP}(?:^|(?<![\d/:.-])[^\S\n])(\d+)[^\S\n]*/[^\S\n]*(\d+)\b(?![/:.]\d)"
                          rf"{_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
               head=("iter", "total", metrics.LOSS)),
         # The PyTorch tutorials' and examples' own prints: f"Epoch [{e}/{E}], Step [{i}/{n}], Loss:
@@ -466,18 +466,18 @@ GENERIC = Dialect(
         # {loss:.3f}". A count that starts again in each epoch becomes a global step.
         # (a group that takes part in one match and not in another would shift the fields: one
         # shape with the epoch's length, one without)
-        Shape(re.compile(rf"{_EPOCH_THEN_COUNT}\s*/\s*(\d+)\s*\]?{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
+        Shape(re.compile(rf"{_EPOCH_THEN_COUNT}[^\S\n]*/[^\S\n]*(\d+)[^\S\n]*\]?{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
               head=("epoch", "iter", "total", metrics.LOSS)),
-        Shape(re.compile(rf"{_EPOCH_THEN_COUNT}(?!\d|\s*/\s*\d)\s*\]?{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
+        Shape(re.compile(rf"{_EPOCH_THEN_COUNT}(?!\d|[^\S\n]*/[^\S\n]*\d)[^\S\n]*\]?{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
               head=("epoch", "iter", metrics.LOSS)),
         # ... and the ImageNet example's ProgressMeter (copied into many repositories; the count
         # in parentheses too, the super-resolution example's "===> Epoch[1](12/25): Loss: 0.3127"):
         # "Epoch: [21][1390/1930]\tTime 0.690 (0.986)\t...\tLoss 2.5681e+00 (1.0952e+01)", the
         # epoch perhaps with its total ("Epoch: [127/300][ 35/464]"); the loss, not its average.
-        Shape(re.compile(rf"{_EPOCH_NUM}\s*[\[(]\s*(\d+)\s*/\s*(\d+)[^\])\n]*[\])]"
+        Shape(re.compile(rf"{_EPOCH_NUM}[^\S\n]*[\[(][^\S\n]*(\d+)[^\S\n]*/[^\S\n]*(\d+)[^\])\n]*[\])]"
                          rf"{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
               head=("epoch", "iter", "total", metrics.LOSS)),
-        Shape(re.compile(rf"^[ \t]*\[\s*(\d+),\s*(\d+)\]\s*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
+        Shape(re.compile(rf"^[ \t]*\[[^\S\n]*(\d+),[^\S\n]*(\d+)\][^\S\n]*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
               head=("epoch", "iter", metrics.LOSS)),
     ),
     drop_words=_EVAL_WORDS,
