@@ -1718,3 +1718,21 @@ def test_a_dvclive_run_is_one_run_of_every_metric_file(tmp_path, timestamp):
     assert data.steps["eval/loss"].count() == 10 and data.steps["loss"].count() == 200
     _dvclive_run(tmp_path / "exp2", timestamp)  # Live(dir="exp2"): named after its own folder
     assert discover_runs(tmp_path / "exp2")[0].name == "exp2"
+
+
+def test_mindspore_loss_monitor_lines_are_read(tmp_path):
+    """MindSpore's LossMonitor prints 'epoch: E step: S, loss is X' (the step counts inside the
+    epoch): 'loss is' was no key and value, and the log was 'not a log format'."""
+    rng = np.random.default_rng(12)
+    lines, losses = [], []
+    for epoch in range(1, 4):
+        for step in range(100, 1900, 100):
+            loss = 3 * np.exp(-(epoch * 1800 + step) / 1500) + 0.5 + rng.normal(0, 0.01)
+            if (epoch, step) == (2, 900):
+                loss += 4.0  # one batch far above the trend
+            losses.append(loss)
+            lines.append(f"epoch: {epoch} step: {step}, loss is {loss:.4f}")
+    (run,) = discover_runs(_write(tmp_path / "mindspore_train.log", lines))
+    assert run.steps["loss"].tolist() == pytest.approx([float(f"{v:.4f}") for v in losses])
+    assert run.steps.index.is_monotonic_increasing and len(run.steps) == 54  # steps go on across epochs
+    assert [i.kind for i in analyze_run(run).incidents] == ["outlier_batch"]
