@@ -74,7 +74,8 @@ def analyze(paths: tuple[str, ...], fmt: str, plot: str | None, fail_on: str | N
     guard did about them.
 
     PATHS are sentinel run directories, TensorBoard log directories, Lightning metrics.csv
-    files, Megatron/llm.c logs or tables, or directories holding many runs. A directory walk
+    files, trackers' stores (W&B, MLflow, DVCLive, Ray), text logs of many trainers, tables,
+    or directories holding many runs (`sentinel formats` lists every format). A directory walk
     never reads source code, packaging output or tool directories (.git, .venv) as logs; it
     counts what it skipped (-v lists it). A path that cannot be read is a warning; the others
     are still analysed.
