@@ -505,7 +505,7 @@ PROGRESS_LINES = Dialect(
     shapes=(
         # A tqdm bar whose description holds the loss (pbar.set_description(f"loss={loss:.4f}")):
         # "loss=2.3412: 45%|####5     | 27/60 [00:05<00:06, 5.1it/s]"; the bar's count is the step.
-        Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b[^\n|]*?\d+%\|[^|\n]*\|\s*(\d+)/(\d+) \["),
+        Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b[^\n|]*?\d+%\|[^|\n]*\|[^\S\n]*(\d+)/(\d+) \["),
               head=(metrics.LOSS, "iter", "total")),
         # The PyTorch quickstart tutorial's train loop (copied into countless scripts):
         # f"loss: {loss:>7f}  [{current:>5d}/{size:>5d}]", the samples seen in the epoch (a count
@@ -514,10 +514,10 @@ PROGRESS_LINES = Dialect(
                          re.MULTILINE), head=(metrics.LOSS, "iter", "total")),
         # CLU's LoggingWriter (JAX: big_vision, scenic, ...): "[{step}] train/loss=2.31, learning_rate=...",
         # also with spaces between the pairs (absl-logged JAX loops: "[0] loss=6.0003 learning_rate=0.001").
-        Shape(re.compile(rf"(?:^|\] )\[(\d+)\] [^\n]*?(?<![\w/])(?i:{_LOSS_KEY})=({_NUM})(?:[,\s]|$)", re.MULTILINE),
+        Shape(re.compile(rf"(?:^|\] )\[(\d+)\] [^\n]*?(?<![\w/])(?i:{_LOSS_KEY})=({_NUM})(?:,|[^\S\n]|$)", re.MULTILINE),
               head=(metrics.STEP, metrics.LOSS)),
         # A loss, then the count it was taken at: "Loss: 6.0023 after 100 batches".
-        Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\s+after\s+(\d+)\s+"
+        Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})[^\S\n]+after[^\S\n]+(\d+)[^\S\n]+"
                          r"(?i:batch(?:es)?|steps?|iter(?:ation)?s?|updates?)\b"),
               head=(metrics.LOSS, metrics.STEP)),
         # pytorch/examples fast_neural_style: "{time}\tEpoch {e}:\t[{n}/{N}]\tcontent: x\tstyle: y\ttotal: z"
@@ -529,7 +529,7 @@ PROGRESS_LINES = Dialect(
         Shape(re.compile(rf"\b(\d+)epoch:train:\d+-(\d+)batch: [^\n]*?(?<![\w/])loss=({_NUM})(?:,|$)", re.MULTILINE),
               head=("epoch", "iter", metrics.LOSS)),
         # torchtune's bar: f"{epoch + 1}|{global_step}|Loss: {loss}" (the global step).
-        Shape(re.compile(rf"^[ \t]*(\d+)\|(\d+)\|Loss:\s*({_NUM})", re.MULTILINE),
+        Shape(re.compile(rf"^[ \t]*(\d+)\|(\d+)\|Loss:[^\S\n]*({_NUM})", re.MULTILINE),
               head=("epoch", metrics.STEP, metrics.LOSS)),
         # Lightning's RichProgressBar as a terminal draws it (each redraw ended by "\r"): f"Epoch
         # {epoch}/{max_epochs - 1}", the bar, f"{completed}/{total}", "elapsed • remaining",
