@@ -10,6 +10,7 @@ Register it in ``LOADERS`` below; :func:`discover_runs` walks a directory and as
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -80,12 +81,36 @@ LOADER_MODULES: tuple[str, ...] = (
     "tensorboard_download",  # one scalar downloaded from TensorBoard's page (Wall time,Step,Value)
     "dvclive",  # a DVCLive run's dvclive/plots/metrics/<key>.tsv files, read as one run
     "long_table",  # a CSV / TSV in long form: step, metric, value; or step, split, loss
+    # Before the generic table, which would take it for a JSONL table keyed by W&B's _step:
+    "wandb_offline",  # a W&B run's files/wandb-history.jsonl (older wandb versions)
     "generic_table",  # any CSV / TSV / JSONL with a step and a loss column
     "mlflow_store",  # an MLflow file store run (mlruns/<exp>/<run>/metrics/<key>)
     "pipe_table",  # a table pasted with '|' between cells (a notebook's Step | Training Loss)
     "sb3_console",  # Stable-Baselines3's console blocks (| train/ |, |    loss | X |)
     "wandb_binary",  # a W&B run's binary run-<id>.wandb (offline or online), read without wandb
-    "wandb_offline",  # a W&B run's files/wandb-history.jsonl (older wandb versions)
     "textlogs",  # HF Trainer dicts, fairseq, DeepSpeed, torchtitan, mmengine, nanoGPT, ... (dialects)
     "space_table",  # a table a loop prints, cells apart by spaces (fastai, Ultralytics' console)
 )
+
+
+def files_in_walk_order(folder: Path, suffix: str | None = None) -> list[Path]:
+    """The files under ``folder`` in the order a top-down sorted walk meets them (each folder's
+    files, then its subfolders), as the directory walk of ``sentinel analyze`` offers them: a
+    tracker's run claimed through its first file is read once. ``suffix`` keeps only those files.
+
+    Example:
+        >>> files_in_walk_order(Path("/nonexistent"))
+        []
+    """
+    found: list[Path] = []
+
+    def walk(here: Path) -> None:
+        entries = sorted(here.iterdir())
+        found.extend(e for e in entries if e.is_file() and (suffix is None or e.suffix == suffix))
+        for entry in entries:
+            if entry.is_dir():
+                walk(entry)
+
+    if folder.is_dir():
+        walk(folder)
+    return found

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders import LoadOptions, RunData, files_in_walk_order
 from sentinel.analyze.loaders.numeric_table import metric_series_frame, step_values
 from sentinel.analyze.loaders.textlog import text_encoding
 
@@ -105,16 +105,4 @@ def run_dir(path: Path) -> Path | None:
 
 def _metric_files(run: Path) -> list[Path]:
     """The ``.tsv`` metric files in the order a top-down sorted walk meets them."""
-    found: list[Path] = []
-
-    def walk(folder: Path) -> None:
-        entries = sorted(folder.iterdir())
-        found.extend(e for e in entries if e.is_file() and e.suffix == ".tsv")
-        for entry in entries:
-            if entry.is_dir():
-                walk(entry)
-
-    metrics_dir = run / "plots" / "metrics"
-    if metrics_dir.is_dir():
-        walk(metrics_dir)
-    return found
+    return files_in_walk_order(run / "plots" / "metrics", suffix=".tsv")

@@ -71,8 +71,6 @@ def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
         >>> sniff("/nonexistent.csv")
         False
     """
-    if Path(path).name == "wandb-history.jsonl":
-        return False  # its own reader's (wandb_offline): W&B's keys, its _step
     lines = read_head_lines(path, limit=64 * 1024)
     if not lines:
         return False

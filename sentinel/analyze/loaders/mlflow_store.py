@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders import LoadOptions, RunData, files_in_walk_order
 from sentinel.analyze.loaders.numeric_table import metric_series_frame, step_values
 
 NAME = "mlflow"
@@ -79,12 +79,4 @@ def _run_dir(path: Path) -> Path | None:
 
 def _metric_files(run: Path) -> list[Path]:
     """Metric files in the order a top-down sorted walk meets them."""
-    found = []
-    def walk(folder: Path) -> None:
-        entries = sorted(folder.iterdir())
-        found.extend(e for e in entries if e.is_file())
-        for entry in entries:
-            if entry.is_dir():
-                walk(entry)
-    walk(run / "metrics")
-    return found
+    return files_in_walk_order(run / "metrics")
