@@ -425,10 +425,13 @@ class Sentinel:
             keys.append(key)
             tensors.append(t.detach())
         self._attn_values = {}
-        for i, group in enumerate(self._param_groups()):  # an LR kept as a tensor comes back with the rest
-            if isinstance(group["lr"], torch.Tensor):
-                keys.append(_lr_key(i))
-                tensors.append(group["lr"].detach().reshape(()))
+        i = 0  # an LR kept as a tensor comes back with the rest (no list of groups built per step)
+        for opt in self.optimizers:
+            for group in opt.param_groups:
+                if isinstance(group["lr"], torch.Tensor):
+                    keys.append(_lr_key(i))
+                    tensors.append(group["lr"].detach().reshape(()))
+                i += 1
         values = _to_host(keys, tensors)  # note: the one CPU-GPU sync point of the step
         local_loss = values.get(metrics.LOSS, math.nan)
         overflow = values.get(metrics.AMP_OVERFLOW, 0.0) > 0
@@ -981,10 +984,10 @@ class Sentinel:
         if flagged and self._grad_per_tensor is not None:  # a spike gets its per-module picture
             norms = self.grad_norms.norms(self._grad_per_tensor).cpu().tolist()  # a host read, flagged steps only
             record.update(zip(self.grad_norms.keys()[1:], norms[1:]))
-        # A tensor LR was read in measure(), with the step's other values: float() of it here
-        # would be a second device-to-host read.
-        scheduled = [values[_lr_key(i)] if isinstance(g["lr"], torch.Tensor) and _lr_key(i) in values
-                     else float(g["lr"]) for i, g in enumerate(self._param_groups())]
+        # A tensor LR was read in measure(), with the step's other values (the only LR keys in
+        # them): float() of it here would be a second device-to-host read.
+        scheduled = [values[key] if (key := _lr_key(i)) in values else float(g["lr"])
+                     for i, g in enumerate(self._param_groups())]
         used = self.lr_cooldown.take_used()  # the cool-down's lowered LRs, where it lowered them
         factor = self.lr_cooldown.factor
         lrs = scheduled if used is None else \

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
+
 _USAGE = "Sentinel(model, optimizer, scheduler=None, scaler=None, log_dir=...)"
 
 
@@ -28,20 +30,16 @@ def checked_rollback_with(objects: Any) -> list[Any]:
     ``TypeError`` that names the entry.
 
     Example:
-        >>> import torch
         >>> checked_rollback_with(None), len(checked_rollback_with(torch.nn.Linear(1, 1)))
         ([], 1)
     """
-    if objects is None:
-        return []
-    if hasattr(objects, "state_dict") or not isinstance(objects, (list, tuple)):
-        objects = [objects]
+    objects = [objects] if hasattr(objects, "state_dict") else as_list(objects)  # an nn.Sequential is one
     for obj in objects:
         if not (callable(getattr(obj, "state_dict", None)) and callable(getattr(obj, "load_state_dict", None))):
             raise TypeError(f"sentinel: rollback_with holds <{type(obj).__module__}.{type(obj).__qualname__}>, "
                             "which has no state_dict / load_state_dict: pass the EMA or averaged model itself "
                             "(an nn.Module, or an object that saves and loads its state)")
-    return list(objects)
+    return objects
 
 
 def check_model(model: Any) -> None:
@@ -55,8 +53,6 @@ def check_model(model: Any) -> None:
         ...     print(str(err)[:62])
         sentinel: model='gpt2' is a str, not a torch.nn.Module: pass t
     """
-    import torch
-
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"sentinel: model={_name(model)} is {_kind(model)}, not a torch.nn.Module: pass the "
                         f"model first, {_USAGE}")

@@ -48,7 +48,7 @@ class ReturnPoint:
         when the copy fails: a diagnostic never stops training."""
         newest = ring.snapshots[-1].nbytes if ring.snapshots else 0
         if ring.config.max_bytes is not None and ring.nbytes + newest > ring.config.max_bytes:
-            self._ring = None
+            self.drop()  # an older point (and its file) is no state this rollback leaves
             return
         try:
             if self._ring is None:  # its folder cannot be created: a ValueError, caught as a failed copy
