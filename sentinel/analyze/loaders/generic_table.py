@@ -185,8 +185,11 @@ def _never_written(path: str | Path, sep: str, position: int) -> bool:
     export of a run, a DataFrame's ``to_csv``) and no row logged, not a value ``nan`` at every
     row (Ultralytics' results.csv prints that for a validation that failed). Read only for a
     column that came out NaN at every row."""
-    cells = pd.read_csv(path, sep=sep, usecols=[position], dtype=str, keep_default_na=False, na_filter=False,
-                        encoding=text_encoding(path), encoding_errors="replace", on_bad_lines="skip").iloc[:, 0]
+    try:
+        cells = pd.read_csv(path, sep=sep, usecols=[position], dtype=str, keep_default_na=False, na_filter=False,
+                            encoding=text_encoding(path), encoding_errors="replace", on_bad_lines="skip").iloc[:, 0]
+    except (ValueError, OSError):  # the table was read; this second look must not lose it
+        return False
     return bool((cells.str.strip() == "").all())
 
 
