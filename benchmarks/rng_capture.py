@@ -28,14 +28,16 @@ from sentinel import rng
 def parts(cuda: bool) -> dict[str, Callable[[], object]]:
     """The capture and its parts; on CUDA also the generator-level alternatives."""
     found: dict[str, Callable[[], object]] = {
-        "capture_rng (all)": lambda: rng.capture_rng(cuda=cuda),
+        "capture_rng (every device)": lambda: rng.capture_rng(cuda=cuda),
         "torch.get_rng_state": torch.get_rng_state,
         "numpy (cached read)": rng._numpy_state.get,
         "python (cached read)": rng._python_state.get,
     }
     if cuda:
         generator = torch.cuda.default_generators[torch.cuda.current_device()]
+        used = rng.cuda_devices_of([])  # the current device: what the engine captures for a one-GPU model
         found.update({
+            "capture_rng (the model's device)": lambda: rng.capture_rng(cuda=used),
             "torch.cuda.get_rng_state_all": torch.cuda.get_rng_state_all,
             "torch.cuda.get_rng_state()": torch.cuda.get_rng_state,
             "generator.get_state()": generator.get_state,

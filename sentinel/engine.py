@@ -26,6 +26,7 @@ parameters without a gradient: no moment, step count or weight-decay change).
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import time
@@ -53,7 +54,7 @@ from sentinel.probes.grad_norm import GradNormProbe
 from sentinel.probes.loss_scale import LossScaleProbe
 from sentinel.probes.nonfinite import find_nonfinite_input, locate_nonfinite, locate_overflow
 from sentinel.probes.reference_loss import reference_loss
-from sentinel.rng import RngState, capture_rng
+from sentinel.rng import RngState, capture_rng, cuda_devices_of
 from sentinel.store import RunWriter, read_skiplist
 from sentinel.training_objects import as_list, check_model, check_training_objects, checked_rollback_with
 
@@ -202,7 +203,9 @@ class Sentinel:
         self._epoch_batches = 0  # batches per epoch, as far as seen
         self._warned_skip_share = False
         self._rng: RngState | None = None
-        self._cuda_rng = torch.cuda.is_available()  # CUDA RNG states to capture (asked once, not per step)
+        # The CUDA generators to capture: the model's devices, asked at the first step (after
+        # Lightning has moved the model), not every step; not every device of an 8-GPU node.
+        self._cuda_rng: tuple[int, ...] | None = None
         self._values: dict[str, float] = {}
         self._losses: list[torch.Tensor] = []
         self._signals: StepSignals | None = None
@@ -352,11 +355,16 @@ class Sentinel:
             if rollback:
                 self._running_stats.keep()  # put back if the update is withheld
             # RNG states only matter to a replay; copying them is the dearest part of this hook.
-            self._rng = capture_rng(cuda=self._cuda_rng) \
-                if self.replay_available and self.config.record.localize_nonfinite else None
+            self._rng = self._capture_rng() if self.replay_available and self.config.record.localize_nonfinite \
+                else None
             self._attn_sampled = self.attention.start(self.step) or self._attn_sampled
         self._samples += _batch_size(batch)
         return True
+
+    def _capture_rng(self) -> RngState:
+        if self._cuda_rng is None:
+            self._cuda_rng = cuda_devices_of(itertools.chain(self.model.parameters(), self.model.buffers()))
+        return capture_rng(cuda=self._cuda_rng)
 
     def add_loss(self, loss: torch.Tensor) -> None:
         """Accumulate the (detached) loss of a micro-batch of the current optimizer step.

@@ -1,7 +1,7 @@
 """Capture and restore every random-number generator a training step draws from.
 
 A faithful replay of a step (to localise a NaN) and a faithful rollback both need the
-RNG streams back where they were: torch CPU, every CUDA device present, numpy and Python.
+RNG streams back where they were: torch CPU, the CUDA devices the step uses, numpy and Python.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import ctypes
 import random
 import struct
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,14 +27,25 @@ class RngState:
     torch_cuda: tuple[torch.Tensor, ...]
     numpy: Any
     python: Any
+    cuda_devices: tuple[int, ...] | None = None  # the devices of ``torch_cuda``; None: 0, 1, ... in order
+
+    def cuda_states(self) -> list[tuple[int, torch.Tensor]]:
+        """(device index, state) of every CUDA generator held."""
+        devices = range(len(self.torch_cuda)) if self.cuda_devices is None else self.cuda_devices
+        return list(zip(devices, self.torch_cuda))
 
     def state_dict(self) -> dict[str, Any]:
-        return {"torch_cpu": self.torch_cpu, "torch_cuda": list(self.torch_cuda),
-                "numpy": self.numpy, "python": self.python}
+        state = {"torch_cpu": self.torch_cpu, "torch_cuda": list(self.torch_cuda),
+                 "numpy": self.numpy, "python": self.python}
+        if self.cuda_devices is not None:
+            state["cuda_devices"] = list(self.cuda_devices)
+        return state
 
     @classmethod
     def from_state_dict(cls, state: dict[str, Any]) -> "RngState":
-        return cls(state["torch_cpu"], tuple(state.get("torch_cuda", ())), state["numpy"], state["python"])
+        devices = state.get("cuda_devices")
+        return cls(state["torch_cpu"], tuple(state.get("torch_cuda", ())), state["numpy"], state["python"],
+                   None if devices is None else tuple(int(d) for d in devices))
 
 
 class _CachedState:
@@ -154,15 +165,17 @@ _python_state = _CachedState(_python_owner, _python_address, random.getstate, _p
                              reusable=lambda state: random._inst.gauss_next == state[2])
 
 
-def capture_rng(*, cuda: bool | None = None) -> RngState:
+def capture_rng(*, cuda: bool | Sequence[int] | None = None) -> RngState:
     """Copy the current RNG states.
 
     Cheap enough for every step (~5 us on CPU): numpy's and Python's states are read in full
     only when they changed (:class:`_CachedState`).
 
     Args:
-        cuda: whether to copy the CUDA devices' states; None asks ``torch.cuda.is_available()``
-            (a caller that captures every step asks once and passes the answer).
+        cuda: the CUDA generators to copy: True every device's, False none, a sequence of device
+            indices those devices' (see :func:`cuda_devices_of`: on an 8-GPU node a process
+            usually draws on one); None asks ``torch.cuda.is_available()`` (a caller that
+            captures every step asks once and passes the answer).
 
     Example:
         >>> state = capture_rng(); a = torch.rand(1); restore_rng(state)
@@ -171,14 +184,38 @@ def capture_rng(*, cuda: bool | None = None) -> RngState:
     """
     if cuda is None:
         cuda = torch.cuda.is_available()
-    return RngState(torch.get_rng_state(), tuple(torch.cuda.get_rng_state_all()) if cuda else (),
-                    _numpy_state.get(), _python_state.get())
+    if isinstance(cuda, bool):
+        return RngState(torch.get_rng_state(), tuple(torch.cuda.get_rng_state_all()) if cuda else (),
+                        _numpy_state.get(), _python_state.get())
+    generators = torch.cuda.default_generators  # filled once CUDA is initialised
+    states = tuple(generators[i].get_state() if i < len(generators) else torch.cuda.get_rng_state(i)
+                   for i in cuda)
+    return RngState(torch.get_rng_state(), states, _numpy_state.get(), _python_state.get(), tuple(cuda))
+
+
+def cuda_devices_of(tensors: Iterable[torch.Tensor]) -> tuple[int, ...]:
+    """The CUDA devices whose generators a step on ``tensors`` draws from: theirs, and the current
+    device where CUDA is initialised (kernels launched without a tensor to place them run there).
+
+    Example:
+        >>> model = torch.nn.Linear(2, 2)  # on the CPU: no CUDA generator, unless CUDA is in use
+        >>> state = capture_rng(cuda=cuda_devices_of(model.parameters()))
+        >>> len(state.torch_cuda) == int(torch.cuda.is_initialized())
+        True
+    """
+    devices = {t.device.index for t in tensors if t.is_cuda}
+    if torch.cuda.is_initialized():
+        devices.add(torch.cuda.current_device())
+    return tuple(sorted(devices))
 
 
 def restore_rng(state: RngState) -> None:
     """Put every RNG back to ``state`` (CUDA states only where the devices exist)."""
     torch.set_rng_state(state.torch_cpu)
     if state.torch_cuda and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(list(state.torch_cuda))
+        count = torch.cuda.device_count()
+        for device, cuda_state in state.cuda_states():
+            if device < count:
+                torch.cuda.set_rng_state(cuda_state, device)
     np.random.set_state(state.numpy)
     random.setstate(state.python)

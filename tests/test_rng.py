@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from sentinel.rng import capture_rng, restore_rng
+from sentinel.rng import capture_rng, cuda_devices_of, restore_rng
 
 
 def _draws() -> tuple[list[float], list[float], list[float], list[float]]:
@@ -71,3 +71,60 @@ def test_a_new_global_bit_generator_is_read_not_the_old_ones_memory():
             assert np.random.rand(4).tolist() == first
     finally:
         np.random.set_bit_generator(original)
+
+
+def test_a_state_names_its_cuda_devices_through_a_state_dict():
+    state = capture_rng(cuda=False)
+    assert state.cuda_devices is None and state.cuda_states() == []
+    held = type(state)(state.torch_cpu, (torch.zeros(16, dtype=torch.uint8),) * 2, state.numpy, state.python, (1, 3))
+    back = type(state).from_state_dict(held.state_dict())
+    assert back.cuda_devices == (1, 3) and [d for d, _ in back.cuda_states()] == [1, 3]
+    # A state written before the devices were named holds every device, in order.
+    old = held.state_dict()
+    del old["cuda_devices"]
+    assert [d for d, _ in type(state).from_state_dict(old).cuda_states()] == [0, 1]
+
+
+def test_a_cpu_model_draws_on_no_cuda_generator():
+    if torch.cuda.is_initialized():
+        pytest.skip("CUDA is in use in this process: its current device is drawn on")
+    state = capture_rng(cuda=cuda_devices_of(torch.nn.Linear(2, 2).parameters()))
+    assert state.torch_cuda == () and state.cuda_devices == ()
+    first = _draws()
+    restore_rng(state)
+    assert _draws() == first
+
+
+def test_only_the_models_cuda_device_is_captured_and_restored(cuda_device):
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Dropout(0.5)).to(cuda_device)
+    devices = cuda_devices_of(model.parameters())
+    assert devices == (torch.cuda.current_device(),)
+    state = capture_rng(cuda=devices)
+    assert state.cuda_devices == devices and len(state.torch_cuda) == 1
+    x = torch.ones(4, 8, device=cuda_device)
+    first = model(x)
+    restore_rng(state)
+    assert torch.equal(model(x), first)
+    # A state naming a device this machine lacks (written on a larger node) restores the rest.
+    absent = torch.cuda.device_count()
+    wider = type(state)(state.torch_cpu, state.torch_cuda * 2, state.numpy, state.python, devices + (absent,))
+    restore_rng(wider)
+    assert torch.equal(model(x), first)
+
+
+def test_the_engine_captures_the_devices_of_its_model(device, tmp_path):
+    from sentinel import Sentinel
+    model = torch.nn.Linear(4, 1).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    sen = Sentinel(model, opt, loss_fn=lambda m, batch: m(batch).square().mean(), log_dir=str(tmp_path))
+    x = torch.ones(2, 4, device=device)
+    for _ in sen.batches([x]):
+        loss = model(x).square().mean()
+        sen.add_loss(loss.detach())
+        loss.backward()
+        if sen.check():
+            opt.step()
+        opt.zero_grad()
+        sen.end_step()
+    assert sen._rng is not None
+    assert sen._rng.cuda_devices == ((torch.cuda.current_device(),) if device.type == "cuda" else ())
