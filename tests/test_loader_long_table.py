@@ -12,7 +12,7 @@ from sentinel.analyze.discover import discover_runs
 from sentinel.analyze.loaders import long_table
 from sentinel.cli.main import main
 
-LOSSES = [3.0 - 0.01 * i for i in range(60)]
+LOSSES = [round(3.0 - 0.01 * i, 2) for i in range(60)]  # short decimals: parsed alike by every pandas
 LOSSES[40:43] = [9.0] * 3  # a spike
 LOSSES[50] = math.nan
 

@@ -12,6 +12,7 @@ saw, and whether the full weights right after that rollback are bitwise those re
 many steps; and OUT_DIR/weights_rank<r>.pt, its full weights at the end.
 """
 
+import functools
 import json
 import os
 import sys
@@ -27,6 +28,14 @@ from sentinel import Sentinel, TrainingGaveUp
 STEPS, B, FAULT = 50, 8, 30
 SNAPSHOT_EVERY = 5
 
+
+
+@functools.cache
+def _cpu_mesh():
+    """The gloo ranks' mesh on the CPU: without one, FSDP2 puts the shards on a GPU where there is one."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    return init_device_mesh("cpu", (dist.get_world_size(),))
 
 def make_model() -> nn.Module:
     torch.manual_seed(0)
@@ -71,8 +80,8 @@ def run(rank: int, out: str, mode: str, which: str) -> None:
         from torch.distributed.fsdp import fully_shard
 
         for layer in (model[0], model[2], model[4]):
-            fully_shard(layer)
-        fully_shard(model)
+            fully_shard(layer, mesh=_cpu_mesh())
+        fully_shard(model, mesh=_cpu_mesh())
         head = model[4]
     opt = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
     snap_root = Path(out) / "snaps"

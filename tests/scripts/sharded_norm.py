@@ -6,6 +6,7 @@ norms of one process on the global batch. fsdp_rollback: rank 1's batch at step 
 rank 0 writes OUT_DIR/rollback.json with the events and whether the gathered weights are finite.
 """
 
+import functools
 import json
 import os
 import sys
@@ -19,6 +20,14 @@ from sentinel import Sentinel, load_run
 
 STEPS, B = 5, 4
 
+
+
+@functools.cache
+def _cpu_mesh():
+    """The gloo ranks' mesh on the CPU: without one, FSDP2 puts the shards on a GPU where there is one."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    return init_device_mesh("cpu", (dist.get_world_size(),))
 
 def make_model() -> nn.Module:
     torch.manual_seed(0)
@@ -67,8 +76,8 @@ def rollback_run(rank: int, out: str) -> None:
 
     model = make_model()
     for layer in (model[0], model[2], model[4]):
-        fully_shard(layer)
-    fully_shard(model)
+        fully_shard(layer, mesh=_cpu_mesh())
+    fully_shard(model, mesh=_cpu_mesh())
     opt = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
     sen = Sentinel(model, opt, log_dir=f"{out}/run", tensorboard=False, snapshot_every=5)
     train(sen, model, opt, rank, steps=40, poison_step=25 if rank == 1 else None)
@@ -97,8 +106,8 @@ def worker(rank: int, out: str, mode: str) -> None:
         from torch.distributed.fsdp import fully_shard
 
         for layer in (model[0], model[2], model[4]):
-            fully_shard(layer)
-        wrapped = fully_shard(model)
+            fully_shard(layer, mesh=_cpu_mesh())
+        wrapped = fully_shard(model, mesh=_cpu_mesh())
     opt = torch.optim.SGD(wrapped.parameters(), lr=0.05)
     sen = Sentinel(wrapped, opt, log_dir=f"{out}/run", tensorboard=False, rollback=False)
     train(sen, wrapped, opt, rank, steps=STEPS)
