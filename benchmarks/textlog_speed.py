@@ -4,7 +4,9 @@ Usage::
 
     python benchmarks/textlog_speed.py [LOG] [--ref REV] [--repeat N]
 
-LOG defaults to the 20,344-step modded-nanogpt record log in ``../shared/reallogs``. The
+LOG defaults to the 20,344-step modded-nanogpt record log in ``../shared/reallogs``, read by the
+llm.c reader; any other log is read as ``sentinel analyze`` reads a file named on its own
+(``discover_runs``: every loader's sniff, then the text reader's pick of a dialect and its read). The
 baseline is ``pd.read_csv`` of the steps frame the engine produced (same rows, same columns),
 timed in the same process; each reader runs ``--repeat`` times, interleaved, and the best and
 the median of each are reported. ``--ref REV`` also times the engine of git revision ``REV``
@@ -41,24 +43,34 @@ def timed(fn) -> float:
 
 def main(path: Path, ref: str | None = None, repeat: int = 15) -> float:
     """Time the readers on ``path`` and return text time / CSV time (best of each)."""
-    (run,) = llmc.load(path, LoadOptions())
+    module = "analyze.loaders.llmc" if llmc.sniff(path) else "analyze.discover"
+
+    def reader(package: str):
+        found = importlib.import_module(f"{package}.{module}")
+        return (lambda: found.load(path, LoadOptions())) if module.endswith("llmc") else \
+            (lambda: found.discover_runs(path))
+
+    (run,) = reader("sentinel")()
     csv_text = run.steps.to_csv()
-    readers = {"text engine": lambda: llmc.load(path, LoadOptions()),
+    readers = {"text engine": reader("sentinel"),
                "pd.read_csv": lambda: pd.read_csv(io.StringIO(csv_text), index_col=0)}
     if ref is not None:
         from revision import import_as
 
         package = import_as(ref, Path(tempfile.mkdtemp(prefix="sentinel-ref-")))
-        ref_llmc = importlib.import_module(f"{package.__name__}.analyze.loaders.llmc")
-        (old,) = ref_llmc.load(path)
-        pd.testing.assert_frame_equal(old.steps, run.steps)  # the same numbers, before and after
-        readers[f"text engine at {ref}"] = lambda: ref_llmc.load(path)
+        (old,) = reader(package.__name__)()
+        # the same numbers, before and after (a column read now and not then is said)
+        pd.testing.assert_frame_equal(old.steps, run.steps[old.steps.columns])
+        added = [c for c in run.steps.columns if c not in old.steps.columns]
+        if added:
+            log.info("read now and not at %s: %s", ref, ", ".join(added))
+        readers[f"text engine at {ref}"] = reader(package.__name__)
     times: dict[str, list[float]] = {name: [] for name in readers}
     for _ in range(repeat):
         for name, fn in readers.items():
             times[name].append(timed(fn))
-    log.info("%s: %d steps, %d columns, %.1f MB of text; best / median of %d, interleaved",
-             path.name, len(run.steps), run.steps.shape[1], path.stat().st_size / 1e6, repeat)
+    log.info("%s (%s): %d steps, %d columns, %.1f MB of text; best / median of %d, interleaved",
+             path.name, module.rsplit(".", 1)[1], len(run.steps), run.steps.shape[1], path.stat().st_size / 1e6, repeat)
     for name, values in times.items():
         log.info("  %-28s %7.1f ms / %7.1f ms", name, min(values) * 1e3, statistics.median(values) * 1e3)
     ratio = min(times["text engine"]) / min(times["pd.read_csv"])

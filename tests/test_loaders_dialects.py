@@ -16,6 +16,7 @@ from sentinel import metrics
 from sentinel.analyze.discover import discover_runs
 from sentinel.analyze.loaders import LoadOptions, textlogs
 from sentinel.analyze.loaders.dialects import DEEPSPEED, LLMC
+from sentinel.analyze.loaders.textlogs import pick_dialect
 from sentinel.analyze.loaders.textscan import scan
 from sentinel.events import EventKind
 
@@ -289,3 +290,13 @@ def test_a_resumed_keras_fit_numbers_its_steps_from_its_first_epoch(tmp_path, fi
 def _write_text(path, text: str):
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def test_the_last_pick_is_reused_only_for_the_same_head_and_need():
+    """A file's sniff and its load pick for the same head: the second asks the first's answer;
+    another head, or another number of lines needed (a short paste), is picked afresh."""
+    two = "iter 1: loss 2.5, time 9.1ms\niter 2: loss 2.4, time 9.0ms\n"
+    assert pick_dialect(two) is None  # two lines: under nanoGPT's own minimum
+    assert pick_dialect(two, least=2).name == "nanogpt"  # a paste named on its own needs two
+    assert pick_dialect(two) is None
+    assert pick_dialect(two + "iter 3: loss 2.3, time 9.0ms\n").name == "nanogpt"

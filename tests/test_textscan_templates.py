@@ -201,3 +201,36 @@ def test_a_pattern_that_is_not_line_local_uses_the_general_reader(monkeypatch):
     text = "step: 1 loss: 2.0\nstep: 2 loss: 1.5\n"
     assert not _template_used(text, dialect)
     assert textscan.scan(text, dialect).steps["loss"].tolist() == [2.0, 1.5]
+
+
+def _general_count(lines: Lines, pattern: re.Pattern) -> int:
+    return len(pattern.findall(lines.matching(pattern)))
+
+
+def test_counting_by_skeleton_is_counting_every_line():
+    """A sniff counts each dialect's record lines; a line-local pattern is counted once per line
+    skeleton, times the lines of that skeleton. The counts must be those of reading every line,
+    for every dialect, on texts of many repeats (the skeleton count runs) with random edits."""
+    rng = random.Random(99)
+    fields = ["loss: 2.5", "loss 2.5,", "train_loss:3.1", "lr: 1e-4", "| loss 2.1 |", "Loss=nan", "\u0663",
+              "time 9.1ms", "grad_norm: 0.5", "s:1 trl:2.5", "\t", "epoch 3", "[1/20]", "\u00e9:1"]
+    heads = ["step {i}", "iter {i}:", "step:{i}/900", "Epoch {e} [{i}/900]", "{i} |", "steps: {i}",
+             "global_step={i}", "Epoch {e}: {p}%|###  | {i}/900"]
+    patterns = {shape.pattern for d in (LLMC, *DIALECTS) for shape in d.shapes} | \
+        {d.sniff for d in (LLMC, *DIALECTS) if d.sniff is not None}
+    local = [p for p in patterns if line_local(p)]
+    assert len(local) > 20  # most shapes are line-local: the skeleton count is what sniffs use
+    for trial in range(12):
+        picked = rng.sample(heads, 2)
+        bodies = [" ".join(rng.sample(fields, rng.choice([1, 2, 3]))) for _ in range(3)]
+        lines = []
+        for i in range(rng.choice([800, 2000])):
+            head = rng.choice(picked).format(i=i * rng.choice([1, 1, 10]), e=i // 300, p=i % 100)
+            body = rng.choice(bodies)
+            lines.append(f"{head} {body}" if rng.random() < 0.97 else rng.choice(["", "noise 1 2 3", head]))
+        ending = rng.choice(["\n", "", "\r\n"])
+        text = ending.join(lines) + rng.choice(["\n", ""]) if ending else "\n".join(lines)
+        shared = Lines(text)
+        assert shared.skeletons() is not None and len(shared.skeletons().uniques) * 8 <= len(lines)
+        for pattern in local:
+            assert shared.count(pattern) == _general_count(Lines(text), pattern), (trial, pattern.pattern)

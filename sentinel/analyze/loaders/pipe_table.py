@@ -88,6 +88,8 @@ def _find(lines: list[str], options: LoadOptions):
         header = _cells(line)
         if header is None or len(header) < 2 or any(_NUMBER.match(c) or not c for c in header):
             continue
+        if options.step_col not in header and step_column(header) is None:
+            continue  # no step: the loss need not be looked for (a log line with '|' in it is no header)
         step_col, (loss_col, _) = sniff_columns(header, options.step_col, options.loss_col)
         if step_col is None or loss_col is None:
             continue

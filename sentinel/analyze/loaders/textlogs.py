@@ -22,6 +22,7 @@ from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData
 from sentinel.analyze.loaders.dialects import (AMP_ONLY, CYCLEGAN, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER,
                                                FALLBACKS, GENERIC, HF_TRAINER, LOSS_LINES, reads_bar_running_mean)
 from sentinel.analyze.loaders.dialect_types import Dialect
+from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.progress_bar import bar_steps
 from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
 from sentinel.analyze.loaders.textscan import clean_text, count_records, scan
@@ -52,18 +53,32 @@ def pick_dialect(text: str, least: int | None = None) -> Dialect | None:
         ...              "iter 3: loss 2.3, time 9.0ms\\n").name
         'nanogpt'
     """
+    global _last_pick
+    last = _last_pick  # one read: a reading-ahead thread may replace it meanwhile
+    if last[0] == text and last[1] == least:  # a file's sniff just picked for this head; its load asks again
+        return last[2]
+    dialect = _pick_dialect(text, least)
+    _last_pick = (text, least, dialect)
+    return dialect
+
+
+_last_pick: tuple[str | None, int | None, Dialect | None] = (None, None, None)  # the last head, least, pick
+
+
+def _pick_dialect(text: str, least: int | None) -> Dialect | None:
     text = clean_text(text)
+    lines = Lines(text)  # split and grouped once for every dialect
     best, best_count = None, 0
     for dialect in DIALECTS:
         if dialect in FALLBACKS and best is not None:
             break
-        count = count_records(text, dialect)
+        count = count_records(lines, dialect)
         needed = dialect.min_records if least is None else min(least, dialect.min_records)
         if count >= needed and count > best_count:
             if dialect in FALLBACKS and not _is_series(text, dialect, needed):
                 continue
             best, best_count = dialect, count
-    if best is None and count_records(text, AMP_ONLY) >= AMP_ONLY.min_records:
+    if best is None and count_records(lines, AMP_ONLY) >= AMP_ONLY.min_records:
         return AMP_ONLY  # overflow lines between lines of no format read: the loss scale is judged
     return best
 

@@ -200,8 +200,8 @@ def count_records(text: str | Lines, dialect: Dialect) -> int:
     """
     lines = text if isinstance(text, Lines) else Lines(text)
     if dialect.sniff is not None:
-        return len(dialect.sniff.findall(lines.matching(dialect.sniff)))
-    return sum(len(shape.pattern.findall(lines.matching(shape.pattern))) for shape in dialect.shapes)
+        return lines.count(dialect.sniff)
+    return sum(lines.count(shape.pattern) for shape in dialect.shapes)
 
 
 def scan(text: str, dialect: Dialect, options: LoadOptions | None = None) -> Scan:
