@@ -442,15 +442,41 @@ def reads_bar_running_mean(text: str) -> bool:
     return _BAR_RUNNING_MEAN_ONLY.search(text) is not None
 
 
+# The learning rate and the total grad norm on a generic step line ("step 120 | loss 2.31 | lr
+# 3.0e-04 | grad_norm 0.87", "Epoch 2 | Step 40/500 | Loss 2.31 | LR 3e-4"): each read by a shape of
+# its own, on the lines one of the loss shapes reads (its pattern, without groups, a lookahead) and
+# with the same head, so each value lands on that loss's step and a line without a loss adds none.
+_LR_KEY = r"(?:lr|learning[_ ]rate)"
+_GRAD_NORM_KEY = r"(?:(?:total_|global_)?grad(?:ient)?[_ -]norm|gnorm)"
+
+
+def _beside_the_loss(loss_line: str, head_fields: str, key: str) -> re.Pattern:
+    """``head_fields`` (the loss shape's groups before its loss), then ``key`` and its value, on a
+    line where ``loss_line`` (the loss shape's pattern) matches from its start."""
+    without_groups = loss_line.replace(r"(\d+)", r"\d+").replace(f"({_NUM})", _NUM)
+    assert "(\\d" not in without_groups and f"({_NUM})" not in without_groups
+    return re.compile(rf"^(?={without_groups}){_GAP}{head_fields}{_GAP}(?<![\w/])(?i:{key}){_QSEP}({_NUM})\b",
+                      re.MULTILINE)
+
+
+_BESIDE_THE_LOSS = ((_LR_KEY, metrics.LR), (_GRAD_NORM_KEY, metrics.GRAD_NORM_TOTAL))
+# The generic loss shapes: a step key, then the loss (not on a line where an epoch comes first);
+# an epoch and a count inside it (perhaps "/TOTAL"), then the loss.
+_STEP_FIELD = rf"(?i:\b{_STEP_KEY})['\"]?{_SEP}\[?[^\S\n]*(\d+)(?:[^\S\n]*/[^\S\n]*\d+)?\b"
+_STEP_LOSS = rf"^(?![^\n]*?{_EPOCH_THEN_COUNT}){_GAP}{_STEP_FIELD}{_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"
+_EPOCH_COUNT_TOTAL = rf"{_EPOCH_THEN_COUNT}[^\S\n]*/[^\S\n]*(\d+)"
+_EPOCH_COUNT_TOTAL_LOSS = rf"{_EPOCH_COUNT_TOTAL}[^\S\n]*\]?{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"
+_EPOCH_COUNT = rf"{_EPOCH_THEN_COUNT}(?!\d|[^\S\n]*/[^\S\n]*\d)"
+_EPOCH_COUNT_LOSS = rf"{_EPOCH_COUNT}[^\S\n]*\]?{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"
+
 GENERIC = Dialect(
     name="text",
-    description="any text log with a step-like key (step, iter, global_step, N/TOTAL) and a loss on each line",
+    description="any text log with a step-like key (step, iter, global_step, N/TOTAL) and a loss on each line "
+                "(and the lr and grad norm beside it)",
     rewrite=_without_bar_running_mean,
     shapes=(
         # Not on a line where an epoch comes before the step key (the epoch shape below reads it).
-        Shape(re.compile(rf"^(?![^\n]*?{_EPOCH_THEN_COUNT}){_GAP}(?i:\b{_STEP_KEY})['\"]?{_SEP}\[?[^\S\n]*(\d+)(?:[^\S\n]*/[^\S\n]*\d+)?\b"
-                         rf"{_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
-              head=(metrics.STEP, metrics.LOSS)),
+        Shape(re.compile(_STEP_LOSS, re.MULTILINE), head=(metrics.STEP, metrics.LOSS)),
         Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b{_LOSS_GAP}(?i:\b{_STEP_KEY}){_SEP}(\d+)\b"),
               head=(metrics.LOSS, metrics.STEP)),
         # "N/TOTAL" only on lines without a step key: a progress bar's count inside the epoch is
@@ -466,10 +492,8 @@ GENERIC = Dialect(
         # {loss:.3f}". A count that starts again in each epoch becomes a global step.
         # (a group that takes part in one match and not in another would shift the fields: one
         # shape with the epoch's length, one without)
-        Shape(re.compile(rf"{_EPOCH_THEN_COUNT}[^\S\n]*/[^\S\n]*(\d+)[^\S\n]*\]?{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
-              head=("epoch", "iter", "total", metrics.LOSS)),
-        Shape(re.compile(rf"{_EPOCH_THEN_COUNT}(?!\d|[^\S\n]*/[^\S\n]*\d)[^\S\n]*\]?{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
-              head=("epoch", "iter", metrics.LOSS)),
+        Shape(re.compile(_EPOCH_COUNT_TOTAL_LOSS), head=("epoch", "iter", "total", metrics.LOSS)),
+        Shape(re.compile(_EPOCH_COUNT_LOSS), head=("epoch", "iter", metrics.LOSS)),
         # ... and the ImageNet example's ProgressMeter (copied into many repositories; the count
         # in parentheses too, the super-resolution example's "===> Epoch[1](12/25): Loss: 0.3127"):
         # "Epoch: [21][1390/1930]\tTime 0.690 (0.986)\t...\tLoss 2.5681e+00 (1.0952e+01)", the
@@ -479,6 +503,12 @@ GENERIC = Dialect(
               head=("epoch", "iter", "total", metrics.LOSS)),
         Shape(re.compile(rf"^[ \t]*\[[^\S\n]*(\d+),[^\S\n]*(\d+)\][^\S\n]*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
               head=("epoch", "iter", metrics.LOSS)),
+        *(Shape(_beside_the_loss(_STEP_LOSS.removeprefix("^"), _STEP_FIELD, key),
+                head=(metrics.STEP, name)) for key, name in _BESIDE_THE_LOSS),
+        *(Shape(_beside_the_loss(rf"{_GAP}{_EPOCH_COUNT_TOTAL_LOSS}", _EPOCH_COUNT_TOTAL, key),
+                head=("epoch", "iter", "total", name)) for key, name in _BESIDE_THE_LOSS),
+        *(Shape(_beside_the_loss(rf"{_GAP}{_EPOCH_COUNT_LOSS}", _EPOCH_COUNT, key),
+                head=("epoch", "iter", name)) for key, name in _BESIDE_THE_LOSS),
     ),
     drop_words=_EVAL_WORDS,
     step_wraps=True,

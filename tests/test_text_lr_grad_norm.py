@@ -1,0 +1,66 @@
+"""The learning rate and grad norm printed beside the loss on a generic text log line are read,
+on the loss's step; a line without a loss adds no step."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from sentinel.analyze.analyzer import analyze_run
+from sentinel.analyze.discover import discover_runs
+
+
+def _run(tmp_path, lines):
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (run,) = discover_runs(path)
+    return run
+
+
+@pytest.mark.parametrize("line", [
+    "step {i} | loss {loss:.4f} | lr {lr:.3e} | grad_norm {g:.3f}",
+    "2024-05-01 10:00:00 INFO step={i} loss={loss:.4f} learning_rate={lr:.3e} grad norm={g:.3f} tok/s=1200",
+    "[rank0] Step {i}: lr: {lr:.3e}, loss: {loss:.4f}, gnorm: {g:.3f}",  # the lr before the loss
+    "global_step: {i}, train_loss: {loss:.4f}, LR: {lr:.3e}, Grad-Norm: {g:.3f}",
+])
+def test_step_lines(tmp_path, line):
+    rows = [(i, 3 - i / 100, 1e-4 * (1 + i / 50), 0.5 + i / 1000) for i in range(1, 61)]
+    run = _run(tmp_path, [line.format(i=i, loss=loss, lr=lr, g=g) for i, loss, lr, g in rows])
+    assert run.steps.index.tolist() == [i for i, *_ in rows]
+    assert run.steps["lr"].tolist() == pytest.approx([lr for *_, lr, _ in rows], rel=1e-3)
+    assert run.steps["grad_norm/total"].tolist() == pytest.approx([g for *_, g in rows], rel=1e-3)
+
+
+def test_epoch_lines_put_the_lr_on_the_global_step(tmp_path):
+    # A count inside each epoch of 20: the loss shape makes it global, and so must the lr's.
+    lines = [f"Epoch {e} | Step {i}/20 | Loss {2 + 0.01 * (20 * e + i):.3f} | LR {1e-3 * (e + 1):.1e} | grad_norm 0.5"
+             for e in range(3) for i in range(1, 21)]
+    run = _run(tmp_path, lines)
+    assert run.steps.index.tolist() == list(range(1, 61))
+    assert run.steps["lr"].tolist() == [1e-3] * 20 + [2e-3] * 20 + [3e-3] * 20
+    assert run.steps["grad_norm/total"].eq(0.5).all()
+
+
+def test_lines_without_a_loss_add_no_step_and_evaluations_no_lr(tmp_path):
+    lines = []
+    for i in range(1, 31):
+        lines.append(f"step {i} | loss {3 - i / 100:.3f} | lr 1.0e-04")
+        if i % 10 == 0:
+            lines.append(f"step {i + 5} | lr 9.9e-01 | scheduler warmup done")  # no loss: no step 15, 25, 35
+            lines.append(f"step {i} | eval loss {2.5:.3f} | lr 5.0e-01")  # an evaluation's lr: not read
+    run = _run(tmp_path, lines)
+    assert run.steps.index.tolist() == list(range(1, 31))
+    assert run.steps["lr"].eq(1e-4).all()
+
+
+def test_an_exploding_grad_norm_in_a_text_log_is_judged(tmp_path):
+    lines = []
+    for i in range(1, 401):
+        grad = 1.0 if i < 300 else 1.0 * 10 ** ((i - 299) / 10)  # grows tenfold every 10 steps
+        loss = 3 - i / 400 if i < 320 else 3 + (i - 320) / 5
+        lines.append(f"step {i} | loss {loss:.4f} | lr 3.0e-04 | grad_norm {grad:.4g}")
+    run = _run(tmp_path, lines)
+    assert math.isclose(run.steps.at[310, "grad_norm/total"], 10 ** 1.1, rel_tol=1e-3)
+    kinds = {incident.kind for incident in analyze_run(run).incidents}
+    assert "grad_norm_explosion" in kinds, kinds
