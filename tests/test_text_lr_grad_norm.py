@@ -64,3 +64,38 @@ def test_an_exploding_grad_norm_in_a_text_log_is_judged(tmp_path):
     assert math.isclose(run.steps.at[310, "grad_norm/total"], 10 ** 1.1, rel_tol=1e-3)
     kinds = {incident.kind for incident in analyze_run(run).incidents}
     assert "grad_norm_explosion" in kinds, kinds
+
+
+def test_a_progress_bar_count_with_the_lr_in_its_postfix(tmp_path):
+    lines = [f"Training: {i // 2}%|####      | {i}/200 [00:01<00:10, 4.1it/s, loss={2 + 1 / i:.4f}, lr={1e-4 * i:.3e}, "
+             f"grad_norm={i / 100:.2f}]" for i in range(1, 121)]
+    run = _run(tmp_path, lines)
+    assert run.steps.index.tolist() == list(range(1, 121))
+    assert run.steps["lr"].tolist() == pytest.approx([1e-4 * i for i in range(1, 121)], rel=1e-2)
+    assert run.steps["grad_norm/total"].tolist() == pytest.approx([i / 100 for i in range(1, 121)])
+
+
+def test_one_line_per_epoch_with_its_lr(tmp_path):
+    run = _run(tmp_path, [f"Epoch {e}/30 - loss: {2 + 1 / e:.4f} - lr: {1e-3 * 0.9 ** e:.3e}" for e in range(1, 31)])
+    assert run.steps.index.tolist() == list(range(1, 31))
+    assert run.steps["lr"].tolist() == pytest.approx([1e-3 * 0.9 ** e for e in range(1, 31)], rel=1e-3)
+
+
+@pytest.mark.parametrize("every_line", [True, False])
+def test_values_beside_the_loss_of_lines_numbered_in_order(tmp_path, every_line):
+    """Epoch lines printed several times an epoch are numbered in order: a validation loss on the
+    same line joins that line's step (it doubled the steps, every other one without a loss); where
+    it is on some lines only, it cannot be placed and is left out, said in a warning."""
+    lines = [f"epoch: [{e}/10], lr: 0.001, loss: {2 + 1 / e + k / 100:.4f}"
+             + (f", val_loss: {3 + e / 100 + k / 1000:.4f}" if every_line or k == 2 else "")
+             for e in range(1, 11) for k in range(3)]
+    run = _run(tmp_path, lines)
+    assert run.steps.index.tolist() == list(range(1, 31))
+    assert run.steps["loss"].notna().all() and run.steps["lr"].eq(0.001).all()
+    if every_line:
+        assert run.steps["val_loss"].tolist() == pytest.approx([3 + e / 100 + k / 1000 for e in range(1, 11)
+                                                                for k in range(3)])
+    else:
+        assert "val_loss" not in run.steps.columns
+        assert any("10 val_loss value(s), printed beside the loss on some of its lines only" in w
+                   for w in run.warnings), run.warnings

@@ -80,6 +80,12 @@ class Shape:
             for a value printed in another unit by some versions (seconds where others print ms).
         record_events: events raised by the value of a field on a record line (a skip count
             above zero, a logged NaN), each with its line number and the line's time.
+        beside: the pattern of another shape of the dialect whose lines this shape reads a
+            value from (the lr beside the loss), its own pattern only matching such lines: its
+            records make no step of their own. With a step of their own (a ``step`` head, not
+            numbered in order) they are kept at the steps other records have; otherwise they must
+            be as many as that shape's records (one on each of its lines, the same order) and take
+            their steps, else they are dropped.
     """
 
     pattern: re.Pattern
@@ -95,6 +101,7 @@ class Shape:
     fields: str | None = None
     rescale: Mapping[str, tuple[str, float]] = field(default_factory=dict)
     record_events: tuple[RecordEvent, ...] = ()
+    beside: re.Pattern | None = None
 
 
 HEAD_ROLES = frozenset({metrics.STEP, "total", "epoch", "epoch0", "iter"})

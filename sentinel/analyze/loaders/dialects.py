@@ -450,13 +450,16 @@ _LR_KEY = r"(?:lr|learning[_ ]rate)"
 _GRAD_NORM_KEY = r"(?:(?:total_|global_)?grad(?:ient)?[_ -]norm|gnorm)"
 
 
-def _beside_the_loss(loss_line: str, head_fields: str, key: str) -> re.Pattern:
-    """``head_fields`` (the loss shape's groups before its loss), then ``key`` and its value, on a
-    line where ``loss_line`` (the loss shape's pattern) matches from its start."""
-    without_groups = loss_line.replace(r"(\d+)", r"\d+").replace(f"({_NUM})", _NUM)
+def _beside_the_loss(loss: re.Pattern, head_fields: str, head: tuple[str, ...]) -> tuple[Shape, ...]:
+    """Shapes reading the lr and the grad norm on the lines the shape of pattern ``loss`` reads:
+    ``head_fields`` (that shape's fields before its loss, named ``head``), then the key and its
+    value, on a line where ``loss`` matches within the line's first characters."""
+    without_groups = loss.pattern.removeprefix("^").replace(r"(\d+)", r"\d+").replace(f"({_NUM})", _NUM)
     assert "(\\d" not in without_groups and f"({_NUM})" not in without_groups
-    return re.compile(rf"^(?={without_groups}){_GAP}{head_fields}{_GAP}(?<![\w/])(?i:{key}){_QSEP}({_NUM})\b",
-                      re.MULTILINE)
+    start = "" if loss.pattern.startswith("^") else _GAP
+    return tuple(Shape(re.compile(rf"^(?={start}{without_groups}){_GAP}{head_fields}{_GAP}(?<![\w/])(?i:{key})"
+                                  rf"{_QSEP}({_NUM})\b", re.MULTILINE), head=(*head, name), beside=loss)
+                 for key, name in _BESIDE_THE_LOSS)
 
 
 _BESIDE_THE_LOSS = ((_LR_KEY, metrics.LR), (_GRAD_NORM_KEY, metrics.GRAD_NORM_TOTAL))
@@ -468,6 +471,13 @@ _EPOCH_COUNT_TOTAL = rf"{_EPOCH_THEN_COUNT}[^\S\n]*/[^\S\n]*(\d+)"
 _EPOCH_COUNT_TOTAL_LOSS = rf"{_EPOCH_COUNT_TOTAL}[^\S\n]*\]?{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"
 _EPOCH_COUNT = rf"{_EPOCH_THEN_COUNT}(?!\d|[^\S\n]*/[^\S\n]*\d)"
 _EPOCH_COUNT_LOSS = rf"{_EPOCH_COUNT}[^\S\n]*\]?{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"
+_STEP_LOSS_LINE = re.compile(_STEP_LOSS, re.MULTILINE)
+_EPOCH_COUNT_TOTAL_LOSS_LINE = re.compile(_EPOCH_COUNT_TOTAL_LOSS)
+_EPOCH_COUNT_LOSS_LINE = re.compile(_EPOCH_COUNT_LOSS)
+# "N/TOTAL" only on lines without a step key (see the shape).
+_COUNT_TOTAL = r"(?:^|(?<![\d/:.-])[^\S\n])(\d+)[^\S\n]*/[^\S\n]*(\d+)\b(?![/:.]\d)"
+_COUNT_TOTAL_LOSS_LINE = re.compile(rf"^(?![^\n]*?(?i:\b{_STEP_KEY}){_SEP}\d)(?![^\n]*?{_EPOCH_BRACKETS})"
+                                    rf"{_GAP}{_COUNT_TOTAL}{_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE)
 
 GENERIC = Dialect(
     name="text",
@@ -476,24 +486,21 @@ GENERIC = Dialect(
     rewrite=_without_bar_running_mean,
     shapes=(
         # Not on a line where an epoch comes before the step key (the epoch shape below reads it).
-        Shape(re.compile(_STEP_LOSS, re.MULTILINE), head=(metrics.STEP, metrics.LOSS)),
+        Shape(_STEP_LOSS_LINE, head=(metrics.STEP, metrics.LOSS)),
         Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b{_LOSS_GAP}(?i:\b{_STEP_KEY}){_SEP}(\d+)\b"),
               head=(metrics.LOSS, metrics.STEP)),
         # "N/TOTAL" only on lines without a step key: a progress bar's count inside the epoch is
         # not the step where the line also names it (NeMo's "120/1000 [...] global_step=119.0").
         # The count starts again each epoch (Lightning's and Keras' bars): steps go on across epochs.
-        Shape(re.compile(rf"^(?![^\n]*?(?i:\b{_STEP_KEY}){_SEP}\d)(?![^\n]*?{_EPOCH_BRACKETS})"
-                         rf"{_GAP}(?:^|(?<![\d/:.-])[^\S\n])(\d+)[^\S\n]*/[^\S\n]*(\d+)\b(?![/:.]\d)"
-                         rf"{_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
-              head=("iter", "total", metrics.LOSS)),
+        Shape(_COUNT_TOTAL_LOSS_LINE, head=("iter", "total", metrics.LOSS)),
         # The PyTorch tutorials' and examples' own prints: f"Epoch [{e}/{E}], Step [{i}/{n}], Loss:
         # {loss:.4f}", "Epoch: e, Batch: b, Loss: x"; the MNIST example's f"Train Epoch: {e}
         # [{n}/{N} ({pct:.0f}%)]\tLoss: {loss:.6f}"; the CIFAR-10 tutorial's f"[{e}, {i:5d}] loss:
         # {loss:.3f}". A count that starts again in each epoch becomes a global step.
         # (a group that takes part in one match and not in another would shift the fields: one
         # shape with the epoch's length, one without)
-        Shape(re.compile(_EPOCH_COUNT_TOTAL_LOSS), head=("epoch", "iter", "total", metrics.LOSS)),
-        Shape(re.compile(_EPOCH_COUNT_LOSS), head=("epoch", "iter", metrics.LOSS)),
+        Shape(_EPOCH_COUNT_TOTAL_LOSS_LINE, head=("epoch", "iter", "total", metrics.LOSS)),
+        Shape(_EPOCH_COUNT_LOSS_LINE, head=("epoch", "iter", metrics.LOSS)),
         # ... and the ImageNet example's ProgressMeter (copied into many repositories; the count
         # in parentheses too, the super-resolution example's "===> Epoch[1](12/25): Loss: 0.3127"):
         # "Epoch: [21][1390/1930]\tTime 0.690 (0.986)\t...\tLoss 2.5681e+00 (1.0952e+01)", the
@@ -503,12 +510,11 @@ GENERIC = Dialect(
               head=("epoch", "iter", "total", metrics.LOSS)),
         Shape(re.compile(rf"^[ \t]*\[[^\S\n]*(\d+),[^\S\n]*(\d+)\][^\S\n]*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
               head=("epoch", "iter", metrics.LOSS)),
-        *(Shape(_beside_the_loss(_STEP_LOSS.removeprefix("^"), _STEP_FIELD, key),
-                head=(metrics.STEP, name)) for key, name in _BESIDE_THE_LOSS),
-        *(Shape(_beside_the_loss(rf"{_GAP}{_EPOCH_COUNT_TOTAL_LOSS}", _EPOCH_COUNT_TOTAL, key),
-                head=("epoch", "iter", "total", name)) for key, name in _BESIDE_THE_LOSS),
-        *(Shape(_beside_the_loss(rf"{_GAP}{_EPOCH_COUNT_LOSS}", _EPOCH_COUNT, key),
-                head=("epoch", "iter", name)) for key, name in _BESIDE_THE_LOSS),
+        # The lr and the grad norm beside the loss (each a shape of its own, on the loss's lines).
+        *_beside_the_loss(_STEP_LOSS_LINE, _STEP_FIELD, (metrics.STEP,)),
+        *_beside_the_loss(_COUNT_TOTAL_LOSS_LINE, _COUNT_TOTAL, ("iter", "total")),
+        *_beside_the_loss(_EPOCH_COUNT_TOTAL_LOSS_LINE, _EPOCH_COUNT_TOTAL, ("epoch", "iter", "total")),
+        *_beside_the_loss(_EPOCH_COUNT_LOSS_LINE, _EPOCH_COUNT, ("epoch", "iter")),
     ),
     drop_words=_EVAL_WORDS,
     step_wraps=True,
@@ -646,18 +652,19 @@ MEGATRON = Dialect(
 # One line per epoch, the epoch the step: f"epoch {e} loss: {x}", "Epoch 3, Loss: x", "Epoch 1:
 # train loss: x - validation loss: y". Tried only where the generic reader finds no series (its
 # shapes read an epoch line that also counts steps inside the epoch).
+_EPOCH_LOSS_LINE = re.compile(rf"^{_GAP}{_EPOCH_NUM}[:,]?"
+                              rf"{_GAP}(?<![\w/])(?:(?i:train(?:ing)?) )?(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE)
 EPOCH_LINES = Dialect(
     name="text",
     description="one line per epoch (epoch E ... loss X)",
     shapes=(
-        Shape(re.compile(rf"^{_GAP}{_EPOCH_NUM}[:,]?"
-                         rf"{_GAP}(?<![\w/])(?:(?i:train(?:ing)?) )?(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
-              head=(metrics.STEP, metrics.LOSS)),
+        Shape(_EPOCH_LOSS_LINE, head=(metrics.STEP, metrics.LOSS)),
         # The same line's validation loss ("Epoch: 0111 train_loss= 0.00122 ... val_loss= nan"): a
         # NaN there is a warning of its own.
         Shape(re.compile(rf"^{_GAP}{_EPOCH_NUM}[:,]?{_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}{_NUM}\b"
                          rf"{_GAP}(?<![\w/])(?i:val_loss|valid_loss|validation_loss){_QSEP}({_NUM})\b", re.MULTILINE),
-              head=(metrics.STEP, metrics.VAL_LOSS)),
+              head=(metrics.STEP, metrics.VAL_LOSS), beside=_EPOCH_LOSS_LINE),
+        *_beside_the_loss(_EPOCH_LOSS_LINE, rf"{_EPOCH_NUM}[:,]?", (metrics.STEP,)),
     ),
     drop_words=_EVAL_WORDS,
     min_records=5,

@@ -269,7 +269,7 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None) -> Sca
     steps, logged_nan = _merge(parts, dialect, meta, late, record_steps, text)
     # The step of each training record in text order, by shape (an event line joins the next one).
     train_steps = [(shape, record_steps[i]) for i, (shape, _) in enumerate(parts)
-                   if i in record_steps and not shape.fills and not shape.prefix]
+                   if i in record_steps and not shape.fills and not shape.prefix and shape.beside is None]
     events, at = read_events(text, dialect, steps, meta, warnings, train_steps)
     by_record = any(shape.record_events for shape in dialect.shapes)
     if not by_record:
@@ -532,9 +532,16 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
     ``record_steps`` gets each part's record steps (by its index in ``parts``, in record order).
     """
     tables = []
+    records_of = {shape.pattern: len(columns["_pos"]) for shape, columns in parts}
     for part, (shape, columns) in enumerate(parts):
         columns = dict(columns)
         n = len(columns["_pos"])
+        if shape.beside is not None and records_of.get(shape.beside, 0) != n and \
+                (dialect.step_from_order or shape.head[:1] != (metrics.STEP,)):
+            # cannot be put one for one beside the records of its lines
+            warnings.append(f"{n} {shape.head[-1]} value(s), printed beside the loss on some of its lines only, "
+                            "could not be put at their lines' steps: not read")
+            continue
         step = columns.pop("_step", np.full(n, np.nan))
         iters = columns.pop("_iter", None)
         epoch, total = columns.pop("_epoch", None), columns.pop("_total", None)
@@ -583,14 +590,17 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
             n = len(step)
         columns["_step"] = step
         columns["_fills"] = np.full(n, shape.fills)
+        columns["_beside"] = np.full(n, shape.beside is not None)
         tables.append(columns)
     if not tables:
         return pd.DataFrame(index=pd.Index([], dtype="int64", name=metrics.STEP), dtype="float64"), {}
     table = tables[0] if len(tables) == 1 else _concat(tables)
+    beside = table.pop("_beside").astype(bool)
     if dialect.step_from_order:
         order = np.argsort(table["_pos"], kind="stable")
         table = {name: column[order] for name, column in table.items()}
         counts = table.pop("_counts").astype(bool) if "_counts" in table else np.ones(len(order), bool)
+        counts &= ~beside[order]  # a value beside a record joins its step (the record before it)
         counts &= ~_printed_twice(table, counts)
         ordinal = np.cumsum(counts)
         carried = table["_step"]  # a step the records hold (the dialect's step_key)
@@ -605,6 +615,11 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
     step = table.pop("_step")
     fills = table.pop("_fills").astype(bool)
     del table["_pos"]
+    if beside.any() and not dialect.step_from_order:  # a value beside a record: at the steps records have
+        keep = ~beside | np.isin(step, step[~beside])
+        if not keep.all():
+            table = {name: column[keep] for name, column in table.items()}
+            step, fills = step[keep], fills[keep]
     with np.errstate(invalid="ignore"):
         known = np.abs(step) < STEP_LIMIT  # False for NaN: a record without a step
     too_large = int((~known & ~np.isnan(step)).sum())
@@ -856,7 +871,8 @@ def _concat(tables: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
         pieces = []
         for table in tables:
             n = len(table["_pos"])
-            pieces.append(table[name] if name in table else np.full(n, False if name == "_fills" else np.nan))
+            pieces.append(table[name] if name in table else
+                          np.full(n, False if name in ("_fills", "_beside") else np.nan))
         out[name] = np.concatenate(pieces)
     return out
 
