@@ -805,7 +805,7 @@ def _apply(state: _State, model: nn.Module, optimizers: list[Optimizer], schedul
     model.load_state_dict(state.model)
     with torch.no_grad():  # the same tensors the optimizers hold, refilled in place
         for live, saved in zip(_outside_params(model, optimizers), state.params):
-            live.copy_(saved, non_blocking=saved.is_pinned())
+            live.copy_(saved, non_blocking=_is_pinned(saved))
     for opt, sd in zip(optimizers, state.optimizers):
         opt.load_state_dict(_fresh_optimizer_state(sd, opt))
     for sched, sd in zip(schedulers, state.schedulers):  # a module copies in place, as the model
@@ -1052,8 +1052,20 @@ def _onto_live_devices(saved: Any, live: Any) -> Any:
 def _fresh(value: Any, device: torch.device) -> Any:
     if isinstance(value, torch.Tensor):
         # The load policy moves `step` to the parameter's device itself when fused/capturable.
-        return value.to(device=device, copy=True, non_blocking=value.is_pinned())
+        return value.to(device=device, copy=True, non_blocking=_is_pinned(value))
     return copy.deepcopy(value)
+
+
+def _is_pinned(t: torch.Tensor) -> bool:
+    """Whether ``t``'s host memory is pinned (a copy from it can be queued without waiting). A
+    DTensor (FSDP2's parameters and optimizer state) asks its local shard: torch 2.11's DTensor
+    has no sharding rule for ``is_pinned`` and raises."""
+    if _is_dtensor(t):
+        t = t.to_local()
+    try:
+        return t.is_pinned()
+    except (NotImplementedError, RuntimeError):  # a tensor subclass without it: copy and wait
+        return False
 
 
 def _size(nbytes: int) -> str:
