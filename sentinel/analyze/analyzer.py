@@ -211,27 +211,39 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
     incidents = settle_lr_rises(incidents, steps[metrics.LR] if has(metrics.LR) else None)
     incidents = settle_recurring(incidents, steps.index.to_numpy())
     incidents.sort(key=lambda i: (i.step, i.end_step, i.kind))
-    final_raw = (_last_logged(steps[metrics.LOSS], steps, logged_nan_steps(run, metrics.LOSS))
-                 if has(metrics.LOSS) else None)
+    logged = _loss_logged(steps[metrics.LOSS], steps, logged_nan_steps(run, metrics.LOSS)) \
+        if has(metrics.LOSS) else None
+    final_raw = _last_logged(steps[metrics.LOSS], logged) if logged is not None else None
     final_finite = final_raw is None or bool(np.isfinite(final_raw))
+    # The training steps: those with a loss logged (not a row of evaluation metrics alone).
+    counted = steps.index[logged] if logged is not None and logged.any() else steps.index
     return RunReport(
-        name=run.name, path=run.path, source=run.source, steps=int(len(steps)),
-        first_step=int(steps.index[0]) if len(steps) else None,
-        last_step=int(steps.index[-1]) if len(steps) else None,
+        name=run.name, path=run.path, source=run.source, steps=int(len(counted)),
+        first_step=int(counted[0]) if len(counted) else None,
+        last_step=int(counted[-1]) if len(counted) else None,
         final_loss=None if final_raw is None else float(final_raw),
         best_loss=float(loss.min()) if len(loss) else None,
         verdict=verdict(incidents, final_finite, has_loss=final_raw is not None or len(loss) > 0),
         incidents=incidents, warnings=warnings, data=run)
 
 
-def _last_logged(loss: pd.Series, steps: pd.DataFrame, logged_nan: np.ndarray | None = None) -> float | None:
-    """The last logged loss value, NaN/Inf included (a run that ends in NaN ends in NaN; one
-    that ends with a validation-only row ends with its last training loss)."""
+def _loss_logged(loss: pd.Series, steps: pd.DataFrame, logged_nan: np.ndarray | None = None) -> np.ndarray:
+    """Where the loss was logged: a value, or a NaN/Inf the run logged (not a row without one,
+    such as an evaluation's)."""
     from sentinel.analyze.rule_nonfinite import nonfinite_mask
 
+    present = loss.notna().to_numpy()
+    if present.all():
+        return present
+    return present | nonfinite_mask(loss, steps, logged_nan).to_numpy()
+
+
+def _last_logged(loss: pd.Series, logged: np.ndarray) -> float | None:
+    """The last logged loss value, NaN/Inf included (a run that ends in NaN ends in NaN; one
+    that ends with a validation-only row ends with its last training loss); ``logged``: where
+    it was logged (:func:`_loss_logged`)."""
     if len(loss) and pd.notna(loss.iloc[-1]):
         return float(loss.iloc[-1])  # the last row holds a value: the last logged one
-    logged = loss.notna().to_numpy() | nonfinite_mask(loss, steps, logged_nan).to_numpy()
     if not logged.any():
         return None
     return float(loss.iloc[len(logged) - 1 - int(np.argmax(logged[::-1]))])

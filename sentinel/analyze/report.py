@@ -29,7 +29,8 @@ class RunReport:
 
     Attributes:
         name, path, source: where the run came from (see :class:`RunData`).
-        steps: number of logged steps; first_step/last_step: their range (None when empty).
+        steps: number of training steps (those with a loss logged; every row of a run without a
+            loss); first_step/last_step: their range (None when empty).
         final_loss / best_loss: last and lowest finite loss (None without a loss series).
         verdict: :class:`Verdict`.
         incidents: in step order.
