@@ -608,7 +608,7 @@ def test_a_tensorboard_record_dropped_for_its_crc_is_absent_not_a_nan_loss(tmp_p
     doc = json.loads(invoke(str(tmp_path / "tb"), "--format", "json").stdout)
     (run,) = doc["runs"]
     assert any("dropped 1 record(s) whose checksum does not match" in w for w in run["warnings"])
-    assert run["steps"] == 60
+    assert run["steps"] == 59  # step 30's loss is unread, not a step of the run; step 45's NaN was logged
     assert [(i["kind"], i["step"], i["severity"]) for i in run["incidents"]] == [("nonfinite", 45, "critical")]
 
 
@@ -645,3 +645,20 @@ def test_installed_entry_point_never_prints_a_traceback(tmp_path):
         done = subprocess.run([str(script), "analyze", *args], capture_output=True, text=True, timeout=120)
         assert done.returncode == code, (args, done.stdout, done.stderr)
         assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_evaluation_rows_are_neither_steps_nor_a_nan_loss(tmp_path):
+    # A Lightning CSV: validation rows at steps of their own, before and after the training rows,
+    # each with the epoch every row has. The four after the last training row were read as a loss
+    # that went NaN and never came back (critical), and every row counted as a step.
+    rows = ["epoch,step,train_loss,val_loss"]
+    rows += [f"0,{s},,{3.0 - s / 1000}" for s in (0,)]
+    for s in range(1, 201):
+        rows.append(f"0,{s},{3.0 - s / 1000},")
+        if s % 50 == 0:
+            rows.append(f"0,{s + 1000},,{3.0 - s / 1000}")
+    (tmp_path / "metrics.csv").write_text("\n".join(rows) + "\n")
+    doc = json.loads(invoke(str(tmp_path / "metrics.csv"), "--format", "json").stdout)
+    (run,) = doc["runs"]
+    assert (run["steps"], run["first_step"], run["last_step"]) == (200, 1, 200)
+    assert run["verdict"] == "healthy" and run["incidents"] == []

@@ -29,6 +29,10 @@ from sentinel.analyze.spans import between, cadence, group_steps
 
 # Columns of an evaluation pass (val_loss, val/ppl, eval/loss, test_acc, validation_loss).
 _EVAL_COLUMN = re.compile(r"^(val|valid|validation|eval|evaluation|test)([_/ .-]|$)")
+# Bookkeeping a logger writes on every row, an evaluation's too (Lightning's CSVLogger: epoch):
+# on a row with no loss they say nothing about whether it is a training row.
+_EVERY_ROW = frozenset({"epoch", "epochs", "step", "global_step", "_step", "time", "timestamp", "wall_time",
+                        "_timestamp", "_runtime", "created_at"})
 
 
 def _eval_family(column: str) -> str | None:
@@ -41,7 +45,8 @@ def _eval_family(column: str) -> str | None:
 
 def eval_only_rows(steps: pd.DataFrame, key: str) -> np.ndarray:
     """Boolean array over the rows of ``steps``: True where ``key`` is NaN and every value the
-    row does hold is an evaluation metric (a validation-only row, not a missing training loss).
+    row does hold is an evaluation metric (a validation-only row, not a missing training loss),
+    or bookkeeping every row has (the epoch, a time).
 
     Example:
         >>> frame = pd.DataFrame({"loss": [2.0, np.nan, np.nan], "lr": [1e-3, np.nan, 1e-3],
@@ -53,7 +58,7 @@ def eval_only_rows(steps: pd.DataFrame, key: str) -> np.ndarray:
     evals = [c for c in others if _EVAL_COLUMN.match(str(c))]
     if not evals:
         return np.zeros(len(steps), dtype=bool)
-    trains = [c for c in others if c not in evals]
+    trains = [c for c in others if c not in evals and str(c).lower() not in _EVERY_ROW]
     has_eval = steps[evals].notna().to_numpy().any(axis=1)
     has_train = steps[trains].notna().to_numpy().any(axis=1) if trains else np.zeros(len(steps), dtype=bool)
     return steps[key].isna().to_numpy() & has_eval & ~has_train
