@@ -57,8 +57,10 @@ def test_stable_run_is_healthy(folder, file, train_steps):
     run, code = analyze_json(REALLOGS / folder / file, "--fail-on", "warning")
     assert code == 0, incidents(run, at_least="warning")
     assert run["verdict"] == "healthy" and incidents(run, at_least="warning") == []
-    # The last row is the final validation (s:N tel:X): the run ends on its last training loss.
-    assert run["last_step"] == train_steps and run["final_loss"] is not None
+    # The last row is the final validation (s:N tel:X): the run ends on its last training loss, and
+    # its steps are the training steps, 0 to N - 1.
+    assert (run["steps"], run["first_step"], run["last_step"]) == (train_steps, 0, train_steps - 1)
+    assert run["final_loss"] is not None
     assert run["warnings"] == []
     blips = labels(folder)["unlabeled_single_step_blips_not_author_labels"]
     for incident in run["incidents"]:
