@@ -31,6 +31,7 @@ NOT_REGULAR = "not a regular file"
 NOT_A_LOG = "not a training log"
 UNREADABLE = "unreadable"
 TRACKER_CONSOLE = "copy of a tracked run (the run's metric history beside it is read instead)"
+RUN_PART = "read with its run's first metric file"
 ARCHIVE = "an archive of several files"
 
 _EXTENSIONS = {
@@ -242,8 +243,8 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
             files = [e for e in entries if _is_dir(e, found.skipped) is False]
         for file in files:
             reason = _reason_by_name(file) if file.is_file() else NOT_REGULAR
-            if reason is None and _tracker_console(file):  # named on its own, it is read
-                reason = TRACKER_CONSOLE
+            if reason is None:  # named on its own, it is read
+                reason = _tracker_console(file)
             if reason is not None:
                 found.skipped.append(Skipped(str(file), reason))
                 continue
@@ -335,27 +336,36 @@ def _reason_by_name(file: Path) -> str | None:
         return None  # reported when a loader tries to read it
 
 
-def _tracker_console(file: Path) -> bool:
-    """What a tracker keeps beside a run's metric history that holds the same run again: a W&B
-    run's ``files/output.log`` (history: ``run-<id>.wandb`` or ``files/wandb-history.jsonl``), a
-    Sacred run's ``cout.txt`` (history: ``metrics.json``), a Ray trial's ``progress.csv`` (history:
-    ``result.json``, beside its ``params.json``), a DVCLive run's metric files after its first and
-    its ``metrics.json``. Read too, it would be the same run a second time."""
+def _tracker_console(file: Path) -> str | None:
+    """Why a file a tracker keeps beside a run is not a run of its own, or None. A copy of the
+    run (:data:`TRACKER_CONSOLE`): a W&B run's ``files/output.log`` (history: ``run-<id>.wandb`` or
+    ``files/wandb-history.jsonl``), a Sacred run's ``cout.txt`` (history: ``metrics.json``), a Ray
+    trial's ``progress.csv`` (history: ``result.json``, beside its ``params.json``). A part of the
+    run (:data:`RUN_PART`), read with its first metric file: a DVCLive run's other metric files and
+    its ``metrics.json``, a DeepSpeed CSV monitor's other metric files. Read too, it would be the
+    same run a second time."""
     if file.name == "cout.txt":
         from sentinel.analyze.loaders import sacred_metrics  # its pandas import only where needed
 
-        return sacred_metrics.is_run_dir(file.parent)
+        return TRACKER_CONSOLE if sacred_metrics.is_run_dir(file.parent) else None
     if file.suffix == ".tsv" or file.name == "metrics.json":  # a DVCLive run's, read through its first metric
         from sentinel.analyze.loaders import dvclive
 
         if dvclive.part_of_run(file):
-            return True
+            return RUN_PART
+    if file.suffix == ".csv":  # a DeepSpeed CSV monitor's metric files after its first
+        from sentinel.analyze.loaders import deepspeed_csv
+
+        if deepspeed_csv.part_of_run(file):
+            return RUN_PART
     if file.name == "progress.csv":  # a Ray Tune / Ray Train trial: result.json holds every key
-        return (file.parent / "result.json").is_file() and (file.parent / "params.json").is_file()
+        ray = (file.parent / "result.json").is_file() and (file.parent / "params.json").is_file()
+        return TRACKER_CONSOLE if ray else None
     if file.name != "output.log" or file.parent.name != "files":
-        return False
+        return None
     run_dir = file.parent.parent
-    return (file.parent / "wandb-history.jsonl").is_file() or any(run_dir.glob("run-*.wandb"))
+    wandb = (file.parent / "wandb-history.jsonl").is_file() or any(run_dir.glob("run-*.wandb"))
+    return TRACKER_CONSOLE if wandb else None
 
 
 def _directory_reason(name: str) -> str | None:

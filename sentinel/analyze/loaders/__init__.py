@@ -80,6 +80,7 @@ LOADER_MODULES: tuple[str, ...] = (
     "history_dict",  # a dict of per-epoch lists (Keras' History.history, saved or printed)
     "tensorboard_download",  # one scalar downloaded from TensorBoard's page (Wall time,Step,Value)
     "dvclive",  # a DVCLive run's dvclive/plots/metrics/<key>.tsv files, read as one run
+    "deepspeed_csv",  # DeepSpeed's CSV monitor: a job's folder of <group>_<name>.csv, read as one run
     "long_table",  # a CSV / TSV in long form: step, metric, value; or step, split, loss
     # Before the generic table, which would take it for a JSONL table keyed by W&B's _step:
     "wandb_offline",  # a W&B run's files/wandb-history.jsonl (older wandb versions)
