@@ -90,6 +90,18 @@ def test_grad_norm_explosion_lead_time():
     assert blip.details["lead_steps"] is None and blip.severity.value == "info"
 
 
+def test_a_grad_norm_still_rising_when_the_loss_spikes_preceded_it():
+    # The grad norm grows tenfold every 20 steps from step 200; the loss goes at step 260, 60
+    # steps later and past grad_lead_max, while the norm is still up: it followed the norm.
+    loss, grad = curve(), 1.0 + 0.01 * curve(seed=1)
+    grad[200:300] = 10 ** (np.arange(1, 101) / 20)
+    loss[260:275] *= 4
+    report = analyze_run(run_of({"loss": loss, "grad_norm/total": grad}))
+    (gx,) = by_kind(report, "grad_norm_explosion")
+    assert (gx.details["loss_spike_step"], gx.details["lead_steps"]) == (260, gx.details["loss_spike_step"] - gx.step)
+    assert gx.step < 260 and f"preceded the loss spike at step 260 by {260 - gx.step} steps" in gx.message
+
+
 def test_divergence_from_the_detector():
     loss = curve(600)
     loss[300:] = loss[300:] * np.linspace(1.0, 3.0, 300)

@@ -46,7 +46,8 @@ class AnalyzeConfig:
             height above the baseline (0.1: 90% of the excess gone), so noise does not hide
             a recovery.
         grad_lead_max: a grad-norm explosion "preceded" a loss spike when the spike began
-            within this many steps after it (10: the loss reacts within a few updates).
+            within this many steps after it (10: the loss reacts within a few updates), or
+            while the grad norm was still up.
         loss_scale_floor: a dynamic loss scale below this has collapsed (1.0: fp16 then
             underflows most gradients).
         loss_scale_drop_orders: ... or fell by this many orders of magnitude from its peak.

@@ -201,7 +201,10 @@ def grad_explosion_incidents(grad_norm: pd.Series, loss_spans: list[dict],
     incidents = []
     last = int(grad_norm.index[-1])
     for span in spike_spans(grad_norm, config, start_jump=GRAD_START_JUMP):
-        led = [s for s in loss_spans if span["start"] <= s["start"] <= span["start"] + config.grad_lead_max
+        # A loss spike that began within grad_lead_max steps of the jump, or while the grad norm
+        # was still up (a norm that grows for 80 steps before the loss goes: the spike followed it).
+        window_end = max(span["start"] + config.grad_lead_max, span["end"])
+        led = [s for s in loss_spans if span["start"] <= s["start"] <= window_end
                and not is_outlier_batch(s)]  # an outlier batch's update is withheld: no consequence
         if led:
             lead = led[0]["start"] - span["start"]
