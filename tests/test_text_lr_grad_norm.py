@@ -1,5 +1,5 @@
-"""The learning rate and grad norm printed beside the loss on a generic text log line are read,
-on the loss's step; a line without a loss adds no step."""
+"""The learning rate, grad norm and loss scale printed beside the loss on a generic text log line
+are read, on the loss's step; a line without a loss adds no step."""
 
 from __future__ import annotations
 
@@ -99,3 +99,15 @@ def test_values_beside_the_loss_of_lines_numbered_in_order(tmp_path, every_line)
         assert "val_loss" not in run.steps.columns
         assert any("10 val_loss value(s), printed beside the loss on some of its lines only" in w
                    for w in run.warnings), run.warnings
+
+
+def test_a_collapsing_loss_scale_beside_the_loss_is_judged(tmp_path):
+    lines, scale = [], 65536.0
+    for i in range(1, 801):
+        if i > 500 and i % 10 == 0:
+            scale /= 2  # halved every 10 steps: overflow after overflow
+        lines.append(f"step {i} | loss {2 + math.exp(-i / 200):.4f} | loss_scale {scale:g} | lr 1e-4")
+    run = _run(tmp_path, lines)
+    assert run.steps.at[800, "loss_scale"] == pytest.approx(65536.0 / 2 ** 30, rel=1e-5)  # printed with :g
+    kinds = {incident.kind for incident in analyze_run(run).incidents}
+    assert "loss_scale_collapse" in kinds, kinds
