@@ -527,3 +527,43 @@ def test_spikes_that_recur_at_a_fixed_period_are_info():
     report = _report(_sawtooth(extra_spike_at=2090))
     assert report.verdict.value == "unhealthy"
     assert all(i.severity.value != "info" for i in by_kind(report, "loss_spike"))
+
+
+def _with_evals(train: np.ndarray, evals: dict[int, float], name: str = "eval_loss") -> RunData:
+    column = np.full(len(train), np.nan)
+    for step, value in evals.items():
+        column[step] = value
+    return run_of({"loss": train, name: column})
+
+
+def test_an_evaluation_loss_rising_while_the_training_loss_falls_is_overfitting():
+    evals = {s: v for s, v in zip(range(49, 400, 50), [1.6, 1.3, 1.25, 1.3, 1.4, 1.5, 1.6, 1.7])}
+    report = analyze_run(_with_evals(curve(), evals, "val/loss"))
+    (over,) = by_kind(report, "overfitting")
+    assert (over.step, over.end_step, over.severity.value) == (149, 399, "info")
+    assert over.message.startswith("val/loss rose from 1.25 at step 149 to 1.7 at step 399 (+36%) while the "
+                                   "training loss fell from")
+    assert report.verdict.value == "healthy"  # stable training: information
+
+
+@pytest.mark.parametrize("evals, why", [
+    ([1.6, 1.3, 1.25, 1.3, 1.2, 1.6, 1.22, 1.2], "one bad evaluation, then back"),
+    ([1.6, 1.3, 1.25, 1.26, 1.28, 1.3, 1.31, 1.32], "up by less than a tenth"),
+    ([1.6, 1.3, 1.25, 1.4, 1.5], "fewer evaluations than the rule needs after the best: 2"),
+])
+def test_no_overfitting(evals, why):
+    report = analyze_run(_with_evals(curve(), dict(zip(range(49, 400, 50), evals))))
+    assert by_kind(report, "overfitting") == [], why
+
+
+def test_a_training_loss_rising_with_the_evaluation_loss_is_not_overfitting():
+    train = curve()
+    train[200:] += np.linspace(0, 2, 200)  # the training loss climbs too: divergence, judged elsewhere
+    evals = {s: v for s, v in zip(range(49, 400, 50), [1.6, 1.3, 1.25, 1.5, 2.0, 2.5, 3.0, 3.5])}
+    assert by_kind(analyze_run(_with_evals(train, evals)), "overfitting") == []
+
+
+@pytest.mark.parametrize("kwargs", [{"overfit_rise": 0}, {"overfit_evals": 0}, {"overfit_evals": 1.5}])
+def test_overfitting_thresholds_are_checked(kwargs):
+    with pytest.raises(ValueError, match=next(iter(kwargs))):
+        AnalyzeConfig(**kwargs)

@@ -167,3 +167,19 @@ def test_an_evaluation_loss_nan_is_marked_at_its_evaluations_not_as_a_training_n
     (marks,) = [c for c in fig.axes[0].collections if len(c.get_offsets()) == 3]
     assert [x for x, _ in marks.get_offsets()] == [10, 20, 30]
     assert not [line for line in fig.axes[0].get_lines() if len(set(line.get_xdata())) == 1]  # no NaN line
+
+
+def test_an_overfitting_finding_draws_its_evaluation_loss_dashed():
+    steps = np.arange(1000)
+    train = 2.0 * np.exp(-steps / 300) + 0.2
+    evals = np.full(1000, np.nan)
+    evals[99::100] = 0.8 + np.arange(10) / 10  # rising from the first evaluation on
+    run = RunData("ft", "ft", "test", pd.DataFrame({"loss": train, "eval_loss": evals},
+                                                   index=pd.Index(steps, name="step")))
+    report = analyze_run(run)
+    assert [i.kind for i in report.incidents] == ["overfitting"]
+    fig = plot_figure(Report([report]))
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels == ["ft", "evaluation loss (dashed), rising after its\nbest: overfitting"]
+    (dashed,) = [line for line in fig.axes[0].get_lines() if line.get_linestyle() == "--"]
+    assert dashed.get_xdata().tolist() == list(range(99, 1000, 100))

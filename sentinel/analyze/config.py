@@ -69,6 +69,10 @@ class AnalyzeConfig:
         early_samples: how many preceding samples form that trailing reference (3).
         plateau_window: no improvement of the best loss over this many steps is a plateau.
         plateau_rtol: improvement smaller than this fraction of the best loss does not count.
+        overfit_rise: an evaluation loss this fraction above its best, while the training loss
+            fell, is overfitting (0.1) ...
+        overfit_evals: ... when the last this many evaluations after the best all stay above it
+            by half that (3: one bad evaluation is noise).
 
     Example:
         >>> AnalyzeConfig(recover_steps=100).recover_steps
@@ -91,6 +95,8 @@ class AnalyzeConfig:
     early_samples: int = 3
     plateau_window: int = 1000
     plateau_rtol: float = 0.01
+    overfit_rise: float = 0.1
+    overfit_evals: int = 3
 
     def __post_init__(self) -> None:
         # The spike detector's own limits (sentinel.detect.SpikeConfig), said in the user's terms.
@@ -105,7 +111,7 @@ class AnalyzeConfig:
             raise InvalidThreshold("threshold", f"threshold={self.threshold!r} is invalid: pass a positive finite "
                                                 "number (robust sigmas), or leave it out for the default")
         for name in ("recover_steps", "grad_lead_max", "early_samples", "plateau_window",
-                     "loss_scale_fall_window"):
+                     "loss_scale_fall_window", "overfit_evals"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}={value!r} is invalid: pass an integer >= 1")
@@ -113,7 +119,8 @@ class AnalyzeConfig:
             value = getattr(self, name)
             if not 0 < value < 1:
                 raise ValueError(f"{name}={value!r} is invalid: pass a fraction between 0 and 1")
-        for name in ("loss_scale_floor", "loss_scale_drop_orders", "loss_scale_fall_orders", "logit_growth"):
+        for name in ("loss_scale_floor", "loss_scale_drop_orders", "loss_scale_fall_orders", "logit_growth",
+                     "overfit_rise"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name}={getattr(self, name)!r} is invalid: pass a positive number")
 

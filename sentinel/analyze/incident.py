@@ -37,6 +37,7 @@ class IncidentKind(str, enum.Enum):
     OVERFLOW_RATE = "overflow_rate"
     ENTROPY_COLLAPSE = "entropy_collapse"
     PLATEAU = "plateau"
+    OVERFITTING = "overfitting"
     LOSS_STUCK = "loss_stuck"
     LOSS_COLLAPSE = "loss_collapse"
     ZERO_GRAD = "zero_grad"

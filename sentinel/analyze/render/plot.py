@@ -147,6 +147,7 @@ def plot_figure(report: Report):
         color = colors[run_i]
         # Earlier runs wider underneath: where two runs coincide both stay visible.
         width = 0.9 + (1.6 * (len(runs) - 1 - run_i) / (len(runs) - 1) if several else 0.0)
+        overfit = False
         for ax, (key, _) in zip(axes, panels):
             if key.endswith("/"):
                 _plot_modules(ax, run, key, color, width, modules)
@@ -154,8 +155,14 @@ def plot_figure(report: Report):
             for column in _columns(run, key):
                 series = _reduce(run.data.steps[column])
                 ax.plot(series.index, series.to_numpy(), lw=width, color=color, zorder=2)
+            if key == metrics.LOSS:
+                overfit = _plot_overfitting(ax, run, color)
         run_label = _literal(f"{run.name} ({run.verdict.value})") if several else _literal(run.name)
         legend[_wrap(run_label)] = Line2D([], [], color=color, lw=2.0)
+        if overfit:
+            label = _literal((f"{run.name}: " if several else "") + "evaluation loss (dashed), rising after its "
+                             "best: overfitting")
+            legend[_wrap(label)] = Line2D([], [], color=color, lw=1.2, ls="--", marker="o", ms=3)
     if modules is not None:
         for name, style in modules.items():
             legend[_wrap(_literal(name))] = Line2D([], [], color="0.35", ls=style, lw=1.4)
@@ -249,6 +256,18 @@ def _plot_modules(ax, run: RunReport, key: str, color: str, width: float, styles
     for series, style in lines:
         series = _reduce(series.dropna())
         ax.plot(series.index, series.to_numpy(), lw=width, color=color, ls=style, zorder=2)
+
+
+def _plot_overfitting(ax, run: RunReport, color: str) -> bool:
+    """The evaluation losses an overfitting finding is about, dashed with a dot at each
+    evaluation, in the run's colour on the loss panel: the rise is seen beside the training loss.
+    Whether any was drawn."""
+    columns = [i.details["metric"] for i in run.incidents if i.kind == "overfitting"]
+    columns = [c for c in dict.fromkeys(columns) if c in run.data.steps.columns]
+    for column in columns:
+        series = _reduce(run.data.steps[column].dropna())
+        ax.plot(series.index, series.to_numpy(), lw=1.2, color=color, ls="--", marker="o", ms=3, zorder=2)
+    return bool(columns)
 
 
 def _log_axis(ax, top: float, bottom: float) -> None:

@@ -1,0 +1,64 @@
+"""Overfitting: an evaluation loss that rose after its best while the training loss went on
+falling (information: the training is stable, the model is learning its training data)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from sentinel.analyze.config import AnalyzeConfig
+from sentinel.analyze.incident import Incident, IncidentKind, Severity
+from sentinel.analyze.loaders.keys import looks_like_eval_loss
+
+
+def overfitting_incidents(steps: pd.DataFrame, loss: pd.Series, config: AnalyzeConfig) -> list[Incident]:
+    """One info incident per evaluation loss that rose by more than ``overfit_rise`` of its best
+    and stayed up over the last ``overfit_evals`` evaluations, while the training loss (``loss``,
+    finite, by step) ended lower than it was at that best.
+
+    Example:
+        >>> loss = pd.Series(np.linspace(2, 0.2, 100), index=range(0, 1000, 10))  # every 10 steps
+        >>> val = pd.Series([1.0, 0.9, 1.0, 1.1, 1.2, 1.3], index=range(400, 1000, 100))
+        >>> frame = pd.DataFrame({"loss": loss, "val_loss": val})
+        >>> overfitting_incidents(frame, loss, AnalyzeConfig())[0].message.split(":")[0]
+        'val_loss rose from 0.9 at step 500 to 1.3 at step 900 (+44%) while the training loss fell from 1.127 to 0.4'
+    """
+    incidents = []
+    if len(loss) < 2:
+        return incidents
+    for column in [c for c in steps.columns if looks_like_eval_loss(str(c))]:
+        values = steps[column].to_numpy(dtype="float64")
+        finite = np.isfinite(values)
+        if finite.sum() < config.overfit_evals + 1:
+            continue
+        evals = pd.Series(values[finite], index=steps.index[finite])
+        best_at = int(np.argmin(evals.to_numpy()))
+        best, best_step = float(evals.iloc[best_at]), int(evals.index[best_at])
+        after = evals.iloc[best_at + 1:]
+        if len(after) < config.overfit_evals or not best > 0:
+            continue
+        tail = after.iloc[-config.overfit_evals:]
+        last, last_step = float(after.iloc[-1]), int(after.index[-1])
+        # Up and staying up: every evaluation of the tail above the best by half the rise, the
+        # last by all of it (one bad evaluation is noise, not a trend).
+        if not (last >= best * (1 + config.overfit_rise) and (tail > best * (1 + config.overfit_rise / 2)).all()):
+            continue
+        train_then, train_end = _level_at(loss, best_step), _level_at(loss, last_step)
+        if not train_end < train_then:  # the training loss rose too: not overfitting (other rules judge it)
+            continue
+        message = (f"{column} rose from {best:.4g} at step {best_step} to {last:.4g} at step {last_step} "
+                   f"(+{last / best - 1:.0%}) while the training loss fell from {train_then:.4g} to "
+                   f"{train_end:.4g}: overfitting (stable training; the best model is the one of step {best_step})")
+        incidents.append(Incident(IncidentKind.OVERFITTING, best_step, last_step, Severity.INFO, message,
+                                  {"metric": str(column), "best": best, "best_step": best_step, "last": last,
+                                   "train_loss_at_best": train_then, "train_loss_at_last": train_end,
+                                   "resolved": True}))
+    return incidents
+
+
+def _level_at(loss: pd.Series, step: int, rows: int = 5) -> float:
+    """The training loss around ``step``: the median of the ``rows`` logged at or before it (one
+    batch's loss is noisy), else the first logged after it."""
+    at = int(loss.index.searchsorted(step, side="right"))
+    window = loss.iloc[max(at - rows, 0):at] if at else loss.iloc[:1]
+    return float(window.median())
