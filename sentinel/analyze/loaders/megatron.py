@@ -27,6 +27,7 @@ from sentinel.analyze.loaders.textscan import scan
 NAME = MEGATRON.name
 DESCRIPTION = MEGATRON.description
 
+
 def sniff(path: str | Path) -> bool:
     """True when the file holds Megatron-style iteration lines.
 
@@ -35,7 +36,8 @@ def sniff(path: str | Path) -> bool:
         False
     """
     head = read_head(path)
-    return head is not None and MEGATRON.sniff.search(head) is not None
+    # A substring search first: the pattern's scan of a megabyte without it took ~25 ms.
+    return head is not None and "iteration" in head and MEGATRON.sniff.search(head) is not None
 
 
 def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
