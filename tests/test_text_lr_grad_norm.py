@@ -111,3 +111,16 @@ def test_a_collapsing_loss_scale_beside_the_loss_is_judged(tmp_path):
     assert run.steps.at[800, "loss_scale"] == pytest.approx(65536.0 / 2 ** 30, rel=1e-5)  # printed with :g
     kinds = {incident.kind for incident in analyze_run(run).incidents}
     assert "loss_scale_collapse" in kinds, kinds
+
+
+def test_a_keras_bar_with_its_learning_rate(tmp_path):
+    # The count starts again each epoch (1875/1875): the steps come from the loss records and the
+    # "Epoch e/E" lines between them; the lr beside each loss takes that record's step (worked out
+    # on its own, every lr landed on one step).
+    lines = []
+    for e in range(1, 21):
+        lines += [f"Epoch {e}/20", f"1875/1875 ━━━━━━━━━━━━━━━━━━━━ 5s 3ms/step - accuracy: 0.9 - loss: {2 / e + 0.5:.4f}"
+                  f" - val_loss: {2 / e + 0.6:.4f} - learning_rate: {1e-3 * 0.9 ** e:.4e}"]
+    run = _run(tmp_path, lines)
+    assert run.steps.index.tolist() == [1875 * e for e in range(1, 21)]
+    assert run.steps["lr"].tolist() == pytest.approx([1e-3 * 0.9 ** e for e in range(1, 21)], rel=1e-4)

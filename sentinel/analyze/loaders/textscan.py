@@ -533,14 +533,20 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
     """
     tables = []
     records_of = {shape.pattern: len(columns["_pos"]) for shape, columns in parts}
+    steps_of: dict[re.Pattern, np.ndarray] = {}  # each record's step, by shape (for the values beside them)
     for part, (shape, columns) in enumerate(parts):
         columns = dict(columns)
         n = len(columns["_pos"])
-        if shape.beside is not None and records_of.get(shape.beside, 0) != n and \
-                (dialect.step_from_order or shape.head[:1] != (metrics.STEP,)):
-            # cannot be put one for one beside the records of its lines
-            warnings.append(f"{n} {shape.head[-1]} value(s), printed beside the loss on some of its lines only, "
-                            "could not be put at their lines' steps: not read")
+        if shape.beside is not None:
+            beside_step = _beside_steps(shape, columns, n, records_of, steps_of, dialect)
+            if beside_step is None:  # cannot be put one for one beside the records of its lines
+                warnings.append(f"{n} {shape.head[-1]} value(s), printed beside the loss on some of its lines "
+                                "only, could not be put at their lines' steps: not read")
+                continue
+            columns["_step"] = beside_step
+            columns["_fills"] = np.full(n, shape.fills)
+            columns["_beside"] = np.ones(n, dtype=bool)
+            tables.append(columns)
             continue
         step = columns.pop("_step", np.full(n, np.nan))
         iters = columns.pop("_iter", None)
@@ -585,12 +591,13 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
             meta.setdefault(name, int(np.nanmax(total) if rule == "max" else total[np.argmin(columns["_pos"])]))
         if record_steps is not None:
             record_steps[part] = step
+        steps_of[shape.pattern] = step
         if dialect.restarts and shape is dialect.shapes[0] and n > 1:
             columns, step = _last_records(columns, step, dialect, warnings)
             n = len(step)
         columns["_step"] = step
         columns["_fills"] = np.full(n, shape.fills)
-        columns["_beside"] = np.full(n, shape.beside is not None)
+        columns["_beside"] = np.zeros(n, dtype=bool)
         tables.append(columns)
     if not tables:
         return pd.DataFrame(index=pd.Index([], dtype="int64", name=metrics.STEP), dtype="float64"), {}
@@ -657,6 +664,23 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
     for column in [c for c in main.columns if c.startswith(NAN_PREFIX)]:
         logged_nan[column[len(NAN_PREFIX):]] = (main.pop(column) == 1.0).to_numpy()
     return main.astype("float64", copy=False), logged_nan
+
+
+def _beside_steps(shape: Shape, columns: dict[str, np.ndarray], n: int, records_of: dict, steps_of: dict,
+                  dialect: Dialect) -> np.ndarray | None:
+    """The steps of a shape's values beside another shape's records (``shape.beside``): as many
+    as those records, theirs one for one (the same lines, in order: their steps were worked out
+    from all of them, as this shape's own head alone could not); else, with a step of their own
+    and not numbered in order, their own (kept later only at steps the records have); else None.
+    The head's fields are taken out of ``columns``."""
+    own = columns.pop("_step", None)
+    for name in ("_iter", "_epoch", "_total", "_epoch0", "_step_key", "_step_col"):
+        columns.pop(name, None)
+    if records_of.get(shape.beside) == n and shape.beside in steps_of:
+        return steps_of[shape.beside].copy()
+    if own is not None and not dialect.step_from_order and shape.head[:1] == (metrics.STEP,):
+        return own
+    return None
 
 
 def _printed_twice(table: dict[str, np.ndarray], counts: np.ndarray) -> np.ndarray:
