@@ -124,3 +124,14 @@ def test_a_keras_bar_with_its_learning_rate(tmp_path):
     run = _run(tmp_path, lines)
     assert run.steps.index.tolist() == [1875 * e for e in range(1, 21)]
     assert run.steps["lr"].tolist() == pytest.approx([1e-3 * 0.9 ** e for e in range(1, 21)], rel=1e-4)
+
+
+def test_an_lr_printed_on_some_step_lines_only(tmp_path):
+    # Every tenth line adds the lr: on step lines each value has its own step, kept where it is.
+    lines = [f"step {i} | loss {3 - i / 100:.3f}" + (f" | lr {i * 1e-5:.2e}" if i % 10 == 0 else "")
+             for i in range(1, 61)]
+    run = _run(tmp_path, lines)
+    assert run.steps.index.tolist() == list(range(1, 61))
+    assert run.steps["lr"].dropna().index.tolist() == [10, 20, 30, 40, 50, 60]
+    assert run.steps.at[30, "lr"] == pytest.approx(3e-4)
+    assert not any("could not be put" in w for w in run.warnings)

@@ -485,7 +485,7 @@ _COUNT_TOTAL_LOSS_LINE = re.compile(rf"^(?![^\n]*?(?i:\b{_STEP_KEY}){_SEP}\d)(?!
 GENERIC = Dialect(
     name="text",
     description="any text log with a step-like key (step, iter, global_step, N/TOTAL) and a loss on each line "
-                "(and the lr and grad norm beside it)",
+                "(and the lr, grad norm and loss scale beside it)",
     rewrite=_without_bar_running_mean,
     shapes=(
         # Not on a line where an epoch comes before the step key (the epoch shape below reads it).
