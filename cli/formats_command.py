@@ -29,4 +29,6 @@ def formats() -> None:
     click.echo("sentinel analyze reads, in the order a file is offered to each reader:")
     for line in format_lines():
         click.echo(line)
+    click.echo("A file named on its own, also: a short paste of a few such lines; numbers with no header, "
+               "one per line (the loss) or two (a step and the loss), as np.savetxt writes them.")
     click.echo("A table with other column names: --step-col and --loss-col.")

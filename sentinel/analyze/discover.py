@@ -206,7 +206,9 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
         if runs is None:
             runs = _short_paste(path, options)
         if runs is None:
-            raise NoRunsError(_table_problem(path) or
+            runs = _bare_numbers(path, options)
+        if runs is None:
+            raise NoRunsError(_bare_numbers_problem(path) or _table_problem(path) or
                               f"'{path}' is not a log format sentinel reads: pass --step-col/--loss-col for a table, "
                               "or a log of a format `sentinel formats` lists")
         return Discovery(_with_loss(runs, options))
@@ -515,6 +517,24 @@ def _short_paste(file: Path, options: LoadOptions) -> list[RunData] | None:
         run.warnings.append(f"only {len(run.steps)} step lines: read because the file was named on its own "
                             "(in a directory it would be no run)")
     return runs
+
+
+def _bare_numbers(file: Path, options: LoadOptions) -> list[RunData] | None:
+    """A file named on its own that holds one or two numbers per line and no header (the loss, or a
+    step and the loss: ``np.savetxt``'s output), read as such with a warning; None otherwise. Never
+    in a directory walk, where a file of numbers is data."""
+    from sentinel.analyze.loaders import bare_numbers  # the loaders' own imports: lazily
+
+    if is_compressed(file) or options.step_col is not None or options.loss_col is not None or \
+            bare_numbers.columns_of(file) not in (1, 2):
+        return None
+    return bare_numbers.load(file, options)
+
+
+def _bare_numbers_problem(file: Path) -> str | None:
+    from sentinel.analyze.loaders import bare_numbers
+
+    return None if is_compressed(file) else bare_numbers.problem(file)
 
 
 def _claimed_document(file: Path, modules: Iterable[ModuleType], options: LoadOptions) -> list[RunData] | None:

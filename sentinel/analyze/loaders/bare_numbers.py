@@ -1,0 +1,113 @@
+"""A file of numbers with no header, named on its own: a loss per line, or a step and a loss.
+
+What ``np.savetxt("loss.txt", losses)`` writes, or a loop's ``f.write(f"{step}\\t{loss}\\n")``
+into a ``.tsv``: lines of one number (the loss, numbered 1, 2, 3, ... in order) or of two (the
+step, a whole number that never goes back, then the loss), apart by spaces, tabs or commas. Not a
+loader of the directory walk (a folder's files of numbers are data, not runs): ``sentinel analyze``
+reads such a file only where it is named on its own, and says how it read it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sentinel import metrics
+from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders.textlog import read_head, run_name, text_encoding
+
+NAME = "bare_numbers"
+# A file larger than this is no list of losses someone saved (and read whole, it could be large).
+MAX_BYTES = 512 << 20
+# At least this many numbers: two or three are a quote, not a run.
+MIN_ROWS = 3
+
+
+def columns_of(path: str | Path) -> int | None:
+    """How many numbers each line of the file's start holds (every line the same, no header, no
+    words), or None; at least :data:`MIN_ROWS` lines (``#`` comment lines, as ``np.savetxt``'s
+    header, left out).
+
+    Example:
+        >>> columns_of("/nonexistent.txt") is None
+        True
+    """
+    head = read_head(path, limit=64 * 1024)
+    if head is None:
+        return None
+    lines = [line for line in head.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    if len(head) >= 64 * 1024 and lines:
+        lines = lines[:-1]  # the last line may be cut by the limit
+    widths = {len(_fields(line)) for line in lines}
+    if len(lines) < MIN_ROWS or len(widths) != 1:
+        return None
+    try:
+        [float(value) for line in lines for value in _fields(line)]
+    except ValueError:
+        return None
+    return widths.pop()
+
+
+def problem(path: str | Path) -> str | None:
+    """Why a file of numbers with no header is not read (three or more per line: which one is the
+    loss?), or None.
+
+    Example:
+        >>> problem("/nonexistent.tsv") is None
+        True
+    """
+    width = columns_of(path)
+    if width is None or width <= 2:
+        return None
+    return (f"'{path}' holds {width} numbers per line and no header: add a first line naming the columns "
+            "(step, loss, ...), or pass --step-col/--loss-col with the names it gives them")
+
+
+def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
+    """Read a file of one number per line (the loss) or two (the step and the loss).
+
+    Raises:
+        ValueError: it is not such a file, a line does not hold a number, or the first of two
+            columns is not a step (whole numbers that never go back).
+
+    Example:
+        >>> run = load("loss.txt")[0]  # doctest: +SKIP
+        >>> run.steps.index[:3].tolist()  # doctest: +SKIP
+        [1, 2, 3]
+    """
+    path = Path(path)
+    width = columns_of(path)
+    if width not in (1, 2):
+        raise ValueError(f"{path}: not a file of numbers, one or two per line")
+    if path.stat().st_size > MAX_BYTES:
+        raise ValueError(f"{path}: {path.stat().st_size >> 20} MiB of numbers with no header: more than a saved "
+                         "loss curve; add a header line (step,loss) to read it as a table")
+    head = read_head(path, limit=4096) or ""
+    sep = "," if "," in head else r"\s+"
+    table = pd.read_csv(path, header=None, sep=sep, encoding=text_encoding(path), comment="#",
+                        skip_blank_lines=True, dtype="float64")
+    if table.shape[1] != width:
+        raise ValueError(f"{path}: lines of {width} and of {table.shape[1]} numbers: not one column of numbers")
+    if width == 1:
+        steps = pd.DataFrame({metrics.LOSS: table[0].to_numpy()},
+                             index=pd.RangeIndex(1, len(table) + 1, name=metrics.STEP))
+        note = (f"{path.name}: one number per line and no header: read as the loss, numbered 1, 2, 3, ... in "
+                "order (a header line naming the columns, or a step beside each, says otherwise)")
+    else:
+        step = table[0].to_numpy()
+        whole = np.isfinite(step).all() and bool((step == np.round(step)).all())
+        if not whole or not bool((np.diff(step) >= 0).all()):
+            raise ValueError(f"{path}: two numbers per line, the first not a step (whole numbers that never go "
+                             "back): add a header line naming the columns (step,loss) and pass --step-col/--loss-col")
+        steps = pd.DataFrame({metrics.LOSS: table[1].to_numpy()},
+                             index=pd.Index(step.astype("int64"), name=metrics.STEP))
+        steps = steps.groupby(level=0).last()
+        note = f"{path.name}: two numbers per line and no header: read as the step and the loss"
+    return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps.astype("float64"),
+                    meta={"format": NAME, "columns": width}, warnings=[note])]
+
+
+def _fields(line: str) -> list[str]:
+    return line.split(",") if "," in line else line.split()

@@ -1,0 +1,55 @@
+"""A file of numbers with no header, named on its own: np.savetxt's losses, a loop's step and loss."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from sentinel.analyze.discover import NoRunsError, discover_runs
+from sentinel.cli.main import main
+
+
+def _losses(n: int = 300) -> np.ndarray:
+    losses = 3.0 * np.exp(-np.arange(n) / 100) + 1.0 + 0.01 * np.sin(np.arange(n))
+    losses[200:206] *= 4  # a spike of six steps
+    return losses
+
+
+def test_np_savetxt_losses_are_the_loss_in_order(tmp_path):
+    path = tmp_path / "losses.txt"
+    np.savetxt(path, _losses(), header="training loss per step")  # a "# ..." line first
+    result = CliRunner().invoke(main, ["analyze", str(path), "--format", "json"])
+    (run,) = json.loads(result.stdout)["runs"]
+    assert (run["source"], run["steps"], run["first_step"]) == ("bare_numbers", 300, 1)
+    assert any("one number per line and no header: read as the loss" in w for w in run["warnings"])
+    assert [(i["kind"], i["step"]) for i in run["incidents"] if i["kind"] == "loss_spike"] == [("loss_spike", 201)]
+
+
+@pytest.mark.parametrize("sep, suffix", [("\t", ".tsv"), (",", ".csv"), (" ", ".log")])
+def test_a_step_and_a_loss_per_line(tmp_path, sep, suffix):
+    path = tmp_path / f"train{suffix}"
+    path.write_text("".join(f"{10 * i}{sep}{float(loss)!r}\n" for i, loss in enumerate(_losses(50))))
+    (run,) = discover_runs(path)
+    assert run.steps.index.tolist() == list(range(0, 500, 10))
+    assert run.steps["loss"].tolist() == _losses(50).tolist()
+
+
+def test_what_is_not_read_says_why(tmp_path):
+    three = tmp_path / "metrics.tsv"
+    three.write_text("".join(f"{i}\t{3 - i / 100}\t0.001\n" for i in range(50)))
+    result = CliRunner().invoke(main, ["analyze", str(three)])
+    assert result.exit_code == 1
+    assert "holds 3 numbers per line and no header: add a first line naming the columns" in result.output
+    back = tmp_path / "pairs.csv"
+    back.write_text("".join(f"{i % 7},{3 - i / 100}\n" for i in range(50)))  # the first column goes back
+    result = CliRunner().invoke(main, ["analyze", str(back)])
+    assert result.exit_code == 1 and "the first not a step" in result.output and "Traceback" not in result.output
+
+
+def test_in_a_directory_a_file_of_numbers_is_data(tmp_path):
+    np.savetxt(tmp_path / "losses.txt", _losses())
+    with pytest.raises(NoRunsError):
+        discover_runs(tmp_path)
