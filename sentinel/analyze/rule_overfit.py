@@ -48,7 +48,8 @@ def overfitting_incidents(steps: pd.DataFrame, loss: pd.Series, config: AnalyzeC
             continue
         message = (f"{column} rose from {best:.4g} at step {best_step} to {last:.4g} at step {last_step} "
                    f"(+{last / best - 1:.0%}) while the training loss fell from {train_then:.4g} to "
-                   f"{train_end:.4g}: overfitting (stable training; the best model is the one of step {best_step})")
+                   f"{train_end:.4g}: overfitting (stable training; a checkpoint from near step {best_step} "
+                   "evaluates best)")
         incidents.append(Incident(IncidentKind.OVERFITTING, best_step, last_step, Severity.INFO, message,
                                   {"metric": str(column), "best": best, "best_step": best_step, "last": last,
                                    "train_loss_at_best": train_then, "train_loss_at_last": train_end,
