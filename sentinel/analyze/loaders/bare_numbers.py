@@ -2,7 +2,7 @@
 
 What ``np.savetxt("loss.txt", losses)`` writes, or a loop's ``f.write(f"{step}\\t{loss}\\n")``
 into a ``.tsv``: lines of one number (the loss, numbered 1, 2, 3, ... in order) or of two (the
-step, a whole number that never goes back, then the loss), apart by spaces, tabs or commas. Not a
+step, a whole number that rises line by line, then the loss), apart by spaces, tabs or commas. Not a
 loader of the directory walk (a folder's files of numbers are data, not runs): ``sentinel analyze``
 reads such a file only where it is named on its own, and says how it read it.
 """
@@ -70,7 +70,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
 
     Raises:
         ValueError: it is not such a file, a line does not hold a number, or the first of two
-            columns is not a step (whole numbers that never go back).
+            columns is not a step (whole numbers that rise line by line).
 
     Example:
         >>> run = load("loss.txt")[0]  # doctest: +SKIP
@@ -98,12 +98,12 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     else:
         step = table[0].to_numpy()
         whole = np.isfinite(step).all() and bool((step == np.round(step)).all())
-        if not whole or not bool((np.diff(step) >= 0).all()):
-            raise ValueError(f"{path}: two numbers per line, the first not a step (whole numbers that never go "
-                             "back): add a header line naming the columns (step,loss) and pass --step-col/--loss-col")
+        # Rising strictly: "2,5" lines of a decimal comma would be read as steps 2, 2, 2.
+        if not whole or not bool((np.diff(step) > 0).all()):
+            raise ValueError(f"{path}: two numbers per line, the first not a step (whole numbers that rise line by "
+                             "line): add a header line naming the columns (step,loss) and pass --step-col/--loss-col")
         steps = pd.DataFrame({metrics.LOSS: table[1].to_numpy()},
                              index=pd.Index(step.astype("int64"), name=metrics.STEP))
-        steps = steps.groupby(level=0).last()
         note = f"{path.name}: two numbers per line and no header: read as the step and the loss"
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps.astype("float64"),
                     meta={"format": NAME, "columns": width}, warnings=[note])]
