@@ -22,6 +22,7 @@ def _run(tmp_path, lines):
     "step {i} | loss {loss:.4f} | lr {lr:.3e} | grad_norm {g:.3f}",
     "2024-05-01 10:00:00 INFO step={i} loss={loss:.4f} learning_rate={lr:.3e} grad norm={g:.3f} tok/s=1200",
     "[rank0] Step {i}: lr: {lr:.3e}, loss: {loss:.4f}, gnorm: {g:.3f}",  # the lr before the loss
+    "lr={lr:.3e} grad_norm={g:.3f} | step {i} | loss {loss:.4f}",  # both before the step
     "global_step: {i}, train_loss: {loss:.4f}, LR: {lr:.3e}, Grad-Norm: {g:.3f}",
 ])
 def test_step_lines(tmp_path, line):

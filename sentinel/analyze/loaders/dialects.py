@@ -451,16 +451,21 @@ _LR_KEY = r"(?:lr|learning[_ ]rate)"
 _GRAD_NORM_KEY = r"(?:(?:total_|global_)?grad(?:ient)?[_ -]norm|gnorm)"
 
 
-def _beside_the_loss(loss: re.Pattern, head_fields: str, head: tuple[str, ...]) -> tuple[Shape, ...]:
-    """Shapes reading the lr and the grad norm on the lines the shape of pattern ``loss`` reads:
-    ``head_fields`` (that shape's fields before its loss, named ``head``), then the key and its
-    value, on a line where ``loss`` matches within the line's first characters."""
+def _beside_the_loss(loss: re.Pattern, head_fields: str, head: tuple[str, ...], before: bool = False
+                     ) -> tuple[Shape, ...]:
+    """Shapes reading the lr, the grad norm and the loss scale on the lines the shape of pattern
+    ``loss`` reads: ``head_fields`` (that shape's fields before its loss, named ``head``), then the
+    key and its value, on a line where ``loss`` matches within the line's first characters; with
+    ``before``, also the key and its value before those fields ("lr 3e-4 | step 120 | loss 2.31")."""
     without_groups = loss.pattern.removeprefix("^").replace(r"(\d+)", r"\d+").replace(f"({_NUM})", _NUM)
     assert "(\\d" not in without_groups and f"({_NUM})" not in without_groups
-    start = "" if loss.pattern.startswith("^") else _GAP
-    return tuple(Shape(re.compile(rf"^(?={start}{without_groups}){_GAP}{head_fields}{_GAP}(?<![\w/])(?i:{key})"
-                                  rf"{_QSEP}({_NUM})\b", re.MULTILINE), head=(*head, name), beside=loss)
-                 for key, name in _BESIDE_THE_LOSS)
+    line = rf"^(?={'' if loss.pattern.startswith('^') else _GAP}{without_groups}){_GAP}"
+    shapes = [Shape(re.compile(rf"{line}{head_fields}{_GAP}(?<![\w/])(?i:{key}){_QSEP}({_NUM})\b", re.MULTILINE),
+                    head=(*head, name), beside=loss) for key, name in _BESIDE_THE_LOSS]
+    if before:
+        shapes += [Shape(re.compile(rf"{line}(?<![\w/])(?i:{key}){_QSEP}({_NUM})\b{_GAP}{head_fields}", re.MULTILINE),
+                         head=(name, *head), beside=loss) for key, name in _BESIDE_THE_LOSS]
+    return tuple(shapes)
 
 
 _LOSS_SCALE_KEY = r"(?:loss[_ ]scale)"  # fp16's dynamic loss scale (a GradScaler's get_scale())
@@ -514,7 +519,7 @@ GENERIC = Dialect(
         Shape(re.compile(rf"^[ \t]*\[[^\S\n]*(\d+),[^\S\n]*(\d+)\][^\S\n]*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
               head=("epoch", "iter", metrics.LOSS)),
         # The lr and the grad norm beside the loss (each a shape of its own, on the loss's lines).
-        *_beside_the_loss(_STEP_LOSS_LINE, _STEP_FIELD, (metrics.STEP,)),
+        *_beside_the_loss(_STEP_LOSS_LINE, _STEP_FIELD, (metrics.STEP,), before=True),
         *_beside_the_loss(_COUNT_TOTAL_LOSS_LINE, _COUNT_TOTAL, ("iter", "total")),
         *_beside_the_loss(_EPOCH_COUNT_TOTAL_LOSS_LINE, _EPOCH_COUNT_TOTAL, ("epoch", "iter", "total")),
         *_beside_the_loss(_EPOCH_COUNT_LOSS_LINE, _EPOCH_COUNT, ("epoch", "iter")),
