@@ -44,7 +44,7 @@ _EXTENSIONS = {
     **dict.fromkeys((".md", ".rst", ".html", ".htm", ".tex", ".pdf", ".css"), DOCUMENTATION),
     **dict.fromkeys((".png", ".jpg", ".jpeg", ".gif", ".svg", ".ico", ".zip", ".gz", ".tgz", ".bz2",
                      ".xz", ".zst", ".tar", ".pt", ".ckpt", ".safetensors", ".bin", ".npy", ".npz",
-                     ".pkl", ".pickle", ".h5", ".onnx", ".parquet", ".arrow", ".db", ".sqlite"), BINARY),
+                     ".pkl", ".pickle", ".h5", ".onnx", ".arrow", ".db", ".sqlite"), BINARY),
 }
 _NAMES = {"Makefile": SOURCE_CODE, "Dockerfile": SOURCE_CODE, "CMakeLists.txt": SOURCE_CODE,
           "LICENSE": DOCUMENTATION, "MANIFEST.in": PACKAGING, "PKG-INFO": PACKAGING, "RECORD": PACKAGING,
@@ -466,6 +466,10 @@ def _table_problem(path: Path) -> str | None:
     """What keeps a table that no loader took from being read (a compressed one's, of its text)."""
     from sentinel.analyze.loaders.generic_table import why_not
 
+    if path.suffix.lower() in (".parquet", ".pq"):
+        from sentinel.analyze.loaders import parquet_table
+
+        return parquet_table.why_not(path)
     if not is_compressed(path):
         return why_not(path)
     with decompressed(path) as (plain, _):

@@ -85,6 +85,7 @@ LOADER_MODULES: tuple[str, ...] = (
     # Before the generic table, which would take it for a JSONL table keyed by W&B's _step:
     "wandb_offline",  # a W&B run's files/wandb-history.jsonl (older wandb versions)
     "generic_table",  # any CSV / TSV / JSONL with a step and a loss column
+    "parquet_table",  # a Parquet table with a step and a loss column (a history DataFrame's to_parquet)
     "mlflow_store",  # an MLflow file store run (mlruns/<exp>/<run>/metrics/<key>)
     "pipe_table",  # a table pasted with '|' between cells (a notebook's Step | Training Loss)
     "sb3_console",  # Stable-Baselines3's console blocks (| train/ |, |    loss | X |)

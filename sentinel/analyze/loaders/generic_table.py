@@ -51,7 +51,7 @@ from sentinel.analyze.loaders.numeric_table import (
 from sentinel.analyze.loaders.textlog import read_head, read_head_lines, run_name, text_encoding
 
 NAME = "generic_table"
-DESCRIPTION = 'CSV / TSV / JSONL tables with a step and a loss column'
+DESCRIPTION = "CSV / TSV / JSONL tables, and JSON arrays of rows, with a step and a loss column"
 SNIFF_TAKES_OPTIONS = True  # --step-col / --loss-col name columns a sniff counts
 
 # A "name: 3" or "name=3" cell: a log line's field, never a column's name.
@@ -59,7 +59,12 @@ _VALUE_IN_NAME = re.compile(r"[:=]\s*[-+]?\.?\d")
 # JSONL sniffing looks at this many rows: enough to see a train row and a val row.
 _SNIFF_ROWS = 50
 # A top-level-looking key of a JSON row cut off by the sniffing limit: "name": <number>.
-_JSON_KEY = re.compile(r'"([^"\\]{1,100})"\s*:\s*[-\d]')
+# (Escapes kept: pandas' to_json writes "train\/loss".)
+_JSON_KEY = re.compile(r'"((?:[^"\\]|\\.){1,100})"\s*:\s*[-\d]')
+# A JSON array of rows is parsed whole: past this, its rows should be JSON lines (streamed).
+MAX_JSON_ARRAY_BYTES = 256 << 20
+# "[" then "{": a JSON array of row objects.
+_JSON_ARRAY = re.compile(r"\A\s*\[\s*\{")
 
 
 def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
@@ -74,6 +79,9 @@ def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
     lines = read_head_lines(path, limit=64 * 1024)
     if not lines:
         return False
+    head = "\n".join(lines[:_SNIFF_ROWS * 20])
+    if _JSON_ARRAY.match(head):  # a JSON array of rows: the keys its first rows show
+        return None not in _sniffed(_head_keys(head), options)
     if lines[0].lstrip().startswith("{"):
         keys = set()
         for line in lines[:_SNIFF_ROWS]:
@@ -81,7 +89,7 @@ def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
             if row is not None:
                 keys.update(_flatten(row))
             else:  # a row longer than the head: its key names still show
-                keys.update(_JSON_KEY.findall(line))
+                keys.update(_head_keys(line))
         return None not in _sniffed(keys, options)
     if len(lines) < 2:
         return False
@@ -156,8 +164,9 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     head = read_head(path, limit=4096) or ""
     first = next((line for line in head.split("\n") if line.strip()), "")
     nan_rows: dict[str, list[int]] = {}
-    if first.lstrip().startswith("{"):
-        table = _read_jsonl(Path(path), warnings, nan_rows)
+    array = _JSON_ARRAY.match(head) is not None
+    if array or first.lstrip().startswith("{"):
+        table = (_read_json_array if array else _read_jsonl)(Path(path), warnings, nan_rows)
         step_col, loss_col = pick_columns(list(table.columns), options, path, warnings)
         if options.step_col is None:  # a step key in a few rows only (a summary row's) is not the step
             step_col = max(step_columns(table.columns) or [step_col], key=lambda c: table[c].notna().sum())
@@ -175,7 +184,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         sum_loss_components(table, loss_components(table.columns), path, warnings)
     steps = table_steps(table, step_col, loss_col, path, warnings, keep_nan_eval=True)
     meta = {"format": NAME, "columns": [str(c) for c in table.columns]}
-    if first.lstrip().startswith("{"):  # a JSON row tells a NaN it holds from a key it lacks
+    if array or first.lstrip().startswith("{"):  # a JSON row tells a NaN it holds from a key it lacks
         meta[LOGGED_NAN] = _logged_nan(table, nan_rows, step_col, loss_col, steps.columns)
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps, meta=meta, warnings=warnings)]
 
@@ -211,39 +220,65 @@ def _read_jsonl(path: Path, warnings: list[str], nan_rows: dict[str, list[int]])
     """Stream the rows; keys past :data:`MAX_COLUMNS` (or, in a large file, keys the analysis
     does not read) are dropped and counted. ``nan_rows`` gets, per key, the rows that hold it as
     NaN (``NaN``, ``null`` or ``"nan"``)."""
+    # Universal line ends: a JSON row cannot hold a raw "\r", so a CR-only file splits safely.
+    with open(path, encoding=text_encoding(path), errors="replace", newline=None) as f:
+        numbered = ((lineno, _json_row(line)) for lineno, line in enumerate(f, start=1) if line.strip())
+        return _rows_table(numbered, path, warnings, nan_rows, "line(s) that are not JSON objects", "line")
+
+
+def _read_json_array(path: Path, warnings: list[str], nan_rows: dict[str, list[int]]) -> pd.DataFrame:
+    """A JSON array of row objects (``json.dump(trainer.state.log_history, f)``, a DataFrame's
+    ``to_json(orient="records")``), read as JSONL rows are.
+
+    Raises:
+        ValueError: not a JSON array, or larger than :data:`MAX_JSON_ARRAY_BYTES`."""
+    size = path.stat().st_size
+    if size > MAX_JSON_ARRAY_BYTES:
+        raise ValueError(f"{path}: a JSON array of {size >> 20} MiB: more than is read whole; write the rows as "
+                         "JSON lines (one object per line), which are streamed")
+    with open(path, encoding=text_encoding(path), errors="replace") as f:
+        try:
+            items = json.load(f)
+        except (ValueError, RecursionError) as exc:
+            raise ValueError(f"{path}: not a JSON array of rows ({exc})") from None
+    if not isinstance(items, list):
+        raise ValueError(f"{path}: not a JSON array of rows")
+    numbered = ((i, item if isinstance(item, dict) else None) for i, item in enumerate(items, start=1))
+    return _rows_table(numbered, path, warnings, nan_rows, "item(s) of the array that are not objects", "item")
+
+
+def _rows_table(numbered, path: Path, warnings: list[str], nan_rows: dict[str, list[int]], what: str,
+                unit: str) -> pd.DataFrame:
+    """The table of JSON row objects, ``numbered`` as ``(number, row or None)`` (None: not an
+    object, counted as ``what``)."""
     large = path.stat().st_size > LARGE_TABLE_BYTES
     rows: list[dict] = []
     bad: list[int] = []
     known: dict[str, None] = {}
     dropped: set[str] = set()
     nan_keys: list[str] = []
-    # Universal line ends: a JSON row cannot hold a raw "\r", so a CR-only file splits safely.
-    with open(path, encoding=text_encoding(path), errors="replace", newline=None) as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            row = _json_row(line)
-            if row is None:
-                bad.append(lineno)
-                continue
-            flat = _flatten(row, keep_text=True, nan_keys=nan_keys)
-            split = _split_of(row)
-            if split is not None:  # an evaluation row's numbers are its own: val/loss, not the loss
-                flat = {k if _is_step_key(k) else f"{split}/{k}": v for k, v in flat.items()}
-                nan_keys[:] = [k if _is_step_key(k) else f"{split}/{k}" for k in nan_keys]
-            for key in nan_keys:
-                nan_rows.setdefault(key, []).append(len(rows))
-            nan_keys.clear()
-            for key in [k for k in flat if k not in known]:
-                wanted = not large or is_analysis_key(canonical_key(key)) or _is_role(key)
-                if wanted and (len(known) < MAX_COLUMNS or _is_role(key)):
-                    known[key] = None
-                else:
-                    dropped.add(key)
-                    del flat[key]
-            rows.append(flat)
+    for lineno, row in numbered:
+        if row is None:
+            bad.append(lineno)
+            continue
+        flat = _flatten(row, keep_text=True, nan_keys=nan_keys)
+        split = _split_of(row)
+        if split is not None:  # an evaluation row's numbers are its own: val/loss, not the loss
+            flat = {k if _is_step_key(k) else f"{split}/{k}": v for k, v in flat.items()}
+            nan_keys[:] = [k if _is_step_key(k) else f"{split}/{k}" for k in nan_keys]
+        for key in nan_keys:
+            nan_rows.setdefault(key, []).append(len(rows))
+        nan_keys.clear()
+        for key in [k for k in flat if k not in known]:
+            wanted = not large or is_analysis_key(canonical_key(key)) or _is_role(key)
+            if wanted and (len(known) < MAX_COLUMNS or _is_role(key)):
+                known[key] = None
+            else:
+                dropped.add(key)
+                del flat[key]
+        rows.append(flat)
     if bad:
-        warnings.append(f"{len(bad)} line(s) that are not JSON objects were skipped (first: line {bad[0]})")
+        warnings.append(f"{len(bad)} {what} were skipped (first: {unit} {bad[0]})")
     if dropped:
         why = ("keys the analysis does not read are not loaded from a file over "
                f"{LARGE_TABLE_BYTES >> 20} MB" if large and len(known) < MAX_COLUMNS
@@ -346,6 +381,22 @@ def _fields(row: dict):
 
 def _is_json_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _head_keys(text: str) -> set[str]:
+    """The names of the numeric fields that ``text`` (JSON, perhaps cut off) shows, unescaped.
+
+    Example:
+        >>> sorted(_head_keys('[{"_step": 0, "train\\/loss": 3.0, "note": "x"}, {"_st'))
+        ['_step', 'train/loss']
+    """
+    keys = set()
+    for raw in _JSON_KEY.findall(text):
+        try:
+            keys.add(json.loads(f'"{raw}"'))
+        except ValueError:  # a bad escape: the name as written
+            keys.add(raw)
+    return keys
 
 
 def _sniffed(keys, options: LoadOptions | None) -> tuple[str | None, str | None]:

@@ -1,0 +1,84 @@
+"""Two ways a history DataFrame or a trainer's log_history is saved: a JSON array of rows, Parquet."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from sentinel.analyze.discover import discover, discover_runs
+from sentinel.analyze.loaders import generic_table
+from sentinel.cli.main import main
+
+
+def _history(n: int = 200) -> pd.DataFrame:
+    loss = 3.0 * np.exp(-np.arange(n) / 80) + 1.0
+    loss[120:125] *= 3  # a spike
+    return pd.DataFrame({"_step": np.arange(n), "train/loss": loss, "train/lr": 1e-4})
+
+
+def test_a_dataframe_saved_as_a_json_array(tmp_path):
+    path = tmp_path / "history.json"
+    _history().to_json(path, orient="records")  # pandas writes "train\/loss"
+    (run,) = discover_runs(path)
+    assert run.source == "generic_table" and sorted(run.steps.columns) == ["loss", "lr"]
+    assert run.steps["loss"].tolist() == pytest.approx(_history()["train/loss"].tolist(), rel=1e-9)  # 10 digits
+
+
+def test_a_trainers_log_history_as_a_json_array(tmp_path):
+    # json.dump(trainer.state.log_history, f, indent=2): training rows, and evaluation rows at
+    # some of their steps.
+    rows = []
+    for step in range(10, 501, 10):
+        rows.append({"loss": round(2 * math.exp(-step / 150) + 0.3, 4), "grad_norm": 1.0, "learning_rate": 2e-5,
+                     "epoch": step / 100, "step": step})
+        if step % 100 == 0:
+            rows.append({"eval_loss": 0.5 + step / 1000, "eval_runtime": 1.0, "epoch": step / 100, "step": step})
+    path = tmp_path / "log_history.json"
+    path.write_text(json.dumps(rows, indent=2))
+    (run,) = discover_runs(path)
+    assert run.steps.index.tolist() == list(range(10, 501, 10))
+    assert {"loss", "lr", "grad_norm/total", "eval_loss"} <= set(run.steps.columns)
+    assert run.steps["eval_loss"].dropna().index.tolist() == [100, 200, 300, 400, 500]
+
+
+def test_what_a_json_array_cannot_be(tmp_path, monkeypatch):
+    numbers = tmp_path / "values.json"
+    numbers.write_text(json.dumps([1.0, 2.0, 3.0]))
+    assert not generic_table.sniff(numbers)
+    big = tmp_path / "big.json"
+    _history().to_json(big, orient="records")
+    monkeypatch.setattr(generic_table, "MAX_JSON_ARRAY_BYTES", 1000)
+    result = CliRunner().invoke(main, ["analyze", str(big)])
+    assert result.exit_code == 1 and "write the rows as JSON lines" in result.output and "Traceback" not in result.output
+
+
+def test_a_dataframe_saved_as_parquet(tmp_path):
+    pytest.importorskip("pyarrow.parquet")
+    path = tmp_path / "history.parquet"
+    _history().to_parquet(path)
+    result = CliRunner().invoke(main, ["analyze", str(path), "--format", "json"])
+    (run,) = json.loads(result.stdout)["runs"]
+    assert (run["source"], run["steps"]) == ("parquet_table", 200)
+    assert [i["step"] for i in run["incidents"] if i["kind"] == "loss_spike"] == [120]
+
+
+def test_parquet_files_that_are_not_runs(tmp_path):
+    pytest.importorskip("pyarrow.parquet")
+    shard = tmp_path / "train-00000-of-00002.parquet"
+    pd.DataFrame({"id": np.arange(5), "text": ["a"] * 5}).to_parquet(shard)
+    result = CliRunner().invoke(main, ["analyze", str(shard)])
+    assert result.exit_code == 1 and "a Parquet table with no step and loss columns it knows among: id, text" \
+        in result.output
+    fake = tmp_path / "fake.parquet"
+    fake.write_bytes(b"PAR1 but no footer")
+    result = CliRunner().invoke(main, ["analyze", str(fake)])
+    assert result.exit_code == 1 and "named .parquet but not a Parquet file" in result.output
+    # In a folder beside a run, a data shard is passed over, not an error and not a run.
+    _history().to_parquet(tmp_path / "history.parquet")
+    found = discover(tmp_path)
+    assert [r.name for r in found.runs] == ["history"]
