@@ -82,3 +82,6 @@ def test_parquet_files_that_are_not_runs(tmp_path):
     _history().to_parquet(tmp_path / "history.parquet")
     found = discover(tmp_path)
     assert [r.name for r in found.runs] == ["history"]
+    assert [(s.path.rsplit("/", 1)[1], s.reason) for s in found.skipped if s.path.endswith(".parquet")] == \
+        [("fake.parquet", "a .parquet file with no step and loss columns (data, not a run)"),
+         ("train-00000-of-00002.parquet", "a .parquet file with no step and loss columns (data, not a run)")]

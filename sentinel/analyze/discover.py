@@ -32,6 +32,7 @@ NOT_A_LOG = "not a training log"
 UNREADABLE = "unreadable"
 TRACKER_CONSOLE = "copy of a tracked run (the run's metric history beside it is read instead)"
 RUN_PART = "read with its run's first metric file"
+PARQUET_DATA = "a .parquet file with no step and loss columns (data, not a run)"
 ARCHIVE = "an archive of several files"
 
 _EXTENSIONS = {
@@ -247,6 +248,8 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
             reason = _reason_by_name(file) if file.is_file() else NOT_REGULAR
             if reason is None:  # named on its own, it is read
                 reason = _tracker_console(file)
+            if reason is None and file.suffix.lower() in (".parquet", ".pq"):
+                reason = _parquet_data(file, options)
             if reason is not None:
                 found.skipped.append(Skipped(str(file), reason))
                 continue
@@ -368,6 +371,14 @@ def _tracker_console(file: Path) -> str | None:
     run_dir = file.parent.parent
     wandb = (file.parent / "wandb-history.jsonl").is_file() or any(run_dir.glob("run-*.wandb"))
     return TRACKER_CONSOLE if wandb else None
+
+
+def _parquet_data(file: Path, options: LoadOptions) -> str | None:
+    """A Parquet file in a walk that is data, not a run (a dataset's shards): its footer names no
+    step and loss; told as such, and the text readers never open it."""
+    from sentinel.analyze.loaders import parquet_table
+
+    return None if parquet_table.sniff(file, options) else PARQUET_DATA
 
 
 def _directory_reason(name: str) -> str | None:
