@@ -6,7 +6,6 @@ Every default says why it is what it is. Validated once, at construction.
 from __future__ import annotations
 
 import difflib
-
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING
 

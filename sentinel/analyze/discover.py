@@ -15,7 +15,7 @@ from types import ModuleType
 
 from sentinel import metrics
 from sentinel.analyze.compressed import archive_command, decompressed, is_compressed
-from sentinel.analyze.loaders import ADD_SCALARS_DIRS, LOADER_MODULES, LOGGED_NAN, LoadOptions, RunData
+from sentinel.analyze.loaders import ADD_SCALARS_DIRS, LOADER_MODULES, LOGGED_NAN, PARQUET_SUFFIXES, LoadOptions, RunData
 from sentinel.analyze.loaders.keys import infer_loss_column, inferred_loss_note
 
 log = logging.getLogger(__name__)
@@ -248,7 +248,7 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
             reason = _reason_by_name(file) if file.is_file() else NOT_REGULAR
             if reason is None:  # named on its own, it is read
                 reason = _tracker_console(file)
-            if reason is None and file.suffix.lower() in (".parquet", ".pq"):
+            if reason is None and file.suffix.lower() in PARQUET_SUFFIXES:
                 reason = _parquet_data(file, options)
             if reason is not None:
                 found.skipped.append(Skipped(str(file), reason))
@@ -477,7 +477,7 @@ def _table_problem(path: Path) -> str | None:
     """What keeps a table that no loader took from being read (a compressed one's, of its text)."""
     from sentinel.analyze.loaders.generic_table import why_not
 
-    if path.suffix.lower() in (".parquet", ".pq"):
+    if path.suffix.lower() in PARQUET_SUFFIXES:
         from sentinel.analyze.loaders import parquet_table
 
         return parquet_table.why_not(path)

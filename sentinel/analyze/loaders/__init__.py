@@ -47,6 +47,9 @@ class RunData:
     warnings: list[str] = field(default_factory=list)
 
 
+# A Parquet table's file names (the Parquet reader's; the directory walk tells its data shards by them).
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
 # RunData.meta key: subdirectories whose series a run took in (TensorBoard's add_scalars writes
 # each key into one), so a walk over directories does not read them as runs of their own.
 ADD_SCALARS_DIRS = "add_scalars_dirs"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders import PARQUET_SUFFIXES, LoadOptions, RunData
 from sentinel.analyze.loaders.generic_table import pick_columns
 from sentinel.analyze.loaders.keys import MAX_COLUMNS, canonical_key, is_analysis_key, loss_components, sniff_columns
 from sentinel.analyze.loaders.numeric_table import sum_loss_components, table_steps
@@ -21,8 +21,6 @@ from sentinel.analyze.loaders.textlog import run_name
 NAME = "parquet_table"
 DESCRIPTION = "Parquet tables with a step and a loss column (a history DataFrame's to_parquet)"
 SNIFF_TAKES_OPTIONS = True  # --step-col / --loss-col name columns a sniff counts
-
-SUFFIXES = (".parquet", ".pq")
 
 
 def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
@@ -49,7 +47,7 @@ def why_not(path: str | Path) -> str | None:
         True
     """
     path = Path(path)
-    if path.suffix.lower() not in SUFFIXES or not path.is_file():
+    if path.suffix.lower() not in PARQUET_SUFFIXES or not path.is_file():
         return None
     names = columns_of(path)
     if names is None:
@@ -62,7 +60,7 @@ def why_not(path: str | Path) -> str | None:
 def columns_of(path: str | Path) -> list[str] | None:
     """The column names of a Parquet file (from its footer), or None where it is not one."""
     path = Path(path)
-    if path.suffix.lower() not in SUFFIXES or not path.is_file():
+    if path.suffix.lower() not in PARQUET_SUFFIXES or not path.is_file():
         return None
     import pyarrow.parquet as pq
 
