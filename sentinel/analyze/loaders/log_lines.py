@@ -72,8 +72,7 @@ class Lines:
         if skeletons is None or len(skeletons.uniques) * _COUNT_REPEATS > len(skeletons.codes):
             return len(pattern.findall(self.matching(pattern)))
         loose = line_filter(pattern)
-        candidates = np.arange(len(skeletons.uniques)) if loose is None else \
-            np.flatnonzero(pc.match_substring_regex(skeletons.uniques, loose).to_numpy(zero_copy_only=False))
+        candidates = np.arange(len(skeletons.uniques)) if loose is None else skeletons.matching(loose)
         lines_of = skeletons.lines_of[candidates].tolist()
         return sum(len(pattern.findall("\n" + skeleton + "\n")) * n
                    for skeleton, n in zip(skeletons.uniques.take(candidates).to_pylist(), lines_of))
@@ -151,6 +150,11 @@ class Skeletons:
         codes = encoded.indices.to_numpy()
         uniques = pc.utf8_rtrim(encoded.dictionary, characters="\n")
         return cls(pa.py_buffer(raw), offsets[:-1], codes, uniques, np.bincount(codes, minlength=len(uniques)))
+
+    def matching(self, loose: str) -> np.ndarray:
+        """The indices of the skeletons that may hold a match: those ``loose`` (a pattern's RE2
+        superset, :func:`line_filter`) finds in."""
+        return np.flatnonzero(pc.match_substring_regex(self.uniques, loose).to_numpy(zero_copy_only=False))
 
 
 _BYTES = 0x0101010101010101  # one in each byte of a 64-bit word
