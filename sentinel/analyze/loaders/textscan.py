@@ -201,7 +201,8 @@ def count_records(text: str | Lines, dialect: Dialect) -> int:
     lines = text if isinstance(text, Lines) else Lines(text)
     if dialect.sniff is not None:
         return lines.count(dialect.sniff)
-    return sum(lines.count(shape.pattern) for shape in dialect.shapes)
+    # A value beside another shape's record (the lr beside the loss) is no record line of its own.
+    return sum(lines.count(shape.pattern) for shape in dialect.shapes if shape.beside is None)
 
 
 def scan(text: str, dialect: Dialect, options: LoadOptions | None = None) -> Scan:
