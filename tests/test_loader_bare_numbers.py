@@ -47,6 +47,10 @@ def test_what_is_not_read_says_why(tmp_path):
     back.write_text("".join(f"{i % 7},{3 - i / 100}\n" for i in range(50)))  # the first column goes back
     result = CliRunner().invoke(main, ["analyze", str(back)])
     assert result.exit_code == 1 and "the first not a step" in result.output and "Traceback" not in result.output
+    late = tmp_path / "late.txt"
+    late.write_text("".join(f"{3 - i / 1e5:.6f}\n" for i in range(20000)) + "oops\n")  # past the sniffed start
+    result = CliRunner().invoke(main, ["analyze", str(late)])
+    assert result.exit_code == 1 and "then a line that is not" in result.output and "Traceback" not in result.output
     comma = tmp_path / "losses_de.txt"
     comma.write_text("2,5\n2,4\n2,3\n2,2\n")  # a decimal comma: not steps 2, 2, 2, 2
     result = CliRunner().invoke(main, ["analyze", str(comma)])

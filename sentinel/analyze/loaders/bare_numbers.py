@@ -86,8 +86,13 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
                          "loss curve; add a header line (step,loss) to read it as a table")
     head = read_head(path, limit=4096) or ""
     sep = "," if "," in head else r"\s+"
-    table = pd.read_csv(path, header=None, sep=sep, encoding=text_encoding(path), comment="#",
-                        skip_blank_lines=True, dtype="float64")
+    try:
+        table = pd.read_csv(path, header=None, sep=sep, encoding=text_encoding(path), comment="#",
+                            skip_blank_lines=True, dtype="float64")
+    except ValueError as exc:  # its start held numbers alone; a later line does not
+        raise ValueError(f"{path}: numbers with no header at its start, then a line that is not ({exc}): a file "
+                         "of numbers is read only where every line holds them; add a header line (step,loss) to "
+                         "read it as a table") from None
     if table.shape[1] != width:
         raise ValueError(f"{path}: lines of {width} and of {table.shape[1]} numbers: not one column of numbers")
     if width == 1:
