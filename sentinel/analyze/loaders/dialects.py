@@ -445,10 +445,13 @@ def reads_bar_running_mean(text: str) -> bool:
 # The learning rate, the total grad norm and the fp16 loss scale on a generic step line ("step 120 |
 # loss 2.31 | lr 3.0e-04 | grad_norm 0.87", "Epoch 2 | Step 40/500 | Loss 2.31 | LR 3e-4"): each read
 # by a shape of its own, on the lines one of the loss shapes reads (its pattern, without groups, a
-# lookahead) and with the same head, so each value lands on that loss's step and a line without a
-# loss adds none.
+# lookahead), beside that shape's records (Shape.beside): each value takes its loss's step, and a
+# line without a loss adds none.
 _LR_KEY = r"(?:lr|learning[_ ]rate)"
 _GRAD_NORM_KEY = r"(?:(?:total_|global_)?grad(?:ient)?[_ -]norm|gnorm)"
+_LOSS_SCALE_KEY = r"(?:loss[_ ]scale)"  # fp16's dynamic loss scale (a GradScaler's get_scale())
+_BESIDE_THE_LOSS = ((_LR_KEY, metrics.LR), (_GRAD_NORM_KEY, metrics.GRAD_NORM_TOTAL),
+                    (_LOSS_SCALE_KEY, metrics.LOSS_SCALE))
 
 
 def _beside_the_loss(loss: re.Pattern, head_fields: str, head: tuple[str, ...], before: bool = False
@@ -468,9 +471,6 @@ def _beside_the_loss(loss: re.Pattern, head_fields: str, head: tuple[str, ...], 
     return tuple(shapes)
 
 
-_LOSS_SCALE_KEY = r"(?:loss[_ ]scale)"  # fp16's dynamic loss scale (a GradScaler's get_scale())
-_BESIDE_THE_LOSS = ((_LR_KEY, metrics.LR), (_GRAD_NORM_KEY, metrics.GRAD_NORM_TOTAL),
-                    (_LOSS_SCALE_KEY, metrics.LOSS_SCALE))
 # The generic loss shapes: a step key, then the loss (not on a line where an epoch comes first);
 # an epoch and a count inside it (perhaps "/TOTAL"), then the loss.
 _STEP_FIELD = rf"(?i:\b{_STEP_KEY})['\"]?{_SEP}\[?[^\S\n]*(\d+)(?:[^\S\n]*/[^\S\n]*\d+)?\b"
