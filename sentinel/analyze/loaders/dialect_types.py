@@ -150,6 +150,8 @@ class Dialect:
         rewrite: a function of the whole text, applied after ``joins``: what the tool prints that
             would be read as something it is not (Lightning 1.x's bar shows a running mean as
             ``loss=`` before the step's own ``train_loss=``).
+        rewrite_needs: strings of which the text must hold one for ``rewrite`` to change it (asked
+            of the text's distinct lines first: a search over the whole text is skipped).
         min_records: record lines the sniffer must see before it claims a file.
         drop_cut_line: the last line without a line end is not trusted (``3.2`` of ``3.2217``).
         warn_bad_values: say how many values were not numbers.
@@ -185,6 +187,7 @@ class Dialect:
     joins: re.Pattern | None = None
     join_with: str = " "
     rewrite: Callable[[str], str] | None = None
+    rewrite_needs: tuple[str, ...] = ()
     drop_words: tuple[str, ...] = ()
     min_records: int = 3
     drop_cut_line: bool = True

@@ -16,6 +16,7 @@ from sentinel import metrics
 from sentinel.events import EventKind
 from sentinel.analyze.loaders.amp_lines import AMP_LINES, SNIFF as AMP_SNIFF
 from sentinel.analyze.loaders.dialect_types import Dialect, EventLine, RecordEvent, Shape
+from sentinel.analyze.loaders.log_lines import Lines
 
 _M = re.MULTILINE
 # The most characters between two fields of one record ("step N ... loss = X"). A lazy scan
@@ -416,8 +417,11 @@ _BAR_RUNNING_MEAN = re.compile(r"((?:it/s|s/it), )loss=[^,\]\n]*, (?=[^\]\n]*?\b
                                r"[^\]\n]*?\btrain_loss=)")
 
 
+_BAR_MEAN_WORDS = ("/s, loss=", "/it, loss=")  # where neither is, the text has no such bar
+
+
 def _without_bar_running_mean(text: str) -> str:
-    if "/s, loss=" not in text and "/it, loss=" not in text:  # a substring search: most logs stop here
+    if not any(word in text for word in _BAR_MEAN_WORDS):  # substring searches: most logs stop here
         return text
     return _BAR_RUNNING_MEAN.sub(r"\1", text)
 
@@ -428,7 +432,7 @@ _BAR_RUNNING_MEAN_ONLY = re.compile(r"(?:it/s|s/it), loss=[^,\]\n]*, (?![^\]\n]*
                                     r"(?![^\]\n]*?\btrain_loss=)[^\]\n]*?\bv_num=")
 
 
-def reads_bar_running_mean(text: str) -> bool:
+def reads_bar_running_mean(text: str, lines: Lines | None = None) -> bool:
     """Whether the loss a generic read finds is Lightning 1.x's bar mean of the last 20 steps.
 
     Example:
@@ -437,9 +441,9 @@ def reads_bar_running_mean(text: str) -> bool:
         >>> reads_bar_running_mean("... 5.00it/s, loss=2.31, v_num=0, train_loss=2.29]")
         False
     """
-    if "/s, loss=" not in text and "/it, loss=" not in text:
-        return False
-    return _BAR_RUNNING_MEAN_ONLY.search(text) is not None
+    found = lines.holds_any(_BAR_MEAN_WORDS) if lines is not None and lines.text is text else \
+        any(word in text for word in _BAR_MEAN_WORDS)
+    return found and _BAR_RUNNING_MEAN_ONLY.search(text) is not None
 
 
 # The learning rate, the total grad norm and the fp16 loss scale on a generic step line ("step 120 |
@@ -492,6 +496,7 @@ GENERIC = Dialect(
     description="any text log with a step-like key (step, iter, global_step, N/TOTAL) and a loss on each line "
                 "(and the lr, grad norm and loss scale beside it)",
     rewrite=_without_bar_running_mean,
+    rewrite_needs=_BAR_MEAN_WORDS,
     shapes=(
         # Not on a line where an epoch comes before the step key (the epoch shape below reads it).
         Shape(_STEP_LOSS_LINE, head=(metrics.STEP, metrics.LOSS)),

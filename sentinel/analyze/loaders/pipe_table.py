@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from sentinel.analyze.loaders import LoadOptions, RunData
-from sentinel.analyze.loaders.keys import inferred_loss_note, loss_column, sniff_columns, step_column
+from sentinel.analyze.loaders.keys import STEP_ALIASES, inferred_loss_note, loss_column, sniff_columns, step_column
 from sentinel.analyze.loaders.numeric_table import table_steps
 from sentinel.analyze.loaders.textlog import read_head_lines, read_text, run_name
 
@@ -28,6 +28,9 @@ SNIFF_TAKES_OPTIONS = True  # --step-col / --loss-col name columns a sniff count
 MIN_ROWS = 3
 _RULE = re.compile(r"^:?-+:?$")  # a Markdown alignment cell: ---, :--, --:
 _NUMBER = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$")
+# The names step_column() takes for a step (cells are stripped): asked of every line with a '|'
+# in a sniff's head, as a set lookup (a log whose lines hold '|' has hundreds there).
+_STEP_NAMES = frozenset(STEP_ALIASES) | {"epoch"}
 
 
 def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
@@ -88,7 +91,7 @@ def _find(lines: list[str], options: LoadOptions):
         header = _cells(line)
         if header is None or len(header) < 2 or any(_NUMBER.match(c) or not c for c in header):
             continue
-        if options.step_col not in header and step_column(header) is None:
+        if options.step_col not in header and _STEP_NAMES.isdisjoint(cell.lower() for cell in header):
             continue  # no step: the loss need not be looked for (a log line with '|' in it is no header)
         step_col, (loss_col, _) = sniff_columns(header, options.step_col, options.loss_col)
         if step_col is None or loss_col is None:

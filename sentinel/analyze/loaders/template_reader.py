@@ -115,7 +115,7 @@ def read_templates(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOp
     loose = line_filter(shape.pattern)
     if skeletons is None or loose is None:
         return None
-    candidates = skeletons.matching(loose)
+    candidates = skeletons.matching(loose, shape.pattern)
     if len(candidates) > 32 and len(candidates) * 32 > int(skeletons.lines_of[candidates].sum()):
         return None  # a skeleton costs the Python work of ~20 lines read the general way: too few repeats
     first = np.zeros(len(skeletons.uniques), dtype=np.int64)

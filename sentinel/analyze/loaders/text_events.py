@@ -22,6 +22,7 @@ from sentinel import metrics
 from sentinel.analyze.loaders.amp_lines import AMP_LINES, WORDS as AMP_WORDS
 from sentinel.analyze.loaders.dialect_types import Dialect, Shape
 from sentinel.analyze.loaders.keys import STEP_LIMIT
+from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.record_fields import NAN_PREFIX
 from sentinel.events import EventKind, make_event
 
@@ -30,12 +31,14 @@ _TIMESTAMP = re.compile(r"(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})(?:[,.](\d{1,6
 
 
 def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, warnings: list[str],
-                train_steps: list[tuple[Shape, np.ndarray]] | None = None) -> tuple[list[dict], list[int]]:
+                train_steps: list[tuple[Shape, np.ndarray]] | None = None, lines: Lines | None = None
+                ) -> tuple[list[dict], list[int]]:
     """Event lines, each given its own step or that of the next record line, and where each is.
     A dialect without event lines of its own reads, where it says so (:attr:`Dialect.amp_lines`),
     the mixed-precision overflow lines any script's log may hold
-    (:mod:`~sentinel.analyze.loaders.amp_lines`)."""
-    rules = dialect.events + (AMP_LINES if dialect.amp_lines and any(word in text for word in AMP_WORDS) else ())
+    (:mod:`~sentinel.analyze.loaders.amp_lines`). ``lines``: ``Lines(text)``, where made already."""
+    holds = (lines if lines is not None and lines.text is text else Lines(text)).holds_any
+    rules = dialect.events + (AMP_LINES if dialect.amp_lines and holds(AMP_WORDS) else ())
     if not rules:
         return [], []
     found = []

@@ -128,9 +128,10 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
     if dialect is None:
         raise ValueError(f"{path}: no known training-log lines found: pass a log with a step and a loss "
                          "on each line (`sentinel formats` lists the kinds read)")
-    parts = fresh_starts(text)
+    lines = Lines(text)  # its skeletons answer the whole text's substring searches, and its reading
+    parts = fresh_starts(text, lines)
     if len(parts) == 1:
-        return [_read(text, dialect, options, path, run_name(path))]
+        return [_read(text, dialect, options, path, run_name(path), lines)]
     runs, empty = [], []
     for k, part in enumerate(parts, 1):
         try:
@@ -163,7 +164,7 @@ _FRESH_WORDS = ("Starting training from iteration 0", "Running training", "Param
 _RESUMED = re.compile(r"Continuing training from checkpoint|Restoring states from the checkpoint path")
 
 
-def fresh_starts(text: str) -> list[str]:
+def fresh_starts(text: str, lines: Lines | None = None) -> list[str]:
     """``text`` cut where a training starts again from its first step (each part from its start
     line; the first part from the top). A training resumed from a checkpoint goes on with the
     part before it.
@@ -173,7 +174,9 @@ def fresh_starts(text: str) -> list[str]:
         >>> [part.count("iter:") for part in fresh_starts(log)]
         [1, 1]
     """
-    if not any(word in text for word in _FRESH_WORDS):  # substring searches: most logs stop here
+    # Substring searches (on the distinct lines where given): most logs stop here.
+    if not (lines.holds_any(_FRESH_WORDS) if lines is not None and lines.text is text else
+            any(word in text for word in _FRESH_WORDS)):
         return [text]
     cuts = list(dict.fromkeys(text.rfind("\n", 0, m.start()) + 1 for m in _FRESH_START.finditer(text)))
     if len(cuts) < 2:
@@ -191,12 +194,13 @@ def fresh_starts(text: str) -> list[str]:
     return kept
 
 
-def _read(text: str, dialect: Dialect, options: LoadOptions | None, path: str | Path, name: str) -> RunData:
-    """One run from ``text`` read with ``dialect``."""
+def _read(text: str, dialect: Dialect, options: LoadOptions | None, path: str | Path, name: str,
+          lines: Lines | None = None) -> RunData:
+    """One run from ``text`` read with ``dialect`` (``lines``: ``Lines(text)``, where made already)."""
     if dialect is HF_TRAINER:
         text = clean_text(text)
         text = bar_steps(text, HF_TRAINER.shapes[0].pattern) or text  # its dicts, training and evaluation
-    found = scan(text, dialect, options)
+    found = scan(text, dialect, options, lines)
     if not len(found.steps.index):
         raise ValueError(f"{path}: no {dialect.name} step lines found")
     if dialect is EPOCH_LINES:
@@ -212,7 +216,7 @@ def _read(text: str, dialect: Dialect, options: LoadOptions | None, path: str | 
         found.warnings.append("the loss lines carry no step: numbered 1, 2, 3, ... in order (a line every "
                               "N steps is N steps apart: the steps here count lines)")
     if dialect is GENERIC and metrics.LOSS in found.steps.columns and not (options and options.loss_col) \
-            and reads_bar_running_mean(text):
+            and reads_bar_running_mean(text, lines):
         found.warnings.append("the loss read is the 'loss=' of Lightning 1.x's progress bar, a running mean of "
                               "the last 20 steps: a one-step spike shows at about a twentieth of its height and "
                               "goes unseen. Log the step's loss to the bar (self.log('train_loss', loss, "

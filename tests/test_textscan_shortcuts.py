@@ -1,0 +1,95 @@
+"""The text reader's shortcuts give what the long way gives.
+
+Three shortcuts: substring searches and the evaluation-line check asked of a text's distinct line
+skeletons instead of the whole text (:meth:`Lines.holds_any`, ``_may_blank``), and the values
+printed beside the loss merged into the loss records' own columns (``_fold_beside``) instead of as
+records of their own sorted in by step. Random logs of many repeats (so the skeletons are few) with
+the edits real logs have: evaluation lines, restarts, a value missing from some lines, CRLF.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pandas as pd
+
+from sentinel.analyze.loaders import LoadOptions, textscan
+from sentinel.analyze.loaders.dialects import GENERIC
+from sentinel.analyze.loaders.log_lines import Lines
+from sentinel.analyze.loaders.textlogs import pick_dialect
+NEEDLES = ["Running training", "Params", "Starting training from iteration 0", "/s, loss=", "/it, loss=",
+           "verflow", "VERFLOW", "valid", "loss", "step 1", "step 10 ", "0.5", "\u00e9", "|", "xyz", "\r"]
+
+
+def _log(rng: random.Random) -> str:
+    heads = ["step {i}", "epoch {e} | step {i}", "iter {i}:", "Epoch {e} [{i}/900]", "[{t}] step={i}"]
+    bodies = ["| loss: {l} | lr: {r} | grad_norm: {g}", "loss {l} lr {r}", "loss={l}, grad_norm={g}",
+              "| loss: {l} | lr: {r}", "loss: {l} grad_norm: {g} loss_scale: 65536.0"]
+    extras = ["Validation: loss {l}", "eval loss: {l}", "step {i} | test loss {l}", "", "Params 12.3 M",
+              "Gradient overflow. Skipping step, loss scaler 0 reducing loss scale to 32768.0",
+              "Epoch 0: 10%| | 5/50 [00:01<00:09, 4.71it/s, loss={l}, v_num=0]", "caf\u00e9 {i}",
+              "***** Running training *****", "step {i} | loss: nan | lr: {r}"]
+    head, body = rng.choice(heads), rng.choice(bodies)
+    lines, step = [], 0
+    for i in range(rng.choice([400, 1500])):
+        step = step + 1 if rng.random() > 0.02 else max(1, step - 30)  # now and then a restart
+        values = dict(i=step, e=step // 300, t=i % 60, l=f"{3 / (1 + i / 200):.4f}", r=f"{3e-4:.2e}",
+                      g=f"{0.5 + (i % 7) / 10:.3f}")
+        line = f"{head} {body}".format(**values)
+        if rng.random() < 0.05:
+            line = line.replace(" | lr: ", " | ").replace(" lr ", " ")  # the lr missing from a line
+        lines.append(line)
+        if rng.random() < 0.03:
+            lines.append(rng.choice(extras).format(**values))
+    ending = rng.choice(["\n", "\n", "\r\n"])
+    return ending.join(lines) + ending
+
+
+def test_substring_searches_on_distinct_lines_are_searches_of_the_text():
+    rng = random.Random(7)
+    distinct_used = 0
+    for trial in range(40):
+        text = _log(rng)
+        lines = Lines(text)
+        distinct_used += lines.distinct_text() is not lines.text
+        for needle in NEEDLES:
+            assert lines.holds_any([needle]) == (needle in text), (trial, needle)
+        assert lines.holds_any(NEEDLES[:6]) == any(n in text for n in NEEDLES[:6])
+        words = GENERIC.drop_words
+        if not textscan._may_blank(lines, words):
+            assert textscan._blank_lines(text, words) == text, trial
+    assert distinct_used >= 30  # the shortcut itself ran (not the whole text every time)
+
+
+def test_values_beside_the_loss_merged_into_its_records_as_merged_by_step(monkeypatch):
+    rng = random.Random(11)
+    folded = 0
+    for trial in range(40):
+        text = _log(rng)
+        dialect = pick_dialect(text)
+        calls = []
+        original = textscan._fold_beside
+        with monkeypatch.context() as m:
+            m.setattr(textscan, "_fold_beside", lambda *a: calls.append(original(*a)) or calls[-1])
+            new = textscan.scan(text, dialect, LoadOptions())
+            m.setattr(textscan, "_fold_beside", lambda *a: False)
+            old = textscan.scan(text, dialect, LoadOptions())
+        assert "loss" in new.steps.columns, (trial, dialect.name)
+        folded += any(calls)
+        pd.testing.assert_frame_equal(new.steps, old.steps, check_exact=True)
+        pd.testing.assert_frame_equal(new.events, old.events, check_exact=True)
+        assert new.meta == old.meta and new.warnings == old.warnings, trial
+    assert folded >= 10  # the others: a restart, or the lr missing from some lines
+
+
+def test_a_shared_lines_object_reads_as_a_fresh_one():
+    rng = random.Random(3)
+    for trial in range(10):
+        text = _log(rng)
+        shared = Lines(text)
+        shared.holds_any(NEEDLES)  # made and used before the read
+        a = textscan.scan(text, GENERIC, LoadOptions(), shared)
+        b = textscan.scan(text, GENERIC, LoadOptions())
+        assert "loss" in a.steps.columns
+        pd.testing.assert_frame_equal(a.steps, b.steps, check_exact=True)
+        assert a.warnings == b.warnings
