@@ -22,6 +22,7 @@ from pathlib import Path
 from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData
 from sentinel.analyze.loaders.dialects import LLMC
+from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
 from sentinel.analyze.loaders.textscan import count_records, scan
 
@@ -37,7 +38,7 @@ def sniff(path: str | Path) -> bool:
         False
     """
     head = read_head(path)
-    return head is not None and count_records(head, LLMC) >= LLMC.min_records
+    return head is not None and count_records(Lines.shared(head), LLMC) >= LLMC.min_records
 
 
 def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:

@@ -67,7 +67,7 @@ _last_pick: tuple[str | None, int | None, Dialect | None] = (None, None, None)  
 
 def _pick_dialect(text: str, least: int | None) -> Dialect | None:
     text = clean_text(text)
-    lines = Lines(text)  # split and grouped once for every dialect
+    lines = Lines.shared(text)  # split and grouped once for every dialect (and the llm.c sniff)
     best, best_count = None, 0
     for dialect in DIALECTS:
         if dialect in FALLBACKS and best is not None:
