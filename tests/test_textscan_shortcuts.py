@@ -14,7 +14,7 @@ import random
 import pandas as pd
 
 from sentinel.analyze.loaders import LoadOptions, textscan
-from sentinel.analyze.loaders.dialects import GENERIC
+from sentinel.analyze.loaders.dialects import DIALECTS, GENERIC
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.textlogs import pick_dialect
 NEEDLES = ["Running training", "Params", "Starting training from iteration 0", "/s, loss=", "/it, loss=",
@@ -93,3 +93,36 @@ def test_a_shared_lines_object_reads_as_a_fresh_one():
         assert "loss" in a.steps.columns
         pd.testing.assert_frame_equal(a.steps, b.steps, check_exact=True)
         assert a.warnings == b.warnings
+
+
+def test_patterns_rewritten_to_start_with_their_word_match_what_they_matched():
+    """literal_first moves a leading word boundary behind the first word: every dialect's record,
+    scrub and event pattern must find the same matches in the fixture logs, the real logs and
+    random texts built from the words they look for."""
+    import re
+    from pathlib import Path
+
+    from sentinel.analyze.loaders.dialects import LLMC
+    from sentinel.analyze.loaders.pattern_prefix import literal_first
+
+    patterns = {shape.pattern for d in (LLMC, *DIALECTS) for shape in d.shapes}
+    patterns |= {shape.scrub[0] for d in (LLMC, *DIALECTS) for shape in d.shapes if shape.scrub}
+    patterns |= {event.pattern for d in (LLMC, *DIALECTS) for event in d.events}
+    rewritten = {p: literal_first(p) for p in patterns if literal_first(p) is not p}
+    assert len(rewritten) >= 10
+    here = Path(__file__).parent
+    files = sorted((here / "fixtures").rglob("*.log"))
+    reallogs = here.parents[1] / "shared" / "reallogs"  # where present: real logs of many tools
+    if reallogs.is_dir():
+        files += sorted(p for p in reallogs.rglob("*") if p.suffix in (".log", ".txt", ".out", ".md"))[::3]
+    texts = [p.read_text(errors="replace")[:30_000] for p in files]
+    rng = random.Random(5)
+    words = ["epoch", "Epoch", "step", "steps", "iter", "eta", "loss", "Train", "Step", "completed", "_epoch",
+             "xstep", "\u00e9step", "1step", "(train)", "[1]", "[ 20/100]", ": ", "=", "|", " ", "\t", "\n", "7",
+             "0.5", "days", "1 day, 8:31:30,", "valid on 'valid' subset", "per-step time", "'Loss/total_loss': 2"]
+    texts += ["".join(rng.choice(words) for _ in range(3000)) for _ in range(30)]
+    for original, fast in rewritten.items():
+        for text in texts:
+            assert [m.span() for m in fast.finditer(text)] == [m.span() for m in original.finditer(text)], \
+                original.pattern
+            assert fast.findall(text) == original.findall(text)

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sentinel.analyze.loaders.pattern_locality import line_local
+from sentinel.analyze.loaders.pattern_prefix import literal_first
 from sentinel.analyze.loaders.pattern_re2 import line_filter
 
 
@@ -127,7 +128,7 @@ class Lines:
         """
         skeletons = self.skeletons() if len(self.text) > _SMALL_TEXT and line_local(pattern) else None
         if skeletons is None or len(skeletons.uniques) * _COUNT_REPEATS > len(skeletons.codes):
-            return len(pattern.findall(self.matching(pattern)))
+            return len(literal_first(pattern).findall(self.matching(pattern)))
         loose = line_filter(pattern)
         candidates = np.arange(len(skeletons.uniques)) if loose is None else skeletons.matching(loose, pattern)
         lines_of = skeletons.lines_of[candidates].tolist()

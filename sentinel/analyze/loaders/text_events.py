@@ -23,6 +23,7 @@ from sentinel.analyze.loaders.amp_lines import AMP_LINES, WORDS as AMP_WORDS
 from sentinel.analyze.loaders.dialect_types import Dialect, Shape
 from sentinel.analyze.loaders.keys import STEP_LIMIT
 from sentinel.analyze.loaders.log_lines import Lines
+from sentinel.analyze.loaders.pattern_prefix import literal_first
 from sentinel.analyze.loaders.record_fields import NAN_PREFIX
 from sentinel.events import EventKind, make_event
 
@@ -45,7 +46,7 @@ def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, wa
     claimed: list[tuple[int, int]] = []
     for rule in rules:  # earlier rules win where two describe the same lines
         spans = sorted(claimed)
-        for match in rule.pattern.finditer(text):
+        for match in literal_first(rule.pattern).finditer(text):
             at = bisect.bisect_right(spans, (match.start(), math.inf)) - 1
             if at >= 0 and spans[at][1] > match.start():
                 continue
@@ -125,7 +126,7 @@ def with_record_events(text: str, dialect: Dialect, parts: list[tuple[Shape, dic
             flagged.append(hit)
         if not flagged or not np.logical_or.reduce(flagged).any():
             continue
-        starts = [m.start() for m in shape.pattern.finditer(text)]
+        starts = [m.start() for m in literal_first(shape.pattern).finditer(text)]
         steps = record_steps[i]
         if len(starts) != len(steps):  # some matches were not records (noise): no line to tell
             starts = [len(text)] * len(steps)
@@ -163,13 +164,13 @@ def _record_positions(text: str, dialect: Dialect, steps: pd.DataFrame,
     if not len(steps.index):
         return np.array([], dtype=np.int64), np.array([], dtype=np.int64)
     shape = dialect.shapes[0]
-    starts = [m.start() for m in shape.pattern.finditer(text)]
+    starts = [m.start() for m in literal_first(shape.pattern).finditer(text)]
     placed = dict((id(s), st) for s, st in train_steps)
     record_steps = placed.get(id(shape))
     if record_steps is not None and len(record_steps) == len(starts) and not np.isnan(record_steps).any():
         return np.array(starts, dtype=np.int64), record_steps.astype(np.int64)
     if not starts and train_steps:
-        found = [(np.array([m.start() for m in s.pattern.finditer(text)], dtype=np.int64), st)
+        found = [(np.array([m.start() for m in literal_first(s.pattern).finditer(text)], dtype=np.int64), st)
                  for s, st in train_steps]
         found = [(at, st) for at, st in found if len(at) == len(st) and not np.isnan(st).any()]
         if found:
@@ -179,7 +180,7 @@ def _record_positions(text: str, dialect: Dialect, steps: pd.DataFrame,
     if len(starts) != len(steps.index) and not dialect.step_from_order:
         # Records merged by step: find each start's step by re-reading its head.
         found = []
-        for m in shape.pattern.finditer(text):
+        for m in literal_first(shape.pattern).finditer(text):
             body = m.group(1)
             for sep in shape.separators:
                 body = body.replace(sep, " ")

@@ -77,6 +77,7 @@ from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions
 from sentinel.analyze.loaders.dialect_types import HEAD_ROLES, Dialect, Shape
 from sentinel.analyze.loaders.keys import STEP_LIMIT
 from sentinel.analyze.loaders.log_lines import Lines
+from sentinel.analyze.loaders.pattern_prefix import literal_first
 from sentinel.analyze.loaders.record_fields import (KEY, NAN_PREFIX, check_heads, metric_name, watches_nonfinite,
                                                     unit_suffix, units_order, widest)
 from sentinel.analyze.loaders.template_reader import read_templates
@@ -317,15 +318,16 @@ def _read_shape(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOptio
         out, bad, keys_seen, fast_warnings = fast
         warnings.extend(fast_warnings)
         return out, bad, keys_seen
-    bodies = shape.pattern.findall(lines.matching(shape.pattern))
+    bodies = literal_first(shape.pattern).findall(lines.matching(shape.pattern))
     if not bodies:
         return None, 0, set()
     cut = None
     if shape.fields is not None:
         bodies, cut = _field_bodies(bodies, shape)
     joined = "\n".join(map(" ".join, bodies) if isinstance(bodies[0], tuple) else bodies)
-    if shape.scrub is not None and shape.scrub[0].search(joined):
-        joined = shape.scrub[0].sub(shape.scrub[1], joined)
+    scrub = None if shape.scrub is None else literal_first(shape.scrub[0])
+    if scrub is not None and scrub.search(joined):
+        joined = scrub.sub(shape.scrub[1], joined)
     for sep in shape.separators if shape.fields is None else ():
         joined = joined.replace(sep, " ")
     # Arrow's split keeps an empty token for whitespace at either end of a record: trim first.
