@@ -10,18 +10,24 @@ the edits real logs have: evaluation lines, restarts, a value missing from some 
 from __future__ import annotations
 
 import random
+import re
 
 import pandas as pd
 
 from sentinel.analyze.loaders import LoadOptions, textscan
-from sentinel.analyze.loaders.dialects import DIALECTS, GENERIC
+from sentinel.analyze.loaders.dialects import DIALECTS, GENERIC, HF_TRAINER
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.textlogs import pick_dialect
 NEEDLES = ["Running training", "Params", "Starting training from iteration 0", "/s, loss=", "/it, loss=",
            "verflow", "VERFLOW", "valid", "loss", "step 1", "step 10 ", "0.5", "\u00e9", "|", "xyz", "\r"]
 
 
-def _log(rng: random.Random) -> str:
+PATTERN_NEEDLES = [HF_TRAINER.rewrite_needs[0], re.compile(r"loss: nan \| lr: \d"), re.compile(r"^step 1\d* ", re.M),
+                   re.compile(r"grad_norm: 0\.5\d*$", re.M), re.compile(r"Params \d+\.\d M\s+step")]
+
+
+def _log(rng: random.Random, dicts: bool = False) -> str:
+    """``dicts``: Hugging Face dict lines among the extras, one cut at its line end."""
     heads = ["step {i}", "epoch {e} | step {i}", "iter {i}:", "Epoch {e} [{i}/900]", "[{t}] step={i}"]
     bodies = ["| loss: {l} | lr: {r} | grad_norm: {g}", "loss {l} lr {r}", "loss={l}, grad_norm={g}",
               "| loss: {l} | lr: {r}", "loss: {l} grad_norm: {g} loss_scale: 65536.0"]
@@ -29,6 +35,8 @@ def _log(rng: random.Random) -> str:
               "Gradient overflow. Skipping step, loss scaler 0 reducing loss scale to 32768.0",
               "Epoch 0: 10%| | 5/50 [00:01<00:09, 4.71it/s, loss={l}, v_num=0]", "caf\u00e9 {i}",
               "***** Running training *****", "step {i} | loss: nan | lr: {r}"]
+    if dicts:
+        extras += ["{{'loss': {l}, 'learning_rate': {r},", "{{'loss': {l}, 'epoch': {e}}}"]
     head, body = rng.choice(heads), rng.choice(bodies)
     lines, step = [], 0
     for i in range(rng.choice([400, 1500])):
@@ -49,12 +57,14 @@ def test_substring_searches_on_distinct_lines_are_searches_of_the_text():
     rng = random.Random(7)
     distinct_used = 0
     for trial in range(40):
-        text = _log(rng)
+        text = _log(rng, dicts=True)
         lines = Lines(text)
         distinct_used += lines.distinct_text() is not lines.text
         for needle in NEEDLES:
             assert lines.holds_any([needle]) == (needle in text), (trial, needle)
         assert lines.holds_any(NEEDLES[:6]) == any(n in text for n in NEEDLES[:6])
+        for pattern in PATTERN_NEEDLES:
+            assert lines.holds_any([pattern]) == (pattern.search(text) is not None), (trial, pattern.pattern)
         words = GENERIC.drop_words
         if not textscan._may_blank(lines, words):
             assert textscan._blank_lines(text, words) == text, trial
@@ -126,3 +136,25 @@ def test_patterns_rewritten_to_start_with_their_word_match_what_they_matched():
             assert [m.span() for m in fast.finditer(text)] == [m.span() for m in original.finditer(text)], \
                 original.pattern
             assert fast.findall(text) == original.findall(text)
+
+
+def test_a_scrub_never_matches_a_body_without_one_of_its_needs():
+    """Shape.scrub_needs lets the reader skip a scrub's scan: the scrub must find nothing in a
+    text that holds none of those strings, and something where the dialect's values need it."""
+    from sentinel.analyze.loaders.dialects import HF_TRAINER, LLMC
+
+    shapes = [shape for d in (LLMC, *DIALECTS) for shape in d.shapes if shape.scrub_needs]
+    assert HF_TRAINER.shapes[0] in shapes
+    rng = random.Random(8)
+    pieces = ["'loss': ", "2.5", ", ", "np.float32(", "np.float64(2.1)", "tensor(", "tensor(0.5, device='cuda:0')",
+              "'remaining_time': '3h 35m'", ": '", "'", " ", ")", "(", ": ", "float", "np", "\t", "\n"]
+    for shape in shapes:
+        scrub = shape.scrub[0]
+        matched = 0
+        for _ in range(400):
+            text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 40)))
+            found = scrub.search(text) is not None
+            matched += found
+            if found:
+                assert any(word in text for word in shape.scrub_needs), text
+        assert matched > 50

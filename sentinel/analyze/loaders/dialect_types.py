@@ -67,6 +67,8 @@ class Shape:
         strict: every key must look like an identifier and have a number, else the line is noise.
         scrub: ``(pattern, replacement)`` applied to the bodies first (values that hold a
             separator, e.g. mmengine's ``eta: 1 day, 2:03:04``).
+        scrub_needs: strings of which the bodies must hold one for ``scrub`` to match, looked
+            for first (a pattern with no literal start is tried at every position of the text).
         fields: a field list: the body's last group is ``name: value`` fields each ended by this
             string (Megatron's ``| lm loss: 2.7 |``). A name is a phrase (words, brackets) and
             the value one token (``name=value`` too; a thousands separator in a value is read,
@@ -98,6 +100,7 @@ class Shape:
     units: Mapping[str, tuple[str, float]] = field(default_factory=dict)
     strict: bool = False
     scrub: tuple[re.Pattern, str | Callable[[re.Match], str]] | None = None
+    scrub_needs: tuple[str, ...] = ()
     fields: str | None = None
     rescale: Mapping[str, tuple[str, float]] = field(default_factory=dict)
     record_events: tuple[RecordEvent, ...] = ()
@@ -150,8 +153,9 @@ class Dialect:
         rewrite: a function of the whole text, applied after ``joins``: what the tool prints that
             would be read as something it is not (Lightning 1.x's bar shows a running mean as
             ``loss=`` before the step's own ``train_loss=``).
-        rewrite_needs: strings of which the text must hold one for ``rewrite`` to change it (asked
-            of the text's distinct lines first: a search over the whole text is skipped).
+        rewrite_needs: strings (or line-local patterns) of which the text must hold (match) one
+            for ``rewrite`` to change it, asked of the text's distinct lines first: a search over
+            the whole text is skipped.
         min_records: record lines the sniffer must see before it claims a file.
         drop_cut_line: the last line without a line end is not trusted (``3.2`` of ``3.2217``).
         warn_bad_values: say how many values were not numbers.
@@ -187,7 +191,7 @@ class Dialect:
     joins: re.Pattern | None = None
     join_with: str = " "
     rewrite: Callable[[str], str] | None = None
-    rewrite_needs: tuple[str, ...] = ()
+    rewrite_needs: tuple[str | re.Pattern, ...] = ()
     drop_words: tuple[str, ...] = ()
     min_records: int = 3
     drop_cut_line: bool = True

@@ -193,7 +193,7 @@ _HF_SCRUB = (re.compile(r"(?:np\.float\d+|tensor)\(([^,()]*)(?:, device='[^']*')
 # A dict printed over several lines (a paste hard-wrapped at a terminal's width, a narrow console)
 # is one record again: its line ends become spaces, moved after its closing brace so that the
 # lines after it keep their numbers.
-_HF_DICT_OPEN = re.compile(r"\{'(?:loss|eval_[a-z_]+)'[^{}\n]*\n")
+_HF_DICT_OPEN = re.compile(r"\{'(?:loss|eval_[a-z_]+)'[^{}\n]*$", re.MULTILINE)  # line-local: asked of distinct lines
 _HF_WRAPPED_DICT = re.compile(r"\{'(?:loss|eval_[a-z_]+)'[^{}\n]*(?:\n[^{}\n]*){1,16}?\}")
 
 
@@ -209,11 +209,12 @@ HF_TRAINER = Dialect(
     shapes=(
         Shape(re.compile(r"\{('(?:loss|eval_[a-z_]+)': [^{}\n]*)\}"), head=(),
               separators=("'", '"', ":", ","), keys={"loss": metrics.LOSS, "learning_rate": metrics.LR},
-              require="loss", scrub=_HF_SCRUB),
+              require="loss", scrub=_HF_SCRUB, scrub_needs=("np.float", "tensor(", ": '")),
     ),
     step_key="step",  # added from the progress bar beside each dict (loaders/progress_bar.py)
     step_from_order=True,
     rewrite=_hf_dicts_unwrapped,
+    rewrite_needs=(_HF_DICT_OPEN,),
     sniff=re.compile(r"\{'loss': '?(?:[-\d.]|nan\b|inf\b)"),  # newer versions quote the values ('3.895')
     min_records=2,
 )

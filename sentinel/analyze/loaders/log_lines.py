@@ -93,19 +93,25 @@ class Lines:
         return self._distinct
 
     def holds_any(self, needles) -> bool:
-        """Whether the text holds one of ``needles`` (``any(n in text for n in needles)``), asked
-        of :meth:`distinct_text` first: one search over a few hundred bytes instead of one over
-        the whole text per needle. A needle with digits found there (as its skeleton) is then
-        looked for in the text.
+        """Whether the text holds one of ``needles`` (``any(n in text for n in needles)``; a
+        compiled pattern among them: whether it matches), asked of :meth:`distinct_text` first:
+        one search over a few hundred bytes instead of one over the whole text per needle. A
+        string with digits found there (as its skeleton) is then looked for in the text; a
+        pattern that is not :func:`line_local` is searched for in the text.
 
         Example:
             >>> lines = Lines("iter 10 loss 2\\n" * 2000)
             >>> lines.holds_any(["nan", "Running"]), lines.holds_any(["iter 10 "]), lines.holds_any(["iter 11"])
             (False, True, False)
+            >>> lines.holds_any([re.compile(r"loss \\d+$", re.M)])
+            True
         """
         distinct = self.distinct_text()
         for needle in needles:
-            if distinct is self.text or "\n" in needle:
+            if isinstance(needle, re.Pattern):
+                local = line_local(needle)  # matches a line where it matches the line's skeleton
+                found = (needle.search(distinct) if local else literal_first(needle).search(self.text)) is not None
+            elif distinct is self.text or "\n" in needle:
                 found = needle in self.text
             else:
                 skeleton = needle.translate(_ZERO_ASCII_DIGITS)

@@ -326,7 +326,8 @@ def _read_shape(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOptio
         bodies, cut = _field_bodies(bodies, shape)
     joined = "\n".join(map(" ".join, bodies) if isinstance(bodies[0], tuple) else bodies)
     scrub = None if shape.scrub is None else literal_first(shape.scrub[0])
-    if scrub is not None and scrub.search(joined):
+    if scrub is not None and (not shape.scrub_needs or any(word in joined for word in shape.scrub_needs)) \
+            and scrub.search(joined):
         joined = scrub.sub(shape.scrub[1], joined)
     for sep in shape.separators if shape.fields is None else ():
         joined = joined.replace(sep, " ")
