@@ -158,3 +158,51 @@ def test_a_scrub_never_matches_a_body_without_one_of_its_needs():
             if found:
                 assert any(word in text for word in shape.scrub_needs), text
         assert matched > 50
+
+
+def _megatron_log(rng: random.Random) -> str:
+    fields = ["consumed samples: {s}", "elapsed time per iteration (ms): {t}", "elapsed time per iteration (s): 1.2",
+              "learning rate: {r}", "global batch size: 512", "lm loss: {l}", "loss scale: 65536.0", "grad norm: {g}",
+              "number of skipped iterations: 0", "number of nan iterations: 0", "tokens per sec: 32.8K",
+              "throughput: 1,234,567.5", "lm loss: nan", "grad norm: inf", "note: n/a", "time=12:30:01",
+              "mem = 3.5 GB", "x", "", "  ", "lm loss:2.5", "Loss Of Things: -1e-3", "9lives: 3", "a|b"]
+    ending = rng.choice(["|", "|", ""])
+    odd = rng.random() < 0.3  # non-ASCII or odd whitespace in a few names: read field by field
+    lines = []
+    for i in range(1, rng.choice([70, 300])):
+        picked = rng.sample(fields, rng.randint(3, 9))
+        body = " | ".join(f.format(s=i * 512, t=f"{1000 + i % 7:.1f}", r=f"{3e-4:.3E}", l=f"{3 / (1 + i / 50):.6E}",
+                                   g=f"{0.5 + i % 5 / 10:.3f}") for f in picked)
+        line = f" iteration {i:8d}/  100000 | {body} {ending}"
+        if rng.random() < 0.03:
+            line = line[: rng.randint(30, len(line))]  # cut while written
+        if odd and rng.random() < 0.05:
+            line = line.replace("lm loss", rng.choice(["lm\u00a0loss", "lm\x0bloss", "l\u00e9 loss"]))
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def test_field_lists_read_with_pyarrow_as_read_field_by_field(monkeypatch):
+    """Megatron's '| name: value |' fields: the pyarrow reader must give the frames, events,
+    warnings and meta of the Python one, on random field lists with what real ones hold (units,
+    thousands separators, nan / inf, text values, rescaled fields, cut lines, odd whitespace)."""
+    from sentinel.analyze.loaders import field_lists
+    from sentinel.analyze.loaders.dialects import MEGATRON
+
+    rng = random.Random(21)
+    arrow_used = 0
+    for trial in range(30):
+        text = _megatron_log(rng)
+        calls = []
+        original = field_lists._arrow_bodies
+        with monkeypatch.context() as m:
+            m.setattr(field_lists, "_arrow_bodies", lambda *a: calls.append(original(*a)) or calls[-1])
+            new = textscan.scan(text, MEGATRON, LoadOptions())
+            m.setattr(field_lists, "_arrow_bodies", lambda *a: None)
+            old = textscan.scan(text, MEGATRON, LoadOptions())
+        arrow_used += any(c is not None for c in calls)
+        assert len(new.steps) > 50
+        pd.testing.assert_frame_equal(new.steps, old.steps, check_exact=True)
+        pd.testing.assert_frame_equal(new.events, old.events, check_exact=True)
+        assert new.meta == old.meta and new.warnings == old.warnings, trial
+    assert arrow_used >= 15  # the others hold whitespace RE2 reads otherwise, or non-ASCII names

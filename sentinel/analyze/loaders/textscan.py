@@ -75,6 +75,7 @@ import pyarrow.compute as pc
 from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions
 from sentinel.analyze.loaders.dialect_types import HEAD_ROLES, Dialect, Shape
+from sentinel.analyze.loaders.field_lists import SHOWN, field_bodies
 from sentinel.analyze.loaders.keys import STEP_LIMIT
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.pattern_prefix import literal_first
@@ -323,7 +324,7 @@ def _read_shape(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOptio
         return None, 0, set()
     cut = None
     if shape.fields is not None:
-        bodies, cut = _field_bodies(bodies, shape)
+        bodies, cut = field_bodies(bodies, shape)
     joined = "\n".join(map(" ".join, bodies) if isinstance(bodies[0], tuple) else bodies)
     scrub = None if shape.scrub is None else literal_first(shape.scrub[0])
     if scrub is not None and (not shape.scrub_needs or any(word in joined for word in shape.scrub_needs)) \
@@ -386,7 +387,7 @@ def _read_shape(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOptio
         bad = int((~parsed).sum())
         lower = [key.lower() for key in raw_keys]
         if shape.fields is not None:
-            lower = [key.translate(_SHOWN) for key in lower]
+            lower = [key.translate(SHOWN) for key in lower]
         keys_seen.update(lower)
         if shape.strict:
             key_ok = np.array([KEY.match(key) is not None for key in raw_keys], dtype=bool)
@@ -407,66 +408,6 @@ def _read_shape(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOptio
     if not ok.all():
         out = {name: column[ok] for name, column in out.items()}
     return out, bad, keys_seen
-
-
-_FIELD = re.compile(r"^\s*([A-Za-z][^:=|]*?)\s*[:=]\s*(\S+)\s*$")
-_THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
-# A field name's spaces, hidden while the body is split into tokens (see Shape.fields).
-_HIDDEN = str.maketrans({" ": "\ue000", "\t": "\ue001", "\v": "\ue002", "\f": "\ue003", "\r": "\ue004"})
-_SHOWN = str.maketrans({v: k for k, v in _HIDDEN.items()})
-
-
-def _field_bodies(bodies: list, shape: Shape) -> tuple[list[str], np.ndarray]:
-    """:attr:`Shape.fields`: each body's field list as ``name value`` tokens (the spaces of a name
-    hidden), after its head fields; and which bodies had a field cut off."""
-    out, cut = [], np.zeros(len(bodies), dtype=bool)
-    sep, rescale = shape.fields, shape.rescale
-    rests = [body[-1] if isinstance(body, tuple) else body for body in bodies]
-    # Megatron ends every field with the separator, so text after the last one is a field cut
-    # off; NeMo 2 ("... | global_step: 3 | reduced_train_loss: 8.595") ends none: where no line
-    # ends with it, the last field is whole.
-    ended = any(rest.rstrip().endswith(sep) for rest in rests)
-    for i, body in enumerate(bodies):
-        heads, rest = (body[:-1], body[-1]) if isinstance(body, tuple) else ((), body)
-        segments = rest.split(sep)
-        if not ended:
-            segments.append("")
-        elif segments[-1].strip():
-            cut[i] = True
-        tokens = list(heads)
-        for segment in segments[:-1]:
-            match = _FIELD.match(segment)
-            if not match:
-                continue
-            raw = match.group(2)
-            name = match.group(1).strip().lower()
-            try:
-                value = float(raw.replace(",", "") if _THOUSANDS.match(raw) else raw)
-            except ValueError:
-                value = _with_unit(raw, shape.units)
-                if value is None:
-                    continue
-                value, key_suffix = value
-                name += key_suffix
-            if name in rescale:
-                name, factor = rescale[name]
-                value *= factor
-            tokens.append(name.translate(_HIDDEN))
-            tokens.append(repr(value))
-        out.append(" ".join(tokens))
-    return out, cut
-
-
-def _with_unit(raw: str, units: Mapping[str, tuple[str, float]]) -> tuple[float, str] | None:
-    """``(value, key suffix)`` of a field value printed with one of the shape's units
-    (nanotron's ``32.8K``), or None where it is not a number."""
-    for unit in units_order(units):
-        if raw.endswith(unit):
-            try:
-                return float(raw[:-len(unit)]) * units[unit][1], units[unit][0]
-            except ValueError:
-                return None
-    return None
 
 
 def _scatter(out: dict[str, np.ndarray], n: int, row: np.ndarray, combos: np.ndarray, values: np.ndarray,

@@ -1,0 +1,209 @@
+"""Record bodies that are field lists (:attr:`Shape.fields`), made into ``name value`` tokens.
+
+Megatron prints each iteration as ``| name: value |`` fields: ``| lm loss: 2.7E+00 | loss scale:
+65536.0 | grad norm: 0.8 |``. A field's name is a phrase (its spaces hidden so that the body splits
+into tokens), its value one token (a thousands separator read, a unit such as nanotron's ``32.8K``
+worked out, a field rescaled where the shape says); a field that is not ``name: number`` is left
+out. Two readers give the same tokens: one with pyarrow over every field at once, for ASCII text
+whose whitespace RE2 and Python agree on, and one in Python for the rest and for the values that
+need a unit or a rescale. They live apart from the line engine
+(:mod:`~sentinel.analyze.loaders.textscan`), which turns the tokens into columns.
+
+Example:
+    >>> from sentinel.analyze.loaders.dialect_types import Shape
+    >>> shape = Shape(re.compile(r"iteration (\\d+) \\|([^\\n]*)"), head=("step",), fields="|")
+    >>> field_bodies([("3", " lm loss: 2.5 | skipped: 0 |")], shape)[0]
+    ['3 lm\\ue000loss 2.5 skipped 0.0']
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sentinel.analyze.loaders.dialect_types import Shape
+from sentinel.analyze.loaders.record_fields import units_order
+
+FIELD = re.compile(r"^\s*([A-Za-z][^:=|]*?)\s*[:=]\s*(\S+)\s*$")
+THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
+# A field name's spaces, hidden while the body is split into tokens.
+HIDDEN = str.maketrans({" ": "\ue000", "\t": "\ue001", "\v": "\ue002", "\f": "\ue003", "\r": "\ue004"})
+SHOWN = str.maketrans({v: k for k, v in HIDDEN.items()})
+
+# The same patterns for RE2. On ASCII text without \v or \x1c-\x1f, RE2's \s and \S and Python's
+# take the same characters, so they match the same spans.
+_NAME_RE2 = r"^\s*[A-Za-z][^:=|]*$"  # before a field's first ':' or '='
+_VALUE_RE2 = r"^\s*\S+\s*$"  # after it
+_THOUSANDS_RE2 = r"^[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?$"
+# A value that float() and pyarrow's cast both read, to the same double: kept as printed.
+_PLAIN_RE2 = r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$"
+_SPACES_APART = r"[\x0b\x1c-\x1f]"
+_SPACE = pa.scalar(" ", pa.large_string())  # whitespace to Python's str.split / strip / \s, not to RE2's \s
+
+
+def field_bodies(bodies: list, shape: Shape) -> tuple[list[str], np.ndarray]:
+    """Each body's field list as ``name value`` tokens after its head fields, and which bodies
+    had a field cut off (text after the last separator, where the lines end fields with it).
+
+    ``bodies``: ``findall`` results of ``shape.pattern`` (tuples: head groups, then the fields;
+    or the fields alone).
+
+    Example:
+        >>> from sentinel.analyze.loaders.dialect_types import Shape
+        >>> shape = Shape(re.compile(r"([^\\n]*)"), fields="|")
+        >>> field_bodies([" loss: 2.5 | lr: 1,000 |", " loss: 2.4 | lm lo"], shape)
+        (['loss 2.5 lr 1000.0', 'loss 2.4'], array([False,  True]))
+    """
+    rests = [body[-1] if isinstance(body, tuple) else body for body in bodies]
+    fast = _arrow_bodies(bodies, rests, shape) if len(bodies) >= 64 else None
+    return fast if fast is not None else _python_bodies(bodies, rests, shape)
+
+
+def _python_bodies(bodies: list, rests: list[str], shape: Shape) -> tuple[list[str], np.ndarray]:
+    """:func:`field_bodies`, a body and a field at a time."""
+    out, cut = [], np.zeros(len(bodies), dtype=bool)
+    sep = shape.fields
+    # Megatron ends every field with the separator, so text after the last one is a field cut
+    # off; NeMo 2 ("... | global_step: 3 | reduced_train_loss: 8.595") ends none: where no line
+    # ends with it, the last field is whole.
+    ended = any(rest.rstrip().endswith(sep) for rest in rests)
+    for i, body in enumerate(bodies):
+        heads, rest = (body[:-1], body[-1]) if isinstance(body, tuple) else ((), body)
+        segments = rest.split(sep)
+        if not ended:
+            segments.append("")
+        elif segments[-1].strip():
+            cut[i] = True
+        tokens = list(heads)
+        for segment in segments[:-1]:
+            match = FIELD.match(segment)
+            if match:
+                field = _field_tokens(match.group(1), match.group(2), shape)
+                if field is not None:
+                    tokens.extend(field)
+        out.append(" ".join(tokens))
+    return out, cut
+
+
+def _field_tokens(name: str, raw: str, shape: Shape) -> tuple[str, str] | None:
+    """One field's ``(name, value)`` tokens, or None where its value is no number."""
+    name = name.strip().lower()
+    try:
+        value = float(raw.replace(",", "") if THOUSANDS.match(raw) else raw)
+    except ValueError:
+        found = _with_unit(raw, shape.units)
+        if found is None:
+            return None
+        value, key_suffix = found
+        name += key_suffix
+    if name in shape.rescale:
+        name, factor = shape.rescale[name]
+        value *= factor
+    return name.translate(HIDDEN), repr(value)
+
+
+def _arrow_bodies(bodies: list, rests: list[str], shape: Shape) -> tuple[list[str], np.ndarray] | None:
+    """:func:`field_bodies` over every field at once; None where the text is not ASCII or holds
+    whitespace RE2 reads otherwise than Python. A value read as printed where float() and
+    pyarrow read it alike (a plain decimal, a thousands separator dropped); the others (units,
+    ``nan``, rescaled fields) through :func:`_field_tokens`."""
+    sep = shape.fields
+    text = pa.array(rests, pa.large_string())
+    if not pc.all(pc.string_is_ascii(text)).as_py() or pc.any(pc.match_substring_regex(text, _SPACES_APART)).as_py():
+        return None
+    n = len(rests)
+    ended = pc.any(pc.ends_with(pc.ascii_rtrim_whitespace(text), sep)).as_py()
+    lists = pc.split_pattern(text, sep)
+    offsets = lists.offsets.to_numpy()
+    segments = lists.values
+    record = np.repeat(np.arange(n), np.diff(offsets))
+    cut = np.zeros(n, dtype=bool)
+    if ended:  # the text after each body's last separator is no field; where it is not blank, one cut off
+        last = offsets[1:] - 1
+        tail = pc.ascii_trim_whitespace(segments.take(pa.array(last)))
+        cut = pc.binary_length(tail).to_numpy(zero_copy_only=False) > 0
+        keep = np.ones(len(segments), dtype=bool)
+        keep[last] = False
+        segments, record = segments.filter(pa.array(keep)), record[keep]
+    found, raw_names, values = _name_and_value(segments)
+    coded = pc.dictionary_encode(pc.ascii_lower(pc.ascii_trim_whitespace(raw_names)))
+    lower = coded.dictionary.to_pylist() or [""]  # the few distinct names: worked out in Python
+    codes = pa.array(coded.indices.fill_null(0))
+    rescaled = np.array([name in shape.rescale for name in lower], dtype=bool)[codes.to_numpy()]
+    thousands = _bools(pc.match_substring_regex(values, _THOUSANDS_RE2))
+    plain = _bools(pc.match_substring_regex(values, _PLAIN_RE2))
+    as_printed = found & (plain | thousands) & ~rescaled
+    hidden = pa.array([name.translate(HIDDEN) for name in lower], pa.large_string()).take(codes)
+    printed = pc.if_else(pa.array(thousands), pc.replace_substring(values, ",", ""), values)
+    tokens = pc.if_else(pa.array(as_printed), pc.binary_join_element_wise(hidden, printed, _SPACE),
+                        pa.scalar(None, pa.large_string()))
+    by_python = np.flatnonzero(found & ~as_printed)
+    if len(by_python):
+        where = pa.array(by_python)
+        made = [None if field is None else " ".join(field)
+                for field in (_field_tokens(name, raw, shape) for name, raw in
+                              zip(raw_names.take(where).to_pylist(), values.take(where).to_pylist()))]
+        mask = np.zeros(len(tokens), dtype=bool)
+        mask[by_python] = True
+        tokens = pc.replace_with_mask(tokens, pa.array(mask), pa.array(made, pa.large_string()))
+    kept = _bools(tokens.is_valid())
+    per_record = np.bincount(record[kept], minlength=n)
+    joined = pc.binary_join(pa.LargeListArray.from_arrays(pa.array(np.r_[0, np.cumsum(per_record)], pa.int64()),
+                                                          tokens.filter(pa.array(kept))), _SPACE)
+    if not isinstance(bodies[0], tuple) or len(bodies[0]) < 2:
+        return joined.to_pylist(), cut
+    # After the head fields, as " ".join(heads + tokens): no space where there are no tokens.
+    joined = pc.if_else(pc.equal(pc.binary_length(joined), 0), pa.scalar(None, pa.large_string()), joined)
+    heads = [pa.array([body[k] for body in bodies], pa.large_string()) for k in range(len(bodies[0]) - 1)]
+    out = pc.binary_join_element_wise(*heads, joined, _SPACE, null_handling="skip")
+    return out.to_pylist(), cut
+
+
+def _name_and_value(segments: pa.Array) -> tuple[np.ndarray, pa.Array, pa.Array]:
+    """Which ASCII segments are fields as :data:`FIELD` reads them, each one's name (the
+    whitespace around it kept) and its value. The first ``:`` or ``=`` parts them (a name holds
+    neither), found with numpy over the array's bytes; the two sides are checked by patterns
+    without groups, which RE2 runs without backtracking (its group extraction took 245 ms on
+    200,000 fields, this ~30 ms)."""
+    segments = pa.array(segments, pa.large_string()) if segments.type != pa.large_string() else segments
+    segments = pc.fill_null(segments, "")
+    bounds = np.frombuffer(segments.buffers()[1], np.int64)[segments.offset:segments.offset + len(segments) + 1]
+    data = segments.buffers()[2]
+    raw = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
+    marks = np.flatnonzero((raw == ord(":")) | (raw == ord("=")))
+    starts, ends = bounds[:-1], bounds[1:]
+    at = np.searchsorted(marks, starts)
+    first = np.append(marks, len(raw))[at]
+    has = first < ends
+    first = np.where(has, first, ends)
+    # Name, mark and value of each segment as three strings over the same bytes (a segment with
+    # no mark: all name, then two empty strings).
+    offsets = np.empty(3 * len(starts) + 1, dtype=np.int64)
+    offsets[0:-1:3], offsets[1:-1:3], offsets[2:-1:3] = starts, first, np.where(has, first + 1, ends)
+    offsets[-1] = bounds[-1]
+    pieces = pa.Array.from_buffers(pa.large_string(), 3 * len(starts), [None, pa.py_buffer(offsets), data])
+    names = pieces.take(pa.array(np.arange(0, 3 * len(starts), 3)))
+    values = pieces.take(pa.array(np.arange(2, 3 * len(starts), 3)))
+    found = has & _bools(pc.match_substring_regex(names, _NAME_RE2)) & _bools(pc.match_substring_regex(values, _VALUE_RE2))
+    return found, names, pc.ascii_trim_whitespace(values)
+
+
+def _bools(array: pa.Array) -> np.ndarray:
+    """A boolean array as numpy, null as False."""
+    return pc.fill_null(array, False).to_numpy(zero_copy_only=False)
+
+
+def _with_unit(raw: str, units: Mapping[str, tuple[str, float]]) -> tuple[float, str] | None:
+    """``(value, key suffix)`` of a field value printed with one of the shape's units
+    (nanotron's ``32.8K``), or None where it is not a number."""
+    for unit in units_order(units):
+        if raw.endswith(unit):
+            try:
+                return float(raw[:-len(unit)]) * units[unit][1], units[unit][0]
+            except ValueError:
+                return None
+    return None
