@@ -23,6 +23,7 @@ from sentinel.analyze.loaders.amp_lines import AMP_LINES, WORDS as AMP_WORDS
 from sentinel.analyze.loaders.dialect_types import Dialect, Shape
 from sentinel.analyze.loaders.keys import STEP_LIMIT
 from sentinel.analyze.loaders.log_lines import Lines
+from sentinel.analyze.loaders.pattern_locality import line_local
 from sentinel.analyze.loaders.pattern_prefix import literal_first
 from sentinel.analyze.loaders.record_fields import NAN_PREFIX
 from sentinel.events import EventKind, make_event
@@ -45,6 +46,8 @@ def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, wa
     found = []
     claimed: list[tuple[int, int]] = []
     for rule in rules:  # earlier rules win where two describe the same lines
+        if line_local(rule.pattern) and not holds((rule.pattern,)):
+            continue  # no distinct line has one: most logs never print most event lines
         spans = sorted(claimed)
         for match in literal_first(rule.pattern).finditer(text):
             at = bisect.bisect_right(spans, (match.start(), math.inf)) - 1
