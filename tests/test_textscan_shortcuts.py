@@ -206,3 +206,25 @@ def test_field_lists_read_with_pyarrow_as_read_field_by_field(monkeypatch):
         pd.testing.assert_frame_equal(new.events, old.events, check_exact=True)
         assert new.meta == old.meta and new.warnings == old.warnings, trial
     assert arrow_used >= 15  # the others hold whitespace RE2 reads otherwise, or non-ASCII names
+
+
+def test_match_starts_by_skeleton_are_the_texts_match_starts():
+    """Lines.starts runs a line-local pattern once per line skeleton and adds each line's start:
+    the positions must be finditer's over the whole text, for every dialect's record patterns,
+    on random repeated logs (CRLF, non-ASCII lines, restarts)."""
+    from sentinel.analyze.loaders.dialects import LLMC
+    from sentinel.analyze.loaders.pattern_locality import line_local
+
+    patterns = [p for p in {shape.pattern for d in (LLMC, *DIALECTS) for shape in d.shapes} if line_local(p)]
+    rng = random.Random(17)
+    found = 0
+    for trial in range(6):
+        text = _log(rng, dicts=True)
+        if trial % 2 == 0:
+            text = text.replace("\u00e9", "e")  # ASCII: the skeleton road
+        lines = Lines(text)
+        for pattern in patterns:
+            expected = [m.start() for m in pattern.finditer(text)]
+            assert lines.starts(pattern).tolist() == expected, (trial, pattern.pattern[:80])
+            found += len(expected)
+    assert found > 1000

@@ -141,6 +141,35 @@ class Lines:
         return sum(len(pattern.findall("\n" + skeleton + "\n")) * n
                    for skeleton, n in zip(skeletons.uniques.take(candidates).to_pylist(), lines_of))
 
+    def starts(self, pattern: re.Pattern) -> np.ndarray:
+        """Where each match of ``pattern`` starts, in text order (``[m.start() for m in
+        pattern.finditer(text)]``). A :func:`line_local` pattern in an ASCII text of repeated
+        lines runs once per line skeleton, its starts within the line added to each line's
+        start; the general patterns of a plain-text log take ~10 us a line.
+
+        Example:
+            >>> Lines("x\\n" + "step 1 loss 2\\n" * 2000).starts(re.compile(r"loss \\d"))[:2].tolist()
+            [9, 23]
+        """
+        skeletons = self.skeletons() if len(self.text) > _SMALL_TEXT and line_local(pattern) else None
+        if skeletons is None or len(skeletons.uniques) * _COUNT_REPEATS > len(skeletons.codes) \
+                or not self.text.isascii():  # byte offsets are character offsets only in ASCII
+            return np.array([m.start() for m in literal_first(pattern).finditer(self.text)], dtype=np.int64)
+        loose = line_filter(pattern)
+        candidates = np.arange(len(skeletons.uniques)) if loose is None else skeletons.matching(loose, pattern)
+        within: list[int] = []
+        count = np.zeros(len(skeletons.uniques), dtype=np.int64)
+        first = np.zeros(len(skeletons.uniques), dtype=np.int64)
+        texts = skeletons.uniques.take(pa.array(candidates, pa.int64())).to_pylist()
+        for unique, skeleton in zip(candidates.tolist(), texts):
+            found = [m.start() - 1 for m in pattern.finditer("\n" + skeleton + "\n")]  # no match takes a line end
+            first[unique], count[unique] = len(within), len(found)
+            within.extend(found)
+        per_line = count[skeletons.codes]
+        lines = np.repeat(np.arange(len(per_line)), per_line)
+        nth = np.arange(len(lines)) - np.repeat(np.cumsum(per_line) - per_line, per_line)
+        return skeletons.starts[lines] + np.array(within, dtype=np.int64)[first[skeletons.codes][lines] + nth]
+
     def matching(self, pattern: re.Pattern) -> str:
         """The lines that may hold a match of ``pattern``, each with a line end before and after
         it (so ``^``, ``$`` and a leading ``\\s`` see what they saw in the text)."""

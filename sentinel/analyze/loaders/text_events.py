@@ -39,7 +39,8 @@ def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, wa
     A dialect without event lines of its own reads, where it says so (:attr:`Dialect.amp_lines`),
     the mixed-precision overflow lines any script's log may hold
     (:mod:`~sentinel.analyze.loaders.amp_lines`). ``lines``: ``Lines(text)``, where made already."""
-    holds = (lines if lines is not None and lines.text is text else Lines(text)).holds_any
+    lines = lines if lines is not None and lines.text is text else Lines(text)
+    holds = lines.holds_any
     rules = dialect.events + (AMP_LINES if dialect.amp_lines and holds(AMP_WORDS) else ())
     if not rules:
         return [], []
@@ -58,7 +59,7 @@ def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, wa
     if not found:
         return [], []
     found.sort(key=lambda item: item[0])
-    positions, record_steps = _record_positions(text, dialect, steps, train_steps or [])
+    positions, record_steps = _record_positions(text, dialect, steps, train_steps or [], lines)
     # After the last record line: the step after that line's (not the largest step: a restart).
     last_step = int(record_steps[-1]) if len(record_steps) else int(steps.index[-1]) if len(steps.index) else None
     events: list[dict] = []
@@ -111,8 +112,10 @@ def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, wa
 
 
 def with_record_events(text: str, dialect: Dialect, parts: list[tuple[Shape, dict[str, np.ndarray]]],
-                       record_steps: dict[int, np.ndarray], events: list[dict], at: list[int]) -> list[dict]:
-    """The events of :attr:`Shape.record_events`, among the event lines in text order."""
+                       record_steps: dict[int, np.ndarray], events: list[dict], at: list[int],
+                       lines: Lines | None = None) -> list[dict]:
+    """The events of :attr:`Shape.record_events`, among the event lines in text order
+    (``lines``: ``Lines(text)``, where made already)."""
     found = list(zip(at, range(len(at)), events))
     for i, (shape, table) in enumerate(parts):
         if not shape.record_events:
@@ -129,7 +132,8 @@ def with_record_events(text: str, dialect: Dialect, parts: list[tuple[Shape, dic
             flagged.append(hit)
         if not flagged or not np.logical_or.reduce(flagged).any():
             continue
-        starts = [m.start() for m in literal_first(shape.pattern).finditer(text)]
+        lines = lines if lines is not None and lines.text is text else Lines(text)
+        starts = lines.starts(shape.pattern).tolist()
         steps = record_steps[i]
         if len(starts) != len(steps):  # some matches were not records (noise): no line to tell
             starts = [len(text)] * len(steps)
@@ -159,22 +163,23 @@ def with_record_events(text: str, dialect: Dialect, parts: list[tuple[Shape, dic
 
 
 def _record_positions(text: str, dialect: Dialect, steps: pd.DataFrame,
-                      train_steps: list[tuple[Shape, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+                      train_steps: list[tuple[Shape, np.ndarray]], lines: Lines | None = None
+                      ) -> tuple[np.ndarray, np.ndarray]:
     """Where the training record lines start, and their steps, in text order (only needed when
     events exist); ``train_steps``: each training shape that has records, with the step of each
     of its records in text order. The main (first) shape's records when it has any, else those
     of every other shape that can be placed (a generic log's lines may all be of another shape)."""
     if not len(steps.index):
         return np.array([], dtype=np.int64), np.array([], dtype=np.int64)
+    lines = lines if lines is not None and lines.text is text else Lines(text)
     shape = dialect.shapes[0]
-    starts = [m.start() for m in literal_first(shape.pattern).finditer(text)]
+    starts = lines.starts(shape.pattern)
     placed = dict((id(s), st) for s, st in train_steps)
     record_steps = placed.get(id(shape))
     if record_steps is not None and len(record_steps) == len(starts) and not np.isnan(record_steps).any():
-        return np.array(starts, dtype=np.int64), record_steps.astype(np.int64)
-    if not starts and train_steps:
-        found = [(np.array([m.start() for m in literal_first(s.pattern).finditer(text)], dtype=np.int64), st)
-                 for s, st in train_steps]
+        return starts, record_steps.astype(np.int64)
+    if not len(starts) and train_steps:
+        found = [(lines.starts(s.pattern), st) for s, st in train_steps]
         found = [(at, st) for at, st in found if len(at) == len(st) and not np.isnan(st).any()]
         if found:
             at, st = np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found])
@@ -191,8 +196,8 @@ def _record_positions(text: str, dialect: Dialect, steps: pd.DataFrame,
             found.append(_number(parts[0]) if parts else math.nan)
         steps_at = np.array(found)
         keep = ~np.isnan(steps_at)
-        return np.array(starts)[keep], steps_at[keep].astype(np.int64)
-    return np.array(starts), steps.index.to_numpy()[: len(starts)]
+        return starts[keep], steps_at[keep].astype(np.int64)
+    return starts, steps.index.to_numpy()[: len(starts)]
 
 
 def count_overflows(steps: pd.DataFrame, events: list[dict], event_rows: bool = True) -> None:

@@ -274,7 +274,7 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
                              f"{', '.join(sorted(seen_keys))}")
     meta: dict = {"format": dialect.name}
     record_steps: dict[int, np.ndarray] = {}
-    steps, logged_nan = _merge(parts, dialect, meta, late, record_steps, text)
+    steps, logged_nan = _merge(parts, dialect, meta, late, record_steps, text, lines)
     # The step of each training record in text order, by shape (an event line joins the next one).
     train_steps = [(shape, record_steps[i]) for i, (shape, _) in enumerate(parts)
                    if i in record_steps and not shape.fills and not shape.prefix and shape.beside is None]
@@ -298,7 +298,7 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
     elif events and dialect.event_rows:
         steps = event_rows(events)
     if by_record:
-        events = with_record_events(text, dialect, parts, record_steps, events, at)
+        events = with_record_events(text, dialect, parts, record_steps, events, at, lines)
     warnings.extend(late)
     if bad and dialect.warn_bad_values:
         warnings.append(f"{bad} token(s) with a value that is not a number were skipped")
@@ -474,8 +474,8 @@ _EPOCH_HEADER = re.compile(r"^[ \t]*Epoch \d+/\d+[ \t]*$", re.MULTILINE)
 
 
 def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, meta: dict,
-           warnings: list[str], record_steps: dict[int, np.ndarray] | None = None, text: str = ""
-           ) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+           warnings: list[str], record_steps: dict[int, np.ndarray] | None = None, text: str = "",
+           lines: Lines | None = None) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
     """One row per step: steps from the head / step key / order, records of a step merged.
 
     Returns the frame and, for the loss and the grad norm, where a NaN was logged (not missing);
@@ -512,7 +512,7 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
             step = iters
             if epoch is None and total is not None:
                 epoch = _epochs_from_wraps(iters, total, columns["_pos"], meta, columns.get(metrics.LOSS),
-                                           _headers_between(text, shape, n))
+                                           _headers_between(text, shape, n, lines))
                 first = _first_epoch_header(text)
                 if first is not None and first > 1:  # a resumed fit: "Epoch 10/50" first, its steps go on from there
                     epoch = (np.ones(n) if epoch is None else epoch) + (first - 1)
@@ -779,7 +779,7 @@ def _first_epoch_header(text: str) -> int | None:
     return None if found is None else int(found.group(0).split()[1].split("/")[0])
 
 
-def _headers_between(text: str, shape: Shape, n: int) -> np.ndarray | None:
+def _headers_between(text: str, shape: Shape, n: int, lines: Lines | None = None) -> np.ndarray | None:
     """For each record of ``shape`` after the first (in text order), whether a Keras ``Epoch k/K``
     line stands between it and the one before; None when there are none (or records and matches
     do not line up)."""
@@ -788,7 +788,7 @@ def _headers_between(text: str, shape: Shape, n: int) -> np.ndarray | None:
     headers = [m.start() for m in _EPOCH_HEADER.finditer(text)]
     if not headers:
         return None
-    starts = np.array([m.start() for m in shape.pattern.finditer(text)], dtype=np.int64)
+    starts = (lines if lines is not None and lines.text is text else Lines(text)).starts(shape.pattern)
     if len(starts) != n:
         return None
     at = np.searchsorted(np.array(headers, dtype=np.int64), starts)
