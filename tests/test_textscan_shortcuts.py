@@ -228,3 +228,18 @@ def test_match_starts_by_skeleton_are_the_texts_match_starts():
             assert lines.starts(pattern).tolist() == expected, (trial, pattern.pattern[:80])
             found += len(expected)
     assert found > 1000
+
+
+def test_ranks_found_after_line_ends_are_the_ranks_at_line_starts():
+    rng = random.Random(0)
+    for _ in range(2000):
+        text = "".join(rng.choice(["[rank0]:", "[rank12]:", "[default3]:", "\n", "x", " [rank1]:", "\r\n", "[rank", "]:"])
+                       for _ in range(rng.randint(0, 30)))
+        notes = []
+        expected = sorted({int(r) for r in textscan._RANK_PREFIX.findall(text)})
+        kept = textscan.one_rank(text, notes)
+        assert bool(notes) == (len(expected) >= 2), text
+        if len(expected) >= 2:
+            assert f"rank {expected[0]}'s lines are read" in notes[0]
+        else:
+            assert kept == text
