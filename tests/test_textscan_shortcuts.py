@@ -22,7 +22,7 @@ NEEDLES = ["Running training", "Params", "Starting training from iteration 0", "
            "verflow", "VERFLOW", "valid", "loss", "step 1", "step 10 ", "0.5", "\u00e9", "|", "xyz", "\r"]
 
 
-PATTERN_NEEDLES = [HF_TRAINER.rewrite_needs[0], re.compile(r"loss: nan \| lr: \d"), re.compile(r"^step 1\d* ", re.M),
+PATTERN_NEEDLES = [HF_TRAINER.rewrite_needs[0], textscan._EPOCH_HEADER, re.compile(r"loss: nan \| lr: \d"), re.compile(r"^step 1\d* ", re.M),
                    re.compile(r"grad_norm: 0\.5\d*$", re.M), re.compile(r"Params \d+\.\d M\s+step")]
 
 
@@ -31,7 +31,7 @@ def _log(rng: random.Random, dicts: bool = False) -> str:
     heads = ["step {i}", "epoch {e} | step {i}", "iter {i}:", "Epoch {e} [{i}/900]", "[{t}] step={i}"]
     bodies = ["| loss: {l} | lr: {r} | grad_norm: {g}", "loss {l} lr {r}", "loss={l}, grad_norm={g}",
               "| loss: {l} | lr: {r}", "loss: {l} grad_norm: {g} loss_scale: 65536.0"]
-    extras = ["Validation: loss {l}", "eval loss: {l}", "step {i} | test loss {l}", "", "Params 12.3 M",
+    extras = ["Validation: loss {l}", "Epoch {e}/20", "  Epoch {e}/20 ", "eval loss: {l}", "step {i} | test loss {l}", "", "Params 12.3 M",
               "Gradient overflow. Skipping step, loss scaler 0 reducing loss scale to 32768.0",
               "Epoch 0: 10%| | 5/50 [00:01<00:09, 4.71it/s, loss={l}, v_num=0]", "caf\u00e9 {i}",
               "***** Running training *****", "step {i} | loss: nan | lr: {r}"]

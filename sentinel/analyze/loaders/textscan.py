@@ -517,7 +517,7 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
             if epoch is None and total is not None:
                 epoch = _epochs_from_wraps(iters, total, columns["_pos"], meta, columns.get(metrics.LOSS),
                                            _headers_between(text, shape, n, lines))
-                first = _first_epoch_header(text)
+                first = _first_epoch_header(text, lines)
                 if first is not None and first > 1:  # a resumed fit: "Epoch 10/50" first, its steps go on from there
                     epoch = (np.ones(n) if epoch is None else epoch) + (first - 1)
                     meta["first_epoch"] = first
@@ -770,14 +770,15 @@ def _last_records(columns: dict[str, np.ndarray], step: np.ndarray, dialect: Dia
     return {name: column[keep] for name, column in columns.items()}, step[keep]
 
 
-def _first_epoch_header(text: str) -> int | None:
-    """The epoch of the first Keras ``Epoch k/K`` line, or None.
+def _first_epoch_header(text: str, lines: Lines | None = None) -> int | None:
+    """The epoch of the first Keras ``Epoch k/K`` line, or None (``lines``: ``Lines(text)``,
+    asked first whether any distinct line is one: the pattern has no literal start).
 
     Example:
         >>> _first_epoch_header("Epoch 10/50\\n 50/196 [===] - loss: 2.1\\n")
         10
     """
-    if "Epoch " not in text:
+    if "Epoch " not in text or (lines is not None and lines.text is text and not lines.holds_any((_EPOCH_HEADER,))):
         return None
     found = _EPOCH_HEADER.search(text)
     return None if found is None else int(found.group(0).split()[1].split("/")[0])
@@ -789,10 +790,11 @@ def _headers_between(text: str, shape: Shape, n: int, lines: Lines | None = None
     do not line up)."""
     if "Epoch " not in text:
         return None
-    headers = [m.start() for m in _EPOCH_HEADER.finditer(text)]
-    if not headers:
+    lines = lines if lines is not None and lines.text is text else Lines(text)
+    headers = lines.starts(_EPOCH_HEADER) if lines.holds_any((_EPOCH_HEADER,)) else ()
+    if not len(headers):
         return None
-    starts = (lines if lines is not None and lines.text is text else Lines(text)).starts(shape.pattern)
+    starts = lines.starts(shape.pattern)
     if len(starts) != n:
         return None
     at = np.searchsorted(np.array(headers, dtype=np.int64), starts)
