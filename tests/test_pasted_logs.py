@@ -347,13 +347,14 @@ def test_a_large_grad_norm_jump_in_a_runs_first_steps_is_still_told(tmp_path):
 def test_evaluation_lines_are_not_training_steps_in_a_generic_log(tmp_path):
     """An old fairseq log read by the generic reader: its "valid on 'valid' subset 1000 / 1311
     loss=1.60" line is an evaluation, not a training step; "test_acc" beside a loss is no such
-    word."""
+    word. An evaluation line that names its step is read as the evaluation loss of that step."""
     lines = [f"| epoch 010  {i * 1000} / 8223 loss={v}, wps=962, lr=0.001, gnorm=2.1427 test_acc=0.9"
              for i, v in enumerate([1.27, 1.28, 0.91, 0.95, 1.56, 0.86, 1.33], 2)]
     lines += ["| epoch 010 | valid on 'valid' subset  1000 / 1311 loss=9.60",
               "| epoch 010 | Validation: 1311 / 1311 loss=9.5", "Step 300 | Eval loss: 9.1"]
     (run,) = discover_runs(_write(tmp_path / "old_fairseq.log", lines))
-    assert run.steps["loss"].max() == 1.56 and len(run.steps) == 7
+    assert run.steps["loss"].max() == 1.56 and run.steps["loss"].count() == 7
+    assert run.steps["val_loss"].dropna().to_dict() == {300: 9.1}  # "Step 300 | Eval loss: 9.1"
 
 
 def test_llamafactory_prints_each_step_twice(tmp_path):
@@ -1736,3 +1737,22 @@ def test_mindspore_loss_monitor_lines_are_read(tmp_path):
     assert run.steps["loss"].tolist() == pytest.approx([float(f"{v:.4f}") for v in losses])
     assert run.steps.index.is_monotonic_increasing and len(run.steps) == 54  # steps go on across epochs
     assert [i.kind for i in analyze_run(run).incidents] == ["outlier_batch"]
+
+
+def test_a_script_log_with_validation_lines_is_judged_for_overfitting(tmp_path):
+    """A training script's own print of its validation loss ("step 1000: validation loss 2.31"),
+    every 500 steps among the training lines: read as the evaluation loss at that step (it was
+    dropped before, so a generic log could not show overfitting), never as a training loss."""
+    lines = []
+    for step in range(1, 4001):
+        lines.append(f"step {step}: train loss {3.0 - step / 2000:.4f}, lr 3.00e-04")
+        if step % 500 == 0:
+            val = 2.6 - step / 5000 if step <= 1500 else 2.3 + (step - 1500) / 2000
+            lines.append(f"step {step}: validation loss {val:.4f}")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps["loss"].count() == 4000 and run.steps["loss"].max() < 3.0
+    assert run.steps["val_loss"].dropna().index.tolist() == list(range(500, 4001, 500))
+    report = analyze_run(run)
+    (incident,) = [i for i in report.incidents if i.kind == "overfitting"]
+    assert incident.step == 1500 and "val_loss rose from 2.3 at step 1500" in incident.message
+    assert not [i for i in report.incidents if i.kind in ("loss_spike", "divergence")]

@@ -65,7 +65,7 @@ import collections
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -253,7 +253,10 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
     if dialect.rewrite is not None and (not dialect.rewrite_needs or lines.holds_any(dialect.rewrite_needs)):
         text = dialect.rewrite(text)
         lines = lines if lines.text is text else Lines(text)
+    evaluation = None  # the evaluation lines the training read leaves out, read apart below
     if dialect.drop_words and _may_blank(lines, dialect.drop_words):
+        if not dialect.step_from_order:
+            evaluation = _blank_lines(text, dialect.drop_words, keep=True)
         text = _blank_lines(text, dialect.drop_words)
         lines = Lines(text)
     parts: list[tuple[Shape, dict[str, np.ndarray]]] = []
@@ -272,6 +275,8 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
                             f"{text.count(chr(10), 0, start) + 1}): their last field was skipped")
         if table is not None and len(table["_pos"]):
             parts.append((shape, table))
+    if evaluation is not None and parts:
+        parts += _evaluation_parts(evaluation, dialect, options)
     for wanted in (options.loss_col, options.step_col):
         if parts and wanted is not None and wanted.lower() not in seen_keys:
             raise ValueError(f"key {wanted!r} not found in the {dialect.name} log lines; keys found: "
@@ -477,6 +482,37 @@ def _parse_numbers(tokens: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 _EPOCH_HEADER = re.compile(r"^[ \t]*Epoch \d+/\d+[ \t]*$", re.MULTILINE)
 
 
+def _evaluation_parts(text: str, dialect: Dialect, options: LoadOptions) -> list[tuple[Shape, dict[str, np.ndarray]]]:
+    """The evaluation lines that :attr:`Dialect.drop_words` keeps from the training read (``text``:
+    those lines alone, the others empty), read by the shapes whose lines name their step, every
+    value under a ``val_`` name: ``step 500: validation loss 2.1`` is ``val_loss`` 2.1 at step
+    500. Lines without a step of their own are left out (there is no telling which step they
+    evaluated).
+
+    Example:
+        >>> from sentinel.analyze.loaders.dialects import GENERIC
+        >>> [(shape.prefix, sorted(t)) for shape, t in _evaluation_parts("step 500: val loss 2.1\\n", GENERIC, LoadOptions())
+        ...  if "val_loss" in t]
+        [('val_', ['_nan:val_loss', '_pos', '_step', 'val_loss'])]
+    """
+    lines = Lines(text)
+    parts = []
+    for shape in dialect.shapes:
+        if shape.beside is not None or shape.prefix or shape.head[:1] != (metrics.STEP,):
+            continue
+        evaluation = replace(shape, prefix="val_")
+        table, _, _ = _read_shape(lines, evaluation, dialect, options, [])
+        if table is None or not len(table["_pos"]):
+            continue
+        for name in [name for name in shape.head if name not in HEAD_ROLES and name != "_" and name in table]:
+            renamed = name if name.startswith("val_") else "val_" + name
+            table[renamed] = table.pop(name)
+            if NAN_PREFIX + name in table:
+                table[NAN_PREFIX + renamed] = table.pop(NAN_PREFIX + name)
+        parts.append((evaluation, table))
+    return parts
+
+
 def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, meta: dict,
            warnings: list[str], record_steps: dict[int, np.ndarray] | None = None, text: str = "",
            lines: Lines | None = None) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
@@ -486,7 +522,8 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
     ``record_steps`` gets each part's record steps (by its index in ``parts``, in record order).
     """
     tables = []
-    records_of = {shape.pattern: len(columns["_pos"]) for shape, columns in parts}
+    # Keyed by pattern: the training shapes' (an evaluation read of the same pattern is no record line of theirs).
+    records_of = {shape.pattern: len(columns["_pos"]) for shape, columns in parts if not shape.prefix}
     steps_of: dict[re.Pattern, np.ndarray] = {}  # each record's step, by shape (for the values beside them)
     table_of: dict[re.Pattern, dict[str, np.ndarray]] = {}  # each record shape's columns, as merged below
     owners = collections.Counter(name for _, columns in parts for name in columns if not name.startswith("_")
@@ -550,14 +587,16 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
             meta.setdefault(name, int(np.nanmax(total) if rule == "max" else total[np.argmin(columns["_pos"])]))
         if record_steps is not None:
             record_steps[part] = step
-        steps_of[shape.pattern] = step
+        if not shape.prefix:
+            steps_of[shape.pattern] = step
         if dialect.restarts and shape is dialect.shapes[0] and n > 1:
             columns, step = _last_records(columns, step, dialect, warnings)
             n = len(step)
         columns["_step"] = step
         columns["_fills"] = np.full(n, shape.fills)
         columns["_beside"] = np.zeros(n, dtype=bool)
-        table_of[shape.pattern] = columns
+        if not shape.prefix:
+            table_of[shape.pattern] = columns
         tables.append(columns)
     if not tables:
         return pd.DataFrame(index=pd.Index([], dtype="int64", name=metrics.STEP), dtype="float64"), {}
@@ -709,16 +748,18 @@ def _may_blank(lines: Lines, words: tuple[str, ...]) -> bool:
     return distinct is lines.text or _blank_lines(distinct, words) != distinct
 
 
-def _blank_lines(text: str, words: tuple[str, ...], unless_after: str = "loss") -> str:
+def _blank_lines(text: str, words: tuple[str, ...], unless_after: str = "loss", keep: bool = False) -> str:
     """``text`` with every line that holds one of ``words`` (a whole word, any case) emptied, its
     line end kept so line numbers hold; not where ``unless_after`` comes first on the line (an
     evaluation word after a loss: "train loss: 0.5 - validation loss: 0.6" is a training line).
+    ``keep``: the other way round, those lines kept and every other line emptied.
     ``str.find`` over the lower-cased text (a regular expression with word boundaries took 0.7 s
     on 14 MB; this takes a few milliseconds where the words are rare).
 
     Example:
-        >>> _blank_lines("step 1 loss 2\\nValid loss 3\\nstep 2 loss 1 test loss 0.9\\n", ("valid", "test"))
-        'step 1 loss 2\\n\\nstep 2 loss 1 test loss 0.9\\n'
+        >>> text = "step 1 loss 2\\nValid loss 3\\nstep 2 loss 1 test loss 0.9\\n"
+        >>> _blank_lines(text, ("valid", "test")), _blank_lines(text, ("valid", "test"), keep=True)
+        ('step 1 loss 2\\n\\nstep 2 loss 1 test loss 0.9\\n', '\\nValid loss 3\\n\\n')
     """
     lower = text.lower()
     if len(lower) != len(text):  # a character whose lower case is longer: leave the text alone
@@ -738,14 +779,17 @@ def _blank_lines(text: str, words: tuple[str, ...], unless_after: str = "loss") 
             else:
                 at = lower.find(word, at + 1)
     if not spans:
-        return text
+        return "\n" * text.count("\n") if keep else text
     out, pos = [], 0
     for start, end in sorted(spans):
         if end <= pos:
             continue
-        out.append(text[pos:max(start, pos)])
+        between = text[pos:max(start, pos)]
+        out.append("\n" * between.count("\n") if keep else between)
+        if keep:
+            out.append(text[max(start, pos):end])
         pos = end
-    out.append(text[pos:])
+    out.append("\n" * text.count("\n", pos) if keep else text[pos:])
     return "".join(out)
 
 
