@@ -243,3 +243,20 @@ def test_ranks_found_after_line_ends_are_the_ranks_at_line_starts():
             assert f"rank {expected[0]}'s lines are read" in notes[0]
         else:
             assert kept == text
+
+
+def test_field_lists_with_an_empty_head_field_read_as_field_by_field(monkeypatch):
+    """A head group that may match nothing: " ".join leaves no token for it, so the tokens after
+    it move up; the pyarrow reader must give the same records (it declines such bodies)."""
+    from sentinel.analyze.loaders import field_lists
+    from sentinel.analyze.loaders.dialects import Dialect, Shape
+
+    dialect = Dialect(name="x", description="", shapes=(Shape(re.compile(r"\bit(\d*) \|([^\n]*)"), head=("step",),
+                                                               fields="|"),))
+    text = "".join(f"it{'' if i % 9 == 0 else i} | loss: {1 + i / 100} | gnorm: 0.5 |\n" for i in range(1, 200))
+    new = textscan.scan(text, dialect, LoadOptions())
+    with monkeypatch.context() as m:
+        m.setattr(field_lists, "_arrow_bodies", lambda *a: None)
+        old = textscan.scan(text, dialect, LoadOptions())
+    pd.testing.assert_frame_equal(new.steps, old.steps, check_exact=True)
+    assert new.warnings == old.warnings

@@ -41,13 +41,13 @@ _VALUE_RE2 = r"^\s*\S+\s*$"  # after it
 _THOUSANDS_RE2 = r"^[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?$"
 # A value that float() and pyarrow's cast both read, to the same double: kept as printed.
 _PLAIN_RE2 = r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$"
-_SPACES_APART = r"[\x0b\x1c-\x1f]"
-_SPACE = pa.scalar(" ", pa.large_string())  # whitespace to Python's str.split / strip / \s, not to RE2's \s
+_SPACES_APART = r"[\x0b\x1c-\x1f]"  # whitespace to Python's str.split / strip / \s, not to RE2's \s
 
-
-def field_bodies(bodies: list, shape: Shape) -> tuple[list[str], np.ndarray]:
+def field_bodies(bodies: list, shape: Shape) -> tuple[list[str] | pa.LargeListArray, np.ndarray]:
     """Each body's field list as ``name value`` tokens after its head fields, and which bodies
     had a field cut off (text after the last separator, where the lines end fields with it).
+    The tokens come as a text a body (split at whitespace by the caller) or, from the pyarrow
+    reader (64 bodies or more), as a list of tokens a body: the same tokens.
 
     ``bodies``: ``findall`` results of ``shape.pattern`` (tuples: head groups, then the fields;
     or the fields alone).
@@ -106,15 +106,21 @@ def _field_tokens(name: str, raw: str, shape: Shape) -> tuple[str, str] | None:
     return name.translate(HIDDEN), repr(value)
 
 
-def _arrow_bodies(bodies: list, rests: list[str], shape: Shape) -> tuple[list[str], np.ndarray] | None:
-    """:func:`field_bodies` over every field at once; None where the text is not ASCII or holds
-    whitespace RE2 reads otherwise than Python. A value read as printed where float() and
-    pyarrow read it alike (a plain decimal, a thousands separator dropped); the others (units,
-    ``nan``, rescaled fields) through :func:`_field_tokens`."""
+def _arrow_bodies(bodies: list, rests: list[str], shape: Shape) -> tuple[pa.LargeListArray, np.ndarray] | None:
+    """:func:`field_bodies` over every field at once, each body's tokens as a list; None where the
+    text is not ASCII, holds whitespace RE2 reads otherwise than Python, has an empty head field,
+    or the shape scrubs its bodies (a scrub reads text). A value is kept as printed where float()
+    and pyarrow read it alike (a plain decimal, a thousands separator dropped); the others (units,
+    ``nan``, rescaled fields) go through :func:`_field_tokens`."""
     sep = shape.fields
     text = pa.array(rests, pa.large_string())
-    if not pc.all(pc.string_is_ascii(text)).as_py() or pc.any(pc.match_substring_regex(text, _SPACES_APART)).as_py():
+    if shape.scrub is not None or not pc.all(pc.string_is_ascii(text)).as_py() \
+            or pc.any(pc.match_substring_regex(text, _SPACES_APART)).as_py():
         return None
+    heads = [pa.array([body[k] for body in bodies], pa.large_string())
+             for k in range(len(bodies[0]) - 1)] if isinstance(bodies[0], tuple) else []
+    if any(pc.min(pc.binary_length(head)).as_py() == 0 for head in heads):
+        return None  # " ".join skips no empty head field: it would shift the tokens after it
     n = len(rests)
     ended = pc.any(pc.ends_with(pc.ascii_rtrim_whitespace(text), sep)).as_py()
     lists = pc.split_pattern(text, sep)
@@ -136,31 +142,40 @@ def _arrow_bodies(bodies: list, rests: list[str], shape: Shape) -> tuple[list[st
     rescaled = np.array([name in shape.rescale for name in lower], dtype=bool)[codes.to_numpy()]
     thousands = _bools(pc.match_substring_regex(values, _THOUSANDS_RE2))
     plain = _bools(pc.match_substring_regex(values, _PLAIN_RE2))
-    as_printed = found & (plain | thousands) & ~rescaled
-    hidden = pa.array([name.translate(HIDDEN) for name in lower], pa.large_string()).take(codes)
-    printed = pc.if_else(pa.array(thousands), pc.replace_substring(values, ",", ""), values)
-    tokens = pc.if_else(pa.array(as_printed), pc.binary_join_element_wise(hidden, printed, _SPACE),
-                        pa.scalar(None, pa.large_string()))
-    by_python = np.flatnonzero(found & ~as_printed)
+    as_printed = pa.array(found & (plain | thousands) & ~rescaled)
+    none = pa.scalar(None, pa.large_string())
+    names = pc.if_else(as_printed, pa.array([name.translate(HIDDEN) for name in lower], pa.large_string()).take(codes),
+                       none)
+    numbers = pc.if_else(as_printed, pc.if_else(pa.array(thousands), pc.replace_substring(values, ",", ""), values),
+                         none)
+    by_python = np.flatnonzero(found & ~as_printed.to_numpy(zero_copy_only=False))
     if len(by_python):
         where = pa.array(by_python)
-        made = [None if field is None else " ".join(field)
-                for field in (_field_tokens(name, raw, shape) for name, raw in
-                              zip(raw_names.take(where).to_pylist(), values.take(where).to_pylist()))]
-        mask = np.zeros(len(tokens), dtype=bool)
+        made = [_field_tokens(name, raw, shape) or (None, None)
+                for name, raw in zip(raw_names.take(where).to_pylist(), values.take(where).to_pylist())]
+        mask = np.zeros(len(names), dtype=bool)
         mask[by_python] = True
-        tokens = pc.replace_with_mask(tokens, pa.array(mask), pa.array(made, pa.large_string()))
-    kept = _bools(tokens.is_valid())
-    per_record = np.bincount(record[kept], minlength=n)
-    joined = pc.binary_join(pa.LargeListArray.from_arrays(pa.array(np.r_[0, np.cumsum(per_record)], pa.int64()),
-                                                          tokens.filter(pa.array(kept))), _SPACE)
-    if not isinstance(bodies[0], tuple) or len(bodies[0]) < 2:
-        return joined.to_pylist(), cut
-    # After the head fields, as " ".join(heads + tokens): no space where there are no tokens.
-    joined = pc.if_else(pc.equal(pc.binary_length(joined), 0), pa.scalar(None, pa.large_string()), joined)
-    heads = [pa.array([body[k] for body in bodies], pa.large_string()) for k in range(len(bodies[0]) - 1)]
-    out = pc.binary_join_element_wise(*heads, joined, _SPACE, null_handling="skip")
-    return out.to_pylist(), cut
+        names = pc.replace_with_mask(names, pa.array(mask), pa.array([m[0] for m in made], pa.large_string()))
+        numbers = pc.replace_with_mask(numbers, pa.array(mask), pa.array([m[1] for m in made], pa.large_string()))
+    kept = _bools(names.is_valid())
+    return _token_lists(heads, names.filter(pa.array(kept)), numbers.filter(pa.array(kept)), record[kept], n), cut
+
+
+def _token_lists(heads: list[pa.Array], names: pa.Array, values: pa.Array, record: np.ndarray,
+                 n: int) -> pa.LargeListArray:
+    """Each body's tokens: its head fields, then each field's name and value (``names`` and
+    ``values`` in text order, ``record`` the body of each)."""
+    k, f = len(heads), len(names)
+    fields_of = np.bincount(record, minlength=n)
+    offsets = np.r_[0, np.cumsum(k + 2 * fields_of)]
+    order = np.empty(int(offsets[-1]), dtype=np.int64)  # where each token comes from in `sources`
+    for h in range(k):
+        order[offsets[:-1] + h] = h * n + np.arange(n)
+    nth = np.arange(f) - np.repeat(np.cumsum(fields_of) - fields_of, fields_of)  # the field's place in its body
+    at = offsets[record] + k + 2 * nth
+    order[at], order[at + 1] = k * n + np.arange(f), k * n + f + np.arange(f)
+    sources = pa.concat_arrays([*heads, names, values])
+    return pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), sources.take(pa.array(order)))
 
 
 def _name_and_value(segments: pa.Array) -> tuple[np.ndarray, pa.Array, pa.Array]:

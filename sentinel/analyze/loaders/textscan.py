@@ -334,25 +334,12 @@ def _read_shape(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOptio
     cut = None
     if shape.fields is not None:
         bodies, cut = field_bodies(bodies, shape)
-    joined = "\n".join(map(" ".join, bodies) if isinstance(bodies[0], tuple) else bodies)
-    scrub = None if shape.scrub is None else literal_first(shape.scrub[0])
-    if scrub is not None and (not shape.scrub_needs or any(word in joined for word in shape.scrub_needs)) \
-            and scrub.search(joined):
-        joined = scrub.sub(shape.scrub[1], joined)
-    for sep in shape.separators if shape.fields is None else ():
-        joined = joined.replace(sep, " ")
-    # Arrow's split keeps an empty token for whitespace at either end of a record: trim first.
-    records = pc.ascii_trim_whitespace(pc.split_pattern(pa.array([joined], pa.large_string()), "\n").flatten())
-    tokens = pc.ascii_split_whitespace(records)
-    flat = tokens.values
-    offsets = tokens.offsets.to_numpy()
-    counts = np.diff(offsets)
-    counts[pc.binary_length(records).to_numpy(zero_copy_only=False) == 0] = 0  # [""] is no token
-    if shape.fields is None:
-        lengths = pc.binary_length(records) if joined.isascii() else pc.utf8_length(records)
-        width = widest(lengths.to_numpy(zero_copy_only=False), counts)
-    else:
+    if isinstance(bodies, pa.LargeListArray):  # field lists read with pyarrow: their tokens already
+        flat, offsets = bodies.values, bodies.offsets.to_numpy()
+        counts = np.diff(offsets)
         width = int(counts.max()) + 2
+    else:
+        flat, offsets, counts, width = _tokens(bodies, shape)
     fits = counts <= width
     if not fits.all():
         warnings.append(f"{int((~fits).sum())} {dialect.name} line(s) with more than {width} fields were skipped")
@@ -417,6 +404,31 @@ def _read_shape(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOptio
     if not ok.all():
         out = {name: column[ok] for name, column in out.items()}
     return out, bad, keys_seen
+
+
+def _tokens(bodies: list, shape: Shape) -> tuple[pa.Array, np.ndarray, np.ndarray, int]:
+    """The records' tokens, split at whitespace after the shape's scrub and separators: all the
+    tokens, each record's first token (and the end), each record's count, and the most fields a
+    record may have (:func:`widest`)."""
+    joined = "\n".join(map(" ".join, bodies) if isinstance(bodies[0], tuple) else bodies)
+    scrub = None if shape.scrub is None else literal_first(shape.scrub[0])
+    if scrub is not None and (not shape.scrub_needs or any(word in joined for word in shape.scrub_needs)) \
+            and scrub.search(joined):
+        joined = scrub.sub(shape.scrub[1], joined)
+    for sep in shape.separators if shape.fields is None else ():
+        joined = joined.replace(sep, " ")
+    # Arrow's split keeps an empty token for whitespace at either end of a record: trim first.
+    records = pc.ascii_trim_whitespace(pc.split_pattern(pa.array([joined], pa.large_string()), "\n").flatten())
+    tokens = pc.ascii_split_whitespace(records)
+    offsets = tokens.offsets.to_numpy()
+    counts = np.diff(offsets)
+    counts[pc.binary_length(records).to_numpy(zero_copy_only=False) == 0] = 0  # [""] is no token
+    if shape.fields is None:
+        lengths = pc.binary_length(records) if joined.isascii() else pc.utf8_length(records)
+        width = widest(lengths.to_numpy(zero_copy_only=False), counts)
+    else:
+        width = int(counts.max()) + 2
+    return tokens.values, offsets, counts, width
 
 
 def _scatter(out: dict[str, np.ndarray], n: int, row: np.ndarray, combos: np.ndarray, values: np.ndarray,
