@@ -71,24 +71,31 @@ def test_substring_searches_on_distinct_lines_are_searches_of_the_text():
     assert distinct_used >= 30  # the shortcut itself ran (not the whole text every time)
 
 
+def _read_both_ways(monkeypatch, module, name: str, off, text: str, dialect):
+    """``scan`` with ``module.name`` (a shortcut) watched, then with it answering ``off`` (the long
+    way): the two reads must be the same; returns the first and what the shortcut returned."""
+    calls = []
+    original = getattr(module, name)
+    with monkeypatch.context() as m:
+        m.setattr(module, name, lambda *a: calls.append(original(*a)) or calls[-1])
+        new = textscan.scan(text, dialect, LoadOptions())
+        m.setattr(module, name, lambda *a: off)
+        old = textscan.scan(text, dialect, LoadOptions())
+    pd.testing.assert_frame_equal(new.steps, old.steps, check_exact=True)
+    pd.testing.assert_frame_equal(new.events, old.events, check_exact=True)
+    assert new.meta == old.meta and new.warnings == old.warnings
+    return new, calls
+
+
 def test_values_beside_the_loss_merged_into_its_records_as_merged_by_step(monkeypatch):
     rng = random.Random(11)
     folded = 0
     for trial in range(40):
         text = _log(rng)
         dialect = pick_dialect(text)
-        calls = []
-        original = textscan._fold_beside
-        with monkeypatch.context() as m:
-            m.setattr(textscan, "_fold_beside", lambda *a: calls.append(original(*a)) or calls[-1])
-            new = textscan.scan(text, dialect, LoadOptions())
-            m.setattr(textscan, "_fold_beside", lambda *a: False)
-            old = textscan.scan(text, dialect, LoadOptions())
+        new, calls = _read_both_ways(monkeypatch, textscan, "_fold_beside", False, text, dialect)
         assert "loss" in new.steps.columns, (trial, dialect.name)
         folded += any(calls)
-        pd.testing.assert_frame_equal(new.steps, old.steps, check_exact=True)
-        pd.testing.assert_frame_equal(new.events, old.events, check_exact=True)
-        assert new.meta == old.meta and new.warnings == old.warnings, trial
     assert folded >= 10  # the others: a restart, or the lr missing from some lines
 
 
@@ -193,18 +200,9 @@ def test_field_lists_read_with_pyarrow_as_read_field_by_field(monkeypatch):
     arrow_used = 0
     for trial in range(30):
         text = _megatron_log(rng)
-        calls = []
-        original = field_lists._arrow_bodies
-        with monkeypatch.context() as m:
-            m.setattr(field_lists, "_arrow_bodies", lambda *a: calls.append(original(*a)) or calls[-1])
-            new = textscan.scan(text, MEGATRON, LoadOptions())
-            m.setattr(field_lists, "_arrow_bodies", lambda *a: None)
-            old = textscan.scan(text, MEGATRON, LoadOptions())
+        new, calls = _read_both_ways(monkeypatch, field_lists, "_arrow_bodies", None, text, MEGATRON)
         arrow_used += any(c is not None for c in calls)
         assert len(new.steps) > 50
-        pd.testing.assert_frame_equal(new.steps, old.steps, check_exact=True)
-        pd.testing.assert_frame_equal(new.events, old.events, check_exact=True)
-        assert new.meta == old.meta and new.warnings == old.warnings, trial
     assert arrow_used >= 15  # the others hold whitespace RE2 reads otherwise, or non-ASCII names
 
 
@@ -254,9 +252,4 @@ def test_field_lists_with_an_empty_head_field_read_as_field_by_field(monkeypatch
     dialect = Dialect(name="x", description="", shapes=(Shape(re.compile(r"\bit(\d*) \|([^\n]*)"), head=("step",),
                                                                fields="|"),))
     text = "".join(f"it{'' if i % 9 == 0 else i} | loss: {1 + i / 100} | gnorm: 0.5 |\n" for i in range(1, 200))
-    new = textscan.scan(text, dialect, LoadOptions())
-    with monkeypatch.context() as m:
-        m.setattr(field_lists, "_arrow_bodies", lambda *a: None)
-        old = textscan.scan(text, dialect, LoadOptions())
-    pd.testing.assert_frame_equal(new.steps, old.steps, check_exact=True)
-    assert new.warnings == old.warnings
+    _read_both_ways(monkeypatch, field_lists, "_arrow_bodies", None, text, dialect)
