@@ -253,3 +253,17 @@ def test_field_lists_with_an_empty_head_field_read_as_field_by_field(monkeypatch
                                                                fields="|"),))
     text = "".join(f"it{'' if i % 9 == 0 else i} | loss: {1 + i / 100} | gnorm: 0.5 |\n" for i in range(1, 200))
     _read_both_ways(monkeypatch, field_lists, "_arrow_bodies", None, text, dialect)
+
+
+def test_evaluation_lines_split_from_the_training_lines_are_the_lines_emptied():
+    rng = random.Random(1)
+    words = GENERIC.drop_words
+    for _ in range(3000):
+        text = "".join(rng.choice(["step 1 loss 2", "valid loss 3", " test", "loss", "\n", "x", "Eval", "evaluation",
+                                   "\u0130"]) for _ in range(rng.randint(0, 20)))
+        rest, picked = textscan._split_lines(text, words)
+        kept, lines = rest.split("\n"), text.split("\n")
+        assert len(kept) == len(lines)  # line numbers hold
+        emptied = [line for now, line in zip(kept, lines) if now != line]
+        assert all(now == "" for now, line in zip(kept, lines) if now != line)
+        assert picked == "".join(line + "\n" for line in emptied)

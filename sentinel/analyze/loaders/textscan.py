@@ -255,9 +255,8 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
         lines = lines if lines.text is text else Lines(text)
     evaluation = None  # the evaluation lines the training read leaves out, read apart below
     if dialect.drop_words and _may_blank(lines, dialect.drop_words):
-        if not dialect.step_from_order:
-            evaluation = _blank_lines(text, dialect.drop_words, keep=True)
-        text = _blank_lines(text, dialect.drop_words)
+        text, picked = _split_lines(text, dialect.drop_words)
+        evaluation = None if dialect.step_from_order else picked or None
         lines = Lines(text)
     parts: list[tuple[Shape, dict[str, np.ndarray]]] = []
     seen_keys: set[str] = set()
@@ -496,7 +495,7 @@ _EPOCH_HEADER = re.compile(r"^[ \t]*Epoch \d+/\d+[ \t]*$", re.MULTILINE)
 
 def _evaluation_parts(text: str, dialect: Dialect, options: LoadOptions) -> list[tuple[Shape, dict[str, np.ndarray]]]:
     """The evaluation lines that :attr:`Dialect.drop_words` keeps from the training read (``text``:
-    those lines alone, the others empty), read by the shapes whose lines name their step, every
+    those lines alone), read by the shapes whose lines name their step, every
     value under a ``val_`` name: ``step 500: validation loss 2.1`` is ``val_loss`` 2.1 at step
     500. Lines without a step of their own are left out (there is no telling which step they
     evaluated).
@@ -516,6 +515,7 @@ def _evaluation_parts(text: str, dialect: Dialect, options: LoadOptions) -> list
         table, _, _ = _read_shape(lines, evaluation, dialect, options, [])
         if table is None or not len(table["_pos"]):
             continue
+        table.pop("_cut", None)  # a field cut off is said of the training lines only
         for name in [name for name in shape.head if name not in HEAD_ROLES and name != "_" and name in table]:
             renamed = name if name.startswith("val_") else "val_" + name
             table[renamed] = table.pop(name)
@@ -760,22 +760,32 @@ def _may_blank(lines: Lines, words: tuple[str, ...]) -> bool:
     return distinct is lines.text or _blank_lines(distinct, words) != distinct
 
 
-def _blank_lines(text: str, words: tuple[str, ...], unless_after: str = "loss", keep: bool = False) -> str:
+def _blank_lines(text: str, words: tuple[str, ...], unless_after: str = "loss") -> str:
     """``text`` with every line that holds one of ``words`` (a whole word, any case) emptied, its
-    line end kept so line numbers hold; not where ``unless_after`` comes first on the line (an
-    evaluation word after a loss: "train loss: 0.5 - validation loss: 0.6" is a training line).
-    ``keep``: the other way round, those lines kept and every other line emptied.
-    ``str.find`` over the lower-cased text (a regular expression with word boundaries took 0.7 s
-    on 14 MB; this takes a few milliseconds where the words are rare).
+    line end kept so line numbers hold (:func:`_split_lines`).
 
     Example:
-        >>> text = "step 1 loss 2\\nValid loss 3\\nstep 2 loss 1 test loss 0.9\\n"
-        >>> _blank_lines(text, ("valid", "test")), _blank_lines(text, ("valid", "test"), keep=True)
-        ('step 1 loss 2\\n\\nstep 2 loss 1 test loss 0.9\\n', '\\nValid loss 3\\n\\n')
+        >>> _blank_lines("step 1 loss 2\\nValid loss 3\\nstep 2 loss 1 test loss 0.9\\n", ("valid", "test"))
+        'step 1 loss 2\\n\\nstep 2 loss 1 test loss 0.9\\n'
+    """
+    return _split_lines(text, words, unless_after)[0]
+
+
+def _split_lines(text: str, words: tuple[str, ...], unless_after: str = "loss") -> tuple[str, str]:
+    """``text`` with every line that holds one of ``words`` (a whole word, any case) emptied, its
+    line end kept so line numbers hold; and those lines alone, each with a line end. Not where
+    ``unless_after`` comes first on the line (an evaluation word after a loss: "train loss: 0.5 -
+    validation loss: 0.6" is a training line). ``str.find`` over the lower-cased text (a regular
+    expression with word boundaries took 0.7 s on 14 MB; this takes a few milliseconds where the
+    words are rare).
+
+    Example:
+        >>> _split_lines("step 1 loss 2\\nValid loss 3\\nstep 2 loss 1 test loss 0.9\\n", ("valid", "test"))
+        ('step 1 loss 2\\n\\nstep 2 loss 1 test loss 0.9\\n', 'Valid loss 3\\n')
     """
     lower = text.lower()
     if len(lower) != len(text):  # a character whose lower case is longer: leave the text alone
-        return text
+        return text, ""
     spans: list[tuple[int, int]] = []
     for word in sorted(set(words), key=len):
         at = lower.find(word)
@@ -791,18 +801,16 @@ def _blank_lines(text: str, words: tuple[str, ...], unless_after: str = "loss", 
             else:
                 at = lower.find(word, at + 1)
     if not spans:
-        return "\n" * text.count("\n") if keep else text
-    out, pos = [], 0
+        return text, ""
+    rest, picked, pos = [], [], 0
     for start, end in sorted(spans):
         if end <= pos:
             continue
-        between = text[pos:max(start, pos)]
-        out.append("\n" * between.count("\n") if keep else between)
-        if keep:
-            out.append(text[max(start, pos):end])
+        rest.append(text[pos:max(start, pos)])
+        picked.append(text[max(start, pos):end] + "\n")
         pos = end
-    out.append("\n" * text.count("\n", pos) if keep else text[pos:])
-    return "".join(out)
+    rest.append(text[pos:])
+    return "".join(rest), "".join(picked)
 
 
 def _is_word_char(char: str) -> bool:
