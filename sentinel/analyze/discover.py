@@ -247,7 +247,7 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
         for file in files:
             reason = _reason_by_name(file) if file.is_file() else NOT_REGULAR
             if reason is None:  # named on its own, it is read
-                reason = _tracker_console(file)
+                reason = _read_through_its_run(file)
             if reason is None and file.suffix.lower() in PARQUET_SUFFIXES:
                 reason = _parquet_data(file, options)
             if reason is not None:
@@ -341,7 +341,7 @@ def _reason_by_name(file: Path) -> str | None:
         return None  # reported when a loader tries to read it
 
 
-def _tracker_console(file: Path) -> str | None:
+def _read_through_its_run(file: Path) -> str | None:
     """Why a file a tracker keeps beside a run is not a run of its own, or None. A copy of the
     run (:data:`TRACKER_CONSOLE`): a W&B run's ``files/output.log`` (history: ``run-<id>.wandb`` or
     ``files/wandb-history.jsonl``), a Sacred run's ``cout.txt`` (history: ``metrics.json``), a Ray

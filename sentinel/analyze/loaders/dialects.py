@@ -442,9 +442,7 @@ def reads_bar_running_mean(text: str, lines: Lines | None = None) -> bool:
         >>> reads_bar_running_mean("... 5.00it/s, loss=2.31, v_num=0, train_loss=2.29]")
         False
     """
-    found = lines.holds_any(_BAR_MEAN_WORDS) if lines is not None and lines.text is text else \
-        any(word in text for word in _BAR_MEAN_WORDS)
-    return found and _BAR_RUNNING_MEAN_ONLY.search(text) is not None
+    return Lines.of(text, lines).holds_any(_BAR_MEAN_WORDS) and _BAR_RUNNING_MEAN_ONLY.search(text) is not None
 
 
 # The learning rate, the total grad norm and the fp16 loss scale on a generic step line ("step 120 |

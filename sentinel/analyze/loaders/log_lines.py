@@ -62,6 +62,17 @@ class Lines:
         return self._skeletons
 
     @classmethod
+    def of(cls, text: str, lines: Lines | None = None) -> Lines:
+        """``lines`` where they are the lines of this very text (a caller made them already),
+        else ``Lines(text)``.
+
+        Example:
+            >>> made = Lines("loss 1\\n"); Lines.of(made.text, made) is made, Lines.of("other", made) is made
+            (True, False)
+        """
+        return lines if lines is not None and lines.text is text else cls(text)
+
+    @classmethod
     def shared(cls, text: str) -> Lines:
         """``Lines(text)``, the same object as the last call's where the text is the same: the
         sniffs of several loaders read one file's head, each splitting and grouping it again.

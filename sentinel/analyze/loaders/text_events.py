@@ -39,7 +39,7 @@ def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, wa
     A dialect without event lines of its own reads, where it says so (:attr:`Dialect.amp_lines`),
     the mixed-precision overflow lines any script's log may hold
     (:mod:`~sentinel.analyze.loaders.amp_lines`). ``lines``: ``Lines(text)``, where made already."""
-    lines = lines if lines is not None and lines.text is text else Lines(text)
+    lines = Lines.of(text, lines)
     holds = lines.holds_any
     rules = dialect.events + (AMP_LINES if dialect.amp_lines and holds(AMP_WORDS) else ())
     if not rules:
@@ -132,7 +132,7 @@ def with_record_events(text: str, dialect: Dialect, parts: list[tuple[Shape, dic
             flagged.append(hit)
         if not flagged or not np.logical_or.reduce(flagged).any():
             continue
-        lines = lines if lines is not None and lines.text is text else Lines(text)
+        lines = Lines.of(text, lines)
         starts = lines.starts(shape.pattern).tolist()
         steps = record_steps[i]
         if len(starts) != len(steps):  # some matches were not records (noise): no line to tell
@@ -171,7 +171,7 @@ def _record_positions(text: str, dialect: Dialect, steps: pd.DataFrame,
     of every other shape that can be placed (a generic log's lines may all be of another shape)."""
     if not len(steps.index):
         return np.array([], dtype=np.int64), np.array([], dtype=np.int64)
-    lines = lines if lines is not None and lines.text is text else Lines(text)
+    lines = Lines.of(text, lines)
     shape = dialect.shapes[0]
     starts = lines.starts(shape.pattern)
     placed = dict((id(s), st) for s, st in train_steps)

@@ -175,8 +175,7 @@ def fresh_starts(text: str, lines: Lines | None = None) -> list[str]:
         [1, 1]
     """
     # Substring searches (on the distinct lines where given): most logs stop here.
-    if not (lines.holds_any(_FRESH_WORDS) if lines is not None and lines.text is text else
-            any(word in text for word in _FRESH_WORDS)):
+    if not Lines.of(text, lines).holds_any(_FRESH_WORDS):
         return [text]
     cuts = list(dict.fromkeys(text.rfind("\n", 0, m.start()) + 1 for m in _FRESH_START.finditer(text)))
     if len(cuts) < 2:

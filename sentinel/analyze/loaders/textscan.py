@@ -249,10 +249,10 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
     if dialect.joins is not None:
         text = dialect.joins.sub(dialect.join_with, text)
     # The caller's lines serve as long as the text is the same object (most logs: nothing to clean).
-    lines = lines if lines is not None and lines.text is text else Lines(text)
+    lines = Lines.of(text, lines)
     if dialect.rewrite is not None and (not dialect.rewrite_needs or lines.holds_any(dialect.rewrite_needs)):
         text = dialect.rewrite(text)
-        lines = lines if lines.text is text else Lines(text)
+        lines = Lines.of(text, lines)
     evaluation = None  # the evaluation lines the training read leaves out, read apart below
     if dialect.drop_words and _may_blank(lines, dialect.drop_words):
         text, picked = _split_lines(text, dialect.drop_words)
@@ -842,7 +842,7 @@ def _first_epoch_header(text: str, lines: Lines | None = None) -> int | None:
         >>> _first_epoch_header("Epoch 10/50\\n 50/196 [===] - loss: 2.1\\n")
         10
     """
-    if "Epoch " not in text or (lines is not None and lines.text is text and not lines.holds_any((_EPOCH_HEADER,))):
+    if "Epoch " not in text or not Lines.of(text, lines).holds_any((_EPOCH_HEADER,)):
         return None
     found = _EPOCH_HEADER.search(text)
     return None if found is None else int(found.group(0).split()[1].split("/")[0])
@@ -854,7 +854,7 @@ def _headers_between(text: str, shape: Shape, n: int, lines: Lines | None = None
     do not line up)."""
     if "Epoch " not in text:
         return None
-    lines = lines if lines is not None and lines.text is text else Lines(text)
+    lines = Lines.of(text, lines)
     headers = lines.starts(_EPOCH_HEADER) if lines.holds_any((_EPOCH_HEADER,)) else ()
     if not len(headers):
         return None
