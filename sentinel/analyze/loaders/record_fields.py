@@ -77,6 +77,17 @@ def check_heads(out: dict[str, np.ndarray], shape: Shape, counts: np.ndarray, wi
     return {name for name in shape.head if name not in HEAD_ROLES and name != "_"}
 
 
+def prefixed(shape: Shape, name: str) -> str:
+    """``name`` under the shape's :attr:`~Shape.prefix` (``val_`` for validation lines), once.
+
+    Example:
+        >>> from sentinel.analyze.loaders.dialect_types import Shape
+        >>> prefixed(Shape(re.compile("x"), prefix="val_"), "loss"), prefixed(Shape(re.compile("x"), prefix="val_"), "val_ppl")
+        ('val_loss', 'val_ppl')
+    """
+    return shape.prefix + name if shape.prefix and not name.startswith(shape.prefix) else name
+
+
 def metric_name(raw_key: str, unit: str, shape: Shape, dialect: Dialect, options: LoadOptions) -> str:
     """Name one field: the user's choice, the dialect's table, else sentinel's canonical key."""
     if options.step_col is not None and raw_key == options.step_col.lower():
@@ -99,7 +110,7 @@ def metric_name(raw_key: str, unit: str, shape: Shape, dialect: Dialect, options
     if name == metrics.LOSS and options.loss_col is not None:
         name = "logged_loss"  # the user chose another key as the loss
     name = _SLUG.sub("_", name.lower()).strip("_") if name not in _KNOWN else name
-    return shape.prefix + name if shape.prefix and not name.startswith(shape.prefix) else name
+    return prefixed(shape, name)
 
 
 def _phrase_key(name: str, shape: Shape) -> str:

@@ -29,8 +29,8 @@ from sentinel.analyze.loaders.dialect_types import HEAD_ROLES, Dialect, Shape
 from sentinel.analyze.loaders.log_lines import Lines, Skeletons
 from sentinel.analyze.loaders.pattern_locality import line_local
 from sentinel.analyze.loaders.pattern_re2 import line_filter
-from sentinel.analyze.loaders.record_fields import (KEY, NAN_PREFIX, check_heads, metric_name, watches_nonfinite,
-                                                    unit_suffix, units_order, widest)
+from sentinel.analyze.loaders.record_fields import (KEY, NAN_PREFIX, check_heads, metric_name, prefixed,
+                                                    unit_suffix, units_order, watches_nonfinite, widest)
 
 
 _TOKEN = re.compile(r"[^ \t\n\v\f\r]+")  # the tokens of Arrow's ASCII whitespace split
@@ -196,9 +196,9 @@ def read_templates(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOp
         if name in HEAD_ROLES:
             out["_" + name] = values
             continue
-        out[name] = values
+        out[prefixed(shape, name)] = values
         if watches_nonfinite(name):
-            out[NAN_PREFIX + name] = np.where((counts > i) & np.isnan(values), 1.0, np.nan)
+            out[NAN_PREFIX + prefixed(shape, name)] = np.where((counts > i) & np.isnan(values), 1.0, np.nan)
     keys_seen = check_heads(out, shape, counts, width, ok)
     bad = 0
     noise, required = [], []

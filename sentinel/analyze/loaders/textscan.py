@@ -79,8 +79,8 @@ from sentinel.analyze.loaders.field_lists import SHOWN, field_bodies
 from sentinel.analyze.loaders.keys import STEP_LIMIT
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.pattern_prefix import literal_first
-from sentinel.analyze.loaders.record_fields import (KEY, NAN_PREFIX, check_heads, metric_name, watches_nonfinite,
-                                                    unit_suffix, units_order, widest)
+from sentinel.analyze.loaders.record_fields import (KEY, NAN_PREFIX, check_heads, metric_name, prefixed,
+                                                    unit_suffix, units_order, watches_nonfinite, widest)
 from sentinel.analyze.loaders.template_reader import read_templates
 from sentinel.analyze.loaders.text_events import (count_overflows, event_rows, read_events, stamp,
                                                   with_record_events)
@@ -358,9 +358,9 @@ def _read_shape(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOptio
         if name in HEAD_ROLES:
             out["_" + name] = values
             continue
-        out[name] = values
+        out[prefixed(shape, name)] = values
         if watches_nonfinite(name):
-            out[NAN_PREFIX + name] = np.where(parsed & np.isnan(values), 1.0, np.nan)
+            out[NAN_PREFIX + prefixed(shape, name)] = np.where(parsed & np.isnan(values), 1.0, np.nan)
     keys_seen = check_heads(out, shape, counts, width, ok)
     # Pairs: a key at h, h + 2, ... (never in the last field of the width), its value after it.
     per_row = np.maximum(0, (np.minimum(counts - 1, width - 2) - h) // 2 + 1)
@@ -516,11 +516,6 @@ def _evaluation_parts(text: str, dialect: Dialect, options: LoadOptions) -> list
         if table is None or not len(table["_pos"]):
             continue
         table.pop("_cut", None)  # a field cut off is said of the training lines only
-        for name in [name for name in shape.head if name not in HEAD_ROLES and name != "_" and name in table]:
-            renamed = name if name.startswith("val_") else "val_" + name
-            table[renamed] = table.pop(name)
-            if NAN_PREFIX + name in table:
-                table[NAN_PREFIX + renamed] = table.pop(NAN_PREFIX + name)
         parts.append((evaluation, table))
     return parts
 
