@@ -30,6 +30,9 @@ _SMALL_TEXT = 4096
 # Lines per skeleton, at least, for a count to go by skeletons: each costs a Python findall, a
 # line of the general count costs a share of one pyarrow filter and one findall over them all.
 _COUNT_REPEATS = 8
+# Lines per skeleton, at least, for distinct_text to stand for the text: below it the joined
+# skeletons are nearly as long as the text, and one search of the text costs no more.
+_DISTINCT_REPEATS = 4
 # Skeletons up to which a line-local pattern picks its skeletons with Python's re (see
 # Skeletons.matching): ~3 us a skeleton against ~0.2 ms for compiling a pyarrow filter.
 _FEW_SKELETONS = 48
@@ -99,7 +102,7 @@ class Lines:
         """
         if self._distinct is None:
             skeletons = self.skeletons() if len(self.text) > _SMALL_TEXT else None
-            repeats = skeletons is not None and len(skeletons.uniques) * 4 <= len(skeletons.codes)
+            repeats = skeletons is not None and len(skeletons.uniques) * _DISTINCT_REPEATS <= len(skeletons.codes)
             self._distinct = "\n".join(skeletons.texts()) if repeats else self.text
         return self._distinct
 
@@ -171,8 +174,9 @@ class Lines:
         within: list[int] = []
         count = np.zeros(len(skeletons.uniques), dtype=np.int64)
         first = np.zeros(len(skeletons.uniques), dtype=np.int64)
-        texts = skeletons.uniques.take(pa.array(candidates, pa.int64())).to_pylist()
-        for unique, skeleton in zip(candidates.tolist(), texts):
+        texts = skeletons.texts()
+        for unique in candidates.tolist():
+            skeleton = texts[unique]
             found = [m.start() - 1 for m in pattern.finditer("\n" + skeleton + "\n")]  # no match takes a line end
             first[unique], count[unique] = len(within), len(found)
             within.extend(found)
