@@ -4,6 +4,7 @@ warnings on lines that follow one template, several, or break it."""
 
 from __future__ import annotations
 
+import math
 import random
 import re
 
@@ -58,7 +59,7 @@ def test_one_template(monkeypatch):
 
 
 @pytest.mark.parametrize("odd, fast", [
-    ("step:7/3000 train_loss:1.5x train_time:5ms step_avg:1.0ms", False),  # a malformed number
+    ("step:7/3000 train_loss:1.5x train_time:5ms step_avg:1.0ms", True),  # a malformed number: text
     ("step:7/3000 train_loss:-.5e-3 train_time:5ms step_avg:nanms", True),
     ("step:7/3000 train_loss:inf train_time:5s step_avg:Infinity", True),  # units: s -> _ms * 1000
     ("step:7/3000 train_loss:NaN train_time:5ms step_avg:-infms", True),  # a logged NaN loss: an event
@@ -72,12 +73,12 @@ def test_one_template(monkeypatch):
     ("step:7/3000 @:2.0 train_time:5ms", True),  # strict: a key that is not a name makes the line noise
     ("step:7/3000 top1:0.5 train_loss:2.0", False),  # a key with a digit
     ("step:7/3000 train_loss:2.0 eta:1:02:03", False),  # a key "02"
-    ("step:7/3000 train_loss:2.0 msg:ms", False),  # a unit with no number
+    ("step:7/3000 train_loss:2.0 msg:ms", True),  # a unit with no number
     ("step:7/3000 train_loss:2.0 \u00e9t\u00e9:1.5 train_time:5ms", True),  # non-ASCII key
     ("step:\u0667/3000 train_loss:2.0", False),  # an Arabic-Indic digit: not a number for pyarrow
     ("step:7/3000 train_loss:\u0662.5", False),  # ... where a number is
     ("   step:7/3000 train_loss:2.0", True),
-    ("step:7/3000 train_loss:2.0|x", False),
+    ("step:7/3000 train_loss:2.0|x", True),
     ("step:7/3000 train_loss:2.0 " + " ".join(f"k{i}:1" for i in range(60)), False),
     ("step:7/3000 train_loss:2.0 " + " ".join(f"k:{i}" for i in range(60)), True),  # too many fields
     ("noise step:7/3000 train_loss:2.0", True),  # not at the start of a line: no record
@@ -95,6 +96,30 @@ def test_bad_values_are_counted_per_line(monkeypatch):
     lines[4], lines[8], lines[10] = "step:5/3000 train_loss", "step:9/3000 train_loss", "step:11/3000 lr:1 norm"
     got = _same(monkeypatch, "\n".join(lines) + "\n", LLMC)
     assert got.warnings == ["3 token(s) with a value that is not a number were skipped"]
+
+
+def test_values_that_are_text(monkeypatch):
+    """torchtitan prints fields that are not numbers ("memory: 30.00GiB(37.50%)", "tps: 5,000"):
+    the template reader reads the numbers beside them and counts the text as the general reader
+    does, a value it skips; in a strict shape the line is noise."""
+    rng = random.Random(7)
+    lines = [f"[rank0]:[titan] - INFO - step: {s:2}  loss: {3 - s / 100:7.4f}  memory: {rng.choice([18.5, 30.25]):5.2f}GiB"
+             f"({rng.choice([19.5, 37.75]):.2f}%)  tps: {rng.choice([900, 5000, 123456]):,}  "
+             f"mfu: {rng.choice(['30.00%', 'n/a%', '7%'])}" for s in range(1, 120)]
+    text = "\n".join(lines) + "\n"
+    got = _same(monkeypatch, text, BY_NAME["torchtitan"])
+    assert got.steps["loss"].notna().all() and got.steps["memory"].isna().all()
+    printed = [line.split("tps: ")[1].split()[0] for line in lines]
+    assert got.steps["tps"].tolist() == [900.0 if p == "900" else pytest.approx(math.nan, nan_ok=True)
+                                         for p in printed]
+    assert got.steps["mfu"].isna().sum() == sum("n/a%" in line for line in lines)
+    skipped = len(lines) + sum(p != "900" for p in printed) + sum("n/a%" in line for line in lines)
+    titan = BY_NAME["torchtitan"]
+    assert read_templates(Lines(text), titan.shapes[0], titan, LoadOptions())[1] == skipped
+    strict = [_modded(s) for s in range(1, 40)]
+    strict[9] = "step:10/3000 train_loss:2.0 train_time:5,000ms step_avg:1.0ms"
+    got = _same(monkeypatch, "\n".join(strict) + "\n", LLMC)
+    assert 10 not in got.steps.index and len(got.steps) == 38
 
 
 @pytest.mark.parametrize("from_order", [True, False])

@@ -92,7 +92,8 @@ LITGPT = Dialect(
 TORCHTITAN = Dialect(
     name="torchtitan",
     description='torchtitan ("step: N  loss: X  grad_norm: G  memory: ...")',
-    shapes=(Shape(re.compile(r"\bstep:\s*(\d+\s+loss:[^\n]*)"), units={"%": ("", 1.0)}),),
+    # [^\S\n]: spaces that stay on the line, so the pattern reads one line skeleton at a time
+    shapes=(Shape(re.compile(r"\bstep:[^\S\n]*(\d+[^\S\n]+loss:[^\n]*)"), units={"%": ("", 1.0)}),),
     min_records=2,
 )
 

@@ -29,6 +29,9 @@ from sentinel.analyze.loaders.keys import canonical_key, looks_like_eval_loss
 MAX_FIELDS = 96
 
 KEY = re.compile(r"[A-Za-z_][\w./()%-]*\Z", re.ASCII)
+# What counts as a number where a field also holds text ("5,000", "30GiB(37%)"): the general reader
+# asks pyarrow's RE2 (ASCII digits), the template reader Python's ``re`` with re.ASCII.
+NUMBER_SYNTAX = r"^[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|(?i:nan|inf|infinity))$"
 _SLUG = re.compile(r"[^a-z0-9/]+")
 _PHRASE_SLUG = re.compile(r"[^a-z0-9]+")
 NONFINITE_WATCHED = (metrics.LOSS, metrics.GRAD_NORM_TOTAL)

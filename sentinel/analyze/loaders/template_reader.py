@@ -29,11 +29,13 @@ from sentinel.analyze.loaders.dialect_types import HEAD_ROLES, Dialect, Shape
 from sentinel.analyze.loaders.log_lines import Lines, Skeletons
 from sentinel.analyze.loaders.pattern_locality import line_local
 from sentinel.analyze.loaders.pattern_re2 import line_filter
-from sentinel.analyze.loaders.record_fields import (KEY, NAN_PREFIX, check_heads, metric_name, prefixed,
-                                                    unit_suffix, units_order, watches_nonfinite, widest)
+from sentinel.analyze.loaders.record_fields import (KEY, NAN_PREFIX, NUMBER_SYNTAX, check_heads, metric_name,
+                                                    prefixed, unit_suffix, units_order, watches_nonfinite, widest)
 
 
 _TOKEN = re.compile(r"[^ \t\n\v\f\r]+")  # the tokens of Arrow's ASCII whitespace split
+# Whether a value is a number does not depend on its digits: asked of its skeleton.
+_IS_NUMBER = re.compile(NUMBER_SYNTAX, re.ASCII).match
 _ASCII_SPACE = " \t\n\v\f\r"
 
 
@@ -106,8 +108,8 @@ def read_templates(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOp
         What :func:`~sentinel.analyze.loaders.textscan._read_shape` returns, plus the warnings to
         add; False when no line has a record; None when the general reader must do it: the shape
         does not allow this, the skeletons are nearly as many as the lines, a key holds a digit,
-        or some value is not a number (the general reader then decides what it is, as it always
-        did).
+        or a value's text cannot be told a number or not from its skeleton (non-ASCII, or a
+        head field).
     """
     if not _template_shape(shape):
         return None
@@ -154,6 +156,7 @@ def read_templates(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOp
     layouts: dict[tuple, int] = {}
     layout_of = np.zeros(len(templates), dtype=np.int64)
     slot_spans: list[list[tuple[int, int]]] = []
+    not_numbers: dict[int, set[str]] = {}  # unit code -> the texts of values that are not numbers
     for t, template in enumerate(templates):
         count = len(template.spans)
         spans, heads, pairs = [], [], []
@@ -169,16 +172,26 @@ def read_templates(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOp
                 pairs.append((key, -1, 0, 1.0))
                 continue
             start, end = template.spans[position + 1]
+            value = template.texts[position + 1]
             code, factor = 0, 1.0
             for c, unit in enumerate(units, start=1):
-                if template.texts[position + 1].endswith(unit):
+                if value.endswith(unit):
                     code, factor = c, shape.units[unit][1]
                     end -= len(unit.encode())
+                    value = value[:-len(unit)]
                     break
+            if not _IS_NUMBER(value):  # text ("5,000"): no value, as a key without one
+                if not value.isascii():
+                    return None
+                not_numbers.setdefault(code, set()).add(value)
+                pairs.append((key, -1, code, factor))
+                continue
             pairs.append((key, len(spans), code, factor))
             spans.append((start, end))
         layout_of[t] = layouts.setdefault((tuple(heads), tuple(pairs)), len(layouts))
         slot_spans.append(spans)
+    if not _general_reader_agrees(not_numbers):
+        return None
     rec_layout = layout_of[rec_template]
     per_layout = np.bincount(rec_layout, minlength=len(layouts))
     used = [(g, heads, pairs) for g, (heads, pairs) in enumerate(layouts) if per_layout[g]]
@@ -239,6 +252,19 @@ def read_templates(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOp
     if not ok.all():
         out = {name: column[ok] for name, column in out.items()}
     return out, bad, keys_seen, warnings
+
+
+def _general_reader_agrees(not_numbers: dict[int, set[str]]) -> bool:
+    """Whether the general reader also takes these values for text. It casts the values of one
+    unit at once with pyarrow and, where that fails, asks :data:`NUMBER_SYNTAX` of each; a text
+    pyarrow would read (none known) leaves the shape to it."""
+    for texts in not_numbers.values():
+        try:
+            pc.cast(pa.array(sorted(texts), pa.large_string()), pa.float64())
+        except pa.ArrowInvalid:
+            continue
+        return False
+    return True
 
 
 def _cut_numbers(skeletons: Skeletons, slot_spans: list[list[tuple[int, int]]], rec_line: np.ndarray,

@@ -79,8 +79,8 @@ from sentinel.analyze.loaders.field_lists import SHOWN, field_bodies
 from sentinel.analyze.loaders.keys import STEP_LIMIT
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.pattern_prefix import literal_first
-from sentinel.analyze.loaders.record_fields import (KEY, NAN_PREFIX, check_heads, metric_name, prefixed,
-                                                    unit_suffix, units_order, watches_nonfinite, widest)
+from sentinel.analyze.loaders.record_fields import (KEY, NAN_PREFIX, NUMBER_SYNTAX, check_heads, metric_name,
+                                                    prefixed, unit_suffix, units_order, watches_nonfinite, widest)
 from sentinel.analyze.loaders.template_reader import read_templates
 from sentinel.analyze.loaders.text_events import (count_overflows, event_rows, read_events, stamp,
                                                   with_record_events)
@@ -90,7 +90,6 @@ from sentinel.events import EventKind, make_event
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _QUOTE = re.compile(r"^[ \t]*(?:>[ \t]?)+", re.MULTILINE)
-_NUMBER = r"^[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|(?i:nan|inf|infinity))$"
 
 
 @dataclass
@@ -484,7 +483,7 @@ def _parse_numbers(tokens: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     try:
         return pc.cast(tokens, pa.float64()).to_numpy(zero_copy_only=False), np.ones(len(tokens), dtype=bool)
     except pa.ArrowInvalid:  # some token is text: only the ones that are numbers count
-        matches = pc.match_substring_regex(tokens, _NUMBER)
+        matches = pc.match_substring_regex(tokens, NUMBER_SYNTAX)
         values = pc.cast(pc.if_else(matches, tokens, pa.scalar(None, tokens.type)), pa.float64())
         return values.to_numpy(zero_copy_only=False), matches.to_numpy(zero_copy_only=False)
 
