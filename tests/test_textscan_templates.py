@@ -207,6 +207,43 @@ def test_random_perturbations(monkeypatch):
             _same(monkeypatch, text, dialect, fast=None)
 
 
+def test_scrubs_and_separators_of_several_characters(monkeypatch):
+    """mmengine's lines: separators ": " and ", ", an ETA scrubbed out ("eta: 1 day, 8:31:30,"),
+    random odd fields; where the scrub joins two tokens into one the general reader reads it."""
+    rng = random.Random(99)
+    mmengine = BY_NAME["mmengine"]
+    fields = ["lr: 1.000e-02", "time: 0.512", "data_time: 0.010", "memory: 3456", "loss_cls: 0.345",
+              "grad_norm: inf", "loss: nan", "note: a: b", "eta:", "x: , y: 1.5", "top1: 0.5", "lr:1e-3"]
+    taken = 0
+    for trial in range(40):
+        order = rng.sample(fields[:5], rng.choice([1, 3, 5])) + ["loss: {loss}", "{eta}"]
+        rng.shuffle(order)
+        sep, kind = rng.choice([", ", "  ", "\t"]), rng.randrange(3)
+        lines = []
+        for i in range(1, rng.randint(2, 120)):
+            eta = f"eta: {rng.choice(['', '1 day, ', '3 days, '])}{rng.randint(0, 23)}:{rng.randint(10, 59)}:05"
+            body = [field.format(loss=f"{2 + rng.random():.4f}", eta=eta) for field in order]
+            if rng.random() < 0.03:  # one such line sends the shape to the general reader
+                body.insert(rng.randrange(len(body) + 1), rng.choice(fields))
+            head = (f"Epoch(train)  [{1 + i // 50}][{i % 50:4d}/50]", f"Epoch [{1 + i // 50}][{i % 50}/50]",
+                    f"Iter(train) [{i:5d}/9000]")[kind]
+            lines.append(f"2024/01/01 10:00:00 - mmengine - INFO - {head}  {sep.join(body)}{rng.choice(['', ','])}")
+        text = "\n".join(lines) + "\n"
+        taken += _template_used(text, mmengine)
+        _same(monkeypatch, text, mmengine, fast=None)
+    assert taken >= 10
+    merged = "".join(f"Epoch(train) [1][{i}/200]  lr: 1.0e-04eta: 0:01:0{i % 10}  loss: {3 - i / 200:.4f}\n"
+                     for i in range(1, 200))
+    _same(monkeypatch, merged, mmengine, fast=False)
+    # The widest record is judged by its length as the general reader joins it (", " -> " "): a
+    # line of 40 short fields in the middle is shorter than one of 10 long names, and is skipped.
+    normal = [f"Epoch(train) [1][{i}/300]  lr: 1.0e-04, loss: {2 + i / 1000:.4f}" for i in range(300)]
+    normal[100] = "Epoch(train) [1][100/300]  " + ", ".join(["k: 1"] * 40)
+    normal[150] = "Epoch(train) [1][150/300]  " + ", ".join(f"a_long_key_name{chr(97 + j)}: 1" for j in range(10))
+    wide = _same(monkeypatch, "\n".join(normal) + "\n", mmengine)
+    assert wide.warnings == ["1 mmengine line(s) with more than 25 fields were skipped"]
+
+
 def test_line_local():
     assert line_local(re.compile(r"^[ \t]*step:(\d+/\d[^\n]*)", re.M))
     assert line_local(re.compile(r"\biter (\d+: loss [^\n]*)"))

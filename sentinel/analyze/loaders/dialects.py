@@ -100,15 +100,16 @@ TORCHTITAN = Dialect(
 # mmengine / MMDetection 3: "Epoch(train)  [1][  50/1000]  base_lr: 1.0e-04 lr: 1.0e-04  eta: 0:53:02
 # time: 0.32  data_time: 0.01  memory: 5432  grad_norm: 3.12  loss: 1.23  loss_cls: 0.34";
 # mmcv 1.x: "Epoch [1][50/7330]\tlr: 1.000e-02, eta: 1 day, 8:31:30, time: 0.5, ..., loss: 1.2".
-# Iterations count inside an epoch: the step is (epoch - 1) * N + i.
+# Iterations count inside an epoch: the step is (epoch - 1) * N + i. ([^\S\n]: spaces on the line.)
 _ETA = (re.compile(r"\beta: (?:\d+ days?, )?[\d:]+,?"), "")
 MMENGINE = Dialect(
     name="mmengine",
     description='mmengine / MMDetection ("Epoch(train) [e][i/N] ... loss: X")',
     shapes=(
-        Shape(re.compile(r"\bEpoch(?:\(train\))?\s*\[(\d+)\]\s*\[\s*(\d+)\s*/\s*(\d+)\]\s+([^\n]*)"),
+        Shape(re.compile(r"\bEpoch(?:\(train\))?[^\S\n]*\[(\d+)\][^\S\n]*\[[^\S\n]*(\d+)[^\S\n]*/[^\S\n]*(\d+)\]"
+                         r"[^\S\n]+([^\n]*)"),
               head=("epoch", "iter", "total"), separators=(": ", ", ", "\t"), scrub=_ETA),
-        Shape(re.compile(r"\bIter\(train\)\s*\[\s*(\d+)\s*/\s*(\d+)\]\s+([^\n]*)"),
+        Shape(re.compile(r"\bIter\(train\)[^\S\n]*\[[^\S\n]*(\d+)[^\S\n]*/[^\S\n]*(\d+)\][^\S\n]+([^\n]*)"),
               head=("iter", "total"), separators=(": ", ", ", "\t"), scrub=_ETA),
     ),
     min_records=2,

@@ -40,11 +40,13 @@ _ASCII_SPACE = " \t\n\v\f\r"
 
 
 def _template_shape(shape: Shape) -> bool:
-    """Whether :func:`read_templates` can read this shape: a :func:`line_local` pattern, no
-    scrub, separators of one character (replacing one by a space keeps every position), units
-    without digits."""
-    return (shape.scrub is None and shape.fields is None
-            and all(len(sep) == 1 and sep != "\n" for sep in shape.separators)
+    """Whether :func:`read_templates` can read this shape: a :func:`line_local` pattern, a scrub
+    (if any) that is line-local too and replaces by plain text, separators without a line end or
+    a digit (a skeleton holds each digit as ``0``), units without digits."""
+    scrub_ok = shape.scrub is None or (isinstance(shape.scrub[1], str) and "\\" not in shape.scrub[1]
+                                       and line_local(shape.scrub[0]))
+    return (scrub_ok and shape.fields is None
+            and all(sep and "\n" not in sep and not any(c.isdigit() for c in sep) for sep in shape.separators)
             and all(unit and unit.isascii() and not any(c.isdigit() for c in unit) for unit in shape.units)
             and line_local(shape.pattern))
 
@@ -60,35 +62,64 @@ class _Template:
     length: int
 
 
+def _replaced(body: str, source: list[int], spans: list[tuple[int, int]], by: str) -> tuple[str, list[int]]:
+    """``body`` with each span replaced by ``by``, and where each character came from in the line
+    (-1: from no character of it)."""
+    out, where, at = [], [], 0
+    for start, end in spans:
+        out += [body[at:start], by]
+        where += source[at:start] + [-1] * len(by)
+        at = end
+    return "".join(out) + body[at:], where + source[at:]
+
+
+def _occurrences(body: str, sep: str) -> list[tuple[int, int]]:
+    """Where ``str.replace`` replaces ``sep``: left to right, never overlapping."""
+    found, at = [], body.find(sep)
+    while at >= 0:
+        found.append((at, at + len(sep)))
+        at = body.find(sep, at + len(sep))
+    return found
+
+
 def _line_templates(shape: Shape, skeleton: str) -> list[_Template] | None:
     """The records ``shape`` finds on a line with this skeleton (found as in the text, where
-    each line has a line end before and after it); None when their tokens do not follow each
-    other in the line."""
+    each line has a line end before and after it); None when a token is not one piece of the
+    line or the tokens do not follow each other in it.
+
+    Each record's body is built as the general reader builds it (its groups joined by a space,
+    the scrub, each separator replaced by a space), keeping where each character came from."""
     padded = "\n" + skeleton + "\n"
     groups = shape.pattern.groups
     found = []
     last = 0
     to_bytes = None if skeleton.isascii() else np.cumsum([0] + [len(c.encode()) for c in skeleton]).tolist()
     for match in shape.pattern.finditer(padded):
-        pieces, spans, texts = [], [], []
-        for a, b in [match.span(g) for g in range(1, groups + 1)] if groups else [match.span()]:
+        pieces, source = [], []
+        for k, (a, b) in enumerate([match.span(g) for g in range(1, groups + 1)] if groups else [match.span()]):
+            if k:
+                pieces.append(" ")
+                source.append(-1)
             if a < 0:  # a group that did not take part: findall gives ""
-                pieces.append("")
                 continue
             if a < 1 or b > len(skeleton) + 1:
                 return None
-            piece = padded[a:b]
-            for sep in shape.separators:
-                piece = piece.replace(sep, " ")
-            pieces.append(piece)
-            for token in _TOKEN.finditer(piece):
-                start, end = a - 1 + token.start(), a - 1 + token.end()
-                if start < last:
-                    return None
-                last = end
-                spans.append((start, end) if to_bytes is None else (to_bytes[start], to_bytes[end]))
-                texts.append(token.group())
-        found.append(_Template(spans, texts, len(" ".join(pieces).strip(_ASCII_SPACE))))
+            pieces.append(padded[a:b])
+            source += range(a - 1, b - 1)
+        body = "".join(pieces)
+        if shape.scrub is not None:
+            body, source = _replaced(body, source, [m.span() for m in shape.scrub[0].finditer(body)], shape.scrub[1])
+        for sep in shape.separators:
+            body, source = _replaced(body, source, _occurrences(body, sep), " ")
+        spans, texts = [], []
+        for token in _TOKEN.finditer(body):
+            start, end = source[token.start()], source[token.end() - 1] + 1
+            if start < last or end - start != token.end() - token.start() or -1 in source[token.start():token.end()]:
+                return None
+            last = end
+            spans.append((start, end) if to_bytes is None else (to_bytes[start], to_bytes[end]))
+            texts.append(token.group())
+        found.append(_Template(spans, texts, len(body.strip(_ASCII_SPACE))))
     return found
 
 
