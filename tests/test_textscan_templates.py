@@ -103,8 +103,8 @@ def test_values_that_are_text(monkeypatch):
     the template reader reads the numbers beside them and counts the text as the general reader
     does, a value it skips; in a strict shape the line is noise."""
     rng = random.Random(7)
-    lines = [f"[rank0]:[titan] - INFO - step: {s:2}  loss: {3 - s / 100:7.4f}  memory: {rng.choice([18.5, 30.25]):5.2f}GiB"
-             f"({rng.choice([19.5, 37.75]):.2f}%)  tps: {rng.choice([900, 5000, 123456]):,}  "
+    lines = [f"[rank0]:[titan] - INFO - step: {s:2}  loss: {3 - s / 100:7.4f}  "
+             f"memory: {rng.choice([18.5, 30.25]):5.2f}GiB({rng.choice([19.5, 37.75]):.2f}%)  tps: {rng.choice([900, 5000, 123456]):,}  "
              f"mfu: {rng.choice(['30.00%', 'n/a%', '7%'])}" for s in range(1, 120)]
     text = "\n".join(lines) + "\n"
     got = _same(monkeypatch, text, BY_NAME["torchtitan"])
@@ -242,6 +242,19 @@ def test_scrubs_and_separators_of_several_characters(monkeypatch):
     normal[150] = "Epoch(train) [1][150/300]  " + ", ".join(f"a_long_key_name{chr(97 + j)}: 1" for j in range(10))
     wide = _same(monkeypatch, "\n".join(normal) + "\n", mmengine)
     assert wide.warnings == ["1 mmengine line(s) with more than 25 fields were skipped"]
+
+
+def test_a_scrub_with_nothing_to_act_on(monkeypatch):
+    """Hugging Face dicts: the scrub of np.float32(...) / tensor(...) / quoted text cannot run per
+    skeleton; a log without them is read by the template reader, one with them by the general."""
+    hf = BY_NAME["hf_trainer"]
+    plain = "".join(f"{{'loss': {2 - s / 100:.4f}, 'grad_norm': {1 + s % 3}.5, 'learning_rate': 5e-05, "
+                    f"'epoch': {s / 100:.2f}}}\n" for s in range(1, 90))
+    assert _same(monkeypatch, plain, hf).steps["loss"].notna().sum() == 89
+    for odd in ("'grad_norm': np.float32(1.25)", "'grad_norm': tensor(1.25, device='cuda:0')",
+                "'remaining_time': '3h 35m 58s'"):
+        wrapped = plain.replace("'grad_norm': 2.5", odd, 1)
+        assert _same(monkeypatch, wrapped, hf, fast=False).steps["loss"].notna().sum() == 89
 
 
 def test_line_local():

@@ -39,12 +39,11 @@ _IS_NUMBER = re.compile(NUMBER_SYNTAX, re.ASCII).match
 _ASCII_SPACE = " \t\n\v\f\r"
 
 
-def _template_shape(shape: Shape) -> bool:
+def _template_shape(shape: Shape, scrub: tuple | None) -> bool:
     """Whether :func:`read_templates` can read this shape: a :func:`line_local` pattern, a scrub
     (if any) that is line-local too and replaces by plain text, separators without a line end or
     a digit (a skeleton holds each digit as ``0``), units without digits."""
-    scrub_ok = shape.scrub is None or (isinstance(shape.scrub[1], str) and "\\" not in shape.scrub[1]
-                                       and line_local(shape.scrub[0]))
+    scrub_ok = scrub is None or (isinstance(scrub[1], str) and "\\" not in scrub[1] and line_local(scrub[0]))
     return (scrub_ok and shape.fields is None
             and all(sep and "\n" not in sep and not any(c.isdigit() for c in sep) for sep in shape.separators)
             and all(unit and unit.isascii() and not any(c.isdigit() for c in unit) for unit in shape.units)
@@ -82,7 +81,7 @@ def _occurrences(body: str, sep: str) -> list[tuple[int, int]]:
     return found
 
 
-def _line_templates(shape: Shape, skeleton: str) -> list[_Template] | None:
+def _line_templates(shape: Shape, skeleton: str, scrub: tuple | None) -> list[_Template] | None:
     """The records ``shape`` finds on a line with this skeleton (found as in the text, where
     each line has a line end before and after it); None when a token is not one piece of the
     line or the tokens do not follow each other in it.
@@ -107,8 +106,8 @@ def _line_templates(shape: Shape, skeleton: str) -> list[_Template] | None:
             pieces.append(padded[a:b])
             source += range(a - 1, b - 1)
         body = "".join(pieces)
-        if shape.scrub is not None:
-            body, source = _replaced(body, source, [m.span() for m in shape.scrub[0].finditer(body)], shape.scrub[1])
+        if scrub is not None:
+            body, source = _replaced(body, source, [m.span() for m in scrub[0].finditer(body)], scrub[1])
         for sep in shape.separators:
             body, source = _replaced(body, source, _occurrences(body, sep), " ")
         spans, texts = [], []
@@ -142,7 +141,10 @@ def read_templates(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOp
         or a value's text cannot be told a number or not from its skeleton (non-ASCII, or a
         head field).
     """
-    if not _template_shape(shape):
+    scrub = shape.scrub
+    if scrub is not None and shape.scrub_needs and not lines.holds_any(shape.scrub_needs):
+        scrub = None  # nothing in this text for it to act on (Hugging Face dicts of plain numbers)
+    if not _template_shape(shape, scrub):
         return None
     skeletons = lines.skeletons()
     loose = line_filter(shape.pattern)
@@ -155,7 +157,7 @@ def read_templates(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOp
     per_unique = np.zeros(len(skeletons.uniques), dtype=np.int64)
     templates: list[_Template] = []
     for unique, skeleton in zip(candidates.tolist(), skeletons.uniques.take(candidates).to_pylist()):
-        found = _line_templates(shape, skeleton)
+        found = _line_templates(shape, skeleton, scrub)
         if found is None:
             return None
         first[unique], per_unique[unique] = len(templates), len(found)
