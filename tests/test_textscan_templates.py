@@ -104,7 +104,8 @@ def test_values_that_are_text(monkeypatch):
     does, a value it skips; in a strict shape the line is noise."""
     rng = random.Random(7)
     lines = [f"[rank0]:[titan] - INFO - step: {s:2}  loss: {3 - s / 100:7.4f}  "
-             f"memory: {rng.choice([18.5, 30.25]):5.2f}GiB({rng.choice([19.5, 37.75]):.2f}%)  tps: {rng.choice([900, 5000, 123456]):,}  "
+             f"memory: {rng.choice([18.5, 30.25]):5.2f}GiB({rng.choice([19.5, 37.75]):.2f}%)  "
+             f"tps: {rng.choice([900, 5000, 123456]):,}  "
              f"mfu: {rng.choice(['30.00%', 'n/a%', '7%'])}" for s in range(1, 120)]
     text = "\n".join(lines) + "\n"
     got = _same(monkeypatch, text, BY_NAME["torchtitan"])
@@ -255,6 +256,28 @@ def test_a_scrub_with_nothing_to_act_on(monkeypatch):
                 "'remaining_time': '3h 35m 58s'"):
         wrapped = plain.replace("'grad_norm': 2.5", odd, 1)
         assert _same(monkeypatch, wrapped, hf, fast=False).steps["loss"].notna().sum() == 89
+
+
+_TOOL_LINES = {
+    "fairseq": lambda s: f"epoch 001:    {s:4d} / 1000 loss={9 - s / 100:.3f}, nll_loss=8.1, gnorm=1.2, lr=5e-05, "
+                         f"num_updates={s}, wall=12",
+    "timm": lambda s: f"Train: 0 [{s:4d}/1000 ({s // 10:3d}%)]  Loss: {6 - s / 500:.4f} (5.9)  LR: 1.000e-03",
+    "gan": lambda s: f"[0/5][{s}/1583]\tLoss_D: {1 + s / 1e3:.4f}\tLoss_G: {5 - s / 1e3:.4f}\tD(x): 0.5",
+    "litgpt": lambda s: f"Epoch 1 | iter {s} step {s // 4} | loss train: {3 - s / 1e3:.3f}, val: n/a | "
+                        "iter time: 81.00 ms",
+    "nanogpt": lambda s: f"{s} | loss {4 - s / 1e3:.4f} | lr 1.000000e-04 | 95.12ms | mfu 1.20%",
+}
+
+
+@pytest.mark.parametrize("name", sorted(_TOOL_LINES))
+def test_tools_lines_read_per_skeleton(monkeypatch, name):
+    """The tools' record patterns keep to one line ([^\\S\\n] where they allow spaces), so the
+    template reader takes their logs; a blank line or a line of spaces between records changes
+    nothing."""
+    lines = [_TOOL_LINES[name](s) for s in range(1, 400)]
+    lines[100:100] = ["", "   "]
+    got = _same(monkeypatch, "\n".join(lines) + "\n", BY_NAME[name])
+    assert got.steps["loss"].notna().sum() == 399
 
 
 def test_line_local():

@@ -65,7 +65,7 @@ NANOGPT = Dialect(
               head=(metrics.STEP, "eval_train_loss", metrics.VAL_LOSS)),
         # llama2.c's train.py (nanoGPT's loop): f"{iter_num} | loss {lossf:.4f} | lr {lr:e} |
         # {dt*1000:.2f}ms | mfu {running_mfu*100:.2f}%"
-        Shape(re.compile(rf"(?m)^\s*(\d+) \| loss ({_NUM}) \| lr ({_NUM}) \| ({_NUM})ms\b"),
+        Shape(re.compile(rf"(?m)^[^\S\n]*(\d+) \| loss ({_NUM}) \| lr ({_NUM}) \| ({_NUM})ms\b"),
               head=(metrics.STEP, metrics.LOSS, metrics.LR, "time_ms")),
     ),
     sniff=re.compile(r"\biter \d+: loss \d|^\s*\d+ \| loss [-+\d.naif]+ \| lr ", re.MULTILINE),
@@ -81,7 +81,7 @@ LITGPT = Dialect(
     name="litgpt",
     description='litgpt ("iter N step M | loss train: X")',
     shapes=(
-        Shape(re.compile(rf"\biter (\d+) step (\d+)\s*[:|]\s*loss(?: train)?:? ({_NUM})"
+        Shape(re.compile(rf"\biter (\d+) step (\d+)[^\S\n]*[:|][^\S\n]*loss(?: train)?:? ({_NUM})"
                          rf"(?:{_LITGPT_GAP}iter time: ({_NUM}) ?ms)?"),
               head=(metrics.STEP, "optimizer_step", metrics.LOSS, "iter_time_ms")),
     ),
@@ -125,7 +125,7 @@ FAIRSEQ = Dialect(
     name="fairseq",
     description='fairseq, metaseq ("epoch 001: 100 / 1000 loss=X, ..., num_updates=N", or JSON: "| train_inner | {...}")',
     shapes=(
-        Shape(re.compile(r"\bepoch (\d+):\s+(\d+) / (\d+) ([^\n]*)"), head=("epoch", "iter", "total"),
+        Shape(re.compile(r"\bepoch (\d+):[^\S\n]+(\d+) / (\d+) ([^\n]*)"), head=("epoch", "iter", "total"),
               separators=("=", ","), keys=_FAIRSEQ_KEYS),
         Shape(re.compile(r"\bepoch (\d+) \|(?! valid on)([^\n]*)"), head=("epoch",), separators=("|",),
               keys=_FAIRSEQ_KEYS, fills=True),
@@ -279,7 +279,8 @@ TIMM = Dialect(
     description='timm ("Train: E [I/N (P%)]  Loss: X (avg)  ...  LR: L")',
     shapes=(
         # (older timm: "Loss: {losses_m.val:>9.6f}", padded: "Loss:  5.354290 (5.3299)")
-        Shape(re.compile(rf"\bTrain: (\d+) \[\s*(\d+)/(\d+) \(\s*\d+%\)\]\s+Loss:[ \t]+({_NUM}) \([^)\n]*\)"
+        Shape(re.compile(rf"\bTrain: (\d+) \[[^\S\n]*(\d+)/(\d+) \([^\S\n]*\d+%\)\]"
+                         rf"[^\S\n]+Loss:[ \t]+({_NUM}) \([^)\n]*\)"
                          rf"(?:{_TIMM_GAP}\bLR: ({_NUM}))?"),
               head=("epoch0", "iter", "total", metrics.LOSS, metrics.LR)),
     ),
@@ -368,7 +369,8 @@ GAN = Dialect(
     name="gan",
     description='GAN training prints ("[e/E][i/N] Loss_D: x Loss_G: y", "[Epoch e/E] [Batch i/N] [D loss: x] [G loss: y]")',
     shapes=(
-        Shape(re.compile(rf"^[^\S\n]*\[(\d+)/\d+\]\[(\d+)/(\d+)\]\s+Loss_D:\s*({_NUM})\s+Loss_G:\s*({_NUM})",
+        Shape(re.compile(rf"^[^\S\n]*\[(\d+)/\d+\]\[(\d+)/(\d+)\]"
+                         rf"[^\S\n]+Loss_D:[^\S\n]*({_NUM})[^\S\n]+Loss_G:[^\S\n]*({_NUM})",
                          re.MULTILINE), head=("epoch0", "iter", "total", "loss_d", metrics.LOSS)),
         Shape(re.compile(rf"\[Epoch (\d+)/\d+\] \[Batch (\d+)/(\d+)\] \[D loss: ({_NUM})[^\]\n]*\] "
                          rf"\[G loss: ({_NUM})"), head=("epoch0", "iter", "total", "loss_d", metrics.LOSS)),
