@@ -294,3 +294,34 @@ def test_pipe_table_headers_found_by_one_search_are_the_headers_found_line_by_li
             except ValueError as error:  # a named column missing: the same either way
                 slow = error
         assert repr(fast) == repr(slow), lines
+
+
+def test_field_checks_asked_of_distinct_skeletons_are_the_checks_of_every_field(monkeypatch):
+    """Megatron's fields repeat a few skeletons: the name / value split, the trimmed value and its
+    number checks, made once per distinct skeleton, must be what numpy and RE2 give over every
+    field, on random fields (no mark, two marks, blank or spaced values, thousands, exponents)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from sentinel.analyze.loaders import field_lists
+
+    rng = random.Random(5)
+    pool = [" lm loss: {x}E+00 ", " loss scale: 65536.0 ", " grad norm: {x} ", " consumed samples:  {n} ",
+            " learning rate: {x}E-04", " tokens: {n},{m} ", "no mark here", " a=b: {x}", " name:", " name:   ",
+            " 2nd field: 1 ", " x: 1 2 ", "", " elapsed time per iteration (ms): {x} ", " k:+.{n}e-{m}",
+            " \tlr =\t{x}\t", " throughput: {n}K ", " nan iterations: nan "]
+    by_skeleton = 0
+    for trial in range(40):
+        kinds = pool[:rng.randint(3, len(pool))]
+        fields = [rng.choice(kinds).format(x=f"{rng.random() * 10:.{rng.randint(1, 4)}f}", n=rng.randint(0, 99999),
+                                           m=f"{rng.randint(0, 999):03d}") for _ in range(rng.randint(64, 400))]
+        segments = pa.array(fields, pa.large_string())
+        by_skeleton += field_lists._parts_by_skeleton(
+            np.frombuffer(segments.buffers()[1], np.int64), np.frombuffer(segments.buffers()[2], np.uint8)) is not None
+        fast = field_lists._name_and_value(segments)
+        with monkeypatch.context() as m:
+            m.setattr(field_lists, "_parts_by_skeleton", lambda *args: None)
+            slow = field_lists._name_and_value(segments)
+        for a, b in zip(fast, slow):
+            assert (a == b).all() if isinstance(a, np.ndarray) else a.equals(b), fields
+    assert by_skeleton >= 10

@@ -41,7 +41,17 @@ _VALUE_RE2 = r"^\s*\S+\s*$"  # after it
 _THOUSANDS_RE2 = r"^[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?$"
 # A value that float() and pyarrow's cast both read, to the same double: kept as printed.
 _PLAIN_RE2 = r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$"
-_SPACES_APART = r"[\x0b\x1c-\x1f]"  # whitespace to Python's str.split / strip / \s, not to RE2's \s
+# Whitespace to Python's str.split / strip / \s, not to RE2's \s (bytes: each looked for by memchr).
+_SPACES_APART = (b"\x0b", b"\x1c", b"\x1d", b"\x1e", b"\x1f")
+# The same checks in Python's re, for one distinct skeleton at a time (ASCII: they agree with RE2).
+_NAME = re.compile(r"\s*[A-Za-z][^:=|]*\Z", re.ASCII)
+_VALUE = re.compile(r"\s*\S+\s*\Z", re.ASCII)
+_THOUSANDS = re.compile(_THOUSANDS_RE2.replace("$", "\\Z"), re.ASCII)
+_PLAIN = re.compile(_PLAIN_RE2.replace("$", "\\Z"), re.ASCII)
+_ASCII_SPACE = " \t\n\v\f\r"  # what pyarrow's ascii_trim_whitespace trims
+_ZERO_DIGITS = bytes(ord("0") if ord("0") <= i <= ord("9") else i for i in range(256))
+# Segments per distinct skeleton, at least, for the checks to be asked of the skeletons.
+_SEGMENT_REPEATS = 8
 
 def field_bodies(bodies: list, shape: Shape) -> tuple[list[str] | pa.LargeListArray, np.ndarray]:
     """Each body's field list as ``name value`` tokens after its head fields, and which bodies
@@ -114,8 +124,11 @@ def _arrow_bodies(bodies: list, rests: list[str], shape: Shape) -> tuple[pa.Larg
     ``nan``, rescaled fields) go through :func:`_field_tokens`."""
     sep = shape.fields
     text = pa.array(rests, pa.large_string())
-    if shape.scrub is not None or not pc.all(pc.string_is_ascii(text)).as_py() \
-            or pc.any(pc.match_substring_regex(text, _SPACES_APART)).as_py():
+    if shape.scrub is not None or len(text) == 0:
+        return None
+    data = text.buffers()[2]
+    raw = data.to_pybytes() if data is not None else b""
+    if not raw.isascii() or any(space in raw for space in _SPACES_APART):
         return None
     heads = [pa.array([body[k] for body in bodies], pa.large_string())
              for k in range(len(bodies[0]) - 1)] if isinstance(bodies[0], tuple) else []
@@ -135,13 +148,11 @@ def _arrow_bodies(bodies: list, rests: list[str], shape: Shape) -> tuple[pa.Larg
         keep = np.ones(len(segments), dtype=bool)
         keep[last] = False
         segments, record = segments.filter(pa.array(keep)), record[keep]
-    found, raw_names, values = _name_and_value(segments)
+    found, raw_names, values, thousands, plain = _name_and_value(segments)
     coded = pc.dictionary_encode(pc.ascii_lower(pc.ascii_trim_whitespace(raw_names)))
     lower = coded.dictionary.to_pylist() or [""]  # the few distinct names: worked out in Python
     codes = pa.array(coded.indices.fill_null(0))
     rescaled = np.array([name in shape.rescale for name in lower], dtype=bool)[codes.to_numpy()]
-    thousands = _bools(pc.match_substring_regex(values, _THOUSANDS_RE2))
-    plain = _bools(pc.match_substring_regex(values, _PLAIN_RE2))
     as_printed = pa.array(found & (plain | thousands) & ~rescaled)
     none = pa.scalar(None, pa.large_string())
     names = pc.if_else(as_printed, pa.array([name.translate(HIDDEN) for name in lower], pa.large_string()).take(codes),
@@ -178,33 +189,95 @@ def _token_lists(heads: list[pa.Array], names: pa.Array, values: pa.Array, recor
     return pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), sources.take(pa.array(order)))
 
 
-def _name_and_value(segments: pa.Array) -> tuple[np.ndarray, pa.Array, pa.Array]:
+def _name_and_value(segments: pa.Array) -> tuple[np.ndarray, pa.Array, pa.Array, np.ndarray, np.ndarray]:
     """Which ASCII segments are fields as :data:`FIELD` reads them, each one's name (the
-    whitespace around it kept) and its value. The first ``:`` or ``=`` parts them (a name holds
-    neither), found with numpy over the array's bytes; the two sides are checked by patterns
-    without groups, which RE2 runs without backtracking (its group extraction took 245 ms on
-    200,000 fields, this ~30 ms)."""
+    whitespace around it kept), its value (trimmed), and whether the value is a number with
+    thousands separators / a plain decimal. The first ``:`` or ``=`` parts them (a name holds
+    neither).
+
+    Every check reads the segment's skeleton (digits as ``0``) alike, so where the segments repeat
+    a few skeletons (a log's fields: the same names, numbers of a few widths) each check runs once
+    per distinct skeleton, in Python; else over every segment, with numpy and RE2 patterns without
+    groups (RE2's group extraction took 245 ms on 200,000 fields, this ~30 ms)."""
     segments = pa.array(segments, pa.large_string()) if segments.type != pa.large_string() else segments
     segments = pc.fill_null(segments, "")
     bounds = np.frombuffer(segments.buffers()[1], np.int64)[segments.offset:segments.offset + len(segments) + 1]
     data = segments.buffers()[2]
     raw = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
+    parts = _parts_by_skeleton(bounds, raw) if len(segments) >= 64 else None
+    if parts is None:
+        parts = _parts_by_marks(bounds, raw)
+    found, cuts, checked = parts
+    # Name, mark and whitespace, value, whitespace of each segment as strings over the same bytes.
+    pieces = pa.Array.from_buffers(pa.large_string(), len(cuts) - 1,
+                                   [None, pa.py_buffer(cuts), data if data is not None else pa.py_buffer(b"")])
+    names = pieces.take(pa.array(np.arange(0, len(cuts) - 1, 4)))
+    values = pieces.take(pa.array(np.arange(2, len(cuts) - 1, 4)))
+    if checked is not None:
+        return found, names, values, *checked
+    found &= _bools(pc.match_substring_regex(names, _NAME_RE2)) & _bools(pc.match_substring_regex(values, _VALUE_RE2))
+    values = pc.ascii_trim_whitespace(values)
+    return (found, names, values, _bools(pc.match_substring_regex(values, _THOUSANDS_RE2)),
+            _bools(pc.match_substring_regex(values, _PLAIN_RE2)))
+
+
+def _cuts(starts: np.ndarray, ends: np.ndarray, first: np.ndarray, lead: np.ndarray, trail: np.ndarray) -> np.ndarray:
+    """Offsets of four pieces a segment: name ``[start, first)``, mark and space, value, space."""
+    has = first < ends
+    cuts = np.empty(4 * len(starts) + 1, dtype=np.int64)
+    cuts[0:-1:4] = starts
+    cuts[1:-1:4] = first
+    cuts[2:-1:4] = np.where(has, first + 1 + lead, ends)
+    cuts[3:-1:4] = np.where(has, ends - trail, ends)
+    cuts[-1] = ends[-1] if len(ends) else 0
+    return cuts
+
+
+def _parts_by_marks(bounds: np.ndarray, raw: np.ndarray):
+    """Each segment's first mark found with numpy over the bytes; the value piece is all that
+    follows the mark (``lead`` and ``trail`` 0): its check reads it whole, and it is trimmed after."""
     marks = np.flatnonzero((raw == ord(":")) | (raw == ord("=")))
     starts, ends = bounds[:-1], bounds[1:]
-    at = np.searchsorted(marks, starts)
-    first = np.append(marks, len(raw))[at]
+    first = np.append(marks, len(raw))[np.searchsorted(marks, starts)]
     has = first < ends
     first = np.where(has, first, ends)
-    # Name, mark and value of each segment as three strings over the same bytes (a segment with
-    # no mark: all name, then two empty strings).
-    offsets = np.empty(3 * len(starts) + 1, dtype=np.int64)
-    offsets[0:-1:3], offsets[1:-1:3], offsets[2:-1:3] = starts, first, np.where(has, first + 1, ends)
-    offsets[-1] = bounds[-1]
-    pieces = pa.Array.from_buffers(pa.large_string(), 3 * len(starts), [None, pa.py_buffer(offsets), data])
-    names = pieces.take(pa.array(np.arange(0, 3 * len(starts), 3)))
-    values = pieces.take(pa.array(np.arange(2, 3 * len(starts), 3)))
-    found = has & _bools(pc.match_substring_regex(names, _NAME_RE2)) & _bools(pc.match_substring_regex(values, _VALUE_RE2))
-    return found, names, pc.ascii_trim_whitespace(values)
+    zero = np.zeros(len(starts), dtype=np.int64)
+    return has, _cuts(starts, ends, first, zero, zero), None
+
+
+def _parts_by_skeleton(bounds: np.ndarray, raw: np.ndarray):
+    """:func:`_parts_by_marks` with the value trimmed and every check made, asked of each
+    distinct skeleton once; None where the skeletons are not few."""
+    n = len(bounds) - 1
+    skeleton = pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(np.ascontiguousarray(bounds)),
+                                                            pa.py_buffer(raw.tobytes().translate(_ZERO_DIGITS))])
+    coded = pc.dictionary_encode(skeleton)
+    uniques = coded.dictionary.to_pylist()
+    if len(uniques) * _SEGMENT_REPEATS > n:
+        return None
+    table = np.array([_skeleton_parts(u) for u in uniques], dtype=np.int64).reshape(len(uniques), 6)
+    rows = table[coded.indices.to_numpy()]
+    starts, ends = bounds[:-1], bounds[1:]
+    first = np.where(rows[:, 0] >= 0, starts + rows[:, 0], ends)
+    cuts = _cuts(starts, ends, first, rows[:, 1], rows[:, 2])
+    has = rows[:, 0] >= 0
+    return has & (rows[:, 3] == 1), cuts, (rows[:, 4] == 1, rows[:, 5] == 1)
+
+
+def _skeleton_parts(segment: str) -> tuple[int, int, int, int, int, int]:
+    """One segment's ``(mark, lead, trail, is a field, thousands, plain)``: where its first
+    ``:`` or ``=`` is (-1: none), the whitespace before and after its value, and the checks."""
+    marks = [at for at in (segment.find(":"), segment.find("=")) if at >= 0]
+    if not marks:
+        return -1, 0, 0, 0, 0, 0
+    mark = min(marks)
+    after = segment[mark + 1:]
+    value = after.strip(_ASCII_SPACE)
+    lead = len(after) - len(after.lstrip(_ASCII_SPACE))
+    trail = len(after) - len(after.rstrip(_ASCII_SPACE)) if value else 0
+    field = _NAME.match(segment, 0, mark) is not None and _VALUE.match(after) is not None
+    thousands, plain = _THOUSANDS.match(value) is not None, _PLAIN.match(value) is not None
+    return mark, lead, trail, int(field), int(thousands), int(plain)
 
 
 def _bools(array: pa.Array) -> np.ndarray:
