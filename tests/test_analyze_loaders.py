@@ -246,6 +246,61 @@ def test_lightning_csv_nan_cells_stay_nan(tmp_path):
     assert values[0] == 1.0 and math.isnan(values[1]) and values[2] == math.inf
 
 
+def test_lightning_csv_nan_at_a_validation_step_is_a_logged_nan(tmp_path):
+    """A real Trainer logs a NaN loss (its value only: the update stays finite, as where a scaler
+    skips an overflowed step) at the last step of an epoch, the step its validation row shares.
+    CSVLogger writes it as ``nan`` and the validation row's loss cell empty: the rows merge into
+    one step, and the NaN is still a logged one, reported; the empty cells are not."""
+    import lightning as L
+    from lightning.pytorch.loggers import CSVLogger
+
+    from sentinel.analyze.analyzer import analyze_run
+
+    class Model(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.net = torch.nn.Linear(4, 1)
+
+        def training_step(self, batch, batch_idx):
+            x, y = batch
+            loss = torch.nn.functional.mse_loss(self.net(x), y)
+            if self.global_step == 7:  # the epoch's last batch (8 a epoch)
+                loss = loss + torch.tensor(float("nan"))
+            self.log("train_loss", loss)
+            return loss
+
+        def validation_step(self, batch, batch_idx):
+            x, y = batch
+            self.log("val_loss", torch.nn.functional.mse_loss(self.net(x), y))
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.01)
+
+    torch.manual_seed(0)
+    data = torch.utils.data.TensorDataset(torch.randn(32, 4), torch.randn(32, 1))
+    loader = torch.utils.data.DataLoader(data, batch_size=4)
+    logger = CSVLogger(str(tmp_path), name="lightning_logs")
+    trainer = L.Trainer(max_epochs=2, logger=logger, log_every_n_steps=1, enable_progress_bar=False,
+                        enable_model_summary=False, enable_checkpointing=False, accelerator="cpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer.fit(Model(), loader, loader)
+    raw = (Path(logger.log_dir) / "metrics.csv").read_text()
+    assert "0,7,nan," in raw and "0,7,,0." in raw  # the training row's NaN, the validation row beside it
+    (run,) = lightning_csv.load(logger.log_dir)
+    assert run.meta["logged_nan"]["loss"].tolist() == [7]
+    assert math.isnan(run.steps.at[7, "loss"]) and run.steps.at[7, "val_loss"] > 0
+    report = analyze_run(run)
+    (nonfinite,) = [i for i in report.incidents if i.kind == "nonfinite"]
+    assert (nonfinite.step, nonfinite.end_step, report.steps, report.last_step) == (7, 7, 16, 15)
+    # Empty loss cells of validation rows are no NaN; a step logged again with a value is not either.
+    (tmp_path / "metrics.csv").write_text("epoch,step,train_loss,val_loss\n0,0,2.0,\n0,1,1.9,\n0,1,,1.8\n"
+                                          "0,2,nan,\n0,2,1.7,\n0,3,1.6,\n")
+    (run,) = lightning_csv.load(tmp_path)
+    assert run.meta["logged_nan"]["loss"].tolist() == []
+    assert not [i for i in analyze_run(run).incidents if i.kind == "nonfinite"]
+
+
 def write_sentinel_run(path: Path, n: int = 40, tb: bool = False, torn: bool = False) -> Path:
     with RunWriter(path, {"name": path.name}, tensorboard=tb) as writer:
         for step in range(n):

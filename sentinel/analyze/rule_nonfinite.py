@@ -23,7 +23,7 @@ import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
-from sentinel.analyze.loaders import LOGGED_NAN, RunData
+from sentinel.analyze.loaders import LOGGED_NAN, LOGGED_NAN_KEYS, RunData
 from sentinel.analyze.loaders.keys import looks_like_eval_loss
 from sentinel.analyze.spans import between, cadence, group_steps
 
@@ -106,7 +106,8 @@ def nonfinite_mask(series: pd.Series, frame: pd.DataFrame | None = None,
 
 def logged_nan_steps(run: RunData, key: str) -> np.ndarray | None:
     """The steps ``run``'s source logged ``key`` as NaN at, when the source tells a logged NaN from
-    an absent value (``RunData.meta[LOGGED_NAN]``); None when it does not.
+    an absent value for this key (``RunData.meta[LOGGED_NAN]``, for the keys in
+    ``meta[LOGGED_NAN_KEYS]`` where that is given); None when it does not.
 
     Example:
         >>> logged_nan_steps(RunData("r", "r", "tensorboard", pd.DataFrame(),
@@ -114,7 +115,7 @@ def logged_nan_steps(run: RunData, key: str) -> np.ndarray | None:
         [7]
     """
     told = run.meta.get(LOGGED_NAN) if run.meta else None
-    if told is None:
+    if told is None or key not in run.meta.get(LOGGED_NAN_KEYS, (key,)):
         return None
     return np.asarray(told.get(key, ()), dtype="int64")
 

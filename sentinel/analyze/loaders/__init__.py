@@ -59,6 +59,10 @@ ADD_SCALARS_DIRS = "add_scalars_dirs"
 # absent: none). Where it is given, a NaN in the steps frame at any other step is absent (a
 # record that was not read, e.g. dropped for a bad checksum), never a non-finite value.
 LOGGED_NAN = "logged_nan"
+# RunData.meta key: the metric keys LOGGED_NAN speaks for, where it speaks for some only (Lightning's
+# CSVLogger writes a NaN as ``nan`` and leaves a metric it did not log empty, and the loss is the
+# column read cell by cell); absent: LOGGED_NAN speaks for every key.
+LOGGED_NAN_KEYS = "logged_nan_keys"
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,10 @@ import numpy as np
 import pandas as pd
 
 from sentinel import metrics
-from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders import LOGGED_NAN, LOGGED_NAN_KEYS, LoadOptions, RunData
 from sentinel.analyze.loaders.keys import STEP_ALIASES, canonical_key, find_column, inferred_loss_note, loss_column
 from sentinel.analyze.loaders.numeric_table import (
+    PRINTED_NAN_ROWS,
     TEXT_LOSS_ROWS,
     choose_columns,
     loss_values,
@@ -85,6 +86,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     frame = read_columns(path, sep, names, positions, loss_col, warnings, step_col)
     step, keep = step_values(frame[step_col], step_col, path, warnings)
     text_rows = frame.attrs.get(TEXT_LOSS_ROWS)
+    printed_rows = frame.attrs.get(PRINTED_NAN_ROWS)
     use = keep.copy()
     if loss_col is not None:
         text = text_rows[keep] if text_rows is not None else loss_values(frame[loss_col][keep])[1]
@@ -123,6 +125,18 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     if loss_col is None:
         warnings.append(f"{path.name}: no loss column among {', '.join(map(str, names[:50]))}: "
                         "pass --loss-col NAME")
+    meta = {"loss_column": loss_col, "step_column": step_col}
+    if printed_rows is not None and metrics.LOSS in steps.columns:
+        meta.update(_printed_nan_steps(step[printed_rows[use]], steps[metrics.LOSS]))
     name = path.parent.name or path.name
     return [RunData(name=name, path=str(path), source=NAME, steps=steps.astype("float64", copy=False),
-                    meta={"loss_column": loss_col, "step_column": step_col}, warnings=warnings)]
+                    meta=meta, warnings=warnings)]
+
+
+def _printed_nan_steps(printed: np.ndarray, loss: pd.Series) -> dict:
+    """The meta entries that say where the loss was logged as NaN: the CSVLogger writes a NaN as
+    ``nan`` and a metric a row did not log as an empty cell, so a training row's NaN at the step of
+    a validation row is told from that row's empty loss (before, rows merged by step lost it)."""
+    at = np.unique(printed)
+    at = at[np.isnan(loss.reindex(at).to_numpy(dtype="float64"))]  # a step logged again later holds its value
+    return {LOGGED_NAN: {metrics.LOSS: at}, LOGGED_NAN_KEYS: (metrics.LOSS,)}

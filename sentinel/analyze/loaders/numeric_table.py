@@ -45,6 +45,8 @@ CHUNK_ROWS = 1 << 20
 _MAX_HEADER_BYTES = 64 << 20
 # Where read_columns leaves the mask of rows whose loss cell was text.
 TEXT_LOSS_ROWS = "text_loss_rows"
+# Where read_columns leaves the mask of rows whose loss cell printed NaN (not left empty).
+PRINTED_NAN_ROWS = "printed_nan_rows"
 # Where read_columns says the loss cells that were text are all numbers with a decimal comma (2,5).
 DECIMAL_COMMA = "decimal_comma"
 _DECIMAL_COMMA = r"\s*[-+]?\d+,\d+\s*"
@@ -157,6 +159,7 @@ def read_columns(path: str | Path, sep: str, names: list[str], positions: list[i
     na_values = {labels[i]: _NA_VALUES for i in positions if labels[i] != loss_label}
     parts: dict[str, list[np.ndarray]] = {label: [] for label in kept}
     text_parts: list[np.ndarray] = []
+    printed_parts: list[np.ndarray] = []
     integer_steps = True
     decimal_comma: bool | None = None  # every text loss cell a number with a decimal comma
     with pywarnings.catch_warnings(record=True) as caught:
@@ -173,6 +176,7 @@ def read_columns(path: str | Path, sep: str, names: list[str], positions: list[i
                         values, text = loss_values(column)  # numbers parsed by the C parser are float
                         parts[label].append(values.to_numpy(dtype="float64"))
                         text_parts.append(text)
+                        printed_parts.append(printed_nan(column, parts[label][-1]))
                         if text.any():
                             decimal_comma = decimal_comma is not False and bool(
                                 column[text].astype(str).str.fullmatch(_DECIMAL_COMMA).all())
@@ -196,6 +200,7 @@ def read_columns(path: str | Path, sep: str, names: list[str], positions: list[i
         columns[label] = np.concatenate(pieces) if pieces else np.zeros(0)
         del pieces
     text = np.concatenate(text_parts) if text_parts else None
+    printed = np.concatenate(printed_parts) if printed_parts else None
     rows = len(next(iter(columns.values()))) if columns else 0
     if rows > 0 and not _ends_with_newline(path) and not settled(path) and not _last_line_whole(path):
         # A cut row still parses ("2.3" from "2.3417"), so it cannot be trusted while the file
@@ -204,10 +209,12 @@ def read_columns(path: str | Path, sep: str, names: list[str], positions: list[i
                         "read once the file has not changed for a minute)")
         columns = {label: column[:-1] for label, column in columns.items()}
         text = text[:-1] if text is not None else None
+        printed = printed[:-1] if printed is not None else None
     table = pd.DataFrame(columns, copy=False)
     table.columns = [names[i] for i in positions]  # header names, duplicates and all
     if text is not None:
         table.attrs[TEXT_LOSS_ROWS] = text
+        table.attrs[PRINTED_NAN_ROWS] = printed
     table.attrs[DECIMAL_COMMA] = bool(decimal_comma)
     return table
 
@@ -254,6 +261,25 @@ def step_values(raw: pd.Series, column: str, path: str | Path, warnings: list[st
     if pd.api.types.is_integer_dtype(raw.dtype):
         return raw.to_numpy(dtype="int64")[integral], integral
     return values[integral].astype("int64"), integral
+
+
+def printed_nan(raw: pd.Series, values: np.ndarray) -> np.ndarray:
+    """Where a loss cell printed NaN (``nan``, ``NaN``), not left empty or marked missing
+    (``NA``, ``null``); ``values``: :func:`loss_values` of ``raw``.
+
+    Example:
+        >>> cells = pd.Series(["2.5", "nan", "", "NULL", "-NaN"])
+        >>> printed_nan(cells, loss_values(cells)[0].to_numpy()).tolist()
+        [False, True, False, False, True]
+    """
+    nan = np.isnan(values)
+    if not nan.any() or pd.api.types.is_numeric_dtype(raw.dtype):
+        return nan  # a column the C parser read as numbers holds no empty cell
+    cells = raw[nan]
+    is_str = cells.map(lambda v: isinstance(v, str)).to_numpy(dtype=bool)
+    out = np.zeros(len(raw), dtype=bool)
+    out[np.flatnonzero(nan)] = is_str & cells.astype(str).str.strip().str.lower().isin(NONFINITE_TEXT).to_numpy()
+    return out
 
 
 def loss_values(raw: pd.Series) -> tuple[pd.Series, np.ndarray]:
