@@ -199,6 +199,19 @@ def test_llama2c_train_lines(tmp_path):
     assert [(i.kind, i.step) for i in report.incidents] == [("nonfinite", 650)]
 
 
+def test_a_nanogpt_log_pasted_without_its_line_ends(tmp_path):
+    """nanoGPT's train.py lines joined by spaces (a chat or a web form ate the line ends): each
+    "iter N: loss X, ..." is still one step, not one line of hundreds of fields (which had ended
+    in an error from the reader)."""
+    lines = [f"iter {i}: loss {4.2 - i / 100:.4f}, time 95.12ms, mfu 1.20%" for i in range(120)]
+    lines[90] = "iter 90: loss 9.8000, time 95.12ms, mfu 1.20%"
+    (tmp_path / "paste.txt").write_text(" ".join(lines))
+    (run,) = discover_runs(tmp_path / "paste.txt")
+    assert run.source == "nanogpt" and run.steps["loss"].count() == 120
+    assert run.steps.loc[7, "time_ms"] == 95.12 and run.steps.loc[90, "loss"] == 9.8
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("outlier_batch", 90)]  # one batch, back at 91
+
+
 def test_litgpt_micro_batch_lines_keep_a_spike_in_one_of_them(tmp_path):
     """An older lit-gpt printed each micro-batch's loss (4 per optimizer step here): the iteration
     is the step, as litgpt's loggers write it, so a jump inside a step is not overwritten."""

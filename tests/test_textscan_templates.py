@@ -91,6 +91,15 @@ def test_lines_that_break_the_template(monkeypatch, odd, fast):
     _same(monkeypatch, "\n".join(lines) + "\n", LLMC, fast=fast)
 
 
+def test_every_record_wider_than_the_widest_kept(monkeypatch):
+    """One record line of more fields than any record may have (a log pasted without its line
+    ends, read by a shape that takes the rest of the line): skipped with a warning both ways,
+    not an error from an empty cast."""
+    wide = "step:1/3000 train_loss:2.0 " + " ".join(f"k:{i}" for i in range(150)) + "\n"
+    got = _same(monkeypatch, wide * 3, LLMC)
+    assert got.steps.empty and "with more than 96 fields were skipped" in got.warnings[0]
+
+
 def test_bad_values_are_counted_per_line(monkeypatch):
     lines = [_modded(s) for s in range(1, 13)]
     lines[4], lines[8], lines[10] = "step:5/3000 train_loss", "step:9/3000 train_loss", "step:11/3000 lr:1 norm"

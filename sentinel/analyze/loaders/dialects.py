@@ -33,6 +33,13 @@ def _gap_until(start: str) -> str:
     return rf"(?:(?!{start})[^\n]){{0,{_GAP_CHARS}}}?"
 
 
+def _rest_until(start: str) -> str:
+    """The rest of a line, up to where the next record starts (``start``, at a word's start):
+    a record body that takes the rest of its line stops there, so a log pasted without its line
+    ends is still one record per step (its one line was one record of hundreds of fields)."""
+    return rf"(?:(?!\b{start})[^\n])*"
+
+
 _NUM = r"[-+]?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|\.\d+|nan|NaN|inf|Infinity|Inf)"
 _MS = {"ms": ("_ms", 1.0), "s": ("_ms", 1000.0)}
 
@@ -60,7 +67,8 @@ NANOGPT = Dialect(
     name="nanogpt",
     description='nanoGPT, llama2.c ("iter N: loss X, time Yms, mfu Z%", "N | loss X | lr L | Tms | mfu Z%")',
     shapes=(
-        Shape(re.compile(r"\biter (\d+: loss [^\n]*)"), separators=(":", ",", "%"), units={"ms": ("_ms", 1.0)}),
+        Shape(re.compile(rf"\biter (\d+: loss {_rest_until(r'iter [0-9]+: loss ')})"), separators=(":", ",", "%"),
+              units={"ms": ("_ms", 1.0)}),
         Shape(re.compile(rf"\bstep (\d+): train loss ({_NUM}), val loss ({_NUM})"),
               head=(metrics.STEP, "eval_train_loss", metrics.VAL_LOSS)),
         # llama2.c's train.py (nanoGPT's loop): f"{iter_num} | loss {lossf:.4f} | lr {lr:e} |

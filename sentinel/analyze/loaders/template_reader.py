@@ -309,8 +309,8 @@ def _cut_numbers(skeletons: Skeletons, slot_spans: list[list[tuple[int, int]]], 
     numbers and null for the text between them, so one cast reads them where they are.
     """
     n, width = len(rec_line), max(len(spans) for spans in slot_spans)
-    if not width:
-        return np.zeros((n, 0))
+    if not width or not n:  # no number, or every record skipped (more fields than the widest)
+        return np.zeros((n, width))
     spans = np.zeros((len(slot_spans), width, 2), dtype=np.int64)
     filled = np.zeros((len(slot_spans), width), dtype=bool)
     for t, template in enumerate(slot_spans):
