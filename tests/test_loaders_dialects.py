@@ -61,6 +61,18 @@ def test_fixture_steps_losses_and_spike(name, source, steps):
     assert int(loss.idxmax()) == list(steps)[7]
 
 
+def test_a_chart_export_row_with_a_stray_field_is_skipped_and_said(tmp_path):
+    """A row of more fields than the header (a stray comma) is one skipped row, said on every
+    run of the chart; before, pandas' tokenizer error was the whole read's message."""
+    lines = (LOGS / "wandb_chart_export.csv").read_text().splitlines()
+    lines[3] += ",9"
+    (tmp_path / "chart.csv").write_text("\n".join(lines) + "\n")
+    runs = discover_runs(tmp_path / "chart.csv")
+    assert runs and all("chart.csv: 1 row(s) with more fields than the header were skipped" in run.warnings
+                        for run in runs)
+    assert 20 not in runs[0].steps.index and 30 in runs[0].steps.index
+
+
 def test_hf_dicts_keep_eval_apart_and_read_grad_norm_and_lr():
     run = _one(LOGS / "hf_trainer.log")
     steps = run.steps

@@ -188,10 +188,7 @@ def read_columns(path: str | Path, sep: str, names: list[str], positions: list[i
                         numbers = pd.to_numeric(column, errors="coerce")
                         parts[label].append(numbers.to_numpy(dtype="float64", na_value=np.nan))
                 del chunk
-    bad = sum(str(w.message).count("Skipping line") for w in caught
-              if issubclass(w.category, pd.errors.ParserWarning))
-    if bad:
-        warnings.append(f"{path.name}: {bad} row(s) with more fields than the header were skipped")
+    _say_skipped(caught, path.name, warnings)
     columns: dict[str, np.ndarray] = {}
     for label in kept:
         pieces = parts.pop(label)  # freed column by column: one column's copy at a time
@@ -261,6 +258,29 @@ def step_values(raw: pd.Series, column: str, path: str | Path, warnings: list[st
     if pd.api.types.is_integer_dtype(raw.dtype):
         return raw.to_numpy(dtype="int64")[integral], integral
     return values[integral].astype("int64"), integral
+
+
+def read_csv_skipping(source, name: str, warnings: list[str], **kwargs) -> pd.DataFrame:
+    """``pd.read_csv(source, **kwargs)`` with rows of more fields than the header skipped and
+    counted in ``warnings`` (a stray separator in a cell, two rows run together), where the
+    parser would stop the whole read with its own message.
+
+    Example:
+        >>> import io
+        >>> read_csv_skipping(io.StringIO("a,b\\n1,2\\n3,4,5\\n"), "t.csv", w := []).shape, w
+        ((1, 2), ['t.csv: 1 row(s) with more fields than the header were skipped'])
+    """
+    with pywarnings.catch_warnings(record=True) as caught:
+        pywarnings.simplefilter("always", pd.errors.ParserWarning)
+        table = pd.read_csv(source, on_bad_lines="warn", **kwargs)
+    _say_skipped(caught, name, warnings)
+    return table
+
+
+def _say_skipped(caught: list, name: str, warnings: list[str]) -> None:
+    bad = sum(str(w.message).count("Skipping line") for w in caught if issubclass(w.category, pd.errors.ParserWarning))
+    if bad:
+        warnings.append(f"{name}: {bad} row(s) with more fields than the header were skipped")
 
 
 def printed_nan(raw: pd.Series, values: np.ndarray) -> np.ndarray:

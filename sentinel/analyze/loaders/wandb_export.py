@@ -13,11 +13,9 @@ import csv
 import re
 from pathlib import Path
 
-import pandas as pd
-
 from sentinel.analyze.loaders import LoadOptions, RunData
 from sentinel.analyze.loaders.keys import STEP_ALIASES, find_column, inferred_loss_note, loss_column
-from sentinel.analyze.loaders.numeric_table import table_steps
+from sentinel.analyze.loaders.numeric_table import read_csv_skipping, table_steps
 from sentinel.analyze.loaders.textlog import read_head_lines
 
 NAME = "wandb_export"
@@ -75,7 +73,8 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     """
     options = options or LoadOptions()
     path = Path(path)
-    table = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
+    skipped: list[str] = []  # said for every run of the chart
+    table = read_csv_skipping(path, path.name, skipped, dtype=str, keep_default_na=False, encoding="utf-8-sig")
     header = [str(c) for c in table.columns]
     series = _series(header)
     if series is None:
@@ -87,7 +86,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     runs, problems = [], []
     for run, columns in series.items():
         keys = list(columns)
-        warnings: list[str] = []
+        warnings: list[str] = list(skipped)
         wanted = options.loss_col
         if wanted is not None and wanted in header:  # named as written: it must be this run's
             wanted = next((key for key, col in columns.items() if col == wanted), None)
