@@ -128,6 +128,9 @@ _ODD_VALUES = {
         "mlruns/1/abc/metrics/loss", b"".join(b"%d %f %d\n" % (1700000000000 + s, 2.0 - s / 100, 2 ** 70 if s == 30 else s)
                                               for s in range(60)), 59,
         "loss: 1 row(s) with a 'step' too large for a 64-bit step (e.g. 1e30) were skipped"),
+    "csv with a quote mark that never closes": (
+        "q.csv", b"step,loss\n" + b"".join((b'"%d,%f\n' if s == 30 else b"%d,%f\n") % (s, 2.0 - s / 100) for s in range(60)),
+        59, "q.csv: a quote mark on line 32 opens a cell that never closes: read again with quote marks taken as text"),
     "csv with CR-only line ends": (
         "mac.csv", b"step,loss\r" + b"".join(b"%d,%f\r" % (s, 2.0 - s / 100) for s in range(60)), 60, None),
     "jsonl with CR-only line ends": (

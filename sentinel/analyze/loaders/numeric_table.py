@@ -157,38 +157,21 @@ def read_columns(path: str | Path, sep: str, names: list[str], positions: list[i
     step_label = labels[names.index(step_col)] if step_col is not None else None
     kept = [labels[i] for i in positions]
     na_values = {labels[i]: _NA_VALUES for i in positions if labels[i] != loss_label}
-    parts: dict[str, list[np.ndarray]] = {label: [] for label in kept}
-    text_parts: list[np.ndarray] = []
-    printed_parts: list[np.ndarray] = []
-    integer_steps = True
-    decimal_comma: bool | None = None  # every text loss cell a number with a decimal comma
-    with pywarnings.catch_warnings(record=True) as caught:
-        pywarnings.simplefilter("always", pd.errors.ParserWarning)
-        reader = pd.read_csv(path, sep=sep, header=0, names=labels, usecols=positions,
-                             keep_default_na=False, na_values=na_values, on_bad_lines="warn",
-                             encoding=text_encoding(path), encoding_errors="replace", skip_blank_lines=True,
-                             chunksize=CHUNK_ROWS, low_memory=True)
-        with reader:
-            for chunk in reader:
-                for label in kept:
-                    column = chunk[label]
-                    if label == loss_label:
-                        values, text = loss_values(column)  # numbers parsed by the C parser are float
-                        parts[label].append(values.to_numpy(dtype="float64"))
-                        text_parts.append(text)
-                        printed_parts.append(printed_nan(column, parts[label][-1]))
-                        if text.any():
-                            decimal_comma = decimal_comma is not False and bool(
-                                column[text].astype(str).str.fullmatch(_DECIMAL_COMMA).all())
-                    elif label == step_label and pd.api.types.is_integer_dtype(column.dtype):
-                        parts[label].append(column.to_numpy(dtype="int64"))
-                    else:
-                        if label == step_label:
-                            integer_steps = False
-                        numbers = pd.to_numeric(column, errors="coerce")
-                        parts[label].append(numbers.to_numpy(dtype="float64", na_value=np.nan))
-                del chunk
-    _say_skipped(caught, path.name, warnings)
+    # A quote mark that opens a cell and never closes it stops pandas' parser at the end of the
+    # file; the file is then read again with quote marks taken as text (their rows' cells are
+    # text and drop out, counted), so the rest of the run is not lost.
+    try:
+        chunks = _Chunks(path, sep, labels, positions, na_values, kept, loss_label, step_label, csv.QUOTE_MINIMAL)
+    except pd.errors.ParserError as error:
+        warnings.append(f"{path.name}: {_quote_problem(error)}: read again with quote marks taken as text")
+        try:
+            chunks = _Chunks(path, sep, labels, positions, na_values, kept, loss_label, step_label, csv.QUOTE_NONE)
+        except pd.errors.ParserError as again:
+            raise ValueError(f"{path.name}: the CSV parser stopped ({again}): check the file's separators and "
+                             "quote marks") from None
+    parts, text_parts, printed_parts = chunks.parts, chunks.text_parts, chunks.printed_parts
+    integer_steps, decimal_comma = chunks.integer_steps, chunks.decimal_comma
+    _say_skipped(chunks.caught, path.name, warnings)
     columns: dict[str, np.ndarray] = {}
     for label in kept:
         pieces = parts.pop(label)  # freed column by column: one column's copy at a time
@@ -258,6 +241,57 @@ def step_values(raw: pd.Series, column: str, path: str | Path, warnings: list[st
     if pd.api.types.is_integer_dtype(raw.dtype):
         return raw.to_numpy(dtype="int64")[integral], integral
     return values[integral].astype("int64"), integral
+
+
+class _Chunks:
+    """The chosen columns of a CSV read in chunks, each reduced at once to numpy arrays (see
+    :func:`read_columns`); ``caught``: the parser's warnings (rows skipped)."""
+
+    def __init__(self, path: Path, sep: str, labels: list[str], positions: list[int], na_values: dict,
+                 kept: list[str], loss_label: str | None, step_label: str | None, quoting: int) -> None:
+        self.parts: dict[str, list[np.ndarray]] = {label: [] for label in kept}
+        self.text_parts: list[np.ndarray] = []
+        self.printed_parts: list[np.ndarray] = []
+        self.integer_steps = True
+        self.decimal_comma: bool | None = None  # every text loss cell a number with a decimal comma
+        with pywarnings.catch_warnings(record=True) as caught:
+            pywarnings.simplefilter("always", pd.errors.ParserWarning)
+            reader = pd.read_csv(path, sep=sep, header=0, names=labels, usecols=positions,
+                                 keep_default_na=False, na_values=na_values, on_bad_lines="warn",
+                                 encoding=text_encoding(path), encoding_errors="replace", skip_blank_lines=True,
+                                 chunksize=CHUNK_ROWS, low_memory=True, quoting=quoting)
+            with reader:
+                for chunk in reader:
+                    for label in kept:
+                        self._add(label, chunk[label], loss_label, step_label)
+                    del chunk
+        self.caught = caught
+
+    def _add(self, label: str, column: pd.Series, loss_label: str | None, step_label: str | None) -> None:
+        parts = self.parts[label]
+        if label == loss_label:
+            values, text = loss_values(column)  # numbers parsed by the C parser are float
+            parts.append(values.to_numpy(dtype="float64"))
+            self.text_parts.append(text)
+            self.printed_parts.append(printed_nan(column, parts[-1]))
+            if text.any():
+                self.decimal_comma = self.decimal_comma is not False and bool(
+                    column[text].astype(str).str.fullmatch(_DECIMAL_COMMA).all())
+        elif label == step_label and pd.api.types.is_integer_dtype(column.dtype):
+            parts.append(column.to_numpy(dtype="int64"))
+        else:
+            if label == step_label:
+                self.integer_steps = False
+            numbers = pd.to_numeric(column, errors="coerce")
+            parts.append(numbers.to_numpy(dtype="float64", na_value=np.nan))
+
+
+def _quote_problem(error: Exception) -> str:
+    """pandas' tokenizer error in words: ``EOF inside string starting at row 6``."""
+    row = re.search(r"inside string starting at row (\d+)", str(error))
+    if row is None:
+        return f"the CSV parser stopped ({error})"
+    return f"a quote mark on line {int(row.group(1)) + 1} opens a cell that never closes"
 
 
 def read_csv_skipping(source, name: str, warnings: list[str], **kwargs) -> pd.DataFrame:
