@@ -71,6 +71,14 @@ def test_a_chart_export_row_with_a_stray_field_is_skipped_and_said(tmp_path):
     assert runs and all("chart.csv: 1 row(s) with more fields than the header were skipped" in run.warnings
                         for run in runs)
     assert 20 not in runs[0].steps.index and 30 in runs[0].steps.index
+    # A quote mark that never closes: the file is read again with quotes as text, its row dropped.
+    lines = (LOGS / "wandb_chart_export.csv").read_text().splitlines()
+    lines[5] = '"' + lines[5]
+    (tmp_path / "chart.csv").write_text("\n".join(lines) + "\n")
+    runs = discover_runs(tmp_path / "chart.csv")
+    assert runs[0].source == "wandb_export" and 40 not in runs[0].steps.index and 30 in runs[0].steps.index
+    assert ("chart.csv: a quote mark on line 6 opens a cell that never closes: read again with quote marks taken "
+            "as text") in runs[0].warnings
 
 
 def test_hf_dicts_keep_eval_apart_and_read_grad_norm_and_lr():

@@ -306,9 +306,25 @@ def read_csv_skipping(source, name: str, warnings: list[str], **kwargs) -> pd.Da
     """
     with pywarnings.catch_warnings(record=True) as caught:
         pywarnings.simplefilter("always", pd.errors.ParserWarning)
-        table = pd.read_csv(source, on_bad_lines="warn", **kwargs)
+        try:
+            table = pd.read_csv(source, on_bad_lines="warn", **kwargs)
+        except pd.errors.ParserError as error:  # a quote mark that never closes: its row drops out
+            warnings.append(f"{name}: {_quote_problem(error)}: read again with quote marks taken as text")
+            if hasattr(source, "seek"):
+                source.seek(0)
+            try:
+                table = pd.read_csv(source, on_bad_lines="warn", quoting=csv.QUOTE_NONE, **kwargs)
+            except pd.errors.ParserError as again:
+                raise ValueError(f"{name}: the CSV parser stopped ({again}): check the file's separators and "
+                                 "quote marks") from None
+            table.columns = [_unquoted(str(c)) for c in table.columns]
     _say_skipped(caught, name, warnings)
     return table
+
+
+def _unquoted(name: str) -> str:
+    """A header cell read with quote marks taken as text, as the csv format means it."""
+    return name[1:-1].replace('""', '"') if len(name) >= 2 and name[0] == name[-1] == '"' else name
 
 
 def _say_skipped(caught: list, name: str, warnings: list[str]) -> None:
