@@ -237,6 +237,28 @@ def test_truncated_last_lines_are_reported_not_raised(tmp_path: Path) -> None:
     assert any("events.jsonl: skipped malformed line 3" in w_ for w_ in run.warnings)
 
 
+def test_damaged_values_skip_their_rows_not_the_segment(tmp_path: Path, recwarn) -> None:
+    """A byte flipped in a number (not UTF-8 any more), a digit become a letter, a row with a field
+    too many: those rows are skipped and counted, every other record is read (before, one bad
+    value made the whole segment unreadable, and a byte that is not UTF-8 printed a traceback
+    from pyarrow's row handler)."""
+    records = train_records(30)
+    with RunWriter(tmp_path, tensorboard=False) as w:
+        for rec in records:
+            w.write_step(rec)
+    path = tmp_path / "steps.00000.csv"
+    lines = path.read_bytes().split(b"\n")
+    lines[4] = lines[4][:-3] + b"\xea" + lines[4][-2:]  # record 3
+    lines[9] = lines[9].replace(b"0.", b"x.", 1)  # record 8
+    lines[20] += b",1.0"  # record 19
+    path.write_bytes(b"\n".join(lines))
+    run = load_run(tmp_path)
+    kept = [rec for i, rec in enumerate(records) if i not in (3, 8, 19)]
+    assert_steps_equal(run.steps, expected_frame(kept))
+    assert run.warnings == ["steps.00000.csv: skipped 3 malformed line(s)"]
+    assert not [w for w in recwarn if "nraisable" in type(w.message).__name__]
+
+
 CHILD = textwrap.dedent("""
     import itertools, sys
     from sentinel.events import make_event

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
 from sentinel.metrics import BATCH_IDX, EPOCH, STEP
@@ -327,21 +328,57 @@ def _read_segment(path: Path, warnings: list[str]) -> pa.Table | None:
         return pa_csv.read_csv(_reopen(source), read_options=_READ_OPTIONS, convert_options=convert)
     except pa.ArrowInvalid as ex:
         first_error = ex
-    # Slow path, only for a damaged file: skip the rows that do not parse and count them.
-    skipped: list[int] = []
+    # Slow path, only for a damaged file (a flipped byte, a line written over): the rows that do
+    # not parse are skipped and counted, the rest is read.
+    table, skipped = _read_damaged(source, columns, types)
+    if table is None:
+        warnings.append(f"{path.name}: unreadable ({first_error}); segment skipped")
+        return None
+    warnings.append(f"{path.name}: skipped {skipped} malformed line(s)")
+    return table
+
+
+# A value the writer writes (repr of a float, an int, nan / inf / -inf); and the cells pyarrow's
+# CSV reader takes as null by default.
+_VALUE = r"^[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|(?i:nan|inf|infinity))$"
+_NULL_VALUES = list(pa_csv.ConvertOptions().null_values)
+_INTEGER = r"^[-+]?\d+$"
+
+
+def _read_damaged(source: Any, columns: list[str], types: dict[str, pa.DataType]) -> tuple[pa.Table | None, int]:
+    """A damaged segment's rows that hold the header's number of fields and a number (or
+    nothing) in each, as the fast path would read them; and how many rows were skipped. Bytes
+    that are not UTF-8 become U+FFFD first, so the row that holds them is skipped (pyarrow hands
+    a bad row to the handler as text: a byte it cannot decode raised inside its callback)."""
+    data = source.getvalue() if isinstance(source, io.BytesIO) else Path(source).read_bytes()
+    data = data.decode("utf-8", errors="replace").encode("utf-8")
+    wrong_width = 0
 
     def skip_row(row: Any) -> str:
-        skipped.append(row.actual_columns)
+        nonlocal wrong_width
+        wrong_width += 1
         return "skip"
 
     try:
-        table = pa_csv.read_csv(_reopen(source), read_options=_READ_OPTIONS, convert_options=convert,
-                                parse_options=pa_csv.ParseOptions(invalid_row_handler=skip_row))
-    except pa.ArrowInvalid as ex:
-        warnings.append(f"{path.name}: unreadable ({first_error}; {ex}); segment skipped")
-        return None
-    warnings.append(f"{path.name}: skipped {len(skipped)} malformed line(s)")
-    return table
+        text = pa_csv.read_csv(io.BytesIO(data), read_options=_READ_OPTIONS,
+                               convert_options=pa_csv.ConvertOptions(column_types={c: pa.string() for c in columns}),
+                               parse_options=pa_csv.ParseOptions(invalid_row_handler=skip_row))
+    except pa.ArrowInvalid:
+        return None, 0
+    nulls = pa.array(_NULL_VALUES, pa.string())  # what the fast path reads as null ("", "nan")
+    good = pa.array([True] * text.num_rows, pa.bool_())
+    for name in columns:
+        cells = text.column(name)
+        fits = pc.match_substring_regex(cells, _INTEGER) if name == STEP else \
+            pc.or_(pc.is_in(cells, value_set=nulls), pc.match_substring_regex(cells, _VALUE))
+        good = pc.and_(good, pc.fill_null(fits, False))
+    kept = text.filter(good)
+    try:
+        table = pa.table({name: pc.cast(pc.if_else(pc.is_in(kept.column(name), value_set=nulls), None, kept.column(name)),
+                                        types[name]) for name in columns})
+    except pa.ArrowInvalid:  # a value the pattern let through and pyarrow does not read: none known
+        return None, 0
+    return table, wrong_width + text.num_rows - kept.num_rows
 
 
 def _reopen(source: Any) -> Any:
