@@ -67,6 +67,20 @@ def test_a_dataframe_saved_as_parquet(tmp_path):
     assert [i["step"] for i in run["incidents"] if i["kind"] == "loss_spike"] == [120]
 
 
+def test_a_parquet_file_whose_pages_are_damaged(tmp_path):
+    """Its footer reads, a data page does not (bytes flipped in it): one message that says so,
+    not the permissions advice an unreadable file gets."""
+    pytest.importorskip("pyarrow.parquet")
+    path = tmp_path / "history.parquet"
+    _history().to_parquet(path)
+    data = bytearray(path.read_bytes())
+    data[20:120] = bytes(range(100))  # inside the first column chunk's page, after the magic
+    path.write_bytes(bytes(data))
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1 and "a damaged Parquet file: its footer reads, its data does not" in result.output
+    assert "permissions" not in result.output and "Traceback" not in result.output
+
+
 def test_parquet_files_that_are_not_runs(tmp_path):
     pytest.importorskip("pyarrow.parquet")
     shard = tmp_path / "train-00000-of-00002.parquet"

@@ -93,7 +93,15 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         warnings.append(f"{Path(path).name}: {len(wanted) - MAX_COLUMNS} column(s) dropped: at most "
                         f"{MAX_COLUMNS} are read")
         wanted = wanted[:2] + rest[:MAX_COLUMNS - 2]
-    table = pd.read_parquet(path, columns=[c for c in dict.fromkeys(wanted) if c in names])
+    try:
+        table = pd.read_parquet(path, columns=[c for c in dict.fromkeys(wanted) if c in names])
+    except OSError as error:
+        if error.errno is not None:  # the file system's (permissions, a vanished file): said as such
+            raise
+        # pyarrow's own, for damaged pages (no errno): not a permissions problem
+        raise ValueError(f"{path}: a damaged Parquet file: its footer reads, its data does not "
+                         f"({' '.join(str(error).split())}); "
+                         "write or copy it again") from None
     if loss_col not in table.columns:  # the sum of the loss's components (see pick_columns)
         sum_loss_components(table, loss_components(table.columns), path, warnings)
     steps = table_steps(table, step_col, loss_col, path, warnings, keep_nan_eval=True)
