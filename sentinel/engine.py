@@ -156,7 +156,10 @@ class Sentinel:
             raise ValueError("rollback needs the optimizer: pass optimizer=..., or rollback=False")
 
         rec = self.config.record
-        self.grad_norms = GradNormProbe(model, depth=rec.grad_norm_depth)
+        updated = [p for opt in self.optimizers for group in opt.param_groups for p in group["params"]]
+        self.grad_norms = GradNormProbe(model, depth=rec.grad_norm_depth, params=updated or None)
+        if updated and self.rank == 0:
+            _warn_not_updated(model, updated)
         self.loss_scale = LossScaleProbe()
         self._running_stats = RunningStats(model)
         self.attention = AttentionProbe(model, every=rec.attention_every)
@@ -1189,6 +1192,19 @@ class Sentinel:
 
 def _short(entry: dict[str, Any]) -> dict[str, Any]:
     return {k: entry[k] for k in ("step", "epoch", "batch_idx", "rank") if k in entry}
+
+
+def _warn_not_updated(model: torch.nn.Module, updated: list[torch.Tensor]) -> None:
+    """Say once that some of the model's parameters take gradients no optimizer applies: their
+    gradients add up step after step where nothing zeroes them (an optimizer built over adapter
+    weights alone, the base left trainable), so they are left out of the grad norm."""
+    ids = {id(p) for p in updated}
+    left = [name for name, p in model.named_parameters() if p.requires_grad and id(p) not in ids]
+    if left and len(left) < len(list(model.parameters())):
+        log.warning("sentinel: %d parameter tensor(s) of the model take gradients but no optimizer updates them "
+                    "(e.g. %r): the grad norm leaves them out (their gradients add up where nothing zeroes "
+                    "them); if they are frozen, set requires_grad=False on them (it also saves the memory "
+                    "of their gradients)", len(left), left[0])
 
 
 def _lr_key(group: int) -> str:

@@ -221,6 +221,46 @@ def test_nan_in_one_batch_is_a_skipped_update_that_names_the_input(tmp_path, tin
     assert not _events(run, "rollback")
 
 
+def test_parameters_no_optimizer_updates_are_left_out_of_the_grad_norm(tmp_path, caplog):
+    """An optimizer over an adapter alone, its base left trainable (a common fine-tuning slip):
+    the base's gradients add up step after step, as nothing zeroes them. Measured, they made a
+    growing grad norm that the guard took for spikes, and after one NaN batch the run was
+    non-finite at every step, every update withheld. They are left out, and said once."""
+    torch.manual_seed(0)
+    base = torch.nn.Linear(8, 8)
+    adapter = torch.nn.Linear(8, 1)
+    model = torch.nn.Sequential(base, torch.nn.Tanh(), adapter)
+    opt = torch.optim.SGD(adapter.parameters(), lr=0.05)
+    x = torch.randn(512, 8)
+    data = list(torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, x.sum(1, keepdim=True)), batch_size=8))
+
+    def loss_fn(m, batch):
+        return torch.nn.functional.mse_loss(m(batch[0]), batch[1])
+
+    with caplog.at_level("WARNING", logger="sentinel"):
+        sen = Sentinel(model, opt, log_dir=str(tmp_path / "run"), loss_fn=loss_fn)
+    assert "2 parameter tensor(s) of the model take gradients but no optimizer updates them (e.g. '0.weight')" \
+        in caplog.text
+    applied = []
+    for step, batch in enumerate(sen.batches(data)):
+        opt.zero_grad()
+        loss = loss_fn(model, batch)
+        if step == 30:
+            loss = loss * float("nan")
+        loss.backward()
+        applied.append(sen.check(loss))
+        if applied[-1]:
+            opt.step()
+        if step == 40:
+            expected = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in adapter.parameters()]))
+            assert sen._values["grad_norm/total"] == pytest.approx(float(expected))
+        sen.end_step()
+    sen.close()
+    assert [i for i, a in enumerate(applied) if not a] == [30]
+    assert not torch.isfinite(base.weight.grad).all()  # the NaN batch's gradient piled up there, left alone
+    assert all(math.isfinite(v) for v in load_run(tmp_path / "run").steps["grad_norm/total"].drop(index=30))
+
+
 def test_a_run_the_guard_cannot_cure_gives_up_and_keeps_the_last_good_weights(tmp_path, tiny_task):
     states: dict[int, dict] = {}
     surge = {s: 3000.0 for s in range(60, STEPS)}  # a permanently wrong schedule

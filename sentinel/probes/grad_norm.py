@@ -26,7 +26,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import torch
 
@@ -188,6 +188,9 @@ class GradNormProbe:
             one group per layer part (``blocks.3.attn``, ``blocks.3.mlp``, ``embed``, ``head``).
         include: explicit module names to group by; they must exist and must not contain
             one another. Overrides ``depth``.
+        params: the parameters to measure, where not all of the model's (those the optimizers
+            update: a parameter no optimizer steps keeps its gradients, which add up step after
+            step where nothing zeroes them). None: every parameter.
 
     Example:
         >>> model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 1))
@@ -199,7 +202,8 @@ class GradNormProbe:
     """
 
     def __init__(
-        self, model: torch.nn.Module, depth: int | None = 1, include: Sequence[str] | None = None
+        self, model: torch.nn.Module, depth: int | None = 1, include: Sequence[str] | None = None,
+        params: Iterable[torch.Tensor] | None = None,
     ) -> None:
         if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 0):
             raise ValueError(
@@ -208,6 +212,9 @@ class GradNormProbe:
         named = list(model.named_parameters())
         if not named:
             raise ValueError(f"model {type(model).__name__} has no parameters: nothing to measure")
+        if params is not None:  # the ones an optimizer updates (others' gradients may pile up)
+            wanted = {id(p) for p in params}
+            named = [(n, p) for n, p in named if id(p) in wanted] or named  # none of the model's: all
 
         if include is not None:
             group_of = self._groups_from_include(model, [n for n, _ in named], include)
