@@ -270,10 +270,10 @@ class _Chunks:
     def _add(self, label: str, column: pd.Series, loss_label: str | None, step_label: str | None) -> None:
         parts = self.parts[label]
         if label == loss_label:
-            values, text = loss_values(column)  # numbers parsed by the C parser are float
+            values, text, printed = loss_cells(column)  # numbers parsed by the C parser are float
             parts.append(values.to_numpy(dtype="float64"))
             self.text_parts.append(text)
-            self.printed_parts.append(printed_nan(column, parts[-1]))
+            self.printed_parts.append(printed)
             if text.any():
                 self.decimal_comma = self.decimal_comma is not False and bool(
                     column[text].astype(str).str.fullmatch(_DECIMAL_COMMA).all())
@@ -333,25 +333,6 @@ def _say_skipped(caught: list, name: str, warnings: list[str]) -> None:
         warnings.append(f"{name}: {bad} row(s) with more fields than the header were skipped")
 
 
-def printed_nan(raw: pd.Series, values: np.ndarray) -> np.ndarray:
-    """Where a loss cell printed NaN (``nan``, ``NaN``), not left empty or marked missing
-    (``NA``, ``null``); ``values``: :func:`loss_values` of ``raw``.
-
-    Example:
-        >>> cells = pd.Series(["2.5", "nan", "", "NULL", "-NaN"])
-        >>> printed_nan(cells, loss_values(cells)[0].to_numpy()).tolist()
-        [False, True, False, False, True]
-    """
-    nan = np.isnan(values)
-    if not nan.any() or pd.api.types.is_numeric_dtype(raw.dtype):
-        return nan  # a column the C parser read as numbers holds no empty cell
-    cells = raw[nan]
-    is_str = cells.map(lambda v: isinstance(v, str)).to_numpy(dtype=bool)
-    out = np.zeros(len(raw), dtype=bool)
-    out[np.flatnonzero(nan)] = is_str & cells.astype(str).str.strip().str.lower().isin(NONFINITE_TEXT).to_numpy()
-    return out
-
-
 def loss_values(raw: pd.Series) -> tuple[pd.Series, np.ndarray]:
     """The loss as float64, and the mask of cells that hold text (not a number).
 
@@ -363,22 +344,40 @@ def loss_values(raw: pd.Series) -> tuple[pd.Series, np.ndarray]:
         >>> values.tolist(), text.tolist()
         ([2.5, nan, nan, nan, -inf], [False, False, False, True, False])
     """
+    values, text, _ = loss_cells(raw)
+    return values, text
+
+
+def loss_cells(raw: pd.Series) -> tuple[pd.Series, np.ndarray, np.ndarray]:
+    """:func:`loss_values`, and the mask of cells that printed NaN (``nan``, ``-NaN``: a logged
+    NaN, told from an empty cell or a missing marker such as ``NA``).
+
+    Example:
+        >>> loss_cells(pd.Series(["2.5", "nan", "", "NULL", "-NaN", "inf"]))[2].tolist()
+        [False, True, False, False, True, False]
+    """
     if pd.api.types.is_numeric_dtype(raw.dtype):
-        return raw.astype("float64"), np.zeros(len(raw), dtype=bool)
+        values = raw.astype("float64")
+        return values, np.zeros(len(raw), dtype=bool), np.isnan(values.to_numpy())
     numbers = pd.to_numeric(raw, errors="coerce").astype("float64")
-    unparsed = numbers.isna().to_numpy()
+    unparsed = np.flatnonzero(numbers.isna().to_numpy())
     text = np.zeros(len(raw), dtype=bool)
-    if unparsed.any():
-        cells = raw[unparsed]
-        is_str = cells.map(lambda v: isinstance(v, str)).to_numpy(dtype=bool)
-        words = cells.astype(str).str.strip().str.lower()
-        nonfinite = is_str & words.isin(NONFINITE_TEXT).to_numpy()
-        missing = ~is_str | words.isin(_MISSING_TEXT).to_numpy()
-        text[np.flatnonzero(unparsed)] = ~(nonfinite | missing)
-        fill = np.where(words.str.contains("inf").to_numpy() & nonfinite,
-                        np.where(words.str.startswith("-").to_numpy(), -np.inf, np.inf), np.nan)
-        numbers.iloc[np.flatnonzero(unparsed)] = fill
-    return numbers, text
+    printed = np.zeros(len(raw), dtype=bool)
+    if len(unparsed):
+        # Empty cells are most of them in a table of train and val rows: no word to read there.
+        rest = unparsed[(raw.iloc[unparsed] != "").to_numpy()]
+        if len(rest):
+            cells = raw.iloc[rest]
+            is_str = cells.map(lambda v: isinstance(v, str)).to_numpy(dtype=bool)
+            words = cells.astype(str).str.strip().str.lower()
+            nonfinite = is_str & words.isin(NONFINITE_TEXT).to_numpy()
+            missing = ~is_str | words.isin(_MISSING_TEXT).to_numpy()
+            text[rest] = ~(nonfinite | missing)
+            infinite = words.str.contains("inf").to_numpy() & nonfinite
+            numbers.iloc[rest] = np.where(infinite, np.where(words.str.startswith("-").to_numpy(), -np.inf, np.inf),
+                                          np.nan)
+            printed[rest] = nonfinite & ~infinite
+    return numbers, text, printed
 
 
 def merge_steps(frame: pd.DataFrame) -> pd.DataFrame:
