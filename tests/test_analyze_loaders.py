@@ -181,9 +181,9 @@ def test_tensorboard_loss_tag_left_to_the_user_when_two_fit_equally(tmp_path):
     assert run.warnings == ["no loss tag among loss_ce, loss_kl: pass --loss-col TAG"]
 
 
-@pytest.fixture(scope="module")
-def lightning_csv_dir(tmp_path_factory) -> Path:
-    """A real Lightning Trainer run (a few steps, CSVLogger, validation every epoch)."""
+def _lightning_run(root: Path, lr: float = 0.1, on_epoch: bool = True, nan_step: int | None = None) -> Path:
+    """A real Lightning Trainer run (two epochs of 8 steps, CSVLogger, validation every epoch);
+    ``nan_step``: the step whose logged loss is NaN (its value only: the update stays finite)."""
     import lightning as L
     from lightning.pytorch.loggers import CSVLogger
 
@@ -195,7 +195,9 @@ def lightning_csv_dir(tmp_path_factory) -> Path:
         def training_step(self, batch, batch_idx):
             x, y = batch
             loss = torch.nn.functional.mse_loss(self.net(x), y)
-            self.log("train_loss", loss, on_step=True, on_epoch=True)
+            if self.global_step == nan_step:
+                loss = loss + torch.tensor(float("nan"))
+            self.log("train_loss", loss, on_step=True, on_epoch=on_epoch)
             return loss
 
         def validation_step(self, batch, batch_idx):
@@ -203,12 +205,11 @@ def lightning_csv_dir(tmp_path_factory) -> Path:
             self.log("val_loss", torch.nn.functional.mse_loss(self.net(x), y))
 
         def configure_optimizers(self):
-            return torch.optim.SGD(self.parameters(), lr=0.1)
+            return torch.optim.SGD(self.parameters(), lr=lr)
 
     torch.manual_seed(0)
     data = torch.utils.data.TensorDataset(torch.randn(32, 4), torch.randn(32, 1))
     loader = torch.utils.data.DataLoader(data, batch_size=4)
-    root = tmp_path_factory.mktemp("lightning")
     logger = CSVLogger(str(root), name="lightning_logs")
     trainer = L.Trainer(max_epochs=2, logger=logger, log_every_n_steps=1, enable_progress_bar=False,
                         enable_model_summary=False, enable_checkpointing=False, accelerator="cpu")
@@ -216,6 +217,12 @@ def lightning_csv_dir(tmp_path_factory) -> Path:
         warnings.simplefilter("ignore")
         trainer.fit(Model(), loader, loader)
     return Path(logger.log_dir)
+
+
+@pytest.fixture(scope="module")
+def lightning_csv_dir(tmp_path_factory) -> Path:
+    """A real Lightning Trainer run (a few steps, CSVLogger, validation every epoch)."""
+    return _lightning_run(tmp_path_factory.mktemp("lightning"))
 
 
 def test_lightning_csv_loader_merges_rows_and_maps_loss(lightning_csv_dir):
@@ -251,43 +258,12 @@ def test_lightning_csv_nan_at_a_validation_step_is_a_logged_nan(tmp_path):
     skips an overflowed step) at the last step of an epoch, the step its validation row shares.
     CSVLogger writes it as ``nan`` and the validation row's loss cell empty: the rows merge into
     one step, and the NaN is still a logged one, reported; the empty cells are not."""
-    import lightning as L
-    from lightning.pytorch.loggers import CSVLogger
-
     from sentinel.analyze.analyzer import analyze_run
 
-    class Model(L.LightningModule):
-        def __init__(self):
-            super().__init__()
-            self.net = torch.nn.Linear(4, 1)
-
-        def training_step(self, batch, batch_idx):
-            x, y = batch
-            loss = torch.nn.functional.mse_loss(self.net(x), y)
-            if self.global_step == 7:  # the epoch's last batch (8 a epoch)
-                loss = loss + torch.tensor(float("nan"))
-            self.log("train_loss", loss)
-            return loss
-
-        def validation_step(self, batch, batch_idx):
-            x, y = batch
-            self.log("val_loss", torch.nn.functional.mse_loss(self.net(x), y))
-
-        def configure_optimizers(self):
-            return torch.optim.SGD(self.parameters(), lr=0.01)
-
-    torch.manual_seed(0)
-    data = torch.utils.data.TensorDataset(torch.randn(32, 4), torch.randn(32, 1))
-    loader = torch.utils.data.DataLoader(data, batch_size=4)
-    logger = CSVLogger(str(tmp_path), name="lightning_logs")
-    trainer = L.Trainer(max_epochs=2, logger=logger, log_every_n_steps=1, enable_progress_bar=False,
-                        enable_model_summary=False, enable_checkpointing=False, accelerator="cpu")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        trainer.fit(Model(), loader, loader)
-    raw = (Path(logger.log_dir) / "metrics.csv").read_text()
+    log_dir = _lightning_run(tmp_path, lr=0.01, on_epoch=False, nan_step=7)  # the epoch's last batch
+    raw = (log_dir / "metrics.csv").read_text()
     assert "0,7,nan," in raw and "0,7,,0." in raw  # the training row's NaN, the validation row beside it
-    (run,) = lightning_csv.load(logger.log_dir)
+    (run,) = lightning_csv.load(log_dir)
     assert run.meta["logged_nan"]["loss"].tolist() == [7]
     assert math.isnan(run.steps.at[7, "loss"]) and run.steps.at[7, "val_loss"] > 0
     report = analyze_run(run)
