@@ -357,6 +357,31 @@ def test_a_large_grad_norm_jump_in_a_runs_first_steps_is_still_told(tmp_path):
     assert [(i.kind, i.step) for i in report.incidents] == [("grad_norm_spike", 4), ("grad_norm_spike", 9)]
 
 
+def test_an_evaluation_line_that_names_its_epoch_alone_is_that_epochs_evaluation(tmp_path):
+    """A hand-written loop's f"Epoch [{e}/10], Step [{i}/100], Loss: {x:.4f}" lines and, after
+    each epoch, f"Epoch [{e}/10], Validation Loss: {v:.4f}": the validation loss is that epoch's
+    last training step's val_loss (before, a line without a step was left out, and a run that
+    overfits read as a healthy one with no evaluation at all)."""
+    lines = []
+    for e in range(1, 11):
+        lines += [f"Epoch [{e}/10], Step [{i}/100], Loss: {3 / (1 + (e * 100 + i) / 200):.4f}" for i in range(10, 101, 10)]
+        lines.append(f"Epoch [{e}/10], Validation Loss: {2.0 + max(0, e - 5) * 0.2:.4f}")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    val = run.steps["val_loss"].dropna()
+    assert val.index.tolist() == list(range(100, 1001, 100)) and val.iloc[-1] == pytest.approx(3.0)
+    assert run.steps["loss"].count() == 100
+    assert [i.kind for i in analyze_run(run).incidents] == ["overfitting"]
+    # An evaluation line that names a step as well is that step's (not its epoch end's, not twice).
+    lines.insert(55, "Epoch [6/10], Step [50/100], Validation Loss: 2.1000")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.at[550, "val_loss"] == 2.1 and run.steps["val_loss"].count() == 11
+    # Training lines that do not name their epoch: there is no telling where an epoch ends.
+    plain = [f"step {s} | loss {3 / (1 + s / 200):.4f}" for s in range(10, 1001, 10)]
+    plain[49:49] = ["Epoch 5, validation loss: 2.5"]
+    (run,) = discover_runs(_write(tmp_path / "plain.log", plain))
+    assert "val_loss" not in run.steps.columns and run.steps["loss"].count() == 100
+
+
 def test_evaluation_lines_are_not_training_steps_in_a_generic_log(tmp_path):
     """An old fairseq log read by the generic reader: its "valid on 'valid' subset 1000 / 1311
     loss=1.60" line is an evaluation, not a training step; "test_acc" beside a loss is no such

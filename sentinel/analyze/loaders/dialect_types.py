@@ -148,6 +148,10 @@ class Dialect:
         drop_words: a line holding one of these words (whole, any case) before any ``loss`` is
             read as empty (the generic reader's evaluation lines: their loss is not a step's
             training loss; "train loss: 0.5 - validation loss: 0.6" is a training line).
+        epoch_evaluation: the shape (head: the epoch, then the value) of such an evaluation line
+            that names its epoch and no step (``Epoch [3/10], Validation Loss: 2.1``): its value
+            is the ``val_`` value of that epoch's last training step, where the training lines
+            name their epoch.
         join_with: what a continuation line's start is replaced by (a field separator where the
             shape reads a field list: OLMo's ``    train/CrossEntropyLoss=2.31`` lines).
         rewrite: a function of the whole text, applied after ``joins``: what the tool prints that
@@ -193,6 +197,7 @@ class Dialect:
     rewrite: Callable[[str], str] | None = None
     rewrite_needs: tuple[str | re.Pattern, ...] = ()
     drop_words: tuple[str, ...] = ()
+    epoch_evaluation: Shape | None = None
     min_records: int = 3
     drop_cut_line: bool = True
     warn_bad_values: bool = False

@@ -502,6 +502,12 @@ _COUNT_TOTAL = r"(?:^|(?<![\d/:.-])[^\S\n])(\d+)[^\S\n]*/[^\S\n]*(\d+)\b(?![/:.]
 _COUNT_TOTAL_LOSS_LINE = re.compile(rf"^(?![^\n]*?(?i:\b{_STEP_KEY}){_SEP}\d)(?![^\n]*?{_EPOCH_BRACKETS})"
                                     rf"{_GAP}{_COUNT_TOTAL}{_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE)
 
+# An evaluation line that names its epoch and no step or count ("Epoch [3/10], Validation Loss:
+# 2.1"): the epoch's last training step's evaluation loss (the generic reader's epoch_evaluation).
+_EPOCH_EVALUATION = Shape(re.compile(rf"^(?![^\n]*?(?<![\w/])(?i:{_COUNT_KEY}|{_STEP_KEY})\b){_GAP}{_EPOCH_NUM}[:,]?"
+                                     rf"{_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
+                          head=("epoch", metrics.LOSS))
+
 GENERIC = Dialect(
     name="text",
     description="any text log with a step-like key (step, iter, global_step, N/TOTAL) and a loss on each line "
@@ -541,6 +547,7 @@ GENERIC = Dialect(
         *_beside_the_loss(_EPOCH_COUNT_LOSS_LINE, _EPOCH_COUNT, ("epoch", "iter")),
     ),
     drop_words=_EVAL_WORDS,
+    epoch_evaluation=_EPOCH_EVALUATION,
     step_wraps=True,
     # detectron2 stops with FloatingPointError("Loss became infinite or NaN at iteration=N!"): its
     # last step line is finite, the NaN step is in the traceback alone.

@@ -492,12 +492,32 @@ def _parse_numbers(tokens: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 _EPOCH_HEADER = re.compile(r"^[ \t]*Epoch \d+/\d+[ \t]*$", re.MULTILINE)
 
 
+def _note_epoch_ends(epoch: np.ndarray, step: np.ndarray, ends: dict[float, float]) -> None:
+    """Keep in ``ends`` the last step of each epoch (as printed) of training records."""
+    known = ~(np.isnan(epoch) | np.isnan(step))
+    for e, s in zip(epoch[known].tolist(), step[known].tolist()):
+        if s > ends.get(e, -math.inf):
+            ends[e] = s
+
+
+def _at_epoch_ends(epoch: np.ndarray, ends: dict[float, float]) -> np.ndarray:
+    """The step of each evaluation record that names its epoch alone: that epoch's last training
+    step (NaN where no training record names the epoch: left out).
+
+    Example:
+        >>> _at_epoch_ends(np.array([1.0, 2.0, 3.0]), {1.0: 100.0, 2.0: 200.0}).tolist()
+        [100.0, 200.0, nan]
+    """
+    return np.array([ends.get(e, math.nan) for e in epoch.tolist()], dtype="float64")
+
+
 def _evaluation_parts(text: str, dialect: Dialect, options: LoadOptions) -> list[tuple[Shape, dict[str, np.ndarray]]]:
     """The evaluation lines that :attr:`Dialect.drop_words` keeps from the training read (``text``:
-    those lines alone), read by the shapes whose lines name their step, every
-    value under a ``val_`` name: ``step 500: validation loss 2.1`` is ``val_loss`` 2.1 at step
-    500. Lines without a step of their own are left out (there is no telling which step they
-    evaluated).
+    those lines alone), read by the shapes whose lines name their step (a step field, or a count
+    inside an epoch of a length the line gives), every value under a ``val_`` name: ``step 500:
+    validation loss 2.1`` is ``val_loss`` 2.1 at step 500; and by :attr:`Dialect.epoch_evaluation`, a line that names its epoch alone (its step is
+    worked out in :func:`_merge`). Lines with neither are left out (there is no telling which
+    step they evaluated).
 
     Example:
         >>> from sentinel.analyze.loaders.dialects import GENERIC
@@ -507,8 +527,12 @@ def _evaluation_parts(text: str, dialect: Dialect, options: LoadOptions) -> list
     """
     lines = Lines(text)
     parts = []
-    for shape in dialect.shapes:
-        if shape.beside is not None or shape.prefix or shape.head[:1] != (metrics.STEP,):
+    epoch_shape = () if dialect.epoch_evaluation is None else (dialect.epoch_evaluation,)
+    for shape in (*dialect.shapes, *epoch_shape):
+        # A line's own step: a step field, or a count inside the epoch with the epoch's length
+        # ("Epoch [6/10], Step [50/100]": not a count whose length only the training lines tell).
+        own_step = shape.head[:1] == (metrics.STEP,) or shape.head[:3] == ("epoch", "iter", "total")
+        if shape.beside is not None or shape.prefix or not own_step and shape is not dialect.epoch_evaluation:
             continue
         evaluation = replace(shape, prefix="val_")
         table, _, _ = _read_shape(lines, evaluation, dialect, options, [])
@@ -532,6 +556,7 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
     records_of = {shape.pattern: len(columns["_pos"]) for shape, columns in parts if not shape.prefix}
     steps_of: dict[re.Pattern, np.ndarray] = {}  # each record's step, by shape (for the values beside them)
     table_of: dict[re.Pattern, dict[str, np.ndarray]] = {}  # each record shape's columns, as merged below
+    epoch_ends: dict[float, float] = {}  # each epoch (as printed) -> its last training step
     owners = collections.Counter(name for _, columns in parts for name in columns if not name.startswith("_")
                                  or name.startswith(NAN_PREFIX))
     for part, (shape, columns) in enumerate(parts):
@@ -553,6 +578,15 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
         step = columns.pop("_step", np.full(n, np.nan))
         iters = columns.pop("_iter", None)
         epoch, total = columns.pop("_epoch", None), columns.pop("_total", None)
+        printed_epoch = epoch if epoch is not None else columns.get("_epoch0")
+        if shape.prefix and iters is None and printed_epoch is not None and np.isnan(step).all():
+            step = _at_epoch_ends(printed_epoch, epoch_ends)  # "Epoch 3, validation loss: x"
+            known = ~np.isnan(step)
+            if not known.any():
+                continue  # no training line names its epoch: no telling where an epoch ends
+            columns = {name: column[known] for name, column in columns.items()}
+            step, n, epoch = step[known], int(known.sum()), None
+            columns.pop("_epoch0", None)
         if "_epoch0" in columns:  # timm counts epochs from 0
             epoch = columns.pop("_epoch0") + 1
         if iters is not None:
@@ -595,6 +629,8 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
             record_steps[part] = step
         if not shape.prefix:
             steps_of[shape.pattern] = step
+            if printed_epoch is not None:
+                _note_epoch_ends(printed_epoch, step, epoch_ends)
         if dialect.restarts and shape is dialect.shapes[0] and n > 1:
             columns, step = _last_records(columns, step, dialect, warnings)
             n = len(step)
