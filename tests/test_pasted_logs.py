@@ -382,6 +382,27 @@ def test_an_evaluation_line_that_names_its_epoch_alone_is_that_epochs_evaluation
     assert "val_loss" not in run.steps.columns and run.steps["loss"].count() == 100
 
 
+@pytest.mark.parametrize("train, evaluation", [
+    ("epoch {e} step {s} loss {x}", "epoch {e} val_loss {v}"),
+    ("Epoch {e} | step {s} | loss: {x}", "Epoch {e} | val loss: {v}"),
+    ("epoch={e} step={s} loss={x}", "epoch={e} eval_loss={v}"),
+    ("Epoch {e} | Step {s} | loss {x}", "Epoch {e} | validation_loss {v} | accuracy 0.{e}"),
+])
+def test_an_epochs_evaluation_loss_named_by_its_key(tmp_path, train, evaluation):
+    """A script's own prints: a step line every 10 steps, and after each epoch a line of its
+    validation loss under a key of its own (val_loss, "val loss", eval_loss), with no step."""
+    lines, s = [], 0
+    for e in range(1, 11):
+        for _ in range(10):
+            s += 10
+            lines.append(train.format(e=e, s=s, x=f"{3 / (1 + s / 200):.4f}"))
+        lines.append(evaluation.format(e=e, v=f"{2.0 + max(0, e - 5) * 0.2:.4f}"))
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps["val_loss"].dropna().index.tolist() == list(range(100, 1001, 100))
+    assert run.steps["loss"].count() == 100
+    assert [i.kind for i in analyze_run(run).incidents] == ["overfitting"]
+
+
 def test_evaluation_lines_are_not_training_steps_in_a_generic_log(tmp_path):
     """An old fairseq log read by the generic reader: its "valid on 'valid' subset 1000 / 1311
     loss=1.60" line is an evaluation, not a training step; "test_acc" beside a loss is no such

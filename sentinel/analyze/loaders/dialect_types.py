@@ -152,6 +152,9 @@ class Dialect:
             that names its epoch and no step (``Epoch [3/10], Validation Loss: 2.1``): its value
             is the ``val_`` value of that epoch's last training step, where the training lines
             name their epoch.
+        epoch_evaluation_key: the same for a line that is not one of those but names its value
+            as an evaluation's (``epoch 3 val_loss 2.1``, ``epoch=3 eval_loss=2.1``), read over
+            the training lines.
         join_with: what a continuation line's start is replaced by (a field separator where the
             shape reads a field list: OLMo's ``    train/CrossEntropyLoss=2.31`` lines).
         rewrite: a function of the whole text, applied after ``joins``: what the tool prints that
@@ -198,6 +201,7 @@ class Dialect:
     rewrite_needs: tuple[str | re.Pattern, ...] = ()
     drop_words: tuple[str, ...] = ()
     epoch_evaluation: Shape | None = None
+    epoch_evaluation_key: Shape | None = None
     min_records: int = 3
     drop_cut_line: bool = True
     warn_bad_values: bool = False

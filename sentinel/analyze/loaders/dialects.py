@@ -504,9 +504,14 @@ _COUNT_TOTAL_LOSS_LINE = re.compile(rf"^(?![^\n]*?(?i:\b{_STEP_KEY}){_SEP}\d)(?!
 
 # An evaluation line that names its epoch and no step or count ("Epoch [3/10], Validation Loss:
 # 2.1"): the epoch's last training step's evaluation loss (the generic reader's epoch_evaluation).
-_EPOCH_EVALUATION = Shape(re.compile(rf"^(?![^\n]*?(?<![\w/])(?i:{_COUNT_KEY}|{_STEP_KEY})\b){_GAP}{_EPOCH_NUM}[:,]?"
-                                     rf"{_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
-                          head=("epoch", metrics.LOSS))
+_NO_COUNT = rf"^(?![^\n]*?(?<![\w/])(?i:{_COUNT_KEY}|{_STEP_KEY})\b)"
+_EPOCH_EVALUATION = Shape(re.compile(rf"{_NO_COUNT}{_GAP}{_EPOCH_NUM}[:,]?{_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b",
+                                     re.MULTILINE), head=("epoch", metrics.LOSS))
+# ... and on any line, a loss named as an evaluation's: "epoch 3 val_loss 2.1", "Epoch 3 | val loss:
+# 2.1", "epoch=3 eval_loss=2.1" ("val" is no evaluation word of a free-text line: "val: n/a").
+_EPOCH_EVALUATION_KEY = Shape(re.compile(rf"{_NO_COUNT}{_GAP}{_EPOCH_NUM}[:,]?{_GAP}(?<![\w/])"
+                                         rf"(?i:(?:val|valid|validation|eval|dev|test)[_ ]loss){_QSEP}({_NUM})\b",
+                                         re.MULTILINE), head=("epoch", metrics.LOSS))
 
 GENERIC = Dialect(
     name="text",
@@ -548,6 +553,7 @@ GENERIC = Dialect(
     ),
     drop_words=_EVAL_WORDS,
     epoch_evaluation=_EPOCH_EVALUATION,
+    epoch_evaluation_key=_EPOCH_EVALUATION_KEY,
     step_wraps=True,
     # detectron2 stops with FloatingPointError("Loss became infinite or NaN at iteration=N!"): its
     # last step line is finite, the NaN step is in the traceback alone.

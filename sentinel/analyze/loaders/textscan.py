@@ -275,6 +275,8 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
             parts.append((shape, table))
     if evaluation is not None and parts:
         parts += _evaluation_parts(evaluation, dialect, options)
+    if dialect.epoch_evaluation_key is not None and parts:  # "epoch 3 val_loss 2.1" among the training lines
+        parts += _evaluation_parts(lines, dialect, options, (dialect.epoch_evaluation_key,))
     for wanted in (options.loss_col, options.step_col):
         if parts and wanted is not None and wanted.lower() not in seen_keys:
             raise ValueError(f"key {wanted!r} not found in the {dialect.name} log lines; keys found: "
@@ -511,13 +513,14 @@ def _at_epoch_ends(epoch: np.ndarray, ends: dict[float, float]) -> np.ndarray:
     return np.array([ends.get(e, math.nan) for e in epoch.tolist()], dtype="float64")
 
 
-def _evaluation_parts(text: str, dialect: Dialect, options: LoadOptions) -> list[tuple[Shape, dict[str, np.ndarray]]]:
+def _evaluation_parts(text: str | Lines, dialect: Dialect, options: LoadOptions,
+                      shapes: tuple[Shape, ...] | None = None) -> list[tuple[Shape, dict[str, np.ndarray]]]:
     """The evaluation lines that :attr:`Dialect.drop_words` keeps from the training read (``text``:
     those lines alone), read by the shapes whose lines name their step (a step field, or a count
     inside an epoch of a length the line gives), every value under a ``val_`` name: ``step 500:
     validation loss 2.1`` is ``val_loss`` 2.1 at step 500; and by :attr:`Dialect.epoch_evaluation`, a line that names its epoch alone (its step is
     worked out in :func:`_merge`). Lines with neither are left out (there is no telling which
-    step they evaluated).
+    step they evaluated). ``shapes``: other shapes to read ``text`` (or its :class:`Lines`) with.
 
     Example:
         >>> from sentinel.analyze.loaders.dialects import GENERIC
@@ -525,15 +528,15 @@ def _evaluation_parts(text: str, dialect: Dialect, options: LoadOptions) -> list
         ...  if "val_loss" in t]
         [('val_', ['_nan:val_loss', '_pos', '_step', 'val_loss'])]
     """
-    lines = Lines(text)
+    lines = Lines.of(text) if isinstance(text, str) else text
     parts = []
-    epoch_shape = () if dialect.epoch_evaluation is None else (dialect.epoch_evaluation,)
-    for shape in (*dialect.shapes, *epoch_shape):
+    if shapes is None:
         # A line's own step: a step field, or a count inside the epoch with the epoch's length
         # ("Epoch [6/10], Step [50/100]": not a count whose length only the training lines tell).
-        own_step = shape.head[:1] == (metrics.STEP,) or shape.head[:3] == ("epoch", "iter", "total")
-        if shape.beside is not None or shape.prefix or not own_step and shape is not dialect.epoch_evaluation:
-            continue
+        shapes = tuple(shape for shape in dialect.shapes if shape.beside is None and not shape.prefix and (
+            shape.head[:1] == (metrics.STEP,) or shape.head[:3] == ("epoch", "iter", "total")))
+        shapes += () if dialect.epoch_evaluation is None else (dialect.epoch_evaluation,)
+    for shape in shapes:
         evaluation = replace(shape, prefix="val_")
         table, _, _ = _read_shape(lines, evaluation, dialect, options, [])
         if table is None or not len(table["_pos"]):
