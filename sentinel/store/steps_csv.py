@@ -374,8 +374,9 @@ def _read_damaged(source: Any, columns: list[str], types: dict[str, pa.DataType]
         good = pc.and_(good, pc.fill_null(fits, False))
     kept = text.filter(good)
     try:
-        table = pa.table({name: pc.cast(pc.if_else(pc.is_in(kept.column(name), value_set=nulls), None, kept.column(name)),
-                                        types[name]) for name in columns})
+        cells = {name: kept.column(name) for name in columns}
+        table = pa.table({name: pc.cast(pc.if_else(pc.is_in(cells[name], value_set=nulls), None, cells[name]), types[name])
+                          for name in columns})
     except pa.ArrowInvalid:  # a value the pattern let through and pyarrow does not read: none known
         return None, 0
     return table, wrong_width + text.num_rows - kept.num_rows

@@ -518,9 +518,10 @@ def _evaluation_parts(text: str | Lines, dialect: Dialect, options: LoadOptions,
     """The evaluation lines that :attr:`Dialect.drop_words` keeps from the training read (``text``:
     those lines alone), read by the shapes whose lines name their step (a step field, or a count
     inside an epoch of a length the line gives), every value under a ``val_`` name: ``step 500:
-    validation loss 2.1`` is ``val_loss`` 2.1 at step 500; and by :attr:`Dialect.epoch_evaluation`, a line that names its epoch alone (its step is
-    worked out in :func:`_merge`). Lines with neither are left out (there is no telling which
-    step they evaluated). ``shapes``: other shapes to read ``text`` (or its :class:`Lines`) with.
+    validation loss 2.1`` is ``val_loss`` 2.1 at step 500; and by :attr:`Dialect.epoch_evaluation`,
+    a line that names its epoch alone (its step is worked out in :func:`_merge`). Lines with
+    neither are left out (there is no telling which step they evaluated). ``shapes``: other
+    shapes to read ``text`` (or its :class:`Lines`) with.
 
     Example:
         >>> from sentinel.analyze.loaders.dialects import GENERIC
