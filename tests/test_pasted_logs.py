@@ -403,6 +403,53 @@ def test_an_epochs_evaluation_loss_named_by_its_key(tmp_path, train, evaluation)
     assert [i.kind for i in analyze_run(run).incidents] == ["overfitting"]
 
 
+def test_a_real_lightning_tqdm_bar_its_steps_and_its_validation_loss(tmp_path):
+    """What a Trainer's tqdm bar writes (stdout of a real run that memorises noise): each step is
+    drawn with its count, then again with its new train_loss, the last count too; after each
+    validation the bar shows val_loss=... at every redraw until the next one. The steps are the
+    run's (8 a epoch, not 16: the last count's redraw is no next epoch), and the validation loss
+    is read at each epoch's last step, once, so its rise is seen."""
+    import contextlib
+    import io
+    import warnings
+
+    import lightning as L
+    import torch
+    from lightning.pytorch.callbacks import TQDMProgressBar
+
+    class Model(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.net = torch.nn.Sequential(torch.nn.Linear(8, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
+
+        def training_step(self, batch, batch_idx):
+            loss = torch.nn.functional.mse_loss(self.net(batch[0]), batch[1])
+            self.log("train_loss", loss, prog_bar=True)
+            return loss
+
+        def validation_step(self, batch, batch_idx):
+            self.log("val_loss", torch.nn.functional.mse_loss(self.net(batch[0]), batch[1]), prog_bar=True)
+
+        def configure_optimizers(self):
+            return torch.optim.Adam(self.parameters(), 1e-2)
+
+    torch.manual_seed(0)
+    train = torch.utils.data.TensorDataset(torch.randn(64, 8), torch.randn(64, 1))
+    held_out = torch.utils.data.TensorDataset(torch.randn(64, 8), torch.randn(64, 1))
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        L.Trainer(max_epochs=30, callbacks=[TQDMProgressBar()], logger=False, enable_checkpointing=False,
+                  enable_model_summary=False, accelerator="cpu", num_sanity_val_steps=0).fit(
+            Model(), torch.utils.data.DataLoader(train, batch_size=8), torch.utils.data.DataLoader(held_out, batch_size=64))
+    (tmp_path / "bar.log").write_text(printed.getvalue())
+    (run,) = discover_runs(tmp_path / "bar.log")
+    assert run.steps.index.tolist() == list(range(1, 241))
+    val = run.steps["val_loss"].dropna()
+    assert set(val.index) <= set(range(8, 241, 8)) and len(val) >= 20 and val.iloc[-1] > 2 * val.iloc[0]
+    assert [i.kind for i in analyze_run(run).incidents] == ["overfitting"]
+
+
 def test_evaluation_lines_are_not_training_steps_in_a_generic_log(tmp_path):
     """An old fairseq log read by the generic reader: its "valid on 'valid' subset 1000 / 1311
     loss=1.60" line is an evaluation, not a training step; "test_acc" beside a loss is no such

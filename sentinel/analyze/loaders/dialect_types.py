@@ -88,6 +88,9 @@ class Shape:
             numbered in order) they are kept at the steps other records have; otherwise they must
             be as many as that shape's records (one on each of its lines, the same order) and take
             their steps, else they are dropped.
+        shown_until_changed: a ``beside`` value that the line shows again at every redraw until
+            it changes (a progress bar's validation loss, from one validation to the next): kept
+            where it first shows, at the record before (the last one before that validation).
     """
 
     pattern: re.Pattern
@@ -105,6 +108,7 @@ class Shape:
     rescale: Mapping[str, tuple[str, float]] = field(default_factory=dict)
     record_events: tuple[RecordEvent, ...] = ()
     beside: re.Pattern | None = None
+    shown_until_changed: bool = False
 
 
 HEAD_ROLES = frozenset({metrics.STEP, "total", "epoch", "epoch0", "iter"})

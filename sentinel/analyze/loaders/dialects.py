@@ -469,20 +469,22 @@ _BESIDE_THE_LOSS = ((_LR_KEY, metrics.LR), (_GRAD_NORM_KEY, metrics.GRAD_NORM_TO
                     (_LOSS_SCALE_KEY, metrics.LOSS_SCALE))
 
 
-def _beside_the_loss(loss: re.Pattern, head_fields: str, head: tuple[str, ...], before: bool = False
-                     ) -> tuple[Shape, ...]:
-    """Shapes reading the lr, the grad norm and the loss scale on the lines the shape of pattern
-    ``loss`` reads: ``head_fields`` (that shape's fields before its loss, named ``head``), then the
-    key and its value, on a line where ``loss`` matches within the line's first characters; with
-    ``before``, also the key and its value before those fields ("lr 3e-4 | step 120 | loss 2.31")."""
+def _beside_the_loss(loss: re.Pattern, head_fields: str, head: tuple[str, ...], before: bool = False,
+                     pairs: tuple[tuple[str, str], ...] = (), **options) -> tuple[Shape, ...]:
+    """Shapes reading the lr, the grad norm and the loss scale (or ``pairs``: ``(key pattern,
+    name)``) on the lines the shape of pattern ``loss`` reads: ``head_fields`` (that shape's fields
+    before its loss, named ``head``), then the key and its value, on a line where ``loss`` matches
+    within the line's first characters; with ``before``, also the key and its value before those
+    fields ("lr 3e-4 | step 120 | loss 2.31"). ``options``: the shapes' other fields."""
+    pairs = pairs or _BESIDE_THE_LOSS
     without_groups = loss.pattern.removeprefix("^").replace(r"(\d+)", r"\d+").replace(f"({_NUM})", _NUM)
     assert "(\\d" not in without_groups and f"({_NUM})" not in without_groups
     line = rf"^(?={'' if loss.pattern.startswith('^') else _GAP}{without_groups}){_GAP}"
     shapes = [Shape(re.compile(rf"{line}{head_fields}{_GAP}(?<![\w/])(?i:{key}){_QSEP}({_NUM})\b", re.MULTILINE),
-                    head=(*head, name), beside=loss) for key, name in _BESIDE_THE_LOSS]
+                    head=(*head, name), beside=loss, **options) for key, name in pairs]
     if before:
         shapes += [Shape(re.compile(rf"{line}(?<![\w/])(?i:{key}){_QSEP}({_NUM})\b{_GAP}{head_fields}", re.MULTILINE),
-                         head=(name, *head), beside=loss) for key, name in _BESIDE_THE_LOSS]
+                         head=(name, *head), beside=loss, **options) for key, name in pairs]
     return tuple(shapes)
 
 
@@ -548,6 +550,10 @@ GENERIC = Dialect(
         # The lr and the grad norm beside the loss (each a shape of its own, on the loss's lines).
         *_beside_the_loss(_STEP_LOSS_LINE, _STEP_FIELD, (metrics.STEP,), before=True),
         *_beside_the_loss(_COUNT_TOTAL_LOSS_LINE, _COUNT_TOTAL, ("iter", "total")),
+        # A bar's validation loss ("..., train_loss=0.52, val_loss=0.71]"), shown from the validation
+        # on at every redraw until the next one.
+        *_beside_the_loss(_COUNT_TOTAL_LOSS_LINE, _COUNT_TOTAL, ("iter", "total"), shown_until_changed=True,
+                          pairs=((r"(?:val|valid|validation)[_/]loss(?:_epoch)?", metrics.VAL_LOSS),)),
         *_beside_the_loss(_EPOCH_COUNT_TOTAL_LOSS_LINE, _EPOCH_COUNT_TOTAL, ("epoch", "iter", "total")),
         *_beside_the_loss(_EPOCH_COUNT_LOSS_LINE, _EPOCH_COUNT, ("epoch", "iter")),
     ),

@@ -566,6 +566,11 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
     for part, (shape, columns) in enumerate(parts):
         columns = dict(columns)
         n = len(columns["_pos"])
+        if shape.shown_until_changed:  # on some of the records' lines only (a bar after its first validation)
+            spread = _spread_over_records(shape, columns, n, records_of.get(shape.beside), Lines.of(text, lines))
+            if spread is not None:
+                columns, n = spread, len(spread["_pos"])
+            _keep_where_first_shown(columns, n)
         if shape.beside is not None and _fold_beside(shape, columns, n, table_of, owners, dialect):
             continue
         if shape.beside is not None:
@@ -709,6 +714,53 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
     for column in [c for c in main.columns if c.startswith(NAN_PREFIX)]:
         logged_nan[column[len(NAN_PREFIX):]] = (main.pop(column) == 1.0).to_numpy()
     return main.astype("float64", copy=False), logged_nan
+
+
+def _spread_over_records(shape: Shape, columns: dict[str, np.ndarray], n: int, records: int | None,
+                         lines: Lines) -> dict[str, np.ndarray] | None:
+    """A beside shape's values, found on some of its records' lines only, spread over all those
+    records (NaN on the lines without one): each value goes to the record whose line starts where
+    its own does (both patterns match at line starts). None where they cannot be told apart."""
+    if records is None or n == records:
+        return None
+    own, theirs = lines.starts(shape.pattern), lines.starts(shape.beside)
+    if len(own) != n or len(theirs) != records or not n:
+        return None
+    at = np.searchsorted(theirs, own)
+    if bool((at >= records).any()) or bool((theirs[np.minimum(at, records - 1)] != own).any()):
+        return None
+    spread = {}
+    for name, column in columns.items():
+        full = np.full(records, np.nan) if column.dtype.kind == "f" else np.zeros(records, dtype=column.dtype)
+        full[at] = column
+        spread[name] = full
+    spread["_pos"] = np.arange(records, dtype=np.int64)
+    return spread
+
+
+def _keep_where_first_shown(columns: dict[str, np.ndarray], n: int) -> None:
+    """Each value a line shows again until it changes (a bar's validation loss), kept only at the
+    record before the one that first shows it (:attr:`Shape.shown_until_changed`), in place.
+
+    Example:
+        >>> c = {"val_loss": np.array([np.nan, np.nan, 0.7, 0.7, 0.7, 0.6, 0.6])}
+        >>> _keep_where_first_shown(c, 7); c["val_loss"].tolist()
+        [nan, 0.7, nan, nan, 0.6, nan, nan]
+    """
+    for name in [name for name in columns if not name.startswith("_")]:
+        values = columns[name]
+        mark = columns.get(NAN_PREFIX + name, np.full(n, np.nan))
+        logged_nan = mark == 1.0
+        shown = ~np.isnan(values) | logged_nan
+        same = np.zeros(n, dtype=bool)  # the record before showed the same
+        same[1:] = shown[1:] & shown[:-1] & ((values[1:] == values[:-1]) | (logged_nan[1:] & logged_nan[:-1]))
+        first = np.flatnonzero(shown & ~same)
+        at = np.maximum(first - 1, 0)
+        kept, kept_mark = np.full(n, np.nan), np.full(n, np.nan)
+        kept[at], kept_mark[at] = values[first], mark[first]
+        columns[name] = kept
+        if NAN_PREFIX + name in columns:
+            columns[NAN_PREFIX + name] = kept_mark
 
 
 def _fold_beside(shape: Shape, columns: dict[str, np.ndarray], n: int, table_of: dict, owners: collections.Counter,
@@ -934,9 +986,14 @@ def _epochs_from_wraps(iters: np.ndarray, total: np.ndarray, pos: np.ndarray, me
     if loss is not None and not to_start:
         lo = loss[order]
         changed = lo[1:] != lo[:-1]  # NaN after NaN too: a run that went NaN prints NaN each epoch
+        # A bar that draws each count twice, then again with the step's new loss (tqdm under
+        # Lightning: "2/8 [..., train_loss=0.735]", "2/8 [..., train_loss=0.744]"), does so at its
+        # last count too: there a new loss is the same step's, not the next epoch's finished bar.
+        redrawn = bool(((cur_i == prev_i) & (prev_i < prev_t) & changed & ok[1:] & ok[:-1]).any())
         if headers_between is not None:
             changed |= headers_between
-        wraps |= (cur_i == prev_i) & (prev_i >= prev_t) & changed & ok[1:] & ok[:-1]
+        if not redrawn:
+            wraps |= (cur_i == prev_i) & (prev_i >= prev_t) & changed & ok[1:] & ok[:-1]
     if not wraps.any():
         return None
     epoch_sorted = np.concatenate([[1.0], 1.0 + np.cumsum(wraps)])
