@@ -156,10 +156,10 @@ class Sentinel:
             raise ValueError("rollback needs the optimizer: pass optimizer=..., or rollback=False")
 
         rec = self.config.record
-        updated = [p for opt in self.optimizers for group in opt.param_groups for p in group["params"]]
-        self.grad_norms = GradNormProbe(model, depth=rec.grad_norm_depth, params=updated or None)
-        if updated and self.rank == 0:
-            _warn_not_updated(model, updated)
+        self._probed_params = -1  # how many parameters the optimizers held when the probe was built
+        self._probe_updated_params()
+        if self._probed_params and self.rank == 0:
+            _warn_not_updated(model, self._updated_params())
         self.loss_scale = LossScaleProbe()
         self._running_stats = RunningStats(model)
         self.attention = AttentionProbe(model, every=rec.attention_every)
@@ -403,7 +403,7 @@ class Sentinel:
             True when this step's update must not be applied (its gradients are then None).
         """
         rec = self.config.record
-        grad_norms = self.grad_norms
+        grad_norms = self._probe_updated_params()
         # The step's metrics: keys[i] names tensors[i] (0-d), or one entry each of a 1-D tensor.
         keys: list[str] = []
         tensors: list[torch.Tensor] = []
@@ -1172,6 +1172,21 @@ class Sentinel:
 
     def _param_groups(self) -> list[dict[str, Any]]:
         return [g for opt in self.optimizers for g in opt.param_groups]
+
+    def _updated_params(self) -> list[torch.Tensor]:
+        return [p for group in self._param_groups() for p in group["params"]]
+
+    def _probe_updated_params(self) -> GradNormProbe:
+        """The grad-norm probe over the parameters the optimizers update (a parameter no optimizer
+        steps keeps gradients that pile up where nothing zeroes them), built again when their
+        number changes (``add_param_group``: a backbone unfrozen later). Per step, one count over
+        the parameter groups."""
+        count = sum(len(group["params"]) for opt in self.optimizers for group in opt.param_groups)
+        if count != self._probed_params:
+            self.grad_norms = GradNormProbe(self.model, depth=self.config.record.grad_norm_depth,
+                                            params=self._updated_params() if count else None)
+            self._probed_params = count
+        return self.grad_norms
 
     def _detector_states(self) -> dict[str, Any]:
         return {**self.judge.state_dict(), "entropy": self.entropy_watch.state_dict()}

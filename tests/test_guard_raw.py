@@ -261,6 +261,34 @@ def test_parameters_no_optimizer_updates_are_left_out_of_the_grad_norm(tmp_path,
     assert all(math.isfinite(v) for v in load_run(tmp_path / "run").steps["grad_norm/total"].drop(index=30))
 
 
+def test_a_backbone_unfrozen_later_joins_the_grad_norm(tmp_path):
+    """Progressive unfreezing: the head trains first, then the backbone is made trainable and
+    given to the optimizer (``add_param_group``): from then on its gradients are measured too."""
+    torch.manual_seed(0)
+    backbone, head = torch.nn.Linear(8, 8), torch.nn.Linear(8, 1)
+    model = torch.nn.Sequential(backbone, torch.nn.Tanh(), head)
+    backbone.requires_grad_(False)
+    opt = torch.optim.SGD(head.parameters(), lr=0.05)
+    x = torch.randn(256, 8)
+    data = list(torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, x.sum(1, keepdim=True)), batch_size=8))
+    sen = Sentinel(model, opt, log_dir=str(tmp_path / "run"))
+    for step, (xb, yb) in enumerate(sen.batches(data)):
+        if step == 10:
+            backbone.requires_grad_(True)
+            opt.add_param_group({"params": list(backbone.parameters()), "lr": 0.01})
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(xb), yb)
+        loss.backward()
+        if sen.check(loss):
+            opt.step()
+        if step in (5, 20):
+            trained = list(model.parameters()) if step == 20 else list(head.parameters())
+            expected = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in trained]))
+            assert sen._values["grad_norm/total"] == pytest.approx(float(expected))
+        sen.end_step()
+    sen.close()
+
+
 def test_a_run_the_guard_cannot_cure_gives_up_and_keeps_the_last_good_weights(tmp_path, tiny_task):
     states: dict[int, dict] = {}
     surge = {s: 3000.0 for s in range(60, STEPS)}  # a permanently wrong schedule
