@@ -26,10 +26,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sentinel.analyze.loaders.dialect_types import Shape
+from sentinel.analyze.loaders.log_lines import zero_digits
 from sentinel.analyze.loaders.record_fields import units_order
 
 FIELD = re.compile(r"^\s*([A-Za-z][^:=|]*?)\s*[:=]\s*(\S+)\s*$")
-THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 # A field name's spaces, hidden while the body is split into tokens.
 HIDDEN = str.maketrans({" ": "\ue000", "\t": "\ue001", "\v": "\ue002", "\f": "\ue003", "\r": "\ue004"})
 SHOWN = str.maketrans({v: k for k, v in HIDDEN.items()})
@@ -39,17 +39,15 @@ SHOWN = str.maketrans({v: k for k, v in HIDDEN.items()})
 _NAME_RE2 = r"^\s*[A-Za-z][^:=|]*$"  # before a field's first ':' or '='
 _VALUE_RE2 = r"^\s*\S+\s*$"  # after it
 _THOUSANDS_RE2 = r"^[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?$"
+THOUSANDS = re.compile(_THOUSANDS_RE2)
 # A value that float() and pyarrow's cast both read, to the same double: kept as printed.
 _PLAIN_RE2 = r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$"
 # Whitespace to Python's str.split / strip / \s, not to RE2's \s (bytes: each looked for by memchr).
 _SPACES_APART = (b"\x0b", b"\x1c", b"\x1d", b"\x1e", b"\x1f")
-# The same checks in Python's re, for one distinct skeleton at a time (ASCII: they agree with RE2).
-_NAME = re.compile(r"\s*[A-Za-z][^:=|]*\Z", re.ASCII)
-_VALUE = re.compile(r"\s*\S+\s*\Z", re.ASCII)
-_THOUSANDS = re.compile(_THOUSANDS_RE2.replace("$", "\\Z"), re.ASCII)
-_PLAIN = re.compile(_PLAIN_RE2.replace("$", "\\Z"), re.ASCII)
+# The same checks in Python's re, for one distinct skeleton at a time (ASCII, no line end in a
+# field: they agree with RE2).
+_NAME, _VALUE, _PLAIN = (re.compile(p, re.ASCII) for p in (_NAME_RE2, _VALUE_RE2, _PLAIN_RE2))
 _ASCII_SPACE = " \t\n\v\f\r"  # what pyarrow's ascii_trim_whitespace trims
-_ZERO_DIGITS = bytes(ord("0") if ord("0") <= i <= ord("9") else i for i in range(256))
 # Segments per distinct skeleton, at least, for the checks to be asked of the skeletons.
 _SEGMENT_REPEATS = 8
 
@@ -250,7 +248,7 @@ def _parts_by_skeleton(bounds: np.ndarray, raw: np.ndarray):
     distinct skeleton once; None where the skeletons are not few."""
     n = len(bounds) - 1
     skeleton = pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(np.ascontiguousarray(bounds)),
-                                                            pa.py_buffer(raw.tobytes().translate(_ZERO_DIGITS))])
+                                                            pa.py_buffer(zero_digits(raw.tobytes()))])
     coded = pc.dictionary_encode(skeleton)
     uniques = coded.dictionary.to_pylist()
     if len(uniques) * _SEGMENT_REPEATS > n:
@@ -276,7 +274,7 @@ def _skeleton_parts(segment: str) -> tuple[int, int, int, int, int, int]:
     lead = len(after) - len(after.lstrip(_ASCII_SPACE))
     trail = len(after) - len(after.rstrip(_ASCII_SPACE)) if value else 0
     field = _NAME.match(segment, 0, mark) is not None and _VALUE.match(after) is not None
-    thousands, plain = _THOUSANDS.match(value) is not None, _PLAIN.match(value) is not None
+    thousands, plain = THOUSANDS.match(value) is not None, _PLAIN.match(value) is not None
     return mark, lead, trail, int(field), int(thousands), int(plain)
 
 

@@ -255,7 +255,7 @@ class Skeletons:
         offsets = np.flatnonzero(buf == 10)
         offsets += 1
         offsets = np.concatenate(([0], offsets) if offsets[-1] == len(raw) else ([0], offsets, [len(raw)]))
-        skeleton = _zero_digits(raw)
+        skeleton = zero_digits(raw)
         lines = pa.Array.from_buffers(pa.large_string(), len(offsets) - 1,
                                       [None, pa.py_buffer(offsets), pa.py_buffer(skeleton)])
         encoded = pc.dictionary_encode(lines)
@@ -287,17 +287,17 @@ class Skeletons:
         return self._texts
 
 
-_ZERO_ASCII_DIGITS = str.maketrans("123456789", "000000000")  # a string's skeleton, as _zero_digits makes it
+_ZERO_ASCII_DIGITS = str.maketrans("123456789", "000000000")  # a string's skeleton, as zero_digits makes it
 # The same for bytes: one table lookup per byte in C (a numpy pass eight bytes at a time made
 # seven temporaries of the text's size and took 2-3x as long on a few MB).
 _ZERO_DIGIT_BYTES = bytes(ord("0") if ord("0") <= i <= ord("9") else i for i in range(256))
 
 
-def _zero_digits(raw: bytes) -> bytes:
+def zero_digits(raw: bytes) -> bytes:
     """``raw`` with each ASCII digit written as ``0``.
 
     Example:
-        >>> _zero_digits(b"step 1/29 x:3.5e-7")
+        >>> zero_digits(b"step 1/29 x:3.5e-7")
         b'step 0/00 x:0.0e-0'
     """
     return raw.translate(_ZERO_DIGIT_BYTES)
