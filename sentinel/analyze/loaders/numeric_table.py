@@ -157,18 +157,9 @@ def read_columns(path: str | Path, sep: str, names: list[str], positions: list[i
     step_label = labels[names.index(step_col)] if step_col is not None else None
     kept = [labels[i] for i in positions]
     na_values = {labels[i]: _NA_VALUES for i in positions if labels[i] != loss_label}
-    # A quote mark that opens a cell and never closes it stops pandas' parser at the end of the
-    # file; the file is then read again with quote marks taken as text (their rows' cells are
-    # text and drop out, counted), so the rest of the run is not lost.
-    try:
-        chunks = _Chunks(path, sep, labels, positions, na_values, kept, loss_label, step_label, csv.QUOTE_MINIMAL)
-    except pd.errors.ParserError as error:
-        warnings.append(f"{path.name}: {_quote_problem(error)}: read again with quote marks taken as text")
-        try:
-            chunks = _Chunks(path, sep, labels, positions, na_values, kept, loss_label, step_label, csv.QUOTE_NONE)
-        except pd.errors.ParserError as again:
-            raise ValueError(f"{path.name}: the CSV parser stopped ({again}): check the file's separators and "
-                             "quote marks") from None
+    chunks = _quotes_as_text_if_need_be(
+        lambda quoting: _Chunks(path, sep, labels, positions, na_values, kept, loss_label, step_label, quoting),
+        path.name, warnings)
     parts, text_parts, printed_parts = chunks.parts, chunks.text_parts, chunks.printed_parts
     integer_steps, decimal_comma = chunks.integer_steps, chunks.decimal_comma
     _say_skipped(chunks.caught, path.name, warnings)
@@ -286,6 +277,25 @@ class _Chunks:
             parts.append(numbers.to_numpy(dtype="float64", na_value=np.nan))
 
 
+def _quotes_as_text_if_need_be(read, name: str, warnings: list[str]):
+    """``read(csv.QUOTE_MINIMAL)``; where a quote mark opens a cell that never closes (pandas'
+    parser then stops at the end of the file), ``read(csv.QUOTE_NONE)`` with a warning: the rows
+    holding quote marks have text cells and drop out, counted, and the rest of the run is read.
+
+    Raises:
+        ValueError: the parser stops even so (one message naming the file).
+    """
+    try:
+        return read(csv.QUOTE_MINIMAL)
+    except pd.errors.ParserError as error:
+        warnings.append(f"{name}: {_quote_problem(error)}: read again with quote marks taken as text")
+    try:
+        return read(csv.QUOTE_NONE)
+    except pd.errors.ParserError as again:
+        raise ValueError(f"{name}: the CSV parser stopped ({again}): check the file's separators and "
+                         "quote marks") from None
+
+
 def _quote_problem(error: Exception) -> str:
     """pandas' tokenizer error in words: ``EOF inside string starting at row 6``."""
     row = re.search(r"inside string starting at row (\d+)", str(error))
@@ -304,20 +314,17 @@ def read_csv_skipping(source, name: str, warnings: list[str], **kwargs) -> pd.Da
         >>> read_csv_skipping(io.StringIO("a,b\\n1,2\\n3,4,5\\n"), "t.csv", w := []).shape, w
         ((1, 2), ['t.csv: 1 row(s) with more fields than the header were skipped'])
     """
+    def read(quoting: int) -> pd.DataFrame:
+        if hasattr(source, "seek"):
+            source.seek(0)
+        table = pd.read_csv(source, on_bad_lines="warn", quoting=quoting, **kwargs)
+        if quoting == csv.QUOTE_NONE:  # the header's own quote marks taken off
+            table.columns = [_unquoted(str(c)) for c in table.columns]
+        return table
+
     with pywarnings.catch_warnings(record=True) as caught:
         pywarnings.simplefilter("always", pd.errors.ParserWarning)
-        try:
-            table = pd.read_csv(source, on_bad_lines="warn", **kwargs)
-        except pd.errors.ParserError as error:  # a quote mark that never closes: its row drops out
-            warnings.append(f"{name}: {_quote_problem(error)}: read again with quote marks taken as text")
-            if hasattr(source, "seek"):
-                source.seek(0)
-            try:
-                table = pd.read_csv(source, on_bad_lines="warn", quoting=csv.QUOTE_NONE, **kwargs)
-            except pd.errors.ParserError as again:
-                raise ValueError(f"{name}: the CSV parser stopped ({again}): check the file's separators and "
-                                 "quote marks") from None
-            table.columns = [_unquoted(str(c)) for c in table.columns]
+        table = _quotes_as_text_if_need_be(read, name, warnings)
     _say_skipped(caught, name, warnings)
     return table
 
