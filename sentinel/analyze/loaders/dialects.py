@@ -506,14 +506,18 @@ _COUNT_TOTAL_LOSS_LINE = re.compile(rf"^(?![^\n]*?(?i:\b{_STEP_KEY}){_SEP}\d)(?!
 
 # An evaluation line that names its epoch and no step or count ("Epoch [3/10], Validation Loss:
 # 2.1"): the epoch's last training step's evaluation loss (the generic reader's epoch_evaluation).
-_NO_COUNT = rf"^(?![^\n]*?(?<![\w/])(?i:{_COUNT_KEY}|{_STEP_KEY})\b)"
-_EPOCH_EVALUATION = Shape(re.compile(rf"{_NO_COUNT}{_GAP}{_EPOCH_NUM}[:,]?{_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b",
-                                     re.MULTILINE), head=("epoch", metrics.LOSS))
-# ... and on any line, a loss named as an evaluation's: "epoch 3 val_loss 2.1", "Epoch 3 | val loss:
+def _epoch_evaluation(key: str) -> Shape:
+    """An evaluation line that names its epoch and no step or count, then a loss under ``key``."""
+    return Shape(re.compile(rf"^(?![^\n]*?(?<![\w/])(?i:{_COUNT_KEY}|{_STEP_KEY})\b){_GAP}{_EPOCH_NUM}[:,]?{_GAP}"
+                            rf"(?<![\w/])(?i:{key}){_QSEP}({_NUM})\b", re.MULTILINE), head=("epoch", metrics.LOSS))
+
+
+# An evaluation line (by its words) that names its epoch and no step ("Epoch [3/10], Validation Loss:
+# 2.1"): the epoch's last training step's evaluation loss (the generic reader's epoch_evaluation);
+# and on any line, a loss named as an evaluation's: "epoch 3 val_loss 2.1", "Epoch 3 | val loss:
 # 2.1", "epoch=3 eval_loss=2.1" ("val" is no evaluation word of a free-text line: "val: n/a").
-_EPOCH_EVALUATION_KEY = Shape(re.compile(rf"{_NO_COUNT}{_GAP}{_EPOCH_NUM}[:,]?{_GAP}(?<![\w/])"
-                                         rf"(?i:(?:val|valid|validation|eval|dev|test)[_ ]loss){_QSEP}({_NUM})\b",
-                                         re.MULTILINE), head=("epoch", metrics.LOSS))
+_EPOCH_EVALUATION = _epoch_evaluation(_LOSS_KEY)
+_EPOCH_EVALUATION_KEY = _epoch_evaluation(r"(?:val|valid|validation|eval|dev|test)[_ ]loss")
 
 GENERIC = Dialect(
     name="text",

@@ -146,11 +146,10 @@ class Lines:
             >>> Lines("step: 1 loss: 2\\n" * 5000).count(re.compile(r"step: (\\d+)"))
             5000
         """
-        skeletons = self.skeletons() if len(self.text) > _SMALL_TEXT and line_local(pattern) else None
-        if skeletons is None or len(skeletons.uniques) * _COUNT_REPEATS > len(skeletons.codes):
+        by_skeleton = self._by_skeleton(pattern)
+        if by_skeleton is None:
             return len(literal_first(pattern).findall(self.matching(pattern)))
-        loose = line_filter(pattern)
-        candidates = np.arange(len(skeletons.uniques)) if loose is None else skeletons.matching(loose, pattern)
+        skeletons, candidates = by_skeleton
         lines_of = skeletons.lines_of[candidates].tolist()
         return sum(len(pattern.findall("\n" + skeleton + "\n")) * n
                    for skeleton, n in zip(skeletons.uniques.take(candidates).to_pylist(), lines_of))
@@ -165,12 +164,10 @@ class Lines:
             >>> Lines("x\\n" + "step 1 loss 2\\n" * 2000).starts(re.compile(r"loss \\d"))[:2].tolist()
             [9, 23]
         """
-        skeletons = self.skeletons() if len(self.text) > _SMALL_TEXT and line_local(pattern) else None
-        if skeletons is None or len(skeletons.uniques) * _COUNT_REPEATS > len(skeletons.codes) \
-                or not self.text.isascii():  # byte offsets are character offsets only in ASCII
+        by_skeleton = self._by_skeleton(pattern) if self.text.isascii() else None  # byte offsets: ASCII only
+        if by_skeleton is None:
             return np.array([m.start() for m in literal_first(pattern).finditer(self.text)], dtype=np.int64)
-        loose = line_filter(pattern)
-        candidates = np.arange(len(skeletons.uniques)) if loose is None else skeletons.matching(loose, pattern)
+        skeletons, candidates = by_skeleton
         within: list[int] = []
         count = np.zeros(len(skeletons.uniques), dtype=np.int64)
         first = np.zeros(len(skeletons.uniques), dtype=np.int64)
@@ -184,6 +181,15 @@ class Lines:
         lines = np.repeat(np.arange(len(per_line)), per_line)
         nth = np.arange(len(lines)) - np.repeat(np.cumsum(per_line) - per_line, per_line)
         return skeletons.starts[lines] + np.array(within, dtype=np.int64)[first[skeletons.codes][lines] + nth]
+
+    def _by_skeleton(self, pattern: re.Pattern) -> tuple[Skeletons, np.ndarray] | None:
+        """The skeletons, and those that may hold a match of ``pattern``, where it can be run once
+        per skeleton (a :func:`line_local` pattern, a text of repeated lines); else None."""
+        skeletons = self.skeletons() if len(self.text) > _SMALL_TEXT and line_local(pattern) else None
+        if skeletons is None or len(skeletons.uniques) * _COUNT_REPEATS > len(skeletons.codes):
+            return None
+        loose = line_filter(pattern)
+        return skeletons, (np.arange(len(skeletons.uniques)) if loose is None else skeletons.matching(loose, pattern))
 
     def matching(self, pattern: re.Pattern) -> str:
         """The lines that may hold a match of ``pattern``, each with a line end before and after

@@ -529,7 +529,7 @@ def _evaluation_parts(text: str | Lines, dialect: Dialect, options: LoadOptions,
         ...  if "val_loss" in t]
         [('val_', ['_nan:val_loss', '_pos', '_step', 'val_loss'])]
     """
-    lines = Lines.of(text) if isinstance(text, str) else text
+    lines = Lines(text) if isinstance(text, str) else text
     parts = []
     if shapes is None:
         # A line's own step: a step field, or a count inside the epoch with the epoch's length
@@ -832,7 +832,7 @@ def _printed_twice(table: dict[str, np.ndarray], counts: np.ndarray) -> np.ndarr
 
 
 def _may_blank(lines: Lines, words: tuple[str, ...]) -> bool:
-    """Whether :func:`_blank_lines` may change the text: asked of its line skeletons where lines
+    """Whether :func:`_split_lines` may change the text: asked of its line skeletons where lines
     repeat (the words are letters, which a skeleton keeps, and a line is emptied or kept for what
     it holds alone), which is one pass over a few hundred bytes instead of one ``find`` per word
     over the whole text.
@@ -843,18 +843,7 @@ def _may_blank(lines: Lines, words: tuple[str, ...]) -> bool:
         (False, True)
     """
     distinct = lines.distinct_text()
-    return distinct is lines.text or _blank_lines(distinct, words) != distinct
-
-
-def _blank_lines(text: str, words: tuple[str, ...], unless_after: str = "loss") -> str:
-    """``text`` with every line that holds one of ``words`` (a whole word, any case) emptied, its
-    line end kept so line numbers hold (:func:`_split_lines`).
-
-    Example:
-        >>> _blank_lines("step 1 loss 2\\nValid loss 3\\nstep 2 loss 1 test loss 0.9\\n", ("valid", "test"))
-        'step 1 loss 2\\n\\nstep 2 loss 1 test loss 0.9\\n'
-    """
-    return _split_lines(text, words, unless_after)[0]
+    return distinct is lines.text or bool(_split_lines(distinct, words)[1])
 
 
 def _split_lines(text: str, words: tuple[str, ...], unless_after: str = "loss") -> tuple[str, str]:
