@@ -13,7 +13,7 @@ import pytest
 
 from sentinel.analyze.loaders import LoadOptions
 from sentinel.analyze.loaders import textscan
-from sentinel.analyze.loaders.dialects import DIALECTS, LLMC, NANOGPT, TF, Dialect, Shape
+from sentinel.analyze.loaders.dialects import DIALECTS, LLMC, MEGATRON, NANOGPT, TF, Dialect, Shape
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.pattern_locality import line_local
 from sentinel.analyze.loaders.template_reader import read_templates
@@ -265,6 +265,53 @@ def test_a_scrub_with_nothing_to_act_on(monkeypatch):
                 "'remaining_time': '3h 35m 58s'"):
         wrapped = plain.replace("'grad_norm': 2.5", odd, 1)
         assert _same(monkeypatch, wrapped, hf, fast=False).steps["loss"].notna().sum() == 89
+
+
+def _megatron_line(rng: random.Random, step: int, fields: list[str], end: str) -> str:
+    return f" iteration {step:8d}/{rng.choice(['  100000', '100000'])} | " + " | ".join(fields) + end
+
+
+def test_field_lists(monkeypatch):
+    """Megatron's ``| name: value |`` lines read per skeleton: values in units (nanotron's 32.8K),
+    rescaled fields (seconds read as ms), logged NaN/Inf, fields left out (text, nothing), lines
+    that end with the separator or not, a line cut short; the values the template cannot cut out
+    as they are (a thousands separator, ``1_0``, a unit on a rescaled field) leave the log to the
+    general reader. Every variant reads the same both ways."""
+    megatron = MEGATRON
+    rng = random.Random(7)
+    odd = ["tokens per sec: 32.8K", "tokens per sec: infE", "tokens per sec: abcK", "x: 1_0", "y: 1,024",
+           "elapsed time per iteration (s): 1.5K", "note: a b", "empty:", "lm loss: nan", "grad norm: -inf",
+           "9x: 2", "a=1.5", "z: \u00bd", "skipped: +3", "w: 1e400"]
+    taken = 0
+    for trial in range(40):
+        names = rng.sample(["consumed samples: {n}", "learning rate: 3.000E-04", "lm loss: {loss}",
+                            "loss scale: 65536.0", "grad norm: {gn}", "number of skipped iterations:   0",
+                            "elapsed time per iteration (s): {t}", "tflops: {t}G"], rng.randint(2, 8))
+        end = rng.choice([" |", " |", ""])
+        lines = []
+        for step in range(1, rng.randint(2, 400)):
+            fields = [name.format(n=step * 512, loss=f"{3 - step / 1e3:.6E}", gn=f"{rng.random():.3f}",
+                                  t=f"{rng.random() * 10:.2f}") for name in names]
+            if rng.random() < 0.02:
+                fields.insert(rng.randrange(len(fields) + 1), rng.choice(odd))
+            lines.append(_megatron_line(rng, step, fields, end if rng.random() < 0.98 else " |"))
+        if rng.random() < 0.3:
+            lines[-1] = lines[-1][: rng.randrange(len(lines[-1]))]
+        if rng.random() < 0.3:
+            lines.insert(rng.randrange(len(lines)), f" validation loss at iteration {len(lines)} | lm loss value: "
+                                                    f"2.5E+00 | lm loss PPL: 1.2E+01 |")
+        text = "\n".join(lines) + "\n"
+        taken += _template_used(text, megatron)
+        _same(monkeypatch, text, megatron, fast=None)
+    assert taken >= 15
+    plain = [_megatron_line(rng, s, [f"lm loss: {3 - s / 1e3:.6E}", "elapsed time per iteration (s): 1.25",
+                                     "tokens per sec: 32.8K"], " |") for s in range(1, 300)]
+    got = _same(monkeypatch, "\n".join(plain) + "\n", megatron)
+    assert got.steps["iter_time_ms"].eq(1250.0).all() and got.steps["tokens_per_sec"].eq(32800.0).all()
+    for unread in ("consumed samples: 1,024", "x: 1_0", "elapsed time per iteration (s): 1.5K"):
+        odd_line = plain[:150] + [plain[150] + f" {unread} |"] + plain[151:]
+        got = _same(monkeypatch, "\n".join(odd_line) + "\n", megatron, fast=False)
+    assert got.steps.loc[151, "iter_time_ms"] == 1.5e6
 
 
 _TOOL_LINES = {

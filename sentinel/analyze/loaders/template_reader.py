@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 
 from sentinel.analyze.loaders import LoadOptions
 from sentinel.analyze.loaders.dialect_types import HEAD_ROLES, Dialect, Shape
+from sentinel.analyze.loaders.field_lists import FIELD, THOUSANDS
 from sentinel.analyze.loaders.log_lines import Lines, Skeletons
 from sentinel.analyze.loaders.pattern_locality import line_local
 from sentinel.analyze.loaders.pattern_re2 import line_filter
@@ -37,15 +38,21 @@ _TOKEN = re.compile(r"[^ \t\n\v\f\r]+")  # the tokens of Arrow's ASCII whitespac
 # Whether a value is a number does not depend on its digits: asked of its skeleton.
 _IS_NUMBER = re.compile(NUMBER_SYNTAX, re.ASCII).match
 _ASCII_SPACE = " \t\n\v\f\r"
+# Whitespace to Python's str.split and \s, not to Arrow's ASCII split (a field list holding one is
+# left to the general reader).
+_SPACES_APART = "\v\x1c\x1d\x1e\x1f"
 
 
 def _template_shape(shape: Shape, scrub: tuple | None) -> bool:
     """Whether :func:`read_templates` can read this shape: a :func:`line_local` pattern, a scrub
-    (if any) that is line-local too and replaces by plain text, separators without a line end or
-    a digit (a skeleton holds each digit as ``0``), units without digits."""
-    scrub_ok = scrub is None or (isinstance(scrub[1], str) and "\\" not in scrub[1] and line_local(scrub[0]))
-    return (scrub_ok and shape.fields is None
-            and all(sep and "\n" not in sep and not any(c.isdigit() for c in sep) for sep in shape.separators)
+    (if any) that is line-local too and replaces by plain text (none for a field list),
+    separators without a line end or a digit (a skeleton holds each digit as ``0``), units
+    without digits."""
+    scrub_ok = scrub is None or (isinstance(scrub[1], str) and "\\" not in scrub[1] and line_local(scrub[0])
+                                 and shape.fields is None)
+    separators = shape.separators if shape.fields is None else (shape.fields,)
+    return (scrub_ok
+            and all(sep and "\n" not in sep and not any(c.isdigit() for c in sep) for sep in separators)
             and all(unit and unit.isascii() and not any(c.isdigit() for c in unit) for unit in shape.units)
             and line_local(shape.pattern))
 
@@ -59,6 +66,10 @@ class _Template:
     spans: list[tuple[int, int]]
     texts: list[str]
     length: int
+    # A field list's record (:attr:`Shape.fields`): each field's factor (its unit's times, or its
+    # rescale), and whether a field was cut off after the last separator.
+    factors: list[float] | None = None
+    cut: bool = False
 
 
 def _replaced(body: str, source: list[int], spans: list[tuple[int, int]], by: str) -> tuple[str, list[int]]:
@@ -81,19 +92,31 @@ def _occurrences(body: str, sep: str) -> list[tuple[int, int]]:
     return found
 
 
-def _line_templates(shape: Shape, skeleton: str, scrub: tuple | None) -> list[_Template] | None:
+def _line_templates(shape: Shape, skeleton: str, scrub: tuple | None, ended: bool = False) -> list[_Template] | None:
     """The records ``shape`` finds on a line with this skeleton (found as in the text, where
     each line has a line end before and after it); None when a token is not one piece of the
     line or the tokens do not follow each other in it.
 
     Each record's body is built as the general reader builds it (its groups joined by a space,
-    the scrub, each separator replaced by a space), keeping where each character came from."""
+    the scrub, each separator replaced by a space), keeping where each character came from; a
+    field list's as :func:`_field_template` says (``ended``: whether the text's field lists end
+    with the separator)."""
     padded = "\n" + skeleton + "\n"
     groups = shape.pattern.groups
     found = []
     last = 0
     to_bytes = None if skeleton.isascii() else np.cumsum([0] + [len(c.encode()) for c in skeleton]).tolist()
     for match in shape.pattern.finditer(padded):
+        if shape.fields is not None:
+            template = _field_template(shape, padded, match, ended)
+            if template is None or (template.spans and template.spans[0][0] < last):
+                return None
+            if template.spans:
+                last = template.spans[-1][1]
+            if to_bytes is not None:
+                template.spans = [(to_bytes[a], to_bytes[b]) for a, b in template.spans]
+            found.append(template)
+            continue
         pieces, source = [], []
         for k, (a, b) in enumerate([match.span(g) for g in range(1, groups + 1)] if groups else [match.span()]):
             if k:
@@ -120,6 +143,86 @@ def _line_templates(shape: Shape, skeleton: str, scrub: tuple | None) -> list[_T
             texts.append(token.group())
         found.append(_Template(spans, texts, len(body.strip(_ASCII_SPACE))))
     return found
+
+
+def _fields_group(shape: Shape, match: re.Match) -> tuple[int, int]:
+    """The span of a field list's fields: the pattern's last group (the match where it has none)."""
+    return match.span(shape.pattern.groups) if shape.pattern.groups else match.span()
+
+
+def _field_template(shape: Shape, padded: str, match: re.Match, ended: bool) -> _Template | None:
+    """One field-list record on a line skeleton, as :func:`~sentinel.analyze.loaders.field_lists.
+    field_bodies` makes its tokens: each head group one token, then ``name value`` for each field
+    whose value is a number (a unit read, a rescale), the other fields left out. None where the
+    two could differ or a value's number cannot be cut out of the line as it is: a head that is
+    not one token, fields that are not plain ASCII, a thousands separator, a value that float()
+    reads but the number syntax does not (``1_000``), a unit on a rescaled field."""
+    spans, texts = [], []
+    groups = shape.pattern.groups
+    for g in range(1, groups):  # the head groups: one token each, as both field readers take them
+        a, b = match.span(g)
+        if a < 1 or b > len(padded) - 1 or _TOKEN.fullmatch(padded, a, b) is None:
+            return None
+        spans.append((a - 1, b - 1))
+        texts.append(padded[a:b])
+    a, b = _fields_group(shape, match)
+    rest = padded[a:b]
+    if a < 1 or b > len(padded) - 1 or not rest.isascii() or any(c in rest for c in _SPACES_APART):
+        return None
+    sep = shape.fields
+    segments = rest.split(sep)
+    if not ended:
+        segments.append("")
+    factors = []
+    at = a - 1  # the segment's place in the line
+    for segment in segments[:-1]:
+        field = FIELD.match(segment)
+        if field is not None:
+            made = _field_value(shape, field.group(1).strip().lower(), field.group(2))
+            if made is None:
+                return None
+            name, cut_unit, factor = made
+            if name:  # a number: the field's tokens
+                spans += [(at + field.start(1), at + field.end(1)),
+                          (at + field.start(2), at + field.end(2) - cut_unit)]
+                texts += [name, field.group(2)[:len(field.group(2)) - cut_unit]]
+                factors.append(factor)
+        at += len(segment) + len(sep)
+    return _Template(spans, texts, 0, factors, ended and bool(segments[-1].strip()))
+
+
+def _field_value(shape: Shape, name: str, value: str) -> tuple[str, int, float] | None:
+    """A field's ``(key, characters of unit to cut off its value, factor)`` as
+    :func:`~sentinel.analyze.loaders.field_lists._field_tokens` reads it from its skeleton; the
+    key empty where the value is no number; None where the template cannot read it."""
+    if THOUSANDS.match(value):
+        return None
+    cut_unit, factor = 0, 1.0
+    if not _IS_NUMBER(value):
+        try:
+            float(value)
+            return None  # float() reads it, pyarrow's cast may not ("1_000", " 1")
+        except ValueError:
+            pass
+        for unit in units_order(shape.units):
+            if value.endswith(unit):
+                number = value[:-len(unit)]
+                if not _IS_NUMBER(number):
+                    try:
+                        float(number)
+                        return None
+                    except ValueError:
+                        return "", 0, 1.0
+                name += shape.units[unit][0]
+                cut_unit, factor = len(unit), shape.units[unit][1]
+                break
+        else:
+            return "", 0, 1.0
+    if name in shape.rescale:
+        if factor != 1.0:
+            return None  # two factors: multiplied in turn there, once here
+        name, factor = shape.rescale[name]
+    return name, cut_unit, factor
 
 
 def read_templates(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOptions
@@ -156,8 +259,13 @@ def read_templates(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOp
     first = np.zeros(len(skeletons.uniques), dtype=np.int64)
     per_unique = np.zeros(len(skeletons.uniques), dtype=np.int64)
     templates: list[_Template] = []
-    for unique, skeleton in zip(candidates.tolist(), skeletons.uniques.take(candidates).to_pylist()):
-        found = _line_templates(shape, skeleton, scrub)
+    candidate_skeletons = skeletons.uniques.take(candidates).to_pylist()
+    ended = shape.fields is not None and any(  # a field list ends with its separator somewhere in the text
+        padded[slice(*_fields_group(shape, match))].rstrip().endswith(shape.fields)
+        for padded in ("\n" + skeleton + "\n" for skeleton in candidate_skeletons)
+        for match in shape.pattern.finditer(padded))
+    for unique, skeleton in zip(candidates.tolist(), candidate_skeletons):
+        found = _line_templates(shape, skeleton, scrub, ended)
         if found is None:
             return None
         first[unique], per_unique[unique] = len(templates), len(found)
@@ -175,7 +283,10 @@ def read_templates(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOp
         within = np.arange(len(rec_line)) - np.repeat(np.cumsum(per_line) - per_line, per_line)
         rec_template = np.repeat(first[line_codes], per_line) + within
     counts = np.array([len(t.spans) for t in templates], dtype=np.int64)[rec_template]
-    width = widest(np.array([t.length for t in templates], dtype=np.int64)[rec_template], counts)
+    if shape.fields is None:
+        width = widest(np.array([t.length for t in templates], dtype=np.int64)[rec_template], counts)
+    else:
+        width = int(counts.max()) + 2  # a field list of any length is read
     warnings = []
     fits = counts <= width
     if not fits.all():
@@ -207,6 +318,10 @@ def read_templates(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOp
             start, end = template.spans[position + 1]
             value = template.texts[position + 1]
             code, factor = 0, 1.0
+            if template.factors is not None:  # a field: its unit already read, its value a number
+                pairs.append((key, len(spans), 0, template.factors[(position - h) // 2]))
+                spans.append((start, end))
+                continue
             for c, unit in enumerate(units, start=1):
                 if value.endswith(unit):
                     code, factor = c, shape.units[unit][1]
@@ -282,6 +397,8 @@ def read_templates(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOp
             out["_counts"] = required_rows  # other records (eval dicts) join the step before them
         else:
             ok &= required_rows
+    if shape.fields is not None:
+        out["_cut"] = np.array([t.cut for t in templates], dtype=bool)[rec_template]
     if not ok.all():
         out = {name: column[ok] for name, column in out.items()}
     return out, bad, keys_seen, warnings
