@@ -494,12 +494,20 @@ def _parse_numbers(tokens: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 _EPOCH_HEADER = re.compile(r"^[ \t]*Epoch \d+/\d+[ \t]*$", re.MULTILINE)
 
 
-def _note_epoch_ends(epoch: np.ndarray, step: np.ndarray, ends: dict[float, float]) -> None:
-    """Keep in ``ends`` the last step of each epoch (as printed) of training records."""
+def _epoch_ends(records: list[tuple[np.ndarray, np.ndarray]]) -> dict[float, float]:
+    """The last step of each epoch (as printed) of training records (``(epoch, step)`` arrays).
+
+    Example:
+        >>> _epoch_ends([(np.array([1.0, 1.0, 2.0, np.nan]), np.array([10.0, 20.0, 30.0, 40.0]))])
+        {1.0: 20.0, 2.0: 30.0}
+    """
+    epoch = np.concatenate([e for e, _ in records]) if records else np.zeros(0)
+    step = np.concatenate([s for _, s in records]) if records else np.zeros(0)
     known = ~(np.isnan(epoch) | np.isnan(step))
-    for e, s in zip(epoch[known].tolist(), step[known].tolist()):
-        if s > ends.get(e, -math.inf):
-            ends[e] = s
+    epochs, which = np.unique(epoch[known], return_inverse=True)
+    last = np.full(len(epochs), -math.inf)
+    np.maximum.at(last, which, step[known])
+    return dict(zip(epochs.tolist(), last.tolist()))
 
 
 def _at_epoch_ends(epoch: np.ndarray, ends: dict[float, float]) -> np.ndarray:
@@ -560,7 +568,7 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
     records_of = {shape.pattern: len(columns["_pos"]) for shape, columns in parts if not shape.prefix}
     steps_of: dict[re.Pattern, np.ndarray] = {}  # each record's step, by shape (for the values beside them)
     table_of: dict[re.Pattern, dict[str, np.ndarray]] = {}  # each record shape's columns, as merged below
-    epoch_ends: dict[float, float] = {}  # each epoch (as printed) -> its last training step
+    epoch_records: list[tuple[np.ndarray, np.ndarray]] = []  # training records' (printed epoch, step)
     owners = collections.Counter(name for _, columns in parts for name in columns if not name.startswith("_")
                                  or name.startswith(NAN_PREFIX))
     for part, (shape, columns) in enumerate(parts):
@@ -589,7 +597,7 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
         epoch, total = columns.pop("_epoch", None), columns.pop("_total", None)
         printed_epoch = epoch if epoch is not None else columns.get("_epoch0")
         if shape.prefix and iters is None and printed_epoch is not None and np.isnan(step).all():
-            step = _at_epoch_ends(printed_epoch, epoch_ends)  # "Epoch 3, validation loss: x"
+            step = _at_epoch_ends(printed_epoch, _epoch_ends(epoch_records))  # "Epoch 3, validation loss: x"
             known = ~np.isnan(step)
             if not known.any():
                 continue  # no training line names its epoch: no telling where an epoch ends
@@ -639,7 +647,7 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
         if not shape.prefix:
             steps_of[shape.pattern] = step
             if printed_epoch is not None:
-                _note_epoch_ends(printed_epoch, step, epoch_ends)
+                epoch_records.append((printed_epoch, step))
         if dialect.restarts and shape is dialect.shapes[0] and n > 1:
             columns, step = _last_records(columns, step, dialect, warnings)
             n = len(step)
