@@ -1862,3 +1862,50 @@ def test_a_script_log_with_validation_lines_is_judged_for_overfitting(tmp_path):
     (incident,) = [i for i in report.incidents if i.kind == "overfitting"]
     assert incident.step == 1500 and "val_loss rose from 2.3 at step 1500" in incident.message
     assert not [i for i in report.incidents if i.kind in ("loss_spike", "divergence")]
+
+
+def _tqdm_epochs(path: Path, desc: str, losses: list[float], per_epoch: int, total: bool = True,
+                 miniters: int = 1) -> Path:
+    """What a hand-written loop's tqdm bars write to a file: one bar per epoch, its description
+    naming the epoch (``desc`` formatted with ``e``, ``epochs`` and, where it holds it, the loss),
+    the loss in its postfix."""
+    from tqdm import tqdm
+
+    epochs = len(losses) // per_epoch
+    with open(path, "w", encoding="utf-8") as out:
+        for e in range(1, epochs + 1):
+            first = desc.split(",")[0]  # a loss in the description is set at each step
+            bar = tqdm(range(per_epoch), desc=first.format(e=e, epochs=epochs), file=out,
+                       total=per_epoch if total else None, mininterval=0, miniters=miniters, ascii=False)
+            for i in bar:
+                loss = losses[(e - 1) * per_epoch + i]
+                if "{loss" in desc:
+                    bar.set_description(desc.format(e=e, epochs=epochs, loss=loss), refresh=False)
+                bar.set_postfix(loss=loss, lr=1e-4, refresh=False)
+            bar.close()
+    return path
+
+
+@pytest.mark.parametrize("desc", ["Epoch {e}/{epochs}", "[Epoch {e}/{epochs}] train", "epoch {e}/{epochs} train",
+                                  "Epoch {e}/{epochs}, loss={loss:.4f}", "Epoch {e}"])
+def test_tqdm_bars_whose_description_counts_the_epochs(tmp_path, desc):
+    """``tqdm(loader, desc=f"Epoch {e}/{E}")`` with ``set_postfix(loss=...)``: the epoch count in
+    the description is not the step, the bar's count inside the epoch is (going on across epochs)."""
+    losses = [2.0 * np.exp(-s / 60) + 0.5 + 0.01 * np.sin(s) for s in range(120)]
+    losses[70] = 9.0
+    path = _tqdm_epochs(tmp_path / "train.log", desc, losses, per_epoch=40)
+    (run,) = discover_runs(path)
+    assert run.steps.index.min() == 1 and run.steps.index.max() == 120 and len(run.steps.index) == 120
+    np.testing.assert_allclose(run.steps["loss"].to_numpy(), losses, rtol=5e-3)  # tqdm shows 3 digits
+    (incident,) = analyze_run(run).incidents
+    assert incident.step == 71
+
+
+def test_tqdm_bars_drawn_every_few_steps_and_without_a_total(tmp_path):
+    """A bar drawn every 7th step keeps its counts (the steps between have no line); a bar
+    without a total (an iterable dataset: ``45it [...]``) is read in order, one line a step."""
+    losses = [2.0 * np.exp(-s / 60) + 0.5 for s in range(120)]
+    (run,) = discover_runs(_tqdm_epochs(tmp_path / "sparse.log", "Epoch {e}/{epochs}", losses, 40, miniters=7))
+    assert run.steps.index.tolist() == [e * 40 + i for e in range(3) for i in (7, 14, 21, 28, 35, 40)]
+    (run,) = discover_runs(_tqdm_epochs(tmp_path / "open.log", "Epoch {e}/{epochs}", losses, 40, total=False))
+    assert len(run.steps.index) == 120 and run.steps["loss"].iloc[-1] == pytest.approx(losses[-1], rel=5e-3)

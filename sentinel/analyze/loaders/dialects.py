@@ -500,7 +500,10 @@ _STEP_LOSS_LINE = re.compile(_STEP_LOSS, re.MULTILINE)
 _EPOCH_COUNT_TOTAL_LOSS_LINE = re.compile(_EPOCH_COUNT_TOTAL_LOSS)
 _EPOCH_COUNT_LOSS_LINE = re.compile(_EPOCH_COUNT_LOSS)
 # "N/TOTAL" only on lines without a step key (see the shape).
-_COUNT_TOTAL = r"(?:^|(?<![\d/:.-])[^\S\n])(\d+)[^\S\n]*/[^\S\n]*(\d+)\b(?![/:.]\d)"
+# Not in a tqdm bar's description ("Epoch 1/3: 66%|####  | 200/300 [...", "[Epoch 1/3] train: 45it
+# [..."): the bar's own count follows.
+_COUNT_TOTAL = (r"(?:^|(?<![\d/:.-])[^\S\n])(\d+)[^\S\n]*/[^\S\n]*(\d+)\b(?![/:.]\d)"
+                r"(?![^\n]*?(?:\d%\|[^|\n]*\|[^\S\n]*\d+/\d+|[^\S\n]\d+it \[))")
 _COUNT_TOTAL_LOSS_LINE = re.compile(rf"^(?![^\n]*?(?i:\b{_STEP_KEY}){_SEP}\d)(?![^\n]*?{_EPOCH_BRACKETS})"
                                     rf"{_GAP}{_COUNT_TOTAL}{_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE)
 
