@@ -1909,3 +1909,45 @@ def test_tqdm_bars_drawn_every_few_steps_and_without_a_total(tmp_path):
     assert run.steps.index.tolist() == [e * 40 + i for e in range(3) for i in (7, 14, 21, 28, 35, 40)]
     (run,) = discover_runs(_tqdm_epochs(tmp_path / "open.log", "Epoch {e}/{epochs}", losses, 40, total=False))
     assert len(run.steps.index) == 120 and run.steps["loss"].iloc[-1] == pytest.approx(losses[-1], rel=5e-3)
+
+
+def test_a_loss_printed_as_the_tensor_that_holds_it(tmp_path):
+    """``print(f"step {step} loss={loss}")`` of the loss tensor itself (its repr, grad_fn and all),
+    a NumPy 2 scalar, JAX's and TensorFlow's: each is its number."""
+    import torch
+
+    weight = torch.nn.Parameter(torch.tensor([1.0]))
+    values = [2.0 * np.exp(-s / 60) + 0.5 for s in range(120)]
+    values[70] = 9.0
+    lines = []
+    for s, v in enumerate(values, start=1):
+        loss = ((weight * 0 + v) ** 2).sum().sqrt()  # a tensor with a grad_fn, its value v
+        lines.append(f"step {s} loss={loss!s} lr={np.float32(1e-4)!r}")  # as print(loss) shows it
+    (run,) = discover_runs(_write(tmp_path / "torch.log", lines))
+    assert "grad_fn" in lines[0] and "np.float32(" in lines[0]
+    np.testing.assert_allclose(run.steps["loss"].to_numpy(), values, rtol=1e-4)
+    assert run.steps["lr"].eq(1e-4).all()
+    (incident,) = analyze_run(run).incidents
+    assert incident.step == 71
+    for wrapped in ("Array({v:.4f}, dtype=float32)", "tf.Tensor({v:.4f}, shape=(), dtype=float32)",
+                    "<tf.Tensor: shape=(), dtype=float32, numpy={v:.4f}>", "tensor([{v:.4f}], device='cuda:0')"):
+        path = _write(tmp_path / "other.log", [f"step: {s}, loss: {wrapped.format(v=v)}" for s, v in
+                                               enumerate(values, start=1)])
+        (run,) = discover_runs(path)
+        np.testing.assert_allclose(run.steps["loss"].to_numpy(), values, rtol=1e-4)
+    # A tensor of several numbers is no loss value.
+    path = _write(tmp_path / "many.log", [f"step {s} loss=tensor([{v:.4f}, 1.0])" for s, v in enumerate(values, 1)])
+    with pytest.raises(ValueError):
+        discover_runs(path)
+
+
+def test_a_scripts_iter_inside_the_epoch_is_not_nanogpts_iter(tmp_path):
+    """``epoch 2 iter 5: loss X`` counts inside the epoch: all three epochs are read, the count
+    going on across them (nanoGPT's own "iter N: loss X, time Tms" keeps its reader)."""
+    values = [2.0 * np.exp(-s / 60) + 0.5 for s in range(150)]
+    lines = [f"epoch {s // 50 + 1} iter {s % 50 + 1}: loss {v:.4f}" for s, v in enumerate(values)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "text" and run.steps.index.tolist() == list(range(1, 151))
+    nanogpt = [f"iter {s}: loss {v:.4f}, time 31.20ms, mfu 1.00%" for s, v in enumerate(values)]
+    (run,) = discover_runs(_write(tmp_path / "nanogpt.log", nanogpt))
+    assert run.source == "nanogpt" and run.steps["time_ms"].eq(31.2).all()

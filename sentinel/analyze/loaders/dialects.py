@@ -76,7 +76,9 @@ NANOGPT = Dialect(
         Shape(re.compile(rf"(?m)^[^\S\n]*(\d+) \| loss ({_NUM}) \| lr ({_NUM}) \| ({_NUM})ms\b"),
               head=(metrics.STEP, metrics.LOSS, metrics.LR, "time_ms")),
     ),
-    sniff=re.compile(r"\biter \d+: loss \d|^\s*\d+ \| loss [-+\d.naif]+ \| lr ", re.MULTILINE),
+    # nanoGPT's time after the loss: a script's own "epoch 2 iter 5: loss X" (its iter counting
+    # inside the epoch) is the generic reader's.
+    sniff=re.compile(r"\biter \d+: loss [-+\d.naif]+, time |^\s*\d+ \| loss [-+\d.naif]+ \| lr ", re.MULTILINE),
 )
 
 # litgpt: f"Epoch {e} | iter {iter} step {step} | loss train: {loss:.3f}, val: {val} | iter time:

@@ -25,7 +25,7 @@ from sentinel.analyze.loaders.dialect_types import Dialect
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.progress_bar import bar_steps
 from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
-from sentinel.analyze.loaders.textscan import clean_text, count_records, scan
+from sentinel.analyze.loaders.textscan import clean_text, count_records, scan, unwrap_numbers
 
 NAME = "textlog"
 DESCRIPTION = "text logs, read as the first of these that fits:"
@@ -68,6 +68,7 @@ _last_pick: tuple[str | None, int | None, Dialect | None] = (None, None, None)  
 def _pick_dialect(text: str, least: int | None) -> Dialect | None:
     text = clean_text(text)
     lines = Lines.shared(text)  # split and grouped once for every dialect (and the llm.c sniff)
+    text, lines = unwrap_numbers(text, lines)
     best, best_count = None, 0
     for dialect in DIALECTS:
         if dialect in FALLBACKS and best is not None:

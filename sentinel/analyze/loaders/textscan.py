@@ -130,6 +130,34 @@ def clean_text(text: str) -> str:
     return text
 
 
+# A number printed as the object that holds it (print(f"loss={loss}") of a tensor): PyTorch's
+# "tensor(2.3045, device='cuda:0', grad_fn=<NllLossBackward0>)", JAX's "Array(2.3, dtype=float32)",
+# NumPy 2's "np.float32(2.3)", TensorFlow's "tf.Tensor(2.3, shape=(), dtype=float32)" and
+# "<tf.Tensor: shape=(), dtype=float32, numpy=2.3>". One number only: "tensor([2.5, 3.0])" stays.
+_SCALAR = r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf))"
+_WRAPPED_NUMBER = re.compile(
+    rf"\b(?:tensor|(?:Device)?Array|np\.(?:float|int)\d+|tf\.Tensor)\(\[*[^\S\n]*{_SCALAR}[^\S\n]*\]*"
+    r"(?:,[^\S\n]*(?:device|dtype|grad_fn|requires_grad|shape|weak_type)=[^()\n]*(?:\([^()\n]*\)[^()\n]*)*)?\)"
+    rf"|<tf\.Tensor: [^<>\n]*?numpy={_SCALAR}>")
+# Looked for in the text's distinct lines first (one search of a few hundred bytes).
+_WRAPPED_WORDS = (re.compile(r"tensor\(|Array\(|np\.(?:float|int)\d|tf\.Tensor"),)
+
+
+def unwrap_numbers(text: str, lines: Lines | None = None) -> tuple[str, Lines]:
+    """``text`` with each number printed as the object that holds it (a tensor, a JAX or NumPy
+    scalar) written as the number, and its :class:`Lines`.
+
+    Example:
+        >>> unwrap_numbers("step=3 loss=tensor(2.3045, device='cuda:0', grad_fn=<NllLossBackward0>)\\n")[0]
+        'step=3 loss=2.3045\\n'
+    """
+    lines = Lines.of(text, lines)
+    if not lines.holds_any(_WRAPPED_WORDS):
+        return text, lines
+    text = _WRAPPED_NUMBER.sub(r"\1\2", text)
+    return text, Lines(text)
+
+
 # PaddlePaddle's loggers print each value as f"{v:x<6f}": a float padded to 6 characters with 'x',
 # which only a non-finite value is short enough to get ("nanxxx", "infxxx", "-infxx").
 _PADDED_NONFINITE = re.compile(r"(?<![A-Za-z])(nan|inf)x+\b")
@@ -249,6 +277,8 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
         text = dialect.joins.sub(dialect.join_with, text)
     # The caller's lines serve as long as the text is the same object (most logs: nothing to clean).
     lines = Lines.of(text, lines)
+    if dialect.clean:
+        text, lines = unwrap_numbers(text, lines)
     if dialect.rewrite is not None and (not dialect.rewrite_needs or lines.holds_any(dialect.rewrite_needs)):
         text = dialect.rewrite(text)
         lines = Lines.of(text, lines)
