@@ -1241,6 +1241,8 @@ def _losses(n: int = 60, nan_from: int = 45) -> list[str]:
     ("fairseq_hydra", '[2024-01-01 10:00:00,000][train_inner][INFO] - {{"epoch": 1, "update": 0.1, "loss": "{v}", '
                       '"nll_loss": "1.2", "num_updates": "{s}", "lr": "0.0001", "gnorm": "1.2", "loss_scale": "128"}}',
      100, 100),
+    # DCGAN's print kept by a script with one loss: a count inside the epoch (here one epoch, from 1)
+    ("dcgan_one_loss", "[1/5][{i}/60]\tLoss: {v}", 1, 1),
     # ESPnet2's trainer: the epoch, then the batch count inside it
     ("espnet", "[host] 2024-01-01 10:00:00,000 (trainer:732) INFO: {i}epoch:train:1-100batch: iter_time=1.0e-04, "
                "loss_ctc=50.1, loss_att={v}, acc=0.1, loss={v}, backward_time=0.1, optim0_lr0=1.0e-05", 100, 100),
@@ -1951,3 +1953,12 @@ def test_a_scripts_iter_inside_the_epoch_is_not_nanogpts_iter(tmp_path):
     nanogpt = [f"iter {s}: loss {v:.4f}, time 31.20ms, mfu 1.00%" for s, v in enumerate(values)]
     (run,) = discover_runs(_write(tmp_path / "nanogpt.log", nanogpt))
     assert run.source == "nanogpt" and run.steps["time_ms"].eq(31.2).all()
+
+
+def test_dcgan_style_counts_of_a_script_with_one_loss_go_on_across_epochs(tmp_path):
+    """``[{epoch}/{epochs}][{i}/{len(loader)}] Loss: x``, epochs and counts from 0 (DCGAN's own)."""
+    values = [2.0 * np.exp(-s / 60) + 0.5 for s in range(150)]
+    lines = [f"[{s // 50}/3][{s % 50}/50]\tLoss: {v:.4f}" for s, v in enumerate(values)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index.tolist() == list(range(150))
+    np.testing.assert_allclose(run.steps["loss"].to_numpy(), values, atol=1e-4)

@@ -589,7 +589,7 @@ _LIGHTNING_LOSS_KEYS = dict.fromkeys(("loss", "train_loss", "train/loss", "train
 PROGRESS_LINES = Dialect(
     name="text",
     description="progress lines of tqdm descriptions, the PyTorch quickstart, CLU, ESPnet2, torchtune, "
-                "Lightning's rich bar, fast_neural_style, 'loss X after N batches'",
+                "Lightning's rich bar, fast_neural_style, '[e/E][i/N] Loss: X', 'loss X after N batches'",
     shapes=(
         # A tqdm bar whose description holds the loss (pbar.set_description(f"loss={loss:.4f}")):
         # "loss=2.3412: 45%|####5     | 27/60 [00:05<00:06, 5.1it/s]"; the bar's count is the step.
@@ -616,6 +616,10 @@ PROGRESS_LINES = Dialect(
         # (the batch count inside the epoch).
         Shape(re.compile(rf"\b(\d+)epoch:train:\d+-(\d+)batch: [^\n]*?(?<![\w/])loss=({_NUM})(?:,|$)", re.MULTILINE),
               head=("epoch", "iter", metrics.LOSS)),
+        # DCGAN's print kept by scripts with one loss: f"[{epoch}/{epochs}][{i}/{len(loader)}] Loss: {loss}"
+        # (a count inside the epoch; epochs from 0 or 1).
+        Shape(re.compile(rf"^[^\S\n]*\[(\d+)/\d+\][^\S\n]*\[(\d+)/(\d+)\][^\S\n]*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b",
+                         re.MULTILINE), head=("epoch", "iter", "total", metrics.LOSS)),
         # torchtune's bar: f"{epoch + 1}|{global_step}|Loss: {loss}" (the global step).
         Shape(re.compile(rf"^[ \t]*(\d+)\|(\d+)\|Loss:[^\S\n]*({_NUM})", re.MULTILINE),
               head=("epoch", metrics.STEP, metrics.LOSS)),
