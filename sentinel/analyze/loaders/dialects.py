@@ -392,7 +392,7 @@ GAN = Dialect(
 # in either order. Needs several such lines (see textlogs.sniff).
 # Chinese tutorials' step labels too: 训练次数 ("training count", the step), 迭代次数 ("iterations").
 # Paxml's trainer logs "step_i: N, training loss: X".
-_STEP_KEY = r"(?:step_i|step|iter|iterations?|num_updates|global_step|it|episode|训练次数|迭代次数|训练步数|步数|迭代)"
+_STEP_KEY = r"(?:step_i|step|iter|iterations?|num_updates|updates?|global_step|it|(?<!/)batch|episode|训练次数|迭代次数|训练步数|步数|迭代)"
 # step_loss: the diffusers training examples' bar (progress_bar.set_postfix(step_loss=..., lr=...));
 # avr_loss: kohya's sd-scripts bar ("avr_loss=0.0875", its loss averaged over recent steps); xent:
 # OpenNMT-py's "Step 100/200000; acc: 10.5; ppl: 50.2; xent: 3.9; ...".
