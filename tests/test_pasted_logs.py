@@ -1965,3 +1965,67 @@ def test_dcgan_style_counts_of_a_script_with_one_loss_go_on_across_epochs(tmp_pa
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
     assert run.steps.index.tolist() == list(range(150))
     np.testing.assert_allclose(run.steps["loss"].to_numpy(), values, atol=1e-4)
+
+
+def _mnist_example_log(path: Path, epochs: int = 12) -> Path:
+    """A real run printed as pytorch/examples' mnist/main.py prints it: a small MLP memorising 256
+    random labels (its test loss rises while its training loss falls)."""
+    import torch
+
+    torch.manual_seed(0)
+    x, y = torch.randn(512, 20), torch.randint(0, 10, (512,))
+    model = torch.nn.Sequential(torch.nn.Linear(20, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    lines = []
+    for epoch in range(1, epochs + 1):
+        for batch_idx in range(8):
+            data, target = x[batch_idx * 32:(batch_idx + 1) * 32], y[batch_idx * 32:(batch_idx + 1) * 32]
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(data), target)
+            loss.backward()
+            opt.step()
+            if batch_idx % 2 == 0:
+                lines.append('Train Epoch: {} [{}/{} ({:.0f}%)]\tLoss: {:.6f}'.format(
+                    epoch, batch_idx * len(data), 256, 100. * batch_idx / 8, loss.item()))
+        with torch.no_grad():
+            out = model(x[256:])
+            test_loss = torch.nn.functional.cross_entropy(out, y[256:]).item()
+            correct = int((out.argmax(1) == y[256:]).sum())
+        lines.append('\nTest set: Average loss: {:.4f}, Accuracy: {}/{} ({:.0f}%)\n'.format(
+            test_loss, correct, 256, 100. * correct / 256))
+    return _write(path, lines)
+
+
+def test_the_mnist_examples_test_lines_are_the_evaluation_of_the_epoch_before_them(tmp_path):
+    """An evaluation line that names no step or epoch ("Test set: Average loss: ...") is the
+    evaluation of the last training line before it; a run that memorises reports overfitting."""
+    (run,) = discover_runs(_mnist_example_log(tmp_path / "mnist.log"))
+    val = run.steps["val_loss"].dropna()
+    assert val.index.tolist() == [e * 256 + 192 for e in range(12)]  # each epoch's last logged count
+    assert val.iloc[-1] > 1.5 * val.min() and run.steps["loss"].iloc[-1] < 0.5 * run.steps["loss"].iloc[0]
+    assert "overfitting" in [i.kind for i in analyze_run(run).incidents]
+
+
+@pytest.mark.parametrize("train, evaluation", [
+    ("[Epoch {e}] Train Loss: {t:.4f} | Train Acc: 0.90", "[Epoch {e}] Val Loss: {v:.4f} | Val Acc: 0.80"),
+    ("step {s} | train_loss {t:.4f}", "step {s} | val_loss {v:.4f}"),
+    ("Epoch {e} | loss {t:.4f}", "Validation loss: {v:.4f}"),
+])
+def test_validation_lines_are_not_training_losses_and_are_judged(tmp_path, train, evaluation):
+    """"Val Loss" lines are evaluations (not training steps); named by their step, their epoch or
+    by neither (then the last training line's), they are judged for overfitting."""
+    lines = []
+    for e in range(1, 31):
+        t = 2.3 * np.exp(-e / 5) + 0.05
+        v = 2.3 * np.exp(-e / 5) + 0.3 if e < 10 else 0.6 + (e - 10) * 0.05
+        lines += [train.format(e=e, s=e * 100, t=t), evaluation.format(e=e, s=e * 100, v=v)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert len(run.steps.index) == 30 and run.steps["loss"].max() < 2.3
+    assert run.steps["val_loss"].notna().sum() == 30 and run.steps["val_loss"].iloc[-1] == pytest.approx(1.6)
+    assert [i.kind for i in analyze_run(run).incidents] == ["overfitting"]
+
+
+def test_one_final_test_line_and_one_before_training_are_no_evaluation_series(tmp_path):
+    lines = ["Test loss before training: 2.5000"] + [f"step {s} loss {2.0 - s / 100:.4f}" for s in range(1, 60)]
+    (run,) = discover_runs(_write(tmp_path / "a.log", lines + ["Test set: Average loss: 1.5000"]))
+    assert "val_loss" not in run.steps.columns

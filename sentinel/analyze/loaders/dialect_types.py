@@ -156,9 +156,15 @@ class Dialect:
             that names its epoch and no step (``Epoch [3/10], Validation Loss: 2.1``): its value
             is the ``val_`` value of that epoch's last training step, where the training lines
             name their epoch.
-        epoch_evaluation_key: the same for a line that is not one of those but names its value
-            as an evaluation's (``epoch 3 val_loss 2.1``, ``epoch=3 eval_loss=2.1``), read over
-            the training lines.
+        evaluation_keys: shapes of lines that are not evaluation lines by their words but name
+            their value as an evaluation's, read over the training lines: with an epoch (``epoch 3
+            val_loss 2.1``, ``epoch=3 eval_loss=2.1``: as ``epoch_evaluation``) or a step
+            (``step 500 | val_loss 2.1``: that step's ``val_loss``).
+        unstepped_evaluation: the pattern (one group: the value) of an evaluation line that names
+            neither its step nor its epoch (the PyTorch MNIST example's ``Test set: Average loss:
+            0.0335, Accuracy: ...`` after each epoch): where two or more such lines follow training
+            records and no evaluation line names its step, each is the ``val_loss`` of the last
+            training record before it.
         join_with: what a continuation line's start is replaced by (a field separator where the
             shape reads a field list: OLMo's ``    train/CrossEntropyLoss=2.31`` lines).
         rewrite: a function of the whole text, applied after ``joins``: what the tool prints that
@@ -205,7 +211,8 @@ class Dialect:
     rewrite_needs: tuple[str | re.Pattern, ...] = ()
     drop_words: tuple[str, ...] = ()
     epoch_evaluation: Shape | None = None
-    epoch_evaluation_key: Shape | None = None
+    evaluation_keys: tuple[Shape, ...] = ()
+    unstepped_evaluation: re.Pattern | None = None
     min_records: int = 3
     drop_cut_line: bool = True
     warn_bad_values: bool = False

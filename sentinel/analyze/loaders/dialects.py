@@ -424,7 +424,12 @@ _EPOCH_BRACKETS = rf"{_EPOCH_WORD}[^\S\n]*[:=#]?[^\S\n]*\[?[^\S\n]*\d+(?:[^\S\n]
 # Up to the next loss: a Keras bar whose redraws ran into one line ("... - loss: 2.3 - 2ms/step")
 # reads each loss with its own record.
 _LOSS_GAP = _gap_until(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}{_NUM}")
-_EVAL_WORDS = ("valid", "validation", "eval", "evaluation", "test", "testing")
+_EVAL_WORDS = ("val", "valid", "validation", "eval", "evaluation", "test", "testing")
+# The loss of an evaluation line that names no step or epoch ("Test set: Average loss: 0.0335, ...",
+# "Validation loss: 2.1", "val_loss=2.1"): its first loss.
+_UNSTEPPED_EVALUATION = re.compile(
+    rf"(?<![\w/])(?i:(?:(?:val|valid|validation|eval|evaluation|test|dev)[_/ ]|(?:avg|average|mean)[_ ])*loss)(?!\w)"
+    rf"{_QSEP}({_NUM})\b")
 # Lightning 1.x's tqdm bar: "[00:05<00:06, 5.10it/s, loss=2.31, v_num=0, train_loss=2.29]". Its own
 # "loss" is a running mean of the last 20 steps' losses (a spike shows a twentieth of its height);
 # where the step's logged loss follows in the same postfix, the mean is not read.
@@ -522,7 +527,12 @@ def _epoch_evaluation(key: str) -> Shape:
 # and on any line, a loss named as an evaluation's: "epoch 3 val_loss 2.1", "Epoch 3 | val loss:
 # 2.1", "epoch=3 eval_loss=2.1" ("val" is no evaluation word of a free-text line: "val: n/a").
 _EPOCH_EVALUATION = _epoch_evaluation(_LOSS_KEY)
-_EPOCH_EVALUATION_KEY = _epoch_evaluation(r"(?:val|valid|validation|eval|dev|test)[_ ]loss")
+_EVALUATION_LOSS_KEY = r"(?:val|valid|validation|eval|dev|test)[_ ]loss"
+_EPOCH_EVALUATION_KEY = _epoch_evaluation(_EVALUATION_LOSS_KEY)
+# ... and with a step: "step 500 | val_loss 2.1", "step 500: loss 2.3 val_loss 2.1" (the step's).
+_STEP_EVALUATION_KEY = Shape(re.compile(rf"^(?![^\n]*?{_EPOCH_THEN_COUNT}){_GAP}{_STEP_FIELD}{_GAP}"
+                                        rf"(?<![\w/])(?i:{_EVALUATION_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
+                             head=(metrics.STEP, metrics.LOSS))
 
 GENERIC = Dialect(
     name="text",
@@ -568,7 +578,8 @@ GENERIC = Dialect(
     ),
     drop_words=_EVAL_WORDS,
     epoch_evaluation=_EPOCH_EVALUATION,
-    epoch_evaluation_key=_EPOCH_EVALUATION_KEY,
+    evaluation_keys=(_EPOCH_EVALUATION_KEY, _STEP_EVALUATION_KEY),
+    unstepped_evaluation=_UNSTEPPED_EVALUATION,
     step_wraps=True,
     # detectron2 stops with FloatingPointError("Loss became infinite or NaN at iteration=N!"): its
     # last step line is finite, the NaN step is in the traceback alone.
@@ -633,6 +644,7 @@ PROGRESS_LINES = Dialect(
               head=("epoch0", "iter", "total"), keys=_LIGHTNING_LOSS_KEYS),
     ),
     drop_words=_EVAL_WORDS,
+    unstepped_evaluation=_UNSTEPPED_EVALUATION,
     step_wraps=True,
     min_records=5,
     amp_lines=True,
@@ -723,6 +735,7 @@ EPOCH_LINES = Dialect(
         *_beside_the_loss(_EPOCH_LOSS_LINE, rf"{_EPOCH_NUM}[:,]?", (metrics.STEP,)),
     ),
     drop_words=_EVAL_WORDS,
+    unstepped_evaluation=_UNSTEPPED_EVALUATION,
     min_records=5,
     amp_lines=True,
 )

@@ -25,7 +25,7 @@ from sentinel.analyze.loaders.dialect_types import Dialect
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.progress_bar import bar_steps
 from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
-from sentinel.analyze.loaders.textscan import clean_text, count_records, scan, unwrap_numbers
+from sentinel.analyze.loaders.textscan import _split_lines, clean_text, count_records, scan, unwrap_numbers
 
 NAME = "textlog"
 DESCRIPTION = "text logs, read as the first of these that fits:"
@@ -204,7 +204,8 @@ def _read(text: str, dialect: Dialect, options: LoadOptions | None, path: str | 
     if not len(found.steps.index):
         raise ValueError(f"{path}: no {dialect.name} step lines found")
     if dialect is EPOCH_LINES:
-        lines = len(EPOCH_LINES.shapes[0].pattern.findall(clean_text(text)))
+        training = _split_lines(clean_text(text), EPOCH_LINES.drop_words)[0]  # not its evaluation lines
+        lines = len(EPOCH_LINES.shapes[0].pattern.findall(training))
         if lines >= 1.5 * len(found.steps.index):  # several lines an epoch: each one a step
             epochs = len(found.steps.index)
             found = scan(text, EPOCH_LINES_IN_ORDER, options)

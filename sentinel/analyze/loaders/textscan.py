@@ -283,9 +283,10 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
         text = dialect.rewrite(text)
         lines = Lines.of(text, lines)
     evaluation = None  # the evaluation lines the training read leaves out, read apart below
+    picked, picked_at = [], []  # those lines, and where each was in the text left
     if dialect.drop_words and _may_blank(lines, dialect.drop_words):
-        text, picked = _split_lines(text, dialect.drop_words)
-        evaluation = None if dialect.step_from_order else picked or None
+        text, picked, picked_at = _split_lines_at(text, dialect.drop_words)
+        evaluation = None if dialect.step_from_order else "".join(picked) or None
         lines = Lines(text)
     parts: list[tuple[Shape, dict[str, np.ndarray]]] = []
     seen_keys: set[str] = set()
@@ -305,8 +306,8 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
             parts.append((shape, table))
     if evaluation is not None and parts:
         parts += _evaluation_parts(evaluation, dialect, options)
-    if dialect.epoch_evaluation_key is not None and parts:  # "epoch 3 val_loss 2.1" among the training lines
-        parts += _evaluation_parts(lines, dialect, options, (dialect.epoch_evaluation_key,))
+    if dialect.evaluation_keys and parts:  # "epoch 3 val_loss 2.1", "step 500 | val_loss 2.1" among the training lines
+        parts += _evaluation_parts(lines, dialect, options, dialect.evaluation_keys)
     for wanted in (options.loss_col, options.step_col):
         if parts and wanted is not None and wanted.lower() not in seen_keys:
             raise ValueError(f"key {wanted!r} not found in the {dialect.name} log lines; keys found: "
@@ -314,6 +315,9 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
     meta: dict = {"format": dialect.name}
     record_steps: dict[int, np.ndarray] = {}
     steps, logged_nan = _merge(parts, dialect, meta, late, record_steps, text, lines)
+    if evaluation is not None and dialect.unstepped_evaluation is not None \
+            and not any(shape.prefix for shape, _ in parts):  # no evaluation line named its step
+        steps = _unstepped_evaluations(steps, picked, picked_at, dialect, parts, record_steps, lines)
     # The step of each training record in text order, by shape (an event line joins the next one).
     train_steps = [(shape, record_steps[i]) for i, (shape, _) in enumerate(parts)
                    if i in record_steps and not shape.fills and not shape.prefix and shape.beside is None]
@@ -583,6 +587,47 @@ def _evaluation_parts(text: str | Lines, dialect: Dialect, options: LoadOptions,
         table.pop("_cut", None)  # a field cut off is said of the training lines only
         parts.append((evaluation, table))
     return parts
+
+
+def _unstepped_evaluations(steps: pd.DataFrame, picked: list[str], picked_at: list[int], dialect: Dialect,
+                           parts: list[tuple[Shape, dict[str, np.ndarray]]], record_steps: dict[int, np.ndarray],
+                           lines: Lines) -> pd.DataFrame:
+    """``steps`` with the ``val_loss`` of the evaluation lines that name no step or epoch
+    (:attr:`Dialect.unstepped_evaluation`), each at the step of the last training record before
+    it; unchanged where fewer than two such lines follow a training record, or where the records'
+    places in the text cannot be told."""
+    found = [(at, match.group(1)) for line, at in zip(picked, picked_at)
+             if (match := dialect.unstepped_evaluation.search(line)) is not None]
+    if len(found) < 2 or not len(steps.index):
+        return steps
+    starts, record_step = [], []
+    for i, (shape, _) in enumerate(parts):
+        if i not in record_steps or shape.prefix or shape.beside is not None or shape.fills:
+            continue
+        where = lines.starts(shape.pattern)
+        if len(where) != len(record_steps[i]):  # some matches were no records: no telling where each is
+            return steps
+        starts.append(where)
+        record_step.append(record_steps[i])
+    if not starts:
+        return steps
+    where, step = np.concatenate(starts), np.concatenate(record_step)
+    order = np.argsort(where, kind="stable")
+    where, step = where[order], step[order]
+    before = np.searchsorted(where, np.array([at for at, _ in found], dtype=np.int64), side="left") - 1
+    value = {}
+    for k, (_, text) in zip(before.tolist(), found):
+        if k >= 0 and not math.isnan(step[k]):
+            value[int(step[k])] = float(text)  # several after one record: the last
+    if len(value) < 2:
+        return steps
+    steps = steps.copy()
+    column = steps[metrics.VAL_LOSS].to_numpy(copy=True) if metrics.VAL_LOSS in steps.columns \
+        else np.full(len(steps.index), np.nan)
+    rows = steps.index.get_indexer(list(value))
+    column[rows[rows >= 0]] = np.array(list(value.values()))[rows >= 0]
+    steps[metrics.VAL_LOSS] = column
+    return steps
 
 
 def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, meta: dict,
@@ -896,9 +941,21 @@ def _split_lines(text: str, words: tuple[str, ...], unless_after: str = "loss") 
         >>> _split_lines("step 1 loss 2\\nValid loss 3\\nstep 2 loss 1 test loss 0.9\\n", ("valid", "test"))
         ('step 1 loss 2\\n\\nstep 2 loss 1 test loss 0.9\\n', 'Valid loss 3\\n')
     """
+    rest, picked, _ = _split_lines_at(text, words, unless_after)
+    return rest, "".join(picked)
+
+
+def _split_lines_at(text: str, words: tuple[str, ...], unless_after: str = "loss") -> tuple[str, list[str], list[int]]:
+    """:func:`_split_lines`, the lines apart, and where each was in the text returned (the
+    offset of the empty line it left).
+
+    Example:
+        >>> _split_lines_at("step 1 loss 2\\nValid loss 3\\nstep 2 loss 1\\n", ("valid",))
+        ('step 1 loss 2\\n\\nstep 2 loss 1\\n', ['Valid loss 3\\n'], [14])
+    """
     lower = text.lower()
     if len(lower) != len(text):  # a character whose lower case is longer: leave the text alone
-        return text, ""
+        return text, [], []
     spans: list[tuple[int, int]] = []
     for word in sorted(set(words), key=len):
         at = lower.find(word)
@@ -914,16 +971,18 @@ def _split_lines(text: str, words: tuple[str, ...], unless_after: str = "loss") 
             else:
                 at = lower.find(word, at + 1)
     if not spans:
-        return text, ""
-    rest, picked, pos = [], [], 0
+        return text, [], []
+    rest, picked, at, pos, removed = [], [], [], 0, 0
     for start, end in sorted(spans):
         if end <= pos:
             continue
         rest.append(text[pos:max(start, pos)])
         picked.append(text[max(start, pos):end] + "\n")
+        at.append(max(start, pos) - removed)
+        removed += end - max(start, pos)
         pos = end
     rest.append(text[pos:])
-    return "".join(rest), "".join(picked)
+    return "".join(rest), picked, at
 
 
 def _is_word_char(char: str) -> bool:
