@@ -20,6 +20,7 @@ import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.loaders.amp_lines import AMP_LINES, WORDS as AMP_WORDS
+from sentinel.analyze.loaders.nonfinite_lines import NONFINITE_LINES, WORDS as NONFINITE_WORDS
 from sentinel.analyze.loaders.dialect_types import Dialect, Shape
 from sentinel.analyze.loaders.keys import STEP_LIMIT
 from sentinel.analyze.loaders.log_lines import Lines
@@ -41,7 +42,8 @@ def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, wa
     (:mod:`~sentinel.analyze.loaders.amp_lines`). ``lines``: ``Lines(text)``, where made already."""
     lines = Lines.of(text, lines)
     holds = lines.holds_any
-    rules = dialect.events + (AMP_LINES if dialect.amp_lines and holds(AMP_WORDS) else ())
+    rules = dialect.events + (AMP_LINES if dialect.amp_lines and holds(AMP_WORDS) else ()) \
+        + (NONFINITE_LINES if holds(NONFINITE_WORDS) else ())
     if not rules:
         return [], []
     found = []
@@ -79,6 +81,9 @@ def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, wa
                 detail[f"{name}_scale"] = _number_or_none(groups[name])
         if rule.keep_rank and "rank" in groups:
             detail["rank"] = int(groups["rank"])
+        for name in ("module", "value"):  # what the line names: the operation or parameter, the value
+            if name in groups:
+                detail[name] = groups[name]
         event = make_event(rule.kind, -1, line=text.count("\n", 0, pos) + 1, source=rule.source or dialect.name,
                            **detail)
         time = _timestamp(text, match.end() - 1, dialect.timestamp)

@@ -1,0 +1,52 @@
+"""Lines in which a training library says that a loss, a gradient or a parameter went
+non-finite, whatever prints the steps around them: PyTorch's anomaly mode (``torch.autograd.
+detect_anomaly``, Lightning's ``Trainer(detect_anomaly=True)``), the check that the DeiT / MAE /
+ConvNeXt family of training scripts stop on, Lightning's ``detect_nan_parameters``,
+``clip_grad_norm_(error_if_nonfinite=True)``, mmengine's ``CheckInvalidLossHook``, Keras'
+``TerminateOnNaN`` and JAX's ``jax_debug_nans``. Each is a ``nonfinite`` event; where the line
+names the operation or the parameter, that is the event's ``module``. Such a line has no step of
+its own: it is given the step of the next record line, or the one after the last (the training
+stopped there).
+
+Example:
+    >>> match = NONFINITE_LINES[0].pattern.search(
+    ...     "RuntimeError: Function 'LogSoftmaxBackward0' returned nan values in its 0th output.")
+    >>> match.group("module")
+    'LogSoftmaxBackward0'
+"""
+
+from __future__ import annotations
+
+import re
+
+from sentinel import metrics
+from sentinel.analyze.loaders.dialect_types import EventLine
+from sentinel.events import EventKind
+
+NONFINITE_LINES: tuple[EventLine, ...] = (
+    # torch/csrc/autograd/engine.cpp, in anomaly mode: the backward function whose output was not finite.
+    EventLine(re.compile(r"Function '(?P<module>[\w.]+)' returned (?P<value>nan|inf) values in its \d+\w* output"),
+              EventKind.NONFINITE, source="anomaly_mode", detail={"phase": "backward"}),
+    # DeiT, MAE, BEiT, ConvNeXt, Swin (engine.py): print("Loss is {}, stopping training".format(loss_value))
+    EventLine(re.compile(r"\bLoss is (?P<value>nan|-?inf), stopping training"), EventKind.NONFINITE,
+              source="loss_check", detail={"metric": metrics.LOSS}),
+    # lightning.pytorch.utilities.finite_checks.detect_nan_parameters: the parameter, by name.
+    EventLine(re.compile(r"Detected nan and/or inf values in `(?P<module>[^`\n]+)`"), EventKind.NONFINITE,
+              source="lightning", detail={"phase": "parameters"}),
+    # torch.nn.utils.clip_grad_norm_(..., error_if_nonfinite=True)
+    EventLine(re.compile(r"The total norm of order [-\w.]+ for gradients from `parameters` is non-finite"),
+              EventKind.NONFINITE, source="clip_grad_norm", detail={"metric": metrics.GRAD_NORM_TOTAL}),
+    # mmengine's CheckInvalidLossHook
+    EventLine(re.compile(r"loss become infinite or NaN!"), EventKind.NONFINITE, source="mmengine",
+              detail={"metric": metrics.LOSS}),
+    # Keras' TerminateOnNaN (its batch counts inside the epoch: not the step)
+    EventLine(re.compile(r"\bBatch \d+: Invalid loss, terminating training"), EventKind.NONFINITE,
+              source="keras", detail={"metric": metrics.LOSS}),
+    # JAX with jax_debug_nans: the primitive that made it.
+    EventLine(re.compile(r"FloatingPointError: invalid value \((?P<value>nan|inf)\) encountered in (?P<module>[\w.]+)"),
+              EventKind.NONFINITE, source="jax_debug_nans"),
+)
+
+# Every line above holds a match of this (asked of the text's distinct lines first).
+WORDS = (re.compile(r"returned (?:nan|inf) values|Loss is (?:nan|-?inf)|Detected nan and/or inf|for gradients from "
+                    r"`parameters` is non-finite|loss become infinite|Invalid loss, terminating|invalid value \("),)

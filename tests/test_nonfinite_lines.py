@@ -1,0 +1,91 @@
+"""Lines in which a training library says that something went non-finite, in a log whose steps
+any reader reads: each is a ``nonfinite`` event naming what the line names, placed at the step
+after the last record line before it (the training stopped there)."""
+
+from __future__ import annotations
+
+import traceback
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from sentinel.analyze.analyzer import analyze_run
+from sentinel.analyze.discover import discover_runs
+
+
+def _steps(n: int = 120) -> list[str]:
+    return [f"step {s} | loss {2.5 * np.exp(-s / 50) + 0.5:.4f} | lr 3.0e-04" for s in range(1, n + 1)]
+
+
+def _anomaly_mode_output() -> str:
+    """What a script under torch.autograd.detect_anomaly() prints when a backward makes a NaN:
+    the warning with the forward call, then the traceback of the error (real messages)."""
+    x = torch.tensor([0.0, 1.0], requires_grad=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with torch.autograd.detect_anomaly():
+                (torch.sqrt(x) * 0.0).sum().backward()
+        except RuntimeError:
+            error = traceback.format_exc()
+    return "\n".join(str(w.message) for w in caught) + "\n" + error
+
+
+def test_anomaly_modes_error_names_the_backward_function(tmp_path):
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(_steps()) + "\n" + _anomaly_mode_output(), encoding="utf-8")
+    (run,) = discover_runs(path)
+    event = run.events[run.events["kind"] == "nonfinite"]
+    assert event["step"].tolist() == [121] and event["module"].tolist() == ["SqrtBackward0"]
+    (incident,) = analyze_run(run).incidents
+    assert incident.kind == "nonfinite" and incident.severity.value == "critical"
+    assert "SqrtBackward0 (backward)" in incident.message
+
+
+@pytest.mark.parametrize("line, metric, module", [
+    ("Loss is nan, stopping training", "loss", None),  # DeiT / MAE / ConvNeXt engine.py
+    ("ValueError: Detected nan and/or inf values in `encoder.layers.3.weight`. Check your forward pass for "
+     "numerically unstable operations.", None, "encoder.layers.3.weight"),  # Lightning 1.x terminate_on_nan
+    ("07/01 10:00:00 - mmengine - INFO - loss become infinite or NaN!", "loss", None),
+    ("Batch 57: Invalid loss, terminating training", "loss", None),  # Keras TerminateOnNaN
+    ("FloatingPointError: invalid value (nan) encountered in log", None, "log"),  # JAX jax_debug_nans
+])
+def test_libraries_nonfinite_lines(tmp_path, line, metric, module):
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(_steps() + [line]) + "\n", encoding="utf-8")
+    (run,) = discover_runs(path)
+    (event,) = run.events[run.events["kind"] == "nonfinite"].to_dict("records")
+    assert event["step"] == 121
+    if metric is not None:
+        assert event["metric"] == metric
+    if module is not None:
+        assert event["module"] == module
+    (incident,) = analyze_run(run).incidents
+    assert incident.kind == "nonfinite" and (module is None or module in incident.message)
+
+
+def test_clip_grad_norms_error_is_a_nonfinite_grad_norm(tmp_path):
+    layer = torch.nn.Linear(2, 2)
+    layer.weight.grad = torch.full_like(layer.weight, float("inf"))
+    with pytest.raises(RuntimeError) as error:
+        torch.nn.utils.clip_grad_norm_(layer.parameters(), 1.0, error_if_nonfinite=True)
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(_steps() + [f"RuntimeError: {error.value}"]) + "\n", encoding="utf-8")
+    (run,) = discover_runs(path)
+    (event,) = run.events[run.events["kind"] == "nonfinite"].to_dict("records")
+    assert event["metric"] == "grad_norm/total" and event["step"] == 121
+
+
+def test_a_line_before_the_next_record_takes_its_step_and_a_log_without_them_has_none(tmp_path):
+    lines = _steps()
+    lines.insert(60, "Loss is inf, stopping training")  # a resumed run went on after it
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (run,) = discover_runs(path)
+    assert run.events[run.events["kind"] == "nonfinite"]["step"].tolist() == [61]
+    path.write_text("\n".join(_steps() + ["the loss is nan-free", "Loss is 0.5, stopping training"]) + "\n",
+                    encoding="utf-8")
+    (run,) = discover_runs(path)
+    assert run.events.empty or "nonfinite" not in set(run.events["kind"])
