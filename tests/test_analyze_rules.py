@@ -506,6 +506,40 @@ def test_rises_at_warm_restarts_of_the_lr_are_info():
     assert all(i.severity.value != "info" for i in report.incidents if i.kind == "loss_spike")
 
 
+def _cosine_warm_restarts(stays_up: bool = False, seed: int = 3) -> dict:
+    """torch's CosineAnnealingWarmRestarts (T_0=1000), logged every step; the loss carries a share
+    of the LR, so after each restart it stays up for a while, falling with the LR. ``stays_up``:
+    after the second restart the loss never gets back to its level before it."""
+    import torch
+
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1e-3)
+    schedule = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=1000)
+    lr = []
+    for _ in range(3000):
+        lr.append(opt.param_groups[0]["lr"])
+        opt.step()
+        schedule.step()
+    lr, steps = np.array(lr), np.arange(1, 3001)
+    rng = np.random.default_rng(seed)
+    loss = 2.0 * np.exp(-steps / 1500) + 0.5 + 0.3 * lr / 1e-3 + rng.normal(0, 0.02, len(steps))
+    if stays_up:
+        loss[2000:] += 0.5
+    return {"loss": loss, "lr": lr, "_steps": steps}
+
+
+def test_a_restarts_rise_that_outlasts_the_spike_window_but_not_its_cycle_is_info():
+    """The loss after a warm restart stays up while the LR is high (hundreds of steps logged every
+    step): it got past the restart when it is back at its level before it within the cycle."""
+    report = _report(_cosine_warm_restarts())
+    rises = [i for i in report.incidents if i.kind in ("divergence", "loss_spike")]
+    assert rises and all(i.severity.value == "info" for i in rises) and report.verdict.value == "healthy"
+    assert any("back at its level before the restart within the cycle" in i.message for i in rises)
+    report = _report(_cosine_warm_restarts(stays_up=True))
+    assert report.verdict.value != "healthy"
+    late = [i for i in report.incidents if i.kind == "loss_spike" and i.step > 2000]
+    assert late and all(i.severity.value != "info" for i in late)
+
+
 def _sawtooth(extra_spike_at: int | None = None) -> dict:
     """An unshuffled epoch of 200 steps ending on its hardest 20, logged every 2 steps: the loss
     bumps up 0.6 at the end of every epoch and comes back when the next one starts."""

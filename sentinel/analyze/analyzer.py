@@ -210,7 +210,8 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
     incidents += online_spike_incidents(run.events, [(s["start"], s["end"]) for s in spans])
     incidents += restart_incidents(run.meta.get("restarts") if run.meta else None)
     incidents = settle_accepted(incidents, accepted_levels(run.events))
-    incidents = settle_lr_rises(incidents, steps[metrics.LR] if has(metrics.LR) else None)
+    incidents = settle_lr_rises(incidents, steps[metrics.LR] if has(metrics.LR) else None,
+                                steps[metrics.LOSS] if has(metrics.LOSS) else None)
     incidents = settle_recurring(incidents, steps.index.to_numpy())
     incidents.sort(key=lambda i: (i.step, i.end_step, i.kind))
     logged = _loss_logged(steps[metrics.LOSS], steps, logged_nan_steps(run, metrics.LOSS)) \

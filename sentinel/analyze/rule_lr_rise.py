@@ -31,8 +31,14 @@ MIN_POINTS = 3
 JITTER = 1e-3
 # An LR at least this many times its previous logged value is a jump (a warm restart).
 JUMP = 2.0
-# A rise starting within this many logged LR values after a jump is the jump's.
+# A rise starting within this many logged LR values after a jump is the jump's, or within this
+# share of the jump's cycle (the steps to the next jump; for the last, the cycle before it): an
+# LR logged every step puts a restart's bump many rows after it.
 NEAR_ROWS = 5
+NEAR_CYCLE_SHARE = 0.1
+# Logged losses whose median is the level before a jump, and the window of the running median
+# that must come back to it before the next jump (or the run's end) for the run to have got past it.
+LEVEL_ROWS = 5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,13 +92,15 @@ def _jumps(values: np.ndarray, steps: np.ndarray) -> list[tuple[int, float, floa
     return [(int(steps[i]), float(values[i - 1]), float(values[i])) for i in at]
 
 
-def settle_lr_rises(incidents: list[Incident], lr: pd.Series | None) -> list[Incident]:
+def settle_lr_rises(incidents: list[Incident], lr: pd.Series | None, loss: pd.Series | None = None) -> list[Incident]:
     """``incidents`` with every loss spike or divergence that the LR explains (it began during the
     LR's warm-up, or just after a jump of the LR) and that the run got past (a divergence that came
-    back) told as info; unchanged where any rise, warning or worse, is not explained by the LR.
+    back; after a jump, also a loss whose running median came back to its level before the jump
+    by the next jump or the run's end) told as info; unchanged where any rise, warning or worse,
+    is not explained by the LR.
 
     Example:
-        >>> settle_lr_rises(incidents, run.steps["lr"])  # doctest: +SKIP
+        >>> settle_lr_rises(incidents, run.steps["lr"], run.steps["loss"])  # doctest: +SKIP
     """
     if lr is None or not any(_rise(i) for i in incidents):
         return incidents
@@ -105,8 +113,9 @@ def settle_lr_rises(incidents: list[Incident], lr: pd.Series | None) -> list[Inc
                     f"step {warmup.end}): a rise that came back, as a warm-up often shows when fine-tuning",
                     {"during_warmup": dataclasses.asdict(warmup)})
         row = int(np.searchsorted(rows, step, side="right")) - 1
-        for at, before, after in jumps:
-            if at <= step and row - int(np.searchsorted(rows, at)) <= NEAR_ROWS:
+        for k, (at, before, after) in enumerate(jumps):
+            cycle = _cycle(jumps, k, int(rows[-1]))
+            if at <= step and (row - int(np.searchsorted(rows, at)) <= NEAR_ROWS or step - at <= NEAR_CYCLE_SHARE * cycle):
                 return (f"just after the learning rate jumped from {before:.3g} to {after:.3g} at step {at} "
                         "(a warm restart): a rise that came back, as a restart brings",
                         {"after_lr_jump": {"step": at, "from": before, "to": after}})
@@ -119,12 +128,43 @@ def settle_lr_rises(incidents: list[Incident], lr: pd.Series | None) -> list[Inc
     for incident in incidents:
         got_past = incident.details.get("came_back") if incident.kind == IncidentKind.DIVERGENCE.value \
             else incident.resolved
+        by_level = False
+        if id(incident) in causes and not got_past and "after_lr_jump" in causes[id(incident)][1]:
+            got_past = by_level = _back_by_next_jump(loss, causes[id(incident)][1]["after_lr_jump"]["step"],
+                                                     incident.end_step, [at for at, _, _ in jumps])
         if id(incident) in causes and got_past:
             text, details = causes[id(incident)]
+            if by_level:  # slower than the spike's own window, but within the restart's cycle
+                text = text.replace("a rise that came back, as a restart brings",
+                                    "the loss was back at its level before the restart within the cycle, "
+                                    "as a restart brings")
             incident = dataclasses.replace(incident, severity=Severity.INFO, message=f"{incident.message}; {text}",
                                            details={**incident.details, **details})
         settled.append(incident)
     return settled
+
+
+def _cycle(jumps: list[tuple[int, float, float]], k: int, last_step: int) -> int:
+    """The steps of jump ``k``'s cycle: to the next jump; for the last, the cycle before it (or
+    to the last logged LR)."""
+    if k + 1 < len(jumps):
+        return jumps[k + 1][0] - jumps[k][0]
+    return jumps[k][0] - jumps[k - 1][0] if k else last_step - jumps[k][0]
+
+
+def _back_by_next_jump(loss: pd.Series | None, jump: int, end: int, jump_steps: list[int]) -> bool:
+    """Whether the loss's running median came back to its level before ``jump`` after ``end``
+    (the rise's last step) and before the next jump (or the run's end)."""
+    if loss is None:
+        return False
+    loss = loss[np.isfinite(loss.to_numpy(dtype="float64"))]
+    before = loss[loss.index < jump].tail(LEVEL_ROWS)
+    later = [at for at in jump_steps if at > jump]
+    after = loss[(loss.index > end) & (loss.index < (later[0] if later else np.inf))]
+    if len(before) < LEVEL_ROWS or len(after) < LEVEL_ROWS:
+        return False
+    running = after.rolling(LEVEL_ROWS).median().dropna()
+    return bool(len(running)) and float(running.min()) <= float(before.median())
 
 
 def _positive(lr: pd.Series) -> tuple[np.ndarray, np.ndarray]:
