@@ -580,6 +580,13 @@ def test_an_evaluation_loss_rising_while_the_training_loss_falls_is_overfitting(
     assert report.verdict.value == "healthy"  # stable training: information
 
 
+def test_the_best_evaluation_is_the_last_of_equal_ones():
+    """A loss printed with few decimals ties: the rise starts after the last best, not the first."""
+    evals = {s: v for s, v in zip(range(49, 400, 50), [1.25, 1.25, 1.25, 1.25, 1.4, 1.5, 1.6, 1.7])}
+    (over,) = by_kind(analyze_run(_with_evals(curve(), evals)), "overfitting")
+    assert over.step == 199 and "a checkpoint from near step 199 evaluates best" in over.message
+
+
 @pytest.mark.parametrize("evals, why", [
     ([1.6, 1.3, 1.25, 1.3, 1.2, 1.6, 1.22, 1.2], "one bad evaluation, then back"),
     ([1.6, 1.3, 1.25, 1.26, 1.28, 1.3, 1.31, 1.32], "up by less than a tenth"),

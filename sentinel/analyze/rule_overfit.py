@@ -32,7 +32,8 @@ def overfitting_incidents(steps: pd.DataFrame, loss: pd.Series, config: AnalyzeC
         if finite.sum() < config.overfit_evals + 1:
             continue
         evals = pd.Series(values[finite], index=steps.index[finite])
-        best_at = int(np.argmin(evals.to_numpy()))
+        # The last of equal bests (a loss printed with four decimals ties): the rise starts after it.
+        best_at = len(evals) - 1 - int(np.argmin(evals.to_numpy()[::-1]))
         best, best_step = float(evals.iloc[best_at]), int(evals.index[best_at])
         after = evals.iloc[best_at + 1:]
         if len(after) < config.overfit_evals or not best > 0:
