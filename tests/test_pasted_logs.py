@@ -2029,3 +2029,16 @@ def test_one_final_test_line_and_one_before_training_are_no_evaluation_series(tm
     lines = ["Test loss before training: 2.5000"] + [f"step {s} loss {2.0 - s / 100:.4f}" for s in range(1, 60)]
     (run,) = discover_runs(_write(tmp_path / "a.log", lines + ["Test set: Average loss: 1.5000"]))
     assert "val_loss" not in run.steps.columns
+
+
+def test_loss_lines_alone_with_a_validation_line_every_few(tmp_path):
+    """x-transformers' examples: print(f"training loss: {loss}") each step and
+    print(f"validation loss: {loss}") every 50: each validation is the step before it."""
+    lines = []
+    for s in range(1, 301):
+        lines.append(f"training loss: {2.5 * np.exp(-s / 100) + 0.8}")
+        if s % 50 == 0:
+            lines.append(f"validation loss: {1.0 + max(0, s - 150) / 100:.4f}")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps["val_loss"].dropna().index.tolist() == [50, 100, 150, 200, 250, 300]
+    assert [i.kind for i in analyze_run(run).incidents] == ["overfitting"]

@@ -758,6 +758,9 @@ LOSS_LINES = Dialect(
                          re.MULTILINE), head=(metrics.LOSS,)),
     ),
     step_from_order=True,
+    # "validation loss: 2.1" every N lines (x-transformers' examples): the step before it.
+    drop_words=_EVAL_WORDS,
+    unstepped_evaluation=_UNSTEPPED_EVALUATION,
     min_records=5,
 )
 

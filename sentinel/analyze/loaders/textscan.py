@@ -315,7 +315,7 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
     meta: dict = {"format": dialect.name}
     record_steps: dict[int, np.ndarray] = {}
     steps, logged_nan = _merge(parts, dialect, meta, late, record_steps, text, lines)
-    if evaluation is not None and dialect.unstepped_evaluation is not None \
+    if picked and dialect.unstepped_evaluation is not None \
             and not any(shape.prefix for shape, _ in parts):  # no evaluation line named its step
         steps = _unstepped_evaluations(steps, picked, picked_at, dialect, parts, record_steps, lines)
     # The step of each training record in text order, by shape (an event line joins the next one).
@@ -612,6 +612,10 @@ def _unstepped_evaluations(steps: pd.DataFrame, picked: list[str], picked_at: li
     if not starts:
         return steps
     where, step = np.concatenate(starts), np.concatenate(record_step)
+    if dialect.step_from_order:  # the records numbered in text order, one step each
+        if len(starts) != 1 or len(where) != len(steps.index):
+            return steps
+        step = steps.index.to_numpy(dtype="float64")
     order = np.argsort(where, kind="stable")
     where, step = where[order], step[order]
     before = np.searchsorted(where, np.array([at for at, _ in found], dtype=np.int64), side="left") - 1
