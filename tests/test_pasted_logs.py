@@ -2042,3 +2042,24 @@ def test_loss_lines_alone_with_a_validation_line_every_few(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
     assert run.steps["val_loss"].dropna().index.tolist() == [50, 100, 150, 200, 250, 300]
     assert [i.kind for i in analyze_run(run).incidents] == ["overfitting"]
+
+
+@pytest.mark.parametrize("key, average", [("avg_loss", True), ("Loss/train", False), ("trainLoss", False),
+                                          ("batch_loss", False), ("running_loss", True), ("gpt_loss", False)])
+def test_a_loss_under_a_key_no_reader_knows(tmp_path, key, average):
+    """The lines' one key that can be the loss is read as it, and the warnings say which (and,
+    for an average, that a spike shows smaller there)."""
+    values = [2.5 * np.exp(-s / 100) + 0.8 for s in range(1, 301)]
+    values[169] = 6.0
+    lines = [f"step {s} | {key}: {v:.4f} | lr 1e-4 | val_{key.replace('/', '_')}: 0.9" for s, v in enumerate(values, 1)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    np.testing.assert_allclose(run.steps["loss"].to_numpy(), values, atol=1e-4)
+    assert run.warnings[0].startswith(f"loss read from {key!r} (no key of the lines is named loss)")
+    assert ("a one-step spike shows smaller" in run.warnings[0]) == average
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("outlier_batch", 170)]
+
+
+def test_two_keys_that_could_each_be_the_loss_are_the_users_choice(tmp_path):
+    lines = [f"step {s} | loss_ce: 2.{s:03d} | loss_kl: 0.{s:03d}" for s in range(1, 300)]
+    with pytest.raises(ValueError, match="is not a log format sentinel reads"):
+        discover_runs(_write(tmp_path / "train.log", lines))

@@ -162,6 +162,17 @@ def looks_like_loss(name: str) -> bool:
     return bool(words) and not any(w in _EVAL_WORDS or w.startswith(("val", "eval", "test")) for w in words)
 
 
+def is_aggregate(name: str) -> bool:
+    """True for a name that says its value is aggregated or smoothed (``avg_loss``,
+    ``running_loss``, ``train_loss_epoch``): a one-step spike shows smaller there.
+
+    Example:
+        >>> is_aggregate("running_loss"), is_aggregate("batch_loss")
+        (True, False)
+    """
+    return any(w in _AGGREGATE_WORDS for w in _words(name))
+
+
 def looks_like_eval_loss(name: str) -> bool:
     """True for an evaluation's loss (``eval_loss``, ``val/loss``, ``validation_loss``,
     ``valLoss``): a loss word and an evaluation word, no statistic or setting.

@@ -23,6 +23,7 @@ from sentinel.analyze.loaders.dialects import (AMP_ONLY, CYCLEGAN, DIALECTS, EPO
                                                FALLBACKS, GENERIC, HF_TRAINER, LOSS_LINES, reads_bar_running_mean)
 from sentinel.analyze.loaders.dialect_types import Dialect
 from sentinel.analyze.loaders.log_lines import Lines
+from sentinel.analyze.loaders.loss_key import inferred_loss_key, loss_key_as_loss, loss_key_note
 from sentinel.analyze.loaders.progress_bar import bar_steps
 from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
 from sentinel.analyze.loaders.textscan import _split_lines, clean_text, count_records, scan, unwrap_numbers
@@ -101,7 +102,19 @@ def sniff(path: str | Path, documents: bool = False, least: int | None = None) -
     if suffix in _NOT_LOGS and not (documents and suffix in _DOCUMENTS):
         return False
     head = read_head(path)
-    return head is not None and pick_dialect(head, least) is not None
+    return head is not None and _pick(head, least)[0] is not None
+
+
+def _pick(text: str, least: int | None) -> tuple[Dialect | None, str | None]:
+    """:func:`pick_dialect`; where none fits, the one that fits once the key the lines' loss goes
+    by (:func:`inferred_loss_key`) is written as ``loss``, and that key."""
+    dialect = pick_dialect(text, least)
+    if dialect is not None:
+        return dialect, None
+    key = inferred_loss_key(clean_text(text))
+    if key is None:
+        return None, None
+    return pick_dialect(loss_key_as_loss(text, key), least), key
 
 
 def load(path: str | Path, options: LoadOptions | None = None, least: int | None = None) -> list[RunData]:
@@ -125,14 +138,19 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
         ('fairseq', 700)
     """
     text = read_text(path)
-    dialect = pick_dialect(text[: 1 << 20], least)
+    dialect, key = _pick(text[: 1 << 20], least)
+    if dialect is not None and key is not None:
+        text = loss_key_as_loss(text, key)
     if dialect is None:
         raise ValueError(f"{path}: no known training-log lines found: pass a log with a step and a loss "
                          "on each line (`sentinel formats` lists the kinds read)")
     lines = Lines(text)  # its skeletons answer the whole text's substring searches, and its reading
     parts = fresh_starts(text, lines)
     if len(parts) == 1:
-        return [_read(text, dialect, options, path, run_name(path), lines)]
+        runs = [_read(text, dialect, options, path, run_name(path), lines)]
+        if key is not None:
+            runs[0].warnings.insert(0, loss_key_note(key))
+        return runs
     runs, empty = [], []
     for k, part in enumerate(parts, 1):
         try:
@@ -147,6 +165,8 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
         note += f" ({', '.join(f'#{k}' for k in empty)} logged no step)"
     for run in runs:
         run.warnings.insert(0, note)
+        if key is not None:
+            run.warnings.insert(0, loss_key_note(key))
     return runs
 
 
