@@ -1241,6 +1241,11 @@ def _losses(n: int = 60, nan_from: int = 45) -> list[str]:
     ("fairseq_hydra", '[2024-01-01 10:00:00,000][train_inner][INFO] - {{"epoch": 1, "update": 0.1, "loss": "{v}", '
                       '"nll_loss": "1.2", "num_updates": "{s}", "lr": "0.0001", "gnorm": "1.2", "loss_scale": "128"}}',
      100, 100),
+    # a script's own step forms: "Steps:", "iters", the step in brackets, "[N/TOTAL]" at the line's start
+    ("steps_plural", "Steps: {i}, Loss: {v}", 1, 1),
+    ("iters", "iters {s} loss {v}", 100, 100),
+    ("bracketed_step", "[{s}] loss: {v}", 100, 100),
+    ("bracketed_count", "[{i}/60] loss: {v}", 1, 1),
     # a script that counts batches (not inside an epoch here), or updates
     ("batch_count", "Batch {i}, Loss: {v}", 1, 1),
     ("updates", "update {s} | loss {v} | lr 0.0001", 100, 100),

@@ -392,7 +392,7 @@ GAN = Dialect(
 # in either order. Needs several such lines (see textlogs.sniff).
 # Chinese tutorials' step labels too: 训练次数 ("training count", the step), 迭代次数 ("iterations").
 # Paxml's trainer logs "step_i: N, training loss: X".
-_STEP_KEY = r"(?:step_i|step|iter|iterations?|num_updates|updates?|global_step|it|(?<!/)batch|episode|训练次数|迭代次数|训练步数|步数|迭代)"
+_STEP_KEY = r"(?:step_i|steps?|iters?|iterations?|num_updates|updates?|global_step|it|(?<!/)batch|episode|训练次数|迭代次数|训练步数|步数|迭代)"
 # step_loss: the diffusers training examples' bar (progress_bar.set_postfix(step_loss=..., lr=...));
 # avr_loss: kohya's sd-scripts bar ("avr_loss=0.0875", its loss averaged over recent steps); xent:
 # OpenNMT-py's "Step 100/200000; acc: 10.5; ppl: 50.2; xent: 3.9; ...".
@@ -497,7 +497,8 @@ def _beside_the_loss(loss: re.Pattern, head_fields: str, head: tuple[str, ...], 
 
 # The generic loss shapes: a step key, then the loss (not on a line where an epoch comes first);
 # an epoch and a count inside it (perhaps "/TOTAL"), then the loss.
-_STEP_FIELD = rf"(?i:\b{_STEP_KEY})['\"]?{_SEP}\[?[^\S\n]*(\d+)(?:[^\S\n]*/[^\S\n]*\d+)?\b"
+# (not a percentage: diffusers' bar is "Steps:  45%|...| 27/60")
+_STEP_FIELD = rf"(?i:\b{_STEP_KEY})['\"]?{_SEP}\[?[^\S\n]*(\d+)(?:[^\S\n]*/[^\S\n]*\d+)?\b(?!%)"
 _STEP_LOSS = rf"^(?![^\n]*?{_EPOCH_THEN_COUNT}){_GAP}{_STEP_FIELD}{_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"
 _EPOCH_COUNT_TOTAL = rf"{_EPOCH_THEN_COUNT}[^\S\n]*/[^\S\n]*(\d+)"
 _EPOCH_COUNT_TOTAL_LOSS = rf"{_EPOCH_COUNT_TOTAL}[^\S\n]*\]?{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"
@@ -509,9 +510,9 @@ _EPOCH_COUNT_LOSS_LINE = re.compile(_EPOCH_COUNT_LOSS)
 # "N/TOTAL" only on lines without a step key (see the shape).
 # Not in a tqdm bar's description ("Epoch 1/3: 66%|####  | 200/300 [...", "[Epoch 1/3] train: 45it
 # [..."): the bar's own count follows.
-_COUNT_TOTAL = (r"(?:^|(?<![\d/:.-])[^\S\n])(\d+)[^\S\n]*/[^\S\n]*(\d+)\b(?![/:.]\d)"
+_COUNT_TOTAL = (r"(?:^|(?<![\d/:.-])[^\S\n]|(?<![^\n])\[)(\d+)[^\S\n]*/[^\S\n]*(\d+)\b(?![/:.]\d|\][^\S\n]*\[)"
                 r"(?![^\n]*?(?:\d%\|[^|\n]*\|[^\S\n]*\d+/\d+|[^\S\n]\d+it \[))")
-_COUNT_TOTAL_LOSS_LINE = re.compile(rf"^(?![^\n]*?(?i:\b{_STEP_KEY}){_SEP}\d)(?![^\n]*?{_EPOCH_BRACKETS})"
+_COUNT_TOTAL_LOSS_LINE = re.compile(rf"^(?![^\n]*?(?i:\b{_STEP_KEY}){_SEP}\d+(?![\d%]))(?![^\n]*?{_EPOCH_BRACKETS})"
                                     rf"{_GAP}{_COUNT_TOTAL}{_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE)
 
 # An evaluation line that names its epoch and no step or count ("Epoch [3/10], Validation Loss:
@@ -612,9 +613,10 @@ PROGRESS_LINES = Dialect(
         Shape(re.compile(rf"^[^\S\n]*(?i:loss):[^\S\n]*({_NUM})[^\S\n]+\[[^\S\n]*(\d+)/[^\S\n]*(\d+)\][^\S\n]*$",
                          re.MULTILINE), head=(metrics.LOSS, "iter", "total")),
         # CLU's LoggingWriter (JAX: big_vision, scenic, ...): "[{step}] train/loss=2.31, learning_rate=...",
-        # also with spaces between the pairs (absl-logged JAX loops: "[0] loss=6.0003 learning_rate=0.001").
-        Shape(re.compile(rf"(?:^|\] )\[(\d+)\] [^\n]*?(?<![\w/])(?i:{_LOSS_KEY})=({_NUM})(?:,|[^\S\n]|$)", re.MULTILINE),
-              head=(metrics.STEP, metrics.LOSS)),
+        # also with spaces between the pairs (absl-logged JAX loops: "[0] loss=6.0003 learning_rate=0.001"),
+        # and a script's own "[100] loss: 2.31".
+        Shape(re.compile(rf"(?:^|\] )\[(\d+)\] [^\n]*?(?<![\w/])(?i:{_LOSS_KEY})(?:=|:[^\S\n]*)({_NUM})(?:,|[^\S\n]|$)",
+                         re.MULTILINE), head=(metrics.STEP, metrics.LOSS)),
         # A loss, then the count it was taken at: "Loss: 6.0023 after 100 batches".
         Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})[^\S\n]+after[^\S\n]+(\d+)[^\S\n]+"
                          r"(?i:batch(?:es)?|steps?|iter(?:ation)?s?|updates?)\b"),
