@@ -1235,6 +1235,10 @@ def _losses(n: int = 60, nan_from: int = 45) -> list[str]:
     # a script printing its loss alone: the lines are numbered in order
     ("loss_alone", "loss: {v}", 1, 1),
     ("training_loss_alone", "Training loss = {v}", 1, 1),
+    # ... after a logger's time, level and name
+    ("loss_alone_logged", "2024-01-01 12:00:00,123 - INFO - loss: {v}", 1, 1),
+    ("loss_alone_basic_config", "INFO:__main__:Training loss = {v}", 1, 1),
+    ("loss_alone_time", "[12:00:00] loss = {v}", 1, 1),
     # a tqdm bar whose description holds the loss: the bar's count is the step
     ("tqdm_description", "loss={v}: {pct:3d}%|##        | {i}/60 [00:{i:02d}<01:00,  1.00it/s]", 1, 1),
     # fairseq-hydra-train with --log-format json: the logger's name in brackets

@@ -750,13 +750,17 @@ EPOCH_LINES_IN_ORDER = replace(
     step_from_order=True,
 )
 
+# What a logger puts before a message: a date and time ("2024-01-01 12:00:05,123", "[12:00:05]"),
+# a level, a logger's name, with the separators logging's formats use ("INFO:root:", " - INFO - ").
+_LOG_PREFIX = (r"(?:\[?(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[,.]\d+)?\]?[^\S\n]*(?:[-|:][^\S\n]*)?)?"
+               r"(?:(?:DEBUG|INFO|WARNING|WARN)[^\S\n]*(?:[-|:][^\S\n]*)?)?(?:(?<=[:\s-])[A-Za-z_][\w.]*[^\S\n]*[-|:][^\S\n]*)?")
 # A script that prints its loss alone, with no step: "loss: 2.31", "Training loss = 2.31"
 # (print(f"loss: {loss.item()}") every step or every N): numbered 1, 2, 3 in order.
 LOSS_LINES = Dialect(
     name="text",
     description="lines of a loss alone (loss: X), numbered in order",
     shapes=(
-        Shape(re.compile(rf"^[^\S\n]*(?:(?i:train(?:ing)?)[ _])?(?i:loss)[^\S\n]*[:=][^\S\n]*({_NUM})[^\S\n]*$",
+        Shape(re.compile(rf"^[^\S\n]*{_LOG_PREFIX}(?:(?i:train(?:ing)?)[ _])?(?i:loss)[^\S\n]*[:=][^\S\n]*({_NUM})[^\S\n]*$",
                          re.MULTILINE), head=(metrics.LOSS,)),
     ),
     step_from_order=True,
