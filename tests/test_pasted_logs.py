@@ -2034,6 +2034,18 @@ def test_validation_lines_are_not_training_losses_and_are_judged(tmp_path, train
     assert [i.kind for i in analyze_run(run).incidents] == ["overfitting"]
 
 
+def test_a_best_so_far_line_is_no_evaluation(tmp_path):
+    """"Best val loss: X" after each validation repeats the best: the rise stays visible."""
+    lines = []
+    for e in range(1, 31):
+        v = 2.3 * np.exp(-e / 5) + 0.3 if e < 10 else 0.6 + (e - 10) * 0.05
+        lines += [f"Epoch {e} | loss {2.3 * np.exp(-e / 5) + 0.05:.4f}", f"Validation loss: {v:.4f}",
+                  f"Best val loss: {min(v, 0.6):.4f}"]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps["val_loss"].iloc[-1] == pytest.approx(1.6)
+    assert [i.kind for i in analyze_run(run).incidents] == ["overfitting"]
+
+
 def test_one_final_test_line_and_one_before_training_are_no_evaluation_series(tmp_path):
     lines = ["Test loss before training: 2.5000"] + [f"step {s} loss {2.0 - s / 100:.4f}" for s in range(1, 60)]
     (run,) = discover_runs(_write(tmp_path / "a.log", lines + ["Test set: Average loss: 1.5000"]))

@@ -589,6 +589,10 @@ def _evaluation_parts(text: str | Lines, dialect: Dialect, options: LoadOptions,
     return parts
 
 
+# "Best val loss: 0.41", "lowest validation loss so far": a record of the evaluations, none itself.
+_A_RECORD_OF = re.compile(r"(?i)\b(?:best|min|minimum|lowest)\b")
+
+
 def _unstepped_evaluations(steps: pd.DataFrame, picked: list[str], picked_at: list[int], dialect: Dialect,
                            parts: list[tuple[Shape, dict[str, np.ndarray]]], record_steps: dict[int, np.ndarray],
                            lines: Lines) -> pd.DataFrame:
@@ -597,7 +601,7 @@ def _unstepped_evaluations(steps: pd.DataFrame, picked: list[str], picked_at: li
     it; unchanged where fewer than two such lines follow a training record, or where the records'
     places in the text cannot be told."""
     found = [(at, match.group(1)) for line, at in zip(picked, picked_at)
-             if (match := dialect.unstepped_evaluation.search(line)) is not None]
+             if (match := dialect.unstepped_evaluation.search(line)) is not None and not _A_RECORD_OF.search(line)]
     if len(found) < 2 or not len(steps.index):
         return steps
     starts, record_step = [], []
