@@ -2044,6 +2044,16 @@ def test_a_best_so_far_line_is_no_evaluation(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
     assert run.steps["val_loss"].iloc[-1] == pytest.approx(1.6)
     assert [i.kind for i in analyze_run(run).incidents] == ["overfitting"]
+    # ... nor where the line names its epoch; a line with the value and the best keeps the value
+    stepped = [line.replace("Best val loss", "Epoch 30 | Best val loss") for line in lines]
+    stepped = [line.replace("Validation loss:", "Epoch {} | Validation loss:") for line in stepped]
+    stepped = [line.format(k // 3 + 1) if "{}" in line else line for k, line in enumerate(stepped)]
+    (run,) = discover_runs(_write(tmp_path / "epochs.log", stepped))
+    assert run.steps["val_loss"].iloc[-1] == pytest.approx(1.6)
+    both = [line.replace("Validation loss: ", "Validation loss ") + " (best 0.6000, 2 min)"
+            if line.startswith("Validation") else line for line in lines if not line.startswith("Best")]
+    (run,) = discover_runs(_write(tmp_path / "both.log", both))
+    assert run.steps["val_loss"].iloc[-1] == pytest.approx(1.6)
 
 
 def test_one_final_test_line_and_one_before_training_are_no_evaluation_series(tmp_path):

@@ -286,6 +286,8 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
     picked, picked_at = [], []  # those lines, and where each was in the text left
     if dialect.drop_words and _may_blank(lines, dialect.drop_words):
         text, picked, picked_at = _split_lines_at(text, dialect.drop_words)
+        kept = [i for i, line in enumerate(picked) if not _A_RECORD_OF.search(line)]
+        picked, picked_at = [picked[i] for i in kept], [picked_at[i] for i in kept]
         evaluation = None if dialect.step_from_order else "".join(picked) or None
         lines = Lines(text)
     parts: list[tuple[Shape, dict[str, np.ndarray]]] = []
@@ -589,8 +591,9 @@ def _evaluation_parts(text: str | Lines, dialect: Dialect, options: LoadOptions,
     return parts
 
 
-# "Best val loss: 0.41", "lowest validation loss so far": a record of the evaluations, none itself.
-_A_RECORD_OF = re.compile(r"(?i)\b(?:best|min|minimum|lowest)\b")
+# "Best val loss: 0.41", "lowest validation loss so far": a record of the evaluations, none itself
+# (not "val_loss 0.50 (best 0.41)", nor "2 min | val loss 0.5").
+_A_RECORD_OF = re.compile(r"(?i)\b(?:best|lowest|min)[_ ]+(?:(?:val|valid|validation|eval|evaluation|test|dev)[_ ]+)?loss\b")
 
 
 def _unstepped_evaluations(steps: pd.DataFrame, picked: list[str], picked_at: list[int], dialect: Dialect,
@@ -601,7 +604,7 @@ def _unstepped_evaluations(steps: pd.DataFrame, picked: list[str], picked_at: li
     it; unchanged where fewer than two such lines follow a training record, or where the records'
     places in the text cannot be told."""
     found = [(at, match.group(1)) for line, at in zip(picked, picked_at)
-             if (match := dialect.unstepped_evaluation.search(line)) is not None and not _A_RECORD_OF.search(line)]
+             if (match := dialect.unstepped_evaluation.search(line)) is not None]
     if len(found) < 2 or not len(steps.index):
         return steps
     starts, record_step = [], []
