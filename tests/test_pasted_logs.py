@@ -2094,3 +2094,16 @@ def test_two_keys_that_could_each_be_the_loss_are_the_users_choice(tmp_path):
     lines = [f"step {s} | loss_ce: 2.{s:03d} | loss_kl: 0.{s:03d}" for s in range(1, 300)]
     with pytest.raises(ValueError, match="is not a log format sentinel reads"):
         discover_runs(_write(tmp_path / "train.log", lines))
+
+
+@pytest.mark.parametrize("template", [
+    "Epoch {e}, Loss: {t}, Accuracy: 81.2, Test Loss: {v}, Test Accuracy: 85.0",  # TensorFlow 2 quickstart
+    "Epoch: {e:02d} | Train Loss: {t:.3f} | Train PPL: 7.389 | Val. Loss: {v:.3f} | Val. PPL: 9.025",  # bentrevett
+    "epoch {e}: train_loss={t:.4f} val_loss={v:.4f} val_acc=0.8",
+])
+def test_an_epoch_line_with_the_training_and_the_evaluation_loss(tmp_path, template):
+    lines = [template.format(e=e, t=2.0 * np.exp(-e / 4) + 0.05, v=0.6 if e < 8 else 0.6 + (e - 8) * 0.1)
+             for e in range(1, 21)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps["val_loss"].notna().sum() == 20 and run.steps["loss"].iloc[0] > 1.5
+    assert [i.kind for i in analyze_run(run).incidents] == ["overfitting"]

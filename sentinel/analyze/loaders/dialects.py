@@ -528,7 +528,8 @@ def _epoch_evaluation(key: str) -> Shape:
 # and on any line, a loss named as an evaluation's: "epoch 3 val_loss 2.1", "Epoch 3 | val loss:
 # 2.1", "epoch=3 eval_loss=2.1" ("val" is no evaluation word of a free-text line: "val: n/a").
 _EPOCH_EVALUATION = _epoch_evaluation(_LOSS_KEY)
-_EVALUATION_LOSS_KEY = r"(?:val|valid|validation|eval|dev|test)[_ ]loss"
+# "val_loss", "Val. Loss" (bentrevett's seq2seq tutorials), "Test Loss" (TensorFlow 2's quickstart).
+_EVALUATION_LOSS_KEY = r"(?:val\.?|valid|validation|eval|evaluation|dev|test)[_ ]loss"
 _EPOCH_EVALUATION_KEY = _epoch_evaluation(_EVALUATION_LOSS_KEY)
 # ... and with a step: "step 500 | val_loss 2.1", "step 500: loss 2.3 val_loss 2.1" (the step's).
 _STEP_EVALUATION_KEY = Shape(re.compile(rf"^(?![^\n]*?{_EPOCH_THEN_COUNT}){_GAP}{_STEP_FIELD}{_GAP}"
@@ -732,7 +733,7 @@ EPOCH_LINES = Dialect(
         # The same line's validation loss ("Epoch: 0111 train_loss= 0.00122 ... val_loss= nan"): a
         # NaN there is a warning of its own.
         Shape(re.compile(rf"^{_GAP}{_EPOCH_NUM}[:,]?{_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}{_NUM}\b"
-                         rf"{_GAP}(?<![\w/])(?i:val_loss|valid_loss|validation_loss){_QSEP}({_NUM})\b", re.MULTILINE),
+                         rf"{_GAP}(?<![\w/])(?i:{_EVALUATION_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
               head=(metrics.STEP, metrics.VAL_LOSS), beside=_EPOCH_LOSS_LINE),
         *_beside_the_loss(_EPOCH_LOSS_LINE, rf"{_EPOCH_NUM}[:,]?", (metrics.STEP,)),
     ),
