@@ -2107,3 +2107,18 @@ def test_an_epoch_line_with_the_training_and_the_evaluation_loss(tmp_path, templ
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
     assert run.steps["val_loss"].notna().sum() == 20 and run.steps["loss"].iloc[0] > 1.5
     assert [i.kind for i in analyze_run(run).incidents] == ["overfitting"]
+
+
+@pytest.mark.parametrize("evaluation", ["eval/loss={v:.4f}, eval/accuracy=0.5", "val_loss={v:.4f}"])
+def test_clu_evaluation_lines(tmp_path, evaluation):
+    """CLU's LoggingWriter writes evaluations as it writes training metrics: "[step] eval/loss=X"."""
+    lines = []
+    for s in range(0, 3000, 10):
+        lines.append(f"I1203 10:00:00.000 140 train.py:300] [{s}] train/loss={2.5 * np.exp(-s / 1000) + 0.8:.4f}, "
+                     "train/learning_rate=0.001")
+        if s % 200 == 0 and s:
+            v = 1.2 if s < 1500 else 1.2 + (s - 1500) / 1000
+            lines.append(f"I1203 10:00:00.000 140 train.py:310] [{s}] " + evaluation.format(v=v))
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps["val_loss"].dropna().index.tolist() == list(range(200, 3000, 200))
+    assert [i.kind for i in analyze_run(run).incidents] == ["overfitting"]

@@ -647,6 +647,10 @@ PROGRESS_LINES = Dialect(
               head=("epoch0", "iter", "total"), keys=_LIGHTNING_LOSS_KEYS),
     ),
     drop_words=_EVAL_WORDS,
+    # CLU's evaluation lines: "[1000] eval/loss=2.1, eval/accuracy=0.5", "[1000] val_loss=2.1".
+    evaluation_keys=(Shape(re.compile(rf"(?:^|\] )\[(\d+)\] [^\n]*?(?<![\w/])(?i:{_EVALUATION_LOSS_KEY.replace('[_ ]', '[_/ ]')})"
+                                      rf"(?:=|:[^\S\n]*)({_NUM})(?:,|[^\S\n]|$)", re.MULTILINE),
+                           head=(metrics.STEP, metrics.LOSS)),),
     unstepped_evaluation=_UNSTEPPED_EVALUATION,
     step_wraps=True,
     min_records=5,
