@@ -2122,3 +2122,20 @@ def test_clu_evaluation_lines(tmp_path, evaluation):
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
     assert run.steps["val_loss"].dropna().index.tolist() == list(range(200, 3000, 200))
     assert [i.kind for i in analyze_run(run).incidents] == ["overfitting"]
+
+
+def test_a_json_dict_of_lists_with_its_steps(tmp_path):
+    """{"step": [...], "loss": [...]} (a frame's to_dict("list") dumped): the steps are the given
+    ones, not epochs from 1; a config whose only list is a setting of the loss is no history."""
+    values = [2.5 * np.exp(-s / 100) + 0.8 for s in range(300)]
+    values[170] = 6.0
+    path = tmp_path / "metrics.json"
+    path.write_text(json.dumps({"step": list(range(10, 3010, 10)), "loss": values, "val_loss": [1.0] * 300}))
+    (run,) = discover_runs(path)
+    assert run.source == "history_dict" and run.steps.index.tolist() == list(range(10, 3010, 10))
+    assert "step" not in run.steps.columns
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("outlier_batch", 1710)]
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"lr": 0.1, "loss_weights": [1.0, 0.5], "epochs": 10}))
+    with pytest.raises(ValueError, match="is not a log format sentinel reads"):
+        discover_runs(config)

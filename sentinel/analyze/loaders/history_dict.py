@@ -18,15 +18,18 @@ import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions, RunData
-from sentinel.analyze.loaders.keys import canonical_key, loss_column
-from sentinel.analyze.loaders.textlog import head_matches, read_text, run_name
+from sentinel.analyze.loaders.keys import canonical_key, looks_like_eval_loss, looks_like_loss, loss_column, step_columns
+from sentinel.analyze.loaders.textlog import head_matches, read_head, read_text, run_name
 
 NAME = "history_dict"
 DESCRIPTION = "a history dict of per-epoch lists (Keras' History.history: {'loss': [...], 'val_loss': [...]})"
 
-# A dict whose loss-like key holds a list of numbers, near the start of the text.
-_SNIFF = re.compile(r"^\s*\{[^\[\]]{0,4096}?['\"][\w/ -]*loss[\w/ -]*['\"]\s*:\s*\[\s*"
-                    r"(?:np\.float\d+\(|numpy\.float\d+\()?[-+\d.nNiI\]]")
+# A dict (its first character) whose loss-like key holds a list of numbers, near the start of the
+# text, perhaps after other lists ({"step": [...], "loss": [...]}, a frame's to_dict("list")).
+_OPENS_A_DICT = re.compile(r"^\s*\{")
+_LIST_KEY = re.compile(r"['\"]([\w/ .-]*(?:loss|Loss|LOSS)[\w/ .-]*)['\"]\s*:\s*\[\s*"
+                       r"(?:np\.float\d+\(|numpy\.float\d+\()?[-+\d.nNiI\]]")
+_SNIFF_BYTES = 8192
 MAX_BYTES = 64 << 20
 # Python's repr of the dict, made JSON: numpy scalars unwrapped, quotes, nan/inf.
 _NUMPY_SCALAR = re.compile(r"\b(?:np|numpy)\.(?:float|int)\d+\(([^()]*)\)")
@@ -42,7 +45,11 @@ def sniff(path: str | Path) -> bool:
         >>> sniff("/nonexistent.json")
         False
     """
-    return head_matches(path, _SNIFF, 8192, MAX_BYTES)
+    if not head_matches(path, _OPENS_A_DICT, _SNIFF_BYTES, MAX_BYTES):
+        return False
+    head = read_head(path, limit=_SNIFF_BYTES) or ""
+    # A loss's list, not a setting's ("loss_weights": [1.0, 0.5] in a config).
+    return any(looks_like_loss(m.group(1)) or looks_like_eval_loss(m.group(1)) for m in _LIST_KEY.finditer(head))
 
 
 def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
@@ -74,6 +81,10 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     if any(len(v) != epochs for v in series.values()):
         warnings.append(f"{Path(path).name}: lists of different lengths: the shorter ones are read as the first "
                         "epochs")
+    index = pd.Index(np.arange(1, epochs + 1), name=metrics.STEP)
+    step_key = _step_list(series, epochs)
+    if step_key is not None:  # {"step": [...], "loss": [...]}: the steps are given
+        index = pd.Index(np.array(series.pop(step_key), dtype="int64"), name=metrics.STEP)
     columns: dict[str, np.ndarray] = {}
     for name, values in series.items():
         key = metrics.LOSS if name == loss_col else canonical_key(name)
@@ -82,9 +93,27 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         padded = np.full(epochs, np.nan)
         padded[:len(values)] = np.array([np.nan if x is None else x for x in values], dtype="float64")
         columns[key] = padded
-    steps = pd.DataFrame(columns, index=pd.Index(np.arange(1, epochs + 1), name=metrics.STEP))
+    steps = pd.DataFrame(columns, index=index)
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
                     meta={"format": NAME, "columns": list(series)}, warnings=warnings)]
+
+
+def _step_list(series: dict[str, list], length: int) -> str | None:
+    """The key of a list of steps (a step alias, not ``epoch``): whole numbers that rise, one for
+    each value of the longest list; None where there is none.
+
+    Example:
+        >>> _step_list({"global_step": [10, 20, 30], "loss": [2.0, 1.5, 1.2]}, 3)
+        'global_step'
+        >>> _step_list({"step": [1, 1, 2], "loss": [2.0, 1.5, 1.2]}, 3) is None
+        True
+    """
+    for key in step_columns(list(series)):
+        values = np.array([np.nan if v is None else v for v in series[key]], dtype="float64")
+        if len(values) == length and np.isfinite(values).all() and (values == np.round(values)).all() \
+                and (np.diff(values) > 0).all() and np.abs(values).max(initial=0) < 2 ** 62:
+            return key
+    return None
 
 
 def _parse(path: str | Path) -> dict:
