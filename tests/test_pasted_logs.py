@@ -2139,3 +2139,17 @@ def test_a_json_dict_of_lists_with_its_steps(tmp_path):
     config.write_text(json.dumps({"lr": 0.1, "loss_weights": [1.0, 0.5], "epochs": 10}))
     with pytest.raises(ValueError, match="is not a log format sentinel reads"):
         discover_runs(config)
+
+
+def test_a_frame_saved_with_its_index_is_numbered_by_it(tmp_path):
+    """pd.DataFrame({"loss": losses}).to_csv(path): the unnamed first column is the rows' numbers."""
+    values = [2.5 * np.exp(-s / 100) + 0.8 for s in range(300)]
+    values[170] = 6.0
+    path = tmp_path / "losses.csv"
+    pd.DataFrame({"loss": values, "lr": 1e-4}).to_csv(path)
+    (run,) = discover_runs(path)
+    assert run.steps.index.tolist() == list(range(300))
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("outlier_batch", 170)]
+    pd.DataFrame({"loss": values, "lr": 1e-4}).to_csv(path, index=False)  # nothing numbers the rows
+    with pytest.raises(ValueError, match="no step column among: loss, lr; name it with --step-col"):
+        discover_runs(path)

@@ -64,11 +64,19 @@ def step_column(columns, explicit: str | None = None) -> str | None:
     Raises:
         ValueError: ``explicit`` is not among the columns.
 
+    A first column with no name (``""``, or ``Unnamed: 0`` once pandas has read it) is the
+    index ``DataFrame.to_csv`` writes: the rows' numbers, where nothing else names the step.
+
     Example:
         >>> step_column(["epoch", "loss", "val_loss"]), step_column(["epoch", "step", "loss"])
         ('epoch', 'step')
+        >>> step_column(["", "loss", "lr"])
+        ''
     """
-    return find_column(columns, STEP_ALIASES, explicit) or find_column(columns, ("epoch",))
+    found = find_column(columns, STEP_ALIASES, explicit) or find_column(columns, ("epoch",))
+    if found is None and len(columns) and str(columns[0]).strip().lower() in ("", "unnamed: 0"):
+        return columns[0]
+    return found
 
 
 def step_columns(columns) -> list:
