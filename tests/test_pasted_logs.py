@@ -2153,3 +2153,26 @@ def test_a_frame_saved_with_its_index_is_numbered_by_it(tmp_path):
     pd.DataFrame({"loss": values, "lr": 1e-4}).to_csv(path, index=False)  # nothing numbers the rows
     with pytest.raises(ValueError, match="no step column among: loss, lr; name it with --step-col"):
         discover_runs(path)
+
+
+def test_a_printed_list_of_losses_named_on_its_own(tmp_path):
+    """print(losses) of a list, of a NumPy array (repr and str, wrapped over lines), of NumPy 2
+    scalars, of tensors: the loss in order, with a warning; a nested list is not read."""
+    import torch
+
+    values = [2.5 * np.exp(-s / 100) + 0.8 for s in range(300)]
+    values[170] = 6.0
+    printed = {"list.txt": str([round(v, 6) for v in values]), "repr.txt": repr(np.array(values)),
+               "str.txt": str(np.array(values)), "named.txt": "losses = " + str([np.float64(v) for v in values]),
+               "tensors.txt": str([torch.tensor(v) for v in values])}
+    for name, text in printed.items():
+        path = tmp_path / name
+        path.write_text(text + "\n", encoding="utf-8")
+        (run,) = discover_runs(path)
+        np.testing.assert_allclose(run.steps["loss"].to_numpy(), values, rtol=1e-3, err_msg=name)
+        assert "one printed list of 300 numbers" in run.warnings[0]
+        assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("outlier_batch", 171)], name
+    nested = tmp_path / "nested.txt"
+    nested.write_text(str([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]) + "\n")
+    with pytest.raises(ValueError, match="is not a log format sentinel reads"):
+        discover_runs(nested)

@@ -540,10 +540,13 @@ def _bare_numbers(file: Path, options: LoadOptions) -> list[RunData] | None:
     in a directory walk, where a file of numbers is data."""
     from sentinel.analyze.loaders import bare_numbers  # the loaders' own imports: lazily
 
-    if is_compressed(file) or options.step_col is not None or options.loss_col is not None or \
-            bare_numbers.columns_of(file) not in (1, 2):
+    if is_compressed(file) or options.step_col is not None or options.loss_col is not None:
         return None
-    return bare_numbers.load(file, options)
+    if bare_numbers.columns_of(file) in (1, 2):
+        return bare_numbers.load(file, options)
+    if bare_numbers.printed_list(file) is not None:  # print(losses), repr(np.array(losses))
+        return bare_numbers.load_printed_list(file)
+    return None
 
 
 def _bare_numbers_problem(file: Path) -> str | None:

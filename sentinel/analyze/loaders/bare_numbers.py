@@ -1,4 +1,5 @@
-"""A file of numbers with no header, named on its own: a loss per line, or a step and a loss.
+"""A file of numbers with no header, named on its own: a loss per line, or a step and a loss;
+or one printed list of losses.
 
 What ``np.savetxt("loss.txt", losses)`` writes, or a loop's ``f.write(f"{step}\\t{loss}\\n")``
 into a ``.tsv``: lines of one number (the loss, numbered 1, 2, 3, ... in order) or of two (the
@@ -9,6 +10,7 @@ reads such a file only where it is named on its own, and says how it read it.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +25,8 @@ NAME = "bare_numbers"
 MAX_BYTES = 512 << 20
 # At least this many numbers: two or three are a quote, not a run.
 MIN_ROWS = 3
+# A printed list is read whole: at most this much text.
+_LIST_BYTES = 16 << 20
 
 
 def columns_of(path: str | Path) -> int | None:
@@ -112,6 +116,58 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         note = f"{path.name}: two numbers per line and no header: read as the step and the loss"
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps.astype("float64"),
                     meta={"format": NAME, "columns": width}, warnings=[note])]
+
+
+# print(losses), repr(np.array(losses)), "losses = [...]", a list of tensors or NumPy scalars:
+# one list of numbers, perhaps after a name, perhaps wrapped over lines (NumPy's print).
+_PRINTED_LIST = re.compile(r"\s*(?:[A-Za-z_][\w.]*\s*[=:]\s*)?(?:(?:np\.)?array\(|tensor\()?\[([^\[\]]*)\]"
+                           r"(?:\s*,\s*(?:dtype|device|requires_grad)=[^()]*)?\)?\s*", re.DOTALL)
+_SCALAR_WRAPPER = re.compile(r"\b(?:np\.(?:float|int)\d+|tensor|Array)\(([^()]*?)(?:,[^()]*)?\)")
+
+
+def printed_list(path: str | Path) -> np.ndarray | None:
+    """The numbers of a file that holds one printed list of them (``print(losses)``,
+    ``repr(np.array(losses))``, ``losses = [...]``; NumPy 2's ``np.float64(2.3)`` and
+    ``tensor(2.3)`` items read as their numbers), at least :data:`MIN_ROWS`; None otherwise.
+
+    Example:
+        >>> printed_list("/nonexistent.txt") is None
+        True
+    """
+    head = read_head(path, limit=_LIST_BYTES)
+    if head is None or len(head) >= _LIST_BYTES or "[" not in head:
+        return None
+    found = _PRINTED_LIST.fullmatch(head)
+    if found is None:
+        return None
+    items = _SCALAR_WRAPPER.sub(r"\1", found.group(1))
+    items = items.replace(",", " ").split()
+    try:
+        values = np.array([float(item) for item in items], dtype="float64")
+    except ValueError:
+        return None
+    return values if len(values) >= MIN_ROWS else None
+
+
+def load_printed_list(path: str | Path) -> list[RunData]:
+    """Read a file of one printed list of numbers (:func:`printed_list`) as the loss, numbered 1,
+    2, 3, ... in order.
+
+    Raises:
+        ValueError: the file holds no such list.
+
+    Example:
+        >>> load_printed_list("losses.txt")[0].steps["loss"].head()  # doctest: +SKIP
+    """
+    path = Path(path)
+    values = printed_list(path)
+    if values is None:
+        raise ValueError(f"{path}: not one printed list of numbers")
+    steps = pd.DataFrame({metrics.LOSS: values}, index=pd.RangeIndex(1, len(values) + 1, name=metrics.STEP))
+    note = (f"{path.name}: one printed list of {len(values)} numbers: read as the loss, numbered 1, 2, 3, ... in "
+            "order (a list taken every N steps is N steps apart: the steps here count its items)")
+    return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
+                    meta={"format": NAME, "columns": 1}, warnings=[note])]
 
 
 def _fields(line: str) -> list[str]:
