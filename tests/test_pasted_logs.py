@@ -2176,3 +2176,13 @@ def test_a_printed_list_of_losses_named_on_its_own(tmp_path):
     nested.write_text(str([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]) + "\n")
     with pytest.raises(ValueError, match="is not a log format sentinel reads"):
         discover_runs(nested)
+
+
+@pytest.mark.parametrize("template", ["step {s} | loss {v:,.2f} | tokens 1,024", "Episode {s}: reward 1,234.5, loss: {v:,.2f}",
+                                      "{{'loss': '{v:,.2f}', 'step': {s}}}"])
+def test_a_loss_printed_with_thousands_separators(tmp_path, template):
+    """f"{loss:,.2f}": "loss 2,780.10" is 2780.1, not 2 (a spike at every thousand it crossed)."""
+    values = [2000 * np.exp(-s / 100) + 800 for s in range(1, 301)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", [template.format(s=s, v=v) for s, v in enumerate(values, 1)]))
+    np.testing.assert_allclose(run.steps["loss"].to_numpy(), values, atol=0.01)
+    assert analyze_run(run).incidents == []

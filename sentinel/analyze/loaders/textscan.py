@@ -141,20 +141,28 @@ _WRAPPED_NUMBER = re.compile(
     rf"|<tf\.Tensor: [^<>\n]*?numpy={_SCALAR}>")
 # Looked for in the text's distinct lines first (one search of a few hundred bytes).
 _WRAPPED_WORDS = (re.compile(r"tensor\(|Array\(|np\.(?:float|int)\d|tf\.Tensor"),)
+# A loss printed with thousands separators (f"{loss:,.2f}": "loss: 2,780.10"), read as 2 before.
+_GROUPED_LOSS = re.compile(r"((?i:loss)['\"]?[^\S\n]*[:=]?[^\S\n]*['\"]?)([-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?)(?![\d,])")
 
 
 def unwrap_numbers(text: str, lines: Lines | None = None) -> tuple[str, Lines]:
     """``text`` with each number printed as the object that holds it (a tensor, a JAX or NumPy
-    scalar) written as the number, and its :class:`Lines`.
+    scalar) written as the number, a loss's thousands separators dropped, and its :class:`Lines`.
 
     Example:
         >>> unwrap_numbers("step=3 loss=tensor(2.3045, device='cuda:0', grad_fn=<NllLossBackward0>)\\n")[0]
         'step=3 loss=2.3045\\n'
+        >>> unwrap_numbers("step 3 | loss 2,780.10 | tokens 1,024\\n")[0]
+        'step 3 | loss 2780.10 | tokens 1,024\\n'
     """
     lines = Lines.of(text, lines)
-    if not lines.holds_any(_WRAPPED_WORDS):
+    wrapped, grouped = lines.holds_any(_WRAPPED_WORDS), lines.holds_any((_GROUPED_LOSS,))
+    if not (wrapped or grouped):
         return text, lines
-    text = _WRAPPED_NUMBER.sub(r"\1\2", text)
+    if wrapped:
+        text = _WRAPPED_NUMBER.sub(r"\1\2", text)
+    if grouped:
+        text = _GROUPED_LOSS.sub(lambda m: m.group(1) + m.group(2).replace(",", ""), text)
     return text, Lines(text)
 
 
