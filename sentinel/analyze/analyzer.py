@@ -20,6 +20,7 @@ from sentinel.analyze.rule_amp import loss_scale_incidents, overflow_incidents
 from sentinel.analyze.rule_attention import attention_incidents
 from sentinel.analyze.rule_chance import chance_incidents
 from sentinel.analyze.rule_divergence import divergence_incidents
+from sentinel.analyze.rule_crash import crash_incidents
 from sentinel.analyze.rule_guard import (accepted_levels, guard_incidents, online_spike_incidents,
                                          restart_incidents, settle_accepted)
 from sentinel.analyze.rule_nonfinite import eval_nonfinite_incidents, finite, logged_nan_steps, nonfinite_incidents
@@ -209,6 +210,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
     incidents += guard_incidents(run.events, loss, config)
     incidents += online_spike_incidents(run.events, [(s["start"], s["end"]) for s in spans])
     incidents += restart_incidents(run.meta.get("restarts") if run.meta else None)
+    incidents += crash_incidents(run.meta.get("crash") if run.meta else None)
     incidents = settle_accepted(incidents, accepted_levels(run.events))
     incidents = settle_lr_rises(incidents, steps[metrics.LR] if has(metrics.LR) else None,
                                 steps[metrics.LOSS] if has(metrics.LOSS) else None)

@@ -45,6 +45,7 @@ class IncidentKind(str, enum.Enum):
     SKIP = "skip"
     GAVE_UP = "gave_up"
     RESTART = "restart"
+    CRASH = "crash"
 
 
 @dataclass(frozen=True)

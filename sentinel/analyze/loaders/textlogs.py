@@ -22,6 +22,7 @@ from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData
 from sentinel.analyze.loaders.dialects import (AMP_ONLY, CYCLEGAN, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER,
                                                FALLBACKS, GENERIC, HF_TRAINER, LOSS_LINES, reads_bar_running_mean)
 from sentinel.analyze.loaders.dialect_types import Dialect
+from sentinel.analyze.loaders.crash_tail import TRACEBACK, final_error
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.loss_key import inferred_loss_key, loss_key_as_loss, loss_key_note
 from sentinel.analyze.loaders.progress_bar import bar_steps
@@ -185,6 +186,20 @@ _FRESH_WORDS = ("Starting training from iteration 0", "Running training", "Param
 _RESUMED = re.compile(r"Continuing training from checkpoint|Restoring states from the checkpoint path")
 
 
+def _note_crash(text: str, found, dialect: Dialect) -> None:
+    """Where the log ends in a traceback after its last step line, ``meta["crash"]`` says which
+    error, after which step and at which line."""
+    at = text.rfind(TRACEBACK)
+    if at < 0 or not len(found.steps.index):
+        return
+    if any(shape.pattern.search(text, at) for shape in dialect.shapes if shape.beside is None):
+        return  # a step line after it: a traceback the run printed and went on from
+    error = final_error(text, at)
+    if error is not None:
+        found.meta["crash"] = {"error": error, "after_step": int(found.steps.index[-1]),
+                               "line": text.count("\n", 0, at) + 1}
+
+
 def fresh_starts(text: str, lines: Lines | None = None) -> list[str]:
     """``text`` cut where a training starts again from its first step (each part from its start
     line; the first part from the top). A training resumed from a checkpoint goes on with the
@@ -233,6 +248,7 @@ def _read(text: str, dialect: Dialect, options: LoadOptions | None, path: str | 
                                   "numbered 1, 2, 3, ... in order (the lines carry no step of their own)")
     if dialect is HF_TRAINER:
         _hf_steps(text, found)
+    _note_crash(text, found, dialect)
     if dialect is LOSS_LINES:
         found.warnings.append("the loss lines carry no step: numbered 1, 2, 3, ... in order (a line every "
                               "N steps is N steps apart: the steps here count lines)")

@@ -74,6 +74,7 @@ _MARKS = {
     "zero_grad": _Mark("grad norm exactly 0 (dotted)"),
     "gave_up": _Mark("guard gave up"),
     "restart": _Mark("restarted by another process (its history from here)"),
+    "crash": _Mark("the process stopped in an error (its traceback ends the log)"),
 }
 
 
@@ -489,4 +490,8 @@ def _mark(axes, panels, run: RunReport, run_index: int, several: bool, color: st
             for ax in axes:
                 ax.axvline(incident.step, color=color, lw=1.0, ls="-.", zorder=3)
             label(kind, Line2D([], [], color=color, lw=1.0, ls="-."))
+        elif kind == "crash":
+            for ax in axes:
+                ax.axvline(incident.step, color=color, lw=2.0, ls=(0, (4, 2)), zorder=3)
+            label(kind, Line2D([], [], color=color, lw=2.0, ls=(0, (4, 2))))
     rug("skipped_update", loss_ax if loss_ax is not None else axes[0], withheld)

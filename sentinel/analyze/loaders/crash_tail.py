@@ -1,0 +1,44 @@
+"""A text log that ends in a Python traceback: the training process stopped there.
+
+A pasted log that ends in ``Traceback (most recent call last):`` and an exception line
+(``torch.OutOfMemoryError: CUDA out of memory. ...``, ``RuntimeError: NCCL error ...``) after its
+last step line tells that the run did not finish; the analyzer reports it beside what the steps
+show. Only a traceback after the last step line counts (one in the middle is a warning the run
+printed and went on from), and errors that say the loss went non-finite are the non-finite
+lines' (:mod:`~sentinel.analyze.loaders.nonfinite_lines`).
+
+Example:
+    >>> log = "step 9 loss 2.1\\nTraceback (most recent call last):\\n  File \\"t.py\\", line 3\\nKeyError: 'x'\\n"
+    >>> final_error(log, log.index("Traceback"))
+    "KeyError: 'x'"
+"""
+
+from __future__ import annotations
+
+import re
+
+from sentinel.analyze.loaders.nonfinite_lines import WORDS as NONFINITE_WORDS
+
+TRACEBACK = "Traceback (most recent call last):"
+# The exception line that ends a traceback: a qualified name, then its message (or none).
+_ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Warning|Fault))(?::[^\S\n]*(.*))?$",
+                         re.MULTILINE)
+MAX_MESSAGE = 200
+_SAYS_NONFINITE = re.compile(r"(?i)\b(?:nan|inf|infinite|non-?finite)\b")
+
+
+def final_error(text: str, after: int) -> str | None:
+    """The exception line of the last traceback that starts at or after offset ``after`` in
+    ``text`` (``Name: message``, the message cut to :data:`MAX_MESSAGE` characters), or None where
+    there is none or it says the loss went non-finite."""
+    start = text.rfind(TRACEBACK, after)
+    if start < 0:
+        return None
+    errors = list(_ERROR_LINE.finditer(text, start))
+    if not errors:
+        return None
+    name, message = errors[-1].group(1), (errors[-1].group(2) or "").strip()
+    line = f"{name}: {message}" if message else name
+    if NONFINITE_WORDS[0].search(line) or _SAYS_NONFINITE.search(line):
+        return None  # the non-finite rule's (detectron2's "Loss became infinite or NaN at iteration=N!")
+    return line if len(line) <= MAX_MESSAGE else line[:MAX_MESSAGE - 3] + "..."
