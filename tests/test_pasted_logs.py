@@ -2186,3 +2186,14 @@ def test_a_loss_printed_with_thousands_separators(tmp_path, template):
     (run,) = discover_runs(_write(tmp_path / "train.log", [template.format(s=s, v=v) for s, v in enumerate(values, 1)]))
     np.testing.assert_allclose(run.steps["loss"].to_numpy(), values, atol=0.01)
     assert analyze_run(run).incidents == []
+
+
+@pytest.mark.parametrize("template", ["step {s} | ppl {p:.2f} | lr 1e-4", "Step {s}: train perplexity = {p:.3f}"])
+def test_a_log_of_perplexity_alone_is_read_as_its_logarithm(tmp_path, template):
+    values = [2.5 * np.exp(-s / 100) + 0.8 for s in range(1, 301)]
+    values[169] = 6.0
+    lines = [template.format(s=s, p=np.exp(v)) for s, v in enumerate(values, 1)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    np.testing.assert_allclose(run.steps["loss"].to_numpy(), values, atol=2e-3)
+    assert "loss read as the logarithm of" in run.warnings[0]
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("outlier_batch", 170)]

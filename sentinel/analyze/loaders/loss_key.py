@@ -13,7 +13,9 @@ Example:
 
 from __future__ import annotations
 
+import math
 import re
+from dataclasses import dataclass
 
 from sentinel.analyze.loaders.keys import infer_loss_column, is_aggregate, looks_like_loss
 from sentinel.analyze.loaders.log_lines import Lines
@@ -35,6 +37,59 @@ def inferred_loss_key(text: str) -> str | None:
     named = "\n".join(line for line in distinct.split("\n") if "oss" in line or "OSS" in line)
     keys = {m.group(1) for m in _PAIR.finditer(named)}
     return infer_loss_column(sorted(k for k in keys if not any(c.isdigit() for c in k) and looks_like_loss(k)))
+
+
+# A perplexity key ("ppl", "perplexity", "train_ppl"; not an evaluation's): exp of the loss.
+_PERPLEXITY = re.compile(r"^(?:train(?:ing)?[_ /]?)?(?:ppl|perplexity)$", re.IGNORECASE)
+_PERPLEXITY_PAIR = re.compile(r"(?<![\w/.-])([A-Za-z][\w/.-]*)(['\"]?[^\S\n]*(?:[:=][^\S\n]*|[^\S\n])['\"]?)"
+                              r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan\b|inf\b))")
+
+
+@dataclass(frozen=True)
+class LossKey:
+    """How a log's loss is read where no key of it is named loss: the key, and whether it is a
+    perplexity (the loss its logarithm)."""
+
+    key: str
+    perplexity: bool = False
+
+    def rewrite(self, text: str) -> str:
+        """``text`` with the key written as ``loss`` (a perplexity's value as its logarithm)."""
+        if not self.perplexity:
+            return loss_key_as_loss(text, self.key)
+        return _PERPLEXITY_PAIR.sub(lambda m: "loss" + m.group(2) + _log_text(m.group(3)) if m.group(1) == self.key
+                                    else m.group(0), text)
+
+    def note(self) -> str:
+        """What the run's warnings say of it."""
+        if self.perplexity:
+            return (f"loss read as the logarithm of {self.key!r} (no key of the lines is named loss; a perplexity "
+                    "is exp(loss))")
+        return loss_key_note(self.key)
+
+
+def find_loss_key(text: str) -> LossKey | None:
+    """The key ``text``'s loss goes by (:func:`inferred_loss_key`), else its one perplexity key;
+    None where neither is found.
+
+    Example:
+        >>> find_loss_key("step 1 | ppl 20.1\\nstep 2 | ppl 19.8\\n")
+        LossKey(key='ppl', perplexity=True)
+    """
+    key = inferred_loss_key(text)
+    if key is not None:
+        return LossKey(key)
+    distinct = Lines.shared(text).distinct_text()
+    if "ppl" not in distinct.lower() and "perplexity" not in distinct.lower():
+        return None
+    keys = {m.group(1) for m in _PERPLEXITY_PAIR.finditer(distinct) if _PERPLEXITY.match(m.group(1))}
+    return LossKey(keys.pop(), perplexity=True) if len(keys) == 1 else None
+
+
+def _log_text(value: str) -> str:
+    """The natural logarithm of a printed perplexity, as text (NaN for one that has none)."""
+    number = float(value)
+    return repr(math.log(number)) if number > 0 else "nan"
 
 
 def loss_key_as_loss(text: str, key: str) -> str:

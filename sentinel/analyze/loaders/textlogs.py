@@ -24,7 +24,7 @@ from sentinel.analyze.loaders.dialects import (AMP_ONLY, CYCLEGAN, DIALECTS, EPO
 from sentinel.analyze.loaders.dialect_types import Dialect
 from sentinel.analyze.loaders.crash_tail import TRACEBACK, final_error
 from sentinel.analyze.loaders.log_lines import Lines
-from sentinel.analyze.loaders.loss_key import inferred_loss_key, loss_key_as_loss, loss_key_note
+from sentinel.analyze.loaders.loss_key import LossKey, find_loss_key
 from sentinel.analyze.loaders.progress_bar import bar_steps
 from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
 from sentinel.analyze.loaders.textscan import _split_lines, clean_text, count_records, scan, unwrap_numbers
@@ -106,16 +106,16 @@ def sniff(path: str | Path, documents: bool = False, least: int | None = None) -
     return head is not None and _pick(head, least)[0] is not None
 
 
-def _pick(text: str, least: int | None) -> tuple[Dialect | None, str | None]:
+def _pick(text: str, least: int | None) -> tuple[Dialect | None, LossKey | None]:
     """:func:`pick_dialect`; where none fits, the one that fits once the key the lines' loss goes
-    by (:func:`inferred_loss_key`) is written as ``loss``, and that key."""
+    by (:func:`find_loss_key`) is written as ``loss``, and that key."""
     dialect = pick_dialect(text, least)
     if dialect is not None:
         return dialect, None
-    key = inferred_loss_key(clean_text(text))
+    key = find_loss_key(clean_text(text))
     if key is None:
         return None, None
-    return pick_dialect(loss_key_as_loss(text, key), least), key
+    return pick_dialect(key.rewrite(text), least), key
 
 
 def load(path: str | Path, options: LoadOptions | None = None, least: int | None = None) -> list[RunData]:
@@ -141,7 +141,7 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
     text = read_text(path)
     dialect, key = _pick(text[: 1 << 20], least)
     if dialect is not None and key is not None:
-        text = loss_key_as_loss(text, key)
+        text = key.rewrite(text)
     if dialect is None:
         raise ValueError(f"{path}: no known training-log lines found: pass a log with a step and a loss "
                          "on each line (`sentinel formats` lists the kinds read)")
@@ -150,7 +150,7 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
     if len(parts) == 1:
         runs = [_read(text, dialect, options, path, run_name(path), lines)]
         if key is not None:
-            runs[0].warnings.insert(0, loss_key_note(key))
+            runs[0].warnings.insert(0, key.note())
         return runs
     runs, empty = [], []
     for k, part in enumerate(parts, 1):
@@ -167,7 +167,7 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
     for run in runs:
         run.warnings.insert(0, note)
         if key is not None:
-            run.warnings.insert(0, loss_key_note(key))
+            run.warnings.insert(0, key.note())
     return runs
 
 
