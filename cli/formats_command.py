@@ -30,5 +30,10 @@ def formats() -> None:
     for line in format_lines():
         click.echo(line)
     click.echo("A file named on its own, also: a short paste of a few such lines; numbers with no header, "
-               "one per line (the loss) or two (a step and the loss), as np.savetxt writes them.")
+               "one per line (the loss) or two (a step and the loss), as np.savetxt writes them; one printed "
+               "list of losses (print(losses) of a list, an array or tensors).")
+    click.echo("A text log whose loss goes by another key (avg_loss, Loss/train, gpt_loss) is read by that key, "
+               "or by a perplexity's logarithm, with a warning.")
+    click.echo("Any text log: libraries' NaN messages (anomaly mode, 'Loss is nan, stopping training') and a "
+               "traceback at its end are reported.")
     click.echo("A table with other column names: --step-col and --loss-col.")
