@@ -526,10 +526,12 @@ def _epoch_evaluation(key: str) -> Shape:
 # An evaluation line (by its words) that names its epoch and no step ("Epoch [3/10], Validation Loss:
 # 2.1"): the epoch's last training step's evaluation loss (the generic reader's epoch_evaluation);
 # and on any line, a loss named as an evaluation's: "epoch 3 val_loss 2.1", "Epoch 3 | val loss:
-# 2.1", "epoch=3 eval_loss=2.1" ("val" is no evaluation word of a free-text line: "val: n/a").
+# 2.1", "epoch=3 eval_loss=2.1" ("val" marks an evaluation line only before the line's loss:
+# litgpt's "loss train: 3.0, val: n/a" is a training line).
 _EPOCH_EVALUATION = _epoch_evaluation(_LOSS_KEY)
 # "val_loss", "Val. Loss" (bentrevett's seq2seq tutorials), "Test Loss" (TensorFlow 2's quickstart).
-_EVALUATION_LOSS_KEY = r"(?:val\.?|valid|validation|eval|evaluation|dev|test)[_ ]loss"
+_EVALUATION_WORD = r"(?:val\.?|valid|validation|eval|evaluation|dev|test)"
+_EVALUATION_LOSS_KEY = rf"{_EVALUATION_WORD}[_ ]loss"
 _EPOCH_EVALUATION_KEY = _epoch_evaluation(_EVALUATION_LOSS_KEY)
 # ... and with a step: "step 500 | val_loss 2.1", "step 500: loss 2.3 val_loss 2.1" (the step's).
 _STEP_EVALUATION_KEY = Shape(re.compile(rf"^(?![^\n]*?{_EPOCH_THEN_COUNT}){_GAP}{_STEP_FIELD}{_GAP}"
@@ -596,6 +598,12 @@ GENERIC = Dialect(
 _LIGHTNING_LOSS_KEYS = dict.fromkeys(("loss", "train_loss", "train/loss", "training_loss", "loss_step",
                                       "train_loss_step", "train/loss_step"), metrics.LOSS)
 
+# CLU's evaluation lines, written as its training lines: "[1000] eval/loss=2.1, eval/accuracy=0.5",
+# "[1000] val_loss=2.1".
+_CLU_EVALUATION = Shape(re.compile(rf"(?:^|\] )\[(\d+)\] [^\n]*?(?<![\w/])(?i:{_EVALUATION_WORD}[_/ ]loss)"
+                                   rf"(?:=|:[^\S\n]*)({_NUM})(?:,|[^\S\n]|$)", re.MULTILINE),
+                        head=(metrics.STEP, metrics.LOSS))
+
 # Progress lines of particular tools and tutorials, read like the generic ones but a dialect of
 # their own: each shape is a pass over the whole text, and on a generic log these six cost ~20%
 # (their own sniffing, over the first megabyte only, is what picks them).
@@ -647,10 +655,7 @@ PROGRESS_LINES = Dialect(
               head=("epoch0", "iter", "total"), keys=_LIGHTNING_LOSS_KEYS),
     ),
     drop_words=_EVAL_WORDS,
-    # CLU's evaluation lines: "[1000] eval/loss=2.1, eval/accuracy=0.5", "[1000] val_loss=2.1".
-    evaluation_keys=(Shape(re.compile(rf"(?:^|\] )\[(\d+)\] [^\n]*?(?<![\w/])(?i:{_EVALUATION_LOSS_KEY.replace('[_ ]', '[_/ ]')})"
-                                      rf"(?:=|:[^\S\n]*)({_NUM})(?:,|[^\S\n]|$)", re.MULTILINE),
-                           head=(metrics.STEP, metrics.LOSS)),),
+    evaluation_keys=(_CLU_EVALUATION,),
     unstepped_evaluation=_UNSTEPPED_EVALUATION,
     step_wraps=True,
     min_records=5,
