@@ -2135,6 +2135,11 @@ def test_a_json_dict_of_lists_with_its_steps(tmp_path):
     assert run.source == "history_dict" and run.steps.index.tolist() == list(range(10, 3010, 10))
     assert "step" not in run.steps.columns
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("outlier_batch", 1710)]
+    frame = tmp_path / "frame.json"  # pandas' to_json(): each column a dict over the rows' labels
+    pd.DataFrame({"loss": values, "lr": 1e-4}, index=range(10, 3010, 10)).to_json(frame)
+    (run,) = discover_runs(frame)
+    assert run.steps.index.tolist() == list(range(10, 3010, 10))
+    np.testing.assert_allclose(run.steps["loss"].to_numpy(), values)
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"lr": 0.1, "loss_weights": [1.0, 0.5], "epochs": 10}))
     with pytest.raises(ValueError, match="is not a log format sentinel reads"):

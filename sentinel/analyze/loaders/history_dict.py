@@ -4,7 +4,9 @@ Keras' ``History.history`` saved with ``json.dump`` or printed (``{'loss': [2.3,
 'val_loss': [...], 'accuracy': [...]}``), and the same shape written by many scripts. The
 printed form is Python's repr: single quotes, ``nan``, ``np.float32(2.3)`` under NumPy 2; it is
 turned into JSON text and parsed as data (never evaluated). Epochs are numbered from 1, as Keras
-prints them (``Epoch 1/30``).
+prints them (``Epoch 1/30``); a list of steps beside them (``{"step": [...], "loss": [...]}``)
+gives the steps, and pandas' ``DataFrame.to_json()`` (``{"loss": {"0": 3.3, ...}}``) its rows'
+labels.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ DESCRIPTION = "a history dict of per-epoch lists (Keras' History.history: {'loss
 # A dict (its first character) whose loss-like key holds a list of numbers, near the start of the
 # text, perhaps after other lists ({"step": [...], "loss": [...]}, a frame's to_dict("list")).
 _OPENS_A_DICT = re.compile(r"^\s*\{")
-_LIST_KEY = re.compile(r"['\"]([\w/ .-]*(?:loss|Loss|LOSS)[\w/ .-]*)['\"]\s*:\s*\[\s*"
-                       r"(?:np\.float\d+\(|numpy\.float\d+\()?[-+\d.nNiI\]]")
+_LIST_KEY = re.compile(r"['\"]([\w/ .-]*(?:loss|Loss|LOSS)[\w/ .-]*)['\"]\s*:\s*(?:\[\s*"
+                       r"(?:np\.float\d+\(|numpy\.float\d+\()?[-+\d.nNiI\]]"
+                       r"|\{\s*['\"]-?\d+['\"]\s*:\s*[-+\d.nNiI])")  # or pandas' to_json(): {"0": 3.3, ...}
 _SNIFF_BYTES = 8192
 MAX_BYTES = 64 << 20
 # Python's repr of the dict, made JSON: numpy scalars unwrapped, quotes, nan/inf.
@@ -67,7 +70,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         (1, ['loss', 'val_loss'])
     """
     options = options or LoadOptions()
-    history = _parse(path)
+    history, rows = _columns_as_lists(_parse(path))
     series = {str(k): v for k, v in history.items()
               if isinstance(v, list) and v and all(isinstance(x, (int, float)) and not isinstance(x, bool)
                                                    or x is None for x in v)}
@@ -81,7 +84,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     if any(len(v) != epochs for v in series.values()):
         warnings.append(f"{Path(path).name}: lists of different lengths: the shorter ones are read as the first "
                         "epochs")
-    index = pd.Index(np.arange(1, epochs + 1), name=metrics.STEP)
+    index = pd.Index(np.arange(1, epochs + 1) if rows is None else rows, name=metrics.STEP)
     step_key = _step_list(series, epochs)
     if step_key is not None:  # {"step": [...], "loss": [...]}: the steps are given
         index = pd.Index(np.array(series.pop(step_key), dtype="int64"), name=metrics.STEP)
@@ -96,6 +99,27 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     steps = pd.DataFrame(columns, index=index)
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
                     meta={"format": NAME, "columns": list(series)}, warnings=warnings)]
+
+
+def _columns_as_lists(history: dict) -> tuple[dict, list[int] | None]:
+    """pandas' ``DataFrame.to_json()`` (``{"loss": {"0": 3.3, "1": 3.2}, ...}``): each column as a
+    list over the rows' labels (whole numbers, in order), and those labels; ``history`` as it is
+    where no value is such a column.
+
+    Example:
+        >>> _columns_as_lists({"loss": {"0": 3.3, "10": 3.1}, "lr": {"10": 0.1}})
+        ({'loss': [3.3, 3.1], 'lr': [None, 0.1]}, [0, 10])
+    """
+    columns = {k: v for k, v in history.items() if isinstance(v, dict) and v
+               and all(isinstance(label, str) and label.lstrip("-").isdigit() for label in v)}
+    if not columns:
+        return history, None
+    rows = sorted({int(label) for column in columns.values() for label in column})
+    out = {k: v for k, v in history.items() if k not in columns}
+    for key, column in columns.items():
+        by_row = {int(label): value for label, value in column.items()}
+        out[key] = [by_row.get(row) for row in rows]
+    return out, rows
 
 
 def _step_list(series: dict[str, list], length: int) -> str | None:
