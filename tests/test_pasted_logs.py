@@ -2155,9 +2155,19 @@ def test_a_frame_saved_with_its_index_is_numbered_by_it(tmp_path):
     (run,) = discover_runs(path)
     assert run.steps.index.tolist() == list(range(300))
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("outlier_batch", 170)]
-    pd.DataFrame({"loss": values, "lr": 1e-4}).to_csv(path, index=False)  # nothing numbers the rows
-    with pytest.raises(ValueError, match="no step column among: loss, lr; name it with --step-col"):
-        discover_runs(path)
+    # Nothing numbers the rows: named on its own, they are numbered in order, with a warning; in a
+    # directory walk such a table is no run.
+    for name, write in (("rows.csv", lambda p: pd.DataFrame({"loss": values, "lr": 1e-4}).to_csv(p, index=False)),
+                        ("rows.jsonl", lambda p: pd.DataFrame({"loss": values}).to_json(p, orient="records",
+                                                                                        lines=True))):
+        folder = tmp_path / name.split(".")[1]
+        folder.mkdir()
+        write(folder / name)
+        (run,) = discover_runs(folder / name)
+        assert run.steps.index.tolist() == list(range(1, 301))
+        assert run.warnings[0].startswith(f"{name}: no step column among loss")
+        with pytest.raises(ValueError):
+            discover_runs(folder)
 
 
 def test_a_printed_list_of_losses_named_on_its_own(tmp_path):

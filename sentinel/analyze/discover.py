@@ -209,6 +209,8 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
         if runs is None:
             runs = _bare_numbers(path, options)
         if runs is None:
+            runs = _rows_in_order(path, options)
+        if runs is None:
             raise NoRunsError(_bare_numbers_problem(path) or _table_problem(path) or
                               f"'{path}' is not a log format sentinel reads: pass --step-col/--loss-col for a table, "
                               "or a log of a format `sentinel formats` lists")
@@ -547,6 +549,14 @@ def _bare_numbers(file: Path, options: LoadOptions) -> list[RunData] | None:
     if bare_numbers.printed_list(file) is not None:  # print(losses), repr(np.array(losses))
         return bare_numbers.load_printed_list(file)
     return None
+
+
+def _rows_in_order(file: Path, options: LoadOptions) -> list[RunData] | None:
+    """A table named on its own with a loss and no step column, its rows numbered in order
+    (:func:`~sentinel.analyze.loaders.generic_table.load_rows_in_order`); None otherwise."""
+    from sentinel.analyze.loaders import generic_table
+
+    return None if is_compressed(file) else generic_table.load_rows_in_order(file, options)
 
 
 def _bare_numbers_problem(file: Path) -> str | None:

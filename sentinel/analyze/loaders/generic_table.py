@@ -189,6 +189,58 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps, meta=meta, warnings=warnings)]
 
 
+# A table read with its rows numbered is read whole: at most this much, and at least this many rows.
+_ROWS_IN_ORDER_BYTES = 256 << 20
+MIN_ROWS = 3
+_NUMBER_TOKEN = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?![\w.])")  # a value, not part of a name
+
+
+def load_rows_in_order(path: str | Path, options: LoadOptions | None = None) -> list[RunData] | None:
+    """A CSV / TSV / JSONL table named on its own with a loss column and no step column
+    (``pd.DataFrame({"loss": losses}).to_csv(path, index=False)``): its rows numbered 1, 2, 3, ...
+    in order, with a warning; None for any other file (never in a directory walk, where such a
+    table may be anything).
+
+    Example:
+        >>> load_rows_in_order("/nonexistent.csv") is None
+        True
+    """
+    options = options or LoadOptions()
+    path = Path(path)
+    head = read_head(path, limit=4096)
+    if not head or options.step_col is not None or path.stat().st_size > _ROWS_IN_ORDER_BYTES:
+        return None
+    first = next((line for line in head.split("\n") if line.strip()), "")
+    warnings: list[str] = []
+    try:
+        if _JSON_ARRAY.match(head) or first.lstrip().startswith("{"):
+            table = (_read_json_array if _JSON_ARRAY.match(head) else _read_jsonl)(path, warnings, {})
+        else:
+            names, sep = read_header(path)
+            table = pd.read_csv(path, sep=sep, encoding=text_encoding(path), encoding_errors="replace",
+                                on_bad_lines="skip", header=0, names=names)
+    except (ValueError, OSError, csv.Error):
+        return None
+    columns = [str(c) for c in table.columns]
+    # A header of names: a log line read as one ("step 1 loss=tensor([2.5") holds values.
+    if step_column(columns) is not None or any(_VALUE_IN_NAME.search(c) or _NUMBER_TOKEN.search(c) for c in columns):
+        return None
+    loss_col, inferred = loss_column(columns, options.loss_col)
+    if loss_col is None or not len(table.index):
+        return None
+    if inferred:
+        warnings.append(f"{path.name}: {inferred_loss_note(loss_col)}")
+    table.columns = columns
+    table.insert(0, "_row", np.arange(1, len(table.index) + 1))
+    steps = table_steps(table, "_row", loss_col, path, warnings, keep_nan_eval=True)
+    if len(steps.index) < max(MIN_ROWS, len(table.index) // 2):
+        return None  # most rows hold no number in that column: no table of losses
+    warnings.insert(0, f"{path.name}: no step column among {', '.join(columns[:20])}: rows numbered 1, 2, 3, ... "
+                       "in order (--step-col names one)")
+    return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
+                    meta={"format": NAME, "columns": columns, "step_source": "order"}, warnings=warnings)]
+
+
 def _never_written(path: str | Path, sep: str, position: int) -> bool:
     """Whether every cell of a CSV column is empty: a key that a tracker's history names (W&B's
     export of a run, a DataFrame's ``to_csv``) and no row logged, not a value ``nan`` at every
