@@ -395,8 +395,13 @@ def test_a_keras_run_directory_is_one_run_with_its_validation_apart(tmp_path):
     assert first.steps.index.tolist() == list(range(30))
     assert first.steps["validation/epoch_loss"].iloc[0] == pytest.approx(2.8)
     assert np.isnan(first.steps["loss"].loc[20])
-    (nonfinite,) = [i for i in analyze_run(first).incidents if i.kind == "nonfinite"]
-    assert nonfinite.step == 20
+    # The training loss's NaN, and the validation's at the same epoch (event files tell a logged NaN
+    # from a value not logged), said as such.
+    training, validation = sorted((i for i in analyze_run(first).incidents if i.kind == "nonfinite"),
+                                  key=lambda i: i.severity.rank, reverse=True)
+    assert (training.step, training.severity.value) == (20, "critical")
+    assert (validation.step, validation.severity.value) == (20, "warning")
+    assert "the training loss was non-finite then too" in validation.message
     # The run directory named on its own, and through the loader directly.
     (alone,) = discover_runs(tmp_path / "logs" / "fit" / "20240101-000000")
     assert alone.name == "20240101-000000" and "validation/epoch_loss" in alone.steps.columns

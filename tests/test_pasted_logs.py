@@ -2212,3 +2212,15 @@ def test_a_log_of_perplexity_alone_is_read_as_its_logarithm(tmp_path, template):
     np.testing.assert_allclose(run.steps["loss"].to_numpy(), values, atol=2e-3)
     assert "loss read as the logarithm of" in run.warnings[0]
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("outlier_batch", 170)]
+
+
+def test_a_history_dicts_null_is_a_value_not_logged_and_its_nan_a_nan(tmp_path):
+    values = [2.0 * np.exp(-e / 10) + 0.5 for e in range(30)]
+    path = tmp_path / "history.json"
+    path.write_text(json.dumps({"loss": values, "val_loss": [None] * 30}))
+    (run,) = discover_runs(path)
+    assert analyze_run(run).incidents == []
+    path.write_text(json.dumps({"loss": values, "val_loss": [0.9 - e / 100 for e in range(25)] + [float("nan")] * 5}))
+    (run,) = discover_runs(path)
+    (nan,) = analyze_run(run).incidents
+    assert (nan.kind, nan.step, nan.severity.value) == ("nonfinite", 26, "warning")

@@ -316,7 +316,10 @@ def eval_nonfinite_incidents(run: RunData) -> list[Incident]:
         others = [c for c in steps.columns if c != column and _EVAL_COLUMN.match(str(c))
                   and family in (None, _eval_family(str(c)))]
         ran = steps[others].notna().to_numpy().any(axis=1) if others else np.zeros(len(values), dtype=bool)
-        if ran.any():  # the evaluation ran where it logged something else
+        told = logged_nan_steps(run, str(column))
+        if told is not None:  # the source tells a logged NaN from a value not logged
+            bad |= np.isin(steps.index.to_numpy(), told)
+        elif ran.any():  # the evaluation ran where it logged something else
             bad |= np.isnan(values) & ran
         elif np.isnan(values).all():  # nothing else tells where it ran: it was logged NaN everywhere
             bad[:] = True

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from sentinel import metrics
-from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData
 from sentinel.analyze.loaders.keys import canonical_key, looks_like_eval_loss, looks_like_loss, loss_column, step_columns
 from sentinel.analyze.loaders.textlog import head_matches, read_head, read_text, run_name
 
@@ -89,6 +89,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     if step_key is not None:  # {"step": [...], "loss": [...]}: the steps are given
         index = pd.Index(np.array(series.pop(step_key), dtype="int64"), name=metrics.STEP)
     columns: dict[str, np.ndarray] = {}
+    logged_nan: dict[str, list[int]] = {}  # a NaN written as such, not a null (a value not logged)
     for name, values in series.items():
         key = metrics.LOSS if name == loss_col else canonical_key(name)
         if key in columns or (key == metrics.LOSS and name != loss_col):
@@ -96,9 +97,11 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         padded = np.full(epochs, np.nan)
         padded[:len(values)] = np.array([np.nan if x is None else x for x in values], dtype="float64")
         columns[key] = padded
+        nan_at = [i for i, x in enumerate(values) if x is not None and x != x]
+        logged_nan[key] = index[nan_at].tolist()
     steps = pd.DataFrame(columns, index=index)
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
-                    meta={"format": NAME, "columns": list(series)}, warnings=warnings)]
+                    meta={"format": NAME, "columns": list(series), LOGGED_NAN: logged_nan}, warnings=warnings)]
 
 
 def _columns_as_lists(history: dict) -> tuple[dict, list[int] | None]:
