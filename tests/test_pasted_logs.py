@@ -2224,3 +2224,17 @@ def test_a_history_dicts_null_is_a_value_not_logged_and_its_nan_a_nan(tmp_path):
     (run,) = discover_runs(path)
     (nan,) = analyze_run(run).incidents
     assert (nan.kind, nan.step, nan.severity.value) == ("nonfinite", 26, "warning")
+
+
+def test_every_rank_printing_its_own_loss_without_a_prefix_is_said(tmp_path):
+    """Four ranks print each step's loss (their own shards'), with nothing before the lines: the
+    series would mix them silently; a warning says so. A bar redrawing a count now and then and a
+    log of one line per step say nothing."""
+    rng = np.random.default_rng(0)
+    lines = [f"step {s} | loss {2.5 * np.exp(-s / 100) + 0.8 + rng.normal(0, 0.05):.4f}"
+             for s in range(1, 301) for _ in range(4)]
+    (run,) = discover_runs(_write(tmp_path / "ranks.log", lines))
+    assert len(run.steps.index) == 300
+    assert any("300 of 300 steps print their loss 4 times with different values" in w for w in run.warnings)
+    (run,) = discover_runs(_write(tmp_path / "one.log", lines[::4]))
+    assert not any("times with different values" in w for w in run.warnings)

@@ -791,6 +791,8 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
     if not fills.any() and (len(step) < 2 or bool((step[1:] >= step[:-1]).all())):
         # Records in step order: merge runs with numpy, and build the frame in its final
         # column order without the NaN marks (no copy later).
+        if metrics.LOSS in table and len(step) > 1 and bool((step[1:] == step[:-1]).any()):
+            _say_several_losses_per_step(step, table[metrics.LOSS], dialect, warnings)
         index, columns = _last_per_step(table, step)
         logged_nan = {name[len(NAN_PREFIX):]: columns.pop(name) == 1.0
                       for name in [c for c in columns if c.startswith(NAN_PREFIX)]}
@@ -816,6 +818,30 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
     for column in [c for c in main.columns if c.startswith(NAN_PREFIX)]:
         logged_nan[column[len(NAN_PREFIX):]] = (main.pop(column) == 1.0).to_numpy()
     return main.astype("float64", copy=False), logged_nan
+
+
+def _say_several_losses_per_step(step: np.ndarray, loss: np.ndarray, dialect: Dialect, warnings: list[str]) -> None:
+    """Warn where most steps print their loss several times, with different values (every rank
+    printing, without the rank before its lines; each micro-batch's loss): the last of each step
+    is read, and the series mixes them. ``step`` in order. A bar redrawing a count now and then
+    says nothing."""
+    starts = np.flatnonzero(np.r_[True, step[1:] != step[:-1]])
+    counts = np.diff(np.r_[starts, len(step)])
+    several = counts > 1
+    if several.sum() * 2 < len(starts):
+        return
+    last = loss[np.r_[starts[1:], len(step)] - 1]  # each step's last record
+    differ = np.zeros(len(starts), dtype=bool)
+    per_record = np.repeat(last, counts)
+    unequal = ~((loss == per_record) | (np.isnan(loss) & np.isnan(per_record)))
+    np.logical_or.at(differ, np.repeat(np.arange(len(starts)), counts), unequal)
+    if differ.sum() * 2 < len(starts):
+        return
+    times = int(np.median(counts[several]))
+    warnings.append(f"{int(differ.sum())} of {len(starts)} {dialect.record_word}s print their loss {times} times "
+                    "with different values (every rank printing? each micro-batch?): the last printed of each is "
+                    "read. Print from rank 0 only, or let torchrun put the rank before each line (--tee 3: "
+                    "rank 0's lines are then read)")
 
 
 def _spread_over_records(shape: Shape, columns: dict[str, np.ndarray], n: int, records: int | None,
