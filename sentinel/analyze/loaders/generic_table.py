@@ -211,22 +211,28 @@ def load_rows_in_order(path: str | Path, options: LoadOptions | None = None) -> 
     if not head or options.step_col is not None or path.stat().st_size > _ROWS_IN_ORDER_BYTES:
         return None
     first = next((line for line in head.split("\n") if line.strip()), "")
+    if "\n" not in head and len(head) >= 4096:
+        return None  # a first line of kilobytes: no table's header (a log pasted without its line ends)
     warnings: list[str] = []
+    rows_of_json = _JSON_ARRAY.match(head) is not None or first.lstrip().startswith("{")
     try:
-        if _JSON_ARRAY.match(head) or first.lstrip().startswith("{"):
+        names, sep = ([], ",") if rows_of_json else read_header(path)
+        # A header of names, one of them the loss's, before the file is read: a log line read as a
+        # header ("step 1 loss=tensor([2.5") holds values.
+        if not rows_of_json and not _a_header_of_a_loss(names, options):
+            return None
+        if rows_of_json:
             table = (_read_json_array if _JSON_ARRAY.match(head) else _read_jsonl)(path, warnings, {})
         else:
-            names, sep = read_header(path)
             table = pd.read_csv(path, sep=sep, encoding=text_encoding(path), encoding_errors="replace",
-                                on_bad_lines="skip", header=0, names=names)
+                                on_bad_lines="skip", header=0, names=names, index_col=False)
     except (ValueError, OSError, csv.Error):
         return None
     columns = [str(c) for c in table.columns]
-    # A header of names: a log line read as one ("step 1 loss=tensor([2.5") holds values.
-    if step_column(columns) is not None or any(_VALUE_IN_NAME.search(c) or _NUMBER_TOKEN.search(c) for c in columns):
+    if not _a_header_of_a_loss(columns, options):
         return None
     loss_col, inferred = loss_column(columns, options.loss_col)
-    if loss_col is None or not len(table.index):
+    if not len(table.index):
         return None
     if inferred:
         warnings.append(f"{path.name}: {inferred_loss_note(loss_col)}")
@@ -239,6 +245,19 @@ def load_rows_in_order(path: str | Path, options: LoadOptions | None = None) -> 
                        "in order (--step-col names one)")
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
                     meta={"format": NAME, "columns": columns, "step_source": "order"}, warnings=warnings)]
+
+
+def _a_header_of_a_loss(names: list[str], options: LoadOptions) -> bool:
+    """Whether ``names`` are a table's column names with a loss among them and no step: names,
+    not values (no ``key: 3``, no number of their own), at most :data:`MAX_COLUMNS` of them."""
+    if not names or len(names) > MAX_COLUMNS or step_column(names) is not None:
+        return False
+    if any(_VALUE_IN_NAME.search(n) or _NUMBER_TOKEN.search(n) for n in names):
+        return False
+    try:
+        return loss_column(names, options.loss_col)[0] is not None
+    except ValueError:  # --loss-col names no column of it
+        return False
 
 
 def _never_written(path: str | Path, sep: str, position: int) -> bool:

@@ -90,11 +90,13 @@ def numbered_names(names) -> list[str]:
     """
     out: list[str] = []
     seen: set[str] = set()
+    last: dict[str, int] = {}  # each name's last number: a run of repeats is numbered in one pass
     for name in names:
-        base, n = name, 0
+        base, n = name, last.get(name, 0)
         while name in seen:
             n += 1
             name = f"{base}.{n}"
+        last[base] = n
         seen.add(name)
         out.append(name)
     return out
