@@ -2238,3 +2238,32 @@ def test_every_rank_printing_its_own_loss_without_a_prefix_is_said(tmp_path):
     assert any("300 of 300 steps print their loss 4 times with different values" in w for w in run.warnings)
     (run,) = discover_runs(_write(tmp_path / "one.log", lines[::4]))
     assert not any("times with different values" in w for w in run.warnings)
+
+
+def test_a_long_line_of_joined_log_lines_after_short_ones_is_read_in_one_pass(tmp_path):
+    """Short step lines, then 200 KB of log lines joined without their line ends: each record
+    pattern was tried with Python's re at every position of the long line for each skeleton (the
+    text has few), which took minutes on a megabyte; a skeleton that long is picked by the RE2
+    filter (linear), never searched with Python's re there."""
+    import re
+
+    from sentinel.analyze.loaders.log_lines import Lines
+
+    short = [f"step {s} | loss {2.0 - s / 1000:.4f}" for s in range(1, 60)]
+    joined = " ".join(f"2024-01-01 12:00:{s % 60:02d},123 - INFO - loss: {2.0 - s / 1e5:.4f}" for s in range(4000))
+    (run,) = discover_runs(_write(tmp_path / "train.log", short + [joined]))
+    assert run.steps.index.tolist()[:59] == list(range(1, 60))
+
+    searched: list[int] = []
+
+    class Recording:  # a pattern whose searches are counted by the length of what they search
+        def __init__(self, pattern):
+            self.pattern = pattern
+
+        def search(self, text):
+            searched.append(len(text))
+            return self.pattern.search(text)
+
+    skeletons = Lines("\n".join(short + [joined]) + "\n").skeletons()
+    found = skeletons.matching("loss", Recording(re.compile(r"loss")))
+    assert len(found) == len(skeletons.uniques) and max(searched, default=0) < 4096

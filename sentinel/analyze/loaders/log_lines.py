@@ -36,6 +36,9 @@ _DISTINCT_REPEATS = 4
 # Skeletons up to which a line-local pattern picks its skeletons with Python's re (see
 # Skeletons.matching): ~3 us a skeleton against ~0.2 ms for compiling a pyarrow filter.
 _FEW_SKELETONS = 48
+# ... as long as none is longer than this: the generic patterns' gaps and lookaheads, tried at each
+# position of a line of log lines joined without their line ends, take minutes on a megabyte.
+_SEARCHED_LINE = 4096
 
 
 class Lines:
@@ -271,7 +274,7 @@ class Skeletons:
 
     def matching(self, loose: str, pattern: re.Pattern | None = None) -> np.ndarray:
         """The indices of the skeletons that may hold a match: those ``loose`` (a pattern's RE2
-        superset, :func:`line_filter`) finds in; where the skeletons are few and ``pattern`` (a
+        superset, :func:`line_filter`) finds in; where the skeletons are few and short and ``pattern`` (a
         :func:`line_local` one) is given, those ``pattern`` itself finds in, each read with a line
         end before and after it: Python's ``re`` over a few dozen short lines takes less than
         compiling the RE2 filter (~0.2 ms, once per pattern and text).
@@ -281,7 +284,8 @@ class Skeletons:
             >>> s.matching("loss"), s.matching("loss", re.compile(r"loss (\\d+)"))
             (array([0]), array([0]))
         """
-        if pattern is not None and len(self.uniques) <= _FEW_SKELETONS:
+        texts = self.texts() if pattern is not None and len(self.uniques) <= _FEW_SKELETONS else None
+        if texts is not None and max(map(len, texts)) <= _SEARCHED_LINE:
             search = pattern.search
             return np.array([i for i, text in enumerate(self.texts()) if search("\n" + text + "\n")], dtype=np.int64)
         return np.flatnonzero(pc.match_substring_regex(self.uniques, loose).to_numpy(zero_copy_only=False))
