@@ -18,6 +18,7 @@ import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders.keys import rises_by_whole_numbers
 from sentinel.analyze.loaders.textlog import read_head, run_name, text_encoding
 
 NAME = "bare_numbers"
@@ -106,9 +107,8 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
                 "order (a header line naming the columns, or a step beside each, says otherwise)")
     else:
         step = table[0].to_numpy()
-        whole = np.isfinite(step).all() and bool((step == np.round(step)).all())
         # Rising strictly: "2,5" lines of a decimal comma would be read as steps 2, 2, 2.
-        if not whole or not bool((np.diff(step) > 0).all()):
+        if not rises_by_whole_numbers(step):
             raise ValueError(f"{path}: two numbers per line, the first not a step (whole numbers that rise line by "
                              "line): add a header line naming the columns (step,loss) and pass --step-col/--loss-col")
         steps = pd.DataFrame({metrics.LOSS: table[1].to_numpy()},

@@ -30,6 +30,7 @@ from sentinel.analyze.loaders.keys import (
     TRAIN_WORDS,
     canonical_key,
     inferred_loss_note,
+    rises_by_whole_numbers,
     is_analysis_key,
     looks_like_eval_loss,
     looks_like_loss,
@@ -229,7 +230,9 @@ def load_rows_in_order(path: str | Path, options: LoadOptions | None = None) -> 
     except (ValueError, OSError, csv.Error):
         return None
     columns = [str(c) for c in table.columns]
-    if not _a_header_of_a_loss(columns, options) or any(_rises_by_whole_numbers(table[c]) for c in table.columns):
+    if not _a_header_of_a_loss(columns, options) or any(
+            len(table.index) > 1 and rises_by_whole_numbers(pd.to_numeric(table[c], errors="coerce").to_numpy())
+            for c in table.columns):
         return None  # a column that may be the step under a name not known ("total timesteps"): the user's
     loss_col, inferred = loss_column(columns, options.loss_col)
     if not len(table.index):
@@ -245,13 +248,6 @@ def load_rows_in_order(path: str | Path, options: LoadOptions | None = None) -> 
                        "in order (--step-col names one)")
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
                     meta={"format": NAME, "columns": columns, "step_source": "order"}, warnings=warnings)]
-
-
-def _rises_by_whole_numbers(column: pd.Series) -> bool:
-    """Whether a column holds whole numbers that rise row by row (a step by another name)."""
-    values = pd.to_numeric(column, errors="coerce").to_numpy(dtype="float64")
-    return len(values) > 1 and bool(np.isfinite(values).all()) and bool((values == np.round(values)).all()) \
-        and bool((np.diff(values) > 0).all())
 
 
 def _a_header_of_a_loss(names: list[str], options: LoadOptions) -> bool:

@@ -20,7 +20,8 @@ import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData
-from sentinel.analyze.loaders.keys import canonical_key, looks_like_eval_loss, looks_like_loss, loss_column, step_columns
+from sentinel.analyze.loaders.keys import (canonical_key, looks_like_eval_loss, looks_like_loss, loss_column,
+                                           rises_by_whole_numbers, step_columns)
 from sentinel.analyze.loaders.textlog import head_matches, read_head, read_text, run_name
 
 NAME = "history_dict"
@@ -137,8 +138,7 @@ def _step_list(series: dict[str, list], length: int) -> str | None:
     """
     for key in step_columns(list(series)):
         values = np.array([np.nan if v is None else v for v in series[key]], dtype="float64")
-        if len(values) == length and np.isfinite(values).all() and (values == np.round(values)).all() \
-                and (np.diff(values) > 0).all() and np.abs(values).max(initial=0) < 2 ** 62:
+        if len(values) == length and rises_by_whole_numbers(values):
             return key
     return None
 

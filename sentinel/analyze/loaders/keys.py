@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from sentinel import metrics
 
 STEP_ALIASES = ("step", "global_step", "iteration", "iter", "it", "trainer/global_step",
@@ -332,3 +334,16 @@ def whole_step(value: object) -> int | None:
     if not isinstance(value, int):
         return None
     return value if abs(value) < STEP_LIMIT else None
+
+
+def rises_by_whole_numbers(values: np.ndarray) -> bool:
+    """Whether ``values`` are whole numbers, each above the one before, that fit a 64-bit step:
+    a column or list that can be the steps.
+
+    Example:
+        >>> rises_by_whole_numbers(np.array([10.0, 20.0, 30.0])), rises_by_whole_numbers(np.array([1.0, 1.0, 2.0]))
+        (True, False)
+    """
+    values = np.asarray(values, dtype="float64")
+    return bool(np.isfinite(values).all() and (values == np.round(values)).all() and (np.diff(values) > 0).all()
+                and np.abs(values).max(initial=0) < STEP_LIMIT)
