@@ -67,7 +67,7 @@ def test_substring_searches_on_distinct_lines_are_searches_of_the_text():
             assert lines.holds_any([pattern]) == (pattern.search(text) is not None), (trial, pattern.pattern)
         words = GENERIC.drop_words
         if not textscan._may_blank(lines, words):
-            assert textscan._split_lines(text, words)[0] == text, trial
+            assert textscan.split_evaluation_lines(text, words)[0] == text, trial
     assert distinct_used >= 30  # the shortcut itself ran (not the whole text every time)
 
 
@@ -261,7 +261,7 @@ def test_evaluation_lines_split_from_the_training_lines_are_the_lines_emptied():
     for _ in range(3000):
         text = "".join(rng.choice(["step 1 loss 2", "valid loss 3", " test", "loss", "\n", "x", "Eval", "evaluation",
                                    "\u0130"]) for _ in range(rng.randint(0, 20)))
-        rest, picked = textscan._split_lines(text, words)
+        rest, picked = textscan.split_evaluation_lines(text, words)
         kept, lines = rest.split("\n"), text.split("\n")
         assert len(kept) == len(lines)  # line numbers hold
         emptied = [line for now, line in zip(kept, lines) if now != line]

@@ -27,7 +27,7 @@ from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.loss_key import LossKey, find_loss_key
 from sentinel.analyze.loaders.progress_bar import bar_steps
 from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
-from sentinel.analyze.loaders.textscan import _split_lines, clean_text, count_records, scan, unwrap_numbers
+from sentinel.analyze.loaders.textscan import clean_text, count_records, plain_numbers, scan, split_evaluation_lines
 
 NAME = "textlog"
 DESCRIPTION = "text logs, read as the first of these that fits:"
@@ -70,7 +70,7 @@ _last_pick: tuple[str | None, int | None, Dialect | None] = (None, None, None)  
 def _pick_dialect(text: str, least: int | None) -> Dialect | None:
     text = clean_text(text)
     lines = Lines.shared(text)  # split and grouped once for every dialect (and the llm.c sniff)
-    text, lines = unwrap_numbers(text, lines)
+    text, lines = plain_numbers(text, lines)
     best, best_count = None, 0
     for dialect in DIALECTS:
         if dialect in FALLBACKS and best is not None:
@@ -239,7 +239,7 @@ def _read(text: str, dialect: Dialect, options: LoadOptions | None, path: str | 
     if not len(found.steps.index):
         raise ValueError(f"{path}: no {dialect.name} step lines found")
     if dialect is EPOCH_LINES:
-        training = _split_lines(clean_text(text), EPOCH_LINES.drop_words)[0]  # not its evaluation lines
+        training = split_evaluation_lines(clean_text(text), EPOCH_LINES.drop_words)[0]  # not its evaluation lines
         lines = len(EPOCH_LINES.shapes[0].pattern.findall(training))
         if lines >= 1.5 * len(found.steps.index):  # several lines an epoch: each one a step
             epochs = len(found.steps.index)

@@ -145,14 +145,14 @@ _WRAPPED_WORDS = (re.compile(r"tensor\(|Array\(|np\.(?:float|int)\d|tf\.Tensor")
 _GROUPED_LOSS = re.compile(r"((?i:loss)['\"]?[^\S\n]*[:=]?[^\S\n]*['\"]?)([-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?)(?![\d,])")
 
 
-def unwrap_numbers(text: str, lines: Lines | None = None) -> tuple[str, Lines]:
+def plain_numbers(text: str, lines: Lines | None = None) -> tuple[str, Lines]:
     """``text`` with each number printed as the object that holds it (a tensor, a JAX or NumPy
     scalar) written as the number, a loss's thousands separators dropped, and its :class:`Lines`.
 
     Example:
-        >>> unwrap_numbers("step=3 loss=tensor(2.3045, device='cuda:0', grad_fn=<NllLossBackward0>)\\n")[0]
+        >>> plain_numbers("step=3 loss=tensor(2.3045, device='cuda:0', grad_fn=<NllLossBackward0>)\\n")[0]
         'step=3 loss=2.3045\\n'
-        >>> unwrap_numbers("step 3 | loss 2,780.10 | tokens 1,024\\n")[0]
+        >>> plain_numbers("step 3 | loss 2,780.10 | tokens 1,024\\n")[0]
         'step 3 | loss 2780.10 | tokens 1,024\\n'
     """
     lines = Lines.of(text, lines)
@@ -286,14 +286,14 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
     # The caller's lines serve as long as the text is the same object (most logs: nothing to clean).
     lines = Lines.of(text, lines)
     if dialect.clean:
-        text, lines = unwrap_numbers(text, lines)
+        text, lines = plain_numbers(text, lines)
     if dialect.rewrite is not None and (not dialect.rewrite_needs or lines.holds_any(dialect.rewrite_needs)):
         text = dialect.rewrite(text)
         lines = Lines.of(text, lines)
     evaluation = None  # the evaluation lines the training read leaves out, read apart below
     picked, picked_at = [], []  # those lines, and where each was in the text left
     if dialect.drop_words and _may_blank(lines, dialect.drop_words):
-        text, picked, picked_at = _split_lines_at(text, dialect.drop_words)
+        text, picked, picked_at = split_evaluation_lines_at(text, dialect.drop_words)
         kept = [i for i, line in enumerate(picked) if not _A_RECORD_OF.search(line)]
         picked, picked_at = [picked[i] for i in kept], [picked_at[i] for i in kept]
         evaluation = None if dialect.step_from_order else "".join(picked) or None
@@ -960,7 +960,7 @@ def _printed_twice(table: dict[str, np.ndarray], counts: np.ndarray) -> np.ndarr
 
 
 def _may_blank(lines: Lines, words: tuple[str, ...]) -> bool:
-    """Whether :func:`_split_lines` may change the text: asked of its line skeletons where lines
+    """Whether :func:`split_evaluation_lines` may change the text: asked of its line skeletons where lines
     repeat (the words are letters, which a skeleton keeps, and a line is emptied or kept for what
     it holds alone), which is one pass over a few hundred bytes instead of one ``find`` per word
     over the whole text.
@@ -971,10 +971,10 @@ def _may_blank(lines: Lines, words: tuple[str, ...]) -> bool:
         (False, True)
     """
     distinct = lines.distinct_text()
-    return distinct is lines.text or bool(_split_lines(distinct, words)[1])
+    return distinct is lines.text or bool(split_evaluation_lines(distinct, words)[1])
 
 
-def _split_lines(text: str, words: tuple[str, ...], unless_after: str = "loss") -> tuple[str, str]:
+def split_evaluation_lines(text: str, words: tuple[str, ...], unless_after: str = "loss") -> tuple[str, str]:
     """``text`` with every line that holds one of ``words`` (a whole word, any case) emptied, its
     line end kept so line numbers hold; and those lines alone, each with a line end. Not where
     ``unless_after`` comes first on the line (an evaluation word after a loss: "train loss: 0.5 -
@@ -983,19 +983,20 @@ def _split_lines(text: str, words: tuple[str, ...], unless_after: str = "loss") 
     words are rare).
 
     Example:
-        >>> _split_lines("step 1 loss 2\\nValid loss 3\\nstep 2 loss 1 test loss 0.9\\n", ("valid", "test"))
+        >>> split_evaluation_lines("step 1 loss 2\\nValid loss 3\\nstep 2 loss 1 test loss 0.9\\n", ("valid", "test"))
         ('step 1 loss 2\\n\\nstep 2 loss 1 test loss 0.9\\n', 'Valid loss 3\\n')
     """
-    rest, picked, _ = _split_lines_at(text, words, unless_after)
+    rest, picked, _ = split_evaluation_lines_at(text, words, unless_after)
     return rest, "".join(picked)
 
 
-def _split_lines_at(text: str, words: tuple[str, ...], unless_after: str = "loss") -> tuple[str, list[str], list[int]]:
-    """:func:`_split_lines`, the lines apart, and where each was in the text returned (the
+def split_evaluation_lines_at(text: str, words: tuple[str, ...],
+                              unless_after: str = "loss") -> tuple[str, list[str], list[int]]:
+    """:func:`split_evaluation_lines`, the lines apart, and where each was in the text returned (the
     offset of the empty line it left).
 
     Example:
-        >>> _split_lines_at("step 1 loss 2\\nValid loss 3\\nstep 2 loss 1\\n", ("valid",))
+        >>> split_evaluation_lines_at("step 1 loss 2\\nValid loss 3\\nstep 2 loss 1\\n", ("valid",))
         ('step 1 loss 2\\n\\nstep 2 loss 1\\n', ['Valid loss 3\\n'], [14])
     """
     lower = text.lower()
