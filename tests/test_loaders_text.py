@@ -472,6 +472,29 @@ def test_ranks_interleaved_by_a_launcher_are_read_as_one_rank(tmp_path, prefix):
     assert any(w.startswith("2 ranks' output interleaved (1, 2): rank 1's lines are read") for w in run.warnings)
 
 
+@pytest.mark.parametrize("prefix", ["[1,{r}]<stdout>:", "[{r}]<stdout>:", "{r}: ", " {r}: ",
+                                    "[2024-01-01 10:00:00,000] [INFO] [logging.py:96:log_dist] [Rank {r}] "])
+def test_ranks_marked_by_other_launchers_are_read_as_one_rank(tmp_path, prefix):
+    # mpirun --tag-output, Horovod, srun --label (right-aligned past nine tasks), DeepSpeed's
+    # log_dist on every rank: each rank's loss its own shard's.
+    lines = ["srun: job 1234 queued and waiting for resources"]
+    for s in range(1, 201):
+        pair = [prefix.format(r=r) + f"step {s} | loss {(3 - s / 200) * (1.5 if r else 1.0):.4f}" for r in (0, 1)]
+        lines += pair if s % 3 else pair[::-1]
+    path = _write(tmp_path, "train.log", "\n".join(lines) + "\n")
+    (run,) = textlogs.load(path, LoadOptions())
+    assert run.steps[metrics.LOSS].tolist() == [round(3 - s / 200, 4) for s in range(1, 201)]
+    assert any(w.startswith("2 ranks' output interleaved (0, 1): rank 0's lines are read") for w in run.warnings)
+    assert not any("print their loss 2 times" in w for w in run.warnings)
+
+
+def test_a_step_before_each_line_is_no_rank(tmp_path):
+    # "N: " numbering the lines once each is no srun label: nothing is blanked.
+    path = _write(tmp_path, "train.log", "".join(f"{s}: step {s} | loss {3 - s / 200:.4f}\n" for s in range(0, 200)))
+    (run,) = textlogs.load(path, LoadOptions())
+    assert len(run.steps) == 200 and not any("ranks" in w for w in run.warnings)
+
+
 def test_megatron_under_torchrun_tee_reads_the_rank_that_prints_the_iterations(tmp_path):
     # torchrun --tee 3: every rank prints its start-up, the last pipeline stage the iteration lines.
     lines = [f"[default{r}]:> initializing torch distributed ..." for r in range(4)]

@@ -13,8 +13,9 @@ import random
 import re
 
 import pandas as pd
+import pytest
 
-from sentinel.analyze.loaders import LoadOptions, textscan
+from sentinel.analyze.loaders import LoadOptions, launcher_ranks, textscan
 from sentinel.analyze.loaders.dialects import DIALECTS, GENERIC, HF_TRAINER
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.textlogs import pick_dialect
@@ -228,19 +229,36 @@ def test_match_starts_by_skeleton_are_the_texts_match_starts():
     assert found > 1000
 
 
-def test_ranks_found_after_line_ends_are_the_ranks_at_line_starts():
+@pytest.mark.parametrize("syntax", launcher_ranks.SYNTAXES, ids=lambda syntax: syntax.name)
+def test_ranks_found_after_line_ends_are_the_ranks_at_line_starts(syntax):
     rng = random.Random(0)
-    for _ in range(2000):
-        text = "".join(rng.choice(["[rank0]:", "[rank12]:", "[default3]:", "\n", "x", " [rank1]:", "\r\n", "[rank", "]:"])
-                       for _ in range(rng.randint(0, 30)))
+    own = {"torchrun": ["[rank0]:", "[rank12]:", "[default3]:", " [rank1]:", "[rank", "]:"],
+           "mpirun": ["[1,0]<stdout>:", "[1]<stderr>:", "[2,10]<stdout>:", "[0]<stdout>:", "<stdout>:"],
+           "DeepSpeed": ["[Rank 0] ", "[Rank 3] ", "[Rank 1]", "INFO "],
+           "srun --label": ["0: ", "1: ", " 2: ", "10: ", "3:", "\n1: "]}[syntax.name]
+    pieces = own * 3 + ["\n", "\n", "x", "\r\n", ":", " ", "[rank1]:", "[1,1]<stdout>:", "[Rank 2] ", "1: "]
+    told = 0
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 40)))
         notes = []
-        expected = sorted({int(r) for r in textscan._RANK_PREFIX.findall(text)})
-        kept = textscan.one_rank(text, notes)
+        at_starts = re.compile("^" + syntax.prefix.format(rank=r"(\d+)"), re.MULTILINE).findall(text)
+        expected = sorted({int(r) for r in at_starts})
+        if syntax.every_rank and (expected != list(range(len(expected))) or len(at_starts) < 4 * len(expected)):
+            expected = []
+        kept = launcher_ranks.one_rank(text, notes)
+        # The syntaxes before this one in the list are asked first: where one of them finds ranks, it speaks.
+        earlier = [s for s in launcher_ranks.SYNTAXES[:launcher_ranks.SYNTAXES.index(syntax)] if len(s.ranks(text)) >= 2]
+        if earlier:
+            continue
         assert bool(notes) == (len(expected) >= 2), text
         if len(expected) >= 2:
+            told += 1
             assert f"rank {expected[0]}'s lines are read" in notes[0]
+            others = re.compile("^" + syntax.prefix.format(rank=rf"(?!{expected[0]}\D)\d+"), re.MULTILINE)
+            assert not others.search(kept) and kept.count("\n") == text.count("\n")
         else:
             assert kept == text
+    assert told > 10
 
 
 def test_field_lists_with_an_empty_head_field_read_as_field_by_field(monkeypatch):

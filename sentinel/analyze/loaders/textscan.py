@@ -77,6 +77,7 @@ from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions
 from sentinel.analyze.loaders.dialect_types import HEAD_ROLES, Dialect, Shape
 from sentinel.analyze.loaders.field_lists import SHOWN, field_bodies
 from sentinel.analyze.loaders.keys import STEP_LIMIT
+from sentinel.analyze.loaders.launcher_ranks import one_rank
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.pattern_prefix import literal_first
 from sentinel.analyze.loaders.record_fields import (KEY, NAN_PREFIX, NUMBER_SYNTAX, check_heads, metric_name,
@@ -171,51 +172,6 @@ def plain_numbers(text: str, lines: Lines | None = None) -> tuple[str, Lines]:
 _PADDED_NONFINITE = re.compile(r"(?<![A-Za-z])(nan|inf)x+\b")
 
 
-# The prefix a launcher puts before each line of a rank's output: torchrun's --tee / --redirects
-# ("[default0]:"), PyTorch's distributed logs and torchtitan ("[rank0]:").
-_RANK_PREFIX = re.compile(r"^\[(?:default|rank)(\d+)\]:", re.MULTILINE)
-# The same after a line end: a literal start ("\n[") that Python's re searches for, where "^" makes
-# it try every position (12 ms on 3 MB); the first line is asked with _RANK_PREFIX.match.
-_RANK_AFTER_LINE_END = re.compile(r"\n\[(?:default|rank)(\d+)\]:")
-
-
-def one_rank(text: str, warnings: list[str], dialect: Dialect | None = None) -> str:
-    r"""The lines of one rank, where a launcher interleaved several ranks' output (each printing
-    its own loss, its own data shard's): the lowest rank's lines and the lines of no rank are
-    kept, the others blanked (line numbers stay), and a warning says so. Two ranks' losses
-    read as one series alternate between two levels: a spike at every other step.
-
-    With ``dialect``, only ranks whose lines hold its records count: where one rank prints the
-    records (Megatron's last pipeline stage) and every rank its start-up lines, nothing is blanked.
-
-    Example:
-        >>> notes = []
-        >>> one_rank("[rank0]:loss 2.0\n[rank1]:loss 3.0\n", notes).splitlines(), len(notes)
-        (['[rank0]:loss 2.0', ''], 1)
-    """
-    if "[" not in text or ("[rank" not in text and "[default" not in text):  # most logs stop here
-        return text
-    first = _RANK_PREFIX.match(text)
-    ranks = sorted({int(r) for r in _RANK_AFTER_LINE_END.findall(text)} | ({int(first.group(1))} if first else set()))
-    if len(ranks) < 2:
-        return text
-    if dialect is not None:
-        lines_of: dict[int, list[str]] = {}
-        for rank, line in _RANK_LINE.findall(text):
-            lines_of.setdefault(int(rank), []).append(line)
-        ranks = [r for r in ranks if _has_records("\n".join(lines_of[r]), dialect)]
-        if len(ranks) < 2:
-            return text
-    keep = ranks[0]
-    others = re.compile(rf"^\[(?:default|rank)(?!{keep}\]:)\d+\]:[^\n]*", re.MULTILINE)
-    warnings.append(f"{len(ranks)} ranks' output interleaved ({', '.join(str(r) for r in ranks[:8])}"
-                    f"{', ...' if len(ranks) > 8 else ''}): rank {keep}'s lines are read, each rank prints its own loss")
-    return others.sub("", text)
-
-
-_RANK_LINE = re.compile(r"^\[(?:default|rank)(\d+)\]:([^\n]*)", re.MULTILINE)
-
-
 def _has_records(text: str, dialect: Dialect) -> bool:
     if dialect.joins is not None:  # a record printed over several lines
         text = dialect.joins.sub(dialect.join_with, text)
@@ -280,7 +236,8 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
         text = text[:cut]
     if dialect.clean:
         text = clean_text(text)
-    text = one_rank(text, warnings, dialect)
+    lines = Lines.of(text, lines)
+    text = one_rank(text, warnings, lambda rank_text: _has_records(rank_text, dialect), lines)
     if dialect.joins is not None:
         text = dialect.joins.sub(dialect.join_with, text)
     # The caller's lines serve as long as the text is the same object (most logs: nothing to clean).
@@ -840,8 +797,8 @@ def _say_several_losses_per_step(step: np.ndarray, loss: np.ndarray, dialect: Di
     times = int(np.median(counts[several]))
     warnings.append(f"{int(differ.sum())} of {len(starts)} {dialect.record_word}s print their loss {times} times "
                     "with different values (every rank printing? each micro-batch?): the last printed of each is "
-                    "read. Print from rank 0 only, or let torchrun put the rank before each line (--tee 3: "
-                    "rank 0's lines are then read)")
+                    "read. Print from rank 0 only, or let the launcher put the rank before each line (torchrun "
+                    "--tee 3, srun --label, mpirun --tag-output: rank 0's lines are then read)")
 
 
 def _spread_over_records(shape: Shape, columns: dict[str, np.ndarray], n: int, records: int | None,
