@@ -2091,9 +2091,27 @@ def test_a_loss_under_a_key_no_reader_knows(tmp_path, key, average):
 
 
 def test_two_keys_that_could_each_be_the_loss_are_the_users_choice(tmp_path):
-    lines = [f"step {s} | loss_ce: 2.{s:03d} | loss_kl: 0.{s:03d}" for s in range(1, 300)]
-    with pytest.raises(ValueError, match="is not a log format sentinel reads"):
-        discover_runs(_write(tmp_path / "train.log", lines))
+    """The message names them and the option; --loss-col (in any case) reads the one named,
+    as it does a table's column; a key the lines do not have is named with those they have."""
+    lines = [f"step {s} | loss_ce: 2.{s:03d} | loss_kl: 0.{s:03d} | val_loss: 2.5" for s in range(1, 300)]
+    path = _write(tmp_path / "train.log", lines)
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1 and result.output == (
+        f"Error: '{path}': its lines name 2 losses (loss_ce, loss_kl) and none is the total: pass --loss-col "
+        "loss_ce (or another of them) to read one, or log their sum as loss\n")
+    for named in ("loss_kl", "LOSS_KL"):
+        code, report = _analyze(str(path), "--loss-col", named)
+        assert code == 0 and report["runs"][0]["final_loss"] == pytest.approx(0.299), named
+        assert not any("loss read from" in w for w in report["runs"][0]["warnings"])
+    result = CliRunner().invoke(main, ["analyze", str(path), "--loss-col", "kl"])
+    assert result.exit_code == 1 and result.output == (
+        f"Error: '{path}': no key 'kl' in its lines (keys that may be the loss: loss_ce, loss_kl): pass --loss-col "
+        "with one of them\n")
+    # A VAE's epoch lines, pasted short.
+    path = _write(tmp_path / "vae.txt", [f"Epoch {e}, recon_loss: {300 - e:.3f}, kl_loss: {5 + e / 100:.3f}"
+                                         for e in range(1, 5)])
+    code, report = _analyze(str(path), "--loss-col", "recon_loss")
+    assert code == 0 and report["runs"][0]["steps"] == 4 and report["runs"][0]["final_loss"] == 296.0
 
 
 @pytest.mark.parametrize("template", [

@@ -211,7 +211,7 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
         if runs is None:
             runs = _rows_in_order(path, options)
         if runs is None:
-            raise NoRunsError(_bare_numbers_problem(path) or _table_problem(path) or
+            raise NoRunsError(_bare_numbers_problem(path) or _table_problem(path) or _text_problem(path, options) or
                               f"'{path}' is not a log format sentinel reads: pass --step-col/--loss-col for a table, "
                               "or a log of a format `sentinel formats` lists")
         return Discovery(_with_loss(runs, options))
@@ -475,6 +475,13 @@ def _claim_directory(directory: Path, modules: Iterable[ModuleType], skipped: li
     return None
 
 
+def _text_problem(path: Path, options: LoadOptions) -> str | None:
+    """What keeps a text log that no dialect took from being read, where its lines say so."""
+    from sentinel.analyze.loaders import textlogs
+
+    return None if is_compressed(path) else textlogs.why_not(path, options, least=SHORT_PASTE_RECORDS)
+
+
 def _table_problem(path: Path) -> str | None:
     """What keeps a table that no loader took from being read (a compressed one's, of its text)."""
     from sentinel.analyze.loaders.generic_table import why_not
@@ -524,7 +531,7 @@ def _short_paste(file: Path, options: LoadOptions) -> list[RunData] | None:
     lines, the last one NaN), read with a warning; None when it has fewer."""
     from sentinel.analyze.loaders import textlogs  # the loaders' own imports: lazily
 
-    if is_compressed(file) or not textlogs.sniff(file, least=SHORT_PASTE_RECORDS):
+    if is_compressed(file) or not textlogs.sniff(file, options, least=SHORT_PASTE_RECORDS):
         return None
     try:
         runs = textlogs.load(file, options, least=SHORT_PASTE_RECORDS)

@@ -28,15 +28,39 @@ _PAIR = re.compile(r"(?<![\w/.-])(?=[\w/.-]*(?:oss|OSS))([A-Za-z][\w/.-]*)['\"]?
 
 def inferred_loss_key(text: str) -> str | None:
     """The key of ``text``'s ``key: number`` pairs that is its training loss, or None where no
-    key, or more than one equally, can be (``loss_ce`` beside ``loss_kl``: the user's choice).
-    Asked of the text's distinct lines (:meth:`Lines.distinct_text`); a key with a digit is
-    none (its skeleton differs from line to line)."""
+    key, or more than one equally, can be (``loss_ce`` beside ``loss_kl``: the user's choice)."""
+    return infer_loss_column(loss_keys(text))
+
+
+def loss_keys(text: str) -> list[str]:
+    """The keys of ``text``'s ``key: number`` pairs that could each be its training loss, sorted.
+    Asked of the text's distinct lines (:meth:`Lines.distinct_text`); a key with a digit is none
+    (its skeleton differs from line to line).
+
+    Example:
+        >>> loss_keys("Epoch 1, recon_loss: 301.2, kl_loss: 5.1, val_loss: 290.0\\n")
+        ['kl_loss', 'recon_loss']
+    """
     distinct = Lines.shared(text).distinct_text()
     # Only lines that name a loss ("loss", "Loss", "LOSS"): prose holds few, and the pairs' search
     # over a megabyte of it took 75 ms.
     named = "\n".join(line for line in distinct.split("\n") if "oss" in line or "OSS" in line)
     keys = {m.group(1) for m in _PAIR.finditer(named)}
-    return infer_loss_column(sorted(k for k in keys if not any(c.isdigit() for c in k) and looks_like_loss(k)))
+    return sorted(k for k in keys if not any(c.isdigit() for c in k) and looks_like_loss(k))
+
+
+def named_key(text: str, name: str) -> str | None:
+    """The key of ``text``'s ``key: number`` pairs that ``name`` names (``--loss-col``; in any
+    case), as the text writes it; None where no pair has it.
+
+    Example:
+        >>> named_key("Epoch 1, Recon: 301.2, KL: 5.1\\n", "recon")
+        'Recon'
+    """
+    pair = re.compile(rf"(?<![\w/.-])({re.escape(name)})['\"]?[^\S\n]*(?:[:=][^\S\n]*|[^\S\n])['\"]?"
+                      r"[-+]?(?:\d|\.\d|nan\b|inf\b)", re.IGNORECASE)
+    found = pair.search(Lines.shared(text).distinct_text())
+    return None if found is None else found.group(1)
 
 
 # A perplexity key ("ppl", "perplexity", "train_ppl"; not an evaluation's): exp of the loss.
@@ -52,6 +76,7 @@ class LossKey:
 
     key: str
     perplexity: bool = False
+    named: bool = False  # the user named it (--loss-col)
 
     def rewrite(self, text: str) -> str:
         """``text`` with the key written as ``loss`` (a perplexity's value as its logarithm)."""
@@ -60,22 +85,27 @@ class LossKey:
         return _PERPLEXITY_PAIR.sub(lambda m: "loss" + m.group(2) + _log_text(m.group(3)) if m.group(1) == self.key
                                     else m.group(0), text)
 
-    def note(self) -> str:
-        """What the run's warnings say of it."""
+    def note(self) -> str | None:
+        """What the run's warnings say of it (nothing for a key the user named)."""
+        if self.named:
+            return None
         if self.perplexity:
             return (f"loss read as the logarithm of {self.key!r} (no key of the lines is named loss; a perplexity "
                     "is exp(loss))")
         return loss_key_note(self.key)
 
 
-def find_loss_key(text: str) -> LossKey | None:
-    """The key ``text``'s loss goes by (:func:`inferred_loss_key`), else its one perplexity key;
-    None where neither is found.
+def find_loss_key(text: str, named: str | None = None) -> LossKey | None:
+    """The key ``text``'s loss goes by: the one the user ``named`` (``--loss-col``), else the one
+    inferred (:func:`inferred_loss_key`), else its one perplexity key; None where none is found.
 
     Example:
         >>> find_loss_key("step 1 | ppl 20.1\\nstep 2 | ppl 19.8\\n")
-        LossKey(key='ppl', perplexity=True)
+        LossKey(key='ppl', perplexity=True, named=False)
     """
+    if named is not None:
+        key = named_key(text, named)
+        return None if key is None else LossKey(key, named=True)
     key = inferred_loss_key(text)
     if key is not None:
         return LossKey(key)

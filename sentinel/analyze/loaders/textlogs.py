@@ -13,6 +13,7 @@ steps``), scaled by the logging interval found from the ``epoch`` field.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,7 @@ from sentinel.analyze.loaders.dialects import (AMP_ONLY, CYCLEGAN, DIALECTS, EPO
 from sentinel.analyze.loaders.dialect_types import Dialect
 from sentinel.analyze.loaders.crash_tail import TRACEBACK, final_error
 from sentinel.analyze.loaders.log_lines import Lines
-from sentinel.analyze.loaders.loss_key import LossKey, find_loss_key
+from sentinel.analyze.loaders.loss_key import LossKey, find_loss_key, loss_keys, named_key
 from sentinel.analyze.loaders.progress_bar import bar_steps
 from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
 from sentinel.analyze.loaders.textscan import clean_text, count_records, plain_numbers, scan, split_evaluation_lines
@@ -40,6 +41,10 @@ _NOT_LOGS = frozenset({".py", ".pyi", ".toml", ".cfg", ".ini", ".yaml", ".yml", 
 _DOCUMENTS = frozenset({".md", ".rst"})
 # sniff() takes ``documents`` (see discover: a file named on its own).
 READS_DOCUMENTS = True
+SNIFF_TAKES_OPTIONS = True  # --loss-col names the key a log's loss goes by
+# A text of one line is sniffed on this much of it: the dialects' patterns, each tried at every
+# position of the line, took 3 s a sniff on 600 KB (a log whose line ends were lost on the way).
+_ONE_LINE_SNIFF = 16384
 _HF_EPOCHS = re.compile(r"Num Epochs = ([\d,]+)")
 _HF_TOTAL = re.compile(r"Total optimization steps = ([\d,]+)")
 
@@ -69,6 +74,8 @@ _last_pick: tuple[str | None, int | None, Dialect | None] = (None, None, None)  
 
 def _pick_dialect(text: str, least: int | None) -> Dialect | None:
     text = clean_text(text)
+    if len(text) > _ONE_LINE_SNIFF and "\n" not in text.rstrip("\n"):
+        text = text[:_ONE_LINE_SNIFF]  # a log pasted without its line ends: its start tells as well
     lines = Lines.shared(text)  # split and grouped once for every dialect (and the llm.c sniff)
     text, lines = plain_numbers(text, lines)
     best, best_count = None, 0
@@ -86,11 +93,13 @@ def _pick_dialect(text: str, least: int | None) -> Dialect | None:
     return best
 
 
-def sniff(path: str | Path, documents: bool = False, least: int | None = None) -> bool:
+def sniff(path: str | Path, options: LoadOptions | None = None, documents: bool = False,
+          least: int | None = None) -> bool:
     """True when a text dialect recognises the file.
 
     Args:
         path: the file.
+        options: ``loss_col``: the key the lines' loss goes by, where none is named loss.
         documents: a Markdown or reStructuredText file may be a log (one named on its own: a
             paste kept as ``notes.md``); in a directory walk it is a README.
         least: the record lines a dialect needs (see :func:`pick_dialect`): a short paste.
@@ -103,19 +112,48 @@ def sniff(path: str | Path, documents: bool = False, least: int | None = None) -
     if suffix in _NOT_LOGS and not (documents and suffix in _DOCUMENTS):
         return False
     head = read_head(path)
-    return head is not None and _pick(head, least)[0] is not None
+    return head is not None and _pick(head, least, (options or LoadOptions()).loss_col)[0] is not None
 
 
-def _pick(text: str, least: int | None) -> tuple[Dialect | None, LossKey | None]:
+def _pick(text: str, least: int | None, loss_col: str | None = None) -> tuple[Dialect | None, LossKey | None]:
     """:func:`pick_dialect`; where none fits, the one that fits once the key the lines' loss goes
-    by (:func:`find_loss_key`) is written as ``loss``, and that key."""
+    by (``loss_col``, or :func:`find_loss_key`'s) is written as ``loss``, and that key."""
     dialect = pick_dialect(text, least)
     if dialect is not None:
         return dialect, None
-    key = find_loss_key(clean_text(text))
+    key = find_loss_key(clean_text(text), loss_col)
     if key is None:
         return None, None
     return pick_dialect(key.rewrite(text), least), key
+
+
+def why_not(path: str | Path, options: LoadOptions | None = None, least: int | None = None) -> str | None:
+    """Why a text log that no dialect reads is no run, where its lines say so: they name several
+    losses and none is the total (read once one is named), or ``--loss-col`` names no key of
+    them; else None.
+
+    Example:
+        >>> why_not("/nonexistent.log") is None
+        True
+    """
+    options = options or LoadOptions()
+    if Path(path).suffix.lower() in _NOT_LOGS:
+        return None
+    head = read_head(path)
+    if head is None:
+        return None
+    text = clean_text(head)
+    keys = loss_keys(text)
+    if options.loss_col is not None:
+        if keys and named_key(text, options.loss_col) is None:
+            return (f"'{path}': no key {options.loss_col!r} in its lines (keys that may be the loss: "
+                    f"{', '.join(keys)}): pass --loss-col with one of them")
+        return None
+    readable = [k for k in keys if _pick(head, least, k)[0] is not None]
+    if len(readable) < 2:
+        return None
+    return (f"'{path}': its lines name {len(readable)} losses ({', '.join(readable)}) and none is the total: "
+            f"pass --loss-col {readable[0]} (or another of them) to read one, or log their sum as loss")
 
 
 def load(path: str | Path, options: LoadOptions | None = None, least: int | None = None) -> list[RunData]:
@@ -138,10 +176,13 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
         >>> run.source, run.steps["loss"].idxmax()  # doctest: +SKIP
         ('fairseq', 700)
     """
+    options = options or LoadOptions()
     text = read_text(path)
-    dialect, key = _pick(text[: 1 << 20], least)
+    dialect, key = _pick(text[: 1 << 20], least, options.loss_col)
     if dialect is not None and key is not None:
         text = key.rewrite(text)
+        if key.named:
+            options = replace(options, loss_col=None)  # it is the lines' loss now
     if dialect is None:
         raise ValueError(f"{path}: no known training-log lines found: pass a log with a step and a loss "
                          "on each line (`sentinel formats` lists the kinds read)")
@@ -149,7 +190,7 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
     parts = fresh_starts(text, lines)
     if len(parts) == 1:
         runs = [_read(text, dialect, options, path, run_name(path), lines)]
-        if key is not None:
+        if key is not None and key.note():
             runs[0].warnings.insert(0, key.note())
         return runs
     runs, empty = [], []
@@ -166,7 +207,7 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
         note += f" ({', '.join(f'#{k}' for k in empty)} logged no step)"
     for run in runs:
         run.warnings.insert(0, note)
-        if key is not None:
+        if key is not None and key.note():
             run.warnings.insert(0, key.note())
     return runs
 
