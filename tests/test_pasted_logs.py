@@ -6,6 +6,7 @@ format string."""
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -1127,10 +1128,10 @@ def test_a_resumed_run_whose_steps_fall_back_is_no_new_epoch(tmp_path):
 _ULTRALYTICS_HEADER = "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size"
 
 
-def _ultralytics_console(epochs: int, nan_from: int | None = None, redraws: int = 1) -> str:
+def _ultralytics_console(epochs: int, nan_from: int | None = None, redraws: int = 1, header_once: bool = False) -> str:
     """Ultralytics' console as its trainer prints it: per epoch its header, the training bar's row
     (box, cls and dfl losses: running means over the epoch, each ``\\r`` redraw a new one), then
-    the validation table under its own header."""
+    the validation table under its own header. ``header_once``: a paste that kept the first."""
     out = []
     for e in range(1, epochs + 1):
         draws = []
@@ -1140,17 +1141,18 @@ def _ultralytics_console(epochs: int, nan_from: int | None = None, redraws: int 
             pct = i * 100 // redraws
             draws.append(f"{e:>11}/{epochs}      2.25G " + " ".join(f"{c:>10}" for c in cells)
                          + f"         45        640: {pct:3d}%|#####     | {i}/{redraws} [00:05<00:00,  2.95it/s]")
-        out += ["", _ULTRALYTICS_HEADER, "\r".join(draws),
+        out += ["", _ULTRALYTICS_HEADER] if e == 1 or not header_once else []
+        out += ["\r".join(draws),
                 "                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95): "
                 "100%|##########| 2/2 [00:00<00:00,  4.01it/s]",
                 "                   all         30        120      0.123      0.234      0.111     0.0567"]
     return "\n".join(out) + "\n"
 
 
-@pytest.mark.parametrize("redraws", [1, 16])
-def test_ultralytics_console_sums_the_bars_losses_per_epoch(tmp_path, redraws):
+@pytest.mark.parametrize("redraws, header_once", [(1, False), (16, False), (1, True), (16, True)])
+def test_ultralytics_console_sums_the_bars_losses_per_epoch(tmp_path, redraws, header_once):
     path = tmp_path / "train.txt"
-    path.write_text(_ultralytics_console(30, nan_from=22, redraws=redraws), encoding="utf-8")
+    path.write_text(_ultralytics_console(30, nan_from=22, redraws=redraws, header_once=header_once), encoding="utf-8")
     code, report = _analyze(str(path))
     (run,) = report["runs"]
     assert code == 0 and run["source"] == "space_table" and run["steps"] == 30
@@ -1158,10 +1160,10 @@ def test_ultralytics_console_sums_the_bars_losses_per_epoch(tmp_path, redraws):
     (incident,) = run["incidents"]  # the validation table's rows are not this table's
     assert (incident["kind"], incident["severity"], incident["step"], incident["end_step"]) == \
         ("nonfinite", "critical", 22, 30)
-    path.write_text(_ultralytics_console(30, redraws=redraws), encoding="utf-8")
+    path.write_text(_ultralytics_console(30, redraws=redraws, header_once=header_once), encoding="utf-8")
     code, report = _analyze(str(path))
     (run,) = report["runs"]
-    assert run["verdict"] == "healthy" and run["incidents"] == []
+    assert run["verdict"] == "healthy" and run["incidents"] == [] and run["steps"] == 30
     # The epoch's last draw: its mean over every batch.
     last = (1.5 - 30 / 50 + redraws / 1000) + (3.0 - 30 / 20) + (1.4 - 30 / 60)
     assert run["final_loss"] == pytest.approx(last, abs=1e-3)
@@ -2186,6 +2188,14 @@ def test_a_frame_saved_with_its_index_is_numbered_by_it(tmp_path):
         assert run.warnings[0].startswith(f"{name}: no step column among loss")
         with pytest.raises(ValueError):
             discover_runs(folder)
+    # A row with a cell more than the header (a note added by hand): read without it, and pandas'
+    # ParserWarning is not printed beside the report.
+    path = tmp_path / "noted.csv"
+    path.write_text("train_loss,accuracy\n2.0,0.5,restarted\n" + "".join(f"{v:.4f},0.5\n" for v in values[:20]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (run,) = discover_runs(path)
+    assert len(run.steps) == 21  # its extra cell dropped
 
 
 def test_a_printed_list_of_losses_named_on_its_own(tmp_path):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import warnings as pywarnings
 from pathlib import Path
 
 import numpy as np
@@ -225,8 +226,10 @@ def load_rows_in_order(path: str | Path, options: LoadOptions | None = None) -> 
         if rows_of_json:
             table = (_read_json_array if _JSON_ARRAY.match(head) else _read_jsonl)(path, warnings, {})
         else:
-            table = pd.read_csv(path, sep=sep, encoding=text_encoding(path), encoding_errors="replace",
-                                on_bad_lines="skip", header=0, names=names, index_col=False)
+            with pywarnings.catch_warnings():  # rows longer than the header: a console's bar after them
+                pywarnings.simplefilter("ignore", pd.errors.ParserWarning)
+                table = pd.read_csv(path, sep=sep, encoding=text_encoding(path), encoding_errors="replace",
+                                    on_bad_lines="skip", header=0, names=names, index_col=False)
     except (ValueError, OSError, csv.Error):
         return None
     columns = [str(c) for c in table.columns]

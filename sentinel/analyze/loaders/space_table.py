@@ -181,15 +181,19 @@ def _rows(lines: list[str], header: list[str], step_at: int,
         if cells == header or cells == printed:
             mine = True
             continue
+        drawn = False  # the row of a progress bar
         if len(cells) > width and cells[width - 1].endswith(":"):  # the row, then its progress bar
             cells, tail = [c.rstrip(":") for c in cells[:width]], cells[width:]
-            bar = bar or any("|" in c or c.endswith("%") for c in tail)
+            drawn = any("|" in c or c.endswith("%") for c in tail)
+            bar = bar or drawn
         elif len(cells) != width:
             continue
         if not _is_number(cells[step_at]):
             if not any(_is_number(c) for c in cells):
                 mine = False  # another table's header
             continue
-        if mine:
+        # A bar's row with its step as N/M is this table's under another's header too: a paste that
+        # kept the header once, the validation tables between the epochs.
+        if mine or (drawn and _OF_TOTAL.match(cells[step_at])):
             rows.append(cells)
     return rows, bar
