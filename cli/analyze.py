@@ -64,7 +64,7 @@ def _echo_json_error(message: str, code: int) -> None:
               help="Spike detector threshold in robust sigmas (default: the guard's).")
 @click.option("--warmup", type=int, default=None, help="Spike detector warm-up in values (default: the guard's).")
 @click.option("--step-col", default=None, help="Step column of a table, when not recognised.")
-@click.option("--loss-col", default=None, help="Loss column (or TensorBoard tag), when not recognised.")
+@click.option("--loss-col", default=None, help="Loss column, TensorBoard tag or text-log key, when not recognised.")
 @click.option("-v", "--verbose", is_flag=True, help="List every file a directory walk did not analyse, with why.")
 def analyze(paths: tuple[str, ...], fmt: str, plot: str | None, fail_on: str | None,
             window: int | None, threshold: float | None, warmup: int | None,
