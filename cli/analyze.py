@@ -241,7 +241,7 @@ def _analyze_and_print(paths: tuple[str, ...], fmt: str, plot: str | None, fail_
     if quiet:
         notes.append(skip_summary(quiet) + ("" if verbose else " (use -v to list them)"))
         if verbose:
-            notes += [f"  {s.path}: {s.reason}" for s in quiet]
+            notes += [f"  {s.detail or f'{s.path}: {s.reason}'}" for s in quiet]
     met = [(run, i) for run in report.runs for i in run.incidents
            if fail_on is not None and i.severity.rank >= _rank(fail_on)]
     if plot is not None:

@@ -181,11 +181,13 @@ def test_tensorboard_loss_tag_left_to_the_user_when_two_fit_equally(tmp_path):
     assert run.warnings == ["no loss tag among loss_ce, loss_kl: pass --loss-col TAG"]
 
 
-def _lightning_run(root: Path, lr: float = 0.1, on_epoch: bool = True, nan_step: int | None = None) -> Path:
+def _lightning_run(root: Path, lr: float = 0.1, on_epoch: bool = True, nan_step: int | None = None,
+                   tensorboard: bool = False) -> Path:
     """A real Lightning Trainer run (two epochs of 8 steps, CSVLogger, validation every epoch);
-    ``nan_step``: the step whose logged loss is NaN (its value only: the update stays finite)."""
+    ``nan_step``: the step whose logged loss is NaN (its value only: the update stays finite);
+    ``tensorboard``: a TensorBoardLogger beside the CSVLogger."""
     import lightning as L
-    from lightning.pytorch.loggers import CSVLogger
+    from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 
     class Model(L.LightningModule):
         def __init__(self):
@@ -211,7 +213,8 @@ def _lightning_run(root: Path, lr: float = 0.1, on_epoch: bool = True, nan_step:
     data = torch.utils.data.TensorDataset(torch.randn(32, 4), torch.randn(32, 1))
     loader = torch.utils.data.DataLoader(data, batch_size=4)
     logger = CSVLogger(str(root), name="lightning_logs")
-    trainer = L.Trainer(max_epochs=2, logger=logger, log_every_n_steps=1, enable_progress_bar=False,
+    loggers = [logger, TensorBoardLogger(str(root), name="tb_logs")] if tensorboard else logger
+    trainer = L.Trainer(max_epochs=2, logger=loggers, log_every_n_steps=1, enable_progress_bar=False,
                         enable_model_summary=False, enable_checkpointing=False, accelerator="cpu")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -236,6 +239,18 @@ def test_lightning_csv_loader_merges_rows_and_maps_loss(lightning_csv_dir):
                                    check_names=False, check_index_type=False)
     assert run.steps.index.is_unique and len(run.steps) == 16
     assert "val_loss" in run.steps.columns and run.steps["val_loss"].notna().sum() == 2
+
+
+def test_a_run_logged_to_csv_and_tensorboard_is_one_run(tmp_path):
+    """Two loggers of one Trainer: the same loss at every step, reported once; two runs of one
+    format with the same curve (a seeded run repeated) stay two."""
+    _lightning_run(tmp_path / "both", tensorboard=True)
+    (run,) = discover_runs(tmp_path / "both")
+    assert len(run.steps["loss"].dropna()) == 16
+    assert any(w.startswith("also logged as") and "one training written by two loggers" in w for w in run.warnings)
+    _lightning_run(tmp_path / "again" / "a")
+    _lightning_run(tmp_path / "again" / "b")
+    assert len(discover_runs(tmp_path / "again")) == 2
 
 
 def test_lightning_csv_without_loss_column_warns(tmp_path):

@@ -326,3 +326,21 @@ def test_torchrun_two_processes_withhold_the_same_update(tmp_path):
     assert loaded.meta["world_size"] == 2 and len(loaded.steps) == 100 and loaded.steps.index.is_unique
     # The withheld step's batches of both ranks are named, each with its rank.
     assert sorted((e["step"], e["rank"]) for e in loaded.skiplist) == [(80, 0), (80, 1)]
+
+
+def test_a_trainers_output_folder_is_one_run(tmp_path):
+    """A Trainer's output folder holds a trainer_state.json per checkpoint (each with the history
+    from the start) and its TensorBoard events: one training, reported once, not four times."""
+    pytest.importorskip("tensorboard")
+    args = TrainingArguments(str(tmp_path / "out"), max_steps=60, per_device_train_batch_size=BATCH, logging_steps=5,
+                             save_steps=20, report_to=["tensorboard"], use_cpu=True, disable_tqdm=True, seed=0)
+    Trainer(model=gpt2(), args=args, train_dataset=CountingData(512)).train()
+    from sentinel.analyze import discover
+
+    found = discover.discover(tmp_path / "out")
+    (run,) = found.runs
+    assert run.steps["loss"].dropna().index.tolist() == list(range(5, 61, 5))
+    others = {"tensorboard": "checkpoint-60/trainer_state.json", "hf_trainer_state": "runs"}
+    assert any(w.startswith(f"also logged as {tmp_path / 'out'}") and others[run.source] in w for w in run.warnings)
+    earlier = sorted(Path(s.path).name for s in found.skipped if s.reason == discover.EARLIER_CHECKPOINT)
+    assert earlier == ["checkpoint-20", "checkpoint-40"]

@@ -17,6 +17,7 @@ from sentinel import metrics
 from sentinel.analyze.compressed import archive_command, decompressed, is_compressed
 from sentinel.analyze.loaders import ADD_SCALARS_DIRS, LOADER_MODULES, LOGGED_NAN, PARQUET_SUFFIXES, LoadOptions, RunData
 from sentinel.analyze.loaders.keys import infer_loss_column, inferred_loss_note
+from sentinel.analyze.same_training import one_per_training
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,7 @@ TRACKER_CONSOLE = "copy of a tracked run (the run's metric history beside it is 
 RUN_PART = "read with its run's first metric file"
 PARQUET_DATA = "a .parquet file with no step and loss columns (data, not a run)"
 ARCHIVE = "an archive of several files"
+EARLIER_CHECKPOINT = "an earlier checkpoint of a run read once"
 
 _EXTENSIONS = {
     **dict.fromkeys((".py", ".pyc", ".pyo", ".pyd", ".pyi", ".pyx", ".pxd", ".so", ".dylib", ".dll",
@@ -70,7 +72,8 @@ class Skipped:
     Attributes:
         path: the file or directory.
         reason: one of the reasons above (``"source code"``, ``"not a training log"``, ...).
-        detail: for an unreadable path, the error, as one line.
+        detail: for an unreadable path, the error, as one line; for an earlier checkpoint, the file
+            that holds its history.
         directory: a directory that was not entered (``.git``, ``build/``).
     """
 
@@ -266,6 +269,11 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
                 found.skipped.append(Skipped(str(entry), reason, directory=True))
             else:
                 subdirs.append(entry)
+        superseded = _superseded_checkpoints(here, subdirs)
+        for entry, holder in superseded.items():
+            found.skipped.append(Skipped(str(entry), EARLIER_CHECKPOINT, f"{entry}: {EARLIER_CHECKPOINT} ({holder} "
+                                         "holds its log history)", directory=True))
+        subdirs = [entry for entry in subdirs if entry not in superseded]
         stack.extend(reversed(subdirs))  # popped in name order: runs come out sorted
     if not found.runs:
         problems = [s for s in found.skipped if s.problem]
@@ -274,7 +282,7 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
         summary = f" ({skip_summary(found.skipped)})" if found.skipped else ""
         raise NoRunsError(f"no training logs found in '{path}'{summary}: pass a directory written by sentinel, "
                           "TensorBoard or a Lightning logger, or logs of a format `sentinel formats` lists")
-    found.runs = _with_loss(found.runs, options)
+    found.runs = one_per_training(_with_loss(found.runs, options))
     return found
 
 
@@ -381,6 +389,16 @@ def _parquet_data(file: Path, options: LoadOptions) -> str | None:
     from sentinel.analyze.loaders import parquet_table
 
     return None if parquet_table.sniff(file, options) else PARQUET_DATA
+
+
+def _superseded_checkpoints(folder: Path, subfolders: list[Path]) -> dict[Path, str]:
+    """A Trainer's ``checkpoint-N`` folders whose log history a later file holds (see
+    :func:`~sentinel.analyze.loaders.hf_trainer_state.superseded_checkpoints`)."""
+    if not any(sub.name.startswith("checkpoint-") for sub in subfolders):
+        return {}
+    from sentinel.analyze.loaders import hf_trainer_state  # the loaders' own imports: lazily
+
+    return hf_trainer_state.superseded_checkpoints(folder, subfolders)
 
 
 def _directory_reason(name: str) -> str | None:

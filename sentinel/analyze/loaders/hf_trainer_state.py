@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -22,6 +23,8 @@ from sentinel.analyze.loaders.textlog import read_head, rows_to_steps
 NAME = "hf_trainer_state"
 DESCRIPTION = "Hugging Face trainer_state.json (log_history)"
 
+_CHECKPOINT = re.compile(r"checkpoint-(\d+)")
+STATE = "trainer_state.json"
 _KEYS = {"loss": metrics.LOSS, "learning_rate": metrics.LR, "grad_norm": metrics.GRAD_NORM_TOTAL}
 
 
@@ -107,3 +110,27 @@ def _name(key: str, options: LoadOptions) -> str:
     if name == metrics.LOSS and (key != "loss" or options.loss_col is not None):
         return key.lower()  # train_loss, another loss, or displaced by --loss-col
     return name
+
+
+def superseded_checkpoints(folder: Path, subfolders: list[Path]) -> dict[Path, str]:
+    """The ``checkpoint-N`` folders of a Trainer's output ``folder`` whose history another file
+    holds, each with that file: a checkpoint's ``trainer_state.json`` logs every step from the
+    start, so the last checkpoint's holds the earlier ones' (and ``trainer.save_state()``'s, in
+    the output folder itself, holds them all). Read once, the run is one run, not one per
+    checkpoint.
+
+    Example:
+        >>> superseded_checkpoints(Path("/nonexistent"), [])
+        {}
+    """
+    saved = {}
+    for sub in subfolders:
+        number = _CHECKPOINT.fullmatch(sub.name)
+        if number is not None and (sub / STATE).is_file():
+            saved[sub] = int(number.group(1))
+    if (folder / STATE).is_file():
+        return {sub: str(folder / STATE) for sub in saved}
+    if len(saved) < 2:
+        return {}
+    last = max(saved, key=saved.get)
+    return {sub: str(last / STATE) for sub in saved if sub != last}
