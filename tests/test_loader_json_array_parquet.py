@@ -46,6 +46,28 @@ def test_a_trainers_log_history_as_a_json_array(tmp_path):
     assert run.steps["eval_loss"].dropna().index.tolist() == [100, 200, 300, 400, 500]
 
 
+def test_a_json_array_cut_off_while_written_keeps_its_complete_rows(tmp_path):
+    """json.dump of a log history killed mid-write: the rows before the cut are the run's, with a
+    warning; damage before the first whole row, or an array with text after it, is said so."""
+    rows = [{"loss": round(2 * math.exp(-s / 150) + 0.3, 4), "learning_rate": 2e-5, "step": s} for s in range(10, 501, 10)]
+    text = json.dumps(rows, indent=2)
+    path = tmp_path / "log_history.json"
+    path.write_text(text[: text.index('"step": 310') + 5])
+    (run,) = discover_runs(path)
+    assert run.steps.index.tolist() == list(range(10, 301, 10))
+    line = text[: text.index('"step": 310') + 5].count("\n") + 1
+    assert run.warnings == [f"log_history.json: the JSON array is damaged at line {line}, column 5 (Unterminated string "
+                            "starting at; cut off while written?): the 30 complete row(s) before it are read"]
+    path.write_text(text + "\n" + json.dumps(rows[:3]))
+    (run,) = discover_runs(path)
+    assert len(run.steps) == 50 and "text after the JSON array" in run.warnings[0]
+    path.write_text('[{"loss": 2.1, "step": }, ' + text[1:])
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1 and result.output == (
+        f"Error: {path}: a JSON array of rows damaged at line 1, column 24 (Expecting value), before its first "
+        "complete row: mend the file there\n")
+
+
 def test_what_a_json_array_cannot_be(tmp_path, monkeypatch):
     numbers = tmp_path / "values.json"
     numbers.write_text(json.dumps([1.0, 2.0, 3.0]))

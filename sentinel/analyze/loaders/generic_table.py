@@ -314,14 +314,55 @@ def _read_json_array(path: Path, warnings: list[str], nan_rows: dict[str, list[i
         raise ValueError(f"{path}: a JSON array of {size >> 20} MiB: more than is read whole; write the rows as "
                          "JSON lines (one object per line), which are streamed")
     with open(path, encoding=text_encoding(path), errors="replace") as f:
-        try:
-            items = json.load(f)
-        except (ValueError, RecursionError) as exc:
-            raise ValueError(f"{path}: not a JSON array of rows ({exc})") from None
+        text = f.read()
+    try:
+        items = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"{path}: JSON nested too deeply to be a table of rows") from None
+    except ValueError as exc:
+        items, closed = _items_before(text)
+        where = f"line {exc.lineno}, column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else "its start"
+        why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        if not items:
+            raise ValueError(f"{path}: a JSON array of rows damaged at {where} ({why}), before its first "
+                             "complete row: mend the file there") from None
+        warnings.append(f"{path.name}: text after the JSON array, at {where} (a second one appended?): the "
+                        f"array's {len(items)} row(s) are read, not what follows" if closed else
+                        f"{path.name}: the JSON array is damaged at {where} ({why}; cut off while written?): "
+                        f"the {len(items)} complete row(s) before it are read")
     if not isinstance(items, list):
         raise ValueError(f"{path}: not a JSON array of rows")
     numbered = ((i, item if isinstance(item, dict) else None) for i, item in enumerate(items, start=1))
     return _rows_table(numbered, path, warnings, nan_rows, "item(s) of the array that are not objects", "item")
+
+
+def _items_before(text: str) -> tuple[list, bool]:
+    """The items of a damaged JSON array that come whole before the damage (a file cut off while
+    written), and whether the array was closed (the damage is text after it: a second array
+    appended); no items where none comes whole."""
+    decoder = json.JSONDecoder()
+    at = _after_space(text, 0)
+    if not text.startswith("[", at):
+        return [], False
+    items: list = []
+    at += 1
+    while True:
+        at = _after_space(text, at)
+        try:
+            item, at = decoder.raw_decode(text, at)
+        except (ValueError, RecursionError):
+            return items, False
+        items.append(item)
+        at = _after_space(text, at)
+        if not text.startswith(",", at):
+            return items, text.startswith("]", at)
+        at += 1
+
+
+def _after_space(text: str, at: int) -> int:
+    while at < len(text) and text[at] in " \t\r\n":
+        at += 1
+    return at
 
 
 def _rows_table(numbered, path: Path, warnings: list[str], nan_rows: dict[str, list[int]], what: str,
