@@ -344,3 +344,25 @@ def test_a_trainers_output_folder_is_one_run(tmp_path):
     assert any(w.startswith(f"also logged as {tmp_path / 'out'}") and others[run.source] in w for w in run.warnings)
     earlier = sorted(Path(s.path).name for s in found.skipped if s.reason == discover.EARLIER_CHECKPOINT)
     assert earlier == ["checkpoint-20", "checkpoint-40"]
+
+
+def test_a_trainer_state_cut_off_while_saved_keeps_its_history(tmp_path):
+    """A checkpoint written while the disk filled up: its trainer_state.json ends mid-entry. The
+    entries before the cut are read, with a warning; a state with none whole is an
+    error naming the file (one cut before its first entry ends)."""
+    args = TrainingArguments(str(tmp_path / "out"), max_steps=40, per_device_train_batch_size=BATCH, logging_steps=5,
+                             save_steps=40, report_to=[], use_cpu=True, disable_tqdm=True, seed=0)
+    Trainer(model=gpt2(), args=args, train_dataset=CountingData(512)).train()
+    state = tmp_path / "out" / "checkpoint-40" / "trainer_state.json"
+    text = state.read_text()
+    state.write_text(text[: text.index('"step": 30') + 4])
+    from sentinel.analyze.discover import discover_runs
+
+    (run,) = discover_runs(state)
+    assert run.steps["loss"].dropna().index.tolist() == [5, 10, 15, 20, 25]
+    assert run.warnings[0].startswith("trainer_state.json: damaged at line ") and "entries before it are read" in \
+        run.warnings[0]
+    assert run.meta["global_step"] == 40
+    state.write_text(text[: text.index('"log_history"') + 30])  # before its first entry ends
+    result = CliRunner().invoke(cli, ["analyze", str(state)])
+    assert result.exit_code == 1 and "not readable as JSON" in result.output and "Traceback" not in result.output

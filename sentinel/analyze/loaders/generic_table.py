@@ -23,6 +23,7 @@ import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData
+from sentinel.analyze.loaders.json_array import items_before_damage
 from sentinel.analyze.loaders.keys import (
     LOSS_ALIASES,
     MAX_COLUMNS,
@@ -320,7 +321,7 @@ def _read_json_array(path: Path, warnings: list[str], nan_rows: dict[str, list[i
     except RecursionError:
         raise ValueError(f"{path}: JSON nested too deeply to be a table of rows") from None
     except ValueError as exc:
-        items, closed = _items_before(text)
+        items, closed = items_before_damage(text)
         where = f"line {exc.lineno}, column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else "its start"
         why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         if not items:
@@ -334,35 +335,6 @@ def _read_json_array(path: Path, warnings: list[str], nan_rows: dict[str, list[i
         raise ValueError(f"{path}: not a JSON array of rows")
     numbered = ((i, item if isinstance(item, dict) else None) for i, item in enumerate(items, start=1))
     return _rows_table(numbered, path, warnings, nan_rows, "item(s) of the array that are not objects", "item")
-
-
-def _items_before(text: str) -> tuple[list, bool]:
-    """The items of a damaged JSON array that come whole before the damage (a file cut off while
-    written), and whether the array was closed (the damage is text after it: a second array
-    appended); no items where none comes whole."""
-    decoder = json.JSONDecoder()
-    at = _after_space(text, 0)
-    if not text.startswith("[", at):
-        return [], False
-    items: list = []
-    at += 1
-    while True:
-        at = _after_space(text, at)
-        try:
-            item, at = decoder.raw_decode(text, at)
-        except (ValueError, RecursionError):
-            return items, False
-        items.append(item)
-        at = _after_space(text, at)
-        if not text.startswith(",", at):
-            return items, text.startswith("]", at)
-        at += 1
-
-
-def _after_space(text: str, at: int) -> int:
-    while at < len(text) and text[at] in " \t\r\n":
-        at += 1
-    return at
 
 
 def _rows_table(numbered, path: Path, warnings: list[str], nan_rows: dict[str, list[int]], what: str,

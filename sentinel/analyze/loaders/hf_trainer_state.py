@@ -17,6 +17,7 @@ import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders.json_array import items_before_damage
 from sentinel.analyze.loaders.keys import canonical_key, whole_step
 from sentinel.analyze.loaders.textlog import read_head, rows_to_steps
 
@@ -60,10 +61,16 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         10
     """
     options = options or LoadOptions()
+    cut: list[str] = []
     try:
-        state = json.loads(Path(path).read_text(encoding="utf-8-sig"))
-    except (OSError, ValueError) as err:
-        raise ValueError(f"{path}: not readable as JSON ({err}); pass an intact trainer_state.json") from err
+        text = Path(path).read_text(encoding="utf-8-sig")
+        state = json.loads(text)
+    except ValueError as err:
+        state = _history_before_damage(text, err, path, cut) if isinstance(err, json.JSONDecodeError) else None
+        if state is None:
+            raise ValueError(f"{path}: not readable as JSON ({err}); pass an intact trainer_state.json") from err
+    except OSError as err:
+        raise ValueError(f"{path}: not readable ({err}); pass an intact trainer_state.json") from err
     rows: dict[int, dict[str, float]] = {}
     summary: dict = {}
     bad_steps = 0
@@ -87,9 +94,9 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
             except OverflowError:  # an integer beyond float range is as infinite as 1e400 parsed
                 number = math.copysign(math.inf, value)
             row[_name(key, options)] = number
-    warnings = [f"{Path(path).name}: {bad_steps} log_history entr{'y' if bad_steps == 1 else 'ies'} whose step is "
-                "not a whole number that fits 64 bits (null, text, 1e400) "
-                f"{'was' if bad_steps == 1 else 'were'} skipped"] if bad_steps else []
+    warnings = cut + ([f"{Path(path).name}: {bad_steps} log_history entr{'y' if bad_steps == 1 else 'ies'} whose step "
+                       "is not a whole number that fits 64 bits (null, text, 1e400) "
+                       f"{'was' if bad_steps == 1 else 'were'} skipped"] if bad_steps else [])
     if not rows:
         raise ValueError(f"{path}: log_history has no rows with a step"
                          + (f" ({warnings[0]})" if warnings else "") + "; was the run logged at all?")
@@ -101,6 +108,22 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     steps: pd.DataFrame = rows_to_steps(rows)
     return [RunData(name=name or Path(path).stem, path=str(path), source=NAME, steps=steps, meta=meta,
                     warnings=warnings)]
+
+
+def _history_before_damage(text: str, err: json.JSONDecodeError, path, notes: list[str]) -> dict | None:
+    """A damaged state's ``log_history`` as far as its entries come whole (a checkpoint written
+    while the disk filled up, a process killed mid-save), with a note; None where none does."""
+    key = re.search(r'"log_history"\s*:\s*(?=\[)', text)
+    if key is None or key.end() > err.pos:
+        return None
+    entries, _ = items_before_damage(text, key.end())
+    if not entries:
+        return None
+    # The Trainer sorts the state's keys: global_step comes before the history, logging_steps after.
+    global_step = re.search(r'"global_step"\s*:\s*(\d+)', text[: key.start()])
+    notes.append(f"{Path(path).name}: damaged at line {err.lineno}, column {err.colno} ({err.msg}; cut off while "
+                 f"written?): the {len(entries)} log_history entries before it are read")
+    return {"log_history": entries, "global_step": global_step and int(global_step.group(1))}
 
 
 def _name(key: str, options: LoadOptions) -> str:
