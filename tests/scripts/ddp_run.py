@@ -4,6 +4,7 @@ Usage: python ddp_run.py OUT_DIR {poison|nan}
 Each rank saves its final weights to OUT_DIR/weights_rank<r>.pt.
 """
 
+import os
 import sys
 
 import lightning as L
@@ -66,6 +67,12 @@ def main(out: str, fault: str) -> None:
                                                     snapshot_every=10)])
     trainer.fit(module)
     torch.save(module.state_dict(), f"{out}/weights_rank{trainer.global_rank}.pt")
+    trainer.strategy.barrier()  # both ranks' results on disk before either leaves
+    # Leave without the gloo group's C++ teardown: at interpreter exit it aborted now and then under
+    # load ("terminate called without an active exception", SIGABRT) after the work was done.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

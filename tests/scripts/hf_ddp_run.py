@@ -4,6 +4,7 @@ Usage: python -m torch.distributed.run --nproc_per_node 2 hf_ddp_run.py OUT_DIR
 Each rank saves its final weights to OUT_DIR/weights_rank<r>.pt.
 """
 
+import os
 import sys
 
 import torch
@@ -53,6 +54,11 @@ def main(out: str) -> None:
     trainer.train()
     torch.save({k: v.detach().clone() for k, v in trainer.model.state_dict().items()},
                f"{out}/weights_rank{args.process_index}.pt")
+    torch.distributed.barrier()  # both ranks' results on disk before either leaves
+    # As in ddp_run.py: no gloo teardown at interpreter exit, which aborted now and then under load.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
