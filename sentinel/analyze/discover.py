@@ -36,6 +36,7 @@ RUN_PART = "read with its run's first metric file"
 PARQUET_DATA = "a .parquet file with no step and loss columns (data, not a run)"
 ARCHIVE = "an archive of several files"
 EARLIER_CHECKPOINT = "an earlier checkpoint of a run read once"
+_SQLITE_SUFFIXES = (".db", ".sqlite")  # binary, but an MLflow store among them is read
 
 _EXTENSIONS = {
     **dict.fromkeys((".py", ".pyc", ".pyo", ".pyd", ".pyi", ".pyx", ".pxd", ".so", ".dylib", ".dll",
@@ -342,6 +343,10 @@ def _reason_by_name(file: Path) -> str | None:
     if is_compressed(file):  # train.log.gz: read as the file it holds
         return None
     reason = _EXTENSIONS.get(file.suffix.lower())
+    if reason == BINARY and file.suffix.lower() in _SQLITE_SUFFIXES:
+        from sentinel.analyze.loaders import mlflow_sqlite  # the loaders' own imports: lazily
+
+        return None if mlflow_sqlite.sniff(file) else reason  # MLflow's store, its default since 3.7
     if reason is not None or file.suffix:
         return reason
     try:  # an extension-less script: its first line says so

@@ -94,6 +94,7 @@ LOADER_MODULES: tuple[str, ...] = (
     "generic_table",  # any CSV / TSV / JSONL with a step and a loss column
     "parquet_table",  # a Parquet table with a step and a loss column (a history DataFrame's to_parquet)
     "mlflow_store",  # an MLflow file store run (mlruns/<exp>/<run>/metrics/<key>)
+    "mlflow_sqlite",  # an MLflow SQLite store (mlflow.db, MLflow 3.7+'s default): every run in it
     "pipe_table",  # a table pasted with '|' between cells (a notebook's Step | Training Loss)
     "sb3_console",  # Stable-Baselines3's console blocks (| train/ |, |    loss | X |)
     "wandb_binary",  # a W&B run's binary run-<id>.wandb (offline or online), read without wandb

@@ -1,0 +1,78 @@
+"""MLflow's SQLite store (mlflow.db, its default since MLflow 3.7), read without mlflow.
+
+The fixture was written by mlflow 3 itself (``fixtures/logs/mlflow_sqlite/make_mlflow_db.py``):
+run "spiky" of experiment "tiny-gpt" logs ``train/loss`` with a spike at step 60 and a NaN at
+step 90 (its grad norm inf there); run "eval-only" logs an accuracy alone.
+"""
+
+from __future__ import annotations
+
+import gzip
+import math
+import shutil
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from sentinel.analyze.analyzer import analyze_run
+from sentinel.analyze.discover import discover, discover_runs
+from sentinel.analyze.loaders import mlflow_sqlite
+from sentinel.cli.main import main
+
+FIXTURE = Path(__file__).parent / "fixtures" / "logs" / "mlflow_sqlite" / "mlflow.db.gz"
+
+
+@pytest.fixture
+def store(tmp_path) -> Path:
+    path = tmp_path / "mlflow.db"
+    with gzip.open(FIXTURE) as src, open(path, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return path
+
+
+def test_each_run_of_the_store_is_read_with_what_it_logged(store):
+    assert mlflow_sqlite.sniff(store)
+    spiky, evaluation = discover_runs(store)
+    assert (spiky.name, spiky.source, evaluation.name) == ("tiny-gpt/spiky", "mlflow_sqlite", "tiny-gpt/eval-only")
+    loss = spiky.steps["loss"]
+    assert loss.index.tolist() == list(range(100)) and loss[60] == 9.0
+    assert math.isnan(loss[90]) and loss[89] == pytest.approx(3.0 * math.exp(-89 / 40) + 1.0)
+    assert spiky.steps.loc[90, "grad_norm/total"] == math.inf  # stored as the largest float
+    assert spiky.steps["val/loss"].dropna().index.tolist() == [0, 25, 50, 75]
+    kinds = [(i.kind, i.step) for i in analyze_run(spiky).incidents]
+    assert ("outlier_batch", 60) in kinds and ("nonfinite", 90) in kinds
+    # A run with no loss is reported as such, not dropped.
+    assert "loss" not in evaluation.steps.columns and evaluation.steps["accuracy"].count() == 5
+    assert evaluation.warnings == [f"{store} run tiny-gpt/eval-only: no loss metric among: accuracy; "
+                                   "name it with --loss-col"]
+
+
+def test_a_store_is_read_in_a_directory_walk_and_others_are_binary(store):
+    folder = store.parent
+    with closing(sqlite3.connect(folder / "cache.db")) as other:  # some other SQLite file
+        other.execute("CREATE TABLE t (x)")
+    (folder / "broken.db").write_bytes(b"SQLite format 3\x00" + b"\x01" * 200)
+    found = discover(folder)
+    assert [run.name for run in found.runs] == ["tiny-gpt/spiky", "tiny-gpt/eval-only"]
+    assert sorted((Path(s.path).name, s.reason) for s in found.skipped) == [("broken.db", "binary data"),
+                                                                            ("cache.db", "binary data")]
+
+
+def test_deleted_runs_are_left_out_and_the_store_is_never_written(store):
+    with closing(sqlite3.connect(store)) as db:
+        db.execute("UPDATE runs SET lifecycle_stage = 'deleted' WHERE name = 'eval-only'")
+        db.commit()
+    before = store.read_bytes()
+    (run,) = discover_runs(store)
+    assert run.name == "tiny-gpt/spiky" and run.warnings == ["mlflow.db: 1 deleted run(s) left out"]
+    assert store.read_bytes() == before
+    with closing(sqlite3.connect(store)) as db:
+        db.execute("UPDATE runs SET lifecycle_stage = 'deleted'")
+        db.commit()
+    result = CliRunner().invoke(main, ["analyze", str(store)])
+    assert result.exit_code == 1
+    assert result.output == (f"Error: {store}: no run of this MLflow store logged a metric (2 deleted run(s) "
+                             "left out)\n")
