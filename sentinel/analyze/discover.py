@@ -37,6 +37,7 @@ PARQUET_DATA = "a .parquet file with no step and loss columns (data, not a run)"
 ARCHIVE = "an archive of several files"
 EARLIER_CHECKPOINT = "an earlier checkpoint of a run read once"
 _SQLITE_SUFFIXES = (".db", ".sqlite")  # binary, but an MLflow store among them is read
+_NUMPY_SUFFIXES = (".npy", ".npz")
 
 _EXTENSIONS = {
     **dict.fromkeys((".py", ".pyc", ".pyo", ".pyd", ".pyi", ".pyx", ".pxd", ".so", ".dylib", ".dll",
@@ -198,6 +199,8 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
         if not path.is_file():
             raise NoRunsError(f"'{path}' is not a regular file or a directory (a device, FIFO or socket): "
                               "pass a log file or a directory of runs")
+        if path.suffix.lower() in _NUMPY_SUFFIXES:  # np.save's losses: binary, but read named on its own
+            return Discovery(_with_loss(_numpy_saved(path, options), options))
         reason = _reason_by_name(path)
         if reason == ARCHIVE:
             raise NoRunsError(f"'{path}' is {reason}: unpack it ({archive_command(path)}) and pass the folder")
@@ -579,6 +582,17 @@ def _bare_numbers(file: Path, options: LoadOptions) -> list[RunData] | None:
     if bare_numbers.printed_list(file) is not None:  # print(losses), repr(np.array(losses))
         return bare_numbers.load_printed_list(file)
     return None
+
+
+def _numpy_saved(file: Path, options: LoadOptions) -> list[RunData]:
+    """A loss history saved with NumPy (:mod:`~sentinel.analyze.loaders.numpy_saved`), named on its
+    own; in a directory walk such a file is data."""
+    from sentinel.analyze.loaders import numpy_saved
+
+    try:
+        return numpy_saved.load(file, options)
+    except ValueError as err:
+        raise NoRunsError(str(err)) from None
 
 
 def _rows_in_order(file: Path, options: LoadOptions) -> list[RunData] | None:
