@@ -334,6 +334,25 @@ def test_keras_fit_stuck_at_chance_is_one_epoch_per_bar(tmp_path):
     assert report.verdict == "unhealthy" and "ln(10)" in report.incidents[0].message
 
 
+@pytest.mark.parametrize("bar", ["━━━━━━━━━━━━━━━━━━━━ 2s 2ms/step", "[==============================] - 2s 2ms/step"])
+def test_keras_fit_bars_redrawn_with_a_nan_epoch_keep_their_epochs(tmp_path, bar):
+    """Keras 3 (and tf.keras) redraws its bar with "\\r" and draws the last count again at the
+    epoch's end with the validation values. An epoch whose loss is NaN drew NaN twice at 1000/1000:
+    that was taken for the next epoch's bar, and every later epoch moved on by one."""
+    lines = []
+    for e in range(1, 21):
+        loss = "nan" if e in (14, 15) else f"{0.8 * np.exp(-e / 5) + 0.1:.4f}"
+        draws = [f"{b:4d}/1000 {bar} - accuracy: 0.9000 - loss: {loss}" for b in (1, 500, 1000)]
+        draws.append(f"1000/1000 {bar} - accuracy: 0.9000 - loss: {loss} - val_accuracy: 0.8800 - "
+                     f"val_loss: {0.5 * np.exp(-e / 5) + 0.2:.4f}")
+        lines += [f"Epoch {e}/20", "\r".join(draws)]
+    (run,) = discover_runs(_write(tmp_path / "keras.txt", lines))
+    assert run.steps.index.tolist() == [(e - 1) * 1000 + b for e in range(1, 21) for b in (1, 500, 1000)]
+    assert run.steps.loc[20000, "loss"] == pytest.approx(0.8 * np.exp(-4) + 0.1, abs=1e-4)
+    nan = run.steps["loss"].isna()
+    assert run.steps.index[nan].tolist() == [13001, 13500, 14000, 14001, 14500, 15000]
+
+
 def test_paddledetection_quoted_losses_and_a_wobble_is_no_rise(tmp_path):
     """PaddleDetection prints a dict's repr, loss keys and values quoted; an excerpt whose first
     row is low and whose others hover 1.25-1.38 has not "risen" on one row of evidence."""

@@ -1054,6 +1054,7 @@ def _epochs_from_wraps(iters: np.ndarray, total: np.ndarray, pos: np.ndarray, me
     epoch: ``9595/9595 [====] - 1s - loss: 0.62``); with the same finite loss it is the same bar
     redrawn, unless an ``Epoch k/K`` line stands between the two (``headers_between``, by record
     in text order): a loss stuck at ln 10 for epochs prints the same loss in each epoch's bar.
+    NaN after NaN is another epoch's where there are no headers, the same bar where there are.
     ``to_start``: a step key's count (``total`` its largest value) wraps only where it starts
     again from its first logging interval, after its last one (``iter: 300``, ``iter: 0``).
 
@@ -1080,7 +1081,10 @@ def _epochs_from_wraps(iters: np.ndarray, total: np.ndarray, pos: np.ndarray, me
         # last count too: there a new loss is the same step's, not the next epoch's finished bar.
         redrawn = bool(((cur_i == prev_i) & (prev_i < prev_t) & changed & ok[1:] & ok[:-1]).any())
         if headers_between is not None:
-            changed |= headers_between
+            # With the epochs' headers in the log, they say where an epoch starts: a NaN drawn again
+            # at the last count with no header between is the same bar (its epoch-end draw with the
+            # validation values), not the next epoch's.
+            changed = (changed & ~(np.isnan(lo[1:]) & np.isnan(lo[:-1]))) | headers_between
         if not redrawn:
             wraps |= (cur_i == prev_i) & (prev_i >= prev_t) & changed & ok[1:] & ok[:-1]
     if not wraps.any():
