@@ -334,18 +334,20 @@ def test_keras_fit_stuck_at_chance_is_one_epoch_per_bar(tmp_path):
     assert report.verdict == "unhealthy" and "ln(10)" in report.incidents[0].message
 
 
+@pytest.mark.parametrize("headers", [True, False])
 @pytest.mark.parametrize("bar", ["━━━━━━━━━━━━━━━━━━━━ 2s 2ms/step", "[==============================] - 2s 2ms/step"])
-def test_keras_fit_bars_redrawn_with_a_nan_epoch_keep_their_epochs(tmp_path, bar):
+def test_keras_fit_bars_redrawn_with_a_nan_epoch_keep_their_epochs(tmp_path, bar, headers):
     """Keras 3 (and tf.keras) redraws its bar with "\\r" and draws the last count again at the
     epoch's end with the validation values. An epoch whose loss is NaN drew NaN twice at 1000/1000:
-    that was taken for the next epoch's bar, and every later epoch moved on by one."""
+    that was taken for the next epoch's bar, and every later epoch moved on by one. Without its
+    "Epoch k/K" lines (cut from a paste) the bar's fall back to its first count says so."""
     lines = []
     for e in range(1, 21):
         loss = "nan" if e in (14, 15) else f"{0.8 * np.exp(-e / 5) + 0.1:.4f}"
         draws = [f"{b:4d}/1000 {bar} - accuracy: 0.9000 - loss: {loss}" for b in (1, 500, 1000)]
         draws.append(f"1000/1000 {bar} - accuracy: 0.9000 - loss: {loss} - val_accuracy: 0.8800 - "
                      f"val_loss: {0.5 * np.exp(-e / 5) + 0.2:.4f}")
-        lines += [f"Epoch {e}/20", "\r".join(draws)]
+        lines += ([f"Epoch {e}/20"] if headers else []) + ["\r".join(draws)]
     (run,) = discover_runs(_write(tmp_path / "keras.txt", lines))
     assert run.steps.index.tolist() == [(e - 1) * 1000 + b for e in range(1, 21) for b in (1, 500, 1000)]
     assert run.steps.loc[20000, "loss"] == pytest.approx(0.8 * np.exp(-4) + 0.1, abs=1e-4)
@@ -468,6 +470,45 @@ def test_a_real_lightning_tqdm_bar_its_steps_and_its_validation_loss(tmp_path):
     val = run.steps["val_loss"].dropna()
     assert set(val.index) <= set(range(8, 241, 8)) and len(val) >= 20 and val.iloc[-1] > 2 * val.iloc[0]
     assert [i.kind for i in analyze_run(run).incidents] == ["overfitting"]
+
+
+def test_a_real_lightning_tqdm_bar_whose_loss_went_nan(tmp_path):
+    """A real Trainer's bar whose loss went NaN: it draws each epoch's last count again with the
+    new values, NaN then NaN (unequal as numbers); the epochs after the NaN keep their steps."""
+    import contextlib
+    import io
+    import warnings
+
+    import lightning as L
+    import torch
+    from lightning.pytorch.callbacks import TQDMProgressBar
+
+    class Model(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.net = torch.nn.Linear(8, 1)
+
+        def training_step(self, batch, batch_idx):
+            loss = torch.nn.functional.mse_loss(self.net(batch[0]), batch[1])
+            if self.global_step >= 20:
+                loss = loss * float("nan")
+            self.log("train_loss", loss, prog_bar=True)
+            return loss
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), 1e-2)
+
+    torch.manual_seed(0)
+    train = torch.utils.data.TensorDataset(torch.randn(64, 8), torch.randn(64, 1))
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        L.Trainer(max_epochs=5, callbacks=[TQDMProgressBar()], logger=False, enable_checkpointing=False,
+                  enable_model_summary=False, accelerator="cpu").fit(Model(), torch.utils.data.DataLoader(train, batch_size=8))
+    (tmp_path / "bar.log").write_text(printed.getvalue())
+    (run,) = discover_runs(tmp_path / "bar.log")
+    assert run.steps.index.tolist() == list(range(1, 41))
+    assert run.steps.index[run.steps["loss"].isna()].tolist() == list(range(21, 41))
 
 
 def test_evaluation_lines_are_not_training_steps_in_a_generic_log(tmp_path):

@@ -1054,7 +1054,7 @@ def _epochs_from_wraps(iters: np.ndarray, total: np.ndarray, pos: np.ndarray, me
     epoch: ``9595/9595 [====] - 1s - loss: 0.62``); with the same finite loss it is the same bar
     redrawn, unless an ``Epoch k/K`` line stands between the two (``headers_between``, by record
     in text order): a loss stuck at ln 10 for epochs prints the same loss in each epoch's bar.
-    NaN after NaN is another epoch's where there are no headers, the same bar where there are.
+    NaN after NaN is another epoch's only in a paste of finished bars alone with no headers.
     ``to_start``: a step key's count (``total`` its largest value) wraps only where it starts
     again from its first logging interval, after its last one (``iter: 300``, ``iter: 0``).
 
@@ -1080,11 +1080,14 @@ def _epochs_from_wraps(iters: np.ndarray, total: np.ndarray, pos: np.ndarray, me
         # Lightning: "2/8 [..., train_loss=0.735]", "2/8 [..., train_loss=0.744]"), does so at its
         # last count too: there a new loss is the same step's, not the next epoch's finished bar.
         redrawn = bool(((cur_i == prev_i) & (prev_i < prev_t) & changed & ok[1:] & ok[:-1]).any())
+        # NaN drawn again at the last count is the same bar (its epoch-end draw with the validation
+        # values) where the epochs' headers say where an epoch starts, or where the bar was drawn at
+        # lower counts too (a new epoch falls back to them); only a paste of finished bars alone,
+        # one per epoch with nothing between, tells its epochs by the loss.
+        if headers_between is not None or not bool((i[ok] >= t[ok]).all()):
+            changed &= ~(np.isnan(lo[1:]) & np.isnan(lo[:-1]))
         if headers_between is not None:
-            # With the epochs' headers in the log, they say where an epoch starts: a NaN drawn again
-            # at the last count with no header between is the same bar (its epoch-end draw with the
-            # validation values), not the next epoch's.
-            changed = (changed & ~(np.isnan(lo[1:]) & np.isnan(lo[:-1]))) | headers_between
+            changed |= headers_between
         if not redrawn:
             wraps |= (cur_i == prev_i) & (prev_i >= prev_t) & changed & ok[1:] & ok[:-1]
     if not wraps.any():
