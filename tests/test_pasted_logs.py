@@ -524,19 +524,24 @@ def test_evaluation_lines_are_not_training_steps_in_a_generic_log(tmp_path):
     assert run.steps["val_loss"].dropna().to_dict() == {300: 9.1}  # "Step 300 | Eval loss: 9.1"
 
 
-def test_llamafactory_prints_each_step_twice(tmp_path):
+@pytest.mark.parametrize("nan_from", [None, 6])
+def test_llamafactory_prints_each_step_twice(tmp_path, nan_from):
     """LLaMA-Factory's LogCallback prints the step's dict (4 decimals) beside the Trainer's own:
-    one step, not two; two real steps of one epoch value are still two."""
+    one step, not two, a NaN loss printed twice too; two real steps of one epoch value are still
+    two."""
     lines = []
     for i in range(1, 10):
         lr = 0.05 * (1 - i / 977)  # a schedule's value: many digits, as the Trainer prints it
-        lines.append(f"03/12/2024 11:24:33 - INFO - llmtuner.extras.callbacks - {{'loss': {2 - i / 100:.4f}, "
+        loss = float("nan") if nan_from and i >= nan_from else 2 - i / 100
+        lines.append(f"03/12/2024 11:24:33 - INFO - llmtuner.extras.callbacks - {{'loss': {loss:.4f}, "
                      f"'learning_rate': {lr:.4e}, 'epoch': {i / 100:.2f}}}")
-        lines.append(f"{{'loss': {2 - i / 100}, 'grad_norm': {1 + i / 10}, 'learning_rate': {lr!r}, 'epoch': {i / 100:.2f}}}")
+        lines.append(f"{{'loss': {loss}, 'grad_norm': {1 + i / 10}, 'learning_rate': {lr!r}, 'epoch': {i / 100:.2f}}}")
     lines.append(f"{{'loss': 1.9, 'grad_norm': 2.0, 'learning_rate': {0.05 * 0.99!r}, 'epoch': 0.09}}")  # a real next step
     (run,) = discover_runs(_write(tmp_path / "lf.log", lines))
     assert run.steps.index.tolist() == list(range(1, 11))
     assert run.steps["grad_norm/total"].tolist()[:2] == [1.1, 1.2]
+    if nan_from:
+        assert run.steps.index[run.steps["loss"].isna()].tolist() == list(range(nan_from, 10))
 
 
 def test_full_width_punctuation_is_read_as_ascii(tmp_path):

@@ -892,7 +892,7 @@ def _printed_twice(table: dict[str, np.ndarray], counts: np.ndarray) -> np.ndarr
     0.04999871292419044, 'epoch': 0.01}"). The same epoch, the same loss to the coarser print's
     digits, and a learning rate that agrees to 5 digits without being the same float (two real
     steps of a constant learning rate print it identically; two prints of one step round it
-    differently).
+    differently). A NaN loss printed twice is the same loss.
 
     Example:
         >>> t = {"epoch": np.array([0.01, 0.01, 0.02]), "loss": np.array([0.0, 0.0, 0.0]),
@@ -910,7 +910,8 @@ def _printed_twice(table: dict[str, np.ndarray], counts: np.ndarray) -> np.ndarr
     prev, cur = rows[:-1], rows[1:]
     with np.errstate(invalid="ignore"):
         same = (epoch[cur] == epoch[prev]) \
-            & (np.abs(loss[cur] - loss[prev]) <= 5e-5 + 1e-4 * np.abs(loss[prev])) \
+            & ((np.abs(loss[cur] - loss[prev]) <= 5e-5 + 1e-4 * np.abs(loss[prev]))
+               | (np.isnan(loss[cur]) & np.isnan(loss[prev]))) \
             & (np.abs(lr[cur] - lr[prev]) <= 2e-5 * np.abs(lr[prev])) & (lr[cur] != lr[prev])
     again[cur[same]] = True
     return again
