@@ -31,6 +31,12 @@ class RankSyntax:
         prefix: the prefix from a line's start, ``{rank}`` where the rank's digits are.
         every_rank: the ranks are numbered 0..n-1 and each prints several lines (a prefix that is
             only a number could be a step's).
+
+    Example:
+        >>> mpirun = next(s for s in SYNTAXES if s.name == "mpirun")
+        >>> text = "[1,0]<stdout>:loss 2.0\\n[1,1]<stdout>:loss 3.0\\n"
+        >>> mpirun.ranks(text), mpirun.others_blanked(text, keep=0).splitlines()
+        ([0, 1], ['[1,0]<stdout>:loss 2.0', ''])
     """
 
     name: str
