@@ -247,7 +247,7 @@ def test_a_run_logged_to_csv_and_tensorboard_is_one_run(tmp_path):
     _lightning_run(tmp_path / "both", tensorboard=True)
     (run,) = discover_runs(tmp_path / "both")
     assert len(run.steps["loss"].dropna()) == 16
-    assert any(w.startswith("also logged as") and "one training written by two loggers" in w for w in run.warnings)
+    assert any(w.startswith("also logged as") and "one training read twice" in w for w in run.warnings)
     _lightning_run(tmp_path / "again" / "a")
     _lightning_run(tmp_path / "again" / "b")
     assert len(discover_runs(tmp_path / "again")) == 2

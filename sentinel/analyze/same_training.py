@@ -60,7 +60,7 @@ def one_per_training(runs: list[RunData]) -> list[RunData]:
                     dropped.add(k)
                     runs[kept].warnings.append(
                         f"also logged as {runs[k].path} ({runs[k].source}): the same loss at every step, "
-                        "one training written by two loggers, reported once")
+                        "one training read twice (two loggers, or a log and a table made from it), reported once")
     return [run for k, run in enumerate(runs) if k not in dropped]
 
 
