@@ -1335,6 +1335,10 @@ def test_more_tools_progress_lines(tmp_path, name, line, first_step, every):
     (incident,) = run["incidents"]
     assert (incident["kind"], incident["severity"], incident["step"], incident["end_step"]) == \
         ("nonfinite", "critical", 45 * every + first_step - every, 60 * every + first_step - every)
+    # kohya's avr_loss is an average over recent steps: said so, as for an inferred avg_loss.
+    averaged = [w for w in run["warnings"] if "a one-step spike shows smaller" in w]
+    assert averaged == (["loss read from 'avr_loss' (no key of the lines is named loss): an average over steps, in "
+                         "which a one-step spike shows smaller"] if name == "kohya" else [])
 
 
 @pytest.mark.parametrize("logged", ["train_loss", "train_loss_step", None])

@@ -134,7 +134,8 @@ _SETTING_WORDS = frozenset({"scale", "scaler", "scaling", "weight", "weights", "
 _POSITION_WORDS = frozenset({"iteration", "iterations", "iter", "iters", "idx", "index", "num", "count",
                              "time", "timestamp", "ms", "sec", "secs", "seconds"})
 # A loss aggregated over an epoch or smoothed: the loss, but a step-level one is better.
-_AGGREGATE_WORDS = frozenset({"epoch", "avg", "average", "mean", "ema", "smooth", "smoothed", "running"})
+# "avr": kohya's sd-scripts ("avr_loss", its loss averaged over recent steps).
+_AGGREGATE_WORDS = frozenset({"epoch", "avg", "avr", "average", "mean", "ema", "smooth", "smoothed", "running"})
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _WORD_SPLIT = re.compile(r"[^a-z0-9]+")
 

@@ -24,8 +24,9 @@ from sentinel.analyze.loaders.dialects import (AMP_ONLY, CYCLEGAN, DIALECTS, EPO
                                                FALLBACKS, GENERIC, HF_TRAINER, LOSS_LINES, reads_bar_running_mean)
 from sentinel.analyze.loaders.dialect_types import Dialect
 from sentinel.analyze.loaders.crash_tail import TRACEBACK, final_error
+from sentinel.analyze.loaders.keys import is_aggregate
 from sentinel.analyze.loaders.log_lines import Lines
-from sentinel.analyze.loaders.loss_key import LossKey, find_loss_key, loss_keys, named_key
+from sentinel.analyze.loaders.loss_key import LossKey, find_loss_key, loss_key_note, loss_keys, named_key
 from sentinel.analyze.loaders.progress_bar import bar_steps
 from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
 from sentinel.analyze.loaders.textscan import clean_text, count_records, plain_numbers, scan, split_evaluation_lines
@@ -187,12 +188,14 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
         raise ValueError(f"{path}: no known training-log lines found: pass a log with a step and a loss "
                          "on each line (`sentinel formats` lists the kinds read)")
     lines = Lines(text)  # its skeletons answer the whole text's substring searches, and its reading
+    note = key.note() if key is not None else _averaged_loss_note(text, lines)
     parts = fresh_starts(text, lines)
     if len(parts) == 1:
         runs = [_read(text, dialect, options, path, run_name(path), lines)]
-        if key is not None and key.note():
-            runs[0].warnings.insert(0, key.note())
+        if note:
+            runs[0].warnings.insert(0, note)
         return runs
+    key_note = note
     runs, empty = [], []
     for k, part in enumerate(parts, 1):
         try:
@@ -207,9 +210,19 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
         note += f" ({', '.join(f'#{k}' for k in empty)} logged no step)"
     for run in runs:
         run.warnings.insert(0, note)
-        if key is not None and key.note():
-            run.warnings.insert(0, key.note())
+        if key_note:
+            run.warnings.insert(0, key_note)
     return runs
+
+
+def _averaged_loss_note(text: str, lines: Lines) -> str | None:
+    """The warning for a log whose one loss key, read by a dialect, is an average (kohya's
+    sd-scripts bar: ``avr_loss=0.0875``): a one-step spike shows smaller there. Asked of the
+    distinct lines first: most logs stop at the substring search."""
+    if not lines.holds_any(("avr_loss", "avr loss", "avr/loss")):
+        return None
+    keys = loss_keys(text)
+    return loss_key_note(keys[0]) if len(keys) == 1 and is_aggregate(keys[0]) else None
 
 
 # Lines a training framework prints when a training starts from its first step. A log holding
