@@ -366,3 +366,31 @@ def test_a_trainer_state_cut_off_while_saved_keeps_its_history(tmp_path):
     state.write_text(text[: text.index('"log_history"') + 30])  # before its first entry ends
     result = CliRunner().invoke(cli, ["analyze", str(state)])
     assert result.exit_code == 1 and "not readable as JSON" in result.output and "Traceback" not in result.output
+
+
+def test_a_trainers_stdout_without_its_bars_gets_its_steps_from_the_summary(tmp_path):
+    """`python train.py > log.txt` keeps the dicts (stdout) and loses the bars and the banner
+    (stderr): the dicts carry no step. A finished run's summary gives its steps (runtime x steps per
+    second), and with the dicts' epoch the logging interval; a run cut before it stays numbered."""
+    import contextlib
+    import io
+
+    from sentinel.analyze.discover import discover_runs
+
+    args = TrainingArguments(str(tmp_path / "out"), max_steps=60, per_device_train_batch_size=BATCH, logging_steps=5,
+                             eval_strategy="steps", eval_steps=20, report_to=[], save_strategy="no", use_cpu=True,
+                             disable_tqdm=True, seed=0)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        Trainer(model=gpt2(), args=args, train_dataset=CountingData(512), eval_dataset=CountingData(64)).train()
+    log = tmp_path / "log.txt"
+    log.write_text(printed.getvalue())
+    (run,) = discover_runs(log)
+    assert run.steps["loss"].dropna().index.tolist() == list(range(5, 61, 5))
+    assert run.steps["eval_loss"].dropna().index.tolist() == [20, 40, 60]
+    assert run.warnings[0].startswith("HF Trainer log dicts carry no step: logged every 5 steps")
+    cut = tmp_path / "cut.txt"  # a run that died before its summary
+    cut.write_text(printed.getvalue()[: printed.getvalue().index("'train_runtime'")])
+    (run,) = discover_runs(cut)
+    assert run.steps["loss"].dropna().index.tolist() == list(range(1, 13))
+    assert any(w.startswith("HF Trainer log dicts carry no step: numbered 1, 2, 3") for w in run.warnings)

@@ -358,13 +358,28 @@ def _hf_steps(text: str, found) -> None:
         found.meta["step_source"] = "progress bar"
         return
     epochs, total = _HF_EPOCHS.search(text), _HF_TOTAL.search(text)
-    interval = None
-    if epochs and total and "epoch" in steps.columns and len(steps.index) >= 1:
-        per_epoch = int(total.group(1).replace(",", "")) / int(epochs.group(1).replace(",", ""))
+    interval, told = None, None
+    per_epoch = (int(total.group(1).replace(",", "")) / int(epochs.group(1).replace(",", ""))
+                 if epochs and total else None)
+    summary = None if per_epoch else _summary_steps(text)
+    if summary is not None:  # no banner (stdout kept, stderr not): the final summary's steps
+        per_epoch = summary[0] / summary[1]
+    if per_epoch and "epoch" in steps.columns and len(steps.index) >= 1:
         first = steps["epoch"].dropna()
         if len(first):
             interval = int(round(first.iloc[-1] / int(first.index[-1]) * per_epoch))
+    if interval and summary is not None:
+        logged = int(steps[metrics.LOSS].notna().sum()) if metrics.LOSS in steps.columns else len(steps.index)
+        # The Trainer logs at every interval-th step up to the last (once more with logging_first_step).
+        if not logged - 1 <= summary[0] / interval <= logged + 1:
+            interval = None
+        else:
+            told = (f"HF Trainer log dicts carry no step: logged every {interval} steps, as the final summary's "
+                    f"train_runtime x train_steps_per_second ({summary[0]:.0f} steps over {summary[1]:g} epochs) "
+                    "and the dicts' epoch say")
     if interval and interval >= 1:
+        if told:
+            found.warnings.append(told)
         steps.index = steps.index * interval
         steps.index.name = metrics.STEP
         found.meta["logging_steps"] = interval
@@ -377,6 +392,31 @@ def _hf_steps(text: str, found) -> None:
         found.meta["logging_steps"] = None
         found.warnings.append("HF Trainer log dicts carry no step: numbered 1, 2, 3, ... in order "
                               "(multiply by logging_steps, or read trainer_state.json)")
+
+
+# The Trainer's final summary dict: {'train_runtime': 0.5529, ..., 'train_steps_per_second': 108.5,
+# 'train_loss': 3.905, 'epoch': 1.875} (transformers 5 prints each value quoted).
+_SUMMARY_VALUE = r"'{key}':\s*'?([0-9.eE+-]+)'?"
+
+
+def _summary_steps(text: str) -> tuple[float, float] | None:
+    """The optimizer steps of the run (train_runtime x train_steps_per_second) and its epochs, from
+    the Trainer's final summary dict; None without one."""
+    at = text.rfind("'train_runtime'")
+    if at < 0:
+        return None
+    start, end = text.rfind("{", 0, at), text.find("}", at)
+    if start < 0 or end < 0:
+        return None
+    summary = text[start:end]
+    values = [re.search(_SUMMARY_VALUE.format(key=key), summary)
+              for key in ("train_runtime", "train_steps_per_second", "epoch")]
+    try:
+        runtime, per_second, epochs = (float(v.group(1)) for v in values)  # type: ignore[union-attr]
+    except (AttributeError, ValueError):
+        return None
+    steps = runtime * per_second
+    return (steps, epochs) if steps >= 1 and epochs > 0 else None
 
 
 def _is_series(text: str, dialect: Dialect, needed: int | None = None) -> bool:
