@@ -1,11 +1,11 @@
-"""One training logged by two loggers in one folder is one run.
+"""One training read twice in one walk is one run.
 
 A Hugging Face Trainer's output folder holds its ``trainer_state.json`` and its TensorBoard
-events; a Lightning run may log to TensorBoard and to CSV. Read apart, each gave a run of its
-own: the same curve, the same incidents, reported twice. Runs read from two formats whose loss
-is the same at every step are one training; the one read with the most series is kept, and a
-warning names the other. Two runs of one format with the same loss are two runs (a seeded run
-repeated, a test's runs).
+events; a Lightning run may log to TensorBoard and to CSV; a log may sit beside a table made from
+it. Read apart, each gave a run of its own: the same curve, the same incidents, reported twice.
+Runs read from two formats whose loss is the same at every step are one training read twice; the
+one read with the most series is kept, and a warning names the other. Two runs of one format with
+the same loss are two runs (a seeded run repeated, a test's runs).
 
 Example:
     >>> import pandas as pd
@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.loaders import RunData
@@ -33,8 +34,8 @@ _RTOL = 1e-4
 
 def one_per_training(runs: list[RunData]) -> list[RunData]:
     """``runs`` with each training once: of runs of different formats whose loss is the same at
-    every step (one training written by two loggers), the one with the most series, its warnings
-    naming the others. The order is kept.
+    every step (one training read twice: two loggers, or a log and a table made from it), the one
+    with the most series, its warnings naming the others. The order is kept.
 
     Example:
         >>> one_per_training([])
@@ -64,7 +65,8 @@ def one_per_training(runs: list[RunData]) -> list[RunData]:
     return [run for k, run in enumerate(runs) if k not in dropped]
 
 
-def _loss(run: RunData):
+def _loss(run: RunData) -> pd.Series | None:
+    """The run's logged loss values, by step (None without a loss)."""
     if metrics.LOSS not in run.steps.columns:
         return None
     return run.steps[metrics.LOSS].dropna()
