@@ -44,7 +44,7 @@ def test_np_savez_of_a_history(tmp_path):
     (run,) = discover_runs(path)
     assert run.steps.index.tolist() == list(range(0, 3000, 10)) and sorted(run.steps.columns) == ["loss", "lr"]
     assert run.warnings == ["history.npz: loss read from the array 'train_loss'",
-                            "history.npz: arrays not as long as the loss (300) left out: val_loss (10)"]
+                            "history.npz: arrays left out: val_loss (10 numbers, not 300)"]
     result = CliRunner().invoke(main, ["analyze", str(path), "--loss-col", "lr"])
     assert result.exit_code == 0 and "final loss 0.001" in result.output
 
@@ -63,6 +63,20 @@ def test_what_a_numpy_file_that_is_no_loss_history_says(tmp_path, write, message
     write(path)
     result = CliRunner().invoke(main, ["analyze", str(path)])
     assert result.exit_code == 1 and message in result.output and "Traceback" not in result.output, result.output
+
+
+def test_a_npz_is_read_up_to_a_bound(tmp_path, monkeypatch):
+    """A .npz named on its own may hold a dataset: its arrays are read up to MAX_VALUES numbers in
+    all, the others named; a 2-D array's data is never read."""
+    from sentinel.analyze.loaders import numpy_saved
+
+    monkeypatch.setattr(numpy_saved, "MAX_VALUES", 700)
+    path = tmp_path / "mixed.npz"
+    np.savez(path, loss=_losses(), lr=np.full(300, 1e-3), big=np.zeros(300), images=np.zeros((5, 4, 4)))
+    (run,) = discover_runs(path)
+    assert sorted(run.steps.columns) == ["loss", "lr"]
+    assert run.warnings[-1] == ("mixed.npz: arrays left out: big (past 700 numbers in all), images (not one row of "
+                                "numbers)")
 
 
 def test_numpy_files_cut_off_or_in_a_folder(tmp_path):

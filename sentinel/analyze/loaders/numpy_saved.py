@@ -29,8 +29,8 @@ from sentinel.analyze.loaders.textlog import run_name
 
 NAME = "numpy_saved"
 SUFFIXES = (".npy", ".npz")
-# More numbers than this in one array is data, not a loss curve (and would be read whole).
-MAX_VALUES = 50_000_000
+# More numbers than this in a file is data, not a loss history (and would be read whole: 80 MB).
+MAX_VALUES = 10_000_000
 MIN_VALUES = 3
 
 
@@ -82,6 +82,7 @@ def _load_npy(path: Path) -> RunData:
 def _load_npz(path: Path, options: LoadOptions) -> RunData:
     arrays: dict[str, np.ndarray] = {}
     other: list[str] = []
+    read = 0  # numbers read so far: the file's arrays together stay under MAX_VALUES
     with zipfile.ZipFile(path) as archive:
         for member in archive.namelist():
             name = member[:-4] if member.endswith(".npy") else member
@@ -89,18 +90,22 @@ def _load_npz(path: Path, options: LoadOptions) -> RunData:
                 try:
                     shape, _ = _header(f, f"{path.name}:{name}")
                 except ValueError:
-                    other.append(name)
+                    other.append(f"{name} (not one row of numbers)")
                     continue
                 if len(shape) != 1:
-                    other.append(name)
+                    other.append(f"{name} (not one row of numbers)")
                     continue
+                if read + shape[0] > MAX_VALUES:
+                    other.append(f"{name} (past {MAX_VALUES:,} numbers in all)")
+                    continue
+                read += shape[0]
                 f.seek(0)
                 arrays[name] = _read(f, f"{path}:{name}")
     names = list(arrays)
     loss_name, inferred = loss_column(names, options.loss_col)
     if loss_name is None:
-        raise ValueError(f"{path}: no array named as the loss among: {', '.join(names + other) or 'none'}; name it "
-                         "with --loss-col")
+        raise ValueError(f"{path}: no array named as the loss among: {', '.join(names) or 'none'}"
+                         f"{' (left out: ' + ', '.join(other) + ')' if other else ''}; name it with --loss-col")
     loss = arrays[loss_name]
     step_name = step_column([n for n in names if len(arrays[n]) == len(loss) and n != loss_name], options.step_col)
     warnings = []
@@ -119,12 +124,11 @@ def _load_npz(path: Path, options: LoadOptions) -> RunData:
             key = canonical_key(name)
             columns[key if key != metrics.LOSS else name.lower()] = values  # a loss --loss-col passed over
         else:
-            left.append(f"{name} ({len(values)})")
+            left.append(f"{name} ({len(values)} numbers, not {len(loss)})")
     if inferred or loss_name != metrics.LOSS:
         warnings.append(f"{path.name}: loss read from the array {loss_name!r}")
     if left or other:
-        warnings.append(f"{path.name}: arrays not as long as the loss ({len(loss)}) left out: "
-                        f"{', '.join(left + [f'{n} (not one row of numbers)' for n in other])}")
+        warnings.append(f"{path.name}: arrays left out: {', '.join(left + other)}")
     return RunData(name=run_name(path), path=str(path), source=NAME,
                    steps=pd.DataFrame(columns, index=index), meta={"format": NAME}, warnings=warnings)
 
