@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from sentinel.analyze.analyzer import analyze_run
 from sentinel.analyze.discover import discover, discover_runs
-from sentinel.analyze.loaders import mlflow_sqlite
+from sentinel.analyze.loaders import LoadOptions, mlflow_sqlite
 from sentinel.cli.main import main
 
 FIXTURE = Path(__file__).parent / "fixtures" / "logs" / "mlflow_sqlite" / "mlflow.db.gz"
@@ -76,3 +76,15 @@ def test_deleted_runs_are_left_out_and_the_store_is_never_written(store):
     assert result.exit_code == 1
     assert result.output == (f"Error: {store}: no run of this MLflow store logged a metric (2 deleted run(s) "
                              "left out)\n")
+
+
+def test_a_loss_col_no_run_logged_is_one_clear_message(store):
+    """--loss-col naming no metric of the store is refused with the metrics it has (it was a
+    warning on each run, and the runs read with their own loss); a metric one run logged is that
+    run's loss, the others keep theirs."""
+    result = CliRunner().invoke(main, ["analyze", str(store), "--loss-col", "nope"])
+    assert result.exit_code == 1 and result.output == (
+        f"Error: {store}: no metric 'nope' in this MLflow store; metrics: accuracy, lr, train/grad_norm, train/loss, "
+        "val/loss\n")
+    spiky, evaluation = discover_runs(store, LoadOptions(loss_col="accuracy"))
+    assert evaluation.steps["loss"].count() == 5 and spiky.steps["loss"].count() == 99

@@ -17,9 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions, RunData
-from sentinel.analyze.loaders.keys import canonical_key
 from sentinel.analyze.loaders.numeric_table import metric_series_frame
 
 NAME = "mlflow_sqlite"
@@ -78,6 +76,9 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     except sqlite3.Error as err:
         raise ValueError(f"{path}: not readable as an MLflow SQLite store ({err}); pass an intact mlflow.db") from err
     logged = pd.DataFrame(rows, columns=["run", "key", "step", "value", "is_nan"])
+    keys = sorted(set(logged["key"]))
+    if options.loss_col is not None and options.loss_col.lower() not in {k.lower() for k in keys}:
+        raise ValueError(f"{path}: no metric {options.loss_col!r} in this MLflow store; metrics: {', '.join(keys)}")
     deleted = [uuid for uuid, _, stage, _ in runs if stage == "deleted"]
     found = []
     for uuid, name, stage, experiment in runs:
@@ -104,13 +105,12 @@ def _run(path, uuid: str, name: str | None, experiment: str | None, rows: pd.Dat
         series[str(key)] = pd.Series(values, index=group["step"].to_numpy(dtype="int64")).groupby(level=0).last()
     warnings: list[str] = []
     label = f"{experiment}/{name or uuid}" if experiment and experiment != "Default" else (name or uuid)
-    try:
-        steps = metric_series_frame(series, options.loss_col, f"{path} run {label}", warnings, "metric")
-    except ValueError as err:  # a run with no loss (an evaluation run): reported as such, not dropped
-        warnings.append(str(err))
-        steps = pd.DataFrame({canonical_key(k): v for k, v in series.items()}).sort_index().astype("float64")
-        steps.index = steps.index.astype("int64")
-        steps.index.name = metrics.STEP
+    # A run with no loss (an evaluation run) is reported as such, not dropped; one the user's
+    # --loss-col is not in (another run's metric) has its loss found as any run's is.
+    named = options.loss_col if options.loss_col is None or options.loss_col.lower() in {k.lower() for k in series} \
+        else None
+    steps = metric_series_frame(series, named, f"{path} run {label}", warnings, "metric",
+                                require_loss=False)
     return RunData(name=label, path=str(path), source=NAME, steps=steps,
                    meta={"format": NAME, "run_id": uuid, "experiment": experiment}, warnings=warnings)
 

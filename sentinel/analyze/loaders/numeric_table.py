@@ -403,13 +403,16 @@ def merge_steps(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def metric_series_frame(series: dict[str, pd.Series], loss_col: str | None, where: str | Path,
-                        warnings: list[str], what: str = "column") -> pd.DataFrame:
+                        warnings: list[str], what: str = "column", require_loss: bool = True) -> pd.DataFrame:
     """One steps frame of a tracker's metrics, each on its own steps (MLflow's files, Sacred's
     lists): the loss picked among their names (the user's ``--loss-col``, a known name, else by its
     words, said in ``warnings``), the others under sentinel's keys; int64 steps, float64 values.
+    ``require_loss=False``: a run with no loss among several (an evaluation run) is read without
+    one, the message in ``warnings``.
 
     Raises:
-        ValueError: no loss among the names (the message lists them and names the option).
+        ValueError: no loss among the names (the message lists them and names the option), where
+            one is required.
 
     Example:
         >>> frame = metric_series_frame({"train.loss": pd.Series([2.0, 1.5], index=[1, 2])}, None, "m", [])
@@ -418,7 +421,10 @@ def metric_series_frame(series: dict[str, pd.Series], loss_col: str | None, wher
     """
     loss_key, inferred = loss_column(list(series), loss_col)
     if loss_key is None:
-        raise ValueError(f"{where}: no loss metric among: {', '.join(series)}; name it with --loss-col")
+        problem = f"{where}: no loss metric among: {', '.join(series)}; name it with --loss-col"
+        if require_loss:
+            raise ValueError(problem)
+        warnings.append(problem)
     if inferred:
         warnings.append(inferred_loss_note(loss_key, what))
     columns = {}
