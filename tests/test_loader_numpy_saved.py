@@ -47,6 +47,9 @@ def test_np_savez_of_a_history(tmp_path):
                             "history.npz: arrays left out: val_loss (10 numbers, not 300)"]
     result = CliRunner().invoke(main, ["analyze", str(path), "--loss-col", "lr"])
     assert result.exit_code == 0 and "final loss 0.001" in result.output
+    result = CliRunner().invoke(main, ["analyze", str(path), "--step-col", "iteration"])  # no such array
+    assert result.exit_code == 1 and result.output == (f"Error: {path}: column 'iteration' not found; available: "
+                                                       "step, lr\n")
 
 
 @pytest.mark.parametrize("write, message", [

@@ -58,7 +58,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
 
 def _load_npy(path: Path) -> RunData:
     with open(path, "rb") as f:
-        shape, dtype = _header(f, str(path))
+        shape, _ = _header(f, str(path))
         if not (len(shape) == 1 or (len(shape) == 2 and shape[1] in (1, 2))):
             raise ValueError(f"{path}: an array of shape {shape}: not a loss history (one row of losses, or a "
                              "column of steps beside a column of losses)")
@@ -102,12 +102,16 @@ def _load_npz(path: Path, options: LoadOptions) -> RunData:
                 f.seek(0)
                 arrays[name] = _read(f, f"{path}:{name}")
     names = list(arrays)
-    loss_name, inferred = loss_column(names, options.loss_col)
+    try:  # an option naming no array: said with the file's name
+        loss_name, inferred = loss_column(names, options.loss_col)
+        step_name = step_column([n for n in names if n != loss_name and len(arrays[n]) == len(arrays[loss_name])]
+                                if loss_name is not None else names, options.step_col)
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from None
     if loss_name is None:
         raise ValueError(f"{path}: no array named as the loss among: {', '.join(names) or 'none'}"
                          f"{' (left out: ' + ', '.join(other) + ')' if other else ''}; name it with --loss-col")
     loss = arrays[loss_name]
-    step_name = step_column([n for n in names if len(arrays[n]) == len(loss) and n != loss_name], options.step_col)
     warnings = []
     if step_name is not None and rises_by_whole_numbers(arrays[step_name]):
         index = pd.Index(arrays[step_name].astype("int64"), name=metrics.STEP)
