@@ -14,8 +14,9 @@ from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.detector import warmup_steps
 from sentinel.analyze.discover import READ_ERRORS, NoRunsError, Skipped, debugging, describe_error, discover
 from sentinel.analyze.incident import Incident
-from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData
 from sentinel.analyze.report import Report, RunReport, verdict
+from sentinel.analyze.rule_abandoned import replaced_incidents, went_back_incident
 from sentinel.analyze.rule_amp import loss_scale_incidents, overflow_incidents
 from sentinel.analyze.rule_attention import attention_incidents
 from sentinel.analyze.rule_chance import chance_incidents
@@ -215,6 +216,10 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
     incidents = settle_lr_rises(incidents, steps[metrics.LR] if has(metrics.LR) else None,
                                 steps[metrics.LOSS] if has(metrics.LOSS) else None)
     incidents = settle_recurring(incidents, steps.index.to_numpy())
+    for stretch in run.abandoned:  # what the history a later one replaced went through
+        before = analyze_run(RunData(run.name, run.path, run.source, stretch.steps,
+                                     meta={LOGGED_NAN: stretch.logged_nan}), config)
+        incidents += [went_back_incident(stretch)] + replaced_incidents(stretch, before.incidents, incidents)
     incidents.sort(key=lambda i: (i.step, i.end_step, i.kind))
     logged = _loss_logged(steps[metrics.LOSS], steps, logged_nan_steps(run, metrics.LOSS)) \
         if has(metrics.LOSS) else None

@@ -36,6 +36,9 @@ class RunData:
         events: recorded events (``step``, ``kind``, ...), empty when the source has none.
         meta: anything the source says about the run.
         warnings: what was skipped while reading (truncated lines, unreadable files).
+        abandoned: the stretches of history a later one replaced, where the source's steps went
+            back (a run resumed from an earlier checkpoint into the same log); ``steps`` holds
+            the history written after.
     """
 
     name: str
@@ -45,6 +48,27 @@ class RunData:
     events: pd.DataFrame = field(default_factory=_no_events)
     meta: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    abandoned: list[AbandonedHistory] = field(default_factory=list)
+
+
+@dataclass
+class AbandonedHistory:
+    """A stretch of a run's history that a later one replaced: its log went back from step
+    ``last`` to ``resumed_at`` (:mod:`~sentinel.analyze.loaders.went_back`).
+
+    Attributes:
+        resumed_at: the first step of the history written after.
+        first: the first step replaced (at or after ``resumed_at``).
+        last: the last step written before the log went back.
+        steps: the history as it stood then, from the run's first step (a steps frame).
+        logged_nan: ``{metric key: steps logged as NaN}`` in ``steps`` (as :data:`LOGGED_NAN`).
+    """
+
+    resumed_at: int
+    first: int
+    last: int
+    steps: pd.DataFrame
+    logged_nan: dict[str, list[int]] = field(default_factory=dict)
 
 
 # A Parquet table's file names (the Parquet reader's; the directory walk tells its data shards by them).

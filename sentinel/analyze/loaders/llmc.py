@@ -74,4 +74,4 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         else:
             found.warnings.append("no training-loss lines were found")
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps, events=found.events,
-                    meta=found.meta, warnings=found.warnings)]
+                    meta=found.meta, warnings=found.warnings, abandoned=found.abandoned)]

@@ -64,6 +64,8 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     steps = found.steps
     if options is not None and options.loss_col:
         steps = _use_as_loss(steps, options.loss_col, path)
+        for stretch in found.abandoned:  # the named field is the loss of the replaced stretches too
+            stretch.steps = _use_as_loss(stretch.steps, options.loss_col, path)
     meta = found.meta
     if len(steps.index) > 1:
         meta["log_interval"] = int(steps.index.to_series().diff().median())
@@ -72,7 +74,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
                               "skip (fp16 warm-up skips iterations until the loss scale fits); the loss "
                               "scale and the skipped iterations are judged")
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps, events=found.events,
-                    meta=meta, warnings=found.warnings)]
+                    meta=meta, warnings=found.warnings, abandoned=found.abandoned)]
 
 
 def _use_as_loss(steps: pd.DataFrame, field: str, path: str | Path) -> pd.DataFrame:

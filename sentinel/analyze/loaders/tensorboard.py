@@ -21,10 +21,11 @@ import numpy as np
 import pandas as pd
 
 from sentinel import metrics
-from sentinel.analyze.loaders import ADD_SCALARS_DIRS, LOGGED_NAN, LoadOptions, RunData
+from sentinel.analyze.loaders import ADD_SCALARS_DIRS, LOGGED_NAN, AbandonedHistory, LoadOptions, RunData
 from sentinel.analyze.loaders.keys import (LOSS_ALIASES, canonical_key, infer_loss_column, inferred_loss_note,
                                           loss_components)
 from sentinel.analyze.loaders.tfrecord import read_scalars
+from sentinel.analyze.loaders.went_back import every_fall_back, fall_backs, replaced_stretches, survivors
 
 log = logging.getLogger(__name__)
 
@@ -88,8 +89,9 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
 
     A directory that holds event files itself is one run; otherwise every directory below it
     that does is a run (TensorBoard's own convention). Tags are mapped with
-    :func:`~sentinel.analyze.loaders.keys.canonical_key`; a step written twice (a restarted
-    run) keeps its last value.
+    :func:`~sentinel.analyze.loaders.keys.canonical_key`. Where the loss's steps go back (a run
+    resumed from an earlier checkpoint into the same directory), the history written after
+    replaces the earlier one from its first step (the stretch replaced is kept in ``abandoned``).
 
     Args:
         path: an event file, a run directory, or a directory of runs.
@@ -201,12 +203,14 @@ def _load_files(name: str, where: Path, files: list[Path], options: LoadOptions,
     for tag, (_, pairs) in folded.items():
         by_tag[tag].extend(pairs)
     keys = _keys(list(by_tag), options, warnings) if by_tag else {}
-    columns = {}
+    written = {}  # each key's (steps, values) in write order
     for tag, key in keys.items():
         pairs = by_tag[tag]
         steps = np.concatenate([p[0] for p in pairs]) if len(pairs) > 1 else pairs[0][0]
         values = np.concatenate([p[1] for p in pairs]) if len(pairs) > 1 else pairs[0][1]
-        columns[key] = _last_per_step(steps, values)
+        written[key] = steps, values
+    abandoned = _went_back(written)
+    columns = {key: _last_per_step(steps, values) for key, (steps, values) in written.items()}
     parts = loss_components(list(by_tag)) if metrics.LOSS not in columns else []
     if parts:  # YOLOv5's train/box_loss, train/obj_loss, train/cls_loss: the loss is their sum
         summed = pd.concat({tag: pd.Series(columns[keys[tag]][1], index=columns[keys[tag]][0]) for tag in parts},
@@ -228,7 +232,32 @@ def _load_files(name: str, where: Path, files: list[Path], options: LoadOptions,
     return RunData(name=name, path=str(where), source=NAME, steps=frame,
                    meta={"tags": dict(keys), "files": [f.name for f in files],
                          ADD_SCALARS_DIRS: sorted(child for child, _ in folded.values()), LOGGED_NAN: logged_nan},
-                   warnings=warnings)
+                   warnings=warnings, abandoned=abandoned)
+
+
+def _went_back(written: dict[str, tuple[np.ndarray, np.ndarray]]) -> list[AbandonedHistory]:
+    """Where the loss's steps go back in write order (a run resumed from an earlier checkpoint into
+    the same directory: Megatron's and DeepSpeed's writers, a logger given its version): the
+    stretches the later history replaced, each with the loss as it stood then; every key's records
+    the later history replaced are dropped from ``written`` (in place), as TensorBoard's own
+    purge of orphaned data does."""
+    if metrics.LOSS not in written:
+        return []
+    steps, values = written[metrics.LOSS]
+    starts = fall_backs(steps)
+    if not len(starts):
+        return []
+    abandoned = []
+    for stretch in replaced_stretches(steps, starts):
+        at, loss = _last_per_step(steps[stretch.rows], values[stretch.rows])
+        frame = pd.DataFrame({metrics.LOSS: loss}, index=pd.Index(at.astype("int64"), name=metrics.STEP))
+        abandoned.append(AbandonedHistory(stretch.resumed_at, stretch.first, stretch.last, frame,
+                                          {metrics.LOSS: at[np.isnan(loss)].tolist()} if np.isnan(loss).any() else {}))
+    for key, (steps, values) in written.items():
+        keep = survivors(steps, starts if key == metrics.LOSS else every_fall_back(steps))
+        if not keep.all():
+            written[key] = steps[keep], values[keep]
+    return abandoned
 
 
 def _last_per_step(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

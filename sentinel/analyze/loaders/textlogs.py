@@ -319,7 +319,7 @@ def _read(text: str, dialect: Dialect, options: LoadOptions | None, path: str | 
         found.warnings.append(f"{who}: only "
                               f"{', '.join(found.steps.columns) or 'events'} were read")
     return RunData(name=name, path=str(path), source=dialect.name, steps=found.steps,
-                   events=found.events, meta=found.meta, warnings=found.warnings)
+                   events=found.events, meta=found.meta, warnings=found.warnings, abandoned=found.abandoned)
 
 
 def gan_terms(steps, warnings: list[str], logged_nan: dict | None = None) -> None:

@@ -73,7 +73,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sentinel import metrics
-from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions
+from sentinel.analyze.loaders import LOGGED_NAN, AbandonedHistory, LoadOptions
 from sentinel.analyze.loaders.dialect_types import HEAD_ROLES, Dialect, Shape
 from sentinel.analyze.loaders.field_lists import SHOWN, field_bodies
 from sentinel.analyze.loaders.keys import STEP_LIMIT
@@ -86,6 +86,7 @@ from sentinel.analyze.loaders.template_reader import read_templates
 from sentinel.analyze.loaders.text_events import (count_overflows, event_rows, read_events, stamp,
                                                   with_record_events)
 from sentinel.analyze.loaders.textlog import _FIRST_COLUMNS, events_frame, order_columns
+from sentinel.analyze.loaders.went_back import every_fall_back, fall_backs, replaced_stretches, survivors
 from sentinel.events import EventKind, make_event
 
 
@@ -95,12 +96,14 @@ _QUOTE = re.compile(r"^[ \t]*(?:>[ \t]?)+", re.MULTILINE)
 
 @dataclass
 class Scan:
-    """What :func:`scan` found: the steps frame, events, meta and warnings."""
+    """What :func:`scan` found: the steps frame, events, meta and warnings, and the stretches of
+    history a later one replaced (where the steps went back)."""
 
     steps: pd.DataFrame
     events: pd.DataFrame
     meta: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    abandoned: list[AbandonedHistory] = field(default_factory=list)
 
 
 _LINE_END = re.compile(r"\r\n?|\n")
@@ -281,7 +284,8 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
                              f"{', '.join(sorted(seen_keys))}")
     meta: dict = {"format": dialect.name}
     record_steps: dict[int, np.ndarray] = {}
-    steps, logged_nan = _merge(parts, dialect, meta, late, record_steps, text, lines)
+    abandoned: list[AbandonedHistory] = []
+    steps, logged_nan = _merge(parts, dialect, meta, late, record_steps, text, lines, abandoned)
     if picked and dialect.unstepped_evaluation is not None \
             and not any(shape.prefix for shape, _ in parts):  # no evaluation line named its step
         steps = _unstepped_evaluations(steps, picked, picked_at, dialect, parts, record_steps, lines)
@@ -312,7 +316,8 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
     warnings.extend(late)
     if bad and dialect.warn_bad_values:
         warnings.append(f"{bad} token(s) with a value that is not a number were skipped")
-    return Scan(steps=order_columns(steps), events=events_frame(events), meta=meta, warnings=warnings)
+    return Scan(steps=order_columns(steps), events=events_frame(events), meta=meta, warnings=warnings,
+                abandoned=abandoned)
 
 
 # --------------------------------------------------------------------------- records
@@ -608,13 +613,15 @@ def _unstepped_evaluations(steps: pd.DataFrame, picked: list[str], picked_at: li
 
 def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, meta: dict,
            warnings: list[str], record_steps: dict[int, np.ndarray] | None = None, text: str = "",
-           lines: Lines | None = None) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+           lines: Lines | None = None, abandoned: list[AbandonedHistory] | None = None
+           ) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
     """One row per step: steps from the head / step key / order, records of a step merged.
 
     Returns the frame and, for the loss and the grad norm, where a NaN was logged (not missing);
-    ``record_steps`` gets each part's record steps (by its index in ``parts``, in record order).
+    ``record_steps`` gets each part's record steps (by its index in ``parts``, in record order);
+    ``abandoned`` gets the stretches a later history replaced, where the steps went back.
     """
-    tables = []
+    tables, table_shapes = [], []
     # Keyed by pattern: the training shapes' (an evaluation read of the same pattern is no record line of theirs).
     records_of = {shape.pattern: len(columns["_pos"]) for shape, columns in parts if not shape.prefix}
     steps_of: dict[re.Pattern, np.ndarray] = {}  # each record's step, by shape (for the values beside them)
@@ -642,6 +649,7 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
             columns["_fills"] = np.full(n, shape.fills)
             columns["_beside"] = np.ones(n, dtype=bool)
             tables.append(columns)
+            table_shapes.append(shape)
             continue
         step = columns.pop("_step", np.full(n, np.nan))
         iters = columns.pop("_iter", None)
@@ -699,17 +707,20 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
             steps_of[shape.pattern] = step
             if printed_epoch is not None:
                 epoch_records.append((printed_epoch, step))
-        if dialect.restarts and shape is dialect.shapes[0] and n > 1:
-            columns, step = _last_records(columns, step, dialect, warnings)
-            n = len(step)
         columns["_step"] = step
         columns["_fills"] = np.full(n, shape.fills)
         columns["_beside"] = np.zeros(n, dtype=bool)
         if not shape.prefix:
             table_of[shape.pattern] = columns
         tables.append(columns)
+        table_shapes.append(shape)
     if not tables:
         return pd.DataFrame(index=pd.Index([], dtype="int64", name=metrics.STEP), dtype="float64"), {}
+    went_back = not dialect.step_from_order and _went_back(tables, table_shapes, dialect, abandoned)
+    if dialect.restarts and not went_back and dialect.shapes[0] in table_shapes:
+        main = tables[table_shapes.index(dialect.shapes[0])]
+        if len(main["_pos"]) > 1:
+            main.update(_last_records(main, dialect, warnings))
     table = tables[0] if len(tables) == 1 else _concat(tables)
     beside = table.pop("_beside").astype(bool)
     if dialect.step_from_order:
@@ -728,6 +739,13 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
         else:
             table["_step"] = ordinal.astype("float64")
             meta["step_source"] = "order"
+    return _steps_frame(table, beside, dialect, warnings)
+
+
+def _steps_frame(table: dict[str, np.ndarray], beside: np.ndarray, dialect: Dialect, warnings: list[str]
+                 ) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+    """The steps frame of merged records (``_step``, ``_fills`` and ``_pos`` among their columns;
+    ``beside``: which are values beside another record), and where a NaN was logged."""
     step = table.pop("_step")
     fills = table.pop("_fills").astype(bool)
     del table["_pos"]
@@ -852,8 +870,7 @@ def _fold_beside(shape: Shape, columns: dict[str, np.ndarray], n: int, table_of:
                  dialect: Dialect) -> bool:
     """Put a shape's values beside another shape's records (``shape.beside``) into those records'
     own columns, one for one, when that gives what merging them as records of their own at the
-    same steps would: as many values as records (the same lines, in order), no restart dropped
-    a record, the same ``fills``, and no other shape has a column of theirs (so no step's last
+    same steps would: as many values as records (the same lines, in order), the same ``fills``, and no other shape has a column of theirs (so no step's last
     value can come from elsewhere). Returns whether it did; a log of 30,000 loss lines with the
     lr and grad norm beside the loss is then merged as 30,000 rows, not 90,000 sorted by step."""
     owner = table_of.get(shape.beside)
@@ -993,21 +1010,62 @@ def _is_word_char(char: str) -> bool:
     return char.isalnum() or char == "_"
 
 
-def _last_records(columns: dict[str, np.ndarray], step: np.ndarray, dialect: Dialect, warnings: list[str]
-                  ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+def _went_back(tables: list[dict[str, np.ndarray]], shapes: list[Shape], dialect: Dialect,
+               abandoned: list[AbandonedHistory] | None) -> bool:
+    """Where the training records' steps go back in text order (a run resumed from an earlier
+    checkpoint into the same log: :mod:`~sentinel.analyze.loaders.went_back`), drop from
+    ``tables`` (in place) the records the later history replaced, and put each replaced stretch,
+    with the history before it, in ``abandoned``. Returns whether the steps went back."""
+    main = next((i for i, (shape, table) in enumerate(zip(shapes, tables))
+                 if not (shape.prefix or shape.fills or table["_beside"][:1].any())
+                 and (metrics.LOSS in table or NAN_PREFIX + metrics.LOSS in table)), None)
+    if main is None:
+        return False
+    table = tables[main]
+    order = np.argsort(table["_pos"], kind="stable")
+    steps = table["_step"][order]
+    with np.errstate(invalid="ignore"):
+        steps = np.where(np.abs(steps) < STEP_LIMIT, steps, np.nan)  # too large: skipped later, with a warning
+    starts = fall_backs(steps)
+    if not len(starts):
+        return False
+    for stretch in replaced_stretches(steps, starts) if abandoned is not None else ():
+        before = {name: column[order[stretch.rows]] for name, column in table.items() if name != "_beside"}
+        frame, logged_nan = _steps_frame(before, np.zeros(len(stretch.rows), dtype=bool), dialect, [])
+        abandoned.append(AbandonedHistory(stretch.resumed_at, stretch.first, stretch.last, frame,
+                                          {key: frame.index[mask].tolist() for key, mask in logged_nan.items()
+                                           if mask.any()}))
+    keep = np.empty(len(order), dtype=bool)
+    keep[order] = survivors(steps, starts)
+    tables[main] = {name: column[keep] for name, column in table.items()}
+    for i, (shape, other) in enumerate(zip(shapes, tables)):
+        if i == main or other["_beside"][:1].any():
+            continue  # a value beside a record is kept only at the steps records have
+        other_order = np.argsort(other["_pos"], kind="stable")
+        other_steps = other["_step"][other_order]
+        back = every_fall_back(other_steps)
+        if len(back):  # its own records went back too: those a later history replaced go
+            keep = np.empty(len(other_order), dtype=bool)
+            keep[other_order] = survivors(other_steps, back)
+            tables[i] = {name: column[keep] for name, column in other.items()}
+    return True
+
+
+def _last_records(columns: dict[str, np.ndarray], dialect: Dialect, warnings: list[str]) -> dict[str, np.ndarray]:
     """:attr:`Dialect.restarts`: of the records (in text order) of one step, only the last one."""
+    step = columns["_step"]
     order = np.argsort(columns["_pos"], kind="stable")
     in_order = step[order]
     _, first = np.unique(in_order, return_index=True)
     again = np.ones(len(in_order), dtype=bool)
     again[first] = False
     if not again.any():
-        return columns, step
+        return columns
     _, last = np.unique(in_order[::-1], return_index=True)
     keep = np.sort(order[len(in_order) - 1 - last])
     warnings.append(f"{int(again.sum())} {dialect.record_word}(s) logged more than once (first: "
                     f"{int(in_order[np.argmax(again)])}), e.g. after a restart: the last occurrence was kept")
-    return {name: column[keep] for name, column in columns.items()}, step[keep]
+    return {name: column[keep] for name, column in columns.items()}
 
 
 def _first_epoch_header(text: str, lines: Lines | None = None) -> int | None:

@@ -74,6 +74,7 @@ _MARKS = {
     "zero_grad": _Mark("grad norm exactly 0 (dotted)"),
     "gave_up": _Mark("guard gave up"),
     "restart": _Mark("restarted by another process (its history from here)"),
+    "went_back": _Mark("the log goes back to here (a run resumed from an earlier checkpoint)"),
     "crash": _Mark("the process stopped in an error (its traceback ends the log)"),
 }
 
@@ -148,7 +149,7 @@ def plot_figure(report: Report):
         color = colors[run_i]
         # Earlier runs wider underneath: where two runs coincide both stay visible.
         width = 0.9 + (1.6 * (len(runs) - 1 - run_i) / (len(runs) - 1) if several else 0.0)
-        overfit = False
+        overfit = replaced = False
         for ax, (key, _) in zip(axes, panels):
             if key.endswith("/"):
                 _plot_modules(ax, run, key, color, width, modules)
@@ -156,10 +157,15 @@ def plot_figure(report: Report):
             for column in _columns(run, key):
                 series = _reduce(run.data.steps[column])
                 ax.plot(series.index, series.to_numpy(), lw=width, color=color, zorder=2)
+                replaced = _plot_replaced(ax, run, column, color) or replaced
             if key == metrics.LOSS:
                 overfit = _plot_overfitting(ax, run, color)
         run_label = _literal(f"{run.name} ({run.verdict.value})") if several else _literal(run.name)
         legend[_wrap(run_label)] = Line2D([], [], color=color, lw=2.0)
+        if replaced:
+            label = _literal((f"{run.name}: " if several else "") + "history the log went back on (dotted: "
+                             "replaced by the one written after)")
+            legend[_wrap(label)] = Line2D([], [], color=color, lw=1.2, ls=":", alpha=0.7)
         if overfit:
             label = _literal((f"{run.name}: " if several else "") + "evaluation loss (dashed), rising after its "
                              "best: overfitting")
@@ -257,6 +263,21 @@ def _plot_modules(ax, run: RunReport, key: str, color: str, width: float, styles
     for series, style in lines:
         series = _reduce(series.dropna())
         ax.plot(series.index, series.to_numpy(), lw=width, color=color, ls=style, zorder=2)
+
+
+def _plot_replaced(ax, run: RunReport, column: str, color: str) -> bool:
+    """Draw the stretches of ``column`` a later history replaced (the log went back: a run resumed
+    from an earlier checkpoint), dotted and joined to the step before each; whether any was drawn."""
+    drawn = False
+    for stretch in run.data.abandoned:
+        if column not in stretch.steps.columns:
+            continue
+        series = stretch.steps[column]
+        series = _reduce(series.iloc[max(int(series.index.searchsorted(stretch.first)) - 1, 0):])  # from the step before
+        if len(series):
+            ax.plot(series.index, series.to_numpy(), lw=1.2, ls=":", color=color, alpha=0.7, zorder=2)
+            drawn = True
+    return drawn
 
 
 def _plot_overfitting(ax, run: RunReport, color: str) -> bool:
@@ -489,7 +510,7 @@ def _mark(axes, panels, run: RunReport, run_index: int, several: bool, color: st
         elif kind == "restart":
             for ax in axes:
                 ax.axvline(incident.step, color=color, lw=1.0, ls="-.", zorder=3)
-            label(kind, Line2D([], [], color=color, lw=1.0, ls="-."))
+            label("went_back" if "went_back_from" in details else kind, Line2D([], [], color=color, lw=1.0, ls="-."))
         elif kind == "crash":
             for ax in axes:
                 ax.axvline(incident.step, color=color, lw=2.0, ls=(0, (4, 2)), zorder=3)

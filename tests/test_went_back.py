@@ -1,0 +1,206 @@
+"""Logs whose steps go back: a run resumed from an earlier checkpoint into the same log (OPT's and
+PaLM's restarts after a spike, a preempted job). The history written after replaces the earlier one
+from its first step, the restart is an incident, and what the replaced stretch went through (usually
+why the run was taken back) is reported as got past. Each log is written here in its tool's own
+format; the TensorBoard runs by a real ``SummaryWriter``."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from sentinel.analyze.analyzer import analyze_run
+from sentinel.analyze.discover import discover_runs
+from sentinel.analyze.loaders.went_back import fall_backs, replaced_stretches, survivors
+
+
+def _write(path, lines):
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def _loss(step: int, rng: np.random.Generator) -> float:
+    return 2.0 + 3.0 / math.sqrt(step) + float(rng.normal(0, 0.01))
+
+
+# ----------------------------------------------------------------------------- the fall-backs
+
+
+@pytest.mark.parametrize("steps, expected", [
+    ([10, 20, 30, 40, 50, 30, 40, 50, 60], [5]),  # resumed from 20: logs 30 again
+    ([10, 20, 30, 40, 20, 30, 50, 60, 50, 60, 70], [4, 8]),  # two resumes
+    ([1, 2, 3, 1, 2, 3], []),  # back to the first step: started over, or a count inside the epoch
+    (list(range(1, 30)) + [300_000] + list(range(31, 60)), []),  # one step printed wrong, too large
+    (list(range(1, 30)) + [3] + list(range(31, 60)), []),  # ... and too small
+    ([10, 20, 30, 40, 30], []),  # the history after has a single record: no telling
+    ([10, 20, np.nan, 30, 40, 25, 30, 40], [5]),  # a record without a step is passed over
+])
+def test_fall_backs_are_resumes_only(steps, expected):
+    assert fall_backs(np.array(steps, dtype="float64")).tolist() == expected
+
+
+def test_ranks_printing_out_of_step_are_no_resumes():
+    # Two ranks' lines interleaved, one lagging: it falls back every other line.
+    steps = np.array([s + lag for s in range(2, 200) for lag in (0, -1)], dtype="float64")
+    assert (np.diff(steps) < 0).sum() > 100
+    assert fall_backs(steps).tolist() == []
+
+
+def test_survivors_and_the_stretches_replaced():
+    steps = np.array([10, 20, 30, 40, 20, 30, 50, 60, 50, 60, 70], dtype="float64")
+    starts = fall_backs(steps)
+    assert steps[survivors(steps, starts)].tolist() == [10, 20, 30, 50, 60, 70]
+    first, second = replaced_stretches(steps, starts)
+    assert (first.resumed_at, first.first, first.last, first.rows.tolist()) == (20, 20, 40, [0, 1, 2, 3])
+    # The history as it stood before the second fall-back: 10, then the resumed 20, 30, 50, 60.
+    assert (second.resumed_at, second.first, second.last) == (50, 50, 60)
+    assert steps[second.rows].tolist() == [10, 20, 30, 50, 60]
+
+
+# ----------------------------------------------------------------------------- text logs
+
+
+def test_a_text_log_resumed_after_a_spike_reports_the_spike_as_got_past(tmp_path):
+    """The run blew up at step 700 and was taken back to its checkpoint at 600; the resumed process
+    logged at other steps (every 7th) than the first (every step). Read as one series by step, the
+    blow-up sat between the resumed run's values at 602-799 and the report said "healthy"."""
+    rng = np.random.default_rng(0)
+    lines = [f"step {s} | loss {_loss(s, rng) + (2 + (s - 700) / 20 if s >= 700 else 0):.4f} | lr 3e-4"
+             for s in range(1, 800)]
+    lines.append("Resuming from checkpoint ckpt_600.pt")
+    lines += [f"step {s} | loss {_loss(s, rng):.4f} | lr 3e-4" for s in range(601, 1500, 7)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    index = run.steps.index
+    assert index[index < 601].tolist() == list(range(1, 601))
+    assert index[index >= 601].tolist() == list(range(601, 1500, 7))  # none of the first process's
+    assert run.steps["loss"][601:].max() < 2.2
+    (stretch,) = run.abandoned
+    assert (stretch.resumed_at, stretch.first, stretch.last) == (601, 601, 799)
+    assert stretch.steps["loss"].idxmax() >= 780
+    report = analyze_run(run)
+    assert report.verdict.value == "recovered"
+    restart = [i for i in report.incidents if i.kind == "restart"]
+    assert [(i.step, i.end_step, i.severity.value) for i in restart] == [(601, 799, "info")]
+    assert "goes back from step 799 to step 601" in restart[0].message
+    replaced = [i for i in report.incidents if i.details.get("replaced")]
+    assert replaced and all(i.resolved and 700 <= i.step <= 799 for i in replaced)
+    assert {i.kind for i in replaced} <= {"loss_spike", "divergence"}
+    assert "the log then went back to step 601" in replaced[0].message
+
+
+def test_a_preempted_run_resumed_is_healthy_with_the_restart_said(tmp_path):
+    rng = np.random.default_rng(1)
+    lines = [f"step {s} | loss {_loss(s, rng):.4f}" for s in range(10, 1010, 10)]
+    lines += [f"step {s} | loss {_loss(s, rng):.4f}" for s in range(810, 2010, 10)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index.tolist() == list(range(10, 2010, 10))
+    report = analyze_run(run)
+    assert report.verdict.value == "healthy"
+    assert [(i.kind, i.step) for i in report.incidents if i.severity.rank > 0 or i.kind == "restart"] == \
+        [("restart", 810)]
+
+
+def test_opt_style_fairseq_json_lines_resumed_after_a_nan(tmp_path):
+    """metaseq / fairseq ``--log-format json``: ``train_inner | {...}`` with ``num_updates``; OPT's
+    logbook is full of such restarts. The first process's loss went NaN before it was taken back."""
+    rng = np.random.default_rng(2)
+
+    def line(u, loss):
+        record = {"epoch": 1, "loss": loss, "ppl": "8.1", "wps": "192651", "ups": "0.2", "num_updates": str(u),
+                  "lr": "6e-05", "gnorm": "0.557", "loss_scale": "4", "train_wall": "507", "wall": "534"}
+        return "2022-01-05 19:05:47 | INFO | train_inner | " + json.dumps(record)
+
+    lines = [line(u, "nan" if u >= 1400 else f"{_loss(u, rng):.3f}") for u in range(100, 1500, 100)]
+    lines.append("2022-01-06 02:11:00 | INFO | metaseq.checkpoint_utils | Loaded checkpoint "
+                 "/checkpoints/checkpoint_12_1200.pt (epoch 12 @ 1200 updates)")
+    lines += [line(u, f"{_loss(u, rng):.3f}") for u in range(1300, 3000, 100)]
+    (run,) = discover_runs(_write(tmp_path / "opt.log", lines))
+    assert run.source == "fairseq" and run.steps["loss"].notna().all()
+    report = analyze_run(run)
+    assert report.verdict.value == "recovered"
+    (nan,) = [i for i in report.incidents if i.kind == "nonfinite"]
+    assert (nan.step, nan.resolved, nan.details["went_back_to"]) == (1400, True, 1300)
+
+
+def test_a_megatron_log_resumed_from_a_checkpoint(tmp_path):
+    rng = np.random.default_rng(3)
+
+    def line(it, loss):
+        return (f" iteration {it:>8d}/  159576 | consumed samples: {it * 96:>12d} | elapsed time per iteration (ms): "
+                f"9.5 | learning rate: 5.998E-05 | global batch size:    96 | lm loss: {loss:.6E} | loss scale: "
+                f"4096.0 | grad norm: 0.329 | num zeros: 0.0 | number of skipped iterations:   0 | number of nan "
+                f"iterations:   0 |")
+
+    lines = [line(it, _loss(it, rng) + (3.0 if it >= 650 else 0.0)) for it in range(1, 701)]
+    lines.append("loading checkpoint from /ckpt at iteration 600")
+    lines += [line(it, _loss(it, rng)) for it in range(601, 1001)]
+    (run,) = discover_runs(_write(tmp_path / "train.out", lines))
+    assert run.source == "megatron" and run.steps.index.tolist() == list(range(1, 1001))
+    assert run.steps["loss"].max() < 5.1
+    assert not any("more than once" in w for w in run.warnings)  # the restart is an incident now
+    report = analyze_run(run)
+    kinds = [(i.kind, i.step) for i in report.incidents]
+    assert ("restart", 601) in kinds and ("loss_spike", 650) in kinds and report.verdict.value == "recovered"
+
+
+def test_one_step_printed_wrong_is_no_resume(tmp_path):
+    rng = np.random.default_rng(4)
+    lines = [f"step {s if s != 300 else 30} | loss {_loss(s, rng):.4f}" for s in range(10, 1010, 10)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.abandoned == []
+    assert not any(i.kind == "restart" for i in analyze_run(run).incidents)
+
+
+# ----------------------------------------------------------------------------- TensorBoard
+
+
+def test_a_tensorboard_directory_written_again_by_a_resumed_run(tmp_path):
+    """Megatron and DeepSpeed write a resumed run's events into the same directory: a second event
+    file whose steps start before the first file's last. TensorBoard purges the orphaned steps;
+    read by step, the first file's blow-up at 700-799 sat between the resumed values."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    rng = np.random.default_rng(5)
+    logdir = tmp_path / "tb"
+    with SummaryWriter(str(logdir), filename_suffix=".a") as writer:
+        for s in range(1, 800):
+            writer.add_scalar("train/loss", _loss(s, rng) + (4.0 if s >= 700 else 0.0), s)
+            writer.add_scalar("train/lr", 3e-4, s)
+    with SummaryWriter(str(logdir), filename_suffix=".b") as writer:
+        for s in range(601, 1500, 7):
+            writer.add_scalar("train/loss", _loss(s, rng), s)
+            writer.add_scalar("train/lr", 3e-4, s)
+    files = sorted(p.name for p in logdir.iterdir())
+    assert len(files) == 2 and files[0].endswith(".a")  # the first writer's file reads first
+    (run,) = discover_runs(logdir)
+    assert run.steps.index[run.steps.index >= 601].tolist() == list(range(601, 1500, 7))
+    assert run.steps["loss"][601:].max() < 2.2 and run.steps["lr"].notna().all()
+    (stretch,) = run.abandoned
+    assert (stretch.resumed_at, stretch.first, stretch.last) == (601, 601, 799)
+    report = analyze_run(run)
+    assert report.verdict.value == "recovered"
+    assert [i.kind for i in report.incidents if i.details.get("replaced")] == ["loss_spike"]
+
+
+# ----------------------------------------------------------------------------- the plot
+
+
+def test_the_plot_draws_the_replaced_stretch_dotted(tmp_path):
+    from sentinel.analyze import analyze
+    from sentinel.analyze.render.plot import plot_figure
+
+    rng = np.random.default_rng(6)
+    lines = [f"step {s} | loss {_loss(s, rng) + (3.0 if s >= 90 else 0.0):.4f}" for s in range(1, 100)]
+    lines += [f"step {s} | loss {_loss(s, rng):.4f}" for s in range(81, 200)]
+    report = analyze(_write(tmp_path / "train.log", lines))
+    fig = plot_figure(report)
+    dotted = [line for line in fig.axes[0].get_lines() if line.get_linestyle() == ":"]
+    assert len(dotted) == 1
+    x, y = dotted[0].get_data()
+    assert x[0] == 80 and x[-1] == 99 and max(y) > 5.0  # from the step before the stretch to its end
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any("history the log went back on" in t for t in labels)
+    assert any("the log goes back to here" in t for t in labels)
