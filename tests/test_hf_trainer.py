@@ -346,6 +346,52 @@ def test_a_trainers_output_folder_is_one_run(tmp_path):
     assert earlier == ["checkpoint-20", "checkpoint-40"]
 
 
+class _Killed(Exception):
+    """The job killed (tests only)."""
+
+
+def test_a_resumed_training_is_one_run_and_the_stretch_it_replaced_is_judged(tmp_path):
+    """Launch 1's LR is blown up after step 40 (its loss spikes at 45-50) and the job is killed at
+    step 52; launch 2 resumes from checkpoint-40. The last trainer_state.json holds launch 2's
+    history, and each launch wrote its events to a runs/ folder of its own: one training (three
+    runs before), whose replaced stretch, launch 1's spike, is reported as got past."""
+    pytest.importorskip("tensorboard")
+
+    class BlowUpThenDie(TrainerCallback):
+        def on_step_end(self, args, state, control, optimizer=None, **kwargs):
+            if state.global_step == 41:  # after checkpoint-40 was saved
+                for group in optimizer.param_groups:
+                    group["lr"] = 5.0
+            if state.global_step == 52:
+                raise _Killed
+
+    def launch(callbacks, resume=None):
+        args = TrainingArguments(str(tmp_path / "out"), max_steps=80, per_device_train_batch_size=BATCH,
+                                 logging_steps=5, save_steps=20, report_to=["tensorboard"], use_cpu=True,
+                                 disable_tqdm=True, seed=0)
+        Trainer(model=gpt2(), args=args, train_dataset=CountingData(512), callbacks=callbacks).train(
+            resume_from_checkpoint=resume)
+
+    with pytest.raises(_Killed):
+        launch([BlowUpThenDie()])
+    (first,) = (tmp_path / "out" / "runs").iterdir()
+    first.rename(first.with_name("launch-1"))  # the next launch's folder is named by its start second
+    launch([], resume=str(tmp_path / "out" / "checkpoint-40"))
+    assert len(list((tmp_path / "out" / "runs").iterdir())) == 2
+    from sentinel.analyze import analyze as analyze_paths
+
+    (report,) = analyze_paths(tmp_path / "out").runs
+    assert report.data.source == "hf_trainer_state" and report.last_step == 80
+    assert report.data.steps["loss"].max() < 10  # launch 2's history: no spike in it
+    launches = [w for w in report.warnings if "one launch of this training" in w]
+    assert len(launches) == 2 and "launch-1 (tensorboard): its steps 5-50" in launches[0]
+    assert "its steps 45-50 differ from this run's" in launches[0]
+    replaced = [(i.kind, i.step) for i in report.incidents if i.details.get("replaced")]
+    assert ("loss_spike", 45) in replaced
+    assert ("restart", 45) in [(i.kind, i.step) for i in report.incidents]
+    assert report.verdict.value == "recovered"
+
+
 def test_a_trainer_state_cut_off_while_saved_keeps_its_history(tmp_path):
     """A checkpoint written while the disk filled up: its trainer_state.json ends mid-entry. The
     entries before the cut are read, with a warning; a state with none whole is an

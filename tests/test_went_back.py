@@ -88,7 +88,7 @@ def test_a_text_log_resumed_after_a_spike_reports_the_spike_as_got_past(tmp_path
     replaced = [i for i in report.incidents if i.details.get("replaced")]
     assert replaced and all(i.resolved and 700 <= i.step <= 799 for i in replaced)
     assert {i.kind for i in replaced} <= {"loss_spike", "divergence"}
-    assert "the log then went back to step 601" in replaced[0].message
+    assert "the run then went back to step 601" in replaced[0].message
 
 
 def test_a_preempted_run_resumed_is_healthy_with_the_restart_said(tmp_path):
@@ -185,6 +185,69 @@ def test_a_tensorboard_directory_written_again_by_a_resumed_run(tmp_path):
     assert [i.kind for i in report.incidents if i.details.get("replaced")] == ["loss_spike"]
 
 
+def _trainer_state(path, losses: dict[int, float]) -> None:
+    """A checkpoint's trainer_state.json as the Hugging Face Trainer writes it (keys sorted)."""
+    history = [{"epoch": step / 32, "grad_norm": 1.0, "learning_rate": 5e-05, "loss": loss, "step": step}
+               for step, loss in losses.items()]
+    last = max(losses)
+    state = {"best_global_step": None, "best_metric": None, "best_model_checkpoint": None, "epoch": last / 32,
+             "eval_steps": 500, "global_step": last, "is_hyper_param_search": False, "is_local_process_zero": True,
+             "is_world_process_zero": True, "log_history": history, "logging_steps": 5, "max_steps": last,
+             "num_input_tokens_seen": 0, "num_train_epochs": 3, "save_steps": 20, "total_flos": 1.0,
+             "train_batch_size": 8, "trial_name": None, "trial_params": None}
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(state, indent=2, sort_keys=True), encoding="utf-8")
+
+
+def _launch(logdir, losses: dict[int, float]) -> None:
+    from torch.utils.tensorboard import SummaryWriter
+
+    with SummaryWriter(str(logdir)) as writer:
+        for step, loss in losses.items():
+            writer.add_scalar("train/loss", loss, step)
+
+
+def test_a_trainer_output_folder_of_a_resumed_training_is_one_run(tmp_path):
+    """The last trainer_state.json holds the whole history; each launch wrote its events to a
+    runs/ folder of its own. Launch 1 blew up at 45-50 and was killed; launch 2 resumed from
+    checkpoint-40. Three runs before (the state, and each launch apart); now one, with launch 1's
+    spike reported as the stretch launch 2 replaced."""
+    rng = np.random.default_rng(7)
+    good = {step: round(_loss(step, rng), 4) for step in range(5, 121, 5)}
+    _trainer_state(tmp_path / "out" / "checkpoint-120" / "trainer_state.json", good)
+    _launch(tmp_path / "out" / "runs" / "Dec05_10-00-00_host",
+            {step: (good[step] if step <= 40 else 30.0 + step) for step in range(5, 51, 5)})
+    _launch(tmp_path / "out" / "runs" / "Dec05_10-05-00_host", {step: good[step] for step in range(45, 121, 5)})
+    (run,) = discover_runs(tmp_path / "out")
+    assert run.source == "hf_trainer_state" and run.steps["loss"].to_dict() == pytest.approx(good)
+    assert sum("one launch of this training" in w for w in run.warnings) == 2
+    (stretch,) = run.abandoned
+    assert (stretch.resumed_at, stretch.first, stretch.last) == (45, 45, 50)
+    report = analyze_run(run)
+    assert [(i.kind, i.step) for i in report.incidents if i.details.get("replaced")] == [("loss_spike", 45)]
+    assert report.verdict.value == "recovered"
+
+
+def test_pieces_of_one_format_or_of_another_training_stay_runs_of_their_own(tmp_path):
+    rng = np.random.default_rng(8)
+    good = {step: round(_loss(step, rng), 4) for step in range(5, 121, 5)}
+    # Two launches' event folders alone: each a run (no whole history to fold them into).
+    _launch(tmp_path / "a" / "runs" / "one", {step: good[step] for step in range(5, 51, 5)})
+    _launch(tmp_path / "a" / "runs" / "two", {step: good[step] for step in range(45, 121, 5)})
+    assert len(discover_runs(tmp_path / "a")) == 2
+    # Events whose first values are not the state's: another training.
+    _trainer_state(tmp_path / "b" / "checkpoint-120" / "trainer_state.json", good)
+    _launch(tmp_path / "b" / "runs" / "other", {step: good[step] + 0.5 for step in range(5, 51, 5)})
+    assert len(discover_runs(tmp_path / "b")) == 2
+    # The first steps of the state's history and no launch after them: a log cut short, or another
+    # training that shares them (a sweep whose runs differ from a later step on), not a launch.
+    for name, tail in (("c", 0.0), ("d", 0.3)):
+        _trainer_state(tmp_path / name / "checkpoint-120" / "trainer_state.json", good)
+        _launch(tmp_path / name / "runs" / "first", {step: good[step] + (tail if step > 40 else 0.0)
+                                                     for step in range(5, 51, 5)})
+        assert len(discover_runs(tmp_path / name)) == 2
+
+
 # ----------------------------------------------------------------------------- the plot
 
 
@@ -202,5 +265,5 @@ def test_the_plot_draws_the_replaced_stretch_dotted(tmp_path):
     x, y = dotted[0].get_data()
     assert x[0] == 80 and x[-1] == 99 and max(y) > 5.0  # from the step before the stretch to its end
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert any("history the log went back on" in t for t in labels)
-    assert any("the log goes back to here" in t for t in labels)
+    assert any("history the run went back on" in t for t in labels)
+    assert any("the run goes back to here" in t for t in labels)

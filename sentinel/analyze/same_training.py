@@ -7,6 +7,14 @@ Runs read from two formats whose loss is the same at every step are one training
 one read with the most series is kept, and a warning names the other. Two runs of one format with
 the same loss are two runs (a seeded run repeated, a test's runs).
 
+A training resumed from a checkpoint is read in pieces the same way: the Trainer's last
+``trainer_state.json`` holds the whole history, and each launch wrote its TensorBoard events to a
+folder of its own. A run of another format whose loss is the longer run's from its first step
+(at least :data:`MIN_SHARED` values and half of its own) is one launch of it where a launch after
+it shows the training was resumed; where its last values differ, those are the stretch the next
+launch replaced (from a checkpoint before them), judged as such
+(:class:`~sentinel.analyze.loaders.AbandonedHistory`).
+
 Example:
     >>> import pandas as pd
     >>> from sentinel.analyze.loaders import RunData
@@ -23,7 +31,8 @@ import numpy as np
 import pandas as pd
 
 from sentinel import metrics
-from sentinel.analyze.loaders import RunData
+from sentinel.analyze.loaders import LOGGED_NAN, AbandonedHistory, RunData
+from sentinel.analyze.loaders.went_back import CONTEXT
 
 # Loss values two runs must share, at least, to be taken for one training: a few equal values
 # may be chance (a loss stuck at ln(vocab) at the same first steps).
@@ -62,7 +71,60 @@ def one_per_training(runs: list[RunData]) -> list[RunData]:
                     runs[kept].warnings.append(
                         f"also logged as {runs[k].path} ({runs[k].source}): the same loss at every step, "
                         "one training read twice (two loggers, or a log and a table made from it), reported once")
+    _fold_launches(runs, dropped)
     return [run for k, run in enumerate(runs) if k not in dropped]
+
+
+def _fold_launches(runs: list[RunData], dropped: set[int]) -> None:
+    """Fold the runs that are launches of a longer run of another format into it (adding their
+    indices to ``dropped``): see the module's docstring. A launch is told by the one after it: a
+    piece that agrees with the whole from a later first step (it resumed from a checkpoint) is
+    one; a piece from the whole's first step, or one whose last values differ, is one only where
+    such a later piece of its format starts after it (and, for the values that differ, at or
+    before the first of them). A log cut short beside its events is no launch."""
+    losses = {k: _loss(run) for k, run in enumerate(runs) if k not in dropped}
+    losses = {k: loss for k, loss in losses.items() if loss is not None and len(loss) >= MIN_SHARED}
+    pieces: dict[int, list[tuple[int, int]]] = {}  # each whole's pieces: (run, values that agree)
+    for k, piece in sorted(losses.items(), key=lambda item: (int(item[1].index[0]), len(item[1]))):
+        for j, whole in losses.items():
+            if j == k or runs[j].source == runs[k].source or len(whole) <= len(piece) \
+                    or not whole.index[0] <= piece.index[0] <= whole.index[-1]:
+                continue
+            at = whole.reindex(piece.index).to_numpy()
+            same = np.isclose(piece.to_numpy(), at, rtol=_RTOL, atol=0.0, equal_nan=True)
+            agree = len(same) if same.all() else int(np.argmin(same))
+            if agree >= MIN_SHARED and 2 * agree >= len(piece):
+                pieces.setdefault(j, []).append((k, agree))
+                break
+    for j, found in pieces.items():
+        later = [k for k, agree in found if agree == len(losses[k]) and losses[k].index[0] > losses[j].index[0]]
+        for k, agree in found:
+            piece = losses[k]
+            after = [int(losses[m].index[0]) for m in later if runs[m].source == runs[k].source
+                     and losses[m].index[0] > piece.index[0]]
+            if k in later or (after and (agree == len(piece) or min(after) <= piece.index[agree])):
+                dropped.add(k)
+                _fold(runs[j], runs[k], piece, agree)
+
+
+def _fold(whole: RunData, launch: RunData, loss: pd.Series, agree: int) -> None:
+    """Note in ``whole`` that ``launch`` is one launch of it; its values past the first ``agree``
+    (which differ) become a stretch of ``whole``'s history that the next launch replaced."""
+    steps = f"{int(loss.index[0])}-{int(loss.index[-1])}"
+    note = (f"also logged as {launch.path} ({launch.source}): its steps {steps} are one launch of this training "
+            "(resumed from a checkpoint), reported once")
+    if agree < len(loss):
+        resumed_at, last = int(loss.index[agree]), int(loss.index[-1])
+        frame = launch.steps.loc[:last]
+        context = frame.index.searchsorted(resumed_at)
+        frame = frame.iloc[max(0, context - CONTEXT):]
+        logged_nan = {key: [s for s in at if resumed_at <= s <= last]
+                      for key, at in (launch.meta.get(LOGGED_NAN) or {}).items()}
+        whole.abandoned.append(AbandonedHistory(resumed_at, resumed_at, last, frame,
+                                                {key: at for key, at in logged_nan.items() if at}))
+        note += (f"; its steps {resumed_at}-{last} differ from this run's: the stretch the next launch replaced, "
+                 "judged as such")
+    whole.warnings.append(note)
 
 
 def _loss(run: RunData) -> pd.Series | None:

@@ -74,7 +74,7 @@ _MARKS = {
     "zero_grad": _Mark("grad norm exactly 0 (dotted)"),
     "gave_up": _Mark("guard gave up"),
     "restart": _Mark("restarted by another process (its history from here)"),
-    "went_back": _Mark("the log goes back to here (a run resumed from an earlier checkpoint)"),
+    "went_back": _Mark("the run goes back to here (resumed from an earlier checkpoint)"),
     "crash": _Mark("the process stopped in an error (its traceback ends the log)"),
 }
 
@@ -163,7 +163,7 @@ def plot_figure(report: Report):
         run_label = _literal(f"{run.name} ({run.verdict.value})") if several else _literal(run.name)
         legend[_wrap(run_label)] = Line2D([], [], color=color, lw=2.0)
         if replaced:
-            label = _literal((f"{run.name}: " if several else "") + "history the log went back on (dotted: "
+            label = _literal((f"{run.name}: " if several else "") + "history the run went back on (dotted: "
                              "replaced by the one written after)")
             legend[_wrap(label)] = Line2D([], [], color=color, lw=1.2, ls=":", alpha=0.7)
         if overfit:
