@@ -3,6 +3,8 @@ built from a config, faults injected at known steps)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import logging
 import math
@@ -365,12 +367,15 @@ def test_a_resumed_training_is_one_run_and_the_stretch_it_replaced_is_judged(tmp
             if state.global_step == 52:
                 raise _Killed
 
+    printed = io.StringIO()  # both launches' stdout, as `nohup python train.py` appends it
+
     def launch(callbacks, resume=None):
         args = TrainingArguments(str(tmp_path / "out"), max_steps=80, per_device_train_batch_size=BATCH,
                                  logging_steps=5, save_steps=20, report_to=["tensorboard"], use_cpu=True,
                                  disable_tqdm=True, seed=0)
-        Trainer(model=gpt2(), args=args, train_dataset=CountingData(512), callbacks=callbacks).train(
-            resume_from_checkpoint=resume)
+        with contextlib.redirect_stdout(printed):
+            Trainer(model=gpt2(), args=args, train_dataset=CountingData(512), callbacks=callbacks).train(
+                resume_from_checkpoint=resume)
 
     with pytest.raises(_Killed):
         launch([BlowUpThenDie()])
@@ -389,6 +394,14 @@ def test_a_resumed_training_is_one_run_and_the_stretch_it_replaced_is_judged(tmp
     replaced = [(i.kind, i.step) for i in report.incidents if i.details.get("replaced")]
     assert ("loss_spike", 45) in replaced
     assert ("restart", 45) in [(i.kind, i.step) for i in report.incidents]
+    assert report.verdict.value == "recovered"
+    # The appended stdout: launch 2 printed the dicts of steps 45 and 50 again. They carry no step
+    # (numbered in order: 45 is the 9th); read in order, launch 1's spike sat among launch 2's values.
+    (tmp_path / "nohup.out").write_text(printed.getvalue())
+    (report,) = analyze_paths(tmp_path / "nohup.out").runs
+    assert report.data.steps["loss"].dropna().index.tolist() == list(range(1, 17))
+    assert report.data.steps["loss"].max() < 10
+    assert ("loss_spike", 9) in [(i.kind, i.step) for i in report.incidents if i.details.get("replaced")]
     assert report.verdict.value == "recovered"
 
 
@@ -418,9 +431,6 @@ def test_a_trainers_stdout_without_its_bars_gets_its_steps_from_the_summary(tmp_
     """`python train.py > log.txt` keeps the dicts (stdout) and loses the bars and the banner
     (stderr): the dicts carry no step. A finished run's summary gives its steps (runtime x steps per
     second), and with the dicts' epoch the logging interval; a run cut before it stays numbered."""
-    import contextlib
-    import io
-
     from sentinel.analyze.discover import discover_runs
 
     args = TrainingArguments(str(tmp_path / "out"), max_steps=60, per_device_train_batch_size=BATCH, logging_steps=5,

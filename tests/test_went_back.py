@@ -154,6 +154,29 @@ def test_one_step_printed_wrong_is_no_resume(tmp_path):
     assert not any(i.kind == "restart" for i in analyze_run(run).incidents)
 
 
+@pytest.mark.parametrize("quoted", [True, False])
+def test_a_trainers_stdout_appended_across_a_resume(tmp_path, quoted):
+    """The Trainer's dicts carry no step, only the epoch (transformers 5 quotes each value); a
+    resumed launch appended to the same file prints the dicts after its checkpoint again, from an
+    earlier epoch. Read in order, the first launch's blow-up sat among the second's values."""
+    rng = np.random.default_rng(9)
+
+    def line(step, loss):
+        values = {"loss": f"{loss:.4g}", "grad_norm": "1.0", "learning_rate": "5e-05", "epoch": f"{step / 32:.4g}"}
+        return "{" + ", ".join(f"'{k}': " + (f"'{v}'" if quoted else v) for k, v in values.items()) + "}"
+
+    lines = [line(step, _loss(step, rng) + (30.0 if step > 40 else 0.0)) for step in range(5, 51, 5)]
+    lines += ["[transformers] There were missing keys in the checkpoint model loaded: ['lm_head.weight']."]
+    lines += [line(step, _loss(step, rng)) for step in range(45, 121, 5)]
+    (run,) = discover_runs(_write(tmp_path / "nohup.out", lines))
+    assert run.steps["loss"].index.tolist() == list(range(1, 25)) and run.steps["loss"].max() < 5
+    (stretch,) = run.abandoned
+    assert (stretch.resumed_at, stretch.first, stretch.last) == (9, 9, 10)
+    report = analyze_run(run)
+    assert ("loss_spike", 9) in [(i.kind, i.step) for i in report.incidents if i.details.get("replaced")]
+    assert report.verdict.value == "recovered"
+
+
 # ----------------------------------------------------------------------------- TensorBoard
 
 

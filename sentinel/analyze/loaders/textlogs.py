@@ -388,6 +388,11 @@ def _hf_steps(text: str, found) -> None:
         if LOGGED_NAN in found.meta:  # the printed NaNs move with their steps
             found.meta[LOGGED_NAN] = {key: [step * interval for step in at]
                                       for key, at in found.meta[LOGGED_NAN].items()}
+        for stretch in found.abandoned:  # a resumed run's replaced stretches, numbered alike
+            stretch.steps.index = stretch.steps.index * interval
+            stretch.resumed_at, stretch.first, stretch.last = (stretch.resumed_at * interval, stretch.first * interval,
+                                                               stretch.last * interval)
+            stretch.logged_nan = {key: [step * interval for step in at] for key, at in stretch.logged_nan.items()}
     else:
         found.meta["logging_steps"] = None
         found.warnings.append("HF Trainer log dicts carry no step: numbered 1, 2, 3, ... in order "

@@ -729,6 +729,10 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
         counts = table.pop("_counts").astype(bool) if "_counts" in table else np.ones(len(order), bool)
         counts &= ~beside[order]  # a value beside a record joins its step (the record before it)
         counts &= ~_printed_twice(table, counts)
+        kept = _went_back_in_order(table, counts, dialect, abandoned) if "epoch" in table else None
+        if kept is not None:  # a resumed run printed its records again from an earlier epoch
+            table = {name: column[kept] for name, column in table.items()}
+            counts, beside = counts[kept], beside[order][kept]
         ordinal = np.cumsum(counts)
         carried = table["_step"]  # a step the records hold (the dialect's step_key)
         steps_carried = carried[counts]
@@ -1049,6 +1053,38 @@ def _went_back(tables: list[dict[str, np.ndarray]], shapes: list[Shape], dialect
             keep[other_order] = survivors(other_steps, back)
             tables[i] = {name: column[keep] for name, column in other.items()}
     return True
+
+
+def _went_back_in_order(table: dict[str, np.ndarray], counts: np.ndarray, dialect: Dialect,
+                        abandoned: list[AbandonedHistory] | None) -> np.ndarray | None:
+    """For records numbered in order (``table`` in text order, ``counts``: the records that count
+    a step) that carry their epoch (the Hugging Face Trainer's dicts): where the epoch goes back (a
+    run resumed from a checkpoint into the same log), which records to keep, and each replaced
+    stretch in ``abandoned``, numbered as its history stood then (by the records' own step where
+    every one has it); None where the epoch never goes back."""
+    rows = np.flatnonzero(counts)
+    epoch = table["epoch"][rows]
+    starts = fall_backs(epoch)
+    if not len(starts):
+        return None
+    carried = table["_step"][rows]
+    for k, stretch in enumerate(replaced_stretches(epoch, starts) if abandoned is not None else ()):
+        start = int(starts[k])
+        before = int(survivors(epoch[:start], starts[:k]).sum())  # the history's records, up to the stretch
+        if np.isnan(carried[stretch.rows]).any():  # numbered in order, as the history stood then
+            step = np.arange(before - len(stretch.rows) + 1, before + 1, dtype="float64")
+        else:
+            step = carried[stretch.rows]
+        replaced = int((epoch[stretch.rows] >= epoch[start]).sum())
+        frame_of = {name: column[rows[stretch.rows]] for name, column in table.items() if name != "_step"}
+        frame_of["_step"], frame_of["_fills"] = step, np.zeros(len(step), dtype=bool)
+        frame, logged_nan = _steps_frame(frame_of, np.zeros(len(step), dtype=bool), dialect, [])
+        first = int(step[len(step) - replaced])
+        abandoned.append(AbandonedHistory(first, first, int(step[-1]), frame,
+                                          {key: frame.index[mask].tolist() for key, mask in logged_nan.items()
+                                           if mask.any()}))
+    # Every record (evaluations too) goes with the history it was printed in.
+    return survivors(table["epoch"], rows[starts])
 
 
 def _last_records(columns: dict[str, np.ndarray], dialect: Dialect, warnings: list[str]) -> dict[str, np.ndarray]:
