@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -14,8 +14,8 @@ from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.detector import warmup_steps
 from sentinel.analyze.discover import READ_ERRORS, NoRunsError, Skipped, debugging, describe_error, discover
 from sentinel.analyze.incident import Incident
-from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData
-from sentinel.analyze.report import Report, RunReport, verdict
+from sentinel.analyze.loaders import LOGGED_NAN, STEP_UNIT, LoadOptions, RunData
+from sentinel.analyze.report import Report, RunReport, in_epochs, verdict
 from sentinel.analyze.rule_abandoned import replaced_incidents, went_back_incident
 from sentinel.analyze.rule_amp import loss_scale_incidents, overflow_incidents
 from sentinel.analyze.rule_attention import attention_incidents
@@ -154,6 +154,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
     warnings = list(run.warnings)
     incidents: list[Incident] = []
     has = steps.columns.__contains__
+    per_epoch = bool(run.meta) and run.meta.get(STEP_UNIT) == "epoch"
     loss = finite(steps[metrics.LOSS]) if has(metrics.LOSS) else pd.Series(dtype="float64")
     environment_rl = is_environment_rl(steps.columns)
     adversarial = is_adversarial(steps.columns)
@@ -181,7 +182,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
             warnings.append(f"only {len(loss)} finite loss values, within the spike detector's "
                             f"warm-up of {warmup}: too little history to judge spikes fully (only "
                             "large jumps are flagged); non-finite values and the final loss are reported")
-        found, spans = loss_spike_incidents(loss, config, last_step=int(steps.index[-1]))
+        found, spans = loss_spike_incidents(loss, config, last_step=int(steps.index[-1]), per_epoch=per_epoch)
         diverged = divergence_incidents(loss, spans, config)
         runaway = [i.step for i in diverged if i.details.get("runaway")]
         if runaway:  # the climb is one divergence, not an unrecovered spike inside it
@@ -221,6 +222,8 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
                                      meta={LOGGED_NAN: stretch.logged_nan}), config)
         incidents += [went_back_incident(stretch)] + replaced_incidents(stretch, before.incidents, incidents)
     incidents.sort(key=lambda i: (i.step, i.end_step, i.kind))
+    if per_epoch:
+        incidents = [replace(i, message=in_epochs(i.message)) for i in incidents]
     logged = _loss_logged(steps[metrics.LOSS], steps, logged_nan_steps(run, metrics.LOSS)) \
         if has(metrics.LOSS) else None
     final_raw = _last_logged(steps[metrics.LOSS], logged) if logged is not None else None
@@ -234,7 +237,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         final_loss=None if final_raw is None else float(final_raw),
         best_loss=float(loss.min()) if len(loss) else None,
         verdict=verdict(incidents, final_finite, has_loss=final_raw is not None or len(loss) > 0),
-        incidents=incidents, warnings=warnings, data=run)
+        incidents=incidents, warnings=warnings, data=run, step_unit="epoch" if per_epoch else "step")
 
 
 def _loss_logged(loss: pd.Series, steps: pd.DataFrame, logged_nan: np.ndarray | None = None) -> np.ndarray:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,8 @@ class RunReport:
         incidents: in step order.
         warnings: what was skipped while reading, and what could not be judged.
         data: the loaded run (for plots and notebooks; not serialised).
+        step_unit: ``"epoch"`` where each step is an epoch (a per-epoch table or history: the
+            messages say epochs), else ``"step"``.
     """
 
     name: str
@@ -50,6 +53,7 @@ class RunReport:
     incidents: list[Incident] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     data: RunData | None = field(default=None, repr=False, compare=False)
+    step_unit: str = "step"
 
     @property
     def counts(self) -> dict[str, int]:
@@ -76,7 +80,7 @@ class RunReport:
                 "first_step": self.first_step, "last_step": self.last_step,
                 "final_loss": self.final_loss, "best_loss": self.best_loss,
                 "verdict": self.verdict.value, "incidents": [i.to_dict() for i in self.incidents],
-                "warnings": list(self.warnings)}
+                "warnings": list(self.warnings), "step_unit": self.step_unit}
 
 
 @dataclass
@@ -104,6 +108,19 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         """``{"runs": [...]}``, the JSON form."""
         return {"runs": [r.to_dict() for r in self.runs]}
+
+
+_STEP_WORD = re.compile(r"\bstep(s?)\b")
+
+
+def in_epochs(message: str) -> str:
+    """A rule's message for a run whose steps are epochs: each "step" an "epoch".
+
+    Example:
+        >>> in_epochs("loss spike to 2.2 at step 21; recovered in 1 step (step 22)")
+        'loss spike to 2.2 at epoch 21; recovered in 1 epoch (epoch 22)'
+    """
+    return _STEP_WORD.sub(r"epoch\1", message)
 
 
 def verdict(incidents: list[Incident], final_loss_finite: bool, has_loss: bool = True) -> Verdict:

@@ -83,18 +83,22 @@ def recover_window(series: pd.Series, config: AnalyzeConfig) -> int:
     return max(int(config.recover_steps), _RECOVER_ROWS * cadence(series.index))
 
 
-def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig,
-                         last_step: int | None = None) -> tuple[list[Incident], list[dict]]:
+def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig, last_step: int | None = None,
+                         per_epoch: bool = False) -> tuple[list[Incident], list[dict]]:
     """One incident per loss spike: height vs baseline, score, recovered and in how many steps.
 
     A spike that recovered is a warning, one that did not is critical. ``loss`` holds the finite
     values only; ``last_step`` is the run's last step: a "recovery" on the last finite value of a
-    run that went on logging non-finite losses is no recovery.
+    run that went on logging non-finite losses is no recovery. ``per_epoch``: each value is an
+    epoch's mean, so one that jumps is a whole epoch gone wrong, never an outlier batch.
 
     Returns:
         ``(incidents, spans)``; the spans feed the grad-norm rule's lead-time check.
     """
     spans = spike_spans(loss, config)
+    if per_epoch:
+        for span in spans:
+            span["outlier_batch"] = False
     incidents = []
     last = int(loss.index[-1])
     for span in spans:

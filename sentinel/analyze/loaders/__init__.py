@@ -83,6 +83,23 @@ ADD_SCALARS_DIRS = "add_scalars_dirs"
 # absent: none). Where it is given, a NaN in the steps frame at any other step is absent (a
 # record that was not read, e.g. dropped for a bad checksum), never a non-finite value.
 LOGGED_NAN = "logged_nan"
+# RunData.meta key: "epoch" where each row of the steps frame is an epoch (the step read is an
+# epoch count: Keras' History and CSVLogger, Ultralytics' results.csv, a log line per epoch); absent:
+# a row is a step. The report then speaks of epochs, and a one-row jump is no outlier batch.
+STEP_UNIT = "step_unit"
+
+
+def epoch_unit(step_name: object) -> dict[str, str]:
+    """``{STEP_UNIT: "epoch"}`` where the step column read is named as an epoch count, else ``{}``
+    (to merge into a run's meta).
+
+    Example:
+        >>> epoch_unit("Epoch"), epoch_unit("global_step")
+        ({'step_unit': 'epoch'}, {})
+    """
+    return {STEP_UNIT: "epoch"} if str(step_name).strip().lower() in ("epoch", "epochs") else {}
+
+
 # RunData.meta key: the metric keys LOGGED_NAN speaks for, where it speaks for some only (Lightning's
 # CSVLogger writes a NaN as ``nan`` and leaves a metric it did not log empty, and the loss is the
 # column read cell by cell); absent: LOGGED_NAN speaks for every key.

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from sentinel import metrics
-from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData
+from sentinel.analyze.loaders import LOGGED_NAN, STEP_UNIT, LoadOptions, RunData, epoch_unit
 from sentinel.analyze.loaders.keys import (canonical_key, looks_like_eval_loss, looks_like_loss, loss_column,
                                            rises_by_whole_numbers, step_columns)
 from sentinel.analyze.loaders.textlog import head_matches, read_head, read_text, run_name
@@ -87,8 +87,10 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
                         "epochs")
     index = pd.Index(np.arange(1, epochs + 1) if rows is None else rows, name=metrics.STEP)
     step_key = _step_list(series, epochs)
+    unit = {STEP_UNIT: "epoch"} if rows is None else {}  # one row per epoch, numbered from 1
     if step_key is not None:  # {"step": [...], "loss": [...]}: the steps are given
         index = pd.Index(np.array(series.pop(step_key), dtype="int64"), name=metrics.STEP)
+        unit = epoch_unit(step_key)
     columns: dict[str, np.ndarray] = {}
     logged_nan: dict[str, list[int]] = {}  # a NaN written as such, not a null (a value not logged)
     for name, values in series.items():
@@ -102,7 +104,8 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         logged_nan[key] = index[nan_at].tolist()
     steps = pd.DataFrame(columns, index=index)
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
-                    meta={"format": NAME, "columns": list(series), LOGGED_NAN: logged_nan}, warnings=warnings)]
+                    meta={"format": NAME, "columns": list(series), LOGGED_NAN: logged_nan, **unit},
+                    warnings=warnings)]
 
 
 def _columns_as_lists(history: dict) -> tuple[dict, list[int] | None]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders import LoadOptions, RunData, epoch_unit
 from sentinel.analyze.loaders.keys import STEP_ALIASES, inferred_loss_note, loss_column, sniff_columns, step_column
 from sentinel.analyze.loaders.numeric_table import table_steps
 from sentinel.analyze.loaders.textlog import read_head_lines, read_text, run_name
@@ -72,7 +72,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     table = pd.DataFrame(rows, columns=header)
     steps = table_steps(table, step_col, loss_col, path, warnings)
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
-                    meta={"format": NAME, "columns": header}, warnings=warnings)]
+                    meta={"format": NAME, "columns": header, **epoch_unit(step_col)}, warnings=warnings)]
 
 
 def _cells(line: str) -> list[str] | None:

@@ -33,7 +33,7 @@ from pathlib import Path
 import pandas as pd
 
 from sentinel import metrics
-from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders import LoadOptions, RunData, epoch_unit
 from sentinel.analyze.loaders.keys import (
     inferred_loss_note,
     loss_column,
@@ -108,7 +108,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
             warnings.append(f"{Path(path).name}: {inferred_loss_note(loss_col)}")
     steps = table_steps(table, step_col, loss_col, path, warnings)
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
-                    meta={"format": NAME, "columns": header}, warnings=warnings)]
+                    meta={"format": NAME, "columns": header, **epoch_unit(step_col)}, warnings=warnings)]
 
 
 def _cells(line: str) -> list[str]:

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from sentinel import metrics
-from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData
+from sentinel.analyze.loaders import LOGGED_NAN, STEP_UNIT, LoadOptions, RunData
 from sentinel.analyze.loaders.dialects import (AMP_ONLY, CYCLEGAN, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER,
                                                FALLBACKS, GENERIC, HF_TRAINER, LOSS_LINES, reads_bar_running_mean)
 from sentinel.analyze.loaders.dialect_types import Dialect
@@ -300,6 +300,8 @@ def _read(text: str, dialect: Dialect, options: LoadOptions | None, path: str | 
             found = scan(text, EPOCH_LINES_IN_ORDER, options)
             found.warnings.append(f"{lines} loss lines over {epochs} epochs: each line is read as a step, "
                                   "numbered 1, 2, 3, ... in order (the lines carry no step of their own)")
+        else:
+            found.meta[STEP_UNIT] = "epoch"  # a line per epoch: the epoch is the step
     if dialect is HF_TRAINER:
         _hf_steps(text, found)
     _note_crash(text, found, dialect)

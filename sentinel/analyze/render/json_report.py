@@ -5,11 +5,12 @@ Schema (version 1)::
     {"runs": [{"path": str, "name": str, "source": str, "steps": int,
                "first_step": int|null, "last_step": int|null,
                "final_loss": float|null, "best_loss": float|null,
-               "verdict": "healthy"|"recovered"|"unhealthy",
+               "verdict": "healthy"|"recovered"|"unhealthy"|"no loss",
                "incidents": [{"kind": str, "step": int, "end_step": int,
                               "severity": "info"|"warning"|"critical", "message": str,
                               "details": {...}}],
-               "warnings": [str]}],
+               "warnings": [str],
+               "step_unit": "step"|"epoch"}],   # "epoch": each step is an epoch
      "problems": [str], "skipped": [{"path", "reason", "detail"?}],   # when analysed by the CLI
      "plot": {...}, "fail_on": {"severity", "met", "incidents": [...]}}  # when asked for
 

@@ -28,7 +28,8 @@ def render_markdown(report: Report) -> str:
         out.append(f"| {_cell(run.name)} | {_cell(run.source)} | {run.steps} | {fmt(run.final_loss)} | "
                    f"{fmt(run.best_loss)} | **{run.verdict.value}** | {counts} |")
     for run in report.runs:
-        out += ["", f"## {_cell(run.name)}", "", f"{_cell(run.path)}, steps {fmt(run.first_step)}..{fmt(run.last_step)}", ""]
+        out += ["", f"## {_cell(run.name)}", "",
+                f"{_cell(run.path)}, {run.step_unit}s {fmt(run.first_step)}..{fmt(run.last_step)}", ""]
         for warning in run.warnings:
             out.append(f"> warning: {_cell(warning)}")
         if run.warnings:
@@ -36,7 +37,7 @@ def render_markdown(report: Report) -> str:
         if not run.incidents:
             out.append("No incidents.")
             continue
-        out += ["| step | severity | kind | message |", "|---:|---|---|---|"]
+        out += [f"| {run.step_unit} | severity | kind | message |", "|---:|---|---|---|"]
         for i in run.incidents:
             span = f"{i.step}" if i.step == i.end_step else f"{i.step}-{i.end_step}"
             out.append(f"| {span} | {i.severity.value} | {i.kind} | {_cell(i.message)} |")

@@ -193,7 +193,7 @@ def plot_figure(report: Report):
         _step_axis(ax)
     for ax, written in notes.values():
         _write_peaks(ax, written, x_span=max(max(lasts) - min(firsts), 1))
-    axes[-1].set_xlabel("step")
+    axes[-1].set_xlabel("epoch" if all(r.step_unit == "epoch" for r in runs) else "step")
     title = "sentinel analyze -- " + ", ".join(f"{r.name}: {r.verdict.value}" for r in runs)
     # Left-aligned and wrapped to the panels' width: it never runs into the legend on the right.
     title = "\n".join(textwrap.wrap(_literal(textwrap.shorten(title, 200, placeholder=" ...")), 100))

@@ -67,7 +67,7 @@ def verdict_summary(report: Report, width: int = 100) -> str:
 
 def _run(run: RunReport, width: int) -> str:
     lines = [f"{clean_text(run.name)} ({clean_text(run.source)}) {clean_text(run.path)} -- {run.verdict.value}",
-             f"  steps {run.steps} ({fmt(run.first_step)}..{fmt(run.last_step)})  "
+             f"  {run.step_unit}s {run.steps} ({fmt(run.first_step)}..{fmt(run.last_step)})  "
              f"final loss {fmt(run.final_loss)}  best loss {fmt(run.best_loss)}"]
     counts = run.counts
     if counts:
@@ -88,8 +88,8 @@ def _run(run: RunReport, width: int) -> str:
                      _SEVERITY_MARK[i.severity.value], i.kind, clean_text(i.message)))
     rows += [("...", "info", kind, f"{n} more like these (--format json lists every incident)")
              for kind, n in folded.items()]
-    widths = [max(len(r[c]) for r in rows + [("step", "sev", "kind", "")]) for c in range(3)]
-    header = ("step".ljust(widths[0]), "sev".ljust(widths[1]), "kind".ljust(widths[2]))
+    widths = [max(len(r[c]) for r in rows + [(run.step_unit, "sev", "kind", "")]) for c in range(3)]
+    header = (run.step_unit.ljust(widths[0]), "sev".ljust(widths[1]), "kind".ljust(widths[2]))
     lines.append("  " + "  ".join(header) + "  message")
     lines.append("  " + "  ".join("-" * w for w in widths) + "  " + "-" * 7)
     indent = 2 + sum(widths) + 6

@@ -1,0 +1,83 @@
+"""Logs of one row per epoch (Keras' CSVLogger and History, Ultralytics' results.csv, a line per
+epoch): the report speaks of epochs, as their authors do, and a one-row jump of the loss is an
+epoch gone wrong (a spike), not one outlier batch."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from sentinel.analyze import analyze
+from sentinel.analyze.analyzer import analyze_run
+from sentinel.analyze.discover import discover_runs
+from sentinel.analyze.render.plot import plot_figure
+from sentinel.cli.main import main
+
+
+def _keras_csv(path, epochs: int = 40, jump_at: int | None = 21):
+    """What tf.keras.callbacks.CSVLogger writes: epochs from 0, the metrics sorted by name."""
+    rng = np.random.default_rng(0)
+    rows = ["epoch,accuracy,loss,val_accuracy,val_loss"]
+    for e in range(epochs):
+        loss = 0.3 + 2 / math.sqrt(e + 1) + rng.normal(0, 0.005)
+        loss *= 3 if e == jump_at else 1
+        rows.append(f"{e},{0.5 + e / 100:.4f},{loss:.4f},{0.5 + e / 120:.4f},{0.9 + 1.5 / math.sqrt(e + 1):.4f}")
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_keras_csvlogger_table_is_read_in_epochs(tmp_path):
+    (run,) = discover_runs(_keras_csv(tmp_path / "training.csv"))
+    report = analyze_run(run)
+    assert report.step_unit == "epoch"
+    (spike,) = [i for i in report.incidents if i.kind in ("loss_spike", "outlier_batch")]
+    # Each row is an epoch's mean: tripled for one epoch is a whole epoch gone wrong.
+    assert (spike.kind, spike.step, spike.severity.value, spike.resolved) == ("loss_spike", 21, "warning", True)
+    assert "at epoch 21" in spike.message and "recovered in 1 epoch (epoch 22)" in spike.message
+    assert "step" not in spike.message
+    assert report.verdict.value == "recovered"
+    result = CliRunner().invoke(main, ["analyze", str(tmp_path / "training.csv")])
+    assert "  epochs 40 (0..39)" in result.output and "\n  epoch  sev" in result.output
+    doc = json.loads(CliRunner().invoke(main, ["analyze", str(tmp_path / "training.csv"), "--format", "json"]).output)
+    assert doc["runs"][0]["step_unit"] == "epoch"
+    markdown = CliRunner().invoke(main, ["analyze", str(tmp_path / "training.csv"), "--format", "markdown"]).output
+    assert "| epoch | severity | kind | message |" in markdown
+    assert plot_figure(analyze(tmp_path / "training.csv")).axes[-1].get_xlabel() == "epoch"
+
+
+def test_a_keras_history_dict_is_read_in_epochs(tmp_path):
+    losses = [2.0 / math.sqrt(e + 1) + 0.3 for e in range(30)]
+    path = tmp_path / "history.json"
+    path.write_text(json.dumps({"loss": losses, "val_loss": [v + 0.1 for v in losses]}), encoding="utf-8")
+    (run,) = discover_runs(path)
+    assert analyze_run(run).step_unit == "epoch"
+
+
+@pytest.mark.parametrize("step", ["step", "iter"])
+def test_a_table_of_steps_keeps_its_one_row_blips_as_outlier_batches(tmp_path, step):
+    path = _keras_csv(tmp_path / "metrics.csv", epochs=400, jump_at=210)
+    path.write_text(path.read_text().replace("epoch,", f"{step},", 1))
+    report = analyze_run(discover_runs(path)[0])
+    assert report.step_unit == "step"
+    assert [(i.kind, i.step) for i in report.incidents if i.kind in ("loss_spike", "outlier_batch")] == \
+        [("outlier_batch", 210)]
+    assert "at step 210" in next(i.message for i in report.incidents if i.kind == "outlier_batch")
+
+
+def test_ultralytics_results_csv_is_read_in_epochs(tmp_path):
+    """results.csv as Ultralytics writes it: names padded with spaces, the loss in three parts."""
+    header = ["epoch", "train/box_loss", "train/cls_loss", "train/dfl_loss", "metrics/mAP50(B)", "val/box_loss",
+              "val/cls_loss", "val/dfl_loss", "lr/pg0"]
+    rows = [",".join(f"{name:>25}" for name in header)]
+    for e in range(1, 31):
+        box, cls, dfl = 1.5 / math.sqrt(e), 2.0 / math.sqrt(e), 1.2 / math.sqrt(e)
+        rows.append(",".join(f"{v:>25}" for v in (e, f"{box:.5f}", f"{cls:.5f}", f"{dfl:.5f}", "0.5", "1.1", "1.2",
+                                                 "1.0", "0.001")))
+    path = tmp_path / "results.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    report = analyze_run(discover_runs(path)[0])
+    assert report.step_unit == "epoch" and report.first_step == 1 and report.last_step == 30
