@@ -76,7 +76,7 @@ def test_a_text_log_resumed_after_a_spike_reports_the_spike_as_got_past(tmp_path
     index = run.steps.index
     assert index[index < 601].tolist() == list(range(1, 601))
     assert index[index >= 601].tolist() == list(range(601, 1500, 7))  # none of the first process's
-    assert run.steps["loss"][601:].max() < 2.2
+    assert run.steps["loss"].loc[601:].max() < 2.2
     (stretch,) = run.abandoned
     assert (stretch.resumed_at, stretch.first, stretch.last) == (601, 601, 799)
     assert stretch.steps["loss"].idxmax() >= 780
@@ -177,6 +177,53 @@ def test_a_trainers_stdout_appended_across_a_resume(tmp_path, quoted):
     assert report.verdict.value == "recovered"
 
 
+# ----------------------------------------------------------------------------- tables
+
+
+@pytest.mark.parametrize("name", ["metrics.jsonl", "metrics.csv", "log.csv"])
+def test_a_table_a_resumed_run_appended_to(tmp_path, name):
+    """A script's own logger (json.dumps per line, csv.DictWriter) appending after a resume from
+    step 800: read by step, the first run's blow-up at 900-1000 sat between the resumed run's
+    values (logged at 805, 815, ...) and the spike read as 'recovered in 45 steps'. A
+    ``metrics.csv`` is read as Lightning's CSVLogger writes it, the others as tables."""
+    import csv
+
+    rng = np.random.default_rng(10)
+    rows = [{"step": s, "loss": round(_loss(s, rng) + (4.0 if s >= 900 else 0.0), 4), "lr": 3e-4}
+            for s in range(10, 1010, 10)]
+    rows += [{"step": s, "loss": round(_loss(s, rng), 4), "lr": 3e-4} for s in range(805, 2005, 10)]
+    path = tmp_path / name
+    with path.open("w", newline="", encoding="utf-8") as f:
+        if name.endswith(".jsonl"):
+            f.writelines(json.dumps(row) + "\n" for row in rows)
+        else:
+            writer = csv.DictWriter(f, fieldnames=["step", "loss", "lr"])
+            writer.writeheader()
+            writer.writerows(rows)
+    (run,) = discover_runs(path)
+    assert run.steps.index.tolist() == list(range(10, 801, 10)) + list(range(805, 2005, 10))
+    assert run.steps["loss"].loc[805:].max() < 2.2 and run.steps["lr"].notna().all()
+    (stretch,) = run.abandoned
+    assert (stretch.resumed_at, stretch.first, stretch.last) == (805, 810, 1000)
+    report = analyze_run(run)
+    assert [(i.kind, i.step) for i in report.incidents if i.details.get("replaced")] == [("loss_spike", 900)]
+    assert report.verdict.value == "recovered"
+
+
+def test_a_lightning_csv_with_validation_rows_is_no_resume(tmp_path):
+    """Lightning's CSVLogger: a validation row at the epoch's last step after its training rows,
+    the loss empty there. Its steps never go back among the rows with a loss."""
+    rng = np.random.default_rng(11)
+    lines = ["epoch,step,train_loss,val_loss"]
+    for epoch in range(5):
+        lines += [f"{epoch},{s},{_loss(s + 1, rng):.4f}," for s in range(epoch * 100 + 9, epoch * 100 + 100, 10)]
+        lines.append(f"{epoch},{epoch * 100 + 49},,{_loss(epoch * 100 + 50, rng):.4f}")  # an evaluation mid-epoch
+    path = tmp_path / "metrics.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (run,) = discover_runs(path)
+    assert run.abandoned == [] and run.steps["val_loss"].notna().sum() == 5
+
+
 # ----------------------------------------------------------------------------- TensorBoard
 
 
@@ -200,7 +247,7 @@ def test_a_tensorboard_directory_written_again_by_a_resumed_run(tmp_path):
     assert len(files) == 2 and files[0].endswith(".a")  # the first writer's file reads first
     (run,) = discover_runs(logdir)
     assert run.steps.index[run.steps.index >= 601].tolist() == list(range(601, 1500, 7))
-    assert run.steps["loss"][601:].max() < 2.2 and run.steps["lr"].notna().all()
+    assert run.steps["loss"].loc[601:].max() < 2.2 and run.steps["lr"].notna().all()
     (stretch,) = run.abandoned
     assert (stretch.resumed_at, stretch.first, stretch.last) == (601, 601, 799)
     report = analyze_run(run)

@@ -61,14 +61,15 @@ class AbandonedHistory:
         first: the first step replaced (at or after ``resumed_at``).
         last: the last step written before the log went back.
         steps: the history as it stood then, from the run's first step (a steps frame).
-        logged_nan: ``{metric key: steps logged as NaN}`` in ``steps`` (as :data:`LOGGED_NAN`).
+        logged_nan: ``{metric key: steps logged as NaN}`` in ``steps`` (as :data:`LOGGED_NAN`);
+            None where the source does not tell a NaN logged from a value not logged.
     """
 
     resumed_at: int
     first: int
     last: int
     steps: pd.DataFrame
-    logged_nan: dict[str, list[int]] = field(default_factory=dict)
+    logged_nan: dict[str, list[int]] | None = field(default_factory=dict)
 
 
 # A Parquet table's file names (the Parquet reader's; the directory walk tells its data shards by them).

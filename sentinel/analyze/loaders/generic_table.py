@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from sentinel import metrics
-from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData, epoch_unit
+from sentinel.analyze.loaders import LOGGED_NAN, AbandonedHistory, LoadOptions, RunData, epoch_unit
 from sentinel.analyze.loaders.json_array import items_before_damage
 from sentinel.analyze.loaders.keys import (
     LOSS_ALIASES,
@@ -185,11 +185,13 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
                 table = table.drop(columns=col)  # a column named, never logged: no NaN to report
     if loss_col not in table.columns:  # the sum of the loss's components (see pick_columns)
         sum_loss_components(table, loss_components(table.columns), path, warnings)
-    steps = table_steps(table, step_col, loss_col, path, warnings, keep_nan_eval=True)
+    abandoned: list[AbandonedHistory] = []
+    steps = table_steps(table, step_col, loss_col, path, warnings, keep_nan_eval=True, abandoned=abandoned)
     meta = {"format": NAME, "columns": [str(c) for c in table.columns], **epoch_unit(step_col)}
     if array or first.lstrip().startswith("{"):  # a JSON row tells a NaN it holds from a key it lacks
         meta[LOGGED_NAN] = _logged_nan(table, nan_rows, step_col, loss_col, steps.columns)
-    return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps, meta=meta, warnings=warnings)]
+    return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps, meta=meta, warnings=warnings,
+                    abandoned=abandoned)]
 
 
 # A table read with its rows numbered is read whole: at most this much, and at least this many rows.

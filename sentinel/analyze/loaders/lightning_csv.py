@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from sentinel import metrics
-from sentinel.analyze.loaders import LOGGED_NAN, LOGGED_NAN_KEYS, LoadOptions, RunData
+from sentinel.analyze.loaders import LOGGED_NAN, LOGGED_NAN_KEYS, AbandonedHistory, LoadOptions, RunData
 from sentinel.analyze.loaders.keys import STEP_ALIASES, canonical_key, find_column, inferred_loss_note, loss_column
 from sentinel.analyze.loaders.numeric_table import (
     PRINTED_NAN_ROWS,
@@ -24,6 +24,7 @@ from sentinel.analyze.loaders.numeric_table import (
     read_columns,
     read_header,
     step_values,
+    went_back_rows,
 )
 from sentinel.analyze.loaders.textlog import text_encoding
 
@@ -111,6 +112,9 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     kept = [c for c in frame.columns if c != step_col]
     frame = pd.DataFrame(columns, index=pd.Index(step, name=step_col), copy=False)
     frame.columns = kept
+    abandoned: list[AbandonedHistory] = []
+    if loss_col is not None:  # a resumed run appending to the file: its rows replace the earlier ones
+        frame = went_back_rows(frame, abandoned, loss_col)
     steps = merge_steps(frame)  # train and val rows of one step merge
     steps.index.name = metrics.STEP
     renames = {}
@@ -122,6 +126,9 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     steps = steps.loc[:, ~steps.columns.duplicated()]
     empty = [c for c in steps.columns if c != metrics.LOSS and steps[c].isna().all()]
     steps = steps.drop(columns=empty)
+    for stretch in abandoned:  # named as the run's columns are
+        replaced = stretch.steps.rename(columns=renames)
+        stretch.steps = replaced.loc[:, ~replaced.columns.duplicated()].rename_axis(metrics.STEP)
     if loss_col is None:
         warnings.append(f"{path.name}: no loss column among {', '.join(map(str, names[:50]))}: "
                         "pass --loss-col NAME")
@@ -130,7 +137,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         meta.update(_printed_nan_steps(step[printed_rows[use]], steps[metrics.LOSS]))
     name = path.parent.name or path.name
     return [RunData(name=name, path=str(path), source=NAME, steps=steps.astype("float64", copy=False),
-                    meta=meta, warnings=warnings)]
+                    meta=meta, warnings=warnings, abandoned=abandoned)]
 
 
 def _printed_nan_steps(printed: np.ndarray, loss: pd.Series) -> dict:

@@ -25,6 +25,8 @@ import numpy as np
 import pandas as pd
 
 from sentinel import metrics
+from sentinel.analyze.loaders import AbandonedHistory
+from sentinel.analyze.loaders.went_back import fall_backs, replaced_stretches, survivors
 from sentinel.analyze.loaders.keys import (
     MAX_COLUMNS,
     NONFINITE_TEXT,
@@ -458,11 +460,14 @@ def _ends_with_newline(path: Path) -> bool:
 
 
 def table_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warnings: list[str],
-                keep_nan_eval: bool = False) -> pd.DataFrame:
+                keep_nan_eval: bool = False, abandoned: list[AbandonedHistory] | None = None) -> pd.DataFrame:
     """A table's steps frame: its numeric columns under sentinel's keys (the loss column as
     ``loss``), indexed by integer step; rows without a step or whose loss is text are dropped
     and counted in ``warnings``. A column with no number is dropped (text), except, with
     ``keep_nan_eval``, an evaluation loss printed as ``nan`` at every row (a CSV's float column).
+    Where the steps of the rows with a loss go back (a resumed run appending to the file), the
+    rows written after replace the earlier ones from their first step; each stretch replaced goes
+    to ``abandoned`` (where given).
 
     Columns are taken as numpy arrays and indexed only when rows are dropped, so a large table
     that needs no row dropped, merged or sorted becomes the frame without a copy.
@@ -510,4 +515,32 @@ def table_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warning
             continue
         renamed[key] = values
     frame = pd.DataFrame(renamed, index=pd.Index(step, name=metrics.STEP), copy=False)
+    if abandoned is not None:
+        frame = went_back_rows(frame, abandoned)
     return order_columns(merge_steps(frame))
+
+
+def went_back_rows(frame: pd.DataFrame, abandoned: list[AbandonedHistory], loss_col: str = metrics.LOSS
+                   ) -> pd.DataFrame:
+    """``frame`` (indexed by step, rows in file order) without the rows a later history replaced,
+    where the steps of the rows with a loss (``loss_col``) go back
+    (:mod:`~sentinel.analyze.loaders.went_back`); each replaced stretch, with the rows before it
+    as they stood then (merged by step, columns as in ``frame``), goes to ``abandoned``.
+
+    Example:
+        >>> f = pd.DataFrame({"loss": [3.0, 2.0, 9.0, 9.5, 1.9, 1.8]}, index=[1, 2, 3, 4, 3, 4])
+        >>> kept = went_back_rows(f, out := []); kept.index.tolist(), (out[0].first, out[0].last)
+        ([1, 2, 3, 4], (3, 4))
+    """
+    step = frame.index.to_numpy(dtype="float64")
+    trained = np.flatnonzero(frame[loss_col].notna().to_numpy())
+    starts = fall_backs(step[trained])
+    if not len(starts):
+        return frame
+    start_rows = trained[starts]
+    for k, stretch in enumerate(replaced_stretches(step[trained], starts)):
+        before = np.flatnonzero(survivors(step[:start_rows[k]], start_rows[:k]))
+        before = before[step[before] >= step[trained[stretch.rows[0]]]]  # from the context's first row
+        steps = order_columns(merge_steps(frame.iloc[before]))
+        abandoned.append(AbandonedHistory(stretch.resumed_at, stretch.first, stretch.last, steps, logged_nan=None))
+    return frame.iloc[np.flatnonzero(survivors(step, start_rows))]
