@@ -26,6 +26,17 @@ def _loss(step: int, rng: np.random.Generator) -> float:
     return 2.0 + 3.0 / math.sqrt(step) + float(rng.normal(0, 0.01))
 
 
+def _judged_as_replaced(run, stretch: tuple[int, int, int], incident: tuple[str, int]):
+    """The run's one replaced stretch is ``stretch`` (resumed at, first and last step replaced),
+    ``incident`` (kind, step) is reported as replaced, and the run is recovered; its report."""
+    (found,) = run.abandoned
+    assert (found.resumed_at, found.first, found.last) == stretch
+    report = analyze_run(run)
+    assert incident in [(i.kind, i.step) for i in report.incidents if i.details.get("replaced")]
+    assert report.verdict.value == "recovered"
+    return report
+
+
 # ----------------------------------------------------------------------------- the fall-backs
 
 
@@ -170,11 +181,7 @@ def test_a_trainers_stdout_appended_across_a_resume(tmp_path, quoted):
     lines += [line(step, _loss(step, rng)) for step in range(45, 121, 5)]
     (run,) = discover_runs(_write(tmp_path / "nohup.out", lines))
     assert run.steps["loss"].index.tolist() == list(range(1, 25)) and run.steps["loss"].max() < 5
-    (stretch,) = run.abandoned
-    assert (stretch.resumed_at, stretch.first, stretch.last) == (9, 9, 10)
-    report = analyze_run(run)
-    assert ("loss_spike", 9) in [(i.kind, i.step) for i in report.incidents if i.details.get("replaced")]
-    assert report.verdict.value == "recovered"
+    _judged_as_replaced(run, (9, 9, 10), ("loss_spike", 9))
 
 
 # ----------------------------------------------------------------------------- tables
@@ -203,11 +210,8 @@ def test_a_table_a_resumed_run_appended_to(tmp_path, name):
     (run,) = discover_runs(path)
     assert run.steps.index.tolist() == list(range(10, 801, 10)) + list(range(805, 2005, 10))
     assert run.steps["loss"].loc[805:].max() < 2.2 and run.steps["lr"].notna().all()
-    (stretch,) = run.abandoned
-    assert (stretch.resumed_at, stretch.first, stretch.last) == (805, 810, 1000)
-    report = analyze_run(run)
-    assert [(i.kind, i.step) for i in report.incidents if i.details.get("replaced")] == [("loss_spike", 900)]
-    assert report.verdict.value == "recovered"
+    report = _judged_as_replaced(run, (805, 810, 1000), ("loss_spike", 900))
+    assert [i.kind for i in report.incidents if i.details.get("replaced")] == ["loss_spike"]
 
 
 def test_a_lightning_csv_with_validation_rows_is_no_resume(tmp_path):
@@ -248,10 +252,7 @@ def test_a_tensorboard_directory_written_again_by_a_resumed_run(tmp_path):
     (run,) = discover_runs(logdir)
     assert run.steps.index[run.steps.index >= 601].tolist() == list(range(601, 1500, 7))
     assert run.steps["loss"].loc[601:].max() < 2.2 and run.steps["lr"].notna().all()
-    (stretch,) = run.abandoned
-    assert (stretch.resumed_at, stretch.first, stretch.last) == (601, 601, 799)
-    report = analyze_run(run)
-    assert report.verdict.value == "recovered"
+    report = _judged_as_replaced(run, (601, 601, 799), ("loss_spike", 700))
     assert [i.kind for i in report.incidents if i.details.get("replaced")] == ["loss_spike"]
 
 
@@ -291,11 +292,8 @@ def test_a_trainer_output_folder_of_a_resumed_training_is_one_run(tmp_path):
     (run,) = discover_runs(tmp_path / "out")
     assert run.source == "hf_trainer_state" and run.steps["loss"].to_dict() == pytest.approx(good)
     assert sum("one launch of this training" in w for w in run.warnings) == 2
-    (stretch,) = run.abandoned
-    assert (stretch.resumed_at, stretch.first, stretch.last) == (45, 45, 50)
-    report = analyze_run(run)
-    assert [(i.kind, i.step) for i in report.incidents if i.details.get("replaced")] == [("loss_spike", 45)]
-    assert report.verdict.value == "recovered"
+    report = _judged_as_replaced(run, (45, 45, 50), ("loss_spike", 45))
+    assert [i.kind for i in report.incidents if i.details.get("replaced")] == ["loss_spike"]
 
 
 def test_pieces_of_one_format_or_of_another_training_stay_runs_of_their_own(tmp_path):
