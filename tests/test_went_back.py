@@ -184,6 +184,40 @@ def test_a_trainers_stdout_appended_across_a_resume(tmp_path, quoted):
     _judged_as_replaced(run, (9, 9, 10), ("loss_spike", 9))
 
 
+def test_a_global_step_beside_its_epoch_resumed_into_an_earlier_epoch(tmp_path):
+    """``epoch E | step N | loss X`` with a step that goes on across epochs: the resume takes both
+    back. An epoch that went back was read as proof that the step counts inside the epoch, and
+    every step became epoch x length + step (30,000 steps read as 1..930,000)."""
+    rng = np.random.default_rng(13)
+    lines = [f"epoch {s // 100} | step {s} | loss: {_loss(s, rng) + (4.0 if s > 450 else 0.0):.4f}"
+             for s in range(1, 481)]
+    lines += [f"epoch {s // 100} | step {s} | loss: {_loss(s, rng):.4f}" for s in range(301, 1001)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index.tolist() == list(range(1, 1001))
+    _judged_as_replaced(run, (301, 301, 480), ("loss_spike", 451))
+
+
+def test_a_keras_fit_resumed_from_an_earlier_epoch(tmp_path):
+    """``model.fit(..., initial_epoch=5)`` after a run that blew up in its 7th epoch and died in
+    its 8th: the second fit prints "Epoch 6/12" again. Counted by the bars' wraps, its epochs were
+    numbered on from the first fit's (6 read as 8): every later step moved, the blow-up unreported."""
+    rng = np.random.default_rng(12)
+
+    def epoch(k, bad=False, last=20):
+        out = [f"Epoch {k}/12"]
+        for i in range(1, last + 1):
+            loss = 9.5 if bad else _loss((k - 1) * 20 + i, rng)
+            out.append(f"{i}/20 [==============================] - ETA: 0s - loss: {loss:.4f}")
+        return out
+
+    lines = [line for k in range(1, 7) for line in epoch(k)] + epoch(7, bad=True) + epoch(8, bad=True, last=9)
+    lines += ["Resuming from checkpoint epoch_5.keras"] + [line for k in range(6, 13) for line in epoch(k)]
+    (run,) = discover_runs(_write(tmp_path / "fit.log", lines))
+    assert run.steps.index.tolist() == list(range(1, 241))
+    assert run.steps["loss"].max() < 5.1
+    _judged_as_replaced(run, (101, 101, 149), ("loss_spike", 121))
+
+
 # ----------------------------------------------------------------------------- tables
 
 

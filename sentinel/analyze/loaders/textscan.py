@@ -667,7 +667,12 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
             epoch = columns.pop("_epoch0") + 1
         if iters is not None:
             step = iters
-            if epoch is None and total is not None:
+            printed = _printed_epochs(text, shape, n, lines) if epoch is None and total is not None else None
+            if printed is not None:  # Keras' "Epoch k/K" before each epoch's bars: the epoch as printed
+                epoch = printed
+                if printed[0] > 1:  # a resumed fit: "Epoch 10/50" first, its steps go on from there
+                    meta["first_epoch"] = int(printed[0])
+            elif epoch is None and total is not None:
                 epoch = _epochs_from_wraps(iters, total, columns["_pos"], meta, columns.get(metrics.LOSS),
                                            _headers_between(text, shape, n, lines))
                 first = _first_epoch_header(text, lines)
@@ -1118,6 +1123,34 @@ def _first_epoch_header(text: str, lines: Lines | None = None) -> int | None:
     return None if found is None else int(found.group(0).split()[1].split("/")[0])
 
 
+def _printed_epochs(text: str, shape: Shape, n: int, lines: Lines | None = None) -> np.ndarray | None:
+    """For each record of ``shape`` (in text order), the epoch of the Keras ``Epoch k/K`` line
+    before it: a fit resumed from an earlier epoch (``initial_epoch``) prints its first epoch again,
+    which counting the bars' wraps cannot tell. None where no such line is printed, a record comes
+    before the first, or the records and the matches do not line up.
+
+    Example:
+        >>> from sentinel.analyze.loaders.dialects import GENERIC
+        >>> bar = next(s for s in GENERIC.shapes if s.pattern.search(" 1/2 [====] - loss: 2.1"))
+        >>> log = "Epoch 7/9\\n1/2 [==] - loss: 2.1\\n2/2 [==] - loss: 2.0\\nEpoch 6/9\\n1/2 [==] - loss: 2.2\\n"
+        >>> _printed_epochs(log, bar, 3).tolist()
+        [7.0, 7.0, 6.0]
+    """
+    if "Epoch " not in text:
+        return None
+    lines = Lines.of(text, lines)
+    if not lines.holds_any((_EPOCH_HEADER,)):
+        return None
+    headers = list(_EPOCH_HEADER.finditer(text))
+    at = np.array([m.start() for m in headers], dtype=np.int64)
+    epochs = np.array([float(m.group(0).split()[1].split("/")[0]) for m in headers])
+    starts = np.asarray(lines.starts(shape.pattern), dtype=np.int64)
+    if len(starts) != n or not n:
+        return None
+    before = np.searchsorted(at, starts, side="right") - 1
+    return None if bool((before < 0).any()) else epochs[before]
+
+
 def _headers_between(text: str, shape: Shape, n: int, lines: Lines | None = None) -> np.ndarray | None:
     """For each record of ``shape`` after the first (in text order), whether a Keras ``Epoch k/K``
     line stands between it and the one before; None when there are none (or records and matches
@@ -1196,19 +1229,22 @@ def _epochs_from_wraps(iters: np.ndarray, total: np.ndarray, pos: np.ndarray, me
 
 def _counts_globally(epoch: np.ndarray, iters: np.ndarray, pos: np.ndarray, known_length: bool = False) -> bool:
     """Whether a count logged beside an epoch goes on across epochs (a global step) rather than
-    starting again in each: where the epoch changes, the count never falls back. With one epoch
+    starting again in each: where the epoch moves on, the count never falls back. With one epoch
     only there is no telling: the count is taken as the step unless the log gives the epoch's
-    length (``known_length``, "[i/N]").
+    length (``known_length``, "[i/N]"). An epoch that goes back (a run resumed from an earlier
+    checkpoint) tells nothing: either count goes back with it.
 
     Example:
         >>> _counts_globally(np.array([1., 1., 2.]), np.array([100., 200., 300.]), np.arange(3))
         True
         >>> _counts_globally(np.array([1., 1., 2.]), np.array([100., 200., 100.]), np.arange(3))
         False
+        >>> _counts_globally(np.array([1., 2., 2., 1., 2.]), np.array([90., 100., 180., 95., 105.]), np.arange(5))
+        True
     """
     order = np.argsort(pos, kind="stable")
     e, i = epoch[order], iters[order]
-    changes = np.flatnonzero((e[1:] != e[:-1]) & ~np.isnan(e[1:]) & ~np.isnan(e[:-1]))
+    changes = np.flatnonzero((e[1:] > e[:-1]) & ~np.isnan(e[1:]) & ~np.isnan(e[:-1]))
     if not len(changes):
         return not known_length
     return bool((i[changes + 1] > i[changes]).all())  # a global count moves on at every change
