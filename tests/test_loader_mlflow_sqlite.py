@@ -88,3 +88,45 @@ def test_a_loss_col_no_run_logged_is_one_clear_message(store):
         "val/loss\n")
     spiky, evaluation = discover_runs(store, LoadOptions(loss_col="accuracy"))
     assert evaluation.steps["loss"].count() == 5 and spiky.steps["loss"].count() == 99
+
+
+RESUMED = FIXTURE.with_name("resumed.db.gz")
+
+
+def test_a_run_resumed_into_the_same_mlflow_run(tmp_path):
+    """``mlflow.start_run(run_id=...)`` after a checkpoint, written by mlflow itself
+    (``make_resumed_db.py``): the training blew up after step 80 and died at 99, and was resumed
+    from step 60 into the same run, logging 61-149 again. A step logged twice kept its last value
+    and the blow-up was gone without a word ("healthy")."""
+    path = tmp_path / "mlflow.db"
+    with gzip.open(RESUMED) as src, open(path, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    (run,) = discover_runs(path)
+    assert run.steps.index.tolist() == list(range(150)) and run.steps["loss"].max() < 4.1
+    assert run.steps["lr"].loc[61:].eq(1.5e-4).all()  # the resumed run's, every metric
+    (stretch,) = run.abandoned
+    assert (stretch.resumed_at, stretch.first, stretch.last) == (61, 61, 99)
+    report = analyze_run(run)
+    assert [(i.kind, i.step) for i in report.incidents] == [("restart", 61), ("loss_spike", 81)]
+    assert report.verdict.value == "recovered"
+
+
+def test_a_run_resumed_into_the_same_mlflow_file_store_run(tmp_path):
+    """The same in MLflow's file store (``mlruns/``): each metric's file, one
+    ``timestamp value step`` line per record in the order written."""
+    run_dir = tmp_path / "mlruns" / "1" / "0a1b2c3d4e"
+    (run_dir / "metrics" / "train").mkdir(parents=True)
+    (run_dir / "meta.yaml").write_text("run_id: 0a1b2c3d4e\nexperiment_id: '1'\nstatus: 3\n", encoding="utf-8")
+    first = [(1_700_000_000_000 + s * 100, s, 3.0 * math.exp(-s / 40) + 1.0 + (6.0 if s > 80 else 0.0))
+             for s in range(100)]
+    second = [(1_700_000_100_000 + s * 100, s, 3.0 * math.exp(-s / 40) + 1.0) for s in range(61, 150)]
+    (run_dir / "metrics" / "train" / "loss").write_text(
+        "".join(f"{t} {v} {s}\n" for t, s, v in first + second), encoding="utf-8")
+    (run_dir / "metrics" / "lr").write_text(
+        "".join(f"{t} {3e-4 if t < 1_700_000_100_000 else 1.5e-4} {s}\n" for t, s, _ in first + second),
+        encoding="utf-8")
+    (run,) = discover_runs(tmp_path / "mlruns")
+    assert run.steps["loss"].max() < 4.1 and run.steps["lr"].loc[61:].eq(1.5e-4).all()
+    (stretch,) = run.abandoned
+    assert (stretch.resumed_at, stretch.first, stretch.last) == (61, 61, 99)
+    assert analyze_run(run).verdict.value == "recovered"

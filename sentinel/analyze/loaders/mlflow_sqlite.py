@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from sentinel.analyze.loaders import LoadOptions, RunData
-from sentinel.analyze.loaders.numeric_table import metric_series_frame
+from sentinel.analyze.loaders.numeric_table import timed_series
 
 NAME = "mlflow_sqlite"
 DESCRIPTION = "MLflow SQLite store (mlflow.db, MLflow 3.7+'s default): each run's metrics"
@@ -71,11 +71,11 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
                 "SELECT r.run_uuid, r.name, r.lifecycle_stage, e.name FROM runs r "
                 "LEFT JOIN experiments e ON e.experiment_id = r.experiment_id ORDER BY r.start_time, r.run_uuid"
             ).fetchall()
-            rows = db.execute("SELECT run_uuid, key, step, value, is_nan FROM metrics "
-                              "ORDER BY run_uuid, key, step, timestamp").fetchall()
+            rows = db.execute("SELECT run_uuid, key, timestamp, step, value, is_nan FROM metrics "
+                              "ORDER BY run_uuid, key, timestamp, step").fetchall()
     except sqlite3.Error as err:
         raise ValueError(f"{path}: not readable as an MLflow SQLite store ({err}); pass an intact mlflow.db") from err
-    logged = pd.DataFrame(rows, columns=["run", "key", "step", "value", "is_nan"])
+    logged = pd.DataFrame(rows, columns=["run", "key", "time", "step", "value", "is_nan"])
     keys = sorted(set(logged["key"]))
     if options.loss_col is not None and options.loss_col.lower() not in {k.lower() for k in keys}:
         raise ValueError(f"{path}: no metric {options.loss_col!r} in this MLflow store; metrics: {', '.join(keys)}")
@@ -96,23 +96,24 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
 
 def _run(path, uuid: str, name: str | None, experiment: str | None, rows: pd.DataFrame,
          options: LoadOptions) -> RunData:
-    series = {}
+    timed = {}  # each metric's records in the order written
     for key, group in rows.groupby("key", sort=False):
         values = group["value"].to_numpy(dtype="float64")
         values = np.where(group["is_nan"].to_numpy(dtype=bool), np.nan, values)
         values = np.where(np.abs(values) == _LARGEST, np.copysign(np.inf, values), values)
-        # A step logged twice keeps its last value (rows in time order within a step).
-        series[str(key)] = pd.Series(values, index=group["step"].to_numpy(dtype="int64")).groupby(level=0).last()
+        timed[str(key)] = pd.DataFrame({"time": group["time"].to_numpy(dtype="float64"),
+                                        "step": group["step"].to_numpy(dtype="int64"), "value": values})
     warnings: list[str] = []
     label = f"{experiment}/{name or uuid}" if experiment and experiment != "Default" else (name or uuid)
     # A run with no loss (an evaluation run) is reported as such, not dropped; one the user's
     # --loss-col is not in (another run's metric) has its loss found as any run's is.
-    named = options.loss_col if options.loss_col is None or options.loss_col.lower() in {k.lower() for k in series} \
+    named = options.loss_col if options.loss_col is None or options.loss_col.lower() in {k.lower() for k in timed} \
         else None
-    steps = metric_series_frame(series, named, f"{path} run {label}", warnings, "metric",
-                                require_loss=False)
+    # A run resumed into the same MLflow run logs its steps again from its checkpoint: later wins.
+    steps, abandoned = timed_series(timed, named, f"{path} run {label}", warnings, "metric", require_loss=False)
     return RunData(name=label, path=str(path), source=NAME, steps=steps,
-                   meta={"format": NAME, "run_id": uuid, "experiment": experiment}, warnings=warnings)
+                   meta={"format": NAME, "run_id": uuid, "experiment": experiment}, warnings=warnings,
+                   abandoned=abandoned)
 
 
 def _connect(path: str | Path) -> sqlite3.Connection:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from sentinel.analyze.loaders import LoadOptions, RunData, files_in_walk_order
-from sentinel.analyze.loaders.numeric_table import metric_series_frame, step_values
+from sentinel.analyze.loaders.numeric_table import step_values, timed_series
 
 NAME = "mlflow"
 DESCRIPTION = "MLflow file store runs (mlruns/<exp>/<run>/metrics/<key>)"
@@ -51,22 +51,24 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     run = p if (p / "metrics").is_dir() else _run_dir(p)
     if run is None:
         raise ValueError(f"{path}: not inside an MLflow run directory (<run>/metrics/<key>)")
-    series = {}
+    timed = {}  # each metric's records in the order written
     warnings: list[str] = []
     for file in _metric_files(run):
         key = file.relative_to(run / "metrics").as_posix()
         table = pd.read_csv(io.StringIO(file.read_text(encoding="utf-8")), sep=" ", header=None,
-                            names=["time", "value", "step"], usecols=[1, 2])
+                            names=["time", "value", "step"], usecols=[0, 1, 2])
         # a step that is not a whole number or does not fit int64 drops its row, with a warning
         step, keep = step_values(table["step"], "step", f"metrics/{key}", warnings)
-        values = pd.to_numeric(table["value"], errors="coerce").to_numpy(dtype="float64")[keep]
-        series[key] = pd.Series(values, index=step).groupby(level=0).last()
-    steps = metric_series_frame(series, options.loss_col, run, warnings)
+        timed[key] = pd.DataFrame({"time": pd.to_numeric(table["time"], errors="coerce").to_numpy(dtype="float64")[keep],
+                                   "step": step,
+                                   "value": pd.to_numeric(table["value"], errors="coerce").to_numpy(dtype="float64")[keep]})
+    # A run resumed into the same MLflow run logs its steps again from its checkpoint: later wins.
+    steps, abandoned = timed_series(timed, options.loss_col, run, warnings, "column")
     tag = run / "tags" / "mlflow.runName"
     name = tag.read_text(encoding="utf-8").strip() if tag.is_file() else run.name
     return [RunData(name=name, path=str(run), source=NAME, steps=steps,
                     meta={"format": NAME, "experiment": run.parent.name, "run_id": run.name},
-                    warnings=warnings)]
+                    warnings=warnings, abandoned=abandoned)]
 
 
 def _run_dir(path: Path) -> Path | None:

@@ -404,6 +404,60 @@ def merge_steps(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.sort_index()
 
 
+def timed_series(timed: dict[str, pd.DataFrame], loss_col: str | None, where: str | Path, warnings: list[str],
+                 what: str = "metric", require_loss: bool = True) -> tuple[pd.DataFrame, list[AbandonedHistory]]:
+    """:func:`metric_series_frame` of a tracker's records that carry their time (``time``,
+    ``step``, ``value`` columns, in the order written: MLflow's), and the stretches a resumed run
+    replaced. Where the loss's steps go back in time order (a run resumed from an earlier
+    checkpoint into the same tracker run), every metric's records written before the later history
+    began, at its first step or after, are replaced (a step logged twice keeps its last value).
+
+    Example:
+        >>> rec = lambda t, s, v: pd.DataFrame({"time": t, "step": s, "value": v})
+        >>> timed = {"loss": rec([1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 3, 4], [3.0, 2.0, 9.0, 9.5, 1.9, 1.8])}
+        >>> frame, replaced = timed_series(timed, None, "run", [])
+        >>> frame["loss"].tolist(), [(r.resumed_at, r.first, r.last) for r in replaced]
+        ([3.0, 2.0, 1.9, 1.8], [(3, 3, 4)])
+    """
+    loss_key = loss_column(list(timed), loss_col)[0]
+    resumes: list[tuple[float, int]] = []  # each later history's (time, first step)
+    abandoned: list[AbandonedHistory] = []
+    if loss_key is not None:
+        loss = timed[loss_key]
+        steps = loss["step"].to_numpy(dtype="float64")
+        starts = fall_backs(steps)
+        times = loss["time"].to_numpy(dtype="float64")
+        resumes = [(times[k], steps[k]) for k in starts]
+        for k, stretch in enumerate(replaced_stretches(steps, starts)):
+            before = {key: _replaced_by(records, resumes[:k], until=resumes[k][0], since=steps[stretch.rows[0]])
+                      for key, records in timed.items()}
+            frame = metric_series_frame(_last_per_step(before), loss_key, where, [], what, require_loss=False)
+            abandoned.append(AbandonedHistory(stretch.resumed_at, stretch.first, stretch.last, frame, logged_nan=None))
+    kept = {key: _replaced_by(records, resumes) for key, records in timed.items()}
+    frame = metric_series_frame(_last_per_step(kept), loss_col, where, warnings, what, require_loss=require_loss)
+    return frame, abandoned
+
+
+def _replaced_by(records: pd.DataFrame, resumes: list[tuple[float, int]], until: float | None = None,
+                 since: float | None = None) -> pd.DataFrame:
+    """``records`` without those a later history replaced (written before it, at or past its first
+    step); with ``until``, only those written before that time, and with ``since``, from that step."""
+    time, step = records["time"].to_numpy(dtype="float64"), records["step"].to_numpy(dtype="float64")
+    keep = np.ones(len(records), dtype=bool) if until is None else time < until
+    for at, first in resumes:
+        keep &= ~((time < at) & (step >= first))
+    if since is not None:
+        keep &= step >= since
+    return records[keep]
+
+
+def _last_per_step(timed: dict[str, pd.DataFrame]) -> dict[str, pd.Series]:
+    """Each metric's value by step (a step logged twice keeps its last value, in time order)."""
+    return {key: pd.Series(records["value"].to_numpy(dtype="float64"),
+                           index=records["step"].to_numpy(dtype="int64")).groupby(level=0).last()
+            for key, records in timed.items() if len(records)}
+
+
 def metric_series_frame(series: dict[str, pd.Series], loss_col: str | None, where: str | Path,
                         warnings: list[str], what: str = "column", require_loss: bool = True) -> pd.DataFrame:
     """One steps frame of a tracker's metrics, each on its own steps (MLflow's files, Sacred's
