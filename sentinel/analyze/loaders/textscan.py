@@ -1141,9 +1141,8 @@ def _printed_epochs(text: str, shape: Shape, n: int, lines: Lines | None = None)
     lines = Lines.of(text, lines)
     if not lines.holds_any((_EPOCH_HEADER,)):
         return None
-    headers = list(_EPOCH_HEADER.finditer(text))
-    at = np.array([m.start() for m in headers], dtype=np.int64)
-    epochs = np.array([float(m.group(0).split()[1].split("/")[0]) for m in headers])
+    at = np.asarray(lines.starts(_EPOCH_HEADER), dtype=np.int64)  # a line each: "Epoch k/K"
+    epochs = np.array([float(text[start:text.find("/", start)].split()[-1]) for start in at])
     starts = np.asarray(lines.starts(shape.pattern), dtype=np.int64)
     if len(starts) != n or not n:
         return None
