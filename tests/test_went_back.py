@@ -157,6 +157,20 @@ def test_a_megatron_log_resumed_from_a_checkpoint(tmp_path):
     assert ("restart", 601) in kinds and ("loss_spike", 650) in kinds and report.verdict.value == "recovered"
 
 
+@pytest.mark.parametrize("again, reported", [(7.5, 1), (6.0, 2)])
+def test_a_spike_the_resumed_run_logged_again(tmp_path, again, reported):
+    """Resumed from step 300, the run logs its steps again. With the same values (a deterministic
+    replay) the spike at 400-420 is one incident, not two; one that came back with another height is
+    reported in the history replaced and in the one kept (a spike that recurs on replayed data)."""
+    rng = np.random.default_rng(14)
+    base = {s: _loss(s, rng) for s in range(10, 1010, 10)}
+    first = [f"step {s} | loss {(7.5 if 400 <= s <= 420 else base[s]):.4f}" for s in range(10, 510, 10)]
+    second = [f"step {s} | loss {(again if 400 <= s <= 420 else base[s]):.4f}" for s in range(310, 1010, 10)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", first + second))
+    spikes = [i for i in analyze_run(run).incidents if i.kind in ("loss_spike", "outlier_batch")]
+    assert [i.step for i in spikes] == [400] * reported
+
+
 def test_one_step_printed_wrong_is_no_resume(tmp_path):
     rng = np.random.default_rng(4)
     lines = [f"step {s if s != 300 else 30} | loss {_loss(s, rng):.4f}" for s in range(10, 1010, 10)]

@@ -33,7 +33,9 @@ def went_back_incident(stretch: AbandonedHistory) -> Incident:
 def replaced_incidents(stretch: AbandonedHistory, found: list[Incident], kept: list[Incident]) -> list[Incident]:
     """The warnings and worse ``found`` in the history as it stood before the run went back
     (``stretch.steps``) that fall in the stretch replaced, marked as got past; one that started
-    before the stretch is left to the history kept (``kept``: its incidents) where that found it too.
+    before the stretch is left to the history kept (``kept``: its incidents) where that found it
+    too, and so is one the history kept found alike (same kind, steps and peak: the resumed run
+    logged the same values again). One that came back otherwise is reported in both.
 
     Example:
         >>> import pandas as pd
@@ -47,7 +49,10 @@ def replaced_incidents(stretch: AbandonedHistory, found: list[Incident], kept: l
         if incident.severity.rank < Severity.WARNING.rank or incident.end_step < stretch.first \
                 or incident.kind == IncidentKind.RESTART:
             continue
-        if incident.step < stretch.first and any(k.kind == incident.kind and k.step == incident.step for k in kept):
+        if any(k.kind == incident.kind and k.step == incident.step and (
+                incident.step < stretch.first or (k.end_step == incident.end_step
+                                                  and k.details.get("peak") == incident.details.get("peak")))
+               for k in kept):
             continue
         out.append(replace(incident, message=f"{incident.message}; the run then went back to step "
                                              f"{stretch.resumed_at}: the history written after replaced it",
