@@ -171,6 +171,21 @@ def test_a_spike_the_resumed_run_logged_again(tmp_path, again, reported):
     assert [i.step for i in spikes] == [400] * reported
 
 
+def test_validation_lines_go_with_the_history_they_were_printed_in(tmp_path):
+    """The loss went back from 600 to 510 (a resume that logs no validation after it). The
+    validation at 600, printed before the resume, went with the history replaced; one whose step
+    was printed wrong (3 for 300) is no resume of the validation series: the others stay."""
+    rng = np.random.default_rng(15)
+    lines = []
+    for s in range(10, 610, 10):
+        lines.append(f"step {s} | loss {_loss(s, rng):.4f}")
+        if s % 100 == 0:
+            lines.append(f"step {3 if s == 300 else s} | val_loss {_loss(s, rng) + 0.1:.4f}")
+    lines += [f"step {s} | loss {_loss(s, rng):.4f}" for s in range(510, 1010, 10)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.abandoned and run.steps["val_loss"].dropna().index.tolist() == [3, 100, 200, 400, 500]
+
+
 def test_one_step_printed_wrong_is_no_resume(tmp_path):
     rng = np.random.default_rng(4)
     lines = [f"step {s if s != 300 else 30} | loss {_loss(s, rng):.4f}" for s in range(10, 1010, 10)]

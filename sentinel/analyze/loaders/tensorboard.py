@@ -25,7 +25,7 @@ from sentinel.analyze.loaders import ADD_SCALARS_DIRS, LOGGED_NAN, AbandonedHist
 from sentinel.analyze.loaders.keys import (LOSS_ALIASES, canonical_key, infer_loss_column, inferred_loss_note,
                                           loss_components)
 from sentinel.analyze.loaders.tfrecord import read_scalars
-from sentinel.analyze.loaders.went_back import every_fall_back, fall_backs, replaced_stretches, survivors
+from sentinel.analyze.loaders.went_back import fall_backs, replaced_stretches, survivors
 
 log = logging.getLogger(__name__)
 
@@ -254,7 +254,7 @@ def _went_back(written: dict[str, tuple[np.ndarray, np.ndarray]]) -> list[Abando
         abandoned.append(AbandonedHistory(stretch.resumed_at, stretch.first, stretch.last, frame,
                                           {metrics.LOSS: at[np.isnan(loss)].tolist()} if np.isnan(loss).any() else {}))
     for key, (steps, values) in written.items():
-        keep = survivors(steps, starts if key == metrics.LOSS else every_fall_back(steps))
+        keep = survivors(steps, starts if key == metrics.LOSS else fall_backs(steps))
         if not keep.all():
             written[key] = steps[keep], values[keep]
     return abandoned

@@ -86,7 +86,7 @@ from sentinel.analyze.loaders.template_reader import read_templates
 from sentinel.analyze.loaders.text_events import (count_overflows, event_rows, read_events, stamp,
                                                   with_record_events)
 from sentinel.analyze.loaders.textlog import _FIRST_COLUMNS, events_frame, order_columns
-from sentinel.analyze.loaders.went_back import every_fall_back, fall_backs, replaced_stretches, survivors
+from sentinel.analyze.loaders.went_back import fall_backs, replaced_stretches, survivors, survivors_of
 from sentinel.events import EventKind, make_event
 
 
@@ -721,7 +721,7 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
         table_shapes.append(shape)
     if not tables:
         return pd.DataFrame(index=pd.Index([], dtype="int64", name=metrics.STEP), dtype="float64"), {}
-    went_back = not dialect.step_from_order and _went_back(tables, table_shapes, dialect, abandoned)
+    went_back = not dialect.step_from_order and _went_back(tables, table_shapes, dialect, abandoned, text, lines)
     if dialect.restarts and not went_back and dialect.shapes[0] in table_shapes:
         main = tables[table_shapes.index(dialect.shapes[0])]
         if len(main["_pos"]) > 1:
@@ -1020,11 +1020,13 @@ def _is_word_char(char: str) -> bool:
 
 
 def _went_back(tables: list[dict[str, np.ndarray]], shapes: list[Shape], dialect: Dialect,
-               abandoned: list[AbandonedHistory] | None) -> bool:
+               abandoned: list[AbandonedHistory] | None, text: str = "", lines: Lines | None = None) -> bool:
     """Where the training records' steps go back in text order (a run resumed from an earlier
     checkpoint into the same log: :mod:`~sentinel.analyze.loaders.went_back`), drop from
     ``tables`` (in place) the records the later history replaced, and put each replaced stretch,
-    with the history before it, in ``abandoned``. Returns whether the steps went back."""
+    with the history before it, in ``abandoned``. Records of other shapes go with the history
+    they were printed in, where ``text`` places them (else where their own steps go back).
+    Returns whether the steps went back."""
     main = next((i for i, (shape, table) in enumerate(zip(shapes, tables))
                  if not (shape.prefix or shape.fills or table["_beside"][:1].any())
                  and (metrics.LOSS in table or NAN_PREFIX + metrics.LOSS in table)), None)
@@ -1047,17 +1049,31 @@ def _went_back(tables: list[dict[str, np.ndarray]], shapes: list[Shape], dialect
     keep = np.empty(len(order), dtype=bool)
     keep[order] = survivors(steps, starts)
     tables[main] = {name: column[keep] for name, column in table.items()}
+    lines = Lines.of(text, lines) if text else None  # made only here: most logs never go back
+    placed = None if lines is None else _text_positions(lines, shapes[main], len(order))
+    restarts_at = None if placed is None else placed[order[starts]]
     for i, (shape, other) in enumerate(zip(shapes, tables)):
         if i == main or other["_beside"][:1].any():
             continue  # a value beside a record is kept only at the steps records have
         other_order = np.argsort(other["_pos"], kind="stable")
         other_steps = other["_step"][other_order]
-        back = every_fall_back(other_steps)
-        if len(back):  # its own records went back too: those a later history replaced go
+        at = None if restarts_at is None else _text_positions(lines, shape, len(other_order))
+        if at is not None:  # each record in the history it was printed in
+            kept = survivors_of(other_steps, np.searchsorted(restarts_at, at, side="right"), steps[starts])
+        else:  # where its own steps go back with the loss's
+            kept = survivors(other_steps, fall_backs(other_steps))
+        if not kept.all():
             keep = np.empty(len(other_order), dtype=bool)
-            keep[other_order] = survivors(other_steps, back)
+            keep[other_order] = kept
             tables[i] = {name: column[keep] for name, column in other.items()}
     return True
+
+
+def _text_positions(lines: Lines, shape: Shape, n: int) -> np.ndarray | None:
+    """Where each of a shape's ``n`` records starts in the text (in text order), or None where its
+    pattern's matches are not its records one for one (some were dropped)."""
+    at = lines.starts(shape.pattern)
+    return at if len(at) == n else None
 
 
 def _went_back_in_order(table: dict[str, np.ndarray], counts: np.ndarray, dialect: Dialect,

@@ -68,25 +68,10 @@ def fall_backs(steps: np.ndarray) -> np.ndarray:
     return at[back]
 
 
-def every_fall_back(steps: np.ndarray) -> np.ndarray:
-    """Indices where the step falls below the one before, without :func:`fall_backs`' checks: for
-    another series of a run whose loss went back (its evaluations, another tag), whose records
-    went back with it. NaN steps never fall back.
-
-    Example:
-        >>> every_fall_back(np.array([100, 200, 150, 250, np.nan, 10])).tolist()
-        [2]
-    """
-    steps = np.asarray(steps, dtype="float64")
-    with np.errstate(invalid="ignore"):
-        return np.flatnonzero(steps[1:] < steps[:-1]) + 1
-
-
 def survivors(steps: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """Which records (in write order) no later history replaced: a record survives when its step
     is below the first step of every history written after its own (``starts``: where each later
-    history begins, from :func:`fall_backs`, or :func:`every_fall_back`). A record without a step
-    survives.
+    history begins, from :func:`fall_backs`). A record without a step survives.
 
     Example:
         >>> survivors(np.array([1, 2, 3, 4, 2, 3, 1.5, 5]), np.array([4, 6])).tolist()
@@ -95,13 +80,23 @@ def survivors(steps: np.ndarray, starts: np.ndarray) -> np.ndarray:
     steps = np.asarray(steps, dtype="float64")
     if not len(starts):
         return np.ones(len(steps), dtype=bool)
-    # Each later history's first step (not its lowest: a step printed wrong inside it is no resume),
-    # then the lowest of it and of every history after it.
-    first = steps[np.asarray(starts)]
-    below_later = np.r_[np.minimum.accumulate(first[::-1])[::-1], np.inf]
+    # Each later history's first step (not its lowest: a step printed wrong inside it is no resume).
     history = np.searchsorted(starts, np.arange(len(steps)), side="right")  # 0: the first history
+    return survivors_of(steps, history, steps[np.asarray(starts)])
+
+
+def survivors_of(steps: np.ndarray, history: np.ndarray, firsts: np.ndarray) -> np.ndarray:
+    """:func:`survivors` of records whose history is known otherwise (``history``: 0 for the
+    first, k for the one the k-th later history began; ``firsts``: each later history's first
+    step): another series printed between the loss's records.
+
+    Example:
+        >>> survivors_of(np.array([100., 300., 200., 400.]), np.array([0, 0, 1, 1]), np.array([150.])).tolist()
+        [True, False, True, True]
+    """
+    below_later = np.r_[np.minimum.accumulate(np.asarray(firsts, dtype="float64")[::-1])[::-1], np.inf]
     with np.errstate(invalid="ignore"):
-        return ~(steps >= below_later[history])
+        return ~(np.asarray(steps, dtype="float64") >= below_later[history])
 
 
 # The records before a replaced stretch kept with it for the analyzer (the spike detector's
