@@ -48,6 +48,7 @@ def _judged_as_replaced(run, stretch: tuple[int, int, int], incident: tuple[str,
     (list(range(1, 30)) + [3] + list(range(31, 60)), []),  # ... and too small
     ([10, 20, 30, 40, 30], []),  # the history after has a single record: no telling
     ([10, 20, np.nan, 30, 40, 25, 30, 40], [5]),  # a record without a step is passed over
+    ([10, 20, 30, 1, 40, 50, 60, 45, 50, 60], [7]),  # one step printed wrong does not hide a resume
 ])
 def test_fall_backs_are_resumes_only(steps, expected):
     assert fall_backs(np.array(steps, dtype="float64")).tolist() == expected

@@ -52,14 +52,12 @@ def fall_backs(steps: np.ndarray) -> np.ndarray:
     if len(known) < 3:
         return np.zeros(0, dtype=np.int64)
     back = np.flatnonzero(known[1:] < known[:-1]) + 1
-    if not len(back) or bool((known[back] <= known[0]).any()):
-        return np.zeros(0, dtype=np.int64)
     # A resume replaces two records or more, and the history after it logs again in the stretch it
     # replaced; one step printed wrong (300000 among 29 and 31, or 3 among 29 and 31) does neither.
     later = np.minimum(back + 1, len(known) - 1)
     back = back[(back >= 2) & (known[np.maximum(back - 2, 0)] >= known[back]) & (back + 1 < len(known))
                 & (known[later] <= known[back - 1])]
-    if not len(back):
+    if not len(back) or bool((known[back] <= known[0]).any()):
         return np.zeros(0, dtype=np.int64)
     if len(back) > 1:
         _, counts = np.unique(known, return_counts=True)
