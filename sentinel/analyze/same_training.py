@@ -90,6 +90,9 @@ def _fold_launches(runs: list[RunData], dropped: set[int]) -> None:
             if j == k or runs[j].source == runs[k].source or len(whole) <= len(piece) \
                     or not whole.index[0] <= piece.index[0] <= whole.index[-1]:
                 continue
+            first = whole.get(piece.index[0])  # a look-up first: a walk may hold hundreds of runs
+            if first is None or not np.isclose(first, piece.iloc[0], rtol=_RTOL, atol=0.0, equal_nan=True):
+                continue
             at = whole.reindex(piece.index).to_numpy()
             same = np.isclose(piece.to_numpy(), at, rtol=_RTOL, atol=0.0, equal_nan=True)
             agree = len(same) if same.all() else int(np.argmin(same))
@@ -118,10 +121,12 @@ def _fold(whole: RunData, launch: RunData, loss: pd.Series, agree: int) -> None:
         frame = launch.steps.loc[:last]
         context = frame.index.searchsorted(resumed_at)
         frame = frame.iloc[max(0, context - CONTEXT):]
-        logged_nan = {key: [s for s in at if resumed_at <= s <= last]
-                      for key, at in (launch.meta.get(LOGGED_NAN) or {}).items()}
-        whole.abandoned.append(AbandonedHistory(resumed_at, resumed_at, last, frame,
-                                                {key: at for key, at in logged_nan.items() if at}))
+        logged_nan = None  # unknown where the launch's source does not say
+        if LOGGED_NAN in launch.meta:
+            logged_nan = {key: [s for s in at if frame.index[0] <= s <= last]
+                          for key, at in launch.meta[LOGGED_NAN].items()}
+            logged_nan = {key: at for key, at in logged_nan.items() if at}
+        whole.abandoned.append(AbandonedHistory(resumed_at, resumed_at, last, frame, logged_nan))
         note += (f"; its steps {resumed_at}-{last} differ from this run's: the stretch the next launch replaced, "
                  "judged as such")
     whole.warnings.append(note)
