@@ -248,6 +248,27 @@ def test_a_keras_fit_resumed_from_an_earlier_epoch(tmp_path):
     _judged_as_replaced(run, (101, 101, 149), ("loss_spike", 121))
 
 
+def test_a_trainers_log_with_its_banner_resumed_numbers_the_stretch_as_its_steps(tmp_path):
+    """With the Trainer's banner (its epochs and optimization steps), the dicts' order becomes
+    steps (every 10th here); the replaced stretch is numbered alike."""
+    rng = np.random.default_rng(16)
+
+    def banner(resumed):
+        lines = ["***** Running training *****", "  Num examples = 960", "  Num Epochs = 4",
+                 "  Total optimization steps = 480"]
+        return lines + (["  Continuing training from checkpoint, will skip to saved global_step"] if resumed else [])
+
+    def line(step, bad=False):
+        loss = _loss(step, rng) + (5.0 if bad else 0.0)
+        return f"{{'loss': {loss:.4f}, 'grad_norm': 1.0, 'learning_rate': 5e-05, 'epoch': {step / 120:.2f}}}"
+
+    lines = banner(False) + [line(s, bad=s > 240) for s in range(10, 290, 10)]
+    lines += banner(True) + [line(s) for s in range(210, 490, 10)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index.tolist() == list(range(10, 490, 10))
+    _judged_as_replaced(run, (210, 210, 280), ("loss_spike", 250))
+
+
 # ----------------------------------------------------------------------------- tables
 
 
