@@ -72,6 +72,23 @@ def test_survivors_and_the_stretches_replaced():
     assert steps[second.rows].tolist() == [10, 20, 30, 50, 60]
 
 
+def test_more_resumes_than_are_judged_each_keep_their_own_stretch(tmp_path):
+    """Past the 20 stretches judged a log (those that replaced the most), each kept stretch is
+    still the one its own fall-back replaced: its history ends at the step it went back from."""
+    steps, start = [], 10
+    for k in range(25):
+        steps += list(range(start, start + 30 + (k % 3) * 10))
+        start = steps[-1] + 1 - (5 + k % 7)
+    rng = np.random.default_rng(17)
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(json.dumps({"step": s, "loss": round(_loss(s, rng), 4)}) + "\n" for s in steps),
+                    encoding="utf-8")
+    (run,) = discover_runs(path)
+    assert len(run.abandoned) == 20
+    assert all(stretch.steps.index.max() == stretch.last for stretch in run.abandoned)
+    assert run.steps.index.is_monotonic_increasing and run.steps.index.is_unique
+
+
 # ----------------------------------------------------------------------------- text logs
 
 

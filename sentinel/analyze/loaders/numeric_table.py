@@ -428,7 +428,8 @@ def timed_series(timed: dict[str, pd.DataFrame], loss_col: str | None, where: st
         starts = fall_backs(steps)
         times = loss["time"].to_numpy(dtype="float64")
         resumes = [(times[k], steps[k]) for k in starts]
-        for k, stretch in enumerate(replaced_stretches(steps, starts)):
+        for stretch in replaced_stretches(steps, starts):
+            k = stretch.index
             before = {key: _replaced_by(records, resumes[:k], until=resumes[k][0], since=steps[stretch.rows[0]])
                       for key, records in timed.items()}
             frame = metric_series_frame(_last_per_step(before), loss_key, where, [], what, require_loss=False)
@@ -592,7 +593,8 @@ def went_back_rows(frame: pd.DataFrame, abandoned: list[AbandonedHistory], loss_
     if not len(starts):
         return frame
     start_rows = trained[starts]
-    for k, stretch in enumerate(replaced_stretches(step[trained], starts)):
+    for stretch in replaced_stretches(step[trained], starts):
+        k = stretch.index
         before = np.flatnonzero(survivors(step[:start_rows[k]], start_rows[:k]))
         before = before[step[before] >= step[trained[stretch.rows[0]]]]  # from the context's first row
         steps = order_columns(merge_steps(frame.iloc[before]))

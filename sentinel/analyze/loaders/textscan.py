@@ -1089,9 +1089,9 @@ def _went_back_in_order(table: dict[str, np.ndarray], counts: np.ndarray, dialec
     if not len(starts):
         return None
     carried = table["_step"][rows]
-    for k, stretch in enumerate(replaced_stretches(epoch, starts) if abandoned is not None else ()):
-        start = int(starts[k])
-        before = int(survivors(epoch[:start], starts[:k]).sum())  # the history's records, up to the stretch
+    for stretch in replaced_stretches(epoch, starts) if abandoned is not None else ():
+        start = int(starts[stretch.index])
+        before = int(survivors(epoch[:start], starts[:stretch.index]).sum())  # the history's records, up to it
         if np.isnan(carried[stretch.rows]).any():  # numbered in order, as the history stood then
             step = np.arange(before - len(stretch.rows) + 1, before + 1, dtype="float64")
         else:

@@ -106,14 +106,15 @@ MOST = 20
 @dataclass
 class Stretch:
     """What one fall-back replaced: the first step of the history written after (``resumed_at``),
-    the first and the last step it replaced, and ``rows``: indices into the steps given (in
-    write order) of the history as it stood before it, from up to :data:`CONTEXT` records before
-    the stretch."""
+    the first and the last step it replaced, ``rows``: indices into the steps given (in write
+    order) of the history as it stood before it, from up to :data:`CONTEXT` records before the
+    stretch, and ``index``: which fall-back of those given it is (not every one is kept)."""
 
     resumed_at: int
     first: int
     last: int
     rows: np.ndarray
+    index: int
 
 
 def replaced_stretches(steps: np.ndarray, starts: np.ndarray) -> list[Stretch]:
@@ -123,19 +124,20 @@ def replaced_stretches(steps: np.ndarray, starts: np.ndarray) -> list[Stretch]:
 
     Example:
         >>> (s,) = replaced_stretches(np.array([1, 2, 3, 4, 2, 3]), np.array([4]))
-        >>> s.resumed_at, s.first, s.last, s.rows.tolist()
-        (2, 2, 4, [0, 1, 2, 3])
+        >>> s.resumed_at, s.first, s.last, s.rows.tolist(), s.index
+        (2, 2, 4, [0, 1, 2, 3], 0)
     """
     steps = np.asarray(steps, dtype="float64")
     found = []
     for k, start in enumerate(starts):
-        before = survivors(steps[:start], np.asarray(starts[:k]))
+        written = steps[:start]
+        before = survivors(written, np.asarray(starts[:k]))
         with np.errstate(invalid="ignore"):
-            replaced = before & (steps[:start] >= steps[start])
+            replaced = before & (written >= steps[start])
+        count = int(replaced.sum())
         rows = np.flatnonzero(before)
-        rows = rows[max(0, len(rows) - int(replaced.sum()) - CONTEXT):]
-        last = steps[:start][~np.isnan(steps[:start])][-1]
-        found.append((int(replaced.sum()), Stretch(int(steps[start]), int(np.nanmin(steps[:start][replaced])),
-                                                   int(last), rows)))
+        rows = rows[max(0, len(rows) - count - CONTEXT):]
+        last = written[~np.isnan(written)][-1]
+        found.append((count, Stretch(int(steps[start]), int(np.nanmin(written[replaced])), int(last), rows, k)))
     kept = sorted(range(len(found)), key=lambda k: -found[k][0])[:MOST]
     return [found[k][1] for k in sorted(kept)]
