@@ -218,10 +218,10 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
                                 steps[metrics.LOSS] if has(metrics.LOSS) else None)
     incidents = settle_recurring(incidents, steps.index.to_numpy())
     for stretch in run.abandoned:  # what the history a later one replaced went through
-        known_nan = {} if stretch.logged_nan is None else {LOGGED_NAN: stretch.logged_nan}
-        before = analyze_run(RunData(run.name, run.path, run.source, stretch.steps,
-                                     meta={**known_nan, **{k: v for k, v in run.meta.items() if k == STEP_UNIT}}),
-                             config)
+        meta = {} if stretch.logged_nan is None else {LOGGED_NAN: stretch.logged_nan}
+        if per_epoch:
+            meta[STEP_UNIT] = "epoch"
+        before = analyze_run(RunData(run.name, run.path, run.source, stretch.steps, meta=meta), config)
         incidents += [went_back_incident(stretch)] + replaced_incidents(stretch, before.incidents, incidents)
     incidents.sort(key=lambda i: (i.step, i.end_step, i.kind))
     if per_epoch:

@@ -59,9 +59,9 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
                             names=["time", "value", "step"], usecols=[0, 1, 2])
         # a step that is not a whole number or does not fit int64 drops its row, with a warning
         step, keep = step_values(table["step"], "step", f"metrics/{key}", warnings)
-        timed[key] = pd.DataFrame({"time": pd.to_numeric(table["time"], errors="coerce").to_numpy(dtype="float64")[keep],
-                                   "step": step,
-                                   "value": pd.to_numeric(table["value"], errors="coerce").to_numpy(dtype="float64")[keep]})
+        numbers = {name: pd.to_numeric(table[name], errors="coerce").to_numpy(dtype="float64")[keep]
+                   for name in ("time", "value")}
+        timed[key] = pd.DataFrame({"time": numbers["time"], "step": step, "value": numbers["value"]})
     # A run resumed into the same MLflow run logs its steps again from its checkpoint: later wins.
     steps, abandoned = timed_series(timed, options.loss_col, run, warnings, "column")
     tag = run / "tags" / "mlflow.runName"

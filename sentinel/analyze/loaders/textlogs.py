@@ -394,7 +394,8 @@ def _hf_steps(text: str, found) -> None:
             stretch.steps.index = stretch.steps.index * interval
             stretch.resumed_at, stretch.first, stretch.last = (stretch.resumed_at * interval, stretch.first * interval,
                                                                stretch.last * interval)
-            stretch.logged_nan = {key: [step * interval for step in at] for key, at in stretch.logged_nan.items()}
+            stretch.logged_nan = {key: [step * interval for step in at]
+                                  for key, at in (stretch.logged_nan or {}).items()}
     else:
         found.meta["logging_steps"] = None
         found.warnings.append("HF Trainer log dicts carry no step: numbered 1, 2, 3, ... in order "

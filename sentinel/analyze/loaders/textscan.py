@@ -879,9 +879,10 @@ def _fold_beside(shape: Shape, columns: dict[str, np.ndarray], n: int, table_of:
                  dialect: Dialect) -> bool:
     """Put a shape's values beside another shape's records (``shape.beside``) into those records'
     own columns, one for one, when that gives what merging them as records of their own at the
-    same steps would: as many values as records (the same lines, in order), the same ``fills``, and no other shape has a column of theirs (so no step's last
-    value can come from elsewhere). Returns whether it did; a log of 30,000 loss lines with the
-    lr and grad norm beside the loss is then merged as 30,000 rows, not 90,000 sorted by step."""
+    same steps would: as many values as records (the same lines, in order), the same ``fills``,
+    and no other shape has a column of theirs (so no step's last value can come from elsewhere).
+    Returns whether it did; a log of 30,000 loss lines with the lr and grad norm beside the loss is
+    then merged as 30,000 rows, not 90,000 sorted by step."""
     owner = table_of.get(shape.beside)
     if owner is None or dialect.step_from_order or len(owner["_pos"]) != n \
             or bool(owner["_fills"][:1].any()) != shape.fills:
@@ -1042,10 +1043,7 @@ def _went_back(tables: list[dict[str, np.ndarray]], shapes: list[Shape], dialect
         return False
     for stretch in replaced_stretches(steps, starts) if abandoned is not None else ():
         before = {name: column[order[stretch.rows]] for name, column in table.items() if name != "_beside"}
-        frame, logged_nan = _steps_frame(before, np.zeros(len(stretch.rows), dtype=bool), dialect, [])
-        abandoned.append(AbandonedHistory(stretch.resumed_at, stretch.first, stretch.last, frame,
-                                          {key: frame.index[mask].tolist() for key, mask in logged_nan.items()
-                                           if mask.any()}))
+        abandoned.append(_replaced_history(before, stretch.resumed_at, stretch.first, stretch.last, dialect))
     keep = np.empty(len(order), dtype=bool)
     keep[order] = survivors(steps, starts)
     tables[main] = {name: column[keep] for name, column in table.items()}
@@ -1067,6 +1065,15 @@ def _went_back(tables: list[dict[str, np.ndarray]], shapes: list[Shape], dialect
             keep[other_order] = kept
             tables[i] = {name: column[keep] for name, column in other.items()}
     return True
+
+
+def _replaced_history(records: dict[str, np.ndarray], resumed_at: int, first: int, last: int,
+                      dialect: Dialect) -> AbandonedHistory:
+    """A replaced stretch from the records of the history as it stood then (their columns, with
+    ``_step``, ``_fills`` and ``_pos``), its NaNs logged as the frame's are."""
+    frame, logged_nan = _steps_frame(records, np.zeros(len(records["_step"]), dtype=bool), dialect, [])
+    return AbandonedHistory(resumed_at, first, last, frame,
+                            {key: frame.index[mask].tolist() for key, mask in logged_nan.items() if mask.any()})
 
 
 def _text_positions(lines: Lines, shape: Shape, n: int) -> np.ndarray | None:
@@ -1097,13 +1104,10 @@ def _went_back_in_order(table: dict[str, np.ndarray], counts: np.ndarray, dialec
         else:
             step = carried[stretch.rows]
         replaced = int((epoch[stretch.rows] >= epoch[start]).sum())
-        frame_of = {name: column[rows[stretch.rows]] for name, column in table.items() if name != "_step"}
-        frame_of["_step"], frame_of["_fills"] = step, np.zeros(len(step), dtype=bool)
-        frame, logged_nan = _steps_frame(frame_of, np.zeros(len(step), dtype=bool), dialect, [])
+        before = {name: column[rows[stretch.rows]] for name, column in table.items() if name != "_step"}
+        before["_step"], before["_fills"] = step, np.zeros(len(step), dtype=bool)
         first = int(step[len(step) - replaced])
-        abandoned.append(AbandonedHistory(first, first, int(step[-1]), frame,
-                                          {key: frame.index[mask].tolist() for key, mask in logged_nan.items()
-                                           if mask.any()}))
+        abandoned.append(_replaced_history(before, first, first, int(step[-1]), dialect))
     # Every record (evaluations too) goes with the history it was printed in.
     return survivors(table["epoch"], rows[starts])
 
