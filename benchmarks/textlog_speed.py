@@ -6,8 +6,9 @@ Usage::
 
 LOG defaults to the 20,344-step modded-nanogpt record log in ``../shared/reallogs``, read by the
 llm.c reader; any other log is read as ``sentinel analyze`` reads a file named on its own
-(``discover_runs``: every loader's sniff, then the text reader's pick of a dialect and its read). The
-baseline is ``pd.read_csv`` of the steps frame the engine produced (same rows, same columns),
+(``discover_runs``: every loader's sniff, then the text reader's pick of a dialect and its read;
+each time from the start, the memos of the last file read emptied). The baseline is
+``pd.read_csv`` of the steps frame the engine produced (same rows, same columns),
 timed in the same process; each reader runs ``--repeat`` times, interleaved, and the best and
 the median of each are reported. ``--ref REV`` also times the engine of git revision ``REV``
 (imported beside the working tree as ``sentinel_ref``) in the same loop: before and after in
@@ -41,14 +42,31 @@ def timed(fn) -> float:
     return time.perf_counter() - start
 
 
+def forget(textlogs, log_lines) -> None:
+    """Empty the text readers' memos of the last text they read (the pick of a dialect for a
+    head, its line split), where the revision has them."""
+    if hasattr(textlogs, "_last_pick"):
+        textlogs._last_pick = (None, None, None)
+    if hasattr(log_lines, "_last_shared"):
+        log_lines._last_shared[0] = None
+
+
 def main(path: Path, ref: str | None = None, repeat: int = 15) -> float:
     """Time the readers on ``path`` and return text time / CSV time (best of each)."""
     module = "analyze.loaders.llmc" if llmc.sniff(path) else "analyze.discover"
 
     def reader(package: str):
         found = importlib.import_module(f"{package}.{module}")
-        return (lambda: found.load(path, LoadOptions())) if module.endswith("llmc") else \
-            (lambda: found.discover_runs(path))
+        if module.endswith("llmc"):
+            return lambda: found.load(path, LoadOptions())
+        memos = [importlib.import_module(f"{package}.analyze.loaders.{name}") for name in ("textlogs", "log_lines")]
+
+        def read():
+            # Each read pays its sniffs, as a process reading one file does: the memos of the
+            # last head read (kept for the load that follows a sniff) are emptied first.
+            forget(*memos)
+            return found.discover_runs(path)
+        return read
 
     (run,) = reader("sentinel")()
     csv_text = run.steps.to_csv()

@@ -205,6 +205,13 @@ def test_generic_reader_needs_a_real_series(tmp_path):
     path.write_text("".join(f"step {i}: loss 0.0\n" for i in range(10)), encoding="utf-8")
     assert textlogs.sniff(path)  # a loss stuck at 0 is a run to report, not a non-log
 
+    # Its start holds no series (a long config dump, one step printed again and again): the whole
+    # head is read before the log is turned down.
+    dump = "".join(f"config.layer_{i}.dropout = 0.1\n" for i in range(6000)) + "step 0: loss 9.0\n" * 500
+    path.write_text(dump + "".join(f"step {i}: loss {2 - i / 100}\n" for i in range(1, 50)), encoding="utf-8")
+    assert len(dump) > 2 * textlogs._SERIES_PREFIX and textlogs.sniff(path)
+    assert _one(path).steps.index.tolist() == list(range(50))
+
 
 def test_deepspeed_only_run_is_analysed_not_rejected():
     import sentinel

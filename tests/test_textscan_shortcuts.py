@@ -343,3 +343,38 @@ def test_field_checks_asked_of_distinct_skeletons_are_the_checks_of_every_field(
         for a, b in zip(fast, slow):
             assert (a == b).all() if isinstance(a, np.ndarray) else a.equals(b), fields
     assert by_skeleton >= 10
+
+
+def test_every_pattern_a_pick_counts_runs_once_per_line_skeleton():
+    """A pattern that is not line-local is filtered over every line of the head by RE2: ~2 ms a
+    pattern for each file sniffed, paid by every log whatever its format. The tool dialects' and
+    the first fallbacks' (the last one is counted only where nothing else fits) run per skeleton."""
+    from sentinel.analyze.loaders.dialects import FALLBACKS
+    from sentinel.analyze.loaders.pattern_locality import line_local
+
+    counted = [(d.name, p) for d in (*DIALECTS[:DIALECTS.index(FALLBACKS[-1])],)
+               for p in ([d.sniff] if d.sniff is not None else [s.pattern for s in d.shapes if s.beside is None])]
+    assert counted and [name for name, p in counted if not line_local(p)] == []
+
+
+@pytest.mark.parametrize(("name", "text", "expected"), [
+    # nanoGPT's table lines, indented and after an empty line; its iter lines
+    ("nanogpt", "\n\n   12 | loss 2.5 | lr 1e-4\n13 | loss 2.4 | lr 1e-4\niter 3: loss 2.1, time 9ms\n", 3),
+    # fairseq's tqdm line and its JSON line; an epoch line cut at its ':' is none
+    ("fairseq", "epoch 001:  100 / 200 loss=2.5, num_updates=100\nepoch 001:\n 100 / 200 num_updates=1\n"
+                '| train_inner | {"epoch": 1, "loss": "2.5", "num_updates": "100"}\n', 2),
+])
+def test_sniff_lines_counted_per_skeleton_are_the_lines_counted_in_the_text(name, text, expected):
+    dialect = next(d for d in DIALECTS if d.name == name)
+    padded = text * 200 + "x" * 5000 + "\n"  # long enough to be counted by skeleton
+    assert textscan.count_records(text, dialect) == expected
+    assert textscan.count_records(Lines(padded), dialect) == 200 * expected
+
+
+def test_nemo_steps_printed_with_a_fraction_read_as_their_whole_step():
+    nemo = next(d for d in DIALECTS if d.name == "nemo")
+    lines = "".join(f"Epoch 0: 3%| {i}/90 [00:01<00:09, loss=nan, v_num=, reduced_train_loss={2 + i / 100:.3f}, "
+                    f"global_step={i}{suffix}, consumed_samples=8]\n"
+                    for i, suffix in zip(range(1, 5), [".0", ".0", ".5", ".0e"]))
+    steps = textscan.scan(lines, nemo).steps
+    assert steps.index.tolist() == [1, 2, 3, 4] and steps["loss"].tolist() == [2.01, 2.02, 2.03, 2.04]

@@ -78,7 +78,7 @@ NANOGPT = Dialect(
     ),
     # nanoGPT's time after the loss: a script's own "epoch 2 iter 5: loss X" (its iter counting
     # inside the epoch) is the generic reader's.
-    sniff=re.compile(r"\biter \d+: loss [-+\d.naif]+, time |^\s*\d+ \| loss [-+\d.naif]+ \| lr ", re.MULTILINE),
+    sniff=re.compile(r"\biter \d+: loss [-+\d.naif]+, time |^[^\S\n]*\d+ \| loss [-+\d.naif]+ \| lr ", re.MULTILINE),
 )
 
 # litgpt: f"Epoch {e} | iter {iter} step {step} | loss train: {loss:.3f}, val: {val} | iter time:
@@ -161,7 +161,7 @@ FAIRSEQ = Dialect(
                   detail={"min_scale_reached": True}),
     ),
     step_key="num_updates",
-    sniff=re.compile(r"\bepoch \d+(?::\s+\d+ / \d+ | \| )[^\n]*\bnum_updates[ =]\d|"
+    sniff=re.compile(r"\bepoch \d+(?::[^\S\n]+\d+ / \d+ | \| )[^\n]*\bnum_updates[ =]\d|"
                      r"(?:\| train_inner \||\[train_inner\]\[[A-Z]+\] -) \{[^\n]*\"num_updates\": "),
     min_records=1,
 )
@@ -262,7 +262,7 @@ NEMO1 = Dialect(
     name="nemo",
     description='NeMo 1.x progress bar ("reduced_train_loss=X, ..., global_step=N.0")',
     shapes=(
-        Shape(re.compile(rf"\breduced_train_loss=({_NUM}){_NEMO1_GAP}\bglobal_step=(\d+)(?:\.0)?\b"),
+        Shape(re.compile(rf"\breduced_train_loss=({_NUM}){_NEMO1_GAP}\bglobal_step=(\d+)(?:\.\d+)?\b"),
               head=(metrics.LOSS, metrics.STEP)),
     ),
     min_records=2,

@@ -46,6 +46,8 @@ SNIFF_TAKES_OPTIONS = True  # --loss-col names the key a log's loss goes by
 # A text of one line is sniffed on this much of it: the dialects' patterns, each tried at every
 # position of the line, took 3 s a sniff on 600 KB (a log whose line ends were lost on the way).
 _ONE_LINE_SNIFF = 16384
+# The start of a head that a fallback dialect's series check reads first.
+_SERIES_PREFIX = 65536
 _HF_EPOCHS = re.compile(r"Num Epochs = ([\d,]+)")
 _HF_TOTAL = re.compile(r"Total optimization steps = ([\d,]+)")
 
@@ -432,5 +434,12 @@ def _is_series(text: str, dialect: Dialect, needed: int | None = None) -> bool:
     ``min_records`` distinct steps. A NaN or Inf counts: every generic line holds its loss, so
     a non-finite one was printed (a run that went NaN at its 2nd step is what a reader is for),
     and so does a loss that never changes (stuck at 0.0, or a placeholder)."""
-    steps = scan(text, dialect).steps  # every generic record holds a loss, NaN included
-    return len(steps.index) >= (dialect.min_records if needed is None else needed) and metrics.LOSS in steps.columns
+    needed = dialect.min_records if needed is None else needed
+    # Its first lines tell for most logs (a series there is one in the whole head: more lines
+    # add steps, they take none away); the whole head is read only where they do not.
+    cut = text.rfind("\n", 0, _SERIES_PREFIX) + 1 if len(text) > 2 * _SERIES_PREFIX else 0
+    for part in ((text[:cut], text) if cut else (text,)):
+        steps = scan(part, dialect).steps  # every generic record holds a loss, NaN included
+        if len(steps.index) >= needed and metrics.LOSS in steps.columns:
+            return True
+    return False
