@@ -210,17 +210,21 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
                 return Discovery(_with_loss(runs, options))
         if reason is not None:
             raise NoRunsError(f"'{path}' is {reason}, not a training log: pass a log file or a directory of runs")
-        runs = _load_file(path, modules, options)
-        if runs is None:
-            runs = _short_paste(path, options)
-        if runs is None:
-            runs = _bare_numbers(path, options)
-        if runs is None:
-            runs = _rows_in_order(path, options)
-        if runs is None:
-            raise NoRunsError(_bare_numbers_problem(path) or _table_problem(path) or _text_problem(path, options) or
-                              f"'{path}' is not a log format sentinel reads: pass --step-col/--loss-col for a table, "
-                              "or a log of a format `sentinel formats` lists")
+        from sentinel.analyze.loaders.textlog import heads_shared
+
+        with heads_shared():  # every sniff and fallback below reads the file's head once
+            runs = _load_file(path, modules, options)
+            if runs is None:
+                runs = _short_paste(path, options)
+            if runs is None:
+                runs = _bare_numbers(path, options)
+            if runs is None:
+                runs = _rows_in_order(path, options)
+            if runs is None:
+                raise NoRunsError(_bare_numbers_problem(path) or _table_problem(path) or
+                                  _text_problem(path, options) or
+                                  f"'{path}' is not a log format sentinel reads: pass --step-col/--loss-col for a "
+                                  "table, or a log of a format `sentinel formats` lists")
         return Discovery(_with_loss(runs, options))
     found = Discovery()
     try:
@@ -524,6 +528,13 @@ def _table_problem(path: Path) -> str | None:
 
 
 def _load_file(file: Path, modules: Iterable[ModuleType], options: LoadOptions) -> list[RunData] | None:
+    from sentinel.analyze.loaders.textlog import heads_shared  # the loaders' own imports: lazily
+
+    with heads_shared():  # the loaders' sniffs read the file's head once
+        return _claim_and_load(file, modules, options)
+
+
+def _claim_and_load(file: Path, modules: Iterable[ModuleType], options: LoadOptions) -> list[RunData] | None:
     if is_compressed(file):
         from sentinel.analyze.loaders.textlog import SNIFF_BYTES  # the loaders' own imports: lazily
 
