@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sentinel.analyze.loaders.pattern_locality import line_local
+from sentinel.analyze.loaders.pattern_needs import fold, may_match, needed_words
 from sentinel.analyze.loaders.pattern_prefix import literal_first
 from sentinel.analyze.loaders.pattern_re2 import line_filter
 
@@ -251,6 +252,7 @@ class Skeletons:
     uniques: pa.Array
     lines_of: np.ndarray
     _texts: list[str] | None = field(default=None, repr=False)  # ``uniques`` as Python strings, once asked
+    _folded_texts: list[str] | None = field(default=None, repr=False)  # ... folded for case-insensitive words
 
     @classmethod
     def of(cls, text: str) -> Skeletons | None:
@@ -286,8 +288,12 @@ class Skeletons:
         """
         texts = self.texts() if pattern is not None and len(self.uniques) <= _FEW_SKELETONS else None
         if texts is not None and max(map(len, texts)) <= _SEARCHED_LINE:
-            search = pattern.search
-            return np.array([i for i, text in enumerate(self.texts()) if search("\n" + text + "\n")], dtype=np.int64)
+            search, needs = pattern.search, needed_words(pattern)
+            if needs:  # a substring search rules out most lines first (the generic shapes' keyword lookaheads)
+                folded = self._folded()
+                return np.array([i for i, text in enumerate(texts) if may_match(needs, text, folded[i])
+                                 and search("\n" + text + "\n")], dtype=np.int64)
+            return np.array([i for i, text in enumerate(texts) if search("\n" + text + "\n")], dtype=np.int64)
         return np.flatnonzero(pc.match_substring_regex(self.uniques, loose).to_numpy(zero_copy_only=False))
 
     def texts(self) -> list[str]:
@@ -295,6 +301,12 @@ class Skeletons:
         if self._texts is None:
             self._texts = self.uniques.to_pylist()
         return self._texts
+
+    def _folded(self) -> list[str]:
+        """:meth:`texts` as case-insensitive words are looked for in them (made once)."""
+        if self._folded_texts is None:
+            self._folded_texts = [fold(text) for text in self.texts()]
+        return self._folded_texts
 
 
 _ZERO_ASCII_DIGITS = str.maketrans("123456789", "000000000")  # a string's skeleton, as zero_digits makes it

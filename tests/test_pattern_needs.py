@@ -1,0 +1,87 @@
+"""A pattern's needed words rule a line out only where the pattern cannot match it: the lines of
+every fixture log (and the same lines upper-cased, or written with the characters that
+re.IGNORECASE takes for ASCII letters) against every dialect pattern."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from sentinel.analyze.loaders import dialects
+from sentinel.analyze.loaders.log_lines import Skeletons
+from sentinel.analyze.loaders.pattern_needs import fold, may_match, needed_words
+from sentinel.analyze.loaders.textlog import read_text
+
+LOGS = Path(__file__).parent / "fixtures" / "logs"
+
+
+def _patterns() -> list[re.Pattern]:
+    found = set()
+    for dialect in (*dialects.DIALECTS, dialects.AMP_ONLY, dialects.EPOCH_LINES_IN_ORDER):
+        found.update(shape.pattern for shape in dialect.shapes)
+        found.update(event.pattern for event in dialect.events)
+        if dialect.sniff is not None:
+            found.add(dialect.sniff)
+    return sorted(found, key=lambda p: p.pattern)
+
+
+def _lines() -> list[str]:
+    lines = set()
+    for path in sorted(LOGS.rglob("*")):
+        if path.is_file() and path.suffix not in (".gz", ".db", ".parquet", ".npy", ".pt"):
+            try:
+                skeletons = Skeletons.of(read_text(path))
+            except (OSError, ValueError):
+                continue
+            if skeletons is not None:
+                lines.update(text for text in skeletons.texts()[:2000] if len(text) < 2000)
+    lines = sorted(lines)
+    folded_alike = [line.replace("i", "\u0131").replace("s", "\u017f").replace("k", "\u212a").replace("I", "\u0130")
+                    for line in lines]
+    return lines + [line.upper() for line in lines] + folded_alike
+
+
+def test_no_line_a_pattern_matches_is_ruled_out():
+    patterns, lines = _patterns(), _lines()
+    with_needs = [p for p in patterns if needed_words(p)]
+    assert len(with_needs) > 40 and len(lines) > 1000
+    ruled_out = 0
+    for pattern in with_needs:
+        needs = needed_words(pattern)
+        for line in lines:
+            if not may_match(needs, line, fold(line)):
+                ruled_out += 1
+                assert pattern.search("\n" + line + "\n") is None, (pattern.pattern, line)
+    assert ruled_out > len(lines)  # the check rules out most lines of most patterns
+
+
+@pytest.mark.parametrize(("source", "line", "expected"), [
+    (r"(?i:kiss) (\d+)", "\u212a\u0131\u017fS 5", True),  # what re.IGNORECASE takes for k, i, s
+    (r"(?i:kiss) (\d+)", "\u0130SS 5", False),  # no k
+    (r"step (\d+)|iter (\d+)", "iter 5", True),
+    (r"step (\d+)|(\d+) it", "it 5", False),
+    (r"(?:val_)?loss=(\d+)", "loss=3", True),  # an optional word is not needed
+    (r"(?:loss|x)=(\d+)", "acc=3", True),  # a branch that needs no word: nothing needed
+    (r"^(?=.*?epoch)step (\d+)", "step 5", False),  # a lookahead's word is needed
+    (r"(?<=train )loss (\d+)", "loss 5", True),  # a lookbehind's is not (it may read the line end)
+    (r"(?!eval)loss (\d+)", "eval loss 5", True),
+    (r"(?:grad ){2,}(\d+)", "norm 5", False),
+    (r"(?:grad ){0,3}norm (\d+)", "norm 5", True),
+])
+def test_needed_words_are_what_every_match_holds(source, line, expected):
+    pattern = re.compile(source)
+    assert may_match(needed_words(pattern), line) is expected
+    if not expected:
+        assert pattern.search(line) is None
+
+
+def test_digits_of_a_word_are_read_as_a_skeletons_zeros():
+    needs = needed_words(re.compile(r"fp16 loss (\d+)"))
+    assert needs == ((("fp00 loss ", False),),) and may_match(needs, "fp00 loss 0")
+
+
+def test_patterns_it_cannot_read_need_nothing():
+    assert needed_words(re.compile(rb"loss (\d+)")) == ()
+    assert needed_words(re.compile(r"loss (\d+)  # the loss", re.VERBOSE)) == ()
