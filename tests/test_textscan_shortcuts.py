@@ -287,6 +287,26 @@ def test_evaluation_lines_split_from_the_training_lines_are_the_lines_emptied():
         assert picked == "".join(line + "\n" for line in emptied)
 
 
+
+def test_evaluation_lines_found_by_skeleton_are_those_found_in_the_text():
+    """Which lines are emptied, asked of the distinct line skeletons, on random logs of repeated
+    lines: words inside other words ("interval", "retest_"), after the loss, at a line's start and
+    end, a last line without its line end."""
+    rng = random.Random(5)
+    words = GENERIC.drop_words
+    pieces = ["step {i} loss {l}", "valid loss {l}", "Validation: loss {l}", "interval {i} loss {l}",
+              "loss {l} | val loss {l}", "retest_{i} loss {l}", "test", "eval_loss {l}", "step {i} eval{i} {l}",
+              "{i} Test {l}", "", "x"]
+    checked = 0
+    for _ in range(60):
+        kinds = rng.sample(pieces, rng.randint(1, 5))
+        lines = [rng.choice(kinds).format(i=rng.randint(1, 999), l=f"{rng.random():.3f}") for _ in range(400)]
+        text = "\n".join(lines) + rng.choice(["\n", ""])
+        fast = textscan.split_evaluation_lines_at(text, words, lines=Lines(text))
+        assert fast == textscan.split_evaluation_lines_at(text, words)
+        checked += bool(fast[1])
+    assert checked > 30
+
 def test_pipe_table_headers_found_by_one_search_are_the_headers_found_line_by_line(monkeypatch):
     """The '|'-table sniff looks at the lines one search names (a cell that may name the step);
     on random tables and logs it finds the table the line-by-line look finds."""

@@ -253,7 +253,7 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
     evaluation = None  # the evaluation lines the training read leaves out, read apart below
     picked, picked_at = [], []  # those lines, and where each was in the text left
     if dialect.drop_words and _may_blank(lines, dialect.drop_words):
-        text, picked, picked_at = split_evaluation_lines_at(text, dialect.drop_words)
+        text, picked, picked_at = split_evaluation_lines_at(text, dialect.drop_words, lines=lines)
         kept = [i for i, line in enumerate(picked) if not _A_RECORD_OF.search(line)]
         picked, picked_at = [picked[i] for i in kept], [picked_at[i] for i in kept]
         evaluation = None if dialect.step_from_order else "".join(picked) or None
@@ -975,15 +975,21 @@ def split_evaluation_lines(text: str, words: tuple[str, ...], unless_after: str 
     return rest, "".join(picked)
 
 
-def split_evaluation_lines_at(text: str, words: tuple[str, ...],
-                              unless_after: str = "loss") -> tuple[str, list[str], list[int]]:
+def split_evaluation_lines_at(text: str, words: tuple[str, ...], unless_after: str = "loss",
+                              lines: Lines | None = None) -> tuple[str, list[str], list[int]]:
     """:func:`split_evaluation_lines`, the lines apart, and where each was in the text returned (the
-    offset of the empty line it left).
+    offset of the empty line it left). ``lines``: ``Lines(text)``, whose distinct line skeletons
+    say which lines are emptied where the lines repeat (each ``find`` of a word over the text
+    stops at every "val" of "interval").
 
     Example:
         >>> split_evaluation_lines_at("step 1 loss 2\\nValid loss 3\\nstep 2 loss 1\\n", ("valid",))
         ('step 1 loss 2\\n\\nstep 2 loss 1\\n', ['Valid loss 3\\n'], [14])
     """
+    by_line = _emptied_lines(text, words, unless_after, lines) if lines is not None and lines.text is text else None
+    if by_line is not None:
+        spans = list(zip(*by_line))
+        return _cut_spans(text, spans) if spans else (text, [], [])
     lower = text.lower()
     if len(lower) != len(text):  # a character whose lower case is longer: leave the text alone
         return text, [], []
@@ -1003,6 +1009,31 @@ def split_evaluation_lines_at(text: str, words: tuple[str, ...],
                 at = lower.find(word, at + 1)
     if not spans:
         return text, [], []
+    return _cut_spans(text, spans)
+
+
+def _emptied_lines(text: str, words: tuple[str, ...], unless_after: str, lines: Lines
+                   ) -> tuple[list[int], list[int]] | None:
+    """Where each line :func:`split_evaluation_lines` empties starts and ends (its line end left
+    out), asked of the distinct line skeletons: a line is emptied for what it holds alone, and a
+    skeleton keeps its letters and where its word characters are. None where that does not
+    serve: a text that is not ASCII (a skeleton's offsets are bytes) or whose lines do not repeat."""
+    skeletons = lines.skeletons() if text.isascii() else None
+    if skeletons is None or len(skeletons.uniques) * _REPEATS_TO_ASK_SKELETONS > len(skeletons.codes):
+        return None
+    emptied = np.array([bool(split_evaluation_lines(line, words, unless_after)[1]) for line in skeletons.texts()])
+    which = np.flatnonzero(emptied[skeletons.codes])
+    ends = np.append(skeletons.starts[1:] - 1, len(text) - text.endswith("\n"))
+    return skeletons.starts[which].tolist(), ends[which].tolist()
+
+
+# Lines per distinct skeleton, at least, for a text's lines to be asked of its skeletons.
+_REPEATS_TO_ASK_SKELETONS = 4
+
+
+def _cut_spans(text: str, spans: list[tuple[int, int]]) -> tuple[str, list[str], list[int]]:
+    """``text`` with each span emptied, the spans' texts (each with a line end), and where each
+    was in the text returned."""
     rest, picked, at, pos, removed = [], [], [], 0, 0
     for start, end in sorted(spans):
         if end <= pos:
