@@ -85,3 +85,34 @@ def test_digits_of_a_word_are_read_as_a_skeletons_zeros():
 def test_patterns_it_cannot_read_need_nothing():
     assert needed_words(re.compile(rb"loss (\d+)")) == ()
     assert needed_words(re.compile(r"loss (\d+)  # the loss", re.VERBOSE)) == ()
+
+
+def test_skeletons_a_pattern_is_run_on_are_those_it_matches(tmp_path):
+    """Skeletons.matching (the words first, then Python's re where few lines are left, else the
+    RE2 filter) picks every skeleton each pattern matches (and only those where the lines are
+    few), on logs of few and of many distinct lines."""
+    from sentinel.analyze.loaders.pattern_locality import line_local
+    from sentinel.analyze.loaders.pattern_re2 import line_filter
+
+    patterns = [p for p in _patterns() if line_local(p) and line_filter(p) is not None]
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    from text_log_samples import write_all  # the formats of common trainers, many lines each
+
+    samples = write_all(tmp_path, steps=600)
+    texts = [read_text(path) for path in [*sorted(LOGS.glob("*.log")), *sorted(LOGS.glob("*.txt")), *samples]]
+    many = "".join(f"step {i} {'x' * (i % 300)} loss: {i} eval {'y' * (i % 7)}\n" for i in range(2000))
+    picked = 0
+    for text in [*texts, many]:
+        skeletons = Skeletons.of(text)
+        lines = skeletons.texts()
+        for pattern in patterns:
+            truth = [i for i, line in enumerate(lines) if len(line) < 4096 and pattern.search("\n" + line + "\n")]
+            found = skeletons.matching(line_filter(pattern), pattern).tolist()
+            # every line it matches; where the RE2 filter picks, a superset (its pattern is looser)
+            assert set(truth) <= set(found), pattern.pattern
+            if len(skeletons.uniques) <= 48:
+                assert [i for i in found if len(lines[i]) < 4096] == truth, pattern.pattern
+            picked += len(truth)
+    assert len(texts) >= 5 and picked > 100
