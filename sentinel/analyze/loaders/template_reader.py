@@ -259,7 +259,7 @@ def read_templates(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOp
     first = np.zeros(len(skeletons.uniques), dtype=np.int64)
     per_unique = np.zeros(len(skeletons.uniques), dtype=np.int64)
     templates: list[_Template] = []
-    candidate_skeletons = skeletons.uniques.take(candidates).to_pylist()
+    candidate_skeletons = skeletons.pick(candidates)
     ended = shape.fields is not None and any(  # a field list ends with its separator somewhere in the text
         padded[slice(*_fields_group(shape, match))].rstrip().endswith(shape.fields)
         for padded in ("\n" + skeleton + "\n" for skeleton in candidate_skeletons)
