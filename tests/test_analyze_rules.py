@@ -608,3 +608,30 @@ def test_a_training_loss_rising_with_the_evaluation_loss_is_not_overfitting():
 def test_overfitting_thresholds_are_checked(kwargs):
     with pytest.raises(ValueError, match=next(iter(kwargs))):
         AnalyzeConfig(**kwargs)
+
+
+def _sparse_log(jump_at: int | None, every: int = 100, n: int = 32, noisy: bool = False) -> RunData:
+    """A loss logged every ``every`` steps: its first 20 values span 2,000 steps of the run."""
+    rng = np.random.default_rng(3)
+    steps = np.arange(n) * every
+    loss = 0.3 + np.exp(-steps / 500) + 0.005 * rng.standard_normal(n)
+    if noisy:  # an RL loss: episodes differ by x4 from the start (a real log's first five)
+        loss = np.concatenate([[0.4963, 1.0023, 0.4596, 0.3725, 1.8748], rng.uniform(0.3, 1.9, n - 5)])
+    if jump_at is not None:
+        loss[jump_at:jump_at + 2] = 9.0
+    return run_of({"loss": loss}, index=steps)
+
+
+@pytest.mark.parametrize("at", [5, 12, 19])
+def test_a_big_jump_among_a_whole_runs_first_values_is_reported(at):
+    report = analyze_run(_sparse_log(at))
+    (spike,) = by_kind(report, "loss_spike")
+    assert spike.step == at * 100 and spike.details["peak"] == 9.0 and report.verdict.value == "recovered"
+
+
+def test_a_start_that_jumps_but_never_past_twice_its_highest_value_is_not():
+    for quiet in (_sparse_log(None, noisy=True), _sparse_log(None)):
+        assert [i for i in analyze_run(quiet).incidents if i.kind in ("loss_spike", "outlier_batch")] == []
+    # nor a healthy log's first values at any cadence: x1.27 at most over the real logs' first 20
+    for every in (1, 10, 100):
+        assert by_kind(analyze_run(_sparse_log(None, every=every, n=400)), "loss_spike") == []
