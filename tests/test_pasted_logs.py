@@ -2364,3 +2364,24 @@ def test_a_long_line_of_joined_log_lines_after_short_ones_is_read_in_one_pass(tm
     skeletons = Lines("\n".join(short + [joined]) + "\n").skeletons()
     found = skeletons.matching("loss", Recording(re.compile(r"loss")))
     assert len(found) == len(skeletons.uniques) and max(searched, default=0) < 4096
+
+
+def test_the_keras_guides_custom_training_loop_output(tmp_path):
+    """The Keras guide "Writing a training loop from scratch": a step inside the epoch every 100
+    batches (782 an epoch), "Start of epoch N" between; older versions say "for one batch"."""
+    lines, loss = [], 2.4
+    for epoch in range(3):
+        lines += ["", f"Start of epoch {epoch}"]
+        for step in range(0, 782, 100):
+            loss *= 0.93
+            batch = "one batch" if epoch == 0 else "1 batch"
+            value = 9.5 if (epoch, step) == (2, 300) else loss
+            lines += [f"Training loss (for {batch}) at step {step}: {value:.4f}", f"Seen so far: {(step + 1) * 64} samples"]
+        lines += ["Training acc over epoch: 0.8774", "Validation acc: 0.8970", "Time taken: 6.93s"]
+    (run,) = discover_runs(_write(tmp_path / "guide.log", lines))
+    assert len(run.steps) == 24 and run.steps.index.is_monotonic_increasing
+    assert run.steps["loss"].iloc[0] == pytest.approx(2.4 * 0.93, abs=1e-4)
+    assert run.meta["iters_per_epoch"] == 800  # the count goes on from the epoch before
+    report = analyze_run(run)
+    (blip,) = [i for i in report.incidents if i.kind in ("loss_spike", "outlier_batch")]
+    assert blip.step == 2 * 800 + 300 and blip.details["peak"] == 9.5

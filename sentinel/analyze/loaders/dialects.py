@@ -610,7 +610,8 @@ _CLU_EVALUATION = Shape(re.compile(rf"(?:^|\] )\[(\d+)\] [^\n]*?(?<![\w/])(?i:{_
 PROGRESS_LINES = Dialect(
     name="text",
     description="progress lines of tqdm descriptions, the PyTorch quickstart, CLU, ESPnet2, torchtune, "
-                "Lightning's rich bar, fast_neural_style, '[e/E][i/N] Loss: X', 'loss X after N batches'",
+                "Lightning's rich bar, fast_neural_style, '[e/E][i/N] Loss: X', 'loss X after N batches', "
+                "the Keras guide's custom loop ('Training loss (for 1 batch) at step N: X')",
     shapes=(
         # A tqdm bar whose description holds the loss (pbar.set_description(f"loss={loss:.4f}")):
         # "loss=2.3412: 45%|####5     | 27/60 [00:05<00:06, 5.1it/s]"; the bar's count is the step.
@@ -630,6 +631,12 @@ PROGRESS_LINES = Dialect(
         Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})[^\S\n]+after[^\S\n]+(\d+)[^\S\n]+"
                          r"(?i:batch(?:es)?|steps?|iter(?:ation)?s?|updates?)\b"),
               head=(metrics.LOSS, metrics.STEP)),
+        # The Keras guide's training loop written from scratch (copied as the custom-loop template):
+        # f"Training loss (for 1 batch) at step {step}: {float(loss_value):.4f}" (older: "for one
+        # batch"), a step inside the epoch after "Start of epoch {epoch}".
+        Shape(re.compile(rf"(?i:train(?:ing)?[^\S\n]+loss)[^\S\n]*(?:\(for[^\S\n]+(?:\d+|one)[^\S\n]+batch(?:es)?\)[^\S\n]*)?"
+                         rf"at[^\S\n]+step[^\S\n]+(\d+)[^\S\n]*:[^\S\n]*({_NUM})(?![\w.])"),
+              head=(metrics.STEP, metrics.LOSS)),
         # pytorch/examples fast_neural_style: "{time}\tEpoch {e}:\t[{n}/{N}]\tcontent: x\tstyle: y\ttotal: z"
         # (samples seen in the epoch; the total is the loss it backpropagates).
         Shape(re.compile(rf"\bEpoch (\d+):\t\[(\d+)/(\d+)\]\tcontent: [^\t\n]*\tstyle: [^\t\n]*\ttotal: ({_NUM})"),
