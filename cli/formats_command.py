@@ -32,7 +32,8 @@ def formats() -> None:
     click.echo("A file named on its own, also: a short paste of a few such lines; numbers with no header, "
                "one per line (the loss) or two (a step and the loss), as np.savetxt writes them; one printed "
                "list of losses (print(losses) of a list, an array or tensors); a loss history saved with np.save "
-               "(.npy) or np.savez (.npz), read without unpickling.")
+               "(.npy) or np.savez (.npz), read without unpickling; a CSV / TSV table under a few lines that are "
+               "no table (a notebook's Trainer table under its progress line).")
     click.echo("A text log whose loss goes by another key (avg_loss, Loss/train, gpt_loss) is read by that key, "
                "or by a perplexity's logarithm, with a warning.")
     click.echo("Any text log: libraries' NaN messages (anomaly mode, 'Loss is nan, stopping training') and a "

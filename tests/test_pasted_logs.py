@@ -2385,3 +2385,38 @@ def test_the_keras_guides_custom_training_loop_output(tmp_path):
     report = analyze_run(run)
     (blip,) = [i for i in report.incidents if i.kind in ("loss_spike", "outlier_batch")]
     assert blip.step == 2 * 800 + 300 and blip.details["peak"] == 9.5
+
+
+def _notebook_table(first: str | None, trailer: bool = False) -> list[str]:
+    """The Hugging Face Trainer's table as a notebook shows it, copied out of the browser (tabs),
+    under its progress line; a validation loss every 10th row, the others' cells empty."""
+    lines = [first] if first is not None else []
+    lines.append("Step\tTraining Loss\tValidation Loss")
+    for i in range(1, 51):
+        loss = 7.5 if i == 30 else 0.5 + 2 * np.exp(-i / 15)
+        lines.append(f"{i * 10}\t{loss:.6f}\t{'' if i % 10 else f'{loss + 0.1:.6f}'}")
+    if trailer:
+        lines.append("TrainOutput(global_step=500, training_loss=0.91, metrics={'train_runtime': 323.1, 'epoch': 3.0})")
+    return lines
+
+
+@pytest.mark.parametrize("trailer", [False, True])
+def test_a_notebooks_trainer_table_under_its_progress_line(tmp_path, trailer):
+    """Read as text, the rows that print a validation loss (three numbers) were lost, the spike
+    at step 300 among them; read as the table under the line, every row is there."""
+    path = _write(tmp_path / "paste.txt", _notebook_table(" [500/500 05:23, Epoch 3/3]", trailer))
+    (run,) = discover_runs(path)
+    assert run.source == "generic_table" and run.steps.index.tolist() == list(range(10, 510, 10))
+    assert run.steps.loc[300, "loss"] == 7.5 and run.steps["validation loss"].notna().sum() == 5
+    assert run.warnings[0] == "paste.txt: read as the table whose header is line 2 (the line above it not read)"
+    assert run.path == str(path) and run.name == "paste"
+    (blip,) = [i for i in analyze_run(run).incidents if i.kind in ("loss_spike", "outlier_batch")]
+    assert blip.step == 300
+
+
+def test_a_table_from_its_first_line_and_a_log_of_lines_are_read_as_before(tmp_path):
+    (run,) = discover_runs(_write(tmp_path / "table.txt", _notebook_table(None)))
+    assert run.source == "generic_table" and not any("read as the table whose" in w for w in run.warnings)
+    log = ["Namespace(lr=0.1, epochs=3)", "starting"] + [f"step {i} | loss {2 - i / 100:.3f}" for i in range(1, 50)]
+    (run,) = discover_runs(_write(tmp_path / "log.txt", log))
+    assert run.source == "text" and len(run.steps) == 49

@@ -7,6 +7,7 @@ import errno
 import importlib
 import logging
 import os
+import tempfile
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -213,7 +214,9 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
         from sentinel.analyze.loaders.textlog import heads_shared
 
         with heads_shared():  # every sniff and fallback below reads the file's head once
-            runs = _load_file(path, modules, options)
+            runs = _table_under_lines(path, options)
+            if runs is None:
+                runs = _load_file(path, modules, options)
             if runs is None:
                 runs = _short_paste(path, options)
             if runs is None:
@@ -578,6 +581,39 @@ def _short_paste(file: Path, options: LoadOptions) -> list[RunData] | None:
         run.warnings.append(f"only {len(run.steps)} step lines: read because the file was named on its own "
                             "(in a directory it would be no run)")
     return runs
+
+
+def _table_under_lines(file: Path, options: LoadOptions) -> list[RunData] | None:
+    """A file named on its own that holds a delimited table under a few lines that are no table
+    (a notebook's paste: the Hugging Face Trainer's progress line above its ``Step  Training Loss
+    Validation Loss`` table), read as that table with a warning; None otherwise. Read whole
+    otherwise, its rows with a validation loss printed three numbers to a line and were lost."""
+    from sentinel.analyze.loaders import generic_table
+    from sentinel.analyze.loaders.textlog import read_text, run_name
+
+    if is_compressed(file) or file.stat().st_size > _TABLE_UNDER_LINES_BYTES:
+        return None
+    line = generic_table.header_below(file, options)
+    if line is None:
+        return None
+    lines = read_text(file).splitlines(keepends=True)
+    with tempfile.TemporaryDirectory(prefix="sentinel-") as tmp:
+        table = Path(tmp) / file.name
+        table.write_text("".join(lines[line:]), encoding="utf-8")
+        os.utime(table, (file.stat().st_atime, file.stat().st_mtime))  # settled as the file is
+        try:
+            runs = generic_table.load(table, options)
+        except ValueError:
+            return None
+    for run in runs:
+        run.path, run.name = str(file), run_name(file)
+        run.warnings.insert(0, f"{file.name}: read as the table whose header is line {line + 1} (the "
+                               f"{'line' if line == 1 else f'{line} lines'} above it not read)")
+    return runs
+
+
+# A table under a few lines is copied to be read: at most this much (a paste, not a run's log).
+_TABLE_UNDER_LINES_BYTES = 64 << 20
 
 
 def _bare_numbers(file: Path, options: LoadOptions) -> list[RunData] | None:

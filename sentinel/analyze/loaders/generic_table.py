@@ -109,6 +109,44 @@ def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
     return position < len(first) and is_number(first[position])
 
 
+# A table pasted from a notebook sits under a few lines that are no table (the Hugging Face
+# Trainer's "[500/500 05:23, Epoch 3/3]" above its "Step  Training Loss  Validation Loss").
+_PREAMBLE_LINES = 5
+
+
+def header_below(path: str | Path, options: LoadOptions | None = None) -> int | None:
+    """The line (0-based, blank lines counted) of a table's header under a few lines that are no
+    table: a header :func:`sniff` would take, its next line a row whose step is a number, where
+    the file's first line is no such header. None otherwise.
+
+    Example:
+        >>> header_below("/nonexistent.txt") is None
+        True
+    """
+    head = read_head(path, limit=64 * 1024)
+    if not head or head.lstrip().startswith("{") or _JSON_ARRAY.match(head):
+        return None
+    lines = head.splitlines()
+    filled = [i for i, line in enumerate(lines) if line.strip()]
+    for k, i in enumerate(filled[:_PREAMBLE_LINES + 1]):
+        if k + 1 >= len(filled):
+            return None
+        header, first = lines[i], lines[filled[k + 1]]
+        sep = separator(header)
+        if sep not in header:
+            continue
+        try:
+            names = [name.strip() for name in next(csv.reader([header], delimiter=sep))]
+            row = next(csv.reader([first], delimiter=sep))
+        except csv.Error:
+            continue
+        step_col, loss_col = _sniffed(names, options)
+        if step_col is not None and loss_col is not None and names.index(step_col) < len(row) \
+                and is_number(row[names.index(step_col)]):
+            return i if k else None  # a header on the first line is the table sniff's own
+    return None
+
+
 def why_not(path: str | Path) -> str | None:
     """For a CSV / TSV with a step column whose loss column is not known (none is named like a
     loss, or several are, as Ultralytics' train/box_loss, train/cls_loss, ...), or a loss column
