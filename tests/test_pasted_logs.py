@@ -2420,3 +2420,18 @@ def test_a_table_from_its_first_line_and_a_log_of_lines_are_read_as_before(tmp_p
     log = ["Namespace(lr=0.1, epochs=3)", "starting"] + [f"step {i} | loss {2 - i / 100:.3f}" for i in range(1, 50)]
     (run,) = discover_runs(_write(tmp_path / "log.txt", log))
     assert run.source == "text" and len(run.steps) == 49
+
+
+def test_paddlenlp_lines_are_read_at_their_global_step(tmp_path):
+    """PaddleNLP: the batch counts inside the epoch from 0 (one behind the global step in the first
+    epoch, and again from 0 in the next): the global step is the step."""
+    lines, step = [], 0
+    for epoch in range(2):
+        for batch in range(40):
+            step += 1
+            loss = 9.0 if step == 55 else 2 + 1 / step
+            lines.append(f"[2024-01-01 10:00:00,000] [    INFO] - global step {step}/80, epoch: {epoch}, batch: {batch}, "
+                         f"rank_id: 0, loss: {loss:.6f}, lr: 0.0000100000, speed: 3.2100 step/s, ips: 25.67 sequences/sec")
+    (run,) = discover_runs(_write(tmp_path / "paddle.log", lines))
+    assert run.source == "paddlenlp" and run.steps.index.tolist() == list(range(1, 81))
+    assert run.steps.loc[55, "loss"] == 9.0 and run.steps["lr"].eq(1e-5).all()

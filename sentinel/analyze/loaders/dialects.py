@@ -280,6 +280,21 @@ MAXTEXT = Dialect(
     min_records=2,
 )
 
+# PaddleNLP's examples and older trainers: "global step 200/2000, epoch: 0, batch: 199, rank_id: 0, loss:
+# 2.345678, lr: 0.0000100000, speed: 3.2100 step/s, ..." (or without "/2000"). The global step is the
+# step; the batch counts inside the epoch from 0, one behind it (read as the step by the generic
+# reader, every spike was placed a step early).
+_PADDLE_GAP = _gap_until(r"\bglobal step \d")
+PADDLENLP = Dialect(
+    name="paddlenlp",
+    description='PaddleNLP ("global step N/M, epoch: E, batch: B, ..., loss: X, lr: L")',
+    shapes=(
+        Shape(re.compile(rf"\bglobal step (\d+)(?:/\d+)?,{_PADDLE_GAP}\bloss: ({_NUM})(?:{_PADDLE_GAP}\blr: ({_NUM}))?"),
+              head=(metrics.STEP, metrics.LOSS, metrics.LR)),
+    ),
+    min_records=2,
+)
+
 # timm train.py: f"Train: {epoch} [{update_idx:>4d}/{updates_per_epoch} ({pct:>3.0f}%)]  Loss:
 # {losses_m.val:#.3g} ({losses_m.avg:#.3g})  Time: ...  LR: {lr:.3e}  Data: ..."; epochs from 0, the
 # update index inside the epoch: the step is epoch * updates_per_epoch + update_idx.
@@ -831,7 +846,7 @@ CYCLEGAN = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, TIMM, COMPOSER, OLMO, NNUNET, GAN, CYCLEGAN, TF_OBJECT_DETECTION, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, COMPOSER, OLMO, NNUNET, GAN, CYCLEGAN, TF_OBJECT_DETECTION, TF, LOG4J,
                                  PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
