@@ -279,10 +279,11 @@ class Skeletons:
 
     def matching(self, loose: str, pattern: re.Pattern | None = None) -> np.ndarray:
         """The indices of the skeletons that may hold a match: those ``loose`` (a pattern's RE2
-        superset, :func:`line_filter`) finds in; where the skeletons are few and short and ``pattern`` (a
-        :func:`line_local` one) is given, those ``pattern`` itself finds in, each read with a line
-        end before and after it: Python's ``re`` over a few dozen short lines takes less than
-        compiling the RE2 filter (~0.2 ms, once per pattern and text).
+        superset, :func:`line_filter`) finds in. Where ``pattern`` (a :func:`line_local` one) is
+        given, the skeletons without its needed words (:func:`needed_words`) are ruled out first
+        (up to 512 skeletons); where a few dozen short ones are left, those ``pattern`` itself
+        finds in, each read with a line end before and after it: Python's ``re`` over a few dozen
+        short lines takes less than compiling the RE2 filter (~0.2 ms, once per pattern and text).
 
         Example:
             >>> s = Skeletons.of("step 1 loss 2\\nnoise\\n")
