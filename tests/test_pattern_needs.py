@@ -116,3 +116,23 @@ def test_skeletons_a_pattern_is_run_on_are_those_it_matches(tmp_path):
                 assert [i for i in found if len(lines[i]) < 4096] == truth, pattern.pattern
             picked += len(truth)
     assert len(texts) >= 5 and picked > 100
+
+
+def test_a_short_text_is_counted_as_its_whole_text_is():
+    """A text of up to 4 KB goes whole to Python's re: one without a pattern's words counts 0
+    without the search (a folder of small notes, each sniffed by every dialect)."""
+    import random
+
+    from sentinel.analyze.loaders.log_lines import Lines
+    from sentinel.analyze.loaders.pattern_prefix import literal_first
+
+    rng = random.Random(2)
+    lines, patterns = _lines(), _patterns()
+    skipped = 0
+    for _ in range(150):
+        text = "\n".join(rng.sample(lines, rng.randint(1, 12)))[:4000] + "\n"
+        for pattern in patterns:
+            expected = len(literal_first(pattern).findall(text))
+            assert Lines(text).count(pattern) == expected, (pattern.pattern, text)
+            skipped += not may_match(needed_words(pattern), text)
+    assert skipped > 1000

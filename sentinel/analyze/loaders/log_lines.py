@@ -155,6 +155,8 @@ class Lines:
         """
         by_skeleton = self._by_skeleton(pattern)
         if by_skeleton is None:
+            if len(self.text) <= _SMALL_TEXT and not may_match(needed_words(pattern), self.text):
+                return 0  # a short text without the pattern's words (a folder of notes: each sniffed)
             return len(literal_first(pattern).findall(self.matching(pattern)))
         skeletons, candidates = by_skeleton
         lines_of = skeletons.lines_of[candidates].tolist()

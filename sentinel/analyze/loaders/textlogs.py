@@ -73,6 +73,8 @@ def pick_dialect(text: str, least: int | None = None) -> Dialect | None:
 
 
 _last_pick: tuple[str | None, int | None, Dialect | None] = (None, None, None)  # the last head, least, pick
+# By identity: `in` a tuple of dialects compared them field by field (0.1 ms a file sniffed).
+_FALLBACK_IDS = frozenset(map(id, FALLBACKS))
 
 
 def _pick_dialect(text: str, least: int | None) -> Dialect | None:
@@ -83,12 +85,13 @@ def _pick_dialect(text: str, least: int | None) -> Dialect | None:
     text, lines = plain_numbers(text, lines)
     best, best_count = None, 0
     for dialect in DIALECTS:
-        if dialect in FALLBACKS and best is not None:
+        fallback = id(dialect) in _FALLBACK_IDS
+        if fallback and best is not None:
             break
         count = count_records(lines, dialect)
         needed = dialect.min_records if least is None else min(least, dialect.min_records)
         if count >= needed and count > best_count:
-            if dialect in FALLBACKS and not _is_series(text, dialect, needed):
+            if fallback and not _is_series(text, dialect, needed):
                 continue
             best, best_count = dialect, count
     if best is None and count_records(lines, AMP_ONLY) >= AMP_ONLY.min_records:
