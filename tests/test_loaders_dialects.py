@@ -327,3 +327,29 @@ def test_the_last_pick_is_reused_only_for_the_same_head_and_need():
     assert pick_dialect(two, least=2).name == "nanogpt"  # a paste named on its own needs two
     assert pick_dialect(two) is None
     assert pick_dialect(two + "iter 3: loss 2.3, time 9.0ms\n").name == "nanogpt"
+
+
+def test_the_series_check_read_by_record_shapes_agrees_with_the_whole_dialect(tmp_path):
+    """_is_series reads a head's start with the fallback's record shapes alone (none of the values
+    beside them, no evaluation lines) before the whole head with the whole dialect: on every
+    fixture text and on seeded samples of eleven formats, the answer is the whole dialect's."""
+    import sys
+
+    from sentinel import metrics
+    from sentinel.analyze.loaders.dialects import FALLBACKS
+    from sentinel.analyze.loaders.textlog import read_text
+    from sentinel.analyze.loaders.textscan import scan
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    from text_log_samples import write_all
+
+    texts = [read_text(p) for p in [*sorted(LOGS.glob("*.log")), *sorted(LOGS.glob("*.txt")),
+                                    *write_all(tmp_path, steps=300)]]
+    texts.append("".join(f"step {i} | loss {2 + i / 1000:.3f}\n" for i in range(3)) +
+                 "".join(f"step {i} | val_loss 2.1\n" for i in range(3, 9)))  # few records, more evaluations
+    for text in texts:
+        for dialect in FALLBACKS:
+            steps = scan(text, dialect).steps
+            whole = len(steps.index) >= dialect.min_records and metrics.LOSS in steps.columns
+            assert textlogs._is_series(text, dialect) == whole
+    assert len(textlogs._records_only(FALLBACKS[0]).shapes) < len(FALLBACKS[0].shapes)

@@ -438,11 +438,27 @@ def _is_series(text: str, dialect: Dialect, needed: int | None = None) -> bool:
     a non-finite one was printed (a run that went NaN at its 2nd step is what a reader is for),
     and so does a loss that never changes (stuck at 0.0, or a placeholder)."""
     needed = dialect.min_records if needed is None else needed
-    # Its first lines tell for most logs (a series there is one in the whole head: more lines
-    # add steps, they take none away); the whole head is read only where they do not.
-    cut = text.rfind("\n", 0, _SERIES_PREFIX) + 1 if len(text) > 2 * _SERIES_PREFIX else 0
-    for part in ((text[:cut], text) if cut else (text,)):
-        steps = scan(part, dialect).steps  # every generic record holds a loss, NaN included
+    # Its first lines read by its record shapes alone tell for most logs (a series there is one
+    # in the whole head: more lines and shapes add steps, they take none away); the whole head,
+    # by the whole dialect, is read only where they do not.
+    cut = text.rfind("\n", 0, _SERIES_PREFIX) + 1 if len(text) > 2 * _SERIES_PREFIX else len(text)
+    for part, reader in ((text[:cut], _records_only(dialect)), (text, dialect)):
+        steps = scan(part, reader).steps  # every generic record holds a loss, NaN included
         if len(steps.index) >= needed and metrics.LOSS in steps.columns:
             return True
     return False
+
+
+def _records_only(dialect: Dialect) -> Dialect:
+    """``dialect`` without its shapes that read a value beside a record (the lr beside the loss:
+    16 of the generic reader's 23 shapes) and its evaluation lines: its records' steps and loss
+    alone, what :func:`_is_series` asks."""
+    found = _RECORDS_ONLY.get(id(dialect))
+    if found is None:
+        found = _RECORDS_ONLY[id(dialect)] = replace(
+            dialect, shapes=tuple(shape for shape in dialect.shapes if shape.beside is None), evaluation_keys=(),
+            epoch_evaluation=None, unstepped_evaluation=None)
+    return found
+
+
+_RECORDS_ONLY: dict[int, Dialect] = {}
