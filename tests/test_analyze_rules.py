@@ -635,3 +635,21 @@ def test_a_start_that_jumps_but_never_past_twice_its_highest_value_is_not():
     # nor a healthy log's first values at any cadence: x1.27 at most over the real logs' first 20
     for every in (1, 10, 100):
         assert by_kind(analyze_run(_sparse_log(None, every=every, n=400)), "loss_spike") == []
+
+
+def test_no_plateau_is_carried_into_a_divergence():
+    """A loss that jumps x2.5 at step 1200 and stays there: its best-so-far stops improving, which
+    read as a plateau 988-2000; the divergence says what happened. A plateau before it stays."""
+    rng = np.random.default_rng(1)
+    steps = np.arange(1, 2001)
+    base = 2 + np.exp(-steps / 300) + 0.01 * rng.random(2000)
+    report = analyze_run(run_of({"loss": base * np.where(steps >= 1200, 2.5, 1.0)}, index=steps))
+    (div,) = by_kind(report, "divergence")
+    assert div.step == 1200 and by_kind(report, "plateau") == []
+    flat = np.concatenate([base[:300], np.full(1700, base[299])]) + 0.001 * rng.random(2000)
+    report = analyze_run(run_of({"loss": flat * np.where(steps >= 1800, 2.5, 1.0)}, index=steps))
+    (plateau,) = by_kind(report, "plateau")
+    (div,) = by_kind(report, "divergence")
+    assert plateau.end_step < div.step == 1800 and plateau.step < 400
+    report = analyze_run(run_of({"loss": flat}, index=steps))
+    assert by_kind(report, "divergence") == [] and by_kind(report, "plateau")[0].end_step == 2000

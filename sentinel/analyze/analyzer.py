@@ -26,7 +26,7 @@ from sentinel.analyze.rule_guard import (accepted_levels, guard_incidents, onlin
                                          restart_incidents, settle_accepted)
 from sentinel.analyze.rule_nonfinite import eval_nonfinite_incidents, finite, logged_nan_steps, nonfinite_incidents
 from sentinel.analyze.rule_overfit import overfitting_incidents
-from sentinel.analyze.rule_plateau import plateau_incidents
+from sentinel.analyze.rule_plateau import plateau_before_divergence
 from sentinel.analyze.rule_stuck import (
     collapse_incidents,
     is_adversarial,
@@ -188,7 +188,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         if runaway:  # the climb is one divergence, not an unrecovered spike inside it
             found = [i for i in found if i.details.get("recovered") or i.step < runaway[0]]
         incidents += found + diverged
-        incidents += plateau_incidents(loss, config)
+        incidents += plateau_before_divergence(loss, diverged, config)
         incidents += overfitting_incidents(steps, loss, config)
     if len(loss) >= 2:
         rl = is_reinforcement_learning(steps.columns) or environment_rl

@@ -100,3 +100,21 @@ def _last_step_at_or_before(steps: np.ndarray, targets: np.ndarray, every: int |
     if every is not None:
         return np.maximum((targets - steps[0]) // every, -1)
     return np.searchsorted(steps, targets, side="right") - 1
+
+
+def plateau_before_divergence(loss: pd.Series, diverged: list[Incident], config: AnalyzeConfig) -> list[Incident]:
+    """:func:`plateau_incidents`, on the loss before a divergence's onset where the longest
+    plateau overlaps the diverged stretch: the best loss so far stops improving there because the
+    loss went up, which the divergence reports ("plateaued for 1012 steps (988-2000)" of a loss
+    that jumped x2.5 at step 1200 and stayed there).
+
+    Example:
+        >>> s = pd.Series([3.0, 2.0] + [1.0] * 2000)
+        >>> plateau_before_divergence(s, [], AnalyzeConfig()).pop().step
+        2
+    """
+    plateaus = plateau_incidents(loss, config)
+    for div in sorted(diverged, key=lambda i: i.step):
+        if any(p.step <= div.end_step and div.step <= p.end_step for p in plateaus):
+            return plateau_incidents(loss[loss.index < div.step], config)
+    return plateaus
