@@ -81,3 +81,38 @@ def test_ultralytics_results_csv_is_read_in_epochs(tmp_path):
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
     report = analyze_run(discover_runs(path)[0])
     assert report.step_unit == "epoch" and report.first_step == 1 and report.last_step == 30
+
+
+def _keras_tensorboard(root, batches: bool = False, every: int = 1):
+    """What tf.keras.callbacks.TensorBoard writes: train/ and validation/ event files, the mean loss
+    of each epoch as 'epoch_loss' at the epoch's number (with update_freq, 'batch_loss' too)."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    train, validation = SummaryWriter(str(root / "train")), SummaryWriter(str(root / "validation"))
+    for e in range(30):
+        loss = 0.3 + math.exp(-e / 8) + (2.5 if e == 20 else 0.0)
+        train.add_scalar("epoch_loss", loss, e * every)
+        train.add_scalar("epoch_accuracy", 0.9, e * every)
+        validation.add_scalar("epoch_loss", loss + 0.05, e * every)
+        if batches:
+            for b in range(10):
+                train.add_scalar("batch_loss", 0.3 + math.exp(-(e * 10 + b) / 80), e * 10 + b)
+    train.close()
+    validation.close()
+    return root
+
+
+def test_kerass_tensorboard_epoch_loss_is_read_in_epochs(tmp_path):
+    (run,) = discover_runs(_keras_tensorboard(tmp_path / "logs" / "fit" / "20240101-000000"))
+    assert run.meta["step_unit"] == "epoch" and len(run.steps) == 30
+    report = analyze_run(run)
+    (spike,) = [i for i in report.incidents if i.kind in ("loss_spike", "outlier_batch")]
+    assert spike.kind == "loss_spike" and spike.step == 20 and "at epoch 20" in spike.message
+    assert report.verdict.value == "recovered"
+
+
+def test_a_batch_loss_beside_it_or_epochs_logged_at_global_steps_stay_steps(tmp_path):
+    (run,) = discover_runs(_keras_tensorboard(tmp_path / "a", batches=True))
+    assert run.meta["tags"]["batch_loss"] == "loss" and "step_unit" not in run.meta
+    (run,) = discover_runs(_keras_tensorboard(tmp_path / "b", every=100))
+    assert "step_unit" not in run.meta

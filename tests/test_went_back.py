@@ -341,16 +341,22 @@ def test_a_tensorboard_directory_written_again_by_a_resumed_run(tmp_path):
 
     rng = np.random.default_rng(5)
     logdir = tmp_path / "tb"
-    with SummaryWriter(str(logdir), filename_suffix=".a") as writer:
+    logdir.mkdir()
+    with SummaryWriter(str(tmp_path / "first")) as writer:
         for s in range(1, 800):
             writer.add_scalar("train/loss", _loss(s, rng) + (4.0 if s >= 700 else 0.0), s)
             writer.add_scalar("train/lr", 3e-4, s)
-    with SummaryWriter(str(logdir), filename_suffix=".b") as writer:
+    with SummaryWriter(str(tmp_path / "second")) as writer:
         for s in range(601, 1500, 7):
             writer.add_scalar("train/loss", _loss(s, rng), s)
             writer.add_scalar("train/lr", 3e-4, s)
+    # Named as two launches name them: the later one's start time is later (the writers' own names
+    # in one process differ by a counter, which sorts 10 before 9).
+    for launch, (folder, started) in enumerate([("first", 1700000000), ("second", 1700003600)], start=1):
+        (written,) = (tmp_path / folder).iterdir()
+        written.rename(logdir / f"events.out.tfevents.{started}.node{launch}.{4000 + launch}.0")
     files = sorted(p.name for p in logdir.iterdir())
-    assert len(files) == 2 and files[0].endswith(".a")  # the first writer's file reads first
+    assert len(files) == 2 and ".node1." in files[0]  # the first launch's file reads first
     (run,) = discover_runs(logdir)
     assert run.steps.index[run.steps.index >= 601].tolist() == list(range(601, 1500, 7))
     assert run.steps["loss"].loc[601:].max() < 2.2 and run.steps["lr"].notna().all()

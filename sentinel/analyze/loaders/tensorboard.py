@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from sentinel import metrics
-from sentinel.analyze.loaders import ADD_SCALARS_DIRS, LOGGED_NAN, AbandonedHistory, LoadOptions, RunData
+from sentinel.analyze.loaders import ADD_SCALARS_DIRS, LOGGED_NAN, STEP_UNIT, AbandonedHistory, LoadOptions, RunData
 from sentinel.analyze.loaders.keys import (LOSS_ALIASES, canonical_key, infer_loss_column, inferred_loss_note,
                                           loss_components)
 from sentinel.analyze.loaders.tfrecord import read_scalars
@@ -229,10 +229,23 @@ def _load_files(name: str, where: Path, files: list[Path], options: LoadOptions,
         warnings.append("its event files hold no scalars: a header, histograms, images or text only")
     elif metrics.LOSS not in frame.columns:
         warnings.append(f"no loss tag among {', '.join(sorted(by_tag))}: pass --loss-col TAG")
-    return RunData(name=name, path=str(where), source=NAME, steps=frame,
-                   meta={"tags": dict(keys), "files": [f.name for f in files],
-                         ADD_SCALARS_DIRS: sorted(child for child, _ in folded.values()), LOGGED_NAN: logged_nan},
-                   warnings=warnings, abandoned=abandoned)
+    meta = {"tags": dict(keys), "files": [f.name for f in files],
+            ADD_SCALARS_DIRS: sorted(child for child, _ in folded.values()), LOGGED_NAN: logged_nan}
+    if _per_epoch(keys, columns):
+        meta[STEP_UNIT] = "epoch"
+    return RunData(name=name, path=str(where), source=NAME, steps=frame, meta=meta, warnings=warnings,
+                   abandoned=abandoned)
+
+
+def _per_epoch(keys: dict[str, str], columns: dict[str, tuple[np.ndarray, np.ndarray]]) -> bool:
+    """Whether the loss read is Keras' ``epoch_loss`` (its TensorBoard callback's mean loss of an
+    epoch, logged at the epoch's number: 0, 1, 2, ...): each value is an epoch's, and a jump is a
+    whole epoch gone wrong, not one batch."""
+    tag = next((tag for tag, key in keys.items() if key == metrics.LOSS), None)
+    if tag is None or tag.rsplit("/", 1)[-1].strip().lower() != "epoch_loss" or metrics.LOSS not in columns:
+        return False
+    steps = columns[metrics.LOSS][0]
+    return len(steps) > 0 and int(steps[-1]) - int(steps[0]) == len(steps) - 1
 
 
 def _went_back(written: dict[str, tuple[np.ndarray, np.ndarray]]) -> list[AbandonedHistory]:
