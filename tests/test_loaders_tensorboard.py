@@ -406,3 +406,41 @@ def test_a_keras_run_directory_is_one_run_with_its_validation_apart(tmp_path):
     (alone,) = discover_runs(tmp_path / "logs" / "fit" / "20240101-000000")
     assert alone.name == "20240101-000000" and "validation/epoch_loss" in alone.steps.columns
     assert [r.name for r in tensorboard.load(tmp_path / "logs" / "fit")] == ["20240101-000000", "20240102-000000"]
+
+
+def _fairseq_run(tb: Path, spike_at: int = 3000) -> None:
+    """What fairseq's --tensorboard-logdir writes: train_inner/ (each logged update), train/ (each
+    epoch's means at its last update) and valid/ (each validation), tags by their own names."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    inner, epoch, valid = (SummaryWriter(str(tb / name)) for name in ("train_inner", "train", "valid"))
+    update = 0
+    for _ in range(5):
+        for _ in range(10):
+            update += 100
+            loss = 12.0 if update == spike_at else 2 + 8 * np.exp(-update / 1500)
+            for tag, value in (("loss", loss), ("nll_loss", 0.9 * loss), ("lr", 5e-4), ("gnorm", 1.1),
+                               ("loss_scale", 128.0)):
+                inner.add_scalar(tag, value, update)
+        epoch.add_scalar("loss", loss, update)
+        valid.add_scalar("loss", loss + 0.2, update)
+        valid.add_scalar("ppl", 2 ** (loss + 0.2), update)
+    for writer in (inner, epoch, valid):
+        writer.close()
+
+
+def test_a_fairseq_tensorboard_directory_is_one_run_read_by_update(tmp_path):
+    """Before, train/, train_inner/ and valid/ were three runs: the validation loss judged as a
+    training loss (a 'spike'), the per-update series a run of its own."""
+    from sentinel.analyze.analyzer import analyze_run
+    from sentinel.analyze.discover import discover_runs
+
+    _fairseq_run(tmp_path / "checkpoints" / "tb")
+    for where in (tmp_path, tmp_path / "checkpoints" / "tb"):
+        (run,) = discover_runs(where)
+        assert run.name == "tb" and run.path == str(tmp_path / "checkpoints" / "tb")
+        assert run.steps.index.tolist() == list(range(100, 5100, 100))
+        assert {"loss", "lr", "grad_norm/total", "loss_scale", "valid/loss", "train_epoch/loss"} <= set(run.steps.columns)
+        assert run.steps["valid/loss"].notna().sum() == 5 and run.steps.loc[3000, "loss"] == 12.0
+    (blip,) = [i for i in analyze_run(run).incidents if i.kind in ("loss_spike", "outlier_batch")]
+    assert blip.step == 3000

@@ -32,6 +32,7 @@ _EXACT = {
     "grad_norm": metrics.GRAD_NORM_TOTAL, "grad norm": metrics.GRAD_NORM_TOTAL,
     "gradient_norm": metrics.GRAD_NORM_TOTAL, "train/grad_norm": metrics.GRAD_NORM_TOTAL,
     "norm": metrics.GRAD_NORM_TOTAL, "grad_norm/total": metrics.GRAD_NORM_TOTAL,
+    "gnorm": metrics.GRAD_NORM_TOTAL,  # fairseq's
     # OLMo's optim/total_grad_norm; trackers' global and total norms
     **dict.fromkeys(("total_grad_norm", "optim/total_grad_norm", "optim/grad_norm", "global_grad_norm",
                      "train/global_grad_norm", "grad_norm_total", "train/gradient_norm"), metrics.GRAD_NORM_TOTAL),

@@ -40,8 +40,8 @@ def is_event_file(path: Path) -> bool:
 
 
 def sniff(path: str | Path) -> bool:
-    """True for an event file, a directory that directly holds one, or a Keras run directory
-    (its ``train/`` and ``validation/`` subdirectories hold them).
+    """True for an event file, a directory that directly holds one, or a run directory of splits
+    (Keras' ``train/`` and ``validation/``, fairseq's ``train_inner/``, ``train/`` and ``valid/``).
 
     Example:
         >>> sniff("/nonexistent")
@@ -49,38 +49,58 @@ def sniff(path: str | Path) -> bool:
     """
     path = Path(path)
     if path.is_dir():
-        return any(is_event_file(p) for p in path.iterdir()) or _keras_splits(path) is not None
+        return any(is_event_file(p) for p in path.iterdir()) or _splits(path) is not None
     return is_event_file(path)
 
 
-# Keras' TensorBoard callback writes a run's training scalars into <run>/train and its
-# validation scalars, under the same tags (epoch_loss), into <run>/validation.
-_KERAS_SPLITS = ("train", "validation")
+# Trainers that write a run's splits into subdirectories of its directory, each with its own event
+# files under the same tags: Keras' TensorBoard callback <run>/train and <run>/validation
+# (epoch_loss); fairseq's --tensorboard-logdir <dir>/train_inner (each logged update), <dir>/train
+# (each epoch's mean) and one directory per validation subset (valid, test).
+_TRAIN_SPLITS = ("train_inner", "train")  # the first found is the run's training series
+_EVALUATION_SPLITS = ("validation", "valid", "val", "eval", "test")
 
 
-def _keras_splits(directory: Path) -> list[Path] | None:
-    """``[train, validation]`` (validation where it exists) of a Keras run directory, or None:
-    a directory with no event files of its own and a ``train`` subdirectory that has some."""
+def _is_evaluation_split(name: str) -> bool:
+    return name in _EVALUATION_SPLITS or name.startswith(("valid_", "valid-", "validation_"))
+
+
+def _splits(directory: Path) -> list[tuple[str, Path]] | None:
+    """A run directory of splits (see above) as ``[(prefix, subdirectory), ...]``, its training
+    series first (prefix ""), or None: a directory with no event files of its own and a training
+    split that has some. fairseq's ``train`` beside ``train_inner`` holds each epoch's means:
+    read as ``train_epoch/<tag>``; an evaluation split's tags as ``<split>/<tag>`` (an
+    evaluation's, never the loss)."""
     try:
         if any(is_event_file(p) for p in directory.iterdir()):
             return None
-        splits = [directory / name for name in _KERAS_SPLITS
-                  if (directory / name).is_dir() and not (directory / name).is_symlink()
-                  and any(is_event_file(p) for p in (directory / name).iterdir())]
+        found = {child.name: child for child in directory.iterdir()
+                 if child.is_dir() and not child.is_symlink() and any(is_event_file(p) for p in child.iterdir())}
     except OSError:
         return None
-    return splits if splits and splits[0].name == "train" else None
+    train = next((name for name in _TRAIN_SPLITS if name in found), None)
+    if train is None:
+        return None
+    splits = [("", found[train])]
+    if train == "train_inner" and "train" in found:
+        splits.append(("train_epoch", found["train"]))
+    splits += [(name, found[name]) for name in sorted(found) if _is_evaluation_split(name)]
+    return splits
 
 
-def _load_keras(name: str, directory: Path, splits: list[Path], options: LoadOptions) -> RunData:
-    """One run of a Keras run directory: its ``train`` scalars as they are, its ``validation``
-    scalars as ``validation/<tag>`` (an evaluation's, never the loss)."""
+def _load_splits(name: str, directory: Path, splits: list[tuple[str, Path]], options: LoadOptions) -> RunData:
+    """One run of a directory of splits: its training split's scalars as they are, every other
+    split's as ``<prefix>/<tag>``."""
     warnings: list[str] = []
-    extra = {f"validation/{tag}": pairs
-             for split in splits[1:] for tag, pairs in _scalars_by_tag(_event_files(split), warnings).items()}
-    run = _load_files(name, splits[0], _event_files(splits[0]), options, extra=extra)
-    run.warnings[:0] = [f"validation: {w}" for w in warnings]
-    run.meta[ADD_SCALARS_DIRS] = [split.name for split in splits]
+    extra: dict[str, list] = {}
+    for prefix, split in splits[1:]:
+        said: list[str] = []
+        for tag, pairs in _scalars_by_tag(_event_files(split), said).items():
+            extra[f"{prefix}/{tag}"] = pairs
+        warnings += [f"{split.name}: {w}" for w in said]
+    run = _load_files(name, splits[0][1], _event_files(splits[0][1]), options, extra=extra)
+    run.warnings[:0] = warnings
+    run.meta[ADD_SCALARS_DIRS] = [split.name for _, split in splits]
     return dataclasses.replace(run, path=str(directory))
 
 
@@ -109,17 +129,19 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     files = _event_files(path)
     if files:
         return [_load_files(path.name, path, files, options)]
-    splits = _keras_splits(path)
+    splits = _splits(path)
     if splits is not None:
-        return [_load_keras(path.name, path, splits, options)]
+        return [_load_splits(path.name, path, splits, options)]
     runs, folded = [], set()
     for directory in _directories_with_events(path):
         if directory in folded:
             continue
-        splits = _keras_splits(directory.parent) if directory.name in _KERAS_SPLITS else None
+        named = directory.name in _TRAIN_SPLITS or _is_evaluation_split(directory.name)
+        splits = _splits(directory.parent) if named else None
         if splits is not None:
-            run = _load_keras(str(directory.parent.relative_to(path)) or path.name, directory.parent, splits, options)
-            folded.update(splits)
+            run = _load_splits(str(directory.parent.relative_to(path)) or path.name, directory.parent, splits,
+                               options)
+            folded.update(split for _, split in splits)
         else:
             run = _load_files(str(directory.relative_to(path)), directory, _event_files(directory), options)
             folded.update(directory / name for name in run.meta.get(ADD_SCALARS_DIRS, ()))
