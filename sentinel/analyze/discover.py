@@ -18,6 +18,7 @@ from sentinel import metrics
 from sentinel.analyze.compressed import archive_command, decompressed, is_compressed
 from sentinel.analyze.loaders import ADD_SCALARS_DIRS, LOADER_MODULES, LOGGED_NAN, PARQUET_SUFFIXES, LoadOptions, RunData
 from sentinel.analyze.loaders.keys import infer_loss_column, inferred_loss_note
+from sentinel.analyze.resumed_versions import join_resumed_versions
 from sentinel.analyze.same_training import one_per_training
 
 log = logging.getLogger(__name__)
@@ -293,7 +294,7 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
         summary = f" ({skip_summary(found.skipped)})" if found.skipped else ""
         raise NoRunsError(f"no training logs found in '{path}'{summary}: pass a directory written by sentinel, "
                           "TensorBoard or a Lightning logger, or logs of a format `sentinel formats` lists")
-    found.runs = one_per_training(_with_loss(found.runs, options))
+    found.runs = join_resumed_versions(one_per_training(_with_loss(found.runs, options)))
     return found
 
 

@@ -1,0 +1,92 @@
+"""A Lightning fit resumed from a checkpoint with a new Trainer logs into the next version_N folder:
+one training, read as one run (the first version's blow-up reported as the stretch the resume
+replaced). Fits that start afresh stay runs of their own."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from sentinel.analyze.analyzer import analyze_run
+from sentinel.analyze.discover import discover_runs
+from sentinel.analyze.loaders import RunData
+from sentinel.analyze.resumed_versions import join_resumed_versions
+
+
+def _fit(root, epochs: int, blow_after: int | None = None, ckpt: str | None = None, every: int = 1) -> None:
+    """A tiny Lightning fit (20 steps an epoch) logging to CSV under root/exp, checkpoints under
+    root/ckpt; ``blow_after``: the loss scaled x20 from that global step on (the weights diverge)."""
+    import lightning as L
+    import torch
+    from lightning.pytorch.callbacks import ModelCheckpoint
+    from lightning.pytorch.loggers import CSVLogger
+    from torch.utils.data import DataLoader, TensorDataset
+
+    torch.manual_seed(0)
+    x = torch.randn(640, 8)
+    y = x @ torch.randn(8, 1)
+
+    class Model(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.net = torch.nn.Linear(8, 1)
+
+        def training_step(self, batch, _):
+            loss = torch.nn.functional.mse_loss(self.net(batch[0]), batch[1])
+            if blow_after is not None and self.global_step >= blow_after:
+                loss = loss * 20
+            self.log("train_loss", loss)
+            return loss
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.05)
+
+    trainer = L.Trainer(max_epochs=epochs, logger=CSVLogger(str(root), name="exp"), log_every_n_steps=every,
+                        enable_progress_bar=False, enable_model_summary=False, enable_checkpointing=True,
+                        callbacks=[ModelCheckpoint(dirpath=str(root / "ckpt"), save_top_k=-1, every_n_epochs=1)])
+    trainer.fit(Model(), DataLoader(TensorDataset(x, y), batch_size=32), ckpt_path=ckpt)
+
+
+def test_a_fit_resumed_from_an_earlier_checkpoint_is_one_run_with_the_blow_up_replaced(tmp_path):
+    _fit(tmp_path, epochs=8, blow_after=110)  # diverges in epoch 5, after the step-100 checkpoint
+    _fit(tmp_path, epochs=12, ckpt=str(tmp_path / "ckpt" / "epoch=4-step=100.ckpt"))
+    (run,) = discover_runs(tmp_path / "exp")
+    assert run.name == "version_0" and run.steps.index.tolist() == list(range(240))
+    assert any("version_1/metrics.csv is this training resumed from a checkpoint at step 100" in w
+               for w in run.warnings)
+    (stretch,) = run.abandoned
+    assert (stretch.resumed_at, stretch.first, stretch.last) == (100, 100, 159)
+    report = analyze_run(run)
+    assert report.verdict.value == "recovered"
+    restart = [i for i in report.incidents if i.kind == "restart"]
+    replaced = [i for i in report.incidents if i.details.get("replaced")]
+    assert len(restart) == 1 and replaced and all(i.step >= 100 for i in replaced)
+
+
+def test_fits_that_start_afresh_stay_runs_of_their_own(tmp_path):
+    _fit(tmp_path, epochs=3)
+    _fit(tmp_path, epochs=3, every=5)  # another fit logging less often: its first step is 4
+    runs = discover_runs(tmp_path / "exp")
+    assert [r.name for r in runs] == ["version_0", "version_1"]
+
+
+def _run(name: str, path: str, losses: list[float], first: int, epoch: list[int] | None = None,
+         source: str = "tensorboard") -> RunData:
+    columns = {"loss": losses} if epoch is None else {"loss": losses, "epoch": epoch}
+    return RunData(name, path, source, pd.DataFrame(columns, index=range(first, first + 10 * len(losses), 10)))
+
+
+@pytest.mark.parametrize(("later", "joined"), [
+    (_run("version_1", "lg/version_1", [2.1, 2.0], 30, epoch=[1, 1]), True),  # resumed mid-history
+    (_run("version_1", "lg/version_1", [2.1, 2.0], 60, epoch=[2, 2]), True),  # from the last checkpoint
+    (_run("version_1", "lg/version_1", [2.1, 2.0], 80), False),  # starts three intervals after the end
+    (_run("version_1", "lg/version_1", [2.1, 2.0], 30, epoch=[0, 0]), False),  # a fresh fit's epoch 0
+    (_run("version_1", "lg/version_1", [2.15, 2.0], 30), True),  # no epoch: its loss goes on from there
+    (_run("version_1", "lg/version_1", [3.0, 2.0], 30), False),  # ... or starts high again
+    (_run("version_1", "other/version_1", [2.1, 2.0], 30, epoch=[1, 1]), False),  # another folder
+    (_run("version_1", "lg/version_1", [2.1, 2.0], 30, epoch=[1, 1], source="lightning_csv"), False),
+])
+def test_what_a_resumed_version_is(later, joined):
+    before = _run("version_0", "lg/version_0", [3.0, 2.6, 2.4, 2.2, 2.1, 2.05], 0, epoch=[0, 0, 0, 1, 1, 1])
+    runs = join_resumed_versions([before, later])
+    assert len(runs) == (1 if joined else 2)
