@@ -116,3 +116,20 @@ def test_a_batch_loss_beside_it_or_epochs_logged_at_global_steps_stay_steps(tmp_
     assert run.meta["tags"]["batch_loss"] == "loss" and "step_unit" not in run.meta
     (run,) = discover_runs(_keras_tensorboard(tmp_path / "b", every=100))
     assert "step_unit" not in run.meta
+
+
+def test_runs_in_epochs_and_runs_in_steps_are_plotted_on_axes_of_their_own(tmp_path):
+    """30 epochs beside 5,000 steps on one axis were a sliver at its left: a column of panels per
+    unit, each axis named; a panel one column's runs did not log says so."""
+    _keras_tensorboard(tmp_path / "keras")
+    rows = ["step,loss,grad_norm"] + [f"{s},{2 + 8 * math.exp(-s / 1500):.4f},1.1" for s in range(100, 5100, 100)]
+    (tmp_path / "steps.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    fig = plot_figure(analyze(tmp_path / "keras", tmp_path / "steps.csv"))
+    axes = fig.axes
+    assert len(axes) == 4  # loss and grad norm, in two columns
+    assert [ax.get_xlabel() for ax in axes if ax.get_xlabel()] == ["epoch", "step"]
+    epoch_loss = axes[0].get_lines()[0].get_xdata()
+    assert max(epoch_loss) == 29 and axes[0].get_xlim()[1] < 40  # the epoch column's own scale
+    assert any(t.get_text() == "not logged by these runs" for t in axes[2].texts)
+    alone = plot_figure(analyze(tmp_path / "steps.csv"))
+    assert len(alone.axes) == 2 and alone.axes[-1].get_xlabel() == "step"

@@ -129,26 +129,46 @@ def plot_figure(report: Report):
         >>> [t.get_text() for t in fig.legends[0].get_texts()][:2]  # doctest: +SKIP
         ['1-unguarded (unhealthy)', '2-guarded (recovered)']
     """
-    from matplotlib import ticker
     from matplotlib.figure import Figure
-    from matplotlib.lines import Line2D
 
     runs = [r for r in report.runs if r.data is not None and not r.data.steps.empty]
     panels = [(key, label) for key, label in _PANELS if any(_columns(r, key) for r in runs)]
     if not panels:
         raise ValueError("nothing to plot: no run has loss, grad norm, loss scale or attention entropy")
-    fig = Figure(figsize=(13, max(4.5, 2.7 * len(panels) + 1.0)), layout="constrained")
-    axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
+    # Runs counted in epochs and runs counted in steps share no x axis (30 epochs beside 5,000
+    # steps were a sliver at the left): a column of panels for each unit, in the order first met.
+    units = list(dict.fromkeys(r.step_unit for r in runs))
+    fig = Figure(figsize=(13 if len(units) == 1 else 16, max(4.5, 2.7 * len(panels) + 1.0)), layout="constrained")
+    grid = fig.subplots(len(panels), len(units), sharex="col", squeeze=False)
     cycle = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
              "#bcbd22", "#17becf"]
     colors = {run_i: cycle[run_i % len(cycle)] for run_i in range(len(runs))}
-    several = len(runs) > 1
-    modules = _module_styles(runs)
     legend: dict[str, Any] = {}  # label -> handle, in the order first drawn
-    for run_i, run in enumerate(runs):
+    modules = _module_styles(runs)
+    for column, unit in enumerate(units):
+        mine = [(run_i, run) for run_i, run in enumerate(runs) if run.step_unit == unit]
+        _draw(grid[:, column], panels, mine, len(runs), colors, modules, legend, unit)
+    title = "sentinel analyze -- " + ", ".join(f"{r.name}: {r.verdict.value}" for r in runs)
+    # Left-aligned and wrapped to the panels' width: it never runs into the legend on the right.
+    title = "\n".join(textwrap.wrap(_literal(textwrap.shorten(title, 200, placeholder=" ...")), 100))
+    fig.suptitle(title, fontsize=11, x=0.01, ha="left")
+    fig.legend(list(legend.values()), list(legend.keys()), loc="outside right upper", fontsize=8,
+               frameon=False, handlelength=2.6)
+    return fig
+
+
+def _draw(axes, panels, runs: list[tuple[int, RunReport]], total: int, colors: dict[int, str],
+          modules: dict[str, str] | None, legend: dict[str, Any], unit: str) -> None:
+    """Draw ``runs`` (each with its index among all ``total`` runs) on one column of panels whose
+    x axis counts ``unit`` (step or epoch); add what is drawn to ``legend``."""
+    from matplotlib import ticker
+    from matplotlib.lines import Line2D
+
+    several = total > 1
+    for run_i, run in runs:
         color = colors[run_i]
         # Earlier runs wider underneath: where two runs coincide both stay visible.
-        width = 0.9 + (1.6 * (len(runs) - 1 - run_i) / (len(runs) - 1) if several else 0.0)
+        width = 0.9 + (1.6 * (total - 1 - run_i) / (total - 1) if several else 0.0)
         overfit = replaced = False
         for ax, (key, _) in zip(axes, panels):
             if key.endswith("/"):
@@ -170,21 +190,24 @@ def plot_figure(report: Report):
             label = _literal((f"{run.name}: " if several else "") + "evaluation loss (dashed), rising after its "
                              "best: overfitting")
             legend[_wrap(label)] = Line2D([], [], color=color, lw=1.2, ls="--", marker="o", ms=3)
-    if modules is not None:
-        for name, style in modules.items():
-            legend[_wrap(_literal(name))] = Line2D([], [], color="0.35", ls=style, lw=1.4)
+    for name, style in (modules or {}).items():  # after the runs, before the markers (once for all columns)
+        legend.setdefault(_wrap(_literal(name)), Line2D([], [], color="0.35", ls=style, lw=1.4))
     # Each run with withheld updates gets its own row of ticks along the bottom of the loss panel.
-    guarded = [i for i, r in enumerate(runs) if any(x.kind == "skipped_update" for x in r.incidents)]
+    guarded = [i for i, r in runs if any(x.kind == "skipped_update" for x in r.incidents)]
     rug_rows = {run_i: row for row, run_i in enumerate(guarded)}
-    firsts = [int(r.data.steps.index.min()) for r in runs]
-    lasts = [int(r.data.steps.index.max()) for r in runs]
+    firsts = [int(r.data.steps.index.min()) for _, r in runs]
+    lasts = [int(r.data.steps.index.max()) for _, r in runs]
     notes: dict[int, tuple[Any, list[tuple[float, float, str, str]]]] = {}  # per panel: (step, value, text, colour)
-    for run_i, run in enumerate(runs):
+    for run_i, run in runs:
         _mark(axes, panels, run, run_i, several, colors[run_i], legend, rug_rows.get(run_i, 0), notes)
     for ax, (key, label) in zip(axes, panels):
         ax.set_ylabel(label)
         ax.grid(alpha=0.3, which="major")
-        if key in _LOG_PANELS and all(_positive(r, key) for r in runs if _columns(r, key)):
+        if not any(_columns(r, key) for _, r in runs):  # another column's runs logged it, these did not
+            ax.text(0.5, 0.5, "not logged by these runs", transform=ax.transAxes, ha="center", va="center",
+                    color="0.45")
+            ax.set_yticks([])
+        if key in _LOG_PANELS and all(_positive(r, key) for _, r in runs if _columns(r, key)):
             top = 0.2 if ax is axes[0] or key == metrics.LOSS else 0.0
             bottom = 0.06 + 0.05 * len(guarded) if key == metrics.LOSS and guarded else 0.0
             _log_axis(ax, top, bottom)
@@ -193,14 +216,7 @@ def plot_figure(report: Report):
         _step_axis(ax)
     for ax, written in notes.values():
         _write_peaks(ax, written, x_span=max(max(lasts) - min(firsts), 1))
-    axes[-1].set_xlabel("epoch" if all(r.step_unit == "epoch" for r in runs) else "step")
-    title = "sentinel analyze -- " + ", ".join(f"{r.name}: {r.verdict.value}" for r in runs)
-    # Left-aligned and wrapped to the panels' width: it never runs into the legend on the right.
-    title = "\n".join(textwrap.wrap(_literal(textwrap.shorten(title, 200, placeholder=" ...")), 100))
-    fig.suptitle(title, fontsize=11, x=0.01, ha="left")
-    fig.legend(list(legend.values()), list(legend.keys()), loc="outside right upper", fontsize=8,
-               frameon=False, handlelength=2.6)
-    return fig
+    axes[-1].set_xlabel(unit)
 
 
 def _literal(text: str) -> str:
