@@ -1,14 +1,17 @@
-"""A Lightning fit resumed from a checkpoint is one run, not two versions.
+"""A Lightning fit or a W&B run resumed from a checkpoint is one run, not two launches.
 
 ``Trainer.fit(model, ckpt_path=...)`` with a new Trainer logs into the next ``version_N`` folder of
-its logger (``lightning_logs/version_1``), from the checkpoint's step on. Read apart, the first
-version was "unhealthy" (the blow-up that made its author resume) and the second a run of its own.
+its logger (``lightning_logs/version_1``), from the checkpoint's step on; ``wandb.init(id=...,
+resume=...)`` writes a new ``run-<time>-<id>`` folder for the same run. Read apart, the first
+launch was "unhealthy" (the blow-up that made its author resume) and the second a run of its own.
 A version whose first logged step lies after the previous version's first and at most two logging
 intervals after its last, and which shows it did not start afresh (its first epoch is 1 or more;
 without an epoch, its first loss is nearer the previous version's loss at that step than to that
 version's first loss), is joined to it: the previous version's rows from the resumed step on are
 the stretch the resume replaced (:class:`~sentinel.analyze.loaders.AbandonedHistory`), judged as
-such, and a warning names both folders.
+such, and a warning names both folders. (A W&B run resumed with the same id is its author's own
+word that it is one run; its steps must still go on from the earlier launch's: an offline resume
+that counts from 0 again is left apart.)
 
 Example:
     >>> import pandas as pd
@@ -35,6 +38,9 @@ from sentinel.analyze.loaders.went_back import CONTEXT
 from sentinel.analyze.spans import cadence
 
 _VERSION = re.compile(r"version_(\d+)")
+# A W&B run's folder: "run-<date>_<time>-<id>" ("offline-run-..." offline), the same id again with
+# "-1", "-2" where a run was resumed (wandb.init(id=..., resume=...)) in the same second.
+_WANDB_RUN = re.compile(r"(?:offline-)?run-(\d{8}_\d{6})-([A-Za-z0-9]+?)(?:-(\d+))?")
 
 
 def join_resumed_versions(runs: list[RunData]) -> list[RunData]:
@@ -45,7 +51,7 @@ def join_resumed_versions(runs: list[RunData]) -> list[RunData]:
         >>> join_resumed_versions([])
         []
     """
-    versions: dict[tuple[str, str], list[tuple[int, int]]] = {}  # (folder, source) -> (version, run)
+    versions: dict[tuple, list[tuple[tuple, int]]] = {}  # (folder, source) -> (order, run)
     for k, run in enumerate(runs):
         found = _version(run)
         if found is not None:
@@ -63,14 +69,19 @@ def join_resumed_versions(runs: list[RunData]) -> list[RunData]:
     return [run for k, run in enumerate(runs) if k not in dropped]
 
 
-def _version(run: RunData) -> tuple[str, int] | None:
-    """The folder that holds the run's ``version_N`` folder, and N; None for a run of no such
-    folder (a CSVLogger's run is its ``metrics.csv``, a TensorBoard run its folder)."""
+def _version(run: RunData) -> tuple[tuple, tuple] | None:
+    """What the run's launches share (the folder that holds its ``version_N`` folder; for a W&B
+    run, that folder and the run's id) and the launch's place among them (N; the W&B folder's
+    start time and number); None for a run of no such folder. A CSVLogger's run is its
+    ``metrics.csv``, a TensorBoard run its folder, a W&B run a file of its folder."""
     path = Path(run.path)
-    for folder in (path, path.parent):
+    for folder in (path, path.parent, path.parent.parent):
         found = _VERSION.fullmatch(folder.name)
         if found is not None:
-            return str(folder.parent), int(found.group(1))
+            return (str(folder.parent),), (int(found.group(1)),)
+        found = _WANDB_RUN.fullmatch(folder.name)
+        if found is not None:
+            return (str(folder.parent), found.group(2)), (found.group(1), int(found.group(3) or 0))
     return None
 
 
