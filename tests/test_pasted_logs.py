@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from sentinel.analyze.analyzer import analyze_run
 from sentinel.analyze.discover import discover_runs
-from sentinel.analyze.loaders import RunData
+from sentinel.analyze.loaders import LoadOptions, RunData
 from sentinel.analyze.rule_chance import chance_incidents
 from sentinel.analyze.rule_stuck import collapse_incidents, stuck_loss_incidents
 from sentinel.cli.main import main
@@ -2435,3 +2435,12 @@ def test_paddlenlp_lines_are_read_at_their_global_step(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "paddle.log", lines))
     assert run.source == "paddlenlp" and run.steps.index.tolist() == list(range(1, 81))
     assert run.steps.loc[55, "loss"] == 9.0 and run.steps["lr"].eq(1e-5).all()
+
+
+def test_a_column_the_notebook_table_lacks_is_named_with_its_columns(tmp_path):
+    path = _write(tmp_path / "paste.txt", _notebook_table(" [500/500 05:23, Epoch 3/3]"))
+    result = CliRunner().invoke(main, ["analyze", str(path), "--loss-col", "nope"])
+    assert result.exit_code == 1
+    assert f"{path}: column 'nope' not found; available: Step, Training Loss, Validation Loss" in result.output
+    (run,) = discover_runs(path, LoadOptions(loss_col="Validation Loss"))
+    assert run.source == "generic_table" and run.steps["loss"].notna().sum() == 5

@@ -595,6 +595,8 @@ def _table_under_lines(file: Path, options: LoadOptions) -> list[RunData] | None
     if is_compressed(file) or file.stat().st_size > _TABLE_UNDER_LINES_BYTES:
         return None
     line = generic_table.header_below(file, options)
+    if line is None and (options.loss_col is not None or options.step_col is not None):
+        line = generic_table.header_below(file)  # the table, where a named column is not in it: said below
     if line is None:
         return None
     lines = read_text(file).splitlines(keepends=True)
@@ -604,7 +606,10 @@ def _table_under_lines(file: Path, options: LoadOptions) -> list[RunData] | None
         os.utime(table, (file.stat().st_atime, file.stat().st_mtime))  # settled as the file is
         try:
             runs = generic_table.load(table, options)
-        except ValueError:
+        except ValueError as err:
+            if options.loss_col is not None or options.step_col is not None:  # the table's own columns named
+                message = str(err).replace(str(table), str(file))
+                raise NoRunsError(message if str(file) in message else f"{file}: {message}") from None
             return None
     for run in runs:
         run.path, run.name = str(file), run_name(file)
