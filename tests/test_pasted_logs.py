@@ -2444,3 +2444,42 @@ def test_a_column_the_notebook_table_lacks_is_named_with_its_columns(tmp_path):
     assert f"{path}: column 'nope' not found; available: Step, Training Loss, Validation Loss" in result.output
     (run,) = discover_runs(path, LoadOptions(loss_col="Validation Loss"))
     assert run.source == "generic_table" and run.steps["loss"].notna().sum() == 5
+
+
+def _lr_log(lrs: list[float], losses: list[float]) -> list[str]:
+    return [f"step {s} | loss {loss:.4f} | lr {lr:.6f}" for s, (lr, loss) in enumerate(zip(lrs, losses), start=1)]
+
+
+def test_a_learning_rate_logged_as_zero_over_the_run_is_reported(tmp_path):
+    """A schedule that never started (a warm-up as long as the run): lr 0.000000 at every step,
+    the loss flat at 1.2. It was 'healthy, a plateau'."""
+    rng = np.random.default_rng(0)
+    flat = list(1.2 + 0.02 * rng.standard_normal(400))
+    (run,) = discover_runs(_write(tmp_path / "train.log", _lr_log([0.0] * 400, flat)))
+    report = analyze_run(run)
+    (zero,) = [i for i in report.incidents if i.kind == "zero_lr"]
+    assert (zero.step, zero.end_step, zero.severity.value) == (1, 400, "warning") and report.verdict.value == "unhealthy"
+    assert "the run did not train" in zero.message
+    # A schedule that ended before the run: the last half at 0, the loss flat there: info.
+    decay = [3e-4 * (1 - s / 200) if s < 200 else 0.0 for s in range(400)]
+    falling = [3 - s / 100 if s < 200 else 1.0 + 0.001 * (s % 3) for s in range(400)]
+    (run,) = discover_runs(_write(tmp_path / "early.log", _lr_log(decay, falling)))
+    (zero,) = [i for i in analyze_run(run).incidents if i.kind == "zero_lr"]
+    assert zero.step == 201 and zero.severity.value == "info" and "trained nothing" in zero.message
+
+
+@pytest.mark.parametrize("case", ["cosine_end", "warmup_start", "loss_falls"])
+def test_a_rate_too_small_for_its_digits_or_a_loss_that_falls_is_not(tmp_path, case):
+    """llm.c prints lr:0.000000 over the last 2% of a cosine decay; a long warm-up's first steps
+    print 0 too; a loss that falls is trained by some other rate (a frozen group's 0 logged)."""
+    n = 1000
+    loss = [3 * np.exp(-s / 300) + 1 for s in range(n)]
+    if case == "cosine_end":
+        lrs = [6e-4 * 0.5 * (1 + np.cos(np.pi * s / (n - 1))) for s in range(n)]  # prints 0 near the end
+    elif case == "warmup_start":
+        lrs = [1e-4 * s / 20000 for s in range(n)]  # 0.000000 for the first 100 steps
+    else:
+        lrs = [0.0] * n
+    (run,) = discover_runs(_write(tmp_path / "train.log", _lr_log(lrs, loss)))
+    assert (run.steps["lr"] == 0).sum() >= 5
+    assert [i for i in analyze_run(run).incidents if i.kind == "zero_lr"] == []

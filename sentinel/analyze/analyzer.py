@@ -38,6 +38,7 @@ from sentinel.analyze.rule_spikes import grad_explosion_incidents, loss_spike_in
 from sentinel.analyze.rule_lr_rise import settle_lr_rises
 from sentinel.analyze.rule_recurring import settle_recurring
 from sentinel.analyze.rule_zero_grad import zero_grad_incidents
+from sentinel.analyze.rule_zero_lr import zero_lr_incidents
 
 log = logging.getLogger(__name__)
 
@@ -204,6 +205,8 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         if len(grad) >= 2:
             incidents += grad_explosion_incidents(grad, spans, config)
         incidents += zero_grad_incidents(grad, loss)
+    if has(metrics.LR):
+        incidents += zero_lr_incidents(finite(steps[metrics.LR]), loss)
     if has(metrics.LOSS_SCALE):
         incidents += loss_scale_incidents(steps[metrics.LOSS_SCALE], config)
     if has(metrics.AMP_OVERFLOW):

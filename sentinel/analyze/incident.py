@@ -41,6 +41,7 @@ class IncidentKind(str, enum.Enum):
     LOSS_STUCK = "loss_stuck"
     LOSS_COLLAPSE = "loss_collapse"
     ZERO_GRAD = "zero_grad"
+    ZERO_LR = "zero_lr"
     ROLLBACK = "rollback"
     SKIP = "skip"
     GAVE_UP = "gave_up"

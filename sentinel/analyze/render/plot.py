@@ -72,6 +72,7 @@ _MARKS = {
     "loss_stuck": _Mark("loss stuck at one value or at chance level (dotted)"),
     "loss_collapse": _Mark("loss collapse (fall by 1000x)", "X", 56),
     "zero_grad": _Mark("grad norm exactly 0 (dotted)"),
+    "zero_lr": _Mark("learning rate exactly 0 (dotted)"),
     "gave_up": _Mark("guard gave up"),
     "restart": _Mark("restarted by another process (its history from here)"),
     "went_back": _Mark("the run goes back to here (resumed from an earlier checkpoint)"),
@@ -512,7 +513,7 @@ def _mark(axes, panels, run: RunReport, run_index: int, several: bool, color: st
                 ax.axvspan(incident.step, incident.end_step, facecolor="none", edgecolor=color, hatch="//",
                            alpha=0.35, lw=0, zorder=1)
             label(kind, Patch(facecolor="none", edgecolor=color, hatch="//", alpha=0.5))
-        elif kind in ("loss_stuck", "zero_grad"):
+        elif kind in ("loss_stuck", "zero_grad", "zero_lr"):
             for ax in axes:
                 ax.axvspan(incident.step, incident.end_step, facecolor="none", edgecolor=color, hatch="..",
                            alpha=0.35, lw=0, zorder=1)
