@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sentinel.analyze.incident import Incident, IncidentKind, Severity
+from sentinel.analyze.incident import Incident, IncidentKind
+from sentinel.analyze.zero_stretches import zero_stretches
 
 # Logged grad norms of exactly 0 in a row that make a stretch.
 MIN_ROWS = 5
@@ -44,34 +45,18 @@ def zero_grad_incidents(grad: pd.Series, loss: pd.Series, min_rows: int = MIN_RO
         >>> zero_grad_incidents(grad, loss)[0].message.split(";")[0]
         'grad norm exactly 0 at 11 logged steps in a row (10-110), to the end of the log'
     """
-    values = grad.to_numpy(dtype="float64")
-    if len(values) < min_rows:
-        return []
-    zero = values == 0
-    bounds = np.flatnonzero(np.diff(np.concatenate(([0], zero.view(np.int8), [0]))))
-    starts, ends = bounds[::2], bounds[1::2] - 1  # rows starts[k]..ends[k] are zeros
-    steps = grad.index.to_numpy()
-    for k in np.argsort(-(ends - starts), kind="stable"):
-        first, last = int(starts[k]), int(ends[k])
-        if last - first + 1 < min_rows:
-            break
-        during = loss[(loss.index >= steps[first]) & (loss.index <= steps[last])].to_numpy(dtype="float64")
-        fall = 1 - during[-1] / during[0] if len(during) >= 2 and during[0] > 0 else None
+    for stretch in zero_stretches(grad, loss, min_rows):
+        fall, during = stretch.fall, stretch.during
         if fall is not None and fall > MAX_LOSS_FALL:
             continue  # the loss came down: the weights did change, the 0 is a placeholder
         if len(during) and len(loss) and loss.iloc[0] > 0 and np.abs(during).max() <= CONVERGED * loss.iloc[0]:
             continue  # a model that fits its data exactly: no loss left, no gradient
-        resolved = last < len(values) - 1
-        from_start = steps[first] <= START_STEPS
+        from_start = stretch.first_step <= START_STEPS
         moved = "" if fall is None else f"; the loss moved {-fall:+.1%} over it"
-        after = f"; it is non-zero again at step {int(steps[last + 1])}" if resolved else ", to the end of the log"
-        message = (f"grad norm exactly 0 at {last - first + 1} logged steps in a row "
-                   f"({int(steps[first])}-{int(steps[last])}){after}{moved}: "
-                   + ("no gradient reaches the weights (a loss detached from the model, parameters frozen "
-                      "or not given to the optimizer, gradients zeroed before the update)" if from_start else
-                      "no gradient reached the weights, or the trainer prints a norm it does not compute "
-                      "(Megatron-DeepSpeed when DeepSpeed clips)"))
-        return [Incident(IncidentKind.ZERO_GRAD, int(steps[first]), int(steps[last]),
-                         Severity.WARNING if from_start else Severity.INFO, message,
-                         {"rows": last - first + 1, "loss_fall": fall, "resolved": resolved, "from_start": from_start})]
+        cause = ("no gradient reaches the weights (a loss detached from the model, parameters frozen or not "
+                 "given to the optimizer, gradients zeroed before the update)" if from_start else
+                 "no gradient reached the weights, or the trainer prints a norm it does not compute "
+                 "(Megatron-DeepSpeed when DeepSpeed clips)")
+        return [stretch.incident(IncidentKind.ZERO_GRAD, from_start,
+                                 f"grad norm exactly 0 {stretch.where}{moved}: {cause}")]
     return []

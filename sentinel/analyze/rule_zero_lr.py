@@ -18,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sentinel.analyze.incident import Incident, IncidentKind, Severity
+from sentinel.analyze.incident import Incident, IncidentKind
+from sentinel.analyze.zero_stretches import zero_stretches
 
 # Logged learning rates of exactly 0 in a row that make a stretch: this many, and this share of the
 # run's logged rates at least. A rate printed with too few digits shows 0 for a while where it is
@@ -45,35 +46,19 @@ def zero_lr_incidents(lr: pd.Series, loss: pd.Series, min_rows: int = MIN_ROWS) 
         >>> zero_lr_incidents(lr, loss)[0].message.split(";")[0]
         'learning rate logged as 0 at 20 logged steps in a row (10-200), to the end of the log'
     """
-    values = lr.to_numpy(dtype="float64")
-    if len(values) < min_rows or not len(loss):
+    if not len(loss):
         return []
-    zero = values == 0
-    bounds = np.flatnonzero(np.diff(np.concatenate(([0], zero.view(np.int8), [0]))))
-    starts, ends = bounds[::2], bounds[1::2] - 1  # rows starts[k]..ends[k] are zeros
-    steps = lr.index.to_numpy()
-    least = max(min_rows, int(np.ceil(MIN_SHARE * len(values))))
-    for k in np.argsort(-(ends - starts), kind="stable"):
-        first, last = int(starts[k]), int(ends[k])
-        if last - first + 1 < least:
-            break
-        during = loss[(loss.index >= steps[first]) & (loss.index <= steps[last])].to_numpy(dtype="float64")
-        if len(during) < 2:
-            continue
-        fall = 1 - during[-1] / during[0] if during[0] > 0 else None
+    least = max(min_rows, int(np.ceil(MIN_SHARE * len(lr))))
+    for stretch in zero_stretches(lr, loss, least):
+        fall = stretch.fall
         if fall is None or fall > MAX_LOSS_FALL:
             continue  # the loss came down: the weights did move, by some other rate
-        resolved = last < len(values) - 1
-        from_start = first == 0  # 0 from the first logged rate on: it never trained
-        after = f"; it is non-zero again at step {int(steps[last + 1])}" if resolved else ", to the end of the log"
-        message = (f"learning rate logged as 0 at {last - first + 1} logged steps in a row "
-                   f"({int(steps[first])}-{int(steps[last])}){after}; the loss moved {-fall:+.1%} over it: "
-                   + ("the run did not train (a rate of 0, or one too small for the digits printed: a "
-                      "schedule that never started, a warm-up as long as the run, a scheduler's length in the "
-                      "wrong unit, lr=0 given to the optimizer)" if from_start else
-                      "those steps trained nothing (a schedule that ended before the run did: a decay over "
-                      "fewer steps than the run)"))
-        return [Incident(IncidentKind.ZERO_LR, int(steps[first]), int(steps[last]),
-                         Severity.WARNING if from_start else Severity.INFO, message,
-                         {"rows": last - first + 1, "loss_fall": fall, "resolved": resolved, "from_start": from_start})]
+        from_start = stretch.first == 0  # 0 from the first logged rate on: it never trained
+        cause = ("the run did not train (a rate of 0, or one too small for the digits printed: a schedule that "
+                 "never started, a warm-up as long as the run, a scheduler's length in the wrong unit, lr=0 given "
+                 "to the optimizer)" if from_start else
+                 "those steps trained nothing (a schedule that ended before the run did: a decay over fewer steps "
+                 "than the run)")
+        return [stretch.incident(IncidentKind.ZERO_LR, from_start, f"learning rate logged as 0 {stretch.where}; "
+                                                                   f"the loss moved {-fall:+.1%} over it: {cause}")]
     return []
