@@ -34,7 +34,7 @@ import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, AbandonedHistory, RunData
-from sentinel.analyze.loaders.went_back import CONTEXT
+from sentinel.analyze.loaders.went_back import CONTEXT, logged_nan_within
 from sentinel.analyze.spans import cadence
 
 _VERSION = re.compile(r"version_(\d+)")
@@ -123,7 +123,7 @@ def _joined(before: RunData, after: RunData) -> RunData:
         last = int(replaced.index[-1])
         context = before.steps.iloc[max(0, len(kept) - CONTEXT):]
         abandoned.append(AbandonedHistory(start, int(replaced.index[0]), last, context,
-                                          _nan_between(before.meta.get(LOGGED_NAN), start, last)))
+                                          logged_nan_within(before.meta.get(LOGGED_NAN), int(context.index[0]), last)))
         note += f"; its steps {int(replaced.index[0])}-{last} here are the stretch the resume replaced, judged as such"
     abandoned += after.abandoned
     meta = dict(before.meta)
@@ -134,17 +134,8 @@ def _joined(before: RunData, after: RunData) -> RunData:
             for key, at in source.items():
                 merged.setdefault(key, []).extend(int(s) for s in at if keep(s))
         meta[LOGGED_NAN] = merged
-    events = [e for e in (before.events[before.events["step"] < start] if "step" in before.events else before.events,
-                          after.events) if len(e)]
-    return RunData(name=before.name, path=before.path, source=before.source, steps=steps,
-                   events=pd.concat(events, ignore_index=True) if len(events) > 1 else
-                   (events[0] if events else before.events),
+    earlier = before.events[before.events["step"] < start] if "step" in before.events else before.events
+    parts = [events for events in (earlier, after.events) if len(events)]
+    events = pd.concat(parts, ignore_index=True) if len(parts) > 1 else (parts[0] if parts else before.events)
+    return RunData(name=before.name, path=before.path, source=before.source, steps=steps, events=events,
                    meta=meta, warnings=[*before.warnings, *after.warnings, note], abandoned=abandoned)
-
-
-def _nan_between(logged_nan: dict | None, first: int, last: int) -> dict[str, list[int]] | None:
-    """The steps of ``logged_nan`` in ``first..last`` (None where the source does not tell)."""
-    if logged_nan is None:
-        return None
-    found = {key: [int(s) for s in at if first <= s <= last] for key, at in logged_nan.items()}
-    return {key: at for key, at in found.items() if at}

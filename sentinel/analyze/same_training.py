@@ -32,7 +32,7 @@ import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, AbandonedHistory, RunData
-from sentinel.analyze.loaders.went_back import CONTEXT
+from sentinel.analyze.loaders.went_back import CONTEXT, logged_nan_within
 
 # Loss values two runs must share, at least, to be taken for one training: a few equal values
 # may be chance (a loss stuck at ln(vocab) at the same first steps).
@@ -121,11 +121,7 @@ def _fold(whole: RunData, launch: RunData, loss: pd.Series, agree: int) -> None:
         frame = launch.steps.loc[:last]
         context = frame.index.searchsorted(resumed_at)
         frame = frame.iloc[max(0, context - CONTEXT):]
-        logged_nan = None  # unknown where the launch's source does not say
-        if LOGGED_NAN in launch.meta:
-            logged_nan = {key: [s for s in at if frame.index[0] <= s <= last]
-                          for key, at in launch.meta[LOGGED_NAN].items()}
-            logged_nan = {key: at for key, at in logged_nan.items() if at}
+        logged_nan = logged_nan_within(launch.meta.get(LOGGED_NAN), int(frame.index[0]), last)
         whole.abandoned.append(AbandonedHistory(resumed_at, resumed_at, last, frame, logged_nan))
         note += (f"; its steps {resumed_at}-{last} differ from this run's: the stretch the next launch replaced, "
                  "judged as such")

@@ -103,6 +103,21 @@ CONTEXT = 5_000
 MOST = 20
 
 
+def logged_nan_within(logged_nan: dict | None, first: int, last: int) -> dict[str, list[int]] | None:
+    """The steps of ``logged_nan`` (a run's ``LOGGED_NAN`` meta: metric key -> steps logged as NaN)
+    from ``first`` to ``last`` (a replaced stretch's frame, its context included), keys with none
+    left out; None where the run's source does not tell a NaN logged from a value not logged.
+
+    Example:
+        >>> logged_nan_within({"loss": [5, 120, 300], "lr": [7]}, 100, 200), logged_nan_within(None, 0, 9)
+        ({'loss': [120]}, None)
+    """
+    if logged_nan is None:
+        return None
+    found = {key: [int(s) for s in at if first <= s <= last] for key, at in logged_nan.items()}
+    return {key: at for key, at in found.items() if at}
+
+
 @dataclass
 class Stretch:
     """What one fall-back replaced: the first step of the history written after (``resumed_at``),
