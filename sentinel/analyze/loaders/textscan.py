@@ -1187,16 +1187,11 @@ def _printed_epochs(text: str, shape: Shape, n: int, lines: Lines | None = None)
         >>> _printed_epochs(log, bar, 3).tolist()
         [7.0, 7.0, 6.0]
     """
-    if "Epoch " not in text:
+    found = _headers_and_records(text, shape, n, lines)
+    if found is None or not n:
         return None
-    lines = Lines.of(text, lines)
-    if not lines.holds_any((_EPOCH_HEADER,)):
-        return None
-    at = np.asarray(lines.starts(_EPOCH_HEADER), dtype=np.int64)  # a line each: "Epoch k/K"
+    at, starts = found
     epochs = np.array([float(text[start:text.find("/", start)].split()[-1]) for start in at])
-    starts = np.asarray(lines.starts(shape.pattern), dtype=np.int64)
-    if len(starts) != n or not n:
-        return None
     before = np.searchsorted(at, starts, side="right") - 1
     return None if bool((before < 0).any()) else epochs[before]
 
@@ -1205,17 +1200,27 @@ def _headers_between(text: str, shape: Shape, n: int, lines: Lines | None = None
     """For each record of ``shape`` after the first (in text order), whether a Keras ``Epoch k/K``
     line stands between it and the one before; None when there are none (or records and matches
     do not line up)."""
+    found = _headers_and_records(text, shape, n, lines)
+    if found is None:
+        return None
+    at = np.searchsorted(found[0], found[1])
+    return at[1:] > at[:-1]
+
+
+def _headers_and_records(text: str, shape: Shape, n: int, lines: Lines | None = None
+                         ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Where each Keras ``Epoch k/K`` line and each of ``shape``'s ``n`` records start in the text;
+    None where no such line is printed or the records and the pattern's matches do not line up."""
     if "Epoch " not in text:
         return None
     lines = Lines.of(text, lines)
-    headers = lines.starts(_EPOCH_HEADER) if lines.holds_any((_EPOCH_HEADER,)) else ()
-    if not len(headers):
+    if not lines.holds_any((_EPOCH_HEADER,)):
         return None
-    starts = lines.starts(shape.pattern)
-    if len(starts) != n:
+    headers = np.asarray(lines.starts(_EPOCH_HEADER), dtype=np.int64)  # a line each: "Epoch k/K"
+    starts = np.asarray(lines.starts(shape.pattern), dtype=np.int64)
+    if not len(headers) or len(starts) != n:
         return None
-    at = np.searchsorted(np.array(headers, dtype=np.int64), starts)
-    return at[1:] > at[:-1]
+    return headers, starts
 
 
 def _epochs_from_wraps(iters: np.ndarray, total: np.ndarray, pos: np.ndarray, meta: dict,
