@@ -84,13 +84,13 @@ def detect_spikes(series: pd.Series, config: AnalyzeConfig, *, start_jump: float
         # 2,000 steps in those values).
         early_cfg = dataclasses.replace(cfg, min_history=min(_EARLY_HISTORY, cfg.warmup),
                                         short_rtol=max(cfg.short_rtol, _EARLY_JUMP, start_jump or 0.0))
-        early = _detect_spikes(series.iloc[:cfg.warmup], early_cfg, sparse=True)
-        early = early[early.index < series.index[cfg.warmup]].copy()
+        head = series.iloc[:cfg.warmup]
+        early = _detect_spikes(head, early_cfg, sparse=True).copy()
         # ... and rises past twice every value before it: a noisy start (an RL loss's episodes)
         # jumps x3 over a median of three or four values as it goes.
-        highest = series.cummax().shift(1).reindex(early.index).to_numpy()
-        early["is_spike"] &= early.index.map(series).to_numpy() > _EARLY_ABOVE_ALL * highest
-        if early.empty or not early["is_spike"].any():
+        highest = head.cummax().shift(1).reindex(early.index).to_numpy()
+        early["is_spike"] &= head.reindex(early.index).to_numpy() > _EARLY_ABOVE_ALL * highest
+        if not early["is_spike"].any():
             return frame
         return pd.concat([early, frame[frame.index >= series.index[cfg.warmup]]])
     return _detect_spikes(series, cfg, sparse=True)
