@@ -594,8 +594,9 @@ def _table_under_lines(file: Path, options: LoadOptions) -> list[RunData] | None
 
     if is_compressed(file) or file.stat().st_size > _TABLE_UNDER_LINES_BYTES:
         return None
+    named = options.loss_col is not None or options.step_col is not None
     line = generic_table.header_below(file, options)
-    if line is None and (options.loss_col is not None or options.step_col is not None):
+    if line is None and named:
         line = generic_table.header_below(file)  # the table, where a named column is not in it: said below
     if line is None:
         return None
@@ -607,7 +608,7 @@ def _table_under_lines(file: Path, options: LoadOptions) -> list[RunData] | None
         try:
             runs = generic_table.load(table, options)
         except ValueError as err:
-            if options.loss_col is not None or options.step_col is not None:  # the table's own columns named
+            if named:  # a column the table lacks: its columns said
                 message = str(err).replace(str(table), str(file))
                 raise NoRunsError(message if str(file) in message else f"{file}: {message}") from None
             return None

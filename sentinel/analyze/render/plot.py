@@ -72,7 +72,7 @@ _MARKS = {
     "loss_stuck": _Mark("loss stuck at one value or at chance level (dotted)"),
     "loss_collapse": _Mark("loss collapse (fall by 1000x)", "X", 56),
     "zero_grad": _Mark("grad norm exactly 0 (dotted)"),
-    "zero_lr": _Mark("learning rate exactly 0 (dotted)"),
+    "zero_lr": _Mark("learning rate logged as 0 (dotted)"),
     "gave_up": _Mark("guard gave up"),
     "restart": _Mark("restarted by another process (its history from here)"),
     "went_back": _Mark("the run goes back to here (resumed from an earlier checkpoint)"),
