@@ -2483,3 +2483,46 @@ def test_a_rate_too_small_for_its_digits_or_a_loss_that_falls_is_not(tmp_path, c
     (run,) = discover_runs(_write(tmp_path / "train.log", _lr_log(lrs, loss)))
     assert (run.steps["lr"] == 0).sum() >= 5
     assert [i for i in analyze_run(run).incidents if i.kind == "zero_lr"] == []
+
+
+def _spaced_notebook_table(first: str | None, trailing: bool, no_log: bool = False) -> list[str]:
+    """The notebook's Trainer table copied as text with spaces between the cells (a GitHub issue,
+    a terminal): names hold a space, and a row without a validation loss ends after its training
+    loss (with the separator, or stripped by an editor)."""
+    lines = [first] if first is not None else []
+    lines.append("Step    Training Loss    Validation Loss")
+    for i in range(1, 51):
+        loss = 7.5 if i == 30 else 0.5 + 2 * np.exp(-i / 15)
+        shown = "No log" if no_log and i == 1 else f"{loss:.6f}"
+        lines.append(f"{i * 10}    {shown}    {f'{loss + 0.1:.6f}' if i % 10 == 0 or (no_log and i == 1) else ''}")
+        if not trailing:
+            lines[-1] = lines[-1].rstrip()
+    return lines
+
+
+@pytest.mark.parametrize("first", [None, " [500/500 05:23, Epoch 3/3]"])
+@pytest.mark.parametrize("trailing", [True, False])
+def test_a_notebooks_trainer_table_copied_with_spaces(tmp_path, first, trailing):
+    """Read as lines of a step and a loss, the rows that print a validation loss were lost, the
+    spike at step 300 among them ("healthy, no incidents"); read as the table, every row is there,
+    named as its header names it."""
+    path = _write(tmp_path / "paste.txt", _spaced_notebook_table(first, trailing))
+    (run,) = discover_runs(path)
+    assert run.source == "space_table" and run.steps.index.tolist() == list(range(10, 510, 10))
+    assert run.steps.loc[300, "loss"] == 7.5 and run.steps["validation loss"].notna().sum() == 5
+    (blip,) = [i for i in analyze_run(run).incidents if i.kind in ("loss_spike", "outlier_batch")]
+    assert blip.step == 300
+    # in a folder too: the table, not its two-number rows
+    (walked,) = discover_runs(tmp_path)
+    assert walked.source == "space_table" and len(walked.steps) == 50
+
+
+def test_a_spaced_notebook_table_with_no_log_cells(tmp_path):
+    """The Trainer prints 'No log' where no training loss was logged yet at an evaluation: that
+    row has no loss (as the tab-separated table's), its validation loss is read."""
+    path = _write(tmp_path / "paste.txt", _spaced_notebook_table(None, True, no_log=True))
+    (run,) = discover_runs(path)
+    assert run.source == "space_table" and len(run.steps) == 50 and np.isnan(run.steps.loc[10, "loss"])
+    assert run.steps.loc[10, "validation loss"] == pytest.approx(0.6 + 2 * np.exp(-1 / 15), abs=1e-5)
+    (tabbed,) = discover_runs(_write(tmp_path / "tabbed.txt", [line.replace("    ", "\t") for line in path.read_text().splitlines()]))
+    pd.testing.assert_frame_equal(run.steps, tabbed.steps)

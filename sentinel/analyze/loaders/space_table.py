@@ -16,6 +16,14 @@ may hold a space (spaCy's ``E  #  LOSS TOK2VEC  LOSS NER  ENTS_F``, tabulate's p
     ---  ------  ------------  --------  ------  ------  ------  ------
       0     200         59.52   2335.50   48.48   53.85   44.09    0.48
 
+A header whose names hold a space and stand two or more spaces apart (the Hugging Face Trainer's
+notebook table copied as text) is read by those gaps, its rows too; a row that ends early (an
+empty last cell: no validation loss at that step) has its missing cells empty:
+
+    Step    Training Loss    Validation Loss
+    10    2.385890
+    100    1.599843    1.702990
+
 A row may end in its progress bar after a colon (Ultralytics); a step written ``N/M`` is ``N``;
 the header may be printed again before each row, with other tables between (a validation table
 under its own header is not this table). A row drawn again and again (a progress bar's ``\\r``
@@ -46,7 +54,8 @@ from sentinel.analyze.loaders.textlog import read_head_lines, read_text, run_nam
 from sentinel.analyze.loaders.textscan import clean_text
 
 NAME = "space_table"
-DESCRIPTION = "tables printed by a training loop, cells apart by spaces (fastai's epoch train_loss, Ultralytics' Epoch box_loss)"
+DESCRIPTION = ("tables printed by a training loop, cells apart by spaces (fastai's epoch train_loss, Ultralytics' Epoch box_loss, "
+               "a notebook's Step    Training Loss copied as text)")
 SNIFF_TAKES_OPTIONS = True  # --step-col / --loss-col name columns a sniff counts
 
 MIN_ROWS = 3  # a header and a row or two are a quote, not a run
@@ -57,6 +66,7 @@ _NUMBER = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$|^[-+]?(?:
 _OF_TOTAL = re.compile(r"^(\d+)/\d+$")  # an epoch or step written N/M
 _RULE = re.compile(r"^\s*[-=]{2,}(?:[ \t]+[-=]{2,})+\s*$")  # "---  ------  ----": a header's underline
 _DASHES = re.compile(r"[-=]+")
+_GAP = re.compile(r"\t| {2,}")  # between the cells of a header whose names hold a space
 _TRAIN = "train/"  # the prefix that names a progress bar's loss columns as training components
 
 
@@ -69,6 +79,17 @@ def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
     """
     lines = read_head_lines(path, limit=64 * 1024)
     return bool(lines) and _find(lines, options or LoadOptions()) is not None
+
+
+def holds_table(lines: list[str], options: LoadOptions | None = None) -> bool:
+    """Whether ``lines`` hold a table this loader reads (a header naming a step and a loss, rows
+    of numbers under it).
+
+    Example:
+        >>> holds_table(["Step    Training Loss", "10    2.5", "20    2.4", "30    2.3"])
+        True
+    """
+    return _find(lines, options or LoadOptions()) is not None
 
 
 def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
@@ -111,9 +132,20 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
                     meta={"format": NAME, "columns": header, **epoch_unit(step_col)}, warnings=warnings)]
 
 
-def _cells(line: str) -> list[str]:
-    cells = line.split("\t") if "\t" in line else line.split()
+def _cells(line: str, gapped: bool = False) -> list[str]:
+    """The line's cells: apart by tabs, else by spaces (``gapped``: by two spaces or more)."""
+    if gapped:
+        cells = _GAP.split(line.strip())
+    else:
+        cells = line.split("\t") if "\t" in line else line.split()
     return [cell.strip() for cell in cells if cell.strip()]
+
+
+def _gapped(line: str, header: list[str]) -> list[str] | None:
+    """The header's names cut at gaps of two spaces or more, where one holds a space (``Training
+    Loss``); None where that cuts no differently."""
+    names = _cells(line, gapped=True)
+    return names if len(names) != len(header) and len(names) >= 2 and "\t" not in line else None
 
 
 def _is_number(cell: str) -> bool:
@@ -147,8 +179,11 @@ def _find(lines: list[str], options: LoadOptions):
     for at, line in enumerate(lines):
         header = _cells(line)
         ruled = _ruled(line, lines[at + 1]) if at + 1 < len(lines) and _RULE.match(lines[at + 1]) else None
+        gapped = None if ruled is not None else _gapped(line, header)
         if ruled is not None and len(ruled) != len(header):
             header, printed = ruled, header  # names with spaces: the rule says where each ends
+        elif gapped is not None:
+            header, printed = gapped, gapped  # names with spaces, two or more spaces apart
         else:
             printed = header
         if len(header) < 2 or tuple(header) in tried or any(_is_number(c) for c in header):
@@ -159,23 +194,26 @@ def _find(lines: list[str], options: LoadOptions):
         if len(tried) == MAX_HEADERS:
             return None
         tried.add(tuple(header))
-        rows, bar = _rows(lines[at + 1:], header, header.index(step_col), printed)
+        rows, bar = _rows(lines[at + 1:], header, header.index(step_col), printed, gapped is not None)
         if len(rows) >= MIN_ROWS and (loss_col is not None or _components(header, bar)):
             return header, rows, step_col, loss_col, bar
     return None
 
 
-def _rows(lines: list[str], header: list[str], step_at: int,
-          printed: list[str] | None = None) -> tuple[list[list[str]], bool]:
+def _rows(lines: list[str], header: list[str], step_at: int, printed: list[str] | None = None,
+          gapped: bool = False) -> tuple[list[list[str]], bool]:
     """The rows under each printing of ``header`` (its line's cells as split by spaces:
     ``printed``; a row under another header is another table's), and whether they carry a
-    progress bar."""
+    progress bar. ``gapped``: cells two or more spaces apart, and a row that ends early has its
+    last cells empty (a column printed only at some steps)."""
     width = len(header)
     rows: list[list[str]] = []
     bar = False
     mine = True  # under this table's header, not another's
     for line in lines:
-        cells = _cells(line)
+        cells = _cells(line, gapped)
+        if gapped and 1 < len(cells) < width and step_at < len(cells):
+            cells += [""] * (width - len(cells))
         if not cells or _RULE.match(line):  # a header's underline: no row, no other table
             continue
         if cells == header or cells == printed:

@@ -20,7 +20,7 @@ import numpy as np
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, STEP_UNIT, LoadOptions, RunData
-from sentinel.analyze.loaders.dialects import (AMP_ONLY, CYCLEGAN, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER,
+from sentinel.analyze.loaders.dialects import (AMP_ONLY, CYCLEGAN, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER, PAIRS,
                                                FALLBACKS, GENERIC, HF_TRAINER, LOSS_LINES, reads_bar_running_mean)
 from sentinel.analyze.loaders.dialect_types import Dialect
 from sentinel.analyze.loaders.crash_tail import TRACEBACK, final_error
@@ -93,10 +93,21 @@ def _pick_dialect(text: str, least: int | None) -> Dialect | None:
         if count >= needed and count > best_count:
             if fallback and not _is_series(text, dialect, needed):
                 continue
+            if dialect is PAIRS and _table_above_pairs(text):
+                continue  # a table's rows, the longer of them not pairs: the table reader's
             best, best_count = dialect, count
     if best is None and count_records(lines, AMP_ONLY) >= AMP_ONLY.min_records:
         return AMP_ONLY  # overflow lines between lines of no format read: the loss scale is judged
     return best
+
+
+def _table_above_pairs(text: str) -> bool:
+    """Whether a header of column names stands above the step-and-loss lines (a notebook's
+    ``Step    Training Loss    Validation Loss``, whose rows with a validation loss hold three
+    numbers): read as lines, those rows were lost."""
+    from sentinel.analyze.loaders import space_table  # pandas with it: only where pairs were found
+
+    return space_table.holds_table(text[:_SERIES_PREFIX].split("\n"))
 
 
 def sniff(path: str | Path, options: LoadOptions | None = None, documents: bool = False,
