@@ -444,3 +444,33 @@ def test_a_fairseq_tensorboard_directory_is_one_run_read_by_update(tmp_path):
         assert run.steps["valid/loss"].notna().sum() == 5 and run.steps.loc[3000, "loss"] == 12.0
     (blip,) = [i for i in analyze_run(run).incidents if i.kind in ("loss_spike", "outlier_batch")]
     assert blip.step == 3000
+
+
+def test_deepspeeds_own_events_are_read_in_optimizer_steps(tmp_path):
+    """DeepSpeed's tensorboard monitor writes Train/Samples/train_loss at the samples seen (512 a
+    step here), a resume from step 400 among them: steps, replaced stretch and logged NaN are read
+    divided by 512, and a spike over 6 steps recovered (it was 'not recovered within 1024 steps')."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    def loss(i):
+        return 2 + 2 * np.exp(-i / 200) + 0.02 * np.sin(i) + (4.0 * (1 - (i - 600) / 6) if 600 <= i < 606 else 0.0)
+
+    run_dir = tmp_path / "ds_tb"
+    for steps, nan_at in ((range(1, 451), 430), (range(401, 1001), None)):  # resumed from step 400
+        writer = SummaryWriter(str(run_dir))
+        for i in steps:
+            writer.add_scalar("Train/Samples/train_loss", float("nan") if i == nan_at else loss(i), 512 * i)
+            writer.add_scalar("Train/Samples/lr", 3e-4, 512 * i)
+        writer.close()
+    (run,) = tensorboard.load(run_dir)
+    assert run.steps.index.tolist() == list(range(1, 1001))
+    assert any("divided by 512, the samples per step" in w for w in run.warnings)
+    (stretch,) = run.abandoned
+    assert (stretch.resumed_at, stretch.first, stretch.last) == (401, 401, 450)
+    assert stretch.steps.index[-1] == 450 and stretch.logged_nan == {"loss": [430]}
+    from sentinel.analyze.analyzer import analyze_run
+
+    report = analyze_run(run)
+    (spike,) = [i for i in report.incidents if i.kind == "loss_spike"]
+    assert (spike.step, spike.end_step, spike.severity.value) == (600, 605, "warning")
+    assert report.verdict.value == "recovered"

@@ -23,6 +23,7 @@ import pandas as pd
 from sentinel.analyze.loaders import LoadOptions, RunData
 from sentinel.analyze.loaders.keys import loss_column
 from sentinel.analyze.loaders.numeric_table import metric_series_frame, step_values
+from sentinel.analyze.loaders.samples_steps import as_optimizer_steps
 from sentinel.analyze.loaders.textlog import text_encoding
 
 NAME = "deepspeed_csv"
@@ -92,7 +93,8 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
 
     Returns:
         One :class:`RunData` named after the folder (the job's name); where the loss is the
-        engine's ``Train/Samples/train_loss``, a warning says its steps count samples.
+        engine's ``Train/Samples/train_loss``, its steps are the samples seen divided by the
+        samples per step (:func:`~sentinel.analyze.loaders.samples_steps.as_optimizer_steps`).
 
     Raises:
         ValueError: not such a folder, or no loss metric.
@@ -125,11 +127,11 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         stems[key] = file.stem
     loss_key, _ = loss_column(list(series), options.loss_col)
     steps = metric_series_frame(series, options.loss_col, folder, warnings, what="metric")
+    run = RunData(name=folder.resolve().name, path=str(folder), source=NAME, steps=steps,
+                  meta={"format": NAME, "metrics": {k: stems[k] for k in series}}, warnings=warnings)
     if loss_key is not None and stems[loss_key].startswith(_SAMPLES_PREFIX):
-        warnings.append("steps are samples seen (DeepSpeed's Train/Samples events are logged at global_samples), "
-                        "not optimizer steps")
-    return [RunData(name=folder.resolve().name, path=str(folder), source=NAME, steps=steps,
-                    meta={"format": NAME, "metrics": {k: stems[k] for k in series}}, warnings=warnings)]
+        run = as_optimizer_steps(run)  # the engine's events are at the samples seen
+    return [run]
 
 
 def _metric_files(folder: Path) -> list[Path]:

@@ -24,6 +24,7 @@ from sentinel import metrics
 from sentinel.analyze.loaders import ADD_SCALARS_DIRS, LOGGED_NAN, STEP_UNIT, AbandonedHistory, LoadOptions, RunData
 from sentinel.analyze.loaders.keys import (LOSS_ALIASES, canonical_key, infer_loss_column, inferred_loss_note,
                                           loss_components)
+from sentinel.analyze.loaders.samples_steps import as_optimizer_steps
 from sentinel.analyze.loaders.tfrecord import read_scalars
 from sentinel.analyze.loaders.went_back import fall_backs, replaced_stretches, survivors
 
@@ -255,8 +256,14 @@ def _load_files(name: str, where: Path, files: list[Path], options: LoadOptions,
             ADD_SCALARS_DIRS: sorted(child for child, _ in folded.values()), LOGGED_NAN: logged_nan}
     if _per_epoch(keys, columns):
         meta[STEP_UNIT] = "epoch"
-    return RunData(name=name, path=str(where), source=NAME, steps=frame, meta=meta, warnings=warnings,
-                   abandoned=abandoned)
+    run = RunData(name=name, path=str(where), source=NAME, steps=frame, meta=meta, warnings=warnings,
+                  abandoned=abandoned)
+    loss_tag = next((tag for tag, key in keys.items() if key == metrics.LOSS), "")
+    return as_optimizer_steps(run) if loss_tag.startswith(_SAMPLES_PREFIX) else run
+
+
+# DeepSpeed's engine writes its own events at the samples seen, not the optimizer step.
+_SAMPLES_PREFIX = "Train/Samples/"
 
 
 def _per_epoch(keys: dict[str, str], columns: dict[str, tuple[np.ndarray, np.ndarray]]) -> bool:
