@@ -474,3 +474,27 @@ def test_deepspeeds_own_events_are_read_in_optimizer_steps(tmp_path):
     (spike,) = [i for i in report.incidents if i.kind == "loss_spike"]
     assert (spike.step, spike.end_step, spike.severity.value) == (600, 605, "warning")
     assert report.verdict.value == "recovered"
+
+
+def test_opennmt_py_tags_read_their_cross_entropy_as_the_loss(tmp_path):
+    """OpenNMT-py's TensorBoard: progress/xent (its training loss), progress/lr, valid/xent. With no
+    tag named loss it was 'nothing to analyse: no loss tag among ...'."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    from sentinel.analyze.analyzer import analyze_run
+
+    writer = SummaryWriter(str(tmp_path / "onmt"))
+    for step in range(50, 5001, 50):
+        xent = 9.0 if step == 3000 else 2 + 3 * np.exp(-step / 1000)
+        for tag, value in (("progress/xent", xent), ("progress/ppl", float(np.exp(xent))), ("progress/acc", 40.0),
+                           ("progress/lr", 2e-4)):
+            writer.add_scalar(tag, value, step)
+        if step % 1000 == 0:
+            writer.add_scalar("valid/xent", xent + 0.1, step)
+    writer.close()
+    (run,) = tensorboard.load(tmp_path / "onmt")
+    assert run.steps["loss"].count() == 100 and np.allclose(run.steps["lr"], 2e-4)
+    assert "loss read from 'progress/xent' (no tag is named loss; --loss-col picks another)" in run.warnings
+    assert run.steps["valid/xent"].count() == 5
+    (blip,) = [i for i in analyze_run(run).incidents if i.kind in ("loss_spike", "outlier_batch")]
+    assert blip.step == 3000

@@ -29,6 +29,7 @@ _EXACT = {
     **{name: metrics.LOSS for name in LOSS_ALIASES},
     "lr": metrics.LR, "learning_rate": metrics.LR, "learning rate": metrics.LR,
     "train/lr": metrics.LR, "train/learning_rate": metrics.LR,
+    "progress/lr": metrics.LR,  # OpenNMT-py's TensorBoard (beside progress/xent, its loss)
     "grad_norm": metrics.GRAD_NORM_TOTAL, "grad norm": metrics.GRAD_NORM_TOTAL,
     "gradient_norm": metrics.GRAD_NORM_TOTAL, "train/grad_norm": metrics.GRAD_NORM_TOTAL,
     "norm": metrics.GRAD_NORM_TOTAL, "grad_norm/total": metrics.GRAD_NORM_TOTAL,
@@ -146,7 +147,8 @@ def _words(name: str) -> list[str]:
 
 
 def _is_loss_word(word: str) -> bool:
-    return word == "losses" or word.endswith("loss")
+    # xent: cross-entropy, as OpenNMT-py's TensorBoard names its loss (progress/xent, valid/xent)
+    return word == "losses" or word.endswith("loss") or word == "xent"
 
 
 def _loss_value_words(name: str) -> list[str]:
