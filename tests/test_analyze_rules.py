@@ -653,3 +653,56 @@ def test_no_plateau_is_carried_into_a_divergence():
     assert plateau.end_step < div.step == 1800 and plateau.step < 400
     report = analyze_run(run_of({"loss": flat}, index=steps))
     assert by_kind(report, "divergence") == [] and by_kind(report, "plateau")[0].end_step == 2000
+
+
+def _yolov5_results(path, spike_at: int | None) -> None:
+    """A YOLOv5 results.csv as it writes it: a '%20s' header, '%20.5g' rows; its three training
+    losses (box, obj, cls) near 0.05-0.1 a epoch, their sum the loss."""
+    rng = np.random.default_rng(0)
+    keys = ["epoch", "train/box_loss", "train/obj_loss", "train/cls_loss", "metrics/precision", "val/box_loss", "x/lr0"]
+    rows = [",".join(f"{k:>20s}" for k in keys)]
+    for epoch in range(100):
+        box = (0.05 + 0.05 * np.exp(-epoch / 20)) * (1 + 0.01 * rng.standard_normal())
+        if epoch == spike_at:
+            box *= 3
+        rows.append(",".join(f"{v:20.5g}" for v in (epoch, box, box / 2, box / 3, 0.5, box, 0.01)))
+    path.write_text("\n".join(rows) + "\n")
+
+
+def test_a_spike_of_a_loss_far_below_one_nat_is_reported(tmp_path):
+    """The detector's absolute part (0.2) is nats of a language model's loss: a detection loss
+    at 0.09 that jumped x3 to 0.28 in epoch 60 never cleared it ('healthy, no incidents'). It is
+    a tenth of the loss's starting level there."""
+    from sentinel.analyze.discover import discover_runs
+
+    _yolov5_results(tmp_path / "results.csv", spike_at=60)
+    (run,) = discover_runs(tmp_path / "results.csv")
+    report = analyze_run(run)
+    (spike,) = by_kind(report, "loss_spike")
+    assert spike.step == 60 and spike.details["ratio"] == pytest.approx(3, rel=0.05) and report.verdict.value == "recovered"
+    _yolov5_results(tmp_path / "results.csv", spike_at=None)
+    (run,) = discover_runs(tmp_path / "results.csv")
+    assert analyze_run(run).incidents == []
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_healthy_loss_far_below_one_nat_has_no_spike(seed):
+    """A regression's MSE from 0.05 to 0.004 with 5% batch noise and +10% blips: the absolute
+    part a tenth of its start (0.005) leaves the relative and outlier parts to judge: no spike;
+    and with blips of +40%, the same judgment at 20 times the scale (a start at 1.0), as the
+    relative and outlier parts are in log space and the absolute part scales with the start."""
+    rng = np.random.default_rng(seed)
+    steps = np.arange(3000)
+    loss = (0.004 + 0.046 * np.exp(-steps / 600)) * np.exp(0.05 * rng.standard_normal(len(steps)))
+    blips = rng.choice(np.arange(100, 3000), 30, replace=False)
+
+    def spikes(values):
+        return [(i.kind, i.step) for i in analyze_run(run_of({"loss": values})).incidents
+                if i.kind in ("loss_spike", "outlier_batch")]
+
+    quiet = loss.copy()
+    quiet[blips] *= 1.1
+    assert spikes(quiet) == []
+    loud = loss.copy()
+    loud[blips] *= 1.4
+    assert spikes(loud) == spikes(loud * 20)

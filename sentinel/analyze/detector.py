@@ -48,12 +48,36 @@ def warmup_steps(config: AnalyzeConfig) -> int:
     return int(spike_config(config).warmup)
 
 
-def detect_spikes(series: pd.Series, config: AnalyzeConfig, *, start_jump: float | None = None) -> pd.DataFrame:
+def loss_atol(loss: pd.Series, atol: float) -> float:
+    """The spike detector's absolute part (``atol``, 0.2: nats of a language model's cross-entropy)
+    for this loss: a tenth of its starting level where that is less. A detection loss logged at
+    0.09, whose spike to 0.28 is x3, never cleared 0.2. (The divergence detector keeps its own:
+    with a tenth of the start, a 2-row spike lifted its smoothed level into a "divergence"; a
+    small loss that jumps and stays is a spike that did not recover.)
+
+    Example:
+        >>> loss_atol(pd.Series([0.18, 0.15, 0.12]), 0.2), loss_atol(pd.Series([10.9, 9.0]), 0.2)
+        (0.015, 0.2)
+    """
+    start = float(loss.iloc[:_START_VALUES].median()) if len(loss) else float("nan")
+    return min(atol, _ATOL_OF_START * start) if start > 0 else atol
+
+
+# The loss's starting level (see loss_atol): the median of its first values, and the share of it
+# that is the absolute part. A loss that falls near zero from a start of 2 keeps 0.2 (its batches
+# up to 0.1 are no spikes); one that starts at 0.15 has 0.015.
+_START_VALUES = 20
+_ATOL_OF_START = 0.1
+
+
+def detect_spikes(series: pd.Series, config: AnalyzeConfig, *, start_jump: float | None = None,
+                  atol: float | None = None) -> pd.DataFrame:
     """Run the guard's spike detector over a finite series (index = step).
 
     A series longer than ``warmup`` is judged from its ``warmup``-th value on, like the guard
     judges a live run; a shorter one (a log excerpt around an incident) is judged on large jumps
-    against the little history it has. ``start_jump`` is the jump (``short_rtol``) that counts in
+    against the little history it has. ``atol``: the absolute part, where not the detector's
+    (:func:`loss_atol`). ``start_jump`` is the jump (``short_rtol``) that counts in
     a short log that starts at its run's start: grad norms move a lot in a run's first steps (x1.75
     is ordinary, x9 is not), while a loss that jumps x1.5 there is still news.
 
@@ -71,6 +95,8 @@ def detect_spikes(series: pd.Series, config: AnalyzeConfig, *, start_jump: float
     from sentinel.detect import detect_spikes as _detect_spikes
 
     cfg = spike_config(config)
+    if atol is not None:
+        cfg = dataclasses.replace(cfg, atol=atol)
     mid_run = _starts_mid_run(series, cfg.warmup)
     if start_jump is not None and not mid_run:
         cfg = dataclasses.replace(cfg, short_rtol=max(cfg.short_rtol, start_jump))

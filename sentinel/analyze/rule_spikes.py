@@ -7,7 +7,7 @@ import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.config import AnalyzeConfig
-from sentinel.analyze.detector import detect_spikes
+from sentinel.analyze.detector import detect_spikes, loss_atol, spike_config
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
 from sentinel.analyze.spans import between, cadence, first_step_at_or_below, group_positions, value_at
 
@@ -20,7 +20,8 @@ OUTLIER_ROWS = 1
 _EXCERPT_ROWS = 20
 
 
-def spike_spans(series: pd.Series, config: AnalyzeConfig, *, start_jump: float | None = None) -> list[dict]:
+def spike_spans(series: pd.Series, config: AnalyzeConfig, *, start_jump: float | None = None,
+                atol: float | None = None) -> list[dict]:
     """Detector-flagged spans of a finite series with their numbers.
 
     Each span: ``start``, ``end``, ``peak_step``, ``peak``, ``baseline``, ``ratio`` (peak over
@@ -36,7 +37,7 @@ def spike_spans(series: pd.Series, config: AnalyzeConfig, *, start_jump: float |
     if series.empty:
         return []
     # the rows that can be spikes (and the two after each)
-    frame = detect_spikes(series, config, start_jump=start_jump)
+    frame = detect_spikes(series, config, start_jump=start_jump, atol=atol)
     # The spikes' rows (positions into ``series``, increasing): no flag per row of a long run.
     flagged = np.unique(series.index.searchsorted(frame.index[frame["is_spike"].to_numpy(dtype=bool)]))
     steps = series.index.to_numpy()
@@ -95,7 +96,7 @@ def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig, last_step: int 
     Returns:
         ``(incidents, spans)``; the spans feed the grad-norm rule's lead-time check.
     """
-    spans = spike_spans(loss, config)
+    spans = spike_spans(loss, config, atol=loss_atol(loss, spike_config(config).atol))
     if per_epoch:
         for span in spans:
             span["outlier_batch"] = False
