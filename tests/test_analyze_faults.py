@@ -665,3 +665,23 @@ def test_evaluation_rows_are_neither_steps_nor_a_nan_loss(tmp_path):
     (run,) = doc["runs"]
     assert (run["steps"], run["first_step"], run["last_step"]) == (200, 1, 200)
     assert run["verdict"] == "healthy" and run["incidents"] == []
+
+
+@pytest.mark.parametrize("content", [
+    os.urandom(1 << 16),  # a checkpoint or an archive saved under a log's name
+    b"PK\x03\x04" + bytes(range(256)) * 64,
+])
+def test_binary_data_under_a_logs_name_is_said_to_be_binary(tmp_path, content):
+    """It was told to 'pass --step-col/--loss-col for a table', which no column can fix."""
+    (tmp_path / "train.log").write_bytes(content)
+    result = invoke(str(tmp_path / "train.log"))
+    assert result.exit_code == 1
+    assert result.output == (f"Error: '{tmp_path / 'train.log'}' holds binary data, not text (a checkpoint or an archive "
+                             "under a log's name?): pass a training log, its table or its TensorBoard event files "
+                             "(`sentinel formats` lists what is read)\n")
+
+
+def test_a_utf16_text_that_is_no_log_is_not_called_binary(tmp_path):
+    (tmp_path / "notes.txt").write_text("just some words\nand more words\n" * 50, encoding="utf-16")
+    result = invoke(str(tmp_path / "notes.txt"))
+    assert result.exit_code == 1 and "binary" not in result.output and "is not a log format" in result.output

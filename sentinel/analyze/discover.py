@@ -225,7 +225,7 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
             if runs is None:
                 runs = _rows_in_order(path, options)
             if runs is None:
-                raise NoRunsError(_bare_numbers_problem(path) or _table_problem(path) or
+                raise NoRunsError(_binary_problem(path) or _bare_numbers_problem(path) or _table_problem(path) or
                                   _text_problem(path, options) or
                                   f"'{path}' is not a log format sentinel reads: pass --step-col/--loss-col for a "
                                   "table, or a log of a format `sentinel formats` lists")
@@ -507,6 +507,26 @@ def _claim_directory(directory: Path, modules: Iterable[ModuleType], skipped: li
                                                                     skipped, too_long_raises=True):
             return module
     return None
+
+
+def _binary_problem(path: Path) -> str | None:
+    """Said of a file no loader read whose start is binary data (a NUL byte, or a third of its
+    bytes control characters, in its first 8 KB; a UTF-16 or UTF-32 text starts with its mark):
+    a checkpoint or an archive under a log's name was told to name a table's columns."""
+    if is_compressed(path):
+        return None
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8192)
+    except OSError:
+        return None
+    if not head or head.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")):
+        return None
+    controls = sum(head.count(bytes([c])) for c in range(32) if c not in (9, 10, 12, 13, 27))
+    if b"\x00" not in head and controls * 3 < len(head):
+        return None
+    return (f"'{path}' holds binary data, not text (a checkpoint or an archive under a log's name?): pass a training "
+            "log, its table or its TensorBoard event files (`sentinel formats` lists what is read)")
 
 
 def _text_problem(path: Path, options: LoadOptions) -> str | None:
