@@ -90,3 +90,36 @@ def test_what_a_resumed_version_is(later, joined):
     before = _run("version_0", "lg/version_0", [3.0, 2.6, 2.4, 2.2, 2.1, 2.05], 0, epoch=[0, 0, 0, 1, 1, 1])
     runs = join_resumed_versions([before, later])
     assert len(runs) == (1 if joined else 2)
+
+
+def _hf_launch(runs_dir, started: str, steps: range, loss) -> None:
+    """One launch of the Hugging Face Trainer's TensorBoard callback: runs/<%b%d_%H-%M-%S>_<host>
+    (its default logging_dir, PyTorch's SummaryWriter default too), its train/ tags every 10 steps."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(runs_dir / f"{started}_gpu-node-1"))
+    for step in steps:
+        writer.add_scalar("train/loss", loss(step), step)
+        writer.add_scalar("train/learning_rate", 5e-5, step)
+        writer.add_scalar("train/epoch", step / 800, step)
+    writer.close()
+
+
+def _hf_loss(step: int, blow_from: int | None = None) -> float:
+    return 9.0 if blow_from is not None and step >= blow_from else 2 + 2 * 0.9995 ** step
+
+
+def test_a_hugging_face_trainer_resumed_into_a_new_runs_folder_is_one_run(tmp_path):
+    """Its first launch blew up at step 1500; the second, train(resume_from_checkpoint=
+    'checkpoint-1000'), logged from step 1010 into a new runs/<time>_<host>. Without the
+    checkpoints' trainer_state.json they were two runs, the first 'unhealthy'."""
+    runs_dir = tmp_path / "out" / "runs"
+    _hf_launch(runs_dir, "Dec05_10-00-00", range(10, 2001, 10), lambda s: _hf_loss(s, blow_from=1500))
+    _hf_launch(runs_dir, "Dec05_12-30-00", range(1010, 3001, 10), _hf_loss)
+    _hf_launch(runs_dir, "Dec05_16-00-00", range(10, 501, 10), _hf_loss)  # a fresh launch: its own run
+    first, fresh = discover_runs(tmp_path / "out")
+    assert first.name == "Dec05_10-00-00_gpu-node-1" and fresh.name == "Dec05_16-00-00_gpu-node-1"
+    assert first.steps.index.tolist() == list(range(10, 3001, 10)) and len(fresh.steps) == 50
+    (stretch,) = first.abandoned
+    assert (stretch.resumed_at, stretch.first, stretch.last) == (1010, 1010, 2000)
+    assert analyze_run(first).verdict.value == "recovered"

@@ -1,8 +1,10 @@
-"""A Lightning fit or a W&B run resumed from a checkpoint is one run, not two launches.
+"""A Lightning fit, a W&B run or a Hugging Face Trainer resumed from a checkpoint is one run, not two launches.
 
 ``Trainer.fit(model, ckpt_path=...)`` with a new Trainer logs into the next ``version_N`` folder of
 its logger (``lightning_logs/version_1``), from the checkpoint's step on; ``wandb.init(id=...,
-resume=...)`` writes a new ``run-<time>-<id>`` folder for the same run. Read apart, the first
+resume=...)`` writes a new ``run-<time>-<id>`` folder for the same run; the Hugging Face Trainer's
+TensorBoard writes each launch into ``runs/<Dec05_12-30-00>_<host>``, ``train(resume_from_checkpoint=...)``
+too (without the ``trainer_state.json`` of its checkpoints beside them, only the steps tell). Read apart, the first
 launch was "unhealthy" (the blow-up that made its author resume) and the second a run of its own.
 A version whose first logged step lies after the previous version's first and at most two logging
 intervals after its last, and which shows it did not start afresh (its first epoch is 1 or more;
@@ -41,6 +43,10 @@ _VERSION = re.compile(r"version_(\d+)")
 # A W&B run's folder: "run-<date>_<time>-<id>" ("offline-run-..." offline), the same id again with
 # "-1", "-2" where a run was resumed (wandb.init(id=..., resume=...)) in the same second.
 _WANDB_RUN = re.compile(r"(?:offline-)?run-(\d{8}_\d{6})-([A-Za-z0-9]+?)(?:-(\d+))?")
+# The Hugging Face Trainer's TensorBoard folder: "runs/<%b%d_%H-%M-%S>_<host>" (its logging_dir),
+# a new one for each launch, a resumed one too (on whichever host the job landed).
+_HF_RUN = re.compile(r"(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)(\d{2})_(\d{2})-(\d{2})-(\d{2})_.+")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
 def join_resumed_versions(runs: list[RunData]) -> list[RunData]:
@@ -82,6 +88,10 @@ def _version(run: RunData) -> tuple[tuple, tuple] | None:
         found = _WANDB_RUN.fullmatch(folder.name)
         if found is not None:
             return (str(folder.parent), found.group(2)), (found.group(1), int(found.group(3) or 0))
+        found = _HF_RUN.fullmatch(folder.name)
+        if found is not None and folder.parent.name == "runs":
+            month, *rest = found.groups()
+            return (str(folder.parent),), (_MONTHS.index(month), *map(int, rest))
     return None
 
 
