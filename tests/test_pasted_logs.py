@@ -2526,3 +2526,22 @@ def test_a_spaced_notebook_table_with_no_log_cells(tmp_path):
     assert run.steps.loc[10, "validation loss"] == pytest.approx(0.6 + 2 * np.exp(-1 / 15), abs=1e-5)
     (tabbed,) = discover_runs(_write(tmp_path / "tabbed.txt", [line.replace("    ", "\t") for line in path.read_text().splitlines()]))
     pd.testing.assert_frame_equal(run.steps, tabbed.steps)
+
+
+@pytest.mark.parametrize("sep", ["\t", "    "])
+def test_a_trainer_table_whose_every_training_loss_says_no_log(tmp_path, sep):
+    """logging_steps longer than the run: the Trainer prints 'No log' in every Training Loss cell.
+    Read as the loss, that empty column was 'non-finite at epochs 1-4', critical, the run
+    unhealthy; the validation loss is what was logged, judged instead with a warning."""
+    rows = [f"{e}{sep}No log{sep}{0.7 - e / 50:.6f}{sep}{0.5 + e / 20:.6f}" for e in range(1, 5)]
+    path = _write(tmp_path / "paste.txt", [sep.join(["Epoch", "Training Loss", "Validation Loss", "Accuracy"]), *rows])
+    (run,) = discover_runs(path)
+    assert run.steps["loss"].tolist() == pytest.approx([0.68, 0.66, 0.64, 0.62])
+    assert ("paste.txt: no training loss was logged (every 'Training Loss' cell is empty or 'No log'): "
+            "'Validation Loss' is judged as the loss instead") in run.warnings
+    report = analyze_run(run)
+    assert report.verdict.value == "healthy" and report.incidents == []
+    # a loss printed as nan at every epoch is logged: non-finite, as before
+    path.write_text(path.read_text().replace("No log", "nan"))
+    (run,) = discover_runs(path)
+    assert [(i.kind, i.severity.value) for i in analyze_run(run).incidents] == [("nonfinite", "critical")]

@@ -533,6 +533,7 @@ def table_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warning
         ({'loss': [2.5], 'lr': [0.1]}, ["m.csv: 1 row(s) whose 'nll' is text, not a number, were skipped"])
     """
 
+    loss_col = _logged_loss_column(table, loss_col, path, warnings)
     columns = list(table.columns)
     step, keep = step_values(table[step_col], step_col, path, warnings)
     loss, text = loss_values(table[loss_col])
@@ -573,6 +574,37 @@ def table_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warning
     if abandoned is not None:
         frame = went_back_rows(frame, abandoned)
     return order_columns(merge_steps(frame))
+
+
+def _logged_loss_column(table: pd.DataFrame, loss_col: str, path, warnings: list[str]) -> str:
+    """``loss_col``, or, where none of its cells holds a value (each empty or ``No log``: the
+    Hugging Face Trainer's table when its logging_steps outlast the run) and an evaluation loss
+    was logged, that column, said in a warning. Read as the loss, the empty column was "non-finite
+    at every epoch", the run unhealthy.
+
+    Example:
+        >>> t = pd.DataFrame({"Epoch": [1, 2], "Training Loss": ["No log", "No log"], "Validation Loss": [0.69, 0.65]})
+        >>> _logged_loss_column(t, "Training Loss", "t.txt", w := []), w[0].split(" (")[0]
+        ('Validation Loss', 't.txt: no training loss was logged')
+    """
+    raw = table[loss_col]
+    if pd.api.types.is_numeric_dtype(raw.dtype):
+        printed = table.attrs.get(PRINTED_NAN_ROWS)
+        if printed is None:
+            return loss_col  # a float column: an empty cell and a printed nan read alike
+        values, text = raw.to_numpy(dtype="float64"), np.zeros(len(raw), dtype=bool)
+    else:
+        values, text, printed = loss_cells(raw)
+        values = values.to_numpy(dtype="float64")
+    if not np.isnan(values).all() or text.any() or np.asarray(printed).any():
+        return loss_col
+    for col in table.columns:
+        if col != loss_col and looks_like_eval_loss(str(col)) and \
+                np.isfinite(pd.to_numeric(table[col], errors="coerce").to_numpy(dtype="float64")).any():
+            warnings.append(f"{Path(path).name}: no training loss was logged (every {loss_col!r} cell is empty or "
+                            f"'No log'): {col!r} is judged as the loss instead")
+            return col
+    return loss_col
 
 
 def went_back_rows(frame: pd.DataFrame, abandoned: list[AbandonedHistory], loss_col: str = metrics.LOSS
