@@ -706,3 +706,26 @@ def test_a_healthy_loss_far_below_one_nat_has_no_spike(seed):
     loud = loss.copy()
     loud[blips] *= 1.4
     assert spikes(loud) == spikes(loud * 20)
+
+
+def test_a_jump_of_an_epoch_mean_logged_at_steps_is_a_spike_not_an_outlier_batch(tmp_path):
+    """Lightning's train_loss_epoch is the mean of an epoch's batches, logged at the epoch's last
+    step (99, 199, ...): a x2.7 jump is a whole epoch gone wrong. It was 'outlier batch, info',
+    the run healthy. Read from a table and from TensorBoard."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    from sentinel.analyze.discover import discover_runs
+
+    means = [(0.5 + 2 * math.exp(-e / 8)) * (2.7 if e == 25 else 1) for e in range(40)]
+    rows = ["epoch,step,train_loss_epoch"] + [f"{e},{(e + 1) * 100 - 1},{m:.5f}" for e, m in enumerate(means)]
+    (tmp_path / "table.csv").write_text("\n".join(rows) + "\n")
+    writer = SummaryWriter(str(tmp_path / "tb"))
+    for e, m in enumerate(means):
+        writer.add_scalar("train_loss_epoch", m, (e + 1) * 100 - 1)
+    writer.close()
+    for path in (tmp_path / "table.csv", tmp_path / "tb"):
+        (run,) = discover_runs(path)
+        report = analyze_run(run)
+        (spike,) = [i for i in report.incidents if i.kind in ("loss_spike", "outlier_batch")]
+        assert (spike.kind, spike.step, spike.severity.value) == ("loss_spike", 2599, "warning")
+        assert report.verdict.value == "recovered"

@@ -15,6 +15,7 @@ from sentinel.analyze.detector import warmup_steps
 from sentinel.analyze.discover import READ_ERRORS, NoRunsError, Skipped, debugging, describe_error, discover
 from sentinel.analyze.incident import Incident
 from sentinel.analyze.loaders import LOGGED_NAN, STEP_UNIT, LoadOptions, RunData
+from sentinel.analyze.loaders.keys import is_epoch_mean
 from sentinel.analyze.report import Report, RunReport, in_epochs, verdict
 from sentinel.analyze.rule_abandoned import replaced_incidents, went_back_incident
 from sentinel.analyze.rule_amp import loss_scale_incidents, overflow_incidents
@@ -183,7 +184,10 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
             warnings.append(f"only {len(loss)} finite loss values, within the spike detector's "
                             f"warm-up of {warmup}: too little history to judge spikes fully (only "
                             "large jumps are flagged); non-finite values and the final loss are reported")
-        found, spans = loss_spike_incidents(loss, config, last_step=int(steps.index[-1]), per_epoch=per_epoch)
+        # A loss that is an epoch's mean (Lightning's train_loss_epoch, logged at steps) jumps as a
+        # whole epoch: never an outlier batch.
+        epoch_means = per_epoch or is_epoch_mean(_loss_name(run.meta))
+        found, spans = loss_spike_incidents(loss, config, last_step=int(steps.index[-1]), per_epoch=epoch_means)
         diverged = divergence_incidents(loss, spans, config)
         runaway = [i.step for i in diverged if i.details.get("runaway")]
         if runaway:  # the climb is one divergence, not an unrecovered spike inside it
@@ -243,6 +247,16 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         best_loss=float(loss.min()) if len(loss) else None,
         verdict=verdict(incidents, final_finite, has_loss=final_raw is not None or len(loss) > 0),
         incidents=incidents, warnings=warnings, data=run, step_unit="epoch" if per_epoch else "step")
+
+
+def _loss_name(meta: dict | None) -> str:
+    """The name the run's source gave its loss (a table's column, a TensorBoard tag), where its
+    loader says; else ``""``."""
+    if not meta:
+        return ""
+    if meta.get("loss_column"):
+        return str(meta["loss_column"])
+    return next((str(tag) for tag, key in (meta.get("tags") or {}).items() if key == metrics.LOSS), "")
 
 
 def _loss_logged(loss: pd.Series, steps: pd.DataFrame, logged_nan: np.ndarray | None = None) -> np.ndarray:

@@ -187,6 +187,18 @@ def is_aggregate(name: str) -> bool:
     return any(w in _AGGREGATE_WORDS for w in _words(name))
 
 
+def is_epoch_mean(name: str) -> bool:
+    """True for a loss named as an epoch's mean (Lightning's ``train_loss_epoch``, ``epoch_loss``):
+    logged at steps, each value still stands for a whole epoch's batches.
+
+    Example:
+        >>> is_epoch_mean("train_loss_epoch"), is_epoch_mean("train/loss_step"), is_epoch_mean("epoch")
+        (True, False, False)
+    """
+    words = _words(name)
+    return "epoch" in words and any(_is_loss_word(w) for w in words)
+
+
 def looks_like_eval_loss(name: str) -> bool:
     """True for an evaluation's loss (``eval_loss``, ``val/loss``, ``validation_loss``,
     ``valLoss``): a loss word and an evaluation word, no statistic or setting.
