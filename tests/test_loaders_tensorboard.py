@@ -498,3 +498,50 @@ def test_opennmt_py_tags_read_their_cross_entropy_as_the_loss(tmp_path):
     assert run.steps["valid/xent"].count() == 5
     (blip,) = [i for i in analyze_run(run).incidents if i.kind in ("loss_spike", "outlier_batch")]
     assert blip.step == 3000
+
+
+def test_records_written_without_a_global_step_are_numbered_in_write_order(tmp_path):
+    """writer.add_scalar('loss', loss) without a global_step writes every record at step 0: one
+    value was read of 300, 'healthy'. They are numbered 1..300 in write order, with a warning."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    from sentinel.analyze.analyzer import analyze_run
+
+    writer = SummaryWriter(str(tmp_path / "run"))
+    for i in range(1, 301):
+        writer.add_scalar("loss", 9.0 if i in (200, 201) else 2 + 2 * np.exp(-i / 60))
+        writer.add_scalar("lr", 1e-3)
+    writer.close()
+    (run,) = tensorboard.load(tmp_path / "run")
+    assert run.steps.index.tolist() == list(range(1, 301)) and run.steps["lr"].notna().all()
+    assert "loss (300 records at 1 step(s))" in run.warnings[-1] and "numbered 1, 2, 3" in run.warnings[-1]
+    (spike,) = [i for i in analyze_run(run).incidents if i.kind == "loss_spike"]
+    assert (spike.step, spike.end_step) == (200, 201)
+
+
+def test_batch_losses_logged_at_their_epoch_are_numbered_and_the_epochs_values_follow(tmp_path):
+    """A batch's loss logged at its epoch (50 records a step) and the validation loss once an
+    epoch: the batches numbered in write order, the validation loss at its epoch's last batch."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(tmp_path / "run"))
+    for epoch in range(6):
+        for batch in range(50):
+            writer.add_scalar("train/loss", 2 + 1 / (1 + epoch * 50 + batch), epoch)
+        writer.add_scalar("val/loss", 2.5 - epoch / 10, epoch)
+    writer.close()
+    (run,) = tensorboard.load(tmp_path / "run")
+    assert run.steps.index.tolist() == list(range(1, 301))
+    assert run.steps["val/loss"].dropna().to_dict() == pytest.approx({50 * (e + 1): 2.5 - e / 10 for e in range(6)})
+
+
+def test_a_step_written_twice_here_and_there_keeps_its_steps(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(tmp_path / "run"))
+    for step in range(1, 101):
+        for _ in range(2 if step % 25 == 0 else 1):
+            writer.add_scalar("loss", 2 + 1 / step, step)
+    writer.close()
+    (run,) = tensorboard.load(tmp_path / "run")
+    assert run.steps.index.tolist() == list(range(1, 101)) and not any("numbered" in w for w in run.warnings)
