@@ -535,13 +535,16 @@ def test_batch_losses_logged_at_their_epoch_are_numbered_and_the_epochs_values_f
     assert run.steps["val/loss"].dropna().to_dict() == pytest.approx({50 * (e + 1): 2.5 - e / 10 for e in range(6)})
 
 
-def test_a_step_written_twice_here_and_there_keeps_its_steps(tmp_path):
+@pytest.mark.parametrize("per_step", [lambda step: 2 if step % 25 == 0 else 1, lambda step: 4])
+def test_a_step_written_twice_and_micro_batches_keep_their_steps(tmp_path, per_step):
+    """A step written twice here and there, or four micro-batches a step logged at the optimizer
+    step: the steps are kept (the last record of each)."""
     from torch.utils.tensorboard import SummaryWriter
 
     writer = SummaryWriter(str(tmp_path / "run"))
     for step in range(1, 101):
-        for _ in range(2 if step % 25 == 0 else 1):
-            writer.add_scalar("loss", 2 + 1 / step, step)
+        for k in range(per_step(step)):
+            writer.add_scalar("loss", 2 + 1 / step + k / 100, step)
     writer.close()
     (run,) = tensorboard.load(tmp_path / "run")
     assert run.steps.index.tolist() == list(range(1, 101)) and not any("numbered" in w for w in run.warnings)

@@ -269,8 +269,8 @@ _SAMPLES_PREFIX = "Train/Samples/"
 
 def _number_shared_steps(written: dict[str, tuple[np.ndarray, np.ndarray]], tags: dict[str, str],
                          warnings: list[str]) -> None:
-    """Number in write order (1, 2, 3, ...) the records of each key that share their steps: most
-    steps hold several records, in order (``add_scalar(tag, value)`` without a global_step puts
+    """Number in write order (1, 2, 3, ...) the records of each key that share their steps: ten
+    or more a step on average, in order (``add_scalar(tag, value)`` without a global_step puts
     every record at step 0; a batch's loss logged at its epoch). One value per step was read:
     500 losses were 1, "healthy". Steps that go back (a resume) are left to :func:`_went_back`.
 
@@ -289,8 +289,8 @@ def _number_shared_steps(written: dict[str, tuple[np.ndarray, np.ndarray]], tags
             in_order = not rises.all() and bool((steps[1:] >= steps[:-1]).all())  # not a step each, nor going back
             distinct[id(steps)] = int(rises.sum()) + 1 if in_order else None
         count = distinct[id(steps)]
-        if count is None or 2 * count > len(steps):
-            continue  # a step each, steps that go back, or a step written twice here and there
+        if count is None or count * _SHARED_STEP_RECORDS > len(steps):
+            continue  # a step each, steps that go back, a step written twice, a few micro-batches a step
         shared[key] = steps
         written[key] = np.arange(1, len(steps) + 1, dtype=np.int64), values
         numbered.append(f"{tags.get(key, key)} ({len(steps)} records at {count} step(s))")
@@ -312,8 +312,11 @@ def _number_shared_steps(written: dict[str, tuple[np.ndarray, np.ndarray]], tags
             written[key] = last[at] + 1, values
 
 
-# Records of a tag, at least, for shared steps to be numbered (a tag written twice is no series).
+# Records of a tag, at least, for shared steps to be numbered (a tag written twice is no series),
+# and records a step on average: a few a step are micro-batches of one optimizer step (the last
+# read, the steps kept), many are a loop's batches under its epoch, or no step at all.
 _SHARED_STEPS_RECORDS = 5
+_SHARED_STEP_RECORDS = 10
 
 
 def _per_epoch(keys: dict[str, str], columns: dict[str, tuple[np.ndarray, np.ndarray]]) -> bool:
