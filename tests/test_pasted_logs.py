@@ -2545,3 +2545,29 @@ def test_a_trainer_table_whose_every_training_loss_says_no_log(tmp_path, sep):
     path.write_text(path.read_text().replace("No log", "nan"))
     (run,) = discover_runs(path)
     assert [(i.kind, i.severity.value) for i in analyze_run(run).incidents] == [("nonfinite", "critical")]
+
+
+@pytest.mark.parametrize("header, row", [
+    ("epoch,batch,loss", lambda e, b, v: f"{e},{b},{v}"),  # a batch counted inside its epoch
+    ("epoch,loss", lambda e, b, v: f"{e},{v}"),  # the epoch alone
+])
+def test_a_table_of_batches_under_their_epoch_is_read_row_by_row(tmp_path, header, row):
+    """A loop that writes its epoch and loss at every batch: read by epoch, one row of each epoch
+    was kept (5 of 500), the spike with it. Each row is a step, numbered in file order; the epoch's
+    validation row joins its last batch."""
+    lines, n = [header + ",val_loss"], 0
+    for epoch in range(5):
+        for batch in range(100):
+            n += 1
+            lines.append(row(epoch, batch, 9.0 if n == 301 else 2 + 2 * np.exp(-n / 100)) + ",")
+        lines.append(row(epoch, "", "") + f",{2.5 - epoch / 10}")
+    path = _write(tmp_path / "log.csv", lines)
+    (run,) = discover_runs(path)
+    assert run.steps.index.tolist() == list(range(1, 501)) and "step_unit" not in run.meta
+    assert run.steps["val_loss"].dropna().to_dict() == pytest.approx({100 * (e + 1): 2.5 - e / 10 for e in range(5)})
+    assert "log.csv: 500 loss rows over 5 'epoch' values: each row is read as a step" in " ".join(run.warnings)
+    (blip,) = [i for i in analyze_run(run).incidents if i.kind in ("loss_spike", "outlier_batch")]
+    assert blip.step == 301
+    # a table of one row per epoch is read by epoch, as before
+    (run,) = discover_runs(_write(tmp_path / "epochs.csv", ["epoch,loss"] + [f"{e},{3 - e / 10}" for e in range(30)]))
+    assert run.meta["step_unit"] == "epoch" and run.steps.index.tolist() == list(range(30))

@@ -90,14 +90,22 @@ LOGGED_NAN = "logged_nan"
 STEP_UNIT = "step_unit"
 
 
-def epoch_unit(step_name: object) -> dict[str, str]:
+# A steps frame's attrs key: a table's rows numbered in file order, its epoch column holding several
+# rows each (numeric_table.table_steps): its steps are then no epochs.
+ROWS_NUMBERED = "rows_numbered"
+
+
+def epoch_unit(step_name: object, steps: pd.DataFrame | None = None) -> dict[str, str]:
     """``{STEP_UNIT: "epoch"}`` where the step column read is named as an epoch count, else ``{}``
-    (to merge into a run's meta).
+    (to merge into a run's meta); ``{}`` too where ``steps`` (the frame read) numbered its rows
+    instead (an epoch column of several rows each: :data:`ROWS_NUMBERED`).
 
     Example:
         >>> epoch_unit("Epoch"), epoch_unit("global_step")
         ({'step_unit': 'epoch'}, {})
     """
+    if steps is not None and steps.attrs.get(ROWS_NUMBERED):
+        return {}
     return {STEP_UNIT: "epoch"} if str(step_name).strip().lower() in ("epoch", "epochs") else {}
 
 

@@ -226,7 +226,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     abandoned: list[AbandonedHistory] = []
     steps = table_steps(table, step_col, loss_col, path, warnings, keep_nan_eval=True, abandoned=abandoned)
     meta = {"format": NAME, "columns": [str(c) for c in table.columns], "loss_column": str(loss_col),
-            **epoch_unit(step_col)}
+            **epoch_unit(step_col, steps)}
     if array or first.lstrip().startswith("{"):  # a JSON row tells a NaN it holds from a key it lacks
         meta[LOGGED_NAN] = _logged_nan(table, nan_rows, step_col, loss_col, steps.columns)
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps, meta=meta, warnings=warnings,

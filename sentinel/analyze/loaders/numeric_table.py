@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from sentinel import metrics
-from sentinel.analyze.loaders import AbandonedHistory
+from sentinel.analyze.loaders import ROWS_NUMBERED, AbandonedHistory, epoch_unit
 from sentinel.analyze.loaders.went_back import fall_backs, replaced_stretches, survivors
 from sentinel.analyze.loaders.keys import (
     MAX_COLUMNS,
@@ -570,10 +570,45 @@ def table_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warning
             warnings.append(f"column {col!r} clashes with another of the same name: skipped")
             continue
         renamed[key] = values
-    frame = pd.DataFrame(renamed, index=pd.Index(step, name=metrics.STEP), copy=False)
+    numbered = _rows_of_epochs(step, renamed[metrics.LOSS], table, loss_col, rows, step_col, path, warnings)
+    frame = pd.DataFrame(renamed, index=pd.Index(step if numbered is None else numbered, name=metrics.STEP), copy=False)
     if abandoned is not None:
         frame = went_back_rows(frame, abandoned)
-    return order_columns(merge_steps(frame))
+    frame = order_columns(merge_steps(frame))
+    if numbered is not None:
+        frame.attrs[ROWS_NUMBERED] = True
+    return frame
+
+
+
+def _rows_of_epochs(step: np.ndarray, loss: np.ndarray, table: pd.DataFrame, loss_col: str, rows, step_col: str,
+                    path, warnings: list[str]) -> np.ndarray | None:
+    """Where a table's step column is its epoch and most epochs hold several losses (a loop that
+    writes ``epoch,loss`` at each batch), its rows numbered 1, 2, 3, ... in file order, a row
+    without a loss taking the number of the loss row before it (an epoch's validation row joins
+    its last batch); None otherwise. Read by epoch, one row of each epoch was kept: 5 of 500.
+
+    Example:
+        >>> t = pd.DataFrame({"epoch": [0, 0, 0, 1, 1, 1], "loss": [3.0, 2.9, 2.8, 2.7, 9.0, 2.6]})
+        >>> _rows_of_epochs(t["epoch"].to_numpy(), t["loss"].to_numpy(), t, "loss", lambda v: v, "epoch", "t.csv", w := [])
+        array([1, 2, 3, 4, 5, 6])
+    """
+    if not epoch_unit(step_col):
+        return None
+    raw = table[loss_col]
+    printed = table.attrs.get(PRINTED_NAN_ROWS) if pd.api.types.is_numeric_dtype(raw.dtype) else loss_cells(raw)[2]
+    logged = ~np.isnan(loss)
+    if printed is not None:
+        logged |= rows(np.asarray(printed, dtype=bool))  # a nan printed is a row of its own
+    epochs = step[logged]
+    if len(epochs) < 5 or not bool((epochs[1:] >= epochs[:-1]).all()):
+        return None  # few rows, or epochs that go back (a resume)
+    distinct = 1 + int((epochs[1:] != epochs[:-1]).sum())
+    if len(epochs) < 1.5 * distinct:
+        return None
+    warnings.append(f"{Path(path).name}: {len(epochs)} loss rows over {distinct} {step_col!r} values: each row is read "
+                    "as a step, numbered 1, 2, 3, ... in file order (the rows carry no step of their own)")
+    return np.maximum(np.cumsum(logged), 1).astype(np.int64)
 
 
 def _logged_loss_column(table: pd.DataFrame, loss_col: str, path, warnings: list[str]) -> str:

@@ -72,7 +72,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     table = pd.DataFrame(rows, columns=header)
     steps = table_steps(table, step_col, loss_col, path, warnings)
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
-                    meta={"format": NAME, "columns": header, **epoch_unit(step_col)}, warnings=warnings)]
+                    meta={"format": NAME, "columns": header, **epoch_unit(step_col, steps)}, warnings=warnings)]
 
 
 def _cells(line: str) -> list[str] | None:

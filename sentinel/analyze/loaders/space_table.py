@@ -129,7 +129,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
             warnings.append(f"{Path(path).name}: {inferred_loss_note(loss_col)}")
     steps = table_steps(table, step_col, loss_col, path, warnings)
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
-                    meta={"format": NAME, "columns": header, **epoch_unit(step_col)}, warnings=warnings)]
+                    meta={"format": NAME, "columns": header, **epoch_unit(step_col, steps)}, warnings=warnings)]
 
 
 def _cells(line: str, gapped: bool = False) -> list[str]:
