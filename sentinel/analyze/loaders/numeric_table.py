@@ -515,14 +515,17 @@ def _ends_with_newline(path: Path) -> bool:
 
 
 def table_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warnings: list[str],
-                keep_nan_eval: bool = False, abandoned: list[AbandonedHistory] | None = None) -> pd.DataFrame:
+                keep_nan_eval: bool = False, abandoned: list[AbandonedHistory] | None = None,
+                batch_rows: bool = True) -> pd.DataFrame:
     """A table's steps frame: its numeric columns under sentinel's keys (the loss column as
     ``loss``), indexed by integer step; rows without a step or whose loss is text are dropped
     and counted in ``warnings``. A column with no number is dropped (text), except, with
     ``keep_nan_eval``, an evaluation loss printed as ``nan`` at every row (a CSV's float column).
     Where the steps of the rows with a loss go back (a resumed run appending to the file), the
     rows written after replace the earlier ones from their first step; each stretch replaced goes
-    to ``abandoned`` (where given).
+    to ``abandoned`` (where given). Where the step is an epoch column that holds several loss rows
+    each, the rows are numbered in file order (:func:`_rows_of_epochs`), unless ``batch_rows`` is
+    False (a progress bar's redraws of one row: its last draw is the epoch's).
 
     Columns are taken as numpy arrays and indexed only when rows are dropped, so a large table
     that needs no row dropped, merged or sorted becomes the frame without a copy.
@@ -570,7 +573,8 @@ def table_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warning
             warnings.append(f"column {col!r} clashes with another of the same name: skipped")
             continue
         renamed[key] = values
-    numbered = _rows_of_epochs(step, renamed[metrics.LOSS], table, loss_col, rows, step_col, path, warnings)
+    numbered = _rows_of_epochs(step, renamed[metrics.LOSS], table, loss_col, rows, step_col, path, warnings) \
+        if batch_rows else None
     frame = pd.DataFrame(renamed, index=pd.Index(step if numbered is None else numbered, name=metrics.STEP), copy=False)
     if abandoned is not None:
         frame = went_back_rows(frame, abandoned)

@@ -127,7 +127,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         loss_col, inferred = loss_column(header, options.loss_col)
         if inferred:
             warnings.append(f"{Path(path).name}: {inferred_loss_note(loss_col)}")
-    steps = table_steps(table, step_col, loss_col, path, warnings)
+    steps = table_steps(table, step_col, loss_col, path, warnings, batch_rows=not bar)  # a bar's redraws: its last
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
                     meta={"format": NAME, "columns": header, **epoch_unit(step_col, steps)}, warnings=warnings)]
 
