@@ -269,9 +269,9 @@ _SAMPLES_PREFIX = "Train/Samples/"
 
 def _number_shared_steps(written: dict[str, tuple[np.ndarray, np.ndarray]], tags: dict[str, str],
                          warnings: list[str]) -> None:
-    """Number in write order (1, 2, 3, ...) the records of each key that share their steps: ten
-    or more a step on average, in order (``add_scalar(tag, value)`` without a global_step puts
-    every record at step 0; a batch's loss logged at its epoch). One value per step was read:
+    """Number in write order (1, 2, 3, ...) the records of each key that share their steps: all
+    at one step (``add_scalar(tag, value)`` without a global_step puts every record at step 0), or
+    ten or more a step on average, in order (a batch's loss logged at its epoch). One value per step was read:
     500 losses were 1, "healthy". Steps that go back (a resume) are left to :func:`_went_back`.
 
     Example:
@@ -289,7 +289,7 @@ def _number_shared_steps(written: dict[str, tuple[np.ndarray, np.ndarray]], tags
             in_order = not rises.all() and bool((steps[1:] >= steps[:-1]).all())  # not a step each, nor going back
             distinct[id(steps)] = int(rises.sum()) + 1 if in_order else None
         count = distinct[id(steps)]
-        if count is None or count * _SHARED_STEP_RECORDS > len(steps):
+        if count is None or (count > 1 and count * _SHARED_STEP_RECORDS > len(steps)):
             continue  # a step each, steps that go back, a step written twice, a few micro-batches a step
         shared[key] = steps
         written[key] = np.arange(1, len(steps) + 1, dtype=np.int64), values
