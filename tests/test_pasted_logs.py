@@ -2571,3 +2571,25 @@ def test_a_table_of_batches_under_their_epoch_is_read_row_by_row(tmp_path, heade
     # a table of one row per epoch is read by epoch, as before
     (run,) = discover_runs(_write(tmp_path / "epochs.csv", ["epoch,loss"] + [f"{e},{3 - e / 10}" for e in range(30)]))
     assert run.meta["step_unit"] == "epoch" and run.steps.index.tolist() == list(range(30))
+
+
+def test_a_dataframe_printed_by_pandas_is_read_as_its_table(tmp_path):
+    """print(df) of a training history: its index before each row (and, named, on a line of its
+    own under the header); no reader took it ('not a log format sentinel reads')."""
+    n = 60
+    df = pd.DataFrame({"epoch": np.arange(n) // 20, "step": np.arange(1, n + 1), "loss": 2 + 2 * np.exp(-np.arange(n) / 20)})
+    df.loc[40, "loss"] = 9.0
+    with pd.option_context("display.max_rows", 500):
+        printed = {"plain.txt": str(df), "named.txt": str(df.set_index("step")), "no_step.txt": str(df[["loss"]])}
+    for name, text in printed.items():
+        (tmp_path / name).write_text(text + "\n")
+        (run,) = discover_runs(tmp_path / name)
+        assert run.source == "space_table" and run.steps["loss"].tolist() == pytest.approx(df["loss"].tolist(), abs=1e-6)
+        assert run.steps.index[0] == (0 if name == "no_step.txt" else 1)  # the index numbers the rows
+        (blip,) = [i for i in analyze_run(run).incidents if i.kind in ("loss_spike", "outlier_batch")]
+        assert blip.details["peak"] == 9.0
+    # printed in part: the rows shown, and a warning of the rows left out
+    with pd.option_context("display.max_rows", 10):
+        (tmp_path / "part.txt").write_text(str(df.rename(columns={"epoch": "e"})) + "\n")
+    (run,) = discover_runs(tmp_path / "part.txt")
+    assert len(run.steps) == 10 and "part.txt: the table printed shows 10 of its 60 rows" in run.warnings[0]

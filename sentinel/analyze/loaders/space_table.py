@@ -24,6 +24,11 @@ empty last cell: no validation loss at that step) has its missing cells empty:
     10    2.385890
     100    1.599843    1.702990
 
+A DataFrame printed by pandas (``print(df)``) is such a table: its header indented over the index,
+each row led by the index (left out; it numbers the rows where no column is the step), a named
+index's name on the line under the header; where pandas left out the middle rows (``...``, and
+``[200 rows x 3 columns]`` under it) a warning says how many are there.
+
 A row may end in its progress bar after a colon (Ultralytics); a step written ``N/M`` is ``N``;
 the header may be printed again before each row, with other tables between (a validation table
 under its own header is not this table). A row drawn again and again (a progress bar's ``\\r``
@@ -66,6 +71,7 @@ _NUMBER = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$|^[-+]?(?:
 _OF_TOTAL = re.compile(r"^(\d+)/\d+$")  # an epoch or step written N/M
 _RULE = re.compile(r"^\s*[-=]{2,}(?:[ \t]+[-=]{2,})+\s*$")  # "---  ------  ----": a header's underline
 _DASHES = re.compile(r"[-=]+")
+_PANDAS_SHAPE = re.compile(r"\[(\d+) rows x \d+ columns\]\s*$")  # under a DataFrame pandas printed in part
 _GAP = re.compile(r"\t| {2,}")  # between the cells of a header whose names hold a space
 _TRAIN = "train/"  # the prefix that names a progress bar's loss columns as training components
 
@@ -107,12 +113,18 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         [0.51234, 0.40123]
     """
     options = options or LoadOptions()
-    found = _find(clean_text(read_text(path)).split("\n"), options)
+    lines = clean_text(read_text(path)).split("\n")
+    found = _find(lines, options)
     if found is None:
         raise ValueError(f"{path}: no table with a step and a loss column found (a header of column "
                          "names, rows of numbers under it): name them with --step-col/--loss-col")
     header, rows, step_col, loss_col, bar = found
     warnings: list[str] = []
+    shape = next((m for m in map(_PANDAS_SHAPE.match, lines[-3:]) if m), None)
+    if shape is not None and int(shape.group(1)) > len(rows):
+        warnings.append(f"{Path(path).name}: the table printed shows {len(rows)} of its {shape.group(1)} rows (pandas "
+                        "leaves out the middle as '...'): print it whole (pd.set_option('display.max_rows', None)) "
+                        "or save it with to_csv")
     header = numbered_names(header)
     table = pd.DataFrame(rows, columns=header)
     table[step_col] = table[step_col].str.replace(_OF_TOTAL, r"\1", regex=True)
@@ -186,26 +198,46 @@ def _find(lines: list[str], options: LoadOptions):
             header, printed = gapped, gapped  # names with spaces, two or more spaces apart
         else:
             printed = header
-        if len(header) < 2 or tuple(header) in tried or any(_is_number(c) for c in header):
+        named_index = _index_name(lines, at) if ruled is None and gapped is None else None
+        if named_index is not None:
+            header = [named_index, *header]  # print(df) of a frame with a named index: its name below
+        indexed = named_index is None and line[:1].isspace()
+        if len(header) < (1 if indexed else 2) or tuple(header) in tried or any(_is_number(c) for c in header):
             continue
         step_col, (loss_col, _) = sniff_columns(header, options.step_col, options.loss_col)
+        if step_col is None and indexed and loss_col is not None:
+            # print(df) of a frame without a step column (pd.DataFrame(history.history)): its index
+            # numbers the rows, as a to_csv index does
+            header, step_col, indexed = ["", *header], "", False
         if step_col is None or (loss_col is None and not loss_components([_TRAIN + c for c in header])):
             continue
         if len(tried) == MAX_HEADERS:
             return None
         tried.add(tuple(header))
-        rows, bar = _rows(lines[at + 1:], header, header.index(step_col), printed, gapped is not None)
+        # indexed, print(df): the header indented over the index, each row led by it (0, 1, 2, ...)
+        rows, bar = _rows(lines[at + 1:], header, header.index(step_col), printed, gapped is not None, indexed)
         if len(rows) >= MIN_ROWS and (loss_col is not None or _components(header, bar)):
             return header, rows, step_col, loss_col, bar
     return None
 
 
+def _index_name(lines: list[str], at: int) -> str | None:
+    """The index's name where ``lines[at]`` is the header of a printed DataFrame with a named index
+    (``df.set_index("step")``): pandas indents the header over the index and prints the index's
+    name alone at the start of the next line. None otherwise."""
+    if at + 1 >= len(lines) or not lines[at][:1].isspace() or lines[at + 1][:1].isspace():
+        return None
+    below = _cells(lines[at + 1])
+    return below[0] if len(below) == 1 and not _is_number(below[0]) else None
+
+
 def _rows(lines: list[str], header: list[str], step_at: int, printed: list[str] | None = None,
-          gapped: bool = False) -> tuple[list[list[str]], bool]:
+          gapped: bool = False, indexed: bool = False) -> tuple[list[list[str]], bool]:
     """The rows under each printing of ``header`` (its line's cells as split by spaces:
     ``printed``; a row under another header is another table's), and whether they carry a
     progress bar. ``gapped``: cells two or more spaces apart, and a row that ends early has its
-    last cells empty (a column printed only at some steps)."""
+    last cells empty (a column printed only at some steps). ``indexed``: a row may be led by one
+    cell more, an integer (a printed DataFrame's index), left out."""
     width = len(header)
     rows: list[list[str]] = []
     bar = False
@@ -224,6 +256,8 @@ def _rows(lines: list[str], header: list[str], step_at: int, printed: list[str] 
             cells, tail = [c.rstrip(":") for c in cells[:width]], cells[width:]
             drawn = any("|" in c or c.endswith("%") for c in tail)
             bar = bar or drawn
+        elif indexed and len(cells) == width + 1 and cells[0].isdigit():
+            cells = cells[1:]  # the index pandas prints before each row
         elif len(cells) != width:
             continue
         if not _is_number(cells[step_at]):
