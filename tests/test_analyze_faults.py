@@ -685,3 +685,18 @@ def test_a_utf16_text_that_is_no_log_is_not_called_binary(tmp_path):
     (tmp_path / "notes.txt").write_text("just some words\nand more words\n" * 50, encoding="utf-16")
     result = invoke(str(tmp_path / "notes.txt"))
     assert result.exit_code == 1 and "binary" not in result.output and "is not a log format" in result.output
+
+
+@pytest.mark.parametrize("name, kind", [("history.pkl", "a pickle (not loaded: unpickling runs code from the file)"),
+                                        ("history.feather", "an Arrow (Feather) table"),
+                                        ("history.xlsx", "a spreadsheet")])
+def test_a_history_saved_in_a_binary_table_format_is_told_what_to_save_instead(tmp_path, name, kind):
+    """Named on its own it was 'binary data, not a training log' (a feather file: 'a checkpoint or
+    an archive under a log's name?'); a pickle is never loaded, as loading one runs its code."""
+    import pickle
+
+    (tmp_path / name).write_bytes(pickle.dumps({"loss": [2.0, 1.9, 1.8]}))
+    result = invoke(str(tmp_path / name))
+    assert result.exit_code == 1 and result.output == (
+        f"Error: '{tmp_path / name}' is {kind}, not read: save the history as CSV or Parquet "
+        "(df.to_csv('history.csv'), df.to_parquet('history.parquet')) and pass that\n")

@@ -51,7 +51,15 @@ _EXTENSIONS = {
     **dict.fromkeys((".md", ".rst", ".html", ".htm", ".tex", ".pdf", ".css"), DOCUMENTATION),
     **dict.fromkeys((".png", ".jpg", ".jpeg", ".gif", ".svg", ".ico", ".zip", ".gz", ".tgz", ".bz2",
                      ".xz", ".zst", ".tar", ".pt", ".ckpt", ".safetensors", ".bin", ".npy", ".npz",
-                     ".pkl", ".pickle", ".h5", ".onnx", ".arrow", ".db", ".sqlite"), BINARY),
+                     ".pkl", ".pickle", ".h5", ".onnx", ".arrow", ".feather", ".xlsx", ".xls", ".db", ".sqlite"),
+                    BINARY),
+}
+# A history saved in a binary table format, named on its own: what to save it as instead.
+_SAVED_TABLES = {
+    **dict.fromkeys((".pkl", ".pickle"), "a pickle (not loaded: unpickling runs code from the file)"),
+    **dict.fromkeys((".feather", ".arrow"), "an Arrow (Feather) table"),
+    **dict.fromkeys((".xlsx", ".xls"), "a spreadsheet"),
+    ".h5": "an HDF5 file",
 }
 _NAMES = {"Makefile": SOURCE_CODE, "Dockerfile": SOURCE_CODE, "CMakeLists.txt": SOURCE_CODE,
           "LICENSE": DOCUMENTATION, "MANIFEST.in": PACKAGING, "PKG-INFO": PACKAGING, "RECORD": PACKAGING,
@@ -211,6 +219,10 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
             if runs:
                 return Discovery(_with_loss(runs, options))
         if reason is not None:
+            saved = _SAVED_TABLES.get(path.suffix.lower())
+            if saved is not None:  # a history a script saved: the formats that are read
+                raise NoRunsError(f"'{path}' is {saved}, not read: save the history as CSV or Parquet "
+                                  "(df.to_csv('history.csv'), df.to_parquet('history.parquet')) and pass that")
             raise NoRunsError(f"'{path}' is {reason}, not a training log: pass a log file or a directory of runs")
         from sentinel.analyze.loaders.textlog import heads_shared
 
