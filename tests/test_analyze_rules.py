@@ -729,3 +729,34 @@ def test_a_jump_of_an_epoch_mean_logged_at_steps_is_a_spike_not_an_outlier_batch
         (spike,) = [i for i in report.incidents if i.kind in ("loss_spike", "outlier_batch")]
         assert (spike.kind, spike.step, spike.severity.value) == ("loss_spike", 2599, "warning")
         assert report.verdict.value == "recovered"
+
+
+def test_a_spike_among_a_short_runs_epochs_is_reported():
+    """SpeechBrain's train_log.txt of 30 epochs, a x2.7 epoch at 20: the guard's warm-up (20
+    values) was two thirds of the run, and only a jump past twice the first epoch's loss counted
+    there ('healthy, no incidents'). Epoch means are judged from their fifth value on."""
+    from sentinel.analyze.discover import discover_runs
+    import tempfile
+    from pathlib import Path
+
+    losses = [2 + 2 * math.exp(-e / 8) + (4 if e == 20 else 0) for e in range(1, 31)]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "train_log.txt"
+        path.write_text("".join(f"epoch: {e}, lr: 1.00e+00 - train loss: {v:.3g} - valid loss: {v + 0.1:.3g}, "
+                                f"valid CER: 12.50\n" for e, v in enumerate(losses, start=1)))
+        (run,) = discover_runs(path)
+    report = analyze_run(run)
+    (spike,) = by_kind(report, "loss_spike")
+    assert (spike.step, spike.severity.value, report.verdict.value) == (20, "warning", "recovered")
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_noisy_healthy_epochs_have_no_spike(seed):
+    """Epoch means of a small dataset, 6% apart from epoch to epoch around a falling curve: no
+    spike from the fifth epoch on."""
+    rng = np.random.default_rng(seed)
+    epochs = np.arange(40)
+    loss = (0.4 + 2 * np.exp(-epochs / 6)) * np.exp(0.06 * rng.standard_normal(len(epochs)))
+    run = run_of({"loss": loss}, index=epochs)
+    run.meta["step_unit"] = "epoch"
+    assert by_kind(analyze_run(run), "loss_spike") == [] and by_kind(analyze_run(run), "outlier_batch") == []

@@ -179,15 +179,17 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
                         "other, so the generator's loss (read as the loss) is not judged for rises, spikes "
                         "or plateaus; non-finite values are")
     else:
-        warmup = warmup_steps(config)
+        # A loss an epoch's mean (a row per epoch, or Lightning's train_loss_epoch at steps): its
+        # rows are few and smooth, and the guard's warm-up of 20 values was most of a 30-epoch run.
+        epoch_means = per_epoch or is_epoch_mean(_loss_name(run.meta))
+        loss_config = replace(config, warmup=_EPOCH_WARMUP) if epoch_means and config.warmup is None else config
+        warmup = warmup_steps(loss_config)
         if len(loss) <= warmup:
             warnings.append(f"only {len(loss)} finite loss values, within the spike detector's "
                             f"warm-up of {warmup}: too little history to judge spikes fully (only "
                             "large jumps are flagged); non-finite values and the final loss are reported")
-        # A loss that is an epoch's mean (Lightning's train_loss_epoch, logged at steps) jumps as a
-        # whole epoch: never an outlier batch.
-        epoch_means = per_epoch or is_epoch_mean(_loss_name(run.meta))
-        found, spans = loss_spike_incidents(loss, config, last_step=int(steps.index[-1]), per_epoch=epoch_means)
+        # ... and it jumps as a whole epoch: never an outlier batch.
+        found, spans = loss_spike_incidents(loss, loss_config, last_step=int(steps.index[-1]), per_epoch=epoch_means)
         diverged = divergence_incidents(loss, spans, config)
         runaway = [i.step for i in diverged if i.details.get("runaway")]
         if runaway:  # the climb is one divergence, not an unrecovered spike inside it
@@ -247,6 +249,11 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         best_loss=float(loss.min()) if len(loss) else None,
         verdict=verdict(incidents, final_finite, has_loss=final_raw is not None or len(loss) > 0),
         incidents=incidents, warnings=warnings, data=run, step_unit="epoch" if per_epoch else "step")
+
+
+# The spike detector's warm-up, in values, for a loss of epoch means (see analyze_run): the outlier
+# test's spread is measured on four differences from there on.
+_EPOCH_WARMUP = 5
 
 
 def _loss_name(meta: dict | None) -> str:
