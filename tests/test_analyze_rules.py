@@ -759,4 +759,16 @@ def test_noisy_healthy_epochs_have_no_spike(seed):
     loss = (0.4 + 2 * np.exp(-epochs / 6)) * np.exp(0.06 * rng.standard_normal(len(epochs)))
     run = run_of({"loss": loss}, index=epochs)
     run.meta["step_unit"] = "epoch"
-    assert by_kind(analyze_run(run), "loss_spike") == [] and by_kind(analyze_run(run), "outlier_batch") == []
+    report = analyze_run(run)
+    assert by_kind(report, "loss_spike") == by_kind(report, "outlier_batch") == by_kind(report, "divergence") == []
+
+
+def test_a_training_loss_that_climbs_over_epochs_diverged():
+    """PyG's example lines, the loss climbing 0.25 an epoch from epoch 15 of 30 (x2.7 in all):
+    the divergence detector's patience was 200 steps (200 epochs here), so it read as a spike
+    'not recovered'. Epoch means are judged over five epochs."""
+    losses = [2 + 2 * math.exp(-e / 5) if e < 15 else 2.15 + 0.25 * (e - 15) for e in range(1, 31)]
+    run = run_of({"loss": losses}, index=range(1, 31))
+    run.meta["step_unit"] = "epoch"
+    (diverged,) = by_kind(analyze_run(run), "divergence")
+    assert 15 <= diverged.step <= 19 and diverged.end_step == 30 and "still diverged" in diverged.message

@@ -190,7 +190,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
                             "large jumps are flagged); non-finite values and the final loss are reported")
         # ... and it jumps as a whole epoch: never an outlier batch.
         found, spans = loss_spike_incidents(loss, loss_config, last_step=int(steps.index[-1]), per_epoch=epoch_means)
-        diverged = divergence_incidents(loss, spans, config)
+        diverged = divergence_incidents(loss, spans, config, epochs=epoch_means)
         runaway = [i.step for i in diverged if i.details.get("runaway")]
         if runaway:  # the climb is one divergence, not an unrecovered spike inside it
             found = [i for i in found if i.details.get("recovered") or i.step < runaway[0]]

@@ -141,8 +141,9 @@ def _starts_mid_run(series: pd.Series, warmup: int) -> bool:
     return int(steps[0]) > warmup * every
 
 
-def detect_divergence(series: pd.Series) -> pd.DataFrame:
-    """Run the guard's divergence detector (its defaults) over a finite series.
+def detect_divergence(series: pd.Series, epochs: bool = False) -> pd.DataFrame:
+    """Run the guard's divergence detector (its defaults) over a finite series; ``epochs``: a loss
+    of epoch means, judged in epochs.
 
     Returns:
         The detector's frame in its sparse mode: the elevated rows and the last row (the
@@ -156,4 +157,16 @@ def detect_divergence(series: pd.Series) -> pd.DataFrame:
     """
     from sentinel.detect import DivergenceConfig, detect_divergence as _detect_divergence
 
-    return _detect_divergence(series, DivergenceConfig(), sparse=True)
+    config = DivergenceConfig()
+    if epochs and len(series) > 1:
+        # A loss of epoch means: 200 steps of patience were 200 epochs, and its 16-value median
+        # lagged half a short run. Five epochs, and a median of four.
+        every = max(int(series.index[1]) - int(series.index[0]), 1)
+        config = DivergenceConfig(patience=_EPOCH_PATIENCE * every, level_window=_EPOCH_LEVEL_WINDOW)
+    return _detect_divergence(series, config, sparse=True)
+
+
+# The divergence detector for a loss of epoch means (see detect_divergence): how many epochs it
+# must stay elevated, and the values in its smoothing median.
+_EPOCH_PATIENCE = 5
+_EPOCH_LEVEL_WINDOW = 4

@@ -12,10 +12,11 @@ from sentinel.analyze.spans import between
 
 
 def divergence_incidents(loss: pd.Series, spike_spans: list[dict] | None = None,
-                         config: AnalyzeConfig | None = None) -> list[Incident]:
+                         config: AnalyzeConfig | None = None, epochs: bool = False) -> list[Incident]:
     """One critical incident per diverged stretch, starting at the detector's onset; and one
     critical ``loss_spike`` when the log ends inside an elevated stretch younger than the
     detector's patience that no spike in ``spike_spans`` covers (see :func:`_unfinished_rise`).
+    ``epochs``: each value is an epoch's mean (judged over five epochs, not 200 steps).
 
     Non-finite values are the non-finite rule's business: pass finite values only. A divergence
     is never resolved, even when the loss came back later (``came_back`` says so): the loss
@@ -29,7 +30,7 @@ def divergence_incidents(loss: pd.Series, spike_spans: list[dict] | None = None,
     """
     if loss.empty:
         return []
-    frame = detect_divergence(loss)
+    frame = detect_divergence(loss, epochs=epochs)
     diverged = frame[frame["diverged"].to_numpy(dtype=bool)]
     incidents = []
     last = int(loss.index[-1])
