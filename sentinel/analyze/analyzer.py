@@ -181,7 +181,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
     else:
         # A loss an epoch's mean (a row per epoch, or Lightning's train_loss_epoch at steps): its
         # rows are few and smooth, and the guard's warm-up of 20 values was most of a 30-epoch run.
-        epoch_means = per_epoch or is_epoch_mean(_loss_name(run.meta))
+        epoch_means = per_epoch or is_epoch_mean(_loss_name(run.meta)) or _once_an_epoch(steps, loss)
         loss_config = replace(config, warmup=_EPOCH_WARMUP) if epoch_means and config.warmup is None else config
         warmup = warmup_steps(loss_config)
         if len(loss) <= warmup:
@@ -254,6 +254,17 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
 # The spike detector's warm-up, in values, for a loss of epoch means (see analyze_run): the outlier
 # test's spread is measured on four differences from there on.
 _EPOCH_WARMUP = 5
+
+
+def _once_an_epoch(steps: pd.DataFrame, loss: pd.Series) -> bool:
+    """The loss was logged once an epoch, at steps more than one apart: each row in the next epoch
+    of the ``epoch`` column (Lightning's ``self.log(..., on_step=False, on_epoch=True)``: the
+    epoch's mean at its last step, named as the step's loss would be)."""
+    if "epoch" not in steps.columns or len(loss) < _EPOCH_WARMUP:
+        return False
+    epochs = steps["epoch"].reindex(loss.index).to_numpy(dtype="float64")
+    return bool(np.isfinite(epochs).all() and (np.diff(epochs) == 1).all()
+                and (np.diff(loss.index.to_numpy()) > 1).all())
 
 
 def _loss_name(meta: dict | None) -> str:
