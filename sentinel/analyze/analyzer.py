@@ -260,11 +260,15 @@ def _once_an_epoch(steps: pd.DataFrame, loss: pd.Series) -> bool:
     """The loss was logged once an epoch, at steps more than one apart: each row in the next epoch
     of the ``epoch`` column (Lightning's ``self.log(..., on_step=False, on_epoch=True)``: the
     epoch's mean at its last step, named as the step's loss would be)."""
-    if "epoch" not in steps.columns or len(loss) < _EPOCH_WARMUP:
+    if "epoch" not in steps.columns or not _EPOCH_WARMUP <= len(loss) <= _MOST_EPOCHS:
+        return False  # (a million rows are no epochs: not reindexed for nothing)
+    if not (np.diff(loss.index.to_numpy()) > 1).all():
         return False
     epochs = steps["epoch"].reindex(loss.index).to_numpy(dtype="float64")
-    return bool(np.isfinite(epochs).all() and (np.diff(epochs) == 1).all()
-                and (np.diff(loss.index.to_numpy()) > 1).all())
+    return bool(np.isfinite(epochs).all() and (np.diff(epochs) == 1).all())
+
+
+_MOST_EPOCHS = 100_000
 
 
 def _loss_name(meta: dict | None) -> str:
