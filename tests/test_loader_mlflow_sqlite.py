@@ -130,3 +130,21 @@ def test_a_run_resumed_into_the_same_mlflow_file_store_run(tmp_path):
     (stretch,) = run.abandoned
     assert (stretch.resumed_at, stretch.first, stretch.last) == (61, 61, 99)
     assert analyze_run(run).verdict.value == "recovered"
+
+
+def test_metrics_logged_without_a_step_are_numbered_in_time_order(tmp_path):
+    """``mlflow.log_metric("train/loss", v)`` without a step writes every record at step 0: one
+    value of 300 was read ('healthy'). They are numbered in the order written, with a warning."""
+    run_dir = tmp_path / "mlruns" / "1" / "0a1b2c3d4e"
+    (run_dir / "metrics" / "train").mkdir(parents=True)
+    (run_dir / "meta.yaml").write_text("run_id: 0a1b2c3d4e\nexperiment_id: '1'\nstatus: 3\n", encoding="utf-8")
+    losses = [9.0 if i in (200, 201) else 2 + 2 * math.exp(-i / 60) for i in range(300)]
+    (run_dir / "metrics" / "train" / "loss").write_text(
+        "".join(f"{1_700_000_000_000 + i * 1000} {v} 0\n" for i, v in enumerate(losses)), encoding="utf-8")
+    (run_dir / "metrics" / "lr").write_text(
+        "".join(f"{1_700_000_000_000 + i * 1000} 0.0003 0\n" for i in range(300)), encoding="utf-8")
+    (run,) = discover_runs(tmp_path / "mlruns")
+    assert run.steps.index.tolist() == list(range(1, 301)) and run.steps["loss"].tolist() == losses
+    assert any("train/loss (300 records at 1 step(s))" in w for w in run.warnings)
+    (spike,) = [i for i in analyze_run(run).incidents if i.kind == "loss_spike"]
+    assert (spike.step, spike.end_step) == (201, 202)

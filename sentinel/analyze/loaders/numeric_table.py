@@ -26,6 +26,7 @@ import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.loaders import ROWS_NUMBERED, AbandonedHistory, epoch_unit
+from sentinel.analyze.loaders.shared_steps import number_shared_steps
 from sentinel.analyze.loaders.went_back import fall_backs, replaced_stretches, survivors
 from sentinel.analyze.loaders.keys import (
     MAX_COLUMNS,
@@ -420,6 +421,7 @@ def timed_series(timed: dict[str, pd.DataFrame], loss_col: str | None, where: st
         ([3.0, 2.0, 1.9, 1.8], [(3, 3, 4)])
     """
     loss_key = loss_column(list(timed), loss_col)[0]
+    timed = _numbered_where_shared(timed, loss_key, warnings)
     resumes: list[tuple[float, int]] = []  # each later history's (time, first step)
     abandoned: list[AbandonedHistory] = []
     if loss_key is not None:
@@ -437,6 +439,18 @@ def timed_series(timed: dict[str, pd.DataFrame], loss_col: str | None, where: st
     kept = {key: _replaced_by(records, resumes) for key, records in timed.items()}
     frame = metric_series_frame(_last_per_step(kept), loss_col, where, warnings, what, require_loss=require_loss)
     return frame, abandoned
+
+
+def _numbered_where_shared(timed: dict[str, pd.DataFrame], loss_key: str | None,
+                           warnings: list[str]) -> dict[str, pd.DataFrame]:
+    """``timed`` with the records of a key that share their steps (``mlflow.log_metric(key, v)``
+    without a step: all at step 0) numbered in time order (:func:`number_shared_steps`)."""
+    written = {key: (records["step"].to_numpy(dtype="int64"), records["value"].to_numpy())
+               for key, records in timed.items()}
+    steps_before = {key: steps for key, (steps, _) in written.items()}
+    number_shared_steps(written, loss_key, warnings)
+    return {key: (records if written[key][0] is steps_before[key] else records.assign(step=written[key][0]))
+            for key, records in timed.items()}
 
 
 def _replaced_by(records: pd.DataFrame, resumes: list[tuple[float, int]], until: float | None = None,

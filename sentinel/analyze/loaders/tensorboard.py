@@ -25,6 +25,7 @@ from sentinel.analyze.loaders import ADD_SCALARS_DIRS, LOGGED_NAN, STEP_UNIT, Ab
 from sentinel.analyze.loaders.keys import (LOSS_ALIASES, canonical_key, infer_loss_column, inferred_loss_note,
                                           loss_components)
 from sentinel.analyze.loaders.samples_steps import as_optimizer_steps
+from sentinel.analyze.loaders.shared_steps import number_shared_steps
 from sentinel.analyze.loaders.tfrecord import read_scalars
 from sentinel.analyze.loaders.went_back import fall_backs, replaced_stretches, survivors
 
@@ -232,7 +233,7 @@ def _load_files(name: str, where: Path, files: list[Path], options: LoadOptions,
         steps = np.concatenate([p[0] for p in pairs]) if len(pairs) > 1 else pairs[0][0]
         values = np.concatenate([p[1] for p in pairs]) if len(pairs) > 1 else pairs[0][1]
         written[key] = steps, values
-    _number_shared_steps(written, {key: tag for tag, key in keys.items()}, warnings)
+    number_shared_steps(written, metrics.LOSS, warnings, {key: tag for tag, key in keys.items()})
     abandoned = _went_back(written)
     columns = {key: _last_per_step(steps, values) for key, (steps, values) in written.items()}
     parts = loss_components(list(by_tag)) if metrics.LOSS not in columns else []
@@ -265,58 +266,6 @@ def _load_files(name: str, where: Path, files: list[Path], options: LoadOptions,
 
 # DeepSpeed's engine writes its own events at the samples seen, not the optimizer step.
 _SAMPLES_PREFIX = "Train/Samples/"
-
-
-def _number_shared_steps(written: dict[str, tuple[np.ndarray, np.ndarray]], tags: dict[str, str],
-                         warnings: list[str]) -> None:
-    """Number in write order (1, 2, 3, ...) the records of each key that share their steps: all
-    at one step (``add_scalar(tag, value)`` without a global_step puts every record at step 0), or
-    ten or more a step on average, in order (a batch's loss logged at its epoch). One value per step was read:
-    500 losses were 1, "healthy". Steps that go back (a resume) are left to :func:`_went_back`.
-
-    Example:
-        >>> written = {"loss": (np.zeros(5, dtype=np.int64), np.array([3.0, 2.0, 9.0, 1.5, 1.4]))}
-        >>> _number_shared_steps(written, {"loss": "loss"}, w := []); written["loss"][0].tolist()
-        [1, 2, 3, 4, 5]
-    """
-    numbered, shared = [], {}
-    distinct: dict[int, int | None] = {}  # by the steps array's id: tags of one file share it
-    for key, (steps, values) in written.items():
-        if len(steps) < _SHARED_STEPS_RECORDS:
-            continue
-        if id(steps) not in distinct:
-            rises = steps[1:] > steps[:-1]
-            in_order = not rises.all() and bool((steps[1:] >= steps[:-1]).all())  # not a step each, nor going back
-            distinct[id(steps)] = int(rises.sum()) + 1 if in_order else None
-        count = distinct[id(steps)]
-        if count is None or (count > 1 and count * _SHARED_STEP_RECORDS > len(steps)):
-            continue  # a step each, steps that go back, a step written twice, a few micro-batches a step
-        shared[key] = steps
-        written[key] = np.arange(1, len(steps) + 1, dtype=np.int64), values
-        numbered.append(f"{tags.get(key, key)} ({len(steps)} records at {count} step(s))")
-    if not numbered:
-        return
-    warnings.append(f"records that share their steps (written without a global_step, or several a step): "
-                    f"{', '.join(numbered)}: numbered 1, 2, 3, ... in write order")
-    if metrics.LOSS not in shared:
-        return
-    # The other keys logged once a step (a validation loss at each epoch the batches were logged
-    # at) go to the loss's last record of that step.
-    original = shared[metrics.LOSS]
-    last = np.flatnonzero(np.r_[original[1:] != original[:-1], True])  # each step's last record
-    for key, (steps, values) in written.items():
-        if key in shared or not len(steps):
-            continue
-        at = np.searchsorted(original[last], steps)
-        if bool((at < len(last)).all()) and bool((original[last][np.minimum(at, len(last) - 1)] == steps).all()):
-            written[key] = last[at] + 1, values
-
-
-# Records of a tag, at least, for shared steps to be numbered (a tag written twice is no series),
-# and records a step on average: a few a step are micro-batches of one optimizer step (the last
-# read, the steps kept), many are a loop's batches under its epoch, or no step at all.
-_SHARED_STEPS_RECORDS = 5
-_SHARED_STEP_RECORDS = 10
 
 
 def _per_epoch(keys: dict[str, str], columns: dict[str, tuple[np.ndarray, np.ndarray]]) -> bool:
