@@ -2593,3 +2593,18 @@ def test_a_dataframe_printed_by_pandas_is_read_as_its_table(tmp_path):
         (tmp_path / "part.txt").write_text(str(df.rename(columns={"epoch": "e"})) + "\n")
     (run,) = discover_runs(tmp_path / "part.txt")
     assert len(run.steps) == 10 and "part.txt: the table printed shows 10 of its 60 rows" in run.warnings[0]
+
+
+def test_a_smooth_loss_printed_with_four_decimals_is_not_stuck(tmp_path):
+    """A loss moving by less than its last printed digit a step (2.0035, then 2.0034 for nine
+    steps, then 2.0033) was 'loss exactly 2.0034 at 9 logged steps in a row: the weights are not
+    changing'. A stretch one unit of the last digit from the rows around it is rounding."""
+    path = _write(tmp_path / "train.log", [f"step {s} | loss {2 + 1 / s:.4f}" for s in range(1, 301)])
+    (run,) = discover_runs(path)
+    assert stuck_loss_incidents(run.steps["loss"]) == [] and analyze_run(run).verdict.value == "healthy"
+    # a placeholder printed at full precision between real values is still stuck
+    lines = [f"step {s} | loss {2 + 1 / s:.4f}" for s in range(1, 101)] + \
+            [f"step {s} | loss 10.8259" for s in range(101, 121)] + [f"step {s} | loss {2 + 1 / s:.4f}" for s in range(121, 200)]
+    (run,) = discover_runs(_write(tmp_path / "placeholder.log", lines))
+    (stuck,) = stuck_loss_incidents(run.steps["loss"])
+    assert (stuck.step, stuck.end_step) == (101, 120)

@@ -9,7 +9,9 @@ loss of exactly ``0`` because every label is masked).
 
 A slowly moving running mean printed with few digits can repeat too (a progress bar's epoch
 mean late in an epoch: ``loss: 0.0123``), so a stretch counts only where the value is exactly
-``0``, below 0, or printed with at least :data:`MIN_DIGITS` significant digits. A loss of 0 counts
+``0``, below 0, or printed with at least :data:`MIN_DIGITS` significant digits, and not where the
+rows around it are one unit of its last digit from it (a smooth curve's rounding: 2.0035, then
+2.0034 for nine steps, then 2.0033). A loss of 0 counts
 where it starts the log or is reached in one jump (from above :data:`ZERO_JUMP_FROM`): a model
 that fits its data exactly (a toy regression) comes down to 0 through ever smaller values. In a
 reinforcement-learning run (one that logs a reward or a KL term: GRPO, PPO) a loss of 0 is what
@@ -100,7 +102,8 @@ def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS, zero_counts:
     starts, ends = bounds[::2], bounds[1::2]  # rows starts[k]..ends[k] hold one value
     length = ends - starts + 1
     counted = [k for k in np.flatnonzero(length >= min_rows)
-               if _counts(float(values[starts[k]]), float(values[starts[k] - 1]) if starts[k] else None, zero_counts)]
+               if _counts(float(values[starts[k]]), float(values[starts[k] - 1]) if starts[k] else None, zero_counts)
+               and not _rounding_plateau(values, int(starts[k]), int(ends[k]))]
     if not counted:
         return []
     k = max(counted, key=lambda j: length[j])
@@ -124,6 +127,34 @@ def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS, zero_counts:
                f"({int(steps[first])}-{int(steps[last])}): {why}{after}")
     return [Incident(IncidentKind.LOSS_STUCK, int(steps[first]), int(steps[last]), Severity.WARNING, message,
                      {"value": value, "rows": last - first + 1, "stretches": len(counted), "resolved": resolved})]
+
+
+def _rounding_plateau(values: np.ndarray, first: int, last: int) -> bool:
+    """Rows ``first..last`` hold one value that the rows around it differ from by one unit of its
+    last printed digit at most: a slowly moving loss (a running mean, a smooth curve late in
+    training) printed with four decimals shows 2.0035, then 2.0034 for nine steps, then 2.0033.
+    Nothing stuck there; a placeholder is jumped into and out of.
+
+    Example:
+        >>> _rounding_plateau(np.array([2.0035] + [2.0034] * 9 + [2.0033]), 1, 9)
+        True
+        >>> _rounding_plateau(np.array([2.31] + [10.825932] * 9 + [2.30]), 1, 9)
+        False
+        >>> _rounding_plateau(np.array([0.9882] + [0.0] * 9), 1, 9), _rounding_plateau(np.array([1.0001] + [1.0] * 9), 1, 9)
+        (False, True)
+    """
+    value = float(values[first])
+    neighbours = [float(values[i]) for i in (first - 1, last + 1) if 0 <= i < len(values)]
+    if not neighbours:
+        return False
+    # The last printed digit: the finest of the three values (1.0 printed as 1.0000 beside 1.0001).
+    unit = min(_printed_unit(x) for x in (value, *neighbours))
+    return all(abs(n - value) <= 1.5 * unit for n in neighbours)
+
+
+def _printed_unit(x: float) -> float:
+    """One unit of the last decimal ``x`` needs (10 decimals at most)."""
+    return next((10.0 ** -d for d in range(11) if abs(round(x, d) - x) <= 1e-12 * max(1.0, abs(x))), 1e-10)
 
 
 # A loss whose level (the median of the last COLLAPSE_LEVEL_ROWS logged values, so a spike's
