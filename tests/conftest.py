@@ -84,6 +84,37 @@ def tiny_task():
     return PoisonableData, TinyNet, mse, batches_at
 
 
+@pytest.fixture
+def linear_fit():
+    """A tiny Lightning regression to log from: ``fit(trainer, on_loss, lr, noise=0.0)`` trains a
+    ``Linear(8, 1)`` on 640 seeded points (20 batches of 32 an epoch) with SGD; ``on_loss(module,
+    loss)`` logs what a test needs and returns the loss to train on."""
+    import lightning as L
+    from torch.utils.data import DataLoader, TensorDataset
+
+    def fit(trainer, on_loss, lr: float = 0.05, noise: float = 0.0, ckpt_path: str | None = None) -> None:
+        torch.manual_seed(0)
+        x = torch.randn(640, 8)
+        y = x @ torch.randn(8, 1)
+        if noise:
+            y = y + noise * torch.randn(640, 1)
+
+        class Model(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.net = nn.Linear(8, 1)
+
+            def training_step(self, batch, _):
+                return on_loss(self, nn.functional.mse_loss(self.net(batch[0]), batch[1]))
+
+            def configure_optimizers(self):
+                return torch.optim.SGD(self.parameters(), lr=lr)
+
+        trainer.fit(Model(), DataLoader(TensorDataset(x, y), batch_size=32), ckpt_path=ckpt_path)
+
+    return fit
+
+
 # One intra-op thread: tiny models gain nothing from more, and on a loaded 2-core machine
 # two threads per process make each op wait for a core (measured ~100x slower under load).
 torch.set_num_threads(1)

@@ -13,43 +13,29 @@ from sentinel.analyze.loaders import RunData
 from sentinel.analyze.resumed_versions import join_resumed_versions
 
 
-def _fit(root, epochs: int, blow_after: int | None = None, ckpt: str | None = None, every: int = 1) -> None:
+def _fit(linear_fit, root, epochs: int, blow_after: int | None = None, ckpt: str | None = None,
+         every: int = 1) -> None:
     """A tiny Lightning fit (20 steps an epoch) logging to CSV under root/exp, checkpoints under
     root/ckpt; ``blow_after``: the loss scaled x20 from that global step on (the weights diverge)."""
     import lightning as L
-    import torch
     from lightning.pytorch.callbacks import ModelCheckpoint
     from lightning.pytorch.loggers import CSVLogger
-    from torch.utils.data import DataLoader, TensorDataset
 
-    torch.manual_seed(0)
-    x = torch.randn(640, 8)
-    y = x @ torch.randn(8, 1)
-
-    class Model(L.LightningModule):
-        def __init__(self):
-            super().__init__()
-            self.net = torch.nn.Linear(8, 1)
-
-        def training_step(self, batch, _):
-            loss = torch.nn.functional.mse_loss(self.net(batch[0]), batch[1])
-            if blow_after is not None and self.global_step >= blow_after:
-                loss = loss * 20
-            self.log("train_loss", loss)
-            return loss
-
-        def configure_optimizers(self):
-            return torch.optim.SGD(self.parameters(), lr=0.05)
+    def on_loss(module, loss):
+        if blow_after is not None and module.global_step >= blow_after:
+            loss = loss * 20
+        module.log("train_loss", loss)
+        return loss
 
     trainer = L.Trainer(max_epochs=epochs, logger=CSVLogger(str(root), name="exp"), log_every_n_steps=every,
                         enable_progress_bar=False, enable_model_summary=False, enable_checkpointing=True,
                         callbacks=[ModelCheckpoint(dirpath=str(root / "ckpt"), save_top_k=-1, every_n_epochs=1)])
-    trainer.fit(Model(), DataLoader(TensorDataset(x, y), batch_size=32), ckpt_path=ckpt)
+    linear_fit(trainer, on_loss, ckpt_path=ckpt)
 
 
-def test_a_fit_resumed_from_an_earlier_checkpoint_is_one_run_with_the_blow_up_replaced(tmp_path):
-    _fit(tmp_path, epochs=8, blow_after=110)  # diverges in epoch 5, after the step-100 checkpoint
-    _fit(tmp_path, epochs=12, ckpt=str(tmp_path / "ckpt" / "epoch=4-step=100.ckpt"))
+def test_a_fit_resumed_from_an_earlier_checkpoint_is_one_run_with_the_blow_up_replaced(tmp_path, linear_fit):
+    _fit(linear_fit, tmp_path, epochs=8, blow_after=110)  # diverges in epoch 5, after the step-100 checkpoint
+    _fit(linear_fit, tmp_path, epochs=12, ckpt=str(tmp_path / "ckpt" / "epoch=4-step=100.ckpt"))
     (run,) = discover_runs(tmp_path / "exp")
     assert run.name == "version_0" and run.steps.index.tolist() == list(range(240))
     assert any("version_1/metrics.csv is this training resumed from a checkpoint at step 100" in w
@@ -63,9 +49,9 @@ def test_a_fit_resumed_from_an_earlier_checkpoint_is_one_run_with_the_blow_up_re
     assert len(restart) == 1 and replaced and all(i.step >= 100 for i in replaced)
 
 
-def test_fits_that_start_afresh_stay_runs_of_their_own(tmp_path):
-    _fit(tmp_path, epochs=3)
-    _fit(tmp_path, epochs=3, every=5)  # another fit logging less often: its first step is 4
+def test_fits_that_start_afresh_stay_runs_of_their_own(tmp_path, linear_fit):
+    _fit(linear_fit, tmp_path, epochs=3)
+    _fit(linear_fit, tmp_path, epochs=3, every=5)  # another fit logging less often: its first step is 4
     runs = discover_runs(tmp_path / "exp")
     assert [r.name for r in runs] == ["version_0", "version_1"]
 
