@@ -179,7 +179,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
                         "other, so the generator's loss (read as the loss) is not judged for rises, spikes "
                         "or plateaus; non-finite values are")
     else:
-        # A loss an epoch's mean (a row per epoch, or Lightning's train_loss_epoch at steps): its
+        # A loss of epoch means (a row per epoch, Lightning's train_loss_epoch at steps): its
         # rows are few and smooth, and the guard's warm-up of 20 values was most of a 30-epoch run.
         epoch_means = per_epoch or is_epoch_mean(_loss_name(run.meta)) or _once_an_epoch(steps, loss)
         loss_config = replace(config, warmup=_EPOCH_WARMUP) if epoch_means and config.warmup is None else config
