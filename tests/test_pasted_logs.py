@@ -2608,3 +2608,23 @@ def test_a_smooth_loss_printed_with_four_decimals_is_not_stuck(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "placeholder.log", lines))
     (stuck,) = stuck_loss_incidents(run.steps["loss"])
     assert (stuck.step, stuck.end_step) == (101, 120)
+
+
+def test_a_tables_step_that_counts_inside_each_epoch_goes_on_across_epochs(tmp_path):
+    """'epoch,step,loss' with the step from 0 again each epoch: read as the step, the five
+    epochs fell onto steps 0-99 (100 rows of 500, the spike at row 301 gone: 'healthy, no
+    incidents'). The step is read across epochs, as the text reader reads mmengine's."""
+    rows, n = ["epoch,step,loss"], 0
+    for epoch in range(5):
+        for step in range(100):
+            n += 1
+            rows.append(f"{epoch},{step},{9.0 if n == 301 else 2 + 2 * np.exp(-n / 100):.4f}")
+    (run,) = discover_runs(_write(tmp_path / "log.csv", rows))
+    assert run.steps.index.tolist() == list(range(500))
+    assert "log.csv: 'step' counts inside each 'epoch'" in " ".join(run.warnings)
+    (blip,) = [i for i in analyze_run(run).incidents if i.kind in ("loss_spike", "outlier_batch")]
+    assert blip.step == 300
+    # a step that goes on across epochs is read as it is
+    rows = ["epoch,step,loss"] + [f"{s // 100},{s},{2 + 2 * np.exp(-s / 100):.4f}" for s in range(500)]
+    (run,) = discover_runs(_write(tmp_path / "global.csv", rows))
+    assert run.steps.index.tolist() == list(range(500)) and not any("counts inside" in w for w in run.warnings)

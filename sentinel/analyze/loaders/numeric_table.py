@@ -26,6 +26,7 @@ import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.loaders import ROWS_NUMBERED, AbandonedHistory, epoch_unit
+from sentinel.analyze.loaders.epoch_counts import steps_across_epochs
 from sentinel.analyze.loaders.shared_steps import number_shared_steps
 from sentinel.analyze.loaders.went_back import fall_backs, replaced_stretches, survivors
 from sentinel.analyze.loaders.keys import (
@@ -589,6 +590,8 @@ def table_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warning
         renamed[key] = values
     numbered = _rows_of_epochs(step, renamed[metrics.LOSS], table, loss_col, rows, step_col, path, warnings) \
         if batch_rows else None
+    if numbered is None:
+        step = _count_across_epochs(step, table, columns, step_col, rows, path, warnings)
     frame = pd.DataFrame(renamed, index=pd.Index(step if numbered is None else numbered, name=metrics.STEP), copy=False)
     if abandoned is not None:
         frame = went_back_rows(frame, abandoned)
@@ -597,6 +600,23 @@ def table_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warning
         frame.attrs[ROWS_NUMBERED] = True
     return frame
 
+
+
+def _count_across_epochs(step: np.ndarray, table: pd.DataFrame, columns: list, step_col: str, rows, path,
+                         warnings: list[str]) -> np.ndarray:
+    """``step``, or where it counts inside each epoch of an ``epoch`` column (``epoch, step, loss``
+    with the step from 0 again each epoch) the step across epochs, with a warning
+    (:func:`~sentinel.analyze.loaders.epoch_counts.steps_across_epochs`)."""
+    epoch_col = next((c for c in columns if c != step_col and str(c).strip().lower() in ("epoch", "epochs")), None)
+    if epoch_col is None or not len(step):
+        return step
+    epochs = rows(pd.to_numeric(table[epoch_col], errors="coerce").to_numpy(dtype="float64", na_value=np.nan))
+    found = steps_across_epochs(step, epochs)
+    if found is None:
+        return step
+    warnings.append(f"{Path(path).name}: {step_col!r} counts inside each {epoch_col!r} (from its start again as the "
+                    f"epoch moves on): read as the step across epochs, {found[1]} an epoch")
+    return found[0]
 
 
 def _rows_of_epochs(step: np.ndarray, loss: np.ndarray, table: pd.DataFrame, loss_col: str, rows, step_col: str,

@@ -78,6 +78,7 @@ from sentinel.analyze.loaders.dialect_types import HEAD_ROLES, Dialect, Shape
 from sentinel.analyze.loaders.field_lists import SHOWN, field_bodies
 from sentinel.analyze.loaders.keys import STEP_LIMIT
 from sentinel.analyze.loaders.launcher_ranks import one_rank
+from sentinel.analyze.loaders.epoch_counts import epoch_length as _epoch_length
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.pattern_prefix import literal_first
 from sentinel.analyze.loaders.record_fields import (KEY, NAN_PREFIX, NUMBER_SYNTAX, check_heads, metric_name,
@@ -1303,22 +1304,6 @@ def _counts_globally(epoch: np.ndarray, iters: np.ndarray, pos: np.ndarray, know
     if not len(changes):
         return not known_length
     return bool((i[changes + 1] > i[changes]).all())  # a global count moves on at every change
-
-
-def _epoch_length(iters: np.ndarray) -> float:
-    """Iterations in an epoch when the log does not say: the largest count logged, plus one
-    logging interval when counts start below one interval (from 0: the last one logged is not
-    the epoch's end).
-
-    Example:
-        >>> _epoch_length(np.array([100., 200., 300., 100.])), _epoch_length(np.array([0., 100., 200., 0.]))
-        (300.0, 300.0)
-    """
-    finite = np.unique(iters[~np.isnan(iters)])
-    if not len(finite):
-        return math.nan
-    gap = float(np.median(np.diff(finite))) if len(finite) > 1 else 1.0
-    return float(finite[-1] + (gap if finite[0] < gap else 0.0))
 
 
 def _concat(tables: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:

@@ -1,0 +1,54 @@
+"""A count that starts again in each epoch, made a step that goes on across epochs.
+
+mmengine and MMDetection print the iteration inside the epoch, Keras its batch, and many loops
+write ``epoch, step, loss`` with the step counting from 0 again each epoch. Read as the step, the
+epochs fall onto one another: each step number keeps the last epoch's value (a table of 500 rows
+read as 100, the spike at row 301 gone). The global step is the epoch (from its first) times the
+epoch's length, plus the count.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def epoch_length(iters: np.ndarray) -> float:
+    """Iterations in an epoch when the log does not say: the largest count logged, plus one
+    logging interval when counts start below one interval (from 0: the last one logged is not
+    the epoch's end).
+
+    Example:
+        >>> epoch_length(np.array([100., 200., 300., 100.])), epoch_length(np.array([0., 100., 200., 0.]))
+        (300.0, 300.0)
+    """
+    finite = np.unique(iters[~np.isnan(iters)])
+    if not len(finite):
+        return math.nan
+    gap = float(np.median(np.diff(finite))) if len(finite) > 1 else 1.0
+    return float(finite[-1] + (gap if finite[0] < gap else 0.0))
+
+
+def steps_across_epochs(step: np.ndarray, epoch: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """``(global steps, epoch length)`` where ``step`` (in row order) starts again at each move of
+    ``epoch`` and at no other row (epochs in order, each move a fall of the count); None otherwise
+    (a step that goes on across epochs, a resume that goes back).
+
+    Example:
+        >>> steps_across_epochs(np.array([0, 1, 2, 0, 1, 2]), np.array([0, 0, 0, 1, 1, 1]))[0].tolist()
+        [0, 1, 2, 3, 4, 5]
+        >>> steps_across_epochs(np.array([0, 1, 2, 3, 4, 5]), np.array([0, 0, 0, 1, 1, 1])) is None
+        True
+    """
+    epoch = epoch.astype("float64", copy=False)
+    if len(step) < 3 or not np.isfinite(epoch).all() or not (np.diff(epoch) >= 0).all():
+        return None
+    falls = np.flatnonzero(step[1:] < step[:-1])
+    moves = np.flatnonzero(epoch[1:] > epoch[:-1])
+    if not len(falls) or len(falls) != len(moves) or not np.array_equal(falls, moves):
+        return None
+    length = epoch_length(step.astype("float64"))
+    if not length > 0:
+        return None
+    return (np.round((epoch - epoch[0]) * length).astype(np.int64) + step.astype(np.int64)), int(length)
