@@ -548,3 +548,24 @@ def test_a_step_written_twice_and_micro_batches_keep_their_steps(tmp_path, per_s
     writer.close()
     (run,) = tensorboard.load(tmp_path / "run")
     assert run.steps.index.tolist() == list(range(1, 101)) and not any("numbered" in w for w in run.warnings)
+
+
+def test_a_batch_index_written_as_the_global_step_is_read_across_epochs(tmp_path):
+    """writer.add_scalar('Loss/train', loss, i) with i the batch inside the epoch: each epoch fell
+    onto the one before (100 losses of 500 read, the spike at the 301st gone: 'healthy'). One
+    file whose steps fall back to their first again and again is read across its epochs."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    from sentinel.analyze.analyzer import analyze_run
+
+    writer, n = SummaryWriter(str(tmp_path / "run")), 0
+    for epoch in range(5):
+        for i in range(100):
+            n += 1
+            writer.add_scalar("Loss/train", 9.0 if n == 301 else 2 + 2 * np.exp(-n / 100), i)
+    writer.close()
+    (run,) = tensorboard.load(tmp_path / "run")
+    assert run.steps.index.tolist() == list(range(500)) and run.steps["loss"].iloc[300] == 9.0
+    assert "Loss/train (100 an epoch): read across epochs" in run.warnings[-1]
+    (blip,) = [i for i in analyze_run(run).incidents if i.kind in ("loss_spike", "outlier_batch")]
+    assert blip.step == 300

@@ -52,3 +52,27 @@ def steps_across_epochs(step: np.ndarray, epoch: np.ndarray) -> tuple[np.ndarray
     if not length > 0:
         return None
     return (np.round((epoch - epoch[0]) * length).astype(np.int64) + step.astype(np.int64)), int(length)
+
+
+def count_wraps(step: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """:func:`steps_across_epochs` where no column names the epoch: ``step`` (in write order) falls
+    back to its first value two times or more, each epoch but the last as long as the first (a
+    batch index passed as TensorBoard's global_step: ``add_scalar("loss", v, i)`` in the inner
+    loop). One fall is a training started again or resumed, not this.
+
+    Example:
+        >>> count_wraps(np.array([0, 1, 2, 0, 1, 2, 0, 1]))[0].tolist()
+        [0, 1, 2, 3, 4, 5, 6, 7]
+        >>> count_wraps(np.array([0, 1, 2, 3, 0, 1, 2, 3])) is None
+        True
+    """
+    falls = np.flatnonzero(step[1:] < step[:-1])
+    if len(falls) < 2 or not (step[falls + 1] == step[0]).all():
+        return None
+    ends = np.r_[falls, len(step) - 1]
+    highest = np.maximum.reduceat(step, np.r_[0, falls + 1])
+    if not (highest[:-1] == highest[0]).all() or highest[-1] > highest[0] or not (step[ends[:-1]] == highest[0]).all():
+        return None
+    epoch = np.zeros(len(step))
+    epoch[falls + 1] = 1
+    return steps_across_epochs(step, np.cumsum(epoch))

@@ -607,6 +607,8 @@ def _count_across_epochs(step: np.ndarray, table: pd.DataFrame, columns: list, s
     """``step``, or where it counts inside each epoch of an ``epoch`` column (``epoch, step, loss``
     with the step from 0 again each epoch) the step across epochs, with a warning
     (:func:`~sentinel.analyze.loaders.epoch_counts.steps_across_epochs`)."""
+    # (Without an epoch column a step that falls back to its first is a training written again
+    # into the file, as a CSV logger appends: went_back_rows' business, not this.)
     epoch_col = next((c for c in columns if c != step_col and str(c).strip().lower() in ("epoch", "epochs")), None)
     if epoch_col is None or not len(step):
         return step

@@ -24,6 +24,7 @@ from sentinel import metrics
 from sentinel.analyze.loaders import ADD_SCALARS_DIRS, LOGGED_NAN, STEP_UNIT, AbandonedHistory, LoadOptions, RunData
 from sentinel.analyze.loaders.keys import (LOSS_ALIASES, canonical_key, infer_loss_column, inferred_loss_note,
                                           loss_components)
+from sentinel.analyze.loaders.epoch_counts import count_wraps
 from sentinel.analyze.loaders.samples_steps import as_optimizer_steps
 from sentinel.analyze.loaders.shared_steps import number_shared_steps
 from sentinel.analyze.loaders.tfrecord import read_scalars
@@ -234,6 +235,7 @@ def _load_files(name: str, where: Path, files: list[Path], options: LoadOptions,
         values = np.concatenate([p[1] for p in pairs]) if len(pairs) > 1 else pairs[0][1]
         written[key] = steps, values
     number_shared_steps(written, metrics.LOSS, warnings, {key: tag for tag, key in keys.items()})
+    _count_across_wraps(written, {key: tag for tag, key in keys.items() if len(by_tag[tag]) == 1}, warnings)
     abandoned = _went_back(written)
     columns = {key: _last_per_step(steps, values) for key, (steps, values) in written.items()}
     parts = loss_components(list(by_tag)) if metrics.LOSS not in columns else []
@@ -266,6 +268,28 @@ def _load_files(name: str, where: Path, files: list[Path], options: LoadOptions,
 
 # DeepSpeed's engine writes its own events at the samples seen, not the optimizer step.
 _SAMPLES_PREFIX = "Train/Samples/"
+
+
+def _count_across_wraps(written: dict[str, tuple[np.ndarray, np.ndarray]], tags: dict[str, str],
+                        warnings: list[str]) -> None:
+    """Each key of ``tags`` (those one event file holds: launches written again into one folder are
+    a resume's business) whose steps fall back to their first again and again (a batch index
+    written as the global_step: each epoch fell onto the one before, 100 losses of 500 read), read
+    across its epochs (:func:`~sentinel.analyze.loaders.epoch_counts.count_wraps`), with a warning."""
+    counted = []
+    found_for: dict[int, tuple[np.ndarray, int] | None] = {}  # by the steps array's id: tags of one file share it
+    for key, (steps, values) in written.items():
+        if key not in tags:
+            continue
+        if id(steps) not in found_for:
+            found_for[id(steps)] = count_wraps(steps)
+        found = found_for[id(steps)]
+        if found is not None:
+            written[key] = found[0], values
+            counted.append(f"{tags[key]} ({found[1]} an epoch)")
+    if counted:
+        warnings.append(f"steps that start again from the first each epoch (a count inside the epoch written as the "
+                        f"step): {', '.join(counted)}: read across epochs")
 
 
 def _per_epoch(keys: dict[str, str], columns: dict[str, tuple[np.ndarray, np.ndarray]]) -> bool:
