@@ -2628,3 +2628,19 @@ def test_a_tables_step_that_counts_inside_each_epoch_goes_on_across_epochs(tmp_p
     rows = ["epoch,step,loss"] + [f"{s // 100},{s},{2 + 2 * np.exp(-s / 100):.4f}" for s in range(500)]
     (run,) = discover_runs(_write(tmp_path / "global.csv", rows))
     assert run.steps.index.tolist() == list(range(500)) and not any("counts inside" in w for w in run.warnings)
+
+
+def test_a_spaced_table_row_with_an_empty_middle_cell(tmp_path):
+    """A row of the spaced table whose training loss is empty and validation loss printed: its two
+    cells stand two gaps apart. Padded at the end, the validation loss was read as the training
+    loss; the empty cell is where the wide gap is."""
+    lines = ["Step    Training Loss    Validation Loss"]
+    for i in range(1, 31):
+        loss = 0.5 + 2 * np.exp(-i / 15)
+        if i % 10:
+            lines.append(f"{i * 10}    {loss:.6f}")
+        else:
+            lines.append(f"{i * 10}        {loss + 0.1:.6f}")  # no training loss logged at this step
+    (run,) = discover_runs(_write(tmp_path / "paste.txt", lines))
+    assert run.source == "space_table" and np.isnan(run.steps.loc[100, "loss"])
+    assert run.steps["validation loss"].dropna().index.tolist() == [100, 200, 300]

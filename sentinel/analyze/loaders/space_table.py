@@ -215,10 +215,16 @@ def _find(lines: list[str], options: LoadOptions):
             return None
         tried.add(tuple(header))
         # indexed, print(df): the header indented over the index, each row led by it (0, 1, 2, ...)
-        rows, bar = _rows(lines[at + 1:], header, header.index(step_col), printed, gapped is not None, indexed)
+        rows, bar = _rows(lines[at + 1:], header, header.index(step_col), printed,
+                          _header_gap(line) if gapped is not None else 0, indexed)
         if len(rows) >= MIN_ROWS and (loss_col is not None or _components(header, bar)):
             return header, rows, step_col, loss_col, bar
     return None
+
+
+def _header_gap(line: str) -> int:
+    """The narrowest gap of two spaces or more between a header's names (a tab counts as one)."""
+    return min((len(m.group(0)) for m in _GAP.finditer(line.strip())), default=2)
 
 
 def _index_name(lines: list[str], at: int) -> str | None:
@@ -231,12 +237,30 @@ def _index_name(lines: list[str], at: int) -> str | None:
     return below[0] if len(below) == 1 and not _is_number(below[0]) else None
 
 
+def _padded(line: str, cells: list[str], width: int, gap: int) -> list[str]:
+    """A row of a table whose cells are ``gap`` spaces apart (or more) that has fewer cells than its
+    header: an empty cell where two cells stand twice that gap apart or more (a column left empty
+    between them), the rest empty at the end (a validation loss not printed at that step).
+
+    Example:
+        >>> _padded("100        1.70", ["100", "1.70"], 3, 4), _padded("10    2.38", ["10", "2.38"], 3, 4)
+        (['100', '', '1.70'], ['10', '2.38', ''])
+    """
+    gaps = [len(m.group(0)) for m in _GAP.finditer(line.strip())]
+    wide = [i for i, run in enumerate(gaps) if run >= 2 * gap]
+    out = list(cells)
+    if len(wide) <= width - len(cells) and len(gaps) == len(cells) - 1:
+        for i in reversed(wide):
+            out.insert(i + 1, "")
+    return out + [""] * (width - len(out))
+
+
 def _rows(lines: list[str], header: list[str], step_at: int, printed: list[str] | None = None,
-          gapped: bool = False, indexed: bool = False) -> tuple[list[list[str]], bool]:
+          gapped: int = 0, indexed: bool = False) -> tuple[list[list[str]], bool]:
     """The rows under each printing of ``header`` (its line's cells as split by spaces:
     ``printed``; a row under another header is another table's), and whether they carry a
-    progress bar. ``gapped``: cells two or more spaces apart, and a row that ends early has its
-    last cells empty (a column printed only at some steps). ``indexed``: a row may be led by one
+    progress bar. ``gapped``: the header's gap, where its cells are two or more spaces apart: a row
+    with fewer cells has them empty where its gaps say, else at its end (:func:`_padded`). ``indexed``: a row may be led by one
     cell more, an integer (a printed DataFrame's index), left out."""
     width = len(header)
     rows: list[list[str]] = []
@@ -245,7 +269,7 @@ def _rows(lines: list[str], header: list[str], step_at: int, printed: list[str] 
     for line in lines:
         cells = _cells(line, gapped)
         if gapped and 1 < len(cells) < width and step_at < len(cells):
-            cells += [""] * (width - len(cells))
+            cells = _padded(line, cells, width, gapped)
         if not cells or _RULE.match(line):  # a header's underline: no row, no other table
             continue
         if cells == header or cells == printed:
