@@ -651,6 +651,9 @@ def _rows_of_epochs(step: np.ndarray, loss: np.ndarray, table: pd.DataFrame, los
     return np.maximum(np.cumsum(logged), 1).astype(np.int64)
 
 
+_HEAD_CELLS = 10_000  # cells of the loss column looked at first for a value (see _logged_loss_column)
+
+
 def _logged_loss_column(table: pd.DataFrame, loss_col: str, path, warnings: list[str]) -> str:
     """``loss_col``, or, where none of its cells holds a value (each empty or ``No log``: the
     Hugging Face Trainer's table when its logging_steps outlast the run) and an evaluation loss
@@ -663,6 +666,9 @@ def _logged_loss_column(table: pd.DataFrame, loss_col: str, path, warnings: list
         ('Validation Loss', 't.txt: no training loss was logged')
     """
     raw = table[loss_col]
+    head = pd.to_numeric(raw.iloc[:_HEAD_CELLS], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+    if np.isfinite(head).any():
+        return loss_col  # a value logged among its first cells (a large table is not parsed twice)
     if pd.api.types.is_numeric_dtype(raw.dtype):
         printed = table.attrs.get(PRINTED_NAN_ROWS)
         if printed is None:
