@@ -60,7 +60,7 @@ from sentinel.analyze.loaders.textscan import clean_text
 
 NAME = "space_table"
 DESCRIPTION = ("tables printed by a training loop, cells apart by spaces (fastai's epoch train_loss, Ultralytics' Epoch box_loss, "
-               "a notebook's Step    Training Loss copied as text)")
+               "a notebook's Step    Training Loss copied as text, a history DataFrame pandas printed)")
 SNIFF_TAKES_OPTIONS = True  # --step-col / --loss-col name columns a sniff counts
 
 MIN_ROWS = 3  # a header and a row or two are a quote, not a run
