@@ -569,3 +569,24 @@ def test_a_batch_index_written_as_the_global_step_is_read_across_epochs(tmp_path
     assert "Loss/train (100 an epoch): read across epochs" in run.warnings[-1]
     (blip,) = [i for i in analyze_run(run).incidents if i.kind in ("loss_spike", "outlier_batch")]
     assert blip.step == 300
+
+
+def test_ultralytics_tensorboard_is_read_in_epochs(tmp_path):
+    """YOLOv8's TensorBoard writes each epoch's mean losses at the epoch's number beside its
+    metrics/mAP50(B): a x3 epoch read as an 'outlier batch' at 'step 60'. It is an epoch, a spike."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    from sentinel.analyze.analyzer import analyze_run
+
+    writer = SummaryWriter(str(tmp_path / "train"))
+    for epoch in range(100):
+        box = (0.05 + 0.05 * np.exp(-epoch / 20)) * (3 if epoch == 60 else 1)
+        for tag, value in (("train/box_loss", box), ("train/cls_loss", box / 2), ("train/dfl_loss", box / 3),
+                           ("metrics/mAP50(B)", 0.5), ("metrics/mAP50-95(B)", 0.3), ("lr/pg0", 0.01)):
+            writer.add_scalar(tag, value, epoch)
+    writer.close()
+    (run,) = tensorboard.load(tmp_path / "train")
+    assert run.meta["step_unit"] == "epoch"
+    report = analyze_run(run)
+    (spike,) = [i for i in report.incidents if i.kind in ("loss_spike", "outlier_batch")]
+    assert (spike.kind, spike.step, report.step_unit) == ("loss_spike", 60, "epoch")

@@ -293,11 +293,14 @@ def _count_across_wraps(written: dict[str, tuple[np.ndarray, np.ndarray]], tags:
 
 
 def _per_epoch(keys: dict[str, str], columns: dict[str, tuple[np.ndarray, np.ndarray]]) -> bool:
-    """Whether the loss read is Keras' ``epoch_loss`` (its TensorBoard callback's mean loss of an
-    epoch, logged at the epoch's number: 0, 1, 2, ...): each value is an epoch's, and a jump is a
-    whole epoch gone wrong, not one batch."""
+    """Whether the loss read is an epoch's, logged at the epoch's number (0, 1, 2, ...): Keras'
+    ``epoch_loss`` (its TensorBoard callback's mean loss of an epoch), or Ultralytics' training
+    losses beside its ``metrics/mAP...`` (YOLOv5 and YOLOv8 write each epoch's means at its
+    number). A jump is a whole epoch gone wrong, not one batch."""
     tag = next((tag for tag, key in keys.items() if key == metrics.LOSS), None)
-    if tag is None or tag.rsplit("/", 1)[-1].strip().lower() != "epoch_loss" or metrics.LOSS not in columns:
+    ultralytics = any(t.startswith("metrics/mAP") for t in keys) and (tag is None or tag.startswith("train/"))
+    if metrics.LOSS not in columns or not (ultralytics or (
+            tag is not None and tag.rsplit("/", 1)[-1].strip().lower() == "epoch_loss")):
         return False
     steps = columns[metrics.LOSS][0]
     return len(steps) > 0 and int(steps[-1]) - int(steps[0]) == len(steps) - 1
