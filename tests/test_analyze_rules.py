@@ -772,3 +772,19 @@ def test_a_training_loss_that_climbs_over_epochs_diverged():
     run.meta["step_unit"] = "epoch"
     (diverged,) = by_kind(analyze_run(run), "divergence")
     assert 15 <= diverged.step <= 19 and diverged.end_step == 30 and "still diverged" in diverged.message
+
+
+def test_a_short_whole_run_is_judged_past_a_fifth_of_its_values():
+    """A loss printed every 10 steps over 300 (30 values) jumped x2.7 at its 17th: inside the
+    guard's warm-up of 20 values, where only a jump past x3 and twice every value before counts,
+    it read 'healthy, no incidents'. A whole run of 21-99 values is judged from a fifth of them on
+    (5 at least); a log no longer than the warm-up, and an excerpt from mid-run, as before."""
+    steps = np.arange(10, 310, 10)
+    loss = 0.9 + 2.3 * np.exp(-steps / 80)
+    loss[16] = 4.257
+    (blip,) = [i for i in analyze_run(run_of({"loss": loss}, index=steps)).incidents
+               if i.kind in ("loss_spike", "outlier_batch")]
+    assert blip.step == 170
+    # the same values from step 30,010 on (an excerpt): judged on big jumps, this one among them
+    excerpt = analyze_run(run_of({"loss": loss}, index=steps + 30_000)).incidents
+    assert [(i.kind, i.step) for i in excerpt] == [("outlier_batch", 30_170)]

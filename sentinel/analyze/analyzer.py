@@ -11,7 +11,7 @@ import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.config import AnalyzeConfig
-from sentinel.analyze.detector import warmup_steps
+from sentinel.analyze.detector import starts_mid_run, warmup_steps
 from sentinel.analyze.discover import READ_ERRORS, NoRunsError, Skipped, debugging, describe_error, discover
 from sentinel.analyze.incident import Incident
 from sentinel.analyze.loaders import LOGGED_NAN, STEP_UNIT, LoadOptions, RunData
@@ -182,7 +182,15 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         # A loss of epoch means (a row per epoch, Lightning's train_loss_epoch at steps): its
         # rows are few and smooth, and the guard's warm-up of 20 values was most of a 30-epoch run.
         epoch_means = per_epoch or is_epoch_mean(_loss_name(run.meta)) or _once_an_epoch(steps, loss)
-        loss_config = replace(config, warmup=_EPOCH_WARMUP) if epoch_means and config.warmup is None else config
+        loss_config = config
+        if config.warmup is None and epoch_means:
+            loss_config = replace(config, warmup=_EPOCH_WARMUP)
+        elif config.warmup is None and warmup_steps(config) < len(loss) < 5 * warmup_steps(config) \
+                and not starts_mid_run(loss, warmup_steps(config)):
+            # A short whole run (a loss every 100 batches, 25 values) spent most of itself in the
+            # warm-up. A log no longer than the warm-up is judged on big jumps throughout, and an
+            # excerpt from mid-run keeps its own rule (big jumps until it has history).
+            loss_config = replace(config, warmup=max(_EPOCH_WARMUP, len(loss) // 5))
         warmup = warmup_steps(loss_config)
         if len(loss) <= warmup:
             warnings.append(f"only {len(loss)} finite loss values, within the spike detector's "

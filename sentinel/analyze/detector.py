@@ -97,7 +97,7 @@ def detect_spikes(series: pd.Series, config: AnalyzeConfig, *, start_jump: float
     cfg = spike_config(config)
     if atol is not None:
         cfg = dataclasses.replace(cfg, atol=atol)
-    mid_run = _starts_mid_run(series, cfg.warmup)
+    mid_run = starts_mid_run(series, cfg.warmup)
     if start_jump is not None and not mid_run:
         cfg = dataclasses.replace(cfg, short_rtol=max(cfg.short_rtol, start_jump))
     if len(series) > cfg.warmup and not mid_run:
@@ -131,7 +131,7 @@ _EARLY_JUMP = 2.0
 _EARLY_ABOVE_ALL = 2.0
 
 
-def _starts_mid_run(series: pd.Series, warmup: int) -> bool:
+def starts_mid_run(series: pd.Series, warmup: int) -> bool:
     """The log's first step lies beyond the run's warm-up at the log's own cadence: its first
     rows are not the run's first steps."""
     steps = series.index
