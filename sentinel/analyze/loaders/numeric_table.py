@@ -554,8 +554,7 @@ def table_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warning
     loss_col = _logged_loss_column(table, loss_col, path, warnings)
     columns = list(table.columns)
     step, keep = step_values(table[step_col], step_col, path, warnings)
-    loss, text = loss_values(table[loss_col])
-    text = table.attrs.get(TEXT_LOSS_ROWS, text)
+    loss, text, printed = _loss_cells_of(table, loss_col)
     if text[keep].any():
         comma = bool(table.attrs.get(DECIMAL_COMMA))
         warnings.append(f"{Path(path).name}: {int(text[keep].sum())} row(s) whose {loss_col!r} is text, "
@@ -588,8 +587,8 @@ def table_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warning
             warnings.append(f"column {col!r} clashes with another of the same name: skipped")
             continue
         renamed[key] = values
-    numbered = _rows_of_epochs(step, renamed[metrics.LOSS], table, loss_col, rows, step_col, path, warnings) \
-        if batch_rows else None
+    numbered = _rows_of_epochs(step, renamed[metrics.LOSS], None if printed is None else rows(printed), step_col,
+                               path, warnings) if batch_rows else None
     if numbered is None:
         step = _count_across_epochs(step, table, columns, step_col, rows, path, warnings)
     frame = pd.DataFrame(renamed, index=pd.Index(step if numbered is None else numbered, name=metrics.STEP), copy=False)
@@ -600,6 +599,17 @@ def table_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warning
         frame.attrs[ROWS_NUMBERED] = True
     return frame
 
+
+def _loss_cells_of(table: pd.DataFrame, loss_col: str) -> tuple[pd.Series, np.ndarray, np.ndarray | None]:
+    """:func:`loss_cells` of a table's loss column, with the masks the chunked CSV reader left
+    where it parsed the column already (:data:`TEXT_LOSS_ROWS`, :data:`PRINTED_NAN_ROWS`); the
+    printed-NaN mask is None where a float column's empty cells and printed ``nan`` read alike."""
+    raw = table[loss_col]
+    if pd.api.types.is_numeric_dtype(raw.dtype):
+        values, text, printed = raw.astype("float64"), np.zeros(len(raw), dtype=bool), table.attrs.get(PRINTED_NAN_ROWS)
+    else:
+        values, text, printed = loss_cells(raw)
+    return values, table.attrs.get(TEXT_LOSS_ROWS, text), printed
 
 
 def _count_across_epochs(step: np.ndarray, table: pd.DataFrame, columns: list, step_col: str, rows, path,
@@ -621,25 +631,24 @@ def _count_across_epochs(step: np.ndarray, table: pd.DataFrame, columns: list, s
     return found[0]
 
 
-def _rows_of_epochs(step: np.ndarray, loss: np.ndarray, table: pd.DataFrame, loss_col: str, rows, step_col: str,
-                    path, warnings: list[str]) -> np.ndarray | None:
+def _rows_of_epochs(step: np.ndarray, loss: np.ndarray, printed: np.ndarray | None, step_col: str, path,
+                    warnings: list[str]) -> np.ndarray | None:
     """Where a table's step column is its epoch and most epochs hold several losses (a loop that
     writes ``epoch,loss`` at each batch), its rows numbered 1, 2, 3, ... in file order, a row
     without a loss taking the number of the loss row before it (an epoch's validation row joins
     its last batch); None otherwise. Read by epoch, one row of each epoch was kept: 5 of 500.
+    ``printed``: the rows whose loss printed ``nan`` (a row of its own), where known.
 
     Example:
-        >>> t = pd.DataFrame({"epoch": [0, 0, 0, 1, 1, 1], "loss": [3.0, 2.9, 2.8, 2.7, 9.0, 2.6]})
-        >>> _rows_of_epochs(t["epoch"].to_numpy(), t["loss"].to_numpy(), t, "loss", lambda v: v, "epoch", "t.csv", w := [])
+        >>> epochs, loss = np.array([0, 0, 0, 1, 1, 1]), np.array([3.0, 2.9, 2.8, 2.7, 9.0, 2.6])
+        >>> _rows_of_epochs(epochs, loss, None, "epoch", "t.csv", w := [])
         array([1, 2, 3, 4, 5, 6])
     """
     if not epoch_unit(step_col):
         return None
-    raw = table[loss_col]
-    printed = table.attrs.get(PRINTED_NAN_ROWS) if pd.api.types.is_numeric_dtype(raw.dtype) else loss_cells(raw)[2]
     logged = ~np.isnan(loss)
     if printed is not None:
-        logged |= rows(np.asarray(printed, dtype=bool))  # a nan printed is a row of its own
+        logged |= np.asarray(printed, dtype=bool)
     epochs = step[logged]
     if len(epochs) < 5 or not bool((epochs[1:] >= epochs[:-1]).all()):
         return None  # few rows, or epochs that go back (a resume)
@@ -665,20 +674,12 @@ def _logged_loss_column(table: pd.DataFrame, loss_col: str, path, warnings: list
         >>> _logged_loss_column(t, "Training Loss", "t.txt", w := []), w[0].split(" (")[0]
         ('Validation Loss', 't.txt: no training loss was logged')
     """
-    raw = table[loss_col]
-    head = pd.to_numeric(raw.iloc[:_HEAD_CELLS], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+    head = pd.to_numeric(table[loss_col].iloc[:_HEAD_CELLS], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
     if np.isfinite(head).any():
         return loss_col  # a value logged among its first cells (a large table is not parsed twice)
-    if pd.api.types.is_numeric_dtype(raw.dtype):
-        printed = table.attrs.get(PRINTED_NAN_ROWS)
-        if printed is None:
-            return loss_col  # a float column: an empty cell and a printed nan read alike
-        values, text = raw.to_numpy(dtype="float64"), np.zeros(len(raw), dtype=bool)
-    else:
-        values, text, printed = loss_cells(raw)
-        values = values.to_numpy(dtype="float64")
-    if not np.isnan(values).all() or text.any() or np.asarray(printed).any():
-        return loss_col
+    values, text, printed = _loss_cells_of(table, loss_col)
+    if printed is None or not np.isnan(values.to_numpy(dtype="float64")).all() or text.any() or printed.any():
+        return loss_col  # (None: a float column, whose empty cells and printed nan read alike)
     for col in table.columns:
         if col != loss_col and looks_like_eval_loss(str(col)) and \
                 np.isfinite(pd.to_numeric(table[col], errors="coerce").to_numpy(dtype="float64")).any():
