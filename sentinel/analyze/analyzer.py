@@ -11,7 +11,7 @@ import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.config import AnalyzeConfig
-from sentinel.analyze.detector import starts_mid_run, warmup_steps
+from sentinel.analyze.detector import loss_warmup, warmup_steps
 from sentinel.analyze.discover import READ_ERRORS, NoRunsError, Skipped, debugging, describe_error, discover
 from sentinel.analyze.incident import Incident
 from sentinel.analyze.loaders import LOGGED_NAN, STEP_UNIT, LoadOptions, RunData
@@ -182,15 +182,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         # A loss of epoch means (a row per epoch, Lightning's train_loss_epoch at steps): its
         # rows are few and smooth, and the guard's warm-up of 20 values was most of a 30-epoch run.
         epoch_means = per_epoch or is_epoch_mean(_loss_name(run.meta)) or _once_an_epoch(steps, loss)
-        loss_config = config
-        if config.warmup is None and epoch_means:
-            loss_config = replace(config, warmup=_EPOCH_WARMUP)
-        elif config.warmup is None and warmup_steps(config) < len(loss) < 5 * warmup_steps(config) \
-                and not starts_mid_run(loss, warmup_steps(config)):
-            # A short whole run (a loss every 100 batches, 25 values) spent most of itself in the
-            # warm-up. A log no longer than the warm-up is judged on big jumps throughout, and an
-            # excerpt from mid-run keeps its own rule (big jumps until it has history).
-            loss_config = replace(config, warmup=max(_EPOCH_WARMUP, len(loss) // 5))
+        loss_config = loss_warmup(loss, config, epoch_means)
         warmup = warmup_steps(loss_config)
         if len(loss) <= warmup:
             warnings.append(f"only {len(loss)} finite loss values, within the spike detector's "
@@ -259,16 +251,11 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         incidents=incidents, warnings=warnings, data=run, step_unit="epoch" if per_epoch else "step")
 
 
-# The spike detector's warm-up, in values, for a loss of epoch means (see analyze_run): the outlier
-# test's spread is measured on four differences from there on.
-_EPOCH_WARMUP = 5
-
-
 def _once_an_epoch(steps: pd.DataFrame, loss: pd.Series) -> bool:
     """The loss was logged once an epoch, at steps more than one apart: each row in the next epoch
     of the ``epoch`` column (Lightning's ``self.log(..., on_step=False, on_epoch=True)``: the
     epoch's mean at its last step, named as the step's loss would be)."""
-    if "epoch" not in steps.columns or not _EPOCH_WARMUP <= len(loss) <= _MOST_EPOCHS:
+    if "epoch" not in steps.columns or not _FEWEST_EPOCHS <= len(loss) <= _MOST_EPOCHS:
         return False  # (a million rows are no epochs: not reindexed for nothing)
     if not (np.diff(loss.index.to_numpy()) > 1).all():
         return False
@@ -276,7 +263,7 @@ def _once_an_epoch(steps: pd.DataFrame, loss: pd.Series) -> bool:
     return bool(np.isfinite(epochs).all() and (np.diff(epochs) == 1).all())
 
 
-_MOST_EPOCHS = 100_000
+_FEWEST_EPOCHS, _MOST_EPOCHS = 5, 100_000  # rows a loss once an epoch is told by
 
 
 def _loss_name(meta: dict | None) -> str:

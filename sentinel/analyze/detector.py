@@ -42,6 +42,33 @@ def spike_config(config: AnalyzeConfig):
     return SpikeConfig(**overrides)
 
 
+def loss_warmup(loss: pd.Series, config: AnalyzeConfig, epoch_means: bool = False) -> AnalyzeConfig:
+    """``config`` with the spike detector's warm-up for this finite loss, where the user set none:
+    5 values for a loss of epoch means (its rows are few and smooth: 20 were two thirds of a
+    30-epoch run), a fifth of a whole run of 21-99 values (5 at least: a loss every 100 batches
+    spent most of itself in the warm-up). A log no longer than the warm-up is judged on big jumps
+    throughout, and an excerpt from mid-run keeps its own rule (big jumps until it has history).
+
+    Example:
+        >>> thirty, one = pd.Series(range(30), dtype=float), pd.Series([1.0])
+        >>> loss_warmup(thirty, AnalyzeConfig()).warmup, loss_warmup(one, AnalyzeConfig()).warmup
+        (6, None)
+    """
+    if config.warmup is not None:
+        return config
+    if epoch_means:
+        return dataclasses.replace(config, warmup=_EPOCH_WARMUP)
+    warmup = warmup_steps(config)
+    if warmup < len(loss) < 5 * warmup and not _starts_mid_run(loss, warmup):
+        return dataclasses.replace(config, warmup=max(_EPOCH_WARMUP, len(loss) // 5))
+    return config
+
+
+# The spike detector's warm-up, in values, for a loss of epoch means (see loss_warmup): the outlier
+# test's spread is measured on four differences from there on.
+_EPOCH_WARMUP = 5
+
+
 def warmup_steps(config: AnalyzeConfig) -> int:
     """How many values of history the spike detector needs before its outlier test runs
     (before that it flags only large jumps)."""
@@ -97,7 +124,7 @@ def detect_spikes(series: pd.Series, config: AnalyzeConfig, *, start_jump: float
     cfg = spike_config(config)
     if atol is not None:
         cfg = dataclasses.replace(cfg, atol=atol)
-    mid_run = starts_mid_run(series, cfg.warmup)
+    mid_run = _starts_mid_run(series, cfg.warmup)
     if start_jump is not None and not mid_run:
         cfg = dataclasses.replace(cfg, short_rtol=max(cfg.short_rtol, start_jump))
     if len(series) > cfg.warmup and not mid_run:
@@ -131,7 +158,7 @@ _EARLY_JUMP = 2.0
 _EARLY_ABOVE_ALL = 2.0
 
 
-def starts_mid_run(series: pd.Series, warmup: int) -> bool:
+def _starts_mid_run(series: pd.Series, warmup: int) -> bool:
     """The log's first step lies beyond the run's warm-up at the log's own cadence: its first
     rows are not the run's first steps."""
     steps = series.index
