@@ -1,19 +1,20 @@
-"""A Lightning fit, a W&B run or a Hugging Face Trainer resumed from a checkpoint is one run, not two launches.
+"""A Lightning fit, a W&B run or a Hugging Face Trainer resumed from a checkpoint is one run.
 
 ``Trainer.fit(model, ckpt_path=...)`` with a new Trainer logs into the next ``version_N`` folder of
 its logger (``lightning_logs/version_1``), from the checkpoint's step on; ``wandb.init(id=...,
 resume=...)`` writes a new ``run-<time>-<id>`` folder for the same run; the Hugging Face Trainer's
-TensorBoard writes each launch into ``runs/<Dec05_12-30-00>_<host>``, ``train(resume_from_checkpoint=...)``
-too (without the ``trainer_state.json`` of its checkpoints beside them, only the steps tell). Read apart, the first
-launch was "unhealthy" (the blow-up that made its author resume) and the second a run of its own.
-A version whose first logged step lies after the previous version's first and at most two logging
-intervals after its last, and which shows it did not start afresh (its first epoch is 1 or more;
-without an epoch, its first loss is nearer the previous version's loss at that step than to that
-version's first loss), is joined to it: the previous version's rows from the resumed step on are
-the stretch the resume replaced (:class:`~sentinel.analyze.loaders.AbandonedHistory`), judged as
-such, and a warning names both folders. (A W&B run resumed with the same id is its author's own
-word that it is one run; its steps must still go on from the earlier launch's: an offline resume
-that counts from 0 again is left apart.)
+TensorBoard writes each launch into ``runs/<Dec05_12-30-00>_<host>``,
+``train(resume_from_checkpoint=...)`` too (without the ``trainer_state.json`` of its checkpoints
+beside them, only the steps tell). Read apart, the first launch was "unhealthy" (the blow-up that
+made its author resume) and the second a run of its own. A version whose first logged step lies
+after the previous version's first and at most two logging intervals after its last, and which
+shows it did not start afresh (its first epoch is 1 or more; without an epoch, its first loss is
+nearer the previous version's loss at that step than to that version's first loss), is joined to
+it: the previous version's rows from the resumed step on are the stretch the resume replaced
+(:class:`~sentinel.analyze.loaders.AbandonedHistory`), judged as such, and a warning names both
+folders. (A W&B run resumed with the same id is its author's own word that it is one run; its steps
+must still go on from the earlier launch's: an offline resume that counts from 0 again is left
+apart.)
 
 Example:
     >>> import pandas as pd
@@ -45,8 +46,8 @@ _VERSION = re.compile(r"version_(\d+)")
 _WANDB_RUN = re.compile(r"(?:offline-)?run-(\d{8}_\d{6})-([A-Za-z0-9]+?)(?:-(\d+))?")
 # The Hugging Face Trainer's TensorBoard folder: "runs/<%b%d_%H-%M-%S>_<host>" (its logging_dir),
 # a new one for each launch, a resumed one too (on whichever host the job landed).
-_HF_RUN = re.compile(r"(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)(\d{2})_(\d{2})-(\d{2})-(\d{2})_.+")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_HF_RUN = re.compile(rf"({'|'.join(_MONTHS)})(\d{{2}})_(\d{{2}})-(\d{{2}})-(\d{{2}})_.+")
 
 
 def join_resumed_versions(runs: list[RunData]) -> list[RunData]:

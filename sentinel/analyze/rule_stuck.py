@@ -140,7 +140,8 @@ def _rounding_plateau(values: np.ndarray, first: int, last: int) -> bool:
         True
         >>> _rounding_plateau(np.array([2.31] + [10.825932] * 9 + [2.30]), 1, 9)
         False
-        >>> _rounding_plateau(np.array([0.9882] + [0.0] * 9), 1, 9), _rounding_plateau(np.array([1.0001] + [1.0] * 9), 1, 9)
+        >>> zeros, ones = np.array([0.9882] + [0.0] * 9), np.array([1.0001] + [1.0] * 9)
+        >>> _rounding_plateau(zeros, 1, 9), _rounding_plateau(ones, 1, 9)
         (False, True)
     """
     value = float(values[first])

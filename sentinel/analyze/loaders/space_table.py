@@ -59,8 +59,9 @@ from sentinel.analyze.loaders.textlog import read_head_lines, read_text, run_nam
 from sentinel.analyze.loaders.textscan import clean_text
 
 NAME = "space_table"
-DESCRIPTION = ("tables printed by a training loop, cells apart by spaces (fastai's epoch train_loss, Ultralytics' Epoch box_loss, "
-               "a notebook's Step    Training Loss copied as text, a history DataFrame pandas printed)")
+DESCRIPTION = ("tables printed by a training loop, cells apart by spaces (fastai's epoch train_loss, "
+               "Ultralytics' Epoch box_loss, a notebook's Step    Training Loss copied as text, "
+               "a history DataFrame pandas printed)")
 SNIFF_TAKES_OPTIONS = True  # --step-col / --loss-col name columns a sniff counts
 
 MIN_ROWS = 3  # a header and a row or two are a quote, not a run
@@ -260,8 +261,9 @@ def _rows(lines: list[str], header: list[str], step_at: int, printed: list[str] 
     """The rows under each printing of ``header`` (its line's cells as split by spaces:
     ``printed``; a row under another header is another table's), and whether they carry a
     progress bar. ``gapped``: the header's gap, where its cells are two or more spaces apart: a row
-    with fewer cells has them empty where its gaps say, else at its end (:func:`_padded`). ``indexed``: a row may be led by one
-    cell more, an integer (a printed DataFrame's index), left out."""
+    with fewer cells has them empty where its gaps say, else at its end (:func:`_padded`).
+    ``indexed``: a row may be led by one cell more, an integer (a printed DataFrame's index), left
+    out."""
     width = len(header)
     rows: list[list[str]] = []
     bar = False
