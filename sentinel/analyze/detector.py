@@ -7,6 +7,7 @@ import dataclasses
 import pandas as pd
 
 from sentinel.analyze.config import AnalyzeConfig, InvalidThreshold
+from sentinel.analyze.spans import cadence
 
 # AnalyzeConfig fields forwarded to the detector's SpikeConfig when set (--window, ...).
 _SPIKE_OVERRIDES = ("window", "threshold", "warmup")
@@ -188,8 +189,7 @@ def detect_divergence(series: pd.Series, epochs: bool = False) -> pd.DataFrame:
     if epochs and len(series) > 1:
         # A loss of epoch means: 200 steps of patience were 200 epochs, and its 16-value median
         # lagged half a short run. Five epochs, and a median of four.
-        every = max(int(series.index[1]) - int(series.index[0]), 1)
-        config = DivergenceConfig(patience=_EPOCH_PATIENCE * every, level_window=_EPOCH_LEVEL_WINDOW)
+        config = DivergenceConfig(patience=_EPOCH_PATIENCE * cadence(series.index), level_window=_EPOCH_LEVEL_WINDOW)
     return _detect_divergence(series, config, sparse=True)
 
 

@@ -22,11 +22,13 @@ import numpy as np
 import pandas as pd
 
 from sentinel.analyze.loaders import LOGGED_NAN, RunData
+from sentinel.analyze.spans import cadence
 
 
 def samples_per_step(steps: np.ndarray) -> int | None:
     """The batch that every step in ``steps`` is a whole number of, taken as their most common
-    difference (more than one sample); None where there is none or one does not divide.
+    difference (:func:`~sentinel.analyze.spans.cadence`); None where it is one sample or does not
+    divide them all.
 
     Example:
         >>> samples_per_step(np.array([512, 1024, 1536, 3072])), samples_per_step(np.array([256, 512, 1280]))
@@ -34,15 +36,8 @@ def samples_per_step(steps: np.ndarray) -> int | None:
         >>> samples_per_step(np.array([300, 512, 1024])) is None
         True
     """
-    if len(steps) < 2:
-        return None
-    gaps = np.diff(np.sort(steps))
-    gaps = gaps[gaps > 1]
-    if not len(gaps):
-        return None
-    values, counts = np.unique(gaps, return_counts=True)
-    batch = int(values[np.argmax(counts)])
-    return batch if bool((steps % batch == 0).all()) else None
+    batch = cadence(pd.Index(np.unique(steps)))
+    return batch if batch > 1 and bool((steps % batch == 0).all()) else None
 
 
 def as_optimizer_steps(run: RunData) -> RunData:
