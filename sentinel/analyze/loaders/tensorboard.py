@@ -234,8 +234,9 @@ def _load_files(name: str, where: Path, files: list[Path], options: LoadOptions,
         steps = np.concatenate([p[0] for p in pairs]) if len(pairs) > 1 else pairs[0][0]
         values = np.concatenate([p[1] for p in pairs]) if len(pairs) > 1 else pairs[0][1]
         written[key] = steps, values
-    number_shared_steps(written, metrics.LOSS, warnings, {key: tag for tag, key in keys.items()})
-    _count_across_wraps(written, {key: tag for tag, key in keys.items() if len(by_tag[tag]) == 1}, warnings)
+    tag_of = {key: tag for tag, key in keys.items()}
+    number_shared_steps(written, metrics.LOSS, warnings, tag_of)
+    _count_across_wraps(written, {key: tag for key, tag in tag_of.items() if len(by_tag[tag]) == 1}, warnings)
     abandoned = _went_back(written)
     columns = {key: _last_per_step(steps, values) for key, (steps, values) in written.items()}
     parts = loss_components(list(by_tag)) if metrics.LOSS not in columns else []
@@ -258,11 +259,11 @@ def _load_files(name: str, where: Path, files: list[Path], options: LoadOptions,
         warnings.append(f"no loss tag among {', '.join(sorted(by_tag))}: pass --loss-col TAG")
     meta = {"tags": dict(keys), "files": [f.name for f in files],
             ADD_SCALARS_DIRS: sorted(child for child, _ in folded.values()), LOGGED_NAN: logged_nan}
-    if _per_epoch(keys, columns):
+    loss_tag = tag_of.get(metrics.LOSS, "")
+    if _per_epoch(loss_tag, keys, columns):
         meta[STEP_UNIT] = "epoch"
     run = RunData(name=name, path=str(where), source=NAME, steps=frame, meta=meta, warnings=warnings,
                   abandoned=abandoned)
-    loss_tag = next((tag for tag, key in keys.items() if key == metrics.LOSS), "")
     return as_optimizer_steps(run) if loss_tag.startswith(_SAMPLES_PREFIX) else run
 
 
@@ -292,15 +293,14 @@ def _count_across_wraps(written: dict[str, tuple[np.ndarray, np.ndarray]], tags:
                         f"step): {', '.join(counted)}: read across epochs")
 
 
-def _per_epoch(keys: dict[str, str], columns: dict[str, tuple[np.ndarray, np.ndarray]]) -> bool:
+def _per_epoch(tag: str, keys: dict[str, str], columns: dict[str, tuple[np.ndarray, np.ndarray]]) -> bool:
     """Whether the loss read is an epoch's, logged at the epoch's number (0, 1, 2, ...): Keras'
     ``epoch_loss`` (its TensorBoard callback's mean loss of an epoch), or Ultralytics' training
     losses beside its ``metrics/mAP...`` (YOLOv5 and YOLOv8 write each epoch's means at its
-    number). A jump is a whole epoch gone wrong, not one batch."""
-    tag = next((tag for tag, key in keys.items() if key == metrics.LOSS), None)
-    ultralytics = any(t.startswith("metrics/mAP") for t in keys) and (tag is None or tag.startswith("train/"))
-    if metrics.LOSS not in columns or not (ultralytics or (
-            tag is not None and tag.rsplit("/", 1)[-1].strip().lower() == "epoch_loss")):
+    number). A jump is a whole epoch gone wrong, not one batch. ``tag``: the loss's tag ("" where
+    the loss is a sum of components)."""
+    ultralytics = any(t.startswith("metrics/mAP") for t in keys) and (not tag or tag.startswith("train/"))
+    if metrics.LOSS not in columns or not (ultralytics or tag.rsplit("/", 1)[-1].strip().lower() == "epoch_loss"):
         return False
     steps = columns[metrics.LOSS][0]
     return len(steps) > 0 and int(steps[-1]) - int(steps[0]) == len(steps) - 1
