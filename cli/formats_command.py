@@ -38,4 +38,6 @@ def formats() -> None:
                "or by a perplexity's logarithm, with a warning.")
     click.echo("Any text log: libraries' NaN messages (anomaly mode, 'Loss is nan, stopping training') and a "
                "traceback at its end are reported.")
+    click.echo("A table of one metric's step and value, named after it (train_loss.csv: step,value), is read "
+               "as the loss, with a warning.")
     click.echo("A table with other column names: --step-col and --loss-col.")

@@ -96,6 +96,35 @@ def test_two_equal_candidates_name_the_option(tmp_path):
     assert code == 0 and report["runs"][0]["final_loss"] == 2.0
 
 
+@pytest.mark.parametrize("name, header, row", [
+    ("train_loss.csv", "step,value", "{i},{v}"),
+    ("Loss_train.csv", "Step,Value,timestamp", "{i},{v},1733400000.5"),
+    ("loss.tsv", "step\tvalue", "{i}\t{v}"),
+])
+def test_a_metric_file_of_step_and_value_named_a_loss_is_read_as_the_loss(tmp_path, name, header, row):
+    """One metric a file (a per-metric export): its name alone says the values are the loss."""
+    path = tmp_path / name
+    path.write_text(header + "\n" + "".join(row.format(i=i, v=v) + "\n" for i, v in enumerate(_spiky())),
+                    encoding="utf-8")
+    code, report = _analyze(str(path))
+    assert code == 0
+    (run,) = report["runs"]
+    assert run["final_loss"] == _spiky()[-1] and run["steps"] == 120
+    assert f"{name}: loss read from " in " ".join(run["warnings"])
+    assert [i["step"] for i in run["incidents"] if i["kind"] in ("loss_spike", "outlier_batch")] == [80]
+
+
+@pytest.mark.parametrize("name, header", [("lr.csv", "step,value"), ("val_loss.csv", "step,value"),
+                                          ("train_loss.csv", "step,value,acc")])
+def test_a_metric_file_that_is_no_training_loss_still_asks_for_the_column(tmp_path, name, header):
+    path = tmp_path / name
+    path.write_text(header + "\n" + "".join(f"{i},{v}" + (",0.5" if "acc" in header else "") + "\n"
+                                            for i, v in enumerate(_spiky())), encoding="utf-8")
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1
+    assert "no single loss column among" in result.output and "--loss-col" in result.output
+
+
 def test_lightning_run_logging_loss_slash_train(tmp_path):
     """A real Trainer with CSVLogger and ``self.log("Loss/train", ...)``: read as the loss."""
     import lightning as L

@@ -84,7 +84,7 @@ def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
         return False
     head = "\n".join(lines[:_SNIFF_ROWS * 20])
     if _JSON_ARRAY.match(head):  # a JSON array of rows: the keys its first rows show
-        return None not in _sniffed(_head_keys(head), options)
+        return None not in _sniffed(_head_keys(head), options, path)
     if lines[0].lstrip().startswith("{"):
         keys = set()
         for line in lines[:_SNIFF_ROWS]:
@@ -93,7 +93,7 @@ def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
                 keys.update(_flatten(row))
             else:  # a row longer than the head: its key names still show
                 keys.update(_head_keys(line))
-        return None not in _sniffed(keys, options)
+        return None not in _sniffed(keys, options, path)
     if len(lines) < 2:
         return False
     sep = separator(lines[0])
@@ -102,7 +102,7 @@ def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
         first = next(csv.reader([lines[1]], delimiter=sep))
     except csv.Error:  # not a table's lines (a NUL byte, a stray quote)
         return False
-    step_col, loss_col = _sniffed(header, options)
+    step_col, loss_col = _sniffed(header, options, path)
     if step_col is None or loss_col is None:
         return False
     position = header.index(step_col)
@@ -140,7 +140,7 @@ def header_below(path: str | Path, options: LoadOptions | None = None) -> int | 
             row = next(csv.reader([first], delimiter=sep))
         except csv.Error:
             continue
-        step_col, loss_col = _sniffed(names, options)
+        step_col, loss_col = _sniffed(names, options, path)
         if step_col is not None and loss_col is not None and names.index(step_col) < len(row) \
                 and is_number(row[names.index(step_col)]):
             return i if k else None  # a header on the first line is the table sniff's own
@@ -456,6 +456,11 @@ def pick_columns(columns: list[str], options: LoadOptions, path, warnings: list[
     step_col = step_column(columns, options.step_col)
     if step_col is None:
         raise ValueError(f"{path}: no step column among: {found}; name it with --step-col <column>")
+    named_by_file = value_named_by_file(path, columns, options.loss_col)
+    if named_by_file is not None:
+        warnings.append(f"{Path(path).name}: loss read from {named_by_file!r} (the file's name says what it "
+                        "holds; --loss-col picks another)")
+        return step_col, named_by_file
     loss_col, inferred = loss_column(columns, options.loss_col)
     if loss_col is None and loss_components(columns):
         return step_col, metrics.LOSS  # added by load: their sum
@@ -530,13 +535,41 @@ def _head_keys(text: str) -> set[str]:
     return keys
 
 
-def _sniffed(keys, options: LoadOptions | None) -> tuple[str | None, str | None]:
+def _sniffed(keys, options: LoadOptions | None, path: str | Path | None = None) -> tuple[str | None, str | None]:
     """The step and loss columns of a header as sniffing sees them (see :func:`sniff_columns`)."""
     options = options or LoadOptions()
     step, (loss, _) = sniff_columns(keys, options.step_col, options.loss_col)
     if loss is None and options.loss_col is None and loss_components(keys):
         loss = metrics.LOSS  # the sum of its components
+    if loss is None and step is not None and path is not None:
+        loss = value_named_by_file(path, keys, options.loss_col)
     return step, loss
+
+
+# A metric written to a file of its own names it in the file's name alone: its value column goes by
+# one of these, beside the step and perhaps a time.
+_VALUE_NAMES = frozenset({"value", "values", "y"})
+_TIME_NAMES = frozenset({"wall time", "wall_time", "walltime", "timestamp", "time", "wall_clock"})
+
+
+def value_named_by_file(path: str | Path, columns, loss_col: str | None = None) -> str | None:
+    """The value column of a metric's own file, where the file's name calls the metric a training
+    loss (``train_loss.csv`` of ``step,value`` rows, as a per-metric export writes them); None for
+    any other table, or where ``--loss-col`` names a column.
+
+    Example:
+        >>> value_named_by_file("exports/train_loss.csv", ["step", "value"])
+        'value'
+        >>> value_named_by_file("exports/lr.csv", ["step", "value"]), value_named_by_file("loss.csv", ["step", "a", "b"])
+        (None, None)
+    """
+    columns = [str(c) for c in columns]
+    step = step_column(columns)
+    values = [c for c in columns if c.strip().lower() in _VALUE_NAMES]
+    others = [c for c in columns if c != step and c not in values and c.strip().lower() not in _TIME_NAMES]
+    if loss_col is not None or step is None or len(values) != 1 or others:
+        return None
+    return values[0] if looks_like_loss(Path(path).stem) else None
 
 
 def separator(header: str) -> str:
