@@ -2595,6 +2595,38 @@ def test_a_dataframe_printed_by_pandas_is_read_as_its_table(tmp_path):
     assert len(run.steps) == 10 and "part.txt: the table printed shows 10 of its 60 rows" in run.warnings[0]
 
 
+def test_a_keras_history_frame_printed_or_saved_is_read_in_epochs_as_its_dict_is(tmp_path):
+    """pd.DataFrame(history.history), printed or saved with to_csv (its index, or none): no step
+    column, a validation loss on every row. Read in steps, an epoch whose mean loss jumped x2.6 was
+    an 'outlier batch' at 'step 25' (the same history as JSON: a loss spike at epoch 26)."""
+    n = 40
+    loss = 1.2 * np.exp(-np.arange(n) / 10) + 0.3 + 0.02 * np.sin(np.arange(n) * 2.1)
+    loss[25] *= 2.6
+    df = pd.DataFrame({"accuracy": 1 - loss / 2, "loss": loss, "val_accuracy": 1 - loss / 2 - 0.02,
+                       "val_loss": loss + 0.05})
+    with pd.option_context("display.max_rows", 500):
+        (tmp_path / "printed.txt").write_text(str(df) + "\n")
+    df.to_csv(tmp_path / "indexed.csv")
+    df.to_csv(tmp_path / "plain.csv", index=False)
+    (tmp_path / "history.json").write_text(json.dumps({k: v.tolist() for k, v in df.items()}))
+    for name in ("printed.txt", "indexed.csv", "plain.csv", "history.json"):
+        (run,) = discover_runs(tmp_path / name)
+        assert run.meta["step_unit"] == "epoch" and run.steps.index.tolist() == list(range(1, n + 1)), name
+        (spike,) = [i for i in analyze_run(run).incidents if i.kind in ("loss_spike", "outlier_batch")]
+        assert (spike.kind, spike.step) == ("loss_spike", 26), name
+    assert "the rows are read as epochs 1, 2, 3" in " ".join(run_of(tmp_path / "indexed.csv").warnings)
+    # a table of batches without a validation loss on each row keeps its rows as steps
+    df.loc[df.index % 5 != 4, "val_loss"] = np.nan
+    df.to_csv(tmp_path / "batches.csv")
+    (run,) = discover_runs(tmp_path / "batches.csv")
+    assert "step_unit" not in run.meta and run.steps.index[0] == 0
+
+
+def run_of(path):
+    (run,) = discover_runs(path)
+    return run
+
+
 def test_a_smooth_loss_printed_with_four_decimals_is_not_stuck(tmp_path):
     """A loss moving by less than its last printed digit a step (2.0035, then 2.0034 for nine
     steps, then 2.0033) was 'loss exactly 2.0034 at 9 logged steps in a row: the weights are not

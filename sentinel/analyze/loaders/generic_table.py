@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from sentinel import metrics
-from sentinel.analyze.loaders import LOGGED_NAN, AbandonedHistory, LoadOptions, RunData, epoch_unit
+from sentinel.analyze.loaders import LOGGED_NAN, AbandonedHistory, LoadOptions, RunData
 from sentinel.analyze.loaders.json_array import items_before_damage
 from sentinel.analyze.loaders.keys import (
     LOSS_ALIASES,
@@ -47,6 +47,7 @@ from sentinel.analyze.loaders.numeric_table import (
     choose_columns,
     read_columns,
     read_header,
+    step_unit,
     step_values,
     sum_loss_components,
     table_steps,
@@ -225,8 +226,8 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         sum_loss_components(table, loss_components(table.columns), path, warnings)
     abandoned: list[AbandonedHistory] = []
     steps = table_steps(table, step_col, loss_col, path, warnings, keep_nan_eval=True, abandoned=abandoned)
-    meta = {"format": NAME, "columns": [str(c) for c in table.columns], "loss_column": str(loss_col),
-            **epoch_unit(step_col, steps)}
+    steps, unit = step_unit(step_col, steps, path, warnings, abandoned)
+    meta = {"format": NAME, "columns": [str(c) for c in table.columns], "loss_column": str(loss_col), **unit}
     if array or first.lstrip().startswith("{"):  # a JSON row tells a NaN it holds from a key it lacks
         meta[LOGGED_NAN] = _logged_nan(table, nan_rows, step_col, loss_col, steps.columns)
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps, meta=meta, warnings=warnings,
@@ -289,10 +290,11 @@ def load_rows_in_order(path: str | Path, options: LoadOptions | None = None) -> 
     steps = table_steps(table, "_row", loss_col, path, warnings, keep_nan_eval=True)
     if len(steps.index) < max(MIN_ROWS, len(table.index) // 2):
         return None  # most rows hold no number in that column: no table of losses
-    warnings.insert(0, f"{path.name}: no step column among {', '.join(columns[:20])}: rows numbered 1, 2, 3, ... "
-                       "in order (--step-col names one)")
+    steps, unit = step_unit("_row", steps, path, epochs := [])
+    warnings.insert(0, epochs[0] if epochs else f"{path.name}: no step column among {', '.join(columns[:20])}: rows "
+                    "numbered 1, 2, 3, ... in order (--step-col names one)")
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
-                    meta={"format": NAME, "columns": columns, "step_source": "order"}, warnings=warnings)]
+                    meta={"format": NAME, "columns": columns, "step_source": "order", **unit}, warnings=warnings)]
 
 
 def _a_header_of_a_loss(names: list[str], options: LoadOptions) -> bool:

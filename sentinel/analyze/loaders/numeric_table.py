@@ -17,6 +17,7 @@ tables are read as far as they are valid, each problem counted in one warning na
 from __future__ import annotations
 
 import csv
+import dataclasses
 import re
 import warnings as pywarnings
 from pathlib import Path
@@ -25,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from sentinel import metrics
-from sentinel.analyze.loaders import ROWS_NUMBERED, AbandonedHistory, epoch_unit
+from sentinel.analyze.loaders import ROWS_NUMBERED, STEP_UNIT, AbandonedHistory, epoch_unit
 from sentinel.analyze.loaders.epoch_counts import steps_across_epochs
 from sentinel.analyze.loaders.shared_steps import number_shared_steps
 from sentinel.analyze.loaders.went_back import fall_backs, replaced_stretches, survivors
@@ -598,6 +599,55 @@ def table_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warning
     if numbered is not None:
         frame.attrs[ROWS_NUMBERED] = True
     return frame
+
+
+# The names a table's rows go by where it has no step column of its own: its index (``""``, or
+# ``Unnamed: 0`` once pandas read it) and the loaders' numbering in order.
+ROW_NUMBER_NAMES = ("", "unnamed: 0", "_row")
+
+
+def step_unit(step_col: str, steps: pd.DataFrame, path: str | Path, warnings: list[str],
+              abandoned: list[AbandonedHistory] | None = None) -> tuple[pd.DataFrame, dict[str, str]]:
+    """``steps`` and their unit for a run's meta (:func:`epoch_unit`). A table without a step column
+    of its own (its rows numbered) whose every row holds a validation loss beside the training
+    loss is a history kept once an epoch (``pd.DataFrame(history.history)`` printed or saved, as
+    Keras' History holds it): read in epochs counted from 1 (``abandoned``, the stretches a later
+    history replaced, with them), with a warning.
+
+    Example:
+        >>> t = pd.DataFrame({"loss": [2.0, 1.5, 1.2], "val_loss": [2.1, 1.7, 1.4]}, index=[0, 1, 2])
+        >>> steps, unit = step_unit("", t, "h.csv", w := [])
+        >>> steps.index.tolist(), unit
+        ([1, 2, 3], {'step_unit': 'epoch'})
+    """
+    unit = epoch_unit(step_col, steps)
+    if unit or str(step_col).strip().lower() not in ROW_NUMBER_NAMES or not _evaluated_every_row(steps):
+        return steps, unit
+    if steps.index[0] == 0:  # an index counts from 0, epochs from 1
+        steps = _shifted(steps)
+        if abandoned:
+            abandoned[:] = [dataclasses.replace(
+                a, resumed_at=a.resumed_at + 1, first=a.first + 1, last=a.last + 1, steps=_shifted(a.steps),
+                logged_nan=None if a.logged_nan is None else {k: [s + 1 for s in v] for k, v in a.logged_nan.items()})
+                for a in abandoned]
+    warnings.append(f"{Path(path).name}: no step column, and a validation loss on every row: the rows are read as "
+                    "epochs 1, 2, 3, ... (a history kept once an epoch; --step-col names a step column)")
+    return steps, {STEP_UNIT: "epoch"}
+
+
+def _shifted(steps: pd.DataFrame) -> pd.DataFrame:
+    return steps.set_axis(pd.Index(steps.index.to_numpy() + 1, name=steps.index.name))
+
+
+def _evaluated_every_row(steps: pd.DataFrame) -> bool:
+    """Whether a validation loss stands beside each of two or more training losses."""
+    if metrics.LOSS not in steps.columns:
+        return False
+    logged = steps[metrics.LOSS].notna().to_numpy()
+    if logged.sum() < 2:
+        return False
+    return any(bool(steps[c].notna().to_numpy()[logged].all()) for c in steps.columns
+               if c != metrics.LOSS and (c == metrics.VAL_LOSS or looks_like_eval_loss(str(c))))
 
 
 def _loss_cells_of(table: pd.DataFrame, loss_col: str) -> tuple[pd.Series, np.ndarray, np.ndarray | None]:

@@ -15,7 +15,7 @@ import pandas as pd
 from sentinel.analyze.loaders import PARQUET_SUFFIXES, LoadOptions, RunData
 from sentinel.analyze.loaders.generic_table import pick_columns
 from sentinel.analyze.loaders.keys import MAX_COLUMNS, canonical_key, is_analysis_key, loss_components, sniff_columns
-from sentinel.analyze.loaders.numeric_table import sum_loss_components, table_steps
+from sentinel.analyze.loaders.numeric_table import step_unit, sum_loss_components, table_steps
 from sentinel.analyze.loaders.textlog import run_name
 
 NAME = "parquet_table"
@@ -105,5 +105,6 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     if loss_col not in table.columns:  # the sum of the loss's components (see pick_columns)
         sum_loss_components(table, loss_components(table.columns), path, warnings)
     steps = table_steps(table, step_col, loss_col, path, warnings, keep_nan_eval=True)
+    steps, unit = step_unit(step_col, steps, path, warnings)
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
-                    meta={"format": NAME, "columns": names}, warnings=warnings)]
+                    meta={"format": NAME, "columns": names, **unit}, warnings=warnings)]

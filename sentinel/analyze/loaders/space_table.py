@@ -46,7 +46,7 @@ from pathlib import Path
 import pandas as pd
 
 from sentinel import metrics
-from sentinel.analyze.loaders import LoadOptions, RunData, epoch_unit
+from sentinel.analyze.loaders import LoadOptions, RunData
 from sentinel.analyze.loaders.keys import (
     inferred_loss_note,
     loss_column,
@@ -54,7 +54,7 @@ from sentinel.analyze.loaders.keys import (
     sniff_columns,
     step_column,
 )
-from sentinel.analyze.loaders.numeric_table import numbered_names, sum_loss_components, table_steps
+from sentinel.analyze.loaders.numeric_table import numbered_names, step_unit, sum_loss_components, table_steps
 from sentinel.analyze.loaders.textlog import read_head_lines, read_text, run_name
 from sentinel.analyze.loaders.textscan import clean_text
 
@@ -141,8 +141,9 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         if inferred:
             warnings.append(f"{Path(path).name}: {inferred_loss_note(loss_col)}")
     steps = table_steps(table, step_col, loss_col, path, warnings, batch_rows=not bar)  # a bar's redraws: its last
+    steps, unit = step_unit(step_col, steps, path, warnings)
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
-                    meta={"format": NAME, "columns": header, **epoch_unit(step_col, steps)}, warnings=warnings)]
+                    meta={"format": NAME, "columns": header, **unit}, warnings=warnings)]
 
 
 def _cells(line: str, gapped: bool = False) -> list[str]:
