@@ -301,7 +301,32 @@ def fresh_starts(text: str, lines: Lines | None = None) -> list[str]:
 
 def _read(text: str, dialect: Dialect, options: LoadOptions | None, path: str | Path, name: str,
           lines: Lines | None = None) -> RunData:
-    """One run from ``text`` read with ``dialect`` (``lines``: ``Lines(text)``, where made already)."""
+    """One run from ``text`` read with ``dialect`` (``lines``: ``Lines(text)``, where made already).
+
+    Where the dialect's lines hold no loss and a general reader finds a series of losses in the
+    script's own lines, that reading: a library prints its own lines into any script's log
+    (DeepSpeed's ``[Rank 0] step=10, skipped=0, lr=[...]``; the loss is the script's to print)."""
+    run = _read_as(text, dialect, options, path, name, lines)
+    if metrics.LOSS in run.steps.columns or dialect is AMP_ONLY or id(dialect) in _FALLBACK_IDS:
+        return run
+    lines = Lines.of(text, lines)
+    for fallback in FALLBACKS:
+        if count_records(lines, fallback) < fallback.min_records or not _is_series(text, fallback):
+            continue
+        try:
+            other = _read_as(text, fallback, options, path, name, lines)
+        except ValueError:
+            continue
+        if metrics.LOSS in other.steps.columns:
+            other.warnings.insert(0, f"{dialect.name}'s own lines hold no loss: the loss is read from the "
+                                     "script's own lines")
+            return other
+    return run
+
+
+def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str | Path, name: str,
+             lines: Lines | None = None) -> RunData:
+    """:func:`_read` with ``dialect`` alone."""
     if dialect is HF_TRAINER:
         text = clean_text(text)
         text = bar_steps(text, HF_TRAINER.shapes[0].pattern) or text  # its dicts, training and evaluation
