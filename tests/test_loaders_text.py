@@ -343,6 +343,34 @@ def test_foreign_files_are_not_claimed(tmp_path, content):
     assert _claimed_by(tmp_path) == []  # a directory is never a text log
 
 
+def test_gpt_neox_prints_a_loss_of_zero_for_an_interval_it_skipped_whole(tmp_path):
+    """GPT-NeoX divides the losses of the iterations it took by max(1, interval - skipped): an fp16
+    run whose every iteration overflowed prints 'lm_loss: 0.000000E+00' beside 'number of skipped
+    iterations: 10'. Read as a loss: a collapse to 0 'the model sees its targets', a loss stuck
+    at 0 and a critical incident per logged step; it is no loss, the iterations went NaN."""
+    from sentinel.analyze.analyzer import analyze_run
+
+    lines = []
+    for it in range(10, 3010, 10):
+        broken = it >= 2000
+        loss = "0.000000E+00" if broken else f"{3 + 5 * math.exp(-it / 400) + 0.03 * math.sin(it):.6E}"
+        lines.append(f" samples/sec: 290.1 | iteration {it:8d}/  320000 | elapsed time per iteration (ms): 1739.1 |"
+                     f" learning rate: 7.867E-05 | approx flops per GPU: 142.9TFLOPS | lm_loss: {loss} |"
+                     f" loss scale: {1.0 if broken else 65536.0} | number of skipped iterations: {10 if broken else 0:3d} |"
+                     f" number of nan iterations: {10 if broken else 0:3d} |")
+    (run,) = megatron.load(_write(tmp_path, "neox.log", "\n".join(lines) + "\n"))
+    assert run.steps[metrics.LOSS].notna().sum() == 199 and run.steps[metrics.LOSS].last_valid_index() == 1990
+    assert "101 iteration line(s) print a loss of 0" in " ".join(run.warnings)
+    incidents = analyze_run(run).incidents
+    assert not [i for i in incidents if i.kind in ("loss_collapse", "loss_stuck")]
+    (nonfinite,) = [i for i in incidents if i.kind == "nonfinite"]
+    assert (nonfinite.step, nonfinite.end_step) == (2000, 3000)
+    # a loss of 0 where no iteration was skipped is the loss printed
+    lines = [line.replace("number of skipped iterations:  10", "number of skipped iterations:   0") for line in lines]
+    (run,) = megatron.load(_write(tmp_path, "zero.log", "\n".join(lines) + "\n"))
+    assert run.steps[metrics.LOSS].loc[2000:].eq(0.0).all()
+
+
 def test_megatron_loss_col_picks_another_field_as_printed_or_by_key(tmp_path):
     path = _write(tmp_path, "train.out", "\n".join(_iter_line(i, "2.5", gn=str(0.1 * i)) for i in (1, 2, 3)) + "\n")
     for name in ("grad norm", metrics.GRAD_NORM_TOTAL):

@@ -66,6 +66,9 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         steps = _use_as_loss(steps, options.loss_col, path)
         for stretch in found.abandoned:  # the named field is the loss of the replaced stretches too
             stretch.steps = _use_as_loss(stretch.steps, options.loss_col, path)
+    steps = _skipped_interval_zeros(steps, found.warnings)
+    for stretch in found.abandoned:
+        stretch.steps = _skipped_interval_zeros(stretch.steps, [])
     meta = found.meta
     if len(steps.index) > 1:
         meta["log_interval"] = int(steps.index.to_series().diff().median())
@@ -75,6 +78,23 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
                               "scale and the skipped iterations are judged")
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps, events=found.events,
                     meta=meta, warnings=found.warnings, abandoned=found.abandoned)]
+
+
+def _skipped_interval_zeros(steps: pd.DataFrame, warnings: list[str]) -> pd.DataFrame:
+    """``steps`` without the loss GPT-NeoX prints for an interval it skipped whole: it divides the
+    losses of the iterations it took (none) by at least one, and prints ``lm_loss: 0.000000E+00``
+    beside ``number of skipped iterations: 10`` (Megatron-LM leaves the field out). Read as a loss,
+    an fp16 run that went NaN was a loss collapsed to 0, stuck there."""
+    if metrics.LOSS not in steps.columns or metrics.AMP_SKIPPED_STEPS not in steps.columns:
+        return steps
+    placeholder = (steps[metrics.LOSS] == 0.0) & (steps[metrics.AMP_SKIPPED_STEPS] > 0)
+    if not placeholder.any():
+        return steps
+    steps = steps.copy()
+    steps.loc[placeholder, metrics.LOSS] = float("nan")
+    warnings.append(f"{int(placeholder.sum())} iteration line(s) print a loss of 0 for an interval whose iterations "
+                    "were all skipped (GPT-NeoX's placeholder): read as no loss logged there")
+    return steps
 
 
 def _use_as_loss(steps: pd.DataFrame, field: str, path: str | Path) -> pd.DataFrame:
