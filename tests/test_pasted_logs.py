@@ -140,6 +140,28 @@ def test_deepspeed_engine_lines_beside_a_scripts_own_loss_lines(tmp_path):
     assert spike.step == 200
 
 
+def test_verl_ppo_lines_a_policy_gradient_loss_and_a_time_per_step(tmp_path):
+    """verl's console: 'step:N - actor/pg_loss:X - ... - timing_s/step:70.300 - ...'. The time
+    per step was read as the step of a NaN line (a phantom 'non-finite at step 70'), and the
+    surrogate objective, near 0 either side, as a loss with spikes 'against a baseline at or below
+    0'. The time is no step; the surrogate is judged for non-finite values alone."""
+    rng = np.random.default_rng(3)
+
+    def line(step, pg_loss):
+        return (f"(TaskRunner pid=23871) step:{step} - actor/entropy:0.45 - actor/pg_loss:{pg_loss:.3f} - "
+                f"actor/pg_clipfrac:0.002 - actor/grad_norm:0.21 - critic/score/mean:{0.1 + step / 600:.3f} - "
+                f"critic/rewards/mean:{0.1 + step / 600:.3f} - timing_s/gen:30.100 - timing_s/step:70.300 - "
+                "perf/total_num_tokens:500000.000")
+    healthy = [line(step, rng.normal(0, 0.01) + (0.05 if step % 37 == 0 else 0)) for step in range(1, 436)]
+    (run,) = discover_runs(_write(tmp_path / "ppo.log", healthy))
+    assert run.steps.index.tolist() == list(range(1, 436))
+    report = analyze_run(run)
+    assert report.incidents == [] and "a policy gradient's surrogate objective" in " ".join(report.warnings)
+    broken = healthy[:299] + [line(step, float("nan")) for step in range(300, 436)]
+    (nonfinite,) = analyze_run(discover_runs(_write(tmp_path / "nan.log", broken))[0]).incidents
+    assert (nonfinite.kind, nonfinite.step, nonfinite.end_step) == ("nonfinite", 300, 435)
+
+
 def test_nemo2_iteration_lines_end_without_a_separator(tmp_path):
     """NeMo 2.0 prints Megatron-style fields without the closing ``|``: the last field, the loss,
     is whole (a Megatron line that lacks its closing ``|`` was cut while written)."""

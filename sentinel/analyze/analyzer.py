@@ -32,6 +32,7 @@ from sentinel.analyze.rule_stuck import (
     collapse_incidents,
     is_adversarial,
     is_environment_rl,
+    is_policy_gradient_loss,
     is_reinforcement_learning,
     stuck_loss_incidents,
 )
@@ -159,6 +160,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
     per_epoch = bool(run.meta) and run.meta.get(STEP_UNIT) == "epoch"
     loss = finite(steps[metrics.LOSS]) if has(metrics.LOSS) else pd.Series(dtype="float64")
     environment_rl = is_environment_rl(steps.columns)
+    policy_gradient = is_policy_gradient_loss(_loss_name(run.meta))
     adversarial = is_adversarial(steps.columns)
     if has(metrics.LOSS) or has(metrics.GRAD_NORM_TOTAL) or not run.events.empty:
         incidents += nonfinite_incidents(run)
@@ -174,6 +176,10 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
     elif environment_rl:
         warnings.append("a reinforcement-learning run (it logs episode returns): its loss follows the "
                         "returns, so its rises, spikes and plateaus are not judged; non-finite values are")
+    elif policy_gradient:
+        warnings.append(f"the loss read ({_loss_name(run.meta)}) is a policy gradient's surrogate objective: it follows "
+                        "each batch's advantages, near 0 on either side, so its rises, spikes and plateaus are not "
+                        "judged (the reward tells the run's progress); non-finite values are")
     elif adversarial:
         warnings.append("a GAN's run (a generator's and a discriminator's loss): the two play against each "
                         "other, so the generator's loss (read as the loss) is not judged for rises, spikes "
@@ -198,10 +204,10 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         incidents += plateau_before_divergence(loss, diverged, config)
         incidents += overfitting_incidents(steps, loss, config)
     if len(loss) >= 2:
-        rl = is_reinforcement_learning(steps.columns) or environment_rl
+        rl = is_reinforcement_learning(steps.columns) or environment_rl or policy_gradient
         stuck = stuck_loss_incidents(loss, zero_counts=not rl)
         incidents += stuck
-        game = environment_rl or adversarial
+        game = environment_rl or adversarial or policy_gradient
         if not game and not any(not i.details["resolved"] for i in stuck):  # else the tail is told
             incidents += chance_incidents(loss)
         if not rl and not game:

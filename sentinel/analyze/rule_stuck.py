@@ -20,6 +20,8 @@ the objective gives while the policy is still the reference, so there it never c
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -62,6 +64,24 @@ def is_environment_rl(columns) -> bool:
         (True, False)
     """
     return any(str(c).rsplit("/", 1)[-1] in _EPISODE_KEYS for c in columns)
+
+
+# Words of a loss's name that say it is a policy gradient's surrogate objective (PPO's and GRPO's
+# actor: verl's actor/pg_loss, Stable-Baselines3's policy_gradient_loss, an actor-critic's actor_loss).
+_POLICY_WORDS = frozenset({"pg", "policy", "actor"})
+
+
+def is_policy_gradient_loss(name: str) -> bool:
+    """A loss named as a policy gradient's surrogate objective: its value follows each batch's
+    advantages, near 0 on either side, and says nothing of the run's progress (the reward does).
+
+    Example:
+        >>> is_policy_gradient_loss("actor/pg_loss"), is_policy_gradient_loss("policy_gradient_loss")
+        (True, True)
+        >>> is_policy_gradient_loss("loss"), is_policy_gradient_loss("train/loss")
+        (False, False)
+    """
+    return not _POLICY_WORDS.isdisjoint(re.split(r"[^a-z0-9]+", name.lower()))
 
 
 def is_adversarial(columns) -> bool:

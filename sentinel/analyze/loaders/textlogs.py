@@ -210,7 +210,7 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
         runs = [_read(text, dialect, options, path, run_name(path), lines)]
         if note:
             runs[0].warnings.insert(0, note)
-        return runs
+        return _keyed(runs, key)
     key_note = note
     runs, empty = [], []
     for k, part in enumerate(parts, 1):
@@ -228,6 +228,15 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
         run.warnings.insert(0, note)
         if key_note:
             run.warnings.insert(0, key_note)
+    return _keyed(runs, key)
+
+
+def _keyed(runs: list[RunData], key: LossKey | None) -> list[RunData]:
+    """``runs`` whose meta names the key their loss was read by (``actor/pg_loss``): the analysis
+    judges a loss by what it is."""
+    if key is not None and not key.perplexity:
+        for run in runs:
+            run.meta.setdefault("loss_column", key.key)
     return runs
 
 
