@@ -991,6 +991,34 @@ def test_ms_swift_logging_jsonl_steps_are_the_n_of_its_n_slash_m(tmp_path):
     assert analyze_run(run).incidents == []
 
 
+def test_evaluation_rows_off_the_logging_grid_do_not_cut_a_nan_stretch(tmp_path):
+    """A loss logged every 5 steps goes NaN at 615 for good, and an evaluation's row lands at 698,
+    798, 898 (off the grid): the one stretch was told as four, each 'never finite again'."""
+    rows = []
+    for s in range(5, 945, 5):
+        rows.append({"loss": float("nan") if s >= 615 else 2.0 - s / 1000, "learning_rate": 1e-5, "epoch": s / 940,
+                     "global_step/max_steps": f"{s}/940"})
+        if s % 100 == 95:
+            rows.append({"eval_loss": 1.9, "global_step/max_steps": f"{s + 3}/940"})
+    path = tmp_path / "logging.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (run,) = discover_runs(path)
+    (nonfinite,) = [i for i in analyze_run(run).incidents if i.kind == "nonfinite" and i.details["metric"] == "loss"]
+    assert (nonfinite.step, nonfinite.end_step, nonfinite.details["count"]) == (615, 940, 66)
+    # a finite loss logged between two NaN stretches still parts them
+    rows = [{"loss": float("nan") if s in (300, 305, 315) else 2.0, "learning_rate": 1e-5, "epoch": s / 940,
+             "global_step/max_steps": f"{s}/940"} for s in range(5, 400, 5)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (run,) = discover_runs(path)
+    assert [(i.step, i.end_step) for i in analyze_run(run).incidents if i.kind == "nonfinite"] == [(300, 305), (315, 315)]
+    # a grad norm printed on a few training rows alone, Inf each time: the rows between part them
+    rows = [{"loss": 2.0 - s / 1000, "learning_rate": 1e-5, "epoch": s / 940, "global_step/max_steps": f"{s}/940",
+             **({"grad_norm": float("inf")} if s in (100, 200) else {})} for s in range(5, 400, 5)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (run,) = discover_runs(path)
+    assert [(i.step, i.end_step) for i in analyze_run(run).incidents if i.kind == "nonfinite"] == [(100, 100), (200, 200)]
+
+
 @pytest.mark.parametrize("spelling", ["NaN", "null", '"nan"'])
 def test_a_jsonl_row_without_the_loss_is_no_nan_but_one_that_logs_it_nan_is(tmp_path, spelling):
     """A JSON row tells a key it lacks (an evaluation's or a summary's row) from one it holds as

@@ -190,7 +190,12 @@ def nonfinite_incidents(run: RunData) -> list[Incident]:
         if key == metrics.LOSS:
             loss_bad = mask
         last_finite = last_finite_step(series)
-        stretches = group_steps(mask, max_gap=1)
+        # A row that is no training record (an evaluation's, off the logging grid: no loss logged, not
+        # this metric either) does not cut a stretch.
+        kept = mask.to_numpy() | series.notna().to_numpy()
+        if loss_bad is not None:
+            kept |= loss_bad.to_numpy() | run.steps[metrics.LOSS].notna().to_numpy()
+        stretches = group_steps(mask[kept], max_gap=1)
         skipped = _skipped_updates(run.steps, loss_bad, series, mask, stretches) \
             if key == metrics.GRAD_NORM_TOTAL else {}
         for start, end in stretches:
