@@ -937,6 +937,27 @@ def test_hf_trainer_dicts_nan_from_the_first_are_read(tmp_path):
     assert [(i.kind, i.step, i.end_step) for i in report.incidents] == [("nonfinite", 1, 6)]
 
 
+def test_ms_swift_dicts_without_a_progress_bar_take_their_step_from_the_dict(tmp_path):
+    """ms-swift prints 'global_step/max_steps': '615/940' in each dict; without its progress bar
+    (--disable_tqdm, a file log) the dicts were numbered 1, 2, 3 in order: a NaN from step 615
+    read as 'at steps 123-188'."""
+    lines = []
+    for s in range(5, 945, 5):
+        loss = "nan" if s >= 615 else f"{2 - s / 1000:.6f}"
+        lines.append(f"{{'loss': {loss}, 'grad_norm': 0.97, 'learning_rate': 1e-05, 'token_acc': 0.35, "
+                     f"'epoch': {s / 940:.4f}, 'global_step/max_steps': '{s}/940', 'percentage': '{s / 9.4:.2f}%', "
+                     "'elapsed_time': '10s', 'remaining_time': '31m 10s', 'memory(GiB)': 17.96, 'train_speed(iter/s)': 0.5}")
+        if s % 100 == 0:
+            lines.append(f"{{'eval_loss': 1.6, 'eval_token_acc': 0.4, 'epoch': {s / 940:.4f}, "
+                         f"'global_step/max_steps': '{s}/940', 'percentage': '{s / 9.4:.2f}%'}}")
+    (run,) = discover_runs(_write(tmp_path / "swift.log", lines))
+    assert run.steps["loss"].index.tolist() == list(range(5, 945, 5))
+    assert run.steps["eval_loss"].dropna().index.tolist() == list(range(100, 945, 100))
+    assert not any("carry no step" in w for w in run.warnings)
+    (nonfinite,) = [i for i in analyze_run(run).incidents if i.kind == "nonfinite" and i.details["metric"] == "loss"]
+    assert (nonfinite.step, nonfinite.end_step) == (615, 940)
+
+
 def test_hf_trainer_dicts_wrapped_over_several_lines_are_read_whole(tmp_path):
     """A paste hard-wrapped at a terminal's width splits each printed dict over lines: each is one
     record again (it was 'no hf_trainer step lines found'), eval dicts too."""

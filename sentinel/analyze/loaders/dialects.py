@@ -209,7 +209,15 @@ _HF_DICT_OPEN = re.compile(r"\{'(?:loss|eval_[a-z_]+)'[^{}\n]*$", re.MULTILINE) 
 _HF_WRAPPED_DICT = re.compile(r"\{'(?:loss|eval_[a-z_]+)'[^{}\n]*(?:\n[^{}\n]*){1,16}?\}")
 
 
+# ms-swift writes its step into each dict, 'global_step/max_steps': '615/940' (without a progress bar
+# beside them, with --disable_tqdm or in a file log, it is the only step the dicts have).
+_SWIFT_STEP_WORDS = "'global_step/max_steps': '"
+_SWIFT_STEP = re.compile(r"'global_step/max_steps': '(\d+)/\d+'")
+
+
 def _hf_dicts_unwrapped(text: str) -> str:
+    if _SWIFT_STEP_WORDS in text:
+        text = _SWIFT_STEP.sub(r"'step': \1", text)
     if _HF_DICT_OPEN.search(text) is None:  # every dict on one line: the usual log
         return text
     return _HF_WRAPPED_DICT.sub(lambda m: m.group(0).replace("\n", " ") + "\n" * m.group(0).count("\n"), text)
@@ -226,7 +234,7 @@ HF_TRAINER = Dialect(
     step_key="step",  # added from the progress bar beside each dict (loaders/progress_bar.py)
     step_from_order=True,
     rewrite=_hf_dicts_unwrapped,
-    rewrite_needs=(_HF_DICT_OPEN,),
+    rewrite_needs=(_HF_DICT_OPEN, _SWIFT_STEP_WORDS),
     sniff=re.compile(r"\{'loss': '?(?:[-\d.]|nan\b|inf\b)"),  # newer versions quote the values ('3.895')
     min_records=2,
 )
