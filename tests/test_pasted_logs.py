@@ -162,6 +162,27 @@ def test_verl_ppo_lines_a_policy_gradient_loss_and_a_time_per_step(tmp_path):
     assert (nonfinite.kind, nonfinite.step, nonfinite.end_step) == ("nonfinite", 300, 435)
 
 
+def test_ignite_progress_bar_its_epochs_counts_and_results_lines(tmp_path):
+    """Ignite's ProgressBar draws f"Epoch [{e}/{E}]: [{n}/{N}] {pct}%|{bar}, loss=X [..]" with '\\r'
+    redraws, and its examples print 'Training Results - Epoch: e ... Avg loss: X' after each epoch.
+    The count was not read: 1,060 lines numbered in order (the results lines among them)."""
+    text, n_batches = "", 300
+    for epoch in range(1, 6):
+        for n in range(10, n_batches + 1, 10):
+            step = (epoch - 1) * n_batches + n
+            loss = 0.9 if step == 810 else 0.3 + np.exp(-step / 400)
+            text += f"\rEpoch [{epoch}/5]: [{n}/{n_batches}]  {100 * n // n_batches:3d}%|##   , loss={loss:.3g} [00:01<00:09]"
+        text += f"\nTraining Results - Epoch: {epoch}  Avg accuracy: 0.91 Avg loss: 0.28\n"
+        text += f"Validation Results - Epoch: {epoch}  Avg accuracy: 0.90 Avg loss: 0.26\n"
+    path = tmp_path / "ignite.log"
+    path.write_text(text)
+    (run,) = discover_runs(path)
+    assert run.steps["loss"].index.tolist() == list(range(10, 5 * n_batches + 1, 10))
+    assert run.steps["val_loss"].dropna().index.tolist() == [300, 600, 900, 1200, 1500]
+    (spike,) = [i for i in analyze_run(run).incidents if i.kind in ("loss_spike", "outlier_batch")]
+    assert spike.step == 810
+
+
 def test_nemo2_iteration_lines_end_without_a_separator(tmp_path):
     """NeMo 2.0 prints Megatron-style fields without the closing ``|``: the last field, the loss,
     is whole (a Megatron line that lacks its closing ``|`` was cut while written)."""

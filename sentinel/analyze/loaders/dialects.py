@@ -439,7 +439,7 @@ _EPOCH_GAP = _gap_until(_EPOCH_START)
 # The count a whole number, its key not a unit's denominator ("ms/batch 45.60" is a time).
 _EPOCH_THEN_COUNT = rf"{_EPOCH_NUM}{_EPOCH_GAP}(?<![/\w])(?i:{_COUNT_KEY}\b)[^\S\n]*[:=#]?[^\S\n]*\[?[^\S\n]*(\d+)(?!\.\d|\d)"
 # "Epoch: [21][ 35/464]", "Epoch 3 [10/100]" (no groups: for a lookahead): the epoch shape below reads it.
-_EPOCH_BRACKETS = rf"{_EPOCH_WORD}[^\S\n]*[:=#]?[^\S\n]*\[?[^\S\n]*\d+(?:[^\S\n]*/[^\S\n]*\d+)?[^\S\n]*\]?[^\S\n]*[\[(][^\S\n]*\d+[^\S\n]*/"
+_EPOCH_BRACKETS = rf"{_EPOCH_WORD}[^\S\n]*[:=#]?[^\S\n]*\[?[^\S\n]*\d+(?:[^\S\n]*/[^\S\n]*\d+)?[^\S\n]*\]?:?[^\S\n]*[\[(][^\S\n]*\d+[^\S\n]*/"
 # A line about an evaluation ("| valid on 'valid' subset 1000 / 1311 loss=1.60", "Step 300 | eval
 # loss: 2.1"): its loss is not the training loss of a step. Fewer words than keys.looks_like_loss
 # rejects in a metric's name: a free-text line says "val" and "dev" for other things ("val: n/a",
@@ -590,7 +590,8 @@ GENERIC = Dialect(
         # in parentheses too, the super-resolution example's "===> Epoch[1](12/25): Loss: 0.3127"):
         # "Epoch: [21][1390/1930]\tTime 0.690 (0.986)\t...\tLoss 2.5681e+00 (1.0952e+01)", the
         # epoch perhaps with its total ("Epoch: [127/300][ 35/464]"); the loss, not its average.
-        Shape(re.compile(rf"{_EPOCH_NUM}[^\S\n]*[\[(][^\S\n]*(\d+)[^\S\n]*/[^\S\n]*(\d+)[^\])\n]*[\])]"
+        # (Ignite's ProgressBar: "Epoch [1/10]: [9/938]   1%|...| , loss=1.97 [00:00<00:10]".)
+        Shape(re.compile(rf"{_EPOCH_NUM}:?[^\S\n]*[\[(][^\S\n]*(\d+)[^\S\n]*/[^\S\n]*(\d+)[^\])\n]*[\])]"
                          rf"{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
               head=("epoch", "iter", "total", metrics.LOSS)),
         Shape(re.compile(rf"^[ \t]*\[[^\S\n]*(\d+),[^\S\n]*(\d+)\][^\S\n]*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
