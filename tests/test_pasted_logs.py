@@ -183,6 +183,34 @@ def test_ignite_progress_bar_its_epochs_counts_and_results_lines(tmp_path):
     assert spike.step == 810
 
 
+@pytest.mark.parametrize("timed", [True, False])
+def test_coqui_trainer_steps_and_their_loss_lines(tmp_path, timed):
+    """Coqui's Trainer prints a step's header, then one '| > key: value  (average)' line per loss
+    (the grad norm a tensor), and after each epoch's evaluation '--> EVAL PERFORMANCE' with its
+    avg_loss: 'not a log format sentinel reads'."""
+    bold, end = "\033[1m", "\033[0m"
+    lines = [" > Training Environment:", " | > Backend: Torch", " | > Num. of GPUs: 1", ""]
+    for step in range(0, 2000, 25):
+        loss = float("nan") if step >= 1800 else (7.0 if step == 1000 else 1 + 2 * np.exp(-step / 300))
+        when = "TIME: 2023-05-02 11:03:59 -- " if timed else ""
+        lines += ["", f"{bold}   --> {when}STEP: {step % 400}/400 -- GLOBAL_STEP: {step}{end}",
+                  f"     | > loss: {loss}  ({loss * 1.1})", f"     | > log_mle: {loss / 2}  ({loss / 2})",
+                  f"     | > grad_norm: tensor(9.0351, device='cuda:0')  (tensor(8.8072, device='cuda:0'))",
+                  "     | > current_lr: 0.0001 ", "     | > step_time: 0.3599  (0.33585486494222094)", ""]
+        if step % 400 == 375:
+            lines += [f"{bold} > EVALUATION {end}", "", f"{bold}   --> STEP: 0{end}", "     | > loss: 9.9  (9.9)", "",
+                      f"  {bold}--> EVAL PERFORMANCE{end}", f"     | > avg_loader_time: 0.0061 {end}(+0)",
+                      f"     | > avg_loss:\033[92m {2 - step / 1000} {end}(-0.1)", ""]
+    (run,) = discover_runs(_write(tmp_path / "trainer_0_log.txt", lines))
+    assert run.source == "coqui" and run.steps.index.tolist() == list(range(0, 2000, 25))
+    assert run.steps["loss"].iloc[1] == pytest.approx(1 + 2 * np.exp(-25 / 300))  # the step's, not its average
+    assert run.steps["grad_norm/total"].iloc[0] == 9.0351 and run.steps["lr"].iloc[0] == 0.0001
+    assert run.steps["val_loss"].dropna().to_dict() == pytest.approx({375: 1.625, 775: 1.225, 1175: 0.825, 1575: 0.425, 1975: 0.025})
+    incidents = analyze_run(run).incidents
+    assert [i.step for i in incidents if i.kind in ("loss_spike", "outlier_batch")] == [1000]
+    assert [(i.step, i.end_step) for i in incidents if i.kind == "nonfinite"] == [(1800, 1975)]
+
+
 def test_nemo2_iteration_lines_end_without_a_separator(tmp_path):
     """NeMo 2.0 prints Megatron-style fields without the closing ``|``: the last field, the loss,
     is whole (a Megatron line that lacks its closing ``|`` was cut while written)."""

@@ -356,6 +356,35 @@ OLMO = Dialect(
     min_records=1,
 )
 
+# Coqui's Trainer (Coqui TTS): f"   --> TIME: {t} -- STEP: {s}/{n} -- GLOBAL_STEP: {g}" (older versions
+# without the time) then one f"     | > {key}: {value}  ({average})" line per loss (the average in
+# brackets; a grad norm printed as a tensor); "--> EVAL PERFORMANCE" then its f"     | > avg_loss: X"
+# after each epoch's evaluation.
+_COQUI_VALUE = re.compile(r"[^\S\n]*\((?:tensor\([^()\n]*\)|[^()|\n]*)\)|tensor\(([^,()\n]*)(?:, device='[^'\n]*')?\)")
+
+
+def _coqui_values(text: str) -> str:
+    """Each value alone: its average in brackets dropped, a tensor written as its number."""
+    return _COQUI_VALUE.sub(lambda m: m.group(1) or "", text)
+
+
+COQUI = Dialect(
+    name="coqui",
+    description='Coqui TTS Trainer ("--> STEP: S/N -- GLOBAL_STEP: G", then "| > loss: X  (avg)" lines)',
+    shapes=(
+        Shape(re.compile(r"--> (?:TIME: [^\n]*? -- )?STEP: \d+/\d+ -- GLOBAL_STEP: (\d+)([^\n]*)"), fields="|",
+              keys={"loss": metrics.LOSS, "current_lr": metrics.LR, "grad_norm": metrics.GRAD_NORM_TOTAL}),
+    ),
+    joins=re.compile(r"\n {5}\| > "),
+    join_with=" | ",
+    rewrite=_coqui_values,
+    rewrite_needs=("(",),
+    drop_words=("eval",),
+    unstepped_evaluation=re.compile(rf"--> EVAL PERFORMANCE[^\n]*?\| avg_loss:[^\S\n]*({_NUM})"),
+    sniff=re.compile(r"--> (?:TIME: [^\n]*? -- )?STEP: \d+/\d+ -- GLOBAL_STEP: \d+"),
+    min_records=2,
+)
+
 # nnU-Net (v2) training_log_*.txt: every line "<date> <time>.<us>: <message>"; an epoch is
 # "Epoch N" (from 0), then "Current learning rate: L", "train_loss X", "val_loss X", "Pseudo dice
 # [...]", "Epoch time: S s" lines. Its loss includes a Dice term: below zero when training well.
@@ -857,7 +886,7 @@ CYCLEGAN = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, COMPOSER, OLMO, NNUNET, GAN, CYCLEGAN, TF_OBJECT_DETECTION, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, COMPOSER, OLMO, COQUI, NNUNET, GAN, CYCLEGAN, TF_OBJECT_DETECTION, TF, LOG4J,
                                  PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
