@@ -211,6 +211,57 @@ def test_coqui_trainer_steps_and_their_loss_lines(tmp_path, timed):
     assert [(i.step, i.end_step) for i in incidents if i.kind == "nonfinite"] == [(1800, 1975)]
 
 
+def _yolox_log(l1_from: int, announced: bool, diverge_from: int | None = None, l1_size: float = 1.5) -> list[str]:
+    rng = np.random.default_rng(5)
+    lines = []
+    for epoch in range(1, 81):
+        lines.append(f"2024-03-04 10:03:47.292 | INFO     | yolox.core.trainer:before_epoch:218 - ---> start train epoch{epoch}")
+        if epoch == l1_from and announced:
+            lines += ["2024-03-04 10:03:47.190 | INFO     | yolox.core.trainer:before_epoch:221 - --->No mosaic aug now!",
+                      "2024-03-04 10:03:47.013 | INFO     | yolox.core.trainer:before_epoch:223 - --->Add additional L1 loss now!"]
+        for it in range(10, 101, 10):
+            step = (epoch - 1) * 100 + it
+            l1 = l1_size if epoch >= l1_from else 0.0
+            rise = 0.004 * (step - diverge_from) if diverge_from is not None and step > diverge_from else 0.0
+            total = (4 + 10 * np.exp(-step / 800)) * (1 + 0.06 * rng.standard_normal()) + l1 + rise
+            lines.append(f"2024-03-04 10:03:51.864 | INFO     | yolox.core.trainer:after_iter:270 - epoch: {epoch}/80, "
+                         f"iter: {it}/100, gpu mem: 6211Mb, mem: 11.3Gb, iter_time: 0.451s, data_time: 0.002s, "
+                         f"total_loss: {total:.1f}, iou_loss: 2.1, l1_loss: {l1:.1f}, conf_loss: 1.5, cls_loss: 0.9, "
+                         f"lr: 1.000e-04, size: 640, ETA: 0:30:00")
+    return lines
+
+
+def test_yolox_announces_the_l1_term_it_adds_before_its_last_epochs(tmp_path):
+    """YOLOX adds an L1 term to its total loss for the last 15 epochs, after printing '--->Add
+    additional L1 loss now!': the loss steps up x1.3 and stays, a critical 'divergence ... still
+    diverged' on a healthy run. The log's own line says the objective changed."""
+    (run,) = discover_runs(_write(tmp_path / "train_log.txt", _yolox_log(66, announced=True)))
+    report = analyze_run(run)
+    assert report.verdict == "healthy" and not [i for i in report.incidents if i.severity != "info"]
+    # MMDetection's YOLOX prints the same line into mmengine's log
+    rows = []
+    for epoch in range(1, 81):
+        if epoch == 66:
+            rows.append("2024/03/04 10:03:47 - mmengine - INFO - Add additional L1 loss now!")
+        rows += [f"2024/03/04 10:03:51 - mmengine - INFO - Epoch(train)  [{epoch}][{it}/100]  lr: 1.0000e-03  "
+                 f"loss: {4 + 10 * np.exp(-((epoch - 1) * 100 + it) / 800) + (1.5 if epoch >= 66 else 0):.4f}"
+                 for it in (50, 100)]
+    (run,) = discover_runs(_write(tmp_path / "mmdet.log", rows))
+    assert run.source == "mmengine" and run.events["step"].tolist() == [6550]
+    assert not [i for i in analyze_run(run).incidents if i.severity != "info"]
+    # a step up large enough for the spike rule: told, as information
+    (run,) = discover_runs(_write(tmp_path / "large.txt", _yolox_log(66, announced=True, l1_size=5.5)))
+    (spike,) = [i for i in analyze_run(run).incidents if i.kind == "loss_spike"]
+    assert spike.severity == "info" and "the log says the loss itself changed at step 6510" in spike.message
+    # the same curve without the line is judged by the curve
+    (run,) = discover_runs(_write(tmp_path / "silent.txt", _yolox_log(66, announced=False)))
+    assert [i.severity for i in analyze_run(run).incidents if i.kind == "divergence"] == ["critical"]
+    # a climb long after the announcement is no part of it: judged from the new level's best
+    (run,) = discover_runs(_write(tmp_path / "later.txt", _yolox_log(20, announced=True, diverge_from=6000)))
+    alarms = [(i.kind, i.step) for i in analyze_run(run).incidents if i.severity != "info"]
+    assert alarms and all(step > 6000 for _, step in alarms) and ("divergence", 6130) in alarms
+
+
 def test_nemo2_iteration_lines_end_without_a_separator(tmp_path):
     """NeMo 2.0 prints Megatron-style fields without the closing ``|``: the last field, the loss,
     is whole (a Megatron line that lacks its closing ``|`` was cut while written)."""

@@ -23,6 +23,7 @@ from sentinel.analyze.rule_attention import attention_incidents
 from sentinel.analyze.rule_chance import chance_incidents
 from sentinel.analyze.rule_divergence import divergence_incidents
 from sentinel.analyze.rule_crash import crash_incidents
+from sentinel.analyze.rule_announced import announced_changes, settle_announced
 from sentinel.analyze.rule_guard import (accepted_levels, guard_incidents, online_spike_incidents,
                                          restart_incidents, settle_accepted)
 from sentinel.analyze.rule_nonfinite import eval_nonfinite_incidents, finite, logged_nan_steps, nonfinite_incidents
@@ -196,7 +197,9 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
                             "large jumps are flagged); non-finite values and the final loss are reported")
         # ... and it jumps as a whole epoch: never an outlier batch.
         found, spans = loss_spike_incidents(loss, loss_config, last_step=int(steps.index[-1]), per_epoch=epoch_means)
-        diverged = divergence_incidents(loss, spans, config, epochs=epoch_means)
+        # A change of the loss the log announces starts a new level: each stretch is judged from its own best.
+        diverged = [incident for part in _parts_between(loss, [at for at, _ in announced_changes(run.events)])
+                    for incident in divergence_incidents(part, spans, config, epochs=epoch_means)]
         runaway = [i.step for i in diverged if i.details.get("runaway")]
         if runaway:  # the climb is one divergence, not an unrecovered spike inside it
             found = [i for i in found if i.details.get("recovered") or i.step < runaway[0]]
@@ -229,6 +232,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
     incidents += restart_incidents(run.meta.get("restarts") if run.meta else None)
     incidents += crash_incidents(run.meta.get("crash") if run.meta else None)
     incidents = settle_accepted(incidents, accepted_levels(run.events))
+    incidents = settle_announced(incidents, announced_changes(run.events), steps.index.to_numpy())
     incidents = settle_lr_rises(incidents, steps[metrics.LR] if has(metrics.LR) else None,
                                 steps[metrics.LOSS] if has(metrics.LOSS) else None)
     incidents = settle_recurring(incidents, steps.index.to_numpy())
@@ -270,6 +274,20 @@ def _once_an_epoch(steps: pd.DataFrame, loss: pd.Series) -> bool:
 
 
 _FEWEST_EPOCHS, _MOST_EPOCHS = 5, 100_000  # rows a loss once an epoch is told by
+
+
+def _parts_between(loss: pd.Series, cuts: list[int]) -> list[pd.Series]:
+    """``loss`` cut before each step of ``cuts`` (the parts of two values or more).
+
+    Example:
+        >>> [len(p) for p in _parts_between(pd.Series(range(10), index=range(0, 100, 10)), [50])]
+        [5, 5]
+    """
+    if not cuts:
+        return [loss]
+    steps = loss.index.to_numpy()
+    bounds = [0, *np.searchsorted(steps, sorted(cuts)), len(steps)]
+    return [loss.iloc[a:b] for a, b in zip(bounds, bounds[1:]) if b - a >= 2]
 
 
 def _loss_name(meta: dict | None) -> str:

@@ -89,7 +89,8 @@ def accepted_levels(events: pd.DataFrame) -> list[tuple[int, int]]:
     if events is None or events.empty or "kind" not in events.columns:
         return []
     accepted = events["accepted"].fillna(False).astype(bool) if "accepted" in events.columns else False
-    rows = events[(events["kind"] == "new_level") | ((events["kind"] == "divergence") & accepted)]
+    guards = events["announced"].isna() if "announced" in events.columns else True  # not a log's own word (rule_announced)
+    rows = events[((events["kind"] == "new_level") & guards) | ((events["kind"] == "divergence") & accepted)]
     return [(int(_get(r, "onset", r["step"])), int(r["step"])) for _, r in rows.iterrows()]
 
 

@@ -112,6 +112,11 @@ TORCHTITAN = Dialect(
 # mmcv 1.x: "Epoch [1][50/7330]\tlr: 1.000e-02, eta: 1 day, 8:31:30, time: 0.5, ..., loss: 1.2".
 # Iterations count inside an epoch: the step is (epoch - 1) * N + i. ([^\S\n]: spaces on the line.)
 _ETA = (re.compile(r"\beta: (?:\d+ days?, )?[\d:]+,?"), "")
+# YOLOX (and MMDetection's YOLOX) add an L1 term to the total loss for the last epochs, and say so:
+# the loss steps up to a new level there (rule_announced).
+YOLOX_L1 = EventLine(re.compile(r"Add additional L1 loss now!"), EventKind.NEW_LEVEL, source="yolox",
+                     detail={"announced": "YOLOX's 'Add additional L1 loss now!': an L1 term added to the loss"})
+
 MMENGINE = Dialect(
     name="mmengine",
     description='mmengine / MMDetection ("Epoch(train) [e][i/N] ... loss: X")',
@@ -122,6 +127,7 @@ MMENGINE = Dialect(
         Shape(re.compile(r"\bIter\(train\)[^\S\n]*\[[^\S\n]*(\d+)[^\S\n]*/[^\S\n]*(\d+)\][^\S\n]+([^\n]*)"),
               head=("iter", "total"), separators=(": ", ", ", "\t"), scrub=_ETA),
     ),
+    events=(YOLOX_L1,),  # MMDetection's YOLOXModeSwitchHook prints YOLOX's line
     min_records=2,
 )
 
@@ -643,7 +649,8 @@ GENERIC = Dialect(
     # detectron2 stops with FloatingPointError("Loss became infinite or NaN at iteration=N!"): its
     # last step line is finite, the NaN step is in the traceback alone.
     events=(EventLine(re.compile(r"Loss became infinite or NaN at iteration=(?P<step>\d+)"), EventKind.NONFINITE,
-                      source="detectron2", detail={"metric": metrics.LOSS}),),
+                      source="detectron2", detail={"metric": metrics.LOSS}),
+            YOLOX_L1),
     min_records=5,
     amp_lines=True,
 )
