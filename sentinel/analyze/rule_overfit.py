@@ -44,6 +44,11 @@ def overfitting_incidents(steps: pd.DataFrame, loss: pd.Series, config: AnalyzeC
         # last by all of it (one bad evaluation is noise, not a trend).
         if not (last >= best * (1 + config.overfit_rise) and (tail > best * (1 + config.overfit_rise / 2)).all()):
             continue
+        # ... and the levels rose, not two draws of the noise: the evaluations around the best
+        # against the last ones, a tenth of them each where there are many (a flat curve 8% noisy
+        # over 100 epochs has its lowest value 15% under the last ones).
+        if not _levels_rose(evals.to_numpy(), best_at, max(config.overfit_evals, len(evals) // 10), config.overfit_rise):
+            continue
         train_then, train_end = _level_at(loss, best_step), _level_at(loss, last_step)
         if not train_end < train_then:  # the training loss rose too: not overfitting (other rules judge it)
             continue
@@ -56,6 +61,21 @@ def overfitting_incidents(steps: pd.DataFrame, loss: pd.Series, config: AnalyzeC
                                    "train_loss_at_best": train_then, "train_loss_at_last": train_end,
                                    "resolved": True}))
     return incidents
+
+
+def _levels_rose(values: np.ndarray, best_at: int, width: int, rise: float) -> bool:
+    """Whether the median of the last ``width`` values after the best is ``rise`` above the median
+    of the ``width`` values around it.
+
+    Example:
+        >>> _levels_rose(np.array([1.6, 1.3, 1.25, 1.3, 1.4, 1.5, 1.6, 1.7]), 2, 3, 0.1)
+        True
+        >>> _levels_rose(np.array([0.31, 0.33, 0.29, 0.26, 0.30, 0.32, 0.31, 0.33, 0.30]), 3, 3, 0.1)
+        False
+    """
+    around = values[max(best_at - width // 2, 0):best_at + width // 2 + 1]
+    last = values[best_at + 1:][-width:]
+    return bool(np.median(last) >= np.median(around) * (1 + rise))
 
 
 def _level_at(loss: pd.Series, step: int, rows: int = 5) -> float:
