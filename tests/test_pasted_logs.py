@@ -262,6 +262,27 @@ def test_yolox_announces_the_l1_term_it_adds_before_its_last_epochs(tmp_path):
     assert alarms and all(step > 6000 for _, step in alarms) and ("divergence", 6130) in alarms
 
 
+def test_a_scripts_prints_after_a_tqdm_bar_drawn_without_a_line_end(tmp_path):
+    """x-transformers' examples print f'training loss: {loss}' inside a tqdm loop; the bar redraws
+    (every ten seconds) with no line end, so a print lands on the bar's line. The 60 bar lines
+    were read as steps and the 2,940 other loss lines dropped: a spike at 1801 was 'info' at
+    'step 1800'."""
+    text = ""
+    for i in range(3000):
+        if i % 50 == 0:
+            text += f"\rtraining:  {i // 30:2d}%|#         | {i}/3000 [00:17<17:12, 2.86it/s]"
+        text += f"training loss: {9.0 if i == 1800 else 1 + 3 * np.exp(-i / 500) + 0.05 * np.sin(i)}\n"
+        if i % 100 == 0:
+            text += f"validation loss: {1.1 + 3 * np.exp(-i / 500)}\n"
+    path = tmp_path / "enwik8.log"
+    path.write_text(text)
+    (run,) = discover_runs(path)
+    assert run.steps["loss"].index.tolist() == list(range(1, 3001))
+    assert run.steps["val_loss"].dropna().index.tolist() == list(range(1, 3001, 100))
+    (spike,) = [i for i in analyze_run(run).incidents if i.kind in ("loss_spike", "outlier_batch")]
+    assert spike.step == 1801
+
+
 def test_nemo2_iteration_lines_end_without_a_separator(tmp_path):
     """NeMo 2.0 prints Megatron-style fields without the closing ``|``: the last field, the loss,
     is whole (a Megatron line that lacks its closing ``|`` was cut while written)."""
