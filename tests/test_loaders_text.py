@@ -371,6 +371,19 @@ def test_gpt_neox_prints_a_loss_of_zero_for_an_interval_it_skipped_whole(tmp_pat
     assert run.steps[metrics.LOSS].loc[2000:].eq(0.0).all()
 
 
+def test_nan_iterations_at_neighbouring_lines_are_one_incident(tmp_path):
+    """'number of nan iterations: 2' on eleven interval lines in a row, the loss printed finite
+    (the other iterations'): one critical incident over the stretch, not one per line."""
+    from sentinel.analyze.analyzer import analyze_run
+
+    lines = [_iter_line(it, f"{3 + math.exp(-it / 300):.6E}", nan=2 if 500 <= it <= 600 or it == 800 else 0)
+             for it in range(10, 1010, 10)]
+    (run,) = megatron.load(_write(tmp_path, "nan.log", "\n".join(lines) + "\n"))
+    found = [i for i in analyze_run(run).incidents if i.kind == "nonfinite"]
+    assert [(i.step, i.end_step, i.details["count"]) for i in found] == [(500, 600, 11), (800, 800, 1)]
+    assert found[0].message.startswith("non-finite values recorded at steps 500-600 (11 logged steps)")
+
+
 def test_megatron_loss_col_picks_another_field_as_printed_or_by_key(tmp_path):
     path = _write(tmp_path, "train.out", "\n".join(_iter_line(i, "2.5", gn=str(0.1 * i)) for i in (1, 2, 3)) + "\n")
     for name in ("grad norm", metrics.GRAD_NORM_TOTAL):

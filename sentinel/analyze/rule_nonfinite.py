@@ -219,22 +219,44 @@ def nonfinite_incidents(run: RunData) -> list[Incident]:
                 message += "; never finite again"
             incidents.append(Incident(IncidentKind.NONFINITE, start, end, Severity.CRITICAL, message, details))
     loss_last = last_finite_step(run.steps[metrics.LOSS]) if metrics.LOSS in run.steps.columns else None
-    for _, event in events.iterrows():
-        step = int(event["step"])
-        if any(a <= step <= b for a, b in covered):
-            continue
-        sources = events[events["step"] == step]
-        covered.append((step, step))
-        later_ok = loss_last is not None and loss_last > step
+    for start, end, metric in _event_stretches(events, covered, run.steps.index.to_numpy()):
+        sources = events[(events["step"] >= start) & (events["step"] <= end)]
+        later_ok = loss_last is not None and loss_last > end
         # A text log's event names the metric its line printed as NaN (before the metric's first
         # finite value the series cannot tell a logged NaN from an absent one).
-        metric = _plain(event.get("metric")) if "metric" in event.index else None
         what = f"{metric} non-finite" if metric else "non-finite values recorded"
+        count = int(sources["step"].nunique())
+        where = f"step {start}" if start == end else f"steps {start}-{end} ({count} logged steps)"
         incidents.append(Incident(
-            IncidentKind.NONFINITE, step, step, Severity.CRITICAL,
-            f"{what} at step {step}; {_describe_sources(sources)}",
-            {"metric": metric, "sources": _source_list(sources), "resolved": bool(later_ok)}))
+            IncidentKind.NONFINITE, start, end, Severity.CRITICAL, f"{what} at {where}; {_describe_sources(sources)}",
+            {"metric": metric, "sources": _source_list(sources), "resolved": bool(later_ok), "count": count}))
     return incidents
+
+
+def _event_stretches(events: pd.DataFrame, covered: list[tuple[int, int]], steps: np.ndarray
+                     ) -> list[tuple[int, int, str | None]]:
+    """``(first, last, metric)`` of the recorded ``nonfinite`` events outside ``covered``, those at
+    neighbouring logged steps (no logged step between them without one) and of one metric
+    together: a Megatron log's 'number of nan iterations' at every interval of a stretch is one
+    incident, not one per line."""
+    if not len(events):
+        return []
+    out: list[tuple[int, int, str | None]] = []
+    for step, rows in events.groupby("step", sort=True):
+        step = int(step)
+        if any(a <= step <= b for a, b in covered):
+            continue
+        metric = _plain(rows.iloc[0].get("metric")) if "metric" in rows.columns else None
+        if out and out[-1][2] == metric and _neighbours(steps, out[-1][1], step):
+            out[-1] = (out[-1][0], step, metric)
+        else:
+            out.append((step, step, metric))
+    return out
+
+
+def _neighbours(steps: np.ndarray, a: int, b: int) -> bool:
+    """Whether no logged step lies strictly between steps ``a`` and ``b``."""
+    return int(np.searchsorted(steps, b)) - int(np.searchsorted(steps, a, side="right")) <= 0
 
 
 # Non-finite grad norms with a finite loss after them that are more than this share of the logged
