@@ -100,6 +100,9 @@ def test_two_equal_candidates_name_the_option(tmp_path):
     ("train_loss.csv", "step,value", "{i},{v}"),
     ("Loss_train.csv", "Step,Value,timestamp", "{i},{v},1733400000.5"),
     ("loss.tsv", "step\tvalue", "{i}\t{v}"),
+    ("train_loss.csv", ",step,value,timestamp", "{i},{i}.0,{v},2024-05-01 10:40:00"),  # Neptune's values, to_csv
+    ("loss.csv", "step,value,timestamp,epoch", "{i},{v},1714560000310,0"),  # Comet's download
+    ("loss_metric.csv", ",idx,step,value,epoch,time", "{i},{i},{i},{v},0,2024-05-01 10:40:00"),  # Aim's dataframe
 ])
 def test_a_metric_file_of_step_and_value_named_a_loss_is_read_as_the_loss(tmp_path, name, header, row):
     """One metric a file (a per-metric export): its name alone says the values are the loss."""

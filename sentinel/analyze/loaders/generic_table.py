@@ -551,7 +551,10 @@ def _sniffed(keys, options: LoadOptions | None, path: str | Path | None = None) 
 # A metric written to a file of its own names it in the file's name alone: its value column goes by
 # one of these, beside the step and perhaps a time.
 _VALUE_NAMES = frozenset({"value", "values", "y"})
-_TIME_NAMES = frozenset({"wall time", "wall_time", "walltime", "timestamp", "time", "wall_clock"})
+# ... and what exports write beside them: a time, the epoch, a row number (pandas' unnamed index,
+# Aim's idx).
+_BESIDE_A_VALUE = frozenset({"wall time", "wall_time", "walltime", "timestamp", "time", "wall_clock", "epoch",
+                             "idx", "index", "", "unnamed: 0"})
 
 
 def value_named_by_file(path: str | Path, columns, loss_col: str | None = None) -> str | None:
@@ -562,13 +565,15 @@ def value_named_by_file(path: str | Path, columns, loss_col: str | None = None) 
     Example:
         >>> value_named_by_file("exports/train_loss.csv", ["step", "value"])
         'value'
+        >>> value_named_by_file("train_loss.csv", ["", "step", "value", "timestamp"])  # Neptune's, to_csv
+        'value'
         >>> value_named_by_file("exports/lr.csv", ["step", "value"]), value_named_by_file("loss.csv", ["step", "a", "b"])
         (None, None)
     """
     columns = [str(c) for c in columns]
     step = step_column(columns)
     values = [c for c in columns if c.strip().lower() in _VALUE_NAMES]
-    others = [c for c in columns if c != step and c not in values and c.strip().lower() not in _TIME_NAMES]
+    others = [c for c in columns if c != step and c not in values and c.strip().lower() not in _BESIDE_A_VALUE]
     if loss_col is not None or step is None or len(values) != 1 or others:
         return None
     return values[0] if looks_like_loss(Path(path).stem) else None
