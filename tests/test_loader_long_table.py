@@ -87,3 +87,49 @@ def test_jsonl_rows_that_name_their_split_keep_evaluation_numbers_apart(tmp_path
     assert run.source == "generic_table" and run.steps["loss"].tolist() == LOSSES[:40]
     assert run.steps["val/loss"].dropna().tolist() == [5.0] * 4 and run.steps["lr"].eq(0.02).all()
     assert analyze_run(run).verdict.value == "healthy"
+
+
+def _loss_at(step: int, spike_at: int | None = None) -> float:
+    return 9.0 if step == spike_at else 1 + 2 * math.exp(-step / 400) + 0.02 * math.sin(step)
+
+
+def test_mlflow_chart_download_of_two_runs_is_two_runs(tmp_path):
+    """MLflow's chart 'Download CSV' of runs compared: 'Run,Run ID,metric,step,timestamp,value'.
+    Read as one table, the second run's rows replaced the first's at every step: its spike gone."""
+    lines = ["Run,Run ID,metric,step,timestamp,value"]
+    for run, run_id, spike in (("bemused-carp-42", "3f2b8c9d", 1000), ("gentle-fox-7", "9a8b7c6d", None)):
+        lines += [f"{run},{run_id},train_loss,{s},{1714560000000 + s},{_loss_at(s, spike)}" for s in range(0, 2000, 10)]
+    path = tmp_path / "train_loss.csv"
+    path.write_text("\n".join(lines) + "\n")
+    runs = discover_runs(path)
+    assert [r.name for r in runs] == ["bemused-carp-42", "gentle-fox-7"]
+    assert all(r.steps["loss"].index.tolist() == list(range(0, 2000, 10)) for r in runs)
+    spikes = [[i.step for i in analyze_run(r).incidents if i.kind in ("loss_spike", "outlier_batch")] for r in runs]
+    assert spikes == [[1000], []]
+
+
+def test_an_empty_value_of_a_metric_history_is_a_logged_nan(tmp_path):
+    """pd.DataFrame of MlflowClient().get_metric_history(...) to_csv: a NaN is written empty. Each
+    row is a value logged, so the run went NaN at 1000; the rows were dropped ('healthy')."""
+    lines = ["key,value,timestamp,step"] + [f"train_loss,{'' if s >= 1000 else _loss_at(s)},{1714560000000 + s},{s}"
+                                            for s in range(0, 2000, 10)]
+    path = tmp_path / "metric_history.csv"
+    path.write_text("\n".join(lines) + "\n")
+    (run,) = discover_runs(path)
+    (nonfinite,) = [i for i in analyze_run(run).incidents if i.kind == "nonfinite"]
+    assert (nonfinite.step, nonfinite.end_step) == (1000, 1990)
+
+
+def test_aims_metric_rows_name_their_split_beside_their_metric(tmp_path):
+    """Aim's query_metrics().dataframe(): 'metric.name' and 'metric.context.subset' on each row."""
+    lines = ["idx,step,value,epoch,time,run.hash,metric.name,metric.context.subset"]
+    for s in range(500):
+        lines.append(f"{s},{s},{_loss_at(s, 300)},0,2024-05-01 10:40:00,8b1f,loss,train")
+        if s % 50 == 49:
+            lines.append(f"{s},{s},{_loss_at(s) + 0.3},0,2024-05-01 10:40:00,8b1f,loss,val")
+    path = tmp_path / "query_metrics.csv"
+    path.write_text("\n".join(lines) + "\n")
+    (run,) = discover_runs(path)
+    assert run.steps["loss"].index.tolist() == list(range(500)) and run.steps["loss"].iloc[300] == 9.0
+    assert run.steps["val/loss"].dropna().index.tolist() == list(range(49, 500, 50))
+    assert [i.step for i in analyze_run(run).incidents if i.kind in ("loss_spike", "outlier_batch")] == [300]

@@ -9,9 +9,15 @@ Two shapes that scripts write and tools export:
   Read as a plain table, a step's evaluation row stood in for its training loss: every
   evaluation looked like a spike.
 
+Both at once too: Aim's ``query_metrics`` dataframe names each row's metric (``metric.name``) and
+its split (``metric.context.subset``): ``train/loss``, ``val/loss``.
+
 The wide table is then read as any other (:mod:`generic_table`'s rules): the loss found among
 the columns, every other numeric column kept under its canonical key. The whole file is read (a
-long table holds a few numbers per row).
+long table holds a few numbers per row). A run column (MLflow's chart download, ``Run,Run ID,
+metric,step,timestamp,value``, of several runs compared) makes a run of each. In the first form a
+row is a value logged: an empty value cell is a NaN written by pandas (``to_csv`` of a metric
+history), not a metric absent.
 """
 
 from __future__ import annotations
@@ -21,7 +27,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel import metrics
+from sentinel.analyze.loaders import LOGGED_NAN, LOGGED_NAN_KEYS, LoadOptions, RunData
 from sentinel.analyze.loaders.generic_table import is_number, pick_columns, separator
 from sentinel.analyze.loaders.keys import SPLIT_COLUMNS, TRAIN_WORDS, find_column, loss_column, step_column
 from sentinel.analyze.loaders.numeric_table import step_values, table_steps
@@ -31,8 +38,11 @@ NAME = "long_table"
 DESCRIPTION = "CSV / TSV tables in long form (step, metric, value; or step, split, loss)"
 SNIFF_TAKES_OPTIONS = True  # --step-col names the step column a sniff looks for
 
-NAME_COLUMNS = ("metric", "metric_name", "key", "name", "tag", "series", "variable")
+NAME_COLUMNS = ("metric", "metric_name", "key", "name", "tag", "series", "variable", "metric.name")
 VALUE_COLUMNS = ("value", "metric_value", "val", "y")
+# A run's id, then its name: a table of several runs' rows (MLflow's chart download).
+RUN_COLUMNS = ("run id", "run_id", "runid", "run_uuid", "run.hash", "run", "run name", "run_name", "run.name")
+_RUN_NAME_COLUMNS = ("run", "run name", "run_name", "run.name")
 _SNIFF_ROWS = 200
 
 
@@ -62,20 +72,43 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     shape = _shape(path, options)
     if shape is None:
         raise ValueError(f"{path}: not a table in long form (step, metric, value; or step, split, loss)")
-    sep, step_col, name_col, value_col, split_col = shape
+    sep, step_col = shape[0], shape[1]
     table = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, encoding=text_encoding(path),
                         encoding_errors="replace", on_bad_lines="skip", skipinitialspace=True)
     warnings: list[str] = []
     step, keep = step_values(table[step_col], step_col, path, warnings)
     table = table[keep]
-    if split_col is None:
+    run_col = find_column(list(table.columns), RUN_COLUMNS)
+    if run_col is None or table[run_col].nunique() < 2:
+        return [_run(path, table, step, shape, options, warnings, run_name(path))]
+    name_col = find_column(list(table.columns), _RUN_NAME_COLUMNS)
+    runs = []
+    for run in pd.unique(table[run_col]):  # in the order the file first shows them
+        rows = (table[run_col] == run).to_numpy()
+        name = str(table.loc[rows, name_col].iloc[0]).strip() if name_col is not None else str(run).strip()
+        runs.append(_run(path, table[rows], step[rows], shape, options, list(warnings), name or str(run)))
+    return runs
+
+
+def _run(path: str | Path, table: pd.DataFrame, step, shape: tuple, options: LoadOptions, warnings: list[str],
+         name: str) -> RunData:
+    """One run of a long table's rows (``step``: theirs, as integers)."""
+    _, step_col, name_col, value_col, split_col = shape
+    nan_rows = None
+    if name_col is not None:
         names = table[name_col].astype(str).str.strip()
-        parts = [pd.DataFrame({"step": step, "name": names.to_numpy(), "value": table[value_col].to_numpy()})]
+        if split_col is not None:  # Aim's metric.context.subset beside metric.name
+            names = table[split_col].astype(str).str.strip().str.lower() + "/" + names
+        values = table[value_col].astype(str).str.strip()
+        # every row is a value logged: an empty cell is a NaN pandas wrote empty
+        nan_rows = pd.DataFrame({"step": step, "name": names.to_numpy()})[values.str.lower().isin(["", "nan"]).to_numpy()]
+        parts = [pd.DataFrame({"step": step, "name": names.to_numpy(), "value": values.replace("", "nan").to_numpy()})]
     else:
         splits = table[split_col].astype(str).str.strip().str.lower()
         parts = [pd.DataFrame({"step": step, "name": (splits + "/" + str(col)).to_numpy(), "value": table[col].to_numpy()})
                  for col in table.columns if col not in (step_col, split_col)]
-        seen = sorted(set(splits))
+    if split_col is not None:
+        seen = sorted(set(table[split_col].astype(str).str.strip().str.lower()))
         warnings.append(f"{Path(path).name}: rows of {len(seen)} splits ({', '.join(seen)}) in the "
                         f"{split_col!r} column: each split's numbers are read as columns of their own "
                         "(train/loss, val/loss, ...)")
@@ -87,7 +120,10 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     wide_step, loss_col = pick_columns(list(wide.columns), LoadOptions("step", options.loss_col), path, warnings)
     steps = table_steps(wide, wide_step, loss_col, path, warnings, keep_nan_eval=True)
     meta = {"format": NAME, "columns": [c for c in wide.columns if c != "step"]}
-    return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps, meta=meta, warnings=warnings)]
+    if nan_rows is not None:  # the loss's rows that hold a NaN: logged, where other rows are absent
+        meta[LOGGED_NAN] = {metrics.LOSS: sorted(int(s) for s in nan_rows.loc[nan_rows["name"] == loss_col, "step"])}
+        meta[LOGGED_NAN_KEYS] = (metrics.LOSS,)
+    return RunData(name=name, path=str(path), source=NAME, steps=steps, meta=meta, warnings=warnings)
 
 
 def _shape(path: str | Path, options: LoadOptions) -> tuple[str, str, str | None, str | None, str | None] | None:
@@ -111,13 +147,15 @@ def _shape(path: str | Path, options: LoadOptions) -> tuple[str, str, str | None
     if step_col is None:
         return None
     name_col, value_col = find_column(header, NAME_COLUMNS), find_column(header, VALUE_COLUMNS)
+    split_col = _split_column(header)
     # A table with a loss column of its own is wide, whatever else it holds ("name" a run's name).
     if name_col is not None and value_col is not None and loss_column(header)[0] is None:
         names = [row[header.index(name_col)].strip() for row in body]
-        if all(name and not is_number(name) for name in names):
-            return sep, step_col, name_col, value_col, None
-        return None
-    split_col = find_column(header, SPLIT_COLUMNS)
+        if not all(name and not is_number(name) for name in names):
+            return None
+        if split_col is not None and not {row[header.index(split_col)].strip().lower() for row in body} & TRAIN_WORDS:
+            split_col = None  # a column that names no training rows is not their split
+        return sep, step_col, name_col, value_col, split_col
     if split_col is None or len(header) < 3:
         return None
     splits = {row[header.index(split_col)].strip().lower() for row in body}
@@ -125,4 +163,13 @@ def _shape(path: str | Path, options: LoadOptions) -> tuple[str, str, str | None
     if not splits & TRAIN_WORDS or not all(s.replace("_", "").isalpha() for s in splits):
         return None
     return sep, step_col, None, None, split_col
+
+
+def _split_column(header: list[str]) -> str | None:
+    """The column that names each row's split: one of :data:`SPLIT_COLUMNS`, or a dotted name
+    ending with one (Aim's ``metric.context.subset``)."""
+    found = find_column(header, SPLIT_COLUMNS)
+    if found is not None:
+        return found
+    return next((c for c in header if "." in c and c.rsplit(".", 1)[1].strip().lower() in SPLIT_COLUMNS), None)
 
