@@ -216,3 +216,19 @@ def test_a_table_with_a_loss_and_no_step_it_knows_names_the_step_option(tmp_path
                              "num_episodes, total_loss, total timesteps; name it with --step-col <column>\n")
     code, report = _analyze(str(path), "--step-col", "total timesteps")
     assert code == 0 and report["runs"][0]["steps"] == 20
+
+
+def test_a_table_of_runs_is_no_history_and_says_so(tmp_path):
+    """mlflow.search_runs() saved as CSV: one row per run, its last metrics.train_loss and
+    metrics.val_loss. Read as a history of epochs, a run that failed before logging was 'loss
+    non-finite at epoch 8', critical."""
+    rows = ["run_id,experiment_id,status,start_time,metrics.train_loss,metrics.val_loss,params.lr,tags.mlflow.runName"]
+    rows += [f"{i:032x},1723,FINISHED,2024-05-01 00:00:00+00:00,{0.9 + i / 100},{1.0 + i / 100},0.001,run-{i}"
+             for i in range(7)] + [f"{7:032x},1723,FAILED,2024-05-01 00:00:00+00:00,,,0.001,run-7"]
+    path = tmp_path / "runs_search.csv"
+    path.write_text("\n".join(rows) + "\n")
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1
+    assert result.output == (f"Error: {path}: a table of one row per run (run_id, metrics.*: mlflow.search_runs()), "
+                             "not a training history: pass a run's metric history (its mlruns/<experiment>/<run> "
+                             "folder, or MlflowClient().get_metric_history() saved as CSV)\n")

@@ -168,6 +168,10 @@ def why_not(path: str | Path) -> str | None:
     if len(header) < 2 or any(_VALUE_IN_NAME.search(name) for name in header):
         return None  # "step_i: 0, training loss: 3.2": a log line with commas, not a header
     shown = ", ".join(header[:30]) + (f", ... ({len(header)} in all)" if len(header) > 30 else "")
+    if runs_table(header):
+        return (f"{path}: a table of one row per run (run_id, metrics.*: mlflow.search_runs()), not a training "
+                "history: pass a run's metric history (its mlruns/<experiment>/<run> folder, or "
+                "MlflowClient().get_metric_history() saved as CSV)")
     loss = loss_column(header)[0]
     if step_column(header) is None and loss is not None:  # an RL logger's "total timesteps"
         return (f"{path}: a table with a loss column {loss!r} but no step column among: {shown}; "
@@ -264,7 +268,7 @@ def load_rows_in_order(path: str | Path, options: LoadOptions | None = None) -> 
         names, sep = ([], ",") if rows_of_json else read_header(path)
         # A header of names, one of them the loss's, before the file is read: a log line read as a
         # header ("step 1 loss=tensor([2.5") holds values.
-        if not rows_of_json and not _a_header_of_a_loss(names, options):
+        if not rows_of_json and (not _a_header_of_a_loss(names, options) or runs_table(names)):
             return None
         if rows_of_json:
             table = (_read_json_array if _JSON_ARRAY.match(head) else _read_jsonl)(path, warnings, {})
@@ -295,6 +299,19 @@ def load_rows_in_order(path: str | Path, options: LoadOptions | None = None) -> 
                     "numbered 1, 2, 3, ... in order (--step-col names one)")
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
                     meta={"format": NAME, "columns": columns, "step_source": "order", **unit}, warnings=warnings)]
+
+
+def runs_table(names) -> bool:
+    """Whether a header is that of a table of runs, one row each (``mlflow.search_runs()``: a run
+    id and the runs' last ``metrics.*``): no history, whatever its columns' names say.
+
+    Example:
+        >>> runs_table(["run_id", "status", "metrics.loss", "metrics.val_loss"]), runs_table(["step", "loss"])
+        (True, False)
+    """
+    lowered = [str(name).strip().lower() for name in names]
+    return any(name in ("run_id", "run id", "run_uuid") for name in lowered) and \
+        any(name.startswith("metrics.") for name in lowered)
 
 
 def _a_header_of_a_loss(names: list[str], options: LoadOptions) -> bool:
