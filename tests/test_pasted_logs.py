@@ -117,7 +117,8 @@ def test_deepspeed_pipeline_engine_steps_and_a_nan_after_overflows(tmp_path):
     assert [(i.step, i.end_step) for i in nonfinite] == [(228, 229)] and report.verdict == "unhealthy"
 
 
-def test_deepspeed_engine_lines_beside_a_scripts_own_loss_lines(tmp_path):
+@pytest.mark.parametrize("printed", ["{}", "tensor({:.4f}, device='cuda:0', grad_fn=<NllLossBackward0>)"])
+def test_deepspeed_engine_lines_beside_a_scripts_own_loss_lines(tmp_path, printed):
     """DeepSpeed-Chat's step-1 script prints f"Epoch: {epoch}, Step: {step}, Rank: {rank}, loss =
     {loss}"; the engine prints its own step=, skipped=, lr= line every 10 steps and its overflow
     lines. The engine's lines won the pick and hold no loss: 'nothing to analyse'."""
@@ -128,7 +129,7 @@ def test_deepspeed_engine_lines_beside_a_scripts_own_loss_lines(tmp_path):
             lines.append("[2024-02-01 10:00:01,111] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! "
                          f"Rank 0 Skipping step. Attempted loss scale: {scale * 2}, reducing to {scale}")
         loss = 9.0 if step == 200 else 2.5 - step / 300 + 0.05 * np.sin(step * 1.7)
-        lines.append(f"Epoch: 0, Step: {step}, Rank: 0, loss = {loss}")
+        lines.append(f"Epoch: 0, Step: {step}, Rank: 0, loss = {printed.format(loss)}")  # --print_loss: a tensor
         if step % 10 == 9:
             lines.append(f"[2024-02-01 10:00:09,123] [INFO] [logging.py:96:log_dist] [Rank 0] step={step + 1}, "
                          f"skipped=2, lr=[9.6462800998614895e-06], mom=[(0.9, 0.95)]")
@@ -136,6 +137,7 @@ def test_deepspeed_engine_lines_beside_a_scripts_own_loss_lines(tmp_path):
     assert run.steps["loss"].index.tolist() == list(range(300))
     assert "deepspeed's own lines hold no loss" in run.warnings[0]
     assert run.events["step"].tolist() == [3, 5] and run.steps["loss_scale"].dropna().tolist() == [32768, 16384]
+    assert run.steps["loss"].iloc[10] == pytest.approx(2.5 - 10 / 300 + 0.05 * np.sin(17), abs=1e-4)
     (spike,) = [i for i in analyze_run(run).incidents if i.kind in ("loss_spike", "outlier_batch")]
     assert spike.step == 200
 
