@@ -285,6 +285,19 @@ def test_a_scripts_prints_after_a_tqdm_bar_drawn_without_a_line_end(tmp_path):
     assert spike.step == 1801
 
 
+def test_a_metric_loggers_count_as_wide_as_its_total_is_still_read(tmp_path):
+    """DINOv2's MetricLogger pads the count to the total's width: 'Training  [ 99990/125000]', then
+    'Training  [100000/125000]' with no space inside the bracket. From iteration 100,000 on the
+    lines were dropped without a word (a resumed run from 100k: 'not a log format')."""
+    lines = [f"I20230412 11:06:48 3091 dinov2 helpers.py:103] Training  [{it:6d}/125000]  eta: 20:20:06  "
+             f"lr: 0.0006 (0.0003)  wd: 0.0406 (0.0402)  total_loss: {9.0 - it / 100000:.4f} (9.7355)  "
+             f"dino_local_crops_loss: 5.1 (5.2)" for it in range(95000, 111000, 10)]
+    (run,) = discover_runs(_write(tmp_path / "dinov2.log", lines))
+    assert run.steps["loss"].index.tolist() == list(range(95000, 111000, 10))
+    (run,) = discover_runs(_write(tmp_path / "from_100k.log", lines[500:]))
+    assert run.steps.index[0] == 100000
+
+
 def test_nemo2_iteration_lines_end_without_a_separator(tmp_path):
     """NeMo 2.0 prints Megatron-style fields without the closing ``|``: the last field, the loss,
     is whole (a Megatron line that lacks its closing ``|`` was cut while written)."""
