@@ -568,7 +568,7 @@ _EPOCH_COUNT_LOSS_LINE = re.compile(_EPOCH_COUNT_LOSS)
 # "N/TOTAL" only on lines without a step key (see the shape).
 # Not in a tqdm bar's description ("Epoch 1/3: 66%|####  | 200/300 [...", "[Epoch 1/3] train: 45it
 # [..."): the bar's own count follows.
-_COUNT_TOTAL = (r"(?:^|(?<![\d/:.-])[^\S\n]|(?<![^\n])\[|(?<=[^\S\n])(?<![A-Za-z][^\S\n])\[)(\d+)[^\S\n]*/[^\S\n]*(\d+)\b(?![/:.]\d|\][^\S\n]*\[)"
+_COUNT_TOTAL = (r"(?:^|(?<![\d/:.-])[^\S\n]|(?<![^\n])\[|(?<=[^\S\n]{2})\[)(\d+)[^\S\n]*/[^\S\n]*(\d+)\b(?![/:.]\d|\][^\S\n]*\[)"
                 r"(?![^\n]*?(?:\d%\|[^|\n]*\|[^\S\n]*\d+/\d+|[^\S\n]\d+it \[))")
 _COUNT_TOTAL_LOSS_LINE = re.compile(rf"^(?![^\n]*?(?i:\b{_STEP_KEY}){_SEP}\d+(?![\d%]))(?![^\n]*?{_EPOCH_BRACKETS})"
                                     rf"{_GAP}{_COUNT_TOTAL}{_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE)
