@@ -298,6 +298,19 @@ def test_a_metric_loggers_count_as_wide_as_its_total_is_still_read(tmp_path):
     assert run.steps.index[0] == 100000
 
 
+def test_setfit_embedding_loss_beside_the_trainers_final_train_loss(tmp_path):
+    """SetFit renames the Trainer's loss to embedding_loss; the final summary prints train_loss
+    once. That one line's key was taken for the loss: 'not a log format sentinel reads'."""
+    lines = [f"{{'embedding_loss': {9.0 if i == 30 else 0.3 * np.exp(-i / 20) + 0.02:.4f}, 'grad_norm': 1.1, "
+             f"'learning_rate': 1e-05, 'epoch': {i / 41:.2f}}}" for i in range(41)]
+    lines.append("{'train_runtime': 120.5, 'train_samples_per_second': 265.6, 'train_steps_per_second': 16.6, "
+                 "'train_loss': 0.0412, 'epoch': 1.0}")
+    (run,) = discover_runs(_write(tmp_path / "setfit.log", lines))
+    assert len(run.steps["loss"].dropna()) == 41 and "loss read from 'embedding_loss'" in " ".join(run.warnings)
+    (spike,) = [i for i in analyze_run(run).incidents if i.kind in ("loss_spike", "outlier_batch")]
+    assert spike.details["peak"] == 9.0
+
+
 def test_nemo2_iteration_lines_end_without_a_separator(tmp_path):
     """NeMo 2.0 prints Megatron-style fields without the closing ``|``: the last field, the loss,
     is whole (a Megatron line that lacks its closing ``|`` was cut while written)."""

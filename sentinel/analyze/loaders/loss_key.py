@@ -28,8 +28,20 @@ _PAIR = re.compile(r"(?<![\w/.-])(?=[\w/.-]*(?:oss|OSS))([A-Za-z][\w/.-]*)['\"]?
 
 def inferred_loss_key(text: str) -> str | None:
     """The key of ``text``'s ``key: number`` pairs that is its training loss, or None where no
-    key, or more than one equally, can be (``loss_ce`` beside ``loss_kl``: the user's choice)."""
-    return infer_loss_column(loss_keys(text))
+    key, or more than one equally, can be (``loss_ce`` beside ``loss_kl``: the user's choice). A
+    key printed a tenth as often as another, or once, is a summary's (the Trainer's final
+    ``train_loss`` under SetFit's ``embedding_loss`` at every logged step), not the series'.
+
+    Example:
+        >>> inferred_loss_key("{'embedding_loss': 0.3}\\n" * 20 + "{'train_runtime': 9.1, 'train_loss': 0.2}\\n")
+        'embedding_loss'
+    """
+    keys = loss_keys(text)
+    if len(keys) > 1:
+        counts = {key: text.count(key) for key in keys}
+        most = max(counts.values())
+        keys = [key for key in keys if counts[key] > 1 and counts[key] * 10 >= most] or keys
+    return infer_loss_column(keys)
 
 
 def loss_keys(text: str) -> list[str]:
