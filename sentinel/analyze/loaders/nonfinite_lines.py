@@ -3,7 +3,7 @@ non-finite, whatever prints the steps around them: PyTorch's anomaly mode (``tor
 detect_anomaly``, Lightning's ``Trainer(detect_anomaly=True)``), the check that the DeiT / MAE /
 ConvNeXt family of training scripts stop on, Lightning's ``detect_nan_parameters``,
 ``clip_grad_norm_(error_if_nonfinite=True)``, mmengine's ``CheckInvalidLossHook``, Keras'
-``TerminateOnNaN`` and JAX's ``jax_debug_nans``. Each is a ``nonfinite`` event; where the line
+``TerminateOnNaN``, DINOv2's ``NaN detected`` and JAX's ``jax_debug_nans``. Each is a ``nonfinite`` event; where the line
 names the operation or the parameter, that is the event's ``module``. Such a line has no step of
 its own: it is given the step of the next record line, or the one after the last (the training
 stopped there).
@@ -42,6 +42,10 @@ NONFINITE_LINES: tuple[EventLine, ...] = (
     # Keras' TerminateOnNaN (its batch counts inside the epoch: not the step)
     EventLine(re.compile(r"\bBatch \d+: Invalid loss, terminating training"), EventKind.NONFINITE,
               source="keras", detail={"metric": metrics.LOSS}),
+    # DINOv2 (and the scripts that copied its train loop): logger.info("NaN detected"), then an
+    # AssertionError, where the sum of the step's losses is NaN.
+    EventLine(re.compile(r"\bNaN detected[^\S\n]*$", re.MULTILINE), EventKind.NONFINITE, source="nan_check",
+              detail={"metric": metrics.LOSS}),
     # JAX with jax_debug_nans: the primitive that made it.
     EventLine(re.compile(r"FloatingPointError: invalid value \((?P<value>nan|inf)\) encountered in (?P<module>[\w.]+)"),
               EventKind.NONFINITE, source="jax_debug_nans"),
@@ -49,4 +53,4 @@ NONFINITE_LINES: tuple[EventLine, ...] = (
 
 # Every line above holds a match of this (asked of the text's distinct lines first).
 WORDS = (re.compile(r"returned (?:nan|inf) values|Loss is (?:nan|-?inf)|Detected nan and/or inf|for gradients from "
-                    r"`parameters` is non-finite|loss become infinite|Invalid loss, terminating|invalid value \("),)
+                    r"`parameters` is non-finite|loss become infinite|Invalid loss, terminating|invalid value \(|NaN detected"),)
