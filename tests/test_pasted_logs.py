@@ -311,6 +311,35 @@ def test_setfit_embedding_loss_beside_the_trainers_final_train_loss(tmp_path):
     assert spike.details["peak"] == 9.0
 
 
+@pytest.mark.parametrize("new", [False, True])
+def test_wenet_batch_lines_name_the_epoch_then_the_batch(tmp_path, new):
+    """WeNet logs f"TRAIN Batch {epoch}/{batch} loss X loss_att Y loss_ctc Z lr L rank 0" (newer:
+    "TRAIN | steps/sec S| Batch {epoch}/{step} ...", the step across epochs), its evaluation's
+    batches as "CV Batch ..." and each epoch's "Epoch E [Step S] CV info ... cv_loss X". The
+    "E/N" was read as a count of a total: 30 steps of epochs, the spike in epoch 16 gone."""
+    rng = np.random.default_rng(2)
+    lines, length = [], 1200
+    for epoch in range(30):
+        lines.append(f"2024-01-10 12:00:10,000 INFO Epoch {epoch} TRAIN info lr 0.001")
+        for batch in range(0, length, 100):
+            step = epoch * length + batch
+            loss = 9.0 * 40 if step == 19300 else (40 * np.exp(-step / 8000) + 5) * (1 + 0.05 * rng.standard_normal())
+            count = step if new else batch
+            where = "TRAIN | steps/sec 2.381| " if new else "TRAIN "
+            lines.append(f"2024-01-10 12:00:52,000 DEBUG {where}Batch {epoch}/{count} loss {loss:.6f} "
+                         f"loss_att {loss * 0.8:.6f} loss_ctc {loss * 1.3:.6f} lr 0.00100000 rank 0")
+        lines += [f"2024-01-10 12:08:34,000 DEBUG CV Batch {epoch}/{b} loss 89.2 loss_att 76.9 history loss 87.4 rank 0"
+                  for b in (0, 10, 20)]
+        step_then = f"Step {(epoch + 1) * length} " if new else ""
+        lines.append(f"2024-01-10 12:08:34,000 INFO Epoch {epoch} {step_then}CV info lr 0.001 cv_loss {30 - epoch / 2} rank 0")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "wenet" and len(run.steps["loss"].dropna()) == 360
+    assert run.steps["loss"].dropna().index[:3].tolist() == [0, 100, 200]
+    assert run.steps["val_loss"].dropna().iloc[:2].tolist() == [30.0, 29.5]
+    (spike,) = [i for i in analyze_run(run).incidents if i.kind in ("loss_spike", "outlier_batch")]
+    assert spike.step == 19300
+
+
 def test_nemo2_iteration_lines_end_without_a_separator(tmp_path):
     """NeMo 2.0 prints Megatron-style fields without the closing ``|``: the last field, the loss,
     is whole (a Megatron line that lacks its closing ``|`` was cut while written)."""

@@ -391,6 +391,26 @@ COQUI = Dialect(
     min_records=2,
 )
 
+# WeNet (wenet/utils/train_utils.py log_per_step, executor.py before it): logging.debug of
+# f"TRAIN Batch {epoch}/{batch} loss {loss:.6f} loss_att ... lr {lr:.8f} rank 0" (newer versions:
+# "TRAIN | steps/sec 2.381| Batch {epoch}/{step} loss ...", the step going on across epochs); its
+# "CV Batch" lines are the evaluation's own batches; "Epoch {e} [Step {s}] CV info ... cv_loss X"
+# closes each epoch.
+WENET = Dialect(
+    name="wenet",
+    description='WeNet ("TRAIN Batch E/N loss X loss_att ... lr L rank 0", "Epoch E CV info cv_loss X")',
+    shapes=(
+        Shape(re.compile(r"\bTRAIN\b[^\n]*?\bBatch (\d+)/(\d+) (loss [^\n]*)"), head=("epoch0", "iter"),
+              separators=(), keys={"loss": metrics.LOSS, "lr": metrics.LR, "grad_norm": metrics.GRAD_NORM_TOTAL}),
+        # (read among the evaluation lines, as val_loss at its step)
+        Shape(re.compile(rf"\bEpoch \d+ Step (\d+) CV info [^\n]*?\bcv_loss ({_NUM})"), head=(metrics.STEP, metrics.LOSS)),
+    ),
+    drop_words=("cv",),
+    epoch_evaluation=Shape(re.compile(rf"\bEpoch (\d+) CV info [^\n]*?\bcv_loss ({_NUM})"), head=("epoch0", metrics.LOSS)),
+    sniff=re.compile(r"\bTRAIN\b[^\n]*?\bBatch \d+/\d+ loss [-+\d.]"),
+    min_records=2,
+)
+
 # nnU-Net (v2) training_log_*.txt: every line "<date> <time>.<us>: <message>"; an epoch is
 # "Epoch N" (from 0), then "Current learning rate: L", "train_loss X", "val_loss X", "Pseudo dice
 # [...]", "Epoch time: S s" lines. Its loss includes a Dice term: below zero when training well.
@@ -893,7 +913,7 @@ CYCLEGAN = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, COMPOSER, OLMO, COQUI, NNUNET, GAN, CYCLEGAN, TF_OBJECT_DETECTION, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, COMPOSER, OLMO, COQUI, WENET, NNUNET, GAN, CYCLEGAN, TF_OBJECT_DETECTION, TF, LOG4J,
                                  PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
