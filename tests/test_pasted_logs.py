@@ -340,6 +340,23 @@ def test_wenet_batch_lines_name_the_epoch_then_the_batch(tmp_path, new):
     assert spike.step == 19300
 
 
+def test_a_bar_drawn_at_its_new_count_before_its_description_is_set_again_is_no_second_print(tmp_path):
+    """llama-recipes' bar: pbar.update(1) draws the new count with the step before's description,
+    then set_description() draws it with this step's loss. 'Most steps print their loss 2 times with
+    different values (every rank printing?)' was said of a healthy single-process run."""
+    text, losses = "", [2 + np.exp(-i / 50) + 0.05 * np.sin(i) for i in range(300)]
+    for i, loss in enumerate(losses):
+        for description in (losses[i - 1] if i else None, loss):
+            if description is not None:
+                text += (f"\rTraining Epoch: 1/3, step {i}/300 completed (loss: tensor({description:.4f}, "
+                         f"device='cuda:0')):  {i // 3:2d}%|##   | {i + 1}/300 [00:02<12:00,  2.41s/it]")
+    path = tmp_path / "llama_recipes.log"
+    path.write_text(text + "\n")
+    (run,) = discover_runs(path)
+    assert not any("print their loss" in w for w in run.warnings)
+    assert run.steps["loss"].tolist() == pytest.approx([round(v, 4) for v in losses])
+
+
 def test_nemo2_iteration_lines_end_without_a_separator(tmp_path):
     """NeMo 2.0 prints Megatron-style fields without the closing ``|``: the last field, the loss,
     is whole (a Megatron line that lacks its closing ``|`` was cut while written)."""

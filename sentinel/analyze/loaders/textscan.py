@@ -817,7 +817,7 @@ def _say_several_losses_per_step(step: np.ndarray, loss: np.ndarray, dialect: Di
     """Warn where most steps print their loss several times, with different values (every rank
     printing, without the rank before its lines; each micro-batch's loss): the last of each step
     is read, and the series mixes them. ``step`` in order. A bar redrawing a count now and then
-    says nothing."""
+    says nothing, nor does one that shows the step before's loss at its new count first."""
     starts = np.flatnonzero(np.r_[True, step[1:] != step[:-1]])
     counts = np.diff(np.r_[starts, len(step)])
     several = counts > 1
@@ -827,6 +827,9 @@ def _say_several_losses_per_step(step: np.ndarray, loss: np.ndarray, dialect: Di
     differ = np.zeros(len(starts), dtype=bool)
     per_record = np.repeat(last, counts)
     unequal = ~((loss == per_record) | (np.isnan(loss) & np.isnan(per_record)))
+    # A bar drawn at its new count before its description was set again shows the step before's
+    # loss (llama-recipes' "step N completed (loss: X)" description): a redraw, not another print.
+    unequal &= loss != np.repeat(np.r_[np.nan, last[:-1]], counts)
     np.logical_or.at(differ, np.repeat(np.arange(len(starts)), counts), unequal)
     if differ.sum() * 2 < len(starts):
         return
