@@ -123,6 +123,26 @@ def test_summary_writer_add_scalars_series_are_one_run(tmp_path):
     assert alone.steps["loss"].iloc[-1] == pytest.approx(1.11, abs=1e-6)
 
 
+def test_summary_writer_add_hparams_folder_is_a_record_of_its_run_not_a_run(tmp_path):
+    """``add_hparams(hparams, {"hparam/loss": ...})`` writes into a subdirectory named time.time():
+    a walk read it as a second run of one value, 'loss read from hparam/loss', 'only 1 finite loss
+    value'."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(tmp_path / "exp")
+    for step in range(100):
+        writer.add_scalar("train/loss", 3.0 - step / 100, step)
+    writer.add_hparams({"lr": 1e-3, "batch_size": 32}, {"hparam/loss": 2.01})
+    writer.close()
+    (record,) = [c.name for c in (tmp_path / "exp").iterdir() if c.is_dir()]
+    for where in (tmp_path, tmp_path / "exp"):
+        (run,) = discover_runs(where)
+        assert run.name == "exp" and record in run.meta["add_scalars_dirs"]
+        assert run.steps["loss"].iloc[-1] == pytest.approx(2.01, abs=1e-6)
+    (alone,) = discover_runs(tmp_path / "exp" / record)  # named on its own it is still read
+    assert alone.steps["loss"].tolist() == [pytest.approx(2.01)]
+
+
 def test_a_subdirectory_that_is_not_add_scalars_output_stays_a_run(tmp_path):
     """Only a subdirectory named ``<its one tag>_<key>`` is folded: a nested run is still a run."""
     from torch.utils.tensorboard import SummaryWriter

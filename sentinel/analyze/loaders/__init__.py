@@ -76,7 +76,8 @@ class AbandonedHistory:
 PARQUET_SUFFIXES = (".parquet", ".pq")
 
 # RunData.meta key: subdirectories whose series a run took in (TensorBoard's add_scalars writes
-# each key into one), so a walk over directories does not read them as runs of their own.
+# each key into one) or that record it (add_hparams' folder), so a walk over directories does not
+# read them as runs of their own.
 ADD_SCALARS_DIRS = "add_scalars_dirs"
 
 # RunData.meta key, from a source that tells a value logged as NaN from one not logged

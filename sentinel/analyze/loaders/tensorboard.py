@@ -191,6 +191,31 @@ def _add_scalars_series(directory: Path, warnings: list[str]
     return found
 
 
+# SummaryWriter.add_hparams writes a run's hyperparameters and its metric_dict (at step 0) into a
+# subdirectory of its own (named time.time() unless given one): a record of this run, not a run.
+_HPARAMS_SESSION = b"_hparams_/session_start_info"
+_HPARAMS_RECORD_BYTES = 1 << 20
+
+
+def _hparams_records(directory: Path) -> list[str]:
+    """The names of ``directory``'s subdirectories that hold an ``add_hparams`` record: small event
+    files with the hparams plugin's session summary."""
+    found = []
+    try:
+        children = sorted(c for c in directory.iterdir() if c.is_dir() and not c.is_symlink())
+    except OSError:
+        return found
+    for child in children:
+        try:
+            files = _event_files(child)
+            if files and sum(f.stat().st_size for f in files) <= _HPARAMS_RECORD_BYTES and \
+                    any(_HPARAMS_SESSION in f.read_bytes() for f in files):
+                found.append(child.name)
+        except OSError:
+            continue
+    return found
+
+
 def _directories_with_events(root: Path) -> list[Path]:
     """Directories under ``root`` that directly hold event files, walked without recursion
     (a tree 1,500 directories deep must not exhaust Python's stack); symlinks are not followed."""
@@ -257,8 +282,9 @@ def _load_files(name: str, where: Path, files: list[Path], options: LoadOptions,
         warnings.append("its event files hold no scalars: a header, histograms, images or text only")
     elif metrics.LOSS not in frame.columns:
         warnings.append(f"no loss tag among {', '.join(sorted(by_tag))}: pass --loss-col TAG")
+    records = _hparams_records(where) if where.is_dir() else []
     meta = {"tags": dict(keys), "files": [f.name for f in files],
-            ADD_SCALARS_DIRS: sorted(child for child, _ in folded.values()), LOGGED_NAN: logged_nan}
+            ADD_SCALARS_DIRS: sorted({child for child, _ in folded.values()} | set(records)), LOGGED_NAN: logged_nan}
     loss_tag = tag_of.get(metrics.LOSS, "")
     if _per_epoch(loss_tag, keys, columns):
         meta[STEP_UNIT] = "epoch"
