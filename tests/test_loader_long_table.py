@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -133,3 +134,20 @@ def test_aims_metric_rows_name_their_split_beside_their_metric(tmp_path):
     assert run.steps["loss"].index.tolist() == list(range(500)) and run.steps["loss"].iloc[300] == 9.0
     assert run.steps["val/loss"].dropna().index.tolist() == list(range(49, 500, 50))
     assert [i.step for i in analyze_run(run).incidents if i.kind in ("loss_spike", "outlier_batch")] == [300]
+
+
+def test_comets_metric_rows_as_its_api_returns_them(tmp_path):
+    """Comet's experiment.get_metrics(): a JSON array of {"metricName", "metricValue" (a string),
+    "step", "timestamp", "epoch"} rows, the loss's beside the lr's. 'Not a log format sentinel
+    reads' (and --step-col/--loss-col could not help)."""
+    rows = []
+    for step in range(1, 601):
+        rows.append({"metricName": "loss", "metricValue": str(_loss_at(step, 400)), "step": step,
+                     "timestamp": 1714560000310 + step, "epoch": 0, "runContext": None})
+        rows.append({"metricName": "lr", "metricValue": "0.001", "step": step, "timestamp": 1714560000310 + step,
+                     "epoch": 0, "runContext": None})
+    path = tmp_path / "metrics.json"
+    path.write_text(json.dumps(rows, indent=1))
+    (run,) = discover_runs(path)
+    assert run.steps["loss"].index.tolist() == list(range(1, 601)) and run.steps["lr"].eq(0.001).all()
+    assert [i.step for i in analyze_run(run).incidents if i.kind in ("loss_spike", "outlier_batch")] == [400]

@@ -23,6 +23,8 @@ history), not a metric absent.
 from __future__ import annotations
 
 import csv
+import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -32,7 +34,7 @@ from sentinel.analyze.loaders import LOGGED_NAN, LOGGED_NAN_KEYS, LoadOptions, R
 from sentinel.analyze.loaders.generic_table import is_number, pick_columns, separator
 from sentinel.analyze.loaders.keys import SPLIT_COLUMNS, TRAIN_WORDS, find_column, loss_column, step_column
 from sentinel.analyze.loaders.numeric_table import step_values, table_steps
-from sentinel.analyze.loaders.textlog import read_head_lines, run_name, text_encoding
+from sentinel.analyze.loaders.textlog import read_head, read_head_lines, run_name, text_encoding
 
 NAME = "long_table"
 DESCRIPTION = "CSV / TSV tables in long form (step, metric, value; or step, split, loss)"
@@ -47,13 +49,57 @@ _SNIFF_ROWS = 200
 
 
 def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
-    """True for a CSV / TSV in one of the two long forms (see the module's docstring).
+    """True for a CSV / TSV in one of the two long forms (see the module's docstring), or a JSON
+    array of metric rows (Comet's ``get_metrics()``: ``metricName``, ``metricValue``, ``step``).
 
     Example:
         >>> sniff("/nonexistent.csv")
         False
     """
-    return _shape(path, options or LoadOptions()) is not None
+    return _shape(path, options or LoadOptions()) is not None or _json_keys(path) is not None
+
+
+# A JSON array of one metric value a row, as Comet's API returns it (its value a string).
+_JSON_NAME_KEYS = ("metricName", "metric_name", "metric", "name", "key")
+_JSON_VALUE_KEYS = ("metricValue", "metric_value", "value")
+_JSON_STEP_KEYS = ("step", "global_step", "iteration")
+_JSON_KEY = re.compile(r'"([A-Za-z_]\w*)"\s*:')
+_JSON_ARRAY = re.compile(r"\A\s*\[\s*\{")
+# The largest such array read whole (a run's metrics: tens of MB).
+_MAX_JSON_BYTES = 256 << 20
+
+
+def _json_keys(path: str | Path) -> tuple[str, str, str] | None:
+    """``(name key, value key, step key)`` of a JSON array of metric rows, from its first rows."""
+    head = read_head(path, limit=16384)
+    if not head or not _JSON_ARRAY.match(head):
+        return None
+    keys = set(_JSON_KEY.findall(head))
+    found = [next((k for k in choices if k in keys), None) for choices in (_JSON_NAME_KEYS, _JSON_VALUE_KEYS, _JSON_STEP_KEYS)]
+    if None in found or loss_column(sorted(keys))[0] is not None:
+        return None  # a wide row of its own loss is generic_table's
+    return found[0], found[1], found[2]
+
+
+def _json_table(path: Path, keys: tuple[str, str, str]) -> pd.DataFrame:
+    """The array's rows as text cells under the keys' names (a null value an empty cell)."""
+    size = path.stat().st_size
+    if size > _MAX_JSON_BYTES:
+        raise ValueError(f"{path}: a JSON array of {size >> 20} MiB: more than is read whole; save the metrics as "
+                         "CSV or JSON lines")
+    try:
+        rows = json.loads(path.read_text(encoding=text_encoding(path), errors="replace"))
+    except ValueError as error:
+        raise ValueError(f"{path}: not valid JSON ({error}): save the metrics again") from None
+    if not isinstance(rows, list):
+        raise ValueError(f"{path}: not a JSON array of metric rows")
+    cells = {key: [] for key in keys}
+    for row in rows:
+        if isinstance(row, dict):
+            for key in keys:
+                value = row.get(key)
+                cells[key].append("" if value is None else str(value))
+    return pd.DataFrame(cells, dtype=str)
 
 
 def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
@@ -70,11 +116,16 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     """
     options = options or LoadOptions()
     shape = _shape(path, options)
-    if shape is None:
+    keys = _json_keys(path) if shape is None else None
+    if shape is None and keys is None:
         raise ValueError(f"{path}: not a table in long form (step, metric, value; or step, split, loss)")
-    sep, step_col = shape[0], shape[1]
-    table = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, encoding=text_encoding(path),
-                        encoding_errors="replace", on_bad_lines="skip", skipinitialspace=True)
+    if keys is not None:  # Comet's metric rows
+        shape = (",", keys[2], keys[0], keys[1], None)
+        table = _json_table(Path(path), keys)
+    else:
+        table = pd.read_csv(path, sep=shape[0], dtype=str, keep_default_na=False, encoding=text_encoding(path),
+                            encoding_errors="replace", on_bad_lines="skip", skipinitialspace=True)
+    step_col = shape[1]
     warnings: list[str] = []
     step, keep = step_values(table[step_col], step_col, path, warnings)
     table = table[keep]
