@@ -135,6 +135,7 @@ LOADER_MODULES: tuple[str, ...] = (
     "hf_trainer_state",  # Hugging Face trainer_state.json (log_history) in a checkpoint folder
     "wandb_export",  # a W&B chart exported as CSV (Step, "<run> - <key>", __MIN/__MAX)
     "sacred_metrics",  # a Sacred run's metrics.json ({"<metric>": {"steps": [...], "values": [...]}})
+    "clearml_scalars",  # ClearML's get_reported_scalars() ({"<title>": {"<series>": {"x": [...], "y": [...]}}})
     "history_dict",  # a dict of per-epoch lists (Keras' History.history, saved or printed)
     "tensorboard_download",  # one scalar downloaded from TensorBoard's page (Wall time,Step,Value)
     "dvclive",  # a DVCLive run's dvclive/plots/metrics/<key>.tsv files, read as one run

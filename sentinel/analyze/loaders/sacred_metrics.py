@@ -89,11 +89,22 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
 
 
 def _series(key: str, entry: object, path: Path, warnings: list[str]) -> pd.Series | None:
-    """One metric's values by step (the last value of a step logged twice), or None where the
-    entry is not a metric (no lists, or not numbers)."""
+    return listed_series(key, entry, path, warnings)
+
+
+def listed_series(key: str, entry: object, path: Path, warnings: list[str],
+                  lists: tuple[str, str] = ("steps", "values")) -> pd.Series | None:
+    """One metric's values by step from a dict of its two lists (``lists``: their keys; the last
+    value of a step logged twice), or None where the entry is not a metric (no lists, or not
+    numbers).
+
+    Example:
+        >>> listed_series("loss", {"x": [0, 10], "y": [2.5, 2.0]}, Path("m.json"), [], ("x", "y")).to_dict()
+        {0: 2.5, 10: 2.0}
+    """
     if not isinstance(entry, dict):
         return None
-    steps, values = entry.get("steps"), entry.get("values")
+    steps, values = entry.get(lists[0]), entry.get(lists[1])
     if not isinstance(steps, list) or not isinstance(values, list) or not values:
         return None
     if not all(_number(v) for v in values) or not all(_number(s) for s in steps):
