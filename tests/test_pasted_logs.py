@@ -357,6 +357,44 @@ def test_a_bar_drawn_at_its_new_count_before_its_description_is_set_again_is_no_
     assert run.steps["loss"].tolist() == pytest.approx([round(v, 4) for v in losses])
 
 
+def _paddleclas_log(raw: list[float], epochs: int = 6, length: int = 200, every: int = 10) -> list[str]:
+    """PaddleClas' log_info: each metric printed as its AverageMeter's mean since the epoch began;
+    then the epoch's [Avg] line, and its evaluation's [Eval] lines (a count of 40 batches)."""
+    lines = []
+    for epoch in range(1, epochs + 1):
+        total = 0.0
+        for it in range(length):
+            total += raw[(epoch - 1) * length + it]
+            if it % every == 0:
+                mean = total / (it + 1)
+                lines.append(f"[2024/05/06 14:00:00] ppcls INFO: [Train][Epoch {epoch}/{epochs}][Iter: {it}/{length}]"
+                             f"lr(LinearWarmup): 0.10000000, top1: 0.5, CELoss: {mean:.5f}, loss: {mean:.5f}, "
+                             "batch_cost: 0.31766s, reader_cost: 0.00149, ips: 412.88174 samples/s, eta: 0:25:50")
+        lines.append(f"[2024/05/06 14:02:35] ppcls INFO: [Train][Epoch {epoch}/{epochs}][Avg]top1: 0.5, "
+                     f"CELoss: {total / length:.5f}, loss: {total / length:.5f}")
+        lines += [f"[2024/05/06 14:02:35] ppcls INFO: [Eval][Epoch {epoch}][Iter: {it}/40]CELoss: {3 - epoch / 10:.5f}, "
+                  f"loss: {3 - epoch / 10:.5f}, top1: 0.5, batch_cost: 0.21331s" for it in (0, 20)]
+        lines.append(f"[2024/05/06 14:02:35] ppcls INFO: [Eval][Epoch {epoch}][Avg]CELoss: {3 - epoch / 10:.5f}, "
+                     f"loss: {3 - epoch / 10:.5f}, top1: 0.5")
+    return lines
+
+
+def test_paddleclas_prints_means_since_the_epoch_began(tmp_path):
+    """A 30-iteration x5 spike in epoch 4 lifted every later mean of its epoch: 'not recovered
+    within 200 steps' and a divergence, both critical, at a third of its height. Each logged
+    interval's loss is worked out from two means; the evaluation's own count (40 batches) is no
+    training step: its loss goes to its epoch's end."""
+    raw = [2 + 2 * np.exp(-i / 300) + 0.1 * np.sin(i * 1.3) for i in range(1200)]
+    for i in range(750, 780):
+        raw[i] *= 5
+    (run,) = discover_runs(_write(tmp_path / "train.log", _paddleclas_log(raw)))
+    interval = run.steps["loss"].loc[760]  # iterations 751-760
+    assert interval == pytest.approx(np.mean(raw[751:761]), abs=1e-3)
+    (spike,) = [i for i in analyze_run(run).incidents if i.kind in ("loss_spike", "outlier_batch", "divergence")]
+    assert (spike.kind, spike.step, spike.severity) == ("loss_spike", 750, "warning") and spike.resolved
+    assert run.steps["val_loss"].dropna().index.tolist() == [190, 390, 590, 790, 990, 1190]
+
+
 def test_nemo2_iteration_lines_end_without_a_separator(tmp_path):
     """NeMo 2.0 prints Megatron-style fields without the closing ``|``: the last field, the loss,
     is whole (a Megatron line that lacks its closing ``|`` was cut while written)."""

@@ -354,6 +354,8 @@ def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str
             found.meta[STEP_UNIT] = "epoch"  # a line per epoch: the epoch is the step
     if dialect is HF_TRAINER:
         _hf_steps(text, found)
+    if dialect is GENERIC and Lines.of(text, lines).holds_any(_EPOCH_MEAN_WORDS):
+        _epoch_means_undone(found, _EPOCH_MEAN_LINE.search(text))
     _note_crash(text, found, dialect)
     if dialect is LOSS_LINES:
         found.warnings.append("the loss lines carry no step: numbered 1, 2, 3, ... in order (a line every "
@@ -372,6 +374,44 @@ def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str
                               f"{', '.join(found.steps.columns) or 'events'} were read")
     return RunData(name=name, path=str(path), source=dialect.name, steps=found.steps,
                    events=found.events, meta=found.meta, warnings=found.warnings, abandoned=found.abandoned)
+
+
+# PaddleClas prints each metric as its mean since the epoch began (AverageMeter.avg, reset at each
+# epoch): "[Train][Epoch 7/10][Iter: 150/500]lr(...): ..., CELoss: 2.9, loss: 2.9, ...".
+_EPOCH_MEAN_WORDS = ("[Train][Epoch ",)
+_EPOCH_MEAN_LINE = re.compile(r"\[Train\]\[Epoch \d+/\d+\]\[Iter: \d+/(\d+)\]")
+
+
+def _epoch_means_undone(found, line: re.Match | None) -> None:
+    """The loss of each logged interval, worked out from PaddleClas' means since the epoch began:
+    the mean at iteration ``i`` covers ``i + 1`` batches, so the interval's mean is the difference
+    of two sums over the difference of the counts. Read as printed, a one-interval spike lifted
+    every later value of its epoch ('not recovered', a divergence) and showed at a fraction of its
+    height. In place, with a warning."""
+    steps = found.steps
+    length = int(line.group(1)) if line is not None else 0  # the training lines' epoch (not the evaluation's)
+    if not length or metrics.LOSS not in steps.columns:
+        return
+    loss = steps[metrics.LOSS].to_numpy(dtype="float64")
+    printed_nan = np.isin(steps.index.to_numpy(), found.meta.get(LOGGED_NAN, {}).get(metrics.LOSS, []))
+    rows = np.flatnonzero(~np.isnan(loss) | printed_nan)  # the training records (not an evaluation's row)
+    if len(rows) < 2:
+        return
+    step = steps.index.to_numpy()[rows]
+    epoch, count = step // length, step % length + 1  # batches the mean covers
+    total = loss[rows] * count
+    same = np.r_[False, epoch[1:] == epoch[:-1]]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        spans = np.where(same, np.diff(count, prepend=0), count)
+        undone = np.where(same, (total - np.r_[0.0, total[:-1]]) / spans, loss[rows])
+    if not (spans > 0).all():
+        return  # counts that do not rise inside an epoch: not means of this kind
+    column = loss.copy()
+    column[rows] = undone
+    steps[metrics.LOSS] = column
+    found.warnings.append("the loss printed is its mean since the epoch began (PaddleClas' AverageMeter): each "
+                          "logged interval's loss is worked out from two of them (a spike shows at its height, not "
+                          "spread over the rest of its epoch)")
 
 
 def gan_terms(steps, warnings: list[str], logged_nan: dict | None = None) -> None:

@@ -636,6 +636,7 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
     steps_of: dict[re.Pattern, np.ndarray] = {}  # each record's step, by shape (for the values beside them)
     table_of: dict[re.Pattern, dict[str, np.ndarray]] = {}  # each record shape's columns, as merged below
     epoch_records: list[tuple[np.ndarray, np.ndarray]] = []  # training records' (printed epoch, step)
+    train_totals: set[float] = set()  # the lengths the training records print for their epochs
     owners = collections.Counter(name for _, columns in parts for name in columns if not name.startswith("_")
                                  or name.startswith(NAN_PREFIX))
     for part, (shape, columns) in enumerate(parts):
@@ -664,6 +665,13 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
         iters = columns.pop("_iter", None)
         epoch, total = columns.pop("_epoch", None), columns.pop("_total", None)
         printed_epoch = epoch if epoch is not None else columns.get("_epoch0")
+        if total is not None and not shape.prefix:
+            train_totals.update(total[~np.isnan(total)].tolist())
+        elif shape.prefix and iters is not None and total is not None and train_totals \
+                and not np.isin(total, list(train_totals)).all():
+            # "[Eval][Epoch 7][Iter: 20/40]": a count of the evaluation's own batches, not of the
+            # epoch's training steps: the evaluation of that epoch, at its end (the last line's).
+            iters = total = None
         if shape.prefix and iters is None and printed_epoch is not None and np.isnan(step).all():
             step = _at_epoch_ends(printed_epoch, _epoch_ends(epoch_records))  # "Epoch 3, validation loss: x"
             known = ~np.isnan(step)
