@@ -71,7 +71,7 @@ _MAX_JSON_BYTES = 256 << 20
 
 def _json_keys(path: str | Path) -> tuple[str, str, str] | None:
     """``(name key, value key, step key)`` of a JSON array of metric rows, from its first rows."""
-    head = read_head(path, limit=16384)
+    head = read_head(path, limit=4096)  # the size the other JSON sniffs read (one read of the file for all)
     if not head or not _JSON_ARRAY.match(head):
         return None
     keys = set(_JSON_KEY.findall(head))
