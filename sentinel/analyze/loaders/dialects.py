@@ -114,7 +114,9 @@ TORCHTITAN = Dialect(
 _ETA = (re.compile(r"\beta: (?:\d+ days?, )?[\d:]+,?"), "")
 # YOLOX (and MMDetection's YOLOX) add an L1 term to the total loss for the last epochs, and say so:
 # the loss steps up to a new level there (rule_announced).
-YOLOX_L1 = EventLine(re.compile(r"Add additional L1 loss now!"), EventKind.NEW_LEVEL, source="yolox",
+# ("L\d": a pattern that takes every digit or none is asked of the distinct lines first; a literal
+# "1" made it a search of the whole text.)
+YOLOX_L1 = EventLine(re.compile(r"Add additional L\d loss now!"), EventKind.NEW_LEVEL, source="yolox",
                      detail={"announced": "YOLOX's 'Add additional L1 loss now!': an L1 term added to the loss"})
 
 MMENGINE = Dialect(

@@ -113,6 +113,7 @@ _LINE_END = re.compile(r"\r\n?|\n")
 # (One pattern a rate, each starting with its text: a lookbehind tried at every position took 44 ms
 # on 2 MB.)
 _AFTER_A_BAR = tuple((rate, re.compile(re.escape(rate) + r"(?=[^\s\]|])")) for rate in ("it/s]", "s/it]"))
+_BAR_LOOK = 1 << 16
 
 
 def clean_text(text: str) -> str:
@@ -127,8 +128,12 @@ def clean_text(text: str) -> str:
         text = _ANSI.sub("", text)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-        for rate, after_a_bar in _AFTER_A_BAR:  # a line printed while a tqdm bar stood drawn
-            if rate in text:
+        # A line printed while a tqdm bar stood drawn. Looked for in the text's start: each bar
+        # redraw repeats the pattern, and a search of the whole text took ~1 ms a megabyte, each
+        # time a text is cleaned.
+        start = text[:_BAR_LOOK]
+        for rate, after_a_bar in _AFTER_A_BAR:
+            if rate in start and after_a_bar.search(start):
                 text = after_a_bar.sub(rate + "\n", text)
     if "\x08" in text:
         text = text.replace("\x08", "")
@@ -636,7 +641,7 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
     steps_of: dict[re.Pattern, np.ndarray] = {}  # each record's step, by shape (for the values beside them)
     table_of: dict[re.Pattern, dict[str, np.ndarray]] = {}  # each record shape's columns, as merged below
     epoch_records: list[tuple[np.ndarray, np.ndarray]] = []  # training records' (printed epoch, step)
-    train_totals: set[float] = set()  # the lengths the training records print for their epochs
+    train_totals: list[np.ndarray] = []  # the lengths the training records print for their epochs
     owners = collections.Counter(name for _, columns in parts for name in columns if not name.startswith("_")
                                  or name.startswith(NAN_PREFIX))
     for part, (shape, columns) in enumerate(parts):
@@ -666,9 +671,9 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
         epoch, total = columns.pop("_epoch", None), columns.pop("_total", None)
         printed_epoch = epoch if epoch is not None else columns.get("_epoch0")
         if total is not None and not shape.prefix:
-            train_totals.update(total[~np.isnan(total)].tolist())
+            train_totals.append(total)
         elif shape.prefix and iters is not None and total is not None and train_totals \
-                and not np.isin(total, list(train_totals)).all():
+                and not np.isin(total, np.concatenate(train_totals)).all():
             # "[Eval][Epoch 7][Iter: 20/40]": a count of the evaluation's own batches, not of the
             # epoch's training steps: the evaluation of that epoch, at its end (the last line's).
             iters = total = None
