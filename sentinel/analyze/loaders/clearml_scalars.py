@@ -10,7 +10,6 @@ the machine monitoring ClearML adds (``:monitor:gpu``, ``:monitor:machine``) is 
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import pandas as pd
 from sentinel.analyze.loaders import LoadOptions, RunData
 from sentinel.analyze.loaders.numeric_table import metric_series_frame
 from sentinel.analyze.loaders.sacred_metrics import listed_series
-from sentinel.analyze.loaders.textlog import head_matches, read_text, run_name
+from sentinel.analyze.loaders.textlog import head_matches, read_json, run_name
 
 NAME = "clearml"
 DESCRIPTION = ("ClearML scalars (Task.get_reported_scalars(): {'<title>': {'<series>': {'x': [...], 'y': [...]}}}; "
@@ -59,10 +58,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     """
     options = options or LoadOptions()
     path = Path(path)
-    try:
-        found = json.loads(read_text(path))
-    except (ValueError, RecursionError) as err:
-        raise ValueError(f"{path}: not a ClearML scalars file ({err})") from None
+    found = read_json(path, "a ClearML scalars file")
     warnings: list[str] = []
     series: dict[str, pd.Series] = {}
     if isinstance(found, dict):

@@ -10,7 +10,6 @@ NaN value, as Python's ``json`` does).
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import pandas as pd
 
 from sentinel.analyze.loaders import LoadOptions, RunData
 from sentinel.analyze.loaders.numeric_table import metric_series_frame, step_values
-from sentinel.analyze.loaders.textlog import head_matches, read_text, run_name
+from sentinel.analyze.loaders.textlog import head_matches, read_json, run_name
 
 NAME = "sacred"
 DESCRIPTION = "Sacred run metrics (metrics.json: {'<metric>': {'steps': [...], 'values': [...]}})"
@@ -69,10 +68,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     """
     options = options or LoadOptions()
     path = Path(path)
-    try:
-        found = json.loads(read_text(path))
-    except (ValueError, RecursionError) as err:
-        raise ValueError(f"{path}: not a Sacred metrics.json ({err})") from None
+    found = read_json(path, "a Sacred metrics.json")
     if not isinstance(found, dict):
         raise ValueError(f"{path}: not a Sacred metrics.json (a JSON object of metrics)")
     warnings: list[str] = []

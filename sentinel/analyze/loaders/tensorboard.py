@@ -168,17 +168,7 @@ def _add_scalars_series(directory: Path, warnings: list[str]
     that tag's prefix and a key; its series then join the run of ``directory``.
     """
     found: dict[str, tuple[str, list[tuple[np.ndarray, np.ndarray]]]] = {}
-    try:
-        children = sorted(c for c in directory.iterdir() if c.is_dir() and not c.is_symlink())
-    except OSError:
-        return found
-    for child in children:
-        try:
-            files = _event_files(child)
-        except OSError:
-            continue
-        if not files:
-            continue
+    for child, files in _children_with_events(directory):
         notes: list[str] = []
         tags = _scalars_by_tag(files, notes)
         if len(tags) != 1:
@@ -201,18 +191,30 @@ def _hparams_records(directory: Path) -> list[str]:
     """The names of ``directory``'s subdirectories that hold an ``add_hparams`` record: small event
     files with the hparams plugin's session summary."""
     found = []
-    try:
-        children = sorted(c for c in directory.iterdir() if c.is_dir() and not c.is_symlink())
-    except OSError:
-        return found
-    for child in children:
+    for child, files in _children_with_events(directory):
         try:
-            files = _event_files(child)
-            if files and sum(f.stat().st_size for f in files) <= _HPARAMS_RECORD_BYTES and \
+            if sum(f.stat().st_size for f in files) <= _HPARAMS_RECORD_BYTES and \
                     any(_HPARAMS_SESSION in f.read_bytes() for f in files):
                 found.append(child.name)
         except OSError:
             continue
+    return found
+
+
+def _children_with_events(directory: Path) -> list[tuple[Path, list[Path]]]:
+    """``directory``'s subdirectories (not symlinks) that hold event files, with those files."""
+    try:
+        children = sorted(c for c in directory.iterdir() if c.is_dir() and not c.is_symlink())
+    except OSError:
+        return []
+    found = []
+    for child in children:
+        try:
+            files = _event_files(child)
+        except OSError:
+            continue
+        if files:
+            found.append((child, files))
     return found
 
 

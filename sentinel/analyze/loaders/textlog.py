@@ -8,6 +8,7 @@ lines (saying whether the last one was finished) and per-step records into a ste
 from __future__ import annotations
 
 import codecs
+import json
 import re
 import time
 from collections.abc import Iterator, Mapping
@@ -245,6 +246,21 @@ def read_text(path: str | Path) -> str:
     """
     text = decode(Path(path).read_bytes())
     return text + "\n" if text and not text.endswith("\n") and (last_line_whole(text) or settled(path)) else text
+
+
+def read_json(path: str | Path, what: str):
+    """The JSON data of a file read whole (:func:`read_text`; Python's ``json`` reads ``NaN``).
+
+    Raises:
+        ValueError: the text is no JSON: ``"<path>: not <what> (<why>)"``.
+
+    Example:
+        >>> read_json("/nonexistent.json", "a metrics file")  # doctest: +SKIP
+    """
+    try:
+        return json.loads(read_text(path))
+    except (ValueError, RecursionError) as err:
+        raise ValueError(f"{path}: not {what} ({err})") from None
 
 
 def read_lines(path: str | Path) -> tuple[list[str], bool]:
