@@ -232,3 +232,21 @@ def test_a_table_of_runs_is_no_history_and_says_so(tmp_path):
     assert result.output == (f"Error: {path}: a table of one row per run (run_id, metrics.*: mlflow.search_runs()), "
                              "not a training history: pass a run's metric history (its mlruns/<experiment>/<run> "
                              "folder, or MlflowClient().get_metric_history() saved as CSV)\n")
+
+
+def test_a_walk_that_finds_only_a_table_needing_an_option_says_which_option(tmp_path):
+    """A folder of a tracker's export whose loss column the walk cannot tell ('step,value,
+    timestamp,epoch' under a name that is no loss's): 'no training logs found', without the hint
+    the file named on its own gets."""
+    path = tmp_path / "metric_export.csv"
+    path.write_text("step,value,timestamp,epoch\n" + "".join(f"{i},{v},1714560000310,0\n" for i, v in enumerate(_spiky())))
+    result = CliRunner().invoke(main, ["analyze", str(tmp_path)])
+    assert result.exit_code == 1
+    assert result.output == (f"Error: no training logs found in '{tmp_path}' (skipped 1 file: 1 not a training log); "
+                             f"{path}: a table with a step column but no single loss column among: step, value, "
+                             "timestamp, epoch; name it with --loss-col <column>\n")
+    code, report = _analyze(str(tmp_path), "--loss-col", "value")
+    assert code == 0 and report["runs"][0]["final_loss"] == _spiky()[-1]
+    path.write_text("nothing,here\nat,all\n")  # no table an option would read: the message as before
+    result = CliRunner().invoke(main, ["analyze", str(tmp_path)])
+    assert "pass a directory written by sentinel" in result.output

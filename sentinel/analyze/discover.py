@@ -304,8 +304,11 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
         if len(problems) == 1:
             raise NoRunsError(problems[0].detail)
         summary = f" ({skip_summary(found.skipped)})" if found.skipped else ""
-        raise NoRunsError(f"no training logs found in '{path}'{summary}: pass a directory written by sentinel, "
-                          "TensorBoard or a Lightning logger, or logs of a format `sentinel formats` lists")
+        hint = _a_table_to_name(found.skipped)
+        raise NoRunsError(f"no training logs found in '{path}'{summary}" + (
+            f"; {hint}" if hint is not None else
+            ": pass a directory written by sentinel, TensorBoard or a Lightning logger, or logs of a format "
+            "`sentinel formats` lists"))
     found.runs = join_resumed_versions(one_per_training(_with_loss(found.runs, options)))
     return found
 
@@ -546,6 +549,23 @@ def _text_problem(path: Path, options: LoadOptions) -> str | None:
     from sentinel.analyze.loaders import textlogs
 
     return None if is_compressed(path) else textlogs.why_not(path, options, least=SHORT_PASTE_RECORDS)
+
+
+# Tables among the files a walk passed over whose problem is looked for (each reads a header).
+_TABLES_ASKED = 20
+_TABLE_SUFFIXES = (".csv", ".tsv")
+
+
+def _a_table_to_name(skipped: list[Skipped]) -> str | None:
+    """What an option would fix in the first table a walk passed over as no log (a tracker's
+    export named after its metric, with columns the walk cannot tell: ``--loss-col value``), as
+    the file named on its own says it; None where no such table is among them."""
+    tables = [Path(s.path) for s in skipped if s.reason == NOT_A_LOG and Path(s.path).suffix.lower() in _TABLE_SUFFIXES]
+    for table in tables[:_TABLES_ASKED]:
+        problem = _table_problem(table)
+        if problem is not None and "--" in problem:
+            return problem
+    return None
 
 
 def _table_problem(path: Path) -> str | None:
