@@ -52,6 +52,8 @@ def test_anomaly_modes_error_names_the_backward_function(tmp_path):
     ("Batch 57: Invalid loss, terminating training", "loss", None),  # Keras TerminateOnNaN
     ("FloatingPointError: invalid value (nan) encountered in log", None, "log"),  # JAX jax_debug_nans
     ("I20230412 11:06:48 3091 dinov2 train.py:280] NaN detected", "loss", None),  # DINOv2, then an AssertionError
+    ("RuntimeError: Training loss became NaN. This may be due to invalid parameters, precision issues, or a bug "
+     "in the loss computation.", "loss", None),  # OneTrainer's GenericTrainer
 ])
 def test_libraries_nonfinite_lines(tmp_path, line, metric, module):
     path = tmp_path / "train.log"

@@ -395,6 +395,28 @@ def test_paddleclas_prints_means_since_the_epoch_began(tmp_path):
     assert run.steps["val_loss"].dropna().index.tolist() == [190, 390, 590, 790, 990, 1190]
 
 
+def test_onetrainers_nested_bars_are_no_pipe_table(tmp_path):
+    """OneTrainer draws an epoch bar and a step bar, 'step:  10%|#         | 15/150 [..., loss=0.162,
+    smooth loss=0.158]': the '|'-table reader took the bar's '#' fill for a '#' step column and
+    the rest for a loss column ('nothing to analyse ... is text, not a number')."""
+    text = "epoch:   0%|          | 0/10 [00:00<?, ?it/s]\n"
+    for epoch in range(10):
+        for n in range(1, 151):
+            step = epoch * 150 + n
+            loss = 0.6 if step == 700 else 0.08 + 0.1 * np.exp(-step / 300)
+            full, part = divmod(n * 100 // 150, 10)  # tqdm's ASCII bar: '#' blocks, then a digit's part
+            fill = "#" * full + (str(part) if part and full < 10 else "")
+            text += (f"\rstep: {100 * n // 150:3d}%|{fill:<10}| {n}/150 [00:15<02:15,  1.00it/s, loss={loss:.3g}, "
+                     f"smooth loss={loss * 0.9 + 0.01:.3g}]\x1b[A")
+        text += f"\nepoch: {10 * (epoch + 1):3d}%|#         | {epoch + 1}/10 [02:30<22:30, 150.00s/it]\n"
+    path = tmp_path / "onetrainer.log"
+    path.write_text(text)
+    (run,) = discover_runs(path)
+    assert run.steps["loss"].index.tolist() == list(range(1, 1501))
+    (spike,) = [i for i in analyze_run(run).incidents if i.kind in ("loss_spike", "outlier_batch")]
+    assert spike.step == 700
+
+
 def test_nemo2_iteration_lines_end_without_a_separator(tmp_path):
     """NeMo 2.0 prints Megatron-style fields without the closing ``|``: the last field, the loss,
     is whole (a Megatron line that lacks its closing ``|`` was cut while written)."""

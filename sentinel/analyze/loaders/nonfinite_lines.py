@@ -39,6 +39,9 @@ NONFINITE_LINES: tuple[EventLine, ...] = (
     # mmengine's CheckInvalidLossHook
     EventLine(re.compile(r"loss become infinite or NaN!"), EventKind.NONFINITE, source="mmengine",
               detail={"metric": metrics.LOSS}),
+    # OneTrainer's RuntimeError("Training loss became NaN. ..."), and the scripts that say it so
+    EventLine(re.compile(r"(?i:\bloss (?:has )?bec[oa]me (?P<value>nan|inf)\b)"), EventKind.NONFINITE,
+              source="loss_check", detail={"metric": metrics.LOSS}),
     # Keras' TerminateOnNaN (its batch counts inside the epoch: not the step)
     EventLine(re.compile(r"\bBatch \d+: Invalid loss, terminating training"), EventKind.NONFINITE,
               source="keras", detail={"metric": metrics.LOSS}),
@@ -53,4 +56,5 @@ NONFINITE_LINES: tuple[EventLine, ...] = (
 
 # Every line above holds a match of this (asked of the text's distinct lines first).
 WORDS = (re.compile(r"returned (?:nan|inf) values|Loss is (?:nan|-?inf)|Detected nan and/or inf|for gradients from "
-                    r"`parameters` is non-finite|loss become infinite|Invalid loss, terminating|invalid value \(|NaN detected"),)
+                    r"`parameters` is non-finite|loss become infinite|Invalid loss, terminating|invalid value \(|NaN detected|"
+                    r"(?i:loss (?:has )?bec[oa]me (?:nan|inf)\b)"),)

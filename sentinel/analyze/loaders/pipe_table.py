@@ -32,6 +32,8 @@ _NUMBER = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$")
 # The names step_column() takes for a step (cells are stripped): asked of every line with a '|'
 # in a sniff's head, as a set lookup (a log whose lines hold '|' has hundreds there).
 _STEP_NAMES = frozenset(STEP_ALIASES) | {"epoch"}
+# A progress bar's percentage against its bar: no table header holds one.
+_PROGRESS_BAR = re.compile(r"\d%\|")
 
 
 def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
@@ -112,6 +114,8 @@ def _find(lines: list[str], options: LoadOptions):
     """``(header, rows, step column, loss column)`` of the first table, or None."""
     for at in _may_be_headers(lines, options):
         line = lines[at]
+        if _PROGRESS_BAR.search(line):
+            continue  # a tqdm bar ("step:  10%|#    | 15/150 [...]": its '#' fill is no '#' column)
         header = _cells(line)
         if header is None or len(header) < 2 or any(_NUMBER.match(c) or not c for c in header):
             continue
