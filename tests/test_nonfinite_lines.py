@@ -92,3 +92,18 @@ def test_a_line_before_the_next_record_takes_its_step_and_a_log_without_them_has
                     encoding="utf-8")
     (run,) = discover_runs(path)
     assert run.events.empty or "nonfinite" not in set(run.events["kind"])
+
+
+def test_a_traceback_that_says_nan_in_words_no_event_line_knows_is_still_the_runs_end(tmp_path):
+    """An error line that says NaN was left to the non-finite rule, which reads only the lines it
+    knows: a script's own 'ValueError: the loss is nan at this point' ended the run unreported."""
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(_steps() + ["Traceback (most recent call last):", '  File "train.py", line 9, in <module>',
+                                          "ValueError: the loss is nan at this point"]) + "\n", encoding="utf-8")
+    (run,) = discover_runs(path)
+    assert run.meta["crash"]["error"] == "ValueError: the loss is nan at this point"
+    # where a known line said it, the non-finite rule tells it, not a crash as well
+    path.write_text("\n".join(_steps() + ["Traceback (most recent call last):", "RuntimeError: Training loss became "
+                                          "NaN. This may be due to invalid parameters."]) + "\n", encoding="utf-8")
+    (run,) = discover_runs(path)
+    assert "crash" not in run.meta and run.events["kind"].tolist() == ["nonfinite"]

@@ -27,10 +27,11 @@ MAX_MESSAGE = 200
 _SAYS_NONFINITE = re.compile(r"(?i)\b(?:nan|inf|infinite|non-?finite)\b")
 
 
-def final_error(text: str, after: int) -> str | None:
+def final_error(text: str, after: int, defer_nonfinite: bool = True) -> str | None:
     """The exception line of the last traceback that starts at or after offset ``after`` in
     ``text`` (``Name: message``, the message cut to :data:`MAX_MESSAGE` characters), or None where
-    there is none or it says the loss went non-finite."""
+    there is none or (``defer_nonfinite``) it says the loss went non-finite: the non-finite rule's,
+    where a line of it was read as an event."""
     start = text.rfind(TRACEBACK, after)
     if start < 0:
         return None
@@ -39,6 +40,6 @@ def final_error(text: str, after: int) -> str | None:
         return None
     name, message = errors[-1].group(1), (errors[-1].group(2) or "").strip()
     line = f"{name}: {message}" if message else name
-    if NONFINITE_WORDS[0].search(line) or _SAYS_NONFINITE.search(line):
+    if defer_nonfinite and (NONFINITE_WORDS[0].search(line) or _SAYS_NONFINITE.search(line)):
         return None  # the non-finite rule's (detectron2's "Loss became infinite or NaN at iteration=N!")
     return line if len(line) <= MAX_MESSAGE else line[:MAX_MESSAGE - 3] + "..."

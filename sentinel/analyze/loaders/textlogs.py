@@ -274,9 +274,15 @@ def _note_crash(text: str, found, dialect: Dialect) -> None:
     if any(shape.pattern.search(text, at) for shape in dialect.shapes if shape.beside is None):
         return  # a step line after it: a traceback the run printed and went on from
     error = final_error(text, at)
+    if error is None and not _nonfinite_read(found.events):  # a NaN message no event line knows: still the end
+        error = final_error(text, at, defer_nonfinite=False)
     if error is not None:
         found.meta["crash"] = {"error": error, "after_step": int(found.steps.index[-1]),
                                "line": text.count("\n", 0, at) + 1}
+
+
+def _nonfinite_read(events) -> bool:
+    return events is not None and len(events) > 0 and "kind" in events.columns and bool((events["kind"] == "nonfinite").any())
 
 
 def fresh_starts(text: str, lines: Lines | None = None) -> list[str]:
