@@ -9,10 +9,12 @@ import warnings
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 import torch
 
 from sentinel.analyze.analyzer import analyze_run
 from sentinel.analyze.discover import discover_runs
+from sentinel.cli.main import main
 
 
 def _steps(n: int = 120) -> list[str]:
@@ -107,3 +109,16 @@ def test_a_traceback_that_says_nan_in_words_no_event_line_knows_is_still_the_run
                                           "NaN. This may be due to invalid parameters."]) + "\n", encoding="utf-8")
     (run,) = discover_runs(path)
     assert "crash" not in run.meta and run.events["kind"].tolist() == ["nonfinite"]
+
+
+def test_a_log_of_returns_and_no_loss_says_what_its_lines_log(tmp_path):
+    """CleanRL prints 'global_step=N, episodic_return=[R]' and 'SPS: N': 'not a log format sentinel
+    reads' made the format look wrong, where the lines simply hold no loss."""
+    path = tmp_path / "ppo.log"
+    path.write_text("".join(f"global_step={58 * i}, episodic_return=[{10 + i / 10}]\nSPS: {900 + i}\n"
+                            for i in range(1, 40)))
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1
+    assert result.output == (f"Error: '{path}': its lines log SPS, episodic_return, global_step but no loss (an "
+                             "environment's returns, an evaluation's metrics: a rise of these is progress, not "
+                             "divergence): sentinel judges a training loss; print or log the loss beside them\n")

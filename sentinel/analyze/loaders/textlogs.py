@@ -167,10 +167,44 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
                     f"{', '.join(keys)}): pass --loss-col with one of them")
         return None
     readable = [k for k in keys if _pick(head, least, k)[0] is not None]
-    if len(readable) < 2:
+    if len(readable) >= 2:
+        return (f"'{path}': its lines name {len(readable)} losses ({', '.join(readable)}) and none is the total: "
+                f"pass --loss-col {readable[0]} (or another of them) to read one, or log their sum as loss")
+    if keys:
         return None
-    return (f"'{path}': its lines name {len(readable)} losses ({', '.join(readable)}) and none is the total: "
-            f"pass --loss-col {readable[0]} (or another of them) to read one, or log their sum as loss")
+    logged = _logged_keys(text)
+    if not logged:
+        return None
+    return (f"'{path}': its lines log {', '.join(logged)} but no loss (an environment's returns, an "
+            "evaluation's metrics: a rise of these is progress, not divergence): sentinel judges a training "
+            "loss; print or log the loss beside them")
+
+
+# "key=3", "key: 0.5", "'key': 0.5", "key=[10.1]": a value a line logs under a name.
+_LOGGED_PAIR = re.compile(r"(?<![\w/.-])([A-Za-z][\w/.-]*)['\"]?[^\S\n]*[:=][^\S\n]*\[?['\"]?[-+]?(?:\d|\.\d)")
+# Lines that must log such values, at least, before a text is said to be a log of them.
+_LOGGED_LINES = 5
+
+
+def _logged_keys(text: str, most: int = 6) -> list[str]:
+    """The names a text's lines log values under, most often first (at most ``most``), where
+    :data:`_LOGGED_LINES` lines or more log one; else ``[]``.
+
+    Example:
+        >>> _logged_keys("global_step=58, episodic_return=[10.1]\\n" * 6)
+        ['episodic_return', 'global_step']
+    """
+    counts: dict[str, int] = {}
+    lines = 0
+    for line in text.split("\n")[:20_000]:
+        found = {m.group(1) for m in _LOGGED_PAIR.finditer(line)}
+        if found:
+            lines += 1
+            for key in found:
+                counts[key] = counts.get(key, 0) + 1
+    if lines < _LOGGED_LINES:
+        return []
+    return sorted(counts, key=lambda k: (-counts[k], k))[:most]
 
 
 def load(path: str | Path, options: LoadOptions | None = None, least: int | None = None) -> list[RunData]:
