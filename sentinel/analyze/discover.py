@@ -237,8 +237,9 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
             if runs is None:
                 runs = _rows_in_order(path, options)
             if runs is None:
-                raise NoRunsError(_bare_numbers_problem(path) or _table_problem(path) or
-                                  _text_problem(path, options) or _binary_problem(path) or
+                # Binary data first: its bytes, decoded, may look like a header or "key=3" pairs by chance.
+                raise NoRunsError(_bare_numbers_problem(path) or _binary_problem(path) or _table_problem(path) or
+                                  _text_problem(path, options) or
                                   f"'{path}' is not a log format sentinel reads: pass --step-col/--loss-col for a "
                                   "table, or a log of a format `sentinel formats` lists")
         return Discovery(_with_loss(runs, options))
