@@ -529,8 +529,8 @@ def _binary_problem(path: Path) -> str | None:
     """Said of a file no loader read whose start is binary data (a NUL byte, or a third of its
     bytes control characters, in its first 8 KB; a UTF-16 or UTF-32 text starts with its mark):
     a checkpoint or an archive under a log's name was told to name a table's columns."""
-    if is_compressed(path):
-        return None
+    if is_compressed(path) or path.suffix.lower() in PARQUET_SUFFIXES:
+        return None  # binary by design: its reader tells its problem
     try:
         with open(path, "rb") as f:
             head = f.read(8192)
