@@ -68,7 +68,7 @@ _JSON_KEY = re.compile(r'"((?:[^"\\]|\\.){1,100})"\s*:\s*[-\d]')
 # A JSON array of rows is parsed whole: past this, its rows should be JSON lines (streamed).
 MAX_JSON_ARRAY_BYTES = 256 << 20
 # "[" then "{": a JSON array of row objects.
-_JSON_ARRAY = re.compile(r"\A\s*\[\s*\{")
+JSON_ARRAY = re.compile(r"\A\s*\[\s*\{")
 
 
 def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
@@ -84,7 +84,7 @@ def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
     if not lines:
         return False
     head = "\n".join(lines[:_SNIFF_ROWS * 20])
-    if _JSON_ARRAY.match(head):  # a JSON array of rows: the keys its first rows show
+    if JSON_ARRAY.match(head):  # a JSON array of rows: the keys its first rows show
         return None not in _sniffed(_head_keys(head), options, path)
     if lines[0].lstrip().startswith("{"):
         keys = set()
@@ -125,7 +125,7 @@ def header_below(path: str | Path, options: LoadOptions | None = None) -> int | 
         True
     """
     head = read_head(path, limit=64 * 1024)
-    if not head or head.lstrip().startswith("{") or _JSON_ARRAY.match(head):
+    if not head or head.lstrip().startswith("{") or JSON_ARRAY.match(head):
         return None
     lines = head.splitlines()
     filled = [i for i, line in enumerate(lines) if line.strip()]
@@ -210,7 +210,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     head = read_head(path, limit=4096) or ""
     first = next((line for line in head.split("\n") if line.strip()), "")
     nan_rows: dict[str, list[int]] = {}
-    array = _JSON_ARRAY.match(head) is not None
+    array = JSON_ARRAY.match(head) is not None
     if array or first.lstrip().startswith("{"):
         table = (_read_json_array if array else _read_jsonl)(Path(path), warnings, nan_rows)
         step_col, loss_col = pick_columns(list(table.columns), options, path, warnings)
@@ -263,7 +263,7 @@ def load_rows_in_order(path: str | Path, options: LoadOptions | None = None) -> 
     if "\n" not in head and len(head) >= 4096:
         return None  # a first line of kilobytes: no table's header (a log pasted without its line ends)
     warnings: list[str] = []
-    rows_of_json = _JSON_ARRAY.match(head) is not None or first.lstrip().startswith("{")
+    rows_of_json = JSON_ARRAY.match(head) is not None or first.lstrip().startswith("{")
     try:
         names, sep = ([], ",") if rows_of_json else read_header(path)
         # A header of names, one of them the loss's, before the file is read: a log line read as a
@@ -271,7 +271,7 @@ def load_rows_in_order(path: str | Path, options: LoadOptions | None = None) -> 
         if not rows_of_json and (not _a_header_of_a_loss(names, options) or runs_table(names)):
             return None
         if rows_of_json:
-            table = (_read_json_array if _JSON_ARRAY.match(head) else _read_jsonl)(path, warnings, {})
+            table = (_read_json_array if JSON_ARRAY.match(head) else _read_jsonl)(path, warnings, {})
         else:
             with pywarnings.catch_warnings():  # rows longer than the header: a console's bar after them
                 pywarnings.simplefilter("ignore", pd.errors.ParserWarning)

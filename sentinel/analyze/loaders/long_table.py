@@ -23,7 +23,6 @@ history), not a metric absent.
 from __future__ import annotations
 
 import csv
-import json
 import re
 from pathlib import Path
 
@@ -31,10 +30,10 @@ import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, LOGGED_NAN_KEYS, LoadOptions, RunData
-from sentinel.analyze.loaders.generic_table import is_number, pick_columns, separator
+from sentinel.analyze.loaders.generic_table import JSON_ARRAY, is_number, pick_columns, separator
 from sentinel.analyze.loaders.keys import SPLIT_COLUMNS, TRAIN_WORDS, find_column, loss_column, step_column
 from sentinel.analyze.loaders.numeric_table import step_values, table_steps
-from sentinel.analyze.loaders.textlog import read_head, read_head_lines, run_name, text_encoding
+from sentinel.analyze.loaders.textlog import read_head, read_head_lines, read_json, run_name, text_encoding
 
 NAME = "long_table"
 DESCRIPTION = "CSV / TSV tables in long form (step, metric, value; or step, split, loss)"
@@ -64,7 +63,6 @@ _JSON_NAME_KEYS = ("metricName", "metric_name", "metric", "name", "key")
 _JSON_VALUE_KEYS = ("metricValue", "metric_value", "value")
 _JSON_STEP_KEYS = ("step", "global_step", "iteration")
 _JSON_KEY = re.compile(r'"([A-Za-z_]\w*)"\s*:')
-_JSON_ARRAY = re.compile(r"\A\s*\[\s*\{")
 # The largest such array read whole (a run's metrics: tens of MB).
 _MAX_JSON_BYTES = 256 << 20
 
@@ -72,7 +70,7 @@ _MAX_JSON_BYTES = 256 << 20
 def _json_keys(path: str | Path) -> tuple[str, str, str] | None:
     """``(name key, value key, step key)`` of a JSON array of metric rows, from its first rows."""
     head = read_head(path, limit=4096)  # the size the other JSON sniffs read (one read of the file for all)
-    if not head or not _JSON_ARRAY.match(head):
+    if not head or not JSON_ARRAY.match(head):
         return None
     keys = set(_JSON_KEY.findall(head))
     found = [next((k for k in choices if k in keys), None) for choices in (_JSON_NAME_KEYS, _JSON_VALUE_KEYS, _JSON_STEP_KEYS)]
@@ -87,10 +85,7 @@ def _json_table(path: Path, keys: tuple[str, str, str]) -> pd.DataFrame:
     if size > _MAX_JSON_BYTES:
         raise ValueError(f"{path}: a JSON array of {size >> 20} MiB: more than is read whole; save the metrics as "
                          "CSV or JSON lines")
-    try:
-        rows = json.loads(path.read_text(encoding=text_encoding(path), errors="replace"))
-    except ValueError as error:
-        raise ValueError(f"{path}: not valid JSON ({error}): save the metrics again") from None
+    rows = read_json(path, "valid JSON: save the metrics again")
     if not isinstance(rows, list):
         raise ValueError(f"{path}: not a JSON array of metric rows")
     cells = {key: [] for key in keys}

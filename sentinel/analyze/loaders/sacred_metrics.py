@@ -74,7 +74,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     warnings: list[str] = []
     series: dict[str, pd.Series] = {}
     for key, entry in found.items():
-        got = _series(str(key), entry, path, warnings)
+        got = listed_series(str(key), entry, path, warnings)
         if got is not None:
             series[str(key)] = got
     if not series:
@@ -82,10 +82,6 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     steps = metric_series_frame(series, options.loss_col, path, warnings, "metric")
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
                     meta={"format": NAME, "metrics": list(series)}, warnings=warnings)]
-
-
-def _series(key: str, entry: object, path: Path, warnings: list[str]) -> pd.Series | None:
-    return listed_series(key, entry, path, warnings)
 
 
 def listed_series(key: str, entry: object, path: Path, warnings: list[str],
