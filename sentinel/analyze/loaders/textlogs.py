@@ -358,12 +358,13 @@ def _read(text: str, dialect: Dialect, options: LoadOptions | None, path: str | 
     run = _read_as(text, dialect, options, path, name, lines)
     if metrics.LOSS in run.steps.columns or dialect is AMP_ONLY or id(dialect) in _FALLBACK_IDS:
         return run
-    plain, plain_lines = plain_numbers(text, Lines.of(text, lines))  # as the pick counts: tensor(2.3) is 2.3
+    lines = Lines.of(text, lines)
+    plain, plain_lines = plain_numbers(text, lines)  # as the pick counts: tensor(2.3) is 2.3
     for fallback in FALLBACKS:
         if count_records(plain_lines, fallback) < fallback.min_records or not _is_series(plain, fallback):
             continue
         try:
-            other = _read_as(text, fallback, options, path, name, Lines.of(text, lines))
+            other = _read_as(text, fallback, options, path, name, lines)
         except ValueError:
             continue
         if metrics.LOSS in other.steps.columns:
