@@ -481,6 +481,27 @@ def test_the_same_rise_without_a_warm_up_or_with_a_later_one_stays_critical():
         assert early and all(i.severity.value == "critical" for i in early)
 
 
+def _from_scratch(spike_rows: int = 0, height: float = 3.5) -> dict[str, np.ndarray]:
+    """A run from scratch logged every 100 steps, its LR warming up linearly over 25,000 steps
+    (WeNet's default), the loss falling from ~60; ``spike_rows``: the loss x``height`` for that many
+    logged steps from step 16,000, back at once."""
+    rng = np.random.default_rng(0)
+    it = 100 * np.arange(1, 401)
+    loss = 2 + 60 * np.exp(-it / 3000) + 5 * np.exp(-it / 20000) + rng.normal(0, 0.05, len(it))
+    at = np.searchsorted(it, 16000)
+    loss[at:at + spike_rows] *= height
+    return {"loss": loss, "lr": 1e-3 * np.minimum(1.0, it / 25000), "_steps": it}
+
+
+def test_a_sharp_spike_inside_a_long_warm_up_is_no_warm_ups_doing():
+    assert _report(_from_scratch()).verdict.value == "healthy"
+    for height in (2.2, 3.5):
+        report = _report(_from_scratch(spike_rows=2, height=height))
+        (spike,) = [i for i in report.incidents if i.kind == "loss_spike"]
+        assert spike.step == 16000 and spike.severity.value == "warning" and "during_warmup" not in spike.details
+        assert report.verdict.value == "recovered"
+
+
 def _warm_restarts(cycle: int = 500, n: int = 2000, every: int = 5, extra_spike_at: int | None = None):
     """SGDR: a cosine LR from 0.1 restarted every ``cycle`` steps; the loss bumps up at each restart
     and comes back. ``extra_spike_at``: a three-row spike mid-cycle that the LR does not explain."""

@@ -7,7 +7,10 @@ often shows the loss climbing while the LR grows, then falling once it has. Warm
 bumps up with it. Their authors call such runs healthy. A spike or a divergence that starts while
 the logged LR warms up towards its peak, or within a few logged steps of a jump of the LR to at
 least twice its value, and that the run got past, is told as info with the LR's numbers, where
-every rise in the run is one of these. A run with a rise the LR does not explain is unstable,
+every rise in the run is one of these. A warm-up's rise is slow: the loss climbs with the LR over
+many logged steps. A spike to twice its baseline or more within a few logged steps is no warm-up's
+doing (a run from scratch with a warm-up of 25,000 steps spikes in it as any run may). A run with a
+rise the LR does not explain is unstable,
 and its rises with the LR are signs of it too: the CS336 sweep's runs at a learning rate of 0.3
 and 1 diverge in their warm-up and again later, and stay critical.
 """
@@ -39,6 +42,11 @@ NEAR_CYCLE_SHARE = 0.1
 # Logged losses whose median is the level before a jump, and the window of the running median
 # that must come back to it before the next jump (or the run's end) for the run to have got past it.
 LEVEL_ROWS = 5
+# A loss spike during the warm-up is sharp, no warm-up's rise, where it reaches this many times its
+# baseline within SHARP_ROWS logged losses of its start (its start and peak included): the
+# fine-tunes whose warm-up raises the loss climb to ~1.5x over a dozen logged steps.
+SHARP_RATIO = 2.0
+SHARP_ROWS = 3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,8 +115,11 @@ def settle_lr_rises(incidents: list[Incident], lr: pd.Series | None, loss: pd.Se
     values, rows = _positive(lr)  # rows: the logged LR values a jump's nearness counts
     warmup, jumps = _warmup(values, rows), _jumps(values, rows)
 
-    def cause(step: int) -> tuple[str, dict] | None:
+    def cause(incident: Incident) -> tuple[str, dict] | None:
+        step = incident.step
         if warmup is not None and step < warmup.end:
+            if _sharp(incident, loss):
+                return None
             return (f"during the learning-rate warm-up (lr {warmup.first:.3g} rising to {warmup.peak:.3g} by "
                     f"step {warmup.end}): a rise that came back, as a warm-up often shows when fine-tuning",
                     {"during_warmup": dataclasses.asdict(warmup)})
@@ -121,7 +132,7 @@ def settle_lr_rises(incidents: list[Incident], lr: pd.Series | None, loss: pd.Se
                         {"after_lr_jump": {"step": at, "from": before, "to": after}})
         return None
 
-    causes = {id(i): cause(i.step) for i in incidents if _rise(i)}
+    causes = {id(i): cause(i) for i in incidents if _rise(i)}
     if any(c is None for c in causes.values()):
         return incidents
     settled = []
@@ -165,6 +176,19 @@ def _back_by_next_jump(loss: pd.Series | None, jump: int, end: int, jump_steps: 
         return False
     running = after.rolling(LEVEL_ROWS).median().dropna()
     return bool(len(running)) and float(running.min()) <= float(before.median())
+
+
+def _sharp(incident: Incident, loss: pd.Series | None) -> bool:
+    """Whether ``incident`` is a loss spike to :data:`SHARP_RATIO` times its baseline or more that
+    peaked within :data:`SHARP_ROWS` logged losses of its start."""
+    details = incident.details
+    if incident.kind != IncidentKind.LOSS_SPIKE.value or details.get("ratio", 0) < SHARP_RATIO:
+        return False
+    if loss is None or "peak_step" not in details:
+        return True
+    steps = loss.index.to_numpy()
+    rows = np.searchsorted(steps, details["peak_step"], side="right") - np.searchsorted(steps, incident.step)
+    return int(rows) <= SHARP_ROWS
 
 
 def _positive(lr: pd.Series) -> tuple[np.ndarray, np.ndarray]:
