@@ -443,6 +443,23 @@ def test_a_flat_noisy_loss_is_not_a_rise_at_its_end_but_a_real_one_still_is():
     assert analyze_run(run_of({"loss": early})).verdict.value == "unhealthy"
 
 
+def _climb(jump: float = 0.0) -> RunData:
+    """A loss logged every 10 steps that climbs 0.5 a row from step 700 to the end of the log;
+    ``jump``: added at once at step 700 as well (a spike that opens the climb)."""
+    rng = np.random.default_rng(0)
+    steps = np.arange(0, 1000, 10)
+    loss = 3 * np.exp(-steps / 300) + 2 + rng.normal(0, 0.02, len(steps))
+    loss += np.where(steps >= 700, (steps - 690) / 20 + jump, 0.0)
+    return run_of({"loss": loss}, index=steps)
+
+
+def test_a_slow_climb_to_the_end_is_one_divergence_and_a_jump_that_opens_it_a_spike_as_well():
+    kinds = [(i.kind, i.step) for i in analyze_run(_climb()).incidents if i.kind in ("divergence", "loss_spike")]
+    assert kinds == [("divergence", 710)]
+    kinds = {i.kind for i in analyze_run(_climb(jump=8.0)).incidents if i.severity.value == "critical"}
+    assert kinds == {"divergence", "loss_spike"}
+
+
 def _fine_tune(n: int = 46, later_rise: bool = False) -> dict[str, np.ndarray]:
     """An MMDetection-style fine-tune logged every 50 iterations: the LR warms up linearly from a
     thousandth of 0.02 over 500 iterations; the loss climbs from 0.9 to ~1.4 while it does, then

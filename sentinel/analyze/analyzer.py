@@ -200,9 +200,14 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         # A change of the loss the log announces starts a new level: each stretch is judged from its own best.
         diverged = [incident for part in _parts_between(loss, [at for at, _ in announced_changes(run.events)])
                     for incident in divergence_incidents(part, spans, config, epochs=epoch_means)]
-        runaway = [i.step for i in diverged if i.details.get("runaway")]
-        if runaway:  # the climb is one divergence, not an unrecovered spike inside it
-            found = [i for i in found if i.details.get("recovered") or i.step < runaway[0]]
+        # A loss still diverged at the end is one climb: a spike that starts in it, rising to its
+        # height over several rows, and never came back is that climb told again (a runaway's few
+        # rows, a slow rise the spike detector flags once it is far enough up). One that opens
+        # with a jump is told too: BigScience's authors call theirs a spike, then stuck, then NaN.
+        ongoing = [i.step for i in diverged if not i.details.get("came_back")]
+        if ongoing:
+            found = [i for i in found if i.details.get("recovered") or i.step < ongoing[0]
+                     or (not diverged[0].details.get("runaway") and _opens_with_jump(i, loss))]
         incidents += found + diverged
         incidents += plateau_before_divergence(loss, diverged, config)
         incidents += overfitting_incidents(steps, loss, config)
@@ -274,6 +279,24 @@ def _once_an_epoch(steps: pd.DataFrame, loss: pd.Series) -> bool:
 
 
 _FEWEST_EPOCHS, _MOST_EPOCHS = 5, 100_000  # rows a loss once an epoch is told by
+
+
+# A spike whose first row is this many times its baseline, or holds this share of its rise above
+# the baseline, opened with a jump.
+_JUMP = 2.0
+_JUMP_SHARE = 0.5
+
+
+def _opens_with_jump(spike: Incident, loss: pd.Series) -> bool:
+    """Whether the loss at ``spike``'s first step is :data:`_JUMP` times its baseline or holds
+    :data:`_JUMP_SHARE` of its rise from the baseline to its peak (BigScience's 6.44 -> 11.42 at
+    once); a slow climb's first flagged row is a little above the baseline, a few percent of
+    the rise."""
+    baseline, peak = spike.details.get("baseline"), spike.details.get("peak")
+    if baseline is None or peak is None or spike.step not in loss.index or not peak > baseline > 0:
+        return True  # nothing to tell it by: told as found
+    first = float(loss.loc[spike.step])
+    return first >= _JUMP * baseline or first - baseline >= _JUMP_SHARE * (peak - baseline)
 
 
 def _parts_between(loss: pd.Series, cuts: list[int]) -> list[pd.Series]:
