@@ -28,7 +28,7 @@ from sentinel.analyze.loaders.keys import is_aggregate
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.loss_key import LossKey, find_loss_key, loss_key_note, loss_keys, named_key
 from sentinel.analyze.loaders.progress_bar import bar_steps
-from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
+from sentinel.analyze.loaders.textlog import SNIFF_BYTES, read_head, read_text, run_name
 from sentinel.analyze.loaders.textscan import clean_text, count_records, plain_numbers, scan, split_evaluation_lines
 
 NAME = "textlog"
@@ -237,7 +237,10 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
     if dialect is None:
         raise ValueError(f"{path}: no known training-log lines found: pass a log with a step and a loss "
                          "on each line (`sentinel formats` lists the kinds read)")
-    lines = Lines(text)  # its skeletons answer the whole text's substring searches, and its reading
+    # Its skeletons answer the whole text's substring searches, and its reading. A file no longer
+    # than a sniff's head is the head the sniffs split already (kept shared no longer than that).
+    lines = Lines.shared(text) if len(text) <= SNIFF_BYTES else Lines(text)
+    text = lines.text  # the same string; the readers know the lines as its by identity
     note = key.note() if key is not None else _averaged_loss_note(text, lines)
     parts = fresh_starts(text, lines)
     if len(parts) == 1:
