@@ -340,6 +340,33 @@ def test_wenet_batch_lines_name_the_epoch_then_the_batch(tmp_path, new):
     assert spike.step == 19300
 
 
+@pytest.mark.parametrize("fork", ["pjreddie", "alexeyab", "classifier"])
+def test_darknet_iteration_lines_give_the_batch_its_loss_and_the_rate(tmp_path, fork):
+    """Darknet prints "%d: %f, %f avg, %f rate, %lf seconds, %d images" after each batch (AlexeyAB:
+    "... avg loss, ..., %f hours left"; the classifier "%ld, %.3f: ..." with the epoch), between
+    Region lines whose "-nan" is normal where a layer saw no object. Not read at all: "its lines
+    log Obj, count, IOU, ... but no loss"."""
+    rng = np.random.default_rng(4)
+    lines, avg = ["Learning Rate: 0.001, Momentum: 0.9, Decay: 0.0005", "Loaded: 0.000050 seconds"], -1.0
+    for i in range(1, 401):
+        loss = 40.0 if i in (250, 251) else (1400 * np.exp(-i / 40) + 4) * (1 + 0.05 * rng.standard_normal())
+        avg = loss if avg < 0 else 0.9 * avg + 0.1 * loss
+        lines.append("Region 106 Avg IOU: -nan, Class: -nan, Obj: -nan, No Obj: 0.001735, .5R: -nan, .75R: -nan,  count: 0")
+        if fork == "pjreddie":
+            lines.append(f"{i}: {loss:f}, {avg:f} avg, 0.001000 rate, 3.100732 seconds, {64 * i} images")
+        elif fork == "alexeyab":
+            lines.append(f"\n {i}: {loss:f}, {avg:f} avg loss, 0.001000 rate, 2.871123 seconds, {64 * i} images, "
+                         "4.318590 hours left")
+        else:
+            lines.append(f"{i}, {i * 64 / 50000:.3f}: {loss:f}, {avg:f} avg, 0.100000 rate, 0.51 seconds, {64 * i} images")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "darknet" and run.steps.index[[0, -1]].tolist() == [1, 400]
+    assert run.steps["loss"].iloc[0] > 1000 and run.steps["lr"].iloc[-1] in (0.001, 0.1)
+    report = analyze_run(run)
+    assert [(i.kind, i.step) for i in report.incidents if i.severity.value != "info"] == [("loss_spike", 250)]
+    assert not any(i.kind == "nonfinite" for i in report.incidents)
+
+
 def test_a_bar_drawn_at_its_new_count_before_its_description_is_set_again_is_no_second_print(tmp_path):
     """llama-recipes' bar: pbar.update(1) draws the new count with the step before's description,
     then set_description() draws it with this step's loss. 'Most steps print their loss 2 times with

@@ -431,6 +431,22 @@ NNUNET = Dialect(
     min_records=1,
 )
 
+# Darknet (pjreddie's and AlexeyAB's YOLO, examples/detector.c, classifier.c, rnn.c): printf of
+# "%d: %f, %f avg, %f rate, %lf seconds, %d images" (AlexeyAB: "... avg loss, ..., %f hours left";
+# the classifier "%ld, %.3f: ..." with the epoch after the batch): the batch, its loss, the loss's
+# running average (0.9 / 0.1) and the LR. "-nan" among the Region lines between is no loss.
+DARKNET = Dialect(
+    name="darknet",
+    description='Darknet / YOLO ("N: X, Y avg loss, L rate, S seconds, I images")',
+    shapes=(
+        Shape(re.compile(rf"^[^\S\n]*(\d+)(?:, {_NUM})?: ({_NUM}), {_NUM} avg(?: loss)?, ({_NUM}) rate, ",
+                         re.MULTILINE),
+              head=(metrics.STEP, metrics.LOSS, metrics.LR)),
+    ),
+    sniff=re.compile(rf"^[^\S\n]*\d+(?:, {_NUM})?: {_NUM}, {_NUM} avg(?: loss)?, {_NUM} rate, ", re.MULTILINE),
+    min_records=2,
+)
+
 # TensorFlow Object Detection API (model_main_tf2.py): "Step 100 per-step time 0.432s", then the
 # losses as a dict printed over several lines ("{'Loss/classification_loss': 0.5,\n 'Loss/...': ...,\n
 # 'Loss/total_loss': 0.8,\n 'learning_rate': 0.0133}"), through absl's logger, TensorFlow's or both.
@@ -915,7 +931,7 @@ CYCLEGAN = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, COMPOSER, OLMO, COQUI, WENET, NNUNET, GAN, CYCLEGAN, TF_OBJECT_DETECTION, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, COMPOSER, OLMO, COQUI, WENET, NNUNET, GAN, CYCLEGAN, DARKNET, TF_OBJECT_DETECTION, TF, LOG4J,
                                  PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
