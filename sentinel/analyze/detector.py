@@ -190,6 +190,11 @@ def detect_divergence(series: pd.Series, epochs: bool = False) -> pd.DataFrame:
         # A loss of epoch means: 200 steps of patience were 200 epochs, and its 16-value median
         # lagged half a short run. Five epochs, and a median of four.
         config = DivergenceConfig(patience=_EPOCH_PATIENCE * cadence(series.index), level_window=_EPOCH_LEVEL_WINDOW)
+    elif len(series) > 1:
+        # A loss logged every 200 steps met 200 steps of patience in two values: a noisy
+        # single-batch loss at the head of a run (before its noise is measured) diverged at rows
+        # 4-5 of 400. A stretch holds as many logged values as an epoch log's, at least.
+        config = DivergenceConfig(patience=max(config.patience, _EPOCH_PATIENCE * cadence(series.index)))
     return _detect_divergence(series, config, sparse=True)
 
 

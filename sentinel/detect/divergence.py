@@ -147,7 +147,7 @@ _NUMPY_WINDOW = 32
 # Changes (values after the first) before the noise term counts: on a short excerpt the changes
 # seen are mostly those of the excursion being judged (BigScience exp12: 8 rows, 4 of them the
 # spike), and a noisy level needs thousands of values to drift far from its best.
-_NOISE_AFTER = 100
+NOISE_AFTER = 100
 # Levels whose middle is the best level's candidate (see the module docstring).
 _BEST_LEVELS = 4
 # Windows partitioned at a time by the rolling median.
@@ -218,7 +218,7 @@ def _margins(x: np.ndarray, level: np.ndarray, config: DivergenceConfig) -> np.n
     """The relative margin of each finite value: ``max(margin, noise_factor * noise)`` (see the
     module docstring)."""
     margin = np.full(len(x), config.margin)
-    if len(x) <= _NOISE_AFTER:
+    if len(x) <= NOISE_AFTER:
         return margin
     total = 0.0  # the relative changes summed so far, carried into the next slice's first
     for start in range(1, len(x), _CHUNK):  # the value at ``start`` and its change from the one before
@@ -231,10 +231,30 @@ def _margins(x: np.ndarray, level: np.ndarray, config: DivergenceConfig) -> np.n
         noise = np.cumsum(relative)
         total = float(noise[-1])
         noise /= np.arange(start, stop)  # the noise of the value at p, after p changes
-        lo = max(start, _NOISE_AFTER)
+        lo = max(start, NOISE_AFTER)
         if lo < stop:
             np.fmax(margin[lo:stop], config.noise_factor * noise[lo - start :], out=margin[lo:stop])
     return margin
+
+
+def measured_margin(values: np.ndarray, config: DivergenceConfig = DivergenceConfig()) -> float | None:
+    """The relative margin in force once the noise is first measured (at the value after
+    :data:`NOISE_AFTER` changes): ``max(margin, noise term)``; None for fewer finite values.
+    A rise judged before then was judged by the plain margin alone.
+
+    Example:
+        >>> rng = np.random.default_rng(0)
+        >>> round(measured_margin(2 * (1 + 0.12 * rng.standard_normal(300))), 2)
+        0.24
+        >>> measured_margin(np.ones(50)) is None
+        True
+    """
+    x = np.asarray(values, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    if len(x) <= NOISE_AFTER:
+        return None
+    head = x[: NOISE_AFTER + 1]
+    return float(_margins(head, _levels(head, config.level_window), config)[NOISE_AFTER])
 
 
 def _elevated(x: np.ndarray, level: np.ndarray, best: np.ndarray,
@@ -244,7 +264,7 @@ def _elevated(x: np.ndarray, level: np.ndarray, best: np.ndarray,
     where a larger margin lowers the threshold) it is not computed, and the margin is the
     plain one, a float, for every value."""
     elevated = _is_elevated(level, best, config.margin, config)
-    if len(x) <= _NOISE_AFTER or not (elevated.any() or (best < 0).any()):
+    if len(x) <= NOISE_AFTER or not (elevated.any() or (best < 0).any()):
         return config.margin, elevated
     margin = _margins(x, level, config)
     return margin, _is_elevated(level, best, margin, config)
@@ -347,7 +367,7 @@ class DivergenceDetector:
             change = abs(x - previous) / abs(level) if level != 0 else 0.0
             self._noise_sum += change if change < 1.0 else 1.0
             self._noise_count += 1
-            if self._noise_count >= _NOISE_AFTER:
+            if self._noise_count >= NOISE_AFTER:
                 noise_margin = config.noise_factor * (self._noise_sum / self._noise_count)
                 if noise_margin > margin:
                     margin = noise_margin
