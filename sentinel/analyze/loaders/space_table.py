@@ -141,9 +141,24 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         if inferred:
             warnings.append(f"{Path(path).name}: {inferred_loss_note(loss_col)}")
     steps = table_steps(table, step_col, loss_col, path, warnings, batch_rows=not bar)  # a bar's redraws: its last
+    steps = _spacy_first_row_out(steps, header, step_col, path, warnings)
     steps, unit = step_unit(step_col, steps, path, warnings)
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
                     meta={"format": NAME, "columns": header, **unit}, warnings=warnings)]
+
+
+def _spacy_first_row_out(steps: pd.DataFrame, header: list[str], step_col: str, path: str | Path,
+                         warnings: list[str]) -> pd.DataFrame:
+    """``steps`` without the row at update 0 of spaCy's ``spacy train`` table (``E  #  LOSS
+    TOK2VEC  LOSS NER ...``): each row's losses are summed over the updates since the evaluation
+    before, 200 by default, and the first row's over one update (49 against 2,288 after it: every
+    healthy run diverged from its first row)."""
+    if step_col != "#" or not any(name.startswith("LOSS ") for name in header) or 0 not in steps.index \
+            or len(steps.index) < 3:
+        return steps
+    warnings.append(f"{Path(path).name}: spaCy sums each row's losses over the updates since the evaluation "
+                    f"before; the row at update 0 sums one update's and is left out")
+    return steps.drop(index=0)
 
 
 def _cells(line: str, gapped: bool = False) -> list[str]:
