@@ -56,6 +56,11 @@ def test_anomaly_modes_error_names_the_backward_function(tmp_path):
     ("I20230412 11:06:48 3091 dinov2 train.py:280] NaN detected", "loss", None),  # DINOv2, then an AssertionError
     ("RuntimeError: Training loss became NaN. This may be due to invalid parameters, precision issues, or a bug "
      "in the loss computation.", "loss", None),  # OneTrainer's GenericTrainer
+    ("ValueError: In epoch: 29 step: 125, loss is NAN or INF, training process cannot continue, terminating "
+     "training.", "loss", None),  # MindSpore's LossMonitor
+    ("ValueError: Loss is not finite and patience is exhausted. To debug, wrap `fit()` with autograd's "
+     "`detect_anomaly()`, e.g.", "loss", None),  # SpeechBrain's Brain
+    ("Stopping training due to NaN loss in training step", "loss", None),  # pytorch-accelerated
 ])
 def test_libraries_nonfinite_lines(tmp_path, line, metric, module):
     path = tmp_path / "train.log"

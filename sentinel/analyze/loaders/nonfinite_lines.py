@@ -3,7 +3,8 @@ non-finite, whatever prints the steps around them: PyTorch's anomaly mode (``tor
 detect_anomaly``, Lightning's ``Trainer(detect_anomaly=True)``), the check that the DeiT / MAE /
 ConvNeXt family of training scripts stop on, Lightning's ``detect_nan_parameters``,
 ``clip_grad_norm_(error_if_nonfinite=True)``, mmengine's ``CheckInvalidLossHook``, Keras'
-``TerminateOnNaN``, DINOv2's ``NaN detected`` and JAX's ``jax_debug_nans``. Each is a ``nonfinite`` event; where the line
+``TerminateOnNaN``, DINOv2's ``NaN detected``, MindSpore's ``LossMonitor``, SpeechBrain's loss check,
+pytorch-accelerated's ``TerminateOnNaNCallback`` and JAX's ``jax_debug_nans``. Each is a ``nonfinite`` event; where the line
 names the operation or the parameter, that is the event's ``module``. Such a line has no step of
 its own: it is given the step of the next record line, or the one after the last (the training
 stopped there).
@@ -49,6 +50,13 @@ NONFINITE_LINES: tuple[EventLine, ...] = (
     # AssertionError, where the sum of the step's losses is NaN.
     EventLine(re.compile(r"\bNaN detected[^\S\n]*$", re.MULTILINE), EventKind.NONFINITE, source="nan_check",
               detail={"metric": metrics.LOSS}),
+    # MindSpore's LossMonitor: ValueError("In epoch: E step: S, loss is NAN or INF, training process
+    # cannot continue, ..."); SpeechBrain's Brain.check_loss_isfinite: ValueError("Loss is not finite
+    # and patience is exhausted. ..."); pytorch-accelerated's TerminateOnNaNCallback, and the scripts
+    # that say it so: "Stopping training due to NaN loss ...".
+    EventLine(re.compile(r"\bloss is NAN or INF, training process cannot continue|\bLoss is not finite and "
+                         r"patience is exhausted|(?i:\bstopping training due to nan loss\b)"),
+              EventKind.NONFINITE, source="loss_check", detail={"metric": metrics.LOSS}),
     # JAX with jax_debug_nans: the primitive that made it.
     EventLine(re.compile(r"FloatingPointError: invalid value \((?P<value>nan|inf)\) encountered in (?P<module>[\w.]+)"),
               EventKind.NONFINITE, source="jax_debug_nans"),
@@ -57,4 +65,5 @@ NONFINITE_LINES: tuple[EventLine, ...] = (
 # Every line above holds a match of this (asked of the text's distinct lines first).
 WORDS = (re.compile(r"returned (?:nan|inf) values|Loss is (?:nan|-?inf)|Detected nan and/or inf|for gradients from "
                     r"`parameters` is non-finite|loss become infinite|Invalid loss, terminating|invalid value \(|NaN detected|"
-                    r"(?i:loss (?:has )?bec[oa]me (?:nan|inf)\b)"),)
+                    r"(?i:loss (?:has )?bec[oa]me (?:nan|inf)\b)|loss is NAN or INF|Loss is not finite and|"
+                    r"(?i:stopping training due to nan loss)"),)
