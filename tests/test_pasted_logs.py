@@ -6,6 +6,7 @@ format string."""
 from __future__ import annotations
 
 import json
+import math
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -365,6 +366,60 @@ def test_darknet_iteration_lines_give_the_batch_its_loss_and_the_rate(tmp_path, 
     report = analyze_run(run)
     assert [(i.kind, i.step) for i in report.incidents if i.severity.value != "info"] == [("loss_spike", 250)]
     assert not any(i.kind == "nonfinite" for i in report.incidents)
+
+
+def _tool_lines(tool: str, step: int, loss: float) -> list[str]:
+    """One logging interval of ``tool`` as its source prints it (see test_tools_not_read_before)."""
+    if tool == "marian":  # marian-dev src/training/scheduler.h, formatLoss with --disp-label-counts
+        cost = "-nan" if math.isnan(loss) else f"{loss:.8f}"
+        lines = [f"[2024-06-01 10:01:59] Ep. 1 : Up. {step} : Sen. 247,141 : Cost {cost} * 7,469,268 @ 14,704 "
+                 f"after 7,469,268 : Time 119.38s : 62566.37 words/s : gNorm 1.2908 : L.r. 3.0000e-04"]
+        if step % 5000 == 0:
+            lines.append(f"[2024-06-01 10:20:31] [valid] Ep. 1 : Up. {step} : ce-mean-words : 2.5000 : new best")
+        return lines
+    if tool == "nanot5":  # nanoT5 utils/logging_utils.py
+        lines = [f"06/01/2024 10:00:40 - INFO - Main - [train] Step {step} out of 65536 | Loss --> {loss:.3f} | "
+                 f"Grad_l2 --> 2.775 | Weights_l2 --> 7043.800 | Lr --> 0.010 | Seconds_per_step --> 0.407 | "]
+        if step % 5000 == 0:
+            lines.append(f"06/01/2024 10:00:41 - INFO - Main - [eval] Step {step} out of 65536 | Loss --> 2.500 | "
+                         "Accuracy --> 0.593 | Time --> 41.127 | ")
+        return lines
+    if tool == "trax":  # trax/supervised/training.py: 'Step % 6d: %s' of '%s %s | % .8f'
+        return ["", f"Step {step:6d}: Ran 99 train steps in 3.82 secs",
+                f"Step {step:6d}: train CrossEntropyLoss | {loss: .8f}",
+                f"Step {step:6d}: eval  CrossEntropyLoss | {1.1 * loss: .8f}",
+                f"Step {step:6d}: eval          Accuracy |  0.60299537"]
+    epoch, batch = divmod(step, 400)  # MXNet's Speedometer, batches counted inside the epoch
+    lines = [f"2019-04-01 10:18:30,797 Node[0] Epoch[{epoch}] Batch [{batch - 50}-{batch}]\tSpeed: 2470.23 "
+             f"samples/sec\taccuracy=0.707589\tcross-entropy={loss:f}"] if batch else []
+    if batch == 350:
+        lines += [f"2019-04-01 10:18:43,261 Node[0] Epoch[{epoch}] Train-cross-entropy={loss:f}",
+                  f"2019-04-01 10:18:44,000 Node[0] Epoch[{epoch}] Validation-cross-entropy={1.1 * loss:f}"]
+    return lines
+
+
+@pytest.mark.parametrize("tool", ["marian", "nanot5", "trax", "mxnet"])
+def test_tools_not_read_before(tmp_path, tool):
+    """Marian's "Ep. E : Up. N : ... : Cost X ...", nanoT5's "[train] Step N out of M | Loss --> X",
+    Trax's "Step N: train CrossEntropyLoss |  X" and MXNet's Speedometer "Epoch[E] Batch [A-B]\tSpeed:
+    ...\tcross-entropy=X" were not read ("not a log format", or "its lines log ... but no loss": MXNet's
+    loss metric is named cross-entropy)."""
+    rng = np.random.default_rng(9)
+    lines, steps = [], range(50, 20050, 50)
+    for k, step in enumerate(steps):
+        loss = (3 * np.exp(-k / 100) + 2) * (1 + 0.01 * rng.standard_normal())
+        loss = loss * 4 if k in (200, 201) else float("nan") if k >= 300 else loss
+        lines += _tool_lines(tool, step, loss)
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == tool and len(run.steps["loss"]) >= 350
+    report = analyze_run(run)
+    (spike,) = [i for i in report.incidents if i.kind == "loss_spike"]
+    (nan,) = [i for i in report.incidents if i.kind == "nonfinite" and i.details.get("metric", "loss") == "loss"]
+    assert run.steps["loss"].loc[spike.step] > 8 and run.steps["loss"].loc[:spike.step].iloc[:-1].max() < 6
+    assert np.isnan(run.steps["loss"].loc[nan.step]) and run.steps["loss"].loc[:nan.step].iloc[:-1].notna().all()
+    if tool != "mxnet":  # the step each line names
+        assert (spike.step, nan.step) == (steps[200], steps[300])
+    assert "val_loss" in run.steps.columns
 
 
 def test_a_bar_drawn_at_its_new_count_before_its_description_is_set_again_is_no_second_print(tmp_path):

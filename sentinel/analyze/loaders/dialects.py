@@ -447,6 +447,79 @@ DARKNET = Dialect(
     min_records=2,
 )
 
+# Marian NMT (src/training/scheduler.h): "Ep. E : Up. N : Sen. S : Cost X[ * labels @ ... after
+# ...] : Time T : W words/s[ : gNorm G][ : L.r. L]", the cost a mean since the line before (per
+# label with --cost-type ce-mean-words); "[valid] Ep. E : Up. N : <metric> : X : ..." lines, the
+# cross-entropy ones the validation loss.
+_MARIAN_CE = r"(?:ce-mean-words|ce-mean|ce-sum|cross-entropy)"
+MARIAN = Dialect(
+    name="marian",
+    description='Marian NMT ("Ep. E : Up. N : Sen. S : Cost X ... : gNorm G : L.r. L")',
+    shapes=(
+        Shape(re.compile(rf"\bEp\. [\d.]+ : Up\. (\d+) : Sen\. [\d,]+ : Cost ({_NUM})"
+                         rf"(?:[^\n]*? : gNorm ({_NUM}))?(?:[^\n]*? : L\.r\. ({_NUM}))?"),
+              head=(metrics.STEP, metrics.LOSS, metrics.GRAD_NORM_TOTAL, metrics.LR)),
+        Shape(re.compile(rf"\[valid\] Ep\. [\d.]+ : Up\. (\d+) : {_MARIAN_CE} : ({_NUM})"),
+              head=(metrics.STEP, metrics.VAL_LOSS)),
+    ),
+    sniff=re.compile(r"\bEp\. [\d.]+ : Up\. \d+ : Sen\. [\d,]+ : Cost "),
+    min_records=2,
+)
+
+# nanoT5 (nanoT5/utils/logging_utils.py): f"[train] Step {step} out of {total} | Loss --> X | Grad_l2
+# --> G | Weights_l2 --> W | Lr --> L | Seconds_per_step --> S | "; "[eval] Step ..." for the
+# evaluation.
+_NANOT5_PAIR = re.compile(r" --> ")
+NANOT5 = Dialect(
+    name="nanot5",
+    description='nanoT5 ("[train] Step N out of M | Loss --> X | Grad_l2 --> G | Lr --> L")',
+    shapes=(
+        Shape(re.compile(r"\[train\] Step (\d+) out of \d+ \|([^\n]*)"), fields="|",
+              keys={"loss": metrics.LOSS, "grad_l2": metrics.GRAD_NORM_TOTAL, "lr": metrics.LR}),
+        Shape(re.compile(r"\[eval\] Step (\d+) out of \d+ \|([^\n]*)"), fields="|", prefix="val_"),
+    ),
+    rewrite=lambda text: _NANOT5_PAIR.sub(": ", text),
+    rewrite_needs=(" --> ",),
+    sniff=re.compile(r"\[train\] Step \d+ out of \d+ \| Loss --> "),
+    min_records=2,
+)
+
+# Trax (trax/supervised/training.py, trainer_lib.py): "Step % 6d: %s" of "train <loss layer name> |
+# % .8f" (the mean since the last report) and "eval <metric> | % .8f" lines.
+_TRAX_LOSS = r"\w*(?:Loss|loss|CrossEntropy)\w*"
+TRAX = Dialect(
+    name="trax",
+    description='Trax ("Step N: train CrossEntropyLoss |  X", "Step N: eval CrossEntropyLoss |  X")',
+    shapes=(
+        Shape(re.compile(rf"^Step +(\d+): train +{_TRAX_LOSS} \| +({_NUM})", re.MULTILINE),
+              head=(metrics.STEP, metrics.LOSS)),
+        Shape(re.compile(rf"^Step +(\d+): eval +{_TRAX_LOSS} \| +({_NUM})", re.MULTILINE),
+              head=(metrics.STEP, metrics.VAL_LOSS)),
+    ),
+    sniff=re.compile(rf"^Step +\d+: train +{_TRAX_LOSS} \| +[-+\dn]", re.MULTILINE),
+    min_records=2,
+)
+
+# MXNet's Speedometer (python/mxnet/callback.py): "Epoch[%d] Batch [%d-%d]\tSpeed: %.2f samples/sec"
+# (before 1.2: "Batch [%d]") then "\t%s=%f" per metric, the batch counted inside the epoch; the
+# loss is the metric named as one (CrossEntropy's "cross-entropy", NegativeLogLikelihood's
+# "nll-loss", Loss' "loss"). "Epoch[%d] Validation-%s=%f" closes an epoch.
+_MXNET_LOSS = r"(?:cross-entropy|ce|nll-loss|loss)"
+MXNET = Dialect(
+    name="mxnet",
+    description='MXNet ("Epoch[E] Batch [A-B]\\tSpeed: S samples/sec\\tcross-entropy=X")',
+    shapes=(
+        Shape(re.compile(r"\bEpoch\[(\d+)\] Batch \[(?:\d+-)?(\d+)\]\s+Speed: [\d.]+ samples/sec([^\n]*)"),
+              head=("epoch0", "iter"), separators=("=",),
+              keys={"cross-entropy": metrics.LOSS, "ce": metrics.LOSS, "nll-loss": metrics.LOSS, "loss": metrics.LOSS}),
+    ),
+    drop_words=("validation",),
+    epoch_evaluation=Shape(re.compile(rf"\bEpoch\[(\d+)\] Validation-{_MXNET_LOSS}=({_NUM})"),
+                           head=("epoch0", metrics.LOSS)),
+    sniff=re.compile(rf"\bEpoch\[\d+\] Batch \[(?:\d+-)?\d+\]\s+Speed: [\d.]+ samples/sec[^\n]*\t{_MXNET_LOSS}="),
+    min_records=2,
+)
+
 # TensorFlow Object Detection API (model_main_tf2.py): "Step 100 per-step time 0.432s", then the
 # losses as a dict printed over several lines ("{'Loss/classification_loss': 0.5,\n 'Loss/...': ...,\n
 # 'Loss/total_loss': 0.8,\n 'learning_rate': 0.0133}"), through absl's logger, TensorFlow's or both.
@@ -931,7 +1004,7 @@ CYCLEGAN = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, COMPOSER, OLMO, COQUI, WENET, NNUNET, GAN, CYCLEGAN, DARKNET, TF_OBJECT_DETECTION, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, COMPOSER, OLMO, COQUI, WENET, NNUNET, GAN, CYCLEGAN, DARKNET, MARIAN, NANOT5, TRAX, MXNET, TF_OBJECT_DETECTION, TF, LOG4J,
                                  PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
