@@ -127,6 +127,26 @@ def test_a_keras_bar_with_its_learning_rate(tmp_path):
     assert run.steps["lr"].tolist() == pytest.approx([1e-3 * 0.9 ** e for e in range(1, 21)], rel=1e-4)
 
 
+def test_keras_fit_verbose_2_lines_keep_each_epochs_validation_loss(tmp_path):
+    """Keras' fit(verbose=2) prints one line an epoch, its own val_loss at its end. Read as a bar's
+    validation loss shown until the next validation, each value went to the epoch before, and a
+    value equal to the one before (a NaN stretch: 90 epochs) was dropped as shown again: 'val_loss
+    non-finite at 1 of 192 evaluations ... the training loss is finite'."""
+    lines = []
+    for e in range(1, 31):
+        val = "nan" if e >= 20 else "0.5000" if e in (5, 6) else f"{2 / e + 0.6:.4f}"
+        loss = "nan" if e >= 20 else f"{2 / e + 0.5:.4f}"
+        lines += [f"Epoch {e}/30", f"1875/1875 - 3s - 2ms/step - accuracy: 0.9875 - loss: {loss} - "
+                  f"val_accuracy: 0.9725 - val_loss: {val}"]
+    run = _run(tmp_path, lines)
+    assert run.steps.index.tolist() == [1875 * e for e in range(1, 31)]
+    val = run.steps["val_loss"]
+    assert val.loc[1875] == pytest.approx(2.6) and val.loc[1875 * 5] == val.loc[1875 * 6] == 0.5
+    assert val.loc[1875 * 19] == pytest.approx(2 / 19 + 0.6, abs=1e-4) and val.loc[1875 * 20:].isna().all()
+    (nan,) = [i for i in analyze_run(run).incidents if i.kind == "nonfinite" and "val_loss" in i.message]
+    assert nan.step == 1875 * 20 and "at 11 of 30 evaluations" in nan.message
+
+
 def test_an_lr_printed_on_some_step_lines_only(tmp_path):
     # Every tenth line adds the lr: on step lines each value has its own step, kept where it is.
     lines = [f"step {i} | loss {3 - i / 100:.3f}" + (f" | lr {i * 1e-5:.2e}" if i % 10 == 0 else "")

@@ -509,14 +509,14 @@ MXNET = Dialect(
     name="mxnet",
     description='MXNet ("Epoch[E] Batch [A-B]\\tSpeed: S samples/sec\\tcross-entropy=X")',
     shapes=(
-        Shape(re.compile(r"\bEpoch\[(\d+)\] Batch \[(?:\d+-)?(\d+)\]\s+Speed: [\d.]+ samples/sec([^\n]*)"),
+        Shape(re.compile(r"\bEpoch\[(\d+)\] Batch \[(?:\d+-)?(\d+)\][^\S\n]+Speed: [\d.]+ samples/sec([^\n]*)"),
               head=("epoch0", "iter"), separators=("=",),
               keys={"cross-entropy": metrics.LOSS, "ce": metrics.LOSS, "nll-loss": metrics.LOSS, "loss": metrics.LOSS}),
     ),
     drop_words=("validation",),
     epoch_evaluation=Shape(re.compile(rf"\bEpoch\[(\d+)\] Validation-{_MXNET_LOSS}=({_NUM})"),
                            head=("epoch0", metrics.LOSS)),
-    sniff=re.compile(rf"\bEpoch\[\d+\] Batch \[(?:\d+-)?\d+\]\s+Speed: [\d.]+ samples/sec[^\n]*\t{_MXNET_LOSS}="),
+    sniff=re.compile(rf"\bEpoch\[\d+\] Batch \[(?:\d+-)?\d+\][^\S\n]+Speed: [\d.]+ samples/sec[^\n]*\t{_MXNET_LOSS}="),
     min_records=2,
 )
 

@@ -647,7 +647,8 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
     for part, (shape, columns) in enumerate(parts):
         columns = dict(columns)
         n = len(columns["_pos"])
-        if shape.shown_until_changed:  # on some of the records' lines only (a bar after its first validation)
+        if shape.shown_until_changed and not _each_an_epochs_end(columns, n, records_of.get(shape.beside)):
+            # on some of the records' lines only (a bar after its first validation)
             spread = _spread_over_records(shape, columns, n, records_of.get(shape.beside), Lines.of(text, lines))
             if spread is not None:
                 columns, n = spread, len(spread["_pos"])
@@ -873,6 +874,19 @@ def _spread_over_records(shape: Shape, columns: dict[str, np.ndarray], n: int, r
         spread[name] = full
     spread["_pos"] = np.arange(records, dtype=np.int64)
     return spread
+
+
+def _each_an_epochs_end(columns: dict[str, np.ndarray], n: int, records: int | None) -> bool:
+    """Whether a shown-until-changed value is on every record's line and each line is its epoch's
+    end (its count at its total): one line an epoch, each with its own evaluation (Keras'
+    ``fit(verbose=2)``: ``1875/1875 - 3s - ... - loss: 0.3 - val_loss: 0.5``), no bar redrawn.
+
+    Example:
+        >>> _each_an_epochs_end({"_iter": np.array([5., 5.]), "_total": np.array([5., 5.])}, 2, 2)
+        True
+    """
+    count, total = columns.get("_iter"), columns.get("_total")
+    return n > 0 and n == records and count is not None and total is not None and bool((count == total).all())
 
 
 def _keep_where_first_shown(columns: dict[str, np.ndarray], n: int) -> None:
