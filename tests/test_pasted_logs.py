@@ -2288,6 +2288,46 @@ def test_a_table_whose_header_names_hold_spaces_is_cut_by_the_rule_under_it(tmp_
     assert plain.steps.index.tolist()[:2] == [100, 200] and plain.steps["loss"].iloc[0] == pytest.approx(2.5)
 
 
+def test_chainers_print_report_behind_its_terminal_codes(tmp_path):
+    """Chainer's PrintReport writes "\\033[J" before each row (and its ProgressBar, between them,
+    "\\033[4A" to go back up): in a file the codes stay, the header read "\\x1b[4Aepoch", and the
+    table was "its lines log finish, Minibatch-size, epoch, unit but no loss"."""
+    header = "epoch       main/loss   validation/main/loss  main/accuracy  validation/main/accuracy  elapsed_time"
+    lines = ["Device: @numpy", "# Minibatch-size: 128", "# epoch: 30", ""]
+    for e in range(1, 31):
+        lines += ["\x1b[J     total [##........................................]  3.33%",
+                  "this epoch [######################################............] 76.73%",
+                  f"       {e * 390} iter, {e - 1} epoch / 30 epochs",
+                  "    21.535 iters/sec. Estimated time to finish: 1:31:32.957746."]
+        loss = "nan" if e >= 20 else f"{2 / e + 0.1:<10g}"
+        val = "nan" if e >= 20 else "1.5"
+        row = f"{e:<10g}  {loss:<10}  {val:<20}  {0.9:<13g}  {0.6:<24g}  {21.4 * e:<12g}"
+        lines.append(("\x1b[4A" + header + "\n" if e == 1 else "") + "\x1b[J" + row)
+    (run,) = discover_runs(_write(tmp_path / "log", lines))
+    assert run.source == "space_table" and run.steps.index.tolist() == list(range(1, 31))
+    assert run.steps["loss"].iloc[0] == pytest.approx(2.1) and run.steps["loss"].loc[20:].isna().all()
+    (nan,) = [i for i in analyze_run(run).incidents if i.kind == "nonfinite" and i.severity.value == "critical"]
+    assert nan.step == 20
+
+
+def test_a_print_report_table_with_blank_validation_cells(tmp_path):
+    """ESPnet1 has Chainer's PrintReport print a row every 100 iterations, its validation cells
+    blank (spaces to the column's width) but on the row after each evaluation: only the rows with
+    every cell were read, 14 of 442, and a spike between evaluations was gone."""
+    names = ["epoch", "iteration", "main/loss", "validation/main/loss", "main/acc", "elapsed_time"]
+    widths = [max(len(n), 10) for n in names]
+    lines = ["".join(f"{n:<{w}}  " for n, w in zip(names, widths))]
+    for k in range(1, 301):
+        loss = 400 * np.exp(-k / 60) + 50 + (400 if k in (150, 151) else 0)
+        values = [k // 30, 100 * k, loss, 60.0 if k % 30 == 0 else None, 0.5, 24.4 * k]
+        lines.append("\x1b[J" + "".join(" " * (w + 2) if v is None else f"{v:<{w}g}  " for v, w in zip(values, widths)))
+    (run,) = discover_runs(_write(tmp_path / "log", lines))
+    assert run.source == "space_table" and run.steps.index.tolist() == [100 * k for k in range(1, 301)]
+    assert run.steps["validation/main/loss"].dropna().index.tolist() == [3000 * k for k in range(1, 11)]
+    (spike,) = [i for i in analyze_run(run).incidents if i.kind == "loss_spike"]
+    assert spike.step == 15000
+
+
 def test_a_wandb_history_csv_is_read_by_its_trainer_step_and_a_key_never_logged_is_no_nan(tmp_path):
     """A W&B run's history saved as CSV (the run page's export, or api.run(...).history().to_csv()):
     the step columns are W&B's _step (log calls) and, from the Hugging Face Trainer,

@@ -85,6 +85,8 @@ def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
         False
     """
     lines = read_head_lines(path, limit=64 * 1024)
+    if any("\x1b" in line for line in lines):  # a terminal's codes before each row (Chainer's PrintReport), as load reads it
+        lines = [line for line in clean_text("\n".join(lines)).split("\n") if line.strip()]
     return bool(lines) and _find(lines, options or LoadOptions()) is not None
 
 
@@ -232,8 +234,9 @@ def _find(lines: list[str], options: LoadOptions):
             return None
         tried.add(tuple(header))
         # indexed, print(df): the header indented over the index, each row led by it (0, 1, 2, ...)
+        starts = _name_starts(line, header) if ruled is None and gapped is None and not indexed else None
         rows, bar = _rows(lines[at + 1:], header, header.index(step_col), printed,
-                          _header_gap(line) if gapped is not None else 0, indexed)
+                          _header_gap(line) if gapped is not None else 0, indexed, starts)
         if len(rows) >= MIN_ROWS and (loss_col is not None or _components(header, bar)):
             return header, rows, step_col, loss_col, bar
     return None
@@ -272,14 +275,36 @@ def _padded(line: str, cells: list[str], width: int, gap: int) -> list[str]:
     return out + [""] * (width - len(out))
 
 
+def _name_starts(line: str, header: list[str]) -> list[int] | None:
+    """Where each of the header's names starts on its line, where they are left-aligned columns
+    two or more spaces apart (Chainer's PrintReport pads each name and value to its column's
+    width); else None."""
+    found = [m for m in re.finditer(r"\S+", line)]
+    if len(found) != len(header) or any(b.start() - a.end() < 2 for a, b in zip(found, found[1:])):
+        return None
+    return [m.start() for m in found]
+
+
+def _by_starts(line: str, starts: list[int], width: int) -> list[str] | None:
+    """A row cut at its header's name starts (:func:`_name_starts`), its blank cells empty (a value
+    not reported at that row: PrintReport's validation cells between evaluations); None where a cut
+    falls inside a word or text stands left of the first column."""
+    if (starts[0] > 0 and line[: starts[0]].strip()) or any(
+            0 < cut < len(line) and not line[cut - 1].isspace() and not line[cut].isspace() for cut in starts[1:]):
+        return None
+    cells = [line[a:b].strip() for a, b in zip(starts, [*starts[1:], len(line)])]
+    return cells if len(cells) == width and " " not in "".join(cells) else None
+
+
 def _rows(lines: list[str], header: list[str], step_at: int, printed: list[str] | None = None,
-          gapped: int = 0, indexed: bool = False) -> tuple[list[list[str]], bool]:
+          gapped: int = 0, indexed: bool = False, starts: list[int] | None = None) -> tuple[list[list[str]], bool]:
     """The rows under each printing of ``header`` (its line's cells as split by spaces:
     ``printed``; a row under another header is another table's), and whether they carry a
     progress bar. ``gapped``: the header's gap, where its cells are two or more spaces apart: a row
     with fewer cells has them empty where its gaps say, else at its end (:func:`_padded`).
     ``indexed``: a row may be led by one cell more, an integer (a printed DataFrame's index), left
-    out."""
+    out. ``starts``: where the header's names start, where they are left-aligned columns: a row
+    with fewer cells is cut there (:func:`_by_starts`)."""
     width = len(header)
     rows: list[list[str]] = []
     bar = False
@@ -301,7 +326,10 @@ def _rows(lines: list[str], header: list[str], step_at: int, printed: list[str] 
         elif indexed and len(cells) == width + 1 and cells[0].isdigit():
             cells = cells[1:]  # the index pandas prints before each row
         elif len(cells) != width:
-            continue
+            cut = _by_starts(line, starts, width) if starts is not None and 1 < len(cells) < width else None
+            if cut is None or not cut[step_at]:
+                continue
+            cells = cut
         if not _is_number(cells[step_at]):
             if not any(_is_number(c) for c in cells):
                 mine = False  # another table's header
