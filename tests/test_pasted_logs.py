@@ -2351,6 +2351,28 @@ def test_a_wandb_history_csv_is_read_by_its_trainer_step_and_a_key_never_logged_
     assert discover_runs(only_step)[0].steps.index.tolist()[:2] == [0, 1]
 
 
+def test_a_wandb_history_evaluation_row_without_its_training_row_is_no_nan(tmp_path):
+    """run.history().to_csv(): pandas' index first, and the Hugging Face Trainer's train/epoch and
+    train/global_step on the evaluation rows too. history() samples 500 rows: where it kept an
+    evaluation row and not the training row of its step, the empty loss there was a critical
+    "non-finite loss at step 5500" (train/epoch made the row look like a training row)."""
+    rng = np.random.default_rng(3)
+    head = ",_step,_runtime,_timestamp,train/loss,train/grad_norm,train/epoch,train/global_step,eval/loss"
+    rows, k = [], 0
+    for step in range(10, 3010, 10):
+        if step != 1500:  # sampled out
+            rows.append(f"{k},{k},{k * 5.2},{1710148507 + k},{2 * np.exp(-step / 900) + 1 + rng.normal(0, 0.01):.4f},"
+                        f"0.8,{step / 2000},{step},")
+            k += 1
+        if step % 500 == 0:
+            rows.append(f"{k},{k},{k * 5.2},{1710148507 + k},,,{step / 2000},{step},{1.3 + 200 / step:.4f}")
+            k += 1
+    (run,) = discover_runs(_write(tmp_path / "history.csv", [head, *rows]))
+    assert np.isnan(run.steps.at[1500, "loss"]) and run.steps.at[1500, "eval/loss"] > 1
+    report = analyze_run(run)
+    assert not [i for i in report.incidents if i.kind == "nonfinite"] and report.verdict == "healthy"
+
+
 def _dvclive_run(root, timestamp: bool):
     """What DVCLive's Live(dir=root).log_metric(...) writes: one TSV per metric under
     plots/metrics (nested keys as folders), header [timestamp,] step, <basename>."""

@@ -35,6 +35,15 @@ _EVERY_ROW = frozenset({"epoch", "epochs", "step", "global_step", "_step", "time
                         "_timestamp", "_runtime", "created_at"})
 
 
+def _every_rows(column: str) -> bool:
+    """Whether ``column`` is bookkeeping a logger writes on every row: a name of
+    :data:`_EVERY_ROW`, also under a section (the Hugging Face Trainer's ``train/epoch`` and
+    ``train/global_step``, which W&B logs with each evaluation too), or a table's unnamed index
+    (``to_csv``'s first column)."""
+    name = column.strip().lower()
+    return not name or name.startswith("unnamed:") or name.rsplit("/", 1)[-1] in _EVERY_ROW
+
+
 def _eval_family(column: str) -> str | None:
     """Which evaluation pass a column is of: "test", "val" (validation, HF's eval), or None."""
     found = _EVAL_COLUMN.match(column.lower())
@@ -58,7 +67,7 @@ def eval_only_rows(steps: pd.DataFrame, key: str) -> np.ndarray:
     evals = [c for c in others if _EVAL_COLUMN.match(str(c))]
     if not evals:
         return np.zeros(len(steps), dtype=bool)
-    trains = [c for c in others if c not in evals and str(c).lower() not in _EVERY_ROW]
+    trains = [c for c in others if c not in evals and not _every_rows(str(c))]
     has_eval = steps[evals].notna().to_numpy().any(axis=1)
     has_train = steps[trains].notna().to_numpy().any(axis=1) if trains else np.zeros(len(steps), dtype=bool)
     return steps[key].isna().to_numpy() & has_eval & ~has_train
