@@ -422,6 +422,28 @@ def test_tools_not_read_before(tmp_path, tool):
     assert "val_loss" in run.steps.columns
 
 
+def test_catalyst_console_lines_by_epoch(tmp_path):
+    """Catalyst's ConsoleLogger prints "train (E/N) accuracy01: A | loss: X | loss/mean: X | lr: L" and
+    "valid (E/N) ..." after each epoch, under the loader's tqdm bar. The bars alone were read, a bar
+    whose rounded values matched the one before dropped as a redraw, its steps counted as bars kept
+    x 1875: a spike at epoch 151 told at "step 270000" (epoch 144); without the bars (stderr), "not a
+    log format"."""
+    lines = []
+    for e in range(1, 101):
+        loss = "nan" if e >= 80 else str(4.0 if e == 50 else 1 / e + 0.1)
+        bar = f"{e}/100 * Epoch (train): 100%|##########| 1875/1875 [00:20<00:00, 92.87it/s, loss=0.103, lr=0.020]"
+        lines += [bar, f"train ({e}/100) accuracy01: 0.9 | loss: {loss} | loss/mean: {loss} | lr: 0.02",
+                  f"valid ({e}/100) accuracy01: 0.8 | loss: {loss} | loss/mean: {loss} | lr: 0.02",
+                  f"* Epoch ({e}/100) lr: 0.02 | momentum: 0.9"]
+    for kept in (lines, [line for line in lines if "it/s" not in line]):
+        (run,) = discover_runs(_write(tmp_path / "train.log", kept))
+        assert run.source == "catalyst" and run.steps.index.tolist() == list(range(1, 101))
+        assert run.steps.at[2, "loss"] == 0.6 and run.steps.at[2, "val_loss"] == 0.6 and run.steps.at[2, "lr"] == 0.02
+        report = analyze_run(run)
+        assert [(i.kind, i.step) for i in report.incidents if i.kind == "loss_spike"] == [("loss_spike", 50)]
+        assert any(i.kind == "nonfinite" and i.step == 80 and i.severity.value == "critical" for i in report.incidents)
+
+
 def test_a_bar_drawn_at_its_new_count_before_its_description_is_set_again_is_no_second_print(tmp_path):
     """llama-recipes' bar: pbar.update(1) draws the new count with the step before's description,
     then set_description() draws it with this step's loss. 'Most steps print their loss 2 times with

@@ -197,6 +197,8 @@ class Dialect:
             largest one, or the first record's).
         record_word: what a record is called in warnings (``step``, ``iteration``).
         event_word: what an event line is called in warnings (default ``<name> event``).
+        step_unit: what the step counts where not optimizer steps (``"epoch"``: a line per epoch,
+            its values the epoch's means; the report then speaks of epochs).
     """
 
     name: str
@@ -226,3 +228,4 @@ class Dialect:
     total_meta: tuple[str, str] = ("train_steps", "max")
     record_word: str = "step"
     event_word: str | None = None
+    step_unit: str | None = None

@@ -520,6 +520,23 @@ MXNET = Dialect(
     min_records=2,
 )
 
+# Catalyst's ConsoleLogger (catalyst/loggers/console.py): after each loader's epoch f"{loader_key}
+# ({epoch}/{epochs}) " then its metrics sorted, f"{k}: {float(v)}" joined by " | " ("loss", "loss/mean",
+# "loss/std", "lr", ...); "* Epoch (E/N) ..." for the epoch's own. The epoch is the step; the tqdm bar
+# before each such line shows the same values rounded.
+CATALYST = Dialect(
+    name="catalyst",
+    description='Catalyst ("train (E/N) accuracy01: A | loss: X | lr: L", "valid (E/N) ... | loss: X")',
+    shapes=(
+        Shape(re.compile(r"^train \((\d+)/\d+\) ([^\n]*)", re.MULTILINE), fields="|",
+              keys={"loss": metrics.LOSS, "lr": metrics.LR}),
+        Shape(re.compile(r"^valid \((\d+)/\d+\) ([^\n]*)", re.MULTILINE), fields="|", prefix="val_"),
+    ),
+    sniff=re.compile(r"^train \(\d+/\d+\) [^\n]*?\bloss: [-+\dn]", re.MULTILINE),
+    min_records=2,
+    step_unit="epoch",
+)
+
 # TensorFlow Object Detection API (model_main_tf2.py): "Step 100 per-step time 0.432s", then the
 # losses as a dict printed over several lines ("{'Loss/classification_loss': 0.5,\n 'Loss/...': ...,\n
 # 'Loss/total_loss': 0.8,\n 'learning_rate': 0.0133}"), through absl's logger, TensorFlow's or both.
@@ -1004,7 +1021,7 @@ CYCLEGAN = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, COMPOSER, OLMO, COQUI, WENET, NNUNET, GAN, CYCLEGAN, DARKNET, MARIAN, NANOT5, TRAX, MXNET, TF_OBJECT_DETECTION, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, COMPOSER, OLMO, COQUI, WENET, NNUNET, GAN, CYCLEGAN, DARKNET, MARIAN, NANOT5, TRAX, MXNET, CATALYST, TF_OBJECT_DETECTION, TF, LOG4J,
                                  PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where

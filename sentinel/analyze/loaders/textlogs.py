@@ -396,6 +396,8 @@ def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str
                                   "numbered 1, 2, 3, ... in order (the lines carry no step of their own)")
         else:
             found.meta[STEP_UNIT] = "epoch"  # a line per epoch: the epoch is the step
+    if dialect.step_unit is not None:
+        found.meta[STEP_UNIT] = dialect.step_unit
     if dialect is HF_TRAINER:
         _hf_steps(text, found)
     if dialect is GENERIC and Lines.of(text, lines).holds_any(_EPOCH_MEAN_WORDS):
