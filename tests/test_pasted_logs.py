@@ -444,6 +444,27 @@ def test_catalyst_console_lines_by_epoch(tmp_path):
         assert any(i.kind == "nonfinite" and i.step == 80 and i.severity.value == "critical" for i in report.incidents)
 
 
+def test_big_vision_metric_lines(tmp_path):
+    """big_vision's BigVisionMetricWriter logs one metric a line, "\\x1b[35m[STEP]\\x1b[0m name = value",
+    through absl: not a log format. Its train.py then raises "The loss became nan or inf somewhere
+    within steps [a, b]" after logging the NaN: one incident, not a second one at the step after."""
+    lines = ["I0311 09:15:02.000000 140398223427392 train.py:101] Workdir: /tmp/vit_s16"]
+    for k in range(1, 301):
+        step, loss = 100 * k, 4 * np.exp(-k / 80) + 2
+        loss = loss * 4 if k in (150, 151) else float("nan") if k == 300 else loss
+        lines += [f"I0311 09:15:14.300000 140398223427392 utils.py:928] \x1b[35m[{step}]\x1b[0m {name} = {value}"
+                  for name, value in (("global_schedule", 1e-3), ("training_loss", loss), ("l2_grads", 1.2),
+                                      ("progress", k / 300))]
+    lines += ["Traceback (most recent call last):", '  File "big_vision/train.py", line 417, in main',
+              "RuntimeError: The loss became nan or inf somewhere within steps [29900, 30000]"]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "big_vision" and run.steps.index[[0, -1]].tolist() == [100, 30000]
+    assert run.steps.at[100, "grad_norm/total"] == 1.2
+    report = analyze_run(run)
+    assert [(i.kind, i.step) for i in report.incidents if i.severity.value != "info"] == [
+        ("loss_spike", 15000), ("nonfinite", 30000)]
+
+
 def test_a_bar_drawn_at_its_new_count_before_its_description_is_set_again_is_no_second_print(tmp_path):
     """llama-recipes' bar: pbar.update(1) draws the new count with the step before's description,
     then set_description() draws it with this step's loss. 'Most steps print their loss 2 times with

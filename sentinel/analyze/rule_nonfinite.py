@@ -244,16 +244,19 @@ def nonfinite_incidents(run: RunData) -> list[Incident]:
 
 def _event_stretches(events: pd.DataFrame, covered: list[tuple[int, int]], steps: np.ndarray
                      ) -> list[tuple[int, int, str | None]]:
-    """``(first, last, metric)`` of the recorded ``nonfinite`` events outside ``covered``, those at
-    neighbouring logged steps (no logged step between them without one) and of one metric
+    """``(first, last, metric)`` of the recorded ``nonfinite`` events outside ``covered`` (or past a
+    stretch of it that reaches the last logged step), those at neighbouring logged steps (no logged step between them without one) and of one metric
     together: a Megatron log's 'number of nan iterations' at every interval of a stretch is one
     incident, not one per line."""
     if not len(events):
         return []
     out: list[tuple[int, int, str | None]] = []
+    last = int(steps[-1]) if len(steps) else None
     for step, rows in events.groupby("step", sort=True):
         step = int(step)
-        if any(a <= step <= b for a, b in covered):
+        # (a line past the last step line, at the step after it, is where the training stopped: a
+        # stretch that runs to the last step told it, as big_vision's NaN loss then its error does)
+        if any(a <= step <= b or (b == last and step > b) for a, b in covered):
             continue
         metric = _plain(rows.iloc[0].get("metric")) if "metric" in rows.columns else None
         if out and out[-1][2] == metric and _neighbours(steps, out[-1][1], step):

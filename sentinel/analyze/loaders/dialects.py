@@ -537,6 +537,19 @@ CATALYST = Dialect(
     step_unit="epoch",
 )
 
+# big_vision (big_vision/utils.py BigVisionMetricWriter.measure): one metric a line,
+# f"\u001b[35m[{step}]\u001b[0m {name} = {value}" through absl's logging; training_loss and
+# l2_grads among them.
+BIG_VISION = Dialect(
+    name="big_vision",
+    description='big_vision ("[STEP] training_loss = X", "[STEP] l2_grads = G")',
+    shapes=tuple(
+        Shape(re.compile(rf"(?:^|\] )\[(\d+)\] {name} = ({_NUM})$", re.MULTILINE), head=(metrics.STEP, key))
+        for name, key in (("training_loss", metrics.LOSS), ("l2_grads", metrics.GRAD_NORM_TOTAL))),
+    sniff=re.compile(rf"(?:^|\] )\[\d+\] training_loss = [-+\dn]", re.MULTILINE),
+    min_records=2,
+)
+
 # TensorFlow Object Detection API (model_main_tf2.py): "Step 100 per-step time 0.432s", then the
 # losses as a dict printed over several lines ("{'Loss/classification_loss': 0.5,\n 'Loss/...': ...,\n
 # 'Loss/total_loss': 0.8,\n 'learning_rate': 0.0133}"), through absl's logger, TensorFlow's or both.
@@ -1021,7 +1034,7 @@ CYCLEGAN = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, COMPOSER, OLMO, COQUI, WENET, NNUNET, GAN, CYCLEGAN, DARKNET, MARIAN, NANOT5, TRAX, MXNET, CATALYST, TF_OBJECT_DETECTION, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, COMPOSER, OLMO, COQUI, WENET, NNUNET, GAN, CYCLEGAN, DARKNET, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, TF_OBJECT_DETECTION, TF, LOG4J,
                                  PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
