@@ -465,6 +465,32 @@ def test_big_vision_metric_lines(tmp_path):
         ("loss_spike", 15000), ("nonfinite", 30000)]
 
 
+@pytest.mark.parametrize("scaled", [True, False])
+def test_mindspore_model_zoo_outputs_lines(tmp_path, scaled):
+    """MindSpore's model zoo prints "epoch: E, step: N, outputs are (Tensor(shape=[1], dtype=Float32,
+    value= [ 1.03e+01]), Tensor(shape=[], dtype=Bool, value= False), Tensor(shape=[], dtype=Float32,
+    value= 65536))" (the loss, the overflow flag, the loss scale), or the loss's Tensor alone:
+    "its lines log epoch, shape, step, value, time but no loss"."""
+    lines, scale = [], 65536.0
+    for k in range(1, 301):
+        loss = 10 * np.exp(-k / 60) + 2
+        loss = loss * 4 if k in (150, 151) else float("nan") if k >= 250 else loss
+        if k >= 250:
+            scale = max(1.0, scale / 2)
+        value = "nan" if np.isnan(loss) else f"{loss:.8e}"
+        head = f"epoch: {k // 100 + 1}, step: {100 * k}, outputs are "
+        if scaled:
+            lines.append(head + f"(Tensor(shape=[1], dtype=Float32, value= [ {value}]), Tensor(shape=[], dtype=Bool, "
+                                f"value= {k >= 250}), Tensor(shape=[], dtype=Float32, value= {scale:g}))")
+        else:
+            lines.append(head + f"Tensor(shape=[], dtype=Float32, value= {value})")
+    (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
+    assert run.source == "mindspore" and run.steps.index[[0, -1]].tolist() == [100, 30000]
+    kinds = {(i.kind, i.step) for i in analyze_run(run).incidents if i.severity.value != "info"}
+    assert {("loss_spike", 15000), ("nonfinite", 25000)} <= kinds
+    assert any(kind == "loss_scale_collapse" for kind, _ in kinds) == scaled
+
+
 def test_a_bar_drawn_at_its_new_count_before_its_description_is_set_again_is_no_second_print(tmp_path):
     """llama-recipes' bar: pbar.update(1) draws the new count with the step before's description,
     then set_description() draws it with this step's loss. 'Most steps print their loss 2 times with

@@ -550,6 +550,24 @@ BIG_VISION = Dialect(
     min_records=2,
 )
 
+# MindSpore's model zoo (BERT, GPT, PanGu, ...: LossCallBack.step_end): "epoch: {}, [current epoch
+# percent: {}, ]step: {}, outputs are {}" of str(cb_params.net_outputs), the network's outputs as
+# MindSpore prints a Tensor: the loss, or the loss, the overflow flag and the loss scale of a
+# TrainOneStepWithLossScaleCell. The step is the global step.
+_MS_TENSOR = r"Tensor\(shape=\[[\d, ]*\], dtype={dtype}, value=[^\S\n]*\[?[^\S\n]*({value})[^\S\n]*\]?\)"
+MINDSPORE_OUTPUTS = Dialect(
+    name="mindspore",
+    description='MindSpore model zoo ("epoch: E, step: N, outputs are (Tensor(..., value= [X]), ...)")',
+    shapes=(
+        Shape(re.compile(r"\bstep: (\d+), outputs are \(?" + _MS_TENSOR.format(dtype=r"Float\d+", value=_NUM)
+                         + r"(?:, " + _MS_TENSOR.format(dtype="Bool", value="?:True|False") + r", "
+                         + _MS_TENSOR.format(dtype=r"Float\d+", value=_NUM) + r")?"),
+              head=(metrics.STEP, metrics.LOSS, metrics.LOSS_SCALE)),
+    ),
+    sniff=re.compile(r"\bstep: \d+, outputs are \(?Tensor\(shape="),
+    min_records=2,
+)
+
 # TensorFlow Object Detection API (model_main_tf2.py): "Step 100 per-step time 0.432s", then the
 # losses as a dict printed over several lines ("{'Loss/classification_loss': 0.5,\n 'Loss/...': ...,\n
 # 'Loss/total_loss': 0.8,\n 'learning_rate': 0.0133}"), through absl's logger, TensorFlow's or both.
@@ -1034,7 +1052,7 @@ CYCLEGAN = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, COMPOSER, OLMO, COQUI, WENET, NNUNET, GAN, CYCLEGAN, DARKNET, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, TF_OBJECT_DETECTION, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, COMPOSER, OLMO, COQUI, WENET, NNUNET, GAN, CYCLEGAN, DARKNET, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, TF_OBJECT_DETECTION, TF, LOG4J,
                                  PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
