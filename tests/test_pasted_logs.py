@@ -491,6 +491,38 @@ def test_mindspore_model_zoo_outputs_lines(tmp_path, scaled):
     assert any(kind == "loss_scale_collapse" for kind, _ in kinds) == scaled
 
 
+def test_the_trainers_nan_filter_zeros_are_a_non_finite_loss(tmp_path):
+    """The Hugging Face Trainer (logging_nan_inf_filter, on by default) logs 'loss': 0.0 for a window
+    whose every step was NaN: read as written, "a collapse to 0: the model sees its targets" and "a
+    loss stuck at 0", warnings, and the evaluation's NaN "while the training loss is finite"."""
+    dicts, rows = [], []
+    for k in range(1, 301):
+        step, nan = 10 * k, k > 210
+        loss = 0.0 if nan else 2 * np.exp(-k / 100) + 0.8
+        grad = "nan" if nan else "0.9"
+        dicts.append(f"{{'loss': {loss:.4f}, 'grad_norm': {grad}, 'learning_rate': 1e-05, 'epoch': {k / 100:.2f}}}")
+        rows.append(json.dumps({"current_steps": step, "total_steps": 3000, "loss": round(loss, 4), "lr": 1e-05,
+                                "epoch": k / 100, "percentage": k / 3}))
+        if k % 50 == 0:
+            value = "nan" if nan else "1.2"
+            dicts.append(f"{{'eval_loss': {value}, 'eval_runtime': 19.8, 'epoch': {k / 100:.2f}}}")
+            rows.append(f'{{"current_steps": {step}, "total_steps": 3000, "eval_loss": {"NaN" if nan else 1.2}}}')
+    for name, lines in (("train.log", dicts), ("trainer_log.jsonl", rows)):
+        (run,) = discover_runs(_write(tmp_path / name, lines))
+        report = analyze_run(run)
+        bad = [(i.kind, i.severity.value) for i in report.incidents if i.severity.value != "info"]
+        assert ("loss_collapse", "warning") not in bad and ("loss_stuck", "warning") not in bad, name
+        (zeros,) = [i for i in report.incidents if i.details.get("nan_filter")]
+        assert zeros.severity.value == "critical" and zeros.step == run.steps["loss"].dropna().index[210]
+        evaluation = [i for i in report.incidents if i.kind == "nonfinite" and "eval" in i.details.get("metric", "")]
+        assert evaluation and all("the training loss was non-finite then too" in i.message for i in evaluation)
+    # a loss that reaches 0 and stays, with nothing non-finite beside it, outside the Trainer: as before
+    plain = _write(tmp_path / "plain.log", [f"step {10 * k} | loss {0.0 if k > 210 else 2 - k / 150:.4f}"
+                                            for k in range(1, 301)])
+    kinds = {i.kind for i in analyze_run(discover_runs(plain)[0]).incidents}
+    assert "loss_stuck" in kinds and not any(i.details.get("nan_filter") for i in analyze_run(discover_runs(plain)[0]).incidents)
+
+
 def test_a_bar_drawn_at_its_new_count_before_its_description_is_set_again_is_no_second_print(tmp_path):
     """llama-recipes' bar: pbar.update(1) draws the new count with the step before's description,
     then set_description() draws it with this step's loss. 'Most steps print their loss 2 times with

@@ -39,6 +39,7 @@ from sentinel.analyze.rule_stuck import (
 )
 from sentinel.analyze.rule_spikes import grad_explosion_incidents, loss_spike_incidents
 from sentinel.analyze.rule_lr_rise import settle_lr_rises
+from sentinel.analyze.rule_nan_filtered import nan_filtered_zeros, told_as_nan_filtered
 from sentinel.analyze.rule_recurring import settle_recurring
 from sentinel.analyze.rule_zero_grad import zero_grad_incidents
 from sentinel.analyze.rule_zero_lr import zero_lr_incidents
@@ -220,6 +221,9 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
             incidents += chance_incidents(loss)
         if not rl and not game:
             incidents += collapse_incidents(loss)
+        filtered = nan_filtered_zeros(loss, incidents, run.source)
+        if filtered is not None:
+            incidents = told_as_nan_filtered(incidents, filtered)
     if has(metrics.GRAD_NORM_TOTAL):
         grad = finite(steps[metrics.GRAD_NORM_TOTAL])
         if len(grad) >= 2:

@@ -1,0 +1,78 @@
+"""A loss logged as exactly 0 to the end of a Hugging Face Trainer run: its NaN filter's mark.
+
+The Trainer (``logging_nan_inf_filter``, on by default) leaves a step whose loss is NaN or Inf out
+of its logging window's sum, adding the window's mean so far in its place. A window whose every
+step went non-finite sums to nothing: the Trainer logs ``'loss': 0.0``, and goes on logging 0.0 for
+as long as the loss stays non-finite, beside a ``'grad_norm': nan`` and NaN evaluation losses. Read
+as written, that run was "a collapse to 0: the model sees its targets" and "a loss stuck at 0".
+Where the loss drops to exactly 0 and stays there to the last logged step, and the run is the
+Trainer's (its printed dicts, its ``trainer_state.json``) or its grad norm or an evaluation loss is
+non-finite in that stretch, it is the run's non-finite loss.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+
+from sentinel import metrics
+from sentinel.analyze.incident import Incident, IncidentKind, Severity
+
+# Sources that are the Trainer's own logs.
+TRAINER_SOURCES = frozenset({"hf_trainer", "hf_trainer_state"})
+# Logged zeros, at least, at the tail.
+MIN_ZEROS = 2
+# The evaluation clause :mod:`rule_nonfinite` gives where it saw a finite training loss, and the
+# one it gives where the training loss was non-finite too.
+_FINITE_THEN = "; the training loss is finite:"
+_NONFINITE_THEN = "; the training loss was non-finite then too (its own incident)"
+
+
+def nan_filtered_zeros(loss: pd.Series, incidents: list[Incident], source: str) -> Incident | None:
+    """The critical ``nonfinite`` incident of a loss logged as exactly 0 from some step to the
+    last (:data:`MIN_ZEROS` rows or more, after a loss above 0) where the Trainer's NaN filter
+    explains it: the run is the Trainer's, or ``incidents`` hold a non-finite grad norm or
+    evaluation from that step on. Else None. ``loss``: the finite loss, by step.
+
+    Example:
+        >>> loss = pd.Series([2.1, 1.9, 1.8, 0.0, 0.0, 0.0], index=[10, 20, 30, 40, 50, 60])
+        >>> nan_filtered_zeros(loss, [], "hf_trainer").step
+        40
+    """
+    values = loss.to_numpy(dtype="float64")
+    zeros = int(np.argmin(values[::-1] == 0.0)) if not (values == 0.0).all() else len(values)
+    if zeros < MIN_ZEROS or zeros == len(values) or values[-zeros - 1] <= 0:
+        return None
+    first, last = int(loss.index[-zeros]), int(loss.index[-1])
+    beside = any(i.kind == IncidentKind.NONFINITE.value and i.end_step >= first
+                 and i.details.get("metric") != metrics.LOSS for i in incidents)
+    if source not in TRAINER_SOURCES and not beside:
+        return None
+    message = (f"loss logged as exactly 0 from step {first} to the last logged step {last} ({zeros} logged steps) "
+               f"after {values[-zeros - 1]:.4g}: the Hugging Face Trainer logs 0.0 for a logging window whose "
+               "every step's loss was NaN or Inf (logging_nan_inf_filter, on by default): the loss went "
+               "non-finite by then and stayed so")
+    return Incident(IncidentKind.NONFINITE, first, last, Severity.CRITICAL, message,
+                    {"metric": metrics.LOSS, "nan_filter": True, "resolved": False})
+
+
+def told_as_nan_filtered(incidents: list[Incident], found: Incident) -> list[Incident]:
+    """``incidents`` with ``found`` in place of the collapse to 0 and the loss stuck at 0 it
+    explains, and the evaluations' non-finite incidents in its stretch saying the training loss
+    was non-finite then too.
+
+    Example:
+        >>> told_as_nan_filtered([], found)  # doctest: +SKIP
+    """
+    kept = [found]
+    for incident in incidents:
+        if incident.kind in (IncidentKind.LOSS_COLLAPSE.value, IncidentKind.LOSS_STUCK.value) \
+                and incident.end_step >= found.step:
+            continue
+        if incident.kind == IncidentKind.NONFINITE.value and _FINITE_THEN in incident.message \
+                and incident.step >= found.step:
+            incident = dataclasses.replace(incident, message=incident.message.split(_FINITE_THEN)[0] + _NONFINITE_THEN)
+        kept.append(incident)
+    return kept
