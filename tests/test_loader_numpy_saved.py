@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -35,6 +37,18 @@ def test_np_save_of_the_losses(tmp_path):
     (run,) = discover_runs(tmp_path / "pairs.npy")
     assert run.steps.index.tolist() == list(range(0, 3000, 10))
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("outlier_batch", 1700)]
+
+
+def test_a_header_python_2_wrote_is_read_without_numpys_warning(tmp_path):
+    """Python 2 wrote the shape's integers as longs ('(300L,)'): NumPy reads such a header the slow
+    way and says so with a UserWarning, which the command printed."""
+    path = tmp_path / "losses.npy"
+    path.write_bytes(_header_of(b"{'descr': '<f8', 'fortran_order': False, 'shape': (300L,), }")
+                     + _losses().astype("<f8").tobytes())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (run,) = discover_runs(path)
+    np.testing.assert_array_equal(run.steps["loss"].to_numpy(), _losses())
 
 
 def test_np_savez_of_a_history(tmp_path):

@@ -15,6 +15,7 @@ are read beside it, and a warning names those left out (another length: per epoc
 
 from __future__ import annotations
 
+import warnings
 import zipfile
 from pathlib import Path
 from tokenize import TokenError
@@ -49,9 +50,11 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     options = options or LoadOptions()
     path = Path(path)
     try:
-        if path.suffix.lower() == ".npz":
-            return [_load_npz(path, options)]
-        return [_load_npy(path)]
+        with warnings.catch_warnings():  # a header Python 2 wrote: NumPy warns that it parsed it slowly
+            warnings.simplefilter("ignore", UserWarning)
+            if path.suffix.lower() == ".npz":
+                return [_load_npz(path, options)]
+            return [_load_npy(path)]
     except (OSError, EOFError, zipfile.BadZipFile) as err:
         raise ValueError(f"{path}: not readable as a NumPy file ({err})") from None
 
