@@ -542,7 +542,7 @@ def _head_keys(text: str) -> set[str]:
     """The names of the numeric fields that ``text`` (JSON, perhaps cut off) shows, unescaped.
 
     Example:
-        >>> sorted(_head_keys('[{"_step": 0, "train\\/loss": 3.0, "note": "x"}, {"_st'))
+        >>> sorted(_head_keys('[{"_step": 0, "train\\\\/loss": 3.0, "note": "x"}, {"_st'))
         ['_step', 'train/loss']
     """
     keys = set()

@@ -26,7 +26,7 @@ from sentinel.analyze.loaders.numeric_table import (
     step_values,
     went_back_rows,
 )
-from sentinel.analyze.loaders.textlog import text_encoding
+from sentinel.analyze.loaders.textlog import as_float64, text_encoding
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     if printed_rows is not None and metrics.LOSS in steps.columns:
         meta.update(_printed_nan_steps(step[printed_rows[use]], steps[metrics.LOSS]))
     name = path.parent.name or path.name
-    return [RunData(name=name, path=str(path), source=NAME, steps=steps.astype("float64", copy=False),
+    return [RunData(name=name, path=str(path), source=NAME, steps=as_float64(steps),
                     meta=meta, warnings=warnings, abandoned=abandoned)]
 
 

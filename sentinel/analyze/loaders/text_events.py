@@ -205,31 +205,32 @@ def _record_positions(text: str, dialect: Dialect, steps: pd.DataFrame,
     return starts, steps.index.to_numpy()[: len(starts)]
 
 
-def count_overflows(steps: pd.DataFrame, events: list[dict], event_rows: bool = True) -> None:
-    """``amp/overflow`` per step and the loss scale each overflow set, from the event lines
-    (``event_rows`` False: only at the steps that have a record, the loss scale as logged)."""
+def count_overflows(steps: pd.DataFrame, events: list[dict], event_rows: bool = True) -> pd.DataFrame:
+    """``steps`` with ``amp/overflow`` per step and the loss scale each overflow set, from the
+    event lines (``event_rows`` False: only at the steps that have a record, the loss scale as
+    logged)."""
     overflow = [e for e in events if e["kind"] == EventKind.OVERFLOW.value]
     if not overflow:
-        return
+        return steps
     counts = pd.Series([e["step"] for e in overflow]).value_counts()
     if event_rows:
         for step in counts.index.difference(steps.index):
             steps.loc[int(step)] = np.nan
-        steps.sort_index(inplace=True)
+        steps = steps.sort_index()
     steps[metrics.AMP_OVERFLOW] = counts.reindex(steps.index, fill_value=0).astype("float64")
     if not event_rows:
-        return
+        return steps
     scales = {e["step"]: e["new_scale"] for e in overflow if not _missing(e.get("new_scale"))}
     if scales:
         column = steps[metrics.LOSS_SCALE] if metrics.LOSS_SCALE in steps else pd.Series(np.nan, steps.index)
         steps[metrics.LOSS_SCALE] = column.fillna(pd.Series(scales, dtype="float64"))
+    return steps
 
 
 def event_rows(events: list[dict]) -> pd.DataFrame:
     """A steps frame made of event lines alone (a DeepSpeed log that prints no loss)."""
     steps = pd.DataFrame(index=pd.Index(sorted({e["step"] for e in events}), dtype="int64", name=metrics.STEP))
-    count_overflows(steps, events)
-    return steps
+    return count_overflows(steps, events)
 
 
 def _missing(value) -> bool:

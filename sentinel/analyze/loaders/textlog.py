@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from sentinel import metrics
@@ -319,6 +320,17 @@ def rows_to_steps(rows: Mapping[int, Mapping[str, float]]) -> pd.DataFrame:
     frame.index = frame.index.astype("int64")
     frame.index.name = metrics.STEP
     return order_columns(frame.sort_index())
+
+
+def as_float64(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every column float64: itself where they are already (no copy, under pandas 2
+    as under 3, whose ``astype(copy=False)`` is going away).
+
+    Example:
+        >>> f = pd.DataFrame({"loss": [2.0]}); as_float64(f) is f
+        True
+    """
+    return frame if all(dtype == np.float64 for dtype in frame.dtypes) else frame.astype("float64")
 
 
 def order_columns(frame: pd.DataFrame) -> pd.DataFrame:

@@ -86,7 +86,7 @@ from sentinel.analyze.loaders.record_fields import (KEY, NAN_PREFIX, NUMBER_SYNT
 from sentinel.analyze.loaders.template_reader import read_templates
 from sentinel.analyze.loaders.text_events import (count_overflows, event_rows, read_events, stamp,
                                                   with_record_events)
-from sentinel.analyze.loaders.textlog import _FIRST_COLUMNS, events_frame, order_columns
+from sentinel.analyze.loaders.textlog import _FIRST_COLUMNS, as_float64, events_frame, order_columns
 from sentinel.analyze.loaders.went_back import fall_backs, replaced_stretches, survivors, survivors_of
 from sentinel.events import EventKind, make_event
 
@@ -322,7 +322,7 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
                 events.append(stamp(make_event(EventKind.NONFINITE, int(step), metric=key,
                                                 value=str(steps.at[step, key])), math.nan))
     if events and len(steps.index):
-        count_overflows(steps, events, dialect.event_rows)
+        steps = count_overflows(steps, events, dialect.event_rows)
     elif events and dialect.event_rows:
         steps = event_rows(events)
     if by_record:
@@ -806,7 +806,7 @@ def _steps_frame(table: dict[str, np.ndarray], beside: np.ndarray, dialect: Dial
         first = [c for c in _FIRST_COLUMNS if c in columns]
         main = pd.DataFrame({name: columns[name] for name in first + sorted(c for c in columns if c not in first)},
                             index=index)
-        return main.astype("float64", copy=False), logged_nan
+        return as_float64(main), logged_nan
     else:
         # The step lines in step order (stable: a step's records keep their order), merged as
         # above; summary lines only fill what no step line of their step gave.
@@ -824,7 +824,7 @@ def _steps_frame(table: dict[str, np.ndarray], beside: np.ndarray, dialect: Dial
     logged_nan = {}
     for column in [c for c in main.columns if c.startswith(NAN_PREFIX)]:
         logged_nan[column[len(NAN_PREFIX):]] = (main.pop(column) == 1.0).to_numpy()
-    return main.astype("float64", copy=False), logged_nan
+    return as_float64(main), logged_nan
 
 
 def _say_several_losses_per_step(step: np.ndarray, loss: np.ndarray, dialect: Dialect, warnings: list[str]) -> None:
