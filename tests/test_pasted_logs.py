@@ -523,6 +523,25 @@ def test_the_trainers_nan_filter_zeros_are_a_non_finite_loss(tmp_path):
     assert "loss_stuck" in kinds and not any(i.details.get("nan_filter") for i in analyze_run(discover_runs(plain)[0]).incidents)
 
 
+def test_a_global_step_the_bar_shows_as_a_float_from_1000_on(tmp_path):
+    """latent-diffusion logs self.log("global_step", ...) to Lightning 1.x's bar, which shows it
+    through tqdm's format_num: "global_step=999", then "global_step=1038.0" and "global_step=2e+3".
+    Every line from step 1000 on was dropped without a word (a spike at 1200 unseen)."""
+    def shown(step: int) -> str:  # tqdm.format_num of a float: "{:.3g}" where shorter than str()
+        short, long = f"{float(step):.3g}".replace("e+0", "e+"), str(float(step))
+        return str(step) if step < 1000 else short if len(short) < len(long) else long
+
+    lines = [f"Epoch 0:  10%|#         | {s + 1}/2100 [00:13<10:21,  1.21s/it, loss=0.137, v_num=0, "
+             f"train/loss_step={(0.55 - s * 1e-4) * (4 if s in (1200, 1201) else 1):.3g}, global_step={shown(s)}]"
+             for s in range(2100)]
+    assert "global_step=2e+3]" in lines[2000] and "global_step=1038.0]" in lines[1038]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    # (1000-1005 all show as 1e+3, 2000-2004 as 2e+3: the bar itself tells them apart no more)
+    assert run.steps.index.tolist() == sorted({int(float(shown(s))) for s in range(2100)})
+    assert len(run.steps.index) > 2050
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents if i.severity.value != "info"] == [("loss_spike", 1200)]
+
+
 def test_a_bar_drawn_at_its_new_count_before_its_description_is_set_again_is_no_second_print(tmp_path):
     """llama-recipes' bar: pbar.update(1) draws the new count with the step before's description,
     then set_description() draws it with this step's loss. 'Most steps print their loss 2 times with
