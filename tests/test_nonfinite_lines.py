@@ -61,6 +61,10 @@ def test_anomaly_modes_error_names_the_backward_function(tmp_path):
     ("ValueError: Loss is not finite and patience is exhausted. To debug, wrap `fit()` with autograd's "
      "`detect_anomaly()`, e.g.", "loss", None),  # SpeechBrain's Brain
     ("Stopping training due to NaN loss in training step", "loss", None),  # pytorch-accelerated
+    ("ERROR:tensorflow:Model diverged with loss = NaN.", "loss", None),  # TensorFlow's NanTensorHook
+    ("RuntimeError: Model diverged with loss = NaN.", "loss", None),  # OpenNMT-tf
+    ("ValueError: Training loss is nan", "loss", None),  # RecBole
+    ("ERROR 2024-05-01 12:50:44,000 trainer.py: 901: Loss is nan, attempting to stop training", "loss", None),  # SAM 2
 ])
 def test_libraries_nonfinite_lines(tmp_path, line, metric, module):
     path = tmp_path / "train.log"

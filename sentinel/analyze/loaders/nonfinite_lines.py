@@ -4,7 +4,8 @@ detect_anomaly``, Lightning's ``Trainer(detect_anomaly=True)``), the check that 
 ConvNeXt family of training scripts stop on, Lightning's ``detect_nan_parameters``,
 ``clip_grad_norm_(error_if_nonfinite=True)``, mmengine's ``CheckInvalidLossHook``, Keras'
 ``TerminateOnNaN``, DINOv2's ``NaN detected``, MindSpore's ``LossMonitor``, SpeechBrain's loss check,
-pytorch-accelerated's ``TerminateOnNaNCallback`` and JAX's ``jax_debug_nans``. Each is a ``nonfinite`` event; where the line
+pytorch-accelerated's ``TerminateOnNaNCallback``, TensorFlow's ``NanTensorHook``, RecBole's loss check,
+SAM 2's trainer and JAX's ``jax_debug_nans``. Each is a ``nonfinite`` event; where the line
 names the operation or the parameter, that is the event's ``module``. Such a line has no step of
 its own: it is given the step of the next record line, or the one after the last (the training
 stopped there).
@@ -28,8 +29,9 @@ NONFINITE_LINES: tuple[EventLine, ...] = (
     # torch/csrc/autograd/engine.cpp, in anomaly mode: the backward function whose output was not finite.
     EventLine(re.compile(r"Function '(?P<module>[\w.]+)' returned (?P<value>nan|inf) values in its \d+\w* output"),
               EventKind.NONFINITE, source="anomaly_mode", detail={"phase": "backward"}),
-    # DeiT, MAE, BEiT, ConvNeXt, Swin (engine.py): print("Loss is {}, stopping training".format(loss_value))
-    EventLine(re.compile(r"\bLoss is (?P<value>nan|-?inf), stopping training"), EventKind.NONFINITE,
+    # DeiT, MAE, BEiT, ConvNeXt, Swin (engine.py): print("Loss is {}, stopping training".format(loss_value));
+    # SAM 2's trainer: logging.error(f"Loss is {loss.item()}, attempting to stop training")
+    EventLine(re.compile(r"\bLoss is (?P<value>nan|-?inf), (?:attempting to )?stop(?:ping)? training"), EventKind.NONFINITE,
               source="loss_check", detail={"metric": metrics.LOSS}),
     # lightning.pytorch.utilities.finite_checks.detect_nan_parameters: the parameter, by name.
     EventLine(re.compile(r"Detected nan and/or inf values in `(?P<module>[^`\n]+)`"), EventKind.NONFINITE,
@@ -53,9 +55,12 @@ NONFINITE_LINES: tuple[EventLine, ...] = (
     # MindSpore's LossMonitor: ValueError("In epoch: E step: S, loss is NAN or INF, training process
     # cannot continue, ..."); SpeechBrain's Brain.check_loss_isfinite: ValueError("Loss is not finite
     # and patience is exhausted. ..."); pytorch-accelerated's TerminateOnNaNCallback, and the scripts
-    # that say it so: "Stopping training due to NaN loss ...".
+    # that say it so: "Stopping training due to NaN loss ..."; TensorFlow's NanTensorHook (and OpenNMT-tf,
+    # and the TF 1 scripts that assert it): "Model diverged with loss = NaN."; RecBole's
+    # ValueError("Training loss is nan").
     EventLine(re.compile(r"\bloss is NAN or INF, training process cannot continue|\bLoss is not finite and "
-                         r"patience is exhausted|(?i:\bstopping training due to nan loss\b)"),
+                         r"patience is exhausted|(?i:\bstopping training due to nan loss\b)|"
+                         r"\bModel diverged with loss = NaN\b|(?i:\btraining loss is nan\b)"),
               EventKind.NONFINITE, source="loss_check", detail={"metric": metrics.LOSS}),
     # JAX with jax_debug_nans: the primitive that made it.
     EventLine(re.compile(r"FloatingPointError: invalid value \((?P<value>nan|inf)\) encountered in (?P<module>[\w.]+)"),
@@ -66,4 +71,4 @@ NONFINITE_LINES: tuple[EventLine, ...] = (
 WORDS = (re.compile(r"returned (?:nan|inf) values|Loss is (?:nan|-?inf)|Detected nan and/or inf|for gradients from "
                     r"`parameters` is non-finite|loss become infinite|Invalid loss, terminating|invalid value \(|NaN detected|"
                     r"(?i:loss (?:has )?bec[oa]me (?:nan|inf)\b)|loss is NAN or INF|Loss is not finite and|"
-                    r"(?i:stopping training due to nan loss)"),)
+                    r"(?i:stopping training due to nan loss)|Model diverged with loss = NaN|(?i:training loss is nan)"),)
