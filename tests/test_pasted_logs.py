@@ -384,6 +384,13 @@ def _tool_lines(tool: str, step: int, loss: float) -> list[str]:
             lines.append(f"06/01/2024 10:00:41 - INFO - Main - [eval] Step {step} out of 65536 | Loss --> 2.500 | "
                          "Accuracy --> 0.593 | Time --> 41.127 | ")
         return lines
+    if tool == "opennmt_tf":  # opennmt/training.py TrainingStats.log, opennmt/evaluation.py
+        lines = [f"2024-03-01 09:00:41.666000: I training.py:608] Step = {step} ; steps/s = 2.44, tokens/s = 23376 "
+                 f"(11022 source, 12354 target) ; Learning rate = 0.000395 ; Loss = {loss:f}"]
+        if step % 5000 == 0:
+            lines.append(f"2024-03-01 09:35:13.333000: I evaluation.py:365] Evaluation result for step {step}: "
+                         f"loss = 2.500000 ; perplexity = 12.182494")
+        return lines
     if tool == "trax":  # trax/supervised/training.py: 'Step % 6d: %s' of '%s %s | % .8f'
         return ["", f"Step {step:6d}: Ran 99 train steps in 3.82 secs",
                 f"Step {step:6d}: train CrossEntropyLoss | {loss: .8f}",
@@ -398,12 +405,13 @@ def _tool_lines(tool: str, step: int, loss: float) -> list[str]:
     return lines
 
 
-@pytest.mark.parametrize("tool", ["marian", "nanot5", "trax", "mxnet"])
+@pytest.mark.parametrize("tool", ["marian", "nanot5", "trax", "mxnet", "opennmt_tf"])
 def test_tools_not_read_before(tmp_path, tool):
     """Marian's "Ep. E : Up. N : ... : Cost X ...", nanoT5's "[train] Step N out of M | Loss --> X",
     Trax's "Step N: train CrossEntropyLoss |  X" and MXNet's Speedometer "Epoch[E] Batch [A-B]\tSpeed:
     ...\tcross-entropy=X" were not read ("not a log format", or "its lines log ... but no loss": MXNet's
-    loss metric is named cross-entropy)."""
+    loss metric is named cross-entropy); of OpenNMT-tf's "Step = N ; ... ; Loss = X", only the
+    evaluations' "Evaluation result for step N: loss = X" were read, as the training loss."""
     rng = np.random.default_rng(9)
     lines, steps = [], range(50, 20050, 50)
     for k, step in enumerate(steps):

@@ -247,15 +247,32 @@ HF_TRAINER = Dialect(
     min_records=2,
 )
 
-# TensorFlow Estimator / Keras-style: "loss = 0.69, step = 1" and "step 100 ... loss = 0.12".
+# TensorFlow Estimator / Keras-style: "loss = 0.69, step = 1" and "step 100 ... loss = 0.12" (not an
+# evaluation's "Evaluation result for step 5000: loss = 2.28").
 _TF_GAP = _gap_until(r"\bstep \d")
 TF = Dialect(
     name="tf",
     description='TensorFlow / Keras-style ("loss = X, step = N", "step N ... loss = X")',
     shapes=(
         Shape(re.compile(rf"\bloss = ({_NUM}), step = (\d+)"), head=(metrics.LOSS, metrics.STEP)),
-        Shape(re.compile(rf"\bstep (\d+)\b{_TF_GAP}\bloss = ({_NUM})"), head=(metrics.STEP, metrics.LOSS)),
+        Shape(re.compile(rf"(?<!result for )\bstep (\d+)\b{_TF_GAP}\bloss = ({_NUM})"), head=(metrics.STEP, metrics.LOSS)),
     ),
+)
+
+# OpenNMT-tf (opennmt/training.py TrainingStats.log): "Step = N ; steps/s = S, ... ; Learning rate = L ;
+# Loss = X"; its evaluator (opennmt/evaluation.py): "Evaluation result for step N: loss = X ;
+# perplexity = P".
+_ONMT_TF_GAP = _gap_until(r"\bStep = \d")
+OPENNMT_TF = Dialect(
+    name="opennmt_tf",
+    description='OpenNMT-tf ("Step = N ; steps/s = S, ... ; Learning rate = L ; Loss = X")',
+    shapes=(
+        Shape(re.compile(rf"\bStep = (\d+) ;{_ONMT_TF_GAP}(?:; Learning rate = ({_NUM}) )?; Loss = ({_NUM})"),
+              head=(metrics.STEP, metrics.LR, metrics.LOSS)),
+        Shape(re.compile(rf"\bEvaluation result for step (\d+): loss = ({_NUM})"), head=(metrics.STEP, metrics.VAL_LOSS)),
+    ),
+    sniff=re.compile(rf"\bStep = \d+ ;[^\n]*; Loss = [-+\dn]"),
+    min_records=2,
 )
 
 # log4j-style (BigDL): "[Epoch 1 100/60000][Iteration 1][Wall Clock 0.52s] Trained 100 records in
@@ -1055,7 +1072,7 @@ CYCLEGAN = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, COMPOSER, OLMO, COQUI, WENET, NNUNET, GAN, CYCLEGAN, DARKNET, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, TF_OBJECT_DETECTION, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, COMPOSER, OLMO, COQUI, WENET, NNUNET, GAN, CYCLEGAN, DARKNET, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
