@@ -3172,6 +3172,24 @@ def test_a_trainer_table_whose_every_training_loss_says_no_log(tmp_path, sep):
     assert [(i.kind, i.severity.value) for i in analyze_run(run).incidents] == [("nonfinite", "critical")]
 
 
+def test_json_rows_of_batches_under_their_epoch_keep_their_nan_rows(tmp_path):
+    """MACE's results file: a JSON row per batch, {"loss": X, "mode": "opt", "epoch": E}, and an
+    evaluation row per epoch. Numbered in file order, the rows whose loss was NaN were left out of
+    the numbering (1,200 of 4,000) and their NaN told at their epochs (280-399) on a run counted in
+    rows: "recovered", its loss NaN to the end."""
+    lines = []
+    for epoch in range(40):
+        for batch in range(10):
+            loss = "NaN" if epoch >= 28 else f"{2 * np.exp(-epoch / 10) + 0.1:.4f}"
+            lines.append(f'{{"loss": {loss}, "time": 0.31, "mode": "opt", "epoch": {epoch}}}')
+        lines.append(f'{{"loss": {"NaN" if epoch >= 28 else 1.5}, "mae_e": 3.6, "mode": "eval", "epoch": {epoch}}}')
+    (run,) = discover_runs(_write(tmp_path / "run-123_train.txt", lines))
+    assert run.steps.index.tolist() == list(range(1, 401))
+    report = analyze_run(run)
+    (nan,) = [i for i in report.incidents if i.kind == "nonfinite" and i.severity.value == "critical"]
+    assert (nan.step, nan.end_step) == (281, 400) and report.verdict.value == "unhealthy"
+
+
 @pytest.mark.parametrize("header, row", [
     ("epoch,batch,loss", lambda e, b, v: f"{e},{b},{v}"),  # a batch counted inside its epoch
     ("epoch,loss", lambda e, b, v: f"{e},{v}"),  # the epoch alone

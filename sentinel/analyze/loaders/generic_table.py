@@ -44,6 +44,8 @@ from sentinel.analyze.loaders.keys import (
 )
 from sentinel.analyze.loaders.numeric_table import (
     LARGE_TABLE_BYTES,
+    PRINTED_NAN_ROWS,
+    ROW_STEPS,
     choose_columns,
     read_columns,
     read_header,
@@ -228,12 +230,16 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
                 table = table.drop(columns=col)  # a column named, never logged: no NaN to report
     if loss_col not in table.columns:  # the sum of the loss's components (see pick_columns)
         sum_loss_components(table, loss_components(table.columns), path, warnings)
+    if nan_rows.get(loss_col):  # a JSON row's NaN loss is a row of its own (where the rows are numbered)
+        printed = np.zeros(len(table), dtype=bool)
+        printed[nan_rows[loss_col]] = True
+        table.attrs[PRINTED_NAN_ROWS] = printed
     abandoned: list[AbandonedHistory] = []
     steps = table_steps(table, step_col, loss_col, path, warnings, keep_nan_eval=True, abandoned=abandoned)
     steps, unit = step_unit(step_col, steps, path, warnings, abandoned)
     meta = {"format": NAME, "columns": [str(c) for c in table.columns], "loss_column": str(loss_col), **unit}
     if array or first.lstrip().startswith("{"):  # a JSON row tells a NaN it holds from a key it lacks
-        meta[LOGGED_NAN] = _logged_nan(table, nan_rows, step_col, loss_col, steps.columns)
+        meta[LOGGED_NAN] = _logged_nan(table, nan_rows, step_col, loss_col, steps.columns, steps.attrs.get(ROW_STEPS))
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps, meta=meta, warnings=warnings,
                     abandoned=abandoned)]
 
@@ -341,13 +347,18 @@ def _never_written(path: str | Path, sep: str, position: int) -> bool:
 
 
 def _logged_nan(table: pd.DataFrame, nan_rows: dict[str, list[int]], step_col: str, loss_col: str,
-                keys) -> dict[str, np.ndarray]:
+                keys, row_steps: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """The steps each key was logged as NaN at (``NaN``, ``null`` or ``"nan"`` in its row), by the
-    steps frame's key: a step where a key is absent (a summary row, an evaluation row) is no NaN."""
+    steps frame's key: a step where a key is absent (a summary row, an evaluation row) is no NaN.
+    ``row_steps``: each row's step where the rows were numbered (their step column an epoch)."""
     out: dict[str, np.ndarray] = {}
     for col, rows in nan_rows.items():
         key = metrics.LOSS if col == loss_col else canonical_key(col)
         if key not in keys or col == step_col:
+            continue
+        if row_steps is not None:
+            steps = row_steps[rows]
+            out[key] = steps[steps >= 0]
             continue
         steps, _ = step_values(table[step_col].iloc[rows], step_col, "", [])
         out[key] = steps

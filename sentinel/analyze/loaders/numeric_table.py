@@ -50,6 +50,8 @@ CHUNK_ROWS = 1 << 20
 _MAX_HEADER_BYTES = 64 << 20
 # Where read_columns leaves the mask of rows whose loss cell was text.
 TEXT_LOSS_ROWS = "text_loss_rows"
+# Where table_steps leaves the step it gave each of the table's rows, where it numbered them.
+ROW_STEPS = "row_steps"
 # Where read_columns leaves the mask of rows whose loss cell printed NaN (not left empty).
 PRINTED_NAN_ROWS = "printed_nan_rows"
 # Where read_columns says the loss cells that were text are all numbers with a decimal comma (2,5).
@@ -598,6 +600,9 @@ def table_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warning
     frame = order_columns(merge_steps(frame))
     if numbered is not None:
         frame.attrs[ROWS_NUMBERED] = True
+        per_row = np.full(len(table), -1, dtype=np.int64)
+        per_row[use] = numbered
+        frame.attrs[ROW_STEPS] = per_row  # each table row's step (-1: no row of the frame)
     return frame
 
 
