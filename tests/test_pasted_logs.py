@@ -550,6 +550,30 @@ def test_a_global_step_the_bar_shows_as_a_float_from_1000_on(tmp_path):
     assert [(i.kind, i.step) for i in analyze_run(run).incidents if i.severity.value != "info"] == [("loss_spike", 1200)]
 
 
+def test_olmo_core_console_blocks_and_its_nan_stop(tmp_path):
+    """OLMo-core's console logger prints "[step=N/M,epoch=0,eta=1h42m27s]" then a "    train/CE loss=X"
+    line per metric (a bare "[step=N/M,epoch=0]" at the other steps): the ",eta=" made it "no loss
+    logged by olmo". Its trainer stops with RuntimeError("nan loss encountered at step 2100"): a
+    crash warning, at the step before."""
+    prefix = "2026-06-22 16:08:17.400\thost:0\tolmo_core.train.callbacks.console_logger:68\tINFO\t"
+    lines = []
+    for step in range(1, 2100):
+        if step % 10:
+            lines.append(prefix + f"[step={step}/3000,epoch=0]")
+            continue
+        loss = 10 * np.exp(-step / 400) + 2.8
+        loss = loss * 4 if step in (1500, 1510) else loss
+        lines += [prefix + f"[step={step}/3000,epoch=0,eta=1h42m27s]", "    optim/LR (group 0)=2.00E-06",
+                  "    optim/total grad norm=0.7725", f"    train/CE loss={loss:.4g}", "    train/Z loss=0.0002"]
+    lines += ["Traceback (most recent call last):", '  File "olmo_core/train/trainer.py", line 1435, in _check',
+              "RuntimeError: nan loss encountered at step 2100"]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "olmo" and run.steps["loss"].dropna().index[[0, -1]].tolist() == [10, 2090]
+    assert run.steps.at[10, "grad_norm/total"] == pytest.approx(0.7725)
+    found = [(i.kind, i.step, i.severity.value) for i in analyze_run(run).incidents if i.severity.value != "info"]
+    assert ("loss_spike", 1500, "warning") in found and ("nonfinite", 2100, "critical") in found
+
+
 def test_a_bar_drawn_at_its_new_count_before_its_description_is_set_again_is_no_second_print(tmp_path):
     """llama-recipes' bar: pbar.update(1) draws the new count with the step before's description,
     then set_description() draws it with this step's loss. 'Most steps print their loss 2 times with

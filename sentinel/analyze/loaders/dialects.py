@@ -365,19 +365,21 @@ COMPOSER = Dialect(
 )
 
 # OLMo (olmo/train.py): f"[step={step}/{max_steps},epoch={epoch}]" then one f"    {name}={value}"
-# line per metric (train/CrossEntropyLoss, optim/total_grad_norm, optim/learning_rate_group0, ...).
+# line per metric (train/CrossEntropyLoss, optim/total_grad_norm, optim/learning_rate_group0, ...);
+# OLMo-core's console logger adds ",eta=1h42m27s" in the brackets and names "train/CE loss".
 OLMO = Dialect(
     name="olmo",
     description='OLMo ("[step=N/M,epoch=E]" then "    train/CrossEntropyLoss=X" lines)',
     shapes=(
-        Shape(re.compile(r"\[step=(\d+)(?:/\d+)?(?:,epoch=\d+)?\]([^\n]*)"), fields="|",
+        Shape(re.compile(r"\[step=(\d+)(?:/\d+)?(?:,epoch=\d+)?(?:,\w+=[^\],\n]*)*\]([^\n]*)"), fields="|",
               keys={"train/crossentropyloss": metrics.LOSS, "train/ce loss": metrics.LOSS,
-                    "optim/total_grad_norm": metrics.GRAD_NORM_TOTAL,
-                    "optim/learning_rate_group0": metrics.LR, "optim/lr_group0": metrics.LR}),
+                    "optim/total_grad_norm": metrics.GRAD_NORM_TOTAL, "optim/total grad norm": metrics.GRAD_NORM_TOTAL,
+                    "optim/learning_rate_group0": metrics.LR, "optim/lr_group0": metrics.LR,
+                    "optim/lr (group 0)": metrics.LR}),
     ),
     joins=re.compile(r"\n {4}(?=[^\s=][^\n=]*=)"),
     join_with=" | ",
-    sniff=re.compile(r"\[step=\d+(?:/\d+)?(?:,epoch=\d+)?\]$", re.MULTILINE),
+    sniff=re.compile(r"\[step=\d+(?:/\d+)?(?:,epoch=\d+)?(?:,\w+=[^\],\n]*)*\]$", re.MULTILINE),
     min_records=1,
 )
 

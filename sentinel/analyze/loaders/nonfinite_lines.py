@@ -62,6 +62,9 @@ NONFINITE_LINES: tuple[EventLine, ...] = (
                          r"patience is exhausted|(?i:\bstopping training due to nan loss\b)|"
                          r"\bModel diverged with loss = NaN\b|(?i:\btraining loss is nan\b)"),
               EventKind.NONFINITE, source="loss_check", detail={"metric": metrics.LOSS}),
+    # OLMo-core's trainer: RuntimeError(f"{ce_loss} loss encountered at step {step}"), at its own step.
+    EventLine(re.compile(r"\b(?P<value>nan|inf) loss encountered at step (?P<step>\d+)"), EventKind.NONFINITE,
+              source="loss_check", detail={"metric": metrics.LOSS}),
     # JAX with jax_debug_nans: the primitive that made it.
     EventLine(re.compile(r"FloatingPointError: invalid value \((?P<value>nan|inf)\) encountered in (?P<module>[\w.]+)"),
               EventKind.NONFINITE, source="jax_debug_nans"),
@@ -71,4 +74,4 @@ NONFINITE_LINES: tuple[EventLine, ...] = (
 WORDS = (re.compile(r"returned (?:nan|inf) values|Loss is (?:nan|-?inf)|Detected nan and/or inf|for gradients from "
                     r"`parameters` is non-finite|loss become infinite|Invalid loss, terminating|invalid value \(|NaN detected|"
                     r"(?i:loss (?:has )?bec[oa]me (?:nan|inf)\b)|loss is NAN or INF|Loss is not finite and|"
-                    r"(?i:stopping training due to nan loss)|Model diverged with loss = NaN|(?i:training loss is nan)"),)
+                    r"(?i:stopping training due to nan loss)|Model diverged with loss = NaN|(?i:training loss is nan)|(?:nan|inf) loss encountered at"),)
