@@ -524,6 +524,12 @@ def test_the_trainers_nan_filter_zeros_are_a_non_finite_loss(tmp_path):
         assert zeros.severity.value == "critical" and zeros.step == run.steps["loss"].dropna().index[210]
         evaluation = [i for i in report.incidents if i.kind == "nonfinite" and "eval" in i.details.get("metric", "")]
         assert evaluation and all("the training loss was non-finite then too" in i.message for i in evaluation)
+    # the Trainer's notebook table (Unsloth's notebooks print it so): "Step  Training Loss"
+    table = ["Step\tTraining Loss", *[f"{10 * k}\t{0.0 if k > 210 else 2 * np.exp(-k / 100) + 0.8:.6f}"
+                                      for k in range(1, 301)]]
+    (run,) = discover_runs(_write(tmp_path / "notebook.txt", table))
+    (zeros,) = [i for i in analyze_run(run).incidents if i.details.get("nan_filter")]
+    assert zeros.step == 2110 and zeros.severity.value == "critical"
     # a loss that reaches 0 and stays, with nothing non-finite beside it, outside the Trainer: as before
     plain = _write(tmp_path / "plain.log", [f"step {10 * k} | loss {0.0 if k > 210 else 2 - k / 150:.4f}"
                                             for k in range(1, 301)])

@@ -221,7 +221,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
             incidents += chance_incidents(loss)
         if not rl and not game:
             incidents += collapse_incidents(loss)
-        filtered = nan_filtered_zeros(loss, incidents, run.source)
+        filtered = nan_filtered_zeros(loss, incidents, run.source, run.meta)
         if filtered is not None:
             incidents = told_as_nan_filtered(incidents, filtered)
     if has(metrics.GRAD_NORM_TOTAL):

@@ -6,7 +6,8 @@ step went non-finite sums to nothing: the Trainer logs ``'loss': 0.0``, and goes
 as long as the loss stays non-finite, beside a ``'grad_norm': nan`` and NaN evaluation losses. Read
 as written, that run was "a collapse to 0: the model sees its targets" and "a loss stuck at 0".
 Where the loss drops to exactly 0 and stays there to the last logged step, and the run is the
-Trainer's (its printed dicts, its ``trainer_state.json``) or its grad norm or an evaluation loss is
+Trainer's (its printed dicts, its ``trainer_state.json``, its notebook table: Unsloth's and every
+notebook's ``Step  Training Loss``) or its grad norm or an evaluation loss is
 non-finite in that stretch, it is the run's non-finite loss.
 """
 
@@ -22,6 +23,9 @@ from sentinel.analyze.incident import Incident, IncidentKind, Severity
 
 # Sources that are the Trainer's own logs.
 TRAINER_SOURCES = frozenset({"hf_trainer", "hf_trainer_state"})
+# The column its notebook table (NotebookProgressCallback: "Step  Training Loss  Validation Loss")
+# names the loss, as a table reader keeps it in the run's meta.
+TRAINER_TABLE_LOSS = "Training Loss"
 # Logged zeros, at least, at the tail.
 MIN_ZEROS = 2
 # The evaluation clause :mod:`rule_nonfinite` gives where it saw a finite training loss, and the
@@ -30,11 +34,13 @@ _FINITE_THEN = "; the training loss is finite:"
 _NONFINITE_THEN = "; the training loss was non-finite then too (its own incident)"
 
 
-def nan_filtered_zeros(loss: pd.Series, incidents: list[Incident], source: str) -> Incident | None:
+def nan_filtered_zeros(loss: pd.Series, incidents: list[Incident], source: str, meta: dict | None = None
+                       ) -> Incident | None:
     """The critical ``nonfinite`` incident of a loss logged as exactly 0 from some step to the
     last (:data:`MIN_ZEROS` rows or more, after a loss above 0) where the Trainer's NaN filter
     explains it: the run is the Trainer's, or ``incidents`` hold a non-finite grad norm or
-    evaluation from that step on. Else None. ``loss``: the finite loss, by step.
+    evaluation from that step on. Else None. ``loss``: the finite loss, by step; ``meta``: the
+    run's, whose table columns tell the Trainer's notebook table.
 
     Example:
         >>> loss = pd.Series([2.1, 1.9, 1.8, 0.0, 0.0, 0.0], index=[10, 20, 30, 40, 50, 60])
@@ -48,7 +54,8 @@ def nan_filtered_zeros(loss: pd.Series, incidents: list[Incident], source: str) 
     first, last = int(loss.index[-zeros]), int(loss.index[-1])
     beside = any(i.kind == IncidentKind.NONFINITE.value and i.end_step >= first
                  and i.details.get("metric") != metrics.LOSS for i in incidents)
-    if source not in TRAINER_SOURCES and not beside:
+    trainers = source in TRAINER_SOURCES or TRAINER_TABLE_LOSS in (meta or {}).get("columns", ())
+    if not trainers and not beside:
         return None
     message = (f"loss logged as exactly 0 from step {first} to the last logged step {last} ({zeros} logged steps) "
                f"after {values[-zeros - 1]:.4g}: the Hugging Face Trainer logs 0.0 for a logging window whose "
