@@ -580,6 +580,28 @@ def test_olmo_core_console_blocks_and_its_nan_stop(tmp_path):
     assert ("loss_spike", 1500, "warning") in found and ("nonfinite", 2100, "critical") in found
 
 
+def test_sam2_progress_lines_not_its_epoch_summary_dicts(tmp_path):
+    """SAM 2's trainer prints "Train Epoch: [E][ I/200] | ... | Losses/train_all_loss: 2.56e+01
+    (2.41e+01)" every 10 iterations and "Losses and meters: {'Losses/train_all_loss': 22.99, ...,
+    'Trainer/epoch': 0}" after each epoch. Its loss key written as "loss", the summary dicts were
+    taken for the Hugging Face Trainer's: 40 rows numbered 1..40, the 800 progress lines dropped,
+    a spike among them unseen."""
+    lines = []
+    for epoch in range(8):
+        for it in range(0, 200, 10):
+            k = epoch * 20 + it // 10
+            loss = 25 * np.exp(-k / 60) + 5 if k not in (80, 81) else 120.0
+            lines.append(f"INFO 2024-05-01 10:00:20,000 train_utils.py: 271: Train Epoch: [{epoch}][{it:3d}/200] | "
+                         f"Batch Time: 2.49 (2.49) | Data Time: 0.06 (0.06) | Losses/train_all_loss: {loss:.2e} (2.50e+01)")
+        lines.append(f"INFO 2024-05-01 10:08:20,000 trainer.py: 830: Losses and meters: {{'Losses/train_all_loss': "
+                     f"{10 + 5 / (epoch + 1)}, 'Losses/train_all_loss_mask': 0.09, 'Trainer/where': 0.02, "
+                     f"'Trainer/epoch': {epoch}, 'Trainer/steps_train': {200 * (epoch + 1)}}}")
+    (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
+    assert run.source != "hf_trainer" and len(run.steps["loss"].dropna()) == 160
+    (spike,) = [i for i in analyze_run(run).incidents if i.kind in ("loss_spike", "outlier_batch")]
+    assert spike.step == 800
+
+
 def test_a_bar_drawn_at_its_new_count_before_its_description_is_set_again_is_no_second_print(tmp_path):
     """llama-recipes' bar: pbar.update(1) draws the new count with the step before's description,
     then set_description() draws it with this step's loss. 'Most steps print their loss 2 times with

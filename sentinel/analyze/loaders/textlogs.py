@@ -52,11 +52,14 @@ _HF_EPOCHS = re.compile(r"Num Epochs = ([\d,]+)")
 _HF_TOTAL = re.compile(r"Total optimization steps = ([\d,]+)")
 
 
-def pick_dialect(text: str, least: int | None = None) -> Dialect | None:
+def pick_dialect(text: str, least: int | None = None, compete: bool = False) -> Dialect | None:
     """The dialect that recognises the most record lines in ``text``, or None.
 
     ``least``: the record lines a dialect needs, instead of its own ``min_records`` (a short
-    paste named on its own: two lines that show a NaN are what a user brings).
+    paste named on its own: two lines that show a NaN are what a user brings). ``compete``: the
+    general readers (:data:`FALLBACKS`) are asked even where a tool's dialect fits, and win with
+    more records (a text whose loss key was written as ``loss``: a tool's shape may then fit a
+    few summary lines, SAM 2's "Losses and meters: {...}" dicts taken for the Trainer's).
 
     Example:
         >>> pick_dialect("iter 1: loss 2.5, time 9.1ms\\niter 2: loss 2.4, time 9.0ms\\n"
@@ -65,19 +68,19 @@ def pick_dialect(text: str, least: int | None = None) -> Dialect | None:
     """
     global _last_pick
     last = _last_pick  # one read: a reading-ahead thread may replace it meanwhile
-    if last[0] == text and last[1] == least:  # a file's sniff just picked for this head; its load asks again
+    if last[0] == text and last[1] == (least, compete):  # a file's sniff just picked for this head; its load asks again
         return last[2]
-    dialect = _pick_dialect(text, least)
-    _last_pick = (text, least, dialect)
+    dialect = _pick_dialect(text, least, compete)
+    _last_pick = (text, (least, compete), dialect)
     return dialect
 
 
-_last_pick: tuple[str | None, int | None, Dialect | None] = (None, None, None)  # the last head, least, pick
+_last_pick: tuple[str | None, tuple | None, Dialect | None] = (None, None, None)  # the last head, (least, compete), pick
 # By identity: `in` a tuple of dialects compared them field by field (0.1 ms a file sniffed).
 _FALLBACK_IDS = frozenset(map(id, FALLBACKS))
 
 
-def _pick_dialect(text: str, least: int | None) -> Dialect | None:
+def _pick_dialect(text: str, least: int | None, compete: bool = False) -> Dialect | None:
     text = clean_text(text)
     if len(text) > _ONE_LINE_SNIFF and "\n" not in text.rstrip("\n"):
         text = text[:_ONE_LINE_SNIFF]  # a log pasted without its line ends: its start tells as well
@@ -86,7 +89,7 @@ def _pick_dialect(text: str, least: int | None) -> Dialect | None:
     best, best_count = None, 0
     for dialect in DIALECTS:
         fallback = id(dialect) in _FALLBACK_IDS
-        if fallback and best is not None:
+        if fallback and best is not None and not compete:
             break
         count = count_records(lines, dialect)
         needed = dialect.min_records if least is None else min(least, dialect.min_records)
@@ -141,7 +144,7 @@ def _pick(text: str, least: int | None, loss_col: str | None = None) -> tuple[Di
     key = find_loss_key(clean_text(text), loss_col)
     if key is None:
         return None, None
-    return pick_dialect(key.rewrite(text), least), key
+    return pick_dialect(key.rewrite(text), least, compete=True), key
 
 
 def why_not(path: str | Path, options: LoadOptions | None = None, least: int | None = None) -> str | None:
