@@ -391,6 +391,10 @@ def _tool_lines(tool: str, step: int, loss: float) -> list[str]:
             lines.append(f"2024-03-01 09:35:13.333000: I evaluation.py:365] Evaluation result for step {step}: "
                          f"loss = 2.500000 ; perplexity = 12.182494")
         return lines
+    if tool == "pixart":  # PixArt-alpha train_scripts/train.py; its val_loss is not printed: none read
+        return [f"2024-10-31 09:21:54,830 - PixArt - INFO - Step/Epoch [{step}/{step // 2000 + 1}][{step % 2000 + 1}/2000]"
+                f":total_eta: 7:53:18, epoch_eta:0:47:18, time_all:1.437, time_data:0.005, lr:2.000e-05, s:(32, 32), "
+                f"loss:{loss:.4f}, grad_norm:0.0349"]
     if tool == "trax":  # trax/supervised/training.py: 'Step % 6d: %s' of '%s %s | % .8f'
         return ["", f"Step {step:6d}: Ran 99 train steps in 3.82 secs",
                 f"Step {step:6d}: train CrossEntropyLoss | {loss: .8f}",
@@ -405,13 +409,14 @@ def _tool_lines(tool: str, step: int, loss: float) -> list[str]:
     return lines
 
 
-@pytest.mark.parametrize("tool", ["marian", "nanot5", "trax", "mxnet", "opennmt_tf"])
+@pytest.mark.parametrize("tool", ["marian", "nanot5", "trax", "mxnet", "opennmt_tf", "pixart"])
 def test_tools_not_read_before(tmp_path, tool):
     """Marian's "Ep. E : Up. N : ... : Cost X ...", nanoT5's "[train] Step N out of M | Loss --> X",
     Trax's "Step N: train CrossEntropyLoss |  X" and MXNet's Speedometer "Epoch[E] Batch [A-B]\tSpeed:
     ...\tcross-entropy=X" were not read ("not a log format", or "its lines log ... but no loss": MXNet's
     loss metric is named cross-entropy); of OpenNMT-tf's "Step = N ; ... ; Loss = X", only the
-    evaluations' "Evaluation result for step N: loss = X" were read, as the training loss."""
+    evaluations' "Evaluation result for step N: loss = X" were read, as the training loss; PixArt's
+    "Step/Epoch [G/E][I/N]:..., loss:X" was read as epochs of a total (the spike at "step 20000001")."""
     rng = np.random.default_rng(9)
     lines, steps = [], range(50, 20050, 50)
     for k, step in enumerate(steps):
@@ -427,7 +432,7 @@ def test_tools_not_read_before(tmp_path, tool):
     assert np.isnan(run.steps["loss"].loc[nan.step]) and run.steps["loss"].loc[:nan.step].iloc[:-1].notna().all()
     if tool != "mxnet":  # the step each line names
         assert (spike.step, nan.step) == (steps[200], steps[300])
-    assert "val_loss" in run.steps.columns
+    assert "val_loss" in run.steps.columns or tool == "pixart"
 
 
 def test_catalyst_console_lines_by_epoch(tmp_path):

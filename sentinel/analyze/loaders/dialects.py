@@ -587,6 +587,23 @@ MINDSPORE_OUTPUTS = Dialect(
     min_records=2,
 )
 
+# PixArt-alpha / PixArt-sigma (train_scripts/train.py): f"Step/Epoch [{global_step}/{epoch}][{step + 1}/
+# {len(loader)}]:total_eta: ..., epoch_eta:..., time_all:T, time_data:T, lr:L, s:(H, W), " then the
+# log buffer's f"{k}:{v:.4f}" (loss, grad_norm) joined by ", ". The first bracket is the global step
+# and the epoch, not a count of a total.
+_PIXART_GAP = _gap_until(r"Step/Epoch \[")
+PIXART = Dialect(
+    name="pixart",
+    description='PixArt ("Step/Epoch [G/E][I/N]:total_eta: ..., lr:L, s:(H, W), loss:X, grad_norm:G")',
+    shapes=(
+        Shape(re.compile(rf"\bStep/Epoch \[(\d+)/\d+\]\[\d+/\d+\]:{_PIXART_GAP}\blr:({_NUM}),{_PIXART_GAP}"
+                         rf"\bloss:({_NUM})(?:, grad_norm:({_NUM}))?"),
+              head=(metrics.STEP, metrics.LR, metrics.LOSS, metrics.GRAD_NORM_TOTAL)),
+    ),
+    sniff=re.compile(r"\bStep/Epoch \[\d+/\d+\]\[\d+/\d+\]:"),
+    min_records=2,
+)
+
 # TensorFlow Object Detection API (model_main_tf2.py): "Step 100 per-step time 0.432s", then the
 # losses as a dict printed over several lines ("{'Loss/classification_loss': 0.5,\n 'Loss/...': ...,\n
 # 'Loss/total_loss': 0.8,\n 'learning_rate': 0.0133}"), through absl's logger, TensorFlow's or both.
@@ -1074,7 +1091,7 @@ CYCLEGAN = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, COMPOSER, OLMO, COQUI, WENET, NNUNET, GAN, CYCLEGAN, DARKNET, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, COMPOSER, OLMO, COQUI, WENET, NNUNET, GAN, CYCLEGAN, DARKNET, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
