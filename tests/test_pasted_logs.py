@@ -607,6 +607,21 @@ def test_sam2_progress_lines_not_its_epoch_summary_dicts(tmp_path):
     assert spike.step == 800
 
 
+def test_a_step_inside_the_epoch_beside_a_global_step(tmp_path):
+    """Open-Sora's bar shows "loss=0.549, global_grad_norm=0.187, step=499, global_step=499, lr=5e-5",
+    its step counting inside the epoch: the second epoch's steps overwrote the first's (700 steps
+    of 1,400), a spike at global step 730 told at 30."""
+    lines = []
+    for g in range(1400):
+        epoch, step = divmod(g, 700)
+        loss = (0.7 * np.exp(-g / 500) + 0.45) * (4 if g in (730, 731) else 1)
+        lines.append(f"Epoch {epoch}:  50%|#####     | {step + 1}/700 [34:10<13:44,  4.14s/it, loss={loss:.3g}, "
+                     f"global_grad_norm=0.187, step={step}, global_step={g}, lr=5e-5]")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index.tolist() == list(range(1400))
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents if i.severity.value != "info"] == [("loss_spike", 730)]
+
+
 def test_a_bar_drawn_at_its_new_count_before_its_description_is_set_again_is_no_second_print(tmp_path):
     """llama-recipes' bar: pbar.update(1) draws the new count with the step before's description,
     then set_description() draws it with this step's loss. 'Most steps print their loss 2 times with

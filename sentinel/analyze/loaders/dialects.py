@@ -645,7 +645,10 @@ GAN = Dialect(
 # in either order. Needs several such lines (see textlogs.sniff).
 # Chinese tutorials' step labels too: 训练次数 ("training count", the step), 迭代次数 ("iterations").
 # Paxml's trainer logs "step_i: N, training loss: X".
-_STEP_KEY = r"(?:step_i|steps?|iters?|iterations?|num_updates|updates?|global_step|it|(?<!/)batch|episode|训练次数|迭代次数|训练步数|步数|迭代)"
+# (A plain "step" where the line names a global_step after it is a count inside the epoch: Open-Sora's
+# bar, "step=30, global_step=730".)
+_STEP_KEY = (r"(?:step_i|steps?(?![^\S\n]*[:=]?[^\S\n]*\d+\b[^\n]*?\bglobal_step\b)|iters?|iterations?|num_updates|"
+             r"updates?|global_step|it|(?<!/)batch|episode|训练次数|迭代次数|训练步数|步数|迭代)")
 # step_loss: the diffusers training examples' bar (progress_bar.set_postfix(step_loss=..., lr=...));
 # avr_loss: kohya's sd-scripts bar ("avr_loss=0.0875", its loss averaged over recent steps); xent:
 # OpenNMT-py's "Step 100/200000; acc: 10.5; ppl: 50.2; xent: 3.9; ...".
