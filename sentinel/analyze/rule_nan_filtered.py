@@ -20,6 +20,7 @@ import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
+from sentinel.analyze.rule_nonfinite import TRAINING_FINITE_THEN, TRAINING_NONFINITE_THEN
 
 # Sources that are the Trainer's own logs.
 TRAINER_SOURCES = frozenset({"hf_trainer", "hf_trainer_state"})
@@ -28,10 +29,6 @@ TRAINER_SOURCES = frozenset({"hf_trainer", "hf_trainer_state"})
 TRAINER_TABLE_LOSS = "Training Loss"
 # Logged zeros, at least, at the tail.
 MIN_ZEROS = 2
-# The evaluation clause :mod:`rule_nonfinite` gives where it saw a finite training loss, and the
-# one it gives where the training loss was non-finite too.
-_FINITE_THEN = "; the training loss is finite:"
-_NONFINITE_THEN = "; the training loss was non-finite then too (its own incident)"
 
 
 def nan_filtered_zeros(loss: pd.Series, incidents: list[Incident], source: str, meta: dict | None = None
@@ -78,8 +75,9 @@ def told_as_nan_filtered(incidents: list[Incident], found: Incident) -> list[Inc
         if incident.kind in (IncidentKind.LOSS_COLLAPSE.value, IncidentKind.LOSS_STUCK.value) \
                 and incident.end_step >= found.step:
             continue
-        if incident.kind == IncidentKind.NONFINITE.value and _FINITE_THEN in incident.message \
+        if incident.kind == IncidentKind.NONFINITE.value and incident.message.endswith(TRAINING_FINITE_THEN) \
                 and incident.step >= found.step:
-            incident = dataclasses.replace(incident, message=incident.message.split(_FINITE_THEN)[0] + _NONFINITE_THEN)
+            message = incident.message[: -len(TRAINING_FINITE_THEN)] + TRAINING_NONFINITE_THEN
+            incident = dataclasses.replace(incident, message=message)
         kept.append(incident)
     return kept

@@ -435,12 +435,16 @@ def _training_then(training: np.ndarray | None, bad: np.ndarray) -> str:
         return ""
     then = training[bad]
     if (then == 1.0).any():
-        return "; the training loss was non-finite then too (its own incident)"
+        return TRAINING_NONFINITE_THEN
     if (then == 0.0).any():
-        return ("; the training loss is finite: an fp16 evaluation that overflows (evaluate in "
-                "bf16 or fp32), or evaluation batches with no labelled token (every label "
-                "-100: a mean over nothing)")
+        return TRAINING_FINITE_THEN
     return ""
+
+
+# What an evaluation's non-finite incident says of the training loss then (see _training_then).
+TRAINING_NONFINITE_THEN = "; the training loss was non-finite then too (its own incident)"
+TRAINING_FINITE_THEN = ("; the training loss is finite: an fp16 evaluation that overflows (evaluate in bf16 or "
+                        "fp32), or evaluation batches with no labelled token (every label -100: a mean over nothing)")
 
 
 def _nonfinite_events(events: pd.DataFrame) -> pd.DataFrame:
