@@ -205,10 +205,10 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         # height over several rows, and never came back is that climb told again (a runaway's few
         # rows, a slow rise the spike detector flags once it is far enough up). One that opens
         # with a jump is told too: BigScience's authors call theirs a spike, then stuck, then NaN.
-        ongoing = [i.step for i in diverged if not i.details.get("came_back")]
-        if ongoing:
-            found = [i for i in found if i.details.get("recovered") or i.step < ongoing[0]
-                     or (not diverged[0].details.get("runaway") and _opens_with_jump(i, loss))]
+        ongoing = [i for i in diverged if not i.details.get("came_back")]
+        if ongoing:  # (a runaway's few rows are one climb, however it opened)
+            found = [i for i in found if i.details.get("recovered") or i.step < ongoing[0].step
+                     or (not ongoing[0].details.get("runaway") and _opens_with_jump(i, loss))]
         incidents += found + diverged
         incidents += plateau_before_divergence(loss, diverged, config)
         incidents += overfitting_incidents(steps, loss, config)
