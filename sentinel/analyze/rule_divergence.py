@@ -70,7 +70,7 @@ def _beyond_the_noise(incidents: list[Incident], loss: pd.Series) -> list[Incide
     return [i for i in incidents if id(i) not in within]
 
 
-# A loss that rose at each of its last RUNAWAY_RISES logged steps# A loss that rose at each of its last RUNAWAY_RISES logged steps, by RUNAWAY_GROWTH in all.
+# A loss that rose at each of its last RUNAWAY_RISES logged steps, by RUNAWAY_GROWTH in all.
 RUNAWAY_RISES = 5
 RUNAWAY_GROWTH = 10.0
 

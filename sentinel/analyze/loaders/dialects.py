@@ -573,14 +573,14 @@ BIG_VISION = Dialect(
 # percent: {}, ]step: {}, outputs are {}" of str(cb_params.net_outputs), the network's outputs as
 # MindSpore prints a Tensor: the loss, or the loss, the overflow flag and the loss scale of a
 # TrainOneStepWithLossScaleCell. The step is the global step.
-_MS_TENSOR = r"Tensor\(shape=\[[\d, ]*\], dtype={dtype}, value=[^\S\n]*\[?[^\S\n]*({value})[^\S\n]*\]?\)"
+_MS_TENSOR = r"Tensor\(shape=\[[\d, ]*\], dtype={dtype}, value=[^\S\n]*\[?[^\S\n]*{value}[^\S\n]*\]?\)"
 MINDSPORE_OUTPUTS = Dialect(
     name="mindspore",
     description='MindSpore model zoo ("epoch: E, step: N, outputs are (Tensor(..., value= [X]), ...)")',
     shapes=(
-        Shape(re.compile(r"\bstep: (\d+), outputs are \(?" + _MS_TENSOR.format(dtype=r"Float\d+", value=_NUM)
-                         + r"(?:, " + _MS_TENSOR.format(dtype="Bool", value="?:True|False") + r", "
-                         + _MS_TENSOR.format(dtype=r"Float\d+", value=_NUM) + r")?"),
+        Shape(re.compile(r"\bstep: (\d+), outputs are \(?" + _MS_TENSOR.format(dtype=r"Float\d+", value=f"({_NUM})")
+                         + r"(?:, " + _MS_TENSOR.format(dtype="Bool", value="(?:True|False)") + r", "
+                         + _MS_TENSOR.format(dtype=r"Float\d+", value=f"({_NUM})") + r")?"),
               head=(metrics.STEP, metrics.LOSS, metrics.LOSS_SCALE)),
     ),
     sniff=re.compile(r"\bstep: \d+, outputs are \(?Tensor\(shape="),
