@@ -186,15 +186,15 @@ def detect_divergence(series: pd.Series, epochs: bool = False) -> pd.DataFrame:
     from sentinel.detect import DivergenceConfig, detect_divergence as _detect_divergence
 
     config = DivergenceConfig()
-    if epochs and len(series) > 1:
+    if len(series) > 1:
+        values = _EPOCH_PATIENCE * cadence(series.index)  # five logged values, in steps
         # A loss of epoch means: 200 steps of patience were 200 epochs, and its 16-value median
-        # lagged half a short run. Five epochs, and a median of four.
-        config = DivergenceConfig(patience=_EPOCH_PATIENCE * cadence(series.index), level_window=_EPOCH_LEVEL_WINDOW)
-    elif len(series) > 1:
-        # A loss logged every 200 steps met 200 steps of patience in two values: a noisy
-        # single-batch loss at the head of a run (before its noise is measured) diverged at rows
-        # 4-5 of 400. A stretch holds as many logged values as an epoch log's, at least.
-        config = DivergenceConfig(patience=max(config.patience, _EPOCH_PATIENCE * cadence(series.index)))
+        # lagged half a short run. Five epochs, and a median of four. Any other loss: a loss logged
+        # every 200 steps met 200 steps of patience in two values (a noisy single-batch loss at the
+        # head of a run, before its noise is measured, diverged at rows 4-5 of 400): a stretch holds
+        # as many logged values as an epoch log's, at least.
+        config = (DivergenceConfig(patience=values, level_window=_EPOCH_LEVEL_WINDOW) if epochs
+                  else DivergenceConfig(patience=max(config.patience, values)))
     return _detect_divergence(series, config, sparse=True)
 
 
