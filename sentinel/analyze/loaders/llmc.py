@@ -24,7 +24,7 @@ from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData
 from sentinel.analyze.loaders.dialects import LLMC
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
-from sentinel.analyze.loaders.textscan import count_records, scan
+from sentinel.analyze.loaders.textscan import clean_text, count_records, scan
 
 NAME = "llmc"
 DESCRIPTION = LLMC.description
@@ -38,7 +38,8 @@ def sniff(path: str | Path) -> bool:
         False
     """
     head = read_head(path)
-    return head is not None and count_records(Lines.shared(head), LLMC) >= LLMC.min_records
+    # The head's lines cleaned, as the text readers' sniff splits them (shared with it).
+    return head is not None and count_records(Lines.shared(head).derived(clean_text), LLMC) >= LLMC.min_records
 
 
 def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:

@@ -63,6 +63,7 @@ class Lines:
         self._lines: pa.Array | None = None
         self._skeletons: Skeletons | None | bool = False  # False: not made yet
         self._distinct: str | None = None  # see distinct_text()
+        self._derived: dict = {}  # see derived()
 
     def skeletons(self) -> Skeletons | None:
         """The lines grouped by skeleton (made once, shared by the shapes), or None when the
@@ -81,6 +82,22 @@ class Lines:
             (True, False)
         """
         return lines if lines is not None and lines.text is text else cls(text)
+
+    def derived(self, transform) -> Lines:
+        """The lines of ``transform(self.text)``, made once per transform (``self`` where it
+        gives the text back): a log's sniff and its read each clean the same text (a progress
+        bar's ``\\r`` redraws), and each split the cleaned text again.
+
+        Example:
+            >>> lines = Lines("step 1\\r\\nstep 2\\r\\n")
+            >>> lines.derived(str.rstrip) is lines.derived(str.rstrip), lines.derived(str.rstrip).text
+            (True, 'step 1\\r\\nstep 2')
+        """
+        made = self._derived.get(transform)
+        if made is None:
+            text = transform(self.text)
+            made = self._derived[transform] = self if text is self.text else Lines(text)
+        return made
 
     @classmethod
     def shared(cls, text: str) -> Lines:

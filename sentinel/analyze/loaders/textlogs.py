@@ -81,10 +81,11 @@ _FALLBACK_IDS = frozenset(map(id, FALLBACKS))
 
 
 def _pick_dialect(text: str, least: int | None, compete: bool = False) -> Dialect | None:
-    text = clean_text(text)
+    lines = Lines.shared(text).derived(clean_text)  # split and grouped once for every dialect (and the llm.c sniff)
+    text = lines.text
     if len(text) > _ONE_LINE_SNIFF and "\n" not in text.rstrip("\n"):
         text = text[:_ONE_LINE_SNIFF]  # a log pasted without its line ends: its start tells as well
-    lines = Lines.shared(text)  # split and grouped once for every dialect (and the llm.c sniff)
+        lines = Lines(text)
     text, lines = plain_numbers(text, lines)
     best, best_count = None, 0
     for dialect in DIALECTS:
@@ -241,9 +242,13 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
         raise ValueError(f"{path}: no known training-log lines found: pass a log with a step and a loss "
                          "on each line (`sentinel formats` lists the kinds read)")
     # Its skeletons answer the whole text's substring searches, and its reading. A file no longer
-    # than a sniff's head is the head the sniffs split already (kept shared no longer than that).
+    # than a sniff's head is the head the sniffs split (and cleaned) already (kept shared no longer
+    # than that). The text is cleaned here, once, for a dialect that reads it cleaned: a bar's
+    # redraws were split as they are for the checks below and again once the read cleaned them.
     lines = Lines.shared(text) if len(text) <= SNIFF_BYTES else Lines(text)
-    text = lines.text  # the same string; the readers know the lines as its by identity
+    if dialect.clean:
+        lines = lines.derived(clean_text)
+    text = lines.text  # the readers know the lines as its by identity
     note = key.note() if key is not None else _averaged_loss_note(text, lines)
     parts = fresh_starts(text, lines)
     if len(parts) == 1:
