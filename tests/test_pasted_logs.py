@@ -1405,11 +1405,94 @@ def test_apex_overflow_lines_alone_are_judged_on_the_loss_scale(tmp_path):
     (run,) = discover_runs(path)
     report = analyze_run(run)
     assert run.source == "amp_overflow" and report.verdict == "unhealthy"
-    collapse, rate = report.incidents
+    (collapse,) = report.incidents  # the rows are the overflow lines: no share of steps to tell
     assert collapse.kind == "loss_scale_collapse" and collapse.severity == "critical"
     assert "(3.9 orders of magnitude)" in collapse.message
-    assert rate.kind == "overflow_rate" and "14 of 14 steps overflowed" in rate.message
     assert "no loss in the file: only loss_scale, amp/overflow were read" in report.warnings
+
+
+# deepspeed/runtime/fp16/loss_scaler.py: f"[deepspeed] OVERFLOW! Rank {rank} Skipping step. Attempted loss
+# scale: {cur_scale}, reducing to {next_scale}", next_scale = max(cur_scale / scale_factor, min_scale).
+_DS_OVERFLOW = ("[2024-09-11 17:52:{:02d},320] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! "
+                "Rank 0 Skipping step. Attempted loss scale: {:g}, reducing to {:g}")
+
+
+def test_deepspeed_overflow_lines_alone_are_no_overflow_rate(tmp_path):
+    """A paste of DeepSpeed's overflow lines alone, numbered 1, 2, 3: every row overflowed by
+    construction, so "6 of 6 steps overflowed (100%)" said nothing of the training. The start-up
+    search down from 2**32 is no incident."""
+    lines = [_DS_OVERFLOW.format(i, 2.0 ** (32 - i), 2.0 ** (31 - i)) for i in range(6)]
+    (run,) = discover_runs(_write(tmp_path / "ds.log", lines))
+    report = analyze_run(run)
+    assert run.steps["amp/overflow"].tolist() == [1.0] * 6
+    assert report.incidents == [] and report.verdict == "no loss"
+
+
+def test_deepspeed_scale_at_its_minimum_and_still_overflowing(tmp_path):
+    """DeepSpeed's scaler at min_loss_scale (1) halves no further: "Attempted loss scale: 1,
+    reducing to 1" on every step is a run that applies no update, critical; a scale that halves
+    to 1 and then takes clean steps is none."""
+    lines = [_DS_OVERFLOW.format(i, scale, max(scale / 2, 1)) for i, scale in enumerate([4, 2, 1, 1, 1])]
+    (run,) = discover_runs(_write(tmp_path / "ds.log", lines))
+    (stuck,) = analyze_run(run).incidents
+    assert (stuck.kind, stuck.severity, stuck.step, stuck.end_step) == ("loss_scale_collapse", "critical", 3, 5)
+    assert stuck.details["skipped_at_minimum"] == 3 and not stuck.details["resolved"]
+    assert "loss scale at its minimum (1) and still overflowing" in stuck.message
+    # With step lines between them: the scale reaches 1 once and the steps go on clean.
+    lines = []
+    for step in range(1, 41):
+        if step in (19, 20):
+            lines.append(_DS_OVERFLOW.format(step, 2 ** (21 - step), 2 ** (20 - step)))
+        lines.append(f"steps: {step} loss: {2.5 - step * 0.01:.4f} iter time (s): 1.2 samples/sec: 8.0")
+    (run,) = discover_runs(_write(tmp_path / "ds2.log", lines))
+    assert [i.kind for i in analyze_run(run).incidents if i.kind == "loss_scale_collapse"] == []
+
+
+def test_deepspeed_gives_up_at_the_minimum_scale(tmp_path):
+    """DeepSpeed's raise_error_at_min_scale ends the run in "Current loss scale already at minimum":
+    the stop is the scaler's, critical, not a plain crash warning."""
+    lines = [f"steps: {s} loss: {2.5 - s * 0.01:.4f} iter time (s): 1.2 samples/sec: 8.0" for s in range(1, 31)]
+    lines += ["Traceback (most recent call last):", '  File "train.py", line 80, in <module>',
+              "    engine.step()",
+              "Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run."]
+    (run,) = discover_runs(_write(tmp_path / "ds.log", lines))
+    (crash,) = [i for i in analyze_run(run).incidents if i.kind == "crash"]
+    assert crash.severity == "critical" and crash.step == 30
+    assert "loss scale was at its minimum" in crash.message
+
+
+def test_fairseq_epoch_lines_with_a_scale_below_one_are_its_normal_range(tmp_path):
+    """fairseq goes on below a loss scale of 1 (its --min-loss-scale is 1e-4): a scale between 0.5
+    and 1 at one overflow an epoch of ~250 updates is healthy, not "collapsed from 0.5 to 0.5" and
+    "1 of 4 steps overflowed (25%)"; the overflow lines join the epoch line after them."""
+    lines = []
+    for k, epoch in enumerate(range(51, 57)):
+        lines.append(f"| WARNING: overflow detected, setting loss scale to: {0.5 if k % 2 == 0 else 1.0}")
+        lines.append(f"| epoch {epoch:03d} | loss {3.622 - k * 0.004:.3f} | nll_loss 1.919 | ppl 3.78 | wps 397237 "
+                     f"| ups 0.7 | num_updates {12960 + 255 * k} | lr 0.000555556 | gnorm 0.279 | clip 0% | oom 0 "
+                     f"| loss_scale {0.5 if k % 2 == 0 else 1.0:.3f} | wall 19720 | train_wall 18944")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps["amp/overflow"].tolist() == [1.0] * 6 and run.steps.index[0] == 12960
+    report = analyze_run(run)
+    assert [i.kind for i in report.incidents if i.severity != "info"] == [] and report.verdict == "healthy"
+
+
+def test_fairseq_scale_halving_again_and_again_under_one_is_a_warning(tmp_path):
+    """Under 1, fairseq's scale halving on and on (0.0625 to 0.0039 in 300 updates: "a bunch of
+    overflows in a row usually means the loss is exploding", before "Minimum loss scale reached")
+    is a warning, though the scale is far above fairseq's own floor of 1e-4."""
+    lines, scale = [], 0.0625
+    for k, (iter_, halvings) in enumerate([(200, 0), (300, 0), (400, 1), (500, 3), (600, 0)]):
+        for _ in range(halvings):
+            scale /= 2
+            lines.append(f"| WARNING: overflow detected, setting loss scale to: {scale}")
+        lines.append(f"| epoch 001:    {iter_} / 1374 loss={14.351 - 0.5 * k:.3f}, ppl=20899.56, wps=49604, ups=0, "
+                     f"num_updates={iter_ - 10}, lr=4.8e-06, gnorm=3.901, clip=0.000, oom=0.000, "
+                     f"loss_scale={scale:.3f}, wall=1061")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    (fell,) = analyze_run(run).incidents
+    assert (fell.kind, fell.severity, fell.step) == ("loss_scale_collapse", "warning", 490)
+    assert "under 1: overflow after overflow" in fell.message
 
 
 def test_apex_overflow_lines_between_a_scripts_own_lines_join_the_next_step(tmp_path):

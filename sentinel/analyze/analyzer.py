@@ -14,7 +14,7 @@ from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.detector import loss_warmup, warmup_steps
 from sentinel.analyze.discover import READ_ERRORS, NoRunsError, Skipped, debugging, describe_error, discover
 from sentinel.analyze.incident import Incident
-from sentinel.analyze.loaders import LOGGED_NAN, STEP_UNIT, LoadOptions, RunData
+from sentinel.analyze.loaders import LOGGED_NAN, LOSS_SCALE_MIN, OVERFLOW_ROWS_ONLY, STEP_UNIT, LoadOptions, RunData
 from sentinel.analyze.loaders.keys import is_epoch_mean
 from sentinel.analyze.report import Report, RunReport, in_epochs, verdict
 from sentinel.analyze.rule_abandoned import replaced_incidents, went_back_incident
@@ -231,9 +231,13 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         incidents += zero_grad_incidents(grad, loss)
     if has(metrics.LR):
         incidents += zero_lr_incidents(finite(steps[metrics.LR]), loss)
+    run_meta = run.meta or {}
     if has(metrics.LOSS_SCALE):
-        incidents += loss_scale_incidents(steps[metrics.LOSS_SCALE], config)
-    if has(metrics.AMP_OVERFLOW):
+        # A tool whose scaler goes on below the analysis's floor (fairseq's 1e-4) is judged by its own.
+        incidents += loss_scale_incidents(steps[metrics.LOSS_SCALE], config,
+                                          steps[metrics.AMP_OVERFLOW] if has(metrics.AMP_OVERFLOW) else None,
+                                          run_meta.get(LOSS_SCALE_MIN))
+    if has(metrics.AMP_OVERFLOW) and not run_meta.get(OVERFLOW_ROWS_ONLY):  # rows of overflow lines alone: no rate
         incidents += overflow_incidents(steps[metrics.AMP_OVERFLOW], config)
     incidents += attention_incidents(steps, config)
     incidents += guard_incidents(run.events, loss, config)

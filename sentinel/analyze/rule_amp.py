@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -13,10 +14,16 @@ from sentinel.analyze.incident import Incident, IncidentKind, Severity
 from sentinel.analyze.spans import between, group_steps, value_at
 
 
-def loss_scale_incidents(scale: pd.Series, config: AnalyzeConfig) -> list[Incident]:
+def loss_scale_incidents(scale: pd.Series, config: AnalyzeConfig, overflow: pd.Series | None = None,
+                         tool_floor: float | None = None) -> list[Incident]:
     """A critical incident when the loss scale fell below ``loss_scale_floor`` or by
     ``loss_scale_drop_orders`` orders of magnitude from its running peak; otherwise a warning
     per fast fall, ``loss_scale_fall_orders`` orders within ``loss_scale_fall_window`` steps.
+    Where ``overflow`` (``amp/overflow`` per step) is given and nothing critical was found, a
+    critical incident when the scale stopped falling on overflowing steps at or under the floor
+    (:func:`at_minimum_incidents`). ``tool_floor``: the tool's own floor, where its scaler goes
+    on below ``loss_scale_floor`` (fairseq's 1e-4): the collapse is judged against it, and a fall
+    under ``loss_scale_floor`` is a warning (:func:`fell_under_floor_incidents`).
 
     The scaler's start-up search is no collapse: DeepSpeed starts at 2**32 and Megatron's and
     torch's scalers start high too, halving on each overflowing step until the scale fits. The
@@ -28,6 +35,82 @@ def loss_scale_incidents(scale: pd.Series, config: AnalyzeConfig) -> list[Incide
         >>> loss_scale_incidents(s, AnalyzeConfig())[0].step
         3
     """
+    if tool_floor is not None and tool_floor < config.loss_scale_floor:
+        found = _collapse_incidents(scale, replace(config, loss_scale_floor=tool_floor))
+        if not found:
+            found = fell_under_floor_incidents(scale, config)
+    else:
+        found = _collapse_incidents(scale, config)
+    if overflow is not None and not any(i.severity is Severity.CRITICAL for i in found):
+        found += at_minimum_incidents(scale, overflow, config)
+    return found
+
+
+def fell_under_floor_incidents(scale: pd.Series, config: AnalyzeConfig) -> list[Incident]:
+    """A warning where the scale, under ``loss_scale_floor``, stood ``loss_scale_fall_orders``
+    orders below its running peak: a scaler that goes on down to a floor of its own (fairseq's
+    1e-4) halving again and again, "a bunch of overflows in a row, usually the loss exploding"
+    in fairseq's maintainers' words, before it stops there. A scale that moves between 0.5
+    and 1 is its normal range, no incident.
+
+    Example:
+        >>> s = pd.Series([0.0625, 0.0625, 0.03125, 0.0039], index=[190, 290, 389, 486])
+        >>> fell_under_floor_incidents(s, AnalyzeConfig())[0].details["min_step"]
+        486
+    """
+    values = scale[np.isfinite(scale.to_numpy(dtype="float64")) & (scale.to_numpy(dtype="float64") > 0)]
+    peak = values.cummax()
+    fell = (values < config.loss_scale_floor) & (np.log10(peak / values) >= config.loss_scale_fall_orders)
+    if not fell.any():
+        return []
+    start, low_step = int(fell.idxmax()), int(values.idxmin())
+    top, low, final = float(peak[start]), float(values.min()), float(values.iloc[-1])
+    resolved = math.log10(top / final) < config.loss_scale_fall_orders
+    message = (f"loss scale fell from {top:.4g} to {low:.4g} at step {low_step} ({math.log2(top / low):.3g} halvings), "
+               f"under {config.loss_scale_floor:g}: overflow after overflow, as where the loss is exploding; final "
+               f"{final:.4g}")
+    return [Incident(IncidentKind.LOSS_SCALE_COLLAPSE, start, max(low_step, int(fell[fell].index[-1])),
+                     Severity.WARNING, message, {"peak": top, "min": low, "min_step": low_step, "final": final,
+                                                 "orders": math.log10(top / low), "resolved": bool(resolved)})]
+
+
+def at_minimum_incidents(scale: pd.Series, overflow: pd.Series, config: AnalyzeConfig) -> list[Incident]:
+    """A critical incident where overflowing steps left the loss scale where it was, at or under
+    ``loss_scale_floor``, at least twice in a row: the scaler is at its minimum (DeepSpeed's and
+    Megatron's ``min_loss_scale``, 1 by default: "Attempted loss scale: 1, reducing to 1"), so
+    each such step is skipped and no update is applied (DeepSpeed raises "Current loss scale
+    already at minimum" where told to).
+
+    Example:
+        >>> s = pd.Series([4.0, 2.0, 1.0, 1.0, 1.0])
+        >>> at_minimum_incidents(s, pd.Series(1.0, index=s.index), AnalyzeConfig())[0].details["skipped_at_minimum"]
+        2
+    """
+    both = pd.concat([scale, overflow], axis=1, keys=["scale", "overflow"]).dropna(subset=["scale"])
+    both = both[both["scale"] > 0]
+    values, hit = both["scale"].to_numpy(dtype="float64"), both["overflow"].fillna(0).to_numpy() > 0
+    # An overflowing row whose scale is the row before's: the scaler could not lower it.
+    held = np.zeros(len(values), dtype=bool)
+    held[1:] = hit[1:] & (values[1:] == values[:-1]) & (values[1:] <= config.loss_scale_floor)
+    runs = [(first, last) for first, last in group_steps(pd.Series(held, index=np.arange(len(held))), max_gap=1)
+            if last > first]
+    steps = both.index
+    incidents = []
+    for first, last in runs:
+        count = last - first + 1
+        low = float(values[last])
+        resolved = bool((~hit[last + 1:]).any())
+        message = (f"loss scale at its minimum ({low:.4g}) and still overflowing: {count} steps in a row left it where "
+                   f"it was (steps {int(steps[first])}-{int(steps[last])}): the scaler cannot lower it, so each such "
+                   "step is skipped and no update is applied" + ("" if resolved else "; still so at the last logged step"))
+        incidents.append(Incident(IncidentKind.LOSS_SCALE_COLLAPSE, int(steps[first]), int(steps[last]),
+                                  Severity.CRITICAL, message,
+                                  {"min": low, "skipped_at_minimum": count, "resolved": resolved}))
+    return incidents
+
+
+def _collapse_incidents(scale: pd.Series, config: AnalyzeConfig) -> list[Incident]:
+    """:func:`loss_scale_incidents` without the minimum's check."""
     raw = scale.to_numpy(dtype="float64")
     keep = np.isfinite(raw) & (raw > 0)
     values = raw if keep.all() else raw[keep]
@@ -36,7 +119,10 @@ def loss_scale_incidents(scale: pd.Series, config: AnalyzeConfig) -> list[Incide
     scale = scale[keep]
     held = np.flatnonzero(values[1:] >= values[:-1])
     settled = np.zeros(len(scale), dtype=bool)
-    settled[(held[0] if held.size else len(scale) - 1):] = True
+    # A search from a start-up scale only: a log (a paste) whose first scale is already low is
+    # past its start-up, and a fall from there counts.
+    startup = values[0] >= _STARTUP_SCALE
+    settled[(held[0] if held.size else len(scale) - 1) if startup else 0:] = True
     peak = scale.where(settled).cummax()
     orders = np.log10(peak / scale)
     bad = (scale < config.loss_scale_floor) | (orders >= config.loss_scale_drop_orders)
@@ -55,6 +141,11 @@ def loss_scale_incidents(scale: pd.Series, config: AnalyzeConfig) -> list[Incide
     return [Incident(IncidentKind.LOSS_SCALE_COLLAPSE, start, end, Severity.CRITICAL, message,
                      {"peak": top, "min": low, "min_step": low_step,
                       "final": final, "orders": fell, "resolved": bool(resolved)})]
+
+
+# The lowest start-up scale of the common scalers (fairseq's --fp16-init-scale, 128; torch's
+# GradScaler and apex start at 65536, DeepSpeed and Megatron at 2**32 or 2**16).
+_STARTUP_SCALE = 128.0
 
 
 def _never_fell(values: np.ndarray, config: AnalyzeConfig) -> bool:
@@ -103,18 +194,29 @@ def _fast_falls(scale: pd.Series, settled: np.ndarray, config: AnalyzeConfig) ->
 
 
 def overflow_incidents(overflow: pd.Series, config: AnalyzeConfig) -> list[Incident]:
-    """A warning when more than ``overflow_rate`` of the logged steps overflowed.
+    """A warning when more than ``overflow_rate`` of the logged steps overflowed. Where the rows
+    are several steps apart (a line every 10 steps, fairseq's line per epoch), each row's count
+    of overflow lines is a count of steps among the steps its rows span.
 
     Example:
         >>> s = pd.Series([0.0] * 8 + [1.0] * 2)
         >>> overflow_incidents(s, AnalyzeConfig())[0].details["rate"]
         0.2
+        >>> overflow_incidents(pd.Series([1.0, 0.0, 1.0], index=[250, 500, 750]), AnalyzeConfig())
+        []
     """
     logged = overflow.dropna()
     if logged.empty:
         return []
     hit = logged > 0
-    rate = float(hit.mean())
+    steps_logged = logged.index.to_numpy()
+    cadence = int(np.median(np.diff(steps_logged))) if len(steps_logged) > 1 else 1
+    if cadence > 1:
+        overflowed = int(logged.clip(lower=0).sum())
+        spanned = int(steps_logged[-1] - steps_logged[0]) + cadence
+    else:
+        overflowed, spanned = int(hit.sum()), len(logged)
+    rate = min(1.0, overflowed / spanned)
     if rate <= config.overflow_rate:
         return []
     steps = logged.index[hit.to_numpy()]
@@ -123,9 +225,10 @@ def overflow_incidents(overflow: pd.Series, config: AnalyzeConfig) -> list[Incid
     flags = hit.to_numpy()
     trailing = len(flags) - int(np.flatnonzero(~flags)[-1]) - 1 if (~flags).any() else len(flags)
     resolved = trailing < 2
-    message = (f"{int(hit.sum())} of {len(logged)} steps overflowed ({rate:.1%}, above "
+    message = (f"{overflowed} of {spanned} steps overflowed ({rate:.1%}, above "
                f"{config.overflow_rate:.0%}); {metrics.AMP_OVERFLOW} first at step {int(steps[0])}"
-               + ("" if resolved else f"; still overflowing at the last {trailing} logged steps"))
+               + ("" if resolved else f"; still overflowing at the last {trailing} logged "
+                  f"{'steps' if cadence == 1 else 'rows'}"))
     return [Incident(IncidentKind.OVERFLOW_RATE, int(steps[0]), int(steps[-1]), Severity.WARNING, message,
-                     {"overflow_steps": int(hit.sum()), "logged_steps": int(len(logged)), "rate": rate,
+                     {"overflow_steps": overflowed, "logged_steps": spanned, "rate": rate,
                       "resolved": resolved})]

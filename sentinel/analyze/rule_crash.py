@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
 
 
@@ -23,6 +25,15 @@ def crash_incidents(crash: dict | None) -> list[Incident]:
         return [Incident(IncidentKind.CRASH, after, after, Severity.INFO,
                          f"the training was stopped by hand (KeyboardInterrupt) after step {after}",
                          {**details, "resolved": True})]
+    if _AT_MINIMUM_SCALE.search(error):  # the scaler's own give-up: every step overflowed at its floor
+        return [Incident(IncidentKind.CRASH, after, after, Severity.CRITICAL,
+                         f"the training stopped after step {after}: its fp16 loss scale was at its minimum and the "
+                         f"steps still overflowed ({error}, the log ends in its traceback{where})",
+                         {**details, "resolved": False})]
     return [Incident(IncidentKind.CRASH, after, after, Severity.WARNING,
                      f"the training stopped after step {after} with {error} (the log ends in its traceback{where}): "
                      "it did not finish", {**details, "resolved": False})]
+
+
+# DeepSpeed's loss scaler (raise_error_at_min_scale) and fairseq's trainer, when the scale can go no lower.
+_AT_MINIMUM_SCALE = re.compile(r"loss scale already at minimum|Minimum loss scale reached", re.IGNORECASE)

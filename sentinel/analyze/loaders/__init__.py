@@ -90,6 +90,14 @@ LOGGED_NAN = "logged_nan"
 # a row is a step. The report then speaks of epochs, and a one-row jump is no outlier batch.
 STEP_UNIT = "step_unit"
 
+# RunData.meta key: True where the steps frame is made of overflow lines alone (a paste of
+# DeepSpeed's or apex's "Skipping step" lines, no step line around them): every row overflowed
+# by construction, so what share of the training's steps did is unknown.
+OVERFLOW_ROWS_ONLY = "overflow_rows_only"
+# RunData.meta key: the tool's own floor for its dynamic loss scale, where below the analysis's
+# (fairseq stops at 1e-4: a scale of 0.5 is its normal range, no collapse).
+LOSS_SCALE_MIN = "loss_scale_min"
+
 
 # A steps frame's attrs key: a table's rows numbered in file order, its epoch column holding several
 # rows each (numeric_table.table_steps): its steps are then no epochs.

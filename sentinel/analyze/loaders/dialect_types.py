@@ -199,6 +199,8 @@ class Dialect:
         event_word: what an event line is called in warnings (default ``<name> event``).
         step_unit: what the step counts where not optimizer steps (``"epoch"``: a line per epoch,
             its values the epoch's means; the report then speaks of epochs).
+        loss_scale_min: the tool's own floor for its dynamic loss scale, where it lies below the
+            analysis's (fairseq's ``--min-loss-scale``, 1e-4: a scale of 0.5 is its normal range).
     """
 
     name: str
@@ -229,3 +231,4 @@ class Dialect:
     record_word: str = "step"
     event_word: str | None = None
     step_unit: str | None = None
+    loss_scale_min: float | None = None

@@ -168,6 +168,7 @@ FAIRSEQ = Dialect(
         EventLine(re.compile(rf"Minimum loss scale reached \((?P<new>{_NUM})\)"), source="fairseq",
                   detail={"min_scale_reached": True}),
     ),
+    loss_scale_min=1e-4,  # fairseq's --min-loss-scale: it stops there ("Minimum loss scale reached")
     step_key="num_updates",
     sniff=re.compile(r"\bepoch \d+(?::[^\S\n]+\d+ / \d+ | \| )[^\n]*\bnum_updates[ =]\d|"
                      r"(?:\| train_inner \||\[train_inner\]\[[A-Z]+\] -) \{[^\n]*\"num_updates\": "),

@@ -73,7 +73,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sentinel import metrics
-from sentinel.analyze.loaders import LOGGED_NAN, AbandonedHistory, LoadOptions
+from sentinel.analyze.loaders import LOGGED_NAN, LOSS_SCALE_MIN, OVERFLOW_ROWS_ONLY, AbandonedHistory, LoadOptions
 from sentinel.analyze.loaders.dialect_types import HEAD_ROLES, Dialect, Shape
 from sentinel.analyze.loaders.field_lists import SHOWN, field_bodies
 from sentinel.analyze.loaders.keys import STEP_LIMIT
@@ -306,6 +306,9 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
     # The step of each training record in text order, by shape (an event line joins the next one).
     train_steps = [(shape, record_steps[i]) for i, (shape, _) in enumerate(parts)
                    if i in record_steps and not shape.fills and not shape.prefix and shape.beside is None]
+    if not train_steps:  # summary lines alone (a paste of fairseq's end-of-epoch lines): they place the events
+        train_steps = [(shape, record_steps[i]) for i, (shape, _) in enumerate(parts)
+                       if i in record_steps and not shape.prefix and shape.beside is None]
     events, at = read_events(text, dialect, steps, meta, warnings, train_steps, lines)
     by_record = any(shape.record_events for shape in dialect.shapes)
     if not by_record:
@@ -325,6 +328,10 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
         steps = count_overflows(steps, events, dialect.event_rows)
     elif events and dialect.event_rows:
         steps = event_rows(events)
+        if metrics.AMP_OVERFLOW in steps.columns:
+            meta[OVERFLOW_ROWS_ONLY] = True
+    if dialect.loss_scale_min is not None and metrics.LOSS_SCALE in steps.columns:
+        meta[LOSS_SCALE_MIN] = dialect.loss_scale_min
     if by_record:
         events = with_record_events(text, dialect, parts, record_steps, events, at, lines)
     warnings.extend(late)
