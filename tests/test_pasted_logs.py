@@ -937,6 +937,25 @@ def test_keras_fit_bars_redrawn_with_a_nan_epoch_keep_their_epochs(tmp_path, bar
     assert run.steps.index[nan].tolist() == [13001, 13500, 14000, 14001, 14500, 15000]
 
 
+def test_keras_epoch_header_glued_to_a_bar_is_not_its_value(tmp_path):
+    """A fit nested in each epoch's (a callback's) printed its "Epoch 1/1000" right after the bar's
+    value, without a line end: "loss: 0.2445Epoch 1/1000". The line was lost, a loss of 0 read in
+    its place (a critical "spike to 0.2445 against a baseline at or below 0"), and the NaN epoch's
+    bar with it; the glued header is dropped and the bar read."""
+    lines = []
+    for epoch in range(300, 312):
+        loss = "nan" if epoch >= 309 else f"{0.2445 + (308 - epoch) * 0.001:.4f}"
+        lines += [f"Epoch {epoch}/1000", f" 99/100 [============================>.] - ETA: 2s - loss: {loss}Epoch 1/1000",
+                  f"100/100 [==============================] - 328s 3s/step - loss: {loss} - val_loss: "
+                  + ("nan" if epoch >= 309 else "0.2342")]
+    (run,) = discover_runs(_write(tmp_path / "keras.txt", lines))
+    assert run.steps["loss"].min() == pytest.approx(0.2445) and len(run.steps.index) == 24
+    report = analyze_run(run)
+    assert {i.kind for i in report.incidents if i.severity == "critical"} == {"nonfinite"}
+    (nan,) = [i for i in report.incidents if i.kind == "nonfinite" and i.severity == "critical"]
+    assert nan.step == 30899  # the NaN epoch's first bar
+
+
 def test_paddledetection_quoted_losses_and_a_wobble_is_no_rise(tmp_path):
     """PaddleDetection prints a dict's repr, loss keys and values quoted; an excerpt whose first
     row is low and whose others hover 1.25-1.38 has not "risen" on one row of evidence."""

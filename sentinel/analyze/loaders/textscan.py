@@ -148,6 +148,13 @@ def clean_text(text: str) -> str:
     return text
 
 
+# A Keras "Epoch k/K" glued to a bar's value at its line's end ("loss: 0.2445Epoch 1/1000"): printed
+# by a fit or predict nested in the epoch's, not this fit's epoch (its own header stands on a line of
+# its own); the value it hid is the bar's. Looked for in the distinct lines (a search of the whole
+# text for it took as long as reading a 3 MB epoch log).
+_GLUED_EPOCH_HEADER = re.compile(r"(\d|nan|inf)Epoch \d+/\d+(?=[ \t]*$)", re.MULTILINE)
+
+
 # A number printed as the object that holds it (print(f"loss={loss}") of a tensor): PyTorch's
 # "tensor(2.3045, device='cuda:0', grad_fn=<NllLossBackward0>)", JAX's "Array(2.3, dtype=float32)",
 # NumPy 2's "np.float32(2.3)", TensorFlow's "tf.Tensor(2.3, shape=(), dtype=float32)" and
@@ -254,6 +261,9 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
     if dialect.clean:
         text = clean_text(text)
     lines = Lines.of(text, lines)
+    if dialect.clean and lines.holds_any((_GLUED_EPOCH_HEADER,)):
+        text = _GLUED_EPOCH_HEADER.sub(r"\1", text)
+        lines = Lines(text)
     text = one_rank(text, warnings, lambda rank_text: _has_records(rank_text, dialect), lines)
     if dialect.joins is not None:
         text = dialect.joins.sub(dialect.join_with, text)
