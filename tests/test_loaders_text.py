@@ -371,6 +371,27 @@ def test_gpt_neox_prints_a_loss_of_zero_for_an_interval_it_skipped_whole(tmp_pat
     assert run.steps[metrics.LOSS].loc[2000:].eq(0.0).all()
 
 
+def test_megatron_leaves_out_a_nan_loss_it_took(tmp_path):
+    """Megatron prints a loss only where its interval's average is above 0: a NaN average is left
+    out, the line keeping its ``grad norm: nan`` and ``number of skipped iterations: 0``
+    (Megatron-DeepSpeed). Those iterations were taken, so the loss was NaN there: a critical
+    non-finite loss, not "no loss printed yet (fp16 warm-up)". An interval skipped whole (the
+    warm-up's) prints none either, and is no NaN."""
+    from sentinel.analyze.analyzer import analyze_run
+
+    lines = [_iter_line(it, "", scale=2.0 ** 32 / 2 ** (it // 10), skipped=10).replace(" lm loss:  |", "")
+             for it in (10, 20)]
+    lines += [_iter_line(it, f"{3 + math.exp(-it / 300):.6E}") for it in range(30, 1010, 10)]
+    lines += [_iter_line(it, "", gn="nan").replace(" lm loss:  |", "") for it in range(1010, 1060, 10)]
+    (run,) = megatron.load(_write(tmp_path, "train.log", "\n".join(lines) + "\n"))
+    assert run.steps[metrics.LOSS].loc[:20].isna().all() and run.steps[metrics.LOSS].loc[1010:].isna().all()
+    assert run.meta["logged_nan"]["loss"] == list(range(1010, 1060, 10))
+    assert any("5 iteration line(s) print no loss though their iterations were taken (first at 1010)" in w
+               for w in run.warnings)
+    (nonfinite,) = [i for i in analyze_run(run).incidents if i.kind == "nonfinite" and i.severity == "critical"]
+    assert (nonfinite.step, nonfinite.end_step) == (1010, 1050) and "loss non-finite" in nonfinite.message
+
+
 def test_nan_iterations_at_neighbouring_lines_are_one_incident(tmp_path):
     """'number of nan iterations: 2' on eleven interval lines in a row, the loss printed finite
     (the other iterations'): one critical incident over the stretch, not one per line."""

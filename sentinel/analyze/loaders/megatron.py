@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from sentinel import metrics
-from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData
 from sentinel.analyze.loaders.dialects import MEGATRON
 from sentinel.analyze.loaders.record_fields import metric_key
 from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
@@ -70,6 +70,8 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     for stretch in found.abandoned:
         stretch.steps = _skipped_interval_zeros(stretch.steps, [])
     meta = found.meta
+    if not (options is not None and options.loss_col):
+        steps = _unprinted_nan_losses(steps, meta, found.warnings)
     if len(steps.index) > 1:
         meta["log_interval"] = int(steps.index.to_series().diff().median())
     if metrics.LOSS not in steps.columns:
@@ -78,6 +80,43 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
                               "scale and the skipped iterations are judged")
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps, events=found.events,
                     meta=meta, warnings=found.warnings, abandoned=found.abandoned)]
+
+
+def _unprinted_nan_losses(steps: pd.DataFrame, meta: dict, warnings: list[str]) -> pd.DataFrame:
+    """``steps`` with the loss NaN, as logged, at iteration lines that print none though some of
+    their interval's iterations were taken: Megatron prints a loss only where its average over
+    the interval is above 0 (``if avg > 0.0``), and the average of the iterations it took is in
+    its sums from the first one on, so a loss left out there was NaN (Megatron-DeepSpeed's
+    ``grad norm: nan`` lines with no ``lm loss``). An interval it skipped whole prints none
+    either (fp16 warm-up): not NaN.
+
+    Example:
+        >>> s = pd.DataFrame({"amp/skipped_steps": [0.0, 0.0, 1.0]}, index=[10, 11, 12])
+        >>> meta = {}
+        >>> bool(_unprinted_nan_losses(s, meta, [])["loss"].isna().all()), meta
+        (True, {'logged_nan': {'loss': [10, 11]}})
+    """
+    if metrics.AMP_SKIPPED_STEPS not in steps.columns or len(steps.index) < 2:
+        return steps
+    iterations = steps.index.to_numpy()
+    interval = pd.Series(iterations).diff().bfill().to_numpy()  # iterations each line covers
+    skipped = steps[metrics.AMP_SKIPPED_STEPS].to_numpy()
+    loss = steps[metrics.LOSS].to_numpy() if metrics.LOSS in steps.columns else None
+    unprinted = (pd.isna(loss) if loss is not None else True) & (skipped < interval)
+    others = [c for c in steps.columns if "loss" in c and c not in (metrics.LOSS, metrics.LOSS_SCALE)]
+    if others:  # a loss under a name of its own printed there: not the loss left out
+        unprinted &= ~steps[others].notna().any(axis=1).to_numpy()
+    if not unprinted.any():
+        return steps
+    steps = steps.copy()
+    if metrics.LOSS not in steps.columns:
+        steps[metrics.LOSS] = float("nan")
+    at = iterations[unprinted].tolist()
+    logged = meta.setdefault(LOGGED_NAN, {})
+    logged[metrics.LOSS] = sorted(set(logged.get(metrics.LOSS, [])) | set(at))
+    warnings.append(f"{len(at)} iteration line(s) print no loss though their iterations were taken (first at "
+                    f"{at[0]}): Megatron leaves out a loss whose average is not above 0, so it was NaN there")
+    return steps
 
 
 def _skipped_interval_zeros(steps: pd.DataFrame, warnings: list[str]) -> pd.DataFrame:
