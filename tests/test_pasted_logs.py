@@ -1817,6 +1817,39 @@ def test_a_short_paste_named_on_its_own_is_read_but_is_no_run_in_a_directory(tmp
     assert result.exit_code == 1 and "no training logs found" in result.output
 
 
+@pytest.mark.parametrize("last", ["nan", "inf", "0.652"])
+def test_two_lines_named_on_their_own_are_read_where_one_shows_a_nonfinite_loss(tmp_path, last):
+    """The line before the NaN and the NaN (pytorch-kaldi's epoch lines, pasted into its issue) are
+    what a user brings: two record lines are read where one shows a non-finite loss; two finite
+    ones stay "not a log format" (two rows are a quote)."""
+    lines = ["ep=22 tr=['train_clean_100'] loss=0.671 err=0.214 valid=dev_clean loss=0.693 err=0.212 "
+             "lr_architecture1=6.25e-06 time(s)=17255",
+             f"ep=23 tr=['train_clean_100'] loss={last} err=0.218 valid=dev_clean loss={last} err=0.911 "
+             "lr_architecture1=3.125e-06 time(s)=17416"]
+    path = _write(tmp_path / "res.txt", lines)
+    result = CliRunner().invoke(main, ["analyze", str(path), "--format", "json"])
+    if last == "0.652":
+        assert result.exit_code == 1 and "not a log format" in result.output
+        return
+    (run,) = json.loads(result.output)["runs"]
+    assert result.exit_code == 0 and run["steps"] == 2 and run["verdict"] == "unhealthy"
+    (nan,) = run["incidents"]
+    assert (nan["kind"], nan["step"], nan["severity"]) == ("nonfinite", 23, "critical")
+
+
+def test_keras_terminate_on_nan_glued_to_its_bar(tmp_path):
+    """Keras' TerminateOnNaN prints "Batch 3: Invalid loss, terminating training" right after the
+    bar drawn without its line end: the bar's loss was lost with it, and the paste was not read."""
+    lines = ["Epoch 1/10",
+             "  3/234 [..............................] - ETA: 33:37:24 - loss: 44.4110"
+             "Batch 3: Invalid loss, terminating training",
+             "  4/234 [..............................] - ETA: 25:09:00 - loss: inf "]
+    (run,) = discover_runs(_write(tmp_path / "keras.txt", lines))
+    assert run.steps["loss"].tolist() == [44.411, float("inf")]
+    (nan,) = analyze_run(run).incidents
+    assert (nan.kind, nan.severity, nan.step) == ("nonfinite", "critical", 4)
+
+
 @pytest.mark.parametrize("kind", ["cyclegan", "pix2pix"])
 def test_cyclegan_and_pix2pix_loss_logs(tmp_path, kind):
     """pytorch-CycleGAN-and-pix2pix's loss_log.txt: "(epoch: E, iters: I, time: T, data: D)" then one

@@ -618,23 +618,42 @@ def _claim_and_load(file: Path, modules: Iterable[ModuleType], options: LoadOpti
 # dialect's own count, five for a generic one, so a stray file with a few numbers is no run; two
 # rows under a header are a quote).
 SHORT_PASTE_RECORDS = 3
+# ... or two, where one shows a non-finite loss: the line before the NaN and the NaN are what a
+# user pastes ("ep=22 ... loss=0.671", "ep=23 ... loss=nan").
+NONFINITE_PASTE_RECORDS = 2
 
 
 def _short_paste(file: Path, options: LoadOptions) -> list[RunData] | None:
     """A text file named on its own with a few record lines only (a paste from an issue: four
-    lines, the last one NaN), read with a warning; None when it has fewer."""
+    lines, the last one NaN; two, where one is NaN), read with a warning; None when it has fewer."""
     from sentinel.analyze.loaders import textlogs  # the loaders' own imports: lazily
 
-    if is_compressed(file) or not textlogs.sniff(file, options, least=SHORT_PASTE_RECORDS):
+    if is_compressed(file):
         return None
-    try:
-        runs = textlogs.load(file, options, least=SHORT_PASTE_RECORDS)
-    except ValueError:
+    runs = None
+    for least in (SHORT_PASTE_RECORDS, NONFINITE_PASTE_RECORDS):
+        if not textlogs.sniff(file, options, least=least):
+            continue
+        try:
+            runs = textlogs.load(file, options, least=least)
+        except ValueError:
+            continue
+        if least == SHORT_PASTE_RECORDS or any(_shows_nonfinite_loss(run) for run in runs):
+            break
+        runs = None
+    if runs is None:
         return None
     for run in runs:
         run.warnings.append(f"only {len(run.steps)} step lines: read because the file was named on its own "
                             "(in a directory it would be no run)")
     return runs
+
+
+def _shows_nonfinite_loss(run: RunData) -> bool:
+    """Whether a text log's loss has a NaN or an infinity (a generic line prints its loss on each
+    record line: a NaN there was printed)."""
+    loss = run.steps.get(metrics.LOSS)
+    return loss is not None and bool(loss.isna().any() or loss.isin([float("inf"), float("-inf")]).any())
 
 
 def _table_under_lines(file: Path, options: LoadOptions) -> list[RunData] | None:

@@ -148,11 +148,16 @@ def clean_text(text: str) -> str:
     return text
 
 
-# A Keras "Epoch k/K" glued to a bar's value at its line's end ("loss: 0.2445Epoch 1/1000"): printed
-# by a fit or predict nested in the epoch's, not this fit's epoch (its own header stands on a line of
-# its own); the value it hid is the bar's. Looked for in the distinct lines (a search of the whole
-# text for it took as long as reading a 3 MB epoch log).
-_GLUED_EPOCH_HEADER = re.compile(r"(\d|nan|inf)Epoch \d+/\d+(?=[ \t]*$)", re.MULTILINE)
+# A Keras line glued to a bar's value, the bar drawn without its line end: an "Epoch k/K" at the line's
+# end ("loss: 0.2445Epoch 1/1000"), printed by a fit or predict nested in the epoch's, not this fit's
+# epoch (its own header stands on a line of its own), is dropped; TerminateOnNaN's "Batch N: Invalid
+# loss, terminating training" goes to a line of its own. The value they hid is the bar's. Looked for
+# in the distinct lines (a search of the whole text took as long as reading a 3 MB epoch log).
+_GLUED_KERAS_LINE = re.compile(r"(\d|nan|inf)(?:Epoch \d+/\d+(?=[ \t]*$)|(Batch \d+: Invalid loss))", re.MULTILINE)
+
+
+def _unglued(match: re.Match) -> str:
+    return match.group(1) + ("\n" + match.group(2) if match.group(2) else "")
 
 
 # A number printed as the object that holds it (print(f"loss={loss}") of a tensor): PyTorch's
@@ -261,8 +266,8 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
     if dialect.clean:
         text = clean_text(text)
     lines = Lines.of(text, lines)
-    if dialect.clean and lines.holds_any((_GLUED_EPOCH_HEADER,)):
-        text = _GLUED_EPOCH_HEADER.sub(r"\1", text)
+    if dialect.clean and lines.holds_any((_GLUED_KERAS_LINE,)):
+        text = _GLUED_KERAS_LINE.sub(_unglued, text)
         lines = Lines(text)
     text = one_rank(text, warnings, lambda rank_text: _has_records(rank_text, dialect), lines)
     if dialect.joins is not None:
