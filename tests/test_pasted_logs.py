@@ -1817,6 +1817,22 @@ def test_a_short_paste_named_on_its_own_is_read_but_is_no_run_in_a_directory(tmp
     assert result.exit_code == 1 and "no training logs found" in result.output
 
 
+def test_a_jump_past_twice_a_wobbling_windows_top_is_seen(tmp_path):
+    """tensorflow-deeplab-lfov's issue: the loss wobbles between 0.4 and 1.8 for twenty steps, then
+    jumps to 5.1 (x5.8). The wobble widened the detector's spread: 5.2 sigmas, under its 6, and the
+    largest jump of the paste went untold. A value past twice every value of the window before it
+    is flagged (here an outlier batch: back at once)."""
+    rng = np.random.default_rng(3)
+    losses = [0.43 + 0.02 * rng.standard_normal() for _ in range(8)]
+    losses += [0.45 + (1.3 if k % 2 else 0.3) * abs(np.sin(k / 1.7)) for k in range(22)]  # the wobble: 0.45 .. 1.73
+    losses += [5.128, 0.86, 0.9]
+    lines = [f"step {12972 + k} \t loss = {v:.3f}, (1.019 sec/step)" for k, v in enumerate(losses)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    jump = [i for i in analyze_run(run).incidents if i.step == 13002]
+    assert [(i.kind, i.severity) for i in jump] == [("outlier_batch", "info")]
+    assert "5.128" in jump[0].message
+
+
 @pytest.mark.parametrize("last", ["nan", "inf", "0.652"])
 def test_two_lines_named_on_their_own_are_read_where_one_shows_a_nonfinite_loss(tmp_path, last):
     """The line before the NaN and the NaN (pytorch-kaldi's epoch lines, pasted into its issue) are

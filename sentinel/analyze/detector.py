@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pandas as pd
 
 from sentinel.analyze.config import AnalyzeConfig, InvalidThreshold
@@ -139,6 +140,7 @@ def detect_spikes(series: pd.Series, config: AnalyzeConfig, *, start_jump: float
         early_cfg = dataclasses.replace(cfg, min_history=min(_EARLY_HISTORY, cfg.warmup),
                                         short_rtol=max(cfg.short_rtol, _EARLY_JUMP, start_jump or 0.0))
         head = series.iloc[:cfg.warmup]
+        frame = _far_above_the_window(series, frame, cfg)
         early = _detect_spikes(head, early_cfg, sparse=True).copy()
         # ... and rises past twice every value before it: a noisy start (an RL loss's episodes)
         # jumps x3 over a median of three or four values as it goes.
@@ -147,7 +149,50 @@ def detect_spikes(series: pd.Series, config: AnalyzeConfig, *, start_jump: float
         if not early["is_spike"].any():
             return frame
         return pd.concat([early, frame[frame.index >= series.index[cfg.warmup]]])
-    return _detect_spikes(series, cfg, sparse=True)
+    return _far_above_the_window(series, _detect_spikes(series, cfg, sparse=True), cfg)
+
+
+# A value this many times every value of the window before it is a spike, whatever the spread says.
+_ABOVE_WINDOW = 2.0
+
+
+def _far_above_the_window(series: pd.Series, frame: pd.DataFrame, cfg) -> pd.DataFrame:
+    """``frame`` with the rows flagged whose value is more than :data:`_ABOVE_WINDOW` times every
+    value of the window before it (past the warm-up, the relative and absolute parts met): a spread
+    the run's own wobbling widened hides a jump the outlier part finds in a calm stretch (a loss
+    going 0.4-1.8 for twenty steps, then 5.1: 5.2 sigmas, under the 6). The guard acts on the
+    outlier part alone, as it must step by step; the analysis sees the jump for what it is.
+
+    Example:
+        >>> s = pd.Series([0.43, 0.74, 0.41, 0.6, 1.1, 1.8, 0.9, 1.3, 0.5, 1.0] * 3 + [5.1, 0.9])
+        >>> from sentinel.detect import detect_spikes as raw
+        >>> cfg = spike_config(AnalyzeConfig())
+        >>> bool(raw(s, cfg, sparse=True).loc[30, "is_spike"]), bool(_far_above_the_window(s, raw(s, cfg, sparse=True), cfg).loc[30, "is_spike"])
+        (False, True)
+    """
+    if frame.empty or len(series) <= cfg.warmup:
+        return frame
+    # Only a value above twice the baseline can be above twice the window's top (which is at least
+    # the baseline, a median of it): a few rows of any run, each window's top taken on its own.
+    rows = np.flatnonzero((frame["ratio"].to_numpy() > _ABOVE_WINDOW) & ~frame["is_spike"].to_numpy(dtype=bool)
+                          & (frame["ratio"].to_numpy() > 1 + cfg.rtol))
+    if not len(rows):
+        return frame
+    at = series.index.get_indexer(frame.index[rows])
+    rows, at = rows[at >= cfg.warmup], at[at >= cfg.warmup]
+    if not len(rows):
+        return frame
+    values = series.to_numpy(dtype="float64")
+    bounds = np.empty(2 * len(at), dtype=np.intp)
+    bounds[0::2], bounds[1::2] = np.maximum(at - cfg.window, 0), at  # each window: the values before the row
+    before = np.maximum.reduceat(values, bounds)[0::2]
+    here = values[at]
+    far = (here > _ABOVE_WINDOW * before) & (here - frame["baseline"].to_numpy()[rows] > cfg.atol)
+    if not far.any():
+        return frame
+    frame = frame.copy()
+    frame.loc[frame.index[rows[far]], "is_spike"] = True
+    return frame
 
 
 # A whole run's warm-up values (see detect_spikes): judged from this many values of history on, on
