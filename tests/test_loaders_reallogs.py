@@ -95,7 +95,10 @@ def test_every_file_goes_to_the_right_loader(path):
     assert run.source == expected
     assert run.steps.index.is_monotonic_increasing and run.steps.index.is_unique
     assert run.steps[metrics.LOSS].notna().sum() > 0
-    assert run.warnings == []
+    # exp12's last iteration line prints no lm loss, its iterations taken: the authors' "diverged".
+    said = ["1 iteration line(s) print no loss though their iterations were taken (first at 9027): Megatron "
+            "leaves out a loss whose average is not above 0, so it was NaN there"] if path.name == "exp12_8738_9027.verbatim.txt" else []
+    assert run.warnings == said
 
 
 def _megatron_pairs() -> list[Path]:

@@ -1817,6 +1817,25 @@ def test_a_short_paste_named_on_its_own_is_read_but_is_no_run_in_a_directory(tmp
     assert result.exit_code == 1 and "no training logs found" in result.output
 
 
+@pytest.mark.parametrize("tail", [2, 0])
+def test_mmengine_grad_norm_nan_under_a_falling_loss_is_a_skipped_update(tmp_path, tail):
+    """mmengine logs each interval's mean grad norm: NaN while any of its steps overflowed in fp16,
+    which the loss scaler skipped ("grad_norm: nan for a while happens, it usually clears", an
+    xtuner maintainer). NaN at the last two lines of a paste, the loss finite and falling there,
+    was a critical "never finite again"; the rows after the first say the weights were sound."""
+    lines = []
+    for k, it in enumerate(range(200, 260 + 10 * tail, 10)):
+        grad = "nan" if it in (240, 250) else f"{3.06 - 0.1 * k:.4f}"
+        lines.append(f"10/30 22:18:{k:02d} - mmengine - INFO - Epoch(train) [1][{it}/735]  lr: 1.9870e-04  "
+                     f"eta: 2:46:39  time: 2.8906  data_time: 0.0042  memory: 10762  loss: {2.75 - 0.05 * k:.4f}  "
+                     f"grad_norm: {grad}")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    report = analyze_run(run)
+    (nan,) = [i for i in report.incidents if i.kind == "nonfinite"]
+    assert (nan.step, nan.end_step, nan.severity) == (240, 250, "info") and nan.details["update_skipped"]
+    assert report.verdict == "healthy"
+
+
 def test_a_jump_past_twice_a_wobbling_windows_top_is_seen(tmp_path):
     """tensorflow-deeplab-lfov's issue: the loss wobbles between 0.4 and 1.8 for twenty steps, then
     jumps to 5.1 (x5.8). The wobble widened the detector's spread: 5.2 sigmas, under its 6, and the

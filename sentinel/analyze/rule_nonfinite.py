@@ -218,7 +218,8 @@ def nonfinite_incidents(run: RunData) -> list[Incident]:
             message = f"{key} non-finite ({'/'.join(kinds)}) at {steps_txt}; {where}"
             details = {"metric": key, "values": kinds, "count": int(len(span)),
                        "sources": _source_list(sources), "resolved": resolved}
-            if (start, end) in skipped and not len(sources):  # a recorded source says more: kept below
+            # A recorded source module says more (kept below); a text log's event for the NaN it printed does not.
+            if (start, end) in skipped and not any(source.get("module") for source in _source_list(sources)):
                 severity, why = skipped[(start, end)]
                 message = f"{key} non-finite ({'/'.join(kinds)}) at {steps_txt} while the loss stayed finite: {why}"
                 incidents.append(Incident(IncidentKind.NONFINITE, start, end, severity, message,
@@ -281,7 +282,8 @@ _LONG_SKIP_STRETCH = 2
 def _skipped_updates(steps: pd.DataFrame, loss_bad: pd.Series | None, grad: pd.Series, grad_bad: pd.Series,
                      stretches: list[tuple[int, int]]) -> dict[tuple[int, int], tuple[Severity, str]]:
     """The stretches of non-finite grad norms whose updates never reached the weights, with a
-    severity and the reason: the loss is finite there and at its next logged step. An update made
+    severity and the reason: the loss is finite there and at its next logged step (or, at the
+    log's end, at a later step of the stretch), and no 0. An update made
     of non-finite gradients would have made the weights, and so the next loss, non-finite: it was
     skipped, as an fp16 loss scaler skips an overflow (Hugging Face's Trainer logs those steps'
     grad norm as inf or nan). At the scaler's start-up, searching down from its initial scale, and
@@ -298,7 +300,12 @@ def _skipped_updates(steps: pd.DataFrame, loss_bad: pd.Series | None, grad: pd.S
     found: dict[tuple[int, int], bool] = {}
     for start, end in stretches:
         inside = (index >= start) & (index <= end)
-        after = np.flatnonzero(logged & (index > end))
+        # A loss of 0 says nothing: the Hugging Face Trainer's NaN filter logs 0.0 for NaN steps.
+        after = np.flatnonzero(logged & (index > end) & (loss != 0.0))
+        if not len(after):
+            # A stretch that reaches the log's end (mmengine's window mean is NaN while any of its
+            # steps overflowed): its own rows after its first say it.
+            after = np.flatnonzero(logged & inside & (index > start) & (loss != 0.0))
         if bad[inside].any() or not len(after) or bad[after[0]]:
             continue  # the loss went non-finite too, or nothing after says the weights were sound
         found[(start, end)] = first_finite is None or start < first_finite  # the scaler's start-up
