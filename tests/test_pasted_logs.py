@@ -1836,6 +1836,16 @@ def test_mmengine_grad_norm_nan_under_a_falling_loss_is_a_skipped_update(tmp_pat
     assert report.verdict == "healthy"
 
 
+def test_xlnet_absl_lines_with_the_step_in_brackets(tmp_path):
+    """XLNet's train_gpu.py logs through absl: "[step] | gnorm G lr L | loss X | pplx P, bpc B", the
+    loss after a space (its issue's paste of a rising pretraining loss): "not a log format"."""
+    lines = [f"I0704 22:15:42.730550 140514656708352 train_gpu.py:303] [{500 * k}] | gnorm 0.25 lr 0.000223 "
+             f"| loss {7.64 + 0.02 * k:.2f} | pplx 2081.29, bpc 11.0233" for k in range(1, 13)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index.tolist() == [500 * k for k in range(1, 13)]
+    assert run.steps["loss"].iloc[-1] == pytest.approx(7.88)
+
+
 def test_a_jump_past_twice_a_wobbling_windows_top_is_seen(tmp_path):
     """tensorflow-deeplab-lfov's issue: the loss wobbles between 0.4 and 1.8 for twenty steps, then
     jumps to 5.1 (x5.8). The wobble widened the detector's spread: 5.2 sigmas, under its 6, and the

@@ -891,8 +891,9 @@ PROGRESS_LINES = Dialect(
                          re.MULTILINE), head=(metrics.LOSS, "iter", "total")),
         # CLU's LoggingWriter (JAX: big_vision, scenic, ...): "[{step}] train/loss=2.31, learning_rate=...",
         # also with spaces between the pairs (absl-logged JAX loops: "[0] loss=6.0003 learning_rate=0.001"),
-        # and a script's own "[100] loss: 2.31".
-        Shape(re.compile(rf"(?:^|\] )\[(\d+)\] [^\n]*?(?<![\w/])(?i:{_LOSS_KEY})(?:=|:[^\S\n]*)({_NUM})(?:,|[^\S\n]|$)",
+        # a script's own "[100] loss: 2.31", and XLNet's absl lines ("...train_gpu.py:303] [21500] | gnorm
+        # 0.25 lr 0.000223 | loss 7.64 | pplx 2081.29, bpc 11.0233": the loss after a space).
+        Shape(re.compile(rf"(?:^|\] )\[(\d+)\] [^\n]*?(?<![\w/])(?i:{_LOSS_KEY})(?:=|:[^\S\n]*|[^\S\n]+)({_NUM})(?:,|[^\S\n]|$)",
                          re.MULTILINE), head=(metrics.STEP, metrics.LOSS)),
         # A loss, then the count it was taken at: "Loss: 6.0023 after 100 batches".
         Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})[^\S\n]+after[^\S\n]+(\d+)[^\S\n]+"
