@@ -1846,6 +1846,25 @@ def test_xlnet_absl_lines_with_the_step_in_brackets(tmp_path):
     assert run.steps["loss"].iloc[-1] == pytest.approx(7.88)
 
 
+def test_yolov5_and_yolov7_console_tables(tmp_path):
+    """YOLOv5's and YOLOv7's train.py print "Epoch gpu_mem box obj cls total labels img_size" before
+    each epoch's bar, the validation table after it: the loss is "total" (box + obj + cls), which no
+    reader took for it ("not a log format", a YOLOv7 issue's paste of a NaN box loss)."""
+    lines = []
+    for e in range(8):
+        box, total = ("nan", "nan") if e >= 6 else (f"{0.05 - 0.002 * e:.4f}", f"{0.09 - 0.003 * e:.4f}")
+        lines += ["     Epoch   gpu_mem       box       obj       cls     total    labels  img_size",
+                  f"     {e}/299     65.1G    {box}    0.0151         0    {total}      1963       320: 100%|#####| "
+                  "1049/1049 [08:05<00:00,  2.16it/s]",
+                  "               Class      Images      Labels           P           R      mAP@.5  mAP@.5:.95: "
+                  "100%|#####| 82/82 [00:30<00:00,  2.70it/s]",
+                  "                 all       20987      129965       0.848       0.542       0.609       0.332", ""]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index.tolist() == list(range(8)) and run.steps["loss"].iloc[0] == 0.09
+    (nan,) = [i for i in analyze_run(run).incidents if i.kind == "nonfinite"]
+    assert (nan.step, nan.end_step, nan.severity) == (6, 7, "critical")
+
+
 def test_a_jump_past_twice_a_wobbling_windows_top_is_seen(tmp_path):
     """tensorflow-deeplab-lfov's issue: the loss wobbles between 0.4 and 1.8 for twenty steps, then
     jumps to 5.1 (x5.8). The wobble widened the detector's spread: 5.2 sigmas, under its 6, and the

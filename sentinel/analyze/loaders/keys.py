@@ -273,8 +273,24 @@ def loss_column(columns, explicit: str | None = None) -> tuple[str | None, bool]
     found = find_column(columns, LOSS_ALIASES, explicit)
     if found is not None or explicit is not None:
         return found, False
+    total = _yolov5_total(columns)
+    if total is not None:
+        return total, True
     inferred = infer_loss_column(columns)
     return inferred, inferred is not None
+
+
+def _yolov5_total(columns) -> str | None:
+    """YOLOv5's and YOLOv7's console table (``Epoch gpu_mem box obj cls total labels img_size``):
+    ``box``, ``obj`` and ``cls`` are the loss's terms and ``total`` their sum, the loss; None
+    where the columns are not that table's.
+
+    Example:
+        >>> _yolov5_total(["Epoch", "gpu_mem", "box", "obj", "cls", "total", "labels", "img_size"])
+        'total'
+    """
+    names = {str(c).strip().lower(): c for c in columns}
+    return names["total"] if {"box", "obj", "cls", "total"} <= names.keys() else None
 
 
 def inferred_loss_note(column: str, what: str = "column") -> str:
