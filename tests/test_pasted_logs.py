@@ -1865,6 +1865,21 @@ def test_yolov5_and_yolov7_console_tables(tmp_path):
     assert (nan.step, nan.end_step, nan.severity) == (6, 7, "critical")
 
 
+@pytest.mark.parametrize("pair", [("d_loss", "g_loss"), ("loss_D", "loss_G")])
+def test_a_gans_generator_and_discriminator_keys(tmp_path, pair):
+    """A GAN script's own lines ("batch: N  d_loss: X  g_loss: Y", BMSG-GAN's issue): two losses and
+    neither named loss, so "none is the total". The generator's is the loss, as the GAN dialect
+    reads it, and the run is judged as a GAN's (the generator's rises are the game)."""
+    d_key, g_key = pair
+    lines = [f"batch: {b}  {d_key}: {0.5 + 0.1 * np.sin(b):.6f}  {g_key}: {6 + 4 * abs(np.sin(b / 300)):.6f}"
+             for b in range(100, 3100, 100)]
+    (run,) = discover_runs(_write(tmp_path / "gan.log", lines))
+    assert run.steps["loss"].iloc[0] == pytest.approx(6 + 4 * abs(np.sin(1 / 3)), abs=1e-6)
+    report = analyze_run(run)
+    assert any(w.startswith("a GAN's run") for w in report.warnings)
+    assert f"loss read from {g_key!r}" in " ".join(report.warnings)
+
+
 def test_a_jump_past_twice_a_wobbling_windows_top_is_seen(tmp_path):
     """tensorflow-deeplab-lfov's issue: the loss wobbles between 0.4 and 1.8 for twenty steps, then
     jumps to 5.1 (x5.8). The wobble widened the detector's spread: 5.2 sigmas, under its 6, and the

@@ -258,6 +258,11 @@ def loss_components(columns) -> list[str]:
     return found if len({c.rsplit("/", 1)[0] for c in found}) == 1 else []
 
 
+# A GAN's two players' losses as scripts name them (lower case).
+GENERATOR_KEYS = ("loss_g", "g_loss", "lossg", "loss_gen", "gen_loss", "generator_loss", "g_total")
+DISCRIMINATOR_KEYS = ("loss_d", "d_loss", "lossd", "loss_disc", "disc_loss", "discriminator_loss", "d_total")
+
+
 def loss_column(columns, explicit: str | None = None) -> tuple[str | None, bool]:
     """The loss column: the one the user named, else a recognised alias, else
     :func:`infer_loss_column`. Returns ``(column, inferred)``: ``inferred`` is True when the
