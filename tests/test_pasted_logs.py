@@ -937,6 +937,20 @@ def test_keras_fit_bars_redrawn_with_a_nan_epoch_keep_their_epochs(tmp_path, bar
     assert run.steps.index[nan].tolist() == [13001, 13500, 14000, 14001, 14500, 15000]
 
 
+def test_a_keras_paste_that_opens_with_the_epoch_before_its_first_header(tmp_path):
+    """A Keras paste cut in the middle of epoch 129: its finished bar, then "Epoch 130/200". Every
+    epoch was read one on (the first bar taken for epoch 130's)."""
+    lines = []
+    for epoch in range(129, 139):
+        if epoch > 129:
+            lines.append(f"Epoch {epoch}/200")
+        lines.append(f"1562/1562 [==============================] - 477s - loss: {0.84 + 0.003 * (epoch - 129):.4f} "
+                     f"- acc: 0.7277 - val_loss: 0.8182 - val_acc: 0.7592")
+    (run,) = discover_runs(_write(tmp_path / "keras.txt", lines))
+    assert run.steps.index.tolist() == [epoch * 1562 for epoch in range(129, 139)]
+    assert run.steps["loss"].iloc[0] == 0.84
+
+
 def test_keras_epoch_header_glued_to_a_bar_is_not_its_value(tmp_path):
     """A fit nested in each epoch's (a callback's) printed its "Epoch 1/1000" right after the bar's
     value, without a line end: "loss: 0.2445Epoch 1/1000". The line was lost, a loss of 0 read in

@@ -721,6 +721,8 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
                 epoch = _epochs_from_wraps(iters, total, columns["_pos"], meta, columns.get(metrics.LOSS),
                                            _headers_between(text, shape, n, lines))
                 first = _first_epoch_header(text, lines)
+                if first is not None and _records_before_first_header(text, shape, n, lines):
+                    first -= 1  # a paste that opens with the end of the epoch before its first header
                 if first is not None and first > 1:  # a resumed fit: "Epoch 10/50" first, its steps go on from there
                     epoch = (np.ones(n) if epoch is None else epoch) + (first - 1)
                     meta["first_epoch"] = first
@@ -1233,6 +1235,20 @@ def _first_epoch_header(text: str, lines: Lines | None = None) -> int | None:
         return None
     found = _EPOCH_HEADER.search(text)
     return None if found is None else int(found.group(0).split()[1].split("/")[0])
+
+
+def _records_before_first_header(text: str, shape: Shape, n: int, lines: Lines | None = None) -> bool:
+    """Whether a record of ``shape`` comes before the first Keras ``Epoch k/K`` line (a paste cut
+    in the middle of the epoch before it: its finished bar, then ``Epoch 130/200``).
+
+    Example:
+        >>> from sentinel.analyze.loaders.dialects import GENERIC
+        >>> bar = next(s for s in GENERIC.shapes if s.pattern.search(" 1/2 [====] - loss: 2.1"))
+        >>> _records_before_first_header("2/2 [==] - loss: 2.1\\nEpoch 7/9\\n2/2 [==] - loss: 2.0\\n", bar, 2)
+        True
+    """
+    found = _headers_and_records(text, shape, n, lines)
+    return found is not None and bool(len(found[1])) and bool(found[1][0] < found[0][0])
 
 
 def _printed_epochs(text: str, shape: Shape, n: int, lines: Lines | None = None) -> np.ndarray | None:
