@@ -951,6 +951,18 @@ def test_a_keras_paste_that_opens_with_the_epoch_before_its_first_header(tmp_pat
     assert run.steps["loss"].iloc[0] == 0.84
 
 
+def test_json_lines_quoted_in_an_issue(tmp_path):
+    """ms-swift's logging.jsonl rows pasted into an issue as a Markdown quote ("> {...}"): "not a log
+    format" for the quote marks; unquoted they were read."""
+    lines = ["> " + json.dumps({"loss": 0.0 if s > 4 else 2.0 - 0.1 * s, "grad_norm": 0.0 if s > 4 else 1.5,
+                                "learning_rate": 1.5e-05 * s, "epoch": round(0.0071 * s, 6),
+                                "global_step/max_steps": f"{s}/420"})
+             for s in range(1, 13)]
+    (run,) = discover_runs(_write(tmp_path / "logging.jsonl", lines))
+    assert run.source == "generic_table" and len(run.steps.index) == 12
+    assert run.steps["loss"].iloc[0] == pytest.approx(1.9)
+
+
 def test_keras_epoch_header_glued_to_a_bar_is_not_its_value(tmp_path):
     """A fit nested in each epoch's (a callback's) printed its "Epoch 1/1000" right after the bar's
     value, without a line end: "loss: 0.2445Epoch 1/1000". The line was lost, a loss of 0 read in
