@@ -152,7 +152,8 @@ def detect_spikes(series: pd.Series, config: AnalyzeConfig, *, start_jump: float
     return _far_above_the_window(series, _detect_spikes(series, cfg, sparse=True), cfg)
 
 
-# A value this many times every value of the window before it is a spike, whatever the spread says.
+# A value this many times every value of the window before it is a spike, whatever the spread says
+# (at the detector's own threshold; a stricter one asked for, --threshold 12, asks that much more).
 _ABOVE_WINDOW = 2.0
 
 
@@ -172,9 +173,12 @@ def _far_above_the_window(series: pd.Series, frame: pd.DataFrame, cfg) -> pd.Dat
     """
     if frame.empty or len(series) <= cfg.warmup:
         return frame
+    from sentinel.detect import SpikeConfig
+
+    above = _ABOVE_WINDOW * max(1.0, cfg.threshold / SpikeConfig().threshold)
     # Only a value above twice the baseline can be above twice the window's top (which is at least
     # the baseline, a median of it): a few rows of any run, each window's top taken on its own.
-    rows = np.flatnonzero((frame["ratio"].to_numpy() > _ABOVE_WINDOW) & ~frame["is_spike"].to_numpy(dtype=bool)
+    rows = np.flatnonzero((frame["ratio"].to_numpy() > above) & ~frame["is_spike"].to_numpy(dtype=bool)
                           & (frame["ratio"].to_numpy() > 1 + cfg.rtol))
     if not len(rows):
         return frame
@@ -187,7 +191,7 @@ def _far_above_the_window(series: pd.Series, frame: pd.DataFrame, cfg) -> pd.Dat
     bounds[0::2], bounds[1::2] = np.maximum(at - cfg.window, 0), at  # each window: the values before the row
     before = np.maximum.reduceat(values, bounds)[0::2]
     here = values[at]
-    far = (here > _ABOVE_WINDOW * before) & (here - frame["baseline"].to_numpy()[rows] > cfg.atol)
+    far = (here > above * before) & (here - frame["baseline"].to_numpy()[rows] > cfg.atol)
     if not far.any():
         return frame
     frame = frame.copy()
