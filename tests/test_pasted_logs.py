@@ -1955,10 +1955,12 @@ def test_keras_terminate_on_nan_glued_to_its_bar(tmp_path):
     assert (nan.kind, nan.severity, nan.step) == ("nonfinite", "critical", 4)
 
 
+@pytest.mark.parametrize("epoch_word", ["epoch", "Epoch"])
 @pytest.mark.parametrize("kind", ["cyclegan", "pix2pix"])
-def test_cyclegan_and_pix2pix_loss_logs(tmp_path, kind):
+def test_cyclegan_and_pix2pix_loss_logs(tmp_path, kind, epoch_word):
     """pytorch-CycleGAN-and-pix2pix's loss_log.txt: "(epoch: E, iters: I, time: T, data: D)" then one
-    term per name. It was "not a log format". The generator's terms add up to the loss."""
+    term per name. It was "not a log format". The generator's terms add up to the loss. Forks print
+    "(Epoch: E, ..." (a CycleGAN issue's paste of a run diverging at epoch 101)."""
     terms = {"cyclegan": ("D_A", "G_A", "cycle_A", "idt_A", "D_B", "G_B", "cycle_B", "idt_B"),
              "pix2pix": ("G_GAN", "G_L1", "D_real", "D_fake")}[kind]
     lines = ["================ Training Loss (Wed Oct 30 10:43:06 2024) ================"]
@@ -1966,7 +1968,7 @@ def test_cyclegan_and_pix2pix_loss_logs(tmp_path, kind):
         for it in range(100, 1100, 100):
             values = " ".join(f"{t}: {'nan' if epoch == 2 and it > 800 else f'{0.5 + 0.01 * i + 0.1 / it:.4f}'}"
                               for i, t in enumerate(terms))
-            lines.append(f"(epoch: {epoch}, iters: {it}, time: 2.416, data: 9.430) {values} ")
+            lines.append(f"({epoch_word}: {epoch}, iters: {it}, time: 2.416, data: 9.430) {values} ")
     (run,) = discover_runs(_write(tmp_path / "loss_log.txt", lines))
     assert run.source == "cyclegan" and len(run.steps) == 20 and run.steps.index[10] == 1100
     generator = [0.5 + 0.01 * i + 0.001 for i, t in enumerate(terms) if not t.startswith("D_")]

@@ -1092,7 +1092,8 @@ CYCLEGAN = Dialect(
     name="cyclegan",
     description='pytorch-CycleGAN-and-pix2pix ("(epoch: E, iters: I, time: T, data: D) D_A: x G_A: y ...")',
     shapes=(
-        Shape(re.compile(r"\(epoch: (\d+), iters: (\d+), time: [^)\n]*\)[ ,]*([^\n]*)"), head=("epoch", "iter"),
+        # (forks print "(Epoch: E, ...")
+        Shape(re.compile(r"\((?i:epoch): (\d+), iters: (\d+), time: [^)\n]*\)[ ,]*([^\n]*)"), head=("epoch", "iter"),
               separators=(": ", ", ")),
     ),
     min_records=2,
