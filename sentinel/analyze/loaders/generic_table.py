@@ -54,7 +54,7 @@ from sentinel.analyze.loaders.numeric_table import (
     sum_loss_components,
     table_steps,
 )
-from sentinel.analyze.loaders.textlog import read_head, read_head_lines, run_name, text_encoding
+from sentinel.analyze.loaders.textlog import QUOTE_MARKS, read_head, read_head_lines, run_name, text_encoding
 
 NAME = "generic_table"
 DESCRIPTION = "CSV / TSV / JSONL tables, and JSON arrays of rows, with a step and a loss column"
@@ -88,7 +88,7 @@ def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
     head = "\n".join(lines[:_SNIFF_ROWS * 20])
     if JSON_ARRAY.match(head):  # a JSON array of rows: the keys its first rows show
         return None not in _sniffed(_head_keys(head), options, path)
-    if _QUOTED.sub("", lines[0], count=1).startswith("{"):
+    if _unquoted(lines[0]).startswith("{"):
         keys = set()
         for line in lines[:_SNIFF_ROWS]:
             row = _json_row(line)
@@ -213,7 +213,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     first = next((line for line in head.split("\n") if line.strip()), "")
     nan_rows: dict[str, list[int]] = {}
     array = JSON_ARRAY.match(head) is not None
-    if array or _QUOTED.sub("", first, count=1).startswith("{"):
+    if array or _unquoted(first).startswith("{"):
         table = (_read_json_array if array else _read_jsonl)(Path(path), warnings, nan_rows)
         step_col, loss_col = pick_columns(list(table.columns), options, path, warnings)
         if options.step_col is None:  # a step key in a few rows only (a summary row's) is not the step
@@ -365,10 +365,6 @@ def _logged_nan(table: pd.DataFrame, nan_rows: dict[str, list[int]], step_col: s
     return out
 
 
-# The quoting a paste into an issue or an e-mail adds before each line ("> ", "> > ").
-_QUOTED = re.compile(r"^[ \t]*(?:>[ \t]?)*")
-
-
 def _read_jsonl(path: Path, warnings: list[str], nan_rows: dict[str, list[int]]) -> pd.DataFrame:
     """Stream the rows; keys past :data:`MAX_COLUMNS` (or, in a large file, keys the analysis
     does not read) are dropped and counted. ``nan_rows`` gets, per key, the rows that hold it as
@@ -513,13 +509,16 @@ def _json_row(line: str) -> dict | None:
         >>> _json_row('> {"loss": 0.5, "step": 1}'), _json_row("[1, 2]")
         ({'loss': 0.5, 'step': 1}, None)
     """
-    if line.lstrip().startswith(">"):
-        line = _QUOTED.sub("", line, count=1)
     try:
-        row = json.loads(line)
+        row = json.loads(_unquoted(line) if line.lstrip().startswith(">") else line)  # the regex on quoted rows only
     except (ValueError, RecursionError):  # RecursionError: nested too deeply to be a record
         return None
     return row if isinstance(row, dict) else None
+
+
+def _unquoted(line: str) -> str:
+    """``line`` without its leading blanks and the quote marks of a paste (``> {...}``)."""
+    return QUOTE_MARKS.sub("", line, count=1).lstrip()
 
 
 def _flatten(row: dict, keep_text: bool = False, nan_keys: list[str] | None = None) -> dict:

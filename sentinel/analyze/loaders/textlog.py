@@ -34,6 +34,10 @@ _GENERIC_STEMS = frozenset({"metrics", "main", "train", "log", "logs", "stdout",
                             "results", "progress"})
 
 
+# The quoting a paste into an issue or an e-mail adds before each line ("> ", "> > ").
+QUOTE_MARKS = re.compile(r"^[ \t]*(?:>[ \t]?)+", re.MULTILINE)
+
+
 # What Windows PowerShell's ">" and Out-File write: UTF-16 with a byte-order mark.
 _UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 
