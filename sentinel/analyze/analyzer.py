@@ -15,7 +15,7 @@ from sentinel.analyze.detector import loss_warmup, warmup_steps
 from sentinel.analyze.discover import READ_ERRORS, NoRunsError, Skipped, debugging, describe_error, discover
 from sentinel.analyze.incident import Incident
 from sentinel.analyze.loaders import LOGGED_NAN, LOSS_SCALE_MIN, OVERFLOW_ROWS_ONLY, STEP_UNIT, LoadOptions, RunData
-from sentinel.analyze.loaders.keys import GENERATOR_KEYS, is_epoch_mean
+from sentinel.analyze.loaders.keys import is_epoch_mean
 from sentinel.analyze.report import Report, RunReport, in_epochs, verdict
 from sentinel.analyze.rule_abandoned import replaced_incidents, went_back_incident
 from sentinel.analyze.rule_amp import loss_scale_incidents, overflow_incidents
@@ -163,8 +163,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
     loss = finite(steps[metrics.LOSS]) if has(metrics.LOSS) else pd.Series(dtype="float64")
     environment_rl = is_environment_rl(steps.columns)
     policy_gradient = is_policy_gradient_loss(_loss_name(run.meta))
-    # ... or one whose loss is a generator's read by its key (loss_G beside loss_D in a script's lines).
-    adversarial = is_adversarial(steps.columns) or str(_loss_name(run.meta)).lower() in GENERATOR_KEYS
+    adversarial = is_adversarial(steps.columns, _loss_name(run.meta))
     if has(metrics.LOSS) or has(metrics.GRAD_NORM_TOTAL) or not run.events.empty:
         incidents += nonfinite_incidents(run)
         incidents += eval_nonfinite_incidents(run)

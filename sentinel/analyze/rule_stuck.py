@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
+from sentinel.analyze.loaders.keys import DISCRIMINATOR_KEYS, GENERATOR_KEYS
 from sentinel.analyze.rule_chance import chance_level
 
 # Consecutive logged values, all the same float, that make a stretch.
@@ -84,16 +85,17 @@ def is_policy_gradient_loss(name: str) -> bool:
     return not _POLICY_WORDS.isdisjoint(re.split(r"[^a-z0-9]+", name.lower()))
 
 
-def is_adversarial(columns) -> bool:
-    """A GAN's run: a discriminator's loss (``loss_d``) beside the generator's. The two play
-    against each other: the generator's loss rising while the discriminator improves is the
+def is_adversarial(columns, loss_name: str = "") -> bool:
+    """A GAN's run: a discriminator's loss (``loss_d``) beside the generator's, or a loss read
+    from a generator's key (``loss_G``, which a script's lines print beside ``loss_D``). The two
+    play against each other: the generator's loss rising while the discriminator improves is the
     game, not a divergence.
 
     Example:
-        >>> is_adversarial(["loss", "loss_d"]), is_adversarial(["loss"])
-        (True, False)
+        >>> is_adversarial(["loss", "loss_d"]), is_adversarial(["loss"]), is_adversarial(["loss"], "g_loss")
+        (True, False, True)
     """
-    return any(str(c) in ("loss_d", "d_loss", "loss_disc", "discriminator_loss") for c in columns)
+    return any(str(c) in DISCRIMINATOR_KEYS for c in columns) or loss_name.lower() in GENERATOR_KEYS
 
 
 def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS, zero_counts: bool = True) -> list[Incident]:

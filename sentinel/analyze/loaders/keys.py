@@ -258,7 +258,8 @@ def loss_components(columns) -> list[str]:
     return found if len({c.rsplit("/", 1)[0] for c in found}) == 1 else []
 
 
-# A GAN's two players' losses as scripts name them (lower case).
+# A GAN's two players' losses as scripts name them (lower case): the generator's read as the loss,
+# a discriminator's beside it makes a GAN's run (rule_stuck.is_adversarial).
 GENERATOR_KEYS = ("loss_g", "g_loss", "lossg", "loss_gen", "gen_loss", "generator_loss", "g_total")
 DISCRIMINATOR_KEYS = ("loss_d", "d_loss", "lossd", "loss_disc", "disc_loss", "discriminator_loss", "d_total")
 
