@@ -139,8 +139,8 @@ def detect_spikes(series: pd.Series, config: AnalyzeConfig, *, start_jump: float
         # 2,000 steps in those values).
         early_cfg = dataclasses.replace(cfg, min_history=min(_EARLY_HISTORY, cfg.warmup),
                                         short_rtol=max(cfg.short_rtol, _EARLY_JUMP, start_jump or 0.0))
-        head = series.iloc[:cfg.warmup]
         frame = _far_above_the_window(series, frame, cfg)
+        head = series.iloc[:cfg.warmup]
         early = _detect_spikes(head, early_cfg, sparse=True).copy()
         # ... and rises past twice every value before it: a noisy start (an RL loss's episodes)
         # jumps x3 over a median of three or four values as it goes.
@@ -159,7 +159,8 @@ _ABOVE_WINDOW = 2.0
 
 def _far_above_the_window(series: pd.Series, frame: pd.DataFrame, cfg) -> pd.DataFrame:
     """``frame`` with the rows flagged whose value is more than :data:`_ABOVE_WINDOW` times every
-    value of the window before it (past the warm-up, the relative and absolute parts met): a spread
+    value of the window before it (times the threshold over the detector's own, where that is
+    higher; past the warm-up, the relative and absolute parts met): a spread
     the run's own wobbling widened hides a jump the outlier part finds in a calm stretch (a loss
     going 0.4-1.8 for twenty steps, then 5.1: 5.2 sigmas, under the 6). The guard acts on the
     outlier part alone, as it must step by step; the analysis sees the jump for what it is.
@@ -178,8 +179,8 @@ def _far_above_the_window(series: pd.Series, frame: pd.DataFrame, cfg) -> pd.Dat
     above = _ABOVE_WINDOW * max(1.0, cfg.threshold / SpikeConfig().threshold)
     # Only a value above twice the baseline can be above twice the window's top (which is at least
     # the baseline, a median of it): a few rows of any run, each window's top taken on its own.
-    rows = np.flatnonzero((frame["ratio"].to_numpy() > above) & ~frame["is_spike"].to_numpy(dtype=bool)
-                          & (frame["ratio"].to_numpy() > 1 + cfg.rtol))
+    rows = np.flatnonzero((frame["ratio"].to_numpy() > max(above, 1 + cfg.rtol))
+                          & ~frame["is_spike"].to_numpy(dtype=bool))
     if not len(rows):
         return frame
     at = series.index.get_indexer(frame.index[rows])

@@ -630,18 +630,14 @@ def _short_paste(file: Path, options: LoadOptions) -> list[RunData] | None:
 
     if is_compressed(file):
         return None
-    runs = None
     for least in (SHORT_PASTE_RECORDS, NONFINITE_PASTE_RECORDS):
-        if not textlogs.sniff(file, options, least=least):
-            continue
         try:
-            runs = textlogs.load(file, options, least=least)
+            runs = textlogs.load(file, options, least=least) if textlogs.sniff(file, options, least=least) else []
         except ValueError:
-            continue
-        if least == SHORT_PASTE_RECORDS or any(_shows_nonfinite_loss(run) for run in runs):
+            runs = []
+        if runs and (least == SHORT_PASTE_RECORDS or any(_shows_nonfinite_loss(run) for run in runs)):
             break
-        runs = None
-    if runs is None:
+    else:
         return None
     for run in runs:
         run.warnings.append(f"only {len(run.steps)} step lines: read because the file was named on its own "

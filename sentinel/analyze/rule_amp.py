@@ -11,7 +11,7 @@ import pandas as pd
 from sentinel import metrics
 from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
-from sentinel.analyze.spans import between, group_steps, value_at
+from sentinel.analyze.spans import between, group_positions, group_steps, value_at
 
 
 def loss_scale_incidents(scale: pd.Series, config: AnalyzeConfig, overflow: pd.Series | None = None,
@@ -58,7 +58,8 @@ def fell_under_floor_incidents(scale: pd.Series, config: AnalyzeConfig) -> list[
         >>> fell_under_floor_incidents(s, AnalyzeConfig())[0].details["min_step"]
         486
     """
-    values = scale[np.isfinite(scale.to_numpy(dtype="float64")) & (scale.to_numpy(dtype="float64") > 0)]
+    raw = scale.to_numpy(dtype="float64")
+    values = scale[np.isfinite(raw) & (raw > 0)]
     peak = values.cummax()
     fell = (values < config.loss_scale_floor) & (np.log10(peak / values) >= config.loss_scale_fall_orders)
     if not fell.any():
@@ -92,8 +93,8 @@ def at_minimum_incidents(scale: pd.Series, overflow: pd.Series, config: AnalyzeC
     # An overflowing row whose scale is the row before's: the scaler could not lower it.
     held = np.zeros(len(values), dtype=bool)
     held[1:] = hit[1:] & (values[1:] == values[:-1]) & (values[1:] <= config.loss_scale_floor)
-    runs = [(first, last) for first, last in group_steps(pd.Series(held, index=np.arange(len(held))), max_gap=1)
-            if last > first]
+    rows = np.arange(len(held))
+    runs = [(first, last) for first, last in group_positions(np.flatnonzero(held), rows) if last > first]
     steps = both.index
     incidents = []
     for first, last in runs:

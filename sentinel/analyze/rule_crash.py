@@ -7,6 +7,10 @@ import re
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
 
 
+# DeepSpeed's loss scaler (raise_error_at_min_scale) and fairseq's trainer, when the scale can go no lower.
+_AT_MINIMUM_SCALE = re.compile(r"loss scale already at minimum|Minimum loss scale reached", re.IGNORECASE)
+
+
 def crash_incidents(crash: dict | None) -> list[Incident]:
     """One incident where the log ends in a traceback after its last step line (a loader's
     ``meta["crash"]``: ``error``, ``after_step``, ``line``): a warning, since the run did not
@@ -33,7 +37,3 @@ def crash_incidents(crash: dict | None) -> list[Incident]:
     return [Incident(IncidentKind.CRASH, after, after, Severity.WARNING,
                      f"the training stopped after step {after} with {error} (the log ends in its traceback{where}): "
                      "it did not finish", {**details, "resolved": False})]
-
-
-# DeepSpeed's loss scaler (raise_error_at_min_scale) and fairseq's trainer, when the scale can go no lower.
-_AT_MINIMUM_SCALE = re.compile(r"loss scale already at minimum|Minimum loss scale reached", re.IGNORECASE)

@@ -219,7 +219,7 @@ def nonfinite_incidents(run: RunData) -> list[Incident]:
             details = {"metric": key, "values": kinds, "count": int(len(span)),
                        "sources": _source_list(sources), "resolved": resolved}
             # A recorded source module says more (kept below); a text log's event for the NaN it printed does not.
-            if (start, end) in skipped and not any(source.get("module") for source in _source_list(sources)):
+            if (start, end) in skipped and not any(source.get("module") for source in details["sources"]):
                 severity, why = skipped[(start, end)]
                 message = f"{key} non-finite ({'/'.join(kinds)}) at {steps_txt} while the loss stayed finite: {why}"
                 incidents.append(Incident(IncidentKind.NONFINITE, start, end, severity, message,
