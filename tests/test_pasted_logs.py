@@ -1977,6 +1977,30 @@ def test_cyclegan_and_pix2pix_loss_logs(tmp_path, kind, epoch_word):
     assert (incident.kind, incident.step) == ("nonfinite", 1900)
 
 
+
+@pytest.mark.parametrize("printed", ["nan", ""])
+def test_a_cyclegan_line_cut_in_a_paste_is_no_printed_nan(tmp_path, printed):
+    """A CycleGAN issue's paste ends in a line cut after "G_B: 150." (no cycle_B, no idt_B): the
+    generator's terms summed to NaN there and it was a critical non-finite loss. A term printed as
+    nan still is one; a term not printed leaves the line without a sum, with a warning."""
+    terms = ("D_A", "G_A", "cycle_A", "idt_A", "D_B", "G_B", "cycle_B", "idt_B")
+    lines = [f"(epoch: 1, iters: {it}, time: 0.253, data: 0.003) "
+             + " ".join(f"{t}: {0.2 + 0.01 * i:.3f}" for i, t in enumerate(terms)) for it in range(100, 1100, 100)]
+    last = f"(epoch: 2, iters: 100, time: 0.253, data: 0.309) D_A: 61.812 G_A: 108.169 cycle_A: 0.783 idt_A: 0.103 " \
+           "D_B: 86.232 G_B: 150."
+    lines.append(last + (" cycle_B: nan idt_B: 0.05" if printed else ""))
+    (run,) = discover_runs(_write(tmp_path / "loss_log.txt", lines))
+    assert run.steps["loss_d"].iloc[-1] == pytest.approx(61.812 + 86.232)
+    assert math.isnan(run.steps["loss"].iloc[-1])
+    incidents = analyze_run(run).incidents
+    cut = [w for w in run.warnings if "lack a term" in w]
+    if printed:
+        assert not cut and [(i.kind, i.severity, i.step) for i in incidents] == [("nonfinite", "critical", 1100)]
+    else:
+        assert cut == ["1 line(s) lack a term of the loss (cycle_b, idt_b): cut in a paste or not printed there; "
+                       "their sum is not read"]
+        assert not [i for i in incidents if i.kind == "nonfinite"]
+
 def test_several_loss_lines_an_epoch_with_no_step_are_each_a_step(tmp_path):
     """PaddleOCR without its global_step: "epoch: [1/10], lr: ..., loss: 38.9" every N iterations.
     The epoch was read as the step, so 46 lines became 10 and the lowest losses vanished silently."""

@@ -201,6 +201,9 @@ class Dialect:
             its values the epoch's means; the report then speaks of epochs).
         loss_scale_min: the tool's own floor for its dynamic loss scale, where it lies below the
             analysis's (fairseq's ``--min-loss-scale``, 1e-4: a scale of 0.5 is its normal range).
+        loss_terms: the loss is no printed key but the sum of the printed terms (CycleGAN's ``D_A``,
+            ``G_A``, ``cycle_A``, ...): the printed NaNs of every term are kept (``LOGGED_NAN``), so a
+            sum that lacks a term (a line cut in a paste) is told from one of a printed NaN.
     """
 
     name: str
@@ -232,3 +235,4 @@ class Dialect:
     event_word: str | None = None
     step_unit: str | None = None
     loss_scale_min: float | None = None
+    loss_terms: bool = False

@@ -1097,6 +1097,7 @@ CYCLEGAN = Dialect(
               separators=(": ", ", ")),
     ),
     min_records=2,
+    loss_terms=True,
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,

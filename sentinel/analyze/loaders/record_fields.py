@@ -51,6 +51,19 @@ def watches_nonfinite(name: str) -> bool:
     return name in NONFINITE_WATCHED or looks_like_eval_loss(name)
 
 
+def marks_nan(name: str, dialect) -> bool:
+    """Whether a reader marks where ``name`` printed a NaN (:data:`NAN_PREFIX`): a watched metric
+    (:func:`watches_nonfinite`), or any term of a loss summed from terms (``Dialect.loss_terms``).
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> marks_nan("g_a", SimpleNamespace(loss_terms=False)), marks_nan("g_a", SimpleNamespace(loss_terms=True))
+        (False, True)
+    """
+    return dialect.loss_terms or watches_nonfinite(name)
+
+
+
 def units_order(units: Mapping[str, tuple[str, float]]) -> list[str]:
     """Units longest first, so ``ms`` is tried before ``s``."""
     return sorted(units, key=len, reverse=True)

@@ -30,7 +30,7 @@ from sentinel.analyze.loaders.field_lists import FIELD, THOUSANDS
 from sentinel.analyze.loaders.log_lines import Lines, Skeletons
 from sentinel.analyze.loaders.pattern_locality import line_local
 from sentinel.analyze.loaders.pattern_re2 import line_filter
-from sentinel.analyze.loaders.record_fields import (KEY, NAN_PREFIX, NUMBER_SYNTAX, check_heads, metric_name,
+from sentinel.analyze.loaders.record_fields import (KEY, NAN_PREFIX, NUMBER_SYNTAX, check_heads, marks_nan, metric_name,
                                                     prefixed, unit_suffix, units_order, watches_nonfinite, widest)
 
 
@@ -358,7 +358,7 @@ def read_templates(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOp
             out["_" + name] = values
             continue
         out[prefixed(shape, name)] = values
-        if watches_nonfinite(name):
+        if marks_nan(name, dialect):
             out[NAN_PREFIX + prefixed(shape, name)] = np.where((counts > i) & np.isnan(values), 1.0, np.nan)
     keys_seen = check_heads(out, shape, counts, width, ok)
     bad = 0
@@ -379,7 +379,7 @@ def read_templates(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOp
             if name is None:
                 name = names[lower, code] = metric_name(lower, unit_suffix(shape, code), shape, dialect, options)
             last.setdefault(name, {})[g] = column, factor  # a later pair of a metric replaces an earlier one
-            if column >= 0 and watches_nonfinite(name):
+            if column >= 0 and marks_nan(name, dialect):
                 logged.setdefault(name, []).append((g, column))
     for name, picks in last.items():
         out[name] = _pick(numbers, rec_layout, len(layouts), picks)

@@ -471,14 +471,15 @@ def _epoch_means_undone(found, line: re.Match | None) -> None:
 def gan_terms(steps, warnings: list[str], logged_nan: dict | None = None) -> None:
     """A GAN log's loss terms as the two losses they add up to: the generator's (every term but the
     discriminators' ``d_*``) as the loss, the discriminators' as ``loss_d`` (a GAN's run is judged on
-    non-finite values only: the two play against each other). In place, with a warning; each row is
-    a printed line, so a NaN sum is a printed NaN (``logged_nan``, by key, gets its steps).
+    non-finite values only: the two play against each other). In place, with a warning. A sum is a
+    printed NaN (``logged_nan``, by key: the terms' printed NaNs in, the sums' out) where one of its
+    terms printed one; a line that lacks a term (cut in a paste) has no sum.
 
     Example:
         >>> import pandas as pd
-        >>> t = pd.DataFrame({"d_a": [0.5], "g_a": [0.4], "cycle_a": [2.0]}); gan_terms(t, w := [])
-        >>> t[["loss", "loss_d"]].to_dict("records"), w[0].split(";")[0]
-        ([{'loss': 2.4, 'loss_d': 0.5}], "loss is the generator's g_a + cycle_a")
+        >>> t = pd.DataFrame({"d_a": [0.5, 0.4], "g_a": [0.4, float("nan")], "cycle_a": [2.0, 1.0]})
+        >>> gan_terms(t, w := [], nan := {"g_a": []}); t["loss"].tolist(), nan, w[0].split(";")[0], w[1][:40]
+        ([2.4, nan], {'loss': [], 'loss_d': []}, "loss is the generator's g_a + cycle_a", '1 line(s) lack a term of the loss (g_a):')
     """
     terms = [c for c in steps.columns if c not in (metrics.LOSS, "loss_d")]
     critic = [c for c in terms if c.startswith("d_")]
@@ -487,11 +488,22 @@ def gan_terms(steps, warnings: list[str], logged_nan: dict | None = None) -> Non
         return
     steps[metrics.LOSS] = steps[generator].sum(axis=1, min_count=len(generator))
     steps["loss_d"] = steps[critic].sum(axis=1, min_count=len(critic))
-    if logged_nan is not None:  # every row is a printed line with every term: a NaN sum was printed
-        for key in (metrics.LOSS, "loss_d"):
-            logged_nan[key] = steps.index.to_numpy()[steps[key].isna().to_numpy()].tolist()
     warnings.append(f"loss is the generator's {' + '.join(generator)}; loss_d the discriminators' "
                     f"{' + '.join(critic)} (--loss-col picks one term)")
+    if logged_nan is None:
+        return
+    index = steps.index.to_numpy()
+    for key, side in ((metrics.LOSS, generator), ("loss_d", critic)):
+        printed = np.isin(index, [step for term in side for step in logged_nan.get(term, ())])
+        unsummed = steps[key].isna().to_numpy()
+        logged_nan[key] = index[unsummed & printed].tolist()
+        lacking = [term for term in side if (steps[term].isna().to_numpy() & unsummed & ~printed).any()]
+        if lacking:
+            warnings.append(f"{int((unsummed & ~printed).sum())} line(s) lack a term of the "
+                            f"{'loss' if key == metrics.LOSS else key} ({', '.join(lacking)}): cut in a paste or "
+                            "not printed there; their sum is not read")
+    for term in terms:
+        logged_nan.pop(term, None)
 
 
 def _hf_steps(text: str, found) -> None:

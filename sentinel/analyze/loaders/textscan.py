@@ -81,7 +81,7 @@ from sentinel.analyze.loaders.launcher_ranks import one_rank
 from sentinel.analyze.loaders.epoch_counts import epoch_length as _epoch_length
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.pattern_prefix import literal_first
-from sentinel.analyze.loaders.record_fields import (KEY, NAN_PREFIX, NUMBER_SYNTAX, check_heads, metric_name,
+from sentinel.analyze.loaders.record_fields import (KEY, NAN_PREFIX, NUMBER_SYNTAX, check_heads, marks_nan, metric_name,
                                                     prefixed, unit_suffix, units_order, watches_nonfinite, widest)
 from sentinel.analyze.loaders.template_reader import read_templates
 from sentinel.analyze.loaders.text_events import (count_overflows, event_rows, read_events, stamp,
@@ -331,7 +331,7 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
         # where a count inside the epoch restarts at an epoch length that is no multiple of the
         # logging interval (mmengine's [e][i/1583] every 50: each NaN was an incident of its own).
         meta[LOGGED_NAN] = {key: steps.index.to_numpy()[mask].tolist() for key, mask in logged_nan.items()
-                            if watches_nonfinite(key) and key in steps.columns}
+                            if marks_nan(key, dialect) and key in steps.columns}
     for key in [c for c in steps.columns if watches_nonfinite(c)] if not by_record else ():
         if key in steps.columns:
             flagged = np.isinf(steps[key].to_numpy()) | logged_nan.get(key, np.zeros(len(steps), dtype=bool))
@@ -401,7 +401,7 @@ def _read_shape(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOptio
             out["_" + name] = values
             continue
         out[prefixed(shape, name)] = values
-        if watches_nonfinite(name):
+        if marks_nan(name, dialect):
             out[NAN_PREFIX + prefixed(shape, name)] = np.where(parsed & np.isnan(values), 1.0, np.nan)
     keys_seen = check_heads(out, shape, counts, width, ok)
     # Pairs: a key at h, h + 2, ... (never in the last field of the width), its value after it.
@@ -434,7 +434,7 @@ def _read_shape(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOptio
             required[row[np.isin(codes, wanted)]] = True
         _scatter(out, n, row, codes.astype(np.int64) * 256 + suffix, values, parsed,
                  lambda combo: metric_name(lower[combo // 256], unit_suffix(shape, combo % 256), shape, dialect,
-                                           options))
+                                           options), dialect.loss_terms)
     if shape.require is not None:
         if dialect.step_from_order:
             out["_counts"] = required  # other records (eval dicts) join the step before them
@@ -473,9 +473,10 @@ def _tokens(bodies: list, shape: Shape) -> tuple[pa.Array, np.ndarray, np.ndarra
 
 
 def _scatter(out: dict[str, np.ndarray], n: int, row: np.ndarray, combos: np.ndarray, values: np.ndarray,
-             parsed: np.ndarray, name_of) -> None:
+             parsed: np.ndarray, name_of, mark_every: bool = False) -> None:
     """Write each pair's value into its metric column; in a record, a later pair of the same
-    metric replaces an earlier one. A logged NaN of a watched metric is marked."""
+    metric replaces an earlier one. A logged NaN of a watched metric (of every one with
+    ``mark_every``) is marked."""
     names: dict[str, list[int]] = {}
     for combo in np.flatnonzero(np.bincount(combos)).tolist():
         names.setdefault(name_of(combo), []).append(combo)
@@ -486,7 +487,7 @@ def _scatter(out: dict[str, np.ndarray], n: int, row: np.ndarray, combos: np.nda
         last[:-1] = rows[1:] != rows[:-1]  # picked is in record order, pairs left to right
         column = out.setdefault(name, np.full(n, np.nan))
         column[rows[last]] = values[picked[last]]
-        if watches_nonfinite(name):
+        if mark_every or watches_nonfinite(name):
             logged = picked[parsed[picked] & np.isnan(values[picked])]
             if len(logged):
                 out.setdefault(NAN_PREFIX + name, np.full(n, np.nan))[row[logged]] = 1.0
