@@ -1977,6 +1977,46 @@ def test_cyclegan_and_pix2pix_loss_logs(tmp_path, kind, epoch_word):
     assert (incident.kind, incident.step) == ("nonfinite", 1900)
 
 
+_TF_NAN_TRACEBACK = ["Traceback (most recent call last):", '  File "train.py", line 184, in <module>',
+                     "    tf.app.run()"]
+
+
+@pytest.mark.parametrize("lines, step", [
+    # the TF Object Detection API's first step, then its check_numerics error
+    (["INFO:tensorflow:global step 1: loss = 12.6485 (3.511 sec/step)",
+      "I1013 12:07:05.569523 140401173534464 tf_logging.py:116] global step 1: loss = 12.6485 (3.511 sec/step)",
+      "INFO:tensorflow:Error reported to Coordinator: <class 'tensorflow.python.framework.errors_impl."
+      "InvalidArgumentError'>, LossTensor is inf or nan. : Tensor had NaN values"], 2),
+    # tensor2tensor's last loss line, quoted, then the NanTensorHook's error
+    (["> INFO:tensorflow:loss = 1.8717, step = 31601 (182.200 sec)",
+      "> INFO:tensorflow:Saving checkpoints for 31622 into /tmp/model.ckpt.",
+      "> ERROR:tensorflow:Model diverged with loss = NaN.", *("> " + line for line in _TF_NAN_TRACEBACK)], 31602),
+    # no step line at all: each logger's copy of the error is one failure
+    (["INFO:tensorflow:examples/sec: 11.7567", "ERROR:tensorflow:Model diverged with loss = NaN.",
+      "E0402 11:01:06.344348 140192889546560 basic_session_run_hooks.py:760] Model diverged with loss = NaN.",
+      *_TF_NAN_TRACEBACK,
+      "tensorflow.python.training.basic_session_run_hooks.NanLossDuringTrainingError: NaN loss during training."], 1),
+    # Composer's NaNMonitor; DiffWave's check names its step
+    (["[batch=16/625]: Train loss/train/total: 2.31", "RuntimeError: Train loss contains a NaN."], None),
+    (["Epoch 3: 100%|##########| 120/120 [00:31<00:00, 3.85it/s]",
+      "RuntimeError: Detected NaN loss at step 36120."], 36120),
+])
+def test_a_paste_of_one_step_line_or_none_and_the_error_that_the_loss_went_nan(tmp_path, lines, step):
+    """TensorFlow's issues: a paste of the step line before the NaN (or none) and the error that
+    stopped the run ("LossTensor is inf or nan", "Model diverged with loss = NaN.",
+    NanLossDuringTrainingError) was "not a log format": one record line is under a paste's least,
+    and the error lines were no event. Named on its own, such a file is read: a critical non-finite
+    loss; in a directory walk it is still no run."""
+    (tmp_path / "paste").mkdir()
+    path = _write(tmp_path / "paste" / "train.txt", lines)
+    code, report = _analyze(str(path))
+    (run,) = report["runs"]
+    assert code == 0 and run["verdict"] == "unhealthy", report
+    (incident,) = [i for i in run["incidents"] if i["kind"] == "nonfinite"]
+    assert incident["severity"] == "critical" and (step is None or incident["step"] == step)
+    result = CliRunner().invoke(main, ["analyze", str(tmp_path / "paste")])
+    assert result.exit_code == 1 and "no training logs found" in result.output
+
 
 @pytest.mark.parametrize("printed", ["nan", ""])
 def test_a_cyclegan_line_cut_in_a_paste_is_no_printed_nan(tmp_path, printed):

@@ -619,37 +619,54 @@ def _claim_and_load(file: Path, modules: Iterable[ModuleType], options: LoadOpti
 # rows under a header are a quote).
 SHORT_PASTE_RECORDS = 3
 # ... or two, where one shows a non-finite loss: the line before the NaN and the NaN are what a
-# user pastes ("ep=22 ... loss=0.671", "ep=23 ... loss=nan").
+# user pastes ("ep=22 ... loss=0.671", "ep=23 ... loss=nan"); or one or none, where a library's
+# line says the loss went non-finite (TensorFlow's "global step 1: loss = 12.6" and its "LossTensor
+# is inf or nan" error). One line that prints a NaN is not enough: a sentence, a report's line.
 NONFINITE_PASTE_RECORDS = 2
+SAID_NONFINITE_RECORDS = 1
 
 
 def _short_paste(file: Path, options: LoadOptions) -> list[RunData] | None:
     """A text file named on its own with a few record lines only (a paste from an issue: four
-    lines, the last one NaN; two, where one is NaN), read with a warning; None when it has fewer."""
+    lines, the last one NaN; two, where one is NaN; one or none, where a library's line says the
+    loss went NaN), read with a warning; None when it has fewer."""
     from sentinel.analyze.loaders import textlogs  # the loaders' own imports: lazily
 
     if is_compressed(file):
         return None
-    for least in (SHORT_PASTE_RECORDS, NONFINITE_PASTE_RECORDS):
+    for least, enough in ((SHORT_PASTE_RECORDS, None), (NONFINITE_PASTE_RECORDS, _shows_nonfinite_loss),
+                          (SAID_NONFINITE_RECORDS, _says_nonfinite)):
         try:
             runs = textlogs.load(file, options, least=least) if textlogs.sniff(file, options, least=least) else []
         except ValueError:
             runs = []
-        if runs and (least == SHORT_PASTE_RECORDS or any(_shows_nonfinite_loss(run) for run in runs)):
+        if runs and (enough is None or any(enough(run) for run in runs)):
             break
     else:
         return None
     for run in runs:
-        run.warnings.append(f"only {len(run.steps)} step lines: read because the file was named on its own "
-                            "(in a directory it would be no run)")
+        count = len(run.steps)
+        run.warnings.append(f"only {count} step line{'s' if count != 1 else ''}: read because the file was named on "
+                            "its own (in a directory it would be no run)")
     return runs
 
 
 def _shows_nonfinite_loss(run: RunData) -> bool:
     """Whether a text log's loss has a NaN or an infinity (a generic line prints its loss on each
-    record line: a NaN there was printed)."""
+    record line: a NaN there was printed), or one of its lines says something went non-finite."""
     loss = run.steps.get(metrics.LOSS)
-    return loss is not None and bool(loss.isna().any() or loss.isin([float("inf"), float("-inf")]).any())
+    if loss is not None and bool(loss.isna().any() or loss.isin([float("inf"), float("-inf")]).any()):
+        return True
+    return _says_nonfinite(run)
+
+
+def _says_nonfinite(run: RunData) -> bool:
+    """Whether a line of a text log (a library's, not a record's value) says something went
+    non-finite: its event names the line."""
+    events = run.events
+    if "kind" not in events.columns or "line" not in events.columns:
+        return False
+    return bool(events["line"][events["kind"] == "nonfinite"].notna().any())
 
 
 def _table_under_lines(file: Path, options: LoadOptions) -> list[RunData] | None:

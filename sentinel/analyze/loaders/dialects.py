@@ -17,6 +17,7 @@ from sentinel.events import EventKind
 from sentinel.analyze.loaders.amp_lines import AMP_LINES, SNIFF as AMP_SNIFF
 from sentinel.analyze.loaders.dialect_types import Dialect, EventLine, RecordEvent, Shape
 from sentinel.analyze.loaders.log_lines import Lines
+from sentinel.analyze.loaders.nonfinite_lines import WORDS as NONFINITE_WORDS
 
 _M = re.MULTILINE
 # The most characters between two fields of one record ("step N ... loss = X"). A lazy scan
@@ -1081,6 +1082,19 @@ AMP_ONLY = Dialect(
     sniff=AMP_SNIFF,
     min_records=1,
     event_word="overflow",
+)
+
+# A library's lines saying the loss went non-finite, and no record line (a paste of TensorFlow's
+# "Model diverged with loss = NaN." and its traceback): read only from a file named on its own, where
+# no dialect reads a record (see textlogs.pick_dialect).
+NONFINITE_ONLY = Dialect(
+    name="nonfinite_message",
+    description='a library\'s line that the loss went non-finite, alone (TensorFlow\'s "Model diverged with '
+                'loss = NaN."), in a file named on its own',
+    shapes=(),  # its lines are every text's event lines (text_events.read_events)
+    sniff=NONFINITE_WORDS[0],
+    min_records=1,
+    event_word="non-finite message",
 )
 
 # pytorch-CycleGAN-and-pix2pix's loss_log.txt (and its console): "(epoch: 1, iters: 100, time: 2.416,

@@ -5,7 +5,8 @@ ConvNeXt family of training scripts stop on, Lightning's ``detect_nan_parameters
 ``clip_grad_norm_(error_if_nonfinite=True)``, mmengine's ``CheckInvalidLossHook``, Keras'
 ``TerminateOnNaN``, DINOv2's ``NaN detected``, MindSpore's ``LossMonitor``, SpeechBrain's loss check,
 pytorch-accelerated's ``TerminateOnNaNCallback``, TensorFlow's ``NanTensorHook``, RecBole's loss check,
-SAM 2's trainer and JAX's ``jax_debug_nans``. Each is a ``nonfinite`` event; where the line
+SAM 2's trainer, the TF Object Detection API's ``check_numerics``, Composer's ``NaNMonitor``, Coqui
+TTS' and DiffWave's loss checks and JAX's ``jax_debug_nans``. Each is a ``nonfinite`` event; where the line
 names the operation or the parameter, that is the event's ``module``. Such a line has no step of
 its own: it is given the step of the next record line, or the one after the last (the training
 stopped there).
@@ -65,6 +66,15 @@ NONFINITE_LINES: tuple[EventLine, ...] = (
     # OLMo-core's trainer: RuntimeError(f"{ce_loss} loss encountered at step {step}"), at its own step.
     EventLine(re.compile(r"\b(?P<value>nan|inf) loss encountered at step (?P<step>\d+)"), EventKind.NONFINITE,
               source="loss_check", detail={"metric": metrics.LOSS}),
+    # TensorFlow's NanTensorHook's error (NanLossDuringTrainingError("NaN loss during training.")), the
+    # TF Object Detection API's tf.check_numerics(total_loss, "LossTensor is inf or nan."), Composer's
+    # NaNMonitor ("Train loss contains a NaN.", "Train loss {key} contains a NaN.").
+    EventLine(re.compile(r"\bNaN loss during training\b|\bLossTensor is inf or nan\b|\bTrain loss (?:\S+ )?contains a NaN\b"),
+              EventKind.NONFINITE, source="loss_check", detail={"metric": metrics.LOSS}),
+    # Coqui TTS' trainer (" > Detected NaN loss ..."), DiffWave / WaveGrad ("Detected NaN loss at step N."), and
+    # the scripts that skip such a batch ("Detected NaN loss. Skipping backward pass.").
+    EventLine(re.compile(r"(?i:\bdetected (?P<value>nan|inf) loss\b)(?: at (?:step|iteration) (?P<step>\d+))?"),
+              EventKind.NONFINITE, source="loss_check", detail={"metric": metrics.LOSS}),
     # JAX with jax_debug_nans: the primitive that made it.
     EventLine(re.compile(r"FloatingPointError: invalid value \((?P<value>nan|inf)\) encountered in (?P<module>[\w.]+)"),
               EventKind.NONFINITE, source="jax_debug_nans"),
@@ -74,4 +84,5 @@ NONFINITE_LINES: tuple[EventLine, ...] = (
 WORDS = (re.compile(r"returned (?:nan|inf) values|Loss is (?:nan|-?inf)|Detected nan and/or inf|for gradients from "
                     r"`parameters` is non-finite|loss become infinite|Invalid loss, terminating|invalid value \(|NaN detected|"
                     r"(?i:loss (?:has )?bec[oa]me (?:nan|inf)\b)|loss is NAN or INF|Loss is not finite and|"
-                    r"(?i:stopping training due to nan loss)|Model diverged with loss = NaN|(?i:training loss is nan)|(?:nan|inf) loss encountered at"),)
+                    r"(?i:stopping training due to nan loss)|Model diverged with loss = NaN|(?i:training loss is nan)|(?:nan|inf) loss encountered at|"
+                    r"NaN loss during training|LossTensor is inf or nan|contains a NaN|(?i:detected (?:nan|inf) loss)"),)

@@ -66,7 +66,7 @@ def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, wa
     last_step = int(record_steps[-1]) if len(record_steps) else int(steps.index[-1]) if len(steps.index) else None
     events: list[dict] = []
     at: list[int] = []
-    pending = too_large = 0
+    pending = numbered = too_large = 0
     rank0 = None
     for pos, rule, match in found:
         groups = {k: v for k, v in match.groupdict().items() if v is not None}
@@ -98,10 +98,14 @@ def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, wa
             if nxt < len(positions):
                 event["step"] = int(record_steps[nxt])
             else:
-                last = last_step if last_step is not None else pending
+                # With no record line, an overflow line counts a step (each skipped one); the lines that say
+                # the loss went non-finite tell one failure (TensorFlow's error, each logger printing it).
+                one_failure = rule.kind is EventKind.NONFINITE
+                last = last_step if last_step is not None else numbered
                 event["step"] = last + 1
                 event["step_estimated"] = True
                 pending += 1
+                numbered += not one_failure
         events.append(event)
         at.append(pos)
     word = dialect.event_word or ("overflow" if rules is AMP_LINES else f"{dialect.name} event")
@@ -111,8 +115,11 @@ def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, wa
     if pending and len(steps.index):
         warnings.append(f"{pending} {word} line(s) after the last {dialect.record_word} line were given step "
                         f"{last_step + 1}")
-    elif pending:
-        warnings.append(f"no {dialect.record_word} lines: the {pending} {word} line(s) were numbered 1, 2, 3, ... in order")
+    elif numbered:
+        warnings.append(f"no {dialect.record_word} lines: the {numbered} {word} line(s) were numbered 1, 2, 3, ... in order")
+    if pending > numbered and not len(steps.index):
+        warnings.append(f"no {dialect.record_word} lines: the {pending - numbered} line(s) that say the loss went "
+                        "non-finite tell one failure, numbered as the step after the lines before them")
     return events, at
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, STEP_UNIT, LoadOptions, RunData
-from sentinel.analyze.loaders.dialects import (AMP_ONLY, CYCLEGAN, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER, PAIRS,
+from sentinel.analyze.loaders.dialects import (AMP_ONLY, CYCLEGAN, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER, NONFINITE_ONLY, PAIRS,
                                                FALLBACKS, GENERIC, HF_TRAINER, LOSS_LINES, reads_bar_running_mean)
 from sentinel.analyze.loaders.dialect_types import Dialect
 from sentinel.analyze.loaders.crash_tail import TRACEBACK, final_error
@@ -102,6 +102,8 @@ def _pick_dialect(text: str, least: int | None, compete: bool = False) -> Dialec
             best, best_count = dialect, count
     if best is None and count_records(lines, AMP_ONLY) >= AMP_ONLY.min_records:
         return AMP_ONLY  # overflow lines between lines of no format read: the loss scale is judged
+    if best is None and least is not None and least <= 1 and count_records(lines, NONFINITE_ONLY):
+        return NONFINITE_ONLY  # a paste of a NaN's error alone, named on its own
     return best
 
 
@@ -423,7 +425,7 @@ def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str
     if dialect is CYCLEGAN:
         gan_terms(found.steps, found.warnings, found.meta.get(LOGGED_NAN))
     if metrics.LOSS not in found.steps.columns:
-        who = "no loss in the file" if dialect is AMP_ONLY else f"no loss logged by {dialect.name}"
+        who = "no loss in the file" if dialect is AMP_ONLY or dialect is NONFINITE_ONLY else f"no loss logged by {dialect.name}"
         found.warnings.append(f"{who}: only "
                               f"{', '.join(found.steps.columns) or 'events'} were read")
     return RunData(name=name, path=str(path), source=dialect.name, steps=found.steps,
