@@ -1977,6 +1977,46 @@ def test_cyclegan_and_pix2pix_loss_logs(tmp_path, kind, epoch_word):
     assert (incident.kind, incident.step) == ("nonfinite", 1900)
 
 
+@pytest.mark.parametrize("bad", [None, "act_loss", "cri_loss"])
+def test_several_losses_and_no_total_one_going_non_finite_is_read(tmp_path, bad):
+    """DeepSpeed-Chat's step 3 prints "act_loss: X|cri_loss: Y" and no total: "none is the total,
+    pass --loss-col", exit 1, on a paste whose losses went inf. The first loss that goes non-finite is
+    read, with a warning naming the others; healthy ones still ask which to read. Its act_loss is the
+    actor's (PPO's surrogate objective): OpenRLHF's, read so, had 86 spikes."""
+    lines = []
+    for step in range(3180, 3186):
+        values = {"act_loss": 30.9 - step % 7 / 10, "cri_loss": 30.5 + step % 5 / 10, "unsuper_loss": 0.0}
+        if bad is not None and step >= 3184:
+            values[bad] = float("inf")
+        lines += [f"epoch: 0|step: {step}|ppo_ep: 1|" + "|".join(f"{k}: {v}" for k, v in values.items()),
+                  "average reward score: -7.80859375", "-" * 40]
+    path = _write(tmp_path / "step3.log", lines)
+    result = CliRunner().invoke(main, ["analyze", str(path), "--format", "json"])
+    if bad is None:
+        assert result.exit_code == 1 and "none is the total: pass --loss-col act_loss" in result.output
+        return
+    (run,) = json.loads(result.output)["runs"]
+    assert run["warnings"][0].startswith(f"its lines name 3 losses (act_loss, cri_loss, unsuper_loss) and none is the "
+                                         f"total: {bad} is read, the first of them that goes non-finite")
+    (nan,) = run["incidents"]
+    assert (nan["kind"], nan["severity"], nan["step"]) == ("nonfinite", "critical", 3184)
+    # the actor's loss is PPO's surrogate objective (act_loss, as actor_loss): not judged for spikes
+    assert any("policy gradient's surrogate objective" in w for w in run["warnings"]) == (bad == "act_loss")
+
+
+def test_a_bar_whose_every_loss_goes_nan_is_read(tmp_path):
+    """EveryVoice's Lightning bar logs five losses and no total; on CPU each went NaN at the second
+    step (printed "nan.0"), and the paste was refused: "none is the total"."""
+    names = ("pitch_loss", "energy_loss", "duration_loss")
+    lines = [f"Epoch 0:   {s * 4}%|▎         | {s}/28 [00:12<05:50,  0.08it/s, v_num=base, "
+             + ", ".join(f"training/{n}={'nan.0' if s > 1 else f'0.9{i}0'}" for i, n in enumerate(names)) + "]"
+             for s in range(1, 5)]
+    (run,) = discover_runs(_write(tmp_path / "bar.log", lines))
+    assert "training/duration_loss is read, the first of them that goes non-finite" in run.warnings[0]
+    (nan,) = analyze_run(run).incidents
+    assert (nan.kind, nan.severity, nan.step) == ("nonfinite", "critical", 2)
+
+
 _TF_NAN_TRACEBACK = ["Traceback (most recent call last):", '  File "train.py", line 184, in <module>',
                      "    tf.app.run()"]
 

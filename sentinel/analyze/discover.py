@@ -10,7 +10,7 @@ import os
 import tempfile
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 
@@ -227,15 +227,9 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
         from sentinel.analyze.loaders.textlog import heads_shared
 
         with heads_shared():  # every sniff and fallback below reads the file's head once
-            runs = _table_under_lines(path, options)
+            runs = _read_named_file(path, modules, options)
             if runs is None:
-                runs = _load_file(path, modules, options)
-            if runs is None:
-                runs = _short_paste(path, options)
-            if runs is None:
-                runs = _bare_numbers(path, options)
-            if runs is None:
-                runs = _rows_in_order(path, options)
+                runs = _one_loss_gone_nonfinite(path, modules, options)
             if runs is None:
                 # Binary data first: its bytes, decoded, may look like a header or "key=3" pairs by chance.
                 raise NoRunsError(_bare_numbers_problem(path) or _binary_problem(path) or _table_problem(path) or
@@ -312,6 +306,50 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
             "`sentinel formats` lists"))
     found.runs = join_resumed_versions(one_per_training(_with_loss(found.runs, options)))
     return found
+
+
+def _read_named_file(path: Path, modules, options: LoadOptions) -> list[RunData] | None:
+    """The runs of a file named on its own: as a table under a few lines, a format a loader claims,
+    a short paste, bare numbers or rows in order; None where none reads it."""
+    for read in (_table_under_lines, lambda p, o: _load_file(p, modules, o), _short_paste, _bare_numbers,
+                 _rows_in_order):
+        runs = read(path, options)
+        if runs is not None:
+            return runs
+    return None
+
+
+def _one_loss_gone_nonfinite(path: Path, modules, options: LoadOptions) -> list[RunData] | None:
+    """A text log whose lines name several losses and none is the total (the text reader's
+    ``why_not``), read with the first of them that goes non-finite as its loss, with a warning;
+    None where none does (the message then asks which to read). A NaN is told, whichever loss
+    printed it: DeepSpeed-Chat's ``act_loss: inf|cri_loss: inf``, a bar whose every loss is NaN."""
+    from sentinel.analyze.loaders import textlogs
+
+    if options.loss_col is not None or is_compressed(path):
+        return None
+    keys = textlogs.several_losses(path, least=SHORT_PASTE_RECORDS)
+    for key in keys:
+        try:
+            runs = _read_named_file(path, modules, replace(options, loss_col=key))
+        except ValueError:
+            continue
+        if runs and any(_loss_went_nonfinite(run) for run in runs):
+            for run in runs:
+                run.warnings.insert(0, f"its lines name {len(keys)} losses ({', '.join(keys)}) and none is the total: "
+                                       f"{key} is read, the first of them that goes non-finite (pass --loss-col to "
+                                       "read another, or log their sum as loss)")
+            return runs
+    return None
+
+
+def _loss_went_nonfinite(run: RunData) -> bool:
+    """Whether a run's loss printed a NaN or an infinity (not a value it did not print)."""
+    loss = run.steps.get(metrics.LOSS)
+    if loss is None:
+        return False
+    told = (run.meta or {}).get(LOGGED_NAN, {}).get(metrics.LOSS)
+    return bool(loss.isin([float("inf"), float("-inf")]).any()) or bool(told is not None and len(told))
 
 
 def _with_loss(runs: list[RunData], options: LoadOptions) -> list[RunData]:

@@ -68,8 +68,9 @@ def is_environment_rl(columns) -> bool:
 
 
 # Words of a loss's name that say it is a policy gradient's surrogate objective (PPO's and GRPO's
-# actor: verl's actor/pg_loss, Stable-Baselines3's policy_gradient_loss, an actor-critic's actor_loss).
-_POLICY_WORDS = frozenset({"pg", "policy", "actor"})
+# actor: verl's actor/pg_loss, Stable-Baselines3's policy_gradient_loss, an actor-critic's actor_loss,
+# DeepSpeed-Chat's and OpenRLHF's act_loss).
+_POLICY_WORDS = frozenset({"pg", "policy", "actor", "act"})
 
 
 def is_policy_gradient_loss(name: str) -> bool:
@@ -77,8 +78,8 @@ def is_policy_gradient_loss(name: str) -> bool:
     advantages, near 0 on either side, and says nothing of the run's progress (the reward does).
 
     Example:
-        >>> is_policy_gradient_loss("actor/pg_loss"), is_policy_gradient_loss("policy_gradient_loss")
-        (True, True)
+        >>> is_policy_gradient_loss("actor/pg_loss"), is_policy_gradient_loss("policy_gradient_loss"), is_policy_gradient_loss("act_loss")
+        (True, True, True)
         >>> is_policy_gradient_loss("loss"), is_policy_gradient_loss("train/loss")
         (False, False)
     """

@@ -172,7 +172,7 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
             return (f"'{path}': no key {options.loss_col!r} in its lines (keys that may be the loss: "
                     f"{', '.join(keys)}): pass --loss-col with one of them")
         return None
-    readable = [k for k in keys if _pick(head, least, k)[0] is not None]
+    readable = _readable_losses(head, keys, least)
     if len(readable) >= 2:
         return (f"'{path}': its lines name {len(readable)} losses ({', '.join(readable)}) and none is the total: "
                 f"pass --loss-col {readable[0]} (or another of them) to read one, or log their sum as loss")
@@ -184,6 +184,30 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
     return (f"'{path}': its lines log {', '.join(logged)} but no loss (an environment's returns, an "
             "evaluation's metrics: a rise of these is progress, not divergence): sentinel judges a training "
             "loss; print or log the loss beside them")
+
+
+def several_losses(path: str | Path, least: int | None = None) -> list[str]:
+    """The losses a text log's lines name, where they name two or more and none is the total (each
+    read once it is named, as :func:`why_not` says); else ``[]``.
+
+    Example:
+        >>> import tempfile
+        >>> with tempfile.NamedTemporaryFile("w", suffix=".log") as f:
+        ...     _ = f.write("".join(f"step: {i}|act_loss: 1.5|cri_loss: 0.{i}\\n" for i in range(1, 7))); f.flush()
+        ...     several_losses(f.name)
+        ['act_loss', 'cri_loss']
+    """
+    if Path(path).suffix.lower() in _NOT_LOGS:
+        return []
+    head = read_head(path)
+    if head is None:
+        return []
+    readable = _readable_losses(head, loss_keys(clean_text(head)), least)
+    return readable if len(readable) >= 2 else []
+
+
+def _readable_losses(head: str, keys: list[str], least: int | None) -> list[str]:
+    return [k for k in keys if _pick(head, least, k)[0] is not None]
 
 
 # "key=3", "key: 0.5", "'key': 0.5", "key=[10.1]": a value a line logs under a name.
