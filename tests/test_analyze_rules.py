@@ -151,6 +151,13 @@ def test_a_non_finite_grad_norm_with_a_finite_loss_after_it_is_a_skipped_update_
     grad[399] = np.inf
     report = analyze_run(run_of({"loss": curve(), "grad_norm/total": grad}))
     assert [i.severity.value for i in by_kind(report, "nonfinite")] == ["critical"]
+    # Never finite in the log (VG-LLM's 7B fine-tune: grad_norm nan at every logged step): no start-up
+    # the log sees end, so no update in it reached the weights: a warning, not "the scaler's start-up".
+    for rows in (2, 40):
+        report = analyze_run(run_of({"loss": curve()[:rows], "grad_norm/total": np.full(rows, np.nan)}))
+        (incident,) = by_kind(report, "nonfinite")
+        assert incident.severity.value == "warning" and incident.details["update_skipped"]
+        assert "no update in the log reached the weights" in incident.message
 
 
 def test_an_evaluation_a_progress_bar_repeats_on_every_draw_counts_once():

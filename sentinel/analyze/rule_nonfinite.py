@@ -288,7 +288,8 @@ def _skipped_updates(steps: pd.DataFrame, loss_bad: pd.Series | None, grad: pd.S
     skipped, as an fp16 loss scaler skips an overflow (Hugging Face's Trainer logs those steps'
     grad norm as inf or nan). At the scaler's start-up, searching down from its initial scale, and
     now and then after (it raises its scale every so many steps and overflows once), that is how
-    fp16 training works: info. Often, or a longer stretch later on: a warning."""
+    fp16 training works: info. Often, or a longer stretch later on, or at every logged step of a log
+    whose grad norm is never finite: a warning."""
     if loss_bad is None or not stretches:
         return {}
     loss = steps[metrics.LOSS].to_numpy(dtype="float64")
@@ -319,7 +320,12 @@ def _skipped_updates(steps: pd.DataFrame, loss_bad: pd.Series | None, grad: pd.S
     out = {}
     for (start, end), start_up in found.items():
         n = count[(start, end)]
-        if start_up:
+        if start_up and first_finite is None and n >= 2:
+            # A start-up the log never sees end (VG-LLM's 7B fine-tune: grad_norm nan at every logged step).
+            out[(start, end)] = (Severity.WARNING, "no update in the log reached the weights: the grad norm is never "
+                                 "finite in it (an fp16 loss scaler's start-up skips its first steps only; a skip at "
+                                 "every step is gradients that are not finite, or a scale that never fits)")
+        elif start_up:
             out[(start, end)] = (Severity.INFO, "those updates were skipped, as an fp16 loss scaler skips an overflow "
                                  "at its start-up, searching down from its initial scale: not damage")
         elif frequent or n > _LONG_SKIP_STRETCH:
