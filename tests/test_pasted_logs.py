@@ -2017,6 +2017,38 @@ def test_a_bar_whose_every_loss_goes_nan_is_read(tmp_path):
     assert (nan.kind, nan.severity, nan.step) == ("nonfinite", "critical", 2)
 
 
+def test_a_loss_a_script_printed_as_0_in_place_of_its_nan_is_the_nan(tmp_path):
+    """deepspeech.pytorch says "received a nan loss, setting loss value to 0", skips the update and
+    prints "Loss 0.0000" on the step's line: read as written, that was "loss collapsed from 40.6 to 0:
+    the model sees its targets". The 0 is the NaN it said it had."""
+    lines = []
+    for i in range(4686, 4700):
+        if i == 4692:
+            lines += ["WARNING: received a nan loss, setting loss value to 0", "Skipping grad update"]
+        loss = 0.0 if i == 4692 else 40 + i % 7
+        lines.append(f"Epoch: [1][{i}/6051]\tTime 1.781 (1.857)\tData 0.005 (0.005)\tLoss {loss:.4f} (73.3981)\t")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert math.isnan(run.steps["loss"][4692]) and run.steps["loss"].drop(4692).gt(0).all()
+    (incident,) = analyze_run(run).incidents
+    assert (incident.kind, incident.severity, incident.step, incident.end_step) == ("nonfinite", "critical", 4692, 4692)
+    assert incident.resolved
+
+
+def test_markdown_bold_marks_in_a_paste_do_not_hide_its_nan(tmp_path):
+    """An mmdetection issue's paste, written outside a code block, made its NaN bold: "acc:
+    92.77**39, loss_bbox: nan, loss: nan**". The line was not read and the run was healthy. A banner's
+    run of asterisks stays as printed."""
+    lines = ["***** Running training *****"]
+    for i, loss in enumerate((1.6522, 1.0415, None, 1.0595), start=1):
+        tail = "acc: 92.77**39, loss_bbox: nan, loss: nan**" if loss is None else f"acc: 91.48, loss: {loss}"
+        lines.append(f"2021-08-18 19:36:00,257 - mmdet - INFO - Epoch [1][{i * 50}/5808]\tlr: 1.000e-02, eta: 5:02:49, "
+                     f"time: 0.784, data_time: 0.085, memory: 8104, loss_cls: 0.8811, {tail}")
+    (run,) = discover_runs(_write(tmp_path / "paste.txt", lines))
+    assert run.steps.index.tolist() == [50, 100, 150, 200] and run.steps["acc"][150] == pytest.approx(92.7739)
+    (incident,) = analyze_run(run).incidents
+    assert (incident.kind, incident.severity, incident.step) == ("nonfinite", "critical", 150)
+
+
 _TF_NAN_TRACEBACK = ["Traceback (most recent call last):", '  File "train.py", line 184, in <module>',
                      "    tf.app.run()"]
 

@@ -6,10 +6,10 @@ ConvNeXt family of training scripts stop on, Lightning's ``detect_nan_parameters
 ``TerminateOnNaN``, DINOv2's ``NaN detected``, MindSpore's ``LossMonitor``, SpeechBrain's loss check,
 pytorch-accelerated's ``TerminateOnNaNCallback``, TensorFlow's ``NanTensorHook``, RecBole's loss check,
 SAM 2's trainer, the TF Object Detection API's ``check_numerics``, Composer's ``NaNMonitor``, Coqui
-TTS' and DiffWave's loss checks and JAX's ``jax_debug_nans``. Each is a ``nonfinite`` event; where the line
-names the operation or the parameter, that is the event's ``module``. Such a line has no step of
-its own: it is given the step of the next record line, or the one after the last (the training
-stopped there).
+TTS' and DiffWave's loss checks, deepspeech.pytorch's and JAX's ``jax_debug_nans``. Each is a
+``nonfinite`` event; where the line names the operation or the parameter, that is the event's
+``module``. Such a line has no step of its own: it is given the step of the next record line, or
+the one after the last (the training stopped there).
 
 Example:
     >>> match = NONFINITE_LINES[0].pattern.search(
@@ -75,6 +75,10 @@ NONFINITE_LINES: tuple[EventLine, ...] = (
     # the scripts that skip such a batch ("Detected NaN loss. Skipping backward pass.").
     EventLine(re.compile(r"(?i:\bdetected (?P<value>nan|inf) loss\b)(?: at (?:step|iteration) (?P<step>\d+))?"),
               EventKind.NONFINITE, source="loss_check", detail={"metric": metrics.LOSS}),
+    # deepspeech.pytorch: print("WARNING: received a nan loss, setting loss value to 0"), then the step's
+    # line prints "Loss 0.0000": that 0 is the NaN (textscan reads it so).
+    EventLine(re.compile(r"\breceived an? (?P<value>nan|inf) loss, setting loss value to 0\b"), EventKind.NONFINITE,
+              source="loss_check", detail={"metric": metrics.LOSS, "zeroed": True}),
     # JAX with jax_debug_nans: the primitive that made it.
     EventLine(re.compile(r"FloatingPointError: invalid value \((?P<value>nan|inf)\) encountered in (?P<module>[\w.]+)"),
               EventKind.NONFINITE, source="jax_debug_nans"),
@@ -85,4 +89,5 @@ WORDS = (re.compile(r"returned (?:nan|inf) values|Loss is (?:nan|-?inf)|Detected
                     r"`parameters` is non-finite|loss become infinite|Invalid loss, terminating|invalid value \(|NaN detected|"
                     r"(?i:loss (?:has )?bec[oa]me (?:nan|inf)\b)|loss is NAN or INF|Loss is not finite and|"
                     r"(?i:stopping training due to nan loss)|Model diverged with loss = NaN|(?i:training loss is nan)|(?:nan|inf) loss encountered at|"
-                    r"NaN loss during training|LossTensor is inf or nan|contains a NaN|(?i:detected (?:nan|inf) loss)"),)
+                    r"NaN loss during training|LossTensor is inf or nan|contains a NaN|(?i:detected (?:nan|inf) loss)|"
+                    r"received an? (?:nan|inf) loss"),)
