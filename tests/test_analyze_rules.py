@@ -421,7 +421,7 @@ def test_a_spike_followed_by_nan_for_good_is_not_recovered():
     report = analyze_run(run_of({"loss": loss}))
     (spike,) = by_kind(report, "loss_spike")
     assert spike.severity.value == "critical" and not spike.details["recovered"]
-    assert "then non-finite from step 204 on" in spike.message
+    assert "then non-finite after step 203" in spike.message
 
 
 def test_a_flat_noisy_loss_is_not_a_rise_at_its_end_but_a_real_one_still_is():

@@ -109,7 +109,7 @@ def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig, last_step: int 
             continue
         if rec is not None and rec == last and last_step is not None and last_step > last:
             rec = span["recovered_step"] = None  # the loss went non-finite after it for good
-            after = f"then non-finite from step {last + 1} on"
+            after = f"then non-finite after step {last}"  # (the next logged step is not in the finite series)
         elif rec is not None:
             after = f"recovered in {_steps(rec - span['start'])} (step {rec})"
         elif last < span["peak_step"] + span["recover_within"]:
