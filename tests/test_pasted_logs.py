@@ -2049,6 +2049,32 @@ def test_markdown_bold_marks_in_a_paste_do_not_hide_its_nan(tmp_path):
     assert (incident.kind, incident.severity, incident.step) == ("nonfinite", "critical", 150)
 
 
+def test_wetts_cv_lines_are_the_evaluations_not_training_steps(tmp_path):
+    """WeTTS prints "Epoch 0 [CV] progress 290/341 loss nan ..." for its evaluation's batches (a NaN
+    where a batch has no target of a head) beside "[TRAIN]" lines: read as training steps, the
+    evaluation's NaN was a critical non-finite loss of a run whose loss fell."""
+    lines = [f"Epoch 0 [TRAIN] progress {i}/2754 loss {0.9 - i / 20000:.6f} polyphone_loss 0.45 prosody_loss 0.6"
+             for i in range(0, 2750, 10)]
+    lines += [f"Epoch 0 [CV] progress {i}/341 loss nan polyphone_loss nan prosody_loss 0.56" for i in range(0, 341, 10)]
+    lines += [f"Epoch 1 [TRAIN] progress {i}/2754 loss {0.7 - i / 20000:.6f} polyphone_loss 0.44 prosody_loss 0.6"
+              for i in range(0, 300, 10)]
+    report = analyze_run(discover_runs(_write(tmp_path / "train.log", lines))[0])
+    assert not [i for i in report.incidents if i.kind == "nonfinite"] and report.verdict.value == "healthy"
+
+
+def test_hifigan_steps_lines(tmp_path):
+    """HiFi-GAN's "Steps : N, Gen Loss Total : X, Mel-Spec. Error : Y, s/b : T" (its issue: "a
+    learning loss explosion occurred", 6.5e7 then nan printed " nan") was "logs Steps, s/b, Error,
+    Total but no loss"."""
+    values = [101.3, 135.1, 106.8, 94.1, 141.4, 196.5, 64922832.0, 199.7] + [float("nan")] * 4
+    lines = ["Epoch: 1"] + [f"Steps : {i * 5}, Gen Loss Total : {v:4.3f}, Mel-Spec. Error : {1.8:4.3f}, "
+                            f"s/b : 0.454" for i, v in enumerate(values)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "hifigan" and run.steps.index[-1] == 55 and run.steps["mel_error"].eq(1.8).all()
+    found = {(i.kind, i.severity, i.step) for i in analyze_run(run).incidents}
+    assert found == {("loss_spike", "critical", 25), ("nonfinite", "critical", 40)}, found
+
+
 _TF_NAN_TRACEBACK = ["Traceback (most recent call last):", '  File "train.py", line 184, in <module>',
                      "    tf.app.run()"]
 
@@ -2664,6 +2690,15 @@ def test_tensorflow_object_detection_steps_and_their_loss_dicts(tmp_path, logger
         ("nonfinite", "critical", 4500, 6000)
     (loaded,) = discover_runs(tmp_path / "train.log")
     assert loaded.steps["lr"].iloc[0] == pytest.approx(0.0133)
+    # Its releases of 2020 print the loss on the step's line: "Step 200 per-step time 0.831s loss=1.192"
+    # ("no tf_object_detection step lines found" before).
+    lines = [prefix[name].format(n=652) + f"Step {i * 100} per-step time 0.831s loss={v}"
+             for i, v in enumerate(_losses(), start=1) for name in loggers]
+    code, report = _analyze(str(_write(tmp_path / "step_lines.log", lines)))
+    (run,) = report["runs"]
+    assert (run["source"], run["steps"]) == ("tf_object_detection", 60)
+    (incident,) = run["incidents"]
+    assert (incident["kind"], incident["step"], incident["end_step"]) == ("nonfinite", 4500, 6000)
 
 
 def test_hf_trainer_dicts_scaled_by_the_banners_logging_interval_keep_their_nan(tmp_path):

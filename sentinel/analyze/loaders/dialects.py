@@ -468,6 +468,21 @@ DARKNET = Dialect(
     min_records=2,
 )
 
+# HiFi-GAN's train.py (and the vocoders built on it: BigVGAN, ...): print("Steps : {:d}, Gen Loss Total :
+# {:4.3f}, Mel-Spec. Error : {:4.3f}, s/b : {:4.3f}"): the generator's total (its mel L1 x45, feature
+# matching and adversarial terms) is the loss; the mel error beside it is read as mel_error.
+HIFIGAN = Dialect(
+    name="hifigan",
+    description='HiFi-GAN ("Steps : N, Gen Loss Total : X, Mel-Spec. Error : Y, s/b : T")',
+    shapes=(
+        # ("{:4.3f}" pads a nan to " nan")
+        Shape(re.compile(rf"\bSteps : (\d+), Gen Loss Total :[^\S\n]+({_NUM}), Mel-Spec\. Error :[^\S\n]+({_NUM})"),
+              head=(metrics.STEP, metrics.LOSS, "mel_error")),
+    ),
+    sniff=re.compile(r"\bSteps : \d+, Gen Loss Total : "),
+    min_records=2,
+)
+
 # Marian NMT (src/training/scheduler.h): "Ep. E : Up. N : Sen. S : Cost X[ * labels @ ... after
 # ...] : Time T : W words/s[ : gNorm G][ : L.r. L]", the cost a mean since the line before (per
 # label with --cost-type ce-mean-words); "[valid] Ep. E : Up. N : <metric> : X : ..." lines, the
@@ -613,12 +628,15 @@ PIXART = Dialect(
 _TFOD_PREFIX = r"(?:I\d{4} [\d:.]+ +\d+ [\w.]+:\d+\] |INFO:tensorflow:)?"
 TF_OBJECT_DETECTION = Dialect(
     name="tf_object_detection",
-    description='TensorFlow Object Detection API ("Step N per-step time ..." then its {\'Loss/total_loss\': ...} dict)',
+    description='TensorFlow Object Detection API ("Step N per-step time ..." then its {\'Loss/total_loss\': ...} dict, '
+                'or "... loss=X")',
     shapes=(
         Shape(re.compile(rf"\bStep (\d+) per-step time [^\n]*?'Loss/total_loss': ({_NUM})"),
               head=(metrics.STEP, metrics.LOSS)),
         Shape(re.compile(rf"\bStep (\d+) per-step time [^\n]*?'learning_rate': ({_NUM})"),
               head=(metrics.STEP, metrics.LR)),
+        # (its releases of 2020: "Step 200 per-step time 0.831s loss=1.192" on the step's line)
+        Shape(re.compile(rf"\bStep (\d+) per-step time [\d.]+s loss=({_NUM})"), head=(metrics.STEP, metrics.LOSS)),
     ),
     joins=re.compile(rf"\n(?:{_TFOD_PREFIX}(?=\{{'Loss/)| (?='[\w/]+': ))"),
     join_with=" ",
@@ -681,11 +699,12 @@ _EPOCH_BRACKETS = rf"{_EPOCH_WORD}[^\S\n]*[:=#]?[^\S\n]*\[?[^\S\n]*\d+(?:[^\S\n]
 # A line about an evaluation ("| valid on 'valid' subset 1000 / 1311 loss=1.60", "Step 300 | eval
 # loss: 2.1"): its loss is not the training loss of a step. Fewer words than keys.looks_like_loss
 # rejects in a metric's name: a free-text line says "val" and "dev" for other things ("val: n/a",
-# "dev=cuda:0").
+# "dev=cuda:0"). WeTTS marks its evaluation's lines "Epoch 0 [CV] progress 290/341 loss X" (its
+# training lines "[TRAIN]"): the bracketed mark only.
 # Up to the next loss: a Keras bar whose redraws ran into one line ("... - loss: 2.3 - 2ms/step")
 # reads each loss with its own record.
 _LOSS_GAP = _gap_until(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}{_NUM}")
-_EVAL_WORDS = ("val", "valid", "validation", "eval", "evaluation", "test", "testing")
+_EVAL_WORDS = ("val", "valid", "validation", "eval", "evaluation", "test", "testing", "[cv]")
 # The loss of an evaluation line that names no step or epoch ("Test set: Average loss: 0.0335, ...",
 # "Validation loss: 2.1", "val_loss=2.1"): its first loss.
 _UNSTEPPED_EVALUATION = re.compile(
@@ -1115,7 +1134,7 @@ CYCLEGAN = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, COMPOSER, OLMO, COQUI, WENET, NNUNET, GAN, CYCLEGAN, DARKNET, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, COMPOSER, OLMO, COQUI, WENET, NNUNET, GAN, CYCLEGAN, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
