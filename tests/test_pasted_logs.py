@@ -48,9 +48,22 @@ def test_a_stretch_that_ends_is_resolved_and_the_longest_is_told():
     [1.0, 1e-2, 1e-4, 1e-7, 1e-12] + [0.0] * 10,  # a model that fits its data exactly converges to 0
     [2.5, 2.4] * 10,  # alternating, never the same twice in a row
     [-1.0] * 7,  # too short a stretch
+    [0.0] * 3,  # ... of zeros too
 ])
 def test_not_stuck(values):
     assert stuck_loss_incidents(_series(values)) == []
+
+
+def test_a_loss_of_exactly_zero_at_every_epoch_of_a_short_paste(tmp_path):
+    """A LoRA trained with kohya's sd-scripts whose bar showed avr_loss=0 at each of six epochs
+    ("Training Successful... But not really??"): healthy, as six rows were under the eight a stuck
+    stretch needs. No batch's mean lands on exactly 0 by chance: four zeros in a row are enough."""
+    lines = []
+    for epoch in range(11, 17):
+        lines += [f"epoch {epoch}/50", f"steps:  {epoch * 2}%|███▌      | {epoch * 16}/800 [00:46<02:44,  3.79it/s, avr_loss=0]"]
+    report = analyze_run(discover_runs(_write(tmp_path / "lora.log", lines))[0])
+    (incident,) = report.incidents
+    assert (incident.kind, incident.severity, incident.step, incident.end_step) == ("loss_stuck", "warning", 176, 256)
 
 
 def test_a_float32_loss_that_stops_moving_makes_the_run_unhealthy():

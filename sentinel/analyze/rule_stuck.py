@@ -31,6 +31,9 @@ from sentinel.analyze.rule_chance import chance_level
 
 # Consecutive logged values, all the same float, that make a stretch.
 MIN_ROWS = 8
+# ... where the float is exactly 0: no mean over a batch lands there by chance (a LoRA whose
+# sd-scripts bar shows avr_loss=0 at each of six epochs learned nothing).
+MIN_ZERO_ROWS = 4
 # Significant digits of the repeated value for a positive one to count.
 MIN_DIGITS = 5
 # A stretch of zeros counts when the value before it was above this (a jump, not a convergence).
@@ -101,7 +104,8 @@ def is_adversarial(columns, loss_name: str = "") -> bool:
 
 def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS, zero_counts: bool = True) -> list[Incident]:
     """One warning for the longest stretch of ``min_rows`` or more logged losses in a row that
-    are the same float (see the module docstring for which values count).
+    are the same float (:data:`MIN_ZERO_ROWS` where it is 0; see the module docstring for which
+    values count).
 
     Args:
         loss: the finite loss values, indexed by step.
@@ -114,7 +118,8 @@ def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS, zero_counts:
         'loss exactly 10.825932 at 10 logged steps in a row (20-110)'
     """
     values = loss.to_numpy(dtype="float64")
-    if len(values) < min_rows:
+    zero_rows = min(min_rows, MIN_ZERO_ROWS)
+    if len(values) < zero_rows:
         return []
     # Row i+1 repeats row i, to float32's precision: a mean over an epoch of the same float32
     # loss can differ in its 8th digit (11.090352058 then 11.090352177).
@@ -124,7 +129,7 @@ def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS, zero_counts:
     bounds = np.flatnonzero(np.diff(np.concatenate(([0], same.view(np.int8), [0]))))
     starts, ends = bounds[::2], bounds[1::2]  # rows starts[k]..ends[k] hold one value
     length = ends - starts + 1
-    counted = [k for k in np.flatnonzero(length >= min_rows)
+    counted = [k for k in np.flatnonzero(length >= np.where(values[starts] == 0, zero_rows, min_rows))
                if _counts(float(values[starts[k]]), float(values[starts[k] - 1]) if starts[k] else None, zero_counts)
                and not _rounding_plateau(values, int(starts[k]), int(ends[k]))]
     if not counted:
