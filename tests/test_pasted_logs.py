@@ -3458,6 +3458,17 @@ def test_every_rank_printing_its_own_loss_without_a_prefix_is_said(tmp_path):
     assert any("300 of 300 steps print their loss 4 times with different values" in w for w in run.warnings)
     (run,) = discover_runs(_write(tmp_path / "one.log", lines[::4]))
     assert not any("times with different values" in w for w in run.warnings)
+    # The Trainer's evaluation dict after each epoch's loss dict, at its step (a wav2vec2 fine-tune's
+    # paste): no second print of the loss ("4 of 5 steps print their loss 2 times" before).
+    lines = [f"{{'loss': {140 - e * 10:.4f}, 'learning_rate': 0.0002, 'epoch': {e}.0}}" for e in range(5)]
+    lines = [line for e, loss in enumerate(lines) for line in [loss] + (
+        [f"{{'eval_loss': {80 - e:.4f}, 'eval_wer': 0.07, 'eval_runtime': 325.7, 'epoch': {e}.0}}"] if e else [])]
+    (run,) = discover_runs(_write(tmp_path / "hf.log", lines))
+    assert run.steps["loss"].notna().sum() == 5 and not any("times with different" in w for w in run.warnings)
+    # A rank that printed NaN beside one that did not still prints twice.
+    lines = [f"step {s} | loss {'nan' if r else f'{2.0 - s / 1000:.4f}'}" for s in range(1, 31) for r in range(2)]
+    (run,) = discover_runs(_write(tmp_path / "nan_rank.log", lines))
+    assert any("30 of 30 steps print their loss 2 times" in w for w in run.warnings), run.warnings
 
 
 def test_a_long_line_of_joined_log_lines_after_short_ones_is_read_in_one_pass(tmp_path):

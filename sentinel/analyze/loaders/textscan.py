@@ -843,7 +843,8 @@ def _steps_frame(table: dict[str, np.ndarray], beside: np.ndarray, dialect: Dial
         # Records in step order: merge runs with numpy, and build the frame in its final
         # column order without the NaN marks (no copy later).
         if metrics.LOSS in table and len(step) > 1 and bool((step[1:] == step[:-1]).any()):
-            _say_several_losses_per_step(step, table[metrics.LOSS], dialect, warnings)
+            _say_several_losses_per_step(step, table[metrics.LOSS], dialect, warnings,
+                                         table.get(NAN_PREFIX + metrics.LOSS))
         index, columns = _last_per_step(table, step)
         logged_nan = {name[len(NAN_PREFIX):]: columns.pop(name) == 1.0
                       for name in [c for c in columns if c.startswith(NAN_PREFIX)]}
@@ -871,11 +872,19 @@ def _steps_frame(table: dict[str, np.ndarray], beside: np.ndarray, dialect: Dial
     return as_float64(main), logged_nan
 
 
-def _say_several_losses_per_step(step: np.ndarray, loss: np.ndarray, dialect: Dialect, warnings: list[str]) -> None:
+def _say_several_losses_per_step(step: np.ndarray, loss: np.ndarray, dialect: Dialect, warnings: list[str],
+                                 nan_mark: np.ndarray | None = None) -> None:
     """Warn where most steps print their loss several times, with different values (every rank
     printing, without the rank before its lines; each micro-batch's loss): the last of each step
     is read, and the series mixes them. ``step`` in order. A bar redrawing a count now and then
-    says nothing, nor does one that shows the step before's loss at its new count first."""
+    says nothing, nor does one that shows the step before's loss at its new count first. A record
+    without a loss (the Trainer's evaluation dict at its step) prints none; one that printed a NaN
+    (``nan_mark``: 1.0 there) does."""
+    printed = ~np.isnan(loss) if nan_mark is None else ~np.isnan(loss) | (nan_mark == 1.0)
+    if not printed.all():
+        step, loss = step[printed], loss[printed]
+    if not len(step):
+        return
     starts = np.flatnonzero(np.r_[True, step[1:] != step[:-1]])
     counts = np.diff(np.r_[starts, len(step)])
     several = counts > 1
