@@ -115,8 +115,9 @@ _AFTER_A_BAR = tuple((rate, re.compile(re.escape(rate) + r"(?=[^\s\]|])")) for r
 _BAR_LOOK = 1 << 16
 # Markdown's bold marks glued to a value, where a paste outside a code block made a NaN stand out
 # ("acc: 92.77**39, loss_bbox: nan, loss: nan**"): the line was not read, the run healthy. A run of
-# three or more (a banner's "***** Running training *****") is no mark.
-_MARKDOWN_BOLD = re.compile(r"(?<=[\w.])\*\*(?!\*)|(?<![*\w.])\*\*(?=[\w.])")
+# three or more (a banner's "***** Running training *****") is no mark. The two stars first: a
+# pattern that opens with a lookbehind is tried at every position (6 ms on 64 KB, 0.06 ms so).
+_MARKDOWN_BOLD = re.compile(r"\*\*(?:(?<=[\w.]\*\*)(?!\*)|(?<![*\w.]\*\*)(?=[\w.]))")
 
 
 def clean_text(text: str) -> str:
