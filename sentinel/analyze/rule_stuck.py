@@ -81,8 +81,8 @@ def is_policy_gradient_loss(name: str) -> bool:
     advantages, near 0 on either side, and says nothing of the run's progress (the reward does).
 
     Example:
-        >>> is_policy_gradient_loss("actor/pg_loss"), is_policy_gradient_loss("policy_gradient_loss"), is_policy_gradient_loss("act_loss")
-        (True, True, True)
+        >>> [is_policy_gradient_loss(n) for n in ("actor/pg_loss", "policy_gradient_loss", "act_loss")]
+        [True, True, True]
         >>> is_policy_gradient_loss("loss"), is_policy_gradient_loss("train/loss")
         (False, False)
     """

@@ -69,7 +69,8 @@ NONFINITE_LINES: tuple[EventLine, ...] = (
     # TensorFlow's NanTensorHook's error (NanLossDuringTrainingError("NaN loss during training.")), the
     # TF Object Detection API's tf.check_numerics(total_loss, "LossTensor is inf or nan."), Composer's
     # NaNMonitor ("Train loss contains a NaN.", "Train loss {key} contains a NaN.").
-    EventLine(re.compile(r"\bNaN loss during training\b|\bLossTensor is inf or nan\b|\bTrain loss (?:\S+ )?contains a NaN\b"),
+    EventLine(re.compile(r"\bNaN loss during training\b|\bLossTensor is inf or nan\b|"
+                         r"\bTrain loss (?:\S+ )?contains a NaN\b"),
               EventKind.NONFINITE, source="loss_check", detail={"metric": metrics.LOSS}),
     # Coqui TTS' trainer (" > Detected NaN loss ..."), DiffWave / WaveGrad ("Detected NaN loss at step N."), and
     # the scripts that skip such a batch ("Detected NaN loss. Skipping backward pass.").

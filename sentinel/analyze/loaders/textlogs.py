@@ -20,8 +20,9 @@ import numpy as np
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, STEP_UNIT, LoadOptions, RunData
-from sentinel.analyze.loaders.dialects import (AMP_ONLY, CYCLEGAN, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER, NONFINITE_ONLY, PAIRS,
-                                               FALLBACKS, GENERIC, HF_TRAINER, LOSS_LINES, reads_bar_running_mean)
+from sentinel.analyze.loaders.dialects import (AMP_ONLY, CYCLEGAN, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER,
+                                               NONFINITE_ONLY, PAIRS, FALLBACKS, GENERIC, HF_TRAINER, LOSS_LINES,
+                                               reads_bar_running_mean)
 from sentinel.analyze.loaders.dialect_types import Dialect
 from sentinel.analyze.loaders.crash_tail import TRACEBACK, final_error
 from sentinel.analyze.loaders.keys import is_aggregate
@@ -449,7 +450,8 @@ def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str
     if dialect is CYCLEGAN:
         gan_terms(found.steps, found.warnings, found.meta.get(LOGGED_NAN))
     if metrics.LOSS not in found.steps.columns:
-        who = "no loss in the file" if dialect is AMP_ONLY or dialect is NONFINITE_ONLY else f"no loss logged by {dialect.name}"
+        events_alone = dialect is AMP_ONLY or dialect is NONFINITE_ONLY
+        who = "no loss in the file" if events_alone else f"no loss logged by {dialect.name}"
         found.warnings.append(f"{who}: only "
                               f"{', '.join(found.steps.columns) or 'events'} were read")
     return RunData(name=name, path=str(path), source=dialect.name, steps=found.steps,
@@ -504,8 +506,10 @@ def gan_terms(steps, warnings: list[str], logged_nan: dict | None = None) -> Non
     Example:
         >>> import pandas as pd
         >>> t = pd.DataFrame({"d_a": [0.5, 0.4], "g_a": [0.4, float("nan")], "cycle_a": [2.0, 1.0]})
-        >>> gan_terms(t, w := [], nan := {"g_a": []}); t["loss"].tolist(), nan, w[0].split(";")[0], w[1][:40]
-        ([2.4, nan], {'loss': [], 'loss_d': []}, "loss is the generator's g_a + cycle_a", '1 line(s) lack a term of the loss (g_a):')
+        >>> gan_terms(t, w := [], nan := {"g_a": []}); t["loss"].tolist(), nan, w[0].split(";")[0]
+        ([2.4, nan], {'loss': [], 'loss_d': []}, "loss is the generator's g_a + cycle_a")
+        >>> w[1][:40]
+        '1 line(s) lack a term of the loss (g_a):'
     """
     terms = [c for c in steps.columns if c not in (metrics.LOSS, "loss_d")]
     critic = [c for c in terms if c.startswith("d_")]
