@@ -2088,6 +2088,24 @@ def test_hifigan_steps_lines(tmp_path):
     assert found == {("loss_spike", "critical", 25), ("nonfinite", "critical", 40)}, found
 
 
+def test_trainer_dicts_a_paste_opens_with_above_the_first_bar_keep_their_steps(tmp_path):
+    """A VG-LLM issue's paste starts mid-run: the dicts of steps 50 and 60, then the bar's draws 60
+    to 70, then step 70's dict (loss 8195.8, grad_norm nan) and nothing after. Both first dicts took
+    the bar's 60 ("every rank printing?") and the last one 61. One step printed twice (LLaMA-Factory's
+    line and the Trainer's dict, the same loss) still shares its draw."""
+    bar = "  1%|▏         | {n}/4967 [13:53<17:02:36, 12.53s/it]"
+    lines = ["{'loss': 14.6804, 'grad_norm': 86.93, 'learning_rate': 3.3e-06, 'epoch': 0.01}",
+             "{'loss': 14.3597, 'grad_norm': 90.60, 'learning_rate': 4.0e-06, 'epoch': 0.01}"]
+    lines += [bar.format(n=n) for n in range(60, 71)]
+    lines += ["{'loss': 8195.7664, 'grad_norm': nan, 'learning_rate': 4.7e-06, 'epoch': 0.01}"]
+    (run,) = discover_runs(_write(tmp_path / "paste.txt", lines))
+    assert run.steps["loss"].to_dict() == {50: 14.6804, 60: 14.3597, 70: 8195.7664}
+    assert not any("print their loss" in w for w in run.warnings)
+    twice = ["[INFO|callbacks:157] >> {'loss': 14.3597, 'learning_rate': 4.0e-06, 'epoch': 0.01}", lines[1]]
+    (run,) = discover_runs(_write(tmp_path / "twice.txt", twice + lines[2:]))
+    assert run.steps["loss"].dropna().index.tolist() == [60, 70]
+
+
 _TF_NAN_TRACEBACK = ["Traceback (most recent call last):", '  File "train.py", line 184, in <module>',
                      "    tf.app.run()"]
 

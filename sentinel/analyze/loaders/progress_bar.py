@@ -84,9 +84,12 @@ def bar_steps(text: str, record: re.Pattern, key: str = "step") -> str | None:
     if any(b < a for a, b in zip(steps, steps[1:])):  # two runs in one paste
         return None
     if len(drawn) < len(draws):  # the step one logging interval after the last drawn one
-        distinct = sorted(set(steps))
-        gap = int(np.median(np.diff(distinct))) if len(distinct) > 1 else 1
+        gap = _interval(steps)
+        if gap is None:  # one drawn step: the draw just before the cut record (a slow step's bar is drawn at each)
+            before = [int(d.group(1)) for d in training.finditer(text, 0, records[len(drawn)].start())]
+            gap = before[-1] - steps[-1] if before and before[-1] > steps[-1] else 1
         steps += [steps[-1] + gap] * (len(draws) - len(drawn))
+    steps = _before_the_first_draw(text, records, steps, training)
     out, last = [], 0
     for m, step in zip(records, steps):
         close = m.end() - 1  # the record's closing brace
@@ -95,3 +98,35 @@ def bar_steps(text: str, record: re.Pattern, key: str = "step") -> str | None:
         last = close
     out.append(text[last:])
     return "".join(out)
+
+
+def _interval(steps: list[int]) -> int | None:
+    """The logging interval of the records' steps (the median gap of the distinct ones); None
+    where they hold one step."""
+    distinct = sorted(set(steps))
+    return int(np.median(np.diff(distinct))) if len(distinct) > 1 else None
+
+
+_LOSS = re.compile(r"'loss': '?([^,'}\s]+)")
+
+
+def _before_the_first_draw(text: str, records: list[re.Match], steps: list[int], training: re.Pattern) -> list[int]:
+    """``steps`` with the records a paste opens with, before any draw of the training bar, that
+    share its first draw and print different losses (the Trainer's dicts of steps 50 and 60 above
+    the bar at 60: a paste started mid-run) stepped back by the logging interval from that draw;
+    records of one step printed twice (LLaMA-Factory's line and the Trainer's dict) keep it."""
+    first = training.search(text)
+    lead = [i for i, m in enumerate(records) if first is not None and m.end() <= first.start()]
+    if len(lead) < 2:
+        return steps
+    losses = [_LOSS.search(records[i].group(0)) for i in lead]
+    values = {m.group(1) for m in losses if m is not None}
+    try:
+        distinct = len({float(v) for v in values}) == len(lead)
+    except ValueError:
+        return steps
+    gap = _interval(steps[len(lead):] + [steps[lead[-1]]])
+    if not distinct or gap is None:
+        return steps
+    return [steps[lead[-1]] - gap * (lead[-1] - i) for i in lead] + steps[len(lead):]
+
