@@ -63,7 +63,6 @@ def marks_nan(name: str, dialect) -> bool:
     return dialect.loss_terms or watches_nonfinite(name)
 
 
-
 def units_order(units: Mapping[str, tuple[str, float]]) -> list[str]:
     """Units longest first, so ``ms`` is tried before ``s``."""
     return sorted(units, key=len, reverse=True)

@@ -31,7 +31,7 @@ from sentinel.analyze.loaders.log_lines import Lines, Skeletons
 from sentinel.analyze.loaders.pattern_locality import line_local
 from sentinel.analyze.loaders.pattern_re2 import line_filter
 from sentinel.analyze.loaders.record_fields import (KEY, NAN_PREFIX, NUMBER_SYNTAX, check_heads, marks_nan, metric_name,
-                                                    prefixed, unit_suffix, units_order, watches_nonfinite, widest)
+                                                    prefixed, unit_suffix, units_order, widest)
 
 
 _TOKEN = re.compile(r"[^ \t\n\v\f\r]+")  # the tokens of Arrow's ASCII whitespace split

@@ -442,7 +442,7 @@ def _read_shape(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOptio
             required[row[np.isin(codes, wanted)]] = True
         _scatter(out, n, row, codes.astype(np.int64) * 256 + suffix, values, parsed,
                  lambda combo: metric_name(lower[combo // 256], unit_suffix(shape, combo % 256), shape, dialect,
-                                           options), dialect.loss_terms)
+                                           options), dialect)
     if shape.require is not None:
         if dialect.step_from_order:
             out["_counts"] = required  # other records (eval dicts) join the step before them
@@ -481,10 +481,10 @@ def _tokens(bodies: list, shape: Shape) -> tuple[pa.Array, np.ndarray, np.ndarra
 
 
 def _scatter(out: dict[str, np.ndarray], n: int, row: np.ndarray, combos: np.ndarray, values: np.ndarray,
-             parsed: np.ndarray, name_of, mark_every: bool = False) -> None:
+             parsed: np.ndarray, name_of, dialect: Dialect) -> None:
     """Write each pair's value into its metric column; in a record, a later pair of the same
-    metric replaces an earlier one. A logged NaN of a watched metric (of every one with
-    ``mark_every``) is marked."""
+    metric replaces an earlier one. A logged NaN is marked where the dialect marks it
+    (:func:`~sentinel.analyze.loaders.record_fields.marks_nan`)."""
     names: dict[str, list[int]] = {}
     for combo in np.flatnonzero(np.bincount(combos)).tolist():
         names.setdefault(name_of(combo), []).append(combo)
@@ -495,7 +495,7 @@ def _scatter(out: dict[str, np.ndarray], n: int, row: np.ndarray, combos: np.nda
         last[:-1] = rows[1:] != rows[:-1]  # picked is in record order, pairs left to right
         column = out.setdefault(name, np.full(n, np.nan))
         column[rows[last]] = values[picked[last]]
-        if mark_every or watches_nonfinite(name):
+        if marks_nan(name, dialect):
             logged = picked[parsed[picked] & np.isnan(values[picked])]
             if len(logged):
                 out.setdefault(NAN_PREFIX + name, np.full(n, np.nan))[row[logged]] = 1.0
