@@ -345,11 +345,13 @@ def _one_loss_gone_nonfinite(path: Path, modules, options: LoadOptions) -> list[
 
 def _loss_went_nonfinite(run: RunData) -> bool:
     """Whether a run's loss printed a NaN or an infinity (not a value it did not print)."""
+    from sentinel.analyze.rule_nonfinite import logged_nan_steps
+
     loss = run.steps.get(metrics.LOSS)
     if loss is None:
         return False
-    told = (run.meta or {}).get(LOGGED_NAN, {}).get(metrics.LOSS)
-    return bool(loss.isin([float("inf"), float("-inf")]).any()) or bool(told is not None and len(told))
+    told = logged_nan_steps(run, metrics.LOSS)
+    return bool(loss.isin([float("inf"), float("-inf")]).any()) or (told is not None and len(told) > 0)
 
 
 def _with_loss(runs: list[RunData], options: LoadOptions) -> list[RunData]:
@@ -693,9 +695,7 @@ def _shows_nonfinite_loss(run: RunData) -> bool:
     """Whether a text log's loss has a NaN or an infinity (a generic line prints its loss on each
     record line: a NaN there was printed), or one of its lines says something went non-finite."""
     loss = run.steps.get(metrics.LOSS)
-    if loss is not None and bool(loss.isna().any() or loss.isin([float("inf"), float("-inf")]).any()):
-        return True
-    return _says_nonfinite(run)
+    return (loss is not None and bool(loss.isna().any())) or _loss_went_nonfinite(run) or _says_nonfinite(run)
 
 
 def _says_nonfinite(run: RunData) -> bool:
