@@ -116,17 +116,17 @@ def _before_the_first_draw(text: str, records: list[re.Match], steps: list[int],
     the bar at 60: a paste started mid-run) stepped back by the logging interval from that draw;
     records of one step printed twice (LLaMA-Factory's line and the Trainer's dict) keep it."""
     first = training.search(text)
-    lead = [i for i, m in enumerate(records) if first is not None and m.end() <= first.start()]
-    if len(lead) < 2:
+    if first is None:
         return steps
-    losses = [_LOSS.search(records[i].group(0)) for i in lead]
-    values = {m.group(1) for m in losses if m is not None}
+    lead = sum(m.end() <= first.start() for m in records)  # records are in text order: the first ``lead``
+    if lead < 2:
+        return steps
+    losses = [_LOSS.search(m.group(0)) for m in records[:lead]]
     try:
-        distinct = len({float(v) for v in values}) == len(lead)
+        distinct = len({float(m.group(1)) for m in losses if m is not None}) == lead
     except ValueError:
         return steps
-    gap = _interval(steps[len(lead):] + [steps[lead[-1]]])
+    gap = _interval(steps[lead - 1:])
     if not distinct or gap is None:
         return steps
-    return [steps[lead[-1]] - gap * (lead[-1] - i) for i in lead] + steps[len(lead):]
-
+    return [steps[lead - 1] - gap * (lead - 1 - i) for i in range(lead)] + steps[lead:]
