@@ -311,8 +311,8 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
 def _read_named_file(path: Path, modules, options: LoadOptions) -> list[RunData] | None:
     """The runs of a file named on its own: as a table under a few lines, a format a loader claims,
     a short paste, bare numbers or rows in order; None where none reads it."""
-    for read in (_table_under_lines, lambda p, o: _load_file(p, modules, o), _short_paste, _bare_numbers,
-                 _rows_in_order):
+    for read in (_table_under_lines, _few_blocks, lambda p, o: _load_file(p, modules, o), _short_paste,
+                 _bare_numbers, _rows_in_order):
         runs = read(path, options)
         if runs is not None:
             return runs
@@ -688,6 +688,21 @@ def _short_paste(file: Path, options: LoadOptions) -> list[RunData] | None:
         count = len(run.steps)
         run.warnings.append(f"only {count} step line{'s' if count != 1 else ''}: read because the file was named on "
                             "its own (in a directory it would be no run)")
+    return runs
+
+
+def _few_blocks(file: Path, options: LoadOptions) -> list[RunData] | None:
+    """A text file named on its own that holds fewer logger blocks than a walk reads (one block
+    of guided-diffusion's ``| loss | nan |`` pasted with the lines after it), read with a warning;
+    None otherwise. A block is no sentence: one is read."""
+    from sentinel.analyze.loaders import sb3_console  # the loaders' own imports: lazily
+
+    if is_compressed(file) or sb3_console.sniff(file) or not sb3_console.sniff(file, least=1):
+        return None
+    runs = sb3_console.load(file, options)
+    for run in runs:
+        run.warnings.append(f"only {run.meta['blocks']} logger block(s): read because the file was named "
+                            "on its own (in a directory it would be no run)")
     return runs
 
 

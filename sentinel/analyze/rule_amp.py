@@ -61,18 +61,20 @@ def fell_under_floor_incidents(scale: pd.Series, config: AnalyzeConfig) -> list[
     raw = scale.to_numpy(dtype="float64")
     values = scale[np.isfinite(raw) & (raw > 0)]
     peak = values.cummax()
-    fell = (values < config.loss_scale_floor) & (np.log10(peak / values) >= config.loss_scale_fall_orders)
+    fell = (values < config.loss_scale_floor) & (np.log10(peak) - np.log10(values) >= config.loss_scale_fall_orders)
     if not fell.any():
         return []
     start, low_step = int(fell.idxmax()), int(values.idxmin())
     top, low, final = float(peak[start]), float(values.min()), float(values.iloc[-1])
-    resolved = math.log10(top / final) < config.loss_scale_fall_orders
-    message = (f"loss scale fell from {top:.4g} to {low:.4g} at step {low_step} ({math.log2(top / low):.3g} halvings), "
+    resolved = math.log10(top) - math.log10(final) < config.loss_scale_fall_orders
+    halvings = math.log2(top) - math.log2(low)
+    message = (f"loss scale fell from {top:.4g} to {low:.4g} at step {low_step} ({halvings:.3g} halvings), "
                f"under {config.loss_scale_floor:g}: overflow after overflow, as where the loss is exploding; final "
                f"{final:.4g}")
     return [Incident(IncidentKind.LOSS_SCALE_COLLAPSE, start, max(low_step, int(fell[fell].index[-1])),
                      Severity.WARNING, message, {"peak": top, "min": low, "min_step": low_step, "final": final,
-                                                 "orders": math.log10(top / low), "resolved": bool(resolved)})]
+                                                 "orders": math.log10(top) - math.log10(low),
+                                                 "resolved": bool(resolved)})]
 
 
 def at_minimum_incidents(scale: pd.Series, overflow: pd.Series, config: AnalyzeConfig) -> list[Incident]:
@@ -125,7 +127,7 @@ def _collapse_incidents(scale: pd.Series, config: AnalyzeConfig) -> list[Inciden
     startup = values[0] >= _STARTUP_SCALE
     settled[(held[0] if held.size else len(scale) - 1) if startup else 0:] = True
     peak = scale.where(settled).cummax()
-    orders = np.log10(peak / scale)
+    orders = np.log10(peak) - np.log10(scale)  # not of the ratio: a scale of 5e-324 under 65536 overflows it
     bad = (scale < config.loss_scale_floor) | (orders >= config.loss_scale_drop_orders)
     if not bad.any():
         return _fast_falls(scale, settled, config)
@@ -135,10 +137,14 @@ def _collapse_incidents(scale: pd.Series, config: AnalyzeConfig) -> list[Inciden
     final = float(scale.iloc[-1])
     end = max(int(bad[bad].index[-1]), low_step)
     top = float(value_at(peak, start)) if np.isfinite(value_at(peak, start)) else float(scale.iloc[0])
-    resolved = final >= config.loss_scale_floor and math.log10(top / final) < config.loss_scale_drop_orders
-    fell = max(float(orders.max()), math.log10(top / low) if low > 0 else math.inf)
-    message = (f"loss scale collapsed from {top:.4g} to {low:.4g} at step {low_step} "
-               f"({fell:.1f} orders of magnitude); final {final:.4g}")
+    resolved = final >= config.loss_scale_floor and math.log10(top) - math.log10(final) < config.loss_scale_drop_orders
+    fell = max(float(orders.max()), math.log10(top) - math.log10(low) if low > 0 else math.inf)
+    if top > low:
+        message = (f"loss scale collapsed from {top:.4g} to {low:.4g} at step {low_step} "
+                   f"({fell:.1f} orders of magnitude); final {final:.4g}")
+    else:  # no fall in the log: it starts under the floor (a paste from late in a run)
+        message = (f"loss scale {low:.4g} from the first step logged ({int(scale.index[0])}), under "
+                   f"{config.loss_scale_floor:g}: it had collapsed before; final {final:.4g}")
     return [Incident(IncidentKind.LOSS_SCALE_COLLAPSE, start, end, Severity.CRITICAL, message,
                      {"peak": top, "min": low, "min_step": low_step,
                       "final": final, "orders": fell, "resolved": bool(resolved)})]
@@ -169,7 +175,7 @@ def _fast_falls(scale: pd.Series, settled: np.ndarray, config: AnalyzeConfig) ->
                         index=pd.to_timedelta(steps.astype("int64"), unit="s"))
     top = on_time.rolling(pd.Timedelta(seconds=config.loss_scale_fall_window), closed="both",
                           min_periods=1).max().to_numpy()
-    fell = np.log10(top / scale.to_numpy()) >= config.loss_scale_fall_orders
+    fell = np.log10(top) - np.log10(scale.to_numpy()) >= config.loss_scale_fall_orders
     incidents = []
     final = float(scale.iloc[-1])
     for first, last in group_steps(pd.Series(fell & settled, index=scale.index), max_gap=1):
@@ -181,15 +187,15 @@ def _fast_falls(scale: pd.Series, settled: np.ndarray, config: AnalyzeConfig) ->
         start = int(steps[at_peak[-1] + 1])  # the first step below the peak
         part = between(scale, start, last)
         low, low_step = float(part.min()), int(part.idxmin())
-        halvings = math.log2(peak / low)
-        resolved = math.log10(peak / final) < config.loss_scale_fall_orders
+        halvings = math.log2(peak) - math.log2(low)
+        resolved = math.log10(peak) - math.log10(final) < config.loss_scale_fall_orders
         message = (f"loss scale fell from {peak:.4g} at step {peak_step} to {low:.4g} at step {low_step} "
                    f"({halvings:.3g} halvings in {low_step - peak_step} step{'s' if low_step - peak_step != 1 else ''}): "
                    "repeated overflows; "
                    f"final {final:.4g}")
         incidents.append(Incident(IncidentKind.LOSS_SCALE_COLLAPSE, start, max(last, low_step), Severity.WARNING,
                                   message, {"peak": peak, "peak_step": peak_step, "min": low, "min_step": low_step, "final": final,
-                                            "orders": math.log10(peak / low), "halvings": halvings,
+                                            "orders": math.log10(peak) - math.log10(low), "halvings": halvings,
                                             "resolved": bool(resolved)}))
     return incidents
 

@@ -1,6 +1,8 @@
 """Mixed-precision overflow lines that any training script's log may hold, whatever prints its
 steps: the loss scalers of NVIDIA apex, its ``FP16_Optimizer`` (and DeepSpeed's, which kept its
-words), and fairseq's trainer. A dialect with event lines of its own reads those instead.
+words), fairseq's trainer, and OpenAI's diffusion trainers (guided-diffusion, improved-diffusion,
+consistency models), which keep the scale as its base-2 logarithm. A dialect with event lines of
+its own reads those instead.
 
 Example:
     >>> bool(AMP_LINES[0].pattern.search(
@@ -30,11 +32,15 @@ AMP_LINES: tuple[EventLine, ...] = (
                          rf"(?P<attempted>{_NUM}), reducing to (?P<new>{_NUM})"), source="fp16_optimizer"),
     # fairseq's trainer: "NOTE: overflow detected, setting loss scale to: 0.25"
     EventLine(re.compile(rf"overflow detected, setting (?:loss )?scale to:? (?P<new>{_NUM})"), source="fairseq"),
+    # guided-diffusion's fp16_util.MixedPrecisionTrainer (improved-diffusion's train_util alike):
+    # logger.log(f"Found NaN, decreased lg_loss_scale to {self.lg_loss_scale}"), the scale 2**lg.
+    EventLine(re.compile(rf"Found NaN, decreased lg_loss_scale to (?P<new_lg>{_NUM})"), source="openai_diffusion"),
 )
 
 # Every line above holds one of these: a text without them is not searched further.
-WORDS = ("verflow", "VERFLOW")
+WORDS = ("verflow", "VERFLOW", "lg_loss_scale")
 # Any of the lines, for the sniffer.
 SNIFF = re.compile(r"Gradient overflow\.\s+Skipping step, loss scaler \d+ reducing loss scale to |"
                    r"(?i:overflow)[!.]? (?:Rank \d+ )?Skipping step\.? Attempted loss scale: |"
-                   r"overflow detected, setting (?:loss )?scale to")
+                   r"overflow detected, setting (?:loss )?scale to|"
+                   r"Found NaN, decreased lg_loss_scale to ")

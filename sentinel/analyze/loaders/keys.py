@@ -40,6 +40,38 @@ _EXACT = {
     "loss scale": metrics.LOSS_SCALE, "loss_scale": metrics.LOSS_SCALE,
     "train/loss_scale": metrics.LOSS_SCALE,
 }
+# The loss scale's base-2 logarithm, as OpenAI's diffusion trainers log it (guided-diffusion's
+# lg_loss_scale: 20 at the start, a scale of 2**20): read as the scale.
+LOG2_LOSS_SCALE_KEYS = frozenset({"lg_loss_scale"})
+LOG2_SMALLEST = -1074.0  # the base-2 logarithm of the smallest float64 (a subnormal)
+
+
+def scales_of_log2(values):
+    """The loss scales whose base-2 logarithms are ``values``: the smallest float below it (a scale
+    that fell to 2**-16199 is still a scale, not 0), inf above the largest; a NaN stays NaN.
+
+    Example:
+        >>> scales_of_log2(np.array([20.0, -16199.354, np.nan])).tolist()
+        [1048576.0, 5e-324, nan]
+    """
+    with np.errstate(over="ignore"):
+        return np.exp2(np.maximum(values, LOG2_SMALLEST))
+
+
+def below_smallest_note(log2_values, what: str) -> str | None:
+    """What a log holding a loss scale under the smallest float is told (:func:`scales_of_log2`);
+    None where none is under it.
+
+    Example:
+        >>> below_smallest_note(np.array([20.0, -16203.354]), "'lg_loss_scale'")
+        "'lg_loss_scale' fell to -16203.4: a loss scale of 2**-16203.4, below the smallest float, is read as 4.94e-324"
+    """
+    values = np.asarray(log2_values, dtype="float64")
+    lowest = np.nanmin(values) if values.size and not np.isnan(values).all() else np.nan
+    if not lowest < LOG2_SMALLEST:
+        return None
+    return (f"{what} fell to {lowest:.6g}: a loss scale of 2**{lowest:.6g}, below the smallest float, is read as "
+            f"{2.0 ** LOG2_SMALLEST:.3g}")
 _LR_MONITOR = re.compile(r"^lr-[\w.-]+$")  # Lightning LearningRateMonitor: lr-AdamW, lr-Adam/pg1
 
 

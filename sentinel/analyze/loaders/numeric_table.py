@@ -31,14 +31,17 @@ from sentinel.analyze.loaders.epoch_counts import steps_across_epochs
 from sentinel.analyze.loaders.shared_steps import number_shared_steps
 from sentinel.analyze.loaders.went_back import fall_backs, replaced_stretches, survivors
 from sentinel.analyze.loaders.keys import (
+    LOG2_LOSS_SCALE_KEYS,
     MAX_COLUMNS,
     NONFINITE_TEXT,
     STEP_LIMIT,
+    below_smallest_note,
     canonical_key,
     inferred_loss_note,
     is_analysis_key,
     looks_like_eval_loss,
     loss_column,
+    scales_of_log2,
 )
 from sentinel.analyze.loaders.textlog import last_line_whole, order_columns, settled, text_encoding
 
@@ -584,6 +587,11 @@ def table_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warning
             continue  # a text column (names, paths, timestamps); an evaluation's loss that is NaN stays
         values = rows(full)
         key = canonical_key(str(col))
+        if key in LOG2_LOSS_SCALE_KEYS:  # the scale's base-2 logarithm
+            note = below_smallest_note(values, repr(col))
+            if note is not None:
+                warnings.append(f"{Path(path).name}: {note}")
+            key, values = metrics.LOSS_SCALE, scales_of_log2(values)
         if key in renamed:  # a second loss-like or lr-like column keeps its own name
             key = str(col).strip().lower()
         if key in renamed:

@@ -22,7 +22,7 @@ from sentinel import metrics
 from sentinel.analyze.loaders.amp_lines import AMP_LINES, WORDS as AMP_WORDS
 from sentinel.analyze.loaders.nonfinite_lines import NONFINITE_LINES, WORDS as NONFINITE_WORDS
 from sentinel.analyze.loaders.dialect_types import Dialect, Shape
-from sentinel.analyze.loaders.keys import STEP_LIMIT
+from sentinel.analyze.loaders.keys import STEP_LIMIT, scales_of_log2
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.pattern_locality import line_local
 from sentinel.analyze.loaders.pattern_prefix import literal_first
@@ -79,6 +79,9 @@ def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, wa
         for name in ("attempted", "new"):
             if name in groups:
                 detail[f"{name}_scale"] = _number_or_none(groups[name])
+        if "new_lg" in groups:  # the scale's base-2 logarithm (OpenAI's diffusion trainers)
+            lg = _number_or_none(groups["new_lg"])
+            detail["new_scale"] = None if lg is None else float(scales_of_log2(lg))
         if rule.keep_rank and "rank" in groups:
             detail["rank"] = int(groups["rank"])
         for name in ("module", "value"):  # what the line names: the operation or parameter, the value
