@@ -135,6 +135,22 @@ class EventLine:
 
 
 @dataclass(frozen=True)
+class LossTerms:
+    """How a log that prints a loss's terms and no total names them (:attr:`Dialect.loss_terms`).
+
+    Attributes:
+        term: the prefix of a term's key (lower case; "" for every key), BasicSR's ``l_``.
+        critic: the prefix of a discriminator's term: those are summed apart, as ``loss_d``.
+        alone: where no key is a discriminator's, the terms' sum is the loss (a super-resolution
+            model's ``l_pix`` + ``l_percep``); else no loss is read (CycleGAN prints both players').
+    """
+
+    term: str = ""
+    critic: str = "d_"
+    alone: bool = False
+
+
+@dataclass(frozen=True)
 class Dialect:
     """How one tool's text log is read: its record shapes, event lines and step rule.
 
@@ -202,8 +218,9 @@ class Dialect:
         loss_scale_min: the tool's own floor for its dynamic loss scale, where it lies below the
             analysis's (fairseq's ``--min-loss-scale``, 1e-4: a scale of 0.5 is its normal range).
         loss_terms: the loss is no printed key but the sum of the printed terms (CycleGAN's ``D_A``,
-            ``G_A``, ``cycle_A``, ...): the printed NaNs of every term are kept (``LOGGED_NAN``), so a
-            sum that lacks a term (a line cut in a paste) is told from one of a printed NaN.
+            ``G_A``, ``cycle_A``, ...), named as :class:`LossTerms` says: the printed NaNs of every
+            term are kept (``LOGGED_NAN``), so a sum that lacks a term (a line cut in a paste) is
+            told from one of a printed NaN.
     """
 
     name: str
@@ -235,4 +252,4 @@ class Dialect:
     event_word: str | None = None
     step_unit: str | None = None
     loss_scale_min: float | None = None
-    loss_terms: bool = False
+    loss_terms: LossTerms | None = None

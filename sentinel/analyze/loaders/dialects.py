@@ -15,7 +15,7 @@ from dataclasses import replace
 from sentinel import metrics
 from sentinel.events import EventKind
 from sentinel.analyze.loaders.amp_lines import AMP_LINES, SNIFF as AMP_SNIFF
-from sentinel.analyze.loaders.dialect_types import Dialect, EventLine, RecordEvent, Shape
+from sentinel.analyze.loaders.dialect_types import Dialect, EventLine, LossTerms, RecordEvent, Shape
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.nonfinite_lines import WORDS as NONFINITE_WORDS
 
@@ -1130,11 +1130,31 @@ CYCLEGAN = Dialect(
               separators=(": ", ", ")),
     ),
     min_records=2,
-    loss_terms=True,
+    loss_terms=LossTerms(),
+)
+
+# BasicSR's MessageLogger (the trainer of Real-ESRGAN, GFPGAN, SwinIR's and many restoration
+# models): "[exp..][epoch:  0, iter:   1,000, lr:(2.000e-04,)] [eta: 1 day, 2:03:04, time (data):
+# 0.512 (0.004)] l_pix: 3.3498e-02 ", iter the global step printed "{:8,d}"; mmsr's and EDVR's
+# "[epoch:  0, iter:     100, lr:(1.000e-04,)] l_pix: ..." and the first ESRGAN codes' "<epoch:  0,
+# iter:     100, lr:1.000e-04> l_pix: ...". Each l_* key is a term of the loss, l_g_* the
+# generator's and l_d_* the discriminator's (out_d_*: its outputs, no loss); textlogs.gan_terms.
+BASICSR = Dialect(
+    name="basicsr",
+    description='BasicSR ("[train..][epoch:  0, iter:   1,000, lr:(2.000e-04,)] [eta: ...] l_pix: 3.3498e-02")',
+    shapes=(
+        Shape(re.compile(rf"[\[<]epoch:[^\S\n]*(\d+), iter:[^\S\n]*(\d{{1,3}}(?:,\d{{3}})*), lr:\(?({_NUM})"
+                         rf"[^\n]*?(?:\)\]|>)(?:[^\S\n]*\[eta: [^\]\n]*\])?[^\S\n]*([^\n]*)"),
+              head=("_", metrics.STEP, metrics.LR), separators=(": ",),
+              scrub=(re.compile(r"(?<=\d),(?=\d{3}(?!\d))"), "")),
+    ),
+    sniff=re.compile(r"[\[<]epoch:[^\S\n]*\d+, iter:[^\S\n]*[\d,]+, lr:"),
+    min_records=2,
+    loss_terms=LossTerms(term="l_", critic="l_d_", alone=True),
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, COMPOSER, OLMO, COQUI, WENET, NNUNET, GAN, CYCLEGAN, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, COMPOSER, OLMO, COQUI, WENET, NNUNET, GAN, CYCLEGAN, BASICSR, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where

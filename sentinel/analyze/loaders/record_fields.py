@@ -57,10 +57,10 @@ def marks_nan(name: str, dialect) -> bool:
 
     Example:
         >>> from types import SimpleNamespace
-        >>> marks_nan("g_a", SimpleNamespace(loss_terms=False)), marks_nan("g_a", SimpleNamespace(loss_terms=True))
+        >>> marks_nan("g_a", SimpleNamespace(loss_terms=None)), marks_nan("g_a", SimpleNamespace(loss_terms=object()))
         (False, True)
     """
-    return dialect.loss_terms or watches_nonfinite(name)
+    return dialect.loss_terms is not None or watches_nonfinite(name)
 
 
 def units_order(units: Mapping[str, tuple[str, float]]) -> list[str]:

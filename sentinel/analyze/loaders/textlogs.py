@@ -20,12 +20,12 @@ import numpy as np
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, STEP_UNIT, LoadOptions, RunData
-from sentinel.analyze.loaders.dialects import (AMP_ONLY, CYCLEGAN, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER,
+from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER,
                                                NONFINITE_ONLY, PAIRS, FALLBACKS, GENERIC, HF_TRAINER, LOSS_LINES,
                                                reads_bar_running_mean)
-from sentinel.analyze.loaders.dialect_types import Dialect
+from sentinel.analyze.loaders.dialect_types import Dialect, LossTerms
 from sentinel.analyze.loaders.crash_tail import TRACEBACK, final_error
-from sentinel.analyze.loaders.keys import is_aggregate
+from sentinel.analyze.loaders.keys import inferred_loss_note, is_aggregate
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.loss_key import LossKey, find_loss_key, loss_key_note, loss_keys, named_key
 from sentinel.analyze.loaders.progress_bar import bar_steps
@@ -447,8 +447,8 @@ def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str
                               "the last 20 steps: a one-step spike shows at about a twentieth of its height and "
                               "goes unseen. Log the step's loss to the bar (self.log('train_loss', loss, "
                               "prog_bar=True)), or analyze the logger's metrics.csv or event files")
-    if dialect is CYCLEGAN:
-        gan_terms(found.steps, found.warnings, found.meta.get(LOGGED_NAN))
+    if dialect.loss_terms is not None and metrics.LOSS not in found.steps.columns:  # none picked by --loss-col
+        gan_terms(found.steps, found.warnings, found.meta.get(LOGGED_NAN), dialect.loss_terms)
     if metrics.LOSS not in found.steps.columns:
         events_alone = dialect is AMP_ONLY or dialect is NONFINITE_ONLY
         who = "no loss in the file" if events_alone else f"no loss logged by {dialect.name}"
@@ -496,12 +496,13 @@ def _epoch_means_undone(found, line: re.Match | None) -> None:
                           "spread over the rest of its epoch)")
 
 
-def gan_terms(steps, warnings: list[str], logged_nan: dict | None = None) -> None:
-    """A GAN log's loss terms as the two losses they add up to: the generator's (every term but the
-    discriminators' ``d_*``) as the loss, the discriminators' as ``loss_d`` (a GAN's run is judged on
-    non-finite values only: the two play against each other). In place, with a warning. A sum is a
-    printed NaN (``logged_nan``, by key: the terms' printed NaNs in, the sums' out) where one of its
-    terms printed one; a line that lacks a term (cut in a paste) has no sum.
+def gan_terms(steps, warnings: list[str], logged_nan: dict | None = None, names: LossTerms = LossTerms()) -> None:
+    """A log's loss terms as the losses they add up to: a GAN's generator's (every term but the
+    discriminators', ``d_*`` by default) as the loss, the discriminators' as ``loss_d`` (a GAN's run
+    is judged on non-finite values only: the two play against each other); where ``names`` says
+    so, the terms alone as the loss (BasicSR's ``l_pix`` + ``l_percep``). In place, with a warning.
+    A sum is a printed NaN (``logged_nan``, by key: the terms' printed NaNs in, the sums' out)
+    where one of its terms printed one; a line that lacks a term (cut in a paste) has no sum.
 
     Example:
         >>> import pandas as pd
@@ -510,20 +511,30 @@ def gan_terms(steps, warnings: list[str], logged_nan: dict | None = None) -> Non
         ([2.4, nan], {'loss': [], 'loss_d': []}, "loss is the generator's g_a + cycle_a")
         >>> w[1][:40]
         '1 line(s) lack a term of the loss (g_a):'
+        >>> t = pd.DataFrame({"lr": [1e-4], "l_pix": [0.5], "l_percep": [2.0]})
+        >>> gan_terms(t, w := [], None, LossTerms(term="l_", critic="l_d_", alone=True)); t["loss"].tolist(), w
+        ([2.5], ['loss is the sum of its terms l_pix + l_percep (--loss-col picks one term)'])
     """
-    terms = [c for c in steps.columns if c not in (metrics.LOSS, "loss_d")]
-    critic = [c for c in terms if c.startswith("d_")]
-    generator = [c for c in terms if not c.startswith("d_")]
-    if not critic or not generator:
+    terms = [c for c in steps.columns if c not in (metrics.LOSS, "loss_d") and c.startswith(names.term)]
+    critic = [c for c in terms if c.startswith(names.critic)]
+    generator = [c for c in terms if not c.startswith(names.critic)]
+    if not generator or not (critic or names.alone):
         return
     steps[metrics.LOSS] = steps[generator].sum(axis=1, min_count=len(generator))
-    steps["loss_d"] = steps[critic].sum(axis=1, min_count=len(critic))
-    warnings.append(f"loss is the generator's {' + '.join(generator)}; loss_d the discriminators' "
-                    f"{' + '.join(critic)} (--loss-col picks one term)")
+    if critic:
+        steps["loss_d"] = steps[critic].sum(axis=1, min_count=len(critic))
+        warnings.append(f"loss is the generator's {' + '.join(generator)}; loss_d the discriminators' "
+                        f"{' + '.join(critic)} (--loss-col picks one term)")
+    elif len(generator) > 1:
+        warnings.append(f"loss is the sum of its terms {' + '.join(generator)} (--loss-col picks one term)")
+    else:
+        warnings.append(inferred_loss_note(generator[0], "key"))
     if logged_nan is None:
         return
     index = steps.index.to_numpy()
     for key, side in ((metrics.LOSS, generator), ("loss_d", critic)):
+        if not side:
+            continue
         printed = np.isin(index, [step for term in side for step in logged_nan.get(term, ())])
         unsummed = steps[key].isna().to_numpy()
         logged_nan[key] = index[unsummed & printed].tolist()
