@@ -50,7 +50,7 @@ from sentinel.analyze.loaders.keys import (
 )
 from sentinel.analyze.loaders.nonfinite_lines import NONFINITE_LINES
 from sentinel.analyze.loaders.numeric_table import table_steps
-from sentinel.analyze.loaders.text_events import count_overflows
+from sentinel.analyze.loaders.text_events import count_overflows, stamp
 from sentinel.analyze.loaders.textlog import events_frame, read_head_lines, read_text, run_name
 from sentinel.analyze.loaders.textscan import clean_text
 from sentinel.events import make_event
@@ -296,7 +296,8 @@ def _events(lines: list[str], ends: list[int], block_steps: pd.Series, steps: pd
             else:
                 step, detail["step_estimated"] = last + 1, True
                 after_last += 1
-            events.append(make_event(rule.kind, step, line=number, source=rule.source or BASELINES, **detail))
+            event = make_event(rule.kind, step, line=number, source=rule.source or BASELINES, **detail)
+            events.append(stamp(event, np.nan))  # the lines carry no time
             break
     if after_last:
         warnings.append(f"{name}: {after_last} line(s) after the last block were given step {last + 1}")
