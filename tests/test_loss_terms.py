@@ -86,3 +86,64 @@ def test_a_term_picked_with_loss_col_is_the_loss(tmp_path):
     assert run.steps["loss"].tolist() == pytest.approx([0.5 + it / 1e4 for it in range(100, 1001, 100)])
     result = CliRunner().invoke(main, ["analyze", str(path), "--format", "json"])
     assert json.loads(result.output)["runs"][0]["final_loss"] == pytest.approx(0.6 + 1.7 + 0.5 + 0.4 + 1.2 + 0.6)
+
+
+def _vits_log(steps: int, nan_from: int | None = None, terms: int = 6, console: bool = False) -> list[str]:
+    """VITS' train.py: logger.info('Train Epoch: {} [{:.0f}%]') then logger.info([x.item() for x in
+    losses] + [global_step, lr]), under utils.get_logger's "%(asctime)s\\t%(name)s\\t%(levelname)s\\t"
+    (the console's "INFO:name:" with ``console``)."""
+    rng = np.random.default_rng(0)
+    prefix = "INFO:ljs_base:" if console else "2021-06-10 12:00:05,000\tljs_base\tINFO\t"
+    lines = [f"{prefix}{{'train': {{'log_interval': 200, 'epochs': 20000}}}}"]
+    for step in range(0, steps + 1, 200):
+        epoch = step // 400 + 1
+        mel = 20 + 40 / (1 + step / 2000) + float(rng.normal(0, 0.5))
+        losses = [2.5, 2.3, 5.1, mel, 1.8, 1.5] if terms == 6 else [2.5, 2.3, 5.1, mel, 1.5]  # no loss_dur
+        if nan_from is not None and step >= nan_from:
+            losses = [math.nan] * terms
+        lines.append(f"{prefix}Train Epoch: {epoch} [{100 * (step % 400) / 400:.0f}%]")
+        lines.append(f"{prefix}{[float(x) for x in losses] + [step, 2e-4 * 0.999875 ** epoch]}")
+        if step % 400 == 200:
+            lines.append(f"{prefix}====> Epoch: {epoch}")
+    return lines
+
+
+def test_vits_lists_are_the_generators_sum_and_the_discriminators_loss(tmp_path):
+    """VITS' loss_gen_all (every term but the first, loss_disc) is the loss; its NaN from step
+    12,000 is told there (a GAN's run: judged on non-finite values)."""
+    path = _write(tmp_path / "train.log", _vits_log(15_000, nan_from=12_000))
+    assert "\tINFO\t[2.5, 2.3, 5.1, 60.0" in path.read_text()
+    (run,) = discover_runs(path)
+    assert run.source == "vits" and run.steps.index.tolist() == list(range(0, 15_001, 200))
+    first = run.steps.iloc[0]
+    assert first["loss"] == pytest.approx(2.3 + 5.1 + first["mel"] + 1.8 + 1.5) and first["loss_d"] == 2.5
+    assert first["lr"] == pytest.approx(2e-4 * 0.999875)
+    (incident,) = analyze_run(run).incidents
+    assert (incident.kind, incident.severity, incident.step) == ("nonfinite", "critical", 12_000)
+
+
+def test_a_vits_console_paste_without_durations(tmp_path):
+    """so-vits-svc's first versions log five losses (no loss_dur); a console paste's "INFO:name:"."""
+    (run,) = discover_runs(_write(tmp_path / "paste.txt", _vits_log(1000, terms=5, console=True)))
+    assert run.source == "vits" and len(run.steps) == 6
+    assert {"gen", "fm", "mel", "kl"} <= set(run.steps.columns) and "dur" not in run.steps.columns
+    assert run.steps["loss"].iloc[-1] == pytest.approx(2.3 + 5.1 + run.steps["mel"].iloc[-1] + 1.5)
+
+
+def test_rvc_loss_lines_under_their_step_and_lr(tmp_path):
+    """RVC's train.py: logger.info([global_step, lr]) then its five losses as "loss_disc=X, ...":
+    the generator's four summed as the loss, loss_disc as loss_d; two records under one "Train
+    Epoch" line (a paste) are read, named on their own."""
+    lines = []
+    for step, (disc, gen, fm, mel, kl) in zip((3000, 3200), ((3.107, 4.287, 13.863, 26.175, 1.997),
+                                                         (3.519, 3.646, 11.745, 26.872, 1.892))):
+        lines += [f"INFO:feier:[{step}, 9.977523890319963e-05]",
+                  f"INFO:feier:loss_disc={disc:.3f}, loss_gen={gen:.3f}, loss_fm={fm:.3f},loss_mel={mel:.3f}, "
+                  f"loss_kl={kl:.3f}"]
+        if step == 3000:
+            lines += ["INFO:feier:====> Epoch: 19 [2024-02-29 14:55:36] | (0:00:51.579960)",
+                      "INFO:feier:Train Epoch: 20 [39%]"]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "paste.txt", lines)), "--format", "json"])
+    (run,) = json.loads(result.output)["runs"]
+    assert (run["source"], run["steps"], run["verdict"]) == ("vits", 2, "healthy")
+    assert run["final_loss"] == pytest.approx(3.646 + 11.745 + 26.872 + 1.892)

@@ -1153,8 +1153,45 @@ BASICSR = Dialect(
     loss_terms=LossTerms(term="l_", critic="l_d_", alone=True),
 )
 
+# VITS (and the voice models trained with its train.py: so-vits-svc's first versions, Bert-VITS2,
+# VITS2, MB-iSTFT-VITS, RVC): "Train Epoch: E [P%]" then logger.info([x.item() for x in losses] +
+# [global_step, lr]), losses = [loss_disc, loss_gen, loss_fm, loss_mel, loss_dur, loss_kl] (no
+# loss_dur where the durations are not learnt). The generator optimises the sum of all but the
+# first, VITS' loss_gen_all: read as the loss; loss_disc, the discriminator's, as loss_d.
+_VITS_LIST = re.compile(rf"(?:^|(?<=[\t:]))\[({_NUM}(?:, {_NUM}){{3,}})\][^\S\n]*$", re.MULTILINE)
+_VITS_TERMS = {6: ("gen", "fm", "mel", "dur", "kl"), 5: ("gen", "fm", "mel", "kl")}
+
+
+def _vits_pairs(match: re.Match) -> str:
+    """A VITS list as "step loss X loss_d Y lr Z <term> V ...": the loss is the generator's sum."""
+    *losses, step, lr = match.group(0).split(", ")
+    disc, terms = losses[0], losses[1:]
+    total = sum(float(value) for value in terms)
+    names = _VITS_TERMS.get(len(losses)) or tuple(f"term_{i}" for i in range(1, len(terms) + 1))
+    return " ".join([step, "loss", repr(total), "loss_d", disc, "lr", lr,
+                     *(f"{name} {value}" for name, value in zip(names, terms))])
+
+
+VITS = Dialect(
+    name="vits",
+    description='VITS and its voice models ("Train Epoch: E [P%]" then "[loss_disc, loss_gen, loss_fm, loss_mel, '
+                'loss_dur, loss_kl, step, lr]")',
+    shapes=(
+        Shape(_VITS_LIST, head=(metrics.STEP,), separators=(),
+              scrub=(re.compile(rf"^{_NUM}(?:, {_NUM}){{3,}}$", re.MULTILINE), _vits_pairs)),
+        # RVC: logger.info([global_step, lr]), then f"loss_disc={loss_disc:.3f}, loss_gen=..., loss_fm=...,
+        # loss_mel=..., loss_kl=..." (its loss_gen_all the sum of all but loss_disc: textlogs.gan_terms)
+        Shape(re.compile(rf"(?:^|(?<=[\t:]))\[(\d+), ({_NUM})\][^\S\n]*\n[^\n]*?\b(loss_disc=[^\n]*)", re.MULTILINE),
+              head=(metrics.STEP, metrics.LR), separators=("=", ",")),
+    ),
+    # (RVC's loss lines too: a paste of two records under one "Train Epoch" line)
+    sniff=re.compile(r"\bTrain Epoch: \d+ \[\d+%\]|\bloss_disc=[^\n]*\bloss_gen="),
+    min_records=2,
+    loss_terms=LossTerms(term="loss_", critic="loss_disc"),
+)
+
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, COMPOSER, OLMO, COQUI, WENET, NNUNET, GAN, CYCLEGAN, BASICSR, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, COMPOSER, OLMO, COQUI, WENET, NNUNET, GAN, CYCLEGAN, BASICSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
