@@ -110,7 +110,7 @@ def _above_noise(before: np.ndarray, rise: np.ndarray) -> bool:
     """Whether the median of ``rise`` stands above the rows ``before`` it by more than their
     noise: a flat loss with 10% batch noise has runs of high rows at its end all the time (over
     50 steps, a quarter of such logs ended "still elevated" against a best level that was one of
-    its lowest medians). Where the loss is not positive, or too few rows came before, True.
+    its lowest medians). Where too few rows came before, True.
 
     Example:
         >>> rng = np.random.default_rng(0)
@@ -119,18 +119,34 @@ def _above_noise(before: np.ndarray, rise: np.ndarray) -> bool:
         (False, True)
     """
     before = before[-_NOISE_ROWS:]
-    if not len(before) or not (before > 0).all() or not (rise > 0).all():
+    if not len(before):
         return True
-    logs = np.log(before)
-    center = float(np.median(logs))
+    # In log space where the loss is positive (its noise scales with it); else as it is (a loss
+    # with a negative term, a PSNR loss at -30 dB).
+    positive = bool((before > 0).all() and (rise > 0).all())
+    scale = np.log if positive else np.asarray
+    levels = scale(before)
+    center = float(np.median(levels))
     if len(before) >= 5:
-        spread = 1.4826 * float(np.median(np.abs(logs - center)))
+        spread = 1.4826 * float(np.median(np.abs(levels - center)))
     elif len(rise) >= 10:  # a "rise" from the log's first rows on: its own row-to-row noise (a trend
         # barely moves successive differences), against the few rows before it
-        spread = 1.4826 * float(np.median(np.abs(np.diff(np.log(rise))))) / np.sqrt(2)
+        spread = 1.4826 * float(np.median(np.abs(np.diff(scale(rise))))) / np.sqrt(2)
     else:
         return True
-    return float(np.log(np.median(rise))) - center > _NOISE_SIGMAS * spread
+    return float(scale(np.median(rise))) - center > _NOISE_SIGMAS * spread
+
+
+def _large_rise(peak: float, best: float, rtol: float) -> bool:
+    """Whether ``peak`` stands more than ``rtol`` of the best level's size above it: ``best * (1 +
+    rtol)`` for a positive level, ``rtol * |best|`` above a negative one (a PSNR loss's -30.7 dB,
+    where x1.5 would be -46, below any value it takes).
+
+    Example:
+        >>> _large_rise(3.2, 2.0, 0.5), _large_rise(-27.5, -30.7, 0.5), _large_rise(5.0, -1.0, 0.5)
+        (True, False, True)
+    """
+    return peak - best > rtol * abs(best) if best < 0 else peak > best * (1.0 + rtol)
 
 
 def _unfinished_rise(loss: pd.Series, frame: pd.DataFrame, spike_spans: list[dict],
@@ -165,7 +181,7 @@ def _unfinished_rise(loss: pd.Series, frame: pd.DataFrame, spike_spans: list[dic
     # as in the spike rule before its warm-up, only a large rise counts (x1.5: BigScience exp2's
     # 6.37 -> 10.24 over 4 rows is one; a detector run's 1.02 then 1.25-1.38 is batch noise).
     spike = spike_config(config)  # the spike rule's settings, with the user's --warmup
-    if int((loss.index < onset).sum()) < spike.warmup and not peak > best * (1.0 + spike.short_rtol):
+    if int((loss.index < onset).sum()) < spike.warmup and not _large_rise(peak, best, spike.short_rtol):
         return []
     if not _above_noise(loss[loss.index < onset].to_numpy(dtype="float64"), part.to_numpy(dtype="float64")):
         return []  # a few high rows of a noisy loss: its best level is a low draw, not the level
