@@ -3846,3 +3846,20 @@ def test_a_spaced_table_row_with_an_empty_middle_cell(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "paste.txt", lines))
     assert run.source == "space_table" and np.isnan(run.steps.loc[100, "loss"])
     assert run.steps["validation loss"].dropna().index.tolist() == [100, 200, 300]
+
+
+@pytest.mark.parametrize("printed", ["NAN", "INF"])
+def test_a_nan_printed_in_capitals_is_a_nan(tmp_path, printed):
+    """Megatron-LM's first versions print the loss with "{:.6E}", which writes NaN as NAN and
+    infinity as INF: the line was no record, and the NaN at iteration 700 went unseen (its step
+    dropped, "8 steps" for 9 lines)."""
+    lines = []
+    for it in range(100, 1300, 100):
+        loss = printed if it == 700 else f"{7.5 - it / 400:.6E}"
+        lines.append(f" iteration {it:8d}/    3000 | elapsed time per iteration (ms): 12879.0 | learning rate "
+                     f"{6.3e-6:.3E} | lm loss {loss} | loss scale 64.0 |")
+    assert "| lm loss 6.000000E+00 |" in lines[5]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert len(run.steps) == 12
+    (incident,) = analyze_run(run).incidents
+    assert (incident.kind, incident.severity, incident.step) == ("nonfinite", "critical", 700)
