@@ -47,8 +47,9 @@ def test_a_stretch_that_ends_is_resolved_and_the_longest_is_told():
     [0.0123] * 20,  # a running mean printed with 4 decimals can repeat: too few digits to tell
     [1.0, 1e-2, 1e-4, 1e-7, 1e-12] + [0.0] * 10,  # a model that fits its data exactly converges to 0
     [2.5, 2.4] * 10,  # alternating, never the same twice in a row
-    [-1.0] * 7,  # too short a stretch
+    [2.5] * 7,  # too short a stretch
     [0.0] * 3,  # ... of zeros too
+    [-1.0] * 3,  # ... and of a negative placeholder
 ])
 def test_not_stuck(values):
     assert stuck_loss_incidents(_series(values)) == []
@@ -64,6 +65,18 @@ def test_a_loss_of_exactly_zero_at_every_epoch_of_a_short_paste(tmp_path):
     report = analyze_run(discover_runs(_write(tmp_path / "lora.log", lines))[0])
     (incident,) = report.incidents
     assert (incident.kind, incident.severity, incident.step, incident.end_step) == ("loss_stuck", "warning", 176, 256)
+
+
+def test_a_pipeline_stages_placeholder_loss_of_minus_one(tmp_path):
+    """torchtitan under pipeline parallelism: a rank whose stage does not compute the loss logs
+    -1.0 (#1232's paste, the only rank logged): four steps of it were "healthy", under the eight a
+    stuck stretch needed. A negative constant is a placeholder after four, as 0 is."""
+    lines = [f"[rank0]:[titan] 2025-05-28 21:1{s}:37,816 - root - INFO - step: {s:2d}  loss: -1.0000  memory: "
+             f"42.78GiB(54.06%)  tps: 8  tflops: 1.81  mfu: 0.58%" for s in range(1, 5)]
+    report = analyze_run(discover_runs(_write(tmp_path / "titan.log", lines))[0])
+    (incident,) = report.incidents
+    assert (incident.kind, incident.severity, incident.step, incident.end_step) == ("loss_stuck", "warning", 1, 4)
+    assert "a constant negative loss is a placeholder" in incident.message
 
 
 def test_a_float32_loss_that_stops_moving_makes_the_run_unhealthy():

@@ -31,8 +31,9 @@ from sentinel.analyze.rule_chance import chance_level
 
 # Consecutive logged values, all the same float, that make a stretch.
 MIN_ROWS = 8
-# ... where the float is exactly 0: no mean over a batch lands there by chance (a LoRA whose
-# sd-scripts bar shows avr_loss=0 at each of six epochs learned nothing).
+# ... where the float is exactly 0, or a negative one: no mean over a batch lands there by chance (a
+# LoRA whose sd-scripts bar shows avr_loss=0 at each of six epochs learned nothing; torchtitan's
+# pipeline stages that do not compute the loss print -1.0 at every step).
 MIN_ZERO_ROWS = 4
 # Significant digits of the repeated value for a positive one to count.
 MIN_DIGITS = 5
@@ -104,8 +105,8 @@ def is_adversarial(columns, loss_name: str = "") -> bool:
 
 def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS, zero_counts: bool = True) -> list[Incident]:
     """One warning for the longest stretch of ``min_rows`` or more logged losses in a row that
-    are the same float (:data:`MIN_ZERO_ROWS` where it is 0; see the module docstring for which
-    values count).
+    are the same float (:data:`MIN_ZERO_ROWS` where it is 0 or negative; see the module docstring
+    for which values count).
 
     Args:
         loss: the finite loss values, indexed by step.
@@ -129,7 +130,7 @@ def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS, zero_counts:
     bounds = np.flatnonzero(np.diff(np.concatenate(([0], same.view(np.int8), [0]))))
     starts, ends = bounds[::2], bounds[1::2]  # rows starts[k]..ends[k] hold one value
     length = ends - starts + 1
-    counted = [k for k in np.flatnonzero(length >= np.where(values[starts] == 0, zero_rows, min_rows))
+    counted = [k for k in np.flatnonzero(length >= np.where(values[starts] <= 0, zero_rows, min_rows))
                if _counts(float(values[starts[k]]), float(values[starts[k] - 1]) if starts[k] else None, zero_counts)
                and not _rounding_plateau(values, int(starts[k]), int(ends[k]))]
     if not counted:
