@@ -159,3 +159,37 @@ def test_rvc_loss_lines_under_their_step_and_lr(tmp_path):
     (run,) = json.loads(result.output)["runs"]
     assert (run["source"], run["steps"], run["verdict"]) == ("vits", 2, "healthy")
     assert run["final_loss"] == pytest.approx(3.646 + 11.745 + 26.872 + 1.892)
+
+
+def _edsr_log(epochs: int, terms: tuple[str, ...], explode_at: int | None = None) -> list[str]:
+    """EDSR-PyTorch's trainer: "[Epoch E]\\tLearning rate: {:.2e}", then every print_every batches
+    "[{samples}/{dataset}]\\t{display_loss}\\t{model:.1f}+{data:.1f}s", display_loss one "[{type}:
+    {:.4f}]" per term and "[Total: ...]" after several."""
+    rng = np.random.default_rng(0)
+    lines, step = [], 0
+    for epoch in range(1, epochs + 1):
+        lines.append(f"[Epoch {epoch}]\tLearning rate: {1e-4:.2e}")
+        for samples in range(1600, 16_001, 1600):
+            step += 1
+            values = {t: 6.0 * float(np.exp(rng.normal(0, 0.01))) * (500 if explode_at and step >= explode_at else 1)
+                      for t in terms}
+            shown = "".join(f"[{t}: {v:.4f}]" for t, v in values.items())
+            if len(terms) > 1:
+                shown += f"[Total: {sum(v for t, v in values.items() if t != 'DIS'):.4f}]"
+            lines.append(f"[{samples}/16000]\t{shown}\t65.8+0.4s")
+    return lines
+
+
+def test_edsr_l1_loss_that_explodes_mid_epoch(tmp_path):
+    """EDSR-PyTorch#214: L1 6.06 then 2948 at 11200/16000 and never back: its lines were "log L1,
+    rate but no loss". The one term is the loss; the count goes on across epochs (in samples)."""
+    (run,) = discover_runs(_write(tmp_path / "log.txt", _edsr_log(3, ("L1",), explode_at=27)))
+    assert run.source == "edsr" and run.steps.index.tolist() == list(range(1600, 48_001, 1600))
+    (incident,) = [i for i in analyze_run(run).incidents if i.severity == "critical"]
+    assert (incident.kind, incident.step) == ("loss_spike", 27 * 1600)
+
+
+def test_edsr_terms_and_their_total(tmp_path):
+    (run,) = discover_runs(_write(tmp_path / "log.txt", _edsr_log(2, ("VGG54", "GAN", "DIS"))))
+    first = run.steps.iloc[0]
+    assert first["loss"] == pytest.approx(first["vgg54"] + first["gan"], abs=2e-4) and "dis" in run.steps.columns

@@ -1153,6 +1153,22 @@ BASICSR = Dialect(
     loss_terms=LossTerms(term="l_", critic="l_d_", alone=True),
 )
 
+# EDSR-PyTorch's trainer (RCAN's and the super-resolution repositories built on it): "[Epoch E]\tLearning
+# rate: 1.00e-4", then f"[{samples}/{dataset}]\t{display_loss}\t{model:.1f}+{data:.1f}s", its loss
+# display "[L1: 5.9633]" per loss term and "[Total: X]" after them where there are several (a GAN's
+# discriminator's "[DIS: X]" among them). The count is the epoch's samples.
+EDSR = Dialect(
+    name="edsr",
+    description='EDSR-PyTorch ("[1600/16000]\t[L1: 5.9633]\t65.8+0.4s", "[Total: X]" over several terms)',
+    shapes=(
+        Shape(re.compile(rf"^\[(\d+)/(\d+)\]\t((?:\[[\w.]+: {_NUM}\])+)\t[\d.]+\+[\d.]+s[^\S\n]*$", re.MULTILINE),
+              head=("iter", "total"), separators=("[", "]", ":"), keys={"total": metrics.LOSS}),
+    ),
+    sniff=re.compile(r"^\[\d+/\d+\]\t\[[\w.]+: ", re.MULTILINE),
+    min_records=2,
+    loss_terms=LossTerms(critic="dis", alone=True),  # one term and no Total: that term
+)
+
 # VITS (and the voice models trained with its train.py: so-vits-svc's first versions, Bert-VITS2,
 # VITS2, MB-iSTFT-VITS, RVC): "Train Epoch: E [P%]" then logger.info([x.item() for x in losses] +
 # [global_step, lr]), losses = [loss_disc, loss_gen, loss_fm, loss_mel, loss_dur, loss_kl] (no
@@ -1191,7 +1207,7 @@ VITS = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, COMPOSER, OLMO, COQUI, WENET, NNUNET, GAN, CYCLEGAN, BASICSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, COMPOSER, OLMO, COQUI, WENET, NNUNET, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
