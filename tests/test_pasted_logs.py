@@ -2030,6 +2030,31 @@ def test_several_losses_and_no_total_one_going_non_finite_is_read(tmp_path, bad)
     assert any("policy gradient's surrogate objective" in w for w in run["warnings"]) == (bad == "act_loss")
 
 
+@pytest.mark.parametrize("bad", [None, "cri_loss"])
+def test_several_losses_and_no_total_in_a_folder(tmp_path, bad):
+    """A folder of runs, one of them DeepSpeed-Chat's step 3 whose critic's loss went inf: the walk
+    reads it as a file named on its own is read (its lines are enough for a walk); a file none of
+    whose losses goes non-finite stays unread, its losses named."""
+    lines = []
+    for step in range(3180, 3190):
+        values = {"act_loss": 30.9 - step % 7 / 10, "cri_loss": 30.5 + step % 5 / 10}
+        if bad is not None and step >= 3186:
+            values[bad] = float("inf")
+        lines.append(f"epoch: 0|step: {step}|ppo_ep: 1|" + "|".join(f"{k}: {v}" for k, v in values.items()))
+    (tmp_path / "runs").mkdir()
+    _write(tmp_path / "runs" / "step3.log", lines)
+    _write(tmp_path / "runs" / "sft.log", [f"step: {i} loss: {2.5 - i / 100}" for i in range(1, 30)])
+    result = CliRunner().invoke(main, ["analyze", str(tmp_path / "runs"), "--format", "json"])
+    runs = {run["name"]: run for run in json.loads(result.output)["runs"]}
+    if bad is None:
+        assert list(runs) == ["sft"]
+        return
+    assert list(runs) == ["sft", "step3"]
+    assert runs["step3"]["warnings"][0].startswith("its lines name 2 losses (act_loss, cri_loss) and none is the "
+                                                   "total: cri_loss is read")
+    assert [(i["kind"], i["step"]) for i in runs["step3"]["incidents"]] == [("nonfinite", 3186)]
+
+
 def test_a_bar_whose_every_loss_goes_nan_is_read(tmp_path):
     """EveryVoice's Lightning bar logs five losses and no total; on CPU each went NaN at the second
     step (printed "nan.0"), and the paste was refused: "none is the total"."""

@@ -237,6 +237,8 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
                                   f"'{path}' is not a log format sentinel reads: pass --step-col/--loss-col for a "
                                   "table, or a log of a format `sentinel formats` lists")
         return Discovery(_with_loss(runs, options))
+    from sentinel.analyze.loaders.textlog import heads_shared
+
     found = Discovery()
     try:
         if not any(path.iterdir()):
@@ -277,7 +279,11 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
             if reason is not None:
                 found.skipped.append(Skipped(str(file), reason))
                 continue
-            runs = _guarded(file, lambda: _load_file(file, modules, options), found.skipped)
+            with heads_shared():  # the file's head, read once for both
+                runs = _guarded(file, lambda: _load_file(file, modules, options), found.skipped)
+                if runs is None and not (found.skipped and found.skipped[-1].path == str(file)):
+                    runs = _guarded(file, lambda: _one_loss_gone_nonfinite(file, modules, options, walk=True),
+                                    found.skipped)
             if runs is None and not (found.skipped and found.skipped[-1].path == str(file)):
                 found.skipped.append(Skipped(str(file), NOT_A_LOG))
             found.runs.extend(runs or [])
@@ -319,19 +325,22 @@ def _read_named_file(path: Path, modules, options: LoadOptions) -> list[RunData]
     return None
 
 
-def _one_loss_gone_nonfinite(path: Path, modules, options: LoadOptions) -> list[RunData] | None:
+def _one_loss_gone_nonfinite(path: Path, modules, options: LoadOptions, walk: bool = False) -> list[RunData] | None:
     """A text log whose lines name several losses and none is the total (the text reader's
     ``why_not``), read with the first of them that goes non-finite as its loss, with a warning;
     None where none does (the message then asks which to read). A NaN is told, whichever loss
-    printed it: DeepSpeed-Chat's ``act_loss: inf|cri_loss: inf``, a bar whose every loss is NaN."""
+    printed it: DeepSpeed-Chat's ``act_loss: inf|cri_loss: inf``, a bar whose every loss is NaN.
+    ``walk``: a file a directory walk met, read from as many lines as any log there (a paste's
+    few lines are read only from a file named on its own)."""
     from sentinel.analyze.loaders import textlogs
 
     if options.loss_col is not None or is_compressed(path):
         return None
-    keys = textlogs.several_losses(path, least=SHORT_PASTE_RECORDS)
+    keys = textlogs.several_losses(path, least=None if walk else SHORT_PASTE_RECORDS)
     for key in keys:
+        named = replace(options, loss_col=key)
         try:
-            runs = _read_named_file(path, modules, replace(options, loss_col=key))
+            runs = _load_file(path, modules, named) if walk else _read_named_file(path, modules, named)
         except ValueError:
             continue
         if runs and any(_loss_went_nonfinite(run) for run in runs):
