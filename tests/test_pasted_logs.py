@@ -3901,3 +3901,22 @@ def test_a_nan_printed_in_capitals_is_a_nan(tmp_path, printed):
     assert len(run.steps) == 12
     (incident,) = analyze_run(run).incidents
     assert (incident.kind, incident.severity, incident.step) == ("nonfinite", "critical", 700)
+
+
+@pytest.mark.parametrize("count", [4, 8])
+def test_a_bar_whose_lines_end_in_deepspeeds_overflow_line(tmp_path, count):
+    """Colossal-AI's GPT-2 example under ZeRO: each tqdm redraw ("loss=nan, lr=...") followed on its
+    line by DeepSpeed's "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: ...". The overflow
+    lines picked DeepSpeed's reader, which reads no bar: "no loss", the NaN unseen."""
+    lines, scale = [], 2.0 ** 32
+    for n in range(1, count + 1):
+        loss = "265.25" if n == 1 else "nan"
+        lines.append(f"[Epoch 0 / Train]:   0%|          | {n}/8614 [00:00<1:03:35,  2.26it/s, loss={loss}, lr=2.5e-05, "
+                     f"throughput=4.5244][deepscale] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: {scale:.1f}, "
+                     f"reducing to {scale / 2:.1f}")
+        scale /= 2
+    (run,) = discover_runs(_write(tmp_path / "gpt2.log", lines))
+    assert run.source == "text" and run.steps["loss"].notna().sum() == 1
+    assert int(run.steps["amp/overflow"].sum()) == count  # each of the step after it (the last: after the last record)
+    kinds = {i.kind: i for i in analyze_run(run).incidents}
+    assert (kinds["nonfinite"].severity, kinds["nonfinite"].step) == ("critical", 2)

@@ -321,8 +321,18 @@ def _read_named_file(path: Path, modules, options: LoadOptions) -> list[RunData]
                  _bare_numbers, _rows_in_order):
         runs = read(path, options)
         if runs is not None:
+            if _events_alone(runs) and read is not _short_paste:
+                # a few records a walk would not read beside a tool's event lines (four bar lines,
+                # each with DeepSpeed's overflow line after it): the records with the events
+                return next((paste for paste in [_short_paste(path, options)] if paste and not _events_alone(paste)),
+                            runs)
             return runs
     return None
+
+
+def _events_alone(runs: list[RunData]) -> bool:
+    """Whether runs hold no loss, only what event lines made (overflows, loss scales)."""
+    return all(metrics.LOSS not in run.steps.columns for run in runs)
 
 
 def _one_loss_gone_nonfinite(path: Path, modules, options: LoadOptions, walk: bool = False) -> list[RunData] | None:

@@ -92,7 +92,11 @@ def _pick_dialect(text: str, least: int | None, compete: bool = False) -> Dialec
     for dialect in DIALECTS:
         fallback = id(dialect) in _FALLBACK_IDS
         if fallback and best is not None and not compete:
-            break
+            if _records_of_its_own(lines, best):
+                break
+            # a tool's event lines alone (DeepSpeed's overflow lines after a bar's loss=): no records,
+            # so a general reader's records win
+            compete, best_count = True, 0
         count = count_records(lines, dialect)
         needed = dialect.min_records if least is None else min(least, dialect.min_records)
         if count >= needed and count > best_count:
@@ -106,6 +110,13 @@ def _pick_dialect(text: str, least: int | None, compete: bool = False) -> Dialec
     if best is None and least is not None and least <= 1 and count_records(lines, NONFINITE_ONLY):
         return NONFINITE_ONLY  # a paste of a NaN's error alone, named on its own
     return best
+
+
+def _records_of_its_own(lines: Lines, dialect: Dialect) -> bool:
+    """Whether a dialect that a sniff line picked has record lines in the text, not only the lines
+    its sniff counts (DeepSpeed's "OVERFLOW! ... Attempted loss scale" printed after a tqdm bar's
+    ``loss=nan``: the bar's records are the general readers')."""
+    return dialect.sniff is None or not dialect.shapes or any(lines.count(shape.pattern) for shape in dialect.shapes)
 
 
 def _table_above_pairs(text: str) -> bool:
