@@ -2100,6 +2100,19 @@ def test_markdown_bold_marks_in_a_paste_do_not_hide_its_nan(tmp_path):
     assert (incident.kind, incident.severity, incident.step) == ("nonfinite", "critical", 150)
 
 
+def test_lines_pasted_as_inline_code_are_read(tmp_path):
+    """NAFNet's issue pasted BasicSR's lines each in backticks: the closing one glued to the last
+    value ("l_pix: -2.8745e+01`") made three of four lines lack their loss. A code block's fence and
+    a backtick inside a line stay."""
+    lines = ["```"] + [f"`2022-06-03 03:0{i}:12,848 INFO: [NAFNe..][epoch:{200 + i}, iter:{70_400 + 200 * i:8,d}, "
+                       f"lr:(7.242e-04,)] [eta: 15:02:14, time (data): 0.399 (0.008)] l_pix: {loss:.4e}`"
+                       + " " * (i % 2) for i, loss in enumerate((-28.745, -29.588, -28.007, float("nan")))] + ["```"]
+    (run,) = discover_runs(_write(tmp_path / "paste.txt", lines))
+    assert run.steps["loss"].iloc[:3].tolist() == [-28.745, -29.588, -28.007]
+    (incident,) = analyze_run(run).incidents
+    assert (incident.kind, incident.step) == ("nonfinite", 71_000)
+
+
 def test_wetts_cv_lines_are_the_evaluations_not_training_steps(tmp_path):
     """WeTTS prints "Epoch 0 [CV] progress 290/341 loss nan ..." for its evaluation's batches (a NaN
     where a batch has no target of a head) beside "[TRAIN]" lines: read as training steps, the

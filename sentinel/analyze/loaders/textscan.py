@@ -118,11 +118,15 @@ _BAR_LOOK = 1 << 16
 # three or more (a banner's "***** Running training *****") is no mark. The two stars first: a
 # pattern that opens with a lookbehind is tried at every position (6 ms on 64 KB, 0.06 ms so).
 _MARKDOWN_BOLD = re.compile(r"\*\*(?:(?<=[\w.]\*\*)(?!\*)|(?<![*\w.]\*\*)(?=[\w.]))")
+# A line pasted as Markdown's inline code, a backtick at either end (NAFNet's issue: BasicSR's lines
+# each in `...`): the value glued to the closing mark was no number ("l_pix: -2.8745e+01`").
+_MARKDOWN_CODE_LINE = re.compile(r"^([^\S\n]*)`(?!`)([^`\n]*[^`\s])`[^\S\n]*$", re.MULTILINE)
 
 
 def clean_text(text: str) -> str:
     """Remove what terminals and issue trackers add: ANSI codes, ``\\r`` redraws, ``> `` quoting,
-    Markdown's bold marks (``loss: nan**``); full-width punctuation becomes ASCII (``Loss：0.52``).
+    Markdown's bold marks (``loss: nan**``) and the backticks around a line pasted as inline code;
+    full-width punctuation becomes ASCII (``Loss：0.52``).
 
     Example:
         >>> clean_text("> \\x1b[31mstep: 1\\x1b[0m loss: 2\\r\\n")
@@ -145,6 +149,8 @@ def clean_text(text: str) -> str:
         text = QUOTE_MARKS.sub("", text)
     if "*" in text and _MARKDOWN_BOLD.search(text[:_BAR_LOOK]):
         text = _MARKDOWN_BOLD.sub("", text)
+    if "`" in text:
+        text = _MARKDOWN_CODE_LINE.sub(r"\1\2", text)
     if not text.isascii() and _FULL_WIDTH_FOUND.search(text):
         text = text.translate(_FULL_WIDTH)
     # A search for one character is a memchr (~0.02 ms on 1.5 MB), for four ~1 ms: most logs
