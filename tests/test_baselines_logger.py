@@ -158,3 +158,13 @@ def test_a_progress_csv_with_the_scale_as_its_logarithm(tmp_path):
     collapse = next(i for i in run["incidents"] if i["kind"] == "loss_scale_collapse")
     assert collapse["severity"] == "critical" and "(329.4 orders of magnitude)" in collapse["message"]
     assert any("'lg_loss_scale' fell to -16199.4" in w for w in run["warnings"])
+
+
+def test_a_block_pasted_without_its_top_rule(tmp_path):
+    """SegDiff's issue: one guided-diffusion block whose top dashes the paste cut off, lg_loss_scale
+    -0.821 at step 200 (from 20 at the start: the scale collapsed) and a loss of 5.99e+04."""
+    kvs = {"grad_norm": 2.34e5, "lg_loss_scale": -0.821, "loss": 5.99e4, "mse": 0.914, "samples": 402, "step": 200}
+    path = _write(tmp_path / "paste.txt", ["", *_block(kvs)[1:]])
+    (run,) = _analyze(str(path))[1]["runs"]
+    (incident,) = run["incidents"]
+    assert (incident["kind"], incident["severity"], incident["step"]) == ("loss_scale_collapse", "critical", 200)

@@ -322,11 +322,19 @@ def _number(text: str) -> float:
 
 
 def _blocks(lines: list[str]) -> list[tuple[dict[str, str], int]]:
-    """Each complete block's ``{section/key: value text}`` and the index of its closing line."""
+    """Each complete block's ``{section/key: value text}`` and the index of its closing line (the
+    text's first lines are a block where they are rows up to a rule: a paste that starts inside one).
+
+    Example:
+        >>> _blocks(["| loss | 0.5 |", "| step | 10   |", "-" * 16, "Found NaN"])
+        [({'loss': '0.5', 'step': '10'}, 2)]
+    """
     blocks: list[tuple[dict[str, str], int]] = []
-    block: dict[str, str] | None = None
+    block: dict[str, str] | None = {}  # rows before any rule: a block whose top rule a paste cut off
     section = ""
     for index, line in enumerate(lines):
+        if block == {} and not blocks and not line.strip():
+            continue  # blank lines before a paste's first row
         if _RULE.match(line):
             if block:  # the closing rule of a block with rows
                 blocks.append((block, index))
