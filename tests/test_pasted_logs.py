@@ -3949,3 +3949,21 @@ def test_a_short_log_from_its_runs_start_is_judged_from_its_third_value(tmp_path
     report = analyze_run(discover_runs(_write(tmp_path / "falcon.log", lines[:5] + [
         f"iter {i} step 0: loss {loss:.4f}, iter time: 1806.42ms" for i, loss in enumerate(losses) if i >= 5]))[0])
     assert [(i.kind, i.step) for i in report.incidents] == [("loss_spike", 5), ("nonfinite", 8)]
+
+
+@pytest.mark.parametrize("apex", ["Gradient overflow.  Skipping step", "Gradient overflow, skipping step"])
+def test_overflow_lines_and_a_loss_named_otherwise_are_read_together(tmp_path, apex):
+    """DG-Net's fp16 paste: "Epoch: 00 Iteration: 00000001/00100000 DLoss:nan Reg:nan" between
+    apex's overflow lines (an older apex's words: "Gradient overflow, skipping step, ..."). With
+    apex's lines read, they were all that was read ("no loss"), the NaN unseen; without, the
+    overflows were."""
+    lines, scale = [], 65536.0
+    for it, loss in enumerate((6.0, math.nan, math.nan), start=1):
+        lines.append(f"Epoch: 00 Iteration: {it:08d}/00100000 DLoss:{loss:.4f} Reg:0.0000")
+        for _ in range(2):
+            scale /= 2
+            lines.append(f"{apex}, loss scaler 0 reducing loss scale to {scale}")
+        lines.append(f"L_total:61.4591, L_gan:12.0000, Lx:8.2094, Recon-id:6.6183")
+    (run,) = discover_runs(_write(tmp_path / "dgnet.txt", lines))
+    assert run.steps["loss"].iloc[0] == 6.0 and int(run.steps["amp/overflow"].sum()) == 6
+    assert [i.kind for i in analyze_run(run).incidents if i.severity == "critical"] == ["nonfinite"]

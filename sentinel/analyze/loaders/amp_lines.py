@@ -21,7 +21,8 @@ _NUM = r"[-+]?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|\.\d+|nan|NaN|NAN|inf|Infinity|I
 # apex/amp/handle.py: print("Gradient overflow.  Skipping step, loss scaler {} reducing loss
 # scale to {}".format(idx, scaler.loss_scale())), once per scaler (one per loss).
 APEX_OVERFLOW = EventLine(
-    re.compile(rf"Gradient overflow\.\s+Skipping step, loss scaler \d+ reducing loss scale to (?P<new>{_NUM})"),
+    # (older apex releases: "Gradient overflow, skipping step, loss scaler 0 reducing loss scale to X")
+    re.compile(rf"Gradient overflow[.,]\s+[Ss]kipping step, loss scaler \d+ reducing loss scale to (?P<new>{_NUM})"),
     source="apex")
 
 AMP_LINES: tuple[EventLine, ...] = (
@@ -40,7 +41,7 @@ AMP_LINES: tuple[EventLine, ...] = (
 # Every line above holds one of these: a text without them is not searched further.
 WORDS = ("verflow", "VERFLOW", "lg_loss_scale")
 # Any of the lines, for the sniffer.
-SNIFF = re.compile(r"Gradient overflow\.\s+Skipping step, loss scaler \d+ reducing loss scale to |"
+SNIFF = re.compile(r"Gradient overflow[.,]\s+[Ss]kipping step, loss scaler \d+ reducing loss scale to |"
                    r"(?i:overflow)[!.]? (?:Rank \d+ )?Skipping step\.? Attempted loss scale: |"
                    r"overflow detected, setting (?:loss )?scale to|"
                    r"Found NaN, decreased lg_loss_scale to ")

@@ -154,12 +154,16 @@ def _pick(text: str, least: int | None, loss_col: str | None = None) -> tuple[Di
     """:func:`pick_dialect`; where none fits, the one that fits once the key the lines' loss goes
     by (``loss_col``, or :func:`find_loss_key`'s) is written as ``loss``, and that key."""
     dialect = pick_dialect(text, least)
-    if dialect is not None:
+    if dialect is not None and dialect is not AMP_ONLY and dialect is not NONFINITE_ONLY:
         return dialect, None
+    # None, or event lines alone: the lines may name their loss otherwise (DG-Net's "DLoss:nan"
+    # between apex's overflow lines)
     key = find_loss_key(clean_text(text), loss_col)
     if key is None:
-        return None, None
-    return pick_dialect(key.rewrite(text), least, compete=True), key
+        return dialect, None
+    named = pick_dialect(key.rewrite(text), least, compete=True)
+    return (named, key) if named is not None and named is not AMP_ONLY and named is not NONFINITE_ONLY \
+        else (dialect, None)
 
 
 def why_not(path: str | Path, options: LoadOptions | None = None, least: int | None = None) -> str | None:
