@@ -133,3 +133,20 @@ def test_runs_in_epochs_and_runs_in_steps_are_plotted_on_axes_of_their_own(tmp_p
     assert any(t.get_text() == "not logged by these runs" for t in axes[2].texts)
     alone = plot_figure(analyze(tmp_path / "steps.csv"))
     assert len(alone.axes) == 2 and alone.axes[-1].get_xlabel() == "step"
+
+
+def test_an_epochs_mean_repeated_at_four_epochs_is_stuck(tmp_path):
+    """RecBole-MetaRec's issue: "train loss: 1.3043" at each of five epochs (the model learned
+    nothing): healthy, as a stuck stretch needed eight rows. A mean over an epoch's batches does
+    not repeat to all its printed digits by chance: four epochs are enough."""
+    lines = []
+    for epoch in range(5):
+        lines += [f"27 Nov 14:49    INFO  epoch {epoch} training [time: 1.82s, train loss: 1.3043]",
+                  f"27 Nov 14:49    INFO  epoch {epoch} evaluating [time: 0.07s, valid_score: 0.428900]"]
+    path = tmp_path / "recbole.log"
+    path.write_text("\n".join(lines) + "\n")
+    (incident,) = analyze_run(discover_runs(path)[0]).incidents
+    assert (incident.kind, incident.step, incident.end_step) == ("loss_stuck", 0, 4)
+    lines = [line.replace("1.3043", f"1.30{43 - i}") if "training" in line else line for i, line in enumerate(lines)]
+    path.write_text("\n".join(lines) + "\n")
+    assert analyze_run(discover_runs(path)[0]).incidents == []

@@ -30,6 +30,8 @@ from sentinel.analyze.rule_nonfinite import eval_nonfinite_incidents, finite, lo
 from sentinel.analyze.rule_overfit import overfitting_incidents
 from sentinel.analyze.rule_plateau import plateau_before_divergence
 from sentinel.analyze.rule_stuck import (
+    MIN_EPOCH_ROWS,
+    MIN_ROWS,
     collapse_incidents,
     is_adversarial,
     is_environment_rl,
@@ -214,7 +216,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         incidents += overfitting_incidents(steps, loss, config)
     if len(loss) >= 2:
         rl = is_reinforcement_learning(steps.columns) or environment_rl or policy_gradient
-        stuck = stuck_loss_incidents(loss, zero_counts=not rl)
+        stuck = stuck_loss_incidents(loss, min_rows=MIN_EPOCH_ROWS if per_epoch else MIN_ROWS, zero_counts=not rl)
         incidents += stuck
         game = environment_rl or adversarial or policy_gradient
         if not game and not any(not i.details["resolved"] for i in stuck):  # else the tail is told

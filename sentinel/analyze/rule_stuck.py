@@ -35,6 +35,9 @@ MIN_ROWS = 8
 # LoRA whose sd-scripts bar shows avr_loss=0 at each of six epochs learned nothing; torchtitan's
 # pipeline stages that do not compute the loss print -1.0 at every step).
 MIN_ZERO_ROWS = 4
+# ... where each row is an epoch's mean over its batches (RecBole's "train loss: 1.3043" at each of
+# five epochs: a model that learned nothing), repeated to all its printed digits.
+MIN_EPOCH_ROWS = 4
 # Significant digits of the repeated value for a positive one to count.
 MIN_DIGITS = 5
 # A stretch of zeros counts when the value before it was above this (a jump, not a convergence).
