@@ -58,3 +58,20 @@ def test_a_traceback_the_run_went_on_from_and_a_nonfinite_error_are_no_crash(tmp
     path.write_text("\n".join(_steps()) + "\n" + _traceback_of(detectron2), encoding="utf-8")
     (run,) = discover_runs(path)
     assert "crash" not in run.meta
+
+
+def test_a_megatron_log_ending_in_a_ranks_traceback(tmp_path):
+    """nanotron's pipeline-parallel run crashed in its logging after iteration 1, every line of
+    its traceback tagged "[rank0]: " by torchrun: "healthy", the Megatron-style reader never looked
+    for a traceback, and the tagged error line was no error line."""
+    lines = [f"07/03 07:57:21 [INFO|PP=1]: iteration: {i} / 2000 | consumed_tokens: 65.5K | grad_norm: 6.4 | "
+             f"lm_loss: {12.1 - i / 10:.3g} | lr: 0.00015 |" for i in range(1, 6)]
+    error = AttributeError("'NoneType' object has no attribute 'item'")
+    lines += ["[rank0]: " + line for line in _traceback_of(error).splitlines()]
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (run,) = discover_runs(path)
+    assert run.source == "megatron"
+    (crash,) = analyze_run(run).incidents
+    assert (crash.kind, crash.step) == ("crash", 5)
+    assert "AttributeError: 'NoneType' object has no attribute 'item'" in crash.message

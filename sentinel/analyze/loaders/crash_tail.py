@@ -22,7 +22,9 @@ from sentinel.analyze.loaders.nonfinite_lines import WORDS as NONFINITE_WORDS
 TRACEBACK = "Traceback (most recent call last):"
 # The exception line that ends a traceback: a qualified name, then its message (or none); a bare
 # ``Exception`` too (DeepSpeed raises one at its minimum loss scale).
-_ERROR_LINE = re.compile(r"^((?:[A-Za-z_][\w.]*)?(?:Error|Exception|Interrupt|Exit|Warning|Fault))(?::[^\S\n]*(.*))?$",
+# (after torchrun's "[rank0]: " or "[default0]:" where it tags each line with its rank)
+_ERROR_LINE = re.compile(r"^(?:\[(?:rank|default)\d+\]:[^\S\n]?)?"
+                         r"((?:[A-Za-z_][\w.]*)?(?:Error|Exception|Interrupt|Exit|Warning|Fault))(?::[^\S\n]*(.*))?$",
                          re.MULTILINE)
 MAX_MESSAGE = 200
 _SAYS_NONFINITE = re.compile(r"(?i)\b(?:nan|inf|infinite|non-?finite)\b")

@@ -58,9 +58,13 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         >>> runs = load("logs/train.out")  # doctest: +SKIP
         >>> runs[0].steps[["loss", "loss_scale"]].tail()  # doctest: +SKIP
     """
-    found = scan(read_text(path), MEGATRON)
+    from sentinel.analyze.loaders.textlogs import note_crash  # the text reader's engine: lazily
+
+    text = read_text(path)
+    found = scan(text, MEGATRON)
     if not len(found.steps.index):
         raise ValueError(f"{path}: no Megatron iteration lines found; is this a Megatron/NeMo stdout log?")
+    note_crash(text, found, MEGATRON)  # a traceback after the last iteration line: where the run ended
     steps = found.steps
     if options is not None and options.loss_col:
         steps = _use_as_loss(steps, options.loss_col, path)

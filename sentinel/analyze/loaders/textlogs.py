@@ -352,7 +352,7 @@ _FRESH_WORDS = ("Starting training from iteration 0", "Running training", "Param
 _RESUMED = re.compile(r"Continuing training from checkpoint|Restoring states from the checkpoint path")
 
 
-def _note_crash(text: str, found, dialect: Dialect) -> None:
+def note_crash(text: str, found, dialect: Dialect) -> None:
     """Where the log ends in a traceback after its last step line, ``meta["crash"]`` says which
     error, after which step and at which line."""
     at = text.rfind(TRACEBACK)
@@ -452,7 +452,7 @@ def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str
         _hf_steps(text, found)
     if dialect is GENERIC and Lines.of(text, lines).holds_any(_EPOCH_MEAN_WORDS):
         _epoch_means_undone(found, _EPOCH_MEAN_LINE.search(text))
-    _note_crash(text, found, dialect)
+    note_crash(text, found, dialect)
     if dialect is LOSS_LINES:
         found.warnings.append("the loss lines carry no step: numbered 1, 2, 3, ... in order (a line every "
                               "N steps is N steps apart: the steps here count lines)")
