@@ -149,11 +149,6 @@ def detect_spikes(series: pd.Series, config: AnalyzeConfig, *, start_jump: float
         if not early["is_spike"].any():
             return frame
         return pd.concat([early, frame[frame.index >= series.index[cfg.warmup]]])
-    if not mid_run:
-        # A short log from its run's start: its first values are the start's (a first micro-batch's
-        # 0.53, then 1.55 and 2.33: litgpt's iterations inside the first optimizer step), judged
-        # from the third on, as the start of a whole run is.
-        cfg = dataclasses.replace(cfg, min_history=min(cfg.warmup, max(cfg.min_history, _EARLY_HISTORY)))
     return _far_above_the_window(series, _detect_spikes(series, cfg, sparse=True), cfg)
 
 
@@ -212,19 +207,6 @@ def _far_above_the_window(series: pd.Series, frame: pd.DataFrame, cfg) -> pd.Dat
 _EARLY_HISTORY = 3
 _EARLY_JUMP = 2.0
 _EARLY_ABOVE_ALL = 2.0
-
-
-def first_values_of_the_run(series: pd.Series, config: AnalyzeConfig, before: int) -> bool:
-    """Whether the ``before`` values a judgement would rest on are fewer than the spike rule's
-    early history and the run's first values (the log starts at its run's start): a run's first
-    one or two values (a first micro-batch's loss) say nothing of its level.
-
-    Example:
-        >>> s = pd.Series([0.53, 1.55, 2.33, 1.14], index=[0, 1, 2, 3])
-        >>> first_values_of_the_run(s, AnalyzeConfig(), 1), first_values_of_the_run(s, AnalyzeConfig(), 3)
-        (True, False)
-    """
-    return before < _EARLY_HISTORY and not _starts_mid_run(series, int(spike_config(config).warmup))
 
 
 def _starts_mid_run(series: pd.Series, warmup: int) -> bool:

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from sentinel.analyze.config import AnalyzeConfig
-from sentinel.analyze.detector import detect_divergence, first_values_of_the_run, spike_config
+from sentinel.analyze.detector import detect_divergence, spike_config
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
 from sentinel.analyze.spans import between
 from sentinel.detect.divergence import NOISE_AFTER, measured_margin
@@ -104,9 +104,6 @@ def _runaway(loss: pd.Series) -> list[Incident]:
 # deviations (1.4826 x the median absolute deviation, in log space) the rise's median must clear.
 _NOISE_ROWS = 50
 _NOISE_SIGMAS = 3.0
-# A rise's rows that measure its own noise, where too few rows came before it to measure theirs
-# (and that tell a rise from a run's first one or two values from the start settling).
-_RISE_ROWS = 10
 
 
 def _above_noise(before: np.ndarray, rise: np.ndarray) -> bool:
@@ -132,7 +129,7 @@ def _above_noise(before: np.ndarray, rise: np.ndarray) -> bool:
     center = float(np.median(levels))
     if len(before) >= 5:
         spread = 1.4826 * float(np.median(np.abs(levels - center)))
-    elif len(rise) >= _RISE_ROWS:  # a "rise" from the log's first rows on: its own row-to-row noise (a trend
+    elif len(rise) >= 10:  # a "rise" from the log's first rows on: its own row-to-row noise (a trend
         # barely moves successive differences), against the few rows before it
         spread = 1.4826 * float(np.median(np.abs(np.diff(scale(rise))))) / np.sqrt(2)
     else:
@@ -184,11 +181,8 @@ def _unfinished_rise(loss: pd.Series, frame: pd.DataFrame, spike_spans: list[dic
     # as in the spike rule before its warm-up, only a large rise counts (x1.5: BigScience exp2's
     # 6.37 -> 10.24 over 4 rows is one; a detector run's 1.02 then 1.25-1.38 is batch noise).
     spike = spike_config(config)  # the spike rule's settings, with the user's --warmup
-    before = int((loss.index < onset).sum())
-    if before < spike.warmup and not _large_rise(peak, best, spike.short_rtol):
+    if int((loss.index < onset).sum()) < spike.warmup and not _large_rise(peak, best, spike.short_rtol):
         return []
-    if first_values_of_the_run(loss, config, before) and len(part) < _RISE_ROWS:
-        return []  # above the run's first one or two values: told once enough rows show the level
     if not _above_noise(loss[loss.index < onset].to_numpy(dtype="float64"), part.to_numpy(dtype="float64")):
         return []  # a few high rows of a noisy loss: its best level is a low draw, not the level
     patience = DivergenceConfig().patience
