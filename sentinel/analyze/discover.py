@@ -699,8 +699,8 @@ def _short_paste(file: Path, options: LoadOptions) -> list[RunData] | None:
             runs = textlogs.load(file, options, least=least) if textlogs.sniff(file, options, least=least) else []
         except ValueError:
             runs = []
-        if runs and (enough is None or any(enough(run) for run in runs)):
-            break
+        if runs and not _events_alone(runs) and (enough is None or any(enough(run) for run in runs)):
+            break  # (a reading of event lines alone: a smaller one may find the records beside them)
     else:
         return None
     for run in runs:
