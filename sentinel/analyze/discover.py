@@ -716,7 +716,10 @@ def _few_blocks(file: Path, options: LoadOptions) -> list[RunData] | None:
     None otherwise. A block is no sentence: one is read."""
     from sentinel.analyze.loaders import sb3_console  # the loaders' own imports: lazily
 
-    if is_compressed(file) or sb3_console.sniff(file) or not sb3_console.sniff(file, least=1):
+    if is_compressed(file):
+        return None
+    blocks = sb3_console.head_blocks(file)
+    if not blocks or sb3_console.claims(blocks) or not sb3_console.claims(blocks, least=1):
         return None
     runs = sb3_console.load(file, options)
     for run in runs:

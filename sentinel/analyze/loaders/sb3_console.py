@@ -51,7 +51,7 @@ from sentinel.analyze.loaders.keys import (
 from sentinel.analyze.loaders.nonfinite_lines import NONFINITE_LINES
 from sentinel.analyze.loaders.numeric_table import table_steps
 from sentinel.analyze.loaders.text_events import count_overflows, stamp
-from sentinel.analyze.loaders.textlog import events_frame, read_head_lines, read_text, run_name
+from sentinel.analyze.loaders.textlog import events_frame, read_head, read_head_lines, read_text, run_name
 from sentinel.analyze.loaders.textscan import clean_text
 from sentinel.events import make_event
 
@@ -73,6 +73,8 @@ _STEP = "block"  # the step column where no step key was printed: the block's nu
 _EVENT_LINES = AMP_LINES + NONFINITE_LINES
 _EVENT_WORDS = ("verflow", "VERFLOW", "lg_loss_scale", "nan", "NaN", "inf")
 _SIGNIFICANT = 3  # the digits "%-8.3g" prints
+_HEAD = 64 * 1024  # the bytes a sniff reads
+_DASHES = "-" * 8  # the shortest rule
 
 
 def sniff(path: str | Path, least: int = MIN_BLOCKS) -> bool:
@@ -83,10 +85,29 @@ def sniff(path: str | Path, least: int = MIN_BLOCKS) -> bool:
         >>> sniff("/nonexistent.txt")
         False
     """
-    lines = read_head_lines(path, limit=64 * 1024)
-    if not lines:
-        return False
-    blocks = [block for block, _ in _blocks(lines)]
+    return claims(head_blocks(path), least)
+
+
+def head_blocks(path: str | Path) -> list[dict[str, str]]:
+    """The complete logger blocks in the file's head (none where it has no dashed rule).
+
+    Example:
+        >>> head_blocks("/nonexistent.txt")
+        []
+    """
+    head = read_head(path, limit=_HEAD)
+    if not head or _DASHES not in head:  # one substring search: most texts stop here
+        return []
+    return [block for block, _ in _blocks(read_head_lines(path, limit=_HEAD))]
+
+
+def claims(blocks: list[dict[str, str]], least: int = MIN_BLOCKS) -> bool:
+    """Whether ``least`` or more blocks are a logger's (see :func:`sniff`).
+
+    Example:
+        >>> claims([{"loss": "0.5", "step": "10"}], least=1), claims([{"name": "resnet", "depth": "50"}], least=1)
+        (True, False)
+    """
     if len(blocks) < least:
         return False
     # Claimed without a loss too: the blocks are unmistakable, and load says which keys to pick.
