@@ -693,16 +693,21 @@ def _short_paste(file: Path, options: LoadOptions) -> list[RunData] | None:
 
     if is_compressed(file):
         return None
+    events_alone = None  # a reading of event lines alone: a smaller one may find the records beside them
     for least, enough in ((SHORT_PASTE_RECORDS, None), (NONFINITE_PASTE_RECORDS, _shows_nonfinite_loss),
                           (SAID_NONFINITE_RECORDS, _says_nonfinite)):
         try:
             runs = textlogs.load(file, options, least=least) if textlogs.sniff(file, options, least=least) else []
         except ValueError:
             runs = []
-        if runs and not _events_alone(runs) and (enough is None or any(enough(run) for run in runs)):
-            break  # (a reading of event lines alone: a smaller one may find the records beside them)
+        if runs and (enough is None or any(enough(run) for run in runs)):
+            if not _events_alone(runs):
+                break
+            events_alone = events_alone or runs
     else:
-        return None
+        if events_alone is None:
+            return None
+        runs = events_alone
     for run in runs:
         count = len(run.steps)
         run.warnings.append(f"only {count} step line{'s' if count != 1 else ''}: read because the file was named on "

@@ -16,7 +16,7 @@ import re
 
 from sentinel.analyze.loaders.dialect_types import EventLine
 
-_NUM = r"[-+]?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|\.\d+|nan|NaN|NAN|inf|Infinity|Inf|INF)"
+_NUM = r"[-+]?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|\.\d+|nan|NaN|NAN(?! or INF\b)|inf|Infinity|Inf|INF)"
 
 # apex/amp/handle.py: print("Gradient overflow.  Skipping step, loss scaler {} reducing loss
 # scale to {}".format(idx, scaler.loss_scale())), once per scaler (one per loss).

@@ -41,7 +41,8 @@ def _rest_until(start: str) -> str:
     return rf"(?:(?!\b{start})[^\n])*"
 
 
-_NUM = r"[-+]?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|\.\d+|nan|NaN|NAN|inf|Infinity|Inf|INF)"
+# (NAN and INF: Python's E format; MindSpore's error "loss is NAN or INF" names no value)
+_NUM = r"[-+]?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|\.\d+|nan|NaN|NAN(?! or INF\b)|inf|Infinity|Inf|INF)"
 _MS = {"ms": ("_ms", 1.0), "s": ("_ms", 1000.0)}
 
 # llm.c: "s:120 trl:5.4321 lr:0.000600 norm:1.23"; modded-nanogpt: "step:120/3000 train_loss:5.4321
