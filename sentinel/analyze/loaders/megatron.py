@@ -64,7 +64,9 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     found = scan(text, MEGATRON)
     if not len(found.steps.index):
         raise ValueError(f"{path}: no Megatron iteration lines found; is this a Megatron/NeMo stdout log?")
-    note_crash(text, found, MEGATRON)  # a traceback after the last iteration line: where the run ended
+    # A traceback after the last iteration line: where the run ended (looked for after it: "iteration"
+    # is found near the end at once, a traceback absent from most logs would be looked for in all of it)
+    note_crash(text, found, MEGATRON, after=text.rfind("iteration"))
     steps = found.steps
     if options is not None and options.loss_col:
         steps = _use_as_loss(steps, options.loss_col, path)

@@ -352,10 +352,12 @@ _FRESH_WORDS = ("Starting training from iteration 0", "Running training", "Param
 _RESUMED = re.compile(r"Continuing training from checkpoint|Restoring states from the checkpoint path")
 
 
-def note_crash(text: str, found, dialect: Dialect) -> None:
+def note_crash(text: str, found, dialect: Dialect, after: int = 0) -> None:
     """Where the log ends in a traceback after its last step line, ``meta["crash"]`` says which
-    error, after which step and at which line."""
-    at = text.rfind(TRACEBACK)
+    error, after which step and at which line (``after``: where the last step line starts, where
+    the caller knows it: the search for a traceback, absent from most logs, reads the text after
+    it only)."""
+    at = text.rfind(TRACEBACK, max(after, 0))
     if at < 0 or not len(found.steps.index):
         return
     if any(shape.pattern.search(text, at) for shape in dialect.shapes if shape.beside is None):
