@@ -324,8 +324,9 @@ def _read_named_file(path: Path, modules, options: LoadOptions) -> list[RunData]
             if _events_alone(runs) and read is not _short_paste:
                 # a few records a walk would not read beside a tool's event lines (four bar lines,
                 # each with DeepSpeed's overflow line after it): the records with the events
-                return next((paste for paste in [_short_paste(path, options)] if paste and not _events_alone(paste)),
-                            runs)
+                paste = _short_paste(path, options)
+                if paste and not _events_alone(paste):
+                    return paste
             return runs
     return None
 

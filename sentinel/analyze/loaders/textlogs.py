@@ -154,7 +154,7 @@ def _pick(text: str, least: int | None, loss_col: str | None = None) -> tuple[Di
     """:func:`pick_dialect`; where none fits, the one that fits once the key the lines' loss goes
     by (``loss_col``, or :func:`find_loss_key`'s) is written as ``loss``, and that key."""
     dialect = pick_dialect(text, least)
-    if dialect is not None and dialect is not AMP_ONLY and dialect is not NONFINITE_ONLY:
+    if _reads_records(dialect):
         return dialect, None
     # None, or event lines alone: the lines may name their loss otherwise (DG-Net's "DLoss:nan"
     # between apex's overflow lines)
@@ -162,8 +162,12 @@ def _pick(text: str, least: int | None, loss_col: str | None = None) -> tuple[Di
     if key is None:
         return dialect, None
     named = pick_dialect(key.rewrite(text), least, compete=True)
-    return (named, key) if named is not None and named is not AMP_ONLY and named is not NONFINITE_ONLY \
-        else (dialect, None)
+    return (named, key) if _reads_records(named) else (dialect, None)
+
+
+def _reads_records(dialect: Dialect | None) -> bool:
+    """Whether a picked dialect reads record lines (not event lines alone, nor none)."""
+    return dialect is not None and dialect is not AMP_ONLY and dialect is not NONFINITE_ONLY
 
 
 def why_not(path: str | Path, options: LoadOptions | None = None, least: int | None = None) -> str | None:
