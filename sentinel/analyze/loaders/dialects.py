@@ -1160,7 +1160,7 @@ BASICSR = Dialect(
 # discriminator's "[DIS: X]" among them). The count is the epoch's samples.
 EDSR = Dialect(
     name="edsr",
-    description='EDSR-PyTorch ("[1600/16000]\t[L1: 5.9633]\t65.8+0.4s", "[Total: X]" over several terms)',
+    description='EDSR-PyTorch ("[1600/16000]\\t[L1: 5.9633]\\t65.8+0.4s", "[Total: X]" over several terms)',
     shapes=(
         Shape(re.compile(rf"^\[(\d+)/(\d+)\]\t((?:\[[\w.]+: {_NUM}\])+)\t[\d.]+\+[\d.]+s[^\S\n]*$", re.MULTILINE),
               head=("iter", "total"), separators=("[", "]", ":"), keys={"total": metrics.LOSS}),
