@@ -45,12 +45,11 @@ from sentinel.analyze.loaders.keys import (
     inferred_loss_note,
     looks_like_loss,
     loss_column,
-    scales_of_log2,
     step_column,
 )
 from sentinel.analyze.loaders.nonfinite_lines import NONFINITE_LINES
 from sentinel.analyze.loaders.numeric_table import table_steps
-from sentinel.analyze.loaders.text_events import count_overflows, stamp
+from sentinel.analyze.loaders.text_events import count_overflows, line_detail, stamp
 from sentinel.analyze.loaders.textlog import events_frame, read_head, read_head_lines, read_text, run_name
 from sentinel.analyze.loaders.textscan import clean_text
 from sentinel.events import make_event
@@ -303,13 +302,7 @@ def _events(lines: list[str], ends: list[int], block_steps: pd.Series, steps: pd
             if match is None:
                 continue
             groups = {k: v for k, v in match.groupdict().items() if v is not None}
-            detail = dict(rule.detail)
-            for key in ("module", "value"):
-                if key in groups:
-                    detail[key] = groups[key]
-            scale = _scale(groups)
-            if scale is not None:
-                detail["new_scale"] = scale
+            detail = line_detail(rule, groups)
             if "new_lg" in groups:
                 lowered.append(_number(groups["new_lg"]))
             if block < len(ends) and not np.isnan(at_step[block]):
@@ -326,13 +319,6 @@ def _events(lines: list[str], ends: list[int], block_steps: pd.Series, steps: pd
     if note is not None:
         warnings.append(f"{name}: {note}")
     return events
-
-
-def _scale(groups: dict[str, str]) -> float | None:
-    """The loss scale an overflow line set (``new``, or ``new_lg``: its base-2 logarithm)."""
-    if "new_lg" in groups:
-        return float(scales_of_log2(_number(groups["new_lg"])))
-    return _number(groups["new"]) if "new" in groups else None
 
 
 def _number(text: str) -> float:

@@ -21,7 +21,7 @@ import pandas as pd
 from sentinel import metrics
 from sentinel.analyze.loaders.amp_lines import AMP_LINES, WORDS as AMP_WORDS
 from sentinel.analyze.loaders.nonfinite_lines import NONFINITE_LINES, WORDS as NONFINITE_WORDS
-from sentinel.analyze.loaders.dialect_types import Dialect, Shape
+from sentinel.analyze.loaders.dialect_types import Dialect, EventLine, Shape
 from sentinel.analyze.loaders.keys import STEP_LIMIT, scales_of_log2
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.pattern_locality import line_local
@@ -75,18 +75,7 @@ def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, wa
             rank0 = rank if rank0 is None else rank0
             if rank != rank0:
                 continue  # every rank reports the same overflow: count it once
-        detail = dict(rule.detail)
-        for name in ("attempted", "new"):
-            if name in groups:
-                detail[f"{name}_scale"] = _number_or_none(groups[name])
-        if "new_lg" in groups:  # the scale's base-2 logarithm (OpenAI's diffusion trainers)
-            lg = _number_or_none(groups["new_lg"])
-            detail["new_scale"] = None if lg is None else float(scales_of_log2(lg))
-        if rule.keep_rank and "rank" in groups:
-            detail["rank"] = int(groups["rank"])
-        for name in ("module", "value"):  # what the line names: the operation or parameter, the value
-            if name in groups:
-                detail[name] = groups[name]
+        detail = line_detail(rule, groups)
         event = make_event(rule.kind, -1, line=text.count("\n", 0, pos) + 1, source=rule.source or dialect.name,
                            **detail)
         time = _timestamp(text, match.end() - 1, dialect.timestamp)
@@ -124,6 +113,31 @@ def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, wa
         warnings.append(f"no {dialect.record_word} lines: the {pending - numbered} line(s) that say the loss went "
                         "non-finite tell one failure, numbered as the step after the lines before them")
     return events, at
+
+
+def line_detail(rule: EventLine, groups: dict[str, str]) -> dict:
+    """An event line's detail fields: the rule's own, the loss scales its groups print
+    (``attempted``, ``new``; ``new_lg``, the new one's base-2 logarithm), its rank where the rule
+    keeps it, and what it names (the operation or parameter, the value).
+
+    Example:
+        >>> from sentinel.analyze.loaders.amp_lines import AMP_LINES
+        >>> line_detail(AMP_LINES[-1], {"new_lg": "19.5"})["new_scale"]
+        741455.2001894653
+    """
+    detail = dict(rule.detail)
+    for name in ("attempted", "new"):
+        if name in groups:
+            detail[f"{name}_scale"] = _number_or_none(groups[name])
+    if "new_lg" in groups:  # the scale's base-2 logarithm (OpenAI's diffusion trainers)
+        lg = _number_or_none(groups["new_lg"])
+        detail["new_scale"] = None if lg is None else float(scales_of_log2(lg))
+    if rule.keep_rank and "rank" in groups:
+        detail["rank"] = int(groups["rank"])
+    for name in ("module", "value"):
+        if name in groups:
+            detail[name] = groups[name]
+    return detail
 
 
 def with_record_events(text: str, dialect: Dialect, parts: list[tuple[Shape, dict[str, np.ndarray]]],
