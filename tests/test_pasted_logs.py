@@ -3952,3 +3952,25 @@ def test_overflow_lines_and_a_loss_named_otherwise_are_read_together(tmp_path, a
     (run,) = discover_runs(_write(tmp_path / "dgnet.txt", lines))
     assert run.steps["loss"].iloc[0] == 6.0 and int(run.steps["amp/overflow"].sum()) == 2 * records
     assert [i.kind for i in analyze_run(run).incidents if i.severity == "critical"] == ["nonfinite"]
+
+
+@pytest.mark.parametrize("bad_grad", [False, True])
+def test_several_losses_none_non_finite_but_their_grad_norm(tmp_path, bad_grad):
+    """verl's GRPO prints "actor/pg_loss" and "actor/kl_loss" (no total) and "actor/grad_norm:nan" at
+    every step once the gradients broke (verl#1197): "none is the total, pass --loss-col", exit 1, the
+    NaN unseen. The first loss that is no KL, entropy or auxiliary term is read, with its grad norm;
+    where nothing goes non-finite the user is still asked."""
+    lines = [f"step:{i} - actor/entropy:0.512 - actor/kl_loss:{0.001 * i:.3f} - actor/pg_loss:{(-1) ** i * 0.004:.3f} - "
+             f"actor/grad_norm:{math.nan if bad_grad and i >= 30 else 0.3 + i / 1000:.3f} - actor/lr:0.000 - "
+             f"critic/score/mean:{0.3 + 0.01 * i:.3f} - response_length/mean:301.000 - timing_s/step:70.300"
+             for i in range(1, 41)]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "grpo.log", lines)), "--format", "json"])
+    if not bad_grad:
+        assert result.exit_code == 1 and "none is the total: pass --loss-col actor/kl_loss" in result.output
+        return
+    (run,) = json.loads(result.output)["runs"]
+    assert run["warnings"][0].startswith("its lines name 2 losses (actor/kl_loss, actor/pg_loss) and none is the total: "
+                                         "actor/pg_loss is read, the first of them that is no KL, entropy or auxiliary "
+                                         "term: none goes non-finite, its grad norm does")
+    (nan,) = run["incidents"]
+    assert (nan["kind"], nan["step"], nan["details"]["metric"]) == ("nonfinite", 30, "grad_norm/total")

@@ -9,6 +9,7 @@ import pytest
 
 from sentinel.analyze.analyzer import analyze_run
 from sentinel.analyze.discover import discover_runs
+from sentinel.analyze.loaders import LoadOptions
 
 
 def _run(tmp_path, lines):
@@ -156,3 +157,34 @@ def test_an_lr_printed_on_some_step_lines_only(tmp_path):
     assert run.steps["lr"].dropna().index.tolist() == [10, 20, 30, 40, 50, 60]
     assert run.steps.at[30, "lr"] == pytest.approx(3e-4)
     assert not any("could not be put" in w for w in run.warnings)
+
+
+@pytest.mark.parametrize("key", ["train/grad_norm", "optim/grad_norm", "actor/grad_norm"])
+def test_a_grad_norm_under_a_section(tmp_path, key):
+    """verl's SFT prints "step:N - train/loss:X - train/grad_norm:Y", OLMo "optim/grad_norm": the
+    trainer's own section is its total grad norm (its NaN was unseen). A section naming one model of
+    several (verl's PPO "actor/grad_norm" beside "critic/grad_norm") is not the total."""
+    lines = [f"step:{i} - train/loss:{2.3 - i / 100:.3f} - {key}:{0.5 if i < 30 else math.nan:.3f} - train/lr(1e-3):0.010"
+             for i in range(1, 41)]
+    run = _run(tmp_path, lines)
+    assert run.steps.index.tolist() == list(range(1, 41))
+    if key.startswith("actor/"):
+        assert "grad_norm/total" not in run.steps
+        return
+    assert run.steps["grad_norm/total"].isna().tolist() == [i >= 30 for i in range(1, 41)]
+    (incident,) = analyze_run(run).incidents
+    assert (incident.kind, incident.step, incident.details["metric"]) == ("nonfinite", 30, "grad_norm/total")
+
+
+@pytest.mark.parametrize("loss_col", ["actor/pg_loss", "critic/vf_loss"])
+def test_the_grad_norm_of_the_model_whose_loss_is_read(tmp_path, loss_col):
+    """verl's PPO prints the actor's and the critic's losses and grad norms on one line: read with one
+    model's loss (--loss-col), the grad norm read is that model's."""
+    lines = [f"step:{i} - critic/vf_loss:{0.5 - i / 100:.3f} - critic/grad_norm:{5.0 + i / 10:.3f} - "
+             f"actor/pg_loss:{-0.01 + i / 1000:.3f} - actor/grad_norm:{0.25 + i / 100:.3f} - actor/lr:0.000"
+             for i in range(1, 41)]
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (run,) = discover_runs(path, LoadOptions(loss_col=loss_col))
+    expected = [0.25 + i / 100 for i in range(1, 41)] if loss_col.startswith("actor") else [5.0 + i / 10 for i in range(1, 41)]
+    assert run.steps["grad_norm/total"].tolist() == pytest.approx(expected, abs=1e-3)

@@ -7,6 +7,7 @@ import errno
 import importlib
 import logging
 import os
+import re
 import tempfile
 from collections import Counter
 from collections.abc import Iterable
@@ -339,8 +340,11 @@ def _events_alone(runs: list[RunData]) -> bool:
 def _one_loss_gone_nonfinite(path: Path, modules, options: LoadOptions, walk: bool = False) -> list[RunData] | None:
     """A text log whose lines name several losses and none is the total (the text reader's
     ``why_not``), read with the first of them that goes non-finite as its loss, with a warning;
-    None where none does (the message then asks which to read). A NaN is told, whichever loss
-    printed it: DeepSpeed-Chat's ``act_loss: inf|cri_loss: inf``, a bar whose every loss is NaN.
+    where none does but the grad norm read with one does (verl's GRPO: ``actor/grad_norm:nan``
+    beside a finite ``actor/pg_loss`` and ``actor/kl_loss``), with the first that is no
+    regulariser's term (:func:`_is_regulariser`); None where nothing goes non-finite (the message
+    then asks which to read). A NaN is told, whichever loss printed it: DeepSpeed-Chat's
+    ``act_loss: inf|cri_loss: inf``, a bar whose every loss is NaN.
     ``walk``: a file a directory walk met, read from as many lines as any log there (a paste's
     few lines are read only from a file named on its own)."""
     from sentinel.analyze.loaders import textlogs
@@ -348,30 +352,55 @@ def _one_loss_gone_nonfinite(path: Path, modules, options: LoadOptions, walk: bo
     if options.loss_col is not None or is_compressed(path):
         return None
     keys = textlogs.several_losses(path, least=None if walk else SHORT_PASTE_RECORDS)
+    read: dict[str, list[RunData]] = {}
     for key in keys:
         named = replace(options, loss_col=key)
         try:
             runs = _load_file(path, modules, named) if walk else _read_named_file(path, modules, named)
         except ValueError:
             continue
-        if runs and any(_loss_went_nonfinite(run) for run in runs):
-            for run in runs:
-                run.warnings.insert(0, f"its lines name {len(keys)} losses ({', '.join(keys)}) and none is the total: "
-                                       f"{key} is read, the first of them that goes non-finite (pass --loss-col to "
-                                       "read another, or log their sum as loss)")
-            return runs
+        if runs and any(_went_nonfinite(run, metrics.LOSS) for run in runs):
+            return _told_which(runs, keys, key, "the first of them that goes non-finite")
+        if runs:
+            read[key] = runs
+    for key in sorted(read, key=_is_regulariser):  # stable: the first that is no KL or entropy term
+        if any(_went_nonfinite(run, metrics.GRAD_NORM_TOTAL) for run in read[key]):
+            return _told_which(read[key], keys, key, "the first of them that is no KL, entropy or auxiliary term: "
+                                                     "none goes non-finite, its grad norm does")
     return None
 
 
-def _loss_went_nonfinite(run: RunData) -> bool:
-    """Whether a run's loss printed a NaN or an infinity (not a value it did not print)."""
+def _told_which(runs: list[RunData], keys: list[str], key: str, why: str) -> list[RunData]:
+    for run in runs:
+        run.warnings.insert(0, f"its lines name {len(keys)} losses ({', '.join(keys)}) and none is the total: "
+                               f"{key} is read, {why} (pass --loss-col to read another, or log their sum as loss)")
+    return runs
+
+
+# A loss term that regularises another loss (a KL penalty, an entropy bonus, a mixture of experts'
+# load balancing): not the objective a run trains for.
+_REGULARISER = re.compile(r"(?:^|[/_ .-])(?:kl|entropy|aux|z|balance|reg|penalty)(?:[/_ .-]|$)", re.IGNORECASE)
+
+
+def _is_regulariser(key: str) -> bool:
+    """Whether a loss key names a regulariser's term.
+
+    Example:
+        >>> _is_regulariser("actor/kl_loss"), _is_regulariser("actor/entropy_loss"), _is_regulariser("actor/pg_loss")
+        (True, True, False)
+    """
+    return _REGULARISER.search(key) is not None
+
+
+def _went_nonfinite(run: RunData, key: str) -> bool:
+    """Whether a run's ``key`` printed a NaN or an infinity (not a value it did not print)."""
     from sentinel.analyze.rule_nonfinite import logged_nan_steps
 
-    loss = run.steps.get(metrics.LOSS)
-    if loss is None:
+    values = run.steps.get(key)
+    if values is None:
         return False
-    told = logged_nan_steps(run, metrics.LOSS)
-    return bool(loss.isin([float("inf"), float("-inf")]).any()) or (told is not None and len(told) > 0)
+    told = logged_nan_steps(run, key)
+    return bool(values.isin([float("inf"), float("-inf")]).any()) or (told is not None and len(told) > 0)
 
 
 def _with_loss(runs: list[RunData], options: LoadOptions) -> list[RunData]:
@@ -738,7 +767,7 @@ def _shows_nonfinite_loss(run: RunData) -> bool:
     """Whether a text log's loss has a NaN or an infinity (a generic line prints its loss on each
     record line: a NaN there was printed), or one of its lines says something went non-finite."""
     loss = run.steps.get(metrics.LOSS)
-    return (loss is not None and bool(loss.isna().any())) or _loss_went_nonfinite(run) or _says_nonfinite(run)
+    return (loss is not None and bool(loss.isna().any())) or _went_nonfinite(run, metrics.LOSS) or _says_nonfinite(run)
 
 
 def _says_nonfinite(run: RunData) -> bool:

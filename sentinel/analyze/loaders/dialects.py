@@ -16,6 +16,7 @@ from sentinel import metrics
 from sentinel.events import EventKind
 from sentinel.analyze.loaders.amp_lines import AMP_LINES, SNIFF as AMP_SNIFF
 from sentinel.analyze.loaders.dialect_types import Dialect, EventLine, LossTerms, RecordEvent, Shape
+from sentinel.analyze.loaders.keys import GRAD_NORM_NAME
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.nonfinite_lines import WORDS as NONFINITE_WORDS
 
@@ -751,7 +752,10 @@ def reads_bar_running_mean(text: str, lines: Lines | None = None) -> bool:
 # lookahead), beside that shape's records (Shape.beside): each value takes its loss's step, and a
 # line without a loss adds none.
 _LR_KEY = r"(?:lr|learning[_ ]rate)"
-_GRAD_NORM_KEY = r"(?:(?:total_|global_)?grad(?:ient)?[_ -]norm|gnorm)"
+# Under the trainer's own section too, as a tracker's names print (verl's SFT "train/grad_norm",
+# OLMo's "optim/grad_norm"); not under one that names one model of several (verl's "actor/grad_norm"
+# beside "critic/grad_norm": read with that model's loss, LossKey.rewrite).
+_GRAD_NORM_KEY = rf"(?:(?:train(?:ing)?|optim(?:izer)?)/)?{GRAD_NORM_NAME}"
 _LOSS_SCALE_KEY = r"(?:loss[_ ]scale)"  # fp16's dynamic loss scale (a GradScaler's get_scale())
 _BESIDE_THE_LOSS = ((_LR_KEY, metrics.LR), (_GRAD_NORM_KEY, metrics.GRAD_NORM_TOTAL),
                     (_LOSS_SCALE_KEY, metrics.LOSS_SCALE))

@@ -40,6 +40,9 @@ _EXACT = {
     "loss scale": metrics.LOSS_SCALE, "loss_scale": metrics.LOSS_SCALE,
     "train/loss_scale": metrics.LOSS_SCALE,
 }
+# A total grad norm's name as a log's lines print it (a regular expression): "grad_norm", "grad norm",
+# "Grad-Norm", "gradient_norm", "total_grad_norm", "global_grad_norm", fairseq's "gnorm".
+GRAD_NORM_NAME = r"(?:(?:total_|global_)?grad(?:ient)?[_ -]norm|gnorm)"
 # The loss scale's base-2 logarithm, as OpenAI's diffusion trainers log it (guided-diffusion's
 # lg_loss_scale: 20 at the start, a scale of 2**20): read as the scale.
 LOG2_LOSS_SCALE_KEYS = frozenset({"lg_loss_scale"})

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from sentinel.analyze.loaders.keys import (
     DISCRIMINATOR_KEYS,
     GENERATOR_KEYS,
+    GRAD_NORM_NAME,
     infer_loss_column,
     is_aggregate,
     looks_like_loss,
@@ -113,11 +114,14 @@ class LossKey:
     named: bool = False  # the user named it (--loss-col)
 
     def rewrite(self, text: str) -> str:
-        """``text`` with the key written as ``loss`` (a perplexity's value as its logarithm)."""
+        """``text`` with the key written as ``loss`` (a perplexity's value as its logarithm), and
+        the grad norm of the key's section as the total's (:func:`section_grad_norm_as_total`)."""
         if not self.perplexity:
-            return loss_key_as_loss(text, self.key)
-        return _PERPLEXITY_PAIR.sub(lambda m: "loss" + m.group(2) + _log_text(m.group(3)) if m.group(1) == self.key
-                                    else m.group(0), text)
+            text = loss_key_as_loss(text, self.key)
+        else:
+            text = _PERPLEXITY_PAIR.sub(lambda m: "loss" + m.group(2) + _log_text(m.group(3)) if m.group(1) == self.key
+                                        else m.group(0), text)
+        return section_grad_norm_as_total(text, self.key)
 
     def note(self) -> str | None:
         """What the run's warnings say of it (nothing for a key the user named)."""
@@ -159,6 +163,24 @@ def _log_text(value: str) -> str:
 def loss_key_as_loss(text: str, key: str) -> str:
     """``text`` with ``key`` written as ``loss`` wherever it stands as a key of its own."""
     return re.sub(rf"(?<![\w/.-]){re.escape(key)}(?![\w/.-])", "loss", text)
+
+
+def section_grad_norm_as_total(text: str, key: str) -> str:
+    """``text`` with the grad norm of the section ``key`` is under written as the total's name,
+    where the lines print no grad norm outside a section: the grad norm of the model whose loss is
+    read (verl's PPO prints ``critic/vf_loss`` and ``critic/grad_norm`` beside the actor's).
+
+    Example:
+        >>> section_grad_norm_as_total("step:1 - actor/grad_norm:nan - critic/grad_norm:0.5", "actor/pg_loss")
+        'step:1 - grad_norm:nan - critic/grad_norm:0.5'
+    """
+    section, slash, _ = key.rpartition("/")
+    if not slash:
+        return text
+    own = re.compile(rf"(?<![\w/.-]){re.escape(section)}/({GRAD_NORM_NAME})(?![\w/.-])", re.IGNORECASE)
+    if own.search(text) is None or re.search(rf"(?<![\w/.-]){GRAD_NORM_NAME}(?![\w/.-])", text, re.IGNORECASE):
+        return text
+    return own.sub(r"\1", text)
 
 
 def loss_key_note(key: str) -> str:
