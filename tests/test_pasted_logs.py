@@ -2510,6 +2510,33 @@ def test_nnunet_training_log_and_an_evaluation_nan_that_follows_the_training_nan
     assert val["severity"] == "warning" and "the training loss is finite" in val["message"]
 
 
+@pytest.mark.parametrize("version", ["v2", "v1"])
+def test_nnunet_lines_ending_in_a_space_and_prints_without_a_time(tmp_path, version):
+    """nnU-Net v2's print joins its arguments with a space: pasted from a console, each line ends in
+    one ("train_loss 0.3602 "): "no nnunet step lines found" (nnUNet#2290). A data loader's "using
+    pin_memory on device 0" between an epoch's lines dropped that epoch (nnUNet#2140); the epoch's
+    lr was never read. nnU-Net v1 printed "epoch:  6" without a time, "train loss : -0.6584",
+    "validation loss: -0.7226", "lr: 0.009937": read as lines without a step."""
+    t = "2024-06-12 18:20:21.593942: "
+    losses = [0.3602, 0.1213, 0.5986, 0.4011]
+    lines = [t + "Using optimizer SGD "]
+    for epoch, loss in enumerate(losses):
+        lr = 0.01 * (1 - epoch / 1000)
+        if version == "v2":
+            lines += [t + " ", f"{t}Epoch {epoch} ", f"{t}Current learning rate: {lr:.5g} ", "using pin_memory on device 0",
+                      f"{t}train_loss {loss} ", f"{t}val_loss {loss + 0.1:.4f} ", f"{t}Pseudo dice [0.0, 0.0] ",
+                      f"{t}Epoch time: 354.87 s "]
+        else:
+            lines += [t, f"epoch:  {epoch}", f"{t}train loss : {-loss:.4f}", f"{t}validation loss: {-loss - 0.1:.4f}",
+                      f"{t}Average global foreground Dice: [0.8837]", f"{t}lr: {lr:.6f}", f"{t}This epoch took 137.1 s", ""]
+    (run,) = discover_runs(_write(tmp_path / "training_log.txt", lines))
+    sign = 1 if version == "v2" else -1
+    assert run.source == "nnunet" and run.steps.index.tolist() == [0, 1, 2, 3]
+    assert run.steps["loss"].tolist() == pytest.approx([sign * loss for loss in losses])
+    assert run.steps["val_loss"].tolist() == pytest.approx([sign * (loss + 0.1) for loss in losses])
+    assert run.steps["lr"].tolist() == pytest.approx([0.01 * (1 - e / 1000) for e in range(4)], rel=1e-4)
+
+
 def test_many_header_like_lines_are_not_each_followed_by_a_pass_over_the_text(tmp_path, monkeypatch):
     from sentinel.analyze.loaders import space_table
 

@@ -439,18 +439,23 @@ WENET = Dialect(
 # nnU-Net (v2) training_log_*.txt: every line "<date> <time>.<us>: <message>"; an epoch is
 # "Epoch N" (from 0), then "Current learning rate: L", "train_loss X", "val_loss X", "Pseudo dice
 # [...]", "Epoch time: S s" lines. Its loss includes a Dice term: below zero when training well.
+# nnU-Net v1 printed "epoch:  N" without a time, then "train loss : X", "validation loss: X", "lr: L".
+# A line may end in a space (its print joins its arguments with one); a line without a time inside
+# an epoch (a data loader's "using pin_memory on device 0") is part of it.
 _NNUNET_TIME = r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?: "
 NNUNET = Dialect(
     name="nnunet",
-    description='nnU-Net training logs ("Epoch N", then "train_loss X", "val_loss X" lines)',
+    description='nnU-Net training logs ("Epoch N", then "train_loss X", "val_loss X" lines; v1\'s "epoch:  N", '
+                '"train loss : X")',
     shapes=tuple(
-        Shape(re.compile(rf"{_NNUNET_TIME}Epoch (\d+) \|[^\n]*?\| {name}:? ({_NUM})(?![^\s|])"), head=(metrics.STEP, key))
-        for name, key in (("train_loss", metrics.LOSS), ("val_loss", metrics.VAL_LOSS),
-                          ("Current learning rate", metrics.LR))),
+        Shape(re.compile(rf"{_NNUNET_TIME}(?:[^\S\n]*\| )?(?:Epoch|epoch:)[^\S\n]+(\d+)[^\S\n]*\|(?:[^\n]*?\|)? {name}"
+                         rf"[^\S\n]*:?[^\S\n]*({_NUM})(?![^\s|])"), head=(metrics.STEP, key))
+        for name, key in (("train[_ ]loss", metrics.LOSS), ("(?:val|validation)[_ ]loss", metrics.VAL_LOSS),
+                          ("(?:Current learning rate|lr)", metrics.LR))),
     # Each epoch's lines after its "Epoch N" line join it (an empty message ends the epoch).
-    joins=re.compile(rf"\n{_NNUNET_TIME}(?!Epoch \d+[^\S\n]*$)(?=\S)", re.MULTILINE),
+    joins=re.compile(rf"\n(?:{_NNUNET_TIME}(?!Epoch \d+[^\S\n]*$)|(?!{_NNUNET_TIME}))(?=\S)", re.MULTILINE),
     join_with=" | ",
-    sniff=re.compile(rf"^{_NNUNET_TIME}train_loss [-+]?(?:\d|nan)", re.MULTILINE),
+    sniff=re.compile(rf"^{_NNUNET_TIME}train(?:_loss| loss :) [-+]?(?:\d|nan)", re.MULTILINE),
     min_records=1,
 )
 
