@@ -10,6 +10,7 @@ import math
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from sentinel import metrics
@@ -241,6 +242,41 @@ def test_composer_and_timm_learning_rates():
     timm = _one(LOGS / "timm.log")
     assert timm.steps[metrics.LR].tolist() == [1e-3] * 12
     assert timm.meta["iters_per_epoch"] == 300
+
+
+@pytest.mark.parametrize("version", ["first", "wd_and_loss_scale", "tabs_as_spaces"])
+def test_swin_transformer_lines(tmp_path, version):
+    """Swin Transformer's main.py (SimMIM's, VMamba's): "Train: [E/EPOCHS][I/N]\teta ... lr L\t...
+    loss X (avg)\tgrad_norm G (avg)\t...": "not a log format" (Swin-Transformer#183, #50). Epochs
+    and the index count from 0; the running averages in parentheses are not the step's values."""
+    lines = []
+    for epoch in range(2):
+        for idx in range(0, 1251, 50):
+            step = epoch * 1251 + idx
+            loss = "nan" if step >= 1251 + 800 else f"{6.9 - step / 1000:.4f}"
+            fields = [f"Train: [{epoch}/300][{idx}/1251]", f"eta 0:07:57 lr {1e-6 * (1 + step / 100):.6f}"]
+            if version == "wd_and_loss_scale":
+                fields.append(" wd 0.0500")
+            fields += ["time 0.6409 (0.6447)", f"loss {loss} (6.2849)", f"grad_norm {2 + idx % 100 / 1000:.4f} (inf)"]
+            if version == "wd_and_loss_scale":
+                fields.append("loss_scale 65536.0000 (65536.0000)")
+            fields.append("mem 14764MB")
+            line = "\t".join(fields) if version != "tabs_as_spaces" else "  ".join(fields)
+            lines.append(f"[2022-03-14 09:08:02 swin_tiny_patch4_window7_224] (main.py 226): INFO {line}")
+        lines.append(f"[2022-03-14 09:20:00 swin_tiny_patch4_window7_224] (main.py 233): INFO EPOCH {epoch} training takes 0:13:03")
+        lines.append(f"[2022-03-14 09:20:01 swin_tiny_patch4_window7_224] (main.py 272): INFO Test: [0/98]\tTime 3.1 (3.1)\t"
+                     f"Loss 9.9999 (9.9999)\tAcc@1 1.562 (1.562)\tAcc@5 6.250 (6.250)\tMem 14764MB")
+    path = tmp_path / "log_rank0.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    run = _one(path)
+    assert run.source == "swin"
+    steps = [e * 1251 + i for e in range(2) for i in range(0, 1251, 50)]
+    assert run.steps.index.tolist() == steps
+    assert run.steps.loc[1251 + 750, metrics.LOSS] == pytest.approx(6.9 - 2.001)
+    assert run.steps.loc[100, metrics.LR] == pytest.approx(2e-6) and run.steps.loc[50, metrics.GRAD_NORM_TOTAL] == 2.05
+    assert run.steps.get(metrics.LOSS_SCALE, pd.Series(dtype=float)).eq(65536).any() == (version == "wd_and_loss_scale")
+    from sentinel.analyze.analyzer import analyze_run
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 1251 + 800)]
 
 
 def _epochs_of(per_epoch: int, fmt) -> str:

@@ -350,6 +350,24 @@ TIMM = Dialect(
     amp_lines=True,
 )
 
+# Swin Transformer's main.py (SimMIM, VMamba and many vision models after it): f"Train: [{epoch}/{EPOCHS}]
+# [{idx}/{num_steps}]\teta {eta} lr {lr:.6f}\t wd {wd:.4f}\ttime {val:.4f} ({avg:.4f})\tloss {val:.4f}
+# ({avg:.4f})\tgrad_norm {val:.4f} ({avg:.4f})\tloss_scale {val:.4f} ({avg:.4f})\tmem {mem:.0f}MB" (the
+# first versions without wd and loss_scale; tabs pasted as spaces); epochs and the index from 0. A
+# running average of inf ("grad_norm 2.0382 (inf)") is its fp16 scaler's overflow steps, not read.
+_SWIN_GAP = _gap_until(r"\bTrain: \[")
+SWIN = Dialect(
+    name="swin",
+    description='Swin Transformer ("Train: [E/EPOCHS][I/N]  eta ... lr L ... loss X (avg)  grad_norm G (avg)")',
+    shapes=(
+        Shape(re.compile(rf"\bTrain: \[(\d+)/\d+\]\[(\d+)/(\d+)\]{_SWIN_GAP}[\t ]lr ({_NUM}){_SWIN_GAP}[\t ]loss ({_NUM})"
+                         rf" \([^)\n]*\)(?:[\t ]+grad_norm ({_NUM}) \([^)\n]*\))?(?:[\t ]+loss_scale ({_NUM}) \([^)\n]*\))?"),
+              head=("epoch0", "iter", "total", metrics.LR, metrics.LOSS, metrics.GRAD_NORM_TOTAL, metrics.LOSS_SCALE)),
+    ),
+    min_records=2,
+    amp_lines=True,
+)
+
 # Composer ConsoleLogger: f"[epoch={e}][batch={b}/{n}]:" (or "[batch=b/n]:", "[token=t/n]:")
 # then one f"\n\t Train {name}: {value}" line per metric; "time/batch" is the global batch.
 COMPOSER = Dialect(
@@ -1217,7 +1235,7 @@ VITS = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, COMPOSER, OLMO, COQUI, WENET, NNUNET, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, COMPOSER, OLMO, COQUI, WENET, NNUNET, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
