@@ -279,6 +279,40 @@ def test_swin_transformer_lines(tmp_path, version):
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 1251 + 800)]
 
 
+@pytest.mark.parametrize("version", ["bar_from_0", "bar_of_epochs", "epoch_lines", "both"])
+def test_gluonts_bars_and_epoch_lines(tmp_path, version):
+    """GluonTS's MXNet Trainer and PyTorchTS draw a bar over each epoch's batches, its postfix the
+    epoch's running mean loss: "99it [00:22, 4.39it/s, avg_epoch_loss=0.945, epoch=0]" (PyTorchTS,
+    older GluonTS; pytorch-ts#39: "not a log format", its NaN from epoch 5 unseen), "50/50 [...,
+    epoch=1/100, avg_epoch_loss=0.348]"; each epoch then logs "Epoch[0] Evaluation metric
+    'epoch_loss'=0.347671" (gluonts#833: with its bars, "not a log format")."""
+    losses = [0.945, 0.495, 0.466, 0.455, 0.431, math.nan, math.nan, math.nan]
+    lines = []
+    for epoch, loss in enumerate(losses):
+        if version == "bar_from_0":
+            lines.append(f"> 99it [00:22,  4.39it/s, avg_epoch_loss={loss:.3f}, epoch={epoch}]")
+        else:
+            if version in ("bar_of_epochs", "both"):
+                lines.append(f"100%|██████████| 50/50 [00:05<00:00,  9.6it/s, epoch={epoch + 1}/100, avg_epoch_loss={loss:.3f}]")
+            if version == "bar_of_epochs":
+                continue
+            lines += [f"2020-05-19 18:29:27,221 : INFO : Epoch[{epoch}] Elapsed time 1353.823 seconds",
+                      f"2020-05-19 18:29:27,223 : INFO : Epoch[{epoch}] Evaluation metric 'epoch_loss'={loss:.6f}",
+                      f"2020-05-19 18:29:27,245 : INFO : Epoch[{epoch + 1}] Learning rate is 0.001"]
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    run = _one(path)
+    assert run.source == "gluonts"
+    # with both, the epoch lines: each epoch's mean as its trainer evaluated it
+    length = {"bar_from_0": 99, "bar_of_epochs": 50, "epoch_lines": None, "both": None}[version]
+    steps = list(range(8)) if length is None else [length * (e + 1) for e in range(8)]
+    assert run.steps.index.tolist()[:8] == steps
+    assert run.steps[metrics.LOSS].iloc[:5].tolist() == pytest.approx(losses[:5])
+    from sentinel.analyze.analyzer import analyze_run
+    (nan,) = [i for i in analyze_run(run).incidents if i.kind == "nonfinite"]
+    assert nan.step == steps[5]
+
+
 def _epochs_of(per_epoch: int, fmt) -> str:
     """LOSSES printed by a loop of two epochs of ``per_epoch`` logged lines: ``fmt(epoch, k, loss)``
     with k counting the line inside its epoch from 0."""

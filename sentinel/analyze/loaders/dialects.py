@@ -477,6 +477,39 @@ NNUNET = Dialect(
     min_records=1,
 )
 
+# GluonTS's MXNet Trainer (and PyTorchTS after it): a tqdm bar over each epoch's batches whose postfix
+# holds the epoch's running mean loss and the epoch: "50/50 [00:05<00:00, 9.6it/s, epoch=1/100,
+# avg_epoch_loss=5.51]" (from 1, of the epochs), older "99it [00:22, 4.39it/s, avg_epoch_loss=0.945,
+# epoch=0]" (from 0, no total); each epoch then logs "Epoch[0] Evaluation metric 'epoch_loss'=0.347671"
+# (from 0; read where no bar is).
+_GLUONTS_COUNT = r"(?<![\d/])(\d+)/(\d+) \[[^\]\n]*?"  # a bar with its total ...
+_GLUONTS_ITS = r"(?<![\d/])(\d+)it \[[^\]\n]*?"  # ... and without
+GLUONTS = Dialect(
+    name="gluonts",
+    description="GluonTS / PyTorchTS bars (\"50/50 [..., epoch=1/100, avg_epoch_loss=X]\", \"99it [..., "
+                "avg_epoch_loss=X, epoch=0]\")",
+    shapes=(
+        Shape(re.compile(rf"{_GLUONTS_COUNT}\bavg_epoch_loss=({_NUM}), epoch=(\d+)\]"),
+              head=("iter", "total", metrics.LOSS, "epoch0")),
+        Shape(re.compile(rf"{_GLUONTS_ITS}\bavg_epoch_loss=({_NUM}), epoch=(\d+)\]"), head=("iter", metrics.LOSS, "epoch0")),
+        Shape(re.compile(rf"{_GLUONTS_COUNT}\bepoch=(\d+)/\d+, avg_epoch_loss=({_NUM})\]"),
+              head=("iter", "total", "epoch", metrics.LOSS)),
+    ),
+    min_records=2,
+)
+GLUONTS_EPOCHS = Dialect(
+    name="gluonts",
+    description="GluonTS's epoch lines (\"Epoch[N] Evaluation metric 'epoch_loss'=X\")",
+    shapes=(
+        Shape(re.compile(rf"\bEpoch\[(\d+)\] Evaluation metric '(?:train_)?epoch_loss'=({_NUM})"), head=(metrics.STEP, metrics.LOSS)),
+        Shape(re.compile(rf"\bEpoch\[(\d+)\] Evaluation metric 'validation_epoch_loss'=({_NUM})"),
+              head=(metrics.STEP, metrics.VAL_LOSS)),
+        Shape(re.compile(rf"\bEpoch\[(\d+)\] Learning rate is ({_NUM})"), head=(metrics.STEP, metrics.LR)),
+    ),
+    min_records=2,
+    step_unit="epoch",
+)
+
 # Darknet (pjreddie's and AlexeyAB's YOLO, examples/detector.c, classifier.c, rnn.c): printf of
 # "%d: %f, %f avg, %f rate, %lf seconds, %d images" (AlexeyAB: "... avg loss, ..., %f hours left";
 # the classifier "%ld, %.3f: ..." with the epoch after the batch): the batch, its loss, the loss's
@@ -1235,7 +1268,7 @@ VITS = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, COMPOSER, OLMO, COQUI, WENET, NNUNET, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, COMPOSER, OLMO, COQUI, WENET, NNUNET, GLUONTS, GLUONTS_EPOCHS, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
