@@ -2532,6 +2532,7 @@ def test_nnunet_lines_ending_in_a_space_and_prints_without_a_time(tmp_path, vers
     (run,) = discover_runs(_write(tmp_path / "training_log.txt", lines))
     sign = 1 if version == "v2" else -1
     assert run.source == "nnunet" and run.steps.index.tolist() == [0, 1, 2, 3]
+    assert run.meta["step_unit"] == "epoch"  # a row an epoch, its means: the report speaks of epochs
     assert run.steps["loss"].tolist() == pytest.approx([sign * loss for loss in losses])
     assert run.steps["val_loss"].tolist() == pytest.approx([sign * (loss + 0.1) for loss in losses])
     assert run.steps["lr"].tolist() == pytest.approx([0.01 * (1 - e / 1000) for e in range(4)], rel=1e-4)

@@ -475,6 +475,7 @@ NNUNET = Dialect(
     join_with=" | ",
     sniff=re.compile(rf"^{_NNUNET_TIME}train(?:_loss| loss :) [-+]?(?:\d|nan)", re.MULTILINE),
     min_records=1,
+    step_unit="epoch",
 )
 
 # GluonTS's MXNet Trainer (and PyTorchTS after it): a tqdm bar over each epoch's batches whose postfix
