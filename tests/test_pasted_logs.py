@@ -3531,6 +3531,20 @@ def test_a_log_of_perplexity_alone_is_read_as_its_logarithm(tmp_path, template):
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("outlier_batch", 170)]
 
 
+def test_a_perplexity_series_beside_its_epochs_summaries(tmp_path):
+    """OpenNMT-py prints "Epoch  2,   550/  725; acc: ...; ppl:  11.85; ..." and, after each epoch,
+    "Train perplexity: 14.9386" and "Validation perplexity: 11.5119": two perplexity keys, and the
+    paste was "its lines log acc, ppl, ... but no loss" (MNMT#8). The key printed most is the series'."""
+    lines = []
+    for epoch in (2, 3):
+        lines += [f"Epoch {epoch:2d}, {i:5d}/  725; acc:   0.00; ppl: {12 - epoch - i / 200:6.2f}; 5187 src tok/s; 5634 tgt tok/s;"
+                  "     55 s elapsed" for i in range(50, 701, 50)]
+        lines += ["Train perplexity: 14.9386", "Train accuracy: 0", "Validation perplexity: 11.5119", "Validation accuracy: 0"]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.warnings[0] == "loss read as the logarithm of 'ppl' (no key of the lines is named loss; a perplexity is exp(loss))"
+    assert run.steps["loss"].iloc[0] == pytest.approx(np.log(12 - 2 - 0.25), abs=1e-3) and len(run.steps) == 28
+
+
 def test_a_history_dicts_null_is_a_value_not_logged_and_its_nan_a_nan(tmp_path):
     values = [2.0 * np.exp(-e / 10) + 0.5 for e in range(30)]
     path = tmp_path / "history.json"

@@ -151,7 +151,14 @@ def find_loss_key(text: str, named: str | None = None) -> LossKey | None:
     if "ppl" not in distinct.lower() and "perplexity" not in distinct.lower():
         return None
     keys = {m.group(1) for m in _PERPLEXITY_PAIR.finditer(distinct) if _PERPLEXITY.match(m.group(1))}
+    if len(keys) > 1:  # a summary's beside the series' (OpenNMT-py's "Train perplexity: 14.9" after its "ppl: 11.85")
+        (most, key), (then, _) = sorted(((text.count(k), k) for k in keys), reverse=True)[:2]
+        keys = {key} if most >= _SERIES_OVER_SUMMARY * then else keys
     return LossKey(keys.pop(), perplexity=True) if len(keys) == 1 else None
+
+
+# A perplexity key printed this many times as often as another is the series', the other a summary's.
+_SERIES_OVER_SUMMARY = 2
 
 
 def _log_text(value: str) -> str:
