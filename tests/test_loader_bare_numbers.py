@@ -61,3 +61,19 @@ def test_in_a_directory_a_file_of_numbers_is_data(tmp_path):
     np.savetxt(tmp_path / "losses.txt", _losses())
     with pytest.raises(NoRunsError):
         discover_runs(tmp_path)
+
+
+@pytest.mark.parametrize("wrap", ["tensor({v}, device='cuda:0')", "tensor({v}, device='cuda:0', grad_fn=<NllLossBackward0>)",
+                                  "np.float32({v})"])
+def test_one_number_a_line_printed_as_a_tensor(tmp_path, wrap):
+    """A LoRA loop printed loss.detach().float() each step: "tensor(3.2207, device='cuda:0')", then
+    "tensor(nan, device='cuda:0')" for every step after (ChatGLM-finetune-LoRA#32): "its lines log
+    cuda but no loss" (the device's "cuda:0" read as a key's value)."""
+    values = [f"{v:.4f}" for v in _losses(30)] + ["nan"] * 9
+    path = tmp_path / "out.txt"
+    path.write_text("\n".join(wrap.format(v=v) for v in values) + "\n")
+    result = CliRunner().invoke(main, ["analyze", str(path), "--format", "json"])
+    (run,) = json.loads(result.stdout)["runs"]
+    assert (run["source"], run["steps"]) == ("bare_numbers", 39)
+    assert run["warnings"][0].startswith("out.txt: 39 lines of one number each, printed as a tensor or a NumPy scalar")
+    assert [(i["kind"], i["step"]) for i in run["incidents"] if i["kind"] == "nonfinite"] == [("nonfinite", 31)]

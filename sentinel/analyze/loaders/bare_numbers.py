@@ -125,33 +125,51 @@ _PRINTED_LIST = re.compile(r"\s*(?:[A-Za-z_][\w.]*\s*[=:]\s*)?(?:(?:np\.)?array\
 _SCALAR_WRAPPER = re.compile(r"\b(?:np\.(?:float|int)\d+|tensor|Array)\(([^()]*?)(?:,[^()]*)?\)")
 
 
+# One number a line, each printed as the object that holds it (a loop's print(loss.detach().float()):
+# "tensor(3.2207, device='cuda:0')", "tensor(nan, device='cuda:0', grad_fn=<...>)", "np.float32(2.3)").
+_WRAPPED_SCALAR_LINE = re.compile(r"[ \t]*(?:tensor|(?:Device)?Array|np\.(?:float|int)\d+)\([ \t]*([^\s,()]+)[ \t]*"
+                                  r"(?:,[^()\n]*)?\)[ \t]*")
+
+
 def printed_list(path: str | Path) -> np.ndarray | None:
     """The numbers of a file that holds one printed list of them (``print(losses)``,
     ``repr(np.array(losses))``, ``losses = [...]``; NumPy 2's ``np.float64(2.3)`` and
-    ``tensor(2.3)`` items read as their numbers), at least :data:`MIN_ROWS`; None otherwise.
+    ``tensor(2.3)`` items read as their numbers), or one a line, each printed as a tensor or a NumPy
+    scalar (``tensor(3.2207, device='cuda:0')``); at least :data:`MIN_ROWS`; None otherwise.
 
     Example:
         >>> printed_list("/nonexistent.txt") is None
         True
     """
+    found = _printed(path)
+    return None if found is None else found[0]
+
+
+def _printed(path: str | Path) -> tuple[np.ndarray, str] | None:
+    """:func:`printed_list`'s numbers, and how they were printed (for the run's note)."""
     head = read_head(path, limit=_LIST_BYTES)
-    if head is None or len(head) >= _LIST_BYTES or "[" not in head:
+    if head is None or len(head) >= _LIST_BYTES:
         return None
-    found = _PRINTED_LIST.fullmatch(head)
-    if found is None:
-        return None
-    items = _SCALAR_WRAPPER.sub(r"\1", found.group(1))
-    items = items.replace(",", " ").split()
+    lines = [line for line in head.splitlines() if line.strip()]
+    if len(lines) >= MIN_ROWS and all(_WRAPPED_SCALAR_LINE.fullmatch(line) for line in lines):
+        items = [_WRAPPED_SCALAR_LINE.fullmatch(line).group(1) for line in lines]
+        what = f"{len(items)} lines of one number each, printed as a tensor or a NumPy scalar"
+    else:
+        found = _PRINTED_LIST.fullmatch(head) if "[" in head else None
+        if found is None:
+            return None
+        items = _SCALAR_WRAPPER.sub(r"\1", found.group(1)).replace(",", " ").split()
+        what = f"one printed list of {len(items)} numbers"
     try:
         values = np.array([float(item) for item in items], dtype="float64")
     except ValueError:
         return None
-    return values if len(values) >= MIN_ROWS else None
+    return (values, what) if len(values) >= MIN_ROWS else None
 
 
 def load_printed_list(path: str | Path) -> list[RunData]:
-    """Read a file of one printed list of numbers (:func:`printed_list`) as the loss, numbered 1,
-    2, 3, ... in order.
+    """Read a file of one printed list of numbers, or of one printed number a line
+    (:func:`printed_list`), as the loss, numbered 1, 2, 3, ... in order.
 
     Raises:
         ValueError: the file holds no such list.
@@ -160,12 +178,13 @@ def load_printed_list(path: str | Path) -> list[RunData]:
         >>> load_printed_list("losses.txt")[0].steps["loss"].head()  # doctest: +SKIP
     """
     path = Path(path)
-    values = printed_list(path)
-    if values is None:
+    found = _printed(path)
+    if found is None:
         raise ValueError(f"{path}: not one printed list of numbers")
+    values, what = found
     steps = pd.DataFrame({metrics.LOSS: values}, index=pd.RangeIndex(1, len(values) + 1, name=metrics.STEP))
-    note = (f"{path.name}: one printed list of {len(values)} numbers: read as the loss, numbered 1, 2, 3, ... in "
-            "order (a list taken every N steps is N steps apart: the steps here count its items)")
+    note = (f"{path.name}: {what}: read as the loss, numbered 1, 2, 3, ... in "
+            "order (numbers taken every N steps are N steps apart: the steps here count them)")
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
                     meta={"format": NAME, "columns": 1}, warnings=[note])]
 
