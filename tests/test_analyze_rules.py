@@ -874,3 +874,21 @@ def test_a_short_whole_run_is_judged_past_a_fifth_of_its_values():
     # the same values from step 30,010 on (an excerpt): judged on big jumps, this one among them
     excerpt = analyze_run(run_of({"loss": loss}, index=steps + 30_000)).incidents
     assert [(i.kind, i.step) for i in excerpt] == [("outlier_batch", 30_170)]
+
+
+def test_a_short_paste_of_a_noisy_loss_is_judged_against_its_own_spread():
+    """A latent-diffusion loss logged every 50 steps (a random timestep per batch) goes 0.06-0.25 from
+    row to row: thirteen rows of it, pasted to ask about training time, were "unhealthy" with spikes of
+    x1.6-x1.8 over their median. With four values of history or more, a jump under x2 must stand three
+    robust sigmas above where the history's steps lead; a steady curve's x3 epoch and a x2.5 jump of a
+    noisy loss still count."""
+    noisy = [0.25, 0.096, 0.101, 0.079, 0.092, 0.17, 0.078, 0.072, 0.095, 0.061, 0.112, 0.12, 0.087]
+    steps = list(range(49, 50 * len(noisy), 50))
+    assert by_kind(analyze_run(run_of({"loss": noisy}, index=steps)), "loss_spike") == []
+    jumped = noisy[:9] + [0.24] + noisy[10:]  # x2.5 its median
+    (spike,) = by_kind(analyze_run(run_of({"loss": jumped}, index=steps)), "loss_spike")
+    assert spike.step == 499
+    falling = [1.5 * math.exp(-e / 3) + 0.2 for e in range(1, 11)]
+    falling[5] *= 3  # x3 of its curve, x1.6 over the median of the five before (their steps alike)
+    (spike,) = by_kind(analyze_run(run_of({"loss": falling})), "loss_spike")
+    assert spike.step == 5

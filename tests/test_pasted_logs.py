@@ -2136,7 +2136,8 @@ def test_hifigan_steps_lines(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
     assert run.source == "hifigan" and run.steps.index[-1] == 55 and run.steps["mel_error"].eq(1.8).all()
     found = {(i.kind, i.severity, i.step) for i in analyze_run(run).incidents}
-    assert found == {("loss_spike", "critical", 25), ("nonfinite", "critical", 40)}, found
+    # (196.5 after 141.4 stays within the paste's own spread of 94-141: the explosion is at step 30)
+    assert found == {("loss_spike", "critical", 30), ("nonfinite", "critical", 40)}, found
 
 
 def test_trainer_dicts_a_paste_opens_with_above_the_first_bar_keep_their_steps(tmp_path):
