@@ -9,6 +9,7 @@ and a choice between equals left to ``--loss-col``.
 from __future__ import annotations
 
 import json
+import math
 import warnings
 
 import pytest
@@ -16,6 +17,7 @@ import torch
 from click.testing import CliRunner
 
 from sentinel import metrics
+from sentinel.analyze.analyzer import analyze_run
 from sentinel.analyze.discover import discover_runs
 from sentinel.analyze.loaders import LoadOptions, wandb_export
 from sentinel.analyze.loaders.keys import infer_loss_column, looks_like_loss, loss_column
@@ -250,3 +252,27 @@ def test_a_walk_that_finds_only_a_table_needing_an_option_says_which_option(tmp_
     path.write_text("nothing,here\nat,all\n")  # no table an option would read: the message as before
     result = CliRunner().invoke(main, ["analyze", str(tmp_path)])
     assert "pass a directory written by sentinel" in result.output
+
+
+@pytest.mark.parametrize("form", ["bar", "metrics_csv", "table"])
+def test_a_gan_pair_of_keys_reads_the_generators_loss(tmp_path, form):
+    """taming-transformers' VQGAN (and the latent-diffusion autoencoders after it) logs the
+    autoencoder's "aeloss" against the discriminator's "discloss": a Lightning bar's
+    "aeloss_step=1.78e+5, discloss_step=0.000" was "2 losses and none is the total" (LightningDiT#73),
+    its metrics.csv and a table of loss_G and loss_D "no loss column". The generator's is read, judged
+    as a GAN's (no rises), its NaN told."""
+    values = [0.9 - s / 100 for s in range(1, 41)]
+    values[29] = math.nan
+    path = tmp_path / ("train.log" if form == "bar" else "metrics.csv")
+    if form == "bar":
+        path.write_text("".join(f"Epoch 0:   1%|          | {s}/5005 [00:06<4:10:52,  0.33it/s, v_num=1, aeloss_step={v:.3g}, "
+                                f"discloss_step={0.0 if s < 20 else 0.7}]\n" for s, v in enumerate(values, 1)))
+    else:
+        g, d = ("train/aeloss_step", "train/discloss_step") if form == "metrics_csv" else ("loss_G", "loss_D")
+        path.write_text(f"{g},{d},epoch,step\n" + "".join(f"{v},{0.0 if s < 20 else 0.7},0,{s}\n"
+                                                            for s, v in enumerate(values, 1)))
+    (run,) = discover_runs(path)
+    assert run.steps["loss"].iloc[0] == pytest.approx(0.89, abs=1e-3)
+    report = analyze_run(run)
+    assert any("a GAN's run" in w for w in report.warnings)
+    assert [(i.kind, i.step) for i in report.incidents] == [("nonfinite", 30)]

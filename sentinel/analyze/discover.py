@@ -18,7 +18,7 @@ from types import ModuleType
 from sentinel import metrics
 from sentinel.analyze.compressed import archive_command, decompressed, is_compressed
 from sentinel.analyze.loaders import ADD_SCALARS_DIRS, LOADER_MODULES, LOGGED_NAN, PARQUET_SUFFIXES, LoadOptions, RunData
-from sentinel.analyze.loaders.keys import infer_loss_column, inferred_loss_note
+from sentinel.analyze.loaders.keys import inferred_loss_note, inferred_training_loss
 from sentinel.analyze.resumed_versions import join_resumed_versions
 from sentinel.analyze.same_training import one_per_training
 
@@ -409,7 +409,7 @@ def _with_loss(runs: list[RunData], options: LoadOptions) -> list[RunData]:
     if options.loss_col is None:
         for run in runs:
             if metrics.LOSS not in run.steps.columns and len(run.steps.columns):
-                chosen = infer_loss_column(list(run.steps.columns))
+                chosen = inferred_training_loss(list(run.steps.columns))
                 if chosen is not None:
                     run.steps = run.steps.rename(columns={chosen: metrics.LOSS})
                     told = run.meta.get(LOGGED_NAN) if run.meta else None

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
-from sentinel.analyze.loaders.keys import DISCRIMINATOR_KEYS, GENERATOR_KEYS
+from sentinel.analyze.loaders.keys import DISCRIMINATOR_KEYS, GENERATOR_KEYS, bare_key
 from sentinel.analyze.rule_chance import chance_level
 
 # Consecutive logged values, all the same float, that make a stretch.
@@ -103,7 +103,7 @@ def is_adversarial(columns, loss_name: str = "") -> bool:
         >>> is_adversarial(["loss", "loss_d"]), is_adversarial(["loss"]), is_adversarial(["loss"], "g_loss")
         (True, False, True)
     """
-    return any(str(c) in DISCRIMINATOR_KEYS for c in columns) or loss_name.lower() in GENERATOR_KEYS
+    return any(bare_key(str(c)) in DISCRIMINATOR_KEYS for c in columns) or bare_key(loss_name) in GENERATOR_KEYS
 
 
 def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS, zero_counts: bool = True) -> list[Incident]:

@@ -295,8 +295,48 @@ def loss_components(columns) -> list[str]:
 
 # A GAN's two players' losses as scripts name them (lower case): the generator's read as the loss,
 # a discriminator's beside it makes a GAN's run (rule_stuck.is_adversarial).
-GENERATOR_KEYS = ("loss_g", "g_loss", "lossg", "loss_gen", "gen_loss", "generator_loss", "g_total")
-DISCRIMINATOR_KEYS = ("loss_d", "d_loss", "lossd", "loss_disc", "disc_loss", "discriminator_loss", "d_total")
+# (taming-transformers' VQGAN and the latent-diffusion autoencoders after it: the autoencoder's
+# "aeloss" against the discriminator's "discloss")
+GENERATOR_KEYS = ("loss_g", "g_loss", "lossg", "loss_gen", "gen_loss", "generator_loss", "g_total", "aeloss")
+DISCRIMINATOR_KEYS = ("loss_d", "d_loss", "lossd", "loss_disc", "disc_loss", "discriminator_loss", "d_total",
+                      "discloss")
+
+
+def bare_key(key: str) -> str:
+    """A key without a logger's section and Lightning's step suffix, lower-cased: the name
+    :data:`GENERATOR_KEYS` and :data:`DISCRIMINATOR_KEYS` are matched by.
+
+    Example:
+        >>> bare_key("train/aeloss_step"), bare_key("loss_G")
+        ('aeloss', 'loss_g')
+    """
+    return key.lower().rsplit("/", 1)[-1].removesuffix("_step")
+
+
+def generator_loss_key(keys: list[str]) -> str | None:
+    """The generator's loss key among a GAN's keys (``loss_G`` beside ``loss_D``, its terms
+    ``loss_G_GAN``, ``loss_G_cycle`` around them: :data:`GENERATOR_KEYS`, a discriminator's
+    beside it), or None where the keys are no such pair. The generator's is read as the loss, as
+    the GAN dialect does; the analysis then judges it as a GAN's.
+
+    Example:
+        >>> generator_loss_key(["loss_D", "loss_G", "loss_G_GAN", "loss_G_cycle"]), generator_loss_key(["loss_G"])
+        ('loss_G', None)
+    """
+    lower = {bare_key(str(key)): key for key in keys}  # "train/aeloss_step" is taming's "aeloss"
+    generator = [lower[k] for k in GENERATOR_KEYS if k in lower]
+    has_discriminator = any(k in lower for k in DISCRIMINATOR_KEYS)
+    return generator[0] if len(generator) == 1 and has_discriminator else None
+
+
+def inferred_training_loss(columns) -> str | None:
+    """:func:`infer_loss_column`, else a GAN's generator's key (:func:`generator_loss_key`).
+
+    Example:
+        >>> inferred_training_loss(["train/aeloss_step", "train/discloss_step"])
+        'train/aeloss_step'
+    """
+    return infer_loss_column(columns) or generator_loss_key([str(c) for c in columns])
 
 
 def loss_column(columns, explicit: str | None = None) -> tuple[str | None, bool]:
@@ -317,7 +357,7 @@ def loss_column(columns, explicit: str | None = None) -> tuple[str | None, bool]
     total = _yolov5_total(columns)
     if total is not None:
         return total, True
-    inferred = infer_loss_column(columns)
+    inferred = inferred_training_loss(columns)
     return inferred, inferred is not None
 
 

@@ -18,10 +18,8 @@ import re
 from dataclasses import dataclass
 
 from sentinel.analyze.loaders.keys import (
-    DISCRIMINATOR_KEYS,
-    GENERATOR_KEYS,
     GRAD_NORM_NAME,
-    infer_loss_column,
+    inferred_training_loss,
     is_aggregate,
     looks_like_loss,
 )
@@ -48,23 +46,7 @@ def inferred_loss_key(text: str) -> str | None:
         counts = {key: text.count(key) for key in keys}
         most = max(counts.values())
         keys = [key for key in keys if counts[key] > 1 and counts[key] * 10 >= most] or keys
-    return infer_loss_column(keys) or generator_loss_key(keys)
-
-
-def generator_loss_key(keys: list[str]) -> str | None:
-    """The generator's loss key among a GAN's keys (``loss_G`` beside ``loss_D``, its terms
-    ``loss_G_GAN``, ``loss_G_cycle`` around them: :data:`GENERATOR_KEYS`, a discriminator's
-    beside it), or None where the keys are no such pair. The generator's is read as the loss, as
-    the GAN dialect does; the analysis then judges it as a GAN's.
-
-    Example:
-        >>> generator_loss_key(["loss_D", "loss_G", "loss_G_GAN", "loss_G_cycle"]), generator_loss_key(["loss_G"])
-        ('loss_G', None)
-    """
-    lower = {key.lower(): key for key in keys}
-    generator = [lower[k] for k in GENERATOR_KEYS if k in lower]
-    has_discriminator = any(k in lower for k in DISCRIMINATOR_KEYS)
-    return generator[0] if len(generator) == 1 and has_discriminator else None
+    return inferred_training_loss(keys)
 
 
 def loss_keys(text: str) -> list[str]:

@@ -22,7 +22,7 @@ import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.loaders import ADD_SCALARS_DIRS, LOGGED_NAN, STEP_UNIT, AbandonedHistory, LoadOptions, RunData
-from sentinel.analyze.loaders.keys import (LOSS_ALIASES, canonical_key, infer_loss_column, inferred_loss_note,
+from sentinel.analyze.loaders.keys import (LOSS_ALIASES, canonical_key, inferred_loss_note, inferred_training_loss,
                                           loss_components)
 from sentinel.analyze.loaders.epoch_counts import count_wraps
 from sentinel.analyze.loaders.samples_steps import as_optimizer_steps
@@ -425,7 +425,7 @@ def _keys(tags: list[str], options: LoadOptions, notes: list[str]) -> dict[str, 
         key = canonical_key(tag)
         keys[tag] = key if key not in keys.values() else tag.strip().lower()
     if metrics.LOSS not in keys.values():  # no tag is named loss: judge the tags by their words
-        inferred = infer_loss_column(tags)
+        inferred = inferred_training_loss(tags)
         if inferred is not None:
             keys[inferred] = metrics.LOSS
             notes.append(inferred_loss_note(inferred, "tag"))
