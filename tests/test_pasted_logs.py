@@ -4017,3 +4017,25 @@ def test_several_losses_none_non_finite_but_their_grad_norm(tmp_path, bad_grad):
                                          "term: none goes non-finite, its grad norm does")
     (nan,) = run["incidents"]
     assert (nan["kind"], nan["step"], nan["details"]["metric"]) == ("nonfinite", 30, "grad_norm/total")
+
+
+def test_colour_codes_a_paste_lost_their_escape_character(tmp_path):
+    """AudioCraft's flashy logger colours its lines; an issue form drops the escape character and
+    leaves "[36m05-07 13:05:33[0m" (audiocraft#548): the "Valid Summary" lines were read as training
+    steps, the "grad_norm=NAN" the reporter asked about unseen. Read as the same lines without them."""
+    lines = []
+    for epoch in range(20, 31):
+        grad = "NAN" if epoch == 26 else "3.381E-01"
+        lines += [f"[[36m05-07 13:05:33[0m][[34mflashy.solver[0m][[32mINFO[0m] - [1mTrain Summary | Epoch {epoch} | "
+                  f"lr=5.67E-02 | grad_norm={grad} | grad_scale=237436.928 | ce=0.{120 - epoch} | "
+                  f"ppl={math.exp((120 - epoch) / 1000):.3f} | duration=1327.496[0m",
+                  f"[[36m05-07 13:05:33[0m][[34mflashy.solver[0m][[32mINFO[0m] - [1mValid Summary | Epoch {epoch} | "
+                  f"ce=0.{140 - epoch} | ppl={math.exp((140 - epoch) / 1000):.3f} | duration=22.617[0m"]
+    (coloured,) = discover_runs(_write(tmp_path / "coloured.log", lines))
+    plain = [line.replace("[36m", "").replace("[34m", "").replace("[32m", "").replace("[1m", "").replace("[0m", "")
+             for line in lines]
+    (run,) = discover_runs(_write(tmp_path / "plain.log", plain))
+    pd.testing.assert_frame_equal(coloured.steps, run.steps)
+    assert coloured.steps.index.tolist() == list(range(20, 31))
+    assert coloured.steps["loss"].iloc[0] == pytest.approx(0.1, abs=1e-3)  # the log of its ppl
+    assert [(i.kind, i.step) for i in analyze_run(coloured).incidents] == [("nonfinite", 26)]

@@ -92,6 +92,10 @@ from sentinel.events import EventKind, make_event
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# The same colour codes where a paste lost their escape character (an issue form drops it):
+# "[[36m05-07 13:05:33[0m][[32mINFO[0m] - [1mTrain Summary | Epoch 26 | grad_norm=NAN ...[0m" (AudioCraft's
+# flashy logger), told by a reset code "[0m" in the text's start.
+_ANSI_RESIDUE = re.compile(r"\[\d{1,3}(?:;\d{1,3})*m")
 
 
 @dataclass
@@ -124,7 +128,8 @@ _MARKDOWN_CODE_LINE = re.compile(r"^([^\S\n]*)`(?!`)([^`\n]*[^`\s])`[^\S\n]*$", 
 
 
 def clean_text(text: str) -> str:
-    """Remove what terminals and issue trackers add: ANSI codes, ``\\r`` redraws, ``> `` quoting,
+    """Remove what terminals and issue trackers add: ANSI codes (or what a paste left of them,
+    ``[36m...[0m``), ``\\r`` redraws, ``> `` quoting,
     Markdown's bold marks (``loss: nan**``) and the backticks around a line pasted as inline code;
     full-width punctuation becomes ASCII (``Loss：0.52``).
 
@@ -134,6 +139,8 @@ def clean_text(text: str) -> str:
     """
     if "\x1b" in text:
         text = _ANSI.sub("", text)
+    if "[0m" in text[:_BAR_LOOK]:
+        text = _ANSI_RESIDUE.sub("", text)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
         # A line printed while a tqdm bar stood drawn. Looked for in the text's start: each bar
