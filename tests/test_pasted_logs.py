@@ -4039,3 +4039,19 @@ def test_colour_codes_a_paste_lost_their_escape_character(tmp_path):
     assert coloured.steps.index.tolist() == list(range(20, 31))
     assert coloured.steps["loss"].iloc[0] == pytest.approx(0.1, abs=1e-3)  # the log of its ppl
     assert [(i.kind, i.step) for i in analyze_run(coloured).incidents] == [("nonfinite", 26)]
+
+
+def test_a_lightning_bar_over_a_dataset_of_no_known_length(tmp_path):
+    """Lightning's bar over an IterableDataset has no total: "Epoch 2: : 17671it [1:05:34,  4.49it/s,
+    loss=2.15, v_num=3hqp]" (RVT#40) was "not a log format". Its count is inside the epoch (from 0),
+    drawn every few batches."""
+    draws = []
+    for epoch in range(2):
+        for i in range(1, 41):
+            loss = "nan" if epoch == 1 and i > 35 else f"{2.5 - 0.002 * (epoch * 40 + i):.3f}"
+            draws.append(f"Epoch {epoch}: : {7 * i}it [00:{i // 60:02d}:{i % 60:02d},  4.49it/s, loss={loss}, v_num=3hqp]")
+    path = tmp_path / "fit.log"
+    path.write_text("\r".join(draws) + "\n")
+    (run,) = discover_runs(path)
+    assert run.steps.index.tolist() == [7 * i for i in range(1, 81)]
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 280 + 7 * 36)]

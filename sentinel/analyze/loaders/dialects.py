@@ -900,6 +900,10 @@ GENERIC = Dialect(
         # not the step where the line also names it (NeMo's "120/1000 [...] global_step=119.0").
         # The count starts again each epoch (Lightning's and Keras' bars): steps go on across epochs.
         Shape(_COUNT_TOTAL_LOSS_LINE, head=("iter", "total", metrics.LOSS)),
+        # Lightning's bar over a dataset of no known length (an IterableDataset): "Epoch 2: : 17671it
+        # [1:05:34,  4.49it/s, loss=2.15, v_num=3hqp]": epochs from 0, the count inside the epoch.
+        Shape(re.compile(rf"\bEpoch (\d+): :?[^\S\n]*(\d+)it \[[^\]\n]*?(?<![\w/])(?i:{_LOSS_KEY})=({_NUM})\b"),
+              head=("epoch0", "iter", metrics.LOSS)),
         # The PyTorch tutorials' and examples' own prints: f"Epoch [{e}/{E}], Step [{i}/{n}], Loss:
         # {loss:.4f}", "Epoch: e, Batch: b, Loss: x"; the MNIST example's f"Train Epoch: {e}
         # [{n}/{N} ({pct:.0f}%)]\tLoss: {loss:.6f}"; the CIFAR-10 tutorial's f"[{e}, {i:5d}] loss:
