@@ -313,6 +313,31 @@ def test_gluonts_bars_and_epoch_lines(tmp_path, version):
     assert nan.step == steps[5]
 
 
+def test_tianshou_bars(tmp_path):
+    """Tianshou's PPO bar: "Epoch #3: 50001it [00:40, 1248.02it/s, env_step=150000, len=200, loss=0.001,
+    loss/clip=0.001, loss/ent=0.290, loss/vf=0.001, n/ep=7, n/st=2000, rew=200.00]" was read as a
+    generic bar: its loss going -0.562 -> 0.001 -> -0.010 (a surrogate near 0 on either side) was a
+    critical "rose, still elevated" on a run at its best reward (tianshou#449). The step is env_step,
+    the run an environment's, its NaN still told."""
+    draws = []
+    for epoch in range(1, 6):
+        for n in range(2000, 50001, 2000):
+            env_step = (epoch - 1) * 50000 + n
+            level = -0.562 if epoch == 1 else 0.001 * (-1) ** epoch
+            loss = "nan" if epoch == 5 and n > 40000 else f"{level + (n % 7000) / 1e5:.4f}"
+            draws.append(f"Epoch #{epoch}: {n + 1}it [00:40, 1248.02it/s, env_step={env_step}, len=200, loss={loss}, "
+                         f"loss/clip={loss}, loss/ent=0.290, loss/vf=0.001, n/ep=7, n/st=2000, rew=200.00]")
+        draws.append(f"Epoch #{epoch}: test_reward: 200.000000 ± 0.000000, best_reward: 200.000000 ± 0.000000 in #1")
+    path = tmp_path / "ppo.log"
+    path.write_text("\r".join(draws) + "\n", encoding="utf-8")
+    run = _one(path)
+    assert run.source == "tianshou" and run.steps.index[0] == 2000 and run.steps.index[-1] == 250000
+    from sentinel.analyze.analyzer import analyze_run
+    report = analyze_run(run)
+    assert any("a reinforcement-learning run" in w for w in report.warnings)
+    assert [(i.kind, i.step) for i in report.incidents] == [("nonfinite", 242000)]
+
+
 def _epochs_of(per_epoch: int, fmt) -> str:
     """LOSSES printed by a loop of two epochs of ``per_epoch`` logged lines: ``fmt(epoch, k, loss)``
     with k counting the line inside its epoch from 0."""

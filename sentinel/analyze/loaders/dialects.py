@@ -368,6 +368,21 @@ SWIN = Dialect(
     amp_lines=True,
 )
 
+# Tianshou's trainers: a bar over each epoch's environment steps whose postfix (tqdm sorts its keys)
+# holds the collector's "env_step", the losses and the mean return of the episodes just finished:
+# "Epoch #3: 50001it [00:40, 1248.02it/s, env_step=150000, len=200, loss=0.001, loss/clip=0.001, ...,
+# n/ep=7, n/st=2000, rew=200.00]". The step is env_step; the return marks the run as an environment's.
+TIANSHOU = Dialect(
+    name="tianshou",
+    description='Tianshou ("Epoch #E: Nit [..., env_step=S, ..., loss=X, ..., rew=R]")',
+    shapes=(
+        Shape(re.compile(rf"\bEpoch #\d+: \d+it \[[^\]\n]*?\benv_step=(\d+)[^\]\n]*?(?<![\w/])loss=({_NUM})"
+                         rf"[^\]\n]*?\brew=({_NUM})"),
+              head=(metrics.STEP, metrics.LOSS, "episode_return")),
+    ),
+    min_records=2,
+)
+
 # Composer ConsoleLogger: f"[epoch={e}][batch={b}/{n}]:" (or "[batch=b/n]:", "[token=t/n]:")
 # then one f"\n\t Train {name}: {value}" line per metric; "time/batch" is the global batch.
 COMPOSER = Dialect(
@@ -1273,7 +1288,7 @@ VITS = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, COMPOSER, OLMO, COQUI, WENET, NNUNET, GLUONTS, GLUONTS_EPOCHS, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, GLUONTS, GLUONTS_EPOCHS, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
