@@ -276,3 +276,14 @@ def test_a_gan_pair_of_keys_reads_the_generators_loss(tmp_path, form):
     report = analyze_run(run)
     assert any("a GAN's run" in w for w in report.warnings)
     assert [(i.kind, i.step) for i in report.incidents] == [("nonfinite", 30)]
+
+
+def test_a_joint_loss_is_the_total_of_its_terms(tmp_path):
+    """ICSRec prints {'epoch': 22, 'rec_avg_loss': '7.7207', 'icl_avg_loss': '2.6909', 'joint_avg_loss':
+    '10.4116'} (ICSRec#3): "3 losses and none is the total"; the joint loss is their sum."""
+    assert infer_loss_column(["rec_avg_loss", "icl_avg_loss", "joint_avg_loss"]) == "joint_avg_loss"
+    path = tmp_path / "train.log"
+    path.write_text("".join(f"{{'epoch': {e}, 'rec_avg_loss': '{7.7 - e / 100:.4f}', 'icl_avg_loss': '2.6909', "
+                            f"'joint_avg_loss': '{10.4 - e / 100:.4f}'}}\n" for e in range(22, 30)))
+    (run,) = discover_runs(path)
+    assert run.steps["loss"].iloc[0] == pytest.approx(10.18)

@@ -173,6 +173,8 @@ _POSITION_WORDS = frozenset({"iteration", "iterations", "iter", "iters", "idx", 
 # A loss aggregated over an epoch or smoothed: the loss, but a step-level one is better.
 # "avr": kohya's sd-scripts ("avr_loss", its loss averaged over recent steps).
 _AGGREGATE_WORDS = frozenset({"epoch", "avg", "avr", "average", "mean", "ema", "smooth", "smoothed", "running"})
+# Words that name the sum of a loss's terms ("joint_avg_loss" beside "rec_avg_loss" and "icl_avg_loss").
+_TOTAL_WORDS = frozenset({"total", "joint", "overall", "combined"})
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _WORD_SPLIT = re.compile(r"[^a-z0-9]+")
 
@@ -251,7 +253,7 @@ def infer_loss_column(columns) -> str | None:
 
     Candidates are the names :func:`looks_like_loss` accepts. The best is the one that says it
     is a per-step training loss: not an epoch or smoothed aggregate, then one that says
-    ``train``, then a ``total`` over its components, then the shortest. Two equally good
+    ``train``, then a ``total`` (``joint``, ``overall``) over its components, then the shortest. Two equally good
     candidates (``loss_ce`` and ``loss_kl``) are a choice for the user: None.
 
     Example:
@@ -266,7 +268,7 @@ def infer_loss_column(columns) -> str | None:
         words = _words(name)
         return (int(any(w in _AGGREGATE_WORDS for w in words)),
                 int(not any(w in ("train", "training") for w in words)),
-                int("total" not in words),
+                int(_TOTAL_WORDS.isdisjoint(words)),
                 len(words))
 
     ranked = sorted((rank(c), str(c)) for c in columns if looks_like_loss(str(c)))
