@@ -338,6 +338,32 @@ def test_tianshou_bars(tmp_path):
     assert [(i.kind, i.step) for i in report.incidents] == [("nonfinite", 242000)]
 
 
+@pytest.mark.parametrize("version", ["first", "now"])
+def test_fuxictr_lines(tmp_path, version):
+    """FuxiCTR logs "Train loss: X" once an evaluation, then "Evaluation @epoch E - batch B:" (its
+    first versions: "--- B/N batches finished ---" before it and the epoch's end after it), with
+    "[Metrics] ... logloss: L" of the validation between: two loss keys and no step, "not a log
+    format" (AFN-AAAI-20#11, BARS#7)."""
+    t = "2022-01-24 13:22:26,561 P834 INFO "
+    lines = [t + "Start training: 8058 batches/epoch", t + "************ Epoch=1 start ************"]
+    for epoch in range(1, 9):
+        loss = "nan" if epoch >= 7 else f"{0.4616 - epoch / 50:.6f}"
+        if version == "now":
+            lines += [t + f"Train loss: {loss}", t + f"Evaluation @epoch {epoch} - batch 8058: ",
+                      t + "[Metrics] AUC: 0.804410 - logloss: 0.447085", t + "Save best model: monitor(max): 0.804410"]
+        else:
+            lines += [t + "[Metrics] AUC: 0.804410 - logloss: 0.447085", t + "Save best model: monitor(max): 0.804410",
+                      t + "--- 8058/8058 batches finished ---", t + f"Train loss: {loss}"]
+        lines.append(t + f"************ Epoch={epoch} end ************")
+    path = tmp_path / "AFN_criteo.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    run = _one(path)
+    assert run.source == "fuxictr" and run.steps.index.tolist() == [8058 * e for e in range(1, 9)]
+    assert run.steps[metrics.LOSS].iloc[0] == pytest.approx(0.4416)
+    from sentinel.analyze.analyzer import analyze_run
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 8058 * 7)]
+
+
 def _epochs_of(per_epoch: int, fmt) -> str:
     """LOSSES printed by a loop of two epochs of ``per_epoch`` logged lines: ``fmt(epoch, k, loss)``
     with k counting the line inside its epoch from 0."""

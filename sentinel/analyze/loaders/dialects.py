@@ -526,6 +526,26 @@ GLUONTS_EPOCHS = Dialect(
     step_unit="epoch",
 )
 
+# FuxiCTR (the BARS benchmark's CTR models): logging lines "Train loss: X" (the mean since the last
+# evaluation), then "Evaluation @epoch E - batch B: " and "[Metrics] AUC: A - logloss: L", and
+# "************ Epoch=E end ************"; its first versions printed "--- B/N batches finished ---",
+# "Train loss: X", then the epoch's end. Each such line joins the one before it.
+FUXICTR = Dialect(
+    name="fuxictr",
+    description='FuxiCTR ("Train loss: X", then "Evaluation @epoch E - batch B:" or "Epoch=E end")',
+    shapes=(
+        Shape(re.compile(rf"\bTrain loss: ({_NUM}) \|[^\n]*?\bEvaluation @epoch (\d+) - batch (\d+):"),
+              head=(metrics.LOSS, "epoch", "iter")),
+        Shape(re.compile(rf"--- (\d+)/(\d+) batches finished ---[^\n]*?\| [^\n]*?\bTrain loss: ({_NUM}) \|"
+                         rf"[^\n]*?\bEpoch=(\d+) end \*"),
+              head=("iter", "total", metrics.LOSS, "epoch")),
+    ),
+    joins=re.compile(r"\n(?=[^\n]*(?:\bTrain loss: |\bEvaluation @epoch \d+ - batch \d+:|\*{12} Epoch=\d+ end \*{12}))"),
+    join_with=" | ",
+    sniff=re.compile(r"\*{12} Epoch=\d+ end \*{12}"),
+    min_records=2,
+)
+
 # Darknet (pjreddie's and AlexeyAB's YOLO, examples/detector.c, classifier.c, rnn.c): printf of
 # "%d: %f, %f avg, %f rate, %lf seconds, %d images" (AlexeyAB: "... avg loss, ..., %f hours left";
 # the classifier "%ld, %.3f: ..." with the epoch after the batch): the batch, its loss, the loss's
@@ -1288,7 +1308,7 @@ VITS = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, GLUONTS, GLUONTS_EPOCHS, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
