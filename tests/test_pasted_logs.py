@@ -4055,3 +4055,16 @@ def test_a_lightning_bar_over_a_dataset_of_no_known_length(tmp_path):
     (run,) = discover_runs(path)
     assert run.steps.index.tolist() == [7 * i for i in range(1, 81)]
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 280 + 7 * 36)]
+
+
+def test_progress_bars_that_show_no_loss_are_said_to(tmp_path):
+    """Lightning's bars with nothing logged to them ("Sanity Checking: 0it [00:00, ?it/s]", "Epoch 0:
+    45%|...| 9/20 [00:01<00:01, 5.1it/s, v_num=0]") and scvi's "Training...:  42%|...| 85/200" were
+    "its lines log Training, Checking, v_num but no loss": a bar's description and the logger's
+    version read as metrics. The message says what the lines are and how to get a loss into them."""
+    lines = ["Sanity Checking: 0it [00:00, ?it/s]", "Sanity Checking:   0%|          | 0/2 [00:00<?, ?it/s]"]
+    lines += [f"Epoch 0:  {5 * i}%|#         | {i}/20 [00:0{i % 10}<00:01,  5.10it/s, v_num=0]" for i in range(1, 21)]
+    lines += [f"Training...:  {i}%|####      | {i}/200 [22:58:55<55:52:02, 1748.89s/it]" for i in range(40, 50)]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "fit.log", lines))])
+    assert result.exit_code == 1
+    assert "its lines are progress bars that show no loss: log the loss to the bar" in result.output

@@ -200,6 +200,10 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
         return None
     logged = _logged_keys(text)
     if not logged:
+        if _BAR_DRAW.search(text) is not None:
+            return (f"'{path}': its lines are progress bars that show no loss: log the loss to the bar (tqdm's "
+                    "set_postfix(loss=...), Lightning's self.log('train_loss', loss, prog_bar=True)), or pass the "
+                    "logger's files (metrics.csv, event files)")
         return None
     return (f"'{path}': its lines log {', '.join(logged)} but no loss (an environment's returns, an "
             "evaluation's metrics: a rise of these is progress, not divergence): sentinel judges a training "
@@ -231,7 +235,12 @@ def _readable_losses(head: str, keys: list[str], least: int | None) -> list[str]
 
 
 # "key=3", "key: 0.5", "'key': 0.5", "key=[10.1]": a value a line logs under a name.
-_LOGGED_PAIR = re.compile(r"(?<![\w/.-])([A-Za-z][\w/.-]*)['\"]?[^\S\n]*[:=][^\S\n]*\[?['\"]?[-+]?(?:\d|\.\d)")
+# (Not a bar's description before its percentage, "Training...:  42%|", nor Lightning's logger version
+# "v_num=3".)
+_LOGGED_PAIR = re.compile(r"(?<![\w/.-])(?!v_num\b)([A-Za-z][\w/.-]*)['\"]?[^\S\n]*[:=][^\S\n]*\[?['\"]?[-+]?"
+                          r"(?:\d|\.\d)(?![\d.]*%)")
+# A tqdm bar's draw: its percentage and bar, or its count and rate ("0it [00:00, ?it/s]").
+_BAR_DRAW = re.compile(r"\d%\|[^|\n]*\||\d+it \[\d")
 # Lines that must log such values, at least, before a text is said to be a log of them.
 _LOGGED_LINES = 5
 
