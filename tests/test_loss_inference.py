@@ -287,3 +287,9 @@ def test_a_joint_loss_is_the_total_of_its_terms(tmp_path):
                             f"'joint_avg_loss': '{10.4 - e / 100:.4f}'}}\n" for e in range(22, 30)))
     (run,) = discover_runs(path)
     assert run.steps["loss"].iloc[0] == pytest.approx(10.18)
+
+
+def test_a_tot_loss_is_the_total_of_its_terms():
+    """MiniLLM prints "tot_loss: 6.2529 | rl_loss: 3.2390 | pt_loss: 3.0139 | pg_loss: ... | reg_loss: ..."
+    (LMOps#118): "5 losses and none is the total"."""
+    assert infer_loss_column(["pg_loss", "pt_loss", "reg_loss", "rl_loss", "tot_loss"]) == "tot_loss"

@@ -4068,3 +4068,12 @@ def test_progress_bars_that_show_no_loss_are_said_to(tmp_path):
     result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "fit.log", lines))])
     assert result.exit_code == 1
     assert "its lines are progress bars that show no loss: log the loss to the bar" in result.output
+
+
+def test_a_ray_workers_process_id_is_no_metric(tmp_path):
+    """verl's workers print through Ray, "(main_task pid=82052)" before each line; a paste of W&B's
+    closing summary (sparklines, no numbers) was "its lines log pid but no loss" (Agent-R1#32)."""
+    lines = [f"(main_task pid=82052) wandb:                       actor/{name} ▂▅▅▂█▅▃▁" for name in
+             ("pg_loss", "kl_loss", "entropy", "grad_norm", "lr", "pg_clipfrac")]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "out.log", lines))])
+    assert result.exit_code == 1 and "pid" not in result.output

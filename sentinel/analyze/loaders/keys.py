@@ -174,7 +174,7 @@ _POSITION_WORDS = frozenset({"iteration", "iterations", "iter", "iters", "idx", 
 # "avr": kohya's sd-scripts ("avr_loss", its loss averaged over recent steps).
 _AGGREGATE_WORDS = frozenset({"epoch", "avg", "avr", "average", "mean", "ema", "smooth", "smoothed", "running"})
 # Words that name the sum of a loss's terms ("joint_avg_loss" beside "rec_avg_loss" and "icl_avg_loss").
-_TOTAL_WORDS = frozenset({"total", "joint", "overall", "combined"})
+_TOTAL_WORDS = frozenset({"total", "tot", "joint", "overall", "combined"})
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _WORD_SPLIT = re.compile(r"[^a-z0-9]+")
 
@@ -253,7 +253,7 @@ def infer_loss_column(columns) -> str | None:
 
     Candidates are the names :func:`looks_like_loss` accepts. The best is the one that says it
     is a per-step training loss: not an epoch or smoothed aggregate, then one that says
-    ``train``, then a ``total`` (``joint``, ``overall``) over its components, then the shortest. Two equally good
+    ``train``, then a ``total`` (``tot``, ``joint``, ``overall``) over its components, then the shortest. Two equally good
     candidates (``loss_ce`` and ``loss_kl``) are a choice for the user: None.
 
     Example:

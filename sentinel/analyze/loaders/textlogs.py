@@ -236,8 +236,8 @@ def _readable_losses(head: str, keys: list[str], least: int | None) -> list[str]
 
 # "key=3", "key: 0.5", "'key': 0.5", "key=[10.1]": a value a line logs under a name.
 # (Not a bar's description before its percentage, "Training...:  42%|", nor Lightning's logger version
-# "v_num=3".)
-_LOGGED_PAIR = re.compile(r"(?<![\w/.-])(?!v_num\b)([A-Za-z][\w/.-]*)['\"]?[^\S\n]*[:=][^\S\n]*\[?['\"]?[-+]?"
+# "v_num=3", nor the process id Ray puts before a worker's lines, "(main_task pid=82052)".)
+_LOGGED_PAIR = re.compile(r"(?<![\w/.-])(?!(?:v_num|pid)\b)([A-Za-z][\w/.-]*)['\"]?[^\S\n]*[:=][^\S\n]*\[?['\"]?[-+]?"
                           r"(?:\d|\.\d)(?![\d.]*%)")
 # A tqdm bar's draw: its percentage and bar, or its count and rate ("0it [00:00, ?it/s]").
 _BAR_DRAW = re.compile(r"\d%\|[^|\n]*\||\d+it \[\d")
