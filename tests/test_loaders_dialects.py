@@ -364,6 +364,28 @@ def test_fuxictr_lines(tmp_path, version):
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 8058 * 7)]
 
 
+@pytest.mark.parametrize("line_ends", [True, False])
+def test_efficientdet_bar_descriptions(tmp_path, line_ends):
+    """Yet-Another-EfficientDet-Pytorch's bar: "Step: 37526. Epoch: 1072/2000. Iteration: 7/35. Cls loss:
+    0.04101. Reg loss: 0.00000. Total loss: 0.04101:  17%|...| 6/35 [...]": the bar's count was read as
+    the step and the class loss as the loss (EfficientDet#723); pasted without its line ends, the
+    records glued ("Total loss: 0.0218Step: 16252. ..."), a loss of 0 was invented (EfficientDet#416)."""
+    draws = []
+    for step in range(16251, 16291):
+        i = step - 16251 + 137
+        total = "nan" if step >= 16285 else f"{0.02 - (step - 16251) / 4000:.4f}"
+        description = (f"Step: {step}. Epoch: 55/100. Iteration: {i}/293. Cls loss: 0.01924. Reg loss: 0.00260. "
+                       f"Total loss: {total}")
+        draws += [f"{description}:  47%|████▋     | {i - 1}/293 [00:48<01:56,  4.01s/it]", f"{description}"]
+    path = tmp_path / "train.log"
+    path.write_text(("\n" if line_ends else "").join(draws), encoding="utf-8")
+    run = _one(path)
+    assert run.source == "efficientdet" and run.steps.index.tolist() == list(range(16251, 16291))
+    assert run.steps[metrics.LOSS].iloc[0] == 0.02
+    from sentinel.analyze.analyzer import analyze_run
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 16285)]
+
+
 def _epochs_of(per_epoch: int, fmt) -> str:
     """LOSSES printed by a loop of two epochs of ``per_epoch`` logged lines: ``fmt(epoch, k, loss)``
     with k counting the line inside its epoch from 0."""

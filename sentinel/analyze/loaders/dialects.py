@@ -368,6 +368,22 @@ SWIN = Dialect(
     amp_lines=True,
 )
 
+# Yet-Another-EfficientDet-Pytorch (zylo117): its bar's description, f"Step: {step}. Epoch: {e}/{E}.
+# Iteration: {i}/{n}. Cls loss: {c:.5f}. Reg loss: {r:.5f}. Total loss: {loss:.5f}" (the global step;
+# the total is the loss). A paste often loses the bar's line ends: the records then follow each other
+# on one line ("Total loss: 0.0218Step: 16252. ...").
+EFFICIENTDET = Dialect(
+    name="efficientdet",
+    description='Yet-Another-EfficientDet-Pytorch ("Step: N. Epoch: E/T. Iteration: I/M. Cls loss: C. Reg loss: R. '
+                'Total loss: X")',
+    shapes=(
+        Shape(re.compile(rf"(?<![A-Za-z])Step: (\d+)\. Epoch: \d+/\d+\. Iteration: \d+/\d+\. Cls loss: {_NUM}\. "
+                         rf"Reg loss: {_NUM}\. Total loss: ({_NUM})"),
+              head=(metrics.STEP, metrics.LOSS)),
+    ),
+    min_records=2,
+)
+
 # Tianshou's trainers: a bar over each epoch's environment steps whose postfix (tqdm sorts its keys)
 # holds the collector's "env_step", the losses and the mean return of the episodes just finished:
 # "Epoch #3: 50001it [00:40, 1248.02it/s, env_step=150000, len=200, loss=0.001, loss/clip=0.001, ...,
@@ -1308,7 +1324,7 @@ VITS = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
