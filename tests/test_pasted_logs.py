@@ -4077,3 +4077,18 @@ def test_a_ray_workers_process_id_is_no_metric(tmp_path):
              ("pg_loss", "kl_loss", "entropy", "grad_norm", "lr", "pg_clipfrac")]
     result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "out.log", lines))])
     assert result.exit_code == 1 and "pid" not in result.output
+
+
+def test_a_checkpoints_name_glued_to_a_bar_is_no_step(tmp_path):
+    """Piper's Lightning bar, a checkpoint's path logged right after the epoch's last draw:
+    "...loss=49.2, v_num=8]DEBUG:fsspec.local:open file: .../checkpoints/epoch=8-step=36.ckpt": the
+    name's step=36 was read as the loss's step, beside the bar's counts (piper#393)."""
+    lines = []
+    for epoch in range(7, 15):
+        loss = 57.8 - epoch
+        lines += [f"Epoch {epoch}:  67%|██████▋   | 2/3 [00:01<00:00,  1.32it/s, loss={loss + 0.5:.1f}, v_num=8]",
+                  f"Epoch {epoch}: 100%|██████████| 3/3 [00:02<00:00,  1.05it/s, loss={loss:.1f}, v_num=8]DEBUG:fsspec.local:"
+                  f"open file: /home/u/lightning_logs/version_8/checkpoints/epoch={epoch}-step={4 * (epoch + 1)}.ckpt"]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps["loss"].is_monotonic_decreasing and len(run.steps) == 16
+    assert run.steps["loss"].iloc[-1] == pytest.approx(43.8)

@@ -944,7 +944,8 @@ GENERIC = Dialect(
         # a whole number printed as a float by tqdm's format_num, as Lightning 1.x's bar shows a
         # logged global_step from 1000 on: "global_step=1038.0", "global_step=2e+3"; no literal
         # digit in the pattern, which runs once per line skeleton, every digit a 0 there)
-        Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b{_LOSS_GAP}(?<![\w/])(?i:{_STEP_KEY_BEFORE_GLOBAL}){_SEP}"
+        # (not a checkpoint's name glued to the bar: Lightning's ".../epoch=8-step=36.ckpt")
+        Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b{_LOSS_GAP}(?<![\w/-])(?i:{_STEP_KEY_BEFORE_GLOBAL}){_SEP}"
                          rf"(\d+(?:\.\d)?|\d(?:\.\d+)?e\+\d+)\b(?!\.\d)"),
               head=(metrics.LOSS, metrics.STEP)),
         # "N/TOTAL" only on lines without a step key: a progress bar's count inside the epoch is
