@@ -4092,3 +4092,14 @@ def test_a_checkpoints_name_glued_to_a_bar_is_no_step(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
     assert run.steps["loss"].is_monotonic_decreasing and len(run.steps) == 16
     assert run.steps["loss"].iloc[-1] == pytest.approx(43.8)
+
+
+def test_a_paste_of_wenet_lines_every_one_nan(tmp_path):
+    """CosyVoice (WeNet's trainer): "DEBUG TRAIN Batch 7/100 loss nan lr 0.00055784 grad_norm nan rank 2"
+    from each of four ranks, and nothing else (CosyVoice#652): "not a log format"."""
+    lines = [f"2025-02-20 00:46:13,777 DEBUG TRAIN Batch 7/100 loss nan lr 0.00055784 grad_norm nan rank {rank}"
+             for rank in (2, 3, 0, 1)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "wenet"
+    assert {(i.kind, i.severity.value, i.details["metric"]) for i in analyze_run(run).incidents} == {
+        ("nonfinite", "critical", "loss"), ("nonfinite", "critical", "grad_norm/total")}

@@ -481,7 +481,7 @@ WENET = Dialect(
     ),
     drop_words=("cv",),
     epoch_evaluation=Shape(re.compile(rf"\bEpoch (\d+) CV info [^\n]*?\bcv_loss ({_NUM})"), head=("epoch0", metrics.LOSS)),
-    sniff=re.compile(r"\bTRAIN\b[^\n]*?\bBatch \d+/\d+ loss [-+\d.]"),
+    sniff=re.compile(r"\bTRAIN\b[^\n]*?\bBatch \d+/\d+ loss (?:[-+\d.]|nan|inf)"),  # (a paste of NaN lines alone too)
     min_records=2,
 )
 
