@@ -4103,3 +4103,15 @@ def test_a_paste_of_wenet_lines_every_one_nan(tmp_path):
     assert run.source == "wenet"
     assert {(i.kind, i.severity.value, i.details["metric"]) for i in analyze_run(run).incidents} == {
         ("nonfinite", "critical", "loss"), ("nonfinite", "critical", "grad_norm/total")}
+
+
+def test_a_float_after_a_step_word_is_no_step(tmp_path):
+    """MotionSeg3D's lines (a copy of RangeNet++'s trainer): "Lr: 9.859e-03 | Update: 2.510e-03 mean,4.268e-03
+    std | Epoch: [2][430/1047] | ... | Loss 1.1294 (0.5892) | ...": "Update: 2.510e-03" was read as step 2
+    beside the epoch's count, three phantom rows copied ahead of the six (MotionSeg3D#6)."""
+    lines = [f"Lr: 9.86{i}e-03 | Update: {2.5 + i / 10:.3f}e-0{3 + i % 2} mean,4.466e-04 std | Epoch: [2][{400 + 10 * i}/1047] | "
+             f"Time 1.803 (2.327) | Data 0.628 (1.183) | Loss {0.5 + i / 100:.4f} (0.5906) | acc 0.989 (0.969) | "
+             f"IoU 0.595 (0.573) | [8 days, 4:37:18]" for i in range(6)]
+    (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
+    assert run.steps.index.tolist() == [1047 + 400 + 10 * i for i in range(6)]
+    assert run.steps["loss"].tolist() == [0.5 + i / 100 for i in range(6)]
