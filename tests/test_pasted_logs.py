@@ -4068,6 +4068,12 @@ def test_progress_bars_that_show_no_loss_are_said_to(tmp_path):
     result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "fit.log", lines))])
     assert result.exit_code == 1
     assert "its lines are progress bars that show no loss: log the loss to the bar" in result.output
+    # YOLOv7's console rows are a table's losses with a bar after each: not bars that show no loss
+    yolo = ["     Epoch   gpu_mem       box       obj       cls     total    labels  img_size"]
+    yolo += [f"    {e}/299     65.1G       nan   0.01516         0       nan      1869       320: 100%|####| 729/729 "
+             "[51:52<00:00,  4.27s/it]" for e in (41, 42)]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "yolo.log", yolo))])
+    assert "show no loss" not in result.output
 
 
 def test_a_ray_workers_process_id_is_no_metric(tmp_path):

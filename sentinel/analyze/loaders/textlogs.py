@@ -200,7 +200,7 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
         return None
     logged = _logged_keys(text)
     if not logged:
-        if _BAR_DRAW.search(text) is not None:
+        if _bars_alone(text):
             return (f"'{path}': its lines are progress bars that show no loss: log the loss to the bar (tqdm's "
                     "set_postfix(loss=...), Lightning's self.log('train_loss', loss, prog_bar=True)), or pass the "
                     "logger's files (metrics.csv, event files)")
@@ -240,7 +240,25 @@ def _readable_losses(head: str, keys: list[str], least: int | None) -> list[str]
 _LOGGED_PAIR = re.compile(r"(?<![\w/.-])(?!(?:v_num|pid)\b)([A-Za-z][\w/.-]*)['\"]?[^\S\n]*[:=][^\S\n]*\[?['\"]?[-+]?"
                           r"(?:\d|\.\d)(?![\d.]*%)")
 # A tqdm bar's draw: its percentage and bar, or its count and rate ("0it [00:00, ?it/s]").
-_BAR_DRAW = re.compile(r"\d%\|[^|\n]*\||\d+it \[\d")
+_BAR_DRAW = re.compile(r"\d+%\|[^|\n]*\||\d+it \[\d")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _bars_alone(text: str) -> bool:
+    """Whether a text's lines are progress bars that show no loss: bars are drawn, no line names a
+    loss, and no bar has more than two numbers before it (YOLOv7's console rows, "41/299 65.1G nan
+    0.01516 0 nan 1869 320: 100%|...", are a table's losses with a bar after them).
+
+    Example:
+        >>> _bars_alone("Epoch 0:  45%|####      | 9/20 [00:01<00:01, 5.10it/s, v_num=0]\\n")
+        True
+        >>> _bars_alone("  41/299  65.1G  nan  0.01516  0  nan  1869  320: 100%|####| 729/729 [51:52<00:00]\\n")
+        False
+    """
+    if "loss" in text.lower():
+        return False
+    draws = [(line, found) for line in text.split("\n")[:20_000] if (found := _BAR_DRAW.search(line)) is not None]
+    return bool(draws) and all(len(_NUMBER.findall(line[:found.start()])) <= 2 for line, found in draws)
 # Lines that must log such values, at least, before a text is said to be a log of them.
 _LOGGED_LINES = 5
 
