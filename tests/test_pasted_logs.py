@@ -4121,3 +4121,18 @@ def test_a_float_after_a_step_word_is_no_step(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
     assert run.steps.index.tolist() == [1047 + 400 + 10 * i for i in range(6)]
     assert run.steps["loss"].tolist() == [0.5 + i / 100 for i in range(6)]
+
+
+def test_nemo_bar_redraws_pasted_on_one_line(tmp_path):
+    """NeMo 1.x's bar redraws pasted without their line ends (neuronx-nemo-megatron#28): each postfix's
+    "reduced_train_loss=3.910, ..., global_step=564.0, ..." runs into the next draw's "Epoch 0:   3%|",
+    and the progress lines' reader took the postfix for the next bar's description and outcounted
+    NeMo's: the bar's own "loss=nan" (NeMo's running loss, NaN in its loop) was a critical."""
+    draws = [f"Epoch 0:   3%|▎         | {n}/20101 [2:12:19<76:15:08, 14.05s/it, loss=nan, v_num=, val_loss_step=11.30, "
+             f"reduced_train_loss={3.9 + (n % 3) / 100:.3f}, gradient_norm=1.010, parameter_norm=1552.0, "
+             f"global_step={n - 1}.0, consumed_samples=1.45e+5, throughput=19.00, " for n in (565, 566, 566, 567)]
+    cut = "Loss=3.920, gradient_norm=1.070, parameter_norm=1536.0, global_step=563.0, consumed_samples=1.44e+5, throughput=19.00, "
+    end = "Epoch 0:   3%|▎         | 568/20101 [2:12:45<76:14:00, 14.05s/it, loss=nan,"  # the paste's last draw, cut
+    (run,) = discover_runs(_write(tmp_path / "nemo.log", [cut + "".join(draws) + end]))
+    assert run.source == "nemo" and run.steps.index.tolist() == [564, 565, 566]
+    assert analyze_run(run).incidents == []
