@@ -182,7 +182,9 @@ def _above_its_noise(series: pd.Series, frame: pd.DataFrame, cfg) -> pd.DataFram
                                 & (history >= _NOISE_HISTORY) & (frame["ratio"].to_numpy() < _SHORT_SURE_JUMP))
     if not len(candidates):
         return frame
-    logs = np.log(np.maximum(series.to_numpy(dtype="float64"), 1e-12))
+    from sentinel.detect.spike import to_log
+
+    logs = to_log(series.to_numpy(dtype="float64"))  # the detector's log space
     at = series.index.get_indexer(frame.index[candidates])
     within = np.zeros(len(frame), dtype=bool)
     for row, i in zip(candidates.tolist(), at.tolist()):

@@ -172,7 +172,13 @@ class SpikeVerdict:
         return float(np.exp(self.log_ratio))
 
 
-def _to_log(values: np.ndarray) -> np.ndarray:
+def to_log(values: np.ndarray) -> np.ndarray:
+    """The rule's log space: ``log(max(x, 1e-12))``, elementwise.
+
+    Example:
+        >>> to_log(np.array([1.0, 0.0])).round(2).tolist()
+        [0.0, -27.63]
+    """
     return np.log(np.maximum(values, _LOG_FLOOR))
 
 
@@ -439,7 +445,7 @@ def detect_spikes(series: pd.Series, config: SpikeConfig = SpikeConfig(), *, spa
     # A non-finite value is judged against the history it would have seen.
     history[:] = np.minimum(np.cumsum(finite, dtype=np.int64) - finite, w)
     if m:
-        y = _to_log(x)
+        y = to_log(x)
         base, noise = _window_stats(y, w, min(config.recent, w))
         spk, sc = _rule(x, y, base, noise, n_fin, config)
         is_spike[finite] = spk
@@ -465,7 +471,7 @@ def _detect_sparse(values: np.ndarray, index: pd.Index, config: SpikeConfig) -> 
     judged = _possible_spikes(x, config)
     base, noise = _window_stats_at(x, w, min(config.recent, w), judged)
     xj = x[judged]
-    yj = _to_log(xj)
+    yj = to_log(xj)
     n = np.minimum(judged, w)
     spk, sc = _rule(xj, yj, base, noise, n, config)
     rows = judged if where is None else where[judged]
@@ -491,7 +497,7 @@ def _possible_spikes(x: np.ndarray, config: SpikeConfig) -> np.ndarray:
     least_excess = min(np.log1p(config.rtol), np.log1p(config.short_rtol))
     found = []
     head = min(m, w + 1)
-    y_head = _to_log(x[:head])
+    y_head = to_log(x[:head])
     floor = np.full(head, np.inf)
     floor[1:] = np.minimum.accumulate(y_head[:-1])
     found.append(np.flatnonzero(y_head - floor > least_excess))
@@ -501,7 +507,7 @@ def _possible_spikes(x: np.ndarray, config: SpikeConfig) -> np.ndarray:
         chunk = max(w, _SPARSE_CHUNK // w * w)
         kept = None  # the logs of all values, when one chunk holds them (the second pass reuses them)
         for lo in range(0, m, chunk):  # block minima of the logs
-            y = _to_log(x[lo:lo + chunk])
+            y = to_log(x[lo:lo + chunk])
             if len(y) == m:
                 kept = y
             full = len(y) // w * w
@@ -511,7 +517,7 @@ def _possible_spikes(x: np.ndarray, config: SpikeConfig) -> np.ndarray:
         # Values of block k (k >= 1): their history lies in blocks k - 1 and k.
         bound = np.minimum(lows[:-1], lows[1:])
         for lo in range(w, m, chunk):  # blocks 1..: values w.. (those up to w are the head)
-            y = _to_log(x[lo:lo + chunk]) if kept is None else kept[lo:lo + chunk]
+            y = to_log(x[lo:lo + chunk]) if kept is None else kept[lo:lo + chunk]
             # lo is a multiple of w: row i of the (-1, w) view is block lo // w + i, bound k - 1
             full, first = len(y) // w * w, lo // w - 1
             excess = y[:full].reshape(-1, w) - bound[first:first + full // w, None]
@@ -533,7 +539,7 @@ def _window_stats_at(x: np.ndarray, w: int, r: int, at: np.ndarray) -> tuple[np.
     noise = np.full(len(at), np.nan)
     head = at < w
     if head.any():
-        y = _to_log(x[:w])
+        y = to_log(x[:w])
         absd = np.abs(np.diff(y))
         for out_i in np.flatnonzero(head):  # partial histories: the online code, value by value
             j = int(at[out_i])
@@ -544,7 +550,7 @@ def _window_stats_at(x: np.ndarray, w: int, r: int, at: np.ndarray) -> tuple[np.
     full = np.flatnonzero(~head)
     for lo in range(0, len(full), 1 << 14):  # bounded copies: 16k windows at a time
         part = full[lo:lo + (1 << 14)]
-        y = _to_log(np.lib.stride_tricks.sliding_window_view(x, w)[at[part] - w])  # y[j-w:j]
+        y = to_log(np.lib.stride_tricks.sliding_window_view(x, w)[at[part] - w])  # y[j-w:j]
         base[part] = np.minimum(np.partition(y, w // 2, axis=1)[:, w // 2],
                                 np.partition(y[:, w - r:], r // 2, axis=1)[:, r // 2])
         k = w - 1
