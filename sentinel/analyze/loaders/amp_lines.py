@@ -16,13 +16,15 @@ import re
 
 from sentinel.analyze.loaders.dialect_types import EventLine
 
-_NUM = r"[-+]?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|\.\d+|nan|NaN|NAN(?! or INF\b)|inf|Infinity|Inf|INF)"
+# A number as training scripts print it, NaN and infinity in each spelling (NAN and INF: Python's E
+# format; MindSpore's error "loss is NAN or INF" names no value). The text readers' too (dialects.py).
+NUM = r"[-+]?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|\.\d+|nan|NaN|NAN(?! or INF\b)|inf|Infinity|Inf|INF)"
 
 # apex/amp/handle.py: print("Gradient overflow.  Skipping step, loss scaler {} reducing loss
 # scale to {}".format(idx, scaler.loss_scale())), once per scaler (one per loss).
 APEX_OVERFLOW = EventLine(
     # (older apex releases: "Gradient overflow, skipping step, loss scaler 0 reducing loss scale to X")
-    re.compile(rf"Gradient overflow[.,]\s+[Ss]kipping step, loss scaler \d+ reducing loss scale to (?P<new>{_NUM})"),
+    re.compile(rf"Gradient overflow[.,]\s+[Ss]kipping step, loss scaler \d+ reducing loss scale to (?P<new>{NUM})"),
     source="apex")
 
 AMP_LINES: tuple[EventLine, ...] = (
@@ -30,12 +32,12 @@ AMP_LINES: tuple[EventLine, ...] = (
     # apex.fp16_utils.FP16_Optimizer and DeepSpeed: "OVERFLOW! Skipping step. Attempted loss
     # scale: 65536, reducing to 32768"
     EventLine(re.compile(rf"(?i:overflow)[!.]? (?:Rank (?P<rank>\d+) )?Skipping step\.? Attempted loss scale: "
-                         rf"(?P<attempted>{_NUM}), reducing to (?P<new>{_NUM})"), source="fp16_optimizer"),
+                         rf"(?P<attempted>{NUM}), reducing to (?P<new>{NUM})"), source="fp16_optimizer"),
     # fairseq's trainer: "NOTE: overflow detected, setting loss scale to: 0.25"
-    EventLine(re.compile(rf"overflow detected, setting (?:loss )?scale to:? (?P<new>{_NUM})"), source="fairseq"),
+    EventLine(re.compile(rf"overflow detected, setting (?:loss )?scale to:? (?P<new>{NUM})"), source="fairseq"),
     # guided-diffusion's fp16_util.MixedPrecisionTrainer (improved-diffusion's train_util alike):
     # logger.log(f"Found NaN, decreased lg_loss_scale to {self.lg_loss_scale}"), the scale 2**lg.
-    EventLine(re.compile(rf"Found NaN, decreased lg_loss_scale to (?P<new_lg>{_NUM})"), source="openai_diffusion"),
+    EventLine(re.compile(rf"Found NaN, decreased lg_loss_scale to (?P<new_lg>{NUM})"), source="openai_diffusion"),
 )
 
 # Every line above holds one of these: a text without them is not searched further.

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from sentinel import metrics
 from sentinel.events import EventKind
-from sentinel.analyze.loaders.amp_lines import AMP_LINES, SNIFF as AMP_SNIFF
+from sentinel.analyze.loaders.amp_lines import AMP_LINES, NUM, SNIFF as AMP_SNIFF
 from sentinel.analyze.loaders.dialect_types import Dialect, EventLine, LossTerms, RecordEvent, Shape
 from sentinel.analyze.loaders.keys import GRAD_NORM_NAME
 from sentinel.analyze.loaders.log_lines import Lines
@@ -42,8 +42,7 @@ def _rest_until(start: str) -> str:
     return rf"(?:(?!\b{start})[^\n])*"
 
 
-# (NAN and INF: Python's E format; MindSpore's error "loss is NAN or INF" names no value)
-_NUM = r"[-+]?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|\.\d+|nan|NaN|NAN(?! or INF\b)|inf|Infinity|Inf|INF)"
+_NUM = NUM
 _MS = {"ms": ("_ms", 1.0), "s": ("_ms", 1000.0)}
 
 # llm.c: "s:120 trl:5.4321 lr:0.000600 norm:1.23"; modded-nanogpt: "step:120/3000 train_loss:5.4321
