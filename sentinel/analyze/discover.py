@@ -7,7 +7,6 @@ import errno
 import importlib
 import logging
 import os
-import re
 import tempfile
 from collections import Counter
 from collections.abc import Iterable
@@ -18,7 +17,7 @@ from types import ModuleType
 from sentinel import metrics
 from sentinel.analyze.compressed import archive_command, decompressed, is_compressed
 from sentinel.analyze.loaders import ADD_SCALARS_DIRS, LOADER_MODULES, LOGGED_NAN, PARQUET_SUFFIXES, LoadOptions, RunData
-from sentinel.analyze.loaders.keys import inferred_loss_note, inferred_training_loss
+from sentinel.analyze.loaders.keys import inferred_loss_note, inferred_training_loss, is_regulariser
 from sentinel.analyze.resumed_versions import join_resumed_versions
 from sentinel.analyze.same_training import one_per_training
 
@@ -342,8 +341,8 @@ def _one_loss_gone_nonfinite(path: Path, modules, options: LoadOptions, walk: bo
     ``why_not``), read with the first of them that goes non-finite as its loss, with a warning;
     where none does but the grad norm read with one does (verl's GRPO: ``actor/grad_norm:nan``
     beside a finite ``actor/pg_loss`` and ``actor/kl_loss``), with the first that is no
-    regulariser's term (:func:`_is_regulariser`); None where nothing goes non-finite (the message
-    then asks which to read). A NaN is told, whichever loss printed it: DeepSpeed-Chat's
+    regulariser's term (:func:`~sentinel.analyze.loaders.keys.is_regulariser`); None where nothing
+    goes non-finite (the message then asks which to read). A NaN is told, whichever loss printed it: DeepSpeed-Chat's
     ``act_loss: inf|cri_loss: inf``, a bar whose every loss is NaN.
     ``walk``: a file a directory walk met, read from as many lines as any log there (a paste's
     few lines are read only from a file named on its own)."""
@@ -363,7 +362,7 @@ def _one_loss_gone_nonfinite(path: Path, modules, options: LoadOptions, walk: bo
             return _told_which(runs, keys, key, "the first of them that goes non-finite")
         if runs:
             read[key] = runs
-    for key in sorted(read, key=_is_regulariser):  # stable: the first that is no KL or entropy term
+    for key in sorted(read, key=is_regulariser):  # stable: the first that is no KL or entropy term
         if any(_went_nonfinite(run, metrics.GRAD_NORM_TOTAL) for run in read[key]):
             return _told_which(read[key], keys, key, "the first of them that is no KL, entropy or auxiliary term: "
                                                      "none goes non-finite, its grad norm does")
@@ -375,21 +374,6 @@ def _told_which(runs: list[RunData], keys: list[str], key: str, why: str) -> lis
         run.warnings.insert(0, f"its lines name {len(keys)} losses ({', '.join(keys)}) and none is the total: "
                                f"{key} is read, {why} (pass --loss-col to read another, or log their sum as loss)")
     return runs
-
-
-# A loss term that regularises another loss (a KL penalty, an entropy bonus, a mixture of experts'
-# load balancing): not the objective a run trains for.
-_REGULARISER = re.compile(r"(?:^|[/_ .-])(?:kl|entropy|aux|z|balance|reg|penalty)(?:[/_ .-]|$)", re.IGNORECASE)
-
-
-def _is_regulariser(key: str) -> bool:
-    """Whether a loss key names a regulariser's term.
-
-    Example:
-        >>> _is_regulariser("actor/kl_loss"), _is_regulariser("actor/entropy_loss"), _is_regulariser("actor/pg_loss")
-        (True, True, False)
-    """
-    return _REGULARISER.search(key) is not None
 
 
 def _went_nonfinite(run: RunData, key: str) -> bool:

@@ -175,12 +175,25 @@ _POSITION_WORDS = frozenset({"iteration", "iterations", "iter", "iters", "idx", 
 _AGGREGATE_WORDS = frozenset({"epoch", "avg", "avr", "average", "mean", "ema", "smooth", "smoothed", "running"})
 # Words that name the sum of a loss's terms ("joint_avg_loss" beside "rec_avg_loss" and "icl_avg_loss").
 _TOTAL_WORDS = frozenset({"total", "tot", "joint", "overall", "combined"})
+# Words of a term that regularises another loss (a KL penalty, an entropy bonus, a mixture of experts'
+# load balancing, PaLM's z-loss): not the objective a run trains for.
+_REGULARISER_WORDS = frozenset({"kl", "entropy", "aux", "z", "balance", "reg", "penalty"})
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _WORD_SPLIT = re.compile(r"[^a-z0-9]+")
 
 
 def _words(name: str) -> list[str]:
     return [w for w in _WORD_SPLIT.split(_CAMEL.sub(" ", str(name)).lower()) if w]
+
+
+def is_regulariser(name: str) -> bool:
+    """Whether a loss's name names a regulariser's term (:data:`_REGULARISER_WORDS`).
+
+    Example:
+        >>> is_regulariser("actor/kl_loss"), is_regulariser("actor/entropy_loss"), is_regulariser("actor/pg_loss")
+        (True, True, False)
+    """
+    return not _REGULARISER_WORDS.isdisjoint(_words(name))
 
 
 def _is_loss_word(word: str) -> bool:
