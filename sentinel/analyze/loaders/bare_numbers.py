@@ -125,12 +125,6 @@ _PRINTED_LIST = re.compile(r"\s*(?:[A-Za-z_][\w.]*\s*[=:]\s*)?(?:(?:np\.)?array\
 _SCALAR_WRAPPER = re.compile(r"\b(?:np\.(?:float|int)\d+|tensor|Array)\(([^()]*?)(?:,[^()]*)?\)")
 
 
-# One number a line, each printed as the object that holds it (a loop's print(loss.detach().float()):
-# "tensor(3.2207, device='cuda:0')", "tensor(nan, device='cuda:0', grad_fn=<...>)", "np.float32(2.3)").
-_WRAPPED_SCALAR_LINE = re.compile(r"[ \t]*(?:tensor|(?:Device)?Array|np\.(?:float|int)\d+)\([ \t]*([^\s,()]+)[ \t]*"
-                                  r"(?:,[^()\n]*)?\)[ \t]*")
-
-
 def printed_list(path: str | Path) -> np.ndarray | None:
     """The numbers of a file that holds one printed list of them (``print(losses)``,
     ``repr(np.array(losses))``, ``losses = [...]``; NumPy 2's ``np.float64(2.3)`` and
@@ -150,9 +144,18 @@ def _printed(path: str | Path) -> tuple[np.ndarray, str] | None:
     head = read_head(path, limit=_LIST_BYTES)
     if head is None or len(head) >= _LIST_BYTES:
         return None
-    lines = [line for line in head.splitlines() if line.strip()]
-    if len(lines) >= MIN_ROWS and all(_WRAPPED_SCALAR_LINE.fullmatch(line) for line in lines):
-        items = [_WRAPPED_SCALAR_LINE.fullmatch(line).group(1) for line in lines]
+    from sentinel.analyze.loaders.textscan import wrapped_number  # the text readers' engine: lazily
+
+    # One number a line, each printed as the object that holds it ("tensor(3.2207, device='cuda:0')"):
+    # a text of other lines stops at its first
+    items = []
+    for line in filter(str.strip, head.splitlines()):
+        number = wrapped_number(line)
+        if number is None:
+            items = []
+            break
+        items.append(number)
+    if len(items) >= MIN_ROWS:
         what = f"{len(items)} lines of one number each, printed as a tensor or a NumPy scalar"
     else:
         found = _PRINTED_LIST.fullmatch(head) if "[" in head else None

@@ -194,6 +194,18 @@ _WRAPPED_WORDS = (re.compile(r"tensor\(|Array\(|np\.(?:float|int)\d|tf\.Tensor")
 _GROUPED_LOSS = re.compile(r"((?i:loss)['\"]?[^\S\n]*[:=]?[^\S\n]*['\"]?)([-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?)(?![\d,])")
 
 
+def wrapped_number(line: str) -> str | None:
+    """The number a line holds printed as the object around it, where that is all the line holds
+    (a loop's ``print(loss.detach().float())``); else None.
+
+    Example:
+        >>> wrapped_number("tensor(nan, device='cuda:0')"), wrapped_number("loss tensor(2.5)")
+        ('nan', None)
+    """
+    found = _WRAPPED_NUMBER.fullmatch(line.strip())
+    return None if found is None else found.group(1) or found.group(2)
+
+
 def plain_numbers(text: str, lines: Lines | None = None) -> tuple[str, Lines]:
     """``text`` with each number printed as the object that holds it (a tensor, a JAX or NumPy
     scalar) written as the number, a loss's thousands separators dropped, and its :class:`Lines`.
