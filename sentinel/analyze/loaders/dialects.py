@@ -1333,3 +1333,7 @@ DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MME
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
 # what they read is a series (see textlogs.pick_dialect).
 FALLBACKS: tuple[Dialect, ...] = (GENERIC, EPOCH_LINES, PAIRS, LOSS_LINES)
+# The readers of no one tool's lines: a tool's dialect that found records of its own is not
+# outcounted by them (NeMo's bar redraws pasted on one line: each postfix's loss read by the
+# progress lines as the next bar's description).
+GENERAL_READERS: tuple[Dialect, ...] = (PROGRESS_LINES, *FALLBACKS)

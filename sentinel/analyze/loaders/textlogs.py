@@ -21,7 +21,7 @@ import numpy as np
 from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, STEP_UNIT, LoadOptions, RunData
 from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER,
-                                               NONFINITE_ONLY, PAIRS, FALLBACKS, GENERIC, HF_TRAINER, LOSS_LINES, PROGRESS_LINES,
+                                               NONFINITE_ONLY, PAIRS, FALLBACKS, GENERAL_READERS, GENERIC, HF_TRAINER, LOSS_LINES,
                                                reads_bar_running_mean)
 from sentinel.analyze.loaders.dialect_types import Dialect, LossTerms
 from sentinel.analyze.loaders.crash_tail import TRACEBACK, final_error
@@ -79,6 +79,7 @@ def pick_dialect(text: str, least: int | None = None, compete: bool = False) -> 
 _last_pick: tuple[str | None, tuple | None, Dialect | None] = (None, None, None)  # the last head, (least, compete), pick
 # By identity: `in` a tuple of dialects compared them field by field (0.1 ms a file sniffed).
 _FALLBACK_IDS = frozenset(map(id, FALLBACKS))
+_GENERAL_IDS = frozenset(map(id, GENERAL_READERS))
 
 
 def _pick_dialect(text: str, least: int | None, compete: bool = False) -> Dialect | None:
@@ -91,9 +92,7 @@ def _pick_dialect(text: str, least: int | None, compete: bool = False) -> Dialec
     best, best_count = None, 0
     for dialect in DIALECTS:
         fallback = id(dialect) in _FALLBACK_IDS
-        # A tool's own records, once found, are not outcounted by the progress lines' shapes either
-        # (NeMo's bar redraws pasted on one line: each postfix's loss read as the next bar's description).
-        if (fallback or dialect is PROGRESS_LINES) and best is not None and not compete:
+        if id(dialect) in _GENERAL_IDS and best is not None and not compete:
             if _records_of_its_own(lines, best):
                 break
             # a tool's event lines alone (DeepSpeed's overflow lines after a bar's loss=): no records,
