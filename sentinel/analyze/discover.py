@@ -229,7 +229,7 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
         with heads_shared():  # every sniff and fallback below reads the file's head once
             runs = _read_named_file(path, modules, options)
             if runs is None:
-                runs = _one_loss_gone_nonfinite(path, modules, options)
+                runs = _one_of_several_losses(path, modules, options)
             if runs is None:
                 # Binary data first: its bytes, decoded, may look like a header or "key=3" pairs by chance.
                 raise NoRunsError(_bare_numbers_problem(path) or _binary_problem(path) or _table_problem(path) or
@@ -282,7 +282,7 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
             with heads_shared():  # the file's head, read once for both
                 runs = _guarded(file, lambda: _load_file(file, modules, options), found.skipped)
                 if runs is None and not (found.skipped and found.skipped[-1].path == str(file)):
-                    runs = _guarded(file, lambda: _one_loss_gone_nonfinite(file, modules, options, walk=True),
+                    runs = _guarded(file, lambda: _one_of_several_losses(file, modules, options, walk=True),
                                     found.skipped)
             if runs is None and not (found.skipped and found.skipped[-1].path == str(file)):
                 found.skipped.append(Skipped(str(file), NOT_A_LOG))
@@ -336,7 +336,7 @@ def _events_alone(runs: list[RunData]) -> bool:
     return all(metrics.LOSS not in run.steps.columns for run in runs)
 
 
-def _one_loss_gone_nonfinite(path: Path, modules, options: LoadOptions, walk: bool = False) -> list[RunData] | None:
+def _one_of_several_losses(path: Path, modules, options: LoadOptions, walk: bool = False) -> list[RunData] | None:
     """A text log whose lines name several losses and none is the total (the text reader's
     ``why_not``), read with the first of them that goes non-finite as its loss, with a warning;
     where none does but the grad norm read with one does (verl's GRPO: ``actor/grad_norm:nan``
