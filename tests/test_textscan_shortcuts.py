@@ -398,3 +398,16 @@ def test_nemo_steps_printed_with_a_fraction_read_as_their_whole_step():
                     for i, suffix in zip(range(1, 5), [".0", ".0", ".5", ".0e"]))
     steps = textscan.scan(lines, nemo).steps
     assert steps.index.tolist() == [1, 2, 3, 4] and steps["loss"].tolist() == [2.01, 2.02, 2.03, 2.04]
+
+
+def test_a_windows_line_end_found_from_the_first_line_ends_is_one_found_in_the_text():
+    """``_crlf_in`` asks the first line ends, then searches: a ``\\r\\n`` past them is found too."""
+    rng = random.Random(5)
+    for _ in range(300):
+        ends = rng.choice([["\n"], ["\r"], ["\n", "\r"], ["\r", "\r", "\r", "\n"]])
+        pieces = [f"step {i} loss 2.{i}" + rng.choice(ends) for i in range(rng.randrange(0, 700))]
+        if pieces and rng.random() < 0.5:
+            pieces[rng.randrange(len(pieces))] += "\r\n"  # one Windows line end, anywhere
+        text = "".join(pieces)
+        assert textscan._crlf_in(text) == ("\r\n" in text)
+        assert textscan.clean_text(text) == text.replace("\r\n", "\n").replace("\r", "\n")
