@@ -104,3 +104,23 @@ def test_llamafactory_prints_each_step_twice_before_the_bar(tmp_path):
     (run,) = textlogs.load(log)
     assert run.steps.index.tolist() == [75, 80, 85] and run.meta["logging_steps"] == 5
     assert run.steps["grad_norm/total"].tolist() == [1.5, 1.5, 1.5]
+
+
+def test_dicts_glued_after_the_draws_of_a_copied_terminal_take_the_draw_before_them(tmp_path):
+    # LLaMA-Factory's PPO loop writes each dict through its bar; a terminal's copy keeps each line's
+    # last draw, the dict glued after it, and none of the redraws: the first draw after a dict is
+    # the next logging interval's.
+    bar = "  {pct}%|#4        | {n}/860 [00:43<1:05:18,  4.60s/it]"
+    lines = [bar.format(pct=1, n=9) + "{'loss': nan, 'reward': 0.2684, 'learning_rate': 9.9e-06, 'epoch': 0.01}",
+             bar.format(pct=2, n=19) + "{'loss': nan, 'reward': -0.3129, 'learning_rate': 9.8e-06, 'epoch': 0.02}",
+             bar.format(pct=3, n=27)]
+    log = tmp_path / "ppo.txt"
+    log.write_text("\n".join(lines) + "\n")
+    (run,) = textlogs.load(log)
+    assert run.steps.index.tolist() == [9, 19]
+    # a file's redraws kept: the draw after each dict is its own, as before
+    lines = [bar.format(pct=1, n=9), bar.format(pct=1, n=10) + "{'loss': 0.5, 'epoch': 0.01}", bar.format(pct=1, n=10),
+             bar.format(pct=2, n=20) + "{'loss': 0.4, 'epoch': 0.02}", bar.format(pct=2, n=20)]
+    log.write_text("\n".join(lines) + "\n")
+    (run,) = textlogs.load(log)
+    assert run.steps.index.tolist() == [10, 20]

@@ -81,6 +81,9 @@ def bar_steps(text: str, record: re.Pattern, key: str = "step") -> str | None:
     if max(shared.values()) > _PER_DRAW or len(shared) < 2:
         return None
     steps = [int(d.group(1)) for d in drawn]
+    glued = _glued_steps(text, records, draws, training)
+    if glued is not None:
+        steps, drawn = glued, draws
     if any(b < a for a, b in zip(steps, steps[1:])):  # two runs in one paste
         return None
     if len(drawn) < len(draws):  # the step one logging interval after the last drawn one
@@ -98,6 +101,32 @@ def bar_steps(text: str, record: re.Pattern, key: str = "step") -> str | None:
         last = close
     out.append(text[last:])
     return "".join(out)
+
+
+def _glued_steps(text: str, records: list[re.Match], draws: list[re.Match | None],
+                 training: re.Pattern) -> list[int] | None:
+    """The counts of the draws each record is printed right after, on its line, where the paste
+    kept no redraw between records: the first draw after each is the one the next record is
+    glued to (a terminal's copy, each line the last draw before a ``tqdm.write``: LLaMA-Factory's
+    PPO loop, ``  1%|...| 9/860 [...]{'loss': nan, ...}``). The first draw after a record is then
+    the next logging interval's, not its own; else None.
+
+    Example:
+        >>> bar = " {}%|#  | {}/860 [00:43<1:05:18,  4.60s/it]"
+        >>> log = bar.format(1, 9) + "{'loss': 0.5}\\n" + bar.format(2, 19) + "{'loss': 0.4}\\n" + bar.format(3, 27)
+        >>> re.findall(r"'step': (\\d+)", bar_steps(log, re.compile(r"\\{'loss': [^{}\\n]*\\}")))
+        ['9', '19']
+    """
+    glued_to = re.compile(training.pattern + r"[^\]\n]*\][^\S\n]*$")
+    glued = []
+    for m in records:
+        line = text[text.rfind("\n", 0, m.start()) + 1:m.start()]
+        found = glued_to.search(line) if "|" in line else None
+        if found is None:
+            return None
+        glued.append((m.start() - len(line) + found.start(), int(found.group(1))))
+    lost = all(d is not None and d.start() == start for d, (start, _) in zip(draws, glued[1:]))
+    return [count for _, count in glued] if lost else None
 
 
 def _interval(steps: list[int]) -> int | None:
