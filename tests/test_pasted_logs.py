@@ -4136,3 +4136,14 @@ def test_nemo_bar_redraws_pasted_on_one_line(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "nemo.log", [cut + "".join(draws) + end]))
     assert run.source == "nemo" and run.steps.index.tolist() == [564, 565, 566]
     assert analyze_run(run).incidents == []
+
+
+def test_a_dict_logged_to_a_tracker_with_its_sections_step(tmp_path):
+    """slime prints each rollout's dict as it logs it to W&B, ``step 28: {'train/loss': 0.145, ...,
+    'train/step': 28}`` (ProRL-Agent-Server#40): the dicts were numbered 1, 2 in order. The step of
+    the loss's section is the step."""
+    lines = [f"step {i}: {{'train/loss': {0.1 + i / 1000}, 'train/pg_loss': {0.1 + i / 1000}, "
+             f"'train/grad_norm': 2.9e9, 'train/lr': 1e-06, 'train/step': {i}}}" for i in (1, 5, 9, 28)]
+    (run,) = discover_runs(_write(tmp_path / "slime.log", lines))
+    assert run.steps.index.tolist() == [1, 5, 9, 28]
+    assert not any("carry no step" in w for w in run.warnings)

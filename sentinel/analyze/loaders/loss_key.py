@@ -103,7 +103,7 @@ class LossKey:
         else:
             text = _PERPLEXITY_PAIR.sub(lambda m: "loss" + m.group(2) + _log_text(m.group(3)) if m.group(1) == self.key
                                         else m.group(0), text)
-        return section_grad_norm_as_total(text, self.key)
+        return section_step_as_step(section_grad_norm_as_total(text, self.key), self.key)
 
     def note(self) -> str | None:
         """What the run's warnings say of it (nothing for a key the user named)."""
@@ -170,6 +170,25 @@ def section_grad_norm_as_total(text: str, key: str) -> str:
     if own.search(text) is None or re.search(rf"(?<![\w/.-]){GRAD_NORM_NAME}(?![\w/.-])", text, re.IGNORECASE):
         return text
     return own.sub(r"\1", text)
+
+
+# A step key standing as one ("'step': 3", "step=3"; not a line's "step 28: {...}").
+_STEP_KEY = re.compile(r"(?<![\w/.-])['\"]?step['\"]?[^\S\n]*[:=]")
+
+
+def section_step_as_step(text: str, key: str) -> str:
+    """``text`` with the step of the section ``key`` is under (``train/step``, ``train/global_step``)
+    written as ``step``, where the lines have no step key of their own: a dict printed as it is
+    logged to a tracker (slime's ``step 28: {'train/loss': 0.14, ..., 'train/step': 28}``).
+
+    Example:
+        >>> section_step_as_step("step 28: {'train/loss': 0.14, 'train/step': 28}", "train/loss")
+        "step 28: {'train/loss': 0.14, 'step': 28}"
+    """
+    section, slash, _ = key.rpartition("/")
+    if not slash or f"{section}/" not in text or _STEP_KEY.search(text):
+        return text
+    return re.sub(rf"(?<![\w/.-]){re.escape(section)}/(?:global_)?step(?![\w/.-])", "step", text)
 
 
 def loss_key_note(key: str) -> str:
