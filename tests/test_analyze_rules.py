@@ -892,3 +892,12 @@ def test_a_short_paste_of_a_noisy_loss_is_judged_against_its_own_spread():
     falling[5] *= 3  # x3 of its curve, x1.6 over the median of the five before (their steps alike)
     (spike,) = by_kind(analyze_run(run_of({"loss": falling})), "loss_spike")
     assert spike.step == 5
+
+
+def test_two_overflows_in_a_short_paste_are_no_rate():
+    """A paste of four steps, the scaler backing off at the last two (an fp16 run's search for its
+    scale): no rate of 50% is taken of them; ten steps or more are, or three overflows."""
+    assert by_kind(analyze_run(run_of({"loss": curve(4), "amp/overflow": [0, 0, 1, 1]})), "overflow_rate") == []
+    (rate,) = by_kind(analyze_run(run_of({"loss": curve(10), "amp/overflow": [0] * 8 + [1, 1]})), "overflow_rate")
+    assert rate.details["rate"] == 0.2
+    assert by_kind(analyze_run(run_of({"loss": curve(5), "amp/overflow": [0, 0, 1, 1, 1]})), "overflow_rate")

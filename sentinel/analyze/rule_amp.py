@@ -200,16 +200,25 @@ def _fast_falls(scale: pd.Series, settled: np.ndarray, config: AnalyzeConfig) ->
     return incidents
 
 
+# Steps a rate of overflows is taken over, at least, or overflows among fewer: two overflows among a
+# paste's four steps are a scaler's search (MiniLLM's fp16 scale 128 -> 32 at iterations 15 and 16),
+# no rate; six among nine are (BigScience tr8b's 17062-17068, its scale halving from 2**20).
+_FEWEST_RATED = 10
+_FEWEST_OVERFLOWS = 3
+
+
 def overflow_incidents(overflow: pd.Series, config: AnalyzeConfig) -> list[Incident]:
-    """A warning when more than ``overflow_rate`` of the logged steps overflowed. Where the rows
-    are several steps apart (a line every 10 steps, fairseq's line per epoch), each row's count
-    of overflow lines is a count of steps among the steps its rows span.
+    """A warning when more than ``overflow_rate`` of the logged steps overflowed (of 10 steps or
+    more, or 3 overflows or more). Where the rows are several steps apart (a line every 10 steps, fairseq's line per
+    epoch), each row's count of overflow lines is a count of steps among the steps its rows span.
 
     Example:
         >>> s = pd.Series([0.0] * 8 + [1.0] * 2)
         >>> overflow_incidents(s, AnalyzeConfig())[0].details["rate"]
         0.2
         >>> overflow_incidents(pd.Series([1.0, 0.0, 1.0], index=[250, 500, 750]), AnalyzeConfig())
+        []
+        >>> overflow_incidents(pd.Series([0.0, 0.0, 1.0, 1.0]), AnalyzeConfig())
         []
     """
     logged = overflow.dropna()
@@ -224,7 +233,7 @@ def overflow_incidents(overflow: pd.Series, config: AnalyzeConfig) -> list[Incid
     else:
         overflowed, spanned = int(hit.sum()), len(logged)
     rate = min(1.0, overflowed / spanned)
-    if rate <= config.overflow_rate:
+    if rate <= config.overflow_rate or (spanned < _FEWEST_RATED and overflowed < _FEWEST_OVERFLOWS):
         return []
     steps = logged.index[hit.to_numpy()]
     # Got past when the log ends on clean steps; two or more overflows in a row at its end are a
