@@ -4148,3 +4148,29 @@ def test_a_dict_logged_to_a_tracker_with_its_sections_step(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "slime.log", lines))
     assert run.steps.index.tolist() == [1, 5, 9, 28]
     assert not any("carry no step" in w for w in run.warnings)
+
+
+def _minillm(it: int, tot: float, scale: float) -> str:
+    # LMOps/minillm's PPO trainer: "train | data_epochs ... | global iter: {:6d}/{:6d}| tot_loss: {:.4f} | ..."
+    return (f"train | data_epochs  0/10 | inner iter: {it % 8:3d}/  8 | ppo epoch:  2/ 4 | global iter: {it:6d}/  5000| "
+            f"tot_loss: {tot:.4f} | rl_loss: -0.0407 | pt_loss: {tot + 0.04:.4f} | pg_loss: -0.0428 | reg_loss: 0.0021 | "
+            f"reward: 0.0000 | rev_kl: 0.0000 | lr: 2.5000e-07 | scale: {scale:6.2f} | time: 1.874 | step time: 0.000")
+
+
+def test_a_scripts_loss_by_another_name_beside_deepspeeds_overflow_lines(tmp_path):
+    """MiniLLM prints "global iter: 13/ 5000| tot_loss: 2.3541 | ..." and DeepSpeed its "OVERFLOW!"
+    lines between (LMOps#130): DeepSpeed's lines were read, "no loss". The script's lines are read,
+    their loss by the key it goes by, their step the global count (not the inner loop's, nor one
+    inside the PPO epoch)."""
+    lines = [_minillm(13, 2.3541, 128), _minillm(14, 3.1123, 128), _DS_OVERFLOW.format(29, 128, 64),
+             _minillm(15, 3.2141, 64), _DS_OVERFLOW.format(32, 64, 32)]
+    (run,) = discover_runs(_write(tmp_path / "minillm.log", lines))
+    assert run.steps["loss"].dropna().to_dict() == {13: 2.3541, 14: 3.1123, 15: 3.2141}
+    assert "loss read from 'tot_loss' (no key of the lines is named loss)" in run.warnings
+    assert run.meta["loss_column"] == "tot_loss"
+    # two overflows among its four steps: the scaler's search, no rate of them
+    assert analyze_run(run).incidents == []
+    # Its other layout (LMOps#118): an epoch, then the inner loop's count, then the global one.
+    lines = [_minillm(it, 6.0 - it / 100, 2048).replace("data_epochs  0/10", "epoch   4") for it in range(69, 73)]
+    (run,) = discover_runs(_write(tmp_path / "minillm2.log", lines))
+    assert run.steps.index.tolist() == [69, 70, 71, 72]

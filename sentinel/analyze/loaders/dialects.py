@@ -774,7 +774,8 @@ GAN = Dialect(
 # in either order. Needs several such lines (see textlogs.sniff).
 # Chinese tutorials' step labels too: 训练次数 ("training count", the step), 迭代次数 ("iterations").
 # Paxml's trainer logs "step_i: N, training loss: X".
-_STEP_KEY = r"(?:step_i|steps?|iters?|iterations?|num_updates|updates?|global_step|it|(?<!/)batch|episode|训练次数|迭代次数|训练步数|步数|迭代)"
+# (Not an "inner iter": a count inside another, MiniLLM's "inner iter:   7/  8 | ... | global iter:     13/  5000|".)
+_STEP_KEY = r"(?<!inner )(?:step_i|steps?|iters?|iterations?|num_updates|updates?|global_step|it|(?<!/)batch|episode|训练次数|迭代次数|训练步数|步数|迭代)"
 # The same, where a plain "step" with a global_step after it on its line is a count inside the epoch
 # (Open-Sora's bar: "loss=0.73, ..., step=30, global_step=730"). Only in the shape of a loss then
 # its step, where that bar's lines fall: the lookahead scans the rest of the line at each "step",
@@ -801,8 +802,10 @@ _EPOCH_WORD = r"(?i:\bepoch|\bep(?=['\"]?[^\S\n]*[:=]))"
 _EPOCH_NUM = rf"{_EPOCH_WORD}['\"]?[^\S\n]*[:=#]?[^\S\n]*\[?[^\S\n]*(\d+)(?:[^\S\n]*/[^\S\n]*\d+)?[^\S\n]*\]?"
 _EPOCH_START = rf"{_EPOCH_WORD}['\"]?[^\S\n]*[:=#]?[^\S\n]*\[?[^\S\n]*\d"
 _EPOCH_GAP = _gap_until(_EPOCH_START)
-# The count a whole number, its key not a unit's denominator ("ms/batch 45.60" is a time).
-_EPOCH_THEN_COUNT = rf"{_EPOCH_NUM}{_EPOCH_GAP}(?<![/\w])(?i:{_COUNT_KEY}\b)[^\S\n]*[:=#]?[^\S\n]*\[?[^\S\n]*(\d+)(?!\.\d|\d)"
+# The count a whole number, its key not a unit's denominator ("ms/batch 45.60" is a time), nor a
+# global count's (MiniLLM's "ppo epoch:  2/ 4 | global iter:     13/  5000|": the step itself), nor
+# an inner loop's ("epoch   4 | inner iter:   0/  4 |": PPO's epochs over one batch of rollouts).
+_EPOCH_THEN_COUNT = rf"{_EPOCH_NUM}{_EPOCH_GAP}(?<![/\w])(?<!global )(?<!inner )(?i:{_COUNT_KEY}\b)[^\S\n]*[:=#]?[^\S\n]*\[?[^\S\n]*(\d+)(?!\.\d|\d)"
 # "Epoch: [21][ 35/464]", "Epoch 3 [10/100]" (no groups: for a lookahead): the epoch shape below reads it.
 _EPOCH_BRACKETS = rf"{_EPOCH_WORD}[^\S\n]*[:=#]?[^\S\n]*\[?[^\S\n]*\d+(?:[^\S\n]*/[^\S\n]*\d+)?[^\S\n]*\]?:?[^\S\n]*[\[(][^\S\n]*\d+[^\S\n]*/"
 # A line about an evaluation ("| valid on 'valid' subset 1000 / 1311 loss=1.60", "Step 300 | eval

@@ -326,7 +326,7 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
     note = key.note() if key is not None else _averaged_loss_note(text, lines)
     parts = fresh_starts(text, lines)
     if len(parts) == 1:
-        runs = [_read(text, dialect, options, path, run_name(path), lines)]
+        runs = [_read(text, dialect, options, path, run_name(path), lines, least)]
         if note:
             runs[0].warnings.insert(0, note)
         return _keyed(runs, key)
@@ -334,7 +334,7 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
     runs, empty = [], []
     for k, part in enumerate(parts, 1):
         try:
-            runs.append(_read(part, dialect, options, path, f"{run_name(path)}#{k}"))
+            runs.append(_read(part, dialect, options, path, f"{run_name(path)}#{k}", least=least))
         except ValueError:  # a training that stopped before its first logged step
             empty.append(k)
     if not runs:
@@ -436,29 +436,49 @@ def fresh_starts(text: str, lines: Lines | None = None) -> list[str]:
 
 
 def _read(text: str, dialect: Dialect, options: LoadOptions | None, path: str | Path, name: str,
-          lines: Lines | None = None) -> RunData:
-    """One run from ``text`` read with ``dialect`` (``lines``: ``Lines(text)``, where made already).
+          lines: Lines | None = None, least: int | None = None) -> RunData:
+    """One run from ``text`` read with ``dialect`` (``lines``: ``Lines(text)``, where made already;
+    ``least``: the records a general reader needs, as :func:`pick_dialect` takes it).
 
     Where the dialect's lines hold no loss and a general reader finds a series of losses in the
     script's own lines, that reading: a library prints its own lines into any script's log
-    (DeepSpeed's ``[Rank 0] step=10, skipped=0, lr=[...]``; the loss is the script's to print)."""
+    (DeepSpeed's ``[Rank 0] step=10, skipped=0, lr=[...]``; the loss is the script's to print),
+    their loss perhaps under another name (MiniLLM's ``tot_loss`` beside DeepSpeed's overflow lines)."""
     run = _read_as(text, dialect, options, path, name, lines)
     if metrics.LOSS in run.steps.columns or dialect is AMP_ONLY or id(dialect) in _FALLBACK_IDS:
         return run
-    lines = Lines.of(text, lines)
+    other = _script_lines(text, options, path, name, Lines.of(text, lines), least)
+    if other is None:
+        key = find_loss_key(clean_text(text), options.loss_col if options else None)
+        if key is None:
+            return run
+        keyed = key.rewrite(text)
+        other = _script_lines(keyed, replace(options, loss_col=None) if options and key.named else options, path,
+                              name, Lines(keyed), least)
+        if other is None:
+            return run
+        if key.note():
+            other.warnings.insert(0, key.note())
+        _keyed([other], key)
+    other.warnings.insert(0, f"{dialect.name}'s own lines hold no loss: the loss is read from the script's own lines")
+    return other
+
+
+def _script_lines(text: str, options: LoadOptions | None, path: str | Path, name: str, lines: Lines,
+                  least: int | None) -> RunData | None:
+    """The run a general reader reads from ``text`` where its lines form a series with a loss; else None."""
     plain, plain_lines = plain_numbers(text, lines)  # as the pick counts: tensor(2.3) is 2.3
     for fallback in FALLBACKS:
-        if count_records(plain_lines, fallback) < fallback.min_records or not _is_series(plain, fallback):
+        needed = fallback.min_records if least is None else min(least, fallback.min_records)
+        if count_records(plain_lines, fallback) < needed or not _is_series(plain, fallback, needed):
             continue
         try:
             other = _read_as(text, fallback, options, path, name, lines)
         except ValueError:
             continue
         if metrics.LOSS in other.steps.columns:
-            other.warnings.insert(0, f"{dialect.name}'s own lines hold no loss: the loss is read from the "
-                                     "script's own lines")
             return other
-    return run
+    return None
 
 
 def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str | Path, name: str,
