@@ -121,3 +121,29 @@ def test_parquet_files_that_are_not_runs(tmp_path):
     assert [(s.path.rsplit("/", 1)[1], s.reason) for s in found.skipped if s.path.endswith(".parquet")] == \
         [("fake.parquet", "a .parquet file with no step and loss columns (data, not a run)"),
          ("train-00000-of-00002.parquet", "a .parquet file with no step and loss columns (data, not a run)")]
+
+
+def test_a_paste_of_some_of_a_log_historys_objects(tmp_path):
+    """A paste of trainer_state.json's log_history, its objects without the array around them
+    (ms-swift#3617: "no step column among: none"): read as the array's rows; a paste cut inside an
+    object keeps the whole ones before it."""
+    rows = []
+    for step in range(20, 401, 20):
+        rows.append({"epoch": step / 4000, "grad_norm": 2.7 if step < 300 else 40.0, "learning_rate": 5e-6,
+                     "loss": 2.25 if step < 300 else 4.1, "step": step, "token_acc": 0.57})
+        if step % 100 == 0:
+            rows.append({"epoch": step / 4000, "eval_loss": 2.33, "eval_runtime": 557.0, "step": step})
+    body = json.dumps(rows, indent=2)[1:].rstrip("]")  # "  {\n    ..." to the last "}"
+    path = tmp_path / "paste.log"
+    path.write_text(body.replace("\n  ", "\n    ").lstrip("\n") + "\n  ],\n")
+    (run,) = discover_runs(path)
+    assert run.steps.index.tolist() == list(range(20, 401, 20))
+    assert run.steps["eval_loss"].dropna().index.tolist() == [100, 200, 300, 400]
+    assert run.warnings == []
+    cut = body[: body.index('"step": 360') + 6]
+    path.write_text(cut)
+    (run,) = discover_runs(path)
+    assert run.steps.index.tolist() == list(range(20, 341, 20))
+    line = cut[:cut.rfind("{")].count("\n") + 1  # where the object cut starts
+    assert run.warnings == [f"paste.log: the JSON objects stop being whole at line {line} (cut off?): the 20 "
+                            "complete one(s) before it are read"]

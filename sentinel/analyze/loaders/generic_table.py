@@ -23,7 +23,7 @@ import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, AbandonedHistory, LoadOptions, RunData
-from sentinel.analyze.loaders.json_array import items_before_damage
+from sentinel.analyze.loaders.json_array import items_before_damage, objects_in_sequence
 from sentinel.analyze.loaders.keys import (
     LOSS_ALIASES,
     MAX_COLUMNS,
@@ -214,7 +214,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     nan_rows: dict[str, list[int]] = {}
     array = JSON_ARRAY.match(head) is not None
     if array or _unquoted(first).startswith("{"):
-        table = (_read_json_array if array else _read_jsonl)(Path(path), warnings, nan_rows)
+        table = _json_reader(head, first)(Path(path), warnings, nan_rows)
         step_col, loss_col = pick_columns(list(table.columns), options, path, warnings)
         if options.step_col is None:  # a step key in a few rows only (a summary row's) is not the step
             step_col = max(step_columns(table.columns) or [step_col], key=lambda c: table[c].notna().sum())
@@ -277,7 +277,7 @@ def load_rows_in_order(path: str | Path, options: LoadOptions | None = None) -> 
         if not rows_of_json and (not _a_header_of_a_loss(names, options) or runs_table(names)):
             return None
         if rows_of_json:
-            table = (_read_json_array if JSON_ARRAY.match(head) else _read_jsonl)(path, warnings, {})
+            table = _json_reader(head, first)(path, warnings, {})
         else:
             with pywarnings.catch_warnings():  # rows longer than the header: a console's bar after them
                 pywarnings.simplefilter("ignore", pd.errors.ParserWarning)
@@ -363,6 +363,39 @@ def _logged_nan(table: pd.DataFrame, nan_rows: dict[str, list[int]], step_col: s
         steps, _ = step_values(table[step_col].iloc[rows], step_col, "", [])
         out[key] = steps
     return out
+
+
+def _json_reader(head: str, first: str):
+    """How a file of JSON rows is read: as an array, as objects printed over several lines each
+    (a line of "{" alone: ``json.dumps(indent=...)``), or as JSON lines."""
+    if JSON_ARRAY.match(head):
+        return _read_json_array
+    return _read_json_objects if first.strip() == "{" else _read_jsonl
+
+
+def _read_json_objects(path: Path, warnings: list[str], nan_rows: dict[str, list[int]]) -> pd.DataFrame:
+    """Objects printed over several lines each, one after another (a paste of some of
+    ``trainer_state.json``'s ``log_history``: its objects without the array around them), read
+    as JSONL rows are; where one is not whole (the paste cut), the whole ones before it.
+
+    Raises:
+        ValueError: larger than :data:`MAX_JSON_ARRAY_BYTES`, or no object comes whole."""
+    size = path.stat().st_size
+    if size > MAX_JSON_ARRAY_BYTES:
+        raise ValueError(f"{path}: {size >> 20} MiB of JSON objects: more than is read whole; write the rows as "
+                         "JSON lines (one object per line), which are streamed")
+    with open(path, encoding=text_encoding(path), errors="replace") as f:
+        text = f.read()
+    items, damaged = objects_in_sequence(text)
+    if damaged is not None:
+        line = text.count("\n", 0, damaged) + 1
+        if not items:
+            raise ValueError(f"{path}: JSON objects damaged at line {line}, before the first complete one: mend "
+                             "the file there")
+        warnings.append(f"{path.name}: the JSON objects stop being whole at line {line} (cut off?): the "
+                        f"{len(items)} complete one(s) before it are read")
+    numbered = ((i, item if isinstance(item, dict) else None) for i, item in enumerate(items, start=1))
+    return _rows_table(numbered, path, warnings, nan_rows, "value(s) that are not objects", "value")
 
 
 def _read_jsonl(path: Path, warnings: list[str], nan_rows: dict[str, list[int]]) -> pd.DataFrame:
