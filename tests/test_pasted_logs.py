@@ -4174,3 +4174,30 @@ def test_a_scripts_loss_by_another_name_beside_deepspeeds_overflow_lines(tmp_pat
     lines = [_minillm(it, 6.0 - it / 100, 2048).replace("data_epochs  0/10", "epoch   4") for it in range(69, 73)]
     (run,) = discover_runs(_write(tmp_path / "minillm2.log", lines))
     assert run.steps.index.tolist() == [69, 70, 71, 72]
+
+
+def _deepxde(rows: list[tuple[int, list[float], list[float]]], header: bool = True) -> list[str]:
+    # deepxde/display.py: "Step", "Train loss", "Test loss", "Test metric" each padded to its
+    # column's width (10 characters a term, and 4); each loss a list of its terms "{:.2e}".
+    width = len(rows[0][1]) * 10 + 4
+    fmt = lambda xs: "[" + ", ".join(f"{x:.2e}" for x in xs) + "]"  # noqa: E731
+    lines = ["Step".ljust(10) + "Train loss".ljust(width) + "Test loss".ljust(width) + "Test metric"] if header else []
+    return lines + [str(step).ljust(10) + fmt(train).ljust(width) + fmt(test).ljust(width) + "[]" for step, train, test in rows]
+
+
+def test_deepxde_rows_of_loss_terms(tmp_path):
+    """DeepXDE prints each loss as the list of its terms ("1000  [2.92e+02, 4.68e+01]  [3.00e+02, ...]
+    []"): "12 row(s) whose 'Train loss' is text, not a number, were skipped", and a NaN from step
+    2000 unseen (deepxde#491). The loss is the terms' sum; a pasted part without its header too."""
+    rows = [(s, [100.0 / (1 + s / 1000), 5.0, 0.01], [110.0 / (1 + s / 1000), 6.0, 0.0]) for s in range(0, 11000, 1000)]
+    (run,) = discover_runs(_write(tmp_path / "pinn.log", _deepxde(rows)))
+    assert run.source == "deepxde" and run.steps.index.tolist() == list(range(0, 11000, 1000))
+    assert run.steps["loss"].iloc[0] == pytest.approx(105.01) and run.steps["val_loss"].iloc[0] == pytest.approx(116.0)
+    assert analyze_run(run).verdict == "healthy"
+    broken = rows[:2] + [(s, [math.nan], [math.nan]) for s in (2000, 3000)]
+    broken = [(s, train[:1], test[:1]) for s, train, test in broken]
+    (run,) = discover_runs(_write(tmp_path / "nan.log", _deepxde(broken)))
+    critical = [i for i in analyze_run(run).incidents if i.severity == "critical"]
+    assert [(i.kind, i.step, i.end_step) for i in critical] == [("nonfinite", 2000, 3000)]
+    (run,) = discover_runs(_write(tmp_path / "part.log", _deepxde(rows[4:8], header=False)))
+    assert run.steps.index.tolist() == [4000, 5000, 6000, 7000]

@@ -1329,8 +1329,41 @@ VITS = Dialect(
     loss_terms=LossTerms(term="loss_", critic="loss_disc"),
 )
 
+# DeepXDE (deepxde/display.py TrainingDisplay): a header "Step  Train loss  Test loss  Test metric",
+# then a row per display_every iterations, each loss a list of its terms (the PDE's residuals, the
+# boundary and initial conditions) printed "{:.2e}": "1000      [2.92e+02, 4.68e+01]    [3.00e+02,
+# 3.39e+01]    []". The loss it trains is their sum (a term NaN, the sum NaN).
+_DEEPXDE_ROW = re.compile(r"^(\d+)[^\S\n]+\[([^\]\n]*)\][^\S\n]+\[([^\]\n]*)\][^\S\n]+\[[^\]\n]*\][^\S\n]*$", re.MULTILINE)
+
+
+def _deepxde_sums(text: str) -> str:
+    """Each row as its step, the sum of its training loss's terms and the sum of its test loss's."""
+    return _DEEPXDE_ROW.sub(lambda m: f"{m.group(1)} loss: {_term_sum(m.group(2))} test_loss: {_term_sum(m.group(3))}",
+                            text)
+
+
+def _term_sum(terms: str) -> str:
+    try:
+        return repr(sum(float(term) for term in terms.split(",")))
+    except ValueError:
+        return "-"  # not numbers: no value
+
+
+DEEPXDE = Dialect(
+    name="deepxde",
+    description='DeepXDE ("Step  Train loss  Test loss  Test metric" rows, each loss a list of terms: their sum)',
+    shapes=(
+        Shape(re.compile(rf"^(\d+ loss: {_NUM} test_loss: (?:{_NUM}|-))$", re.MULTILINE),
+              keys={"loss": metrics.LOSS, "test_loss": "val_loss"}),
+    ),
+    rewrite=_deepxde_sums,
+    rewrite_needs=(re.compile(r"\][^\S\n]+\["),),
+    sniff=_DEEPXDE_ROW,
+    min_records=2,
+)
+
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
