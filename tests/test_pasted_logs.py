@@ -4201,3 +4201,33 @@ def test_deepxde_rows_of_loss_terms(tmp_path):
     assert [(i.kind, i.step, i.end_step) for i in critical] == [("nonfinite", 2000, 3000)]
     (run,) = discover_runs(_write(tmp_path / "part.log", _deepxde(rows[4:8], header=False)))
     assert run.steps.index.tolist() == [4000, 5000, 6000, 7000]
+
+
+def _lcurve(rows, names=("rmse_val", "rmse_trn", "rmse_e_val", "rmse_e_trn", "rmse_f_val", "rmse_f_trn")) -> list[str]:
+    # DeePMD-kit's lcurve.out: a header written as a comment, then "%7d" steps and "%11.2e" errors.
+    lines = ["#  step  " + "  ".join(f"{n:>11s}" for n in names) + "         lr",
+             "# If there is no available reference data, rmse_*_{val,trn} will print nan"]
+    return lines + [f"{step:7d}" + "".join(f"  {v:11.2e}" for v in values) + f"  {1e-3:10.1e}" for step, values in rows]
+
+
+def test_deepmd_lcurve_its_header_a_comment(tmp_path):
+    """DeePMD-kit's lcurve.out names its columns in a comment ("#  step  rmse_val  rmse_trn ..."):
+    "holds 8 numbers per line and no header" (deepmd-kit#781, #4554). The header is read, and
+    rmse_trn, the training loss's error (its energy and force terms beside it), is the loss; in a
+    run's directory too."""
+    rows = [(s, [30 / (1 + s / 100), 28 / (1 + s / 100), 0.6, 0.6, 0.9, 0.9]) for s in range(0, 5000, 100)]
+    (tmp_path / "run").mkdir(), (tmp_path / "polar").mkdir()
+    (run,) = discover_runs(_write(tmp_path / "run" / "lcurve.out", _lcurve(rows)))
+    assert run.source == "space_table" and run.steps.index.tolist() == list(range(0, 5000, 100))
+    assert run.steps["loss"].iloc[1] == pytest.approx(14.0)
+    assert "loss read from 'rmse_trn'" in " ".join(run.warnings)
+    assert [r.source for r in discover_runs(tmp_path)] == ["space_table"]
+    # A property's fit (deepmd-kit#4554): rmse_trn 0 until reference data comes (no spike from 0).
+    names = ("rmse_val", "rmse_trn", "rmse_lc_val", "rmse_lc_trn", "rmse_gl_val", "rmse_gl_trn")
+    rows = [(s * 100, [0.4, trn, math.nan, math.nan, math.nan, trn / 8])
+            for s, trn in enumerate([0.0, 0.0, 0.0, 0.186, 0.235, 0.220, 0.206])]
+    (run,) = discover_runs(_write(tmp_path / "polar" / "lcurve.out", _lcurve(rows, names)))
+    report = analyze_run(run)
+    assert run.steps.index.tolist() == [0, 100, 200, 300, 400, 500, 600]
+    assert report.incidents == [] and report.verdict == "healthy"
+

@@ -97,6 +97,13 @@ def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig, last_step: int 
         ``(incidents, spans)``; the spans feed the grad-norm rule's lead-time check.
     """
     spans = spike_spans(loss, config, atol=loss_atol(loss, spike_config(config).atol))
+    # A loss of exactly 0 at every step before a span was not computed yet (DeePMD's rmse_trn over
+    # batches without reference data; GRPO's loss while the policy is the reference): its first
+    # values are no spike ("0.335 against a baseline at or below 0").
+    computed = np.flatnonzero(loss.to_numpy() != 0)
+    if len(computed) and computed[0] > 0:
+        started = loss.index[computed[0]]
+        spans = [span for span in spans if span["baseline"] > _NO_BASELINE or span["start"] > started]
     if per_epoch:
         for span in spans:
             span["outlier_batch"] = False

@@ -369,7 +369,7 @@ def loss_column(columns, explicit: str | None = None) -> tuple[str | None, bool]
     found = find_column(columns, LOSS_ALIASES, explicit)
     if found is not None or explicit is not None:
         return found, False
-    total = _yolov5_total(columns)
+    total = _yolov5_total(columns) or _deepmd_total(columns)
     if total is not None:
         return total, True
     inferred = inferred_training_loss(columns)
@@ -387,6 +387,23 @@ def _yolov5_total(columns) -> str | None:
     """
     names = {str(c).strip().lower(): c for c in columns}
     return names["total"] if {"box", "obj", "cls", "total"} <= names.keys() else None
+
+
+def _deepmd_total(columns) -> str | None:
+    """DeePMD-kit's ``lcurve.out`` (``# step rmse_val rmse_trn rmse_e_val rmse_e_trn ... lr``; its
+    first versions ``# batch l2_tst l2_trn ...``): ``rmse_trn`` is the training loss's, the energy
+    and force columns its terms; None where the columns are not that file's.
+
+    Example:
+        >>> _deepmd_total(["step", "rmse_val", "rmse_trn", "rmse_e_val", "rmse_e_trn", "lr"])
+        'rmse_trn'
+    """
+    names = {str(c).strip().lower(): c for c in columns}
+    for kind in ("rmse", "l2"):  # the total's column, and a term's beside it ("rmse_e_trn", "rmse_lc_trn")
+        total = f"{kind}_trn"
+        if total in names and any(n.startswith(f"{kind}_") and n.endswith("_trn") and n != total for n in names):
+            return names[total]
+    return None
 
 
 def inferred_loss_note(column: str, what: str = "column") -> str:

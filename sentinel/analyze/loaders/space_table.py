@@ -74,6 +74,9 @@ _RULE = re.compile(r"^\s*[-=]{2,}(?:[ \t]+[-=]{2,})+\s*$")  # "---  ------  ----
 _DASHES = re.compile(r"[-=]+")
 _PANDAS_SHAPE = re.compile(r"\[(\d+) rows x \d+ columns\]\s*$")  # under a DataFrame pandas printed in part
 _GAP = re.compile(r"\t| {2,}")  # between the cells of a header whose names hold a space
+# A header written as a comment: "#  step  rmse_trn ..." (DeePMD-kit's lcurve.out), np.savetxt's
+# header= ("# step loss"); not a "#" column of its own after others (spaCy's "E  #  LOSS TOK2VEC").
+_COMMENT_MARK = re.compile(r"^([^\S\n]*)#(?=[^\S\n]*[A-Za-z])")
 _TRAIN = "train/"  # the prefix that names a progress bar's loss columns as training components
 
 
@@ -208,19 +211,24 @@ def _find(lines: list[str], options: LoadOptions):
     first table, or None."""
     tried: set[tuple[str, ...]] = set()
     for at, line in enumerate(lines):
+        # A header written as a comment: its names apart by spaces (one space, some of them), no
+        # DataFrame's index under it.
+        commented = _COMMENT_MARK.match(line) is not None
+        if commented:
+            line = _COMMENT_MARK.sub(r"\1", line)
         header = _cells(line)
         ruled = _ruled(line, lines[at + 1]) if at + 1 < len(lines) and _RULE.match(lines[at + 1]) else None
-        gapped = None if ruled is not None else _gapped(line, header)
+        gapped = None if ruled is not None or commented else _gapped(line, header)
         if ruled is not None and len(ruled) != len(header):
             header, printed = ruled, header  # names with spaces: the rule says where each ends
         elif gapped is not None:
             header, printed = gapped, gapped  # names with spaces, two or more spaces apart
         else:
             printed = header
-        named_index = _index_name(lines, at) if ruled is None and gapped is None else None
+        named_index = _index_name(lines, at) if ruled is None and gapped is None and not commented else None
         if named_index is not None:
             header = [named_index, *header]  # print(df) of a frame with a named index: its name below
-        indexed = named_index is None and line[:1].isspace()
+        indexed = named_index is None and line[:1].isspace() and not commented
         if len(header) < (1 if indexed else 2) or tuple(header) in tried or any(_is_number(c) for c in header):
             continue
         step_col, (loss_col, _) = sniff_columns(header, options.step_col, options.loss_col)
@@ -310,6 +318,8 @@ def _rows(lines: list[str], header: list[str], step_at: int, printed: list[str] 
     bar = False
     mine = True  # under this table's header, not another's
     for line in lines:
+        if line.lstrip().startswith("#"):
+            continue  # a comment under the header (DeePMD's "# If there is no available reference data, ..."): no row
         cells = _cells(line, gapped)
         if gapped and 1 < len(cells) < width and step_at < len(cells):
             cells = _padded(line, cells, width, gapped)
