@@ -42,7 +42,7 @@ def test_what_is_not_read_says_why(tmp_path):
     three.write_text("".join(f"{i}\t{3 - i / 100}\t0.001\n" for i in range(50)))
     result = CliRunner().invoke(main, ["analyze", str(three)])
     assert result.exit_code == 1
-    assert "holds 3 numbers per line and no header: add a first line naming the columns" in result.output
+    assert "holds 3 numbers per line and no header: pass the columns' numbers, counted from 1" in result.output
     back = tmp_path / "pairs.csv"
     back.write_text("".join(f"{i % 7},{3 - i / 100}\n" for i in range(50)))  # the first column goes back
     result = CliRunner().invoke(main, ["analyze", str(back)])

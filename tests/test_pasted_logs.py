@@ -4231,3 +4231,15 @@ def test_deepmd_lcurve_its_header_a_comment(tmp_path):
     assert run.steps.index.tolist() == [0, 100, 200, 300, 400, 500, 600]
     assert report.incidents == [] and report.verdict == "healthy"
 
+
+def test_a_file_of_numbers_read_by_the_columns_numbers(tmp_path):
+    """A file of six numbers a line and no header ("tail lcurve.out", deepmd-kit#679) asked for
+    --step-col/--loss-col "with the names it gives them": it gives none. Its columns are named by
+    their numbers, counted from 1."""
+    path = _write(tmp_path / "tail.txt", [f"{s:7d}  {1.6e3 + s / 1e3:11.2e}  {3.7e2:11.2e}  1.2e-01  2.5e+00  1.1e-04"
+                                          for s in range(172000, 182000, 1000)])
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1 and "pass the columns' numbers, counted from 1 (--step-col 1 --loss-col 2)" in result.output
+    (run,) = discover_runs(path, LoadOptions(step_col="1", loss_col="2"))
+    assert run.steps.index[0] == 172000 and run.steps["loss"].iloc[0] == pytest.approx(1.77e3)
+    assert run.warnings == ["tail.txt: 6 numbers per line and no header: column 2 read as the loss, column 1 as the step"]

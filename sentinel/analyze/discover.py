@@ -808,9 +808,14 @@ def _bare_numbers(file: Path, options: LoadOptions) -> list[RunData] | None:
     in a directory walk, where a file of numbers is data."""
     from sentinel.analyze.loaders import bare_numbers  # the loaders' own imports: lazily
 
-    if is_compressed(file) or options.step_col is not None or options.loss_col is not None:
+    if is_compressed(file):
         return None
-    if bare_numbers.columns_of(file) in (1, 2):
+    width = bare_numbers.columns_of(file)
+    if bare_numbers.numbered_columns(options, width) is not None:  # --step-col 1 --loss-col 3
+        return bare_numbers.load(file, options)
+    if options.step_col is not None or options.loss_col is not None:
+        return None
+    if width in (1, 2):
         return bare_numbers.load(file, options)
     if bare_numbers.printed_list(file) is not None:  # print(losses), repr(np.array(losses))
         return bare_numbers.load_printed_list(file)

@@ -66,8 +66,25 @@ def problem(path: str | Path) -> str | None:
     width = columns_of(path)
     if width is None or width <= 2:
         return None
-    return (f"'{path}' holds {width} numbers per line and no header: add a first line naming the columns "
-            "(step, loss, ...), or pass --step-col/--loss-col with the names it gives them")
+    return (f"'{path}' holds {width} numbers per line and no header: pass the columns' numbers, counted from 1 "
+            "(--step-col 1 --loss-col 2), or add a first line naming the columns (step, loss, ...)")
+
+
+def numbered_columns(options: LoadOptions | None, width: int | None) -> tuple[int | None, int] | None:
+    """The step's and the loss's columns (from 0) that ``--step-col`` / ``--loss-col`` name by their
+    numbers, counted from 1, in a file of ``width`` numbers per line; None where they name none
+    (a name, or no option). The loss's column is needed; without a step the rows are numbered.
+
+    Example:
+        >>> numbered_columns(LoadOptions(step_col="1", loss_col="3"), 6), numbered_columns(LoadOptions(loss_col="loss"), 6)
+        ((0, 2), None)
+    """
+    if options is None or width is None or options.loss_col is None:
+        return None
+    picked = [options.step_col, options.loss_col]
+    if not all(c is None or (c.isdigit() and 1 <= int(c) <= width) for c in picked):
+        return None
+    return (None if options.step_col is None else int(options.step_col) - 1), int(options.loss_col) - 1
 
 
 def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
@@ -84,7 +101,8 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     """
     path = Path(path)
     width = columns_of(path)
-    if width not in (1, 2):
+    numbered = numbered_columns(options, width)
+    if width not in (1, 2) and numbered is None:
         raise ValueError(f"{path}: not a file of numbers, one or two per line")
     if path.stat().st_size > MAX_BYTES:
         raise ValueError(f"{path}: {path.stat().st_size >> 20} MiB of numbers with no header: more than a saved "
@@ -100,6 +118,10 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
                          "read it as a table") from None
     if table.shape[1] != width:
         raise ValueError(f"{path}: lines of {width} and of {table.shape[1]} numbers: not one column of numbers")
+    if numbered is not None:  # the columns named by their numbers: as one or two columns are read
+        step_at, loss_at = numbered
+        table = table[[loss_at] if step_at is None else [step_at, loss_at]].T.reset_index(drop=True).T
+        width = table.shape[1]
     if width == 1:
         steps = pd.DataFrame({metrics.LOSS: table[0].to_numpy()},
                              index=pd.RangeIndex(1, len(table) + 1, name=metrics.STEP))
@@ -114,6 +136,10 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         steps = pd.DataFrame({metrics.LOSS: table[1].to_numpy()},
                              index=pd.Index(step.astype("int64"), name=metrics.STEP))
         note = f"{path.name}: two numbers per line and no header: read as the step and the loss"
+    if numbered is not None:
+        step_at, loss_at = numbered
+        note = (f"{path.name}: {columns_of(path)} numbers per line and no header: column {loss_at + 1} read as the loss"
+                + (", numbered 1, 2, 3, ... in order" if step_at is None else f", column {step_at + 1} as the step"))
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps.astype("float64"),
                     meta={"format": NAME, "columns": width}, warnings=[note])]
 
