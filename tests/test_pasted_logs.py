@@ -4243,3 +4243,38 @@ def test_a_file_of_numbers_read_by_the_columns_numbers(tmp_path):
     (run,) = discover_runs(path, LoadOptions(step_col="1", loss_col="2"))
     assert run.steps.index[0] == 172000 and run.steps["loss"].iloc[0] == pytest.approx(1.77e3)
     assert run.warnings == ["tail.txt: 6 numbers per line and no header: column 2 read as the loss, column 1 as the step"]
+
+
+def _big(num: float) -> str:
+    # LeRobot's format_big_number(num): no decimals, a K, M, ... suffix from 1,000 on.
+    for suffix in ("", "K", "M", "B"):
+        if abs(num) < 1000.0:
+            return f"{num:.0f}{suffix}"
+        num /= 1000.0
+    return str(num)
+
+
+def _lerobot(step: int, loss: float) -> str:
+    return (f"INFO 2025-10-14 04:57:11 ot_train.py:299 step:{_big(step)} smpl:{_big(step * 32)} ep:{_big(step // 50)} "
+            f"epch:{step / 5000:.2f} loss:{loss:.3f} grdn:3.522 lr:1.6e-07 updt_s:4.906 data_s:0.008")
+
+
+def test_lerobot_steps_rounded_to_thousands_and_episodes_that_are_no_epochs(tmp_path):
+    """LeRobot prints its step through format_big_number ("step:20K" for every step from 19,500 to
+    20,499) and its episodes as "ep:": read as a generic log, its episodes were the epochs and its
+    steps unread. The steps are worked back from the logging interval; a NaN at step 5,400 is told
+    there. Its evaluation lines (no loss) are no records."""
+    lines = []
+    for step in range(200, 8001, 200):
+        lines.append(_lerobot(step, math.nan if step >= 5400 else 0.5 * math.exp(-step / 3000) + 0.05))
+        if step % 2000 == 0:
+            lines.append(f"INFO 2025-10-14 05:57:11 ot_train.py:320 step:{_big(step)} smpl:{_big(step * 32)} "
+                         f"ep:{_big(step // 50)} epch:{step / 5000:.2f} ∑rwrd:1.250 success:40.0% eval_s:12.000")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "lerobot" and run.steps.index.tolist() == list(range(200, 8001, 200))
+    assert "the steps are worked back from the logging interval" in " ".join(run.warnings)
+    (nan,) = [i for i in analyze_run(run).incidents if i.severity == "critical"]
+    assert (nan.kind, nan.step) == ("nonfinite", 5400)
+    # A paste of four records whose line ends were lost (lerobot#2194): each its own loss.
+    (run,) = discover_runs(_write(tmp_path / "oneline.log", [" ".join(_lerobot(s, 0.46 + s / 1000) for s in (10, 20, 30, 40))]))
+    assert run.steps["loss"].to_dict() == {10: 0.47, 20: 0.48, 30: 0.49, 40: 0.5}

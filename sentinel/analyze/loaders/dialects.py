@@ -19,6 +19,7 @@ from sentinel.analyze.loaders.dialect_types import Dialect, EventLine, LossTerms
 from sentinel.analyze.loaders.keys import GRAD_NORM_NAME
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.nonfinite_lines import WORDS as NONFINITE_WORDS
+from sentinel.analyze.loaders.rounded_steps import spread_rounded, unrounded
 
 _M = re.MULTILINE
 # The most characters between two fields of one record ("step N ... loss = X"). A lazy scan
@@ -1362,8 +1363,57 @@ DEEPXDE = Dialect(
     min_records=2,
 )
 
+# LeRobot (lerobot/utils/logging_utils.py MetricsTracker, scripts/train.py before it): "step:{s}
+# smpl:{n} ep:{e} epch:{x:.2f} loss:{l:.3f} grdn:{g:.3f} lr:{lr:0.1e} updt_s:... data_s:...", each
+# count through format_big_number: "step:20K" from step 1,000 on (loaders/rounded_steps.py works the
+# steps back). "ep" counts episodes, "epch" epochs. Its evaluation lines hold no loss.
+_LEROBOT_RECORD = re.compile(r"\bstep:(\d+(?:\.\d+)?[KMBTQ]?) (smpl:(?:(?!\sstep:|\sINFO )[^\n])*)")
+
+
+def _lerobot_steps(text: str) -> str:
+    """The records' rounded steps ("step:20K") written as the steps they were (where a logging
+    interval fits them all; else each spread over the range it rounds from, in order)."""
+    found = [m for m in _LEROBOT_RECORD.finditer(text) if " loss:" in m.group(2)]
+    printed = [m.group(1) for m in found]
+    if all(p[-1:].isdigit() for p in printed):
+        return text
+    steps = unrounded(printed) or spread_rounded(printed)
+    out, last = [], 0
+    for m, step in zip(found, steps):
+        out += [text[last:m.start(1)], str(step)]
+        last = m.end(1)
+    return "".join(out) + text[last:]
+
+
+def lerobot_step_note(text: str) -> str | None:
+    """What a LeRobot log's warnings say of its rounded steps (None where none is rounded)."""
+    printed = [m.group(1) for m in _LEROBOT_RECORD.finditer(text) if " loss:" in m.group(2)]
+    if all(p[-1:].isdigit() for p in printed):
+        return None
+    if unrounded(printed) is not None:
+        return ("LeRobot prints its step rounded from 1,000 on (step:20K): the steps are worked back from the "
+                "logging interval the lines keep")
+    return ("LeRobot prints its step rounded from 1,000 on (step:20K), and no one logging interval fits the lines (a "
+            "restart, lines left out): each line's step is estimated within the thousand it rounds from")
+
+
+LEROBOT = Dialect(
+    name="lerobot",
+    description='LeRobot ("step:N smpl:S ep:E epch:X loss:L grdn:G lr:R ...", its step rounded from 1K on)',
+    shapes=(
+        Shape(re.compile(r"\bstep:(\d+) (smpl:(?:(?!\sstep:|\sINFO )[^\n])*)"),
+              keys={"loss": metrics.LOSS, "grdn": metrics.GRAD_NORM_TOTAL, "lr": metrics.LR, "ep": "episodes",
+                    "epch": metrics.EPOCH},
+              require="loss"),
+    ),
+    rewrite=_lerobot_steps,
+    rewrite_needs=(re.compile(r"\bstep:\d+(?:\.\d+)?[KMBTQ] smpl:"),),
+    sniff=re.compile(r"\bstep:\d+(?:\.\d+)?[KMBTQ]? smpl:\S+ ep:\S+ epch:[^\n]*?\bloss:"),
+    min_records=2,
+)
+
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
