@@ -4278,3 +4278,19 @@ def test_lerobot_steps_rounded_to_thousands_and_episodes_that_are_no_epochs(tmp_
     # A paste of four records whose line ends were lost (lerobot#2194): each its own loss.
     (run,) = discover_runs(_write(tmp_path / "oneline.log", [" ".join(_lerobot(s, 0.46 + s / 1000) for s in (10, 20, 30, 40))]))
     assert run.steps["loss"].to_dict() == {10: 0.47, 20: 0.48, 30: 0.49, 40: 0.5}
+
+
+def test_json_rows_whose_numbers_are_written_as_text(tmp_path):
+    """ALBEF, BLIP and X-VLM write log.txt rows of their MetricLogger's averages formatted as text,
+    {"train_lr": "0.00007", "train_loss_itc": "3.29523", ..., "epoch": 0} (X-VLM#12): "not a log
+    format". The numbers are read; where several losses stand and none is the total, the error
+    lists them and names --loss-col."""
+    rows = [{"train_lr": f"{1e-4:.5f}", "train_loss": f"{3.3 - e / 3:.5f}", "epoch": e} for e in range(6)]
+    (run,) = discover_runs(_write(tmp_path / "log.txt", [json.dumps(r) for r in rows]))
+    assert run.steps["loss"].tolist() == pytest.approx([3.3 - e / 3 for e in range(6)], abs=1e-5)
+    rows = [{"train_loss_itc": f"{3.3 - e / 5:.5f}", "train_loss_itm": "0.55888", "train_loss_mlm": f"{2.6 - e / 5:.5f}",
+             "train_lr": "0.00007", "epoch": e} for e in range(6)]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "pretrain.txt", [json.dumps(r) for r in rows]))])
+    assert result.exit_code == 1 and "no single loss column among: train_loss_itc, train_loss_itm, train_loss_mlm" in result.output
+    (run,) = discover_runs(tmp_path / "pretrain.txt", LoadOptions(loss_col="train_loss_mlm"))
+    assert run.steps["loss"].iloc[-1] == pytest.approx(1.6)

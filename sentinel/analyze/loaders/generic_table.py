@@ -151,8 +151,8 @@ def header_below(path: str | Path, options: LoadOptions | None = None) -> int | 
 
 
 def why_not(path: str | Path) -> str | None:
-    """For a CSV / TSV with a step column whose loss column is not known (none is named like a
-    loss, or several are, as Ultralytics' train/box_loss, train/cls_loss, ...), or a loss column
+    """For a CSV / TSV (or JSON rows) with a step column whose loss column is not known (none is
+    named like a loss, or several are, as Ultralytics' train/box_loss, train/cls_loss, ...), or a loss column
     and no step column it knows (``total timesteps``): one line that lists its columns and names
     the option. None for anything else.
 
@@ -161,12 +161,18 @@ def why_not(path: str | Path) -> str | None:
         True
     """
     lines = read_head_lines(path, limit=64 * 1024)
-    if len(lines) < 2 or lines[0].lstrip().startswith("{"):
+    if len(lines) < 2:
         return None
-    try:
-        header = [name.strip() for name in next(csv.reader([lines[0]], delimiter=separator(lines[0])))]
-    except csv.Error:
-        return None
+    if lines[0].lstrip().startswith("{"):  # JSON rows: the keys of their first rows, as the columns
+        rows = [row for row in map(_json_row, lines[:_SNIFF_ROWS]) if row is not None]
+        header = list(dict.fromkeys(key for row in rows for key in _flatten(row)))
+        if len(rows) < 2:
+            return None
+    else:
+        try:
+            header = [name.strip() for name in next(csv.reader([lines[0]], delimiter=separator(lines[0])))]
+        except csv.Error:
+            return None
     if len(header) < 2 or any(_VALUE_IN_NAME.search(name) for name in header):
         return None  # "step_i: 0, training loss: 3.2": a log line with commas, not a header
     shown = ", ".join(header[:30]) + (f", ... ({len(header)} in all)" if len(header) > 30 else "")
@@ -563,6 +569,8 @@ def _flatten(row: dict, keep_text: bool = False, nan_keys: list[str] | None = No
     """
     out: dict = {}
     for key, value in _fields(row):
+        if isinstance(value, str) and _NUMBER_TEXT.match(value):
+            value = float(value)  # a number written as text: ALBEF's and BLIP's log.txt, "train_loss_ita": "3.29523"
         if _is_json_number(value):
             out[str(key)] = value = float(value)
             if nan_keys is not None and value != value:
@@ -577,6 +585,8 @@ def _flatten(row: dict, keep_text: bool = False, nan_keys: list[str] | None = No
 
 
 _NAN_TEXT = frozenset({"nan", "-nan", "+nan"})
+# A number written as text, as "{:.5f}".format(...) writes one (not "1e-4x", not "12 it/s").
+_NUMBER_TEXT = re.compile(r"^[ \t]*[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?[ \t]*$")
 
 
 def _fields(row: dict):
