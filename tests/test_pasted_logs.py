@@ -4294,3 +4294,26 @@ def test_json_rows_whose_numbers_are_written_as_text(tmp_path):
     assert result.exit_code == 1 and "no single loss column among: train_loss_itc, train_loss_itm, train_loss_mlm" in result.output
     (run,) = discover_runs(tmp_path / "pretrain.txt", LoadOptions(loss_col="train_loss_mlm"))
     assert run.steps["loss"].iloc[-1] == pytest.approx(1.6)
+
+
+def _mlx(it: int, loss: float) -> str:
+    # mlx-lm's tuner/trainer.py: the report of the last steps_per_report iterations
+    return (f"Iter {it}: Train loss {loss:.3f}, Learning Rate {1e-4:.3e}, It/sec 0.307, Tokens/sec 301.622, "
+            f"Trained Tokens {it * 980}, Peak mem 22.427 GB")
+
+
+def test_mlx_trainer_reports_two_of_them_a_paste(tmp_path):
+    """MLX's LoRA trainers print "Iter 10: Train loss 3.438, Learning Rate 1.000e-04, ..." and "Iter N:
+    Val loss X, Val took Ts" (mlx-lm, mlx-vlm): two reports pasted between a bar's draws and the
+    trainer's dicts (mlx-vlm#261) were "not a log format". A NaN report is told at its iteration."""
+    lines = ["  0%|          | 0/1000 [00:00<?, ?it/s]Starting training..., iters: 1000", _mlx(10, 3.438),
+             "{'Step': 10, 'Loss': '3.4376', 'Learning Rate': '1.00e-04', 'Tokens/sec': '302'}",
+             "  1%|8         | 10/1000 [00:32<53:42,  3.25s/it, Loss=3.4376, LR=1.00e-04]" + _mlx(20, 3.142)]
+    (run,) = discover_runs(_write(tmp_path / "lora.log", lines))
+    assert run.source == "mlx" and run.steps["loss"].to_dict() == {10: 3.438, 20: 3.142}
+    lines = [_mlx(it, 2.5 - it / 1000 if it < 300 else math.nan) for it in range(10, 401, 10)]
+    lines.insert(20, "Iter 200: Val loss 2.410, Val took 12.055s")
+    (run,) = discover_runs(_write(tmp_path / "nan.log", lines))
+    assert run.steps.loc[200, "val_loss"] == 2.41
+    (nan,) = [i for i in analyze_run(run).incidents if i.severity == "critical"]
+    assert (nan.kind, nan.step) == ("nonfinite", 300)

@@ -630,6 +630,21 @@ NANOT5 = Dialect(
     min_records=2,
 )
 
+# MLX's LoRA and fine-tune trainers (mlx-lm's tuner/trainer.py, mlx-vlm, mlx-examples' lora.py):
+# f"Iter {it}: Train loss {loss:.3f}, Learning Rate {lr:.3e}, It/sec ..., Tokens/sec ..., Trained
+# Tokens ..., Peak mem ... GB" (the first versions without the lr) and f"Iter {it}: Val loss
+# {val_loss:.3f}, Val took {t:.3f}s".
+MLX = Dialect(
+    name="mlx",
+    description='MLX LoRA / fine-tune trainers ("Iter N: Train loss X, Learning Rate L, ...", "Iter N: Val loss X")',
+    shapes=(
+        Shape(re.compile(rf"\bIter (\d+): Train loss ({_NUM})\b"), head=(metrics.STEP, metrics.LOSS)),
+        Shape(re.compile(rf"\bIter (\d+): Val loss ({_NUM})\b"), head=(metrics.STEP, "val_loss")),
+    ),
+    sniff=re.compile(r"\bIter \d+: Train loss "),
+    min_records=2,
+)
+
 # Trax (trax/supervised/training.py, trainer_lib.py): "Step % 6d: %s" of "train <loss layer name> |
 # % .8f" (the mean since the last report) and "eval <metric> | % .8f" lines.
 _TRAX_LOSS = r"\w*(?:Loss|loss|CrossEntropy)\w*"
@@ -1413,7 +1428,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
