@@ -147,3 +147,12 @@ def test_a_paste_of_some_of_a_log_historys_objects(tmp_path):
     line = cut[:cut.rfind("{")].count("\n") + 1  # where the object cut starts
     assert run.warnings == [f"paste.log: the JSON objects stop being whole at line {line} (cut off?): the 20 "
                             "complete one(s) before it are read"]
+
+
+def test_one_json_object_is_no_history(tmp_path):
+    """A run's summary saved with indent (AllenNLP's metrics_epoch_N.json, one object) is no history
+    of rows: said so, not read as a run of one row."""
+    path = tmp_path / "metrics_epoch_3.json"
+    path.write_text(json.dumps({"epoch": 3, "training_loss": 0.41, "validation_loss": 0.52}, indent=4))
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1 and "one JSON object, not rows of a history" in result.output

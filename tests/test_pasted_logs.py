@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from sentinel.analyze.analyzer import analyze_run
 from sentinel.analyze.discover import discover_runs
-from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders import LoadOptions, RunData, space_table
 from sentinel.analyze.rule_chance import chance_incidents
 from sentinel.analyze.rule_stuck import collapse_incidents, stuck_loss_incidents
 from sentinel.cli.main import main
@@ -4230,6 +4230,14 @@ def test_deepmd_lcurve_its_header_a_comment(tmp_path):
     report = analyze_run(run)
     assert run.steps.index.tolist() == [0, 100, 200, 300, 400, 500, 600]
     assert report.incidents == [] and report.verdict == "healthy"
+    # A header printed again before each table is a console's (NequIP's log: the same "# Epoch batch
+    # loss ..." over its training batches and its validation batches): not read as one table.
+    header = "# Epoch batch         loss       loss_f       loss_e"
+    lines = []
+    for epoch in range(1, 8):
+        for split, loss in (("training", 30.0 - epoch), ("validation", 39.0 - epoch)):
+            lines += [split, header, f"{epoch:7d}     5  {loss:11.3g}  {loss - 4:11.3g}  {4.0:11.3g}", ""]
+    assert not space_table.holds_table(lines)
 
 
 def test_a_file_of_numbers_read_by_the_columns_numbers(tmp_path):

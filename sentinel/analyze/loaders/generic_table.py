@@ -393,6 +393,9 @@ def _read_json_objects(path: Path, warnings: list[str], nan_rows: dict[str, list
     with open(path, encoding=text_encoding(path), errors="replace") as f:
         text = f.read()
     items, damaged = objects_in_sequence(text)
+    if len(items) == 1 and damaged is None:
+        raise ValueError(f"{path}: one JSON object, not rows of a history (a run's summary, its config): pass the "
+                         "file its training logged step by step")
     if damaged is not None:
         line = text.count("\n", 0, damaged) + 1
         if not items:

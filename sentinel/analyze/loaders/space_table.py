@@ -41,6 +41,7 @@ its ``results.csv``.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -210,10 +211,16 @@ def _find(lines: list[str], options: LoadOptions):
     """``(header, rows, step column, loss column or None for a sum, rows carry a bar)`` of the
     first table, or None."""
     tried: set[tuple[str, ...]] = set()
+    comments: Counter | None = None
     for at, line in enumerate(lines):
-        # A header written as a comment: its names apart by spaces (one space, some of them), no
-        # DataFrame's index under it.
+        # A header written as a comment, once, at a file's head: its names apart by spaces (one
+        # space, some of them), no DataFrame's index under it. (One printed again before each
+        # table is a console's: NequIP's "# Epoch batch loss ..." over its training and its
+        # validation batches alike.)
         commented = _COMMENT_MARK.match(line) is not None
+        if commented:
+            comments = comments or Counter(c for c in lines if _COMMENT_MARK.match(c))
+            commented = comments[line] == 1
         if commented:
             line = _COMMENT_MARK.sub(r"\1", line)
         header = _cells(line)
