@@ -917,3 +917,12 @@ def test_a_short_paste_whose_jump_is_no_higher_than_it_has_been():
     # 0.170 at 299, "1.57x baseline", critical, not recovered): its spread.
     loss = [0.2514, 0.0960, 0.1009, 0.0793, 0.0920, 0.1697, 0.0776, 0.0716, 0.0635, 0.1440, 0.1121, 0.1202, 0.1471]
     assert by_kind(analyze_run(run_of({"loss": loss}, index=list(range(49, 650, 50)))), "loss_spike") == []
+
+
+def test_nonfinite_mask_on_the_grid_most_rows_are_on():
+    """DeePMD's lcurve.out logs step 1, then 100, 200, ...: its NaNs from step 7,000 on were off a
+    grid counted from step 1, read as absent, and the run "healthy"."""
+    steps = [1] + list(range(100, 10001, 100))
+    s = pd.Series([2.0] * 70 + [np.nan] * 31, index=steps)
+    mask = nonfinite_mask(s)
+    assert mask.sum() == 31 and mask.loc[7000] and not mask.loc[6900]

@@ -104,7 +104,10 @@ def nonfinite_mask(series: pd.Series, frame: pd.DataFrame | None = None,
     every = cadence(pd.Index(logged, copy=False))
     nan_logged = missing & (steps >= logged[0])
     if every != 1:
-        nan_logged &= (steps - logged[0]) % every == 0
+        # On the grid most logged steps are on (a first row off it, DeePMD's step 1 before its
+        # 100, 200, ...: the NaNs from step 70,000 on were off a grid counted from 1).
+        residues, counts = np.unique(logged % every, return_counts=True)
+        nan_logged &= (steps - residues[np.argmax(counts)]) % every == 0
     rows = np.flatnonzero(nan_logged)
     if rows.size and _same_frame(frame, series):
         # Only the NaN rows are looked at: a long run has few of them and many columns.
