@@ -4325,3 +4325,17 @@ def test_mlx_trainer_reports_two_of_them_a_paste(tmp_path):
     assert run.steps.loc[200, "val_loss"] == 2.41
     (nan,) = [i for i in analyze_run(run).incidents if i.severity == "critical"]
     assert (nan.kind, nan.step) == ("nonfinite", 300)
+
+
+def test_a_classifier_that_comes_back_up_to_chance_and_stays_has_collapsed():
+    """DNABERT's fine-tune (DNABERT#98): 0.38-0.54 up to step 8,100, then 0.6931-0.6938 from 41,200 to
+    the end, ln 2 for sixteen rows. A log that was clearly better than chance was never judged at
+    chance; one that comes back up to it and stays twice as long as the rule asks has collapsed."""
+    rng = np.random.default_rng(4)
+    before = list(0.46 + 0.05 * rng.standard_normal(16))
+    after = list(math.log(2) + 0.0003 * rng.standard_normal(16))
+    steps = list(range(6600, 8200, 100)) + list(range(41200, 42800, 100))
+    (incident,) = chance_incidents(pd.Series(before + after, index=steps))
+    assert (incident.step, incident.end_step, incident.details["chance"]) == (41200, 42700, 2)
+    assert "the model collapsed to one answer for every input" in incident.message
+    assert chance_incidents(pd.Series(before + after[:7], index=steps[:23])) == []  # seven rows: too few to say

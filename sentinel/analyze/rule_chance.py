@@ -70,7 +70,13 @@ def chance_incidents(loss: pd.Series) -> list[Incident]:
     rows = len(values) if at_chance.all() else int(np.argmin(at_chance[::-1]))
     # A class count also needs a log that started near chance and never left it for better: a
     # language model that came down from 10.8 to end at 2.30 learnt; it is not at chance on ten.
-    if rows < MIN_ROWS or (not vocab and (values.min() < target - 3 * tolerance or values[0] > 1.5 * target)):
+    # Or one that was clearly better and came back up to sit there for twice as long: a collapse
+    # (DNABERT's classifier at 0.38, then 0.6931-0.6938 for 16 rows after a gap).
+    if rows < MIN_ROWS:
+        return []
+    before = values[:-rows]
+    came_back = not vocab and rows >= 2 * MIN_ROWS and len(before) and before.min() < target - 3 * tolerance
+    if not vocab and not came_back and (values.min() < target - 3 * tolerance or values[0] > 1.5 * target):
         return []
     steps = loss.index.to_numpy()
     first, last = int(steps[-rows]), int(steps[-1])
@@ -80,7 +86,9 @@ def chance_incidents(loss: pd.Series) -> list[Incident]:
             if vocab else
             f"a uniform guess over {k} classes: the model is not learning (a learning rate of 0 or far too "
             "high, a softmax before a loss that applies its own, labels that do not match the inputs, "
-            "parameters the optimizer does not hold)")
+            "parameters the optimizer does not hold)" if not came_back else
+            f"a uniform guess over {k} classes, after the loss had been down to {before.min():.4g}: the model "
+            "collapsed to one answer for every input (a divergence or a spike it never recovered from)")
     message = (f"loss at chance level for {rows} logged steps ({first}-{last}), to the end of the log: "
                f"{level:.4g} ~ ln({k}) = {target:.4f}, the cross-entropy of {what}")
     return [Incident(IncidentKind.LOSS_STUCK, first, last, Severity.WARNING, message,
