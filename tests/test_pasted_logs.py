@@ -4339,3 +4339,16 @@ def test_a_classifier_that_comes_back_up_to_chance_and_stays_has_collapsed():
     assert (incident.step, incident.end_step, incident.details["chance"]) == (41200, 42700, 2)
     assert "the model collapsed to one answer for every input" in incident.message
     assert chance_incidents(pd.Series(before + after[:7], index=steps[:23])) == []  # seven rows: too few to say
+
+
+def test_loss_col_names_an_evaluation_lines_loss(tmp_path):
+    """"--loss-col val_loss" on lines "Epoch : 1 | Train loss :  0.066 | Validation loss :  0.062"
+    (donut#241) reported the training loss: the key was found (the check passed), but the field is
+    named "loss" on an evaluation line and the naming never made it the loss. It is read now."""
+    train, val = [0.135, 0.066, 0.052, 0.045, 0.040], [0.0696, 0.0621, 0.0655, 0.0690, 0.0724]
+    lines = [f"Epoch : {e} | Train loss :  {t} | Validation loss :  {v}" for e, (t, v) in enumerate(zip(train, val))]
+    path = _write(tmp_path / "donut.log", lines)
+    (run,) = discover_runs(path)
+    assert run.steps["loss"].tolist() == train
+    (run,) = discover_runs(path, LoadOptions(loss_col="val_loss"))
+    assert run.steps["loss"].tolist() == val and run.steps["logged_loss"].tolist() == train

@@ -269,6 +269,17 @@ _FULL_WIDTH = str.maketrans({"：": ": ", "，": ", ", "＝": "=", "（": "(", "
 _FULL_WIDTH_FOUND = re.compile("[：，＝（）［］／｜]")
 
 
+def _named_loss(steps: pd.DataFrame, logged_nan: dict, options: LoadOptions) -> tuple[pd.DataFrame, dict]:
+    """``steps`` with the column ``--loss-col`` names read as the loss, where the naming of the
+    fields did not already make it so (an evaluation line's ``val_loss``: its key is ``loss`` on a
+    line the dialect reads as an evaluation's); the training loss then goes as ``logged_loss``."""
+    wanted = options.loss_col.lower() if options.loss_col is not None else None
+    if wanted is None or wanted == metrics.LOSS or wanted not in steps.columns:
+        return steps, logged_nan
+    names = {metrics.LOSS: "logged_loss", wanted: metrics.LOSS}
+    return steps.rename(columns=names), {names.get(k, k): v for k, v in logged_nan.items()}
+
+
 def count_records(text: str | Lines, dialect: Dialect) -> int:
     """How many record lines of ``dialect`` the text has (for sniffing).
 
@@ -371,6 +382,7 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
     record_steps: dict[int, np.ndarray] = {}
     abandoned: list[AbandonedHistory] = []
     steps, logged_nan = _merge(parts, dialect, meta, late, record_steps, text, lines, abandoned)
+    steps, logged_nan = _named_loss(steps, logged_nan, options)
     if picked and dialect.unstepped_evaluation is not None \
             and not any(shape.prefix for shape, _ in parts):  # no evaluation line named its step
         steps = _unstepped_evaluations(steps, picked, picked_at, dialect, parts, record_steps, lines)
