@@ -691,24 +691,25 @@ def _claim_and_load(file: Path, modules: Iterable[ModuleType], options: LoadOpti
 # dialect's own count, five for a generic one, so a stray file with a few numbers is no run; two
 # rows under a header are a quote).
 SHORT_PASTE_RECORDS = 3
-# ... or two, where one shows a non-finite loss: the line before the NaN and the NaN are what a
-# user pastes ("ep=22 ... loss=0.671", "ep=23 ... loss=nan"); or one or none, where a library's
-# line says the loss went non-finite (TensorFlow's "global step 1: loss = 12.6" and its "LossTensor
-# is inf or nan" error). One line that prints a NaN is not enough: a sentence, a report's line.
-NONFINITE_PASTE_RECORDS = 2
+# ... or two: the line before a NaN and the NaN ("ep=22 ... loss=0.671", "ep=23 ... loss=nan"), a
+# bar at 7,000 steps and at 30,000 asking why the loss did not go down: what a user pastes (read
+# with a warning that two values judge little); or one or none, where a library's line says the
+# loss went non-finite (TensorFlow's "global step 1: loss = 12.6" and its "LossTensor is inf or
+# nan" error). One line that prints a NaN is not enough: a sentence, a report's line.
+FEWEST_PASTE_RECORDS = 2
 SAID_NONFINITE_RECORDS = 1
 
 
 def _short_paste(file: Path, options: LoadOptions) -> list[RunData] | None:
     """A text file named on its own with a few record lines only (a paste from an issue: four
-    lines, the last one NaN; two, where one is NaN; one or none, where a library's line says the
-    loss went NaN), read with a warning; None when it has fewer."""
+    lines, the last one NaN; two; one or none, where a library's line says the loss went NaN), read
+    with a warning; None when it has fewer."""
     from sentinel.analyze.loaders import textlogs  # the loaders' own imports: lazily
 
     if is_compressed(file):
         return None
     events_alone = None  # a reading of event lines alone: a smaller one may find the records beside them
-    for least, enough in ((SHORT_PASTE_RECORDS, None), (NONFINITE_PASTE_RECORDS, _shows_nonfinite_loss),
+    for least, enough in ((SHORT_PASTE_RECORDS, None), (FEWEST_PASTE_RECORDS, None),
                           (SAID_NONFINITE_RECORDS, _says_nonfinite)):
         try:
             runs = textlogs.load(file, options, least=least) if textlogs.sniff(file, options, least=least) else []
@@ -745,13 +746,6 @@ def _few_blocks(file: Path, options: LoadOptions) -> list[RunData] | None:
         run.warnings.append(f"only {run.meta['blocks']} logger block(s): read because the file was named "
                             "on its own (in a directory it would be no run)")
     return runs
-
-
-def _shows_nonfinite_loss(run: RunData) -> bool:
-    """Whether a text log's loss has a NaN or an infinity (a generic line prints its loss on each
-    record line: a NaN there was printed), or one of its lines says something went non-finite."""
-    loss = run.steps.get(metrics.LOSS)
-    return (loss is not None and bool(loss.isna().any())) or _went_nonfinite(run, metrics.LOSS) or _says_nonfinite(run)
 
 
 def _says_nonfinite(run: RunData) -> bool:
