@@ -4360,3 +4360,14 @@ def test_loss_col_names_an_evaluation_lines_loss(tmp_path):
     assert run.steps["loss"].tolist() == train
     (run,) = discover_runs(path, LoadOptions(loss_col="val_loss"))
     assert run.steps["loss"].tolist() == val and run.steps["logged_loss"].tolist() == train
+
+
+@pytest.mark.parametrize("k", [3, 64, 256])
+def test_a_loss_that_never_leaves_ln_of_its_classes_or_its_batch(k):
+    """An NLI head's three classes (ln 3 = 1.0986: sentence-transformers#2449's SoftmaxLoss at
+    1.08-1.10), an in-batch contrastive loss over a batch of 64 or 256 (SimCSE, CLIP: ln 64 =
+    4.1589) that starts there and never leaves it: nothing is learnt."""
+    rng = np.random.default_rng(k)
+    values = math.log(k) * (1 + 0.003 * rng.standard_normal(12))
+    (incident,) = chance_incidents(_series(values))
+    assert incident.details["chance"] == k

@@ -5,8 +5,9 @@ A classifier or language model whose outputs carry no information about the inpu
 task, 10.8259 on GPT-2's padded vocabulary of 50,304 tokens. A log whose last rows sit there is a
 model that is not learning (it never left chance) or that collapsed to one distribution for
 every input; a plateau or a healthy verdict would hide it. The class count is not in the log, so
-only counts common enough to be recognised are tried: 2, 10, 100 and 1,000 classes, and the
-vocabulary sizes of common tokenizers.
+only counts common enough to be recognised are tried: 2, 3, 4, 5, 10, 100 and 1,000 classes,
+the batch sizes an in-batch contrastive loss divides among (8 to 16,384), and the vocabulary sizes
+of common tokenizers.
 """
 
 from __future__ import annotations
@@ -18,7 +19,10 @@ import pandas as pd
 
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
 
-CLASS_COUNTS = (2, 10, 100, 1000)
+# Class counts: common label sets (2, 3 for NLI, 10, 100, 1,000), and the powers of two a batch
+# has, whose ln an in-batch contrastive loss (SimCSE, CLIP, a retriever's) starts at and stays at
+# when nothing is learnt (64: 4.1589).
+CLASS_COUNTS = (2, 3, 4, 5, 10, 100, 1000, *(2 ** k for k in range(3, 15)))
 # BERT, Llama 1/2, Mistral, GPT-2 (and nanoGPT's padding), OLMo/GPT-NeoX, Llama 3, Qwen 2, Gemma;
 # StarCoder / SmolLM, 2**16 (DINO's default output head, some tokenizers), cl100k.
 VOCAB_SIZES = (30522, 32000, 32768, 50257, 50304, 50280, 128256, 151936, 152064, 256000, 49152, 65536, 100277)
