@@ -4371,3 +4371,20 @@ def test_a_loss_that_never_leaves_ln_of_its_classes_or_its_batch(k):
     values = math.log(k) * (1 + 0.003 * rng.standard_normal(12))
     (incident,) = chance_incidents(_series(values))
     assert incident.details["chance"] == k
+
+
+def test_paddle_grad_scaler_lines_between_a_scripts_lines(tmp_path):
+    """PaddlePaddle's GradScaler prints "Found inf or nan, current scale is: 7.5e-37, decrease to:
+    7.5e-37*0.5" at each skipped step (PaddleOCR#10874: the scale halving to 1e-38, the loss frozen
+    at 9.19): unread, the run was "healthy". They are overflow events with their scales."""
+    lines, scale = [], 2.0 ** 15
+    for step in range(10, 301, 10):
+        for _ in range(5 if step > 150 else 0):
+            lines.append(f"Found inf or nan, current scale is: {scale}, decrease to: {scale}*0.5")
+            scale *= 0.5
+        lines.append(f"[2023/09/12 08:59:36] ppocr INFO: epoch: [1/200], global_step: {step}, lr: 0.001000, "
+                     f"loss: {9.5 - min(step, 150) / 100:.6f}, loss_shrink_maps: 4.588675, avg_reader_cost: 0.1 s")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps["amp/overflow"].loc[160] == 5 and run.steps["loss_scale"].loc[160] == 2.0 ** 10
+    kinds = {i.kind: i.severity for i in analyze_run(run).incidents}
+    assert kinds["loss_scale_collapse"] == "critical"

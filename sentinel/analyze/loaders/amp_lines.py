@@ -1,6 +1,6 @@
 """Mixed-precision overflow lines that any training script's log may hold, whatever prints its
 steps: the loss scalers of NVIDIA apex, its ``FP16_Optimizer`` (and DeepSpeed's, which kept its
-words), fairseq's trainer, and OpenAI's diffusion trainers (guided-diffusion, improved-diffusion,
+words), fairseq's trainer, PaddlePaddle's ``GradScaler``, and OpenAI's diffusion trainers (guided-diffusion, improved-diffusion,
 consistency models), which keep the scale as its base-2 logarithm. A dialect with event lines of
 its own reads those instead.
 
@@ -38,12 +38,17 @@ AMP_LINES: tuple[EventLine, ...] = (
     # guided-diffusion's fp16_util.MixedPrecisionTrainer (improved-diffusion's train_util alike):
     # logger.log(f"Found NaN, decreased lg_loss_scale to {self.lg_loss_scale}"), the scale 2**lg.
     EventLine(re.compile(rf"Found NaN, decreased lg_loss_scale to (?P<new_lg>{NUM})"), source="openai_diffusion"),
+    # PaddlePaddle's AmpScaler / GradScaler (paddle/amp/grad_scaler.py): print('Found inf or nan,
+    # current scale is: {}, decrease to: {}*{}'.format(scale, scale, decr_ratio)).
+    EventLine(re.compile(rf"Found inf or nan, current scale is: (?P<attempted>{NUM}), decrease to: {NUM}\*"
+                         rf"(?P<ratio>{NUM})"), source="paddle"),
 )
 
 # Every line above holds one of these: a text without them is not searched further.
-WORDS = ("verflow", "VERFLOW", "lg_loss_scale")
+WORDS = ("verflow", "VERFLOW", "lg_loss_scale", "current scale is")
 # Any of the lines, for the sniffer.
 SNIFF = re.compile(r"Gradient overflow[.,]\s+[Ss]kipping step, loss scaler \d+ reducing loss scale to |"
                    r"(?i:overflow)[!.]? (?:Rank \d+ )?Skipping step\.? Attempted loss scale: |"
                    r"overflow detected, setting (?:loss )?scale to|"
-                   r"Found NaN, decreased lg_loss_scale to ")
+                   r"Found NaN, decreased lg_loss_scale to |"
+                   r"Found inf or nan, current scale is: ")

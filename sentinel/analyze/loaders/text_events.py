@@ -117,7 +117,8 @@ def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, wa
 
 def line_detail(rule: EventLine, groups: dict[str, str]) -> dict:
     """An event line's detail fields: the rule's own, the loss scales its groups print
-    (``attempted``, ``new``; ``new_lg``, the new one's base-2 logarithm), its rank where the rule
+    (``attempted``, ``new``; ``new_lg``, the new one's base-2 logarithm; ``ratio``, the factor the
+    attempted one is multiplied by), its rank where the rule
     keeps it, and what it names (the operation or parameter, the value).
 
     Example:
@@ -129,6 +130,9 @@ def line_detail(rule: EventLine, groups: dict[str, str]) -> dict:
     for name in ("attempted", "new"):
         if name in groups:
             detail[f"{name}_scale"] = _number_or_none(groups[name])
+    if "ratio" in groups and detail.get("attempted_scale") is not None:  # "decrease to: {scale}*{ratio}" (Paddle)
+        ratio = _number_or_none(groups["ratio"])
+        detail["new_scale"] = None if ratio is None else detail["attempted_scale"] * ratio
     if "new_lg" in groups:  # the scale's base-2 logarithm (OpenAI's diffusion trainers)
         lg = _number_or_none(groups["new_lg"])
         detail["new_scale"] = None if lg is None else float(scales_of_log2(lg))
