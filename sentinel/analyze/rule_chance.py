@@ -31,6 +31,9 @@ VOCAB_SIZES = (30522, 32000, 32768, 50257, 50304, 50280, 128256, 151936, 152064,
 # neighbouring sizes are 0.2% apart.
 CLASS_TOLERANCE = 0.01
 VOCAB_TOLERANCE = 0.001
+# ... and for a log that had been clearly better and came back up to ln K: a collapse to one answer
+# for every input (DNABERT's classifier at 0.6931-0.6938, within 0.1% of ln 2).
+COLLAPSE_TOLERANCE = 0.0025
 # Logged rows at chance, ending the log, that make a finding.
 MIN_ROWS = 5
 
@@ -79,7 +82,10 @@ def chance_incidents(loss: pd.Series) -> list[Incident]:
     if rows < MIN_ROWS:
         return []
     before = values[:-rows]
-    came_back = not vocab and rows >= 2 * MIN_ROWS and len(before) and before.min() < target - 3 * tolerance
+    # (a model that gives every input the same answer scores ln K to the batch: its rows sit far
+    # closer to it than chance's wandering, a loss that merely passes by)
+    came_back = (not vocab and rows >= 2 * MIN_ROWS and len(before) and before.min() < target - 3 * tolerance
+                 and bool((np.abs(values[-rows:] - target) <= COLLAPSE_TOLERANCE * target).all()))
     if not vocab and not came_back and (values.min() < target - 3 * tolerance or values[0] > 1.5 * target):
         return []
     steps = loss.index.to_numpy()
