@@ -4388,3 +4388,32 @@ def test_paddle_grad_scaler_lines_between_a_scripts_lines(tmp_path):
     assert run.steps["amp/overflow"].loc[160] == 5 and run.steps["loss_scale"].loc[160] == 2.0 ** 10
     kinds = {i.kind: i.severity for i in analyze_run(run).incidents}
     assert kinds["loss_scale_collapse"] == "critical"
+
+
+def _avalanche_epoch(epoch: int, loss: float) -> list[str]:
+    # avalanche/logging/text_logging.py: "Epoch {e} ended." then "\t{name} = {value:.4f}", sorted by name
+    return ["100%|██████████| 94/94 [00:02<00:00, 37.62it/s]", f"Epoch {epoch} ended.",
+            f"\tLoss_Epoch/train_phase/train_stream/Task000 = {loss:.4f}",
+            f"\tLoss_MB/train_phase/train_stream/Task000 = {loss * 0.8:.4f}",
+            "\tTop1_Acc_Epoch/train_phase/train_stream/Task000 = 0.8185",
+            "\tTop1_Acc_MB/train_phase/train_stream/Task000 = 0.8462"]
+
+
+def test_avalanche_epochs_over_its_experiences(tmp_path):
+    """Avalanche's TextLogger prints "Epoch N ended." and a "\\tName = value" line per metric: "its lines
+    log Loss_Epoch/train_phase/train_stream/Task003 ... but no loss" (avalanche#1271). The epoch's
+    mean loss is read, the epochs numbered in order across experiences (each starts again from 0);
+    the evaluation blocks between are no records. A NaN is told at its epoch."""
+    lines = ["-- >> Start of training phase << --"]
+    for experience, losses in enumerate(([1.9, 1.4, 1.2, 1.19], [1.8, 1.3, math.nan, math.nan])):
+        lines.append(f"Start training on experience {experience}")
+        for epoch, loss in enumerate(losses):
+            lines += _avalanche_epoch(epoch, loss)
+        lines += ["-- >> End of training phase << --", f"> Eval on experience {experience} (Task 0) from test stream ended.",
+                  f"\tLoss_Exp/eval_phase/test_stream/Task000/Exp00{experience} = 6.2830",
+                  f"\tTop1_Acc_Exp/eval_phase/test_stream/Task000/Exp00{experience} = 0.0000"]
+    (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
+    assert run.source == "avalanche" and run.steps.index.tolist() == list(range(1, 9))
+    assert run.steps["loss"].iloc[:6].tolist() == [1.9, 1.4, 1.2, 1.19, 1.8, 1.3]
+    (nan,) = [i for i in analyze_run(run).incidents if i.severity == "critical"]
+    assert (nan.kind, nan.step) == ("nonfinite", 7)

@@ -645,6 +645,29 @@ MLX = Dialect(
     min_records=2,
 )
 
+# Avalanche's TextLogger / InteractiveLogger (avalanche/logging/text_logging.py): after each training
+# epoch f"Epoch {e} ended." then one f"\t{name} = {value}" line per metric, sorted by name: the
+# epoch's mean loss "Loss_Epoch/train_phase/train_stream/Task000", the last minibatch's "Loss_MB/...".
+# Its epochs start from 0 again with each experience ("Start training on experience 1"): the records
+# are numbered in order. Its evaluation blocks ("> Eval on experience 4 ...") are no records.
+_AVALANCHE_EPOCH_LOSS = re.compile(r"\bLoss_Epoch/train_phase/train_stream/Task\d+ = ")
+AVALANCHE = Dialect(
+    name="avalanche",
+    description='Avalanche ("Epoch N ended." then "\tLoss_Epoch/train_phase/train_stream/Task000 = X" lines)',
+    shapes=(
+        Shape(re.compile(r"^Epoch \d+ ended\.((?: \| [^\n]*)?)$", re.MULTILINE), head=(), fields="|",
+              keys={"loss": metrics.LOSS}, require="loss"),
+    ),
+    joins=re.compile(r"\n[^\S\n]+(?=[\w/]+ = )"),
+    join_with=" | ",
+    rewrite=lambda text: _AVALANCHE_EPOCH_LOSS.sub("loss = ", text),
+    rewrite_needs=("Loss_Epoch/train_phase",),
+    step_from_order=True,
+    step_unit="epoch",
+    sniff=re.compile(r"^Epoch \d+ ended\.$", re.MULTILINE),
+    min_records=2,
+)
+
 # Trax (trax/supervised/training.py, trainer_lib.py): "Step % 6d: %s" of "train <loss layer name> |
 # % .8f" (the mean since the last report) and "eval <metric> | % .8f" lines.
 _TRAX_LOSS = r"\w*(?:Loss|loss|CrossEntropy)\w*"
@@ -1428,7 +1451,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
