@@ -4417,3 +4417,19 @@ def test_avalanche_epochs_over_its_experiences(tmp_path):
     assert run.steps["loss"].iloc[:6].tolist() == [1.9, 1.4, 1.2, 1.19, 1.8, 1.3]
     (nan,) = [i for i in analyze_run(run).incidents if i.severity == "critical"]
     assert (nan.kind, nan.step) == ("nonfinite", 7)
+
+
+def test_a_loss_of_exactly_one_on_every_line(tmp_path):
+    """PaddleOCR's DB detector printed "'total_loss': 1.0, 'loss_shrink_maps': 0.0, ..." on every line
+    (PaddleOCR#461, #13159: the maintainer blames the labels' format): "healthy". A loss of exactly 1
+    from the start (or jumped into) for four rows is a Dice loss over masks that never overlap; a
+    loss near 1 printed with one decimal, come down to it, is not."""
+    lines = [f"2020-07-31 14:30:53,131-INFO: epoch: 0, iter: {i}, 'lr': 0.002, 'total_loss': 1.0, "
+             "'loss_shrink_maps': 0.0, 'loss_threshold_maps': 0.0, 'loss_binary_maps': 1.0, 'reader_cost': 0.1"
+             for i in range(20, 121, 20)]
+    (run,) = discover_runs(_write(tmp_path / "db.log", lines))
+    (stuck,) = analyze_run(run).incidents
+    assert (stuck.kind, stuck.step, stuck.end_step) == ("loss_stuck", 20, 120) and "exactly 1" in stuck.message
+    coarse = [f"step {i} loss {v:.1f}" for i, v in enumerate([1.4, 1.2, 1.1, 1.04, 0.98, 1.01, 0.97, 1.02, 0.99], 1)]
+    (run,) = discover_runs(_write(tmp_path / "coarse.log", coarse))
+    assert [i.kind for i in analyze_run(run).incidents] == []

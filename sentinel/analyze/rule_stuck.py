@@ -42,6 +42,10 @@ MIN_EPOCH_ROWS = 4
 MIN_DIGITS = 5
 # A stretch of zeros counts when the value before it was above this (a jump, not a convergence).
 ZERO_JUMP_FROM = 1e-3
+# ... and of exactly 1 (a Dice or IoU loss where prediction and target never overlap: PaddleOCR's DB
+# detector at "loss: 1.000000, loss_shrink_maps: 0.000000" on every line) where it starts the log or
+# the value before lies outside this range (a loss near 1 printed with one decimal repeats "1.0").
+ONE_NEAR = (0.5, 2.0)
 
 
 # Relative difference within which two logged losses are the same value (float32's epsilon).
@@ -108,7 +112,7 @@ def is_adversarial(columns, loss_name: str = "") -> bool:
 
 def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS, zero_counts: bool = True) -> list[Incident]:
     """One warning for the longest stretch of ``min_rows`` or more logged losses in a row that
-    are the same float (:data:`MIN_ZERO_ROWS` where it is 0 or negative; see the module docstring
+    are the same float (:data:`MIN_ZERO_ROWS` where it is 0, 1 or negative; see the module docstring
     for which values count).
 
     Args:
@@ -133,7 +137,8 @@ def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS, zero_counts:
     bounds = np.flatnonzero(np.diff(np.concatenate(([0], same.view(np.int8), [0]))))
     starts, ends = bounds[::2], bounds[1::2]  # rows starts[k]..ends[k] hold one value
     length = ends - starts + 1
-    counted = [k for k in np.flatnonzero(length >= np.where(values[starts] <= 0, zero_rows, min_rows))
+    degenerate = (values[starts] <= 0) | (values[starts] == 1.0)
+    counted = [k for k in np.flatnonzero(length >= np.where(degenerate, zero_rows, min_rows))
                if _counts(float(values[starts[k]]), float(values[starts[k] - 1]) if starts[k] else None, zero_counts)
                and not _rounding_plateau(values, int(starts[k]), int(ends[k]))]
     if not counted:
@@ -148,6 +153,9 @@ def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS, zero_counts:
                "or a loss that underflowed)")
     elif value < 0:
         why = "a constant negative loss is a placeholder, not a measurement (a rank that did not compute it)"
+    elif value == 1.0:
+        why = ("a loss of exactly 1 is what a Dice or IoU loss gives where prediction and target never overlap "
+               "(empty or misaligned masks, labels the loader does not read), or a placeholder")
     else:
         why = ("the weights are not changing (a frozen model, a learning rate of 0, every update "
                "skipped) or the value printed is a placeholder")
@@ -242,6 +250,8 @@ def collapse_incidents(loss: pd.Series) -> list[Incident]:
 def _counts(value: float, before: float | None, zero_counts: bool) -> bool:
     if value == 0:
         return zero_counts and (before is None or abs(before) > ZERO_JUMP_FROM)
+    if value == 1.0:  # from the start, or jumped into: not a loss near 1 printed with few digits
+        return before is None or not ONE_NEAR[0] < before < ONE_NEAR[1]
     return value < 0 or _significant_digits(value) >= MIN_DIGITS
 
 
