@@ -4433,3 +4433,14 @@ def test_a_loss_of_exactly_one_on_every_line(tmp_path):
     coarse = [f"step {i} loss {v:.1f}" for i, v in enumerate([1.4, 1.2, 1.1, 1.04, 0.98, 1.01, 0.97, 1.02, 0.99], 1)]
     (run,) = discover_runs(_write(tmp_path / "coarse.log", coarse))
     assert [i.kind for i in analyze_run(run).incidents] == []
+
+
+def test_an_epoch_column_named_epoch_num(tmp_path):
+    """pointMLP's log table names its epoch "Epoch-Num" (pointMLP-pytorch#52): "a table with a loss
+    column 'Train-Loss' but no step column". It is the epoch."""
+    lines = ["Epoch-Num\tLearning-Rate\tTrain-Loss\tTrain-acc-B\tTrain-acc\tValid-Loss\tValid-acc-B\tValid-acc\t"]
+    lines += [f"{e:.6f}\t0.009999\t{2.77 - e / 10:.6f}\t8.452000\t12.631000\t{2.57 - e / 10:.6f}\t9.5\t16.7\t"
+              for e in range(12)]
+    (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
+    assert run.steps.index.tolist() == list(range(12)) and run.meta["step_unit"] == "epoch"
+    assert run.steps["loss"].iloc[-1] == pytest.approx(1.67)

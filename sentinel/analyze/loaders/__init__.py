@@ -115,7 +115,9 @@ def epoch_unit(step_name: object, steps: pd.DataFrame | None = None) -> dict[str
     """
     if steps is not None and steps.attrs.get(ROWS_NUMBERED):
         return {}
-    return {STEP_UNIT: "epoch"} if str(step_name).strip().lower() in ("epoch", "epochs") else {}
+    from sentinel.analyze.loaders.keys import EPOCH_ALIASES
+
+    return {STEP_UNIT: "epoch"} if str(step_name).strip().lower() in EPOCH_ALIASES else {}
 
 
 # RunData.meta key: the metric keys LOGGED_NAN speaks for, where it speaks for some only (Lightning's

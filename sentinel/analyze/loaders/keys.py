@@ -17,6 +17,9 @@ STEP_ALIASES = ("step", "global_step", "iteration", "iter", "it", "trainer/globa
                 "num_updates",  # fairseq's metric names, as a tracker's table keeps them
                 "#",  # spaCy's training table: E (the epoch), # (the step)
                 "_step")  # W&B's own count of log calls: a run's history exported as CSV
+# An epoch count's column (a table of one row per epoch: Keras' CSVLogger, Ultralytics' results.csv,
+# pointMLP's "Epoch-Num").
+EPOCH_ALIASES = ("epoch", "epochs", "epoch-num", "epoch_num", "epoch num", "epoch_idx", "num_epoch")
 # A column or key that names the split a row belongs to, and the words for its training rows.
 SPLIT_COLUMNS = ("split", "type", "phase", "stage", "mode", "subset", "partition")
 TRAIN_WORDS = frozenset({"train", "training", "fit"})
@@ -112,7 +115,7 @@ def step_column(columns, explicit: str | None = None) -> str | None:
         >>> step_column(["", "loss", "lr"])
         ''
     """
-    found = find_column(columns, STEP_ALIASES, explicit) or find_column(columns, ("epoch",))
+    found = find_column(columns, STEP_ALIASES, explicit) or find_column(columns, EPOCH_ALIASES)
     if found is None and len(columns) and str(columns[0]).strip().lower() in ("", "unnamed: 0"):
         return columns[0]
     return found

@@ -31,6 +31,7 @@ from sentinel.analyze.loaders.epoch_counts import steps_across_epochs
 from sentinel.analyze.loaders.shared_steps import number_shared_steps
 from sentinel.analyze.loaders.went_back import fall_backs, replaced_stretches, survivors
 from sentinel.analyze.loaders.keys import (
+    EPOCH_ALIASES,
     LOG2_LOSS_SCALE_KEYS,
     MAX_COLUMNS,
     NONFINITE_TEXT,
@@ -682,7 +683,7 @@ def _count_across_epochs(step: np.ndarray, table: pd.DataFrame, columns: list, s
     (:func:`~sentinel.analyze.loaders.epoch_counts.steps_across_epochs`)."""
     # (Without an epoch column a step that falls back to its first is a training written again
     # into the file, as a CSV logger appends: went_back_rows' business, not this.)
-    epoch_col = next((c for c in columns if c != step_col and str(c).strip().lower() in ("epoch", "epochs")), None)
+    epoch_col = next((c for c in columns if c != step_col and str(c).strip().lower() in EPOCH_ALIASES), None)
     if epoch_col is None or not len(step):
         return step
     epochs = rows(pd.to_numeric(table[epoch_col], errors="coerce").to_numpy(dtype="float64", na_value=np.nan))
