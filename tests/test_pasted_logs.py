@@ -4444,3 +4444,14 @@ def test_an_epoch_column_named_epoch_num(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
     assert run.steps.index.tolist() == list(range(12)) and run.meta["step_unit"] == "epoch"
     assert run.steps["loss"].iloc[-1] == pytest.approx(1.67)
+
+
+def test_a_count_in_brackets_after_a_tab(tmp_path):
+    """EasyOCR's trainer reports "[20000/300000] Train loss: 0.14954, Valid loss: 0.09600, ..." led by
+    a tab (EasyOCR#1192): not read. A bracketed count after a tab starts a record as one at the
+    line's start does."""
+    lines = [f"\t[{i}/300000] Train loss: {0.2 - i / 1e6:.5f}, Valid loss: {0.1:.5f}, Elapsed_time: {i / 15:.5f}"
+             for i in range(20000, 120001, 20000)]
+    (run,) = discover_runs(_write(tmp_path / "log_train.txt", lines))
+    assert run.steps.index.tolist() == list(range(20000, 120001, 20000))
+    assert run.steps["loss"].iloc[0] == pytest.approx(0.18)

@@ -944,10 +944,11 @@ _EPOCH_COUNT_LOSS = rf"{_EPOCH_COUNT}[^\S\n]*\]?{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS
 _STEP_LOSS_LINE = re.compile(_STEP_LOSS, re.MULTILINE)
 _EPOCH_COUNT_TOTAL_LOSS_LINE = re.compile(_EPOCH_COUNT_TOTAL_LOSS)
 _EPOCH_COUNT_LOSS_LINE = re.compile(_EPOCH_COUNT_LOSS)
-# "N/TOTAL" only on lines without a step key (see the shape).
+# "N/TOTAL" only on lines without a step key (see the shape); in brackets at a line's start, after
+# two spaces or a tab (EasyOCR's trainer indents "[20000/300000] Train loss: ..." with one).
 # Not in a tqdm bar's description ("Epoch 1/3: 66%|####  | 200/300 [...", "[Epoch 1/3] train: 45it
 # [..."): the bar's own count follows.
-_COUNT_TOTAL = (r"(?:^|(?<![\d/:.-])[^\S\n]|(?<![^\n])\[|(?<=[^\S\n]{2})\[)(\d+)[^\S\n]*/[^\S\n]*(\d+)\b(?![/:.]\d|\][^\S\n]*\[)"
+_COUNT_TOTAL = (r"(?:^|(?<![\d/:.-])[^\S\n]|(?<![^\n])\[|(?<=[^\S\n]{2})\[|(?<=\t)\[)(\d+)[^\S\n]*/[^\S\n]*(\d+)\b(?![/:.]\d|\][^\S\n]*\[)"
                 r"(?![^\n]*?(?:\d%\|[^|\n]*\|[^\S\n]*\d+/\d+|[^\S\n]\d+it \[))")
 _COUNT_TOTAL_LOSS_LINE = re.compile(rf"^(?![^\n]*?(?i:\b{_STEP_KEY}){_SEP}\d+(?![\d%]))(?![^\n]*?{_EPOCH_BRACKETS})"
                                     rf"{_GAP}{_COUNT_TOTAL}{_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE)
