@@ -4455,3 +4455,15 @@ def test_a_count_in_brackets_after_a_tab(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "log_train.txt", lines))
     assert run.steps.index.tolist() == list(range(20000, 120001, 20000))
     assert run.steps["loss"].iloc[0] == pytest.approx(0.18)
+
+
+def test_a_progress_meter_whose_prefix_is_train(tmp_path):
+    """The ImageNet example's ProgressMeter with prefix "Train: [{epoch}]" (sightseq#13: ">> Train:
+    [1][109/90000]\\tTime ...\\tLoss inf (inf)"): not read, its inf unseen. Read as "Epoch: [e][i/n]" is."""
+    lines = [f">> Train: [1][{i}/90000]\tTime 0.348 (0.361)\tData 0.003 (0.006)\tLoss {v} (31.5477)"
+             for i, v in ((105, "31.0021"), (106, "30.9410"), (107, "30.3012"), (108, "30.0584"), (109, "inf"),
+                          (110, "nan"))]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index.tolist() == list(range(105, 111))
+    (bad,) = analyze_run(run).incidents
+    assert (bad.kind, bad.step, bad.severity) == ("nonfinite", 109, "critical")

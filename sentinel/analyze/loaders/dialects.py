@@ -1017,6 +1017,11 @@ GENERIC = Dialect(
         Shape(re.compile(rf"{_EPOCH_NUM}:?[^\S\n]*[\[(][^\S\n]*(\d+)[^\S\n]*/[^\S\n]*(\d+)[^\])\n]*[\])]"
                          rf"{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
               head=("epoch", "iter", "total", metrics.LOSS)),
+        # ... its prefix written "Train: [{epoch}]" (ProgressMeter(..., prefix=f"Train: [{epoch}]"):
+        # sightseq's ">> Train: [1][108/90000]\tTime 0.348 (0.361)\t...\tLoss 30.0584 (31.5477)").
+        Shape(re.compile(rf"\bTrain:[^\S\n]*\[(\d+)\]\[[^\S\n]*(\d+)[^\S\n]*/[^\S\n]*(\d+)\]"
+                         rf"{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
+              head=("epoch", "iter", "total", metrics.LOSS)),
         Shape(re.compile(rf"^[ \t]*\[[^\S\n]*(\d+),[^\S\n]*(\d+)\][^\S\n]*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
               head=("epoch", "iter", metrics.LOSS)),
         # The lr and the grad norm beside the loss (each a shape of its own, on the loss's lines).
