@@ -4467,3 +4467,26 @@ def test_a_progress_meter_whose_prefix_is_train(tmp_path):
     assert run.steps.index.tolist() == list(range(105, 111))
     (bad,) = analyze_run(run).incidents
     assert (bad.kind, bad.step, bad.severity) == ("nonfinite", 109, "critical")
+
+
+def test_flower_summaries_of_its_losses_by_round(tmp_path):
+    """Flower prints its evaluation losses by round at the end of a run, "app_fit: losses_centralized
+    [(0, 722.71), (1, nan), ...]" (flower#2342, a NaN from round 1 on), and from 1.5 on a "History
+    (loss, distributed):" block of "round 1: 2.2907" lines: "not a log format". Each round is a
+    step; the clients' aggregate is the loss, the server's own beside it."""
+    line = "INFO flwr 2023-09-11 23:34:26,374 | app.py:221 | app_fit: losses_centralized [{}]"
+    pairs = ", ".join(f"({r}, {v})" for r, v in enumerate([722.7143316268921, "nan", "nan", "nan", "nan"]))
+    (run,) = discover_runs(_write(tmp_path / "flwr.log", ["INFO flwr | app.py:217 | app_fit: losses_distributed []",
+                                                            line.format(pairs)]))
+    assert run.source == "flower" and run.steps.index.tolist() == [0, 1, 2, 3, 4]
+    (nan,) = analyze_run(run).incidents
+    assert (nan.kind, nan.step, nan.end_step, nan.severity) == ("nonfinite", 1, 4, "critical")
+    lines = ["INFO :      [SUMMARY]", "INFO :      Run finished 4 round(s) in 21.49s",
+             "INFO :          History (loss, distributed):"]
+    lines += [f"INFO :                  round {r}: {2.3 - r / 50:.4f}" for r in range(1, 5)]
+    lines += ["INFO :          History (loss, centralized):"]
+    lines += [f"INFO :                  round {r}: {2.31 - r / 50:.4f}" for r in range(0, 5)]
+    (run,) = discover_runs(_write(tmp_path / "flwr15.log", lines))
+    assert run.steps["loss"].dropna().to_dict() == {1: 2.28, 2: 2.26, 3: 2.24, 4: 2.22}
+    assert run.steps["centralized_loss"].dropna().index.tolist() == [0, 1, 2, 3, 4]
+    assert "Flower's rounds" in " ".join(run.warnings)

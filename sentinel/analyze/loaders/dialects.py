@@ -668,6 +668,52 @@ AVALANCHE = Dialect(
     min_records=2,
 )
 
+# Flower's run summary (flwr/server/app.py, server.py): its evaluation loss per round, the clients'
+# aggregate ("distributed") and the server's own ("centralized"), as lists of (round, loss) pairs,
+# "app_fit: losses_distributed [(1, 2.29), (2, 2.27)]" (from 1.5 on a "History (loss, distributed):"
+# block of "round 1: 2.2907" lines). Written one a line, the clients' aggregate the loss where there
+# is one, the server's beside it (or the loss where the clients report none).
+_FLOWER_PAIRS = re.compile(r"\blosses_(distributed|centralized) \[((?:\(\d+, [^()\n]*\)(?:, )?)*)\]")
+_FLOWER_PAIR = re.compile(r"\((\d+), ([^()\n]*)\)")
+_FLOWER_HISTORY = re.compile(r"History \(loss, (distributed|centralized)\):")
+_FLOWER_ROUND = re.compile(rf"^[^\n]*?\bround (\d+): ({_NUM})[^\S\n]*$")
+
+
+def _flower_rounds(text: str) -> str:
+    """Flower's summaries of its losses by round, one "flower round R <which>_loss: X" line each."""
+    found: dict[str, list[tuple[str, str]]] = {}
+    for m in _FLOWER_PAIRS.finditer(text):
+        found.setdefault(m.group(1), []).extend(_FLOWER_PAIR.findall(m.group(2)))
+    which = None
+    for line in text.split("\n") if "History (loss" in text else ():
+        heading = _FLOWER_HISTORY.search(line)
+        if heading:
+            which = heading.group(1)
+            continue
+        pair = _FLOWER_ROUND.match(line) if which else None
+        if pair is None:
+            which = None
+            continue
+        found.setdefault(which, []).append(pair.groups())
+    names = {"distributed": "loss", "centralized": "centralized_loss" if found.get("distributed") else "loss"}
+    rows = [f"flower round {r} {names[which]}: {v.strip()}" for which in ("distributed", "centralized")
+            for r, v in found.get(which, [])]
+    return text + "\n" + "\n".join(rows) + "\n" if rows else text
+
+
+FLOWER = Dialect(
+    name="flower",
+    description='Flower\'s run summary ("losses_distributed [(1, X), ...]", "History (loss, distributed): round 1: X")',
+    shapes=(
+        Shape(re.compile(rf"^flower round (\d+) ((?:centralized_)?loss: {_NUM})$", re.MULTILINE),
+              keys={"loss": metrics.LOSS}),
+    ),
+    rewrite=_flower_rounds,
+    rewrite_needs=("losses_distributed", "losses_centralized", "History (loss"),
+    sniff=re.compile(r"\blosses_(?:distributed|centralized) \[\(\d+, |\bHistory \(loss, (?:distributed|centralized)\):"),
+    min_records=1,
+)
+
 # Trax (trax/supervised/training.py, trainer_lib.py): "Step % 6d: %s" of "train <loss layer name> |
 # % .8f" (the mean since the last report) and "eval <metric> | % .8f" lines.
 _TRAX_LOSS = r"\w*(?:Loss|loss|CrossEntropy)\w*"
@@ -1457,7 +1503,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where

@@ -20,7 +20,7 @@ import numpy as np
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, STEP_UNIT, LoadOptions, RunData
-from sentinel.analyze.loaders.dialects import (AMP_ONLY, DEEPXDE, DIALECTS, LEROBOT, lerobot_step_note, EPOCH_LINES, EPOCH_LINES_IN_ORDER,
+from sentinel.analyze.loaders.dialects import (AMP_ONLY, DEEPXDE, DIALECTS, FLOWER, LEROBOT, lerobot_step_note, EPOCH_LINES, EPOCH_LINES_IN_ORDER,
                                                NONFINITE_ONLY, PAIRS, FALLBACKS, GENERAL_READERS, GENERIC, HF_TRAINER, LOSS_LINES,
                                                reads_bar_running_mean)
 from sentinel.analyze.loaders.dialect_types import Dialect, LossTerms
@@ -509,6 +509,9 @@ def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str
     note_crash(text, found, dialect)
     if dialect is LEROBOT and (rounded := lerobot_step_note(text)) is not None:
         found.warnings.append(rounded)
+    if dialect is FLOWER:
+        found.warnings.append("the steps are Flower's rounds and the loss its evaluation loss in each (the clients' "
+                              "aggregate where they report one, the server's own as centralized_loss beside it)")
     if dialect is DEEPXDE and metrics.LOSS in found.steps.columns:
         found.warnings.append("the loss read is the sum of each row's 'Train loss' terms (DeepXDE prints the terms: "
                               "the residuals and the boundary and initial conditions), 'Test loss' as val_loss")
