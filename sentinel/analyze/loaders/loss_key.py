@@ -173,7 +173,7 @@ def section_grad_norm_as_total(text: str, key: str) -> str:
 
 
 # A step key standing as one ("'step': 3", "step=3"; not a line's "step 28: {...}").
-_STEP_KEY = re.compile(r"(?<![\w/.-])['\"]?step['\"]?[^\S\n]*[:=]")
+_OWN_STEP_KEY = re.compile(r"(?<![\w/.-])['\"]?step['\"]?[^\S\n]*[:=]")
 
 
 def section_step_as_step(text: str, key: str) -> str:
@@ -186,7 +186,7 @@ def section_step_as_step(text: str, key: str) -> str:
         "step 28: {'train/loss': 0.14, 'step': 28}"
     """
     section, slash, _ = key.rpartition("/")
-    if not slash or f"{section}/" not in text or _STEP_KEY.search(text):
+    if not slash or f"{section}/" not in text or _OWN_STEP_KEY.search(text):
         return text
     return re.sub(rf"(?<![\w/.-]){re.escape(section)}/(?:global_)?step(?![\w/.-])", "step", text)
 
