@@ -4490,3 +4490,15 @@ def test_flower_summaries_of_its_losses_by_round(tmp_path):
     assert run.steps["loss"].dropna().to_dict() == {1: 2.28, 2: 2.26, 3: 2.24, 4: 2.22}
     assert run.steps["centralized_loss"].dropna().index.tolist() == [0, 1, 2, 3, 4]
     assert "Flower's rounds" in " ".join(run.warnings)
+
+
+def test_a_bar_drawn_without_its_bar_its_description_the_loss(tmp_path):
+    """torch-ngp's and nerf2mesh's bar_format, "{desc}: {percentage:3.0f}% {n_fmt}/{total_fmt} [...]",
+    their description "loss=X (avg) lr=L" (nerf2mesh#58: NaN on every draw): "not a log format". The
+    bar's count is the step, as for a bar drawn with its bar."""
+    lines = [f"loss={v} ({v}) lr=0.007100: : {n:3d}% {n}/100 [00:00<00:00, 98.30it/s]NaN or Inf found in input tensor."
+             for n, v in zip(range(86, 97), ["0.0153"] * 3 + ["nan"] * 8)]
+    (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
+    assert run.steps.index.tolist() == list(range(86, 97))
+    (nan,) = analyze_run(run).incidents
+    assert (nan.kind, nan.step, nan.severity) == ("nonfinite", 89, "critical")
