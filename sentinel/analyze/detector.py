@@ -167,9 +167,8 @@ _TWO_VALUES_JUMP = 9.0
 _SHORT_JUMP_SIGMAS = 3.0
 _SHORT_SURE_JUMP = 2.0
 _NOISE_HISTORY = 4
-# A jump of x2 or more is held to the same spread where the history (its first value aside) has
-# been nearly as high, no more than this below it: a diffusion policy's per-step loss at lr 1e-10,
-# 7.5e-5 to 2.5e-4, then 2.9e-4 ("2.85x baseline", RoboTwin#3).
+# A jump of x2 or more is held to the same spread where the history (its first value and its
+# spikes aside) has been nearly as high, no more than this below it.
 _SHORT_ABOVE_ALL = 1.25
 
 
@@ -196,22 +195,27 @@ def _above_its_noise(series: pd.Series, frame: pd.DataFrame, cfg) -> pd.DataFram
     values = series.to_numpy(dtype="float64")
     logs = to_log(values)  # the detector's log space
     at = series.index.get_indexer(frame.index[candidates])
+    # The rows flagged: a spike's own rows are no part of the spread its later rows are held to.
+    spiked = np.zeros(len(values), dtype=bool)
+    spiked[series.index.get_indexer(frame.index[frame["is_spike"].to_numpy(dtype=bool)])] = True
     within = np.zeros(len(frame), dtype=bool)
     for row, i in zip(candidates.tolist(), at.tolist()):
-        # The highest the history has been, its first value aside (a log from its run's start
-        # starts at its highest): a jump of x2 or more counts unless it stayed nearly that low; one
-        # under x2 no higher than it is within the spread.
-        highest = values[i - int(history[row]) + 1:i].max()
+        # The highest the history has been, its first value and its spikes aside (a log from its
+        # run's start starts at its highest): a jump of x2 or more counts unless it stayed nearly
+        # that low; one under x2 no higher than it is within the spread.
+        before = values[i - int(history[row]) + 1:i][~spiked[i - int(history[row]) + 1:i]]
+        highest = before.max() if len(before) else -np.inf
         sure = frame["ratio"].iat[row] >= _SHORT_SURE_JUMP
         if sure and values[i] > _SHORT_ABOVE_ALL * highest:
             continue
         if not sure and values[i] <= highest:
             within[row] = True
-            continue
-        steps = np.diff(logs[i - int(history[row]):i])
-        typical = float(np.median(steps))
-        sigma = max(float(np.median(np.abs(steps - typical))) / 0.6745, 1e-6)  # the MAD as a normal's sigma
-        within[row] = (logs[i] - (logs[i - 1] + typical)) / sigma < _SHORT_JUMP_SIGMAS
+        else:
+            steps = np.diff(logs[i - int(history[row]):i])
+            typical = float(np.median(steps))
+            sigma = max(float(np.median(np.abs(steps - typical))) / 0.6745, 1e-6)  # the MAD as a normal's sigma
+            within[row] = (logs[i] - (logs[i - 1] + typical)) / sigma < _SHORT_JUMP_SIGMAS
+        spiked[i] = not within[row]  # a row found within the spread is the spread's, for the rows after it
     if not within.any():
         return frame
     frame = frame.copy()
