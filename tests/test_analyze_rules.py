@@ -921,3 +921,18 @@ def test_nonfinite_mask_on_the_grid_most_rows_are_on():
     s = pd.Series([2.0] * 70 + [np.nan] * 31, index=steps)
     mask = nonfinite_mask(s)
     assert mask.sum() == 31 and mask.loc[7000] and not mask.loc[6900]
+
+
+def test_a_spike_on_an_excerpts_last_row_is_a_warning_unless_the_grad_norm_led_to_it():
+    """Nothing after an excerpt's last row tells whether a jump there recovered: a noisy loss's last
+    batch (TransUNet's x1.7, ZipVoice's x2.1 pasted into their issues) was a critical "not
+    recovered". A warning now, critical where the grad norm exploded before it (BigScience tr8's
+    11446-11448) or the jump is an order of magnitude."""
+    loss = [2.0, 2.1, 1.9, 2.05, 1.95, 2.0, 5.0]
+    (spike,) = by_kind(analyze_run(run_of({"loss": loss})), "loss_spike")
+    assert spike.severity.value == "warning" and "whether it recovers is not known" in spike.message
+    grad = [1.0, 1.1, 0.9, 1.0, 1.05, 9.0, 12.0]
+    (spike,) = by_kind(analyze_run(run_of({"loss": loss, "grad_norm/total": grad})), "loss_spike")
+    assert spike.severity.value == "critical" and "the grad norm exploded before it" in spike.message
+    (spike,) = by_kind(analyze_run(run_of({"loss": loss[:-1] + [25.0]})), "loss_spike")
+    assert spike.severity.value == "critical"

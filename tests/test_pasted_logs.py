@@ -1953,8 +1953,8 @@ def test_a_jump_past_twice_a_wobbling_windows_top_is_seen(tmp_path):
 def test_two_lines_named_on_their_own_are_read(tmp_path, last):
     """The line before the NaN and the NaN (pytorch-kaldi's epoch lines, pasted into its issue) are
     what a user brings, and so are two finite lines (3DGS's bar at 7,000 and 30,000 steps, "loss
-    not going down"; a jump of the kind a noisy loss makes, x5, is no spike between two values):
-    two record lines are read, with a warning that says so."""
+    not going down"; between two values a jump counts past x3, a warning where nothing after it
+    tells whether it recovered): two record lines are read, with a warning that says so."""
     lines = ["ep=22 tr=['train_clean_100'] loss=0.671 err=0.214 valid=dev_clean loss=0.693 err=0.212 "
              "lr_architecture1=6.25e-06 time(s)=17255",
              f"ep=23 tr=['train_clean_100'] loss={last} err=0.218 valid=dev_clean loss={last} err=0.911 "
@@ -1965,13 +1965,18 @@ def test_two_lines_named_on_their_own_are_read(tmp_path, last):
         (run,) = json.loads(result.output)["runs"]
         assert result.exit_code == 0 and run["verdict"] == "healthy" and run["steps"] == 2
         assert "only 2 step lines: read because the file was named on its own" in " ".join(run["warnings"])
-        path.write_text(path.read_text().replace("loss=0.652", "loss=3.4"))  # x5: a noisy batch, as far as two tell
+        path.write_text(path.read_text().replace("loss=0.652", "loss=1.8"))  # x2.7: a noisy batch, as far as two tell
         assert json.loads(CliRunner().invoke(main, ["analyze", str(path), "--format", "json"]).output)["runs"][0][
             "incidents"] == []
+        path.write_text(path.read_text().replace("loss=1.8", "loss=3.4"))  # x5: told, its end not known
+        (jump,) = json.loads(CliRunner().invoke(main, ["analyze", str(path), "--format", "json"]).output)["runs"][0][
+            "incidents"]
+        assert (jump["kind"], jump["step"], jump["severity"]) == ("loss_spike", 23, "warning")
+        assert "the log ends at it: whether it recovers is not known" in jump["message"]
         path.write_text(path.read_text().replace("loss=3.4", "loss=9.4"))  # x14: an order of magnitude
         (jump,) = json.loads(CliRunner().invoke(main, ["analyze", str(path), "--format", "json"]).output)["runs"][0][
             "incidents"]
-        assert (jump["kind"], jump["step"]) == ("loss_spike", 23)
+        assert (jump["kind"], jump["step"], jump["severity"]) == ("loss_spike", 23, "critical")
         return
     (run,) = json.loads(result.output)["runs"]
     assert result.exit_code == 0 and run["steps"] == 2 and run["verdict"] == "unhealthy"

@@ -39,7 +39,7 @@ from sentinel.analyze.rule_stuck import (
     is_reinforcement_learning,
     stuck_loss_incidents,
 )
-from sentinel.analyze.rule_spikes import grad_explosion_incidents, loss_spike_incidents
+from sentinel.analyze.rule_spikes import confirmed_by_grad_norm, grad_explosion_incidents, loss_spike_incidents
 from sentinel.analyze.rule_lr_rise import settle_lr_rises
 from sentinel.analyze.rule_nan_filtered import nan_filtered_zeros, told_as_nan_filtered
 from sentinel.analyze.rule_recurring import settle_recurring
@@ -229,7 +229,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
     if has(metrics.GRAD_NORM_TOTAL):
         grad = finite(steps[metrics.GRAD_NORM_TOTAL])
         if len(grad) >= 2:
-            incidents += grad_explosion_incidents(grad, spans, config)
+            incidents = confirmed_by_grad_norm(incidents + grad_explosion_incidents(grad, spans, config))
         incidents += zero_grad_incidents(grad, loss)
     if has(metrics.LR):
         incidents += zero_lr_incidents(finite(steps[metrics.LR]), loss)

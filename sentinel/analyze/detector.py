@@ -129,7 +129,7 @@ def detect_spikes(series: pd.Series, config: AnalyzeConfig, *, start_jump: float
     mid_run = _starts_mid_run(series, cfg.warmup)
     if start_jump is not None and not mid_run:
         cfg = dataclasses.replace(cfg, short_rtol=max(cfg.short_rtol, start_jump))
-    if len(series) <= 2:  # one value's history: no spread, no trend, only an order of magnitude tells
+    if len(series) <= 2:  # one value's history: no spread, no trend, only a large jump tells
         cfg = dataclasses.replace(cfg, short_rtol=max(cfg.short_rtol, _TWO_VALUES_JUMP))
     if len(series) > cfg.warmup and not mid_run:
         # A whole run: its first values are its warm-up, judged as the guard judges them, on the
@@ -161,9 +161,9 @@ def detect_spikes(series: pd.Series, config: AnalyzeConfig, *, start_jump: float
 # noisy per-batch loss (a diffusion loss at random timesteps, 0.06-0.25; a contrastive loss) rose
 # x1.5-x1.8 over its median at under 2 such sigmas, where the jumps authors reported stood higher;
 # a curve falling steadily, whose steps are alike, keeps a x3 epoch.
-# A log of two values (a paste of two lines) is judged on a jump of x10 or more: a diffusion loss at
-# random timesteps goes x5 from one batch to the next (0.0717, then 0.405).
-_TWO_VALUES_JUMP = 9.0
+# A log of two values (a paste of two lines) is judged on a jump past x3 (a language model's 2.28 ->
+# 11.05, gpt-neox#947); one of x1.5 between two values of a noisy loss says nothing.
+_TWO_VALUES_JUMP = 2.0
 _SHORT_JUMP_SIGMAS = 3.0
 _SHORT_SURE_JUMP = 2.0
 _NOISE_HISTORY = 4

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 
@@ -18,6 +20,10 @@ from sentinel.analyze.spans import between, cadence, first_step_at_or_below, gro
 OUTLIER_ROWS = 1
 # Fewer rows than the spike rule's warm-up: an excerpt somebody cut around an incident.
 _EXCERPT_ROWS = 20
+# A spike on an excerpt's last row is a warning (nothing after it tells whether it recovered: a
+# noisy loss's last batch, TransUNet's x1.7, ZipVoice's x2.1), critical from this many times its
+# baseline on (an order of magnitude: CHGNet's 0.35 -> 124.6).
+_SURE_AT_THE_END = 10.0
 
 
 def spike_spans(series: pd.Series, config: AnalyzeConfig, *, start_jump: float | None = None,
@@ -119,6 +125,8 @@ def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig, last_step: int 
             after = f"then non-finite after step {last}"  # (the next logged step is not in the finite series)
         elif rec is not None:
             after = f"recovered in {_steps(rec - span['start'])} (step {rec})"
+        elif span["start"] == last and not span["ratio"] >= _SURE_AT_THE_END:
+            after = "the log ends at it: whether it recovers is not known"
         elif last < span["peak_step"] + span["recover_within"]:
             after = f"not recovered by the last logged step {last}"
         else:
@@ -129,10 +137,34 @@ def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig, last_step: int 
         details = {**_json(span), "recovered": rec is not None,
                    "steps_to_recover": None if rec is None else rec - span["start"],
                    "resolved": rec is not None}
+        unknown = rec is None and after.startswith("the log ends at it")
+        if unknown:
+            details["at_the_end"] = True
         incidents.append(Incident(IncidentKind.LOSS_SPIKE, span["start"], span["end"],
-                                  Severity.WARNING if rec is not None else Severity.CRITICAL,
+                                  Severity.WARNING if rec is not None or unknown else Severity.CRITICAL,
                                   message, details))
     return incidents, spans
+
+
+def confirmed_by_grad_norm(incidents: list[Incident]) -> list[Incident]:
+    """``incidents`` with a loss spike on the log's last row (a warning: nothing after it tells
+    whether it recovered) made critical where the grad norm's explosion led to it: BigScience
+    tr8's excerpt 11446-11448, the grad norm up at 11447, the loss at 11448, its last row.
+
+    Example:
+        >>> confirmed_by_grad_norm([])
+        []
+    """
+    led = {i.details.get("loss_spike_step") for i in incidents if i.kind == IncidentKind.GRAD_EXPLOSION}
+    out = []
+    for incident in incidents:
+        if incident.kind == IncidentKind.LOSS_SPIKE and incident.details.get("at_the_end") and incident.step in led:
+            incident = dataclasses.replace(
+                incident, severity=Severity.CRITICAL,
+                message=incident.message.replace("whether it recovers is not known",
+                                                 "whether it recovers is not known, and the grad norm exploded before it"))
+        out.append(incident)
+    return out
 
 
 def is_outlier_batch(span: dict) -> bool:
