@@ -4507,3 +4507,8 @@ def test_a_bar_drawn_without_its_bar_its_description_the_loss(tmp_path):
     assert run.steps.index.tolist() == list(range(86, 97))
     (nan,) = analyze_run(run).incidents
     assert (nan.kind, nan.step, nan.severity) == ("nonfinite", 89, "critical")
+    # A description with its epoch before the loss, the bar's count the epoch's last (a Colab paste
+    # of DMRGCN's bars, their glyphs lost): the epochs are the steps, as the generic reader reads them.
+    lines = [f"Train Epoch: {e} Loss: 0.35977894: 100% 2785/2785 [00:53<00:00, 52.28it/s]" for e in range(16, 22)]
+    (run,) = discover_runs(_write(tmp_path / "epochs.txt", lines))
+    assert run.steps.index.tolist() == list(range(16, 22))

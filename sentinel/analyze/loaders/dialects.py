@@ -1116,9 +1116,14 @@ PROGRESS_LINES = Dialect(
     shapes=(
         # A tqdm bar whose description holds the loss (pbar.set_description(f"loss={loss:.4f}")):
         # "loss=2.3412: 45%|####5     | 27/60 [00:05<00:06, 5.1it/s]"; the bar's count is the step.
-        # (Drawn without its bar too: torch-ngp's and nerf2mesh's bar_format "{desc}: {percentage:3.0f}%
-        # {n_fmt}/{total_fmt} [...]", "loss=nan (nan) lr=0.007100: :  86% 86/100 [00:00<00:00, ...]".)
-        Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b[^\n|]*?\d+%(?:\|[^|\n]*\|)?[^\S\n]*(\d+)/(\d+) \["),
+        Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b[^\n|]*?\d+%\|[^|\n]*\|[^\S\n]*(\d+)/(\d+) \["),
+              head=(metrics.LOSS, "iter", "total")),
+        # ... drawn without its bar, the description no more than the loss and what follows it:
+        # torch-ngp's and nerf2mesh's bar_format "{desc}: {percentage:3.0f}% {n_fmt}/{total_fmt}
+        # [...]", "loss=nan (nan) lr=0.007100: :  86% 86/100 [00:00<00:00, ...]". (A description with
+        # an epoch before its loss, "Train Epoch: 16 Loss: 0.36: 100% 2785/2785 [...]", is the
+        # epoch's line: the generic reader's.)
+        Shape(re.compile(rf"^[^\S\n]*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b[^\n|]*?\d+%[^\S\n]+(\d+)/(\d+) \[", re.MULTILINE),
               head=(metrics.LOSS, "iter", "total")),
         # The PyTorch quickstart tutorial's train loop (copied into countless scripts):
         # f"loss: {loss:>7f}  [{current:>5d}/{size:>5d}]", the samples seen in the epoch (a count
