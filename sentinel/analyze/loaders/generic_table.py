@@ -379,6 +379,19 @@ def _json_reader(head: str, first: str):
     return _read_json_objects if first.strip() == "{" else _read_jsonl
 
 
+def _whole_json_text(path: Path, what: str) -> str:
+    """The text of JSON that is parsed whole (``what`` it holds, for the message).
+
+    Raises:
+        ValueError: larger than :data:`MAX_JSON_ARRAY_BYTES`."""
+    size = path.stat().st_size
+    if size > MAX_JSON_ARRAY_BYTES:
+        raise ValueError(f"{path}: {what} of {size >> 20} MiB: more than is read whole; write the rows as JSON "
+                         "lines (one object per line), which are streamed")
+    with open(path, encoding=text_encoding(path), errors="replace") as f:
+        return f.read()
+
+
 def _read_json_objects(path: Path, warnings: list[str], nan_rows: dict[str, list[int]]) -> pd.DataFrame:
     """Objects printed over several lines each, one after another (a paste of some of
     ``trainer_state.json``'s ``log_history``: its objects without the array around them), read
@@ -386,12 +399,7 @@ def _read_json_objects(path: Path, warnings: list[str], nan_rows: dict[str, list
 
     Raises:
         ValueError: larger than :data:`MAX_JSON_ARRAY_BYTES`, or no object comes whole."""
-    size = path.stat().st_size
-    if size > MAX_JSON_ARRAY_BYTES:
-        raise ValueError(f"{path}: {size >> 20} MiB of JSON objects: more than is read whole; write the rows as "
-                         "JSON lines (one object per line), which are streamed")
-    with open(path, encoding=text_encoding(path), errors="replace") as f:
-        text = f.read()
+    text = _whole_json_text(path, "JSON objects")
     items, damaged = objects_in_sequence(text)
     if len(items) == 1 and damaged is None:
         raise ValueError(f"{path}: one JSON object, not rows of a history (a run's summary, its config): pass the "
@@ -423,12 +431,7 @@ def _read_json_array(path: Path, warnings: list[str], nan_rows: dict[str, list[i
 
     Raises:
         ValueError: not a JSON array, or larger than :data:`MAX_JSON_ARRAY_BYTES`."""
-    size = path.stat().st_size
-    if size > MAX_JSON_ARRAY_BYTES:
-        raise ValueError(f"{path}: a JSON array of {size >> 20} MiB: more than is read whole; write the rows as "
-                         "JSON lines (one object per line), which are streamed")
-    with open(path, encoding=text_encoding(path), errors="replace") as f:
-        text = f.read()
+    text = _whole_json_text(path, "a JSON array")
     try:
         items = json.loads(text)
     except RecursionError:
