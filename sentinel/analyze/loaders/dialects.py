@@ -653,7 +653,7 @@ MLX = Dialect(
 _AVALANCHE_EPOCH_LOSS = re.compile(r"\bLoss_Epoch/train_phase/train_stream/Task\d+ = ")
 AVALANCHE = Dialect(
     name="avalanche",
-    description='Avalanche ("Epoch N ended." then "\tLoss_Epoch/train_phase/train_stream/Task000 = X" lines)',
+    description='Avalanche ("Epoch N ended." then "\\tLoss_Epoch/train_phase/train_stream/Task000 = X" lines)',
     shapes=(
         Shape(re.compile(r"^Epoch \d+ ended\.((?: \| [^\n]*)?)$", re.MULTILINE), head=(), fields="|",
               keys={"loss": metrics.LOSS}, require="loss"),
