@@ -4376,6 +4376,9 @@ def test_a_loss_that_never_leaves_ln_of_its_classes_or_its_batch(k):
     values = math.log(k) * (1 + 0.003 * rng.standard_normal(12))
     (incident,) = chance_incidents(_series(values))
     assert incident.details["chance"] == k
+    # a loss that comes to rest near such an ln from elsewhere learnt (3.0 falling to 2.09, ln 8 = 2.079)
+    falling = 2.09 + 0.9 * np.exp(-np.arange(40) / 6)
+    assert chance_incidents(_series(falling)) == []
 
 
 def test_paddle_grad_scaler_lines_between_a_scripts_lines(tmp_path):

@@ -5,9 +5,9 @@ A classifier or language model whose outputs carry no information about the inpu
 task, 10.8259 on GPT-2's padded vocabulary of 50,304 tokens. A log whose last rows sit there is a
 model that is not learning (it never left chance) or that collapsed to one distribution for
 every input; a plateau or a healthy verdict would hide it. The class count is not in the log, so
-only counts common enough to be recognised are tried: 2, 3, 4, 5, 10, 100 and 1,000 classes,
-the batch sizes an in-batch contrastive loss divides among (8 to 16,384), and the vocabulary sizes
-of common tokenizers.
+only counts common enough to be recognised are tried: 2, 10, 100 and 1,000 classes; 3, 4, 5 and
+the batch sizes an in-batch contrastive loss divides among (8 to 16,384) where the log also starts
+there; and the vocabulary sizes of common tokenizers.
 """
 
 from __future__ import annotations
@@ -19,10 +19,15 @@ import pandas as pd
 
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
 
-# Class counts: common label sets (2, 3 for NLI, 10, 100, 1,000), and the powers of two a batch
-# has, whose ln an in-batch contrastive loss (SimCSE, CLIP, a retriever's) starts at and stays at
-# when nothing is learnt (64: 4.1589).
-CLASS_COUNTS = (2, 3, 4, 5, 10, 100, 1000, *(2 ** k for k in range(3, 15)))
+# Class counts: common label sets (2, 10, 100, 1,000); and counts a log must start at as well as end
+# at (3 for NLI, 4, 5, and the powers of two a batch has, whose ln an in-batch contrastive loss,
+# SimCSE's, CLIP's, a retriever's, starts at and stays at when nothing is learnt: 64, 4.1589). Those
+# lie densely, one ln of them within 1% of where many healthy curves come to rest (a loss falling
+# from 3.0 to 2.09, ln 8 = 2.079): only a log that never left one is at chance there.
+CLASS_COUNTS = (2, 10, 100, 1000)
+START_COUNTS = (3, 4, 5, *(2 ** k for k in range(3, 15)))
+# How near ln K a log of START_COUNTS must start.
+START_TOLERANCE = 0.05
 # BERT, Llama 1/2, Mistral, GPT-2 (and nanoGPT's padding), OLMo/GPT-NeoX, Llama 3, Qwen 2, Gemma;
 # StarCoder / SmolLM, 2**16 (DINO's default output head, some tokenizers), cl100k.
 VOCAB_SIZES = (30522, 32000, 32768, 50257, 50304, 50280, 128256, 151936, 152064, 256000, 49152, 65536, 100277)
@@ -47,7 +52,7 @@ def chance_level(value: float) -> int | None:
     """
     if not (value > 0 and math.isfinite(value)):
         return None
-    for k in CLASS_COUNTS:
+    for k in (*CLASS_COUNTS, *START_COUNTS):
         if abs(value - math.log(k)) <= CLASS_TOLERANCE * math.log(k):
             return k
     near = min(VOCAB_SIZES, key=lambda v: abs(value - math.log(v)))
@@ -71,7 +76,9 @@ def chance_incidents(loss: pd.Series) -> list[Incident]:
     if k is None:
         return []
     target = math.log(k)
-    vocab = k not in CLASS_COUNTS
+    vocab = k not in CLASS_COUNTS and k not in START_COUNTS
+    if k in START_COUNTS and abs(values[0] - target) > START_TOLERANCE * target:
+        return []  # came to rest near it, from elsewhere
     tolerance = (VOCAB_TOLERANCE if vocab else CLASS_TOLERANCE) * target
     at_chance = np.abs(values - target) <= tolerance
     rows = len(values) if at_chance.all() else int(np.argmin(at_chance[::-1]))
