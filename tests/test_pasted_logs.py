@@ -4515,3 +4515,18 @@ def test_a_bar_drawn_without_its_bar_its_description_the_loss(tmp_path):
     lines = [f"Train Epoch: {e} Loss: 0.35977894: 100% 2785/2785 [00:53<00:00, 52.28it/s]" for e in range(16, 22)]
     (run,) = discover_runs(_write(tmp_path / "epochs.txt", lines))
     assert run.steps.index.tolist() == list(range(16, 22))
+
+
+def test_mmcv_json_rows_whose_validation_rows_count_their_own_iterations(tmp_path):
+    """mmcv's JSON log (MMOCR, MMDetection 2.x) writes a validation row at each epoch's end whose
+    "iter" is the validation's own count ({"mode": "val", "epoch": 69, "iter": 80, ...}): the epoch's
+    length was taken from it (80, not 20), the steps spread four times too far (MMOCR#1064). The
+    training rows' counts give the length; a validation row sits at its epoch's end."""
+    rows = []
+    for epoch in range(70, 74):
+        rows += [{"mode": "train", "epoch": epoch, "iter": i, "lr": 0.00478, "loss": 1.4 - epoch / 100 + i / 1000,
+                  "time": 1.2} for i in (5, 10, 15, 20)]
+        rows.append({"mode": "val", "epoch": epoch, "iter": 80, "lr": 0.00478, "hmean-iou:hmean": 0.80})
+    (run,) = discover_runs(_write(tmp_path / "20220101_120000.log.json", [json.dumps(r) for r in rows]))
+    assert run.steps["loss"].dropna().index.tolist() == [s + 20 * e for e in range(4) for s in (5, 10, 15, 20)]
+    assert "20 an epoch" in " ".join(run.warnings)

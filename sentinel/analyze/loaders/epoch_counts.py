@@ -30,10 +30,13 @@ def epoch_length(iters: np.ndarray) -> float:
     return float(finite[-1] + (gap if finite[0] < gap else 0.0))
 
 
-def steps_across_epochs(step: np.ndarray, epoch: np.ndarray) -> tuple[np.ndarray, int] | None:
+def steps_across_epochs(step: np.ndarray, epoch: np.ndarray,
+                        counted: np.ndarray | None = None) -> tuple[np.ndarray, int] | None:
     """``(global steps, epoch length)`` where ``step`` (in row order) starts again at each move of
     ``epoch`` and at no other row (epochs in order, each move a fall of the count); None otherwise
-    (a step that goes on across epochs, a resume that goes back).
+    (a step that goes on across epochs, a resume that goes back). ``counted``: the rows whose count
+    is the training's (the others, an evaluation's rows with its own count, mmcv's JSON ``{"mode":
+    "val", "iter": 80}``, are no part of the epoch's length and sit at their epoch's end).
 
     Example:
         >>> steps_across_epochs(np.array([0, 1, 2, 0, 1, 2]), np.array([0, 0, 0, 1, 1, 1]))[0].tolist()
@@ -48,9 +51,11 @@ def steps_across_epochs(step: np.ndarray, epoch: np.ndarray) -> tuple[np.ndarray
     moves = np.flatnonzero(epoch[1:] > epoch[:-1])
     if not len(falls) or len(falls) != len(moves) or not np.array_equal(falls, moves):
         return None
-    length = epoch_length(step.astype("float64"))
+    length = epoch_length(step.astype("float64") if counted is None else step[counted].astype("float64"))
     if not length > 0:
         return None
+    if counted is not None:
+        step = np.where(counted, step, np.minimum(step, length))
     return (np.round((epoch - epoch[0]) * length).astype(np.int64) + step.astype(np.int64)), int(length)
 
 

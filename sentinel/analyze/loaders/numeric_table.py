@@ -602,7 +602,8 @@ def table_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warning
     numbered = _rows_of_epochs(step, renamed[metrics.LOSS], None if printed is None else rows(printed), step_col,
                                path, warnings) if batch_rows else None
     if numbered is None:
-        step = _count_across_epochs(step, table, columns, step_col, rows, path, warnings)
+        step = _count_across_epochs(step, table, columns, step_col, rows, path, warnings,
+                                    ~np.isnan(np.asarray(renamed[metrics.LOSS], dtype="float64")))
     frame = pd.DataFrame(renamed, index=pd.Index(step if numbered is None else numbered, name=metrics.STEP), copy=False)
     if abandoned is not None:
         frame = went_back_rows(frame, abandoned)
@@ -677,17 +678,19 @@ def _loss_cells_of(table: pd.DataFrame, loss_col: str) -> tuple[pd.Series, np.nd
 
 
 def _count_across_epochs(step: np.ndarray, table: pd.DataFrame, columns: list, step_col: str, rows, path,
-                         warnings: list[str]) -> np.ndarray:
+                         warnings: list[str], trained: np.ndarray | None = None) -> np.ndarray:
     """``step``, or where it counts inside each epoch of an ``epoch`` column (``epoch, step, loss``
     with the step from 0 again each epoch) the step across epochs, with a warning
-    (:func:`~sentinel.analyze.loaders.epoch_counts.steps_across_epochs`)."""
+    (:func:`~sentinel.analyze.loaders.epoch_counts.steps_across_epochs`; ``trained``: the rows with
+    a training loss, whose counts give the epoch's length, where some rows have none)."""
     # (Without an epoch column a step that falls back to its first is a training written again
     # into the file, as a CSV logger appends: went_back_rows' business, not this.)
     epoch_col = next((c for c in columns if c != step_col and str(c).strip().lower() in EPOCH_ALIASES), None)
     if epoch_col is None or not len(step):
         return step
     epochs = rows(pd.to_numeric(table[epoch_col], errors="coerce").to_numpy(dtype="float64", na_value=np.nan))
-    found = steps_across_epochs(step, epochs)
+    counted = trained if trained is not None and trained.any() and not trained.all() else None
+    found = steps_across_epochs(step, epochs, counted)
     if found is None:
         return step
     warnings.append(f"{Path(path).name}: {step_col!r} counts inside each {epoch_col!r} (from its start again as the "
