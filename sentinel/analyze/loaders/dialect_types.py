@@ -221,6 +221,8 @@ class Dialect:
             ``G_A``, ``cycle_A``, ...), named as :class:`LossTerms` says: the printed NaNs of every
             term are kept (``LOGGED_NAN``), so a sum that lacks a term (a line cut in a paste) is
             told from one of a printed NaN.
+        note: what a run's warnings say of how the dialect read its lines, a function of the text
+            (None: nothing to say): the loss a sum of printed terms, the steps worked back.
     """
 
     name: str
@@ -253,3 +255,4 @@ class Dialect:
     step_unit: str | None = None
     loss_scale_min: float | None = None
     loss_terms: LossTerms | None = None
+    note: Callable[[str], str | None] | None = None

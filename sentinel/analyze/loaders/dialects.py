@@ -712,6 +712,8 @@ FLOWER = Dialect(
     rewrite_needs=("losses_distributed", "losses_centralized", "History (loss"),
     sniff=re.compile(r"\blosses_(?:distributed|centralized) \[\(\d+, |\bHistory \(loss, (?:distributed|centralized)\):"),
     min_records=1,
+    note=lambda text: ("the steps are Flower's rounds and the loss its evaluation loss in each (the clients' "
+                       "aggregate where they report one, the server's own as centralized_loss beside it)"),
 )
 
 # Trax (trax/supervised/training.py, trainer_lib.py): "Step % 6d: %s" of "train <loss layer name> |
@@ -1458,6 +1460,8 @@ DEEPXDE = Dialect(
     rewrite_needs=(re.compile(r"\][^\S\n]+\["),),
     sniff=_DEEPXDE_ROW,
     min_records=2,
+    note=lambda text: ("the loss read is the sum of each row's 'Train loss' terms (DeepXDE prints the terms: the "
+                       "residuals and the boundary and initial conditions), 'Test loss' as val_loss"),
 )
 
 # LeRobot (lerobot/utils/logging_utils.py MetricsTracker, scripts/train.py before it): "step:{s}
@@ -1467,10 +1471,15 @@ DEEPXDE = Dialect(
 _LEROBOT_RECORD = re.compile(r"\bstep:(\d+(?:\.\d+)?[KMBTQ]?) (smpl:(?:(?!\sstep:|\sINFO )[^\n])*)")
 
 
+def _lerobot_records(text: str) -> list[re.Match]:
+    """The training records (an evaluation's line holds no loss)."""
+    return [m for m in _LEROBOT_RECORD.finditer(text) if " loss:" in m.group(2)]
+
+
 def _lerobot_steps(text: str) -> str:
     """The records' rounded steps ("step:20K") written as the steps they were (where a logging
     interval fits them all; else each spread over the range it rounds from, in order)."""
-    found = [m for m in _LEROBOT_RECORD.finditer(text) if " loss:" in m.group(2)]
+    found = _lerobot_records(text)
     printed = [m.group(1) for m in found]
     if all(p[-1:].isdigit() for p in printed):
         return text
@@ -1482,9 +1491,9 @@ def _lerobot_steps(text: str) -> str:
     return "".join(out) + text[last:]
 
 
-def lerobot_step_note(text: str) -> str | None:
+def _lerobot_step_note(text: str) -> str | None:
     """What a LeRobot log's warnings say of its rounded steps (None where none is rounded)."""
-    printed = [m.group(1) for m in _LEROBOT_RECORD.finditer(text) if " loss:" in m.group(2)]
+    printed = [m.group(1) for m in _lerobot_records(text)]
     if all(p[-1:].isdigit() for p in printed):
         return None
     if unrounded(printed) is not None:
@@ -1507,6 +1516,7 @@ LEROBOT = Dialect(
     rewrite_needs=(re.compile(r"\bstep:\d+(?:\.\d+)?[KMBTQ] smpl:"),),
     sniff=re.compile(r"\bstep:\d+(?:\.\d+)?[KMBTQ]? smpl:\S+ ep:\S+ epch:[^\n]*?\bloss:"),
     min_records=2,
+    note=_lerobot_step_note,
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,

@@ -20,7 +20,7 @@ import numpy as np
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, STEP_UNIT, LoadOptions, RunData
-from sentinel.analyze.loaders.dialects import (AMP_ONLY, DEEPXDE, DIALECTS, FLOWER, LEROBOT, lerobot_step_note, EPOCH_LINES, EPOCH_LINES_IN_ORDER,
+from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER,
                                                NONFINITE_ONLY, PAIRS, FALLBACKS, GENERAL_READERS, GENERIC, HF_TRAINER, LOSS_LINES,
                                                reads_bar_running_mean)
 from sentinel.analyze.loaders.dialect_types import Dialect, LossTerms
@@ -457,8 +457,8 @@ def _read(text: str, dialect: Dialect, options: LoadOptions | None, path: str | 
                               name, Lines(keyed), least)
         if other is None:
             return run
-        if key.note():
-            other.warnings.insert(0, key.note())
+        if said := key.note():
+            other.warnings.insert(0, said)
         _keyed([other], key)
     other.warnings.insert(0, f"{dialect.name}'s own lines hold no loss: the loss is read from the script's own lines")
     return other
@@ -507,14 +507,8 @@ def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str
     if dialect is GENERIC and Lines.of(text, lines).holds_any(_EPOCH_MEAN_WORDS):
         _epoch_means_undone(found, _EPOCH_MEAN_LINE.search(text))
     note_crash(text, found, dialect)
-    if dialect is LEROBOT and (rounded := lerobot_step_note(text)) is not None:
-        found.warnings.append(rounded)
-    if dialect is FLOWER:
-        found.warnings.append("the steps are Flower's rounds and the loss its evaluation loss in each (the clients' "
-                              "aggregate where they report one, the server's own as centralized_loss beside it)")
-    if dialect is DEEPXDE and metrics.LOSS in found.steps.columns:
-        found.warnings.append("the loss read is the sum of each row's 'Train loss' terms (DeepXDE prints the terms: "
-                              "the residuals and the boundary and initial conditions), 'Test loss' as val_loss")
+    if dialect.note is not None and metrics.LOSS in found.steps.columns and (said := dialect.note(text)):
+        found.warnings.append(said)
     if dialect is LOSS_LINES:
         found.warnings.append("the loss lines carry no step: numbered 1, 2, 3, ... in order (a line every "
                               "N steps is N steps apart: the steps here count lines)")
