@@ -4530,3 +4530,12 @@ def test_mmcv_json_rows_whose_validation_rows_count_their_own_iterations(tmp_pat
     (run,) = discover_runs(_write(tmp_path / "20220101_120000.log.json", [json.dumps(r) for r in rows]))
     assert run.steps["loss"].dropna().index.tolist() == [s + 20 * e for e in range(4) for s in (5, 10, 15, 20)]
     assert "20 an epoch" in " ".join(run.warnings)
+
+
+def test_a_step_column_named_by_number_that_is_no_step(tmp_path):
+    """--step-col 2 on a headerless file whose second column is a loss: the error named "the first"
+    of "two numbers per line" and asked for --step-col/--loss-col, which the user had passed."""
+    path = _write(tmp_path / "n.txt", [f"{i} {2.5 - i / 10} 0.1" for i in range(1, 6)])
+    result = CliRunner().invoke(main, ["analyze", str(path), "--step-col", "2", "--loss-col", "1"])
+    assert result.exit_code == 1 and "column 2 (--step-col) is not a step" in result.output
+    assert "Traceback" not in result.output

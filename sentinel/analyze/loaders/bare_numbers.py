@@ -130,6 +130,10 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     else:
         step = table[0].to_numpy()
         # Rising strictly: "2,5" lines of a decimal comma would be read as steps 2, 2, 2.
+        if not rises_by_whole_numbers(step) and numbered is not None:
+            raise ValueError(f"{path}: column {numbered[0] + 1} (--step-col) is not a step: its numbers are not whole "
+                             "numbers that rise line by line; pass the step's column, or --loss-col alone to number "
+                             "the rows in order")
         if not rises_by_whole_numbers(step):
             raise ValueError(f"{path}: two numbers per line, the first not a step (whole numbers that rise line by "
                              "line): add a header line naming the columns (step,loss) and pass --step-col/--loss-col")
