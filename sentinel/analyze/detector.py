@@ -304,11 +304,24 @@ def detect_divergence(series: pd.Series, epochs: bool = False) -> pd.DataFrame:
         >>> int(frame["onset"].iloc[0]), bool(frame["diverged"].iloc[-1])
         (50, True)
     """
-    from sentinel.detect import DivergenceConfig, detect_divergence as _detect_divergence
+    from sentinel.detect import detect_divergence as _detect_divergence
+
+    return _detect_divergence(series, divergence_config(series.index, epochs), sparse=True)
+
+
+def divergence_config(index: pd.Index, epochs: bool = False):
+    """The divergence detector's settings for a loss logged at ``index`` (see
+    :func:`detect_divergence`).
+
+    Example:
+        >>> divergence_config(pd.Index(range(0, 5000, 100))).patience
+        500
+    """
+    from sentinel.detect import DivergenceConfig
 
     config = DivergenceConfig()
-    if len(series) > 1:
-        values = _EPOCH_PATIENCE * cadence(series.index)  # five logged values, in steps
+    if len(index) > 1:
+        values = _EPOCH_PATIENCE * cadence(index)  # five logged values, in steps
         # A loss of epoch means: 200 steps of patience were 200 epochs, and its 16-value median
         # lagged half a short run. Five epochs, and a median of four. Any other loss: a loss logged
         # every 200 steps met 200 steps of patience in two values (a noisy single-batch loss at the
@@ -316,7 +329,7 @@ def detect_divergence(series: pd.Series, epochs: bool = False) -> pd.DataFrame:
         # as many logged values as an epoch log's, at least.
         config = (DivergenceConfig(patience=values, level_window=_EPOCH_LEVEL_WINDOW) if epochs
                   else DivergenceConfig(patience=max(config.patience, values)))
-    return _detect_divergence(series, config, sparse=True)
+    return config
 
 
 # The divergence detector for a loss of epoch means (see detect_divergence): how many epochs it

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 
 from sentinel.analyze.config import AnalyzeConfig
-from sentinel.analyze.detector import detect_divergence, spike_config
+from sentinel.analyze.detector import detect_divergence, divergence_config, spike_config
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
-from sentinel.analyze.spans import between
+from sentinel.analyze.spans import between, gap_rows
 from sentinel.detect.divergence import NOISE_AFTER, measured_margin
 
 
@@ -47,7 +49,7 @@ def divergence_incidents(loss: pd.Series, spike_spans: list[dict] | None = None,
         incidents.append(Incident(IncidentKind.DIVERGENCE, start, end, Severity.CRITICAL, message,
                                   {"onset": start, "best_level": best, "max_level": worst,
                                    "came_back": not ongoing, "resolved": False}))
-    incidents = _beyond_the_noise(incidents, loss)
+    incidents = _beyond_the_noise(_across_gaps(incidents, loss, frame, epochs), loss)
     if not any(not i.details["came_back"] for i in incidents):
         runaway = _runaway(loss)
         incidents += runaway or _unfinished_rise(loss, frame, spike_spans or [], config or AnalyzeConfig())
@@ -68,6 +70,53 @@ def _beyond_the_noise(incidents: list[Incident], loss: pd.Series) -> list[Incide
         return incidents
     within = {id(i) for i in early if i.details["max_level"] <= i.details["best_level"] * (1 + margin)}
     return [i for i in incidents if id(i) not in within]
+
+
+def _across_gaps(incidents: list[Incident], loss: pd.Series, frame: pd.DataFrame, epochs: bool) -> list[Incident]:
+    """``incidents`` with each divergence that runs across a stretch the log skips
+    (``spans.gap_rows``) cut to start after its last row back at the best level, and dropped
+    where what is left no longer crosses a gap and lasts the detector's patience: nothing is known
+    of the skipped steps, so only a loss up at every row on both sides of a gap stayed up.
+    BigScience tr8's 11.42 at 7,010, ``[...]``, 7.16 at 7,220 against 6.44 (its authors: it
+    "stayed there") diverged; CHGNet's noisy paste, back at its best at 26,400 after the "...",
+    did not ("diverged from step 300 until 26500"); PixelLink's spike at 6,450 came back by 6,510,
+    and its loss up at every row from 10,830 across two gaps diverged from there."""
+    steps = loss.index.to_numpy()
+    if not incidents or not np.issubdtype(steps.dtype, np.integer):
+        return incidents
+    gaps = gap_rows(steps)
+    if not gaps.size:
+        return incidents
+    config = divergence_config(loss.index, epochs)
+    values = loss.to_numpy()
+    kept = []
+    for incident in incidents:
+        if incident.kind != IncidentKind.DIVERGENCE or incident.details.get("runaway"):
+            kept.append(incident)
+            continue
+        lo, hi = int(steps.searchsorted(incident.step)), int(steps.searchsorted(incident.end_step, side="right"))
+        if not ((gaps >= lo) & (gaps < hi - 1)).any():
+            kept.append(incident)
+            continue
+        best = incident.details["best_level"]
+        part = values[lo:hi]
+        back = np.flatnonzero(~((part > best * (1 + config.margin)) & (part - best > config.atol)))
+        if not back.size:
+            kept.append(incident)
+            continue
+        lo += int(back[-1]) + 1
+        if lo >= hi or not ((gaps >= lo) & (gaps < hi - 1)).any() or steps[hi - 1] - steps[lo] < config.patience:
+            continue
+        start = int(steps[lo])
+        levels = between(frame["level"], start, incident.end_step)
+        worst = float(levels.max()) if len(levels) else float(values[lo:hi].max())
+        message = incident.message.replace(f"loss diverged from step {incident.step}: ", f"loss diverged from step {start}: ")
+        message = message.replace(f"smoothed loss {incident.details['max_level']:.4g} ", f"smoothed loss {worst:.4g} ")
+        message = message.replace(f"({incident.details['max_level'] / best:.3g}x)", f"({worst / best:.3g}x)") \
+            if best > 0 else message
+        kept.append(dataclasses.replace(incident, step=start, message=message,
+                                        details={**incident.details, "onset": start, "max_level": worst}))
+    return kept
 
 
 # A loss that rose at each of its last RUNAWAY_RISES logged steps, by RUNAWAY_GROWTH in all.

@@ -11,7 +11,7 @@ from sentinel import metrics
 from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.detector import detect_spikes, loss_atol, spike_config
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
-from sentinel.analyze.spans import between, cadence, first_step_at_or_below, group_positions, value_at
+from sentinel.analyze.spans import between, cadence, first_step_at_or_below, gap_rows, group_positions, value_at
 
 # A single outlier row, the next logged step no outlier and at least half-way back: an outlier
 # batch, the case the guard answers by withholding one update (tier 1), not an incident. A
@@ -52,7 +52,9 @@ def spike_spans(series: pd.Series, config: AnalyzeConfig, *, start_jump: float |
         return spans
     interval, excerpt = _interval(series), len(series) < _EXCERPT_ROWS
     within = recover_window(series, config)
-    for start, end in group_positions(flagged, steps, max_gap=2):
+    gaps = gap_rows(steps) if np.issubdtype(steps.dtype, np.integer) else None
+    groups = group_positions(flagged, steps, max_gap=2, gaps=gaps)
+    for start, end in _still_up(series, frame, groups):
         part = between(series, start, end)
         peak_step = int(part.idxmax())
         peak = float(part.max())
@@ -69,8 +71,48 @@ def spike_spans(series: pd.Series, config: AnalyzeConfig, *, start_jump: float |
         spans.append({"start": start, "end": end, "peak_step": peak_step, "peak": peak,
                       "baseline": baseline, "ratio": _ratio(peak, baseline), "score": score,
                       "recovered_step": recovered, "next_step": nxt, "outlier_batch": outlier,
-                      "recover_within": within})
+                      "recover_within": within, **_across_a_gap(series, end, nxt, gaps, level, within)})
     return spans
+
+
+# A flagged stretch that rises no more than this above the rows just before it, which had not come
+# back from the spike before them, is that spike going on (see _still_up).
+_FRESH_RISE = 1.1
+_ROWS_BEFORE = 5
+
+
+def _still_up(series: pd.Series, frame: pd.DataFrame, groups: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``groups`` of flagged steps, each joined to the one before it where the loss stayed up in
+    between (every row there more than half-way from that spike's baseline to its peak: an
+    outlier batch is back under half at once) and it rises no higher than
+    :data:`_FRESH_RISE` times the rows just before it: the detector flags a loss that jumped to a
+    new level and stayed again and again against its old baseline, which was one spike and not
+    a new one each time (DNABERT's loss at ln 2 "spiked" at 41,200 and again at 41,700 inside
+    its flat 0.6930-0.6938; a reranker at 2.1 for 20 rows "spiked to 2.106, 59x baseline").
+
+    Example:
+        >>> s = pd.Series([1.0] * 30 + [3.0, 2.9, 2.95, 2.9, 3.0, 3.05])
+        >>> frame = pd.DataFrame({"baseline": 1.0}, index=s.index)
+        >>> _still_up(s, frame, [(30, 30), (34, 35)])
+        [(30, 35)]
+    """
+    out: list[tuple[int, int]] = []
+    for start, end in groups:
+        if out:
+            first, last = out[-1]
+            before = between(series, last + 1, start - 1).to_numpy()
+            try:
+                baseline = float(value_at(frame["baseline"], first)) if "baseline" in frame else np.nan
+            except KeyError:
+                baseline = np.nan
+            peak = float(between(series, first, last).max())
+            level = (baseline + peak) / 2
+            if len(before) and np.isfinite(level) and bool((before > level).all()) and \
+                    float(between(series, start, end).max()) <= _FRESH_RISE * float(before[-_ROWS_BEFORE:].max()):
+                out[-1] = (first, end)
+                continue
+        out.append((start, end))
+    return out
 
 
 # A loss logged less often than ``recover_steps`` (once an epoch, every 500 steps) shows a
@@ -127,6 +169,13 @@ def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig, last_step: int 
             after = f"recovered in {_steps(rec - span['start'])} (step {rec})"
         elif span["start"] == last and not span["ratio"] >= _SURE_AT_THE_END:
             after = "the log ends at it: whether it recovers is not known"
+        elif span["gap_after"] and span["back_after_gap"] is not None:
+            rec = span["back_after_gap"]
+            after = (f"back down by step {rec}, after the log skips from step {span['end']} to "
+                     f"{span['next_step']}: when it recovered is not known")
+        elif span["gap_after"]:
+            after = (f"not back down by step {span['checked_after_gap']}, after the log skips from step "
+                     f"{span['end']} to {span['next_step']}")
         elif last < span["peak_step"] + span["recover_within"]:
             after = f"not recovered by the last logged step {last}"
         else:
@@ -180,6 +229,22 @@ def is_outlier_batch(span: dict) -> bool:
         True
     """
     return bool(span.get("outlier_batch", False))
+
+
+def _across_a_gap(series: pd.Series, end: int, nxt: int | None, gaps: np.ndarray | None, level: float,
+                  within: int) -> dict:
+    """Where the log skips a stretch right after a spike (see ``spans.gap_rows``), whether the
+    rows after the gap are back under the recovery ``level`` within ``within`` steps of it: nothing
+    within ``within`` steps of the peak was logged, so "not recovered within 200 steps" would be
+    no finding. BigScience tr8's 11.42 at 7,010, then ``[...]`` to 7,220 at 7.16, still up
+    (its authors: the loss "stayed there" and later went NaN); CHGNet's 0.96 at 300, then "..."
+    to 26,300-26,400, back down at 0.35."""
+    if gaps is None or nxt is None or not bool(np.isin(series.index.searchsorted(end), gaps)):
+        return {"gap_after": False}
+    last = min(nxt + within, int(series.index[-1]))
+    last = int(between(series, None, last).index[-1])
+    return {"gap_after": True, "back_after_gap": first_step_at_or_below(series, nxt - 1, level, within),
+            "checked_after_gap": last}
 
 
 def _back_at_once(series: pd.Series, end: int, nxt: int | None, interval: int, baseline: float,

@@ -19,17 +19,25 @@ def group_steps(flags: pd.Series, max_gap: int = 1) -> list[tuple[int, int]]:
     return group_positions(np.flatnonzero(flags.to_numpy(dtype=bool)), flags.index.to_numpy(), max_gap)
 
 
-def group_positions(positions: np.ndarray, steps: np.ndarray, max_gap: int = 1) -> list[tuple[int, int]]:
+def group_positions(positions: np.ndarray, steps: np.ndarray, max_gap: int = 1,
+                    gaps: np.ndarray | None = None) -> list[tuple[int, int]]:
     """:func:`group_steps` from the flagged rows' positions (increasing) and the steps of all
     rows: no boolean series the length of the run is needed when the flagged rows are known.
+    ``gaps``: rows after which the log skips a stretch (:func:`gap_rows`): no span runs across one.
 
     Example:
         >>> group_positions(np.array([1, 2, 4]), np.array([0, 10, 20, 30, 40]))
         [(10, 20), (40, 40)]
+        >>> group_positions(np.array([1, 2]), np.array([0, 10, 900, 910]), max_gap=2, gaps=np.array([1]))
+        [(10, 10), (900, 900)]
     """
     if positions.size == 0:
         return []
-    breaks = np.flatnonzero(np.diff(positions) > max_gap)
+    apart = np.diff(positions) > max_gap
+    if gaps is not None and gaps.size:
+        # a gap row at or after one flagged row and before the next lies between them
+        apart |= np.searchsorted(gaps, positions[:-1], side="left") != np.searchsorted(gaps, positions[1:], side="left")
+    breaks = np.flatnonzero(apart)
     starts = np.concatenate(([positions[0]], positions[breaks + 1]))
     ends = np.concatenate((positions[breaks], [positions[-1]]))
     return [(int(steps[s]), int(steps[e])) for s, e in zip(starts, ends)]
@@ -51,6 +59,36 @@ def group_runs(flags: np.ndarray, steps: np.ndarray) -> list[tuple[int, int]]:
     first = 0 if flags[0] else 1  # runs alternate between True and False from the first row's
     starts, ends = bounds[first:-1:2], bounds[first + 1::2] - 1
     return [(int(steps[s]), int(steps[e])) for s, e in zip(starts, ends)]
+
+
+# A jump between two logged steps of more than this many logging intervals, with the intervals on
+# either side of it under a fifth of it: the log skips a stretch there (an excerpt pasted with
+# "..." between its parts, CHGNet's 300 -> 26,300 at a cadence of 100; a log that lost a part).
+# Nothing is known of the steps in between, so no span or patience runs across it. A change of
+# cadence (every step, then every 100) is no gap: the intervals after it are as long.
+GAP_INTERVALS = 10
+_GAP_NEIGHBOURS = 5
+
+
+def gap_rows(steps: np.ndarray, every: int | None = None) -> np.ndarray:
+    """Positions of the rows after which the log skips a stretch (see :data:`GAP_INTERVALS`);
+    ``every``: the logging interval (:func:`cadence`), found when not given.
+
+    Example:
+        >>> gap_rows(np.array([0, 10, 20, 30, 5000, 5010, 5020]))
+        array([3])
+    """
+    if len(steps) < 3:
+        return np.zeros(0, dtype=np.int64)
+    diffs = np.diff(steps)
+    every = cadence(pd.Index(steps, copy=False)) if every is None else every
+    big = np.flatnonzero(diffs > GAP_INTERVALS * every)
+    if not big.size:
+        return big
+    jump = diffs[big]
+    left = np.where(big > 0, diffs[np.maximum(big - 1, 0)], 0)
+    right = np.where(big < len(diffs) - 1, diffs[np.minimum(big + 1, len(diffs) - 1)], 0)
+    return big[(_GAP_NEIGHBOURS * left < jump) & (_GAP_NEIGHBOURS * right < jump)]
 
 
 def first_step_at_or_below(series: pd.Series, after: int, level: float, within: int) -> int | None:

@@ -1,0 +1,136 @@
+"""Pasted excerpts that skip a stretch ("..." between their parts) and losses that jump to a new
+level and stay there: what the rules say across the gap, and that a level is one spike."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sentinel.analyze.analyzer import analyze_run
+from sentinel.analyze.discover import discover_runs
+from sentinel.analyze.spans import gap_rows
+
+
+def _write(path, lines):
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def _incidents(path):
+    (run,) = discover_runs(path)
+    return analyze_run(run).incidents
+
+
+def test_a_jump_between_two_logged_steps_is_a_gap_a_change_of_cadence_is_not():
+    assert gap_rows(np.array([1, 100, 200, 300, 26300, 26400, 26500])).tolist() == [3]
+    # every step for 100 steps, then every 100: the intervals after the change are as long as it
+    assert gap_rows(np.concatenate([np.arange(100), np.arange(100, 20000, 100)])).tolist() == []
+    assert gap_rows(np.array([0, 10, 20])).tolist() == [] and gap_rows(np.arange(0, 100, 10)).tolist() == []
+    # a last interval 11x the cadence, with nothing after it, is a gap too (a resumed tail)
+    assert gap_rows(np.array([0, 10, 20, 30, 140])).tolist() == [3]
+
+
+def _progress_meter(steps_and_losses):
+    """PyTorch's ImageNet-example ProgressMeter, as CHGNet's trainer prints it."""
+    return [f"Epoch: [0][{step}/44451] | Time (0.623)(0.335) | Loss {v:.4f}({v:.4f}) | MAE e 0.412(0.477)"
+            for step, v in steps_and_losses]
+
+
+def test_an_excerpt_pasted_with_dots_between_its_parts(tmp_path):
+    """CHGNet's issue: three noisy batches, "...", 26,000 steps later three more, the last one
+    x390. The stretch the paste skips is no divergence ("diverged from step 300 until 26500": the
+    loss is back at its best at 26,400), and the head's noise is not one span with the spike at
+    its end."""
+    lines = _progress_meter([(1, 0.3169), (100, 0.5776), (200, 0.4351), (300, 0.9594)])
+    lines += ["..."] + _progress_meter([(26300, 1.3189), (26400, 0.3473), (26500, 124.5792)])
+    found = _incidents(_write(tmp_path / "train.log", lines))
+    kinds = [(i.kind, i.step, i.end_step, i.severity) for i in found]
+    assert ("loss_spike", 26300, 26500, "critical") in kinds
+    assert not any(i.kind == "divergence" for i in found), kinds
+    head = [i for i in found if i.kind == "loss_spike" and i.end_step == 300]
+    # the rows after the gap are back down at 26,400: when is not known, but it came back
+    assert [i.severity for i in head] in ([], ["warning"])
+    for i in head:
+        assert "back down by step 26400, after the log skips from step 300 to 26300" in i.message
+
+
+def test_a_spike_still_up_after_the_gap_is_not_back_down(tmp_path):
+    """BigScience tr8 exp1: 6.44 at 7,000, 11.42 at 7,010, ``[...]``, 7.16 at 7,220 (its authors:
+    it "went down to ~7 and stayed there", then NaN). Nothing was logged within 200 steps of the
+    peak: the finding is that the row after the gap is still up, not "not recovered within 200"."""
+    lines = [f" iteration {it:8d}/  159576 | consumed samples: {it * 37:10d} | learning rate: 6.000E-05 | "
+             f"global batch size:    96 | lm loss: {loss:.6E} | loss scale: 2048.0 | grad norm: 98258.265 |"
+             for it, loss in [(6980, 6.461), (6990, 6.450), (7000, 6.444662), (7010, 11.42026)]]
+    lines += [" [...]", f" iteration     7220/  159576 | consumed samples: {7220 * 37:10d} | learning rate: "
+              "6.000E-05 | global batch size:    96 | lm loss: 7.155109E+00 | loss scale: 2048.0 | grad norm: 16921.991 |"]
+    (spike,) = [i for i in _incidents(_write(tmp_path / "train.log", lines)) if i.kind == "loss_spike"]
+    assert (spike.step, spike.severity) == (7010, "critical")
+    assert spike.message.endswith("not back down by step 7220, after the log skips from step 7010 to 7220")
+
+
+def test_a_divergence_across_gaps_starts_after_the_loss_was_last_back(tmp_path):
+    """PixelLink's paste: a spike at 6,450 back by 6,510, "...", the loss at 1e4-1e5 from 10,830,
+    "...", still there at 11,480-11,500. The detector's stretch ran from the first spike across
+    both gaps (its smoothed level never came back under the margin); the loss was back at its
+    best at 6,510, so it diverged from 10,830, and nothing said so where the stretch was dropped."""
+    rows = [(6420, 5.42), (6430, 5.36), (6440, 9.05), (6450, 6377.5), (6460, 5869.9), (6470, 1870.6), (6480, 711.1),
+            (6490, 13.24), (6500, 8.34), (6510, 5.85), (10830, 146732.0), (10840, 104813.2), (10850, 47788.4),
+            (10860, 40910.6), (10870, 19970.1), (10880, 41234.4), (11480, 3617.9), (11490, 13358.7), (11500, 22579.4)]
+    lines = []
+    for step, loss in rows:
+        lines += (["..."] if step in (10830, 11480) else []) + [f"Step {step}: loss = {loss:.4f} lr = 0.0001"]
+    found = _incidents(_write(tmp_path / "train.log", lines))
+    (div,) = [i for i in found if i.kind == "divergence"]
+    assert (div.step, div.end_step, div.severity) == (10830, 11500, "critical")
+    assert div.message.startswith("loss diverged from step 10830: smoothed loss ")
+    assert any(i.kind == "loss_spike" and i.step == 6440 and i.severity == "warning" for i in found)
+
+
+def test_a_level_the_loss_jumped_to_and_kept_is_one_spike_across_a_gap(tmp_path):
+    """DNABERT's fine-tune: 0.38-0.54 up to step 8,100, then (the paste skipping to 41,200) flat at
+    ln 2 with a spread of 4e-4. The detector flags that level again and again against the
+    pre-gap baseline: one spike from 41,200 (and the divergence and the chance level), not a
+    fresh "spike to 0.6936 at 41,700, score 32" inside the flat band."""
+    rng = np.random.default_rng(0)
+    rows = [{"learning_rate": 2e-4, "loss": float(0.46 + 0.04 * rng.standard_normal()), "step": s}
+            for s in range(6600, 8101, 100)]
+    rows += [{"learning_rate": 1e-5, "loss": float(0.6933 + 0.0002 * rng.standard_normal()), "step": s}
+             for s in range(41200, 42701, 100)]
+    found = _incidents(_write(tmp_path / "log.jsonl", [json.dumps(r) for r in rows]))
+    spikes = [(i.step, i.end_step) for i in found if i.kind == "loss_spike"]
+    assert spikes == [(41200, 42700)], [(i.kind, i.step, i.message) for i in found]
+    assert any(i.kind == "divergence" and i.step == 41200 for i in found)
+
+
+@pytest.mark.parametrize("seed", [7, 12, 19, 45])
+def test_a_loss_that_jumped_to_a_new_level_is_not_spiking_again_inside_it(tmp_path, seed):
+    """An HF reranker: 0.0003-0.06 for 37 logged steps, 0.67 then 2.07-2.13 to the end (64). Rows
+    at that level were "a loss spike to 2.106 at step 60, 59x baseline 0.036" after the first
+    one: a rise that stands no higher than where the loss already was is the first spike going
+    on, told as one span to the end."""
+    rng = np.random.default_rng(seed)
+    losses = [float(10 ** rng.uniform(-3.5, -1.2)) for _ in range(37)] + [0.6684]
+    losses += [2.09 + 0.02 * rng.standard_normal() for _ in range(26)]
+    lines = [f"{{'loss': {v:.4f}, 'grad_norm': 2.0, 'learning_rate': 1e-05, 'epoch': {k / 21.8:.2f}}}"
+             for k, v in enumerate(losses)]
+    spikes = [i for i in _incidents(_write(tmp_path / "train.log", lines)) if i.kind == "loss_spike"]
+    assert [(i.step, i.end_step, i.severity) for i in spikes] == [(38, 64, "critical")], \
+        [(i.step, i.message) for i in spikes]
+
+
+def test_a_fresh_jump_above_the_level_is_its_own_spike(tmp_path):
+    """The same loss at 2.09, and a jump to x2 of that level near the end: not the first spike
+    going on (it rose above where the loss was), so its own incident."""
+    rng = np.random.default_rng(7)
+    losses = [float(10 ** rng.uniform(-3.5, -1.2)) for _ in range(37)] + [0.6684]
+    losses += [2.09 + 0.02 * rng.standard_normal() for _ in range(26)]
+    losses[58] = 4.3
+    lines = [f"{{'loss': {v:.4f}, 'grad_norm': 2.0, 'learning_rate': 1e-05, 'epoch': {k / 21.8:.2f}}}"
+             for k, v in enumerate(losses)]
+    spikes = [i for i in _incidents(_write(tmp_path / "train.log", lines)) if i.kind in ("loss_spike", "outlier_batch")]
+    assert [i.step for i in spikes][0] == 38 and any(i.details["peak_step"] == 59 for i in spikes[1:]), \
+        [(i.step, i.message) for i in spikes]
+
