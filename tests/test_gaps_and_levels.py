@@ -134,3 +134,19 @@ def test_a_fresh_jump_above_the_level_is_its_own_spike(tmp_path):
     assert [i.step for i in spikes][0] == 38 and any(i.details["peak_step"] == 59 for i in spikes[1:]), \
         [(i.step, i.message) for i in spikes]
 
+
+def test_a_huge_spike_is_not_recovered_at_a_tenth_of_its_peak(tmp_path):
+    """A TensorFlow text CNN ("{time}: step {step}, loss {loss:g}, acc {acc:g}"): 0.23-0.48, then
+    3.6, 8.5, 322, 4977 and 155.7 at the last line. "Back under a tenth of the spike's height" put
+    155.7 (570x the baseline) under 498: "recovered in 7 steps". Back down means back under what
+    the spike rule itself would call a jump (x1.5); a moderate spike keeps its tenth-of-height rule."""
+    losses = [0.43315, 0.479325, 0.256937, 0.273636, 0.232426, 3.60959, 8.54077, 5.25972, 322.297, 21.8541,
+              131.247, 4977.22, 155.665]
+    lines = [f"2018-03-21T13:56:22.703288: step {3866 + k}, loss {v:g}, acc 0.5" for k, v in enumerate(losses)]
+    (spike,) = [i for i in _incidents(_write(tmp_path / "train.log", lines)) if i.kind == "loss_spike"]
+    assert spike.severity == "critical" and spike.message.endswith("not recovered by the last logged step 3878")
+    losses[-1] = 0.31  # back near its baseline: recovered
+    (spike,) = [i for i in _incidents(_write(tmp_path / "train.log", [
+        f"2018-03-21T13:56:22.703288: step {3866 + k}, loss {v:g}, acc 0.5" for k, v in enumerate(losses)]))
+        if i.kind == "loss_spike"]
+    assert spike.severity == "warning" and spike.message.endswith("recovered in 7 steps (step 3878)")

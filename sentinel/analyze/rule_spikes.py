@@ -27,14 +27,15 @@ _SURE_AT_THE_END = 10.0
 
 
 def spike_spans(series: pd.Series, config: AnalyzeConfig, *, start_jump: float | None = None,
-                atol: float | None = None) -> list[dict]:
+                atol: float | None = None, back_under: float | None = None) -> list[dict]:
     """Detector-flagged spans of a finite series with their numbers.
 
     Each span: ``start``, ``end``, ``peak_step``, ``peak``, ``baseline``, ``ratio`` (peak over
     baseline), ``score`` (the detector's largest), ``recovered_step`` (first step back under
-    ``baseline + recover_frac * (peak - baseline)`` within :func:`recover_window`, else None),
-    ``next_step`` (the next logged step, None at the end) and ``outlier_batch`` (see
-    :func:`is_outlier_batch`).
+    ``baseline + recover_frac * (peak - baseline)`` within :func:`recover_window`, else None;
+    no higher than ``back_under`` times a positive baseline where given: a loss at 155 after a
+    spike to 4977 from 0.27 was "recovered", being under a tenth of the peak), ``next_step`` (the
+    next logged step, None at the end) and ``outlier_batch`` (see :func:`is_outlier_batch`).
 
     Example:
         >>> spike_spans(run.steps["loss"].dropna(), AnalyzeConfig())[0]["peak"]  # doctest: +SKIP
@@ -64,6 +65,8 @@ def spike_spans(series: pd.Series, config: AnalyzeConfig, *, start_jump: float |
             baseline = float(before.tail(20).median()) if len(before) else float("nan")
         score = float(between(frame["score"], start, end).max()) if "score" in frame else float("nan")
         level = baseline + config.recover_frac * (peak - baseline)
+        if back_under is not None and baseline > 0:
+            level = min(level, back_under * baseline)
         recovered = first_step_at_or_below(series, peak_step, level, within)
         nxt = _next_step(series, end)
         outlier = not excerpt and _flagged_between(flagged, steps, start, end) <= OUTLIER_ROWS and \
@@ -144,7 +147,8 @@ def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig, last_step: int 
     Returns:
         ``(incidents, spans)``; the spans feed the grad-norm rule's lead-time check.
     """
-    spans = spike_spans(loss, config, atol=loss_atol(loss, spike_config(config).atol))
+    spike = spike_config(config)
+    spans = spike_spans(loss, config, atol=loss_atol(loss, spike.atol), back_under=1.0 + spike.short_rtol)
     # A loss of exactly 0 at every step before a span was not computed yet (DeePMD's rmse_trn over
     # batches without reference data; GRPO's loss while the policy is the reference): its first
     # values are no spike ("0.335 against a baseline at or below 0").
