@@ -4539,3 +4539,50 @@ def test_a_step_column_named_by_number_that_is_no_step(tmp_path):
     result = CliRunner().invoke(main, ["analyze", str(path), "--step-col", "2", "--loss-col", "1"])
     assert result.exit_code == 1 and "column 2 (--step-col) is not a step" in result.output
     assert "Traceback" not in result.output
+
+
+def _time_series_library(epochs: int, iters_per_epoch: int = 0) -> list[str]:
+    """Time-Series-Library's (and Informer's, Autoformer's) prints, from its format strings."""
+    lines = []
+    for e in range(1, epochs + 1):
+        for i in range(100, iters_per_epoch + 1, 100):
+            lines.append("\titers: {0}, epoch: {1} | loss: {2:.7f}".format(i, e, 0.5 / e + i / 1e4))
+            lines.append("\tspeed: {:.4f}s/iter; left time: {:.4f}s".format(0.0656, 112.915))
+        lines.append("Epoch: {} cost time: {}".format(e, 25.79011583328247))
+        lines.append("Epoch: {0}, Steps: {1} | Train Loss: {2:.7f} Vali Loss: {3:.7f} Test Loss: {4:.7f}".format(
+            e, 384, 0.6 / e, 0.7 / e + 0.1, 0.65 / e + 0.05))
+        lines.append(f"Validation loss decreased ({0.9 / e:.6f} --> {0.7 / e + 0.1:.6f}).  Saving model ...")
+        lines.append(f"Updating learning rate to {1e-4 / 2 ** e}")
+    return lines
+
+
+@pytest.mark.parametrize("iters", [0, 384])
+def test_time_series_library_vali_loss_is_the_validation_loss_at_each_epoch(tmp_path, iters):
+    """"Train Loss: ... Vali Loss: ... Test Loss: ..." on one line: the validation loss is Vali
+    (the test loss was taken for it), and where the iterations' lines come between, each epoch's
+    at its end (all five were one value at step 384, "Steps: 384" being the epoch's length)."""
+    (run,) = discover_runs(_write(tmp_path / "train.log", _time_series_library(5, iters)))
+    val = run.steps["val_loss"].dropna()
+    assert val.round(6).tolist() == [round(0.7 / e + 0.1, 6) for e in range(1, 6)]
+    assert val.index.tolist() == ([1, 2, 3, 4, 5] if not iters else [384 * e for e in range(1, 6)])
+    assert run.steps["loss"].notna().sum() == (5 if not iters else 5 * 4)
+
+
+@pytest.mark.parametrize("first", [0, 400])  # every 100th batch printed; the epoch's last alone
+def test_monai_unetr_trainer_epoch_of_count_lines_and_its_epoch_summaries(tmp_path, first):
+    """MONAI's UNETR / Swin-UNETR trainer: "Epoch 0/300 100/500 loss: ..." (the count bare after the
+    epoch's own total), then "Final training  0/299 loss: ..." after each epoch. The count was
+    read as the epoch's "0/300" (six losses a step, "every rank printing?"), and the summaries,
+    a count of epochs, as steps 0, 1, 2 among the iterations' steps."""
+    lines = ["0  gpu 0", "Batch size is: 1 epochs 300"]
+    for epoch in range(3):
+        lines.append(f"0 Tue Sep 19 07:03:25 2023 Epoch: {epoch}")
+        for idx in range(first, 500, 100):
+            print_args = ("Epoch {}/{} {}/{}".format(epoch, 300, idx, 500), "loss: {:.4f}".format(0.97 - 0.01 * epoch - idx / 1e5),
+                          "time {:.2f}s".format(1.5))
+            lines.append(" ".join(print_args))
+        lines.append(" ".join(("Final training  {}/{}".format(epoch, 299), "loss: {:.4f}".format(0.96 - 0.01 * epoch),
+                               "time {:.2f}s".format(1514.97))))
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index.tolist() == [500 * e + i for e in range(3) for i in range(first, 500, 100)]
+    assert run.steps["loss"].iloc[-1] == 0.9460 and not any("times with different values" in w for w in run.warnings)

@@ -894,7 +894,11 @@ _EPOCH_GAP = _gap_until(_EPOCH_START)
 # an inner loop's ("epoch   4 | inner iter:   0/  4 |": PPO's epochs over one batch of rollouts).
 _EPOCH_THEN_COUNT = rf"{_EPOCH_NUM}{_EPOCH_GAP}(?<![/\w])(?<!global )(?<!inner )(?i:{_COUNT_KEY}\b)[^\S\n]*[:=#]?[^\S\n]*\[?[^\S\n]*(\d+)(?!\.\d|\d)"
 # "Epoch: [21][ 35/464]", "Epoch 3 [10/100]" (no groups: for a lookahead): the epoch shape below reads it.
-_EPOCH_BRACKETS = rf"{_EPOCH_WORD}[^\S\n]*[:=#]?[^\S\n]*\[?[^\S\n]*\d+(?:[^\S\n]*/[^\S\n]*\d+)?[^\S\n]*\]?:?[^\S\n]*[\[(][^\S\n]*\d+[^\S\n]*/"
+# ... and "Epoch 0/300 200/1000 loss: 0.97" (MONAI's UNETR / Swin-UNETR trainers), the count bare
+# after the epoch's own "/TOTAL".
+_EPOCH_OF_COUNT = rf"{_EPOCH_WORD}[^\S\n]*[:=#]?[^\S\n]*(\d+)[^\S\n]*/[^\S\n]*\d+[^\S\n]*[,|]?[^\S\n]+(\d+)[^\S\n]*/[^\S\n]*(\d+)\b"
+_EPOCH_BRACKETS = (rf"{_EPOCH_WORD}[^\S\n]*[:=#]?[^\S\n]*\[?[^\S\n]*\d+(?:[^\S\n]*/[^\S\n]*\d+)?[^\S\n]*\]?:?[^\S\n]*[\[(][^\S\n]*\d+[^\S\n]*/|"
+                   rf"{_EPOCH_WORD}[^\S\n]*[:=#]?[^\S\n]*\d+[^\S\n]*/[^\S\n]*\d+[^\S\n]*[,|]?[^\S\n]+\d+[^\S\n]*/[^\S\n]*\d+\b")
 # A line about an evaluation ("| valid on 'valid' subset 1000 / 1311 loss=1.60", "Step 300 | eval
 # loss: 2.1"): its loss is not the training loss of a step. Fewer words than keys.looks_like_loss
 # rejects in a metric's name: a free-text line says "val" and "dev" for other things ("val: n/a",
@@ -1016,7 +1020,7 @@ def _epoch_evaluation(key: str) -> Shape:
 # litgpt's "loss train: 3.0, val: n/a" is a training line).
 _EPOCH_EVALUATION = _epoch_evaluation(_LOSS_KEY)
 # "val_loss", "Val. Loss" (bentrevett's seq2seq tutorials), "Test Loss" (TensorFlow 2's quickstart).
-_EVALUATION_WORD = r"(?:val\.?|valid|validation|eval|evaluation|dev|test)"
+_EVALUATION_WORD = r"(?:val\.?|vali|valid|validation|eval|evaluation|dev|test)"
 _EVALUATION_LOSS_KEY = rf"{_EVALUATION_WORD}[_ ]loss"
 _EPOCH_EVALUATION_KEY = _epoch_evaluation(_EVALUATION_LOSS_KEY)
 # ... and with a step: "step 500 | val_loss 2.1", "step 500: loss 2.3 val_loss 2.1" (the step's).
@@ -1064,6 +1068,8 @@ GENERIC = Dialect(
         # (Ignite's ProgressBar: "Epoch [1/10]: [9/938]   1%|...| , loss=1.97 [00:00<00:10]".)
         Shape(re.compile(rf"{_EPOCH_NUM}:?[^\S\n]*[\[(][^\S\n]*(\d+)[^\S\n]*/[^\S\n]*(\d+)[^\])\n]*[\])]"
                          rf"{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
+              head=("epoch", "iter", "total", metrics.LOSS)),
+        Shape(re.compile(rf"{_EPOCH_OF_COUNT}{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
               head=("epoch", "iter", "total", metrics.LOSS)),
         # ... its prefix written "Train: [{epoch}]" (ProgressMeter(..., prefix=f"Train: [{epoch}]"):
         # sightseq's ">> Train: [1][108/90000]\tTime 0.348 (0.361)\t...\tLoss 30.0584 (31.5477)").

@@ -833,6 +833,12 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
             if name in columns:
                 key = columns.pop(name)
                 step = np.where(np.isnan(key), step, key)
+        if shape.prefix and n >= 2 and record_steps and bool((step == step[0]).all()):
+            # Every evaluation line at one "step" (Time-Series-Library's "Epoch: 3, Steps: 384 |
+            # Train Loss: ... Vali Loss: ...": the epoch's length): the step of the training record
+            # each was printed after (its own line's).
+            placed = _after_records(shape, n, parts[:part], record_steps, Lines.of(text, lines))
+            step = step if placed is None else placed
         if total is not None and epoch is None:
             name, rule = dialect.total_meta
             meta.setdefault(name, int(np.nanmax(total) if rule == "max" else total[np.argmin(columns["_pos"])]))
@@ -851,6 +857,8 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
         table_shapes.append(shape)
     if not tables:
         return pd.DataFrame(index=pd.Index([], dtype="int64", name=metrics.STEP), dtype="float64"), {}
+    if text and len(tables) > 1 and not dialect.step_from_order:
+        tables, table_shapes = _without_summaries(tables, table_shapes, Lines.of(text, lines))
     went_back = not dialect.step_from_order and _went_back(tables, table_shapes, dialect, abandoned, text, lines)
     if dialect.restarts and not went_back and dialect.shapes[0] in table_shapes:
         main = tables[table_shapes.index(dialect.shapes[0])]
@@ -879,6 +887,60 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
             table["_step"] = ordinal.astype("float64")
             meta["step_source"] = "order"
     return _steps_frame(table, beside, dialect, warnings)
+
+
+def _without_summaries(tables: list[dict[str, np.ndarray]], shapes: list[Shape], lines: Lines
+                       ) -> tuple[list[dict[str, np.ndarray]], list[Shape]]:
+    """``tables`` without the training records of a shape whose every record (two or more) is
+    printed after a record of another shape, at a step before that one's: a count of epochs
+    printed as if it were the step, a summary of the epoch the other lines already hold (MONAI's
+    UNETR trainer: "Epoch 2/300 800/1000 loss: 0.9412" then "Final training  2/299 loss: 0.9412",
+    read as step 2 among steps 2000-2800)."""
+    records = [i for i, (shape, table) in enumerate(zip(shapes, tables)) if not (
+        shape.prefix or shape.fills or table["_beside"][:1].any()) and metrics.LOSS in table]
+    if len(records) < 2:
+        return tables, shapes
+    placed = {}  # each record shape's records: where each starts in the text, and its step, in text order
+    for i in records:
+        n = len(tables[i]["_pos"])
+        where = _text_positions(lines, shapes[i], n)
+        if where is not None:
+            placed[i] = (where, tables[i]["_step"][np.argsort(tables[i]["_pos"], kind="stable")])
+    drop = set()
+    for i, (at, steps) in placed.items():
+        if len(at) < 2:
+            continue
+        for j, (where, other) in placed.items():
+            before = np.searchsorted(where, at, side="left") - 1
+            if j != i and j not in drop and (before >= 0).all() and bool((steps < other[before]).all()):
+                drop.add(i)
+                break
+    return ([t for i, t in enumerate(tables) if i not in drop], [s for i, s in enumerate(shapes) if i not in drop])
+
+
+def _after_records(shape: Shape, n: int, parts: list[tuple[Shape, dict[str, np.ndarray]]],
+                   record_steps: dict[int, np.ndarray], lines: Lines) -> np.ndarray | None:
+    """For the ``n`` records of ``shape``, the step of the last training record (of ``parts``,
+    stepped in ``record_steps``) that starts at or before each in the text; None where the
+    records' places cannot be told or one has no training record before it."""
+    at = _text_positions(lines, shape, n) if lines.text else None
+    if at is None:
+        return None
+    starts, steps = [], []
+    for i, (other, _) in enumerate(parts):
+        if i not in record_steps or other.prefix or other.beside is not None or other.fills:
+            continue
+        where = _text_positions(lines, other, len(record_steps[i]))
+        if where is None:
+            return None
+        starts.append(where)
+        steps.append(record_steps[i])
+    if not starts:
+        return None
+    where, step = np.concatenate(starts), np.concatenate(steps)
+    order = np.argsort(where, kind="stable")
+    before = np.searchsorted(where[order], at, side="right") - 1
+    return None if (before < 0).any() else step[order][before]
 
 
 def _steps_frame(table: dict[str, np.ndarray], beside: np.ndarray, dialect: Dialect, warnings: list[str]
