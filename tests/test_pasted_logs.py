@@ -4586,3 +4586,36 @@ def test_monai_unetr_trainer_epoch_of_count_lines_and_its_epoch_summaries(tmp_pa
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
     assert run.steps.index.tolist() == [500 * e + i for e in range(3) for i in range(first, 500, 100)]
     assert run.steps["loss"].iloc[-1] == 0.9460 and not any("times with different values" in w for w in run.warnings)
+
+
+def _keras_value(v: float) -> str:
+    return " %.4f" % v if abs(v) > 1e-3 else " %.4e" % v  # Keras' Progbar
+
+
+@pytest.mark.parametrize("prefix", ["%ds", " - %ds", " - %ds 48ms/step"])  # Keras 1, 2.0-2.1, 2.2
+def test_keras_fit_verbose_2_before_tensorflow_2_one_line_an_epoch(tmp_path, prefix):
+    """Keras' fit(verbose=2) before TF 2: "Epoch 3/50" on its own line, then the epoch's line with
+    no batch count ("3s - loss: 0.41 - acc: 0.86 - val_loss: 0.52"): "not a log format". A line per
+    epoch, the epoch the header's, each value the epoch's."""
+    lines = []
+    for epoch in range(1, 9):
+        lines.append("Epoch %d/100" % epoch)
+        info = prefix % (230 + epoch)
+        for key, value in (("loss", 6.0 / epoch), ("dice_coef", 0.1 * epoch), ("val_loss", 5.0 / epoch),
+                           ("val_dice_coef", 0.09 * epoch)):
+            info += " - %s:" % key + _keras_value(value)
+        lines.append(info)
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index.tolist() == list(range(1, 9)) and run.meta.get("step_unit") == "epoch"
+    assert run.steps["loss"].round(4).tolist() == [round(6.0 / e, 4) for e in range(1, 9)]
+    assert run.steps["val_loss"].round(4).tolist() == [round(5.0 / e, 4) for e in range(1, 9)]
+
+
+def test_an_epoch_with_its_total_is_no_count_inside_an_epoch(tmp_path):
+    """"Epoch 3/50 - loss: 0.41 - val_loss: 0.52" on one line: "3/50" after the word epoch is the
+    epoch, not a batch count (the count's reader took it, and each validation loss went to the
+    epoch before its own)."""
+    lines = [f"Epoch {e}/50 - 229s - loss: {6.0 / e:.4f} - dice_coef: 0.5 - val_loss: {5.0 / e:.4f}" for e in range(1, 9)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index.tolist() == list(range(1, 9))
+    assert run.steps["val_loss"].round(4).tolist() == [round(5.0 / e, 4) for e in range(1, 9)]

@@ -999,8 +999,8 @@ _EPOCH_COUNT_LOSS_LINE = re.compile(_EPOCH_COUNT_LOSS)
 # "N/TOTAL" only on lines without a step key (see the shape); in brackets at a line's start, after
 # two spaces or a tab (EasyOCR's trainer indents "[20000/300000] Train loss: ..." with one).
 # Not in a tqdm bar's description ("Epoch 1/3: 66%|####  | 200/300 [...", "[Epoch 1/3] train: 45it
-# [..."): the bar's own count follows.
-_COUNT_TOTAL = (r"(?:^|(?<![\d/:.-])[^\S\n]|(?<![^\n])\[|(?<=[^\S\n]{2})\[|(?<=\t)\[)(\d+)[^\S\n]*/[^\S\n]*(\d+)\b(?![/:.]\d|\][^\S\n]*\[)"
+# [..."): the bar's own count follows. Not the epoch's own "Epoch 3/50" (a line per epoch).
+_COUNT_TOTAL = (r"(?:^|(?<![\d/:.-])(?<![Ee]poch)(?<!EPOCH)[^\S\n]|(?<![^\n])\[|(?<=[^\S\n]{2})\[|(?<=\t)\[)(\d+)[^\S\n]*/[^\S\n]*(\d+)\b(?![/:.]\d|\][^\S\n]*\[)"
                 r"(?![^\n]*?(?:\d%\|[^|\n]*\|[^\S\n]*\d+/\d+|[^\S\n]\d+it \[))")
 _COUNT_TOTAL_LOSS_LINE = re.compile(rf"^(?![^\n]*?(?i:\b{_STEP_KEY}){_SEP}\d+(?![\d%]))(?![^\n]*?{_EPOCH_BRACKETS})"
                                     rf"{_GAP}{_COUNT_TOTAL}{_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE)
@@ -1284,6 +1284,22 @@ EPOCH_LINES_IN_ORDER = replace(
     step_from_order=True,
 )
 
+# Keras' fit(verbose=2) before TensorFlow 2 (Keras 1, Keras 2.0-2.2): the header "Epoch 3/50" on a
+# line of its own, then one line for the epoch that counts no batches: "3s - loss: 0.41 - acc: 0.86
+# - val_loss: 0.52" (Keras 2: " - 3s - loss: ...", 2.2: " - 3s 50ms/step - loss: ..."). Each joins its
+# header and is read as a line per epoch reads "Epoch 3/50 - 3s - loss: 0.41 - ...".
+_KERAS_EPOCH_LINE = r"(?:[^\S\n]*- )?\d+s(?: \d+[mu]?s/step)? - "
+KERAS_EPOCHS = replace(
+    EPOCH_LINES,
+    name="keras_epochs",
+    description="Keras' fit(verbose=2) output before TensorFlow 2: 'Epoch 3/50', then '3s - loss: X - val_loss: Y'",
+    sniff=re.compile(rf"^{_KERAS_EPOCH_LINE}loss: ", re.MULTILINE),
+    joins=re.compile(rf"^(Epoch \d+/\d+)[^\S\n]*\n(?={_KERAS_EPOCH_LINE})", re.MULTILINE),
+    join_with=r"\1 - ",
+    min_records=2,
+    step_unit="epoch",
+)
+
 # What a logger puts before a message: a date and time ("2024-01-01 12:00:05,123", "[12:00:05]"),
 # a level, a logger's name, with the separators logging's formats use ("INFO:root:", " - INFO - ").
 _LOG_PREFIX = (r"(?:\[?(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[,.]\d+)?\]?[^\S\n]*(?:[-|:][^\S\n]*)?)?"
@@ -1527,7 +1543,7 @@ LEROBOT = Dialect(
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
                                  NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
-                                 PROGRESS_LINES, GENERIC, EPOCH_LINES,
+                                 KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
 # what they read is a series (see textlogs.pick_dialect).
