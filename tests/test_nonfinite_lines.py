@@ -65,6 +65,9 @@ def test_anomaly_modes_error_names_the_backward_function(tmp_path):
     ("RuntimeError: Model diverged with loss = NaN.", "loss", None),  # OpenNMT-tf
     ("ValueError: Training loss is nan", "loss", None),  # RecBole
     ("ERROR 2024-05-01 12:50:44,000 trainer.py: 901: Loss is nan, attempting to stop training", "loss", None),  # SAM 2
+    ("2017-11-10 10:12:11.091486: W tensorflow/core/framework/op_kernel.cc:1192] Invalid argument: Nan in summary "
+     "histogram for: FeatureExtractor/MobilenetV1/Conv2d_0/weights_1", None,
+     "FeatureExtractor/MobilenetV1/Conv2d_0/weights_1"),  # TensorFlow's tf.summary.histogram
 ])
 def test_libraries_nonfinite_lines(tmp_path, line, metric, module):
     path = tmp_path / "train.log"

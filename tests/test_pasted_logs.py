@@ -4619,3 +4619,17 @@ def test_an_epoch_with_its_total_is_no_count_inside_an_epoch(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
     assert run.steps.index.tolist() == list(range(1, 9))
     assert run.steps["val_loss"].round(4).tolist() == [round(5.0 / e, 4) for e in range(1, 9)]
+
+
+def test_tf_estimator_evaluation_dict_is_the_validation_loss(tmp_path):
+    """tf.estimator: "loss = 0.98, step = 1" while training, then its evaluation's "Saving dict for
+    global step 2036: accuracy = 1.0, ..., loss = 4.49e-10": that loss was read as the training
+    loss of step 2036 (the run's "final loss")."""
+    lines = []
+    for step in range(1, 2502, 500):
+        lines += [f"INFO:tensorflow:loss = {1.0 / step:.7g}, step = {step} (1.9 sec)", "INFO:tensorflow:global_step/sec: 263.2"]
+    lines += ["INFO:tensorflow:Loss for final step: 5.3157163e-04.",
+              "INFO:tensorflow:Saving dict for global step 2536: accuracy = 0.91, auc = 0.95, global_step = 2536, loss = 0.31"]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps["loss"].dropna().index.tolist() == list(range(1, 2502, 500))
+    assert run.steps["val_loss"].dropna().to_dict() == {2536: 0.31}

@@ -252,14 +252,18 @@ HF_TRAINER = Dialect(
 )
 
 # TensorFlow Estimator / Keras-style: "loss = 0.69, step = 1" and "step 100 ... loss = 0.12" (not an
-# evaluation's "Evaluation result for step 5000: loss = 2.28").
+# evaluation's "Evaluation result for step 5000: loss = 2.28"); the Estimator's evaluation, "Saving
+# dict for global step 2036: accuracy = 1.0, ..., loss = 4.5e-10", is that step's val_loss.
 _TF_GAP = _gap_until(r"\bstep \d")
 TF = Dialect(
     name="tf",
     description='TensorFlow / Keras-style ("loss = X, step = N", "step N ... loss = X")',
     shapes=(
         Shape(re.compile(rf"\bloss = ({_NUM}), step = (\d+)"), head=(metrics.LOSS, metrics.STEP)),
-        Shape(re.compile(rf"(?<!result for )\bstep (\d+)\b{_TF_GAP}\bloss = ({_NUM})"), head=(metrics.STEP, metrics.LOSS)),
+        Shape(re.compile(rf"(?<!result for )(?<!dict for global )\bstep (\d+)\b{_TF_GAP}\bloss = ({_NUM})"),
+              head=(metrics.STEP, metrics.LOSS)),
+        Shape(re.compile(rf"\bSaving dict for global step (\d+): [^\n]*?\bloss = ({_NUM})"),
+              head=(metrics.STEP, metrics.VAL_LOSS)),
     ),
 )
 

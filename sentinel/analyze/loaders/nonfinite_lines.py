@@ -5,7 +5,7 @@ ConvNeXt family of training scripts stop on, Lightning's ``detect_nan_parameters
 ``clip_grad_norm_(error_if_nonfinite=True)``, mmengine's ``CheckInvalidLossHook``, Keras'
 ``TerminateOnNaN``, DINOv2's ``NaN detected``, MindSpore's ``LossMonitor``, SpeechBrain's loss check,
 pytorch-accelerated's ``TerminateOnNaNCallback``, TensorFlow's ``NanTensorHook``, RecBole's loss check,
-SAM 2's trainer, the TF Object Detection API's ``check_numerics``, Composer's ``NaNMonitor``, Coqui
+SAM 2's trainer, the TF Object Detection API's ``check_numerics``, TensorFlow's summary ops, Composer's ``NaNMonitor``, Coqui
 TTS' and DiffWave's loss checks, deepspeech.pytorch's and JAX's ``jax_debug_nans``. Each is a
 ``nonfinite`` event; where the line names the operation or the parameter, that is the event's
 ``module``. Such a line has no step of its own: it is given the step of the next record line, or
@@ -80,6 +80,11 @@ NONFINITE_LINES: tuple[EventLine, ...] = (
     # line prints "Loss 0.0000": that 0 is the NaN (textscan reads it so).
     EventLine(re.compile(r"\breceived an? (?P<value>nan|inf) loss, setting loss value to 0\b"), EventKind.NONFINITE,
               source="loss_check", detail={"metric": metrics.LOSS, "zeroed": True}),
+    # TensorFlow's summary ops (tf.summary.histogram of a weight, a gradient or an activation):
+    # InvalidArgumentError "Nan in summary histogram for: <tensor>", the error TF 1 trainings (the
+    # Object Detection API, TF-Slim) die of when their weights went NaN; the tensor is the module.
+    EventLine(re.compile(r"\bNan in summary histogram for: (?P<module>[\w./:-]+)"), EventKind.NONFINITE,
+              source="tf_summary"),
     # JAX with jax_debug_nans: the primitive that made it.
     EventLine(re.compile(r"FloatingPointError: invalid value \((?P<value>nan|inf)\) encountered in (?P<module>[\w.]+)"),
               EventKind.NONFINITE, source="jax_debug_nans"),
@@ -91,4 +96,4 @@ WORDS = (re.compile(r"returned (?:nan|inf) values|Loss is (?:nan|-?inf)|Detected
                     r"(?i:loss (?:has )?bec[oa]me (?:nan|inf)\b)|loss is NAN or INF|Loss is not finite and|"
                     r"(?i:stopping training due to nan loss)|Model diverged with loss = NaN|(?i:training loss is nan)|(?:nan|inf) loss encountered at|"
                     r"NaN loss during training|LossTensor is inf or nan|contains a NaN|(?i:detected (?:nan|inf) loss)|"
-                    r"received an? (?:nan|inf) loss"),)
+                    r"received an? (?:nan|inf) loss|Nan in summary histogram for"),)
