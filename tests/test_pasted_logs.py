@@ -4621,6 +4621,33 @@ def test_an_epoch_with_its_total_is_no_count_inside_an_epoch(tmp_path):
     assert run.steps["val_loss"].round(4).tolist() == [round(5.0 / e, 4) for e in range(1, 9)]
 
 
+def test_a_loss_printed_as_a_one_element_list(tmp_path):
+    """PaddlePaddle's fluid scripts print the fetched array, "loss: [10.000229]", "loss: [nan]": the
+    file was "not a log format" whose lines "log batch, epoch, iter, loss but no loss". TensorFlow
+    1's tf.Print(total_loss, [total_loss], message="Total loss is :") prints "Total loss is :[0.14]"
+    on lines of their own (DeepLab), its NaN too."""
+    paddle = [f"2022-12-08 17:57:31,371-INFO: Total iter: {i * 10}, epoch: 0, batch: {i * 10}, loss: "
+              f"[{'10.000229' if i == 0 else 'nan'}]" for i in range(6)]
+    (run,) = discover_runs(_write(tmp_path / "paddle.log", paddle))
+    assert run.steps.index.tolist() == [0, 10, 20, 30, 40, 50] and run.steps["loss"].iloc[0] == 10.000229
+    nan = [i for i in analyze_run(run).incidents if i.kind == "nonfinite"]
+    assert [(i.step, i.end_step) for i in nan] == [(10, 50)]
+    deeplab = ["INFO:tensorflow:Saving checkpoints for 0 into train/model.ckpt."]
+    for i in range(10):
+        deeplab += [f"Total loss is :[{0.1406 + i * 1e-5 if i < 5 else 'nan'}]", "INFO:tensorflow:global_step/sec: 2.7"]
+    (run,) = discover_runs(_write(tmp_path / "deeplab.log", deeplab))
+    assert run.steps["loss"].isna().sum() == 5 and run.steps["loss"].iloc[0] == 0.1406
+
+
+def test_a_loss_printed_as_no_number_is_said_so(tmp_path):
+    """A loss printed as an array of several values is named as what the lines print, not as "no
+    loss" beside a list of keys that holds it."""
+    path = _write(tmp_path / "train.log", [f"epoch: {e}, iter: {e * 10}, loss: [0.5{e} 0.4{e}]" for e in range(8)])
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1, result.output
+    assert "its lines name loss but print no number sentinel reads for it (printed as '[0.50')" in result.output
+
+
 def test_tf_estimator_evaluation_dict_is_the_validation_loss(tmp_path):
     """tf.estimator: "loss = 0.98, step = 1" while training, then its evaluation's "Saving dict for
     global step 2036: accuracy = 1.0, ..., loss = 4.49e-10": that loss was read as the training

@@ -1314,8 +1314,10 @@ LOSS_LINES = Dialect(
     name="text",
     description="lines of a loss alone (loss: X), numbered in order",
     shapes=(
-        Shape(re.compile(rf"^[^\S\n]*{_LOG_PREFIX}(?:(?i:train(?:ing)?)[ _])?(?i:loss)[^\S\n]*[:=][^\S\n]*({_NUM})[^\S\n]*$",
-                         re.MULTILINE), head=(metrics.LOSS,)),
+        # (and TensorFlow 1's tf.Print(total_loss, [total_loss], message="Total loss is :"), DeepLab's:
+        # "Total loss is :[0.1406]", its list read as its number by textscan.plain_numbers)
+        Shape(re.compile(rf"^[^\S\n]*{_LOG_PREFIX}(?:(?i:train(?:ing)?|total)[ _])?(?i:loss)(?: is)?[^\S\n]*[:=][^\S\n]*"
+                         rf"({_NUM})[^\S\n]*$", re.MULTILINE), head=(metrics.LOSS,)),
     ),
     step_from_order=True,
     # "validation loss: 2.1" every N lines (x-transformers' examples): the step before it.

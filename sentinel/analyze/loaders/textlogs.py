@@ -25,7 +25,7 @@ from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, 
                                                reads_bar_running_mean)
 from sentinel.analyze.loaders.dialect_types import Dialect, LossTerms
 from sentinel.analyze.loaders.crash_tail import TRACEBACK, final_error
-from sentinel.analyze.loaders.keys import inferred_loss_note, is_aggregate
+from sentinel.analyze.loaders.keys import inferred_loss_note, is_aggregate, looks_like_loss
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.loss_key import LossKey, find_loss_key, loss_key_note, loss_keys, named_key
 from sentinel.analyze.loaders.progress_bar import bar_steps
@@ -206,6 +206,12 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
                     "set_postfix(loss=...), Lightning's self.log('train_loss', loss, prog_bar=True)), or pass the "
                     "logger's files (metrics.csv, event files)")
         return None
+    named = [key for key in logged if looks_like_loss(key)]
+    if named:  # a loss under its name, printed as nothing that reads as a number
+        shown = re.search(rf"(?<![\w/]){re.escape(named[0])}['\"]?[^\S\n]*[:=]?[^\S\n]*([^\s,|;]{{1,40}})", text)
+        printed = f" (printed as {shown.group(1)!r})" if shown else ""
+        return (f"'{path}': its lines name {', '.join(named)} but print no number sentinel reads for it{printed}: "
+                "print the loss as a plain number (loss.item(), float(loss))")
     return (f"'{path}': its lines log {', '.join(logged)} but no loss (an environment's returns, an "
             "evaluation's metrics: a rise of these is progress, not divergence): sentinel judges a training "
             "loss; print or log the loss beside them")
@@ -237,8 +243,9 @@ def _readable_losses(head: str, keys: list[str], least: int | None) -> list[str]
 
 # "key=3", "key: 0.5", "'key': 0.5", "key=[10.1]": a value a line logs under a name.
 # (Not a bar's description before its percentage, "Training...:  42%|", nor Lightning's logger version
-# "v_num=3", nor the process id Ray puts before a worker's lines, "(main_task pid=82052)".)
-_LOGGED_PAIR = re.compile(r"(?<![\w/.-])(?!(?:v_num|pid)\b)([A-Za-z][\w/.-]*)['\"]?[^\S\n]*[:=][^\S\n]*\[?['\"]?[-+]?"
+# "v_num=3", nor the process id Ray puts before a worker's lines, "(main_task pid=82052)", nor the
+# verb of a sentence, "Total loss is :[0.14]".)
+_LOGGED_PAIR = re.compile(r"(?<![\w/.-])(?!(?:v_num|pid|is|are|was|were)\b)([A-Za-z][\w/.-]*)['\"]?[^\S\n]*[:=][^\S\n]*\[?['\"]?[-+]?"
                           r"(?:\d|\.\d)(?![\d.]*%)")
 # A tqdm bar's draw: its percentage and bar, or its count and rate ("0it [00:00, ?it/s]").
 _BAR_DRAW = re.compile(r"\d+%\|[^|\n]*\||\d+it \[\d")

@@ -219,6 +219,13 @@ _WRAPPED_WORDS = (re.compile(r"tensor\(|Array\(|np\.(?:float|int)\d|tf\.Tensor")
 _GROUPED_LOSS = re.compile(r"((?i:loss)['\"]?[^\S\n]*[:=]?[^\S\n]*['\"]?)([-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?)(?![\d,])")
 
 
+# A loss printed as a one-element list (PaddlePaddle's fluid scripts print the fetched numpy array:
+# "loss: [10.000229]", "loss: [nan]"; TensorFlow 1's tf.Print "Total loss is :[0.14]"), read as its number. Under a loss's key only: "Epoch: [21][
+# 35/464]" is the ImageNet ProgressMeter's epoch.
+_LISTED_LOSS = re.compile(rf"((?i:loss)(?: is)?['\"]?[^\S\n]*[:=][^\S\n]*)\[[^\S\n]*{_SCALAR}[^\S\n]*\](?!\[)")
+_LISTED_LOSS_WORDS = (re.compile(r"(?i:loss)(?: is)?['\"]?[^\S\n]*[:=][^\S\n]*\[[^\S\n]*[-+.\dni]"),)
+
+
 def wrapped_number(line: str) -> str | None:
     """The number a line holds printed as the object around it, where that is all the line holds
     (a loop's ``print(loss.detach().float())``); else None.
@@ -233,22 +240,28 @@ def wrapped_number(line: str) -> str | None:
 
 def plain_numbers(text: str, lines: Lines | None = None) -> tuple[str, Lines]:
     """``text`` with each number printed as the object that holds it (a tensor, a JAX or NumPy
-    scalar) written as the number, a loss's thousands separators dropped, and its :class:`Lines`.
+    scalar, a loss's one-element list) written as the number, a loss's thousands separators
+    dropped, and its :class:`Lines`.
 
     Example:
         >>> plain_numbers("step=3 loss=tensor(2.3045, device='cuda:0', grad_fn=<NllLossBackward0>)\\n")[0]
         'step=3 loss=2.3045\\n'
         >>> plain_numbers("step 3 | loss 2,780.10 | tokens 1,024\\n")[0]
         'step 3 | loss 2780.10 | tokens 1,024\\n'
+        >>> plain_numbers("Total iter: 10, epoch: 0, batch: 10, loss: [nan]\\n")[0]
+        'Total iter: 10, epoch: 0, batch: 10, loss: nan\\n'
     """
     lines = Lines.of(text, lines)
     wrapped, grouped = lines.holds_any(_WRAPPED_WORDS), lines.holds_any((_GROUPED_LOSS,))
-    if not (wrapped or grouped):
+    listed = lines.holds_any(_LISTED_LOSS_WORDS)
+    if not (wrapped or grouped or listed):
         return text, lines
     if wrapped:
         text = _WRAPPED_NUMBER.sub(r"\1\2", text)
     if grouped:
         text = _GROUPED_LOSS.sub(lambda m: m.group(1) + m.group(2).replace(",", ""), text)
+    if listed:
+        text = _LISTED_LOSS.sub(r"\1\2", text)
     return text, Lines(text)
 
 
