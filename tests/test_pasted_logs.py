@@ -4648,6 +4648,20 @@ def test_a_loss_printed_as_no_number_is_said_so(tmp_path):
     assert "its lines name loss but print no number sentinel reads for it (printed as '[0.50')" in result.output
 
 
+def test_sam2_trainer_all_loss_is_the_total(tmp_path):
+    """SAM 2's (and SAM 3's) trainer: "Losses/train_all_loss: 7.38e+01 (1.58e+02) |
+    Losses/train_default_loss: 0.00e+00 (0.00e+00)" on its ProgressMeter lines. Two losses and none
+    called total: "pass --loss-col"; "all" names the sum of the terms."""
+    lines = [f"INFO 2026-01-31 12:45:21,724 train_utils.py: 269: Train Epoch: [44][ {i * 50:3d}/1261] | Batch Time: "
+             f"0.49 (0.72) | Data Time: 0.00 (0.22) | Mem (GB): 7.00 (7.07/10.00) | Time Elapsed: 00d 09h 59m | "
+             f"Losses/train_all_loss: {70 + i:.2e} (1.58e+02) | Losses/train_default_loss: 0.00e+00 (0.00e+00)"
+             for i in range(8)]
+    lines.append("ERROR 2026-01-31 12:45:25,812 trainer.py: 953: Loss is nan, attempting to stop training")
+    (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
+    assert run.steps["loss"].tolist() == [70.0 + i for i in range(8)]
+    assert [i.kind for i in analyze_run(run).incidents] == ["nonfinite"]
+
+
 def test_tf_estimator_evaluation_dict_is_the_validation_loss(tmp_path):
     """tf.estimator: "loss = 0.98, step = 1" while training, then its evaluation's "Saving dict for
     global step 2036: accuracy = 1.0, ..., loss = 4.49e-10": that loss was read as the training

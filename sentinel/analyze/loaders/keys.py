@@ -176,8 +176,9 @@ _POSITION_WORDS = frozenset({"iteration", "iterations", "iter", "iters", "idx", 
 # A loss aggregated over an epoch or smoothed: the loss, but a step-level one is better.
 # "avr": kohya's sd-scripts ("avr_loss", its loss averaged over recent steps).
 _AGGREGATE_WORDS = frozenset({"epoch", "avg", "avr", "average", "mean", "ema", "smooth", "smoothed", "running"})
-# Words that name the sum of a loss's terms ("joint_avg_loss" beside "rec_avg_loss" and "icl_avg_loss").
-_TOTAL_WORDS = frozenset({"total", "tot", "joint", "overall", "combined"})
+# Words that name the sum of a loss's terms ("joint_avg_loss" beside "rec_avg_loss" and "icl_avg_loss"; SAM 2's
+# trainer: "Losses/train_all_loss" beside "Losses/train_default_loss").
+_TOTAL_WORDS = frozenset({"total", "tot", "joint", "overall", "combined", "all"})
 # Words of a term that regularises another loss (a KL penalty, an entropy bonus, a mixture of experts'
 # load balancing, PaLM's z-loss): not the objective a run trains for.
 _REGULARISER_WORDS = frozenset({"kl", "entropy", "aux", "z", "balance", "reg", "penalty"})
