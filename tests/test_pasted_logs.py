@@ -4674,3 +4674,15 @@ def test_tf_estimator_evaluation_dict_is_the_validation_loss(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
     assert run.steps["loss"].dropna().index.tolist() == list(range(1, 2502, 500))
     assert run.steps["val_loss"].dropna().to_dict() == {2536: 0.31}
+
+
+def test_losses_each_on_a_line_of_its_own_are_not_said_to_be_no_number(tmp_path):
+    """lightweight-human-pose-estimation prints "Iter: 100" and then one "stage1_pafs_loss: 7.67" line
+    per loss: plain numbers, on lines with no step. Not "print no number sentinel reads"."""
+    lines = []
+    for it in range(100, 900, 100):
+        lines += [f"Iter: {it}", f"stage1_pafs_loss:     {it / 13:.13f}", f"stage1_heatmaps_loss: {it / 28:.13f}"]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "train.log", lines))])
+    assert result.exit_code == 1, result.output
+    assert "print no number" not in result.output
+    assert "its lines name stage1_heatmaps_loss, stage1_pafs_loss, but sentinel finds no step it reads with them" in result.output

@@ -207,11 +207,14 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
                     "logger's files (metrics.csv, event files)")
         return None
     named = [key for key in logged if looks_like_loss(key)]
-    if named:  # a loss under its name, printed as nothing that reads as a number
+    if named:
         shown = re.search(rf"(?<![\w/]){re.escape(named[0])}['\"]?[^\S\n]*[:=]?[^\S\n]*([^\s,|;]{{1,40}})", text)
-        printed = f" (printed as {shown.group(1)!r})" if shown else ""
-        return (f"'{path}': its lines name {', '.join(named)} but print no number sentinel reads for it{printed}: "
-                "print the loss as a plain number (loss.item(), float(loss))")
+        if shown and not _a_number(shown.group(1)):  # a loss under its name, printed as no number
+            return (f"'{path}': its lines name {', '.join(named)} but print no number sentinel reads for it (printed "
+                    f"as {shown.group(1)!r}): print the loss as a plain number (loss.item(), float(loss))")
+        return (f"'{path}': its lines name {', '.join(named)}, but sentinel finds no step it reads with "
+                f"{'them' if len(named) > 1 else 'it'} (each on a line of its own, or a format it does not know): "
+                "print each step's loss on the line of its step (step 100 | loss 2.31), or pass the logger's files")
     return (f"'{path}': its lines log {', '.join(logged)} but no loss (an environment's returns, an "
             "evaluation's metrics: a rise of these is progress, not divergence): sentinel judges a training "
             "loss; print or log the loss beside them")
@@ -269,6 +272,14 @@ def _bars_alone(text: str) -> bool:
     return bool(draws) and all(len(_NUMBER.findall(line[:found.start()])) <= 2 for line, found in draws)
 # Lines that must log such values, at least, before a text is said to be a log of them.
 _LOGGED_LINES = 5
+
+
+def _a_number(token: str) -> bool:
+    try:
+        float(token.strip("'\""))  # "[0.50" (an array's first number) is none
+    except ValueError:
+        return False
+    return True
 
 
 def _logged_keys(text: str, most: int = 6) -> list[str]:

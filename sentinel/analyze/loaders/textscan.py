@@ -250,6 +250,8 @@ def plain_numbers(text: str, lines: Lines | None = None) -> tuple[str, Lines]:
         'step 3 | loss 2780.10 | tokens 1,024\\n'
         >>> plain_numbers("Total iter: 10, epoch: 0, batch: 10, loss: [nan]\\n")[0]
         'Total iter: 10, epoch: 0, batch: 10, loss: nan\\n'
+        >>> plain_numbers("epoch: 0, iter: 50, loss: [13.207467]soft_label: [13.207467]\\n")[0]
+        'epoch: 0, iter: 50, loss: 13.207467 soft_label: [13.207467]\\n'
     """
     lines = Lines.of(text, lines)
     wrapped, grouped = lines.holds_any(_WRAPPED_WORDS), lines.holds_any((_GROUPED_LOSS,))
@@ -260,8 +262,9 @@ def plain_numbers(text: str, lines: Lines | None = None) -> tuple[str, Lines]:
         text = _WRAPPED_NUMBER.sub(r"\1\2", text)
     if grouped:
         text = _GROUPED_LOSS.sub(lambda m: m.group(1) + m.group(2).replace(",", ""), text)
-    if listed:
-        text = _LISTED_LOSS.sub(r"\1\2", text)
+    if listed:  # a space where the list ended against the next key ("loss: [13.2]soft_label: [13.2]")
+        text = _LISTED_LOSS.sub(lambda m: m.group(1) + m.group(2) + (" " if text[m.end():m.end() + 1].isalpha() else ""),
+                                text)
     return text, Lines(text)
 
 
