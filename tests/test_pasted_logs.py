@@ -4676,6 +4676,18 @@ def test_tf_estimator_evaluation_dict_is_the_validation_loss(tmp_path):
     assert run.steps["val_loss"].dropna().to_dict() == {2536: 0.31}
 
 
+def test_gat_training_lines_of_a_loss_and_its_accuracy(tmp_path):
+    """GAT's train.py: "Training: loss = %.5f, acc = %.5f | Val: loss = %.5f, acc = %.5f | Time: ...",
+    one line an epoch and no step: "not a log format". Lines of a loss numbered in order, the
+    accuracy after it and the validation part left; its rise from 1.70 to 6.06 is told."""
+    losses = [1.69535, 1.8182, 1.93426, 1.97562, 2.17724, 2.6062, 3.08253, 3.59296, 4.1, 4.6, 5.1, 5.6, 6.056]
+    lines = ["Training: loss = %.5f, acc = %.5f | Val: loss = %.5f, acc = %.5f | Time: %.5f (graph/s)"
+             % (v, 0.45 - 0.02 * k, v + 0.2, 0.32 - 0.01 * k, 16.73) for k, v in enumerate(losses)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps["loss"].round(5).tolist() == losses
+    assert any(i.kind in ("loss_spike", "divergence") and i.severity == "critical" for i in analyze_run(run).incidents)
+
+
 def test_losses_each_on_a_line_of_its_own_are_not_said_to_be_no_number(tmp_path):
     """lightweight-human-pose-estimation prints "Iter: 100" and then one "stage1_pafs_loss: 7.67" line
     per loss: plain numbers, on lines with no step. Not "print no number sentinel reads"."""
@@ -4686,3 +4698,13 @@ def test_losses_each_on_a_line_of_its_own_are_not_said_to_be_no_number(tmp_path)
     assert result.exit_code == 1, result.output
     assert "print no number" not in result.output
     assert "its lines name stage1_heatmaps_loss, stage1_pafs_loss, but sentinel finds no step it reads with them" in result.output
+
+
+def test_lines_of_an_average_loss_said_in_words(tmp_path):
+    """A script's "Avg Loss is 3.577977" under "===>>> Epoch 1 <<<===" headers: lines of a loss alone."""
+    lines = []
+    for epoch in range(1, 5):
+        lines.append(f" ===>>> Epoch {epoch} <<<=== ")
+        lines += [f"Avg Loss is {3.6 - 0.1 * epoch - 0.01 * k:.6f}" for k in range(4)] + ["Save best model"]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert len(run.steps["loss"].dropna()) == 16 and run.steps["loss"].iloc[0] == 3.5

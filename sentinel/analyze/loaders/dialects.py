@@ -1315,9 +1315,18 @@ LOSS_LINES = Dialect(
     description="lines of a loss alone (loss: X), numbered in order",
     shapes=(
         # (and TensorFlow 1's tf.Print(total_loss, [total_loss], message="Total loss is :"), DeepLab's:
-        # "Total loss is :[0.1406]", its list read as its number by textscan.plain_numbers)
-        Shape(re.compile(rf"^[^\S\n]*{_LOG_PREFIX}(?:(?i:train(?:ing)?|total)[ _])?(?i:loss)(?: is)?[^\S\n]*[:=][^\S\n]*"
-                         rf"({_NUM})[^\S\n]*$", re.MULTILINE), head=(metrics.LOSS,)),
+        # "Total loss is :[0.1406]", its list read as its number by textscan.plain_numbers; a script's
+        # "Avg Loss is 3.5779"; "is" only before a number that ends the line: "Warning: loss is NaN, skipping
+        # this step" is a message)
+        # (and the training line of GAT's train.py, "Training: loss = 1.94591, acc = 0.15000 | Val: loss =
+        # 1.94328, acc = 0.21400": its accuracy after the loss, its validation part an evaluation's)
+        # (fields after the loss only where a word names it the training's: "Loss:10.923, Step time:
+        # 0.413s," alone is a wrapped line's end, ColossalAI's Rich handler wrapping "[n/N] Loss:...")
+        Shape(re.compile(rf"^[^\S\n]*{_LOG_PREFIX}(?=(?i:train(?:ing)?|total|avg|average|mean)(?:[ _]|:[^\S\n]+)|"
+                         rf"[^\n]*?{_NUM}[^\S\n]*$)"
+                         rf"(?:(?i:train(?:ing)?|total|avg|average|mean)(?:[ _]|:[^\S\n]+))?(?i:loss)"
+                         rf"(?:[^\S\n]+is(?=[^\S\n]*:?[^\S\n]*{_NUM}[^\S\n]*$)[^\S\n]*:?|[^\S\n]*[:=])[^\S\n]*({_NUM})"
+                         rf"[^\S\n]*(?:[,;|][^\n]*)?$", re.MULTILINE), head=(metrics.LOSS,)),
     ),
     step_from_order=True,
     # "validation loss: 2.1" every N lines (x-transformers' examples): the step before it.
