@@ -4688,6 +4688,23 @@ def test_gat_training_lines_of_a_loss_and_its_accuracy(tmp_path):
     assert any(i.kind in ("loss_spike", "divergence") and i.severity == "critical" for i in analyze_run(run).incidents)
 
 
+def test_ngcf_epoch_lines_and_its_nan_check(tmp_path):
+    """NGCF / KGAT / LightGCN: "Epoch %d [%.1fs]: train==[%.5f=%.5f + %.5f]", and "Epoch %d [%.1fs +
+    %.1fs]: train==[...], recall=[...], ..." where the epoch was tested: "not a log format" (and
+    --loss-col train did not help). Its NaN check prints "ERROR: loss is nan." and exits."""
+    lines = ["n_users=29858, n_items=40981", "n_interactions=1027370"]
+    for epoch in range(12):
+        loss = 266.0 / (1 + epoch)
+        terms = "train==[%.5f=%.5f + %.5f]" % (loss, loss - 0.5, 0.5)
+        lines.append("Epoch %d [%.1fs + %.1fs]: %s, recall=[0.1, 0.2], precision=[0.03, 0.02]" % (epoch, 60.2, 30.1, terms)
+                     if epoch % 5 == 4 else "Epoch %d [%.1fs]: %s" % (epoch, 60.2, terms))
+    lines.append("ERROR: loss is nan.")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps["loss"].dropna().index.tolist() == list(range(12)) and run.meta.get("step_unit") == "epoch"
+    assert run.steps["loss"].iloc[0] == 266.0
+    assert [i.kind for i in analyze_run(run).incidents] == ["nonfinite"]
+
+
 def test_losses_each_on_a_line_of_its_own_are_not_said_to_be_no_number(tmp_path):
     """lightweight-human-pose-estimation prints "Iter: 100" and then one "stage1_pafs_loss: 7.67" line
     per loss: plain numbers, on lines with no step. Not "print no number sentinel reads"."""
@@ -4698,6 +4715,29 @@ def test_losses_each_on_a_line_of_its_own_are_not_said_to_be_no_number(tmp_path)
     assert result.exit_code == 1, result.output
     assert "print no number" not in result.output
     assert "its lines name stage1_heatmaps_loss, stage1_pafs_loss, but sentinel finds no step it reads with them" in result.output
+
+
+@pytest.mark.parametrize("newer", [True, False])
+def test_pyslowfast_json_stats(tmp_path, newer):
+    """PySlowFast's logging.py: "json_stats: {...}" (json.dumps(stats, sort_keys=True)) after its
+    logger's prefix, the training iterations' "_type": "train_iter" with "epoch": "1/300", "iter":
+    "80/240" (older: "cur_epoch": "1", "cur_iter": "10"); epoch summaries and evaluations are no
+    training records. It was "not a log format"."""
+    lines = []
+    for epoch in (1, 2):
+        for it in range(20, 101, 20):
+            stats = {"_type": "train_iter", "dt": 1.11, "eta": "22:10:54", "gpu_mem": "7.15G",
+                     "loss": round(1.0 / (epoch * 100 + it), 5), "lr": 0.1, "top1_err": 50.0}
+            stats.update({"epoch": f"{epoch}/300", "iter": f"{it}/100", "grad_norm": 0.2} if newer else
+                         {"cur_epoch": str(epoch), "cur_iter": str(it)})
+            lines.append("[11/16 11:49:18][INFO] logging.py:   99: json_stats: " + json.dumps(stats, sort_keys=True))
+        lines.append("[11/16 11:59:18][INFO] logging.py:   99: json_stats: " + json.dumps(
+            {"_type": "train_epoch", "epoch": f"{epoch}/300", "loss": 9.9, "lr": 0.1}, sort_keys=True))
+        lines.append("[11/16 11:59:18][INFO] logging.py:   99: json_stats: " + json.dumps(
+            {"_type": "val_epoch", "epoch": f"{epoch}/300", "top1_err": 40.0}, sort_keys=True))
+    (run,) = discover_runs(_write(tmp_path / "stdout.log", lines))
+    assert run.steps["loss"].dropna().index.tolist() == [20, 40, 60, 80, 100, 120, 140, 160, 180, 200]
+    assert 9.9 not in run.steps["loss"].tolist() and run.steps["loss"].iloc[0] == round(1.0 / 120, 5)
 
 
 def test_lines_of_an_average_loss_said_in_words(tmp_path):

@@ -9,6 +9,7 @@ strings quoted are the tools' own. Adding a format is one entry here and a fixtu
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import replace
 
@@ -736,6 +737,46 @@ TRAX = Dialect(
     min_records=2,
 )
 
+# PySlowFast (and the video models built on it: MViT, X3D, TimeSformer's trainer): its logging.py
+# prints each record as "json_stats: {...}", the training iterations' with "_type": "train_iter"
+# (newer: "train_iter_ssl"), "epoch": "1/300", "iter": "80/240" (older: "cur_epoch": "1", "cur_iter":
+# "10": counts as text), the loss, the LR and (newer) the grad norm; its epoch summaries and
+# evaluations ("train_epoch", "val_iter", "val_epoch") are no training records. Each training
+# record is read as the line "epoch: 1/300, iter: 80/240, loss: X, lr: L, grad_norm: G".
+_SLOWFAST_STATS = re.compile(r"json_stats: (\{[^\n]*\})")
+_SLOWFAST_FIELDS = (("loss", "loss"), ("lr", "lr"), ("grad_norm", "grad_norm"))
+
+
+def _slowfast_line(match: re.Match) -> str:
+    try:
+        row = json.loads(match.group(1))
+    except ValueError:
+        return match.group(0)
+    if not isinstance(row, dict) or not str(row.get("_type", "")).startswith("train_iter"):
+        return f"json_stats: ({row.get('_type') if isinstance(row, dict) else 'record'})"
+    fields = [f"epoch: {row.get('epoch', row.get('cur_epoch'))}", f"iter: {row.get('iter', row.get('cur_iter'))}"]
+    fields += [f"{name}: {row[key]}" for key, name in _SLOWFAST_FIELDS if key in row]
+    return ", ".join(fields)
+
+
+# NGCF, KGAT and LightGCN (xiangwang1223's TensorFlow code and its PyTorch ports): "Epoch %d [%.1fs]:
+# train==[%.5f=%.5f + %.5f]" (the loss, then its terms), "Epoch %d [%.1fs + %.1fs]: train==[...],
+# recall=[...], ..." where the epoch was tested; the epoch is the step.
+NGCF = Dialect(
+    name="ngcf",
+    description='NGCF / KGAT / LightGCN ("Epoch N [T s]: train==[X=A + B]")',
+    shapes=(
+        Shape(re.compile(rf"\bEpoch (\d+) \[[\d.]+s(?: \+ [\d.]+s)?\]: train==\[({_NUM})="),
+              head=(metrics.STEP, metrics.LOSS)),
+    ),
+    # its check before it exits: "if np.isnan(loss) == True: print('ERROR: loss is nan.')"
+    events=(EventLine(re.compile(r"^ERROR: loss is nan\.", re.MULTILINE), EventKind.NONFINITE, source="loss_check",
+                      detail={"metric": metrics.LOSS}),),
+    sniff=re.compile(r"\bEpoch \d+ \[[\d.]+s(?: \+ [\d.]+s)?\]: train==\["),
+    min_records=2,
+    step_unit="epoch",
+)
+
 # MXNet's Speedometer (python/mxnet/callback.py): "Epoch[%d] Batch [%d-%d]\tSpeed: %.2f samples/sec"
 # (before 1.2: "Batch [%d]") then "\t%s=%f" per metric, the batch counted inside the epoch; the
 # loss is the metric named as one (CrossEntropy's "cross-entropy", NegativeLogLikelihood's
@@ -1304,6 +1345,17 @@ KERAS_EPOCHS = replace(
     step_unit="epoch",
 )
 
+# (PySlowFast's records, as _slowfast_line writes them)
+PYSLOWFAST = replace(
+    GENERIC,
+    name="pyslowfast",
+    description='PySlowFast ("json_stats: {"_type": "train_iter", "epoch": "1/300", "iter": "80/240", "loss": X, ...}")',
+    rewrite=lambda text: _SLOWFAST_STATS.sub(_slowfast_line, text),
+    rewrite_needs=("json_stats: {",),
+    sniff=re.compile(r'json_stats: \{"_type": "train_iter'),
+    min_records=2,
+)
+
 # What a logger puts before a message: a date and time ("2024-01-01 12:00:05,123", "[12:00:05]"),
 # a level, a logger's name, with the separators logging's formats use ("INFO:root:", " - INFO - ").
 _LOG_PREFIX = (r"(?:\[?(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[,.]\d+)?\]?[^\S\n]*(?:[-|:][^\S\n]*)?)?"
@@ -1557,7 +1609,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, NGCF, PYSLOWFAST, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
