@@ -4740,6 +4740,20 @@ def test_pyslowfast_json_stats(tmp_path, newer):
     assert 9.9 not in run.steps["loss"].tolist() and run.steps["loss"].iloc[0] == round(1.0 / 120, 5)
 
 
+def test_swav_progress_lines_without_the_epochs_length(tmp_path):
+    """SwAV's and DeepCluster-v2's logger: "Epoch: [163][50]\\tTime ... Loss 8.0065 (8.0066)\\tLr: ...", the
+    count inside the epoch with no "/TOTAL": "not a log format"."""
+    lines = []
+    for epoch in (0, 1):
+        lines.append(f"INFO - 08/11/20 13:38:30 - 1 day, 22:12:26 - ============ Starting epoch {epoch} ... ============")
+        for it in range(0, 250, 50):
+            lines.append(f"INFO - 08/11/20 13:38:32 - 1 day, 22:12:28 - Epoch: [{epoch}][{it}]\tTime 1.958 (1.958)\t"
+                         f"Data 1.576 (1.576)\tLoss {8.0 - epoch - it / 1000:.4f} (8.0066)\tLr: 3.1982")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    loss = run.steps["loss"].dropna()
+    assert len(loss) == 10 and loss.index.is_monotonic_increasing and loss.iloc[0] == 8.0 and loss.iloc[-1] == 6.8
+
+
 def test_lines_of_an_average_loss_said_in_words(tmp_path):
     """A script's "Avg Loss is 3.577977" under "===>>> Epoch 1 <<<===" headers: lines of a loss alone."""
     lines = []
@@ -4748,3 +4762,41 @@ def test_lines_of_an_average_loss_said_in_words(tmp_path):
         lines += [f"Avg Loss is {3.6 - 0.1 * epoch - 0.01 * k:.6f}" for k in range(4)] + ["Save best model"]
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
     assert len(run.steps["loss"].dropna()) == 16 and run.steps["loss"].iloc[0] == 3.5
+
+
+def test_st_gcn_batch_done_lines(tmp_path):
+    """ST-GCN's and 2s-AGCN's processor: "[ Wed Jun  6 16:01:16 2018 ] \\tBatch(100/1879) done. Loss: 5.9635
+    lr:0.100000" under "Training epoch: N" headers: "not a log format" (the count in parentheses)."""
+    lines = []
+    for epoch in (1, 2):
+        lines.append(f"[ Wed Jun  6 16:01:01 2018 ] Training epoch: {epoch}")
+        lines += [f"[ Wed Jun  6 16:01:16 2018 ] \tBatch({b}/500) done. Loss: {6.4 - epoch * 0.3 - b / 1000:.4f}  lr:0.100000"
+                  for b in range(0, 500, 100)]
+        lines.append(f"[ Wed Jun  6 16:31:16 2018 ] \tMean training loss: {6.2 - epoch * 0.3:.4f}.")
+    (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
+    loss = run.steps["loss"].dropna()
+    assert loss.index.tolist() == [0, 100, 200, 300, 400, 500, 600, 700, 800, 900] and loss.iloc[0] == 6.1
+
+
+def test_centernet_and_fairmot_progress_lines(tmp_path):
+    """CenterNet's and FairMOT's bar: "{task}/{exp_id}| train: [10][929/2658]|Tot: 0:15:44 |ETA: 0:00:00 |loss
+    -0.5303 |hm_loss 0.0052 |...": the ProgressMeter's "Train: [e][i/N]" in lower case."""
+    lines = [f"mot/default| train: [10][{i}/2658]|Tot: 0:15:44 |ETA: 0:00:00 |loss {-0.5 - i / 1e5:.4f} |hm_loss 0.0052 "
+             f"|wh_loss 0.6878 |off_loss 0.1891 |id_loss 0.1677 |Data 0.027s(0.032s) |Net 1.015s" for i in range(929, 939)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index.tolist() == [9 * 2658 + i for i in range(929, 939)]
+    assert run.steps["loss"].iloc[0] == -0.5093
+
+
+def test_paddlevideo_epoch_then_step_is_no_torchtitan_line(tmp_path):
+    """PaddleVideo: "epoch:[  1/196] train step:0    loss: 0.00000 lr: 0.010000 top1: ...": read as
+    torchtitan's "step: N  loss: X", the epoch left out, every epoch's step 0 one step."""
+    lines = []
+    for epoch in (1, 2):
+        lines += [f"[11/08 16:52:25] epoch:[{epoch:3d}/196] train step:{s:<4d} loss: {2.0 - epoch * 0.1 - s / 1000:.5f} "
+                  f"lr: 0.010000 top1: 0.00000 top5: 0.00000 batch_cost: 0.26 sec, reader_cost: 0.01 sec, ips: 30.0 "
+                  "instance/sec, eta: 2:32:41" for s in range(0, 30, 10)]
+        lines.append(f"[11/08 16:52:25] END epoch:{epoch}   train loss_avg: 1.80000  top1_avg: 0.00000 top5_avg: 0.00000")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source != "torchtitan" and len(run.steps["loss"].dropna()) == 6
+    assert run.steps["loss"].dropna().index.is_monotonic_increasing

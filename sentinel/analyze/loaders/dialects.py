@@ -107,7 +107,10 @@ TORCHTITAN = Dialect(
     name="torchtitan",
     description='torchtitan ("step: N  loss: X  grad_norm: G  memory: ...")',
     # [^\S\n]: spaces that stay on the line, so the pattern reads one line skeleton at a time
-    shapes=(Shape(re.compile(r"\bstep:[^\S\n]*(\d+[^\S\n]+loss:[^\n]*)"), units={"%": ("", 1.0)}),),
+    # (not PaddleVideo's "epoch:[  1/196] train step:0    loss: 0.00000 lr: ...": its step counts inside
+    # the epoch the line names, which the generic reader makes a global step)
+    shapes=(Shape(re.compile(r"^(?![^\n]*?\bepoch:\[)[^\n]*?\bstep:[^\S\n]*(\d+[^\S\n]+loss:[^\n]*)", re.MULTILINE),
+                  units={"%": ("", 1.0)}),),
     min_records=2,
 )
 
@@ -1044,8 +1047,9 @@ _EPOCH_COUNT_LOSS_LINE = re.compile(_EPOCH_COUNT_LOSS)
 # "N/TOTAL" only on lines without a step key (see the shape); in brackets at a line's start, after
 # two spaces or a tab (EasyOCR's trainer indents "[20000/300000] Train loss: ..." with one).
 # Not in a tqdm bar's description ("Epoch 1/3: 66%|####  | 200/300 [...", "[Epoch 1/3] train: 45it
-# [..."): the bar's own count follows. Not the epoch's own "Epoch 3/50" (a line per epoch).
-_COUNT_TOTAL = (r"(?:^|(?<![\d/:.-])(?<![Ee]poch)(?<!EPOCH)[^\S\n]|(?<![^\n])\[|(?<=[^\S\n]{2})\[|(?<=\t)\[)(\d+)[^\S\n]*/[^\S\n]*(\d+)\b(?![/:.]\d|\][^\S\n]*\[)"
+# [..."): the bar's own count follows. Not the epoch's own "Epoch 3/50" (a line per epoch). ST-GCN's
+# and 2s-AGCN's "\tBatch(100/1879) done. Loss: 5.9635  lr:0.100000" too.
+_COUNT_TOTAL = (r"(?:^|(?<![\d/:.-])(?<![Ee]poch)(?<!EPOCH)[^\S\n]|(?<![^\n])\[|(?<=[^\S\n]{2})\[|(?<=\t)\[|(?<=\bBatch)\()(\d+)[^\S\n]*/[^\S\n]*(\d+)\b(?![/:.]\d|\][^\S\n]*\[)"
                 r"(?![^\n]*?(?:\d%\|[^|\n]*\|[^\S\n]*\d+/\d+|[^\S\n]\d+it \[))")
 _COUNT_TOTAL_LOSS_LINE = re.compile(rf"^(?![^\n]*?(?i:\b{_STEP_KEY}){_SEP}\d+(?![\d%]))(?![^\n]*?{_EPOCH_BRACKETS})"
                                     rf"{_GAP}{_COUNT_TOTAL}{_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE)
@@ -1116,9 +1120,15 @@ GENERIC = Dialect(
               head=("epoch", "iter", "total", metrics.LOSS)),
         Shape(re.compile(rf"{_EPOCH_OF_COUNT}{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
               head=("epoch", "iter", "total", metrics.LOSS)),
+        # ... and without the epoch's length (SwAV's and DeepCluster-v2's logger: "Epoch: [163][50]\tTime
+        # 0.890 (0.919)\t...\tLoss 8.0065 (8.0066)\tLr: 3.1976").
+        Shape(re.compile(rf"\b(?i:epoch):?[^\S\n]*\[[^\S\n]*(\d+)[^\S\n]*\]\[[^\S\n]*(\d+)[^\S\n]*\]"
+                         rf"{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
+              head=("epoch", "iter", metrics.LOSS)),
         # ... its prefix written "Train: [{epoch}]" (ProgressMeter(..., prefix=f"Train: [{epoch}]"):
-        # sightseq's ">> Train: [1][108/90000]\tTime 0.348 (0.361)\t...\tLoss 30.0584 (31.5477)").
-        Shape(re.compile(rf"\bTrain:[^\S\n]*\[(\d+)\]\[[^\S\n]*(\d+)[^\S\n]*/[^\S\n]*(\d+)\]"
+        # sightseq's ">> Train: [1][108/90000]\tTime 0.348 (0.361)\t...\tLoss 30.0584 (31.5477)"); CenterNet's
+        # and FairMOT's bar: "mot/default| train: [10][929/2658]|Tot: 0:15:44 |ETA: 0:00:00 |loss -0.5303 |hm_loss ...".
+        Shape(re.compile(rf"\b(?i:train):[^\S\n]*\[(\d+)\]\[[^\S\n]*(\d+)[^\S\n]*/[^\S\n]*(\d+)\]"
                          rf"{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
               head=("epoch", "iter", "total", metrics.LOSS)),
         Shape(re.compile(rf"^[ \t]*\[[^\S\n]*(\d+),[^\S\n]*(\d+)\][^\S\n]*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
