@@ -4800,3 +4800,16 @@ def test_paddlevideo_epoch_then_step_is_no_torchtitan_line(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
     assert run.source != "torchtitan" and len(run.steps["loss"].dropna()) == 6
     assert run.steps["loss"].dropna().index.is_monotonic_increasing
+
+
+def test_mmcv_json_rows_one_an_epoch_at_the_same_iteration(tmp_path):
+    """mmaction2's JSON log of a short epoch: one training row an epoch, all at "iter": 20, and a
+    validation row at "iter": 22: the rows were one step (20), five epochs one value."""
+    rows = []
+    for epoch in (1, 2, 14, 15, 16):
+        rows.append({"mode": "train", "epoch": epoch, "iter": 20, "lr": 0.05, "loss_action_cls": 0.2 / epoch,
+                     "loss": 0.2 / epoch, "grad_norm": 0.9})
+        rows.append({"mode": "val", "epoch": epoch, "iter": 22, "lr": 0.05, "mAP@0.5IOU": 0.0})
+    (run,) = discover_runs(_write(tmp_path / "20210101_000000.log.json", [json.dumps(r) for r in rows]))
+    loss = run.steps["loss"].dropna()
+    assert loss.index.tolist() == [20, 40, 280, 300, 320] and loss.iloc[-1] == 0.2 / 16

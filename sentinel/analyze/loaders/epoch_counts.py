@@ -33,7 +33,8 @@ def epoch_length(iters: np.ndarray) -> float:
 def steps_across_epochs(step: np.ndarray, epoch: np.ndarray,
                         counted: np.ndarray | None = None) -> tuple[np.ndarray, int] | None:
     """``(global steps, epoch length)`` where ``step`` (in row order) starts again at each move of
-    ``epoch`` and at no other row (epochs in order, each move a fall of the count); None otherwise
+    ``epoch`` and at no other row (epochs in order, each move a fall of the count, or none where
+    each epoch logs one row at the same count); None otherwise
     (a step that goes on across epochs, a resume that goes back). ``counted``: the rows whose count
     is the training's (the others, an evaluation's rows with its own count, mmcv's JSON ``{"mode":
     "val", "iter": 80}``, are no part of the epoch's length and sit at their epoch's end).
@@ -43,13 +44,16 @@ def steps_across_epochs(step: np.ndarray, epoch: np.ndarray,
         [0, 1, 2, 3, 4, 5]
         >>> steps_across_epochs(np.array([0, 1, 2, 3, 4, 5]), np.array([0, 0, 0, 1, 1, 1])) is None
         True
+        >>> steps_across_epochs(np.array([20, 20, 20]), np.array([1, 2, 14]))[0].tolist()
+        [20, 40, 280]
     """
     epoch = epoch.astype("float64", copy=False)
     if len(step) < 3 or not np.isfinite(epoch).all() or not (np.diff(epoch) >= 0).all():
         return None
-    falls = np.flatnonzero(step[1:] < step[:-1])
-    moves = np.flatnonzero(epoch[1:] > epoch[:-1])
-    if not len(falls) or len(falls) != len(moves) or not np.array_equal(falls, moves):
+    moves = epoch[1:] > epoch[:-1]
+    # The count starts again at each move (or stays where it was: a log of one row an epoch at its
+    # last iteration, mmaction2's JSON {"epoch": 14, "iter": 20}) and falls nowhere else.
+    if not moves.any() or (step[1:] < step[:-1])[~moves].any() or (step[1:] > step[:-1])[moves].any():
         return None
     length = epoch_length(step.astype("float64") if counted is None else step[counted].astype("float64"))
     if not length > 0:
