@@ -4813,3 +4813,16 @@ def test_mmcv_json_rows_one_an_epoch_at_the_same_iteration(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "20210101_000000.log.json", [json.dumps(r) for r in rows]))
     loss = run.steps["loss"].dropna()
     assert loss.index.tolist() == [20, 40, 280, 300, 320] and loss.iloc[-1] == 0.2 / 16
+
+
+def test_a_spike_that_recovered_onto_the_trainers_nan_zeros_did_not(tmp_path):
+    """A QLoRA fine-tune's HF dicts: 0.68, 0.64, 1.13, 1.28, 31.45, then 'loss': 0.0 to the end (the
+    Trainer's NaN filter). The spike "recovered in 3 steps (step 6)" onto those zeros, and the run's
+    best loss was 0: it went non-finite from step 6, and its best loss was 0.642."""
+    losses = [0.684, 0.642, 1.1291, 1.2843, 31.4517, 0.0, 0.0]
+    lines = [f"{{'loss': {v}, 'learning_rate': 3e-05, 'epoch': {0.31 * (k + 1):.2f}}}" for k, v in enumerate(losses)]
+    code, report = _analyze(str(_write(tmp_path / "train.log", lines)))
+    (run,) = report["runs"]
+    spike = next(i for i in run["incidents"] if i["kind"] == "loss_spike")
+    assert spike["severity"] == "critical" and spike["message"].endswith("then non-finite from step 6")
+    assert run["best_loss"] == 0.642 and run["final_loss"] is None

@@ -163,6 +163,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
     has = steps.columns.__contains__
     per_epoch = bool(run.meta) and run.meta.get(STEP_UNIT) == "epoch"
     loss = finite(steps[metrics.LOSS]) if has(metrics.LOSS) else pd.Series(dtype="float64")
+    filtered = None  # the Trainer's zeros for a non-finite loss (rule_nan_filtered)
     environment_rl = is_environment_rl(steps.columns)
     policy_gradient = is_policy_gradient_loss(_loss_name(run.meta))
     adversarial = is_adversarial(steps.columns, _loss_name(run.meta))
@@ -263,6 +264,8 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
     logged = _loss_logged(steps[metrics.LOSS], steps, logged_nan_steps(run, metrics.LOSS)) \
         if has(metrics.LOSS) else None
     final_raw = _last_logged(steps[metrics.LOSS], logged) if logged is not None else None
+    if filtered is not None:  # its zeros are the NaN the Trainer filtered: no loss of 0 was reached
+        loss, final_raw = loss[loss.index < filtered.step], float("nan")
     final_finite = final_raw is None or bool(np.isfinite(final_raw))
     # The training steps: those with a loss logged (not a row of evaluation metrics alone).
     counted = steps.index[logged] if logged is not None and logged.any() else steps.index

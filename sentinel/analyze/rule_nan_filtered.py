@@ -64,8 +64,9 @@ def nan_filtered_zeros(loss: pd.Series, incidents: list[Incident], source: str, 
 
 def told_as_nan_filtered(incidents: list[Incident], found: Incident) -> list[Incident]:
     """``incidents`` with ``found`` in place of the collapse to 0 and the loss stuck at 0 it
-    explains, and the evaluations' non-finite incidents in its stretch saying the training loss
-    was non-finite then too.
+    explains, a spike that "recovered" onto its zeros not recovered (it went non-finite), and the
+    evaluations' non-finite incidents in its stretch saying the training loss was non-finite then
+    too.
 
     Example:
         >>> told_as_nan_filtered([], found)  # doctest: +SKIP
@@ -75,6 +76,12 @@ def told_as_nan_filtered(incidents: list[Incident], found: Incident) -> list[Inc
         if incident.kind in (IncidentKind.LOSS_COLLAPSE.value, IncidentKind.LOSS_STUCK.value) \
                 and incident.end_step >= found.step:
             continue
+        recovered = incident.details.get("recovered_step") if incident.kind == IncidentKind.LOSS_SPIKE.value else None
+        if recovered is not None and recovered >= found.step:  # "back down" onto the filter's zeros
+            message = incident.message.split("; recovered in ")[0] + f"; then non-finite from step {found.step}"
+            incident = dataclasses.replace(incident, severity=Severity.CRITICAL, message=message, details={
+                **incident.details, "recovered_step": None, "recovered": False, "steps_to_recover": None,
+                "resolved": False})
         if incident.kind == IncidentKind.NONFINITE.value and incident.message.endswith(TRAINING_FINITE_THEN) \
                 and incident.step >= found.step:
             message = incident.message[: -len(TRAINING_FINITE_THEN)] + TRAINING_NONFINITE_THEN
