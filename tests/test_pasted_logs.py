@@ -4826,3 +4826,12 @@ def test_a_spike_that_recovered_onto_the_trainers_nan_zeros_did_not(tmp_path):
     spike = next(i for i in run["incidents"] if i["kind"] == "loss_spike")
     assert spike["severity"] == "critical" and spike["message"].endswith("then non-finite from step 6")
     assert run["best_loss"] == 0.642 and run["final_loss"] is None
+
+
+def test_a_loggers_level_is_no_key_its_lines_log(tmp_path):
+    """wespeaker's table rows pasted without their header ("[ INFO : 2023-07-06 07:55:30,898 ] - |  3|
+    200|  0.52112| ..."): "its lines log INFO but no loss", the logger's level read as a metric."""
+    lines = [f"[ INFO : 2023-07-06 07:55:30,898 ] - |         3|       {b}|   0.52112|         0|    {5.2 - b / 1e3:.4f}|"
+             f"    9.7266|" for b in range(100, 1100, 100)]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "train.log", lines))])
+    assert result.exit_code == 1 and "INFO" not in result.output, result.output

@@ -247,8 +247,9 @@ def _readable_losses(head: str, keys: list[str], least: int | None) -> list[str]
 # "key=3", "key: 0.5", "'key': 0.5", "key=[10.1]": a value a line logs under a name.
 # (Not a bar's description before its percentage, "Training...:  42%|", nor Lightning's logger version
 # "v_num=3", nor the process id Ray puts before a worker's lines, "(main_task pid=82052)", nor the
-# verb of a sentence, "Total loss is :[0.14]".)
-_LOGGED_PAIR = re.compile(r"(?<![\w/.-])(?!(?:v_num|pid|is|are|was|were)\b)([A-Za-z][\w/.-]*)['\"]?[^\S\n]*[:=][^\S\n]*\[?['\"]?[-+]?"
+# verb of a sentence, "Total loss is :[0.14]", nor a logger's level before its time, "[ INFO :
+# 2023-07-06 07:55:30,898 ] - |  3|  200|...".)
+_LOGGED_PAIR = re.compile(r"(?<![\w/.-])(?!(?:v_num|pid|is|are|was|were|INFO|WARNING|WARN|DEBUG|ERROR)\b)([A-Za-z][\w/.-]*)['\"]?[^\S\n]*[:=][^\S\n]*\[?['\"]?[-+]?"
                           r"(?:\d|\.\d)(?![\d.]*%)")
 # A tqdm bar's draw: its percentage and bar, or its count and rate ("0it [00:00, ?it/s]").
 _BAR_DRAW = re.compile(r"\d+%\|[^|\n]*\||\d+it \[\d")
