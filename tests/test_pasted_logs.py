@@ -4835,3 +4835,35 @@ def test_a_loggers_level_is_no_key_its_lines_log(tmp_path):
              f"    9.7266|" for b in range(100, 1100, 100)]
     result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "train.log", lines))])
     assert result.exit_code == 1 and "INFO" not in result.output, result.output
+
+
+def test_fairseq_tqdm_bars_beside_its_epoch_summaries(tmp_path):
+    """fairseq's default terminal format (--log-format tqdm): "| epoch 014:  94%|▉| 33/35 [00:38<00:02,
+    1.14s/it, loss=11.793, ..., num_updates=488, lr=0.00025, gnorm=0.432, ...]", redraws run into one line,
+    then "| epoch 014 | loss 11.805 | ... | num_updates 490" and its validation line. The fairseq reader
+    took the summaries alone: one step of seven."""
+    lines, update = [], 480
+    for epoch in (14, 15):
+        bars = []
+        for i in range(1, 5):
+            update += 1
+            bars.append(f"| epoch {epoch:03d}:  {i * 20:2d}%|▉| {i}/5 [00:38<00:02,  1.14s/it, loss={11.8 - update / 1e4:.3f}, "
+                        f"ppl=3549.22, wps=2287, ups=0.5, wpb=2622, bsz=177, num_updates={update}, lr=0.00025, gnorm=0.432, "
+                        "clip=0.000, oom=0.000, wall=1082, train_wall=551]")
+        lines.append("".join(bars))
+        lines.append(f"| epoch {epoch:03d} | loss 11.805 | ppl 3578.8 | wps 2239 | ups 0.5 | wpb 2560 | bsz 174 | "
+                     f"num_updates {update} | lr 0.00025 | gnorm 0.448 | clip 0.000 | oom 0.000 | wall 1082 | train_wall 551")
+        lines.append(f"| epoch {epoch:03d} | valid on 'valid' subset | valid_loss 12.0756 | valid_ppl 4316.30 | "
+                     f"num_updates {update} | best 12.0756")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "fairseq" and run.steps["loss"].dropna().index.tolist() == list(range(481, 489))
+    assert run.steps.loc[481, "loss"] == 11.752
+
+
+def test_openpcdet_acc_iter_is_the_step(tmp_path):
+    """OpenPCDet's logger: "epoch: 3/120, acc_iter=1084, cur_iter=270/271, batch_size=1, loss=5.03, lr=...":
+    acc_iter, the iterations accumulated over epochs, is the step (the lines were numbered 1, 2, 3)."""
+    lines = [f"2022-10-23 03:18:48,048   INFO  epoch: {3 + k // 4}/120, acc_iter={1084 + 36 * k}, cur_iter={(36 * k) % 271}/271, "
+             f"batch_size=1, loss={5.03 - k / 100}, lr=0.00034591578674610145" for k in range(8)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index.tolist() == [1084 + 36 * k for k in range(8)]

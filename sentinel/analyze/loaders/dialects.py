@@ -152,6 +152,12 @@ FAIRSEQ = Dialect(
     shapes=(
         Shape(re.compile(r"\bepoch (\d+):[^\S\n]+(\d+) / (\d+) ([^\n]*)"), head=("epoch", "iter", "total"),
               separators=("=", ","), keys=_FAIRSEQ_KEYS),
+        # (--log-format tqdm, fairseq's default on a terminal: "| epoch 014:  94%|▉| 33/35 [00:38<00:02,
+        # 1.14s/it, loss=11.793, ppl=3549.22, ..., num_updates=488, lr=0.00025, gnorm=0.432, ...]", its
+        # redraws perhaps run into one line)
+        Shape(re.compile(r"\bepoch (\d+):[^\S\n]+\d+%\|[^|\n]*\|[^\S\n]*(\d+)/(\d+) \[[^,\]\n]*,[^,\]\n]*?"
+                         r"(?:s/it|it/s), ([^\]|\n]*)"), head=("epoch", "iter", "total"),
+              separators=("=", ","), keys=_FAIRSEQ_KEYS),
         Shape(re.compile(r"\bepoch (\d+) \|(?! valid on)([^\n]*)"), head=("epoch",), separators=("|",),
               keys=_FAIRSEQ_KEYS, fills=True),
         Shape(re.compile(r"\bepoch (\d+) \| valid on '[^'\n]*' subset \|([^\n]*)"), head=("epoch",),
@@ -908,9 +914,10 @@ GAN = Dialect(
 # Anything else: a step-like key and a loss-like key on one line, as "key: v", "key=v" or "key v",
 # in either order. Needs several such lines (see textlogs.sniff).
 # Chinese tutorials' step labels too: 训练次数 ("training count", the step), 迭代次数 ("iterations").
-# Paxml's trainer logs "step_i: N, training loss: X".
+# Paxml's trainer logs "step_i: N, training loss: X"; OpenPCDet's "epoch: 3/120, acc_iter=1084, cur_iter=270/271,
+# ..., loss=5.03" its global step as acc_iter.
 # (Not an "inner iter": a count inside another, MiniLLM's "inner iter:   7/  8 | ... | global iter:     13/  5000|".)
-_STEP_KEY = r"(?<!inner )(?:step_i|steps?|iters?|iterations?|num_updates|updates?|global_step|it|(?<!/)batch|episode|训练次数|迭代次数|训练步数|步数|迭代)"
+_STEP_KEY = r"(?<!inner )(?:acc_iter|step_i|steps?|iters?|iterations?|num_updates|updates?|global_step|it|(?<!/)batch|episode|训练次数|迭代次数|训练步数|步数|迭代)"
 # The same, where a plain "step" with a global_step after it on its line is a count inside the epoch
 # (Open-Sora's bar: "loss=0.73, ..., step=30, global_step=730"). Only in the shape of a loss then
 # its step, where that bar's lines fall: the lookahead scans the rest of the line at each "step",
