@@ -4867,3 +4867,12 @@ def test_openpcdet_acc_iter_is_the_step(tmp_path):
              f"batch_size=1, loss={5.03 - k / 100}, lr=0.00034591578674610145" for k in range(8)]
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
     assert run.steps.index.tolist() == [1084 + 36 * k for k in range(8)]
+
+
+def test_a_loss_summed_over_the_batch_beside_its_mean(tmp_path):
+    """PaddlePaddle's Transformer: "batch: 0, sum loss: 43280.621094, avg loss: 10.858159, ppl: ...": the
+    sum over the batch's tokens (43,280, its size the batch's) was read as the loss; the mean is."""
+    lines = [f"batch: {b}, sum loss: {4000 * (10.9 - b / 10) * (1 + b % 3):.6f}, avg loss: {10.9 - b / 10:.6f}, "
+             f"ppl: 51956.343750" for b in range(10)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps["loss"].round(6).tolist() == [round(10.9 - b / 10, 6) for b in range(10)]

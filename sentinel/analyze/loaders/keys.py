@@ -176,6 +176,9 @@ _POSITION_WORDS = frozenset({"iteration", "iterations", "iter", "iters", "idx", 
 # A loss aggregated over an epoch or smoothed: the loss, but a step-level one is better.
 # "avr": kohya's sd-scripts ("avr_loss", its loss averaged over recent steps).
 _AGGREGATE_WORDS = frozenset({"epoch", "avg", "avr", "average", "mean", "ema", "smooth", "smoothed", "running"})
+# A loss summed over a batch's tokens, beside its mean (PaddlePaddle's Transformer: "sum loss:
+# 43280.62, avg loss: 10.858"): its size follows the batch's; the mean is the loss.
+_SUM_WORDS = frozenset({"sum", "summed"})
 # Words that name the sum of a loss's terms ("joint_avg_loss" beside "rec_avg_loss" and "icl_avg_loss"; SAM 2's
 # trainer: "Losses/train_all_loss" beside "Losses/train_default_loss").
 _TOTAL_WORDS = frozenset({"total", "tot", "joint", "overall", "combined", "all"})
@@ -269,7 +272,7 @@ def infer_loss_column(columns) -> str | None:
     """The training loss among names that are not one of ``LOSS_ALIASES``, or None.
 
     Candidates are the names :func:`looks_like_loss` accepts. The best is the one that says it
-    is a per-step training loss: not an epoch or smoothed aggregate, then one that says
+    is a per-step training loss: not a sum over the batch, not an epoch or smoothed aggregate, then one that says
     ``train``, then a ``total`` (``tot``, ``joint``, ``overall``) over its components, then the shortest. Two equally good
     candidates (``loss_ce`` and ``loss_kl``) are a choice for the user: None.
 
@@ -280,10 +283,13 @@ def infer_loss_column(columns) -> str | None:
         'train/loss_step'
         >>> infer_loss_column(["loss_cls", "loss_bbox"]) is None
         True
+        >>> infer_loss_column(["sum loss", "avg loss"])
+        'avg loss'
     """
-    def rank(name: str) -> tuple[int, int, int, int]:
+    def rank(name: str) -> tuple[int, int, int, int, int]:
         words = _words(name)
-        return (int(any(w in _AGGREGATE_WORDS for w in words)),
+        return (int(any(w in _SUM_WORDS for w in words)),
+                int(any(w in _AGGREGATE_WORDS for w in words)),
                 int(not any(w in ("train", "training") for w in words)),
                 int(_TOTAL_WORDS.isdisjoint(words)),
                 len(words))
