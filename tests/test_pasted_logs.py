@@ -4876,3 +4876,22 @@ def test_a_loss_summed_over_the_batch_beside_its_mean(tmp_path):
              f"ppl: 51956.343750" for b in range(10)]
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
     assert run.steps["loss"].round(6).tolist() == [round(10.9 - b / 10, 6) for b in range(10)]
+
+
+@pytest.mark.parametrize("late", ["", "nan"])
+def test_a_lightning_csv_under_another_name_its_empty_cells_are_not_nan(tmp_path, late):
+    """Lightning's CSVLogger metrics.csv pasted as a .log (HiVT): the step loss logged once (every
+    50 steps, an epoch of 4), the epoch loss at each epoch's rows. Its empty step-loss cells there
+    were "loss non-finite (nan) at steps 151-163"; a printed nan still is one."""
+    rows = ["epoch,step,train_reg_loss_epoch,train_reg_loss_step,val_minADE,val_reg_loss"]
+    for epoch in range(32, 41):
+        step = 4 * epoch + 3
+        rows.append(f"{epoch},{step},,,14.5,{4.7 - epoch / 100}")
+        rows.append(f"{epoch},{step},{4.6 - epoch / 100},,,")
+        if epoch == 37:
+            rows.append(f"{epoch},{step - 2},,4.237229824066162,,")
+    if late:
+        rows.append(f"41,167,,{late},,")
+    (run,) = discover_runs(_write(tmp_path / "hivt_metrics.log", rows))
+    kinds = [i.kind for i in analyze_run(run).incidents]
+    assert kinds == (["nonfinite"] if late else []), kinds

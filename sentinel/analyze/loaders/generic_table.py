@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from sentinel import metrics
-from sentinel.analyze.loaders import LOGGED_NAN, AbandonedHistory, LoadOptions, RunData
+from sentinel.analyze.loaders import LOGGED_NAN, LOGGED_NAN_KEYS, AbandonedHistory, LoadOptions, RunData
 from sentinel.analyze.loaders.json_array import items_before_damage, objects_in_sequence
 from sentinel.analyze.loaders.keys import (
     LOSS_ALIASES,
@@ -246,6 +246,15 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     meta = {"format": NAME, "columns": [str(c) for c in table.columns], "loss_column": str(loss_col), **unit}
     if array or first.lstrip().startswith("{"):  # a JSON row tells a NaN it holds from a key it lacks
         meta[LOGGED_NAN] = _logged_nan(table, nan_rows, step_col, loss_col, steps.columns, steps.attrs.get(ROW_STEPS))
+    elif table.attrs.get(PRINTED_NAN_ROWS) is not None and loss_col in table.columns and \
+            {"epoch", "step"} <= {str(c) for c in table.columns}:
+        # Lightning's CSVLogger (its metrics.csv under another name: a paste, a renamed file) writes a
+        # NaN as 'nan' and a metric a row did not log as an empty cell: its empty step-loss cells at
+        # the rows of a metric logged once an epoch were "non-finite". (Any other CSV's empty cell, a
+        # transcription's, may be the NaN a log printed as nothing.)
+        printed = {loss_col: np.flatnonzero(table.attrs[PRINTED_NAN_ROWS]).tolist()}
+        meta[LOGGED_NAN] = _logged_nan(table, printed, step_col, loss_col, steps.columns, steps.attrs.get(ROW_STEPS))
+        meta[LOGGED_NAN_KEYS] = (metrics.LOSS,)  # the other columns' cells are not told apart here
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps, meta=meta, warnings=warnings,
                     abandoned=abandoned)]
 
