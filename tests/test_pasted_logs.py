@@ -4895,3 +4895,23 @@ def test_a_lightning_csv_under_another_name_its_empty_cells_are_not_nan(tmp_path
     (run,) = discover_runs(_write(tmp_path / "hivt_metrics.log", rows))
     kinds = [i.kind for i in analyze_run(run).incidents]
     assert kinds == (["nonfinite"] if late else []), kinds
+
+
+def test_det3d_and_centerpoint_step_lines_with_a_line_per_head(tmp_path):
+    """Det3D / CenterPoint: "Epoch [1/20][5/50]\\tlr: 0.00031, eta: ..., memory: 2925, " then a "task : ['car'],
+    loss: X, hm_loss: ..." line per detection head: "not a log format" (a NaN run missed). The step's
+    loss is its heads' sum; a NaN head makes it NaN."""
+    heads = [["car"], ["truck", "construction_vehicle"], ["pedestrian", "traffic_cone"]]
+    lines = ["2021-02-16 19:36:24,847 - INFO - workflow: [('train', 1)], max: 6 epochs"]
+    for i in range(5, 55, 5):
+        lines.append(f"2021-02-16 19:36:31,442 - INFO - Epoch [1/6][{i}/50]\tlr: 0.00031, eta: 0:06:27, time: 1.313, "
+                     "data_time: 0.641, transfer_time: 0.010, forward_time: 0.618, loss_parse_time: 0.000 memory: 2925, ")
+        for h, names in enumerate(heads):
+            loss = "nan" if i >= 45 else f"{3.0 - i / 100 + h:.4f}"
+            lines.append(f"2021-02-16 19:36:31,443 - INFO - task : {names}, loss: {loss}, hm_loss: 1.5786, loc_loss: 2.7862, "
+                         "loc_loss_elem: ['0.2167', '0.2029'], num_positive: 20.4000")
+    (run,) = discover_runs(_write(tmp_path / "20210216_193624.log", lines))
+    loss = run.steps["loss"]
+    assert loss.index.tolist() == list(range(5, 55, 5)) and loss.iloc[0] == pytest.approx(3 * 2.95 + 3)
+    nan = [i for i in analyze_run(run).incidents if i.kind == "nonfinite"]
+    assert [(i.step, i.end_step) for i in nan] == [(45, 50)]

@@ -1364,6 +1364,31 @@ KERAS_EPOCHS = replace(
     step_unit="epoch",
 )
 
+# Det3D and CenterPoint (its fork): the step's line "Epoch [1/20][6840/15448]\tlr: 0.00011, eta: ...,
+# memory: 7964, ", then one "task : ['car'], loss: 2.2752, hm_loss: ..., loc_loss: ..." line per
+# detection head; the step's loss is the sum of its heads' (a NaN head's, NaN). Each step is read as
+# the line "Epoch [1/20][6840/15448] lr: 0.00011, loss: <sum>"; task lines with no step line before
+# them (a paste's cut head) are left out.
+_DET3D_TASK = re.compile(rf"\btask : \[[^\]\n]*\], loss: ({_NUM})")
+_DET3D_STEP = re.compile(rf"^[^\n]*?(Epoch \[\d+/\d+\]\[\d+/\d+\])\t?[^\S\n]*lr: ({_NUM})[^\n]*\n"
+                         r"((?:[^\n]*?\btask : \[[^\n]*(?:\n|$))+)", re.MULTILINE)
+
+
+def _det3d_step(match: re.Match) -> str:
+    total = sum(float(loss) for loss in _DET3D_TASK.findall(match.group(3)))
+    return f"{match.group(1)} lr: {match.group(2)}, loss: {total!r}\n"
+
+
+DET3D = replace(
+    GENERIC,
+    name="det3d",
+    description="Det3D / CenterPoint (\"Epoch [e/E][i/N]\\tlr: ...\", then \"task : ['car'], loss: X, ...\" per head: their sum)",
+    rewrite=lambda text: _DET3D_STEP.sub(_det3d_step, text),
+    rewrite_needs=("task : [",),
+    sniff=re.compile(r"\btask : \[[^\]\n]*\], loss: "),
+    min_records=2,
+)
+
 # (PySlowFast's records, as _slowfast_line writes them)
 PYSLOWFAST = replace(
     GENERIC,
@@ -1628,7 +1653,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, NGCF, PYSLOWFAST, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, NGCF, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
