@@ -4915,3 +4915,13 @@ def test_det3d_and_centerpoint_step_lines_with_a_line_per_head(tmp_path):
     assert loss.index.tolist() == list(range(5, 55, 5)) and loss.iloc[0] == pytest.approx(3 * 2.95 + 3)
     nan = [i for i in analyze_run(run).incidents if i.kind == "nonfinite"]
     assert [(i.step, i.end_step) for i in nan] == [(45, 50)]
+
+
+def test_keras_bar_redraws_pasted_on_one_line(tmp_path):
+    """Keras' bar redraws pasted on one line, a space where the terminal went back: "15/360 [>....] -
+    ETA: 1:34 - loss: 28.3271 - ... 16/360 [>....] - ETA: 1:34 - loss: 28.3311 - ...": "not a log
+    format". Each redraw is a line (and a step)."""
+    bars = [f"{i}/360 [>.............................] - ETA: 1:34 - loss: {28.3 + i / 1000:.4f} - "
+            f"quant_conv2d_17_loss: 0.6805 - quant_conv2d_20_loss: 6.8247" for i in range(15, 25)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", ["Epoch 1/50", " ".join(bars)]))
+    assert run.steps["loss"].dropna().index.tolist() == list(range(15, 25))

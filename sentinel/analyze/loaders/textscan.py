@@ -129,7 +129,7 @@ _MARKDOWN_CODE_LINE = re.compile(r"^([^\S\n]*)`(?!`)([^`\n]*[^`\s])`[^\S\n]*$", 
 
 def clean_text(text: str) -> str:
     """Remove what terminals and issue trackers add: ANSI codes (or what a paste left of them,
-    ``[36m...[0m``), ``\\r`` redraws, ``> `` quoting,
+    ``[36m...[0m``), ``\\r`` redraws (and Keras' bar redraws pasted on one line), ``> `` quoting,
     Markdown's bold marks (``loss: nan**``) and the backticks around a line pasted as inline code;
     full-width punctuation becomes ASCII (``Loss：0.52``).
 
@@ -154,6 +154,8 @@ def clean_text(text: str) -> str:
                 text = after_a_bar.sub(rate + "\n", text)
     if "\x08" in text:
         text = text.replace("\x08", "")
+    if "] - " in text[:_BAR_LOOK] and _KERAS_REDRAWS.search(text[:_BAR_LOOK]):  # the start only: see above
+        text = _KERAS_REDRAWS.sub("\n", text)
     if ">" in text and QUOTE_MARKS.search(text[: 1 << 16]):
         text = QUOTE_MARKS.sub("", text)
     if "*" in text and _MARKDOWN_BOLD.search(text[:_BAR_LOOK]):
@@ -167,6 +169,11 @@ def clean_text(text: str) -> str:
     if "x" in text and ("nanx" in text or "infx" in text):
         text = _PADDED_NONFINITE.sub(r"\1", text)
     return text
+
+
+# Keras' bar redraws pasted on one line, a space where the terminal went back ("15/360 [>....] - ETA:
+# 1:34 - loss: 28.3271 - ... 16/360 [>....] - ETA: 1:34 - loss: 28.3311 - ..."): each redraw a line.
+_KERAS_REDRAWS = re.compile(r"(?<=\S)[ \t]+(?=\d+/\d+ \[[=>.]+\] - )")
 
 
 # Line ends looked at before a text is searched for "\r\n" as such: a search for two characters
