@@ -4925,3 +4925,23 @@ def test_keras_bar_redraws_pasted_on_one_line(tmp_path):
             f"quant_conv2d_17_loss: 0.6805 - quant_conv2d_20_loss: 6.8247" for i in range(15, 25)]
     (run,) = discover_runs(_write(tmp_path / "train.log", ["Epoch 1/50", " ".join(bars)]))
     assert run.steps["loss"].dropna().index.tolist() == list(range(15, 25))
+
+
+@pytest.mark.parametrize("pdarts", [False, True])
+def test_darts_train_lines(tmp_path, pdarts):
+    """DARTS' train_search.py: logging.info('train %03d %e %f %f', step, objs.avg, top1.avg, top5.avg)
+    (P-DARTS: 'Train Step: %03d Objs: %e Acc: %f'), the step counted inside the epoch: "not a log
+    format". Read as steps across epochs; each epoch's step 000, a mean of one batch, is no record.
+    PC-DARTS' ImageNet search stuck at ln 1000 is at chance."""
+    lines = []
+    for epoch in range(3):
+        lines.append(f"12/31 00:20:20 AM epoch {epoch} lr 4.824441e-01")
+        for step in range(0, 300, 50):
+            loss = 0.5 if step == 0 else 6.9105
+            lines.append(f"12/31 00:20:57 AM Train Step: {step:03d} Objs: {loss:e} Acc: 0.100000" if pdarts else
+                         f"12/31 00:20:57 AM train {step:03d} {loss:e} 0.095312 0.595312")
+        lines.append("12/31 00:40:26 AM train_acc 0.090578")
+    (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
+    assert run.source == "darts" and len(run.steps["loss"].dropna()) == 15 and run.steps["loss"].min() > 6.9
+    assert run.steps.index.is_monotonic_increasing
+    assert [i.kind for i in analyze_run(run).incidents] == ["loss_stuck"]

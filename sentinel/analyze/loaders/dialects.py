@@ -768,6 +768,24 @@ def _slowfast_line(match: re.Match) -> str:
     return ", ".join(fields)
 
 
+# DARTS and the searches built on its code (PC-DARTS, P-DARTS, GDAS, ...): logging.info('train %03d %e %f
+# %f', step, objs.avg, top1.avg, top5.avg) after its logger's time, the step counted inside the epoch
+# and the loss the epoch's running mean; P-DARTS': "Train Step: 050 Objs: 1.03e-01 Acc: 97.76". Its
+# "valid 050 ..." lines are the evaluation's, no records; nor is each epoch's step 000, a mean of one
+# batch among means of hundreds (P-DARTS' 0.0385, then 0.103: "a spike of x2.7").
+DARTS = Dialect(
+    name="darts",
+    description='DARTS, PC-DARTS, P-DARTS ("train 050 6.91e+00 0.089 0.604", "Train Step: 050 Objs: X Acc: A")',
+    shapes=(
+        Shape(re.compile(rf"^(?:[^\n]*?[^\S\n])?train (?!0+ )(\d+) ({_NUM}) [\d.]+ [\d.]+[^\S\n]*$", re.MULTILINE),
+              head=(metrics.STEP, metrics.LOSS)),
+        Shape(re.compile(rf"\bTrain Step: (?!0+ )(\d+) Objs: ({_NUM})"), head=(metrics.STEP, metrics.LOSS)),
+    ),
+    sniff=re.compile(rf"(?:^|[^\S\n])train \d+ {_NUM} [\d.]+ [\d.]+[^\S\n]*$|\bTrain Step: \d+ Objs: ", re.MULTILINE),
+    min_records=3,
+    step_wraps=True,
+)
+
 # NGCF, KGAT and LightGCN (xiangwang1223's TensorFlow code and its PyTorch ports): "Epoch %d [%.1fs]:
 # train==[%.5f=%.5f + %.5f]" (the loss, then its terms), "Epoch %d [%.1fs + %.1fs]: train==[...],
 # recall=[...], ..." where the epoch was tested; the epoch is the step.
@@ -1653,7 +1671,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, NGCF, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
