@@ -4945,3 +4945,17 @@ def test_darts_train_lines(tmp_path, pdarts):
     assert run.source == "darts" and len(run.steps["loss"].dropna()) == 15 and run.steps["loss"].min() > 6.9
     assert run.steps.index.is_monotonic_increasing
     assert [i.kind for i in analyze_run(run).incidents] == ["loss_stuck"]
+
+
+def test_speechbrain_separation_train_log(tmp_path):
+    """SpeechBrain's separation recipes log "epoch: 3, lr: 1.50e-04 - train si-snr: -4.05e-01 - valid
+    si-snr: -5.13e+00": its loss is the negative SI-SNR named "si-snr" (lower is better). It was "a
+    metric, a rise of these is progress"; a NaN there is the run's."""
+    values = [2.23, 1.66, -0.405, -0.635, -0.463, -0.97, -1.22, -2.15, "nan", "nan"]
+    lines = [f"epoch: {e}, lr: 1.50e-04 - train si-snr: {v if isinstance(v, str) else f'{v:.2e}'} - valid si-snr: "
+             f"{-3.86 - e / 10:.2e}" for e, v in enumerate(values, start=1)]
+    (run,) = discover_runs(_write(tmp_path / "train_log.txt", lines))
+    assert run.meta.get("step_unit") == "epoch" and run.steps["loss"].iloc[2] == -0.405
+    assert run.steps["val_loss"].iloc[0] == pytest.approx(-3.96)
+    nan = [i for i in analyze_run(run).incidents if i.kind == "nonfinite"]
+    assert [(i.step, i.end_step) for i in nan] == [(9, 10)]

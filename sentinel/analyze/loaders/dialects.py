@@ -786,6 +786,21 @@ DARTS = Dialect(
     step_wraps=True,
 )
 
+# SpeechBrain's separation recipes (SepFormer, DPRNN, Conv-TasNet): train_log.txt's "epoch: 3, lr: 1.50e-04 -
+# train si-snr: -4.05e-01 - valid si-snr: -5.13e+00", its loss the negative SI-SNR under the name
+# "si-snr" (lower is better, below zero once it separates): one line an epoch.
+SPEECHBRAIN_SEPARATION = Dialect(
+    name="speechbrain_separation",
+    description='SpeechBrain separation train_log ("epoch: N, lr: L - train si-snr: X - valid si-snr: Y")',
+    shapes=(
+        Shape(re.compile(rf"^epoch: (\d+), lr: ({_NUM}) - train si-snr: ({_NUM})(?: - valid si-snr: ({_NUM}))?",
+                         re.MULTILINE), head=(metrics.STEP, metrics.LR, metrics.LOSS, metrics.VAL_LOSS)),
+    ),
+    sniff=re.compile(r"^epoch: \d+, lr: [^\n]* - train si-snr: ", re.MULTILINE),
+    min_records=2,
+    step_unit="epoch",
+)
+
 # NGCF, KGAT and LightGCN (xiangwang1223's TensorFlow code and its PyTorch ports): "Epoch %d [%.1fs]:
 # train==[%.5f=%.5f + %.5f]" (the loss, then its terms), "Epoch %d [%.1fs + %.1fs]: train==[...],
 # recall=[...], ..." where the epoch was tested; the epoch is the step.
@@ -1671,7 +1686,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
