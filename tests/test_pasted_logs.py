@@ -4959,3 +4959,12 @@ def test_speechbrain_separation_train_log(tmp_path):
     assert run.steps["val_loss"].iloc[0] == pytest.approx(-3.96)
     nan = [i for i in analyze_run(run).incidents if i.kind == "nonfinite"]
     assert [(i.step, i.end_step) for i in nan] == [(9, 10)]
+
+
+def test_det3d_head_lines_without_a_step_line_say_their_nan(tmp_path):
+    """A paste of Det3D's "task : [...], loss: nan, ..." lines alone (no "Epoch [e/E][i/N]" line): no step to
+    read, and the NaN they print is said, not only "no step lines found"."""
+    lines = [f"2020-01-07 17:22:53,040 - INFO - task : {names}, loss: nan, cls_pos_loss: nan, num_pos: 26.6600"
+             for names in (["car"], ["truck"], ["bus", "trailer"])]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "log.txt", lines))])
+    assert result.exit_code == 1 and "print a NaN loss ('loss: nan')" in result.output, result.output

@@ -500,6 +500,10 @@ def _script_lines(text: str, options: LoadOptions | None, path: str | Path, name
     return None
 
 
+# A loss printed as NaN on a line no step line of the dialect goes with.
+_PRINTED_NAN_LOSS = re.compile(r"(?i)\bloss['\"]?[^\S\n]*[:=][^\S\n]*\[?-?nan\b")
+
+
 def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str | Path, name: str,
              lines: Lines | None = None) -> RunData:
     """:func:`_read` with ``dialect`` alone."""
@@ -508,7 +512,12 @@ def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str
         text = bar_steps(text, HF_TRAINER.shapes[0].pattern) or text  # its dicts, training and evaluation
     found = scan(text, dialect, options, lines)
     if not len(found.steps.index):
-        raise ValueError(f"{path}: no {dialect.name} step lines found")
+        nan = _PRINTED_NAN_LOSS.search(text)
+        raise ValueError(f"{path}: no {dialect.name} step lines found" + (
+            f"; but its lines print a NaN loss ({nan.group(0)!r}): the run went non-finite there; paste its step "
+            "lines with them" + (" (the 'Epoch [e/E][i/N] lr: ...' line above its 'task : ...' lines)"
+                                  if dialect.name == "det3d" else "")
+            if nan is not None else ""))
     if dialect is EPOCH_LINES:
         training = split_evaluation_lines(clean_text(text), EPOCH_LINES.drop_words)[0]  # not its evaluation lines
         lines = len(EPOCH_LINES.shapes[0].pattern.findall(training))
