@@ -719,20 +719,12 @@ def _unstepped_evaluations(steps: pd.DataFrame, picked: list[str], picked_at: li
              if (match := dialect.unstepped_evaluation.search(line)) is not None]
     if len(found) < 2 or not len(steps.index):
         return steps
-    starts, record_step = [], []
-    for i, (shape, _) in enumerate(parts):
-        if i not in record_steps or shape.prefix or shape.beside is not None or shape.fills:
-            continue
-        where = lines.starts(shape.pattern)
-        if len(where) != len(record_steps[i]):  # some matches were no records: no telling where each is
-            return steps
-        starts.append(where)
-        record_step.append(record_steps[i])
-    if not starts:
+    placed = _training_records(parts, record_steps, lines)
+    if placed is None:
         return steps
-    where, step = np.concatenate(starts), np.concatenate(record_step)
+    where, step, shapes = placed
     if dialect.step_from_order:  # the records numbered in text order, one step each
-        if len(starts) != 1 or len(where) != len(steps.index):
+        if shapes != 1 or len(where) != len(steps.index):
             return steps
         step = steps.index.to_numpy(dtype="float64")
     order = np.argsort(where, kind="stable")
@@ -941,26 +933,35 @@ def _without_summaries(tables: list[dict[str, np.ndarray]], shapes: list[Shape],
     return ([t for i, t in enumerate(tables) if i not in drop], [s for i, s in enumerate(shapes) if i not in drop])
 
 
-def _after_records(shape: Shape, n: int, parts: list[tuple[Shape, dict[str, np.ndarray]]],
-                   record_steps: dict[int, np.ndarray], lines: Lines) -> np.ndarray | None:
-    """For the ``n`` records of ``shape``, the step of the last training record (of ``parts``,
-    stepped in ``record_steps``) that starts at or before each in the text; None where the
-    records' places cannot be told or one has no training record before it."""
-    at = _text_positions(lines, shape, n) if lines.text else None
-    if at is None:
-        return None
+def _training_records(parts: list[tuple[Shape, dict[str, np.ndarray]]], record_steps: dict[int, np.ndarray],
+                      lines: Lines) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """Where each training record of ``parts`` (stepped in ``record_steps``) starts in the text, its
+    step, and how many shapes they are of; None where there are none, or where a shape's matches
+    are not its records one for one (some were no records: no telling where each is)."""
     starts, steps = [], []
-    for i, (other, _) in enumerate(parts):
-        if i not in record_steps or other.prefix or other.beside is not None or other.fills:
+    for i, (shape, _) in enumerate(parts):
+        if i not in record_steps or shape.prefix or shape.beside is not None or shape.fills:
             continue
-        where = _text_positions(lines, other, len(record_steps[i]))
+        where = _text_positions(lines, shape, len(record_steps[i]))
         if where is None:
             return None
         starts.append(where)
         steps.append(record_steps[i])
     if not starts:
         return None
-    where, step = np.concatenate(starts), np.concatenate(steps)
+    return np.concatenate(starts), np.concatenate(steps), len(starts)
+
+
+def _after_records(shape: Shape, n: int, parts: list[tuple[Shape, dict[str, np.ndarray]]],
+                   record_steps: dict[int, np.ndarray], lines: Lines) -> np.ndarray | None:
+    """For the ``n`` records of ``shape``, the step of the last training record (of ``parts``,
+    stepped in ``record_steps``) that starts at or before each in the text; None where the
+    records' places cannot be told or one has no training record before it."""
+    at = _text_positions(lines, shape, n) if lines.text else None
+    placed = None if at is None else _training_records(parts, record_steps, lines)
+    if placed is None:
+        return None
+    where, step, _ = placed
     order = np.argsort(where, kind="stable")
     before = np.searchsorted(where[order], at, side="right") - 1
     return None if (before < 0).any() else step[order][before]
