@@ -102,6 +102,9 @@ LOSS_SCALE_MIN = "loss_scale_min"
 # A steps frame's attrs key: a table's rows numbered in file order, its epoch column holding several
 # rows each (numeric_table.table_steps): its steps are then no epochs.
 ROWS_NUMBERED = "rows_numbered"
+# ... or its steps counted across epochs from a count inside each (an epoch column beside a batch
+# column: wespeaker's "Epoch | Batch | ... | Loss"): no epochs either.
+COUNTED_ACROSS_EPOCHS = "counted_across_epochs"
 
 
 def epoch_unit(step_name: object, steps: pd.DataFrame | None = None) -> dict[str, str]:
@@ -113,7 +116,7 @@ def epoch_unit(step_name: object, steps: pd.DataFrame | None = None) -> dict[str
         >>> epoch_unit("Epoch"), epoch_unit("global_step")
         ({'step_unit': 'epoch'}, {})
     """
-    if steps is not None and steps.attrs.get(ROWS_NUMBERED):
+    if steps is not None and (steps.attrs.get(ROWS_NUMBERED) or steps.attrs.get(COUNTED_ACROSS_EPOCHS)):
         return {}
     from sentinel.analyze.loaders.keys import EPOCH_ALIASES
 

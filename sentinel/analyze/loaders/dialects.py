@@ -956,7 +956,7 @@ _STEP_KEY = r"(?<!inner )(?:acc_iter|step_i|steps?|iters?|iterations?|num_update
 # its step, where that bar's lines fall: the lookahead scans the rest of the line at each "step",
 # and in every step pattern it slowed the general reader by 5%.
 _STEP_KEY_BEFORE_GLOBAL = _STEP_KEY.replace(
-    "steps?|", r"steps?(?![^\S\n]*[:=]?[^\S\n]*\d+\b[^\n]*?\bglobal_step\b)|", 1)
+    "steps?|", r"steps?(?![^\S\n]*[:=]?[^\S\n]*\d+\b[^\n]{0,512}?\bglobal_step\b)|", 1)
 # step_loss: the diffusers training examples' bar (progress_bar.set_postfix(step_loss=..., lr=...));
 # avr_loss: kohya's sd-scripts bar ("avr_loss=0.0875", its loss averaged over recent steps); xent:
 # OpenNMT-py's "Step 100/200000; acc: 10.5; ppl: 50.2; xent: 3.9; ...".
@@ -1221,14 +1221,16 @@ PROGRESS_LINES = Dialect(
     shapes=(
         # A tqdm bar whose description holds the loss (pbar.set_description(f"loss={loss:.4f}")):
         # "loss=2.3412: 45%|####5     | 27/60 [00:05<00:06, 5.1it/s]"; the bar's count is the step.
-        Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b[^\n|]*?\d+%\|[^|\n]*\|[^\S\n]*(\d+)/(\d+) \["),
+        # (The description's rest up to its percentage bounded: on a line of thousands of losses run
+        # together, an unbounded scan from each to the line's end took minutes.)
+        Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b[^\n|]{{0,512}}?\d+%\|[^|\n]*\|[^\S\n]*(\d+)/(\d+) \["),
               head=(metrics.LOSS, "iter", "total")),
         # ... drawn without its bar, the description no more than the loss and what follows it:
         # torch-ngp's and nerf2mesh's bar_format "{desc}: {percentage:3.0f}% {n_fmt}/{total_fmt}
         # [...]", "loss=nan (nan) lr=0.007100: :  86% 86/100 [00:00<00:00, ...]". (A description with
         # an epoch before its loss, "Train Epoch: 16 Loss: 0.36: 100% 2785/2785 [...]", is the
         # epoch's line: the generic reader's.)
-        Shape(re.compile(rf"^[^\S\n]*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b[^\n|]*?\d+%[^\S\n]+(\d+)/(\d+) \[", re.MULTILINE),
+        Shape(re.compile(rf"^[^\S\n]*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b[^\n|]{{0,512}}?\d+%[^\S\n]+(\d+)/(\d+) \[", re.MULTILINE),
               head=(metrics.LOSS, "iter", "total")),
         # The PyTorch quickstart tutorial's train loop (copied into countless scripts):
         # f"loss: {loss:>7f}  [{current:>5d}/{size:>5d}]", the samples seen in the epoch (a count

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from sentinel import metrics
-from sentinel.analyze.loaders import ROWS_NUMBERED, STEP_UNIT, AbandonedHistory, epoch_unit
+from sentinel.analyze.loaders import COUNTED_ACROSS_EPOCHS, ROWS_NUMBERED, STEP_UNIT, AbandonedHistory, epoch_unit
 from sentinel.analyze.loaders.epoch_counts import steps_across_epochs
 from sentinel.analyze.loaders.shared_steps import number_shared_steps
 from sentinel.analyze.loaders.went_back import fall_backs, replaced_stretches, survivors
@@ -599,8 +599,12 @@ def table_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warning
             warnings.append(f"column {col!r} clashes with another of the same name: skipped")
             continue
         renamed[key] = values
+    counted = _batches_of_epochs(step, table, columns, step_col, rows, path, warnings) \
+        if epoch_unit(step_col) else None
+    if counted is not None:
+        step = counted
     numbered = _rows_of_epochs(step, renamed[metrics.LOSS], None if printed is None else rows(printed), step_col,
-                               path, warnings) if batch_rows else None
+                               path, warnings) if batch_rows and counted is None else None
     if numbered is None:
         step = _count_across_epochs(step, table, columns, step_col, rows, path, warnings,
                                     ~np.isnan(np.asarray(renamed[metrics.LOSS], dtype="float64")))
@@ -608,6 +612,8 @@ def table_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warning
     if abandoned is not None:
         frame = went_back_rows(frame, abandoned)
     frame = order_columns(merge_steps(frame))
+    if counted is not None:
+        frame.attrs[COUNTED_ACROSS_EPOCHS] = True
     if numbered is not None:
         frame.attrs[ROWS_NUMBERED] = True
         per_row = np.full(len(table), -1, dtype=np.int64)
@@ -695,6 +701,32 @@ def _count_across_epochs(step: np.ndarray, table: pd.DataFrame, columns: list, s
         return step
     warnings.append(f"{Path(path).name}: {step_col!r} counts inside each {epoch_col!r} (from its start again as the "
                     f"epoch moves on): read as the step across epochs, {found[1]} an epoch")
+    return found[0]
+
+
+# A column beside the epoch that counts inside it (read where the epoch is the step column).
+_COUNT_NAMES = frozenset({"batch", "iter", "iteration", "it", "step"})
+
+
+def _batches_of_epochs(epoch: np.ndarray, table: pd.DataFrame, columns: list, step_col: str, rows, path,
+                       warnings: list[str]) -> np.ndarray | None:
+    """Where the step column is the epoch and a ``batch`` (``iter``, ...) column beside it counts
+    inside each epoch (wespeaker's "Epoch | Batch | Lr | Margin | Loss | Acc"), the step across
+    epochs from that count, with a warning; else None (its rows were numbered in file order)."""
+    count_col = next((c for c in columns if c != step_col and str(c).strip().lower() in _COUNT_NAMES), None)
+    if count_col is None or not len(epoch):
+        return None
+    count = rows(pd.to_numeric(table[count_col], errors="coerce").to_numpy(dtype="float64", na_value=np.nan))
+    if np.isnan(count).any() or np.isnan(epoch).any():
+        return None
+    if (epoch == epoch[0]).all() and bool((np.diff(count) >= 0).all()):  # one epoch: its count is the step
+        warnings.append(f"{Path(path).name}: {count_col!r} counts inside {step_col!r} {epoch[0]:g}: read as the step")
+        return count.astype(np.int64)
+    found = steps_across_epochs(count, epoch)
+    if found is None:
+        return None
+    warnings.append(f"{Path(path).name}: {count_col!r} counts inside each {step_col!r}: read as the step across "
+                    f"epochs, {found[1]} an epoch")
     return found[0]
 
 
