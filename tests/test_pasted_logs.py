@@ -4968,3 +4968,22 @@ def test_det3d_head_lines_without_a_step_line_say_their_nan(tmp_path):
              for names in (["car"], ["truck"], ["bus", "trailer"])]
     result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "log.txt", lines))])
     assert result.exit_code == 1 and "print a NaN loss ('loss: nan')" in result.output, result.output
+
+
+def test_a_batch_column_counting_inside_each_epoch_is_the_step(tmp_path):
+    """wespeaker's "| Epoch | Batch | Lr | Margin | Loss | Acc |" table (after its logger's prefix), and an
+    epoch,batch,loss CSV: the epoch was the step column, its rows numbered 1, 2, 3 in file order. The
+    batch counts inside each epoch: the step across epochs (within one epoch, the batch itself)."""
+    csv = _write(tmp_path / "train.csv", ["epoch,batch,loss", *[f"{e},{b},{3 - e / 10 - b / 1000}" for e in (1, 2, 3)
+                                                                   for b in (100, 200, 300)]])
+    (run,) = discover_runs(csv)
+    assert run.steps.index.tolist() == [100, 200, 300, 400, 500, 600, 700, 800, 900]
+    assert run.meta.get("step_unit") != "epoch"
+    prefix = "[ INFO : 2023-01-28 11:12:05,139 ] - "
+    rows = [prefix + "+----------+----------+----------+----------+----------+----------+",
+            prefix + "|     Epoch|     Batch|        Lr|    Margin|      Loss|       Acc|",
+            prefix + "+----------+----------+----------+----------+----------+----------+"]
+    rows += [prefix + f"|         1|{b:10d}|   0.10000|         0|{9.0 - b / 1000:10.4f}|    {b / 100:6.2f}|"
+             for b in range(100, 700, 100)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", rows))
+    assert run.steps.index.tolist() == [100, 200, 300, 400, 500, 600] and run.steps["loss"].iloc[0] == 8.9
