@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pandas as pd
 
@@ -38,22 +36,26 @@ def divergence_incidents(loss: pd.Series, spike_spans: list[dict] | None = None,
     incidents = []
     last = int(loss.index[-1])
     for onset, stretch in diverged.groupby("onset", sort=True):
-        start, end = int(onset), int(stretch.index[-1])
-        best = float(stretch["best"].iloc[0])
-        worst = float(stretch["level"].max())
-        ongoing = end == last
-        message = (f"loss diverged from step {start}: smoothed loss {worst:.4g} vs best {best:.4g} "
-                   f"({worst / best:.3g}x) until step {end}" if best > 0 else
-                   f"loss diverged from step {start}: smoothed loss {worst:.4g} vs best {best:.4g} until step {end}")
-        message += "; still diverged at the last step" if ongoing else "; came back afterwards"
-        incidents.append(Incident(IncidentKind.DIVERGENCE, start, end, Severity.CRITICAL, message,
-                                  {"onset": start, "best_level": best, "max_level": worst,
-                                   "came_back": not ongoing, "resolved": False}))
+        end = int(stretch.index[-1])
+        incidents.append(_diverged(int(onset), end, float(stretch["best"].iloc[0]), float(stretch["level"].max()),
+                                   ongoing=end == last))
     incidents = _beyond_the_noise(_across_gaps(incidents, loss, frame, epochs), loss)
     if not any(not i.details["came_back"] for i in incidents):
         runaway = _runaway(loss)
         incidents += runaway or _unfinished_rise(loss, frame, spike_spans or [], config or AnalyzeConfig())
     return incidents
+
+
+def _diverged(start: int, end: int, best: float, worst: float, ongoing: bool) -> Incident:
+    """The critical incident of a loss diverged from ``start`` to ``end``: its smoothed level up to
+    ``worst`` against its ``best``; ``ongoing``: still diverged at the log's last step."""
+    message = (f"loss diverged from step {start}: smoothed loss {worst:.4g} vs best {best:.4g} "
+               f"({worst / best:.3g}x) until step {end}" if best > 0 else
+               f"loss diverged from step {start}: smoothed loss {worst:.4g} vs best {best:.4g} until step {end}")
+    message += "; still diverged at the last step" if ongoing else "; came back afterwards"
+    return Incident(IncidentKind.DIVERGENCE, start, end, Severity.CRITICAL, message,
+                    {"onset": start, "best_level": best, "max_level": worst, "came_back": not ongoing,
+                     "resolved": False})
 
 
 def _beyond_the_noise(incidents: list[Incident], loss: pd.Series) -> list[Incident]:
@@ -110,12 +112,7 @@ def _across_gaps(incidents: list[Incident], loss: pd.Series, frame: pd.DataFrame
         start = int(steps[lo])
         levels = between(frame["level"], start, incident.end_step)
         worst = float(levels.max()) if len(levels) else float(values[lo:hi].max())
-        message = incident.message.replace(f"loss diverged from step {incident.step}: ", f"loss diverged from step {start}: ")
-        message = message.replace(f"smoothed loss {incident.details['max_level']:.4g} ", f"smoothed loss {worst:.4g} ")
-        message = message.replace(f"({incident.details['max_level'] / best:.3g}x)", f"({worst / best:.3g}x)") \
-            if best > 0 else message
-        kept.append(dataclasses.replace(incident, step=start, message=message,
-                                        details={**incident.details, "onset": start, "max_level": worst}))
+        kept.append(_diverged(start, incident.end_step, best, worst, ongoing=not incident.details["came_back"]))
     return kept
 
 
