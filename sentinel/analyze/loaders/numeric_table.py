@@ -687,21 +687,16 @@ def _count_across_epochs(step: np.ndarray, table: pd.DataFrame, columns: list, s
                          warnings: list[str], trained: np.ndarray | None = None) -> np.ndarray:
     """``step``, or where it counts inside each epoch of an ``epoch`` column (``epoch, step, loss``
     with the step from 0 again each epoch) the step across epochs, with a warning
-    (:func:`~sentinel.analyze.loaders.epoch_counts.steps_across_epochs`; ``trained``: the rows with
-    a training loss, whose counts give the epoch's length, where some rows have none)."""
+    (:func:`_across_epochs`; ``trained``: the rows with a training loss, whose counts give the
+    epoch's length, where some rows have none)."""
     # (Without an epoch column a step that falls back to its first is a training written again
     # into the file, as a CSV logger appends: went_back_rows' business, not this.)
     epoch_col = next((c for c in columns if c != step_col and str(c).strip().lower() in EPOCH_ALIASES), None)
     if epoch_col is None or not len(step):
         return step
-    epochs = rows(pd.to_numeric(table[epoch_col], errors="coerce").to_numpy(dtype="float64", na_value=np.nan))
     counted = trained if trained is not None and trained.any() and not trained.all() else None
-    found = steps_across_epochs(step, epochs, counted)
-    if found is None:
-        return step
-    warnings.append(f"{Path(path).name}: {step_col!r} counts inside each {epoch_col!r} (from its start again as the "
-                    f"epoch moves on): read as the step across epochs, {found[1]} an epoch")
-    return found[0]
+    found = _across_epochs(step, _numbers(table, epoch_col, rows), step_col, epoch_col, path, warnings, counted)
+    return step if found is None else found
 
 
 # A column beside the epoch that counts inside it (read where the epoch is the step column).
@@ -716,17 +711,30 @@ def _batches_of_epochs(epoch: np.ndarray, table: pd.DataFrame, columns: list, st
     count_col = next((c for c in columns if c != step_col and str(c).strip().lower() in _COUNT_NAMES), None)
     if count_col is None or not len(epoch):
         return None
-    count = rows(pd.to_numeric(table[count_col], errors="coerce").to_numpy(dtype="float64", na_value=np.nan))
+    count = _numbers(table, count_col, rows)
     if np.isnan(count).any() or np.isnan(epoch).any():
         return None
     if (epoch == epoch[0]).all() and bool((np.diff(count) >= 0).all()):  # one epoch: its count is the step
         warnings.append(f"{Path(path).name}: {count_col!r} counts inside {step_col!r} {epoch[0]:g}: read as the step")
         return count.astype(np.int64)
-    found = steps_across_epochs(count, epoch)
+    return _across_epochs(count, epoch, count_col, step_col, path, warnings)
+
+
+def _numbers(table: pd.DataFrame, col, rows) -> np.ndarray:
+    """A column's values as float64 (text is NaN), on the rows kept (``rows``)."""
+    return rows(pd.to_numeric(table[col], errors="coerce").to_numpy(dtype="float64", na_value=np.nan))
+
+
+def _across_epochs(count: np.ndarray, epochs: np.ndarray, count_col, epoch_col, path, warnings: list[str],
+                   counted: np.ndarray | None = None) -> np.ndarray | None:
+    """The steps across epochs of a ``count_col`` that counts inside each epoch of ``epoch_col``
+    (:func:`~sentinel.analyze.loaders.epoch_counts.steps_across_epochs`), with a warning; None
+    where it does not."""
+    found = steps_across_epochs(count, epochs, counted)
     if found is None:
         return None
-    warnings.append(f"{Path(path).name}: {count_col!r} counts inside each {step_col!r}: read as the step across "
-                    f"epochs, {found[1]} an epoch")
+    warnings.append(f"{Path(path).name}: {count_col!r} counts inside each {epoch_col!r} (from its start again as the "
+                    f"epoch moves on): read as the step across epochs, {found[1]} an epoch")
     return found[0]
 
 
