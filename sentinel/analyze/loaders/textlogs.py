@@ -515,9 +515,7 @@ def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str
         nan = _PRINTED_NAN_LOSS.search(text)
         raise ValueError(f"{path}: no {dialect.name} step lines found" + (
             f"; but its lines print a NaN loss ({nan.group(0)!r}): the run went non-finite there; paste its step "
-            "lines with them" + (" (the 'Epoch [e/E][i/N] lr: ...' line above its 'task : ...' lines)"
-                                  if dialect.name == "det3d" else "")
-            if nan is not None else ""))
+            f"lines with them ({dialect.description})" if nan is not None else ""))
     if dialect is EPOCH_LINES:
         training = split_evaluation_lines(clean_text(text), EPOCH_LINES.drop_words)[0]  # not its evaluation lines
         lines = len(EPOCH_LINES.shapes[0].pattern.findall(training))
