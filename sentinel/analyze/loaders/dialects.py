@@ -746,28 +746,6 @@ TRAX = Dialect(
     min_records=2,
 )
 
-# PySlowFast (and the video models built on it: MViT, X3D, TimeSformer's trainer): its logging.py
-# prints each record as "json_stats: {...}", the training iterations' with "_type": "train_iter"
-# (newer: "train_iter_ssl"), "epoch": "1/300", "iter": "80/240" (older: "cur_epoch": "1", "cur_iter":
-# "10": counts as text), the loss, the LR and (newer) the grad norm; its epoch summaries and
-# evaluations ("train_epoch", "val_iter", "val_epoch") are no training records. Each training
-# record is read as the line "epoch: 1/300, iter: 80/240, loss: X, lr: L, grad_norm: G".
-_SLOWFAST_STATS = re.compile(r"json_stats: (\{[^\n]*\})")
-_SLOWFAST_FIELDS = (("loss", "loss"), ("lr", "lr"), ("grad_norm", "grad_norm"))
-
-
-def _slowfast_line(match: re.Match) -> str:
-    try:
-        row = json.loads(match.group(1))
-    except ValueError:
-        return match.group(0)
-    if not isinstance(row, dict) or not str(row.get("_type", "")).startswith("train_iter"):
-        return f"json_stats: ({row.get('_type') if isinstance(row, dict) else 'record'})"
-    fields = [f"epoch: {row.get('epoch', row.get('cur_epoch'))}", f"iter: {row.get('iter', row.get('cur_iter'))}"]
-    fields += [f"{name}: {row[key]}" for key, name in _SLOWFAST_FIELDS if key in row]
-    return ", ".join(fields)
-
-
 # DARTS and the searches built on its code (PC-DARTS, P-DARTS, GDAS, ...): logging.info('train %03d %e %f
 # %f', step, objs.avg, top1.avg, top5.avg) after its logger's time, the step counted inside the epoch
 # and the loss the epoch's running mean; P-DARTS': "Train Step: 050 Objs: 1.03e-01 Acc: 97.76". Its
@@ -1424,7 +1402,28 @@ DET3D = replace(
     min_records=2,
 )
 
-# (PySlowFast's records, as _slowfast_line writes them)
+# PySlowFast (and the video models built on it: MViT, X3D, TimeSformer's trainer): its logging.py
+# prints each record as "json_stats: {...}", the training iterations' with "_type": "train_iter"
+# (newer: "train_iter_ssl"), "epoch": "1/300", "iter": "80/240" (older: "cur_epoch": "1", "cur_iter":
+# "10": counts as text), the loss, the LR and (newer) the grad norm; its epoch summaries and
+# evaluations ("train_epoch", "val_iter", "val_epoch") are no training records. Each training
+# record is read as the line "epoch: 1/300, iter: 80/240, loss: X, lr: L, grad_norm: G".
+_SLOWFAST_STATS = re.compile(r"json_stats: (\{[^\n]*\})")
+_SLOWFAST_FIELDS = ("loss", "lr", "grad_norm")
+
+
+def _slowfast_line(match: re.Match) -> str:
+    try:
+        row = json.loads(match.group(1))
+    except ValueError:
+        return match.group(0)
+    if not isinstance(row, dict) or not str(row.get("_type", "")).startswith("train_iter"):
+        return f"json_stats: ({row.get('_type') if isinstance(row, dict) else 'record'})"
+    fields = [f"epoch: {row.get('epoch', row.get('cur_epoch'))}", f"iter: {row.get('iter', row.get('cur_iter'))}"]
+    fields += [f"{key}: {row[key]}" for key in _SLOWFAST_FIELDS if key in row]
+    return ", ".join(fields)
+
+
 PYSLOWFAST = replace(
     GENERIC,
     name="pyslowfast",
