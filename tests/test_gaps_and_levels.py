@@ -11,6 +11,7 @@ import pytest
 
 from sentinel.analyze.analyzer import analyze_run
 from sentinel.analyze.discover import discover_runs
+from sentinel.analyze.rule_divergence import divergence_incidents
 from sentinel.analyze.spans import gap_rows
 
 
@@ -150,3 +151,14 @@ def test_a_huge_spike_is_not_recovered_at_a_tenth_of_its_peak(tmp_path):
         f"2018-03-21T13:56:22.703288: step {3866 + k}, loss {v:g}, acc 0.5" for k, v in enumerate(losses)]))
         if i.kind == "loss_spike"]
     assert spike.severity == "warning" and spike.message.endswith("recovered in 7 steps (step 3878)")
+
+
+def test_a_divergence_cut_after_the_gap_that_lasts_is_kept():
+    """A loss up before a gap, back at its best on the gap's first row after it, then up at every row
+    for 2,000 logged steps: the detector's stretch, cut after that row, no longer crosses the gap,
+    and it was dropped with the cut ones too short to have diverged: no divergence at all."""
+    rng = np.random.default_rng(0)
+    steps = list(range(0, 2000, 10)) + [50000] + list(range(50010, 52000, 10))
+    values = list(1.0 + 0.01 * rng.standard_normal(150)) + [2.0] * 50 + [1.0] + [2.2] * 199
+    (div,) = divergence_incidents(pd.Series(values, index=steps))
+    assert (div.step, div.end_step) == (50010, 51990) and div.message.startswith("loss diverged from step 50010:")
