@@ -154,7 +154,7 @@ def clean_text(text: str) -> str:
                 text = after_a_bar.sub(rate + "\n", text)
     if "\x08" in text:
         text = text.replace("\x08", "")
-    if "] - " in text[:_BAR_LOOK] and _KERAS_REDRAWS.search(text[:_BAR_LOOK]):  # the start only: see above
+    if _keras_redraws_glued(text[:_BAR_LOOK]):
         text = _KERAS_REDRAWS.sub("\n", text)
     if ">" in text and QUOTE_MARKS.search(text[: 1 << 16]):
         text = QUOTE_MARKS.sub("", text)
@@ -174,6 +174,20 @@ def clean_text(text: str) -> str:
 # Keras' bar redraws pasted on one line, a space where the terminal went back ("15/360 [>....] - ETA:
 # 1:34 - loss: 28.3271 - ... 16/360 [>....] - ETA: 1:34 - loss: 28.3311 - ..."): each redraw a line.
 _KERAS_REDRAWS = re.compile(r"(?<=\S)[ \t]+(?=\d+/\d+ \[[=>.]+\] - )")
+
+
+def _keras_redraws_glued(start: str) -> bool:
+    """Whether a text's start holds Keras bar redraws run into one line: more bars' "] - " than
+    lines, told by two counts (a pattern search of 64 KB took ~1.7 ms of every Keras log's
+    read, and of every log whose lines a logger's "[...] - " begins), then the pattern.
+
+    Example:
+        >>> _keras_redraws_glued("1/9 [>..] - loss: 2.7 2/9 [>..] - loss: 2.6 3/9 [>..] - loss: 2.5")
+        True
+        >>> _keras_redraws_glued("1/9 [>..] - loss: 2.7\\n2/9 [>..] - loss: 2.6\\n")
+        False
+    """
+    return start.count("] - ") > start.count("\n") + 1 and _KERAS_REDRAWS.search(start) is not None
 
 
 # Line ends looked at before a text is searched for "\r\n" as such: a search for two characters
