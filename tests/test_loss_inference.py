@@ -20,7 +20,7 @@ from sentinel import metrics
 from sentinel.analyze.analyzer import analyze_run
 from sentinel.analyze.discover import discover_runs
 from sentinel.analyze.loaders import LoadOptions, wandb_export
-from sentinel.analyze.loaders.keys import infer_loss_column, looks_like_loss, loss_column
+from sentinel.analyze.loaders.keys import infer_loss_column, is_regulariser, looks_like_loss, loss_column
 from sentinel.cli.main import main
 
 
@@ -293,3 +293,23 @@ def test_a_tot_loss_is_the_total_of_its_terms():
     """MiniLLM prints "tot_loss: 6.2529 | rl_loss: 3.2390 | pt_loss: 3.0139 | pg_loss: ... | reg_loss: ..."
     (LMOps#118): "5 losses and none is the total"."""
     assert infer_loss_column(["pg_loss", "pt_loss", "reg_loss", "rl_loss", "tot_loss"]) == "tot_loss"
+
+
+def test_a_cross_entropy_is_a_loss_and_no_regularisers_entropy(tmp_path):
+    """"cross entropy" is one word: ``cross_entropy_loss`` beside ``kl_loss`` was read as an entropy
+    regulariser and longer, so ``kl_loss`` was silently the loss; and GluonCV's SSD script prints its
+    loss terms as ``mx.metric.Loss('CrossEntropy')`` and ``Loss('SmoothL1')``, no name holding "loss":
+    its NaN run was "not a log format sentinel reads"."""
+    assert looks_like_loss("Train-CrossEntropy") and looks_like_loss("RCNN_CrossEntropy")
+    assert not is_regulariser("cross_entropy_loss") and is_regulariser("entropy_loss")
+    assert infer_loss_column(["cross_entropy_loss", "kl_loss"]) is None
+    path = tmp_path / "train.log"
+    path.write_text("".join(f"step {s} | cross_entropy_loss {3 - s / 100:.4f} | kl_loss 0.1{s % 7}\n" for s in range(1, 60)))
+    with pytest.raises(ValueError, match=r"2 losses \(cross_entropy_loss, kl_loss\) and none is the total"):
+        discover_runs(path)
+    path.write_text("".join(f"INFO:root:[Epoch 0][Batch {b}], Speed: 10.102 samples/sec, CrossEntropy="
+                            f"{math.nan if b > 5 else 18.6 - b / 10:.3f}, SmoothL1={math.nan if b > 5 else 4.061:.3f}\n"
+                            for b in range(12)))
+    (run,) = discover_runs(path)
+    assert "loss read from 'CrossEntropy' (no key of the lines is named loss)" in run.warnings
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 6)]

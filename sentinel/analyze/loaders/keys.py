@@ -189,8 +189,14 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _WORD_SPLIT = re.compile(r"[^a-z0-9]+")
 
 
+_CROSS_ENTROPY = re.compile(r"cross[^a-z0-9]*entropy")
+
+
 def _words(name: str) -> list[str]:
-    return [w for w in _WORD_SPLIT.split(_CAMEL.sub(" ", str(name)).lower()) if w]
+    # "cross entropy" is one word, a loss's name (MXNet's "Train-CrossEntropy", "cross_entropy_loss"):
+    # "entropy" alone is a regulariser's term
+    spaced = _CROSS_ENTROPY.sub("crossentropy", _CAMEL.sub(" ", str(name)).lower())
+    return [w for w in _WORD_SPLIT.split(spaced) if w]
 
 
 def is_regulariser(name: str) -> bool:
@@ -205,7 +211,7 @@ def is_regulariser(name: str) -> bool:
 
 def _is_loss_word(word: str) -> bool:
     # xent: cross-entropy, as OpenNMT-py's TensorBoard names its loss (progress/xent, valid/xent)
-    return word == "losses" or word.endswith("loss") or word == "xent"
+    return word == "losses" or word.endswith("loss") or word in ("xent", "crossentropy")
 
 
 def _loss_value_words(name: str) -> list[str]:
