@@ -150,3 +150,31 @@ def test_an_epochs_mean_repeated_at_four_epochs_is_stuck(tmp_path):
     lines = [line.replace("1.3043", f"1.30{43 - i}") if "training" in line else line for i, line in enumerate(lines)]
     path.write_text("\n".join(lines) + "\n")
     assert analyze_run(discover_runs(path)[0]).incidents == []
+
+
+@pytest.mark.parametrize("line", [
+    # demucs' and svoice's solver (their logger's prefix before it)
+    "[2024-10-03 09:27:16,231][svoice.solver][INFO] - Epoch {e}: train={t:.5f} valid={v:.5f} best={v:.5f}",
+    # a script's own f-string
+    "Epoch {e:3d}/60: Train={t:.4f} Val={v:.4f} [12s elapsed, ~600s remaining]",
+])
+def test_a_loss_named_by_its_set_alone_beside_the_evaluations(tmp_path, line):
+    """"Epoch 3: train=0.0878 valid=0.0781": the training and the evaluation loss named by their
+    sets alone. It was "its lines log best, train, valid ... but no loss", the "valid" beside
+    "train" making each line an evaluation's; a jump of the training value at epoch 12 is a spike."""
+    path = tmp_path / "train.log"
+    path.write_text("".join(line.format(e=e, t=(4.6 - e / 20) * (3 if e == 12 else 1), v=13.2 - e / 10) + "\n"
+                            for e in range(30)))
+    (run,) = discover_runs(path)
+    assert run.steps["loss"].iloc[:2].tolist() == pytest.approx([4.6, 4.55])
+    assert run.steps["val_loss"].iloc[0] == pytest.approx(13.2)
+    report = analyze_run(run)
+    assert [(i.kind, i.step) for i in report.incidents] == [("loss_spike", 12)]
+
+
+def test_a_value_named_train_after_a_metrics_name_is_no_loss(tmp_path):
+    """The same two values after a metric's name are that metric's, no loss: still refused."""
+    path = tmp_path / "train.log"
+    path.write_text("".join(f"Epoch {e}: accuracy train={0.5 + e / 100:.3f} val={0.5 + e / 120:.3f}\n" for e in range(30)))
+    with pytest.raises(ValueError, match="no loss"):
+        discover_runs(path)

@@ -1346,6 +1346,14 @@ EPOCH_LINES = Dialect(
                          rf"{_GAP}(?<![\w/])(?i:{_EVALUATION_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
               head=(metrics.STEP, metrics.VAL_LOSS), beside=_EPOCH_LOSS_LINE),
         *_beside_the_loss(_EPOCH_LOSS_LINE, rf"{_EPOCH_NUM}[:,]?", (metrics.STEP,)),
+        # The two losses named by their sets alone, the training one first, right after the epoch:
+        # demucs' and svoice's solver, "Epoch 3: train=0.0878 valid=0.0781 best=0.0781", and many
+        # scripts' own f"[{epoch}/{epochs}] train={train_loss:.4f} val={val_loss:.4f}". (Only beside an
+        # evaluation's value, nothing but punctuation after the epoch: "Epoch 3 accuracy: train=0.9
+        # val=0.8" is no loss.)
+        Shape(re.compile(rf"^{_GAP}{_EPOCH_NUM}[^\w\n]{{0,8}}(?<![\w/])(?i:train)[^\S\n]*[:=][^\S\n]*({_NUM})[,;|]?"
+                         rf"[^\S\n]+(?i:val|valid|validation)[^\S\n]*[:=][^\S\n]*({_NUM})\b", re.MULTILINE),
+              head=(metrics.STEP, metrics.LOSS, metrics.VAL_LOSS)),
     ),
     drop_words=_EVAL_WORDS,
     unstepped_evaluation=_UNSTEPPED_EVALUATION,
