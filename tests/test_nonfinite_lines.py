@@ -68,6 +68,8 @@ def test_anomaly_modes_error_names_the_backward_function(tmp_path):
     ("2017-11-10 10:12:11.091486: W tensorflow/core/framework/op_kernel.cc:1192] Invalid argument: Nan in summary "
      "histogram for: FeatureExtractor/MobilenetV1/Conv2d_0/weights_1", None,
      "FeatureExtractor/MobilenetV1/Conv2d_0/weights_1"),  # TensorFlow's tf.summary.histogram
+    ("epoch 41 total training loss = nan", "loss", None),  # PSMNet: an epoch's sum, its steps' lines finite
+    ("Epoch: 3 | mean loss: inf", "loss", None),
 ])
 def test_libraries_nonfinite_lines(tmp_path, line, metric, module):
     path = tmp_path / "train.log"
@@ -81,6 +83,21 @@ def test_libraries_nonfinite_lines(tmp_path, line, metric, module):
         assert event["module"] == module
     (incident,) = analyze_run(run).incidents
     assert incident.kind == "nonfinite" and (module is None or module in incident.message)
+
+
+def test_an_epochs_nan_total_between_finite_step_lines_is_told(tmp_path):
+    """PSMNet's loop printed "epoch 41 total training loss = nan" after each finite "Iter 496 training
+    loss = 65.174": a step's NaN went into the epoch's sum, and the run was "recovered". Where the
+    epoch's lines are the records themselves, their NaN is told once."""
+    path = tmp_path / "train.log"
+    path.write_text("".join(f"Iter {i} training loss = {60 + i % 7:.3f} , time = 2.39\n"
+                            f"epoch 41 total training loss = {'nan' if i >= 510 else 2100.5}\n" for i in range(496, 530)))
+    (run,) = discover_runs(path)
+    (incident,) = analyze_run(run).incidents
+    assert (incident.kind, incident.step) == ("nonfinite", 511)
+    path.write_text("".join(f"Epoch {e}, average loss: {'nan' if e > 19 else 2 - e / 20}\n" for e in range(1, 22)))
+    (run,) = discover_runs(path)
+    assert [(i.kind, i.step, i.end_step) for i in analyze_run(run).incidents] == [("nonfinite", 20, 21)]
 
 
 def test_clip_grad_norms_error_is_a_nonfinite_grad_norm(tmp_path):

@@ -85,6 +85,12 @@ NONFINITE_LINES: tuple[EventLine, ...] = (
     # Object Detection API, TF-Slim) die of when their weights went NaN; the tensor is the module.
     EventLine(re.compile(r"\bNan in summary histogram for: (?P<module>[\w./:-]+)"), EventKind.NONFINITE,
               source="tf_summary"),
+    # An epoch's total or mean loss printed as non-finite between step lines that print each step's
+    # loss finite (PSMNet's "epoch 41 total training loss = nan" after each "Iter 496 training loss =
+    # 65.174"): a step's NaN went into the epoch's sum where no step line showed it.
+    EventLine(re.compile(r"(?i:\bepoch\b[^\n]{0,80}?\b(?:total|mean|average|avg)\b[^\n:=]{0,40}?\bloss\b"
+                         r"[^\S\n]*[:=][^\S\n]*(?P<value>nan|-?inf)\b)"),
+              EventKind.NONFINITE, source="epoch_loss", detail={"metric": metrics.LOSS}),
     # JAX with jax_debug_nans: the primitive that made it.
     EventLine(re.compile(r"FloatingPointError: invalid value \((?P<value>nan|inf)\) encountered in (?P<module>[\w.]+)"),
               EventKind.NONFINITE, source="jax_debug_nans"),
@@ -96,4 +102,5 @@ WORDS = (re.compile(r"returned (?:nan|inf) values|Loss is (?:nan|-?inf)|Detected
                     r"(?i:loss (?:has )?bec[oa]me (?:nan|inf)\b)|loss is NAN or INF|Loss is not finite and|"
                     r"(?i:stopping training due to nan loss)|Model diverged with loss = NaN|(?i:training loss is nan)|(?:nan|inf) loss encountered at|"
                     r"NaN loss during training|LossTensor is inf or nan|contains a NaN|(?i:detected (?:nan|inf) loss)|"
-                    r"received an? (?:nan|inf) loss|Nan in summary histogram for"),)
+                    r"received an? (?:nan|inf) loss|Nan in summary histogram for|"
+                    r"(?i:\bepoch\b[^\n]{0,80}?\b(?:total|mean|average|avg)\b[^\n:=]{0,40}?\bloss\b[^\S\n]*[:=][^\S\n]*-?(?:nan|inf)\b)"),)
