@@ -4987,3 +4987,29 @@ def test_a_batch_column_counting_inside_each_epoch_is_the_step(tmp_path):
              for b in range(100, 700, 100)]
     (run,) = discover_runs(_write(tmp_path / "train.log", rows))
     assert run.steps.index.tolist() == [100, 200, 300, 400, 500, 600] and run.steps["loss"].iloc[0] == 8.9
+
+
+@pytest.mark.parametrize("sep", ["\t", "       "])
+def test_insightfaces_lossvalue_is_the_mxnet_speedometers_loss(tmp_path, sep):
+    """insightface's MXNet training logs its LossValueMetric as "lossvalue" on MXNet's Speedometer line
+    (its tabs spaces where pasted): "its lines log ... but no loss", and the NaN that ends its run unseen."""
+    lines = [f"INFO:root:Epoch[0] Batch [{b - 20}-{b}]{sep}Speed: 204.01 samples/sec{sep}acc=0.991797{sep}"
+             f"lossvalue={'nan' if b >= 1000 else 4.5 - b / 1000:.6}" for b in range(20, 1100, 20)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines + ["lr-batch-epoch: 0.001 41999 0"]))
+    assert run.source == "mxnet" and run.steps["loss"].iloc[0] == pytest.approx(4.48)
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 1000)]
+
+
+def test_fastreids_epoch_and_iteration_the_iteration_is_the_step(tmp_path):
+    """fast-reid prints detectron2's metric line with the epoch before the iteration, "epoch/iter: 14/3199
+    total_loss: 42.13 ...": the generic reader took "iter: 14/3199" for step 14 of 3199 (every line of an
+    epoch one step, "every rank printing?"), and its FloatingPointError stayed the one step read."""
+    lines = [f"[07/30 11:42:39 fastreid.utils.events]:  eta: 0:46:32  epoch/iter: {i // 230}/{i}  total_loss: "
+             f"{50 - i / 200:.4g}  loss_cls: {50 - i / 200:.4g}  loss_triplet: 0  time: 0.2903  data_time: 0.0060  "
+             f"lr: 9.98e-03  max_mem: 6056M" for i in range(2599, 3219, 10)]
+    lines += ["FloatingPointError: Loss became infinite or NaN at iteration=3223!",
+              "loss_dict = {'loss_cls': nan, 'loss_triplet': nan}"]
+    (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
+    assert run.source == "fastreid" and run.steps.index[:2].tolist() == [2599, 2609]
+    assert run.steps["lr"].iloc[0] == pytest.approx(9.98e-3)
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 3223)]

@@ -800,21 +800,44 @@ NGCF = Dialect(
 # MXNet's Speedometer (python/mxnet/callback.py): "Epoch[%d] Batch [%d-%d]\tSpeed: %.2f samples/sec"
 # (before 1.2: "Batch [%d]") then "\t%s=%f" per metric, the batch counted inside the epoch; the
 # loss is the metric named as one (CrossEntropy's "cross-entropy", NegativeLogLikelihood's
-# "nll-loss", Loss' "loss"). "Epoch[%d] Validation-%s=%f" closes an epoch.
-_MXNET_LOSS = r"(?:cross-entropy|ce|nll-loss|loss)"
+# "nll-loss", Loss' "loss"; insightface's LossValueMetric "lossvalue"). "Epoch[%d] Validation-%s=%f"
+# closes an epoch. (Its tabs perhaps spaces, as pasted.)
+_MXNET_LOSS = r"(?:cross-entropy|ce|nll-loss|loss|lossvalue)"
 MXNET = Dialect(
     name="mxnet",
     description='MXNet ("Epoch[E] Batch [A-B]\\tSpeed: S samples/sec\\tcross-entropy=X")',
     shapes=(
         Shape(re.compile(r"\bEpoch\[(\d+)\] Batch \[(?:\d+-)?(\d+)\][^\S\n]+Speed: [\d.]+ samples/sec([^\n]*)"),
               head=("epoch0", "iter"), separators=("=",),
-              keys={"cross-entropy": metrics.LOSS, "ce": metrics.LOSS, "nll-loss": metrics.LOSS, "loss": metrics.LOSS}),
+              keys={"cross-entropy": metrics.LOSS, "ce": metrics.LOSS, "nll-loss": metrics.LOSS, "loss": metrics.LOSS,
+                    "lossvalue": metrics.LOSS}),
     ),
     drop_words=("validation",),
     epoch_evaluation=Shape(re.compile(rf"\bEpoch\[(\d+)\] Validation-{_MXNET_LOSS}=({_NUM})"),
                            head=("epoch0", metrics.LOSS)),
-    sniff=re.compile(rf"\bEpoch\[\d+\] Batch \[(?:\d+-)?\d+\][^\S\n]+Speed: [\d.]+ samples/sec[^\n]*\t{_MXNET_LOSS}="),
+    sniff=re.compile(rf"\bEpoch\[\d+\] Batch \[(?:\d+-)?\d+\][^\S\n]+Speed: [\d.]+ samples/sec[^\n]*[\t ]{_MXNET_LOSS}="),
     min_records=2,
+)
+
+# detectron2 stops with FloatingPointError("Loss became infinite or NaN at iteration=N!"): its last
+# step line is finite, the NaN step is in the traceback alone.
+_DETECTRON2_NAN = EventLine(re.compile(r"Loss became infinite or NaN at iteration=(?P<step>\d+)"), EventKind.NONFINITE,
+                            source="detectron2", detail={"metric": metrics.LOSS})
+
+# fast-reid's CommonMetricPrinter (detectron2's, the epoch put before the iteration): " eta: 0:46:32
+# epoch/iter: 14/3199  total_loss: 42.13  loss_cls: 42.13  loss_triplet: 0  time: 0.2903  data_time:
+# 0.0060  lr: 9.98e-03  max_mem: 6056M". The iteration is the global step (the generic reader took
+# "iter: 14/3199" for step 14 of 3199).
+FASTREID = Dialect(
+    name="fastreid",
+    description='fast-reid ("epoch/iter: E/N  total_loss: X  ...  lr: L")',
+    shapes=(
+        Shape(re.compile(r"\bepoch/iter:[^\S\n]*\d+/(\d+)[^\S\n]+([^\n]*)"), head=(metrics.STEP,),
+              keys={"total_loss": metrics.LOSS, "lr": metrics.LR}),
+    ),
+    events=(_DETECTRON2_NAN,),
+    sniff=re.compile(r"\bepoch/iter:[^\S\n]*\d+/\d+[^\S\n]+total_loss:"),
+    min_records=1,
 )
 
 # Catalyst's ConsoleLogger (catalyst/loggers/console.py): after each loader's epoch f"{loader_key}
@@ -1168,11 +1191,7 @@ GENERIC = Dialect(
     evaluation_keys=(_EPOCH_EVALUATION_KEY, _STEP_EVALUATION_KEY),
     unstepped_evaluation=_UNSTEPPED_EVALUATION,
     step_wraps=True,
-    # detectron2 stops with FloatingPointError("Loss became infinite or NaN at iteration=N!"): its
-    # last step line is finite, the NaN step is in the traceback alone.
-    events=(EventLine(re.compile(r"Loss became infinite or NaN at iteration=(?P<step>\d+)"), EventKind.NONFINITE,
-                      source="detectron2", detail={"metric": metrics.LOSS}),
-            YOLOX_L1),
+    events=(_DETECTRON2_NAN, YOLOX_L1),
     min_records=5,
     amp_lines=True,
 )
@@ -1695,7 +1714,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
