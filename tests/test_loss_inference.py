@@ -313,3 +313,22 @@ def test_a_cross_entropy_is_a_loss_and_no_regularisers_entropy(tmp_path):
     (run,) = discover_runs(path)
     assert "loss read from 'CrossEntropy' (no key of the lines is named loss)" in run.warnings
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 6)]
+
+
+def test_a_gans_generator_loss_that_runs_away_by_orders_of_magnitude_diverged(tmp_path):
+    """DerainNet's G_loss beside its D_loss: 112, 244, 3335, ... 7.4e30 over seven epochs, then inf. A
+    GAN's generator loss is not judged for rises, and only the inf was told; a climb of x1000 and more
+    at every row is a divergence whatever plays against it. A generator's loss that climbs x10 over
+    six epochs while its discriminator wins is the game, still not judged."""
+    def write(g_losses):
+        path = tmp_path / "train.log"
+        path.write_text("".join(f"I0907 12:21:31.173571 22418 train_model.py:199] Epoch: {e} D_loss: {0.5 + e % 3:.5f} "
+                                f"G_loss: {g:.5f} Ssim: 0.01 Cost_time: 0.55s\n" for e, g in enumerate(g_losses)))
+        (run,) = discover_runs(path)
+        return analyze_run(run)
+
+    report = write([112.4, 244.5, 3334.7, 22600.3, 143877.5, 2506968.3, 1.1e13, 7.43e30, math.inf])
+    assert [(i.kind, i.step) for i in report.incidents] == [("divergence", 0), ("nonfinite", 8)]
+    assert any("a GAN's run" in w for w in report.warnings)
+    report = write([0.5, 0.9, 1.4, 2.2, 3.1, 4.4, 5.2, 4.9, 5.0, 5.3])
+    assert report.incidents == [] and report.verdict == "healthy"

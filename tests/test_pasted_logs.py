@@ -1410,9 +1410,9 @@ def test_a_loss_that_grows_every_epoch_is_a_divergence_not_a_spike(tmp_path):
     [9.0, 1.0, 2.0, 4.0, 8.0, 7.0],  # turned before the log ends
 ])
 def test_no_runaway(values):
-    from sentinel.analyze.rule_divergence import _runaway
+    from sentinel.analyze.rule_divergence import runaway_incidents
 
-    assert _runaway(_series(values)) == []
+    assert runaway_incidents(_series(values)) == []
 
 
 def test_a_megatron_log_before_its_first_lm_loss_is_judged_on_its_loss_scale(tmp_path):

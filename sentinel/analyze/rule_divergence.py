@@ -41,7 +41,7 @@ def divergence_incidents(loss: pd.Series, spike_spans: list[dict] | None = None,
                                    ongoing=end == last))
     incidents = _beyond_the_noise(_across_gaps(incidents, loss, frame, epochs), loss)
     if not any(not i.details["came_back"] for i in incidents):
-        runaway = _runaway(loss)
+        runaway = runaway_incidents(loss)
         incidents += runaway or _unfinished_rise(loss, frame, spike_spans or [], config or AnalyzeConfig())
     return incidents
 
@@ -119,27 +119,38 @@ def _across_gaps(incidents: list[Incident], loss: pd.Series, frame: pd.DataFrame
 # A loss that rose at each of its last RUNAWAY_RISES logged steps, by RUNAWAY_GROWTH in all.
 RUNAWAY_RISES = 5
 RUNAWAY_GROWTH = 10.0
+# ... a GAN generator's, whose rises are the game (it climbs for epochs while its discriminator
+# wins): by three orders of magnitude.
+GAN_RUNAWAY_GROWTH = 1000.0
 
 
-def _runaway(loss: pd.Series) -> list[Incident]:
+def runaway_incidents(loss: pd.Series, growth: float = RUNAWAY_GROWTH) -> list[Incident]:
     """The loss rose at every one of its last :data:`RUNAWAY_RISES` or more logged steps, to
-    :data:`RUNAWAY_GROWTH` times or more where the climb started: a divergence however few
-    steps it spans (a log of epochs never reaches the detector's patience in steps; Keras' SGD
-    on unscaled inputs: 451, 1603, 5698, ... 1.8e9, x3.5 an epoch).
+    ``growth`` times or more where the climb started: a divergence however few steps it spans
+    (a log of epochs never reaches the detector's patience in steps; Keras' SGD on unscaled
+    inputs: 451, 1603, 5698, ... 1.8e9, x3.5 an epoch). Asked of a GAN's generator loss with
+    :data:`GAN_RUNAWAY_GROWTH` (DerainNet's 112, 244, 3335, ... 7.4e30, then inf).
+
+    Example:
+        >>> loss = pd.Series([112.0, 244.0, 3335.0, 22600.0, 143878.0, 2.5e6], index=range(6))
+        >>> runaway_incidents(loss, GAN_RUNAWAY_GROWTH)[0].message.split(":")[0]
+        'loss diverged from step 0'
     """
     values = loss.to_numpy(dtype="float64")
+    if len(values) < 2:
+        return []
     rising = np.diff(values) > 0
     rises = len(rising) if rising.all() else int(np.argmin(rising[::-1]))
     if rises < RUNAWAY_RISES:
         return []
     start = values[-rises - 1]
-    if not (start > 0 and values[-1] >= RUNAWAY_GROWTH * start):
+    if not (start > 0 and values[-1] >= growth * start):
         return []
     steps = loss.index.to_numpy()
     first, last = int(steps[-rises - 1]), int(steps[-1])
     growth = values[-1] / start
     message = (f"loss diverged from step {first}: it rose at each of the last {rises} logged steps, from "
-               f"{start:.4g} to {values[-1]:.4g} at step {last} ({growth:.3g}x, x{growth ** (1 / rises):.3g} a "
+               f"{start:.4g} to {values[-1]:.4g} at step {last} ({growth:.3g}x, x{growth ** (1 / rises):.3g} per "
                "step), and was still rising when the log ends: lower the learning rate (or scale the inputs)")
     return [Incident(IncidentKind.DIVERGENCE, first, last, Severity.CRITICAL, message,
                      {"onset": first, "best_level": float(start), "max_level": float(values[-1]),
