@@ -332,3 +332,28 @@ def test_a_gans_generator_loss_that_runs_away_by_orders_of_magnitude_diverged(tm
     assert any("a GAN's run" in w for w in report.warnings)
     report = write([0.5, 0.9, 1.4, 2.2, 3.1, 4.4, 5.2, 4.9, 5.0, 5.3])
     assert report.incidents == [] and report.verdict == "healthy"
+
+
+def test_a_gans_players_by_letters_alone_or_studiogans_dis_loss(tmp_path):
+    """lucidrains' stylegan2-pytorch (and GigaGAN) print "G: 1.51 | D: 0.21 | GP: 0.00 | PL: 0.00" under
+    its bar: "not a log format sentinel reads"; StudioGAN's "Gen_loss: -0.0 Dis_loss: 13.82" was "2
+    losses and none is the total". Each is a GAN's generator loss, judged as a GAN's (a NaN told, its
+    rises not); a "D" alone makes no GAN."""
+    path = tmp_path / "train.log"
+    path.write_text("".join(f"0% {i}/90000 [02:46<81:43:57,  3.27s/it]G: {'nan' if i >= 1200 else 1.5 + (i % 200) / 100} "
+                            f"| D: 0.21 | GP: 0.00 | PL: 0.02\n" for i in range(0, 1500, 50)))
+    (run,) = discover_runs(path)
+    report = analyze_run(run)
+    assert run.steps["loss"].iloc[:2].tolist() == [1.5, 2.0]
+    assert [(i.kind, i.step) for i in report.incidents] == [("nonfinite", 1200)]
+    assert any("a GAN's run" in w for w in report.warnings)
+    path.write_text("".join(f"[INFO] 2021-11-28 10:56:36 > Step: {s:6d} Progress: 0.1% Elapsed: 0:00:57 Gen_loss: "
+                            f"{0.7 + (s % 700) / 100:.2f} Dis_loss: 1.38 Cls_loss: N/A Topk:  N/A ada_p: N/A\n"
+                            for s in range(100, 3100, 100)))
+    (run,) = discover_runs(path)
+    report = analyze_run(run)
+    assert run.steps["loss"].iloc[0] == pytest.approx(1.7) and report.incidents == []
+    assert any("a GAN's run" in w for w in report.warnings)
+    path.write_text("".join(f"step {s} | loss: {2 - s / 100:.3f} | D: 0.5\n" for s in range(1, 40)))
+    (run,) = discover_runs(path)
+    assert not any("a GAN's run" in w for w in analyze_run(run).warnings)

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
-from sentinel.analyze.loaders.keys import DISCRIMINATOR_KEYS, GENERATOR_KEYS, bare_key
+from sentinel.analyze.loaders.keys import DISCRIMINATOR_KEYS, GENERATOR_KEYS, LETTER_PAIR, bare_key
 from sentinel.analyze.rule_chance import chance_level
 
 # Consecutive logged values, all the same float, that make a stretch.
@@ -106,8 +106,12 @@ def is_adversarial(columns, loss_name: str = "") -> bool:
     Example:
         >>> is_adversarial(["loss", "loss_d"]), is_adversarial(["loss"]), is_adversarial(["loss"], "g_loss")
         (True, False, True)
+        >>> is_adversarial(["loss"], "G"), is_adversarial(["loss", "d"])
+        (True, False)
     """
-    return any(bare_key(str(c)) in DISCRIMINATOR_KEYS for c in columns) or bare_key(loss_name) in GENERATOR_KEYS
+    generator = bare_key(loss_name)
+    return any(bare_key(str(c)) in DISCRIMINATOR_KEYS for c in columns) or generator in GENERATOR_KEYS \
+        or generator == LETTER_PAIR[0]  # read from a pair's letters (loss_key), or named so
 
 
 def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS, zero_counts: bool = True) -> list[Incident]:

@@ -328,9 +328,14 @@ def loss_components(columns) -> list[str]:
 # a discriminator's beside it makes a GAN's run (rule_stuck.is_adversarial).
 # (taming-transformers' VQGAN and the latent-diffusion autoencoders after it: the autoencoder's
 # "aeloss" against the discriminator's "discloss")
+# (StudioGAN's "Gen_loss: X Dis_loss: Y")
 GENERATOR_KEYS = ("loss_g", "g_loss", "lossg", "loss_gen", "gen_loss", "generator_loss", "g_total", "aeloss")
 DISCRIMINATOR_KEYS = ("loss_d", "d_loss", "lossd", "loss_disc", "disc_loss", "discriminator_loss", "d_total",
-                      "discloss")
+                      "discloss", "dis_loss", "loss_dis")
+# The two players by their letters alone, a pair only where both are logged (lucidrains'
+# stylegan2-pytorch and GigaGAN: "G: 1.51 | D: 0.21 | GP: 0.00 | PL: 0.03"): a "d" alone is no
+# discriminator.
+LETTER_PAIR = ("g", "d")
 
 
 def bare_key(key: str) -> str:
@@ -353,10 +358,14 @@ def generator_loss_key(keys: list[str]) -> str | None:
     Example:
         >>> generator_loss_key(["loss_D", "loss_G", "loss_G_GAN", "loss_G_cycle"]), generator_loss_key(["loss_G"])
         ('loss_G', None)
+        >>> generator_loss_key(["G", "D", "GP", "PL"]), generator_loss_key(["d", "lr"])
+        ('G', None)
     """
     lower = {bare_key(str(key)): key for key in keys}  # "train/aeloss_step" is taming's "aeloss"
     generator = [lower[k] for k in GENERATOR_KEYS if k in lower]
     has_discriminator = any(k in lower for k in DISCRIMINATOR_KEYS)
+    if not generator and all(k in lower for k in LETTER_PAIR):
+        return lower[LETTER_PAIR[0]]
     return generator[0] if len(generator) == 1 and has_discriminator else None
 
 

@@ -40,13 +40,29 @@ def inferred_loss_key(text: str) -> str | None:
     Example:
         >>> inferred_loss_key("{'embedding_loss': 0.3}\\n" * 20 + "{'train_runtime': 9.1, 'train_loss': 0.2}\\n")
         'embedding_loss'
+        >>> inferred_loss_key("G: 1.51 | D: 0.21 | GP: 0.00 | PL: 0.00\\n")
+        'G'
     """
     keys = loss_keys(text)
+    if not keys:
+        return _letter_pair(text)
     if len(keys) > 1:
         counts = {key: text.count(key) for key in keys}
         most = max(counts.values())
         keys = [key for key in keys if counts[key] > 1 and counts[key] * 10 >= most] or keys
     return inferred_training_loss(keys)
+
+
+# A GAN's players by their letters alone, on one line: "G: 1.51 | D: 0.21 | GP: 0.00" (lucidrains'
+# stylegan2-pytorch and GigaGAN; keys.LETTER_PAIR).
+_LETTER_PAIR_LINE = re.compile(r"(?<![\w/.-])(G)[^\S\n]*[:=][^\S\n]*[-+]?(?:\d|\.\d|nan\b|inf\b)[^\n]{0,64}?"
+                               r"(?<![\w/.-])D[^\S\n]*[:=][^\S\n]*[-+]?(?:\d|\.\d|nan\b|inf\b)")
+
+
+def _letter_pair(text: str) -> str | None:
+    """``G`` where the text's lines print a GAN's two losses by their letters, ``G: x ... D: y``."""
+    found = _LETTER_PAIR_LINE.search(Lines.shared(text).distinct_text())
+    return None if found is None else found.group(1)
 
 
 def loss_keys(text: str) -> list[str]:
