@@ -891,6 +891,9 @@ def test_olmo_metric_blocks_and_a_loss_that_collapses(tmp_path):
     [2.3, 1.9, 1.5, 1.2, 1.0, 0.8],  # an ordinary descent
     [1.0, 0.5, 0.1, 0.01, 1e-4, 1e-6],  # a regression that converges, step by step
     [0.5, 1e-6],  # from below 1: not judged
+    # GFPGAN's paste opens on a batch of 2535 (l_identity 2319), then 1.7, 1.3 as before it: an
+    # outlier's return, no level to fall from
+    [2535.0, 1.70, 1.28, 1.35, 1.31],
 ])
 def test_not_a_collapse(values):
     from sentinel.analyze.rule_stuck import collapse_incidents

@@ -209,6 +209,11 @@ def _printed_unit(x: float) -> float:
 COLLAPSE_FROM = 1.0
 COLLAPSE_RATIO = 1e-3
 COLLAPSE_LEVEL_ROWS = 21
+# With fewer rows than this before it, the level is no level: a fall by the ratio may be an
+# outlier's return (GFPGAN's paste opens at a batch of 2535, then 1.7 as before it), told only
+# where the loss fell to near 0 (a leak's 1.79e-06 after 12.18 at a log's first row).
+COLLAPSE_LEVEL_LEAST = 3
+COLLAPSE_NEAR_ZERO = 1e-2
 
 
 def collapse_incidents(loss: pd.Series) -> list[Incident]:
@@ -220,6 +225,8 @@ def collapse_incidents(loss: pd.Series) -> list[Incident]:
         >>> s = pd.Series([12.18, 1.79e-06, 0.0], index=[1, 2, 3])
         >>> collapse_incidents(s)[0].message.split(":")[0]
         'loss collapsed from 12.18 at step 1 to 1.79e-06 at step 2'
+        >>> collapse_incidents(pd.Series([2535.0, 1.70, 1.28, 1.31], index=[1, 2, 3, 4]))
+        []
     """
     values = loss.to_numpy(dtype="float64")
     if len(values) < 2:
@@ -237,7 +244,8 @@ def collapse_incidents(loss: pd.Series) -> list[Incident]:
     fell = []
     for i in candidates.tolist():
         level = float(np.median(values[max(0, i + 1 - COLLAPSE_LEVEL_ROWS):i + 1]))
-        if level >= COLLAPSE_FROM and after[i] < COLLAPSE_RATIO * level:
+        if level >= COLLAPSE_FROM and after[i] < COLLAPSE_RATIO * level \
+                and (i + 1 >= COLLAPSE_LEVEL_LEAST or after[i] < COLLAPSE_NEAR_ZERO):
             fell.append(i)
     if not fell:
         return []
