@@ -5016,3 +5016,16 @@ def test_fastreids_epoch_and_iteration_the_iteration_is_the_step(tmp_path):
     assert run.source == "fastreid" and run.steps.index[:2].tolist() == [2599, 2609]
     assert run.steps["lr"].iloc[0] == pytest.approx(9.98e-3)
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 3223)]
+
+
+@pytest.mark.parametrize("line", [
+    "Round {r:3d}, Average loss {v:.3f}, Test loss 2.264, Test accuracy: 19.67",  # LG-FedAvg
+    "At round {r} training loss: {v}",  # FedProx
+])
+def test_a_federated_runs_round_is_its_step(tmp_path, line):
+    """A federated run logs by communication round: "Round 102, Average loss 2.148, Test loss 2.264" was
+    "not a log format sentinel reads", its NaN round unseen."""
+    lines = [line.format(r=r, v=math.nan if r >= 60 else 2.3 - r / 100) for r in range(30, 64)]
+    (run,) = discover_runs(_write(tmp_path / "fed.log", lines))
+    assert run.steps.index[0] == 30 and run.steps["loss"].iloc[0] == pytest.approx(2.0)
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 60)]
