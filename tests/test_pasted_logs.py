@@ -5029,3 +5029,15 @@ def test_a_federated_runs_round_is_its_step(tmp_path, line):
     (run,) = discover_runs(_write(tmp_path / "fed.log", lines))
     assert run.steps.index[0] == 30 and run.steps["loss"].iloc[0] == pytest.approx(2.0)
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 60)]
+
+
+def test_a_log_line_of_comma_separated_words_and_numbers_is_no_tables_header(tmp_path):
+    """InsightFace_TF's and MobileFaceNet_TF's "epoch 5, total_step 349550, total loss is 6.06 , inference
+    loss is 5.59, ...": its first line was a CSV header ("a table with a loss column 'total loss is 6.06'
+    but no step column"), and its step key unknown."""
+    lines = [f"epoch 5, total_step {s}, total loss is {'nan' if s >= 351000 else round(6 - (s - 349550) / 500, 2)} , inference "
+             f"loss is 5.59, reg_loss is 0.48, training accuracy is 0.000000, time 283.005 samples/sec"
+             for s in range(349550, 351500, 50)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index[0] == 349550 and run.steps["loss"].iloc[0] == pytest.approx(6.0)
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 351000)]

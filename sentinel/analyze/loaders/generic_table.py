@@ -173,8 +173,10 @@ def why_not(path: str | Path) -> str | None:
             header = [name.strip() for name in next(csv.reader([lines[0]], delimiter=separator(lines[0])))]
         except csv.Error:
             return None
-    if len(header) < 2 or any(_VALUE_IN_NAME.search(name) for name in header):
-        return None  # "step_i: 0, training loss: 3.2": a log line with commas, not a header
+    if len(header) < 2 or any(_VALUE_IN_NAME.search(name) or _NUMBER_TOKEN.search(name) for name in header):
+        # "step_i: 0, training loss: 3.2", MobileFaceNet's "epoch 5, total_step 349550, total loss is
+        # 6.06": a log line with commas, not a header
+        return None
     shown = ", ".join(header[:30]) + (f", ... ({len(header)} in all)" if len(header) > 30 else "")
     if runs_table(header):
         return (f"{path}: a table of one row per run (run_id, metrics.*: mlflow.search_runs()), not a training "
