@@ -5041,3 +5041,14 @@ def test_a_log_line_of_comma_separated_words_and_numbers_is_no_tables_header(tmp
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
     assert run.steps.index[0] == 349550 and run.steps["loss"].iloc[0] == pytest.approx(6.0)
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 351000)]
+
+
+def test_bts_lines_and_its_nan_check(tmp_path):
+    """BTS (and AdaBins, NeWCRFs, PixelFormer after it) prints "[epoch][s/s_per_e/gs]: [4][2564/6058/26796],
+    lr: ..., loss: ..." and stops on "NaN in loss occurred. Aborting training.": not read."""
+    lines = [f"{28665 + k} [epoch][s/s_per_e/gs]: [4][{2564 + k}/6058/{26796 + k}], lr: 0.000092801574, loss: "
+             f"{0.6 - k / 100:.12f}" for k in range(30)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines + ["NaN in loss occurred. Aborting training."]))
+    assert run.source == "bts" and run.steps.index[0] == 26796 and run.steps["lr"].iloc[0] == pytest.approx(9.28e-5, rel=1e-3)
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 26826)]
+

@@ -840,6 +840,22 @@ FASTREID = Dialect(
     min_records=1,
 )
 
+# BTS and the monocular depth models trained with its loop (AdaBins, NeWCRFs, PixelFormer, iDisc,
+# VA-DepthNet, ...): "[epoch][s/s_per_e/gs]: [{epoch}][{step}/{steps_per_epoch}/{global_step}], lr: {lr:.12f},
+# loss: {loss:.12f}" (the uncertainty head's "unc_loss", some forks' "loss1"); the global step is the
+# step. Its NaN check prints "NaN in loss occurred. Aborting training." (nonfinite_lines).
+BTS = Dialect(
+    name="bts",
+    description='BTS and the depth models after it ("[epoch][s/s_per_e/gs]: [E][S/N/G], lr: L, loss: X")',
+    shapes=(
+        Shape(re.compile(r"\[epoch\]\[s/s_per_e/gs\]:[^\S\n]*\[\d+\]\[\d+/\d+/(\d+)\],?([^\n]*)"),
+              head=(metrics.STEP,), separators=(":", ","),
+              keys={"loss": metrics.LOSS, "unc_loss": metrics.LOSS, "loss1": metrics.LOSS, "lr": metrics.LR}),
+    ),
+    sniff=re.compile(r"\[epoch\]\[s/s_per_e/gs\]:[^\S\n]*\[\d+\]\[\d+/\d+/\d+\]"),
+    min_records=1,
+)
+
 # Catalyst's ConsoleLogger (catalyst/loggers/console.py): after each loader's epoch f"{loader_key}
 # ({epoch}/{epochs}) " then its metrics sorted, f"{k}: {float(v)}" joined by " | " ("loss", "loss/mean",
 # "loss/std", "lr", ...); "* Epoch (E/N) ..." for the epoch's own. The epoch is the step; the tqdm bar
@@ -1716,7 +1732,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, BTS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where

@@ -91,6 +91,9 @@ NONFINITE_LINES: tuple[EventLine, ...] = (
     EventLine(re.compile(r"(?i:\bepoch\b[^\n]{0,80}?\b(?:total|mean|average|avg)\b[^\n:=]{0,40}?\bloss\b"
                          r"[^\S\n]*[:=][^\S\n]*(?P<value>nan|-?inf)\b)"),
               EventKind.NONFINITE, source="epoch_loss", detail={"metric": metrics.LOSS}),
+    # BTS and the depth models trained with its loop: print('NaN in loss occurred. Aborting training.')
+    EventLine(re.compile(r"\bNaN in loss occurred\b"), EventKind.NONFINITE, source="loss_check",
+              detail={"metric": metrics.LOSS}),
     # JAX with jax_debug_nans: the primitive that made it.
     EventLine(re.compile(r"FloatingPointError: invalid value \((?P<value>nan|inf)\) encountered in (?P<module>[\w.]+)"),
               EventKind.NONFINITE, source="jax_debug_nans"),
@@ -102,5 +105,5 @@ WORDS = (re.compile(r"returned (?:nan|inf) values|Loss is (?:nan|-?inf)|Detected
                     r"(?i:loss (?:has )?bec[oa]me (?:nan|inf)\b)|loss is NAN or INF|Loss is not finite and|"
                     r"(?i:stopping training due to nan loss)|Model diverged with loss = NaN|(?i:training loss is nan)|(?:nan|inf) loss encountered at|"
                     r"NaN loss during training|LossTensor is inf or nan|contains a NaN|(?i:detected (?:nan|inf) loss)|"
-                    r"received an? (?:nan|inf) loss|Nan in summary histogram for|"
+                    r"received an? (?:nan|inf) loss|Nan in summary histogram for|NaN in loss occurred|"
                     r"(?i:\bepoch\b[^\n]{0,80}?\b(?:total|mean|average|avg)\b[^\n:=]{0,40}?\bloss\b[^\S\n]*[:=][^\S\n]*-?(?:nan|inf)\b)"),)
