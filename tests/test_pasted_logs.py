@@ -5052,3 +5052,15 @@ def test_bts_lines_and_its_nan_check(tmp_path):
     assert run.source == "bts" and run.steps.index[0] == 26796 and run.steps["lr"].iloc[0] == pytest.approx(9.28e-5, rel=1e-3)
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 26826)]
 
+
+def test_a_short_pastes_first_jump_within_the_spread_around_it(tmp_path):
+    """BTS's paste of a noisy per-batch loss opens on 0.587, then 0.970, the rest 0.40-0.85: "a spike
+    x1.65" over one value, where the rows after it, once back, spread as wide. A jump the rows around it
+    never come near is still one (PSMNet's 17.4, 33.4, 36.8, 28.9, 18.6, 17.4)."""
+    values = [0.587257, 0.969502, 0.852333, 0.468197, 0.398438, 0.396373, 0.725467, 0.693935, 0.809877, 0.508118]
+    (run,) = discover_runs(_write(tmp_path / "train.log", [f"step {26796 + k} loss: {v}" for k, v in enumerate(values)]))
+    assert analyze_run(run).incidents == []
+    lines = [f"Step:{s}      Loss:{v}      f/b time:0.603486" for s, v in
+             zip(range(22800, 23400, 100), (17.37, 33.37, 36.77, 28.94, 18.60, 17.36))]
+    (run,) = discover_runs(_write(tmp_path / "psmnet.log", lines))
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("loss_spike", 22900)]

@@ -151,7 +151,8 @@ def detect_spikes(series: pd.Series, config: AnalyzeConfig, *, start_jump: float
         if not early["is_spike"].any():
             return frame
         return pd.concat([early, frame[frame.index >= series.index[cfg.warmup]]])
-    return _far_above_the_window(series, _above_its_noise(series, _detect_spikes(series, cfg, sparse=True), cfg), cfg)
+    frame = _above_its_noise(series, _detect_spikes(series, cfg, sparse=True), cfg)
+    return _far_above_the_window(series, _above_what_follows(series, frame, cfg), cfg)
 
 
 # While the history is shorter than the warm-up the detector judges a jump by its size alone (x1.5).
@@ -216,6 +217,63 @@ def _above_its_noise(series: pd.Series, frame: pd.DataFrame, cfg) -> pd.DataFram
             sigma = max(float(np.median(np.abs(steps - typical))) / 0.6745, 1e-6)  # the MAD as a normal's sigma
             within[row] = (logs[i] - (logs[i - 1] + typical)) / sigma < _SHORT_JUMP_SIGMAS
         spiked[i] = not within[row]  # a row found within the spread is the spread's, for the rows after it
+    if not within.any():
+        return frame
+    frame = frame.copy()
+    frame.loc[within, "is_spike"] = False
+    return frame
+
+
+# A jump under x2 with fewer rows before it than _NOISE_HISTORY is held to the spread of the rows
+# around it instead (before it, and after it came back until the next spike), where they are this
+# many or more.
+_SPREAD_ROWS = 5
+
+
+def _above_what_follows(series: pd.Series, frame: pd.DataFrame, cfg) -> pd.DataFrame:
+    """``frame`` without the spikes under x2 of a short log's first rows (fewer than
+    :data:`_NOISE_HISTORY` before them: no spread of their own to be held to) that stand within
+    :data:`_SHORT_JUMP_SIGMAS` robust sigmas of the rows around them: those before it and those
+    from where the loss came back (under the jump's x1.5 of its baseline) to the next spike. A
+    paste of a noisy per-batch loss that opens on a low value (BTS's 0.587, then 0.970, then
+    0.40-0.85) rose x1.65 over one value and was "a spike". A rise that never came back stays one
+    (BigScience tr8b's 2.67 -> 4.37, 4.37, 4.39, ...), and so does one the rows after it never
+    come near (PSMNet's 17.4, 33.4, 36.8, 28.9, 18.6, 17.4).
+
+    Example:
+        >>> s = pd.Series([0.587, 0.970, 0.852, 0.468, 0.398, 0.396, 0.725, 0.694, 0.810, 0.508])
+        >>> from sentinel.detect import detect_spikes as raw
+        >>> cfg = spike_config(AnalyzeConfig())
+        >>> bool(raw(s, cfg, sparse=True).loc[1, "is_spike"]), bool(_above_what_follows(s, raw(s, cfg, sparse=True), cfg).loc[1, "is_spike"])
+        (True, False)
+    """
+    if frame.empty or not frame["is_spike"].any():
+        return frame
+    flagged = frame["is_spike"].to_numpy(dtype=bool)
+    candidates = np.flatnonzero(flagged & (frame["history"].to_numpy() < _NOISE_HISTORY)
+                                & (frame["ratio"].to_numpy() < _SHORT_SURE_JUMP))
+    if not len(candidates):
+        return frame
+    from sentinel.detect.spike import to_log
+
+    values = series.to_numpy(dtype="float64")
+    logs = to_log(values)
+    spiked = np.zeros(len(values), dtype=bool)
+    spiked[series.index.get_indexer(frame.index[flagged])] = True
+    within = np.zeros(len(frame), dtype=bool)
+    for row, i in zip(candidates.tolist(), series.index.get_indexer(frame.index[candidates]).tolist()):
+        back_under = frame["baseline"].iat[row] * (1 + cfg.short_rtol)
+        back = i + 1 + np.flatnonzero(values[i + 1:] < back_under)
+        if not len(back):
+            continue  # never came back: a level, not the spread
+        later = np.flatnonzero(spiked[back[0]:])
+        until = back[0] + (int(later[0]) if len(later) else len(values) - back[0])
+        rest = np.r_[logs[:i][~spiked[:i]], logs[back[0]:until]]
+        if len(rest) < _SPREAD_ROWS:
+            continue
+        middle = float(np.median(rest))
+        sigma = max(float(np.median(np.abs(rest - middle))) / 0.6745, 1e-6)  # the MAD as a normal's sigma
+        within[row] = (logs[i] - middle) / sigma < _SHORT_JUMP_SIGMAS
     if not within.any():
         return frame
     frame = frame.copy()
