@@ -965,9 +965,9 @@ GAN = Dialect(
 # in either order. Needs several such lines (see textlogs.sniff).
 # Chinese tutorials' step labels too: 训练次数 ("training count", the step), 迭代次数 ("iterations").
 # A federated run's round (LG-FedAvg's "Round 102, Average loss 2.148, Test loss 2.264", FedProx's "At
-# round 0 training loss: 0.69"). InsightFace_TF and MobileFaceNet_TF print "epoch 5, total_step 349550, total
-# loss is 6.06 , ...". Paxml's trainer logs "step_i: N, training loss: X"; OpenPCDet's "epoch: 3/120, acc_iter=1084, cur_iter=270/271,
-# ..., loss=5.03" its global step as acc_iter.
+# round 0 training loss: 0.69"). InsightFace_TF and MobileFaceNet_TF print "epoch 5, total_step 349550,
+# total loss is 6.06 , ...". Paxml's trainer logs "step_i: N, training loss: X"; OpenPCDet's "epoch:
+# 3/120, acc_iter=1084, cur_iter=270/271, ..., loss=5.03" its global step as acc_iter.
 # (Not an "inner iter": a count inside another, MiniLLM's "inner iter:   7/  8 | ... | global iter:     13/  5000|".)
 _STEP_KEY = r"(?<!inner )(?:acc_iter|total_step|step_i|steps?|iters?|iterations?|num_updates|updates?|global_step|it|(?<!/)batch|episode|rounds?|训练次数|迭代次数|训练步数|步数|迭代)"
 # The same, where a plain "step" with a global_step after it on its line is a count inside the epoch

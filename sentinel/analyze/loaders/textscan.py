@@ -1224,9 +1224,9 @@ def split_evaluation_lines(text: str, words: tuple[str, ...], unless_after: tupl
     """``text`` with every line that holds one of ``words`` (a whole word, any case) emptied, its
     line end kept so line numbers hold; and those lines alone, each with a line end. Not where one
     of ``unless_after`` comes first on the line (an evaluation word after a loss: "train loss: 0.5 -
-    validation loss: 0.6" is a training line; so is "Epoch 3: train=0.08 valid=0.07"). ``str.find`` over the lower-cased text (a regular
-    expression with word boundaries took 0.7 s on 14 MB; this takes a few milliseconds where the
-    words are rare).
+    validation loss: 0.6" is a training line; so is "Epoch 3: train=0.08 valid=0.07"). ``str.find``
+    over the lower-cased text (a regular expression with word boundaries took 0.7 s on 14 MB; this
+    takes a few milliseconds where the words are rare).
 
     Example:
         >>> split_evaluation_lines("step 1 loss 2\\nValid loss 3\\nstep 2 loss 1 test loss 0.9\\n", ("valid", "test"))
