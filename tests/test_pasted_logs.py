@@ -5064,3 +5064,14 @@ def test_a_short_pastes_first_jump_within_the_spread_around_it(tmp_path):
              zip(range(22800, 23400, 100), (17.37, 33.37, 36.77, 28.94, 18.60, 17.36))]
     (run,) = discover_runs(_write(tmp_path / "psmnet.log", lines))
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("loss_spike", 22900)]
+
+
+def test_a_step_numbered_with_a_hash(tmp_path):
+    """Anti-DreamBooth's "Step #0, loss: 0.234, prior_loss: ..., instance_loss: ...": the "#" stopped the step's
+    read, and its NaN from step 1 on was read from other lines, or not at all."""
+    lines = [f"Step #{s}, loss: {'nan' if s >= 30 else 0.5 - s / 100}, prior_loss: 0.2278, instance_loss: 0.0063"
+             for s in range(40)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index[:2].tolist() == [0, 1] and run.steps["loss"].iloc[1] == pytest.approx(0.49)
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 30)]
+

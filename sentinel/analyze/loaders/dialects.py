@@ -1093,10 +1093,11 @@ def _beside_the_loss(loss: re.Pattern, head_fields: str, head: tuple[str, ...], 
 # The generic loss shapes: a step key, then the loss (not on a line where an epoch comes first);
 # an epoch and a count inside it (perhaps "/TOTAL"), then the loss.
 # (not a percentage: diffusers' bar is "Steps:  45%|...| 27/60")
-# (a whole number, perhaps printed with one decimal, "global_step=1038.0"; not the first digits of a
+# (a number perhaps after "#", Anti-DreamBooth's "Step #0, loss: 0.234";
+# a whole number, perhaps printed with one decimal, "global_step=1038.0"; not the first digits of a
 # float of more decimals or an exponent, "Update: 2.510e-03 mean" of a parameter update's size; each
 # digit alike, as a line's skeleton writes it)
-_STEP_FIELD = rf"(?i:\b{_STEP_KEY})['\"]?{_SEP}\[?[^\S\n]*(\d+)(?:[^\S\n]*/[^\S\n]*\d+)?\b(?!%|\.\d\d|\.\d+[eE])"
+_STEP_FIELD = rf"(?i:\b{_STEP_KEY})['\"]?{_SEP}\[?[^\S\n]*#?(\d+)(?:[^\S\n]*/[^\S\n]*\d+)?\b(?!%|\.\d\d|\.\d+[eE])"
 _STEP_LOSS = rf"^(?![^\n]*?{_EPOCH_THEN_COUNT}){_GAP}{_STEP_FIELD}{_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"
 _EPOCH_COUNT_TOTAL = rf"{_EPOCH_THEN_COUNT}[^\S\n]*/[^\S\n]*(\d+)"
 _EPOCH_COUNT_TOTAL_LOSS = rf"{_EPOCH_COUNT_TOTAL}[^\S\n]*\]?{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"
