@@ -5075,3 +5075,12 @@ def test_a_step_numbered_with_a_hash(tmp_path):
     assert run.steps.index[:2].tolist() == [0, 1] and run.steps["loss"].iloc[1] == pytest.approx(0.49)
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 30)]
 
+
+def test_a_log_of_a_grad_norm_alone_says_its_nans_not_that_a_rise_is_progress(tmp_path):
+    """audiocraft's metrics JSON with grad_norm and grad_scale and no loss: "no loss (an environment's
+    returns, an evaluation's metrics: a rise of these is progress)", of a grad norm that printed Infinity
+    and NaN. A training's own workings are no progress measure, and their non-finite values are said."""
+    rows = [f'{{"grad_norm": {v}, "grad_scale": 65536.0}}' for v in ("Infinity", "NaN", "1.3156", "NaN", "1.2862")]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "metrics.log", rows))])
+    assert result.exit_code == 1 and "grad_norm prints 3 non-finite value(s) (Infinity, NaN)" in result.output
+    assert "progress" not in result.output, result.output

@@ -25,7 +25,7 @@ from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, 
                                                reads_bar_running_mean)
 from sentinel.analyze.loaders.dialect_types import Dialect, LossTerms
 from sentinel.analyze.loaders.crash_tail import TRACEBACK, final_error
-from sentinel.analyze.loaders.keys import inferred_loss_note, is_aggregate, looks_like_loss
+from sentinel.analyze.loaders.keys import canonical_key, inferred_loss_note, is_aggregate, looks_like_loss
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.loss_key import LossKey, find_loss_key, loss_key_note, loss_keys, named_key
 from sentinel.analyze.loaders.progress_bar import bar_steps
@@ -215,9 +215,24 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
         return (f"'{path}': its lines name {', '.join(named)}, but sentinel finds no step it reads with "
                 f"{'them' if len(named) > 1 else 'it'} (each on a line of its own, or a format it does not know): "
                 "print each step's loss on the line of its step (step 100 | loss 2.31), or pass the logger's files")
+    internals = [key for key in logged if canonical_key(key) in _TRAINING_INTERNALS]
+    if internals:  # a grad norm, an LR, a loss scale: no progress measure, and a NaN there is news
+        nonfinite = [f"{key} prints {len(found)} non-finite value(s) ({', '.join(dict.fromkeys(found))})"
+                     for key in internals if (found := _nonfinite_values(text, key))]
+        return (f"'{path}': its lines log {', '.join(logged)} but no loss" + (f"; {'; '.join(nonfinite)}" if nonfinite
+                else "") + ": sentinel judges a training loss; print or log the loss beside them")
     return (f"'{path}': its lines log {', '.join(logged)} but no loss (an environment's returns, an "
             "evaluation's metrics: a rise of these is progress, not divergence): sentinel judges a training "
             "loss; print or log the loss beside them")
+
+
+# Keys of a training's own workings, no measure of its progress (keys.canonical_key's names).
+_TRAINING_INTERNALS = frozenset({metrics.GRAD_NORM_TOTAL, metrics.LR, metrics.LOSS_SCALE, "grad_scale"})
+
+
+def _nonfinite_values(text: str, key: str) -> list[str]:
+    """The non-finite values ``text`` prints for ``key`` (``"grad_norm": Infinity``, ``grad_norm=nan``)."""
+    return re.findall(rf"(?<![\w/]){re.escape(key)}['\"]?[^\S\n]*[:=][^\S\n]*['\"]?(-?(?i:nan|inf(?:inity)?))\b", text)
 
 
 def several_losses(path: str | Path, least: int | None = None) -> list[str]:
