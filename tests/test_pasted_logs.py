@@ -919,7 +919,8 @@ def test_a_four_step_spike_returning_to_the_trend_is_no_collapse():
 ])
 def test_keras_fit_one_finished_bar_per_epoch(tmp_path, losses, verdict):
     """Keras fit(verbose=1) pasted as its final bar per epoch: the count is N/N on every line, so
-    each line with another loss is the next epoch (one with the same finite loss is a redraw)."""
+    each line with another loss is the next epoch (one with the same finite loss is a redraw). Each
+    row is an epoch's mean, read in epochs (it was at step 9595 x the epoch)."""
     lines = []
     for epoch, loss in enumerate(losses, 1):
         lines += [f"Epoch {epoch}/10", f"9595/9595 [==============================] - 1s - loss: {loss} - acc: 0.6295 "
@@ -927,7 +928,7 @@ def test_keras_fit_one_finished_bar_per_epoch(tmp_path, losses, verdict):
     if verdict == "healthy":
         lines.append(lines[-1])  # the last bar drawn twice (a NaN bar drawn twice counts twice)
     (run,) = discover_runs(_write(tmp_path / "keras.txt", lines))
-    assert run.steps.index.tolist() == [9595 * e for e in range(1, len(losses) + 1)]
+    assert run.steps.index.tolist() == list(range(1, len(losses) + 1)) and run.meta["step_unit"] == "epoch"
     assert analyze_run(run).verdict == verdict
 
 
@@ -976,7 +977,7 @@ def test_a_keras_paste_that_opens_with_the_epoch_before_its_first_header(tmp_pat
         lines.append(f"1562/1562 [==============================] - 477s - loss: {0.84 + 0.003 * (epoch - 129):.4f} "
                      f"- acc: 0.7277 - val_loss: 0.8182 - val_acc: 0.7592")
     (run,) = discover_runs(_write(tmp_path / "keras.txt", lines))
-    assert run.steps.index.tolist() == [epoch * 1562 for epoch in range(129, 139)]
+    assert run.steps.index.tolist() == list(range(129, 139))
     assert run.steps["loss"].iloc[0] == 0.84
 
 
@@ -1404,7 +1405,7 @@ def test_a_loss_that_grows_every_epoch_is_a_divergence_not_a_spike(tmp_path):
     (run,) = discover_runs(log)
     (incident,) = analyze_run(run).incidents
     assert (incident.kind, incident.severity, incident.step, incident.end_step) == ("divergence", "critical", 1, 13)
-    assert "rose at each of the last 12 logged steps" in incident.message and incident.details["runaway"]
+    assert "rose at each of the last 12 logged epochs" in incident.message and incident.details["runaway"]
 
 
 @pytest.mark.parametrize("values", [

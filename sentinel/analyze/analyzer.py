@@ -210,9 +210,9 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         # rows, a slow rise the spike detector flags once it is far enough up). One that opens
         # with a jump is told too: BigScience's authors call theirs a spike, then stuck, then NaN.
         ongoing = [i for i in diverged if not i.details.get("came_back")]
-        if ongoing:  # (a runaway's few rows are one climb, however it opened)
+        if ongoing:
             found = [i for i in found if i.details.get("recovered") or i.step < ongoing[0].step
-                     or (not ongoing[0].details.get("runaway") and _opens_with_jump(i, loss))]
+                     or (_may_open(i, ongoing[0], loss) and _opens_with_jump(i, loss))]
         incidents += found + diverged
         incidents += plateau_before_divergence(loss, diverged, config)
         incidents += overfitting_incidents(steps, loss, config)
@@ -278,6 +278,18 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         best_loss=float(loss.min()) if len(loss) else None,
         verdict=verdict(incidents, final_finite, has_loss=final_raw is not None or len(loss) > 0),
         incidents=incidents, warnings=warnings, data=run, step_unit="epoch" if per_epoch else "step")
+
+
+def _may_open(spike: Incident, climb: Incident, loss: pd.Series) -> bool:
+    """Whether ``spike`` may be the jump that opened ``climb``, a divergence still on at the end: any
+    spike in the detector's stretch; in a runaway (a rise at every row), one at its first two rows
+    only, and none where the runaway's rows were too few for the detector (however it opened)."""
+    if not climb.details.get("runaway"):
+        return True
+    if not climb.details.get("detected"):
+        return False
+    at = int(loss.index.searchsorted(climb.step))
+    return spike.step <= int(loss.index[min(at + 1, len(loss) - 1)])
 
 
 def _once_an_epoch(steps: pd.DataFrame, loss: pd.Series) -> bool:

@@ -40,9 +40,16 @@ def divergence_incidents(loss: pd.Series, spike_spans: list[dict] | None = None,
         incidents.append(_diverged(int(onset), end, float(stretch["best"].iloc[0]), float(stretch["level"].max()),
                                    ongoing=end == last))
     incidents = _beyond_the_noise(_across_gaps(incidents, loss, frame, epochs), loss)
-    if not any(not i.details["came_back"] for i in incidents):
-        runaway = runaway_incidents(loss)
-        incidents += runaway or _unfinished_rise(loss, frame, spike_spans or [], config or AnalyzeConfig())
+    ongoing = [i for i in incidents if not i.details["came_back"]]
+    runaway = runaway_incidents(loss)
+    if runaway and all(i.step >= runaway[0].step for i in ongoing):
+        # A climb at every row to the log's end is told as that, from where it started: the
+        # detector's stretch inside it is the same climb (Keras' x3.55 an epoch, read in epochs).
+        if ongoing:
+            runaway[0].details["detected"] = True  # long enough for the detector: not a few rows
+        return [i for i in incidents if i.details["came_back"]] + runaway
+    if not ongoing:
+        incidents += _unfinished_rise(loss, frame, spike_spans or [], config or AnalyzeConfig())
     return incidents
 
 

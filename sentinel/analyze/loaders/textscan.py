@@ -73,7 +73,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sentinel import metrics
-from sentinel.analyze.loaders import LOGGED_NAN, LOSS_SCALE_MIN, OVERFLOW_ROWS_ONLY, AbandonedHistory, LoadOptions
+from sentinel.analyze.loaders import (LOGGED_NAN, LOSS_SCALE_MIN, OVERFLOW_ROWS_ONLY, STEP_UNIT, AbandonedHistory,
+                                      LoadOptions)
 from sentinel.analyze.loaders.dialect_types import HEAD_ROLES, Dialect, Shape
 from sentinel.analyze.loaders.field_lists import SHOWN, field_bodies
 from sentinel.analyze.loaders.keys import STEP_LIMIT
@@ -844,11 +845,17 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
             if epoch is not None:
                 if np.nanmin(epoch) == 0:  # epochs counted from 0
                     epoch = epoch + 1
+                bars = total is not None and _finished_bars_alone(iters, total, epoch)
                 total = _epoch_length(iters) if total is None else \
                     np.where(np.isnan(total), _epoch_length(iters), total)
                 # mmengine / MMDetection count iterations inside an epoch: make them global.
                 step = (epoch - 1) * total + step
                 meta["iters_per_epoch"] = int(np.nanmax(total))
+                if bars:
+                    # Keras' fit pasted one finished bar an epoch ("467208/467208 [====] - 192s - loss:
+                    # 4.6073 - val_loss: 4.6297"): each row is an epoch's mean, the epoch its step.
+                    step = epoch.astype("float64")
+                    meta[STEP_UNIT] = "epoch"
         if dialect.step_wraps and iters is None and epoch is None and shape.head[:1] == (metrics.STEP,) \
                 and n >= 3 and not np.isnan(step).all():
             # "iter: 300" then "iter: 0": a count inside the epoch, printed as if it were the step.
@@ -1496,6 +1503,17 @@ def _headers_and_records(text: str, shape: Shape, n: int, lines: Lines | None = 
     if not len(headers) or len(starts) != n:
         return None
     return headers, starts
+
+
+def _finished_bars_alone(iters: np.ndarray, total: np.ndarray, epoch: np.ndarray) -> bool:
+    """Whether every record is a bar at its last count (one an epoch, perhaps drawn twice), of two
+    epochs or more.
+
+    Example:
+        >>> _finished_bars_alone(np.array([9., 9.]), np.array([9., 9.]), np.array([1., 2.]))
+        True
+    """
+    return bool((iters == total).all()) and len(np.unique(epoch)) >= 2
 
 
 def _epochs_from_wraps(iters: np.ndarray, total: np.ndarray, pos: np.ndarray, meta: dict,
