@@ -5085,3 +5085,15 @@ def test_a_log_of_a_grad_norm_alone_says_its_nans_not_that_a_rise_is_progress(tm
     result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "metrics.log", rows))])
     assert result.exit_code == 1 and "grad_norm prints 3 non-finite value(s) (Infinity, NaN)" in result.output
     assert "progress" not in result.output, result.output
+
+
+def test_ultralytics_console_of_one_nan_epoch_before_its_traceback(tmp_path):
+    """A YOLOv8 paste of its first epoch's row, every loss NaN, then the traceback it stopped with: "not a
+    log format sentinel reads" (a table needs three rows: one or two are a quote). A row that prints its
+    loss as NaN is a run's, however few; one or two finite rows are still no run."""
+    nan = _ultralytics_console(1, nan_from=1) + "Traceback (most recent call last):\n  File \"train.py\", line 10\n"
+    (run,) = discover_runs(_write(tmp_path / "nan.log", nan.splitlines()))
+    report = analyze_run(run)
+    assert [(i.kind, i.step) for i in report.incidents] == [("nonfinite", 1)] and report.verdict == "unhealthy"
+    with pytest.raises(ValueError):
+        discover_runs(_write(tmp_path / "quote.log", _ultralytics_console(1).splitlines()))

@@ -252,9 +252,22 @@ def _find(lines: list[str], options: LoadOptions):
         starts = _name_starts(line, header) if ruled is None and gapped is None and not indexed else None
         rows, bar = _rows(lines[at + 1:], header, header.index(step_col), printed,
                           _header_gap(line) if gapped is not None else 0, indexed, starts)
-        if len(rows) >= MIN_ROWS and (loss_col is not None or _components(header, bar)):
+        losses = [loss_col] if loss_col is not None else _components(header, bar)
+        if losses and (len(rows) >= MIN_ROWS or _prints_nan(rows, [header.index(c) for c in losses])):
             return header, rows, step_col, loss_col, bar
     return None
+
+
+def _prints_nan(rows: list[list[str]], columns: list[int]) -> bool:
+    """Whether a row prints its loss (or a term of it) as NaN: a paste of a run's first rows up to
+    where it went NaN is a run, however few (Ultralytics' "1/100  2.37G  nan  nan  nan  nan  16  640:
+    100%|...|", then the traceback it stopped with).
+
+    Example:
+        >>> _prints_nan([["1/100", "2.37G", "nan", "nan"]], [2, 3]), _prints_nan([["1", "2.3"]], [1])
+        (True, False)
+    """
+    return any(row[i].strip().lower() in ("nan", "-nan", "inf", "-inf") for row in rows for i in columns if i < len(row))
 
 
 def _header_gap(line: str) -> int:
