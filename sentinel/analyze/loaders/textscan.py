@@ -845,7 +845,8 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
             if epoch is not None:
                 if np.nanmin(epoch) == 0:  # epochs counted from 0
                     epoch = epoch + 1
-                bars = total is not None and _finished_bars_alone(iters, total, epoch)
+                # (a tool's own reader keeps its steps: FuxiCTR's "--- 8058/8058 batches finished ---")
+                bars = dialect.name == "text" and total is not None and _finished_bars_alone(iters, total, epoch)
                 total = _epoch_length(iters) if total is None else \
                     np.where(np.isnan(total), _epoch_length(iters), total)
                 # mmengine / MMDetection count iterations inside an epoch: make them global.
