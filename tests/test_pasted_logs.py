@@ -5097,3 +5097,15 @@ def test_ultralytics_console_of_one_nan_epoch_before_its_traceback(tmp_path):
     assert [(i.kind, i.step) for i in report.incidents] == [("nonfinite", 1)] and report.verdict == "unhealthy"
     with pytest.raises(ValueError):
         discover_runs(_write(tmp_path / "quote.log", _ultralytics_console(1).splitlines()))
+
+
+def test_yolacts_terms_and_total(tmp_path):
+    """YOLACT's "[  2]    1430 || B: 1.040 | C: 1.251 | M: 1.208 | S: 0.016 | T: 3.516 || ETA: 9 days,
+    15:54:30 || timer: 0.610" (epoch, global iteration, its terms, T their total): "its lines log B, C,
+    ETA, M, S, T but no loss (... a rise of these is progress)"."""
+    lines = [f"[{it // 700:3d}] {it:7d} || B: 1.040 | C: 1.251 | M: 1.208 | S: 0.016 | T: "
+             f"{'nan' if it >= 1800 else f'{4.5 - it / 1000:.3f}'} || ETA: 9 days, 15:54:30 || timer: 0.610"
+             for it in range(0, 2000, 10)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "yolact" and run.steps.index[:2].tolist() == [0, 10] and run.steps["loss"].iloc[0] == 4.5
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 1800)]

@@ -856,6 +856,20 @@ BTS = Dialect(
     min_records=1,
 )
 
+# YOLACT (and YOLACT++, its forks): train.py's "[%3d] %7d ||" of the epoch and the global iteration, then
+# " %s: %.3f |" per loss term (B box, C confidence, M mask, S semantic segmentation, ...) and " T: %.3f ||
+# ETA: %s || timer: %.3f": T, the terms' total, is the loss.
+YOLACT = Dialect(
+    name="yolact",
+    description='YOLACT ("[  2]    1430 || B: 1.040 | C: 1.251 | M: 1.208 | S: 0.016 | T: 3.516 || ETA: ...")',
+    shapes=(
+        Shape(re.compile(r"^[^\S\n]*\[[^\S\n]*\d+\][^\S\n]+(\d+) \|\|([^\n|]*(?:\|[^\n|]+)*\|)\| ETA:", re.MULTILINE),
+              head=(metrics.STEP,), fields="|", keys={"t": metrics.LOSS}),
+    ),
+    sniff=re.compile(r"^[^\S\n]*\[[^\S\n]*\d+\][^\S\n]+\d+ \|\|[^\n]*\bT: [^\n]*\|\| ETA:", re.MULTILINE),
+    min_records=1,
+)
+
 # Catalyst's ConsoleLogger (catalyst/loggers/console.py): after each loader's epoch f"{loader_key}
 # ({epoch}/{epochs}) " then its metrics sorted, f"{k}: {float(v)}" joined by " | " ("loss", "loss/mean",
 # "loss/std", "lr", ...); "* Epoch (E/N) ..." for the epoch's own. The epoch is the step; the tqdm bar
@@ -1733,7 +1747,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, BTS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, BTS, YOLACT, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
