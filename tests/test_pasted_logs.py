@@ -5109,3 +5109,19 @@ def test_yolacts_terms_and_total(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
     assert run.source == "yolact" and run.steps.index[:2].tolist() == [0, 10] and run.steps["loss"].iloc[0] == 4.5
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 1800)]
+
+
+def test_a_short_pastes_noisy_rows_after_a_low_first_value_are_no_unfinished_rise(tmp_path):
+    """deepspeech.pytorch's ImageNet-style lines, ten rows of a per-batch loss at 2.5-5.0 after a first
+    row of 2.57: once the first jump was held to the spread around it, "loss rose from step 39991 ...
+    still elevated at the last logged step; too soon to tell a spike from a divergence", critical. Nine
+    rows after one are measured by their own row-to-row noise (about their median step: a steady climb's
+    steps are alike and it still counts), where ten were asked before."""
+    values = [2.5681, 4.3603, 3.0738, 3.9250, 2.5246, 4.2818, 3.6416, 5.0185, 2.9142, 4.4609]
+    lines = [f"Epoch: [21][{1390 + k}/1930]  Time 0.690 (0.986)      Data 0.004 (0.009)      Loss {v:.4f} (10.9521)"
+             for k, v in enumerate(values)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert analyze_run(run).incidents == []
+    climb = [2.5, 2.52, 2.75, 3.0, 3.3, 3.6, 3.95, 4.3, 4.7, 5.1]
+    (run,) = discover_runs(_write(tmp_path / "climb.log", [f"step {s} loss {v}" for s, v in enumerate(climb, 1)]))
+    assert [i.kind for i in analyze_run(run).incidents] == ["loss_spike"]

@@ -165,9 +165,11 @@ def runaway_incidents(loss: pd.Series, growth: float = RUNAWAY_GROWTH) -> list[I
 
 
 # The rows before a rise that give its reference level and noise, and how many robust standard
-# deviations (1.4826 x the median absolute deviation, in log space) the rise's median must clear.
+# deviations (1.4826 x the median absolute deviation, in log space) the rise's median must clear;
+# with fewer than five rows before it, the rise's own rows that measure its noise.
 _NOISE_ROWS = 50
 _NOISE_SIGMAS = 3.0
+_RISE_NOISE_ROWS = 6
 
 
 def _above_noise(before: np.ndarray, rise: np.ndarray) -> bool:
@@ -193,9 +195,11 @@ def _above_noise(before: np.ndarray, rise: np.ndarray) -> bool:
     center = float(np.median(levels))
     if len(before) >= 5:
         spread = 1.4826 * float(np.median(np.abs(levels - center)))
-    elif len(rise) >= 10:  # a "rise" from the log's first rows on: its own row-to-row noise (a trend
-        # barely moves successive differences), against the few rows before it
-        spread = 1.4826 * float(np.median(np.abs(np.diff(scale(rise))))) / np.sqrt(2)
+    elif len(rise) >= _RISE_NOISE_ROWS:  # a "rise" from the log's first rows on: its own row-to-row
+        # noise (its successive differences about their median: a trend moves them all alike),
+        # against the few rows before it
+        steps = np.diff(scale(rise))
+        spread = 1.4826 * float(np.median(np.abs(steps - np.median(steps)))) / np.sqrt(2)
     else:
         return True
     return float(scale(np.median(rise))) - center > _NOISE_SIGMAS * spread
