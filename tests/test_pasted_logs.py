@@ -5125,3 +5125,13 @@ def test_a_short_pastes_noisy_rows_after_a_low_first_value_are_no_unfinished_ris
     climb = [2.5, 2.52, 2.75, 3.0, 3.3, 3.6, 3.95, 4.3, 4.7, 5.1]
     (run,) = discover_runs(_write(tmp_path / "climb.log", [f"step {s} loss {v}" for s, v in enumerate(climb, 1)]))
     assert [i.kind for i in analyze_run(run).incidents] == ["loss_spike"]
+
+
+def test_litgpt_lines_with_padded_counts(tmp_path):
+    """A litgpt fork prints its counts padded, "Epoch 0 | iter  62 step  62 | loss train: 21.625, val_loss
+    valid: 13.879 | iter time: 35.675 s (step)": "its lines log ... but no loss"."""
+    lines = [f"Epoch 0 | iter {i:3d} step {i:3d} | loss train: {'nan' if i >= 90 else f'{8 - i / 20:.3f}'}, val_loss "
+             f"valid: 13.879 | iter time: 35.675 s (step)" for i in range(62, 100)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "litgpt" and run.steps.index[0] == 62 and run.steps["loss"].iloc[0] == pytest.approx(4.9)
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 90)]

@@ -90,12 +90,13 @@ NANOGPT = Dialect(
 # The iteration is the step, as litgpt's own loggers write it (fabric.log_dict(metrics,
 # step=iter_num)): with gradient accumulation an older version printed each micro-batch's loss,
 # and a spike in one of them is kept; the optimizer step is a column of its own.
-_LITGPT_GAP = _gap_until(r"\biter \d+ step \d")
+# (Its counts perhaps padded, as forks print them: "Epoch 0 | iter  62 step  62 | loss train: 21.625".)
+_LITGPT_GAP = _gap_until(r"\biter[^\S\n]+\d+[^\S\n]+step[^\S\n]+\d")
 LITGPT = Dialect(
     name="litgpt",
     description='litgpt ("iter N step M | loss train: X")',
     shapes=(
-        Shape(re.compile(rf"\biter (\d+) step (\d+)[^\S\n]*[:|][^\S\n]*loss(?: train)?:? ({_NUM})"
+        Shape(re.compile(rf"\biter[^\S\n]+(\d+)[^\S\n]+step[^\S\n]+(\d+)[^\S\n]*[:|][^\S\n]*loss(?: train)?:? ({_NUM})"
                          rf"(?:{_LITGPT_GAP}iter time: ({_NUM}) ?ms)?"),
               head=(metrics.STEP, "optimizer_step", metrics.LOSS, "iter_time_ms")),
     ),
