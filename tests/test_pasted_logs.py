@@ -5135,3 +5135,14 @@ def test_litgpt_lines_with_padded_counts(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
     assert run.source == "litgpt" and run.steps.index[0] == 62 and run.steps["loss"].iloc[0] == pytest.approx(4.9)
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 90)]
+
+
+def test_kpconvs_epoch_and_iteration_lines(tmp_path):
+    """KPConv's trainer (and the point cloud models built on it) prints "e001-i0405 => L=0.507 acc= 77% /
+    t(ms): 174.8 206.6 652.3)": "its lines log L, timings but no loss". The iteration counts inside the
+    epoch; L is the loss."""
+    lines = [f"e{e:03d}-i{i:04d} => L={'nan' if e == 2 and i >= 300 else f'{1.5 - e / 5 - i / 2000:.3f}'} acc= 77% / "
+             f"t(ms): 174.8 206.6 652.3)" for e in range(3) for i in range(0, 500, 50)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "kpconv" and run.steps["loss"].iloc[0] == 1.5 and len(run.steps.index) == 30
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", run.steps.index[26])]
