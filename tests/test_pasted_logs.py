@@ -5146,3 +5146,19 @@ def test_kpconvs_epoch_and_iteration_lines(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
     assert run.source == "kpconv" and run.steps["loss"].iloc[0] == 1.5 and len(run.steps.index) == 30
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", run.steps.index[26])]
+
+
+def test_pfllibs_round_blocks(tmp_path):
+    """PFLlib prints each round as a block: "-------------Round number: 0-------------", a blank line,
+    "Evaluate global model", "Averaged Train Loss: 2.3069", its test accuracy and AUC, the round's time: not
+    read (a paragraph of lines, no step on the loss's)."""
+    lines = []
+    for r in range(30):
+        loss = "nan" if r >= 25 else f"{2.3 - r / 20:.4f}"
+        lines += [f"-------------Round number: {r}-------------", "", "Evaluate global model",
+                  f"Averaged Train Loss: {loss}", "Averaged Test Accurancy: 0.0960", "Averaged Test AUC: 0.5071",
+                  "Std Test Accurancy: 0.0108", "Std Test AUC: 0.0083",
+                  "------------------------- time cost ------------------------- 43.83143663406372", ""]
+    (run,) = discover_runs(_write(tmp_path / "fl.log", lines))
+    assert run.source == "pfllib" and run.steps.index[:2].tolist() == [0, 1] and run.steps["loss"].iloc[1] == 2.25
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 25)]
