@@ -5061,6 +5061,13 @@ def test_a_short_pastes_first_jump_within_the_spread_around_it(tmp_path):
     values = [0.587257, 0.969502, 0.852333, 0.468197, 0.398438, 0.396373, 0.725467, 0.693935, 0.809877, 0.508118]
     (run,) = discover_runs(_write(tmp_path / "train.log", [f"step {26796 + k} loss: {v}" for k, v in enumerate(values)]))
     assert analyze_run(run).incidents == []
+    # PaddleSeg's legacy lines open on 0.049, then 0.23, 0.29 and 0.07-0.32 after: x4.7 over one value,
+    # "a spike not recovered by the last logged step", critical
+    values = [0.0491, 0.2321, 0.2925, 0.2853, 0.262, 0.2789, 0.2395, 0.0829, 0.3178, 0.0716, 0.2129, 0.2477,
+              0.305, 0.2109, 0.0884, 0.1586, 0.1708, 0.2549, 0.2124]
+    lines = [f"epoch=1 step={170 + 10 * k} lr=0.00093 loss={v} step/sec=5.027 | ETA 00:07:06" for k, v in enumerate(values)]
+    (run,) = discover_runs(_write(tmp_path / "paddleseg.log", lines))
+    assert analyze_run(run).incidents == []
     lines = [f"Step:{s}      Loss:{v}      f/b time:0.603486" for s, v in
              zip(range(22800, 23400, 100), (17.37, 33.37, 36.77, 28.94, 18.60, 17.36))]
     (run,) = discover_runs(_write(tmp_path / "psmnet.log", lines))

@@ -152,7 +152,7 @@ def detect_spikes(series: pd.Series, config: AnalyzeConfig, *, start_jump: float
             return frame
         return pd.concat([early, frame[frame.index >= series.index[cfg.warmup]]])
     frame = _above_its_noise(series, _detect_spikes(series, cfg, sparse=True), cfg)
-    return _far_above_the_window(series, _above_what_follows(series, frame, cfg), cfg)
+    return _above_what_follows(series, _far_above_the_window(series, frame, cfg), cfg)
 
 
 # While the history is shorter than the warm-up the detector judges a jump by its size alone (x1.5).
@@ -232,11 +232,12 @@ _SPREAD_ROWS = 5
 
 def _above_what_follows(series: pd.Series, frame: pd.DataFrame, cfg) -> pd.DataFrame:
     """``frame`` without the spikes under x2 of a short log's first rows (fewer than
-    :data:`_NOISE_HISTORY` before them: no spread of their own to be held to) that stand within
-    :data:`_SHORT_JUMP_SIGMAS` robust sigmas of the rows around them: those before it and those
-    from where the loss came back (under the jump's x1.5 of its baseline) to the next spike. A
-    paste of a noisy per-batch loss that opens on a low value (BTS's 0.587, then 0.970, then
-    0.40-0.85) rose x1.65 over one value and was "a spike". A rise that never came back stays one
+    :data:`_NOISE_HISTORY` before them: no spread of their own to be held to), and any at its
+    second row (one value before it), that stand within :data:`_SHORT_JUMP_SIGMAS` robust sigmas
+    of the rows around them: those before it and those from where the loss came back (under the
+    jump's x1.5 of its baseline) to the next spike. A paste of a noisy per-batch loss that opens on
+    a low value (BTS's 0.587, then 0.970, then 0.40-0.85; PaddleSeg's 0.049, then 0.23, 0.29 and
+    0.07-0.32 after) rose over one value and was "a spike". A rise that never came back stays one
     (BigScience tr8b's 2.67 -> 4.37, 4.37, 4.39, ...), and so does one the rows after it never
     come near (PSMNet's 17.4, 33.4, 36.8, 28.9, 18.6, 17.4).
 
@@ -250,8 +251,9 @@ def _above_what_follows(series: pd.Series, frame: pd.DataFrame, cfg) -> pd.DataF
     if frame.empty or not frame["is_spike"].any():
         return frame
     flagged = frame["is_spike"].to_numpy(dtype=bool)
-    candidates = np.flatnonzero(flagged & (frame["history"].to_numpy() < _NOISE_HISTORY)
-                                & (frame["ratio"].to_numpy() < _SHORT_SURE_JUMP))
+    history = frame["history"].to_numpy()
+    candidates = np.flatnonzero(flagged & (history < _NOISE_HISTORY)
+                                & ((frame["ratio"].to_numpy() < _SHORT_SURE_JUMP) | (history <= 1)))
     if not len(candidates):
         return frame
     from sentinel.detect.spike import to_log
