@@ -5169,3 +5169,20 @@ def test_pfllibs_round_blocks(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "fl.log", lines))
     assert run.source == "pfllib" and run.steps.index[:2].tolist() == [0, 1] and run.steps["loss"].iloc[1] == 2.25
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 25)]
+
+
+def test_a_directory_of_one_short_paste_reads_it(tmp_path):
+    """verl's SFT paste of three step lines, every loss NaN, saved into a directory alone: "no training logs
+    found (skipped 1 file: 1 not a training log)", where the file named on its own reads. A walk that finds
+    no run reads the few files it skipped as pastes, and says so; a README beside nothing is still no run."""
+    lines = [f"step:{s} - perf/max_memory_allocated_gb:41.29 - train/loss:nan - train/grad_norm:0.0 - train/lr:1e-06"
+             for s in (2, 3, 4)]
+    (tmp_path / "runs").mkdir()
+    _write(tmp_path / "runs" / "sft.log", lines)
+    (run,) = discover_runs(tmp_path / "runs")
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 2)]
+    assert f"only 3 step lines: read because no other log was found in '{tmp_path / 'runs'}'" in run.warnings
+    (tmp_path / "docs").mkdir()
+    _write(tmp_path / "docs" / "README.md", ["# notes", "", "Training went fine."])
+    with pytest.raises(ValueError, match="no training logs found"):
+        discover_runs(tmp_path / "docs")

@@ -301,6 +301,8 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
         subdirs = [entry for entry in subdirs if entry not in superseded]
         stack.extend(reversed(subdirs))  # popped in name order: runs come out sorted
     if not found.runs:
+        found.runs = _pastes_alone(path, found.skipped, options)
+    if not found.runs:
         problems = [s for s in found.skipped if s.problem]
         if len(problems) == 1:
             raise NoRunsError(problems[0].detail)
@@ -312,6 +314,29 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
             "`sentinel formats` lists"))
     found.runs = join_resumed_versions(one_per_training(_with_loss(found.runs, options)))
     return found
+
+
+# A walk that finds no run reads this many of the files it took for no log, at most, as pastes.
+_PASTES_ALONE = 3
+
+
+def _pastes_alone(path: Path, skipped: list[Skipped], options: LoadOptions) -> list[RunData]:
+    """Where a walk found no run, the few files it took for no log (:data:`_PASTES_ALONE` at most)
+    that read as a short paste (:func:`_short_paste`: three step lines of a run that went NaN, a
+    directory of one such file), each with a warning; their skip notes dropped. Empty otherwise."""
+    files = [s for s in skipped if s.reason == NOT_A_LOG and not s.directory]
+    if not files or len(files) > _PASTES_ALONE:
+        return []
+    runs = []
+    for note in files:
+        read = _guarded(Path(note.path), lambda: _short_paste(Path(note.path), options), [])
+        for run in read or []:
+            run.warnings = [w.replace("read because the file was named on its own (in a directory it would be no run)",
+                                      f"read because no other log was found in '{path}'") for w in run.warnings]
+            runs.append(run)
+        if read:
+            skipped.remove(note)
+    return runs
 
 
 def _read_named_file(path: Path, modules, options: LoadOptions) -> list[RunData] | None:
