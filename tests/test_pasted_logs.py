@@ -5186,3 +5186,17 @@ def test_a_directory_of_one_short_paste_reads_it(tmp_path):
     _write(tmp_path / "docs" / "README.md", ["# notes", "", "Training went fine."])
     with pytest.raises(ValueError, match="no training logs found"):
         discover_runs(tmp_path / "docs")
+
+
+def test_dcgan_tensorflows_epochs_from_zero(tmp_path):
+    """DCGAN-tensorflow prints "Epoch: [14] [ 398/1093] time: 18566.6816, d_loss: 1.38566971, g_loss:
+    0.67304140", its epochs from 0: a paste of epoch 14 was read one epoch low (step 14607, not 15700),
+    and not as a GAN's run."""
+    lines = ["[Sample] d_loss: 1.34017193, g_loss: 0.73472393"]
+    lines += [f"Epoch: [14] [{i:4d}/1093] time: 18566.6816, d_loss: 1.38566971, g_loss: {'nan' if i >= 420 else 0.673}"
+              for i in range(398, 430)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "dcgan_tf" and run.steps.index[0] == 14 * 1093 + 398
+    report = analyze_run(run)
+    assert [(i.kind, i.step) for i in report.incidents] == [("nonfinite", 14 * 1093 + 420)]
+    assert any("a GAN's run" in w for w in report.warnings)

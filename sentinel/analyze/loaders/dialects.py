@@ -899,6 +899,21 @@ PFLLIB = Dialect(
     min_records=1,
 )
 
+# DCGAN-tensorflow (carpedm20's, and the TensorFlow GANs after it): "Epoch: [%2d] [%4d/%4d] time: %4.4f,
+# d_loss: %.8f, g_loss: %.8f" (later "Epoch: [%2d/%2d] ..."), epochs from 0 (xrange(config.epoch)); its
+# "[Sample] d_loss: ..., g_loss: ..." lines are a sample batch's, no step. The generator's is the loss.
+DCGAN_TF = Dialect(
+    name="dcgan_tf",
+    description='DCGAN-tensorflow ("Epoch: [14] [ 398/1093] time: T, d_loss: X, g_loss: Y")',
+    shapes=(
+        Shape(re.compile(rf"\bEpoch: \[[^\S\n]*(\d+)(?:/[^\S\n]*\d+)?\] \[[^\S\n]*(\d+)/[^\S\n]*(\d+)\] time: [\d.]+, "
+                         rf"d_loss: ({_NUM}), g_loss: ({_NUM})"),
+              head=("epoch0", "iter", "total", "loss_d", metrics.LOSS)),
+    ),
+    sniff=re.compile(r"\bEpoch: \[[^\S\n]*\d+(?:/[^\S\n]*\d+)?\] \[[^\S\n]*\d+/[^\S\n]*\d+\] time: [\d.]+, d_loss: "),
+    min_records=1,
+)
+
 # Catalyst's ConsoleLogger (catalyst/loggers/console.py): after each loader's epoch f"{loader_key}
 # ({epoch}/{epochs}) " then its metrics sorted, f"{k}: {float(v)}" joined by " | " ("loss", "loss/mean",
 # "loss/std", "lr", ...); "* Epoch (E/N) ..." for the epoch's own. The epoch is the step; the tqdm bar
@@ -1776,7 +1791,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, BTS, YOLACT, KPCONV, PFLLIB, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
