@@ -1870,6 +1870,15 @@ def test_a_short_paste_named_on_its_own_is_read_but_is_no_run_in_a_directory(tmp
     _write(tmp_path / "paste" / "one.txt", ["step 1 loss 2.0"])
     result = CliRunner().invoke(main, ["analyze", str(tmp_path / "paste" / "one.txt")])
     assert result.exit_code == 1 and "not a log format" in result.output
+    # a directory walk reads so few lines only where it finds no other log
+    (tmp_path / "runs").mkdir()
+    _write(tmp_path / "runs" / "caffe.txt", lines)
+    _write(tmp_path / "runs" / "train.log", [f"step {s} | loss {2.5 - s / 100:.3f}" for s in range(1, 30)])
+    code, report = _analyze(str(tmp_path / "runs"))
+    assert [run["path"] for run in report["runs"]] == [str(tmp_path / "runs" / "train.log")]
+    (run,) = _analyze(str(tmp_path / "paste"))[1]["runs"]
+    assert f"only 4 step lines: read because no other log was found in '{tmp_path / 'paste'}'" in run["warnings"]
+    (tmp_path / "paste" / "caffe.txt").unlink()
     result = CliRunner().invoke(main, ["analyze", str(tmp_path / "paste")])
     assert result.exit_code == 1 and "no training logs found" in result.output
 
@@ -2207,7 +2216,7 @@ def test_a_paste_of_one_step_line_or_none_and_the_error_that_the_loss_went_nan(t
     stopped the run ("LossTensor is inf or nan", "Model diverged with loss = NaN.",
     NanLossDuringTrainingError) was "not a log format": one record line is under a paste's least,
     and the error lines were no event. Named on its own, such a file is read: a critical non-finite
-    loss; in a directory walk it is still no run."""
+    loss; in a directory walk beside another log it is no run, alone it is read as named."""
     (tmp_path / "paste").mkdir()
     path = _write(tmp_path / "paste" / "train.txt", lines)
     code, report = _analyze(str(path))
@@ -2215,8 +2224,9 @@ def test_a_paste_of_one_step_line_or_none_and_the_error_that_the_loss_went_nan(t
     assert code == 0 and run["verdict"] == "unhealthy", report
     (incident,) = [i for i in run["incidents"] if i["kind"] == "nonfinite"]
     assert incident["severity"] == "critical" and (step is None or incident["step"] == step)
-    result = CliRunner().invoke(main, ["analyze", str(tmp_path / "paste")])
-    assert result.exit_code == 1 and "no training logs found" in result.output
+    _write(tmp_path / "paste" / "other.log", [f"step {s} | loss {2.5 - s / 100:.3f}" for s in range(1, 30)])
+    code, report = _analyze(str(tmp_path / "paste"))
+    assert [run["path"] for run in report["runs"]] == [str(tmp_path / "paste" / "other.log")]
 
 
 @pytest.mark.parametrize("printed", ["nan", ""])

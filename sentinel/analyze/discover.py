@@ -318,6 +318,8 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
 
 # A walk that finds no run reads this many of the files it took for no log, at most, as pastes.
 _PASTES_ALONE = 3
+# Why a few record lines were read (a walk reads so few only where it finds no other log).
+_NAMED_ALONE = "read because the file was named on its own (a directory's walk reads so few only where it finds no other log)"
 
 
 def _pastes_alone(path: Path, skipped: list[Skipped], options: LoadOptions) -> list[RunData]:
@@ -331,8 +333,8 @@ def _pastes_alone(path: Path, skipped: list[Skipped], options: LoadOptions) -> l
     for note in files:
         read = _guarded(Path(note.path), lambda: _short_paste(Path(note.path), options), [])
         for run in read or []:
-            run.warnings = [w.replace("read because the file was named on its own (in a directory it would be no run)",
-                                      f"read because no other log was found in '{path}'") for w in run.warnings]
+            run.warnings = [w.replace(_NAMED_ALONE, f"read because no other log was found in '{path}'")
+                            for w in run.warnings]
             runs.append(run)
         if read:
             skipped.remove(note)
@@ -750,8 +752,7 @@ def _short_paste(file: Path, options: LoadOptions) -> list[RunData] | None:
         runs = events_alone
     for run in runs:
         count = len(run.steps)
-        run.warnings.append(f"only {count} step line{'s' if count != 1 else ''}: read because the file was named on "
-                            "its own (in a directory it would be no run)")
+        run.warnings.append(f"only {count} step line{'s' if count != 1 else ''}: {_NAMED_ALONE}")
     return runs
 
 
