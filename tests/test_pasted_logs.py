@@ -5210,3 +5210,26 @@ def test_dcgan_tensorflows_epochs_from_zero(tmp_path):
     report = analyze_run(run)
     assert [(i.kind, i.step) for i in report.incidents] == [("nonfinite", 14 * 1093 + 420)]
     assert any("a GAN's run" in w for w in report.warnings)
+
+
+def test_llama_factorys_trainer_log_nulls_are_values_not_logged(tmp_path):
+    """LLaMA-Factory's trainer_log.jsonl writes every key in every row, None where a row does not log it:
+    "eval_loss": null in its training rows, "loss": null in its evaluation rows, and nulls throughout its
+    last row. Each was a NaN: "loss non-finite at step 3235", "eval_loss non-finite at 25 of 25
+    evaluations", critical, of a healthy run (LLaMA-Factory#774). A null in a row that logs its learning
+    rate or grad norm, for a loss or the grad norm, is still a NaN (a writer that cannot spell one)."""
+    def row(step, loss=None, eval_loss=None, lr=None):
+        return json.dumps({"current_steps": step, "total_steps": 250, "loss": loss, "eval_loss": eval_loss,
+                           "predict_loss": None, "reward": None, "learning_rate": lr, "epoch": step / 250,
+                           "percentage": step / 2.5, "elapsed_time": "0:01:00", "remaining_time": "0:10:00"})
+    lines = []
+    for step in range(10, 250, 10):
+        lines.append(row(step, loss=2 - step / 500, lr=5e-5))
+        if step % 100 == 0:
+            lines.append(row(step, eval_loss=1.8 - step / 1000))
+    (run,) = discover_runs(_write(tmp_path / "trainer_log.jsonl", lines + [row(250)]))
+    report = analyze_run(run)
+    assert report.incidents == [] and report.final_loss == pytest.approx(2 - 240 / 500)
+    lines[-1] = row(240, loss=None, lr=5e-5)
+    (run,) = discover_runs(_write(tmp_path / "trainer_log.jsonl", lines))
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 240)]

@@ -582,9 +582,11 @@ def _flatten(row: dict, keep_text: bool = False, nan_keys: list[str] | None = No
 
     With ``keep_text``, string values are kept too (a loss logged as text is damage the loader
     counts; other text columns are dropped later). ``nan_keys`` gets the keys whose value is a
-    NaN: ``NaN``, ``null`` (how JSON writers without NaN spell it) or ``"nan"``.
+    NaN: ``NaN``, ``"nan"``, or ``null`` (how JSON writers without NaN spell it) in a row that
+    logs a training step (:func:`_logs_training`).
     """
     out: dict = {}
+    nulls: list[str] = []
     for key, value in _fields(row):
         if isinstance(value, str) and _NUMBER_TEXT.match(value):
             value = float(value)  # a number written as text: ALBEF's and BLIP's log.txt, "train_loss_ita": "3.29523"
@@ -597,8 +599,19 @@ def _flatten(row: dict, keep_text: bool = False, nan_keys: list[str] | None = No
             if nan_keys is not None and value.strip().lower() in _NAN_TEXT:
                 nan_keys.append(str(key))
         elif nan_keys is not None and value is None:
-            nan_keys.append(str(key))
+            nulls.append(str(key))
+    if nulls and _logs_training(out):
+        nan_keys.extend(key for key in nulls if looks_like_loss(key) or canonical_key(key) == metrics.GRAD_NORM_TOTAL)
     return out
+
+
+def _logs_training(flat: dict) -> bool:
+    """Whether a row holds its learning rate or grad norm as a number: a training step's row, whose
+    ``null`` for a training loss or the grad norm is a NaN its writer could not spell. Elsewhere a
+    ``null`` is a value not logged (LLaMA-Factory's ``trainer_log.jsonl``: ``"eval_loss": null`` in
+    its training rows, ``"loss": null`` in its evaluation rows, its last row's nulls throughout)."""
+    return any(canonical_key(key) in (metrics.LR, metrics.GRAD_NORM_TOTAL) and value == value
+               for key, value in flat.items() if isinstance(value, float))
 
 
 _NAN_TEXT = frozenset({"nan", "-nan", "+nan"})
