@@ -5238,3 +5238,17 @@ def test_llama_factorys_trainer_log_nulls_are_values_not_logged(tmp_path):
     lines[-1] = row(240, loss=None, lr=5e-5)
     (run,) = discover_runs(_write(tmp_path / "trainer_log.jsonl", lines))
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 240)]
+
+
+def test_yolov5_results_txt_rows_without_a_header(tmp_path):
+    """YOLOv3's and YOLOv5's results.txt (before results.csv) has no header: "75/299  9.8G  0.02956  0.01528
+    0.004182  0.04903  29  640  0.6946  0.9465  0.9261  0.6247  0.0275  0.01593  0.003726" (box, obj, cls,
+    their total; targets, image size; P, R, two mAPs; the validation's three terms): "not a log format
+    sentinel reads", and no --step-col / --loss-col names a column of a file without names."""
+    rows = [f"{e:>10}/299 {'9.8G':>9} {0.03:>9.4g} {0.015:>9.4g} {0.004:>9.4g} {'nan' if e >= 40 else f'{0.06 - e / 2000:.4g}':>9} "
+            f"{29:>9} {640:>9} {0.69:>9.4g} {0.95:>9.4g} {0.93:>9.4g} {0.62:>9.4g} {0.0275:>9.4g} {0.016:>9.4g} {0.0037:>9.4g}"
+            for e in range(50)]
+    (run,) = discover_runs(_write(tmp_path / "results.txt", rows))
+    assert run.source == "yolo_results" and run.meta["step_unit"] == "epoch" and run.steps.index[:2].tolist() == [0, 1]
+    assert run.steps["loss"].iloc[1] == pytest.approx(0.0595) and run.steps["val_box"].iloc[0] == pytest.approx(0.0275)
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 40)]

@@ -914,6 +914,23 @@ DCGAN_TF = Dialect(
     min_records=1,
 )
 
+# YOLOv3's and YOLOv5's results.txt before results.csv (ultralytics, 2019-2021): a row an epoch with
+# no header, '%10s' * 2 + '%10.4g' * 11: "75/299  9.8G  box  obj  cls  total  targets  img_size  P  R
+# mAP@.5  mAP@.5:.95  val_box  val_obj  val_cls"; the epoch as printed (from 0) the step, the total the loss.
+_YOLO_RESULTS = (rf"^[^\S\n]*(\d+)/\d+[^\S\n]+[\d.]+[GM]?[^\S\n]+{_NUM}[^\S\n]+{_NUM}[^\S\n]+{_NUM}[^\S\n]+({_NUM})"
+                 rf"[^\S\n]+\d+[^\S\n]+\d+(?:[^\S\n]+{_NUM}){{4}}[^\S\n]+({_NUM})[^\S\n]+({_NUM})[^\S\n]+({_NUM})[^\S\n]*$")
+YOLO_RESULTS = Dialect(
+    name="yolo_results",
+    description="YOLOv3's and YOLOv5's results.txt ('75/299  9.8G  box  obj  cls  total  targets  img_size  P  R  "
+                "mAP  mAP  val_box  val_obj  val_cls', no header)",
+    shapes=(
+        Shape(re.compile(_YOLO_RESULTS, re.MULTILINE), head=(metrics.STEP, metrics.LOSS, "val_box", "val_obj", "val_cls")),
+    ),
+    sniff=re.compile(_YOLO_RESULTS, re.MULTILINE),
+    step_unit="epoch",
+    min_records=2,
+)
+
 # Catalyst's ConsoleLogger (catalyst/loggers/console.py): after each loader's epoch f"{loader_key}
 # ({epoch}/{epochs}) " then its metrics sorted, f"{k}: {float(v)}" joined by " | " ("loss", "loss/mean",
 # "loss/std", "lr", ...); "* Epoch (E/N) ..." for the epoch's own. The epoch is the step; the tqdm bar
@@ -1791,7 +1808,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
