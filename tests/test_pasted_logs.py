@@ -5252,3 +5252,15 @@ def test_yolov5_results_txt_rows_without_a_header(tmp_path):
     assert run.source == "yolo_results" and run.meta["step_unit"] == "epoch" and run.steps.index[:2].tolist() == [0, 1]
     assert run.steps["loss"].iloc[1] == pytest.approx(0.0595) and run.steps["val_box"].iloc[0] == pytest.approx(0.0275)
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 40)]
+
+
+def test_a_pipe_tables_step_of_a_total(tmp_path):
+    """ultralytics' yolov3 results pasted with '|' between cells: "epoch|mem|mloss0|...|mloss3|..." over rows
+    "0/299|7.17G| 3.28| 2.15|0.816| 6.25|...": the epoch cells "0/299" were no number, so no row was read,
+    --step-col epoch --loss-col mloss3 included. A step N/M is N, as in a table apart by spaces."""
+    lines = ["epoch|mem|mloss0|mloss1|mloss2|mloss3|targets|imgsize|p|r|map", "-|-|-|-|-|-|-|-|-|-|-"]
+    lines += [f"{e}/299|7.17G| 3.28| 2.15|0.816| {'nan' if e >= 8 else f'{6.3 - e / 20:.2f}'}|    5|  576|0.409|0.723|0.623|"
+              for e in range(10)]
+    (run,) = discover_runs(_write(tmp_path / "results.txt", lines), LoadOptions(loss_col="mloss3"))
+    assert run.steps.index.tolist() == list(range(10)) and run.steps["loss"].iloc[0] == 6.3
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 8)]

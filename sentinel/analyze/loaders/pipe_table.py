@@ -138,6 +138,12 @@ def _rows(lines: list[str], width: int, step_at: int) -> list[list[str]]:
             continue
         if all(_RULE.match(c) for c in cells):
             continue
+        count = _COUNT_OF.match(cells[step_at])
+        if count is not None:  # "0/299": an epoch of a total (ultralytics' yolov3 results), the step its count
+            cells[step_at] = count.group(1)
         if _NUMBER.match(cells[step_at]):
             rows.append(cells)
     return rows
+
+
+_COUNT_OF = re.compile(r"^(\d+)[^\S\n]*/[^\S\n]*\d+$")
