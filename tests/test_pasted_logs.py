@@ -5078,11 +5078,6 @@ def test_a_short_pastes_first_jump_within_the_spread_around_it(tmp_path):
     lines = [f"epoch=1 step={170 + 10 * k} lr=0.00093 loss={v} step/sec=5.027 | ETA 00:07:06" for k, v in enumerate(values)]
     (run,) = discover_runs(_write(tmp_path / "paddleseg.log", lines))
     assert analyze_run(run).incidents == []
-    # ms-swift's three rows near its floor, 2.8e-4, 5.6e-4, 7.1e-5: the rows around the jump differ by
-    # more than it rose (too few for a spread), where BigScience tr8's 6.44, 11.42, 7.16 do not
-    for values, spikes in (([0.00028413, 0.00056449, 7.139e-05], 0), ([6.444662, 11.42026, 7.155109], 1)):
-        (run,) = discover_runs(_write(tmp_path / "three.log", [f"step {s} loss {v}" for s, v in zip((10, 20, 30), values)]))
-        assert sum(i.kind == "loss_spike" for i in analyze_run(run).incidents) == spikes
     lines = [f"Step:{s}      Loss:{v}      f/b time:0.603486" for s, v in
              zip(range(22800, 23400, 100), (17.37, 33.37, 36.77, 28.94, 18.60, 17.36))]
     (run,) = discover_runs(_write(tmp_path / "psmnet.log", lines))

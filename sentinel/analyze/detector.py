@@ -239,9 +239,9 @@ def _above_what_follows(series: pd.Series, frame: pd.DataFrame, cfg) -> pd.DataF
     a low value (BTS's 0.587, then 0.970, then 0.40-0.85; PaddleSeg's 0.049, then 0.23, 0.29 and
     0.07-0.32 after) rose over one value and was "a spike". A rise that never came back stays one
     (BigScience tr8b's 2.67 -> 4.37, 4.37, 4.39, ...), and so does one the rows after it never
-    come near (PSMNet's 17.4, 33.4, 36.8, 28.9, 18.6, 17.4). With two to four such rows, too few for
-    a spread, it stands out where it rose more than they differ from each other: ms-swift's 2.8e-4,
-    5.6e-4, 7.1e-5 near its floor is no spike, BigScience tr8's 6.44, 11.42, 7.16 is one.
+    come near (PSMNet's 17.4, 33.4, 36.8, 28.9, 18.6, 17.4). Fewer than five such rows hold no
+    spread (BigScience tr8's grad norm, 98k, 220k at its labelled spike, then 17k, is as ms-swift's
+    loss near its floor, 2.8e-4, 5.6e-4, 7.1e-5: the jump stands).
 
     Example:
         >>> s = pd.Series([0.587, 0.970, 0.852, 0.468, 0.398, 0.396, 0.725, 0.694, 0.810, 0.508])
@@ -274,10 +274,6 @@ def _above_what_follows(series: pd.Series, frame: pd.DataFrame, cfg) -> pd.DataF
         until = back[0] + (int(later[0]) if len(later) else len(values) - back[0])
         rest = np.r_[logs[:i][~spiked[:i]], logs[back[0]:until]]
         if len(rest) < _SPREAD_ROWS:
-            # too few for a spread: within where the rows around it differ from each other by more
-            # than it rose (ms-swift's 2.8e-4, 5.6e-4, 7.1e-5 near its floor), in the log space
-            rose = logs[i] - float(to_log(np.array([frame["baseline"].iat[row]]))[0])
-            within[row] = len(rest) >= 2 and rose < float(rest.max() - rest.min())
             continue
         middle = float(np.median(rest))
         sigma = max(float(np.median(np.abs(rest - middle))) / 0.6745, 1e-6)  # the MAD as a normal's sigma
