@@ -427,6 +427,21 @@ def test_a_trainer_state_cut_off_while_saved_keeps_its_history(tmp_path):
     assert result.exit_code == 1 and "not readable as JSON" in result.output and "Traceback" not in result.output
 
 
+def test_a_trainer_state_saved_under_another_name_is_read(tmp_path):
+    """A trainer_state.json copied out of its checkpoint under another name (a model card's
+    whisper-ja-trainer_state.json) was "one JSON object, not rows of a history (a run's summary, its
+    config)": the Trainer's state was known by its file name alone. Its keys tell it."""
+    args = TrainingArguments(str(tmp_path / "out"), max_steps=20, per_device_train_batch_size=BATCH, logging_steps=5,
+                             save_steps=20, report_to=[], use_cpu=True, disable_tqdm=True, seed=0)
+    Trainer(model=gpt2(), args=args, train_dataset=CountingData(512)).train()
+    copy = tmp_path / "whisper-ja-trainer_state.json"
+    copy.write_text((tmp_path / "out" / "checkpoint-20" / "trainer_state.json").read_text())
+    from sentinel.analyze.discover import discover_runs
+
+    (run,) = discover_runs(copy)
+    assert run.source == "hf_trainer_state" and run.steps["loss"].dropna().index.tolist() == [5, 10, 15, 20]
+
+
 def test_a_trainers_stdout_without_its_bars_gets_its_steps_from_the_summary(tmp_path):
     """`python train.py > log.txt` keeps the dicts (stdout) and loses the bars and the banner
     (stderr): the dicts carry no step. A finished run's summary gives its steps (runtime x steps per

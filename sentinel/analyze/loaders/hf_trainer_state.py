@@ -30,16 +30,19 @@ _KEYS = {"loss": metrics.LOSS, "learning_rate": metrics.LR, "grad_norm": metrics
 
 
 def sniff(path: str | Path) -> bool:
-    """True for a ``trainer_state.json`` with a ``log_history``.
+    """True for a ``trainer_state.json`` with a ``log_history``; under another name (a copy saved
+    as ``whisper-ja-trainer_state.json``), for a JSON file whose head holds the Trainer state's
+    ``log_history`` and ``global_step`` both.
 
     Example:
         >>> sniff("/nonexistent/trainer_state.json")
         False
     """
-    if Path(path).name != "trainer_state.json":
+    name = Path(path).name
+    if name != "trainer_state.json" and not name.lower().endswith(".json"):
         return False
     head = read_head(path)
-    return head is not None and '"log_history"' in head
+    return head is not None and '"log_history"' in head and (name == "trainer_state.json" or '"global_step"' in head)
 
 
 def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
