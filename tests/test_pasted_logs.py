@@ -5259,3 +5259,17 @@ def test_a_pipe_tables_step_of_a_total(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "results.txt", lines), LoadOptions(loss_col="mloss3"))
     assert run.steps.index.tolist() == list(range(10)) and run.steps["loss"].iloc[0] == 6.3
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 8)]
+
+
+def test_build_nanogpts_log_txt(tmp_path):
+    """karpathy's build-nanogpt writes its log.txt as "0 train 10.955011", "250 val 6.5893", "250 hella
+    0.2440", a line each: "not a log format sentinel reads", --loss-col train included."""
+    lines = []
+    for step in range(400):
+        if step % 50 == 0:
+            lines += [f"{step} val {9 - step / 100:.4f}", f"{step} hella 0.2487"]
+        lines.append(f"{step} train {'nan' if step >= 380 else f'{10.95 - step / 50:.6f}'}")
+    (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
+    assert run.source == "build_nanogpt" and run.steps["loss"].iloc[1] == pytest.approx(10.93)
+    assert run.steps["val_loss"].dropna().index.tolist() == list(range(0, 400, 50))
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 380)]

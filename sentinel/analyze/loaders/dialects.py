@@ -85,6 +85,19 @@ NANOGPT = Dialect(
     sniff=re.compile(r"\biter \d+: loss [-+\d.naif]+, time |^[^\S\n]*\d+ \| loss [-+\d.naif]+ \| lr ", re.MULTILINE),
 )
 
+# build-nanogpt (karpathy's train_gpt2.py) writes its log.txt as f"{step} train {loss_accum.item():.6f}",
+# f"{step} val {val_loss_accum.item():.4f}" and f"{step} hella {acc_norm:.4f}", a line each.
+BUILD_NANOGPT = Dialect(
+    name="build_nanogpt",
+    description='build-nanogpt\'s log.txt ("N train X", "N val Y", "N hella A")',
+    shapes=(
+        Shape(re.compile(rf"^(\d+) train ({_NUM})[^\S\n]*$", re.MULTILINE), head=(metrics.STEP, metrics.LOSS)),
+        Shape(re.compile(rf"^(\d+) val ({_NUM})[^\S\n]*$", re.MULTILINE), head=(metrics.STEP, metrics.VAL_LOSS)),
+    ),
+    sniff=re.compile(rf"^\d+ train {_NUM}[^\S\n]*$", re.MULTILINE),
+    min_records=2,
+)
+
 # litgpt: f"Epoch {e} | iter {iter} step {step} | loss train: {loss:.3f}, val: {val} | iter time:
 # {t * 1000:.2f} ms" (older: "iter {i} step {s}: loss {loss:.4f}, ... iter time: {t:.2f}ms").
 # The iteration is the step, as litgpt's own loggers write it (fabric.log_dict(metrics,
@@ -1807,7 +1820,7 @@ LEROBOT = Dialect(
     note=_lerobot_step_note,
 )
 
-DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
+DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT, BUILD_NANOGPT,
                                  NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
