@@ -5273,3 +5273,16 @@ def test_build_nanogpts_log_txt(tmp_path):
     assert run.source == "build_nanogpt" and run.steps["loss"].iloc[1] == pytest.approx(10.93)
     assert run.steps["val_loss"].dropna().index.tolist() == list(range(0, 400, 50))
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 380)]
+
+
+def test_json_rows_of_kilobytes_without_a_step_are_read_in_order(tmp_path):
+    """DETR's log.txt: a JSON line an epoch of 92 keys and its COCO stats (5 KB), no step key: "a table
+    with a loss column 'train_loss' but no step column", as a first line of kilobytes was taken for a
+    log pasted without its line ends. JSON rows are read in order as a CSV's are."""
+    keys = {f"train_loss_{name}_{k}_unscaled": 1.2345678901234 for name in ("bbox", "ce", "giou") for k in range(40)}
+    rows = [json.dumps({"train_lr": 1e-4, "train_loss": 26 - e / 10 if e < 40 else float("nan"), **keys,
+                        "test_loss": 20 - e / 10, "test_coco_eval_bbox": [0.1] * 12}) for e in range(50)]
+    assert len(rows[0]) > 4096
+    (run,) = discover_runs(_write(tmp_path / "log.txt", rows))
+    assert run.steps.index[:2].tolist() == [1, 2] and run.steps["loss"].iloc[0] == 26
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents][0] == ("nonfinite", 41)

@@ -267,6 +267,10 @@ MIN_ROWS = 3
 _NUMBER_TOKEN = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?![\w.])")  # a value, not part of a name
 
 
+# A JSON row's length, at most, for rows read in order (DETR's log.txt: 92 keys and its COCO stats, 5 KB).
+_JSON_ROW_BYTES = 64 * 1024
+
+
 def load_rows_in_order(path: str | Path, options: LoadOptions | None = None) -> list[RunData] | None:
     """A CSV / TSV / JSONL table named on its own with a loss column and no step column
     (``pd.DataFrame({"loss": losses}).to_csv(path, index=False)``): its rows numbered 1, 2, 3, ...
@@ -282,6 +286,8 @@ def load_rows_in_order(path: str | Path, options: LoadOptions | None = None) -> 
     head = read_head(path, limit=4096)
     if not head or options.step_col is not None or path.stat().st_size > _ROWS_IN_ORDER_BYTES:
         return None
+    if head.lstrip().startswith("{") and "\n" not in head:
+        head = read_head(path, limit=_JSON_ROW_BYTES) or head  # JSON rows of many keys (DETR's log.txt: 5 KB)
     first = next((line for line in head.split("\n") if line.strip()), "")
     if "\n" not in head and len(head) >= 4096:
         return None  # a first line of kilobytes: no table's header (a log pasted without its line ends)
