@@ -5286,3 +5286,18 @@ def test_json_rows_of_kilobytes_without_a_step_are_read_in_order(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "log.txt", rows))
     assert run.steps.index[:2].tolist() == [1, 2] and run.steps["loss"].iloc[0] == 26
     assert [(i.kind, i.step) for i in analyze_run(run).incidents][0] == ("nonfinite", 41)
+
+
+def test_each_nodes_copy_under_its_address_is_read_once(tmp_path):
+    """A LLaMA-Factory run on four nodes launched by pdsh: each node's lines after its address,
+    "10.96.202.43: {'loss': 1.8673, ...}", every dict printed four times, once a node: read as four times
+    the steps. The first node's lines are read, with a warning; a log of "Epoch: 3" lines has no node."""
+    hosts = ["10.96.202.43", "10.96.202.17", "10.96.202.16", "10.96.202.40"]
+    lines = [f"{host}: {{'loss': {2 - s / 20:.4f}, 'learning_rate': 5e-05, 'epoch': {s / 100:.2f}}}"
+             for s in range(1, 31) for host in hosts]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert len(run.steps.index) == 30 and run.steps["loss"].iloc[:2].tolist() == [1.95, 1.9]
+    assert any(w.startswith("4 nodes' output interleaved (10.96.202.43") for w in run.warnings)
+    lines = [f"Epoch: {e} loss: {2 - e / 20:.4f}" for e in range(1, 31)]
+    (run,) = discover_runs(_write(tmp_path / "epochs.log", lines))
+    assert not any("nodes' output" in w for w in run.warnings) and len(run.steps.index) == 30

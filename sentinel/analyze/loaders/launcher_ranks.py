@@ -123,5 +123,39 @@ def one_rank(text: str, warnings: list[str], has_records: Callable[[str], bool] 
                         f"{', ...' if len(ranks) > 8 else ''}): rank {keep}'s lines are read, each rank prints its "
                         "own loss")
         return syntax.others_blanked(text, keep)
-    return text
+    return _one_host(text, warnings, has_records, lines)
+
+
+# pdsh, DeepSpeed's and LLaMA-Factory's multi-node launcher: each node's lines after its address or
+# host name, "10.96.202.43: {'loss': 1.8673, ...}", "worker-1: ..." (a name with a digit and a '-' or
+# '.', so that no "Epoch: " or "INFO: " is one).
+_HOST = r"(?:\d{1,3}(?:\.\d{1,3}){3}|(?=[\w.-]{0,80}?\d)[A-Za-z]\w{0,40}(?:[-.]\w{1,40}){1,6})"  # (bounded)
+_HOST_LINE = re.compile(rf"^({_HOST}): ([^\n]*)", re.MULTILINE)
+
+
+def _one_host(text: str, warnings: list[str], has_records: Callable[[str], bool] | None, lines: Lines) -> str:
+    """The lines of one node, where pdsh put each node's address before its lines and two or more
+    nodes print records (each node's copy of the same logs, or its own): the first node's lines and
+    the lines of none are kept, the others blanked, with a warning.
+
+    Example:
+        >>> notes = []
+        >>> one_host_text = "10.0.0.1: step 1 loss 2.0\\n10.0.0.2: step 1 loss 2.0\\n" * 4
+        >>> one_rank(one_host_text, notes).splitlines()[:2], notes[0][:31]
+        (['10.0.0.1: step 1 loss 2.0', ''], "2 nodes' output interleaved (10")
+    """
+    if not lines.holds_any((_HOST_LINE,)):
+        return text
+    by_host: dict[str, list[str]] = {}
+    for host, line in _HOST_LINE.findall(text):
+        by_host.setdefault(host, []).append(line)
+    hosts = [h for h, found in by_host.items() if len(found) >= 4
+             and (has_records is None or has_records("\n".join(found)))]
+    if len(hosts) < 2:
+        return text
+    keep = hosts[0]
+    warnings.append(f"{len(hosts)} nodes' output interleaved ({', '.join(hosts[:4])}{', ...' if len(hosts) > 4 else ''}): "
+                    f"{keep}'s lines are read")
+    others = "|".join(re.escape(h) for h in by_host if h != keep)
+    return re.sub(rf"^(?:{others}): [^\n]*", "", text, flags=re.MULTILINE)
 
