@@ -5301,3 +5301,15 @@ def test_each_nodes_copy_under_its_address_is_read_once(tmp_path):
     lines = [f"Epoch: {e} loss: {2 - e / 20:.4f}" for e in range(1, 31)]
     (run,) = discover_runs(_write(tmp_path / "epochs.log", lines))
     assert not any("nodes' output" in w for w in run.warnings) and len(run.steps.index) == 30
+
+
+def test_mt_dnns_updates_and_train_loss_in_brackets(tmp_path):
+    """MT-DNN prints "Task [ 0] updates[     1] train loss[0.56227] remaining[0:13:10]": "not a log format",
+    --loss-col included, of a loss that climbed from 0.56 to 12.3 and went NaN."""
+    lines = ["04/26/2020 03:38:34 At epoch 0"]
+    lines += [f"04/26/2020 03:38:34 Task [{u % 7:2d}] updates[{u:6d}] train loss[{'nan' if u >= 6500 else f'{0.56 * 1.3 ** (u // 500):.5f}'}] "
+              f"remaining[0:13:10]" for u in [1] + list(range(500, 7000, 500))]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "mt_dnn" and run.steps.index[:2].tolist() == [1, 500]
+    kinds = [(i.kind, i.step) for i in analyze_run(run).incidents]
+    assert ("nonfinite", 6500) in kinds and any(kind == "divergence" for kind, _ in kinds)
