@@ -224,9 +224,9 @@ def _above_its_noise(series: pd.Series, frame: pd.DataFrame, cfg) -> pd.DataFram
     return frame
 
 
-# A jump under x2 with fewer rows before it than _NOISE_HISTORY is held to the spread of the rows
-# around it instead (before it, and after it came back until the next spike), where they are this
-# many or more.
+# A jump under x2 with fewer rows before it than _NOISE_HISTORY (any jump over a single value) is
+# held to the spread of the rows around it instead (before it, and after it came back until the
+# next spike), where they are this many or more.
 _SPREAD_ROWS = 5
 
 

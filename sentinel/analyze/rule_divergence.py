@@ -155,9 +155,9 @@ def runaway_incidents(loss: pd.Series, growth: float = RUNAWAY_GROWTH) -> list[I
         return []
     steps = loss.index.to_numpy()
     first, last = int(steps[-rises - 1]), int(steps[-1])
-    growth = values[-1] / start
+    grew = values[-1] / start
     message = (f"loss diverged from step {first}: it rose at each of the last {rises} logged steps, from "
-               f"{start:.4g} to {values[-1]:.4g} at step {last} ({growth:.3g}x, x{growth ** (1 / rises):.3g} per "
+               f"{start:.4g} to {values[-1]:.4g} at step {last} ({grew:.3g}x, x{grew ** (1 / rises):.3g} per "
                "step), and was still rising when the log ends: lower the learning rate (or scale the inputs)")
     return [Incident(IncidentKind.DIVERGENCE, first, last, Severity.CRITICAL, message,
                      {"onset": first, "best_level": float(start), "max_level": float(values[-1]),
