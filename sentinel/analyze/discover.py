@@ -647,9 +647,11 @@ def _binary_problem(path: Path) -> str | None:
 
 def _text_problem(path: Path, options: LoadOptions) -> str | None:
     """What keeps a text log that no dialect took from being read, where its lines say so."""
-    from sentinel.analyze.loaders import textlogs
+    from sentinel.analyze.loaders import pipe_table, textlogs
 
-    return None if is_compressed(path) else textlogs.why_not(path, options, least=SHORT_PASTE_RECORDS)
+    if is_compressed(path):
+        return None
+    return pipe_table.why_not(path, options) or textlogs.why_not(path, options, least=SHORT_PASTE_RECORDS)
 
 
 # Tables among the files a walk passed over whose problem is looked for (each reads a header).

@@ -17,7 +17,8 @@ from pathlib import Path
 import pandas as pd
 
 from sentinel.analyze.loaders import LoadOptions, RunData, epoch_unit
-from sentinel.analyze.loaders.keys import STEP_ALIASES, inferred_loss_note, loss_column, sniff_columns, step_column
+from sentinel.analyze.loaders.keys import (STEP_ALIASES, inferred_loss_note, looks_like_loss, loss_column, sniff_columns,
+                                          step_column)
 from sentinel.analyze.loaders.numeric_table import table_steps
 from sentinel.analyze.loaders.textlog import read_head_lines, read_text, run_name
 
@@ -75,6 +76,38 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     steps = table_steps(table, step_col, loss_col, path, warnings)
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
                     meta={"format": NAME, "columns": header, **epoch_unit(step_col, steps)}, warnings=warnings)]
+
+
+def why_not(path: str | Path, options: LoadOptions | None = None) -> str | None:
+    """Why a ``|`` table with a step column and rows is not read: its columns name two losses or more
+    and none is the total, or none is named as a loss (ultralytics' yolov3 results:
+    ``epoch|mem|mloss0|mloss1|mloss2|mloss3|...``): one line that names them and the option; None
+    otherwise.
+
+    Example:
+        >>> why_not("/nonexistent.txt") is None
+        True
+    """
+    options = options or LoadOptions()
+    lines = read_head_lines(path, limit=64 * 1024)
+    if not lines or options.loss_col is not None:
+        return None
+    for at in _may_be_headers(lines, options):
+        header = _cells(lines[at])
+        if header is None or len(header) < 2 or any(_NUMBER.match(c) or not c for c in header):
+            continue
+        step_col = next((c for c in header if c.lower() in _STEP_NAMES), None)
+        if step_col is None or loss_column(header)[0] is not None:
+            continue
+        if len(_rows(lines[at + 1:], len(header), header.index(step_col))) < MIN_ROWS:
+            continue
+        losses = [c for c in header if looks_like_loss(c)]
+        if len(losses) >= 2:
+            return (f"'{path}': a table between '|' whose columns name {len(losses)} losses ({', '.join(losses)}) and "
+                    f"none is the total: pass --loss-col {losses[-1]} (or another of them) to read one")
+        return (f"'{path}': a table between '|' with a step column ({step_col}) and no column named as a loss among: "
+                f"{', '.join(header)}; name it with --loss-col <column>")
+    return None
 
 
 def _cells(line: str) -> list[str] | None:
