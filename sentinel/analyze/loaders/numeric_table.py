@@ -69,6 +69,8 @@ _MISSING_TEXT = frozenset({"", "na", "n/a", "null", "none", "#n/a", "<na>", "no 
 # A line end as the table parser sees one: "\n", "\r\n", or a bare "\r".
 _LINE_END = re.compile(r"\r\n?|\n")
 # Cells that mean "no value" in the other numeric columns: pandas' defaults.
+# A step or epoch cell written N/M, of a total (Ultralytics' "1/100", yolov3's "0/299"): the step is N.
+STEP_OF_TOTAL = re.compile(r"^(\d+)/\d+$")
 _NA_VALUES = ["", "NA", "N/A", "n/a", "NaN", "nan", "-NaN", "-nan", "null", "NULL", "None", "#N/A", "<NA>"]
 
 

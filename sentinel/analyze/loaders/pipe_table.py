@@ -19,7 +19,7 @@ import pandas as pd
 from sentinel.analyze.loaders import LoadOptions, RunData, epoch_unit
 from sentinel.analyze.loaders.keys import (STEP_ALIASES, inferred_loss_note, looks_like_loss, loss_column, sniff_columns,
                                           step_column)
-from sentinel.analyze.loaders.numeric_table import table_steps
+from sentinel.analyze.loaders.numeric_table import STEP_OF_TOTAL, table_steps
 from sentinel.analyze.loaders.textlog import read_head_lines, read_text, run_name
 
 NAME = "pipe_table"
@@ -93,8 +93,8 @@ def why_not(path: str | Path, options: LoadOptions | None = None) -> str | None:
     if not lines or options.loss_col is not None:
         return None
     for at in _may_be_headers(lines, options):
-        header = _cells(lines[at])
-        if header is None or len(header) < 2 or any(_NUMBER.match(c) or not c for c in header):
+        header = _header(lines[at])
+        if header is None:
             continue
         step_col = next((c for c in header if c.lower() in _STEP_NAMES), None)
         if step_col is None or loss_column(header)[0] is not None:
@@ -108,6 +108,14 @@ def why_not(path: str | Path, options: LoadOptions | None = None) -> str | None:
         return (f"'{path}': a table between '|' with a step column ({step_col}) and no column named as a loss among: "
                 f"{', '.join(header)}; name it with --loss-col <column>")
     return None
+
+
+def _header(line: str) -> list[str] | None:
+    """A line's cells where they may be a header: two or more, each a name (none empty, none a number)."""
+    header = _cells(line)
+    if header is None or len(header) < 2 or any(_NUMBER.match(c) or not c for c in header):
+        return None
+    return header
 
 
 def _cells(line: str) -> list[str] | None:
@@ -149,8 +157,8 @@ def _find(lines: list[str], options: LoadOptions):
         line = lines[at]
         if _PROGRESS_BAR.search(line):
             continue  # a tqdm bar ("step:  10%|#    | 15/150 [...]": its '#' fill is no '#' column)
-        header = _cells(line)
-        if header is None or len(header) < 2 or any(_NUMBER.match(c) or not c for c in header):
+        header = _header(line)
+        if header is None:
             continue
         if options.step_col not in header and _STEP_NAMES.isdisjoint(cell.lower() for cell in header):
             continue  # no step: the loss need not be looked for (a log line with '|' in it is no header)
@@ -171,12 +179,10 @@ def _rows(lines: list[str], width: int, step_at: int) -> list[list[str]]:
             continue
         if all(_RULE.match(c) for c in cells):
             continue
-        count = _COUNT_OF.match(cells[step_at])
+        count = STEP_OF_TOTAL.match(cells[step_at])
         if count is not None:  # "0/299": an epoch of a total (ultralytics' yolov3 results), the step its count
             cells[step_at] = count.group(1)
         if _NUMBER.match(cells[step_at]):
             rows.append(cells)
     return rows
 
-
-_COUNT_OF = re.compile(r"^(\d+)[^\S\n]*/[^\S\n]*\d+$")

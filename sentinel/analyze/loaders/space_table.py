@@ -49,13 +49,15 @@ import pandas as pd
 from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions, RunData
 from sentinel.analyze.loaders.keys import (
+    NONFINITE_TEXT,
     inferred_loss_note,
     loss_column,
     loss_components,
     sniff_columns,
     step_column,
 )
-from sentinel.analyze.loaders.numeric_table import numbered_names, step_unit, sum_loss_components, table_steps
+from sentinel.analyze.loaders.numeric_table import (STEP_OF_TOTAL, numbered_names, step_unit, sum_loss_components,
+                                                    table_steps)
 from sentinel.analyze.loaders.textlog import read_head_lines, read_text, run_name
 from sentinel.analyze.loaders.textscan import clean_text
 
@@ -70,7 +72,6 @@ MIN_ROWS = 3  # a header and a row or two are a quote, not a run
 # a text of many word-only lines naming a step and a loss would otherwise take quadratic time.
 MAX_HEADERS = 64
 _NUMBER = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$|^[-+]?(?:nan|inf)$", re.IGNORECASE)
-_OF_TOTAL = re.compile(r"^(\d+)/\d+$")  # an epoch or step written N/M
 _RULE = re.compile(r"^\s*[-=]{2,}(?:[ \t]+[-=]{2,})+\s*$")  # "---  ------  ----": a header's underline
 _DASHES = re.compile(r"[-=]+")
 _PANDAS_SHAPE = re.compile(r"\[(\d+) rows x \d+ columns\]\s*$")  # under a DataFrame pandas printed in part
@@ -134,7 +135,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
                         "or save it with to_csv")
     header = numbered_names(header)
     table = pd.DataFrame(rows, columns=header)
-    table[step_col] = table[step_col].str.replace(_OF_TOTAL, r"\1", regex=True)
+    table[step_col] = table[step_col].str.replace(STEP_OF_TOTAL, r"\1", regex=True)
     if loss_col is None:  # a progress bar's loss components, summed (as its results.csv is)
         parts = _components(header, bar)
         table.columns = [_TRAIN + c if c in parts else c for c in header]
@@ -184,7 +185,7 @@ def _gapped(line: str, header: list[str]) -> list[str] | None:
 
 
 def _is_number(cell: str) -> bool:
-    return bool(_NUMBER.match(cell) or _OF_TOTAL.match(cell))
+    return bool(_NUMBER.match(cell) or STEP_OF_TOTAL.match(cell))
 
 
 def _components(header: list[str], bar: bool) -> list[str]:
@@ -267,7 +268,7 @@ def _prints_nan(rows: list[list[str]], columns: list[int]) -> bool:
         >>> _prints_nan([["1/100", "2.37G", "nan", "nan"]], [2, 3]), _prints_nan([["1", "2.3"]], [1])
         (True, False)
     """
-    return any(row[i].strip().lower() in ("nan", "-nan", "inf", "-inf") for row in rows for i in columns if i < len(row))
+    return any(row[i].strip().lower() in NONFINITE_TEXT for row in rows for i in columns if i < len(row))
 
 
 def _header_gap(line: str) -> int:
@@ -366,6 +367,6 @@ def _rows(lines: list[str], header: list[str], step_at: int, printed: list[str] 
             continue
         # A bar's row with its step as N/M is this table's under another's header too: a paste that
         # kept the header once, the validation tables between the epochs.
-        if mine or (drawn and _OF_TOTAL.match(cells[step_at])):
+        if mine or (drawn and STEP_OF_TOTAL.match(cells[step_at])):
             rows.append(cells)
     return rows, bar
