@@ -39,7 +39,7 @@ def sniff(path: str | Path) -> bool:
         False
     """
     name = Path(path).name
-    if name != "trainer_state.json" and not name.lower().endswith(".json"):
+    if not name.lower().endswith(".json"):
         return False
     head = read_head(path)
     return head is not None and '"log_history"' in head and (name == "trainer_state.json" or '"global_step"' in head)
