@@ -5082,6 +5082,18 @@ def test_a_short_pastes_first_jump_within_the_spread_around_it(tmp_path):
              zip(range(22800, 23400, 100), (17.37, 33.37, 36.77, 28.94, 18.60, 17.36))]
     (run,) = discover_runs(_write(tmp_path / "psmnet.log", lines))
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("loss_spike", 22900)]
+    # CLIP4Clip's per-batch contrastive loss pasted from its lowest value, 0.0099, then 0.060 and 0.016-0.095:
+    # "a spike x6.1 not recovered" (critical) of a run at its usual level, the jump never back under x1.5 of
+    # the one value before it; a first value as far below the rows after it as tr8b's 2.67 is a new level
+    values = [0.009868, 0.060329, 0.034017, 0.021547, 0.030214, 0.095531, 0.046146, 0.037638, 0.040964, 0.016231,
+              0.018986, 0.027519, 0.022617, 0.020056]
+    lines = [f"2022-10-15 15:20:07,994:INFO: Epoch: 5/5, Step: {14 + 2 * k}/156, Loss: {v:.6f}, Time/step: 0.669466"
+             for k, v in enumerate(values)]
+    (run,) = discover_runs(_write(tmp_path / "clip4clip.log", lines))
+    assert [(i.kind, i.step, i.severity.value) for i in analyze_run(run).incidents] == [("loss_spike", 648, "warning")]
+    (run,) = discover_runs(_write(tmp_path / "level.log", [f"step {k} loss: {v}" for k, v in
+                                                           enumerate([2.0, 4.0, 4.1, 3.9, 4.2, 4.0, 4.1, 3.95])]))
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents][:1] == [("loss_spike", 1)]
 
 
 def test_a_step_numbered_with_a_hash(tmp_path):

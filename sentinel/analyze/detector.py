@@ -269,7 +269,8 @@ def _above_what_follows(series: pd.Series, frame: pd.DataFrame, cfg) -> pd.DataF
         back_under = frame["baseline"].iat[row] * (1 + cfg.short_rtol)
         back = i + 1 + np.flatnonzero(values[i + 1:] < back_under)
         if not len(back):
-            continue  # never came back: a level, not the spread
+            within[row] = history[row] <= 1 and _lucky_first(logs, spiked, i)
+            continue  # never came back: a level, unless the one value before was a lucky low one
         later = np.flatnonzero(spiked[back[0]:])
         until = back[0] + (int(later[0]) if len(later) else len(values) - back[0])
         rest = np.r_[logs[:i][~spiked[:i]], logs[back[0]:until]]
@@ -283,6 +284,27 @@ def _above_what_follows(series: pd.Series, frame: pd.DataFrame, cfg) -> pd.DataF
     frame = frame.copy()
     frame.loc[within, "is_spike"] = False
     return frame
+
+
+def _lucky_first(logs: np.ndarray, spiked: np.ndarray, i: int) -> bool:
+    """Whether a jump at row ``i`` over a log's single first value, that never came back under
+    it, is that value's luck and not a new level: the rows after it (spikes left out, five or
+    more) hold both the first value and the jump within :data:`_SHORT_JUMP_SIGMAS` robust sigmas.
+    CLIP4Clip's per-batch contrastive loss pasted from 0.0099, then 0.060, then 0.016-0.095: a
+    "spike x6.1 not recovered" of a run at its usual level. BigScience tr8b's 2.67 -> 4.37, 4.37,
+    4.39, ... is a new level (its first value lies far below the rows after it).
+
+    Example:
+        >>> logs = np.log([0.0099, 0.060, 0.034, 0.0215, 0.030, 0.046, 0.0376, 0.041, 0.016, 0.019, 0.0275, 0.0226])
+        >>> _lucky_first(logs, np.zeros(12, dtype=bool), 1), _lucky_first(np.log([2.0, 4, 4.1, 3.9, 4.2, 4, 4.1]), np.zeros(7, dtype=bool), 1)
+        (True, False)
+    """
+    after = logs[i + 1:][~spiked[i + 1:]]
+    if len(after) < _SPREAD_ROWS:
+        return False
+    middle = float(np.median(after))
+    sigma = max(float(np.median(np.abs(after - middle))) / 0.6745, 1e-6)
+    return bool((middle - logs[0]) / sigma < _SHORT_JUMP_SIGMAS and (logs[i] - middle) / sigma < _SHORT_JUMP_SIGMAS)
 
 
 # A value this many times every value of the window before it is a spike, whatever the spread says
