@@ -5332,3 +5332,21 @@ def test_mt_dnns_updates_and_train_loss_in_brackets(tmp_path):
     assert run.source == "mt_dnn" and run.steps.index[:2].tolist() == [1, 500]
     kinds = [(i.kind, i.step) for i in analyze_run(run).incidents]
     assert ("nonfinite", 6500) in kinds and any(kind == "divergence" for kind, _ in kinds)
+
+
+def test_a_spike_back_within_one_unit_of_the_printed_digit_recovered(tmp_path):
+    """gsplat's bar prints each image's loss with three decimals: 0.011, 0.007, then 0.017, 0.013, 0.012,
+    0.011: "not recovered within 200 steps", critical, where 0.012 is one unit of the last digit above
+    the baseline of 0.011: as far back as the printing can say."""
+    values = (0.011, 0.007, 0.017, 0.013, 0.012, 0.011, 0.012)
+    lines = []
+    for k, v in enumerate(values):
+        step = 7800 + 100 * k
+        lines += [f"loss={v:.3f}| sh degree=3| :  26%|██▊        | {step - 3}/30000 [04:28<07:54, 46.80it/s]"
+                  f"Step {step}: 796 GSs duplicated, 23 GSs split. Now having 220096 GSs.",
+                  f"Step {step}: 31 GSs pruned. Now having 220065 GSs."]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    (incident,) = analyze_run(run).incidents
+    assert (incident.kind, incident.step, incident.severity.value) == ("loss_spike", 8000, "warning")
+    assert "recovered in 200 steps" in incident.message
+

@@ -11,7 +11,8 @@ from sentinel import metrics
 from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.detector import detect_spikes, loss_atol, spike_config
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
-from sentinel.analyze.spans import between, cadence, first_step_at_or_below, gap_rows, group_positions, value_at
+from sentinel.analyze.spans import (between, cadence, first_step_at_or_below, gap_rows, group_positions, printed_unit,
+                                    value_at)
 
 # A single outlier row, the next logged step no outlier and at least half-way back: an outlier
 # batch, the case the guard answers by withholding one update (tier 1), not an incident. A
@@ -67,6 +68,10 @@ def spike_spans(series: pd.Series, config: AnalyzeConfig, *, start_jump: float |
         level = baseline + config.recover_frac * (peak - baseline)
         if back_under is not None and baseline > 0:
             level = min(level, back_under * baseline)
+        # A loss printed with few decimals is back where it shows one unit of its last digit above
+        # its baseline (gsplat's 0.011, then 0.017, 0.013, 0.012: the printing cannot say more).
+        around = series.to_numpy()[max(0, series.index.searchsorted(start) - _ROWS_PRINTED):][:2 * _ROWS_PRINTED]
+        level = max(level, min(baseline + printed_unit(around), (baseline + peak) / 2))
         recovered = first_step_at_or_below(series, peak_step, level, within)
         nxt = _next_step(series, end)
         outlier = not excerpt and _flagged_between(flagged, steps, start, end) <= OUTLIER_ROWS and \
@@ -76,6 +81,10 @@ def spike_spans(series: pd.Series, config: AnalyzeConfig, *, start_jump: float |
                       "recovered_step": recovered, "next_step": nxt, "outlier_batch": outlier,
                       "recover_within": within, **_across_a_gap(series, end, nxt, gaps, level, within)})
     return spans
+
+
+# Rows before a spike (and as many from it on) whose printing tells the loss's last printed digit.
+_ROWS_PRINTED = 20
 
 
 # A flagged stretch that rises no more than this above the rows just before it, which had not come

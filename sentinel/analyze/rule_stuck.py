@@ -28,6 +28,7 @@ import pandas as pd
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
 from sentinel.analyze.loaders.keys import DISCRIMINATOR_KEYS, GENERATOR_KEYS, LETTER_PAIR, bare_key
 from sentinel.analyze.rule_chance import chance_level
+from sentinel.analyze.spans import printed_unit
 
 # Consecutive logged values, all the same float, that make a stretch.
 MIN_ROWS = 8
@@ -193,13 +194,8 @@ def _rounding_plateau(values: np.ndarray, first: int, last: int) -> bool:
     if not neighbours:
         return False
     # The last printed digit: the finest of the three values (1.0 printed as 1.0000 beside 1.0001).
-    unit = min(_printed_unit(x) for x in (value, *neighbours))
+    unit = printed_unit((value, *neighbours))
     return all(abs(n - value) <= 1.5 * unit for n in neighbours)
-
-
-def _printed_unit(x: float) -> float:
-    """One unit of the last decimal ``x`` needs (10 decimals at most)."""
-    return next((10.0 ** -d for d in range(11) if abs(round(x, d) - x) <= 1e-12 * max(1.0, abs(x))), 1e-10)
 
 
 # A loss whose level (the median of the last COLLAPSE_LEVEL_ROWS logged values, so a spike's
