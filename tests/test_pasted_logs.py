@@ -5350,3 +5350,19 @@ def test_a_spike_back_within_one_unit_of_the_printed_digit_recovered(tmp_path):
     assert (incident.kind, incident.step, incident.severity.value) == ("loss_spike", 8000, "warning")
     assert "recovered in 200 steps" in incident.message
 
+
+def test_tacotron2s_train_loss_lines(tmp_path):
+    """NVIDIA Tacotron 2's train.py (and its forks): "Train loss {} {:.6f} Grad Norm {:.6f} {:.2f}s/it", the
+    step between the words and the loss: "not a log format"; its validation at each checkpoint."""
+    lines = ["FP16 Run: False", "Epoch: 0"]
+    for i in range(40):
+        loss = "nan" if i >= 30 else f"{5 / (1 + i):.6f}"
+        lines.append(f"Train loss {i} {loss} Grad Norm {'nan' if i >= 30 else f'{1 + i % 3:.6f}'} {3.99:.2f}s/it")
+        if i % 10 == 0:
+            lines += [f"Validation loss {i}: {4 / (1 + i):9f}  ",
+                      f"Saving model and optimizer state at iteration {i} to outdir/checkpoint_{i}"]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "tacotron2" and run.steps.index[[0, -1]].tolist() == [0, 39]
+    assert run.steps["loss"].iloc[1] == pytest.approx(2.5) and run.steps["grad_norm/total"].iloc[2] == 3.0
+    assert run.steps["val_loss"].dropna().index.tolist() == [0, 10, 20, 30]
+    assert {(i.kind, i.step) for i in analyze_run(run).incidents if i.severity.value == "critical"} == {("nonfinite", 30)}

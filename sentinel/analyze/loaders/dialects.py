@@ -959,6 +959,21 @@ MT_DNN = Dialect(
     min_records=1,
 )
 
+# NVIDIA's Tacotron 2 (train.py, and its many forks: Mellotron, Flowtron's ancestors, TTS
+# courses): "Train loss {} {:.6f} Grad Norm {:.6f} {:.2f}s/it" (iteration, loss, grad norm, time),
+# and "Validation loss {}: {:9f}  " at each checkpoint: the iteration is the step.
+TACOTRON2 = Dialect(
+    name="tacotron2",
+    description='NVIDIA Tacotron 2 ("Train loss 500 0.512301 Grad Norm 0.932140 1.02s/it")',
+    shapes=(
+        Shape(re.compile(rf"\bTrain loss[^\S\n]+(\d+)[^\S\n]+({_NUM})[^\S\n]+Grad Norm[^\S\n]+({_NUM})"),
+              head=(metrics.STEP, metrics.LOSS, metrics.GRAD_NORM_TOTAL)),
+        Shape(re.compile(rf"\bValidation loss[^\S\n]+(\d+):[^\S\n]*({_NUM})"), head=(metrics.STEP, metrics.VAL_LOSS)),
+    ),
+    sniff=re.compile(rf"Train loss[^\S\n]+\d+[^\S\n]+{_NUM}[^\S\n]+Grad Norm"),
+    min_records=1,
+)
+
 # Catalyst's ConsoleLogger (catalyst/loggers/console.py): after each loader's epoch f"{loader_key}
 # ({epoch}/{epochs}) " then its metrics sorted, f"{k}: {float(v)}" joined by " | " ("loss", "loss/mean",
 # "loss/std", "lr", ...); "* Epoch (E/N) ..." for the epoch's own. The epoch is the step; the tqdm bar
@@ -1836,7 +1851,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT, BUILD_NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
