@@ -5366,3 +5366,20 @@ def test_tacotron2s_train_loss_lines(tmp_path):
     assert run.steps["loss"].iloc[1] == pytest.approx(2.5) and run.steps["grad_norm/total"].iloc[2] == 3.0
     assert run.steps["val_loss"].dropna().index.tolist() == [0, 10, 20, 30]
     assert {(i.kind, i.step) for i in analyze_run(run).incidents if i.severity.value == "critical"} == {("nonfinite", 30)}
+
+
+def test_epoch_lines_that_start_again_from_the_first_epoch_are_two_trainings(tmp_path):
+    """DGL's pure PyG example run on the CPU, then on CUDA, pasted one after the other (epochs 0-9, then
+    0-8): read as 19 lines over 10 epochs, numbered in order, the second run's first epoch "a spike"."""
+    lines = []
+    for device, epochs in (("cpu", 10), ("cuda", 9)):
+        lines += ["python pure_pyg.py", f"device is:  {device}"]
+        lines += [f"Epoch: {e}, Loss: {1.25 + 0.9 / (1 + e * e):.4f}, Accuracy: 0.6, Val Acc: 0.58" for e in range(epochs)]
+        lines += ["Test Accuracy: 0.5899", "Total Training Time: 81.45 seconds"]
+    runs = discover_runs(_write(tmp_path / "train.log", lines))
+    assert [(run.steps.index[0], run.steps.index[-1]) for run in runs] == [(0, 9), (0, 8)]
+    assert all(analyze_run(run).incidents == [] for run in runs)
+    # several lines an epoch stay one training, each line a step
+    lines = [f"epoch: [{e}/10], lr: 0.001, loss: {3 - e / 10 - k / 100:.3f}" for e in range(1, 4) for k in range(4)]
+    (run,) = discover_runs(_write(tmp_path / "paddle.log", lines))
+    assert len(run.steps) == 12

@@ -359,6 +359,8 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
     text = lines.text  # the readers know the lines as its by identity
     note = key.note() if key is not None else _averaged_loss_note(text, lines)
     parts = fresh_starts(text, lines)
+    if len(parts) == 1 and dialect is EPOCH_LINES:
+        parts = epoch_restarts(text)
     if len(parts) == 1:
         runs = [_read(text, dialect, options, path, run_name(path), lines, least)]
         if note:
@@ -416,6 +418,38 @@ _FRESH_WORDS = ("Starting training from iteration 0", "Running training", "Param
 # A resume, printed after the start line: the training goes on (the Hugging Face Trainer's;
 # Lightning's, for fit(ckpt_path=...), comes before its model summary).
 _RESUMED = re.compile(r"Continuing training from checkpoint|Restoring states from the checkpoint path")
+
+
+# Epoch lines read at most, and in each training at least, for a log's epochs to start again.
+_MOST_EPOCH_LINES = 100_000
+_LEAST_EPOCHS = 3
+
+
+def epoch_restarts(text: str) -> list[str]:
+    """``text`` cut where its one-line-an-epoch records start again from its first epoch (a script
+    run twice, its output pasted one after the other: PyG's example on the CPU, then on CUDA; one
+    fit per fold), each part a training of its own (each from its first record line's line); else
+    ``[text]``: where an epoch prints several lines, or a run goes on from a later epoch.
+
+    Example:
+        >>> log = "".join(f"Epoch: {e}, Loss: {2 - e / 10}\\n" for e in (*range(5), *range(4)))
+        >>> [part.count("Epoch") for part in epoch_restarts(log)]
+        [5, 4]
+    """
+    training = split_evaluation_lines(text, EPOCH_LINES.drop_words)[0]  # its lines where they were
+    found = []
+    for match in EPOCH_LINES.shapes[0].pattern.finditer(training):
+        found.append((match.start(), int(match.group(1))))
+        if len(found) > _MOST_EPOCH_LINES:
+            return [text]
+    epochs = np.array([epoch for _, epoch in found], dtype=np.int64)
+    restarts = np.flatnonzero(np.diff(epochs) <= 0) + 1
+    if not len(restarts) or bool((epochs[restarts] > epochs[0]).any()) \
+            or int(np.diff(np.r_[0, restarts, len(epochs)]).min()) < _LEAST_EPOCHS:
+        return [text]
+    line_starts = [0, *(m.end() for m in re.finditer("\n", text))]
+    cuts = [line_starts[training.count("\n", 0, found[k][0])] for k in restarts.tolist()]
+    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
 
 
 def note_crash(text: str, found, dialect: Dialect, after: int = 0) -> None:
