@@ -5383,3 +5383,21 @@ def test_epoch_lines_that_start_again_from_the_first_epoch_are_two_trainings(tmp
     lines = [f"epoch: [{e}/10], lr: 0.001, loss: {3 - e / 10 - k / 100:.3f}" for e in range(1, 4) for k in range(4)]
     (run,) = discover_runs(_write(tmp_path / "paddle.log", lines))
     assert len(run.steps) == 12
+
+
+def test_a_trainers_zero_loss_from_the_first_step_beside_nan_evaluations_is_a_nan(tmp_path):
+    """MedicalGPT's SFT printed 'loss': 0.0 at every step and 'eval_loss': nan at each evaluation: "loss stuck
+    at 0" and "the training loss is finite: an fp16 evaluation that overflows". The Trainer's NaN filter logs
+    0.0 for a window of NaN losses; from the first step on, a 0 alone may be a loss over no labelled token."""
+    rows = []
+    for k in range(12):
+        rows.append("{'loss': 0.0, 'learning_rate': 1.0533245556287031e-07, 'epoch': 0.01}")
+        if k % 5 == 0:
+            rows.append("{'eval_loss': nan, 'eval_runtime': 2365.9772, 'eval_samples_per_second': 21.4, "
+                        "'eval_steps_per_second': 5.35, 'epoch': 0.01}")
+    (run,) = discover_runs(_write(tmp_path / "train.log", rows))
+    found = [(i.kind, i.severity.value, i.step) for i in analyze_run(run).incidents]
+    assert ("nonfinite", "critical", 1) in found and not any(kind == "loss_stuck" for kind, _, _ in found)
+    # without a non-finite value beside them, zeros from the start stay a loss stuck at 0
+    (run,) = discover_runs(_write(tmp_path / "zeros.log", [r for r in rows if "eval_loss" not in r]))
+    assert [(i.kind, i.severity.value) for i in analyze_run(run).incidents] == [("loss_stuck", "warning")]

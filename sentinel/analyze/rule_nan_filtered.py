@@ -36,7 +36,7 @@ def nan_filtered_zeros(loss: pd.Series, incidents: list[Incident], source: str, 
     """The critical ``nonfinite`` incident of a loss logged as exactly 0 from some step to the
     last (:data:`MIN_ZEROS` rows or more, after a loss above 0) where the Trainer's NaN filter
     explains it: the run is the Trainer's, or ``incidents`` hold a non-finite grad norm or
-    evaluation from that step on. Else None. ``loss``: the finite loss, by step; ``meta``: the
+    evaluation from that step on; from the first logged step on, where both hold. Else None. ``loss``: the finite loss, by step; ``meta``: the
     run's, whose table columns tell the Trainer's notebook table.
 
     Example:
@@ -46,18 +46,24 @@ def nan_filtered_zeros(loss: pd.Series, incidents: list[Incident], source: str, 
     """
     values = loss.to_numpy(dtype="float64")
     zeros = int(np.argmin(values[::-1] == 0.0)) if not (values == 0.0).all() else len(values)
-    if zeros < MIN_ZEROS or zeros == len(values) or values[-zeros - 1] <= 0:
+    from_the_start = zeros == len(values)
+    if zeros < MIN_ZEROS or (not from_the_start and values[-zeros - 1] <= 0):
         return None
     first, last = int(loss.index[-zeros]), int(loss.index[-1])
     beside = any(i.kind == IncidentKind.NONFINITE.value and i.end_step >= first
                  and i.details.get("metric") != metrics.LOSS for i in incidents)
     trainers = source in TRAINER_SOURCES or TRAINER_TABLE_LOSS in (meta or {}).get("columns", ())
-    if not trainers and not beside:
+    # From the first logged step on, a 0 is also a loss over no labelled token: the Trainer's
+    # zeros are told there by a non-finite grad norm or evaluation loss beside them (MedicalGPT's
+    # SFT: 'loss': 0.0 at every step, 'eval_loss': nan at each evaluation).
+    if not (trainers and beside) if from_the_start else not (trainers or beside):
         return None
-    message = (f"loss logged as exactly 0 from step {first} to the last logged step {last} ({zeros} logged steps) "
-               f"after {values[-zeros - 1]:.4g}: the Hugging Face Trainer logs 0.0 for a logging window whose "
+    since = (f"at every logged step ({first}-{last}, {zeros} logged steps), beside non-finite values logged then"
+             if from_the_start else
+             f"from step {first} to the last logged step {last} ({zeros} logged steps) after {values[-zeros - 1]:.4g}")
+    message = (f"loss logged as exactly 0 {since}: the Hugging Face Trainer logs 0.0 for a logging window whose "
                "every step's loss was NaN or Inf (logging_nan_inf_filter, on by default): the loss went "
-               "non-finite by then and stayed so")
+               f"non-finite {'from the start' if from_the_start else 'by then'} and stayed so")
     return Incident(IncidentKind.NONFINITE, first, last, Severity.CRITICAL, message,
                     {"metric": metrics.LOSS, "nan_filter": True, "resolved": False})
 
