@@ -1369,6 +1369,21 @@ def test_a_classifier_at_chance_from_the_start_is_not_learning(tmp_path):
     assert report.verdict == "unhealthy"
 
 
+def test_a_gnn_on_cora_and_swav_at_chance(tmp_path):
+    """keras-gat's loss at 1.9459-1.9462 for ten epochs is ln 7, a uniform guess over Cora's seven classes;
+    SwAV's at 8.0065-8.0068 is ln 3000, its default prototypes (the maintainers: it should fall to ~3).
+    Both were "healthy"; DINO's ln 65536 said "a vocabulary", which its head is not."""
+    values = [1.9460, 1.9459, 1.9459, 1.9459, 1.9460, 1.9462, 1.9462, 1.9460, 1.9459, 1.9457]
+    (run,) = discover_runs(_write(tmp_path / "gat.log", [
+        f"Epoch: {e:04d} train_loss= {v:.4f} train_acc= 0.1429 val_loss= 1.9464 val_acc= 0.1120" for e, v in enumerate(values)]))
+    (incident,) = analyze_run(run).incidents
+    assert incident.details["chance"] == 7 and "7 classes" in incident.message
+    (incident,) = chance_incidents(_series([8.0066, 8.0065, 8.0068, 8.0066, 8.0065, 8.0068]))
+    assert incident.details["chance"] == 3000 and "3,000 prototypes" in incident.message
+    (incident,) = chance_incidents(_series([11.0905, 11.0902, 11.0904, 11.0906, 11.0903]))
+    assert "65,536 outputs" in incident.message and "DINO's head" in incident.message
+
+
 def _lm_curve(n: int, end: float, seed: int = 0) -> pd.Series:
     rng = np.random.default_rng(seed)
     steps = np.arange(n)
@@ -1380,6 +1395,8 @@ def _lm_curve(n: int, end: float, seed: int = 0) -> pd.Series:
     _lm_curve(400, 2.303),  # a language model that came down to 2.30: it learnt
     _series([0.69, 0.55, 0.45, 0.40, 0.38, 0.37, 0.36]),  # a binary classifier that learns
     _series([0.71, 0.69, 0.60, 0.693, 0.6931, 0.6929, 0.6932, 0.6931]),  # was clearly better than chance
+    _series(2.0 - np.arange(1, 60) / 1000),  # falling through ln 7 = 1.9459 from 2.0: passing by
+    _series([8.0] * 16),  # a loss of 8.0 is no ln 3000 = 8.0064
 ])
 def test_not_at_chance(losses):
     assert chance_incidents(losses) == []

@@ -25,17 +25,22 @@ from sentinel.analyze.incident import Incident, IncidentKind, Severity
 # lie densely, one ln of them within 1% of where many healthy curves come to rest (a loss falling
 # from 3.0 to 2.09, ln 8 = 2.079): only a log that never left one is at chance there.
 CLASS_COUNTS = (2, 10, 100, 1000)
-START_COUNTS = (3, 4, 5, *(2 ** k for k in range(3, 15)))
+# (6 and 7: CiteSeer's and Cora's classes, the node classification benchmarks every GNN starts on)
+START_COUNTS = (3, 4, 5, 6, 7, *(2 ** k for k in range(3, 15)))
 # How near ln K a log of START_COUNTS must start.
 START_TOLERANCE = 0.05
 # BERT, Llama 1/2, Mistral, GPT-2 (and nanoGPT's padding), OLMo/GPT-NeoX, Llama 3, Qwen 2, Gemma;
 # StarCoder / SmolLM, 2**16 (DINO's default output head, some tokenizers), cl100k.
 VOCAB_SIZES = (30522, 32000, 32768, 50257, 50304, 50280, 128256, 151936, 152064, 256000, 49152, 65536, 100277)
+# A self-supervised head's prototypes, matched as tightly: SwAV's default 3,000 (and DeepCluster-v2's),
+# DINO's 65,536 (also a vocabulary's size: named as both). (A loss printed as 8.0 is not ln 3000, 8.0064.)
+PROTOTYPE_COUNTS = (3000, 65536)
 # Relative distance to ln K within which a value counts as at chance: a batch mean of a model at
 # chance wanders ~0.5% around ln 10 (2.297-2.309); a vocabulary's ln is matched more tightly, as
 # neighbouring sizes are 0.2% apart.
 CLASS_TOLERANCE = 0.01
 VOCAB_TOLERANCE = 0.001
+PROTOTYPE_TOLERANCE = 0.0004
 # ... and for a log that had been clearly better and came back up to ln K: a collapse to one answer
 # for every input (DNABERT's classifier at 0.6931-0.6938, within 0.1% of ln 2).
 COLLAPSE_TOLERANCE = 0.0025
@@ -55,8 +60,12 @@ def chance_level(value: float) -> int | None:
     for k in (*CLASS_COUNTS, *START_COUNTS):
         if abs(value - math.log(k)) <= CLASS_TOLERANCE * math.log(k):
             return k
-    near = min(VOCAB_SIZES, key=lambda v: abs(value - math.log(v)))
-    return near if abs(value - math.log(near)) <= VOCAB_TOLERANCE * math.log(near) else None
+    near = min((*VOCAB_SIZES, *PROTOTYPE_COUNTS), key=lambda v: abs(value - math.log(v)))
+    return near if abs(value - math.log(near)) <= _tolerance(near) * math.log(near) else None
+
+
+def _tolerance(k: int) -> float:
+    return PROTOTYPE_TOLERANCE if k == 3000 else VOCAB_TOLERANCE
 
 
 def chance_incidents(loss: pd.Series) -> list[Incident]:
@@ -79,7 +88,7 @@ def chance_incidents(loss: pd.Series) -> list[Incident]:
     vocab = k not in CLASS_COUNTS and k not in START_COUNTS
     if k in START_COUNTS and abs(values[0] - target) > START_TOLERANCE * target:
         return []  # came to rest near it, from elsewhere
-    tolerance = (VOCAB_TOLERANCE if vocab else CLASS_TOLERANCE) * target
+    tolerance = (_tolerance(k) if vocab else CLASS_TOLERANCE) * target
     at_chance = np.abs(values - target) <= tolerance
     rows = len(values) if at_chance.all() else int(np.argmin(at_chance[::-1]))
     # A class count also needs a log that started near chance and never left it for better: a
@@ -87,6 +96,11 @@ def chance_incidents(loss: pd.Series) -> list[Incident]:
     # Or one that was clearly better and came back up to sit there for twice as long: a collapse
     # (DNABERT's classifier at 0.38, then 0.6931-0.6938 for 16 rows after a gap).
     if rows < MIN_ROWS:
+        return []
+    # A loss on its way through ln K (a curve falling from 2.0 through ln 7 = 1.946) is no model at
+    # chance, which wanders around it: the stretch's halves may lie a quarter of the tolerance apart.
+    stretch = values[-rows:]
+    if abs(float(np.median(stretch[: rows // 2])) - float(np.median(stretch[rows - rows // 2:]))) > tolerance / 4:
         return []
     before = values[:-rows]
     # (a model that gives every input the same answer scores ln K to the batch: its rows sit far
@@ -98,7 +112,10 @@ def chance_incidents(loss: pd.Series) -> list[Incident]:
     steps = loss.index.to_numpy()
     first, last = int(steps[-rows]), int(steps[-1])
     level = float(np.median(values[-rows:]))
-    what = (f"a uniform guess over a vocabulary of {k:,} tokens: the model gives every input the same "
+    over = (f"{k:,} outputs (a vocabulary of {k:,} tokens, or DINO's head of {k:,} prototypes)" if k in VOCAB_SIZES
+            and k in PROTOTYPE_COUNTS else f"{k:,} prototypes (a self-supervised head: SwAV's default)"
+            if k in PROTOTYPE_COUNTS else f"a vocabulary of {k:,} tokens")
+    what = (f"a uniform guess over {over}: the model gives every input the same "
             "distribution (a collapse after a spike or a divergence, or weights that are not trained)"
             if vocab else
             f"a uniform guess over {k} classes: the model is not learning (a learning rate of 0 or far too "
