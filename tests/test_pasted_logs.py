@@ -5418,3 +5418,36 @@ def test_a_trainers_zero_loss_from_the_first_step_beside_nan_evaluations_is_a_na
     # without a non-finite value beside them, zeros from the start stay a loss stuck at 0
     (run,) = discover_runs(_write(tmp_path / "zeros.log", [r for r in rows if "eval_loss" not in r]))
     assert [(i.kind, i.severity.value) for i in analyze_run(run).incidents] == [("loss_stuck", "warning")]
+
+
+def test_point_cloud_trainers_lines(tmp_path):
+    """pointnet.pytorch's "[%d: %d/%d] train loss: %f accuracy: %f" (its test lines an evaluation), DGCNN's
+    "Train %d, loss: %.6f, train acc: ..." and "Test %d, loss: ..." once an epoch, Pointcept's "Train:
+    [{epoch}/{max_epoch}][{iter}/{max_iter}] ... loss: X Lr: L", DGL-KE's "[proc 0][Train](N/M) average loss: X":
+    each "not a log format"."""
+    lines = []
+    for e in range(1, 4):
+        for i in range(10):
+            lines.append(f"[{e}: {i}/10] train loss: {2 / (e * 10 + i):f} accuracy: 0.500000")
+            if i == 5:
+                lines.append(f"[{e}: {i}/10] \x1b[94mtest\x1b[0m loss: 9.000000 accuracy: 0.500000")
+    (run,) = discover_runs(_write(tmp_path / "pointnet.log", lines))
+    assert len(run.steps) == 30 and run.steps["loss"].max() == pytest.approx(0.2)
+    lines = [f"Train {e}, loss: {3 / e:.6f}, train acc: 0.9, train avg acc: 0.7, train iou: 0.8" for e in range(1, 8)]
+    lines += [line.replace("Train", "Test").replace("train", "test").replace(f"{3 / e:.6f}", "1.5") for e, line in
+              enumerate(lines, 1)]
+    (run,) = discover_runs(_write(tmp_path / "dgcnn.log", lines))
+    assert run.source == "dgcnn" and run.steps["loss"].iloc[2] == pytest.approx(1.0) and run.steps["val_loss"].iloc[0] == 1.5
+    assert analyze_run(run).step_unit == "epoch"
+    lines = [f"[2024-06-09 01:49:20,995 INFO misc.py line 118 2003007] Train: [1/1][{i}/1428] Data 0.003 (0.003) "
+             f"Batch 2.314 (2.247) Remain 00:47:47 loss: {1.2 - i / 1000:.4f} Lr: 0.00198" for i in range(150, 170)]
+    (run,) = discover_runs(_write(tmp_path / "pointcept.log", lines))
+    assert run.steps.index[0] == 150 and run.steps["loss"].iloc[0] == pytest.approx(1.05)
+    lines = []
+    for step in range(1000, 9000, 1000):
+        for proc in (0, 1):
+            lines += [f"[proc {proc}][Train]({step}/40000) average pos_loss: 0.22",
+                      f"[proc {proc}][Train]({step}/40000) average loss: {0.3 - step / 1e5 + proc:.6f}",
+                      f"[proc {proc}][Train] 1000 steps take 8.839 seconds"]
+    (run,) = discover_runs(_write(tmp_path / "dglke.log", lines))
+    assert run.source == "dgl_ke" and run.steps.index[0] == 1000 and run.steps["loss"].iloc[0] == pytest.approx(0.29)

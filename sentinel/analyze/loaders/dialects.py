@@ -974,6 +974,33 @@ TACOTRON2 = Dialect(
     min_records=1,
 )
 
+# DGCNN (WangYueFt/dgcnn's PyTorch trainer, AnTao97/dgcnn.pytorch): "Train %d, loss: %.6f, train acc:
+# %.6f, ..." and "Test %d, loss: %.6f, test acc: ..." once an epoch: the epoch is the step.
+DGCNN = Dialect(
+    name="dgcnn",
+    description='DGCNN ("Train 31, loss: 1.429904, train acc: 0.940089", "Test 31, loss: ...")',
+    shapes=(
+        Shape(re.compile(rf"^[ \t]*Train (\d+), loss: ({_NUM}), train acc\b", re.MULTILINE), head=(metrics.STEP, metrics.LOSS)),
+        Shape(re.compile(rf"^[ \t]*Test (\d+), loss: ({_NUM}), test acc\b", re.MULTILINE), head=(metrics.STEP, metrics.VAL_LOSS)),
+    ),
+    sniff=re.compile(rf"Train \d+, loss: {_NUM}, train acc\b"),
+    step_unit="epoch",
+    min_records=1,
+)
+
+# DGL-KE (awslabs/dgl-ke, train_pytorch.py): "[proc {}][Train]({}/{}) average {}: {}" for each of its
+# logs (pos_loss, neg_loss, loss, regularization) every log_interval steps, from each process: process
+# 0's loss, the step before the slash.
+DGL_KE = Dialect(
+    name="dgl_ke",
+    description='DGL-KE ("[proc 0][Train](15000/40000) average loss: 0.2598")',
+    shapes=(
+        Shape(re.compile(rf"\[proc 0\]\[Train\]\((\d+)/\d+\) average loss: ({_NUM})"), head=(metrics.STEP, metrics.LOSS)),
+    ),
+    sniff=re.compile(r"\[proc \d+\]\[Train\]\(\d+/\d+\) average loss: "),
+    min_records=1,
+)
+
 # Catalyst's ConsoleLogger (catalyst/loggers/console.py): after each loader's epoch f"{loader_key}
 # ({epoch}/{epochs}) " then its metrics sorted, f"{k}: {float(v)}" joined by " | " ("loss", "loss/mean",
 # "loss/std", "lr", ...); "* Epoch (E/N) ..." for the epoch's own. The epoch is the step; the tqdm bar
@@ -1305,14 +1332,20 @@ GENERIC = Dialect(
         Shape(re.compile(rf"\b(?i:epoch):?[^\S\n]*\[[^\S\n]*(\d+)[^\S\n]*\]\[[^\S\n]*(\d+)[^\S\n]*\]"
                          rf"{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
               head=("epoch", "iter", metrics.LOSS)),
-        # ... its prefix written "Train: [{epoch}]" (ProgressMeter(..., prefix=f"Train: [{epoch}]"):
+        # ... its prefix written "Train: [{epoch}]" (ProgressMeter(..., prefix=f"Train: [{epoch}]"), Pointcept's
+        # "Train: [{epoch}/{max_epoch}][{iter}/{max_iter}] ... loss: 1.1908 Lr: 0.00198"):
         # sightseq's ">> Train: [1][108/90000]\tTime 0.348 (0.361)\t...\tLoss 30.0584 (31.5477)"); CenterNet's
         # and FairMOT's bar: "mot/default| train: [10][929/2658]|Tot: 0:15:44 |ETA: 0:00:00 |loss -0.5303 |hm_loss ...".
-        Shape(re.compile(rf"\b(?i:train):[^\S\n]*\[(\d+)\]\[[^\S\n]*(\d+)[^\S\n]*/[^\S\n]*(\d+)\]"
+        Shape(re.compile(rf"\b(?i:train):[^\S\n]*\[(\d+)(?:/\d+)?\]\[[^\S\n]*(\d+)[^\S\n]*/[^\S\n]*(\d+)\]"
                          rf"{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
               head=("epoch", "iter", "total", metrics.LOSS)),
         Shape(re.compile(rf"^[ \t]*\[[^\S\n]*(\d+),[^\S\n]*(\d+)\][^\S\n]*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
               head=("epoch", "iter", metrics.LOSS)),
+        # ... and pointnet.pytorch's (fxia22/pointnet.pytorch, and the point-cloud trainers copied from
+        # it): "[%d: %d/%d] train loss: %f accuracy: %f" (its "[8: 90/199] test loss: ..." an evaluation).
+        Shape(re.compile(rf"^[ \t]*\[[^\S\n]*(\d+):[^\S\n]*(\d+)[^\S\n]*/[^\S\n]*(\d+)\][^\S\n]*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b",
+                         re.MULTILINE),
+              head=("epoch", "iter", "total", metrics.LOSS)),
         # The lr and the grad norm beside the loss (each a shape of its own, on the loss's lines).
         *_beside_the_loss(_STEP_LOSS_LINE, _STEP_FIELD, (metrics.STEP,), before=True),
         *_beside_the_loss(_COUNT_TOTAL_LOSS_LINE, _COUNT_TOTAL, ("iter", "total")),
@@ -1851,7 +1884,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT, BUILD_NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
