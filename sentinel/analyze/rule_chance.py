@@ -68,6 +68,22 @@ def _tolerance(k: int) -> float:
     return PROTOTYPE_TOLERANCE if k == 3000 else VOCAB_TOLERANCE
 
 
+def _passing_by(stretch: np.ndarray, tolerance: float) -> bool:
+    """Whether a loss is on its way through ln K (a curve falling from 2.0 through ln 7 = 1.946),
+    not at chance, which wanders around it: the stretch's halves lie apart by more than a quarter of
+    the tolerance and three standard errors of their medians (from its row-to-row noise).
+
+    Example:
+        >>> _passing_by(2.0 - np.arange(35, 60) / 1000, 0.0195), _passing_by(np.array([1.9460, 1.9459, 1.9462] * 4), 0.0195)
+        (True, False)
+    """
+    half = len(stretch) // 2
+    apart = abs(float(np.median(stretch[:half])) - float(np.median(stretch[len(stretch) - half:])))
+    steps = np.diff(stretch)
+    noise = 1.4826 * float(np.median(np.abs(steps - np.median(steps)))) / np.sqrt(2)
+    return apart > max(tolerance / 4, 3 * 1.2533 * noise * np.sqrt(2 / half))
+
+
 def chance_incidents(loss: pd.Series) -> list[Incident]:
     """One warning when the log's last :data:`MIN_ROWS` or more losses sit at ``ln K`` (see the
     module docstring). For a class count the log must start at most 1.5 ``ln K`` (where a model
@@ -97,10 +113,7 @@ def chance_incidents(loss: pd.Series) -> list[Incident]:
     # (DNABERT's classifier at 0.38, then 0.6931-0.6938 for 16 rows after a gap).
     if rows < MIN_ROWS:
         return []
-    # A loss on its way through ln K (a curve falling from 2.0 through ln 7 = 1.946) is no model at
-    # chance, which wanders around it: the stretch's halves may lie a quarter of the tolerance apart.
-    stretch = values[-rows:]
-    if abs(float(np.median(stretch[: rows // 2])) - float(np.median(stretch[rows - rows // 2:]))) > tolerance / 4:
+    if _passing_by(values[-rows:], tolerance):
         return []
     before = values[:-rows]
     # (a model that gives every input the same answer scores ln K to the batch: its rows sit far
