@@ -224,20 +224,19 @@ def _above_its_noise(series: pd.Series, frame: pd.DataFrame, cfg) -> pd.DataFram
     return frame
 
 
-# A jump under x2 with fewer rows before it than _NOISE_HISTORY (any jump over a single value) is
-# held to the spread of the rows around it instead (before it, and after it came back until the
-# next spike), where they are this many or more.
+# A jump with fewer rows before it than _NOISE_HISTORY is held to the spread of the rows around it
+# instead (before it, and after it came back until the next spike), where they are this many or more.
 _SPREAD_ROWS = 5
 
 
 def _above_what_follows(series: pd.Series, frame: pd.DataFrame, cfg) -> pd.DataFrame:
-    """``frame`` without the spikes under x2 of a short log's first rows (fewer than
-    :data:`_NOISE_HISTORY` before them: no spread of their own to be held to), and any at its
-    second row (one value before it), that stand within :data:`_SHORT_JUMP_SIGMAS` robust sigmas
-    of the rows around them: those before it and those from where the loss came back (under the
-    jump's x1.5 of its baseline) to the next spike. A paste of a noisy per-batch loss that opens on
-    a low value (BTS's 0.587, then 0.970, then 0.40-0.85; PaddleSeg's 0.049, then 0.23, 0.29 and
-    0.07-0.32 after) rose over one value and was "a spike". A rise that never came back stays one
+    """``frame`` without the spikes of a short log's first rows (fewer than :data:`_NOISE_HISTORY`
+    before them: no spread of their own to be held to) that stand within
+    :data:`_SHORT_JUMP_SIGMAS` robust sigmas of the rows around them: those before it and those
+    from where the loss came back (under the jump's x1.5 of its baseline) to the next spike. A
+    paste of a noisy per-batch loss that opens on a low value (BTS's 0.587, then 0.970, then
+    0.40-0.85; PaddleSeg's 0.049, then 0.23, 0.29 and 0.07-0.32 after; DiffTF's 1.70, 0.74, 0.18,
+    then 1.64 x2.2 among 0.13-1.85) rose over a value or three and was "a spike". A rise that never came back stays one
     (BigScience tr8b's 2.67 -> 4.37, 4.37, 4.39, ...), and so does one the rows after it never
     come near (PSMNet's 17.4, 33.4, 36.8, 28.9, 18.6, 17.4). Fewer than five such rows hold no
     spread (BigScience tr8's grad norm, 98k, 220k at its labelled spike, then 17k, is as ms-swift's
@@ -254,8 +253,7 @@ def _above_what_follows(series: pd.Series, frame: pd.DataFrame, cfg) -> pd.DataF
         return frame
     flagged = frame["is_spike"].to_numpy(dtype=bool)
     history = frame["history"].to_numpy()
-    candidates = np.flatnonzero(flagged & (history < _NOISE_HISTORY)
-                                & ((frame["ratio"].to_numpy() < _SHORT_SURE_JUMP) | (history <= 1)))
+    candidates = np.flatnonzero(flagged & (history < _NOISE_HISTORY))
     if not len(candidates):
         return frame
     from sentinel.detect.spike import to_log
