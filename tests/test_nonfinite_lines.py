@@ -151,3 +151,28 @@ def test_a_log_of_returns_and_no_loss_says_what_its_lines_log(tmp_path):
     assert result.output == (f"Error: '{path}': its lines log SPS, episodic_return, global_step but no loss (an "
                              "environment's returns, an evaluation's metrics: a rise of these is progress, not "
                              "divergence): sentinel judges a training loss; print or log the loss beside them\n")
+
+
+def test_a_running_average_printed_non_finite_beside_finite_values_is_told_once(tmp_path):
+    """DINOv2's MetricLogger prints each loss's window median, then its average since the start: "total_loss:
+    6.7223 (inf)  ...  koleo_loss: 0.0315 (inf)" on every line from one step on: a step's loss went infinite
+    before the lines pasted, and the run was "healthy". Told once, at the first such line's own step."""
+    lines = []
+    for k, step in enumerate(range(1200, 1300, 10)):
+        avg = "inf" if step >= 1250 else "6.8000"
+        lines.append(f"I20250104 12:12:42 90 dinov2 helpers.py:102] Training  [{step:>7d}/2500000]  eta: 40 days, "
+                     f"13:22:08  lr: 0.0006 (0.0003)  total_loss: {6.73 - k / 1000:.4f} ({avg})  koleo_loss: 0.0315 "
+                     f"({avg})  ibot_loss: 1.0857 (1.1301)  time: 1.2 (1.3)  data: 0.01 (0.01)  max mem: 30000")
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(lines) + "\n")
+    (run,) = discover_runs(path)
+    (incident,) = analyze_run(run).incidents
+    assert (incident.kind, incident.step, incident.severity) == ("nonfinite", 1250, "critical")
+    assert "running average" in incident.message and incident.details["resolved"]
+    # the ImageNet example's ProgressMeter: "Loss 3.2168 (nan)"
+    lines = [f"Epoch: [11][{i:>2d}/48]\tTime 0.470 (1.206)\tData 0.076 (0.004)\tLoss {3 - i / 100:.4f} "
+             f"({'nan' if i >= 30 else '3.5000'})" for i in range(1, 48)]
+    path = tmp_path / "imagenet.log"
+    path.write_text("\n".join(lines) + "\n")
+    (run,) = discover_runs(path)
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", run.steps.index[29])]

@@ -240,8 +240,15 @@ def nonfinite_incidents(run: RunData) -> list[Incident]:
         what = f"{metric} non-finite" if metric else "non-finite values recorded"
         count = int(sources["step"].nunique())
         where = f"step {start}" if start == end else f"steps {start}-{end} ({count} logged steps)"
+        message = f"{what} at {where}; {_describe_sources(sources)}"
+        if "source" in sources.columns and bool((sources["source"] == "running_average").all()):
+            value = _plain(sources.iloc[0].get("value")) if "value" in sources.columns else None
+            message = (f"{what} at or before step {start}: the running average printed beside it is "
+                       f"{value or 'non-finite'} from there on while the values printed are finite (a window's "
+                       "median or the step's own value hides the step that went non-finite)"
+                       + ("; the loss printed is finite after it" if later_ok else ""))
         incidents.append(Incident(
-            IncidentKind.NONFINITE, start, end, Severity.CRITICAL, f"{what} at {where}; {_describe_sources(sources)}",
+            IncidentKind.NONFINITE, start, end, Severity.CRITICAL, message,
             {"metric": metric, "sources": _source_list(sources), "resolved": bool(later_ok), "count": count}))
     return incidents
 

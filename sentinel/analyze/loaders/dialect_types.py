@@ -125,6 +125,9 @@ class EventLine:
         source: the tool that printed it (``deepspeed``, ``fairseq``).
         detail: fixed detail fields added to the event.
         keep_rank: the ``rank`` group is also a detail field of the event.
+        running: the match is a running value printed on a record line (an average since the
+            start, non-finite from one step on for good): its first match alone counts, at the
+            step of the record line that holds it.
     """
 
     pattern: re.Pattern
@@ -132,6 +135,7 @@ class EventLine:
     source: str = ""
     detail: Mapping[str, object] = field(default_factory=dict)
     keep_rank: bool = False
+    running: bool = False
 
 
 @dataclass(frozen=True)

@@ -94,6 +94,14 @@ NONFINITE_LINES: tuple[EventLine, ...] = (
     # BTS and the depth models trained with its loop: print('NaN in loss occurred. Aborting training.')
     EventLine(re.compile(r"\bNaN in loss occurred\b"), EventKind.NONFINITE, source="loss_check",
               detail={"metric": metrics.LOSS}),
+    # A loss's running average printed beside its value, non-finite where the value is not: the
+    # torchvision references' and DETR's / DINO's / DINOv2's / MAE's MetricLogger ("total_loss: 6.7223
+    # (inf)": the window's median, then the average since the start), the ImageNet example's
+    # ProgressMeter ("Loss 3.2168 (nan)"). A step's loss went non-finite at or before that line and
+    # the average stays so for good: its first line alone tells it.
+    EventLine(re.compile(r"(?i:(?<![\w/])[\w/]*loss\w*)['\"]?[^\S\n]*[:=]?[^\S\n]*[-+]?\d[\d.]*(?:[eE][-+]?\d+)?"
+                         r"[^\S\n]+\((?P<value>nan|-?inf)\)"),
+              EventKind.NONFINITE, source="running_average", detail={"metric": metrics.LOSS}, running=True),
     # JAX with jax_debug_nans: the primitive that made it.
     EventLine(re.compile(r"FloatingPointError: invalid value \((?P<value>nan|inf)\) encountered in (?P<module>[\w.]+)"),
               EventKind.NONFINITE, source="jax_debug_nans"),
@@ -105,5 +113,5 @@ WORDS = (re.compile(r"returned (?:nan|inf) values|Loss is (?:nan|-?inf)|Detected
                     r"(?i:loss (?:has )?bec[oa]me (?:nan|inf)\b)|loss is NAN or INF|Loss is not finite and|"
                     r"(?i:stopping training due to nan loss)|Model diverged with loss = NaN|(?i:training loss is nan)|(?:nan|inf) loss encountered at|"
                     r"NaN loss during training|LossTensor is inf or nan|contains a NaN|(?i:detected (?:nan|inf) loss)|"
-                    r"received an? (?:nan|inf) loss|Nan in summary histogram for|NaN in loss occurred|"
+                    r"received an? (?:nan|inf) loss|Nan in summary histogram for|NaN in loss occurred|\d[^\S\n]+\((?:nan|-?inf)\)|"
                     r"(?i:\bepoch\b[^\n]{0,80}?\b(?:total|mean|average|avg)\b[^\n:=]{0,40}?\bloss\b[^\S\n]*[:=][^\S\n]*-?(?:nan|inf)\b)"),)

@@ -58,6 +58,8 @@ def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, wa
                 continue
             found.append((match.start(), rule, match))
             claimed.append(match.span())
+            if rule.running:
+                break  # non-finite from there on: the first tells it
     if not found:
         return [], []
     found.sort(key=lambda item: item[0])
@@ -87,6 +89,8 @@ def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, wa
                 continue
         else:
             nxt = int(np.searchsorted(positions, pos)) if len(positions) else 0
+            if rule.running and nxt > 0:
+                nxt -= 1  # printed on a record line: that line's step
             if nxt < len(positions):
                 event["step"] = int(record_steps[nxt])
             else:
