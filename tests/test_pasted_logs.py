@@ -5463,3 +5463,23 @@ def test_a_jump_of_x2_over_three_first_values_within_the_spread_around_it(tmp_pa
              f"psnr=14.957458" for k, v in enumerate(values)]
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
     assert not any(i.kind == "loss_spike" for i in analyze_run(run).incidents)
+
+
+def test_a_loss_that_repeats_an_epochs_values_exactly_did_not_change_its_weights(tmp_path):
+    """TRACE's LoRA run: "no change in Loss": epoch 2 printed epoch 1's per-batch losses exactly (0.9741,
+    1.3742, 1.2390, ...), the weights never updated: "healthy". Exact repeats of a noisy loss printed with
+    two decimals, which chance lines up, are not told."""
+    epoch = [0.9741, 1.3742, 1.2390, 0.9670, 1.0386, 1.1681, 1.2240, 0.9610]
+    lines = ["***** Running training *****"]
+    for e in (1, 2, 3):
+        lines.append(f"Beginning of Epoch {e}/18, Total Micro Batches 8")
+        lines += [f"Epoch {e}, Step {i}, Loss: {v:.4f}:   1%|▏         | {8 * (e - 1) + i + 1}/144 [00:02<02:20, "
+                  "1.01it/s]" for i, v in enumerate(epoch)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    (incident,) = analyze_run(run).incidents
+    assert incident.kind == "loss_stuck" and incident.details["period_rows"] == 8 and incident.details["rows"] == 16
+    assert "did not change" in incident.message and not incident.details["resolved"]
+    rng = np.random.default_rng(0)
+    noisy = np.round(0.5 + 0.01 * rng.standard_normal(3000), 2)
+    (run,) = discover_runs(_write(tmp_path / "noisy.log", [f"step {s} | loss {v:.2f}" for s, v in enumerate(noisy)]))
+    assert not any("repeats" in i.message for i in analyze_run(run).incidents)

@@ -21,6 +21,7 @@ from sentinel.analyze.rule_abandoned import replaced_incidents, went_back_incide
 from sentinel.analyze.rule_amp import loss_scale_incidents, overflow_incidents
 from sentinel.analyze.rule_attention import attention_incidents
 from sentinel.analyze.rule_chance import chance_incidents
+from sentinel.analyze.rule_repeats import repeated_loss_incidents
 from sentinel.analyze.rule_divergence import GAN_RUNAWAY_GROWTH, divergence_incidents, runaway_incidents
 from sentinel.analyze.rule_crash import crash_incidents
 from sentinel.analyze.rule_announced import announced_changes, settle_announced
@@ -225,6 +226,8 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
             incidents += chance_incidents(loss)
         if not rl and not game:
             incidents += collapse_incidents(loss)
+            if not stuck:
+                incidents += repeated_loss_incidents(loss)
         filtered = nan_filtered_zeros(loss, incidents, run.source, run.meta)
         if filtered is not None:
             incidents = told_as_nan_filtered(incidents, filtered)
