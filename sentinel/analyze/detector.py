@@ -224,6 +224,9 @@ def _above_its_noise(series: pd.Series, frame: pd.DataFrame, cfg) -> pd.DataFram
     return frame
 
 
+# ... and on its last row, where no row after it tells its spread, a jump under this (as over two
+# values: _TWO_VALUES_JUMP's x3) is none, unless it stands out of the steps of the rows before it.
+_LAST_ROW_JUMP = 3.0
 # A jump with fewer rows before it than _NOISE_HISTORY is held to the spread of the rows around it
 # instead (before it, and after it came back until the next spike), where they are this many or more.
 _SPREAD_ROWS = 5
@@ -265,6 +268,10 @@ def _above_what_follows(series: pd.Series, frame: pd.DataFrame, cfg) -> pd.DataF
     within = np.zeros(len(frame), dtype=bool)
     for row, i in zip(candidates.tolist(), series.index.get_indexer(frame.index[candidates]).tolist()):
         back_under = frame["baseline"].iat[row] * (1 + cfg.short_rtol)
+        if i == len(values) - 1:  # a short log's last row: nothing after it to hold it to, but the
+            # rows before it (BigScience tr8's 3.11, 3.11, then 7.71: x2.48, 52 sigmas of their steps)
+            within[row] = frame["ratio"].iat[row] < _LAST_ROW_JUMP and not frame["score"].iat[row] >= cfg.threshold
+            continue
         back = i + 1 + np.flatnonzero(values[i + 1:] < back_under)
         if not len(back):
             within[row] = history[row] <= 1 and _lucky_first(logs, spiked, i)
