@@ -5511,3 +5511,13 @@ def test_a_rise_over_a_single_first_value_the_paste_ends_in_is_not_known(tmp_pat
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
     (incident,) = analyze_run(run).incidents
     assert (incident.kind, incident.severity) == ("loss_spike", "warning") and "lucky low one" in incident.message
+
+
+def test_a_loss_with_its_step_in_brackets_after_its_name(tmp_path):
+    """GitYCC's crnn-pytorch: print('train_batch_loss[', i, ']: ', loss), "train_batch_loss[ 6590 ]:  nan":
+    "not a log format", its NaN unread."""
+    lines = ["valid_evaluation: loss=1.832921710359357, acc=0.7594752661693344"]
+    lines += [f"train_batch_loss[ {i} ]:  {'nan' if i >= 6590 else 1.5 + (i % 30) / 100}" for i in range(6510, 6660, 10)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index[0] == 6510 and run.steps["loss"].iloc[0] == pytest.approx(1.5)
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 6590)]

@@ -974,6 +974,19 @@ TACOTRON2 = Dialect(
     min_records=1,
 )
 
+# A loss printed with its step in brackets after its name: GitYCC's crnn-pytorch, print('train_batch_loss[',
+# i, ']: ', loss), "train_batch_loss[ 6510 ]:  1.5743603706359863".
+STEP_AFTER_LOSS_KEY = Dialect(
+    name="text",
+    description='a loss with its step in brackets after its name ("train_batch_loss[ 6510 ]:  1.574")',
+    shapes=(
+        Shape(re.compile(rf"(?<![\w/])(?i:(?:train_)?(?:batch_)?loss)\[[^\S\n]*(\d+)[^\S\n]*\]:[^\S\n]*({_NUM})"),
+              head=(metrics.STEP, metrics.LOSS)),
+    ),
+    sniff=re.compile(r"loss\[[^\S\n]*\d+[^\S\n]*\]:"),
+    min_records=1,
+)
+
 # DGCNN (WangYueFt/dgcnn's PyTorch trainer, AnTao97/dgcnn.pytorch): "Train %d, loss: %.6f, train acc:
 # %.6f, ..." and "Test %d, loss: %.6f, test acc: ..." once an epoch: the epoch is the step.
 DGCNN = Dialect(
@@ -1884,7 +1897,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT, BUILD_NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, STEP_AFTER_LOSS_KEY, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
