@@ -5521,3 +5521,19 @@ def test_a_loss_with_its_step_in_brackets_after_its_name(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
     assert run.steps.index[0] == 6510 and run.steps["loss"].iloc[0] == pytest.approx(1.5)
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 6590)]
+
+
+def test_yolov5s_console_table_without_a_total(tmp_path):
+    """YOLOv5 from 6.0 on prints "Epoch gpu_mem box obj cls labels img_size": its total column gone, no
+    column named a loss: "not a log format". Its three terms' sum is the loss, as in Ultralytics' later
+    box_loss, cls_loss, dfl_loss."""
+    lines = ["     Epoch   gpu_mem       box       obj       cls    labels  img_size"]
+    for epoch in range(6, 16):
+        for k, done in enumerate((7, 100, 201)):
+            box = "nan" if epoch >= 14 else f"{0.05 - epoch / 1000 + k / 10000:.5f}"
+            lines.append(f"     {epoch}/299     6.18G   {box}   0.00845  0.002274       477       256:  "
+                         f"{done // 2}%|▎         | {done}/201 [00:02<01:09,  2.78it/s]")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index[[0, -1]].tolist() == [6, 15]
+    assert run.steps["loss"].iloc[0] == pytest.approx(0.0442 + 0.00845 + 0.002274)
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 14)]

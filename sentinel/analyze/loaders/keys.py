@@ -414,6 +414,21 @@ def _yolov5_total(columns) -> str | None:
     return names["total"] if {"box", "obj", "cls", "total"} <= names.keys() else None
 
 
+def yolov5_terms(columns) -> list[str]:
+    """YOLOv5's console table from its 6.0 release on (``Epoch gpu_mem box obj cls labels img_size``):
+    no total, its three loss terms, whose sum the loss is; empty where the columns are not that
+    table's (its earlier ``total`` column is the loss: :func:`_yolov5_total`).
+
+    Example:
+        >>> yolov5_terms(["Epoch", "gpu_mem", "box", "obj", "cls", "labels", "img_size"])
+        ['box', 'obj', 'cls']
+    """
+    names = {str(c).strip().lower(): str(c) for c in columns}
+    if not {"gpu_mem", "box", "obj", "cls"} <= names.keys() or "total" in names:
+        return []
+    return [names[term] for term in ("box", "obj", "cls")]
+
+
 def _deepmd_total(columns) -> str | None:
     """DeePMD-kit's ``lcurve.out`` (``# step rmse_val rmse_trn rmse_e_val rmse_e_trn ... lr``; its
     first versions ``# batch l2_tst l2_trn ...``): ``rmse_trn`` is the training loss's, the energy

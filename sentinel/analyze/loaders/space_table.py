@@ -55,6 +55,7 @@ from sentinel.analyze.loaders.keys import (
     loss_components,
     sniff_columns,
     step_column,
+    yolov5_terms,
 )
 from sentinel.analyze.loaders.numeric_table import (STEP_OF_TOTAL, numbered_names, step_unit, sum_loss_components,
                                                     table_steps)
@@ -192,7 +193,7 @@ def _components(header: list[str], bar: bool) -> list[str]:
     """The loss columns of a progress bar's table whose sum is the loss (none: not such a table)."""
     if not bar:
         return []
-    return [c[len(_TRAIN):] for c in loss_components([_TRAIN + c for c in header])]
+    return [c[len(_TRAIN):] for c in loss_components([_TRAIN + c for c in header])] or yolov5_terms(header)
 
 
 def _ruled(line: str, rule: str) -> list[str] | None:
@@ -244,7 +245,8 @@ def _find(lines: list[str], options: LoadOptions):
             # print(df) of a frame without a step column (pd.DataFrame(history.history)): its index
             # numbers the rows, as a to_csv index does
             header, step_col, indexed = ["", *header], "", False
-        if step_col is None or (loss_col is None and not loss_components([_TRAIN + c for c in header])):
+        if step_col is None or (loss_col is None and not loss_components([_TRAIN + c for c in header])
+                                and not yolov5_terms(header)):
             continue
         if len(tried) == MAX_HEADERS:
             return None
