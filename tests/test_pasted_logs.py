@@ -5537,3 +5537,18 @@ def test_yolov5s_console_table_without_a_total(tmp_path):
     assert run.steps.index[[0, -1]].tolist() == [6, 15]
     assert run.steps["loss"].iloc[0] == pytest.approx(0.0442 + 0.00845 + 0.002274)
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 14)]
+
+
+def test_torchtunes_bar_read_at_its_descriptions_step(tmp_path):
+    """torchtune updates its bar, then sets its description: "1|25|Loss: X: 26%|...| 26/101" is step 25's
+    loss drawn at count 26. The bar's count was read as the step too (step 32 for the last line's 31), and
+    behind torchx's "[trainer0|0]:" the description's step was not read: each loss one step late."""
+    losses = [1.2621808, 1.2436443, 1.1958776, 1.2151892, 1.2168413, 1.1868056, 1.1992870]
+    lines = []
+    for step, loss in enumerate(losses, 25):
+        for count in (step + 1, step + 2):
+            lines.append(f"[trainer0|0]:1|{step}|Loss: {loss}:  {count * 100 // 101}%|██▌       | {count}/101 "
+                         "[06:45<17:27, 13.96s/it]")
+    for name, text in (("torchx.log", lines), ("plain.log", [line[len("[trainer0|0]:"):] for line in lines])):
+        (run,) = discover_runs(_write(tmp_path / name, text))
+        assert run.steps.index.tolist() == list(range(25, 32)) and run.steps["loss"].iloc[0] == pytest.approx(1.2621808)

@@ -1403,7 +1403,8 @@ PROGRESS_LINES = Dialect(
         # "loss=2.3412: 45%|####5     | 27/60 [00:05<00:06, 5.1it/s]"; the bar's count is the step.
         # (The description's rest up to its percentage bounded: on a line of thousands of losses run
         # together, an unbounded scan from each to the line's end took minutes.)
-        Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b[^\n|]{{0,512}}?\d+%\|[^|\n]*\|[^\S\n]*(\d+)/(\d+) \["),
+        # (Not torchtune's "1|25|Loss: X: 26%|...| 26/101 [": its description's step is the step.)
+        Shape(re.compile(rf"(?<![\w/])(?<!\d\|)(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b[^\n|]{{0,512}}?\d+%\|[^|\n]*\|[^\S\n]*(\d+)/(\d+) \["),
               head=(metrics.LOSS, "iter", "total")),
         # ... drawn without its bar, the description no more than the loss and what follows it:
         # torch-ngp's and nerf2mesh's bar_format "{desc}: {percentage:3.0f}% {n_fmt}/{total_fmt}
@@ -1445,8 +1446,10 @@ PROGRESS_LINES = Dialect(
         # (a count inside the epoch; epochs from 0 or 1).
         Shape(re.compile(rf"^[^\S\n]*\[(\d+)/\d+\][^\S\n]*\[(\d+)/(\d+)\][^\S\n]*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b",
                          re.MULTILINE), head=("epoch", "iter", "total", metrics.LOSS)),
-        # torchtune's bar: f"{epoch + 1}|{global_step}|Loss: {loss}" (the global step).
-        Shape(re.compile(rf"^[ \t]*(\d+)\|(\d+)\|Loss:[^\S\n]*({_NUM})", re.MULTILINE),
+        # torchtune's bar: f"{epoch + 1}|{global_step}|Loss: {loss}" (the global step; its bar's count,
+        # drawn before the description is set again, one ahead), perhaps after a launcher's prefix
+        # (torchx's "[trainer0|0]:").
+        Shape(re.compile(rf"^[ \t]*(?:\[[^\]\n]{{1,40}}\]:)?[ \t]*(\d+)\|(\d+)\|Loss:[^\S\n]*({_NUM})", re.MULTILINE),
               head=("epoch", metrics.STEP, metrics.LOSS)),
         # Lightning's RichProgressBar as a terminal draws it (each redraw ended by "\r"): f"Epoch
         # {epoch}/{max_epochs - 1}", the bar, f"{completed}/{total}", "elapsed • remaining",
