@@ -440,6 +440,13 @@ def test_a_trainer_state_saved_under_another_name_is_read(tmp_path):
 
     (run,) = discover_runs(copy)
     assert run.source == "hf_trainer_state" and run.steps["loss"].dropna().index.tolist() == [5, 10, 15, 20]
+    assert run.name == "whisper-ja-trainer_state"
+    # ... and its text pasted into a log file, cut short inside its log_history: the rows before the cut
+    text = copy.read_text()
+    paste = tmp_path / "issue.log"
+    paste.write_text(text[: text.index('"step": 15')])
+    (run,) = discover_runs(paste)
+    assert (run.source, run.name, run.steps["loss"].dropna().index.tolist()) == ("hf_trainer_state", "issue", [5, 10])
 
 
 def test_a_trainers_stdout_without_its_bars_gets_its_steps_from_the_summary(tmp_path):

@@ -32,17 +32,23 @@ _KEYS = {"loss": metrics.LOSS, "learning_rate": metrics.LR, "grad_norm": metrics
 def sniff(path: str | Path) -> bool:
     """True for a ``trainer_state.json`` with a ``log_history``; under another name (a copy saved
     as ``whisper-ja-trainer_state.json``), for a JSON file whose head holds the Trainer state's
-    ``log_history`` and ``global_step`` both.
+    ``log_history`` and ``global_step`` both; and so for a text file that is one such JSON object
+    (its content pasted into ``issue.log``, perhaps cut short).
 
     Example:
         >>> sniff("/nonexistent/trainer_state.json")
         False
     """
     name = Path(path).name
-    if not name.lower().endswith(".json"):
+    suffix = Path(name).suffix.lower()
+    if suffix not in (".json", ".log", ".txt", ""):
         return False
     head = read_head(path)
-    return head is not None and '"log_history"' in head and (name == "trainer_state.json" or '"global_step"' in head)
+    if head is None or '"log_history"' not in head:
+        return False
+    if suffix != ".json" and not head.lstrip("\ufeff \t\r\n").startswith("{"):
+        return False
+    return name == "trainer_state.json" or '"global_step"' in head
 
 
 def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
@@ -108,6 +114,8 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         meta["summary"] = summary
     folder = Path(path).parent
     name = folder.parent.name if folder.name.startswith("checkpoint-") and folder.parent.name else folder.name
+    if Path(path).name != STATE:
+        name = Path(path).stem  # a copy under its own name (a paste beside others in one folder)
     steps: pd.DataFrame = rows_to_steps(rows)
     return [RunData(name=name or Path(path).stem, path=str(path), source=NAME, steps=steps, meta=meta,
                     warnings=warnings)]
