@@ -5552,3 +5552,28 @@ def test_torchtunes_bar_read_at_its_descriptions_step(tmp_path):
     for name, text in (("torchx.log", lines), ("plain.log", [line[len("[trainer0|0]:"):] for line in lines])):
         (run,) = discover_runs(_write(tmp_path / name, text))
         assert run.steps.index.tolist() == list(range(25, 32)) and run.steps["loss"].iloc[0] == pytest.approx(1.2621808)
+
+
+def test_charlesq34s_point_cloud_blocks(tmp_path):
+    """PointNet, PointNet++ and VoteNet log blocks: "**** EPOCH 002 ****", then "mean loss: X" under " ----
+    batch: 010 ----" (VoteNet: a "mean <key>: X" line per statistic) or once an epoch (PointNet, its "eval mean
+    loss" after it; PointNet++'s evaluation under "---- EPOCH 190 EVALUATION ----"). Read as lines of a loss
+    alone, numbered in order, an evaluation's 2.6e20 was a training step."""
+    lines = []
+    for epoch in (2, 3):
+        lines += [f"**** EPOCH {epoch:03d} ****", "Current learning rate: 0.001000", "2023-03-27 11:14:37.992102"]
+        for batch in range(10, 100, 10):
+            lines += [f" ---- batch: {batch:03d} ----", "mean box_loss: 0.5", "mean center_loss: 0.3",
+                      f"mean loss: {30 - epoch - batch / 100:.6f}", "mean neg_ratio: 0.75", "mean vote_loss: 0.2"]
+    (run,) = discover_runs(_write(tmp_path / "votenet.log", lines))
+    assert run.source == "pointnet" and len(run.steps) == 18 and run.steps.index.is_monotonic_increasing
+    assert run.steps["loss"].iloc[0] == pytest.approx(27.9)
+    lines = ["---- EPOCH 190 EVALUATION ----", "Progress: [----------] 0.0% checking", "mean loss: 259928480659827326976.0",
+             "Overall accuracy : 0.309652"]
+    for epoch in range(191, 197):
+        lines += [f"**** EPOCH {epoch} ****", "2023-04-03 05:09:51.769989", "----", f"mean loss: {0.05 - epoch / 10000:.6f}",
+                  "accuracy: 0.99", "----", f"eval mean loss: {0.07:.6f}", "eval accuracy: 0.98"]
+    (run,) = discover_runs(_write(tmp_path / "pointnet.log", lines))
+    assert run.steps["loss"].dropna().index.tolist() == list(range(191, 197))
+    assert run.steps["val_loss"].dropna().tolist()[:2] == [pytest.approx(2.5992848e20), pytest.approx(0.07)]
+    assert analyze_run(run).step_unit == "epoch"

@@ -987,6 +987,46 @@ STEP_AFTER_LOSS_KEY = Dialect(
     min_records=1,
 )
 
+# charlesq34's PointNet, PointNet++, Frustum PointNets and VoteNet (and the point-cloud trainers built
+# on them) log blocks: log_string('**** EPOCH %03d ****'), then 'mean loss: %f' under ' ---- batch:
+# %03d ----' every few batches (VoteNet, PointNet++: one 'mean <key>: %f' line per statistic) or once
+# an epoch (PointNet: after a '----' line, then its evaluation's 'eval mean loss: %f'); an evaluation
+# block under '---- EPOCH %03d EVALUATION ----'. (A block ends at the next header: no record reads
+# across one.)
+_POINTNET_BLOCK_LINE = r"(?:(?![^\S\n]*(?:>[^\S\n]*)?(?:\*{3,}|-{2,}[^\S\n]*(?:batch|EPOCH)))[^\n]*\n){0,40}?"
+_POINTNET_EPOCH = rf"^[^\S\n]*(?:>[^\S\n]*)?\*{{3,}}[^\S\n]*EPOCH[^\S\n]+(\d+)[^\S\n]*\*{{3,}}[^\S\n]*\n{_POINTNET_BLOCK_LINE}"
+_POINTNET_EVALUATION = (rf"^[^\S\n]*(?:>[^\S\n]*)?-{{2,}}[^\S\n]*EPOCH[^\S\n]+(\d+)[^\S\n]+EVALUATION[^\S\n]*-{{2,}}[^\S\n]*\n"
+                        rf"{_POINTNET_BLOCK_LINE}")
+POINTNET_BATCHES = Dialect(
+    name="pointnet",
+    description="charlesq34's PointNet++ / VoteNet blocks (\" ---- batch: 010 ----\", then \"mean loss: X\")",
+    shapes=(
+        Shape(re.compile(rf"^[^\S\n]*(?:>[^\S\n]*)?-{{2,}}[^\S\n]*batch:[^\S\n]*(\d+)[^\S\n]*-{{2,}}[^\S\n]*\n"
+                         rf"{_POINTNET_BLOCK_LINE}[^\S\n]*(?:>[^\S\n]*)?mean loss:[^\S\n]*({_NUM})", re.MULTILINE),
+              head=(metrics.STEP, metrics.LOSS)),
+        Shape(re.compile(rf"{_POINTNET_EVALUATION}[^\S\n]*(?:>[^\S\n]*)?(?:eval )?mean loss:[^\S\n]*({_NUM})", re.MULTILINE),
+              head=(metrics.STEP, metrics.VAL_LOSS)),
+    ),
+    sniff=re.compile(r"-- batch: \d+ --"),
+    step_wraps=True,
+    min_records=1,
+)
+POINTNET_EPOCHS = Dialect(
+    name="pointnet",
+    description="charlesq34's PointNet blocks (\"**** EPOCH 010 ****\", then \"mean loss: X\", \"eval mean loss: Y\")",
+    shapes=(
+        Shape(re.compile(rf"{_POINTNET_EPOCH}[^\S\n]*(?:>[^\S\n]*)?mean loss:[^\S\n]*({_NUM})", re.MULTILINE),
+              head=(metrics.STEP, metrics.LOSS)),
+        Shape(re.compile(rf"{_POINTNET_EPOCH}[^\S\n]*(?:>[^\S\n]*)?eval mean loss:[^\S\n]*({_NUM})", re.MULTILINE),
+              head=(metrics.STEP, metrics.VAL_LOSS)),
+        Shape(re.compile(rf"{_POINTNET_EVALUATION}[^\S\n]*(?:>[^\S\n]*)?(?:eval )?mean loss:[^\S\n]*({_NUM})", re.MULTILINE),
+              head=(metrics.STEP, metrics.VAL_LOSS)),
+    ),
+    sniff=re.compile(r"\*\*\* EPOCH \d+ \*\*\*"),
+    step_unit="epoch",
+    min_records=1,
+)
+
 # DGCNN (WangYueFt/dgcnn's PyTorch trainer, AnTao97/dgcnn.pytorch): "Train %d, loss: %.6f, train acc:
 # %.6f, ..." and "Test %d, loss: %.6f, test acc: ..." once an epoch: the epoch is the step.
 DGCNN = Dialect(
@@ -1900,7 +1940,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT, BUILD_NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, STEP_AFTER_LOSS_KEY, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, STEP_AFTER_LOSS_KEY, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
