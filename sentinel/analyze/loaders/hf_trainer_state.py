@@ -29,6 +29,10 @@ STATE = "trainer_state.json"
 _KEYS = {"loss": metrics.LOSS, "learning_rate": metrics.LR, "grad_norm": metrics.GRAD_NORM_TOTAL}
 
 
+# A JSON object's start: its brace, then its first key's quote.
+_JSON_OBJECT_START = re.compile(r"\ufeff?\s*\{\s*\"")
+
+
 def sniff(path: str | Path) -> bool:
     """True for a ``trainer_state.json`` with a ``log_history``; under another name (a copy saved
     as ``whisper-ja-trainer_state.json``), for a JSON file whose head holds the Trainer state's
@@ -44,11 +48,9 @@ def sniff(path: str | Path) -> bool:
     if suffix not in (".json", ".log", ".txt", ""):
         return False
     head = read_head(path)
-    if head is None or '"log_history"' not in head:
-        return False
-    if suffix != ".json" and not head.lstrip("\ufeff \t\r\n").startswith("{"):
-        return False
-    return name == "trainer_state.json" or '"global_step"' in head
+    if head is None or (suffix != ".json" and _JSON_OBJECT_START.match(head, 0, 4096) is None):
+        return False  # (a text log's first characters, before any search of its head: a printed dict's are "{'")
+    return '"log_history"' in head and (name == "trainer_state.json" or '"global_step"' in head)
 
 
 def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
