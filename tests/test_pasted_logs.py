@@ -5577,3 +5577,17 @@ def test_charlesq34s_point_cloud_blocks(tmp_path):
     assert run.steps["loss"].dropna().index.tolist() == list(range(191, 197))
     assert run.steps["val_loss"].dropna().tolist()[:2] == [pytest.approx(2.5992848e20), pytest.approx(0.07)]
     assert analyze_run(run).step_unit == "epoch"
+
+
+def test_unsloth_trains_step_and_loss_after_its_bar(tmp_path):
+    """Unsloth's unsloth_train prints f"{step}, {loss}" glued to the bar drawn before it (" 4%|...| 11/312
+    [02:27<1:00:48, 12.12s/it]10, 2.2398"): "its lines log steps, Epochs, GPUs ... but no loss"."""
+    lines = ["==((====))==  Unsloth - 2x faster free finetuning | Num GPUs = 1",
+             "    \\   /|    Num examples = 2,500 | Num Epochs = 1", "O^O/ \\_/ \\    Batch size per device = 2"]
+    for step in range(0, 300, 10):
+        loss = "nan" if step >= 200 else f"{2.55 - step / 1000:.4f}"
+        lines.append(f" {step // 3:2d}%|▎         | {step + 1}/312 [02:27<1:00:48, 12.12s/it]{step}, {loss}")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "unsloth" and run.steps.index[[0, -1]].tolist() == [0, 290]
+    assert run.steps["loss"].iloc[1] == pytest.approx(2.54)
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 200)]

@@ -974,6 +974,19 @@ TACOTRON2 = Dialect(
     min_records=1,
 )
 
+# Unsloth's unsloth_train (unsloth_zoo's training loop for gradient accumulation): print(f"{step}, {loss}")
+# after each logging step, glued to the tqdm bar drawn before it: " 4%|...| 11/312 [02:27<1:00:48,
+# 12.12s/it]10, 2.2398".
+UNSLOTH_TRAIN = Dialect(
+    name="unsloth",
+    description='Unsloth\'s unsloth_train ("...| 11/312 [02:27<1:00:48, 12.12s/it]10, 2.2398")',
+    shapes=(
+        Shape(re.compile(rf"(?:/it|it/s)\](\d+), ({_NUM})[^\S\n]*$", re.MULTILINE), head=(metrics.STEP, metrics.LOSS)),
+    ),
+    sniff=re.compile(r"(?:/it|it/s)\]\d+, [-+\d.naifNI]"),
+    min_records=1,
+)
+
 # A loss printed with its step in brackets after its name: GitYCC's crnn-pytorch, print('train_batch_loss[',
 # i, ']: ', loss), "train_batch_loss[ 6510 ]:  1.5743603706359863".
 STEP_AFTER_LOSS_KEY = Dialect(
@@ -1940,7 +1953,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT, BUILD_NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, STEP_AFTER_LOSS_KEY, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
