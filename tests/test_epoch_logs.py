@@ -178,3 +178,18 @@ def test_a_value_named_train_after_a_metrics_name_is_no_loss(tmp_path):
     path.write_text("".join(f"Epoch {e}: accuracy train={0.5 + e / 100:.3f} val={0.5 + e / 120:.3f}\n" for e in range(30)))
     with pytest.raises(ValueError, match="no loss"):
         discover_runs(path)
+
+
+def test_a_plateau_in_a_log_of_epochs_is_judged_over_epochs(tmp_path):
+    """A Keras U-Net's dice loss flat at -0.0191 for twelve epochs ("my model does not learn"): the plateau
+    window of 1,000 steps was 1,000 epochs, never reached. In a log of epochs it is 10 epochs."""
+    values = [-0.0190, -0.0191, -0.0192, -0.0191, -0.0192, -0.0191, -0.0192, -0.0191, -0.0192, -0.0191, -0.0192,
+              -0.0191, -0.0192]
+    path = tmp_path / "train.log"
+    path.write_text("".join(f"Epoch {e}/50\n - 120s - loss: {v:.4f} - dice_coef: {-v:.4f} - val_loss: -0.0190\n"
+                            for e, v in enumerate(values, 1)))
+    (run,) = discover_runs(path)
+    report = analyze_run(run)
+    assert report.step_unit == "epoch"
+    (plateau,) = [i for i in report.incidents if i.kind == "plateau"]
+    assert "10 epochs" in plateau.message

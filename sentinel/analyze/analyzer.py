@@ -148,6 +148,17 @@ def analyze(*paths: str | Path, step_col: str | None = None, loss_col: str | Non
     return AnalysisReport(kept, problems=problems, skipped=skipped)
 
 
+# The plateau window of a log whose steps are epochs, where none is asked for: no improvement
+# over this many epochs (the default's 1,000 steps would be 1,000 epochs, never reached).
+EPOCH_PLATEAU_WINDOW = 10
+
+
+def _plateau_config(config: AnalyzeConfig, per_epoch: bool) -> AnalyzeConfig:
+    if per_epoch and config.plateau_window == AnalyzeConfig().plateau_window:
+        return replace(config, plateau_window=EPOCH_PLATEAU_WINDOW)
+    return config
+
+
 def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
     """Run every rule over one loaded run.
 
@@ -215,7 +226,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
             found = [i for i in found if i.details.get("recovered") or i.step < ongoing[0].step
                      or (_may_open(i, ongoing[0], loss) and _opens_with_jump(i, loss))]
         incidents += found + diverged
-        incidents += plateau_before_divergence(loss, diverged, config)
+        incidents += plateau_before_divergence(loss, diverged, _plateau_config(config, per_epoch))
         incidents += overfitting_incidents(steps, loss, config)
     if len(loss) >= 2:
         rl = is_reinforcement_learning(steps.columns) or environment_rl or policy_gradient
