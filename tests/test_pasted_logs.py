@@ -5591,3 +5591,27 @@ def test_unsloth_trains_step_and_loss_after_its_bar(tmp_path):
     assert run.source == "unsloth" and run.steps.index[[0, -1]].tolist() == [0, 290]
     assert run.steps["loss"].iloc[1] == pytest.approx(2.54)
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 200)]
+
+
+def test_mmdetection_2s_json_log_with_its_validation_rows_and_nans(tmp_path):
+    """MMDetection 2.x's .log.json: training rows {"mode": "train", "epoch": e, "iter": i, ...} counting
+    inside each epoch, then each epoch's {"mode": "val", "iter": 625, "bbox_mAP": ...} (a fall of no training
+    count): the epochs piled onto one another, the last alone kept, and its lr printed as 0.0 was "a run
+    that did not train". Where the loss went NaN (JSON's NaN), those rows' counts made the epoch's length
+    550 (not 30000), and their NaN was marked at the first epoch's steps, the run "recovered"."""
+    rows = [json.dumps({"env_info": "sys.platform: linux", "seed": 0})]
+    for epoch in range(1, 6):
+        for it in range(50, 1001, 50):
+            loss = float("nan") if (epoch, it) >= (3, 600) else 2.0 - epoch / 10 - it / 10000
+            rows.append(json.dumps({"mode": "train", "epoch": epoch, "iter": it, "lr": 0.0 if epoch == 5 else 0.02,
+                                    "memory": 6034, "loss_cls": loss, "loss": loss, "grad_norm": loss, "time": 1.37}))
+        rows.append(json.dumps({"mode": "val", "epoch": epoch, "iter": 625, "lr": 0.02, "bbox_mAP": 0.3}))
+    path = tmp_path / "20210101_000000.log.json"
+    path.write_text("\n".join(rows) + "\n")  # json.dumps writes NaN as NaN, as mmcv's logger does
+    (run,) = discover_runs(path)
+    loss = run.steps["loss"]
+    assert loss.index.max() == 5000 and loss.dropna().index.tolist()[-1] == 2550
+    report = analyze_run(run)
+    nan = next(i for i in report.incidents if i.kind == "nonfinite" and i.details.get("metric") == "loss")
+    assert (nan.step, nan.end_step, report.verdict.value) == (2600, 5000, "unhealthy")
+    assert "never finite again" in nan.message

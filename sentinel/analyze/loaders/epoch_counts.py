@@ -50,10 +50,14 @@ def steps_across_epochs(step: np.ndarray, epoch: np.ndarray,
     epoch = epoch.astype("float64", copy=False)
     if len(step) < 3 or not np.isfinite(epoch).all() or not (np.diff(epoch) >= 0).all():
         return None
-    moves = epoch[1:] > epoch[:-1]
     # The count starts again at each move (or stays where it was: a log of one row an epoch at its
-    # last iteration, mmaction2's JSON {"epoch": 14, "iter": 20}) and falls nowhere else.
-    if not moves.any() or (step[1:] < step[:-1])[~moves].any() or (step[1:] > step[:-1])[moves].any():
+    # last iteration, mmaction2's JSON {"epoch": 14, "iter": 20}) and falls nowhere else: among the
+    # training's rows (an epoch's evaluation row after its last, {"mode": "val", "iter": 625} after
+    # iteration 7300, is a fall of no training count).
+    own_epoch, own_step = (epoch, step) if counted is None else (epoch[counted], step[counted])
+    moves = own_epoch[1:] > own_epoch[:-1]
+    if len(own_step) < 2 or not moves.any() or (own_step[1:] < own_step[:-1])[~moves].any() \
+            or (own_step[1:] > own_step[:-1])[moves].any():
         return None
     length = epoch_length(step.astype("float64") if counted is None else step[counted].astype("float64"))
     if not length > 0:

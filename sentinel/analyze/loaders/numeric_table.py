@@ -54,7 +54,8 @@ CHUNK_ROWS = 1 << 20
 _MAX_HEADER_BYTES = 64 << 20
 # Where read_columns leaves the mask of rows whose loss cell was text.
 TEXT_LOSS_ROWS = "text_loss_rows"
-# Where table_steps leaves the step it gave each of the table's rows, where it numbered them.
+# Where table_steps leaves the step it gave each of the table's rows, where it numbered them or made
+# their counts inside each epoch steps across epochs.
 ROW_STEPS = "row_steps"
 # Where read_columns leaves the mask of rows whose loss cell printed NaN (not left empty).
 PRINTED_NAN_ROWS = "printed_nan_rows"
@@ -607,9 +608,14 @@ def table_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warning
         step = counted
     numbered = _rows_of_epochs(step, renamed[metrics.LOSS], None if printed is None else rows(printed), step_col,
                                path, warnings) if batch_rows and counted is None else None
+    across = None
     if numbered is None:
-        step = _count_across_epochs(step, table, columns, step_col, rows, path, warnings,
-                                    ~np.isnan(np.asarray(renamed[metrics.LOSS], dtype="float64")))
+        # (a training row whose loss is a printed NaN is a training row: its count is the epoch's)
+        trained = ~np.isnan(np.asarray(renamed[metrics.LOSS], dtype="float64"))
+        if printed is not None:
+            trained |= rows(np.asarray(printed, dtype=bool))
+        across = _count_across_epochs(step, table, columns, step_col, rows, path, warnings, trained)
+        across, step = (None if across is step else across), across
     frame = pd.DataFrame(renamed, index=pd.Index(step if numbered is None else numbered, name=metrics.STEP), copy=False)
     if abandoned is not None:
         frame = went_back_rows(frame, abandoned)
@@ -618,8 +624,9 @@ def table_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warning
         frame.attrs[COUNTED_ACROSS_EPOCHS] = True
     if numbered is not None:
         frame.attrs[ROWS_NUMBERED] = True
+    if numbered is not None or across is not None or counted is not None:
         per_row = np.full(len(table), -1, dtype=np.int64)
-        per_row[use] = numbered
+        per_row[use] = numbered if numbered is not None else step
         frame.attrs[ROW_STEPS] = per_row  # each table row's step (-1: no row of the frame)
     return frame
 
