@@ -5615,3 +5615,21 @@ def test_mmdetection_2s_json_log_with_its_validation_rows_and_nans(tmp_path):
     nan = next(i for i in report.incidents if i.kind == "nonfinite" and i.details.get("metric") == "loss")
     assert (nan.step, nan.end_step, report.verdict.value) == (2600, 5000, "unhealthy")
     assert "never finite again" in nan.message
+
+
+def test_an_evaluation_losss_term_beside_it_is_not_judged_for_overfitting(tmp_path):
+    """fairseq's wav2vec 2.0 logs valid_loss and its terms valid_loss_0, _1 (the diversity penalty), _2:
+    "val_loss_1 rose from 0.101 ... overfitting; a checkpoint from near step 479 evaluates best", where
+    valid_loss fell every epoch. A term of an evaluation loss beside it is not judged; its total is."""
+    lines = []
+    for epoch in range(1, 11):
+        for k in range(1, 3):
+            update = (epoch - 1) * 480 + 200 * k
+            lines.append(f'[2022-04-08 18:48:05,372][train_inner][INFO] - {{"epoch": {epoch}, "update": 0.4, "loss": '
+                         f'"{9.3 - update / 1000:.3f}", "loss_0": "6.679", "loss_1": "0.056", "num_updates": "{update}", '
+                         '"lr": "3.125e-06"}')
+        lines.append(f'[2022-04-08 18:58:04,035][valid][INFO] - {{"epoch": {epoch}, "valid_loss": "{6.4 - epoch / 5:.3f}", '
+                     f'"valid_loss_0": "6.216", "valid_loss_1": "{0.1 + epoch / 100:.3f}", "valid_num_updates": "{epoch * 480}"}}')
+    (run,) = discover_runs(_write(tmp_path / "hydra_train.log", lines))
+    assert {"val_loss", "val_loss_1"} <= set(run.steps.columns)
+    assert not any(i.kind == "overfitting" for i in analyze_run(run).incidents)

@@ -14,7 +14,8 @@ from sentinel.analyze.loaders.keys import looks_like_eval_loss
 def overfitting_incidents(steps: pd.DataFrame, loss: pd.Series, config: AnalyzeConfig) -> list[Incident]:
     """One info incident per evaluation loss that rose by more than ``overfit_rise`` of its best
     and stayed up over the last ``overfit_evals`` evaluations, while the training loss (``loss``,
-    finite, by step) ended lower than it was at that best.
+    finite, by step) ended lower than it was at that best. A term of an evaluation loss logged beside
+    it (``val_loss_1`` beside ``val_loss``) is not judged: its total is.
 
     Example:
         >>> loss = pd.Series(np.linspace(2, 0.2, 100), index=range(0, 1000, 10))  # every 10 steps
@@ -26,7 +27,10 @@ def overfitting_incidents(steps: pd.DataFrame, loss: pd.Series, config: AnalyzeC
     incidents = []
     if len(loss) < 2:
         return incidents
-    for column in [c for c in steps.columns if looks_like_eval_loss(str(c))]:
+    evaluated = [str(c) for c in steps.columns if looks_like_eval_loss(str(c))]
+    for column in evaluated:
+        if any(column != total and column.startswith(total + "_") for total in evaluated):
+            continue  # a term of an evaluation loss beside it (fairseq's valid_loss_1, wav2vec 2.0's penalty)
         values = steps[column].to_numpy(dtype="float64")
         finite = np.isfinite(values)
         if finite.sum() < config.overfit_evals + 1:
