@@ -5633,3 +5633,18 @@ def test_an_evaluation_losss_term_beside_it_is_not_judged_for_overfitting(tmp_pa
     (run,) = discover_runs(_write(tmp_path / "hydra_train.log", lines))
     assert {"val_loss", "val_loss_1"} <= set(run.steps.columns)
     assert not any(i.kind == "overfitting" for i in analyze_run(run).incidents)
+
+
+def test_an_outlier_row_of_a_log_sparser_than_its_first_rows_is_an_outlier_batch(tmp_path):
+    """parameter-golf's log prints its first ten steps, then one every 200: one row at 2.615 among 1.8-2.2,
+    back at the next row, was "a loss spike ... recovered in 200 steps" (a warning) where such a row logged
+    every step is an outlier batch: "at once" was measured against the first rows' interval of 1."""
+    rng = np.random.default_rng(0)
+    steps = list(range(1, 11)) + list(range(200, 40001, 200))
+    lines = []
+    for s in steps:
+        loss = 2.6147 if s == 30000 else 2.0 + 0.05 * rng.standard_normal()
+        lines.append(f"step:{s}/500000 train_loss:{loss:.4f} train_time:{s * 43}ms step_avg:43.71ms")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    found = [(i.kind, i.step) for i in analyze_run(run).incidents if i.step == 30000]
+    assert found == [("outlier_batch", 30000)]

@@ -74,8 +74,11 @@ def spike_spans(series: pd.Series, config: AnalyzeConfig, *, start_jump: float |
         level = max(level, min(baseline + printed_unit(around), (baseline + peak) / 2))
         recovered = first_step_at_or_below(series, peak_step, level, within)
         nxt = _next_step(series, end)
+        # (the logging interval where the spike is: a log of its first ten steps, then one every 200)
+        at = int(np.searchsorted(steps, start))
+        here = int(steps[at] - steps[at - 1]) if at > 0 else interval
         outlier = not excerpt and _flagged_between(flagged, steps, start, end) <= OUTLIER_ROWS and \
-            _back_at_once(series, end, nxt, interval, baseline, peak)
+            _back_at_once(series, end, nxt, max(interval, here), baseline, peak)
         history = int(value_at(frame["history"], start)) if "history" in frame else None
         spans.append({"start": start, "end": end, "peak_step": peak_step, "peak": peak,
                       "baseline": baseline, "ratio": _ratio(peak, baseline), "score": score, "history": history,
