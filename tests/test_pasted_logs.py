@@ -5648,3 +5648,23 @@ def test_an_outlier_row_of_a_log_sparser_than_its_first_rows_is_an_outlier_batch
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
     found = [(i.kind, i.step) for i in analyze_run(run).incidents if i.step == 30000]
     assert found == [("outlier_batch", 30000)]
+
+
+def test_a_json_table_of_trainings_appended_one_after_another(tmp_path):
+    """detectron2 appends each launch's rows to one output folder's metrics.json: three trainings from
+    iteration 19 each were merged by step, the last one's rows kept where steps repeat, with no word (its
+    log.txt beside it is read as three runs)."""
+    rows = []
+    for start, length in ((109.0, 100), (110.0, 25), (108.0, 60)):
+        rows += [json.dumps({"data_time": 0.01, "iteration": 19 + 20 * k, "lr": 0.0001,
+                             "total_loss": start / (1 + k / 10), "loss_ce": 1.0}) for k in range(length)]
+    path = tmp_path / "metrics.json"
+    path.write_text("\n".join(rows) + "\n")
+    runs = discover_runs(path)
+    assert [run.name.split("#")[1] for run in runs] == ["1", "2", "3"]
+    assert [len(run.steps) for run in runs] == [100, 25, 60] and runs[1].steps["loss"].iloc[0] == 110.0
+    assert "holds 3 trainings" in runs[0].warnings[0]
+    # a resume from a later step stays one run
+    rows = [json.dumps({"iteration": s, "total_loss": 3.0 - s / 1000}) for s in (*range(19, 400, 20), *range(199, 600, 20))]
+    path.write_text("\n".join(rows) + "\n")
+    assert len(discover_runs(path)) == 1

@@ -25,6 +25,7 @@ from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, LOGGED_NAN_KEYS, AbandonedHistory, LoadOptions, RunData
 from sentinel.analyze.loaders.json_array import items_before_damage, objects_in_sequence
 from sentinel.analyze.loaders.keys import (
+    EPOCH_ALIASES,
     LOSS_ALIASES,
     MAX_COLUMNS,
     SPLIT_COLUMNS,
@@ -238,6 +239,61 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
                 table = table.drop(columns=col)  # a column named, never logged: no NaN to report
     if loss_col not in table.columns:  # the sum of the loss's components (see pick_columns)
         sum_loss_components(table, loss_components(table.columns), path, warnings)
+    json_rows = array or first.lstrip().startswith("{")
+    parts = _trainings(table, step_col, loss_col, nan_rows.get(loss_col, ()))
+    if parts is None:
+        return [_run(table, step_col, loss_col, nan_rows, json_rows, path, run_name(path), warnings)]
+    note = (f"{Path(path).name} holds {len(parts)} trainings that each start from their first step (runs "
+            f"appended to one file): each is read as a run of its own, {run_name(path)}#1 to #{len(parts)}")
+    runs = []
+    for k, rows in enumerate(parts, 1):
+        part = table.iloc[rows].reset_index(drop=True)
+        at = {row: i for i, row in enumerate(rows.tolist())}
+        part_nan = {col: [at[r] for r in found if r in at] for col, found in nan_rows.items()}
+        runs.append(_run(part, step_col, loss_col, part_nan, json_rows, path, f"{run_name(path)}#{k}",
+                         [note, *warnings]))
+    return runs
+
+
+# Rows with a loss, at least, in each training of a table that holds several (see _trainings).
+_TRAINING_ROWS = 2
+
+
+def _trainings(table: pd.DataFrame, step_col: str, loss_col: str, nan_rows) -> list[np.ndarray] | None:
+    """The rows of each training where a table holds several written one after another (detectron2's
+    metrics.json of each launch into one output folder): its rows with a loss go back to its first
+    step (or before it) and start again, each stretch two such rows or more; else None (a resume
+    from a later step is the went-back rows' business).
+
+    Example:
+        >>> t = pd.DataFrame({"iteration": [19, 39, 59, 19, 39], "total_loss": [3.0, 2.5, 2.0, 3.1, 2.4]})
+        >>> [part.tolist() for part in _trainings(t, "iteration", "total_loss", [])]
+        [[0, 1, 2], [3, 4]]
+    """
+    if loss_col not in table.columns or step_col not in table.columns:
+        return None
+    step = pd.to_numeric(table[step_col], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+    logged = pd.to_numeric(table[loss_col], errors="coerce").notna().to_numpy().copy()
+    logged[list(nan_rows)] = True
+    rows = np.flatnonzero(logged & ~np.isnan(step))
+    if len(rows) < 2 * _TRAINING_ROWS:
+        return None
+    steps = step[rows]
+    again = (steps[1:] < steps[:-1]) & (steps[1:] <= steps[0])
+    epoch_col = next((c for c in table.columns if c != step_col and str(c).strip().lower() in EPOCH_ALIASES), None)
+    if epoch_col is not None:  # a count inside the epoch starts again as the epoch moves on: no new training
+        epoch = pd.to_numeric(table[epoch_col], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)[rows]
+        again &= ~(epoch[1:] > epoch[:-1])
+    again = np.flatnonzero(again) + 1
+    if not len(again) or int(np.diff(np.r_[0, again, len(rows)]).min()) < _TRAINING_ROWS:
+        return None
+    cuts = rows[again]  # each training from its first row with a loss (rows before it: the one before)
+    return [np.arange(a, b) for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(table)])]
+
+
+def _run(table: pd.DataFrame, step_col: str, loss_col: str, nan_rows: dict[str, list[int]], json_rows: bool,
+         path, name: str, warnings: list[str]) -> RunData:
+    """One run of a table's rows (:func:`load`'s, or one training's)."""
     if nan_rows.get(loss_col):  # a JSON row's NaN loss is a row of its own (where the rows are numbered)
         printed = np.zeros(len(table), dtype=bool)
         printed[nan_rows[loss_col]] = True
@@ -246,7 +302,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     steps = table_steps(table, step_col, loss_col, path, warnings, keep_nan_eval=True, abandoned=abandoned)
     steps, unit = step_unit(step_col, steps, path, warnings, abandoned)
     meta = {"format": NAME, "columns": [str(c) for c in table.columns], "loss_column": str(loss_col), **unit}
-    if array or first.lstrip().startswith("{"):  # a JSON row tells a NaN it holds from a key it lacks
+    if json_rows:  # a JSON row tells a NaN it holds from a key it lacks
         meta[LOGGED_NAN] = _logged_nan(table, nan_rows, step_col, loss_col, steps.columns, steps.attrs.get(ROW_STEPS))
     elif table.attrs.get(PRINTED_NAN_ROWS) is not None and loss_col in table.columns and \
             {"epoch", "step"} <= {str(c) for c in table.columns}:
@@ -257,8 +313,8 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         printed = {loss_col: np.flatnonzero(table.attrs[PRINTED_NAN_ROWS]).tolist()}
         meta[LOGGED_NAN] = _logged_nan(table, printed, step_col, loss_col, steps.columns, steps.attrs.get(ROW_STEPS))
         meta[LOGGED_NAN_KEYS] = (metrics.LOSS,)  # the other columns' cells are not told apart here
-    return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps, meta=meta, warnings=warnings,
-                    abandoned=abandoned)]
+    return RunData(name=name, path=str(path), source=NAME, steps=steps, meta=meta, warnings=warnings,
+                   abandoned=abandoned)
 
 
 # A table read with its rows numbered is read whole: at most this much, and at least this many rows.
