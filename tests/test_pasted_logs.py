@@ -5668,3 +5668,24 @@ def test_a_json_table_of_trainings_appended_one_after_another(tmp_path):
     rows = [json.dumps({"iteration": s, "total_loss": 3.0 - s / 1000}) for s in (*range(19, 400, 20), *range(199, 600, 20))]
     path.write_text("\n".join(rows) + "\n")
     assert len(discover_runs(path)) == 1
+
+
+def test_a_grad_norm_that_drifts_to_a_new_level_is_no_explosion(tmp_path):
+    """A TinyLlama LoRA fine-tune's trainer_state.json: its grad norm drifts from 1.2 to 2.7 while the loss
+    falls smoothly: three "grad norm explosions" (x1.45-x2.0 its baseline, "no loss spike followed"), the
+    run "recovered". A rise under x3 that stays, with no loss spike, is a new level (information); a rise of
+    x3 or more that stays is still an explosion."""
+    def state(jump: float) -> dict:
+        rows = []
+        for k, step in enumerate(range(15, 2800, 15)):
+            grad = 1.2 + 1.5 * step / 2800 if step < 1500 else jump
+            rows.append({"epoch": step / 1000, "grad_norm": grad, "learning_rate": 2e-4, "loss": 1.6 - step / 5000,
+                         "step": step})
+        return {"global_step": 2790, "log_history": rows, "logging_steps": 15}
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps(state(3.0)))
+    (run,) = discover_runs(path)
+    assert not any(i.kind == "grad_norm_explosion" for i in analyze_run(run).incidents)
+    path.write_text(json.dumps(state(12.0)))
+    (run,) = discover_runs(path)
+    assert [i.kind for i in analyze_run(run).incidents if i.severity.value != "info"] == ["grad_norm_explosion"]
