@@ -5689,3 +5689,26 @@ def test_a_grad_norm_that_drifts_to_a_new_level_is_no_explosion(tmp_path):
     path.write_text(json.dumps(state(12.0)))
     (run,) = discover_runs(path)
     assert [i.kind for i in analyze_run(run).incidents if i.severity.value != "info"] == ["grad_norm_explosion"]
+
+
+def test_a_grpo_runs_zero_grad_norm_where_every_completion_scored_alike(tmp_path):
+    """A GRPO run's trainer_state.json: grad norm exactly 0 at steps 85-90, where every completion scored 0
+    (reward_std 0, zero_std_ratio 1): "no gradient reaches the weights (a loss detached ...)". With no
+    spread among a group's rewards there is no advantage, and no gradient, by design."""
+    def state(flat_rewards: bool) -> dict:
+        rows = []
+        for step in range(1, 120):
+            zero = 85 <= step <= 95
+            row = {"step": step, "loss": 0.0, "grad_norm": 0.0 if zero else 0.05 + step / 1000, "learning_rate": 1e-6}
+            if step % 2:
+                row.update(reward=0.0 if zero else 0.4, reward_std=0.0 if zero and flat_rewards else 0.3,
+                           zero_std_ratio=1.0 if zero and flat_rewards else 0.0)
+            rows.append(row)
+        return {"global_step": 119, "log_history": rows}
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps(state(flat_rewards=True)))
+    (run,) = discover_runs(path)
+    assert not any(i.kind == "zero_grad" for i in analyze_run(run).incidents)
+    path.write_text(json.dumps(state(flat_rewards=False)))
+    (run,) = discover_runs(path)
+    assert [i.kind for i in analyze_run(run).incidents if i.kind == "zero_grad"] == ["zero_grad"]

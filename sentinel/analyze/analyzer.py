@@ -44,7 +44,7 @@ from sentinel.analyze.rule_spikes import confirmed_by_grad_norm, grad_explosion_
 from sentinel.analyze.rule_lr_rise import settle_lr_rises
 from sentinel.analyze.rule_nan_filtered import nan_filtered_zeros, told_as_nan_filtered
 from sentinel.analyze.rule_recurring import settle_recurring
-from sentinel.analyze.rule_zero_grad import zero_grad_incidents
+from sentinel.analyze.rule_zero_grad import flat_rewards, zero_grad_incidents
 from sentinel.analyze.rule_zero_lr import zero_lr_incidents
 
 log = logging.getLogger(__name__)
@@ -246,7 +246,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         grad = finite(steps[metrics.GRAD_NORM_TOTAL])
         if len(grad) >= 2:
             incidents = confirmed_by_grad_norm(incidents + grad_explosion_incidents(grad, spans, config))
-        incidents += zero_grad_incidents(grad, loss)
+        incidents += zero_grad_incidents(grad, loss, flat=flat_rewards(steps))
     if has(metrics.LR):
         incidents += zero_lr_incidents(finite(steps[metrics.LR]), loss)
     run_meta = run.meta or {}

@@ -30,7 +30,31 @@ CONVERGED = 1e-3
 START_STEPS = 1000
 
 
-def zero_grad_incidents(grad: pd.Series, loss: pd.Series, min_rows: int = MIN_ROWS) -> list[Incident]:
+def flat_rewards(steps: pd.DataFrame) -> pd.Series | None:
+    """The steps at which a GRPO run's completions all scored alike (its ``reward_std`` logged as 0,
+    or its share of groups without spread, TRL's ``frac_reward_zero_std``, as 1): no advantage, no
+    gradient, by design. None where the run logs neither.
+
+    Example:
+        >>> flat_rewards(pd.DataFrame({"reward_std": [0.3, 0.0]}, index=[1, 2])).tolist()
+        [False, True]
+    """
+    found = None
+    for col in steps.columns:
+        name = str(col).lower()
+        if name.endswith("reward_std"):
+            flat = steps[col] == 0
+        elif name.endswith(("frac_reward_zero_std", "zero_std_ratio")):
+            flat = steps[col] == 1
+        else:
+            continue
+        flat = flat.where(steps[col].notna())  # a step that logged no reward says nothing
+        found = flat if found is None else found.fillna(flat)
+    return None if found is None else found.dropna().astype(bool)
+
+
+def zero_grad_incidents(grad: pd.Series, loss: pd.Series, min_rows: int = MIN_ROWS,
+                        flat: pd.Series | None = None) -> list[Incident]:
     """One warning for the longest stretch of ``min_rows`` or more logged grad norms in a row that
     are exactly 0, where the loss over it fell by less than :data:`MAX_LOSS_FALL`.
 
@@ -38,6 +62,8 @@ def zero_grad_incidents(grad: pd.Series, loss: pd.Series, min_rows: int = MIN_RO
         grad: the finite total grad norms, indexed by step.
         loss: the finite losses, indexed by step (empty: the stretch counts on the norms alone).
         min_rows: the shortest stretch reported.
+        flat: :func:`flat_rewards`, where the run logs them: a stretch in which every reward logged
+            had no spread (a GRPO group that all scored 0) has no gradient by design.
 
     Example:
         >>> grad = pd.Series([0.0] * 11, index=range(10, 120, 10))
@@ -47,6 +73,10 @@ def zero_grad_incidents(grad: pd.Series, loss: pd.Series, min_rows: int = MIN_RO
     """
     for stretch in zero_stretches(grad, loss, min_rows):
         fall, during = stretch.fall, stretch.during
+        if flat is not None:
+            said = flat[(flat.index >= stretch.first_step) & (flat.index <= stretch.last_step)]
+            if len(said) and bool(said.all()):
+                continue  # every completion scored alike: no advantage to follow
         if fall is not None and fall > MAX_LOSS_FALL:
             continue  # the loss came down: the weights did change, the 0 is a placeholder
         if len(during) and len(loss) and loss.iloc[0] > 0 and np.abs(during).max() <= CONVERGED * loss.iloc[0]:
