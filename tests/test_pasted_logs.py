@@ -5712,3 +5712,19 @@ def test_a_grpo_runs_zero_grad_norm_where_every_completion_scored_alike(tmp_path
     path.write_text(json.dumps(state(flat_rewards=False)))
     (run,) = discover_runs(path)
     assert [i.kind for i in analyze_run(run).incidents if i.kind == "zero_grad"] == ["zero_grad"]
+
+
+def test_phases_whose_step_starts_again_each_of_its_own_length_are_all_kept(tmp_path):
+    """An expert-iteration loop's SFT phases each log "Step 7 loss: X", "Step 15 ...", from 7 again, each
+    phase as long as its data: a phase that ended short of the longest was a resumed run's, merged step by
+    step with the next: 336 of 867 losses gone, with no word."""
+    lines = []
+    for phase, length in enumerate((1330, 1441, 1200, 1463, 1390)):
+        lines += [f"2025-09-18 23:55:25,453 - train - INFO - sft_data: {length}",
+                  f"2025-09-18 23:55:25,453 - train - INFO - sft step {phase} start"]
+        lines += [f"2025-09-18 23:55:29,715 - train - INFO - Step {s} loss: {12 - s / 200 + phase:.6f} token_entropy: 0.79"
+                  for s in range(7, length, 8)]
+        lines.append(f"2025-09-19 00:05:04,782 - train - INFO - ei step {phase} done, eval_acc: 0.686")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert len(run.steps["loss"].dropna()) == sum(len(range(7, n, 8)) for n in (1330, 1441, 1200, 1463, 1390))
+    assert run.steps.index.is_unique and run.steps.index.is_monotonic_increasing

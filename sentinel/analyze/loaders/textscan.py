@@ -1547,9 +1547,13 @@ def _epochs_from_wraps(iters: np.ndarray, total: np.ndarray, pos: np.ndarray, me
     prev_i, prev_t, cur_i = i[:-1], t[:-1], i[1:]
     gaps = np.diff(i[ok])
     gap = float(np.median(gaps[gaps > 0])) if (gaps > 0).any() else 1.0
-    wraps = (cur_i < prev_i) & (prev_i >= prev_t - 2 * gap) & ok[1:] & ok[:-1]
-    if to_start:  # only a count that starts again from its first interval (a resumed run does not)
-        wraps &= cur_i <= np.nanmin(i) + gap
+    if to_start:
+        # Only a count that starts again from its first interval (a resumed run does not), wherever
+        # it fell from: an expert-iteration loop's SFT phases, each from "Step 7" and each of its
+        # own length, were merged step by step where one ended short of the longest.
+        wraps = (cur_i < prev_i) & (cur_i <= np.nanmin(i) + gap) & ok[1:] & ok[:-1]
+    else:
+        wraps = (cur_i < prev_i) & (prev_i >= prev_t - 2 * gap) & ok[1:] & ok[:-1]
     if loss is not None and not to_start:
         lo = loss[order]
         changed = lo[1:] != lo[:-1]  # NaN after NaN too: a run that went NaN prints NaN each epoch
