@@ -5728,3 +5728,23 @@ def test_phases_whose_step_starts_again_each_of_its_own_length_are_all_kept(tmp_
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
     assert len(run.steps["loss"].dropna()) == sum(len(range(7, n, 8)) for n in (1330, 1441, 1200, 1463, 1390))
     assert run.steps.index.is_unique and run.steps.index.is_monotonic_increasing
+
+
+def test_stable_baselines3s_progress_csv(tmp_path):
+    """Stable-Baselines3's progress.csv: "no step column" (its step is time/total_timesteps); named, its empty
+    train/ cells (a rollout's row before any update, an evaluation's) were 100 NaN losses, critical, on a run
+    whose returns rose from -1183 to +1052. SB3 writes a NaN as 'nan' and a value not logged as nothing."""
+    header = ("rollout/ep_len_mean,time/time_elapsed,time/total_timesteps,rollout/ep_rew_mean,time/iterations,"
+              "train/loss,train/value_loss,eval/mean_reward")
+    rows = [header]
+    for k in range(1, 60):
+        steps = 2048 * k
+        if k % 6 == 1:
+            rows.append(f"600.0,{k},{steps},{-1183 + 40 * k},{k},,,{-1000 + 40 * k}")
+        else:
+            rows.append(f"600.0,{k},{steps},{-1183 + 40 * k},{k},{'nan' if k == 50 else 500 - 5 * k},2581.3,")
+    path = tmp_path / "progress.csv"
+    path.write_text("\n".join(rows) + "\n")
+    (run,) = discover_runs(path)
+    assert run.steps.index[0] == 2048
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents if i.kind == "nonfinite"] == [("nonfinite", 50 * 2048)]

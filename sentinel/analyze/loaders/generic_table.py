@@ -255,6 +255,8 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     return runs
 
 
+# Stable-Baselines3's progress.csv step column.
+_SB3_STEP = "time/total_timesteps"
 # Rows with a loss, at least, in each training of a table that holds several (see _trainings).
 _TRAINING_ROWS = 2
 
@@ -304,12 +306,13 @@ def _run(table: pd.DataFrame, step_col: str, loss_col: str, nan_rows: dict[str, 
     meta = {"format": NAME, "columns": [str(c) for c in table.columns], "loss_column": str(loss_col), **unit}
     if json_rows:  # a JSON row tells a NaN it holds from a key it lacks
         meta[LOGGED_NAN] = _logged_nan(table, nan_rows, step_col, loss_col, steps.columns, steps.attrs.get(ROW_STEPS))
-    elif table.attrs.get(PRINTED_NAN_ROWS) is not None and loss_col in table.columns and \
-            {"epoch", "step"} <= {str(c) for c in table.columns}:
+    elif table.attrs.get(PRINTED_NAN_ROWS) is not None and loss_col in table.columns and (
+            {"epoch", "step"} <= {str(c) for c in table.columns} or _SB3_STEP in table.columns):
         # Lightning's CSVLogger (its metrics.csv under another name: a paste, a renamed file) writes a
         # NaN as 'nan' and a metric a row did not log as an empty cell: its empty step-loss cells at
-        # the rows of a metric logged once an epoch were "non-finite". (Any other CSV's empty cell, a
-        # transcription's, may be the NaN a log printed as nothing.)
+        # the rows of a metric logged once an epoch were "non-finite". So does Stable-Baselines3's
+        # progress.csv (its rows of a rollout before any update, of an evaluation). (Any other CSV's
+        # empty cell, a transcription's, may be the NaN a log printed as nothing.)
         printed = {loss_col: np.flatnonzero(table.attrs[PRINTED_NAN_ROWS]).tolist()}
         meta[LOGGED_NAN] = _logged_nan(table, printed, step_col, loss_col, steps.columns, steps.attrs.get(ROW_STEPS))
         meta[LOGGED_NAN_KEYS] = (metrics.LOSS,)  # the other columns' cells are not told apart here
