@@ -5748,3 +5748,16 @@ def test_stable_baselines3s_progress_csv(tmp_path):
     (run,) = discover_runs(path)
     assert run.steps.index[0] == 2048
     assert [(i.kind, i.step) for i in analyze_run(run).incidents if i.kind == "nonfinite"] == [("nonfinite", 50 * 2048)]
+
+
+def test_a_csv_of_trainings_appended_keeps_each_ones_nan(tmp_path):
+    """A CSV written by two launches one after the other, the second going NaN (printed 'nan'), an empty cell
+    in the first: each training a run, the NaN told in the second at its own step, the empty cell none."""
+    rows = ["epoch,step,train_loss"]
+    rows += [f"0,{s},{'' if s == 30 else 3.0 - s / 100}" for s in range(10, 110, 10)]
+    rows += [f"0,{s},{'nan' if s >= 70 else 3.1 - s / 100}" for s in range(10, 110, 10)]
+    path = tmp_path / "losses.csv"
+    path.write_text("\n".join(rows) + "\n")
+    first, second = discover_runs(path)
+    assert [i.kind for i in analyze_run(first).incidents if i.kind == "nonfinite"] == []
+    assert [(i.kind, i.step) for i in analyze_run(second).incidents if i.kind == "nonfinite"] == [("nonfinite", 70)]

@@ -47,6 +47,7 @@ from sentinel.analyze.loaders.numeric_table import (
     LARGE_TABLE_BYTES,
     PRINTED_NAN_ROWS,
     ROW_STEPS,
+    TEXT_LOSS_ROWS,
     choose_columns,
     read_columns,
     read_header,
@@ -248,6 +249,9 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     runs = []
     for k, rows in enumerate(parts, 1):
         part = table.iloc[rows].reset_index(drop=True)
+        for key in (TEXT_LOSS_ROWS, PRINTED_NAN_ROWS):  # the reader's masks of the table's rows, the part's
+            if table.attrs.get(key) is not None:
+                part.attrs[key] = np.asarray(table.attrs[key])[rows]
         at = {row: i for i, row in enumerate(rows.tolist())}
         part_nan = {col: [at[r] for r in found if r in at] for col, found in nan_rows.items()}
         runs.append(_run(part, step_col, loss_col, part_nan, json_rows, path, f"{run_name(path)}#{k}",
