@@ -355,13 +355,17 @@ def grad_explosion_incidents(grad_norm: pd.Series, loss_spans: list[dict],
                 tail += f"; back down at step {span['recovered_step']}"
             elif span["start"] == last:
                 tail = "at the last logged step: nothing after it shows whether it mattered"
-            elif span["ratio"] < GRAD_NEW_LEVEL:
-                tail += "; it stays up: a new level of the grad norm, not an explosion"
-        # Back down with no loss spike, the last row alone, where nothing follows, or a rise under
-        # x3 that stays (a LoRA fine-tune's grad norm drifting from 1.2 to 2.7 as its loss falls):
+        # A rise under x3 that stays, with the loss calm before and after it (a LoRA fine-tune's grad
+        # norm drifting from 1.2 to 2.7 as its loss falls): a new level, not one inside a loss spike
+        # that has not come back (BigScience tr8b's grad norm rising again 4 steps after it).
+        new_level = not led and span["recovered_step"] is None and span["ratio"] < GRAD_NEW_LEVEL and not any(
+            s["start"] <= span["start"] and (s["recovered_step"] is None or s["recovered_step"] >= span["start"])
+            for s in loss_spans if not is_outlier_batch(s))
+        if new_level and span["start"] != last:
+            tail += "; it stays up: a new level of the grad norm, not an explosion"
+        # Back down with no loss spike, the last row alone, where nothing follows, or a new level:
         # information.
-        transient = not led and (span["recovered_step"] is not None or span["start"] == last
-                                 or span["ratio"] < GRAD_NEW_LEVEL)
+        transient = not led and (span["recovered_step"] is not None or span["start"] == last or new_level)
         message = (f"grad norm {metrics.GRAD_NORM_TOTAL} jumped to {span['peak']:.4g} at step "
                    f"{span['peak_step']} ({_against(span)}); {tail}")
         details = {**_json(span), "loss_spike_step": led[0]["start"] if led else None,
