@@ -1550,8 +1550,14 @@ def _epochs_from_wraps(iters: np.ndarray, total: np.ndarray, pos: np.ndarray, me
     if to_start:
         # Only a count that starts again from its first interval (a resumed run does not), wherever
         # it fell from: an expert-iteration loop's SFT phases, each from "Step 7" and each of its
-        # own length, were merged step by step where one ended short of the longest.
+        # own length, were merged step by step where one ended short of the longest. From short of
+        # the largest count, the count must go on from there (its next record no higher than where
+        # it fell from): a validation printed at "step 3" for 300 between 200 and 400 is no wrap.
         wraps = (cur_i < prev_i) & (cur_i <= np.nanmin(i) + gap) & ok[1:] & ok[:-1]
+        early = wraps & (prev_i < prev_t - 2 * gap)
+        if early.any():
+            after = np.r_[i[2:], np.inf]  # each wrap's next record's count
+            wraps &= ~early | ((after > cur_i) & (after <= prev_i))
     else:
         wraps = (cur_i < prev_i) & (prev_i >= prev_t - 2 * gap) & ok[1:] & ok[:-1]
     if loss is not None and not to_start:
