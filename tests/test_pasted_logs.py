@@ -5761,3 +5761,15 @@ def test_a_csv_of_trainings_appended_keeps_each_ones_nan(tmp_path):
     first, second = discover_runs(path)
     assert [i.kind for i in analyze_run(first).incidents if i.kind == "nonfinite"] == []
     assert [(i.kind, i.step) for i in analyze_run(second).incidents if i.kind == "nonfinite"] == [("nonfinite", 70)]
+
+
+def test_openai_baselines_progress_csv_steps_by_total_steps(tmp_path):
+    """OpenAI baselines' DDPG writes progress.csv with its steps under total/steps: "not a log format"."""
+    rows = ["rollout/return,train/loss_critic,total/steps,total/episodes,train/loss_actor"]
+    rows += [f"{-1146 + 30 * k},{383 * 1.1 ** k:.2f},{2000 * k},{34 * k},{-176 + k:.2f}" for k in range(1, 40)]
+    path = tmp_path / "progress.csv"
+    path.write_text("\n".join(rows) + "\n")
+    (run,) = discover_runs(path)
+    assert run.steps.index[0] == 2000 and "loss" in run.steps.columns
+    # its critic's loss grows with the returns' size: a reinforcement-learning run, its rises not judged
+    assert not any(i.kind in ("divergence", "loss_spike") for i in analyze_run(run).incidents)

@@ -65,6 +65,8 @@ def is_reinforcement_learning(columns) -> bool:
 # Episode returns from an environment: Stable-Baselines3's rollout/ep_rew_mean (and
 # ep_len_mean), CleanRL's charts/episodic_return, RLlib's episode_reward_mean.
 _EPISODE_KEYS = ("ep_rew_mean", "ep_len_mean", "episodic_return", "episode_reward_mean", "episode_return")
+# ... and OpenAI baselines' DDPG rollout returns (a "return" alone may be anything's).
+_EPISODE_COLUMNS = ("rollout/return", "rollout/return_history")
 
 
 def is_environment_rl(columns) -> bool:
@@ -76,7 +78,7 @@ def is_environment_rl(columns) -> bool:
         >>> is_environment_rl(["rollout/ep_rew_mean", "train/loss"]), is_environment_rl(["loss", "reward"])
         (True, False)
     """
-    return any(str(c).rsplit("/", 1)[-1] in _EPISODE_KEYS for c in columns)
+    return any(str(c).rsplit("/", 1)[-1] in _EPISODE_KEYS or str(c) in _EPISODE_COLUMNS for c in columns)
 
 
 # Words of a loss's name that say it is a policy gradient's surrogate objective (PPO's and GRPO's

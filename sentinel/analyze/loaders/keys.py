@@ -17,7 +17,8 @@ STEP_ALIASES = ("step", "global_step", "iteration", "iter", "it", "trainer/globa
                 "num_updates",  # fairseq's metric names, as a tracker's table keeps them
                 "#",  # spaCy's training table: E (the epoch), # (the step)
                 "_step",  # W&B's own count of log calls: a run's history exported as CSV
-                "time/total_timesteps")  # Stable-Baselines3's progress.csv: the environment steps
+                "time/total_timesteps",  # Stable-Baselines3's progress.csv: the environment steps
+                "total/steps")  # OpenAI baselines' logger (DDPG's progress.csv), the same
 # An epoch count's column (a table of one row per epoch: Keras' CSVLogger, Ultralytics' results.csv,
 # pointMLP's "Epoch-Num").
 EPOCH_ALIASES = ("epoch", "epochs", "epoch-num", "epoch_num", "epoch num", "epoch_idx", "num_epoch")
