@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from sentinel.analyze.config import AnalyzeConfig, InvalidThreshold
+from sentinel.analyze.noise import mad_sigma
 from sentinel.analyze.spans import cadence
 
 # AnalyzeConfig fields forwarded to the detector's SpikeConfig when set (--window, ...).
@@ -214,8 +215,7 @@ def _above_its_noise(series: pd.Series, frame: pd.DataFrame, cfg) -> pd.DataFram
         else:
             steps = np.diff(logs[i - int(history[row]):i])
             typical = float(np.median(steps))
-            sigma = max(float(np.median(np.abs(steps - typical))) / 0.6745, 1e-6)  # the MAD as a normal's sigma
-            within[row] = (logs[i] - (logs[i - 1] + typical)) / sigma < _SHORT_JUMP_SIGMAS
+            within[row] = (logs[i] - (logs[i - 1] + typical)) / mad_sigma(steps, typical) < _SHORT_JUMP_SIGMAS
         spiked[i] = not within[row]  # a row found within the spread is the spread's, for the rows after it
     if not within.any():
         return frame
@@ -282,8 +282,7 @@ def _above_what_follows(series: pd.Series, frame: pd.DataFrame, cfg) -> pd.DataF
         if len(rest) < _SPREAD_ROWS:
             continue
         middle = float(np.median(rest))
-        sigma = max(float(np.median(np.abs(rest - middle))) / 0.6745, 1e-6)  # the MAD as a normal's sigma
-        within[row] = (logs[i] - middle) / sigma < _SHORT_JUMP_SIGMAS
+        within[row] = (logs[i] - middle) / mad_sigma(rest, middle) < _SHORT_JUMP_SIGMAS
     if not within.any():
         return frame
     frame = frame.copy()
@@ -308,7 +307,7 @@ def _lucky_first(logs: np.ndarray, spiked: np.ndarray, i: int) -> bool:
     if len(after) < _SPREAD_ROWS:
         return False
     middle = float(np.median(after))
-    sigma = max(float(np.median(np.abs(after - middle))) / 0.6745, 1e-6)
+    sigma = mad_sigma(after, middle)
     return bool((middle - logs[0]) / sigma < _SHORT_JUMP_SIGMAS and (logs[i] - middle) / sigma < _SHORT_JUMP_SIGMAS)
 
 

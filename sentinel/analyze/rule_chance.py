@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
+from sentinel.analyze.noise import step_noise
 
 # Class counts: common label sets (2, 10, 100, 1,000); and counts a log must start at as well as end
 # at (3 for NLI, 4, 5, and the powers of two a batch has, whose ln an in-batch contrastive loss,
@@ -79,9 +80,7 @@ def _passing_by(stretch: np.ndarray, tolerance: float) -> bool:
     """
     half = len(stretch) // 2
     apart = abs(float(np.median(stretch[:half])) - float(np.median(stretch[len(stretch) - half:])))
-    steps = np.diff(stretch)
-    noise = 1.4826 * float(np.median(np.abs(steps - np.median(steps)))) / np.sqrt(2)
-    return apart > max(tolerance / 4, 3 * 1.2533 * noise * np.sqrt(2 / half))
+    return apart > max(tolerance / 4, 3 * 1.2533 * step_noise(stretch) * np.sqrt(2 / half))
 
 
 def chance_incidents(loss: pd.Series) -> list[Incident]:

@@ -8,6 +8,7 @@ import pandas as pd
 from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.detector import detect_divergence, divergence_config, spike_config
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
+from sentinel.analyze.noise import step_noise
 from sentinel.analyze.spans import between, gap_rows
 from sentinel.detect.divergence import NOISE_AFTER, measured_margin
 
@@ -198,8 +199,7 @@ def _above_noise(before: np.ndarray, rise: np.ndarray) -> bool:
     elif len(rise) >= _RISE_NOISE_ROWS:  # a "rise" from the log's first rows on: its own row-to-row
         # noise (its successive differences about their median: a trend moves them all alike),
         # against the few rows before it
-        steps = np.diff(scale(rise))
-        spread = 1.4826 * float(np.median(np.abs(steps - np.median(steps)))) / np.sqrt(2)
+        spread = step_noise(scale(rise))
     else:
         return True
     return float(scale(np.median(rise))) - center > _NOISE_SIGMAS * spread

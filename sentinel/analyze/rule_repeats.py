@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
-from sentinel.analyze.spans import printed_unit
+from sentinel.analyze.noise import printed_unit
 
 # The values at the log's end that are looked at (a run whose weights stopped changing stays so).
 TAIL_ROWS = 20_000

@@ -11,8 +11,8 @@ from sentinel import metrics
 from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.detector import detect_spikes, loss_atol, spike_config
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
-from sentinel.analyze.spans import (between, cadence, first_step_at_or_below, gap_rows, group_positions, printed_unit,
-                                    value_at)
+from sentinel.analyze.noise import printed_unit
+from sentinel.analyze.spans import between, cadence, first_step_at_or_below, gap_rows, group_positions, value_at
 
 # A single outlier row, the next logged step no outlier and at least half-way back: an outlier
 # batch, the case the guard answers by withholding one update (tier 1), not an incident. A

@@ -28,7 +28,7 @@ import pandas as pd
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
 from sentinel.analyze.loaders.keys import DISCRIMINATOR_KEYS, GENERATOR_KEYS, LETTER_PAIR, bare_key
 from sentinel.analyze.rule_chance import chance_level
-from sentinel.analyze.spans import printed_unit
+from sentinel.analyze.noise import printed_unit
 
 # Consecutive logged values, all the same float, that make a stretch.
 MIN_ROWS = 8

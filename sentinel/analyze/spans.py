@@ -91,23 +91,6 @@ def gap_rows(steps: np.ndarray, every: int | None = None) -> np.ndarray:
     return big[(_GAP_NEIGHBOURS * left < jump) & (_GAP_NEIGHBOURS * right < jump)]
 
 
-def printed_unit(values) -> float:
-    """One unit of the last decimal the finest of ``values`` was printed with (10 decimals at
-    most): 0.001 for a loss printed as 0.011, 0.017, 0.012; 1e-10 for full-precision floats.
-
-    Example:
-        >>> printed_unit([0.011, 0.017, 0.01]), printed_unit([2.0035, 2.0034])
-        (0.001, 0.0001)
-    """
-    x = np.asarray(values, dtype="float64")
-    x = x[np.isfinite(x)]
-    tolerance = 1e-12 * np.maximum(1.0, np.abs(x))
-    decimals = 0
-    while decimals < 10 and bool((np.abs(np.round(x, decimals) - x) > tolerance).any()):
-        decimals += 1  # one value needs more
-    return 10.0 ** -decimals
-
-
 def first_step_at_or_below(series: pd.Series, after: int, level: float, within: int) -> int | None:
     """First step in ``(after, after + within]`` where ``series`` is at or below ``level``.
 

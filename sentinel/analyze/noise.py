@@ -1,0 +1,46 @@
+"""How much a short stretch of a logged series wanders: the robust spreads the rules hold a jump,
+a rise or a repeat to, and the resolution its values were printed with."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def printed_unit(values) -> float:
+    """One unit of the last decimal the finest of ``values`` was printed with (10 decimals at
+    most): 0.001 for a loss printed as 0.011, 0.017, 0.012; 1e-10 for full-precision floats.
+
+    Example:
+        >>> printed_unit([0.011, 0.017, 0.01]), printed_unit([2.0035, 2.0034])
+        (0.001, 0.0001)
+    """
+    x = np.asarray(values, dtype="float64")
+    x = x[np.isfinite(x)]
+    tolerance = 1e-12 * np.maximum(1.0, np.abs(x))
+    decimals = 0
+    while decimals < 10 and bool((np.abs(np.round(x, decimals) - x) > tolerance).any()):
+        decimals += 1  # one value needs more
+    return 10.0 ** -decimals
+
+
+def mad_sigma(values: np.ndarray, center: float) -> float:
+    """The median absolute deviation of ``values`` from ``center`` as a normal's sigma (never 0:
+    a flat stretch holds a jump to a tiny spread, not to none).
+
+    Example:
+        >>> round(mad_sigma(np.array([1.0, 2.0, 3.0, 4.0, 5.0]), 3.0), 3)
+        1.483
+    """
+    return max(float(np.median(np.abs(values - center))) / 0.6745, 1e-6)
+
+
+def step_noise(values: np.ndarray) -> float:
+    """The row-to-row noise of ``values`` as one value's sigma: the robust spread of their
+    successive differences about their median (a steady trend moves them all alike), over sqrt 2.
+
+    Example:
+        >>> step_noise(np.arange(10.0)), round(step_noise(np.array([1.0, 1.5, 1.2, 1.9, 1.1, 1.6])), 3)
+        (0.0, 0.21)
+    """
+    steps = np.diff(values)
+    return float(1.4826 * float(np.median(np.abs(steps - np.median(steps)))) / np.sqrt(2))
