@@ -66,7 +66,8 @@ def chance_level(value: float) -> int | None:
 
 
 def _tolerance(k: int) -> float:
-    return PROTOTYPE_TOLERANCE if k == 3000 else VOCAB_TOLERANCE
+    """The relative tolerance of a vocabulary's or a head's size (a size that is both, DINO's 2**16, a vocabulary's)."""
+    return PROTOTYPE_TOLERANCE if k in PROTOTYPE_COUNTS and k not in VOCAB_SIZES else VOCAB_TOLERANCE
 
 
 def _passing_by(stretch: np.ndarray, tolerance: float) -> bool:

@@ -25,9 +25,9 @@ from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, LOGGED_NAN_KEYS, AbandonedHistory, LoadOptions, RunData
 from sentinel.analyze.loaders.json_array import items_before_damage, objects_in_sequence
 from sentinel.analyze.loaders.keys import (
-    EPOCH_ALIASES,
     LOSS_ALIASES,
     MAX_COLUMNS,
+    SB3_STEP,
     SPLIT_COLUMNS,
     STEP_ALIASES,
     TRAIN_WORDS,
@@ -49,6 +49,7 @@ from sentinel.analyze.loaders.numeric_table import (
     ROW_STEPS,
     TEXT_LOSS_ROWS,
     choose_columns,
+    epoch_column,
     read_columns,
     read_header,
     step_unit,
@@ -259,8 +260,6 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     return runs
 
 
-# Stable-Baselines3's progress.csv step column.
-_SB3_STEP = "time/total_timesteps"
 # Rows with a loss, at least, in each training of a table that holds several (see _trainings).
 _TRAINING_ROWS = 2
 
@@ -286,7 +285,7 @@ def _trainings(table: pd.DataFrame, step_col: str, loss_col: str, nan_rows) -> l
         return None
     steps = step[rows]
     again = (steps[1:] < steps[:-1]) & (steps[1:] <= steps[0])
-    epoch_col = next((c for c in table.columns if c != step_col and str(c).strip().lower() in EPOCH_ALIASES), None)
+    epoch_col = epoch_column(table.columns, step_col)
     if epoch_col is not None:  # a count inside the epoch starts again as the epoch moves on: no new training
         epoch = pd.to_numeric(table[epoch_col], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)[rows]
         again &= ~(epoch[1:] > epoch[:-1])
@@ -311,7 +310,7 @@ def _run(table: pd.DataFrame, step_col: str, loss_col: str, nan_rows: dict[str, 
     if json_rows:  # a JSON row tells a NaN it holds from a key it lacks
         meta[LOGGED_NAN] = _logged_nan(table, nan_rows, step_col, loss_col, steps.columns, steps.attrs.get(ROW_STEPS))
     elif table.attrs.get(PRINTED_NAN_ROWS) is not None and loss_col in table.columns and (
-            {"epoch", "step"} <= {str(c) for c in table.columns} or _SB3_STEP in table.columns):
+            {"epoch", "step"} <= {str(c) for c in table.columns} or SB3_STEP in table.columns):
         # Lightning's CSVLogger (its metrics.csv under another name: a paste, a renamed file) writes a
         # NaN as 'nan' and a metric a row did not log as an empty cell: its empty step-loss cells at
         # the rows of a metric logged once an epoch were "non-finite". So does Stable-Baselines3's

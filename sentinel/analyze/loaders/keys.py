@@ -8,6 +8,8 @@ import numpy as np
 
 from sentinel import metrics
 
+# Stable-Baselines3's step: the environment steps, in its console blocks and its progress.csv.
+SB3_STEP = "time/total_timesteps"
 STEP_ALIASES = ("step", "global_step", "iteration", "iter", "it", "trainer/global_step",
                 "train/global_step",  # the Hugging Face Trainer's key in W&B and other trackers
                 "steps", "s",
@@ -17,7 +19,7 @@ STEP_ALIASES = ("step", "global_step", "iteration", "iter", "it", "trainer/globa
                 "num_updates",  # fairseq's metric names, as a tracker's table keeps them
                 "#",  # spaCy's training table: E (the epoch), # (the step)
                 "_step",  # W&B's own count of log calls: a run's history exported as CSV
-                "time/total_timesteps",  # Stable-Baselines3's progress.csv: the environment steps
+                SB3_STEP,  # Stable-Baselines3's progress.csv
                 "total/steps")  # OpenAI baselines' logger (DDPG's progress.csv), the same
 # An epoch count's column (a table of one row per epoch: Keras' CSVLogger, Ultralytics' results.csv,
 # pointMLP's "Epoch-Num").

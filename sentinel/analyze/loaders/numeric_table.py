@@ -700,12 +700,22 @@ def _count_across_epochs(step: np.ndarray, table: pd.DataFrame, columns: list, s
     epoch's length, where some rows have none)."""
     # (Without an epoch column a step that falls back to its first is a training written again
     # into the file, as a CSV logger appends: went_back_rows' business, not this.)
-    epoch_col = next((c for c in columns if c != step_col and str(c).strip().lower() in EPOCH_ALIASES), None)
+    epoch_col = epoch_column(columns, step_col)
     if epoch_col is None or not len(step):
         return step
     counted = trained if trained is not None and trained.any() and not trained.all() else None
     found = _across_epochs(step, _numbers(table, epoch_col, rows), step_col, epoch_col, path, warnings, counted)
     return step if found is None else found
+
+
+def epoch_column(columns, step_col: str):
+    """The column beside ``step_col`` that counts epochs, or None.
+
+    Example:
+        >>> epoch_column(["iter", "epoch", "loss"], "iter")
+        'epoch'
+    """
+    return next((c for c in columns if c != step_col and str(c).strip().lower() in EPOCH_ALIASES), None)
 
 
 # A column beside the epoch that counts inside it (read where the epoch is the step column).

@@ -39,6 +39,7 @@ from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData
 from sentinel.analyze.loaders.amp_lines import AMP_LINES
 from sentinel.analyze.loaders.keys import (
     LOG2_LOSS_SCALE_KEYS,
+    SB3_STEP,
     below_smallest_note,
     canonical_key,
     find_column,
@@ -62,7 +63,7 @@ DESCRIPTION = ("Stable-Baselines3 console blocks (| time/ |, |    total_timestep
 MIN_BLOCKS = 3  # fewer is a quote, not a run (a file named on its own is read from one)
 _RULE = re.compile(r"^\s*-{8,}\s*$")
 _ROW = re.compile(r"^\s*\|\s*(\S(?:[^|]*\S)?)\s*\|\s*([^|]*?)\s*\|\s*$")
-_STEP_KEYS = ("time/total_timesteps", "time/iterations", "time/episodes")
+_STEP_KEYS = (SB3_STEP, "time/iterations", "time/episodes")
 # baselines' copies, in order of preference: the environment's steps (Stable-Baselines 2, baselines'
 # ppo2 and ddpg, Spinning Up), a trainer's step (guided-diffusion), then updates and epochs.
 _BASELINES_STEP_KEYS = ("total_timesteps", "misc/total_timesteps", "total/steps", "TotalEnvInteracts",
