@@ -334,7 +334,8 @@ def test_tianshou_bars(tmp_path):
     assert run.source == "tianshou" and run.steps.index[0] == 2000 and run.steps.index[-1] == 250000
     from sentinel.analyze.analyzer import analyze_run
     report = analyze_run(run)
-    assert any("a reinforcement-learning run" in w for w in report.warnings)
+    (said,) = [w for w in report.warnings if "a reinforcement-learning run" in w]
+    assert said.endswith("non-finite values are reported")  # a whole sentence
     assert [(i.kind, i.step) for i in report.incidents] == [("nonfinite", 242000)]
 
 

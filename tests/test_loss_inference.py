@@ -274,7 +274,8 @@ def test_a_gan_pair_of_keys_reads_the_generators_loss(tmp_path, form):
     (run,) = discover_runs(path)
     assert run.steps["loss"].iloc[0] == pytest.approx(0.89, abs=1e-3)
     report = analyze_run(run)
-    assert any("a GAN's run" in w for w in report.warnings)
+    (said,) = [w for w in report.warnings if "a GAN's run" in w]
+    assert said.endswith("non-finite values are reported")  # a whole sentence
     assert [(i.kind, i.step) for i in report.incidents] == [("nonfinite", 30)]
 
 

@@ -186,6 +186,7 @@ def test_verl_ppo_lines_a_policy_gradient_loss_and_a_time_per_step(tmp_path):
     assert run.steps.index.tolist() == list(range(1, 436))
     report = analyze_run(run)
     assert report.incidents == [] and "a policy gradient's surrogate objective" in " ".join(report.warnings)
+    assert " ".join(report.warnings).endswith("non-finite values are reported")  # a whole sentence
     broken = healthy[:299] + [line(step, float("nan")) for step in range(300, 436)]
     (nonfinite,) = analyze_run(discover_runs(_write(tmp_path / "nan.log", broken))[0]).incidents
     assert (nonfinite.kind, nonfinite.step, nonfinite.end_step) == ("nonfinite", 300, 435)

@@ -192,15 +192,18 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
                         "or divergence; non-finite values and the final loss are still reported")
     elif environment_rl:
         warnings.append("a reinforcement-learning run (it logs episode returns): its loss follows the "
-                        "returns, so its rises, spikes and plateaus are not judged; non-finite values are")
+                        "returns, so its rises, spikes and plateaus are not judged; non-finite values are "
+                        "reported")
     elif policy_gradient:
         warnings.append(f"the loss read ({_loss_name(run.meta)}) is a policy gradient's surrogate objective: it follows "
                         "each batch's advantages, near 0 on either side, so its rises, spikes and plateaus are not "
-                        "judged (the reward tells the run's progress); non-finite values are")
+                        "judged (the reward tells the run's progress); non-finite values are "
+                        "reported")
     elif adversarial:
         warnings.append("a GAN's run (a generator's and a discriminator's loss): the two play against each "
                         "other, so the generator's loss (read as the loss) is not judged for rises, spikes "
-                        "or plateaus, only for a runaway by orders of magnitude; non-finite values are")
+                        "or plateaus, only for a runaway by orders of magnitude; non-finite values are "
+                        "reported")
         incidents += runaway_incidents(loss, GAN_RUNAWAY_GROWTH)
     else:
         # A loss of epoch means (a row per epoch, Lightning's train_loss_epoch at steps): its
