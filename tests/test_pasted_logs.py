@@ -5774,3 +5774,16 @@ def test_openai_baselines_progress_csv_steps_by_total_steps(tmp_path):
     assert run.steps.index[0] == 2000 and "loss" in run.steps.columns
     # its critic's loss grows with the returns' size: a reinforcement-learning run, its rises not judged
     assert not any(i.kind in ("divergence", "loss_spike") for i in analyze_run(run).incidents)
+
+
+def test_tinygrad_prints_the_value_before_its_name(tmp_path):
+    """tinygrad's trainers: f"{i:5} {ms:7.2f} ms run, ... {loss:5.2f} loss, {lr:.6f} LR, ... GB used":
+    "not a log format", a NaN there unread."""
+    lines = ["MODEL=llama3 python3 examples/mlperf/model_train.py", ""]
+    lines += [f"{i:5} {4.3 + i / 100:7.2f} {'s' if i % 2 else 'ms'} run, {12.5:7.2f} ms python, {1.2:6.2f} ms fetch data, "
+              f"{80.1:7.2f} ms NV, {'nan' if i >= 40 else f'{3.0 - i / 100:5.2f}'} loss, {i * 1e-5:.6f} LR, "
+              f"{1454.57:.2f} GB used, {401488.40:9.2f} GFLOPS" for i in range(1, 46)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert list(run.steps.index[:2]) == [1, 2] and run.steps["loss"].iloc[1] == pytest.approx(2.98)
+    assert run.steps["lr"].iloc[1] == pytest.approx(2e-5)
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 40)]

@@ -606,6 +606,21 @@ DARKNET = Dialect(
     min_records=2,
 )
 
+# tinygrad's trainers (examples/hlb_cifar10.py, examples/mlperf/model_train.py, ...): f"{i:5} {ms:7.2f} ms run,
+# {ms:7.2f} ms python, ... {loss:5.2f} loss, {lr:.6f} LR, {gb:.2f} GB used, {gflops:9.2f} GFLOPS": the value
+# before its name; the llama trainer times its step in seconds ("93.44 s run").
+TINYGRAD = Dialect(
+    name="tinygrad",
+    description='tinygrad ("  3  7.34 s run, ..., 11.8750 loss, 0.000002 LR, 1454.57 GB used, ...")',
+    shapes=(
+        Shape(re.compile(rf"^[^\S\n]*(\d+)[^\S\n]+{_NUM}[^\S\n]+m?s run,[^\n]*?[^\S\n]({_NUM}) loss, ({_NUM}) LR\b",
+                         re.MULTILINE),
+              head=(metrics.STEP, metrics.LOSS, metrics.LR)),
+    ),
+    sniff=re.compile(rf" loss, {_NUM} LR, "),
+    min_records=2,
+)
+
 # HiFi-GAN's train.py (and the vocoders built on it: BigVGAN, ...): print("Steps : {:d}, Gen Loss Total :
 # {:4.3f}, Mel-Spec. Error : {:4.3f}, s/b : {:4.3f}"): the generator's total (its mel L1 x45, feature
 # matching and adversarial terms) is the loss; the mel error beside it is read as mel_error.
@@ -1953,7 +1968,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT, BUILD_NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
