@@ -5787,3 +5787,22 @@ def test_tinygrad_prints_the_value_before_its_name(tmp_path):
     assert list(run.steps.index[:2]) == [1, 2] and run.steps["loss"].iloc[1] == pytest.approx(2.98)
     assert run.steps["lr"].iloc[1] == pytest.approx(2e-5)
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 40)]
+
+
+def test_a_sweep_of_trainings_printing_every_k_epochs_is_read_as_its_trainings(tmp_path):
+    """A GraphSAGE sweep's log: trainings appended, each printing "Epoch: 100, Train Loss: ..." every
+    100 (or 10) epochs from its first printed epoch k, not from the log's first (10): 3,473 lines
+    read as one run numbered in order, each training's start a critical "spike, not recovered"."""
+    lines = []
+    for training, (every, last, level) in enumerate(((10, 1000, 0.062), (100, 2000, 0.055), (100, 3000, 0.068),
+                                                     (10, 500, 0.060))):
+        lines += ["", f"results/best_sage_model_{training}.pt"]
+        lines += [f"Epoch: {e:03d}, Train Loss: {level + 0.2 * every / (e + every) + 0.0003 * (e // every % 3):.4f}, "
+                  f"Valid Loss: {level + 0.01:.4f}, Train AUC: 70.10, Valid AUC: 69.50" for e in range(every, last + 1, every)]
+        lines += ["Training completed."]
+    runs = discover_runs(_write(tmp_path / "train.log", lines))
+    assert [(run.steps.index[0], run.steps.index[-1]) for run in runs] == [(10, 1000), (100, 2000), (100, 3000), (10, 500)]
+    assert not [i for run in runs for i in analyze_run(run).incidents if i.severity.value != "info"]
+    # a fall to an epoch that is not its first printed one is a resume from an earlier checkpoint: one run
+    resumed = [f"Epoch: {e:03d}, Train Loss: {0.3 - e / 1000:.4f}" for e in (*range(1, 51), *range(30, 61))]
+    assert len(discover_runs(_write(tmp_path / "resumed.log", resumed))) == 1

@@ -428,8 +428,9 @@ _LEAST_EPOCHS = 3
 def epoch_restarts(text: str) -> list[str]:
     """``text`` cut where its one-line-an-epoch records start again from its first epoch (a script
     run twice, its output pasted one after the other: PyG's example on the CPU, then on CUDA; one
-    fit per fold), each part a training of its own (each from its first record line's line); else
-    ``[text]``: where an epoch prints several lines, or a run goes on from a later epoch.
+    fit per fold; a sweep of trainings that print every 100 epochs), each part a training of its own
+    (each from its first record line's line); else ``[text]``: where an epoch prints several lines, or
+    a run goes on from a later epoch.
 
     Example:
         >>> log = "".join(f"Epoch: {e}, Loss: {2 - e / 10}\\n" for e in (*range(5), *range(4)))
@@ -444,8 +445,13 @@ def epoch_restarts(text: str) -> list[str]:
             return [text]
     epochs = np.array([epoch for _, epoch in found], dtype=np.int64)
     restarts = np.flatnonzero(np.diff(epochs) <= 0) + 1
-    if not len(restarts) or bool((epochs[restarts] > epochs[0]).any()) \
-            or int(np.diff(np.r_[0, restarts, len(epochs)]).min()) < _LEAST_EPOCHS:
+    if not len(restarts) or int(np.diff(np.r_[0, restarts, len(epochs)]).min()) < _LEAST_EPOCHS:
+        return [text]
+    # A fresh training's first line is its first epoch, or its first printed one where it prints every
+    # k epochs: epoch k, then 2k ("Epoch: 100" after "Epoch: 2000", then 200). A fall to anywhere else
+    # is a resume from an earlier epoch's checkpoint: one training.
+    first, stride = epochs[restarts], epochs[restarts + 1] - epochs[restarts]
+    if bool(((first > epochs[0]) & (first != stride)).any()):
         return [text]
     line_starts = [0, *(m.end() for m in re.finditer("\n", text))]
     cuts = [line_starts[training.count("\n", 0, found[k][0])] for k in restarts.tolist()]
