@@ -5806,3 +5806,27 @@ def test_a_sweep_of_trainings_printing_every_k_epochs_is_read_as_its_trainings(t
     # a fall to an epoch that is not its first printed one is a resume from an earlier checkpoint: one run
     resumed = [f"Epoch: {e:03d}, Train Loss: {0.3 - e / 1000:.4f}" for e in (*range(1, 51), *range(30, 61))]
     assert len(discover_runs(_write(tmp_path / "resumed.log", resumed))) == 1
+
+
+def test_a_rise_over_a_single_first_value_with_few_rows_after_it_is_not_known(tmp_path):
+    """A BasicSR-style paste of a noisy per-batch loss, 3.42 then 6.29, 4.81, 4.57, 6.91 every 100 iterations:
+    "a spike x1.84 not recovered within 200 steps", critical, on a run whose author asked about its speed.
+    Three rows after a single first value tell neither a new level nor that value's luck."""
+    values = (3.4186, 6.2904, 4.8104, 4.5715, 6.9138)
+    lines = [f"24-09-18 13:27:08.905 - INFO: <epoch: 16, iter: {3800 + 100 * k:7,d}, lr:2.999e-04> l_all: {v:.4e} "
+             for k, v in enumerate(values)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index.tolist() == [3800, 3900, 4000, 4100, 4200]
+    (incident,) = analyze_run(run).incidents
+    assert (incident.kind, incident.severity) == ("loss_spike", "warning") and "lucky low one" in incident.message
+    # a rise the rows after it hold, five and more, stays a level of its own
+    values = (3.4186, 6.2904, 6.3, 6.25, 6.31, 6.28, 6.3)
+    lines = [f"24-09-18 13:27:08.905 - INFO: <epoch: 16, iter: {3800 + 100 * k:7,d}, lr:2.999e-04> l_all: {v:.4e} "
+             for k, v in enumerate(values)]
+    incidents = analyze_run(discover_runs(_write(tmp_path / "level.log", lines))[0]).incidents
+    assert {(i.kind, i.severity) for i in incidents} == {("loss_spike", "critical"), ("divergence", "critical")}
+    # ... and so does one the loss came back from, later than it should (PSMNet's 17.37, 33.37, ..., 17.36)
+    lines = [f"Step:{s}      Loss:{v}      f/b time:0.603486" for s, v in
+             zip(range(22800, 23400, 100), (17.37, 33.37, 36.77, 28.94, 18.60, 17.36))]
+    (incident,) = analyze_run(discover_runs(_write(tmp_path / "psmnet.log", lines))[0]).incidents
+    assert (incident.kind, incident.severity) == ("loss_spike", "critical") and "not recovered within" in incident.message

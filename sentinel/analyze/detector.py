@@ -229,7 +229,7 @@ def _above_its_noise(series: pd.Series, frame: pd.DataFrame, cfg) -> pd.DataFram
 _LAST_ROW_JUMP = 3.0
 # A jump with fewer rows before it than _NOISE_HISTORY is held to the spread of the rows around it
 # instead (before it, and after it came back until the next spike), where they are this many or more.
-_SPREAD_ROWS = 5
+SPREAD_ROWS = 5
 
 
 def _above_what_follows(series: pd.Series, frame: pd.DataFrame, cfg) -> pd.DataFrame:
@@ -279,7 +279,7 @@ def _above_what_follows(series: pd.Series, frame: pd.DataFrame, cfg) -> pd.DataF
         later = np.flatnonzero(spiked[back[0]:])
         until = back[0] + (int(later[0]) if len(later) else len(values) - back[0])
         rest = np.r_[logs[:i][~spiked[:i]], logs[back[0]:until]]
-        if len(rest) < _SPREAD_ROWS:
+        if len(rest) < SPREAD_ROWS:
             continue
         middle = float(np.median(rest))
         within[row] = (logs[i] - middle) / mad_sigma(rest, middle) < _SHORT_JUMP_SIGMAS
@@ -304,7 +304,7 @@ def _lucky_first(logs: np.ndarray, spiked: np.ndarray, i: int) -> bool:
         (True, False)
     """
     after = logs[i + 1:][~spiked[i + 1:]]
-    if len(after) < _SPREAD_ROWS:
+    if len(after) < SPREAD_ROWS:
         return False
     middle = float(np.median(after))
     sigma = mad_sigma(after, middle)

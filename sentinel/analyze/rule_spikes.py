@@ -9,7 +9,7 @@ import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.config import AnalyzeConfig
-from sentinel.analyze.detector import detect_spikes, loss_atol, spike_config
+from sentinel.analyze.detector import SPREAD_ROWS, detect_spikes, loss_atol, spike_config
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
 from sentinel.analyze.noise import printed_unit
 from sentinel.analyze.spans import between, cadence, first_step_at_or_below, gap_rows, group_positions, value_at
@@ -148,6 +148,21 @@ def recover_window(series: pd.Series, config: AnalyzeConfig) -> int:
     return max(int(config.recover_steps), _RECOVER_ROWS * cadence(series.index))
 
 
+def _few_rows_all_above(loss: pd.Series, span: dict) -> bool:
+    """Whether the rows after a spike's peak are too few to hold it to their spread (under
+    :data:`SPREAD_ROWS`) and all above its baseline: a BasicSR paste's 3.42, then 6.29, 4.81, 4.57,
+    6.91 tells neither a new level nor a lucky low first value. (PSMNet's 17.37, 33.4, ..., 17.36
+    came back: late, not unknown.)
+
+    Example:
+        >>> loss = pd.Series([3.42, 6.29, 4.81, 4.57, 6.91], index=range(3800, 4300, 100))
+        >>> _few_rows_all_above(loss, {"peak_step": 3900, "baseline": 3.42}), _few_rows_all_above(loss, {"peak_step": 3900, "baseline": 4.6})
+        (True, False)
+    """
+    after = loss.to_numpy()[loss.index > span["peak_step"]]
+    return len(after) < SPREAD_ROWS and bool((after > span["baseline"]).all())
+
+
 def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig, last_step: int | None = None,
                          per_epoch: bool = False) -> tuple[list[Incident], list[dict]]:
     """One incident per loss spike: height vs baseline, score, recovered and in how many steps.
@@ -194,8 +209,8 @@ def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig, last_step: int 
         elif span["gap_after"]:
             after = (f"not back down by step {span['checked_after_gap']}, after the log skips from step "
                      f"{span['end']} to {span['next_step']}")
-        elif last < span["peak_step"] + span["recover_within"] and span.get("history") == 1 \
-                and not span["ratio"] >= _SURE_AT_THE_END:
+        elif span.get("history") == 1 and not span["ratio"] >= _SURE_AT_THE_END and (
+                last < span["peak_step"] + span["recover_within"] or _few_rows_all_above(loss, span)):
             # (PaddleClas' paste from an epoch's first batch, 0.0176, then its intervals' 0.05-0.09)
             after = (f"not back down by the last logged step {last}: measured against the one value before it, "
                      "whether the loss rose or that value was a lucky low one is not known")
