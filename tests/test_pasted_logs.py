@@ -5830,3 +5830,19 @@ def test_a_rise_over_a_single_first_value_with_few_rows_after_it_is_not_known(tm
              zip(range(22800, 23400, 100), (17.37, 33.37, 36.77, 28.94, 18.60, 17.36))]
     (incident,) = analyze_run(discover_runs(_write(tmp_path / "psmnet.log", lines))[0]).incidents
     assert (incident.kind, incident.severity) == ("loss_spike", "critical") and "not recovered within" in incident.message
+
+
+def test_keras_gans_d_loss_and_g_loss_brackets(tmp_path):
+    """Keras-GAN and ML-From-Scratch: print("%d [D loss: %f, acc.: %.2f%%] [G loss: %f]" % (epoch, ...)), the
+    most copied Keras GAN loop: "not a log format", its NaN unread."""
+    lines = ["Epoch 1/1", "**33 [D loss: 0.029268, acc.: 100.00%] [G loss: 5.641379]"]
+    lines += [f"{i} [D loss: {float('nan') if i >= 40 else 0.02 + i / 1000:f}, acc.: 96.88%] [G loss: "
+              f"{float('nan') if i >= 40 else 5.2 + (i % 3) / 10:f}, mse: 0.1]" for i in range(34, 46)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "gan" and run.steps.index[[0, -1]].tolist() == [33, 45]
+    assert run.steps["loss"].iloc[0] == pytest.approx(5.641379) and run.steps["loss_d"].iloc[1] == pytest.approx(0.054)
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 40)]
+    # roatienza's DCGAN: "%d: [D loss: %f, acc: %f]  [A loss: %f, acc: %f]", the adversarial model's the loss
+    lines = [f"{i}: [D loss: 7.971192, acc: 0.500000]  [A loss: {1.2 - i / 100:f}, acc: 1.000000]" for i in range(20)]
+    (run,) = discover_runs(_write(tmp_path / "dcgan.log", lines))
+    assert run.steps["loss"].iloc[1] == pytest.approx(1.19) and run.steps["loss_d"].iloc[0] == pytest.approx(7.971192)

@@ -1176,13 +1176,19 @@ TF_OBJECT_DETECTION = Dialect(
 # (see sentinel.analyze.rule_stuck.is_adversarial: the two are not judged for rises or spikes).
 GAN = Dialect(
     name="gan",
-    description='GAN training prints ("[e/E][i/N] Loss_D: x Loss_G: y", "[Epoch e/E] [Batch i/N] [D loss: x] [G loss: y]")',
+    description='GAN training prints ("[e/E][i/N] Loss_D: x Loss_G: y", "[Epoch e/E] [Batch i/N] [D loss: x] [G loss: y]", '
+                '"N [D loss: x, acc.: a%] [G loss: y]")',
     shapes=(
         Shape(re.compile(rf"^[^\S\n]*\[(\d+)/\d+\]\[(\d+)/(\d+)\]"
                          rf"[^\S\n]+Loss_D:[^\S\n]*({_NUM})[^\S\n]+Loss_G:[^\S\n]*({_NUM})",
                          re.MULTILINE), head=("epoch0", "iter", "total", "loss_d", metrics.LOSS)),
         Shape(re.compile(rf"\[Epoch (\d+)/\d+\] \[Batch (\d+)/(\d+)\] \[D loss: ({_NUM})[^\]\n]*\] "
                          rf"\[G loss: ({_NUM})"), head=("epoch0", "iter", "total", "loss_d", metrics.LOSS)),
+        # Keras-GAN's and ML-From-Scratch's print("%d [D loss: %f, acc.: %.2f%%] [G loss: %f]" % (epoch, ...)),
+        # the most copied Keras GAN loop ("epoch" its iteration); roatienza's DCGAN "%d: [D loss: %f, acc:
+        # %f]  [A loss: %f, acc: %f]", its adversarial model's loss the generator's.
+        Shape(re.compile(rf"^[^\S\n]*\**(\d+):? \[D loss: ({_NUM})[^\]\n]*\][^\S\n]*\[[GA] loss: ({_NUM})",
+                         re.MULTILINE), head=(metrics.STEP, "loss_d", metrics.LOSS)),
     ),
     min_records=2,
 )
