@@ -5846,3 +5846,19 @@ def test_keras_gans_d_loss_and_g_loss_brackets(tmp_path):
     lines = [f"{i}: [D loss: 7.971192, acc: 0.500000]  [A loss: {1.2 - i / 100:f}, acc: 1.000000]" for i in range(20)]
     (run,) = discover_runs(_write(tmp_path / "dcgan.log", lines))
     assert run.steps["loss"].iloc[1] == pytest.approx(1.19) and run.steps["loss_d"].iloc[0] == pytest.approx(7.971192)
+
+
+def test_coqui_pastes_of_one_step_and_of_another_indent(tmp_path):
+    """Coqui TTS pastes in issues hold the last step's block before a crash, or are indented one space more
+    than the trainer prints ("      | > loss: X"): 'not a log format' and 'no loss logged', a NaN unread."""
+    block = ["    --> STEP: 183/270 -- GLOBAL_STEP: 1061700", "      | > loss: nan  (20.22347)",
+             "      | > loss_mel: 16.64367  (16.56427)", "      | > grad_norm: 459.31244  (378.85425)", "",
+             "Traceback (most recent call last):", '  File "TTS/trainer.py", line 855, in fit', "    self._fit()"]
+    (run,) = discover_runs(_write(tmp_path / "one.log", block))
+    assert run.source == "coqui" and run.steps.index.tolist() == [1061700]
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 1061700)]
+    lines = [line for step in range(100, 130) for line in (
+        f"    --> STEP: {step}/270 -- GLOBAL_STEP: {step}", f"      | > loss: {3 - step / 100:.5f}  (3.0)",
+        f"      | > current_lr: 0.00018 ", "")]
+    (run,) = discover_runs(_write(tmp_path / "indented.log", lines))
+    assert len(run.steps) == 30 and run.steps["loss"].iloc[0] == pytest.approx(2.0)

@@ -483,14 +483,15 @@ COQUI = Dialect(
         Shape(re.compile(r"--> (?:TIME: [^\n]*? -- )?STEP: \d+/\d+ -- GLOBAL_STEP: (\d+)([^\n]*)"), fields="|",
               keys={"loss": metrics.LOSS, "current_lr": metrics.LR, "grad_norm": metrics.GRAD_NORM_TOTAL}),
     ),
-    joins=re.compile(r"\n {5}\| > "),
+    # (its indent of 5 before "| >", 6 in a paste's)
+    joins=re.compile(r"\n[^\S\n]*\| > "),
     join_with=" | ",
     rewrite=_coqui_values,
     rewrite_needs=("(",),
     drop_words=("eval",),
     unstepped_evaluation=re.compile(rf"--> EVAL PERFORMANCE[^\n]*?\| avg_loss:[^\S\n]*({_NUM})"),
     sniff=re.compile(r"--> (?:TIME: [^\n]*? -- )?STEP: \d+/\d+ -- GLOBAL_STEP: \d+"),
-    min_records=2,
+    min_records=1,  # (a paste of the last step before a crash)
 )
 
 # WeNet (wenet/utils/train_utils.py log_per_step, executor.py before it): logging.debug of
