@@ -5862,3 +5862,15 @@ def test_coqui_pastes_of_one_step_and_of_another_indent(tmp_path):
         f"      | > current_lr: 0.00018 ", "")]
     (run,) = discover_runs(_write(tmp_path / "indented.log", lines))
     assert len(run.steps) == 30 and run.steps["loss"].iloc[0] == pytest.approx(2.0)
+
+
+def test_kairs_g_loss_on_basicsrs_lines(tmp_path):
+    """KAIR (SwinIR's training code) prints BasicSR's early "<epoch:  9, iter:   1,000, lr:2.000e-04> G_loss: X": its
+    lines 'held no loss', a general reader read "1,000" as 1 and 000 (500 lines, 144 steps, the last 49005),
+    and 'G_loss' made it a GAN's run, its spikes not judged."""
+    lines = [f"25-10-01 09:51:{k % 60:02d}.360 : <epoch: {k // 10:2d}, iter: {10 * k:7,d}, lr:2.000e-04> "
+             f"G_loss: {8.0 if k == 300 else 0.04 - k / 20000 + 0.002 * (k % 3):.3e} " for k in range(1, 501)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "basicsr" and run.steps.index[[0, -1]].tolist() == [10, 5000] and len(run.steps) == 500
+    assert run.steps["lr"].iloc[0] == 2e-4
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("outlier_batch", 3000)]  # judged: no GAN

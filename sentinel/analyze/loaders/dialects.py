@@ -1817,13 +1817,15 @@ CYCLEGAN = Dialect(
 # "[epoch:  0, iter:     100, lr:(1.000e-04,)] l_pix: ..." and the first ESRGAN codes' "<epoch:  0,
 # iter:     100, lr:1.000e-04> l_pix: ...". Each l_* key is a term of the loss, l_g_* the
 # generator's and l_d_* the discriminator's (out_d_*: its outputs, no loss); textlogs.gan_terms.
+# KAIR's (SwinIR's training code) "<epoch:  9, iter:   1,000, lr:2.000e-04> G_loss: 4.617e-02 ": its
+# network G's loss (an L1 where it trains for PSNR), the loss.
 BASICSR = Dialect(
     name="basicsr",
     description='BasicSR ("[train..][epoch:  0, iter:   1,000, lr:(2.000e-04,)] [eta: ...] l_pix: 3.3498e-02")',
     shapes=(
         Shape(re.compile(rf"[\[<]epoch:[^\S\n]*(\d+), iter:[^\S\n]*(\d{{1,3}}(?:,\d{{3}})*), lr:\(?({_NUM})"
                          rf"[^\n]*?(?:\)\]|>)(?:[^\S\n]*\[eta: [^\]\n]*\])?[^\S\n]*([^\n]*)"),
-              head=("_", metrics.STEP, metrics.LR), separators=(": ",),
+              head=("_", metrics.STEP, metrics.LR), separators=(": ",), keys={"g_loss": metrics.LOSS},
               scrub=(re.compile(r"(?<=\d),(?=\d{3}(?!\d))"), "")),
     ),
     sniff=re.compile(r"[\[<]epoch:[^\S\n]*\d+, iter:[^\S\n]*[\d,]+, lr:"),
