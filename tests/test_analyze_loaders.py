@@ -358,3 +358,29 @@ def test_discover_runs_bad_paths(tmp_path):
     (tmp_path / "junk" / "readme.md").write_text("# hello\n")
     with pytest.raises(NoRunsError, match=r"no training logs found in .*\(skipped 1 file: 1 documentation\).*`sentinel formats` lists"):
         discover_runs(tmp_path / "junk")
+
+
+def test_stylegan_stats_jsonl(tmp_path):
+    """StyleGAN2-ADA's and StyleGAN3's stats.jsonl (training_stats: each statistic a {"num", "mean", "std"}
+    object, a row each tick): "not a log format", and with --step-col and --loss-col as well."""
+    import json
+
+    from sentinel.analyze.analyzer import analyze_run
+
+    def stat(mean, num=32):
+        return {"num": num, "mean": mean, "std": 0.5}
+
+    rows = []
+    for tick in range(60):
+        g_loss = float("nan") if tick >= 50 else 3.5 - tick / 40
+        rows.append({"Loss/scores/fake": stat(-3.1, 64), "Loss/G/loss": stat(g_loss), "Loss/G/reg": stat(0.03, 16),
+                     "Loss/D/loss": stat(0.17 + tick / 500), "Loss/r1_penalty": stat(1.7),
+                     "Progress/tick": stat(float(tick), 1), "Progress/kimg": stat(4.0 * tick, 1),
+                     "Timing/sec_per_kimg": stat(602.0, 1), "timestamp": 1620000000.0 + 60 * tick})
+    path = tmp_path / "stats.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))  # json.dumps writes NaN as NaN
+    (run,) = discover_runs(path)
+    assert run.steps.index[[0, -1]].tolist() == [0, 59] and run.steps["loss"].iloc[1] == pytest.approx(3.475)
+    report = analyze_run(run)
+    assert any("a GAN's run" in w for w in report.warnings)  # Loss/D/loss the discriminator's
+    assert [(i.kind, i.step) for i in report.incidents] == [("nonfinite", 50)]

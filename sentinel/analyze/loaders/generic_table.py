@@ -687,10 +687,23 @@ _NAN_TEXT = frozenset({"nan", "-nan", "+nan"})
 _NUMBER_TEXT = re.compile(r"^[ \t]*[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?[ \t]*$")
 
 
+# A statistic's summary as one object: StyleGAN2-ADA's and StyleGAN3's stats.jsonl ({"num": 32, "mean":
+# 3.48, "std": 0.89} under "Loss/G/loss"), read as its mean under its own name.
+_SUMMARY_FIELDS = frozenset({"num", "mean", "std"})
+
+
 def _fields(row: dict):
-    """``(key, value)`` of a row's fields, a nested object's one level deep as ``outer/inner``."""
+    """``(key, value)`` of a row's fields, a nested object's one level deep as ``outer/inner``, a
+    statistic's summary (``num``, ``mean``, ``std``) as its mean.
+
+    Example:
+        >>> list(_fields({"Loss/G/loss": {"num": 32, "mean": 3.48, "std": 0.89}, "opt": {"lr": 0.1}}))
+        [('Loss/G/loss', 3.48), ('opt/lr', 0.1)]
+    """
     for key, value in row.items():
-        if isinstance(value, dict):
+        if isinstance(value, dict) and value.keys() == _SUMMARY_FIELDS:
+            yield key, value["mean"]
+        elif isinstance(value, dict):
             for inner, inner_value in value.items():
                 if not isinstance(inner_value, dict):  # two levels deep: not a metric
                     yield f"{key}/{inner}", inner_value

@@ -20,7 +20,8 @@ STEP_ALIASES = ("step", "global_step", "iteration", "iter", "it", "trainer/globa
                 "#",  # spaCy's training table: E (the epoch), # (the step)
                 "_step",  # W&B's own count of log calls: a run's history exported as CSV
                 SB3_STEP,  # Stable-Baselines3's progress.csv
-                "total/steps")  # OpenAI baselines' logger (DDPG's progress.csv), the same
+                "total/steps",  # OpenAI baselines' logger (DDPG's progress.csv), the same
+                "progress/tick")  # StyleGAN2-ADA's and StyleGAN3's stats.jsonl: a tick every few kimg
 # An epoch count's column (a table of one row per epoch: Keras' CSVLogger, Ultralytics' results.csv,
 # pointMLP's "Epoch-Num").
 EPOCH_ALIASES = ("epoch", "epochs", "epoch-num", "epoch_num", "epoch num", "epoch_idx", "num_epoch")
@@ -346,11 +347,17 @@ def bare_key(key: str) -> str:
     """A key without a logger's section and Lightning's step suffix, lower-cased: the name
     :data:`GENERATOR_KEYS` and :data:`DISCRIMINATOR_KEYS` are matched by.
 
+    A player's loss under its letter (StyleGAN2-ADA's ``Loss/G/loss``, ``Loss/D/loss``) is that
+    letter's: ``g_loss``, ``d_loss``.
+
     Example:
-        >>> bare_key("train/aeloss_step"), bare_key("loss_G")
-        ('aeloss', 'loss_g')
+        >>> bare_key("train/aeloss_step"), bare_key("loss_G"), bare_key("Loss/D/loss"), bare_key("Loss/G/reg")
+        ('aeloss', 'loss_g', 'd_loss', 'reg')
     """
-    return key.lower().rsplit("/", 1)[-1].removesuffix("_step")
+    parts = key.lower().split("/")
+    if len(parts) > 2 and parts[-1] == "loss" and parts[-2] in LETTER_PAIR:
+        return f"{parts[-2]}_loss"
+    return parts[-1].removesuffix("_step")
 
 
 def generator_loss_key(keys: list[str]) -> str | None:
