@@ -193,3 +193,28 @@ def test_edsr_terms_and_their_total(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "log.txt", _edsr_log(2, ("VGG54", "GAN", "DIS"))))
     first = run.steps.iloc[0]
     assert first["loss"] == pytest.approx(first["vgg54"] + first["gan"], abs=2e-4) and "dis" in run.steps.columns
+
+
+def test_bicyclegans_d_alone_is_the_discriminators(tmp_path):
+    """BicycleGAN (pytorch-CycleGAN-and-pix2pix's trainer) prints its discriminator's loss as "D", its forks
+    "disc": 'nothing to analyse: no loss logged by cyclegan' with no word of the fix. A quality measure among
+    the terms (a fork's psnr_img_g) is no term: that log is left to --loss-col, and the message says so."""
+    lines = [f"(epoch: {1 + it // 1000}, iters: {it % 1000 + 100}, time: 0.053, data: 0.003) G_GAN: {2.9 + it / 1e4:.3f} "
+             f"D: 2.930 G_L1: {7.2 - it / 1e3:.3f} z_L1: 0.371 kl: 0.001 " for it in range(0, 3000, 100)]
+    (run,) = discover_runs(_write(tmp_path / "loss_log.txt", lines))
+    assert run.steps["loss"].iloc[0] == pytest.approx(2.9 + 7.2 + 0.371 + 0.001)
+    assert run.steps["loss_d"].iloc[0] == pytest.approx(2.93)
+    lines = [f"(epoch: 1, iters: {it}, time: 0.053, data: 0.003) gan_g: 0.7 l1_g: 0.1 dis_img: 0.6 psnr_img_g: 21.3 "
+             for it in range(100, 1100, 100)]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "fork_loss_log.txt", lines))])
+    assert result.exit_code == 1 and "--loss-col NAME" in result.output and "Traceback" not in result.output
+    # ComboGAN's lists, a value a domain ("D: 0.111, 0.105 | G: ..."): the later values are no terms
+    lines = [f"(epoch: 1, iters: {it}, time: 0.291) D: 0.111, 0.105 | G: {0.146 + it / 1e5:.3f}, 0.150 | Cyc: 0.092, 0.037 | "
+             for it in range(100, 1100, 100)]
+    (run,) = discover_runs(_write(tmp_path / "combogan_loss_log.txt", lines))
+    assert run.steps["loss"].iloc[0] == pytest.approx(0.147 + 0.092) and run.steps["loss_d"].iloc[0] == pytest.approx(0.111)
+    # a log whose lines hold nothing that could be a loss is told so, with no --loss-col to try
+    lines = [f"[2023-05-01 10:00:0{i}] [INFO] [stage_1_and_2.py:1785:step] [deepspeed] OVERFLOW! Rank 0 Skipping step. "
+             f"Attempted loss scale: {2 ** (16 - i)}, reducing to {2 ** (15 - i)}" for i in range(6)]
+    (run,) = discover_runs(_write(tmp_path / "ds.log", lines))
+    assert any(w.startswith("no loss logged by deepspeed") and "--loss-col" not in w for w in run.warnings)

@@ -604,10 +604,15 @@ def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str
     if metrics.LOSS not in found.steps.columns:
         events_alone = dialect is AMP_ONLY or dialect is NONFINITE_ONLY
         who = "no loss in the file" if events_alone else f"no loss logged by {dialect.name}"
-        found.warnings.append(f"{who}: only "
-                              f"{', '.join(found.steps.columns) or 'events'} were read")
+        unknown = [c for c in found.steps.columns if c not in _NO_LOSS and not c.startswith("amp/")]
+        found.warnings.append(f"{who}: only {', '.join(found.steps.columns) or 'events'} were read"
+                              + (": name the loss among them with --loss-col NAME" if unknown else ""))
     return RunData(name=name, path=str(path), source=dialect.name, steps=found.steps,
                    events=found.events, meta=found.meta, warnings=found.warnings, abandoned=found.abandoned)
+
+
+# What a log reads beside a loss that is never one: no loss among them to name.
+_NO_LOSS = frozenset({metrics.LR, metrics.LOSS_SCALE, metrics.GRAD_NORM_TOTAL, "skipped_steps_total"})
 
 
 # PaddleClas prints each metric as its mean since the epoch began (AverageMeter.avg, reset at each
@@ -648,6 +653,22 @@ def _epoch_means_undone(found, line: re.Match | None) -> None:
                           "spread over the rest of its epoch)")
 
 
+# A discriminator's term by its name alone, where its prefix is not there (BicycleGAN's "D", "D2"; a fork's
+# "disc"), and a quality measure printed among the terms, no term of a loss.
+_CRITIC_ALONE = re.compile(r"(?:d\d*|disc|dis)$")
+_QUALITY = re.compile(r"(?:psnr|ssim|lpips|fid|acc)(?:_|$)")
+
+
+def _is_critic(key: str, prefix: str) -> bool:
+    """Whether a term's ``key`` is a discriminator's: it opens with ``prefix`` (``d_``), or is its letter alone.
+
+    Example:
+        >>> [_is_critic(k, "d_") for k in ("d_a", "d", "d2", "disc", "dx", "g_gan")]
+        [True, True, True, True, False, False]
+    """
+    return key.startswith(prefix) or (prefix == "d_" and bool(_CRITIC_ALONE.match(key)))
+
+
 def gan_terms(steps, warnings: list[str], logged_nan: dict | None = None, names: LossTerms = LossTerms()) -> None:
     """A log's loss terms as the losses they add up to: a GAN's generator's (every term but the
     discriminators', ``d_*`` by default) as the loss, the discriminators' as ``loss_d`` (a GAN's run
@@ -667,11 +688,12 @@ def gan_terms(steps, warnings: list[str], logged_nan: dict | None = None, names:
         >>> gan_terms(t, w := [], None, LossTerms(term="l_", critic="l_d_", alone=True)); t["loss"].tolist(), w
         ([2.5], ['loss is the sum of its terms l_pix + l_percep (--loss-col picks one term)'])
     """
-    terms = [c for c in steps.columns if c not in (metrics.LOSS, "loss_d") and c.startswith(names.term)]
-    critic = [c for c in terms if c.startswith(names.critic)]
-    generator = [c for c in terms if not c.startswith(names.critic)]
-    if not generator or not (critic or names.alone):
-        return
+    terms = [c for c in steps.columns if c not in (metrics.LOSS, "loss_d") and c.startswith(names.term)
+             and not c[:1].isdigit()]  # (a list's later values, ComboGAN's "D: 0.111, 0.105": no names)
+    critic = [c for c in terms if _is_critic(c, names.critic)]
+    generator = [c for c in terms if not _is_critic(c, names.critic)]
+    if not generator or not (critic or names.alone) or any(_QUALITY.match(c) for c in generator):
+        return  # (a quality printed among them, a fork's psnr_img: no term of a loss; --loss-col names one)
     steps[metrics.LOSS] = steps[generator].sum(axis=1, min_count=len(generator))
     if critic:
         steps["loss_d"] = steps[critic].sum(axis=1, min_count=len(critic))
