@@ -168,3 +168,27 @@ def test_a_block_pasted_without_its_top_rule(tmp_path):
     (run,) = _analyze(str(path))[1]["runs"]
     (incident,) = run["incidents"]
     assert (incident["kind"], incident["severity"], incident["step"]) == ("loss_scale_collapse", "critical", 200)
+
+
+def test_a_term_both_sides_raise_is_no_overfitting(tmp_path):
+    """guided-diffusion's classifier logs train_entropy_loss and val_entropy_loss (a term it constrains) beside
+    train_loss and val_loss: the entropy term rose on both sides, val_loss fell, and the run was told
+    'val_entropy_loss rose ...: overfitting (a checkpoint from near step 500 evaluates best)'."""
+    lines = ["Logging to /tmp/log/imagenet1000_classifier256x256", "training classifier model..."]
+    for k in range(40):
+        entropy = 0.02 + 0.001 * k
+        lines += _block({"step": 500 * k, "samples": 64 * 500 * k, "train_loss": 6.9 - 0.05 * k,
+                         "val_loss": 6.95 - 0.045 * k, "train_entropy_loss": entropy, "val_entropy_loss": 1.1 * entropy,
+                         "train_acc@1": 0.005 * k, "grad_norm": 17.9, "lg_loss_scale": 16})
+    (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
+    assert "val_entropy_loss" in run.steps.columns and "val_loss" in run.steps.columns
+    assert not [i for i in analyze_run(run).incidents if i.kind == "overfitting"]
+    # the same term falling in training while its evaluation rises is overfitting, told against it
+    lines = ["Logging to /tmp/log/imagenet1000_classifier256x256", "training classifier model..."]
+    for k in range(40):
+        lines += _block({"step": 500 * k, "samples": 64 * 500 * k, "train_loss": 6.9 - 0.05 * k,
+                         "val_loss": 6.95 - 0.045 * k, "train_entropy_loss": 0.06 - 0.001 * k,
+                         "val_entropy_loss": 0.02 + 0.001 * k, "grad_norm": 17.9, "lg_loss_scale": 16})
+    (run,) = discover_runs(_write(tmp_path / "overfit.txt", lines))
+    (incident,) = [i for i in analyze_run(run).incidents if i.kind == "overfitting"]
+    assert "val_entropy_loss rose" in incident.message and "while train_entropy_loss fell" in incident.message

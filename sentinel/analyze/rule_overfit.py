@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from sentinel import metrics
 from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
 from sentinel.analyze.loaders.keys import looks_like_eval_loss
@@ -53,11 +54,12 @@ def overfitting_incidents(steps: pd.DataFrame, loss: pd.Series, config: AnalyzeC
         # over 100 epochs has its lowest value 15% under the last ones).
         if not _levels_rose(evals.to_numpy(), best_at, max(config.overfit_evals, len(evals) // 10), config.overfit_rise):
             continue
-        train_then, train_end = _level_at(loss, best_step), _level_at(loss, last_step)
+        trained, trained_name = _training_side(steps, column, loss)
+        train_then, train_end = _level_at(trained, best_step), _level_at(trained, last_step)
         if not train_end < train_then:  # the training loss rose too: not overfitting (other rules judge it)
             continue
         message = (f"{column} rose from {best:.4g} at step {best_step} to {last:.4g} at step {last_step} "
-                   f"(+{last / best - 1:.0%}) while the training loss fell from {train_then:.4g} to "
+                   f"(+{last / best - 1:.0%}) while {trained_name} fell from {train_then:.4g} to "
                    f"{train_end:.4g}: overfitting (stable training; a checkpoint from near step {best_step} "
                    "evaluates best)")
         incidents.append(Incident(IncidentKind.OVERFITTING, best_step, last_step, Severity.INFO, message,
@@ -65,6 +67,34 @@ def overfitting_incidents(steps: pd.DataFrame, loss: pd.Series, config: AnalyzeC
                                    "train_loss_at_best": train_then, "train_loss_at_last": train_end,
                                    "resolved": True}))
     return incidents
+
+
+# An evaluation loss's name before the loss it evaluates, and where the training side of that loss goes.
+_EVAL_PREFIXES = ("val_", "eval_", "valid_", "validation_", "test_", "val/", "eval/", "valid/", "validation/", "test/")
+_TRAIN_PREFIXES = ("train_", "train/", "training_", "")
+
+
+def _training_side(steps: pd.DataFrame, column: str, loss: pd.Series) -> tuple[pd.Series, str]:
+    """The training series an evaluation loss ``column`` is held to, and its name in a message: the
+    same term on the training side where the log has it (guided-diffusion's ``val_entropy_loss``
+    beside ``train_entropy_loss``: a term both sides raise is no overfitting), else the loss.
+
+    Example:
+        >>> t = pd.DataFrame({"loss": [2.0, 1.0], "train_entropy_loss": [0.01, 0.05], "val_entropy_loss": [0.02, 0.06]})
+        >>> _training_side(t, "val_entropy_loss", t["loss"])[1], _training_side(t, "val_loss", t["loss"])[1]
+        ('train_entropy_loss', 'the training loss')
+    """
+    for prefix in _EVAL_PREFIXES:
+        if column.startswith(prefix):
+            base = column[len(prefix):]
+            for name in (f"{train}{base}" for train in _TRAIN_PREFIXES):
+                if name != metrics.LOSS and name in steps.columns and name != column:
+                    values = steps[name].to_numpy(dtype="float64")
+                    finite = np.isfinite(values)
+                    if finite.sum() >= 2:
+                        return pd.Series(values[finite], index=steps.index[finite]), name
+            break
+    return loss, "the training loss"
 
 
 def _levels_rose(values: np.ndarray, best_at: int, width: int, rise: float) -> bool:
