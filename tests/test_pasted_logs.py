@@ -5874,3 +5874,21 @@ def test_kairs_g_loss_on_basicsrs_lines(tmp_path):
     assert run.source == "basicsr" and run.steps.index[[0, -1]].tolist() == [10, 5000] and len(run.steps) == 500
     assert run.steps["lr"].iloc[0] == 2e-4
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("outlier_batch", 3000)]  # judged: no GAN
+
+
+def test_a_jump_within_the_spread_of_the_few_values_before_it_is_not_known(tmp_path):
+    """A maintainer's batch-size-1 litgpt run pasted from iteration 331: 0.069, 0.000, then 2.8, 2.2, 5.0, ... 11.3:
+    "a spike x72.9 not recovered", critical, at a score of 0.14 (the two values before it disagree by more than
+    the jump). A Trainer paste's 1258 then 2635, 1867, 1691, 1430, 2164: 'loss rose', critical, over one value."""
+    values = (0.069, 0.000, 2.766, 2.219, 5.031, 2.969, 1.898, 1.297, 11.312, 2.375, 2.359, 1.914)
+    lines = [f"Epoch 3 | iter {331 + k} step {331 + k} | loss train: {v:.3f}, val_loss valid: 9.515 | iter time: 38.219 s "
+             "(step)" for k, v in enumerate(values)]
+    (run,) = discover_runs(_write(tmp_path / "litgpt.log", lines))
+    incidents = analyze_run(run).incidents
+    assert incidents and all(i.severity.value == "warning" for i in incidents)
+    assert any("lucky low ones is not known" in i.message for i in incidents)
+    values = (1257.61, 2634.69, 1867.06, 1691.03, 1430.48, 2163.63)
+    lines = [str({"loss": v, "learning_rate": 0.002, "epoch": 0.0238 * k, "step": k}) for k, v in enumerate(values, 1)]
+    (run,) = discover_runs(_write(tmp_path / "trainer.log", lines))
+    (incident,) = analyze_run(run).incidents
+    assert (incident.kind, incident.severity) == ("loss_spike", "warning") and "lucky low one is not known" in incident.message

@@ -290,6 +290,27 @@ def _above_what_follows(series: pd.Series, frame: pd.DataFrame, cfg) -> pd.DataF
     return frame
 
 
+def lucky_first_value(first: float, rows: np.ndarray) -> bool:
+    """Whether a log's one value before a rise, ``first``, may be a lucky low draw of the rise's
+    ``rows``: fewer than :data:`SPREAD_ROWS` of them tell nothing (True); else it stands within
+    :data:`_SHORT_JUMP_SIGMAS` robust sigmas of their median (in log space, where all are positive).
+    A Trainer paste's 1258, then 2635, 1867, 1691, 1430, 2164 may be; a Whisper fine-tune's 1.24, then
+    1.84, 1.87, 1.80, 1.72, 1.59, 1.58, 2.41 (its lr warming up to 3e-3) rose.
+
+    Example:
+        >>> lucky_first_value(1258, np.array([2635, 1867, 1691, 1430, 2164.0]))
+        True
+        >>> lucky_first_value(1.24, np.array([1.84, 1.87, 1.80, 1.72, 1.59, 1.58, 2.41]))
+        False
+    """
+    if len(rows) < SPREAD_ROWS:
+        return True
+    positive = first > 0 and bool((rows > 0).all())
+    levels = np.log(rows) if positive else np.asarray(rows, dtype="float64")
+    middle = float(np.median(levels))
+    return bool((middle - (np.log(first) if positive else first)) / mad_sigma(levels, middle) < _SHORT_JUMP_SIGMAS)
+
+
 def _lucky_first(logs: np.ndarray, spiked: np.ndarray, i: int) -> bool:
     """Whether a jump at row ``i`` over a log's single first value, that never came back under
     it, is that value's luck and not a new level: the rows after it (spikes left out, five or

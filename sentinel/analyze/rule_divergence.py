@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from sentinel.analyze.config import AnalyzeConfig
-from sentinel.analyze.detector import detect_divergence, divergence_config, spike_config
+from sentinel.analyze.detector import detect_divergence, divergence_config, lucky_first_value, spike_config
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
 from sentinel.analyze.noise import step_noise
 from sentinel.analyze.spans import between, gap_rows
@@ -260,7 +260,12 @@ def _unfinished_rise(loss: pd.Series, frame: pd.DataFrame, spike_spans: list[dic
                f"(patience {patience} steps)" if best > 0 else
                f"loss rose from step {onset} to {peak:.4g} at step {peak_step}, still elevated at the "
                f"last logged step {last}")
-    return [Incident(IncidentKind.LOSS_SPIKE, onset, last, Severity.CRITICAL, message,
+    # Over the log's one first value that the rise's rows may have drawn (a paste of a noisy per-step
+    # loss from 1258, then 2635, 1867, ...), a rise and a lucky low first value cannot be told apart.
+    alone = int((loss.index < onset).sum()) == 1 and lucky_first_value(float(loss.iloc[0]), part.to_numpy(dtype="float64"))
+    if alone:
+        message += "; measured against the one value before it, whether the loss rose or that value was a lucky low one is not known"
+    return [Incident(IncidentKind.LOSS_SPIKE, onset, last, Severity.WARNING if alone else Severity.CRITICAL, message,
                      {"start": onset, "end": last, "peak_step": peak_step, "peak": peak,
                       "baseline": best, "ratio": peak / best if best > 0 else None,
                       "recovered_step": None, "recovered": False, "steps_to_recover": None,

@@ -25,6 +25,10 @@ _EXCERPT_ROWS = 20
 # noisy loss's last batch, TransUNet's x1.7, ZipVoice's x2.1), critical from this many times its
 # baseline on (an order of magnitude: CHGNet's 0.35 -> 124.6).
 _SURE_AT_THE_END = 10.0
+# A jump over a log's few first values (this many at most) that stands within their own spread (a
+# score under this: their robust sigmas) was flagged by its height alone: not known, as over one value.
+_FEW_VALUES = 3
+_WITHIN_THEIR_SPREAD = 1.0
 
 
 def spike_spans(series: pd.Series, config: AnalyzeConfig, *, start_jump: float | None = None,
@@ -214,6 +218,11 @@ def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig, last_step: int 
             # (PaddleClas' paste from an epoch's first batch, 0.0176, then its intervals' 0.05-0.09)
             after = (f"not back down by the last logged step {last}: measured against the one value before it, "
                      "whether the loss rose or that value was a lucky low one is not known")
+            unknown = True
+        elif (span.get("history") or _FEW_VALUES + 1) <= _FEW_VALUES and span["score"] < _WITHIN_THEIR_SPREAD:
+            # (a batch-size-1 paste's 0.069, 0.000, then 2.8, 2.2, 5.0, 1.3, 11.3: x72.9 at score 0.14)
+            after = (f"not back down by the last logged step {last}: the {span['history']} values before it spread as "
+                     "wide as the jump, so whether the loss rose or they were lucky low ones is not known")
             unknown = True
         elif last < span["peak_step"] + span["recover_within"]:
             after = f"not recovered by the last logged step {last}"
