@@ -384,3 +384,21 @@ def test_stylegan_stats_jsonl(tmp_path):
     report = analyze_run(run)
     assert any("a GAN's run" in w for w in report.warnings)  # Loss/D/loss the discriminator's
     assert [(i.kind, i.step) for i in report.incidents] == [("nonfinite", 50)]
+
+
+def test_a_count_of_loss_tokens_is_no_loss_and_a_mean_nll_is_one(tmp_path):
+    """Tinker's supervised fine-tuning metrics.jsonl logs num_loss_tokens (the tokens its loss was taken over)
+    beside train_mean_nll: the count was read as the loss (final 1080, best 26), the run 'healthy'."""
+    import json
+
+    from sentinel.analyze.analyzer import analyze_run
+
+    rows = [{"step": s, "epoch": 0, "learning_rate": 2e-5, "num_sequences": 4, "num_tokens": 900 + s,
+             "num_loss_tokens": float(500 + 37 * s % 600), "train_mean_nll": float("nan") if s >= 90 else 2.4 - s / 100,
+             "time/step": 1.35} for s in range(120)]
+    rows[0]["test/nll"] = 1.17
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    (run,) = discover_runs(path)
+    assert run.steps["loss"].iloc[1] == pytest.approx(2.39)
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents if i.severity.value == "critical"] == [("nonfinite", 90)]

@@ -277,10 +277,10 @@ def test_tsv_with_explicit_columns(tmp_path):
 
 
 def test_missing_loss_column_names_columns_and_fix(tmp_path):
-    path = _write(tmp_path, "run.csv", "step,nll,acc\n0,5.0,0.1\n")
-    with pytest.raises(ValueError, match=r"no loss column among: step, nll, acc; name it with --loss-col"):
+    path = _write(tmp_path, "run.csv", "step,score,acc\n0,5.0,0.1\n")  # (an "nll" column is a loss: read)
+    with pytest.raises(ValueError, match=r"no loss column among: step, score, acc; name it with --loss-col"):
         generic_table.load(path, LoadOptions())
-    with pytest.raises(ValueError, match=r"column 'perplexity' not found; available: step, nll, acc"):
+    with pytest.raises(ValueError, match=r"column 'perplexity' not found; available: step, score, acc"):
         generic_table.load(path, LoadOptions(loss_col="perplexity"))
 
 

@@ -170,7 +170,8 @@ def find_column(columns, aliases, explicit: str | None = None) -> str | None:
 # __MAX columns beside each series).
 _EVAL_WORDS = frozenset({"val", "valid", "validation", "eval", "evaluation", "test", "testing", "dev",
                          "holdout", "heldout"})
-_STAT_WORDS = frozenset({"min", "max", "best", "std", "stddev", "var", "variance", "count"})
+# (a count: Tinker's "num_loss_tokens", the tokens a loss was taken over, is no loss)
+_STAT_WORDS = frozenset({"min", "max", "best", "std", "stddev", "var", "variance", "count", "num"})
 # A setting of the loss, not its value: loss_scale (AMP), loss_weight, loss_coef.
 _SETTING_WORDS = frozenset({"scale", "scaler", "scaling", "weight", "weights", "coef", "coeff",
                             "factor", "multiplier"})
@@ -215,8 +216,9 @@ def is_regulariser(name: str) -> bool:
 
 
 def _is_loss_word(word: str) -> bool:
-    # xent: cross-entropy, as OpenNMT-py's TensorBoard names its loss (progress/xent, valid/xent)
-    return word == "losses" or word.endswith("loss") or word in ("xent", "crossentropy")
+    # xent: cross-entropy, as OpenNMT-py's TensorBoard names its loss (progress/xent, valid/xent); nll: a
+    # negative log-likelihood (Tinker's "train_mean_nll" beside "test/nll")
+    return word == "losses" or word.endswith("loss") or word in ("xent", "crossentropy", "nll")
 
 
 def _loss_value_words(name: str) -> list[str]:
@@ -475,7 +477,7 @@ def sniff_columns(columns, step_col: str | None = None, loss_col: str | None = N
     :func:`loss_column`). Never raises: a name the header lacks is the loader's to report.
 
     Example:
-        >>> sniff_columns(["it", "nll", "acc"], loss_col="nll"), sniff_columns(["it", "nll"], loss_col="x")
+        >>> sniff_columns(["it", "nll", "acc"], loss_col="nll"), sniff_columns(["it", "acc"], loss_col="x")
         (('it', ('nll', False)), ('it', (None, False)))
     """
     columns = list(columns)
