@@ -5892,3 +5892,16 @@ def test_a_jump_within_the_spread_of_the_few_values_before_it_is_not_known(tmp_p
     (run,) = discover_runs(_write(tmp_path / "trainer.log", lines))
     (incident,) = analyze_run(run).incidents
     assert (incident.kind, incident.severity) == ("loss_spike", "warning") and "lucky low one is not known" in incident.message
+
+
+def test_modded_nanogpt_lines_with_a_slash_in_a_key(tmp_path):
+    """A speedrun fork prints modded-nanogpt's lines with "tokens/sec:1.55e+05" after them: the slash split its
+    key, every training line was noise ('19328 token(s) with a value that is not a number were skipped'), and
+    a 9,664-step run had no loss."""
+    lines = ["step:0/300 val_loss:11.0006 train_time:223ms step_avg:nanms"]
+    lines += [f"step:{s}/300 train_loss:{'nan' if s >= 250 else f'{11 - s / 50:.4f}'} train_time:{3380 + s}ms "
+              f"step_avg:{'nan' if s < 10 else '220.1'}ms tokens_seen:{s * 5.24e5:.2e} tokens/sec:1.55e+05"
+              for s in range(1, 301)]
+    (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
+    assert run.source == "llmc" and len(run.steps) == 301 and run.steps["loss"].iloc[1] == pytest.approx(10.98)
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents if i.severity.value == "critical"] == [("nonfinite", 250)]

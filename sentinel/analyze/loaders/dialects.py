@@ -56,8 +56,10 @@ LLMC = Dialect(
     description='llm.c / modded-nanogpt logs ("s:N trl:X", "step:N/M train_loss:X")',
     shapes=(
         Shape(re.compile(r"^[ \t]*s:(\d[^\n]*)", _M), keys=_LLMC_KEYS, units=_MS, strict=True),
+        # (a slash inside a key is none of its separators: speedrun forks print "tokens/sec:1.55e+05")
         Shape(re.compile(r"^[ \t]*step:(\d+/\d[^\n]*)", _M), head=(metrics.STEP, "total"),
-              separators=(":", "/"), keys=_LLMC_KEYS, units=_MS, strict=True),
+              separators=(":", "/"), keys=_LLMC_KEYS, units=_MS, strict=True,
+              scrub=(re.compile(r"(?<=[A-Za-z])/(?=[A-Za-z])"), "_")),
     ),
     # A bare "step:5/100 train_time:..." alone is not enough to claim a file: a loss must be there.
     sniff=re.compile(r"^[ \t]*(?:s:\d+|step:\d+/\d+)[ \t]+[^\n]*?\b(?:trl|tel|train_loss|val_loss):", _M),
