@@ -5905,3 +5905,23 @@ def test_modded_nanogpt_lines_with_a_slash_in_a_key(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
     assert run.source == "llmc" and len(run.steps) == 301 and run.steps["loss"].iloc[1] == pytest.approx(10.98)
     assert [(i.kind, i.step) for i in analyze_run(run).incidents if i.severity.value == "critical"] == [("nonfinite", 250)]
+
+
+def test_a_loss_printed_below_its_digits(tmp_path):
+    """A PaiNN run prints f"Train Loss: {loss:.4f}": from its second epoch its MSE reads 0.0000, now and then
+    0.0001: "final loss 0, best loss 0", "plateaued for 648 epochs: best 0", no word that the log cannot show it."""
+    rng = np.random.default_rng(3)
+    lines = []
+    for epoch in range(1, 121):
+        loss = 0.0212 if epoch == 1 else float(rng.choice([0.0, 0.0, 0.0, 0.0, 0.0001]))
+        lines += [f"Epoch [{epoch}/120], Train Loss: {loss:.4f}, Train L1 Loss: {0.18 / epoch ** 0.5:.4f}",
+                  f"Epoch [{epoch}/120], Validation Loss: 0.0000, Validation L1: {0.19 / epoch ** 0.5:.4f}"]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    report = analyze_run(run)
+    assert not [i for i in report.incidents if i.kind == "plateau"]
+    (said,) = [w for w in report.warnings if "printed with 4 decimals" in w]
+    assert "logged epochs from epoch " in said
+    # a loss that falls to exactly 0 and stays there is the stuck rule's, not the printing's
+    lines = [f"Epoch [{e}/40], Train Loss: {0.5 if e < 3 else 0.0:.4f}" for e in range(1, 41)]
+    report = analyze_run(discover_runs(_write(tmp_path / "zero.log", lines))[0])
+    assert not any("printed with" in w for w in report.warnings)

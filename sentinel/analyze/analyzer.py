@@ -14,6 +14,7 @@ from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.detector import loss_warmup, warmup_steps
 from sentinel.analyze.discover import READ_ERRORS, NoRunsError, Skipped, debugging, describe_error, discover
 from sentinel.analyze.incident import Incident
+from sentinel.analyze.noise import below_printed_digit
 from sentinel.analyze.loaders import LOGGED_NAN, LOSS_SCALE_MIN, OVERFLOW_ROWS_ONLY, STEP_UNIT, LoadOptions, RunData
 from sentinel.analyze.loaders.keys import is_epoch_mean
 from sentinel.analyze.report import Report, RunReport, in_epochs, verdict
@@ -229,7 +230,11 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
             found = [i for i in found if i.details.get("recovered") or i.step < ongoing[0].step
                      or (_may_open(i, ongoing[0], loss) and _opens_with_jump(i, loss))]
         incidents += found + diverged
-        incidents += plateau_before_divergence(loss, diverged, _plateau_config(config, per_epoch))
+        printed_below = below_printed_digit(loss)
+        if printed_below:  # a plateau "at 0" is the printing's
+            warnings.append(in_epochs(printed_below) if per_epoch else printed_below)
+        else:
+            incidents += plateau_before_divergence(loss, diverged, _plateau_config(config, per_epoch))
         incidents += overfitting_incidents(steps, loss, config)
     if len(loss) >= 2:
         rl = is_reinforcement_learning(steps.columns) or environment_rl or policy_gradient

@@ -4,6 +4,7 @@ a rise or a repeat to, and the resolution its values were printed with."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 
 def printed_unit(values) -> float:
@@ -44,3 +45,38 @@ def step_noise(values: np.ndarray) -> float:
     """
     steps = np.diff(values)
     return float(1.4826 * float(np.median(np.abs(steps - np.median(steps)))) / np.sqrt(2))
+
+
+# A loss that reads exactly 0 at this many logged steps at least, and at half of them, is printed below its digits
+# where its other values are this many units of its last printed digit at most.
+_BELOW_DIGIT_ZEROS = 10
+_BELOW_DIGIT_UNITS = 10
+
+
+def below_printed_digit(loss: pd.Series) -> str | None:
+    """The warning for a loss printed with too few decimals to show it: after values above 0, most
+    of it (half or more, ten values at least) reads exactly 0, the rest a few units of its last printed
+    digit (a PaiNN run's "Train Loss: 0.0000" from its second epoch on, 0.0001 now and then):
+    its changes there are not in the log. None for any other loss.
+
+    Example:
+        >>> below_printed_digit(pd.Series([0.0212] + [0.0, 0.0, 0.0001] * 10))[:45]
+        'the loss reads exactly 0 at 20 of 31 logged s'
+        >>> below_printed_digit(pd.Series([0.5, 0.2] + [0.0] * 20)) is None  # zeros alone: a loss of exactly 0
+        True
+    """
+    values = loss.to_numpy(dtype="float64")
+    zero = values == 0
+    zeros = int(zero.sum())
+    if zeros < _BELOW_DIGIT_ZEROS or 2 * zeros < len(values) or not values[0] > 0:
+        return None
+    first = int(np.argmax(zero))
+    unit, tail = printed_unit(values), values[first:]
+    # (a unit now and then among the zeros shows a value hovering at the digit; zeros alone are the
+    # stuck rule's: a loss of exactly 0)
+    if unit < 1e-6 or bool(zero[first:].all()) or not bool((np.abs(tail) <= _BELOW_DIGIT_UNITS * unit).all()):
+        return None
+    decimals = round(-np.log10(unit))
+    return (f"the loss reads exactly 0 at {zeros} of {len(values)} logged steps from step {int(loss.index[first])} on, "
+            f"the others there at most {float(np.abs(tail).max()):g}: printed with {decimals} decimals, it has fallen "
+            "below them and its changes are not in the log (print it with more digits, or as 1.2e-05)")
