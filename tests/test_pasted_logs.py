@@ -5948,3 +5948,20 @@ def test_a_short_logs_rise_that_came_back_is_held_to_its_own_noise(tmp_path):
     lines = [f"step = {200 * k}: loss = {v}" for k, v in enumerate(calm)]
     assert [i.kind for i in analyze_run(discover_runs(_write(tmp_path / "calm.log", lines))[0]).incidents
             if i.kind == "divergence"] == ["divergence"]
+
+
+def test_a_divergence_over_the_logs_first_value_alone_is_not_known(tmp_path):
+    """A wav2vec 2.0 fine-tune's trainer_state.json: 0.269 over its first 25 steps, then 0.46-0.97 until step 600,
+    then down to 0.2 while its WER improved throughout: 'diverged, came back', critical, against a best level
+    that was the first value alone."""
+    import json
+
+    values = [0.269, 0.573, 0.458, 0.574, 0.438, 0.975, 0.493, 0.726, 0.671, 0.512, 0.663, 0.653, 0.556, 0.564, 0.511,
+              0.479, 0.42, 0.438, 0.444, 0.399, 0.365, 0.351, 0.416, 0.366, 0.404, 0.45, 0.34, 0.371, 0.404, 0.407]
+    values += [0.35 - k / 400 for k in range(50)]
+    history = [{"epoch": 0.1 * k, "learning_rate": 1e-4 * (1 - k / 80), "loss": v, "step": 25 * (k + 1)}
+               for k, v in enumerate(values)]
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps({"global_step": 2000, "log_history": history}))
+    (incident,) = [i for i in analyze_run(discover_runs(path)[0]).incidents if i.kind == "divergence"]
+    assert incident.severity == "warning" and "first value alone" in incident.message
