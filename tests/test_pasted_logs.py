@@ -5965,3 +5965,23 @@ def test_a_divergence_over_the_logs_first_value_alone_is_not_known(tmp_path):
     path.write_text(json.dumps({"global_step": 2000, "log_history": history}))
     (incident,) = [i for i in analyze_run(discover_runs(path)[0]).incidents if i.kind == "divergence"]
     assert incident.severity == "warning" and "first value alone" in incident.message
+
+
+def test_launches_appended_to_one_log_each_from_its_first_step_are_trainings(tmp_path):
+    """FastSpeech2 appends each launch to its log.txt: "Step 100/600000, Total Loss: 29.7486, Mel Loss: ..." from
+    100 again each time. Its step was counted on across the launches (the k-th at k x 328,500): each launch's
+    first loss 'a spike, not recovered', critical, on a healthy run, and every step of the last off by millions."""
+    lines = []
+    for stop in (3400, 300, 20000):
+        for step in range(100, stop + 1, 100):
+            total = 0.5 + 29.0 / (1 + step / 300)
+            lines.append(f"Step {step}/600000, Total Loss: {total:.4f}, Mel Loss: {total / 2:.4f}, Mel PostNet Loss: "
+                         f"{total / 3:.4f}, Pitch Loss: 0.1377, Energy Loss: 0.2311, Duration Loss: 0.0695")
+    runs = discover_runs(_write(tmp_path / "log.txt", lines))
+    assert [(run.steps.index[0], run.steps.index[-1]) for run in runs] == [(100, 3400), (100, 300), (100, 20000)]
+    assert not [i for run in runs for i in analyze_run(run).incidents if i.severity.value == "critical"]
+    assert "3 trainings whose step starts again" in runs[0].warnings[0]
+    # a count inside each epoch, printed as the step, starts again from its largest value and goes on: one run
+    lines = [f"iter: {it}, loss: {2.0 - (epoch * 300 + it) / 2000:.4f}" for epoch in range(3) for it in range(0, 301, 50)]
+    (run,) = discover_runs(_write(tmp_path / "epochs.log", lines))
+    assert len(run.steps) == 21

@@ -99,6 +99,11 @@ OVERFLOW_ROWS_ONLY = "overflow_rows_only"
 LOSS_SCALE_MIN = "loss_scale_min"
 
 
+# RunData.meta key: the length a text log's step key was counted across where it started again from its
+# first interval with the loss back at its first level (trainings appended to one file: FastSpeech2's
+# "Step 100/600000" after each fresh launch), each training a stretch of that many steps.
+RESTARTED_LENGTH = "restarted_length"
+
 # A steps frame's attrs key: a table's rows numbered in file order, its epoch column holding several
 # rows each (numeric_table.table_steps): its steps are then no epochs.
 ROWS_NUMBERED = "rows_numbered"

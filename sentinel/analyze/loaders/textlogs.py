@@ -29,6 +29,7 @@ from sentinel.analyze.loaders.keys import canonical_key, inferred_loss_note, is_
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.loss_key import LossKey, find_loss_key, loss_key_note, loss_keys, named_key
 from sentinel.analyze.loaders.progress_bar import bar_steps
+from sentinel.analyze.loaders.restarted_steps import split_restarted
 from sentinel.analyze.loaders.textlog import SNIFF_BYTES, read_head, read_text, run_name
 from sentinel.analyze.loaders.textscan import clean_text, count_records, plain_numbers, scan, split_evaluation_lines
 
@@ -363,6 +364,7 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
         parts = epoch_restarts(text)
     if len(parts) == 1:
         runs = [_read(text, dialect, options, path, run_name(path), lines, least)]
+        runs = split_restarted(runs[0], path) or runs
         if note:
             runs[0].warnings.insert(0, note)
         return _keyed(runs, key)

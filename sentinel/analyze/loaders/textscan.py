@@ -73,8 +73,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sentinel import metrics
-from sentinel.analyze.loaders import (LOGGED_NAN, LOSS_SCALE_MIN, OVERFLOW_ROWS_ONLY, STEP_UNIT, AbandonedHistory,
-                                      LoadOptions)
+from sentinel.analyze.loaders import (LOGGED_NAN, LOSS_SCALE_MIN, OVERFLOW_ROWS_ONLY, RESTARTED_LENGTH, STEP_UNIT,
+                                      AbandonedHistory, LoadOptions)
 from sentinel.analyze.loaders.dialect_types import HEAD_ROLES, Dialect, Shape
 from sentinel.analyze.loaders.field_lists import SHOWN, field_bodies
 from sentinel.analyze.loaders.keys import STEP_LIMIT
@@ -864,6 +864,8 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
                                          to_start=True)
             if wrapped is not None:
                 length = _epoch_length(step)
+                if fresh_starts(wrapped, step, columns.get(metrics.LOSS), columns["_pos"]):
+                    meta[RESTARTED_LENGTH] = int(length)  # trainings, each read as a run (restarted_steps)
                 step = (wrapped - 1) * length + step
                 meta["iters_per_epoch"] = int(length)
         for name in ("_step_key", "_step_col"):
@@ -1584,6 +1586,47 @@ def _epochs_from_wraps(iters: np.ndarray, total: np.ndarray, pos: np.ndarray, me
     epoch = np.empty_like(epoch_sorted)
     epoch[order] = epoch_sorted
     return epoch
+
+
+def fresh_starts(wrapped: np.ndarray, step: np.ndarray, loss: np.ndarray | None, pos: np.ndarray) -> bool:
+    """Whether the places a step key's count started again (``wrapped``: the stretch of each record,
+    from 1; ``step``: the counts as printed) hold fresh trainings, not the next epoch: a count inside
+    an epoch starts again from its largest value every time; launches appended to one log
+    (FastSpeech2's "Step 100/600000" after 3,400, 4,400, 300, 600, ...) start again from wherever each
+    was stopped. Where each fell from the largest count, where the loss at each start is nearer (in
+    log space) the log's first loss than the loss just before it.
+
+    Example:
+        >>> wrapped, pos = np.array([1., 1., 1., 2., 2., 2.]), np.arange(6)
+        >>> fresh_starts(wrapped, np.array([100., 200., 300., 100., 200., 300.]), np.array([29.7, 9.0, 2.7, 12.8, 6.0, 3.0]), pos)
+        True
+        >>> fresh_starts(wrapped, np.array([100., 200., 300., 100., 200., 300.]), np.array([2.0, 1.8, 1.7, 1.7, 1.6, 1.6]), pos)
+        False
+        >>> fresh_starts(np.array([1., 1., 2., 2., 2., 2.]), np.array([100., 200., 100., 300., 500., 700.]), np.array([2.0, 1.8, 1.7, 1.7, 1.6, 1.6]), pos)
+        True
+    """
+    order = np.argsort(pos, kind="stable")
+    stretch, counts = wrapped[order], step[order]
+    starts = np.flatnonzero(np.diff(stretch) > 0) + 1
+    if not len(starts):
+        return False
+    gaps = np.diff(counts[np.isfinite(counts)])
+    gap = float(np.median(gaps[gaps > 0])) if (gaps > 0).any() else 1.0
+    if bool((counts[starts - 1] < np.nanmax(counts) - 2 * gap).any()):
+        return True  # stopped short of the largest count somewhere: no epoch's end
+    if loss is None:
+        return False
+    values = loss[order]
+    ok = np.isfinite(values) & (values > 0)
+    if not ok.any():
+        return False
+    logs = np.log(np.where(ok, values, 1.0))
+    first = float(logs[np.flatnonzero(ok)[0]])
+    for at in starts.tolist():
+        before, after = logs[:at][ok[:at]], logs[at:][ok[at:]]
+        if not len(before) or not len(after) or not abs(after[0] - first) < abs(after[0] - before[-1]):
+            return False
+    return True
 
 
 def _counts_globally(epoch: np.ndarray, iters: np.ndarray, pos: np.ndarray, known_length: bool = False) -> bool:

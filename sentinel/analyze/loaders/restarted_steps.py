@@ -1,0 +1,77 @@
+"""Trainings appended to one text log whose step key starts again from its first interval, each read
+as a run of its own.
+
+FastSpeech2 appends each launch to its ``log.txt``: ``Step 100/600000, Total Loss: 29.7486, ...``
+from 100 again each time. The text reader counts such a step on across its restarts, each stretch
+``RESTARTED_LENGTH`` steps after the one before (as it does a count inside an epoch), and marks the
+run where the count started again from short of its largest value, or every restart's loss went back
+to the log's first level (``textscan.fresh_starts``): trainings, not epochs (an expert-iteration
+loop's SFT phases, each from "Step 7", too). Read as one run, each launch's first loss was "a spike, not recovered", and
+every step of the last training was off by the stretches before it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from sentinel.analyze.loaders import LOGGED_NAN, RESTARTED_LENGTH, AbandonedHistory, RunData
+from sentinel.analyze.loaders.textlog import run_name
+
+
+def split_restarted(run: RunData, path: str | Path) -> list[RunData] | None:
+    """The trainings of ``run``, each with its own steps (as printed), named ``<log>#1``, ``#2``, ...
+    with a warning; None where the reader did not mark its restarts as trainings.
+
+    Example:
+        >>> import pandas as pd
+        >>> steps = pd.DataFrame({"loss": [29.7, 9.0, 2.7, 12.8, 6.0]}, index=[100, 200, 300, 400, 500])
+        >>> runs = split_restarted(RunData("log", "log.txt", "text", steps, meta={RESTARTED_LENGTH: 300}), "log.txt")
+        >>> [(r.name, r.steps.index.tolist()) for r in runs]
+        [('log#1', [100, 200, 300]), ('log#2', [100, 200])]
+    """
+    length = run.meta.get(RESTARTED_LENGTH)
+    if not length or not len(run.steps.index):
+        return None
+    steps = run.steps.index.to_numpy()
+    first = int(steps.min())
+    stretch = (steps - first) // length  # the training of each step, from 0
+    trainings = np.unique(stretch)
+    if len(trainings) < 2:
+        return None
+    name = run_name(path)
+    note = (f"{Path(path).name} holds {len(trainings)} trainings whose step starts again from its first value "
+            f"(launches appended to one file, a loop's phases): each is read as a run of its own, "
+            f"{name}#1 to #{len(trainings)}")
+    runs = []
+    for number, k in enumerate(trainings.tolist(), 1):
+        offset = int(k) * length
+        lo, hi = first + offset, first + offset + length
+        part = run.steps[(steps >= lo) & (steps < hi)].copy()
+        part.index = part.index - offset
+        meta = {key: value for key, value in run.meta.items() if key not in (RESTARTED_LENGTH, "crash", LOGGED_NAN,
+                                                                               "iters_per_epoch", "epochs_from_counter")}
+        if LOGGED_NAN in run.meta:
+            meta[LOGGED_NAN] = {key: [s - offset for s in at if lo <= s < hi] for key, at in run.meta[LOGGED_NAN].items()}
+        if "crash" in run.meta and number == len(trainings):
+            meta["crash"] = {**run.meta["crash"], "after_step": int(run.meta["crash"]["after_step"]) - offset}
+        events = run.events
+        if len(events.index) and "step" in events.columns:
+            events = events[(events["step"] >= lo) & (events["step"] < hi)].copy()
+            events["step"] = events["step"] - offset
+        abandoned = [_shifted(stretch, lo, hi, offset) for stretch in run.abandoned if lo <= stretch.resumed_at < hi]
+        runs.append(replace(run, name=f"{name}#{number}", steps=part, events=events, meta=meta,
+                            warnings=[note, *run.warnings], abandoned=abandoned))
+    return runs
+
+
+def _shifted(stretch: AbandonedHistory, lo: int, hi: int, offset: int) -> AbandonedHistory:
+    """A replaced stretch of history inside the training of steps ``lo`` to ``hi`` (counted on), at
+    its training's own steps."""
+    steps = stretch.steps[(stretch.steps.index >= lo) & (stretch.steps.index < hi)].copy()
+    steps.index = steps.index - offset
+    nan = None if stretch.logged_nan is None else {
+        key: [s - offset for s in at if lo <= s < hi] for key, at in stretch.logged_nan.items()}
+    return AbandonedHistory(stretch.resumed_at - offset, stretch.first - offset, stretch.last - offset, steps, nan)
