@@ -5950,23 +5950,6 @@ def test_a_short_logs_rise_that_came_back_is_held_to_its_own_noise(tmp_path):
             if i.kind == "divergence"] == ["divergence"]
 
 
-def test_a_divergence_over_the_logs_first_value_alone_is_not_known(tmp_path):
-    """A wav2vec 2.0 fine-tune's trainer_state.json: 0.269 over its first 25 steps, then 0.46-0.97 until step 600,
-    then down to 0.2 while its WER improved throughout: 'diverged, came back', critical, against a best level
-    that was the first value alone."""
-    import json
-
-    values = [0.269, 0.573, 0.458, 0.574, 0.438, 0.975, 0.493, 0.726, 0.671, 0.512, 0.663, 0.653, 0.556, 0.564, 0.511,
-              0.479, 0.42, 0.438, 0.444, 0.399, 0.365, 0.351, 0.416, 0.366, 0.404, 0.45, 0.34, 0.371, 0.404, 0.407]
-    values += [0.35 - k / 400 for k in range(50)]
-    history = [{"epoch": 0.1 * k, "learning_rate": 1e-4 * (1 - k / 80), "loss": v, "step": 25 * (k + 1)}
-               for k, v in enumerate(values)]
-    path = tmp_path / "trainer_state.json"
-    path.write_text(json.dumps({"global_step": 2000, "log_history": history}))
-    (incident,) = [i for i in analyze_run(discover_runs(path)[0]).incidents if i.kind == "divergence"]
-    assert incident.severity == "warning" and "first value alone" in incident.message
-
-
 def test_launches_appended_to_one_log_each_from_its_first_step_are_trainings(tmp_path):
     """FastSpeech2 appends each launch to its log.txt: "Step 100/600000, Total Loss: 29.7486, Mel Loss: ..." from
     100 again each time. Its step was counted on across the launches (the k-th at k x 328,500): each launch's
@@ -5985,3 +5968,34 @@ def test_launches_appended_to_one_log_each_from_its_first_step_are_trainings(tmp
     lines = [f"iter: {it}, loss: {2.0 - (epoch * 300 + it) / 2000:.4f}" for epoch in range(3) for it in range(0, 301, 50)]
     (run,) = discover_runs(_write(tmp_path / "epochs.log", lines))
     assert len(run.steps) == 21
+
+
+def test_a_divergence_over_the_logs_first_value_alone_is_not_known(tmp_path):
+    """A wav2vec 2.0 fine-tune's trainer_state.json: 0.269 over its first 25 steps, then 0.46-0.97 until step 600,
+    then down to 0.2 while its WER improved throughout: 'diverged, came back', critical, against a best level
+    that was the first value alone."""
+    import json
+
+    values = [0.269, 0.573, 0.458, 0.574, 0.438, 0.975, 0.493, 0.726, 0.671, 0.512, 0.663, 0.653, 0.556, 0.564, 0.511,
+              0.479, 0.42, 0.438, 0.444, 0.399, 0.365, 0.351, 0.416, 0.366, 0.404, 0.45, 0.34, 0.371, 0.404, 0.407]
+    values += [0.35 - k / 400 for k in range(50)]
+    history = [{"epoch": 0.1 * k, "learning_rate": 1e-4 * (1 - k / 80), "loss": v, "step": 25 * (k + 1)}
+               for k, v in enumerate(values)]
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps({"global_step": 2000, "log_history": history}))
+    (incident,) = [i for i in analyze_run(discover_runs(path)[0]).incidents if i.kind == "divergence"]
+    assert incident.severity == "warning" and "first value alone" in incident.message
+
+
+def test_a_word_inside_a_hyphenated_bar_label_is_the_labels(tmp_path):
+    """ai-toolkit draws its bar under the job's name, "lokr-test-2:  10%|9 | 299/3000 [..., lr: 2.0e-04 loss:
+    5.226e-01]": "test" in the name made every line an evaluation's, the log 'not a log format', a NaN unread."""
+    lines = [f"lokr-test-2:  {k}%|9         | {30 * k}/3000 [10:44<1:37:05,  2.16s/it, lr: 2.0e-04 loss: "
+             f"{float('nan') if k >= 8 else 0.5 - k / 100:.3e}]" for k in range(1, 11)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index.tolist() == list(range(30, 301, 30))
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 240)]
+    # a line that opens on the word is still an evaluation's ("Test-set: Average loss")
+    lines = [f"step {s} loss {2 - s / 100:.3f}" for s in range(1, 9)] + ["Test-set: Average loss: 9.5"]
+    (run,) = discover_runs(_write(tmp_path / "mnist.log", lines))
+    assert run.steps["loss"].max() < 2

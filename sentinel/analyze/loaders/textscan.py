@@ -1241,6 +1241,8 @@ def split_evaluation_lines(text: str, words: tuple[str, ...], unless_after: tupl
     Example:
         >>> split_evaluation_lines("step 1 loss 2\\nValid loss 3\\nstep 2 loss 1 test loss 0.9\\n", ("valid", "test"))
         ('step 1 loss 2\\n\\nstep 2 loss 1 test loss 0.9\\n', 'Valid loss 3\\n')
+        >>> split_evaluation_lines("lokr-test-2: 10%|9 | 299/3000 [10:44, lr: 2e-04 loss: 0.52]\\n", ("test",))[1]
+        ''
     """
     rest, picked, _ = split_evaluation_lines_at(text, words, unless_after)
     return rest, "".join(picked)
@@ -1269,8 +1271,10 @@ def split_evaluation_lines_at(text: str, words: tuple[str, ...], unless_after: t
         at = lower.find(word)
         while at >= 0:
             end_word = at + len(word)
+            # (a word inside a hyphenated name is the name's: ai-toolkit's bar of its job "lokr-test-2")
             whole = (at == 0 or not _is_word_char(lower[at - 1])) and \
-                (end_word == len(lower) or not _is_word_char(lower[end_word]))
+                (end_word == len(lower) or not _is_word_char(lower[end_word])) and \
+                not (at >= 2 and lower[at - 1] == "-" and _is_word_char(lower[at - 2]))
             start = lower.rfind("\n", 0, at) + 1
             if whole and all(lower.find(first, start, at) < 0 for first in unless_after):
                 end = lower.find("\n", end_word)
