@@ -5999,3 +5999,22 @@ def test_a_word_inside_a_hyphenated_bar_label_is_the_labels(tmp_path):
     lines = [f"step {s} loss {2 - s / 100:.3f}" for s in range(1, 9)] + ["Test-set: Average loss: 9.5"]
     (run,) = discover_runs(_write(tmp_path / "mnist.log", lines))
     assert run.steps["loss"].max() < 2
+
+
+def test_rsl_rl_learning_iteration_blocks(tmp_path):
+    """rsl_rl's OnPolicyRunner (legged_gym, Isaac Lab) prints a block each iteration, "Learning iteration N/M" then
+    f"{'Mean value_function loss:':>{pad}} {v:.4f}" lines: 'not a log format', its value loss at inf unread."""
+    width, pad = 80, 35
+    lines = []
+    for it in range(40):
+        value = float("inf") if it >= 30 else 0.02 * 1.15 ** it  # the value loss grows with the returns
+        lines += ["#" * width, f" \033[1m Learning iteration {it}/1500 \033[0m ".center(width, " "), "",
+                  f"{'Computation:':>{pad}} 14963 steps/s (collection: 6.407s, learning 0.163s)",
+                  f"{'Mean value_function loss:':>{pad}} {value:.4f}", f"{'Mean surrogate loss:':>{pad}} {-0.003:.4f}",
+                  f"{'Mean entropy loss:':>{pad}} {17.0273:.4f}", f"{'Mean reward:':>{pad}} {0.5 * it:.2f}",
+                  f"{'Mean episode length:':>{pad}} {20.0 + it:.2f}", "-" * width,
+                  f"{'Iteration time:':>{pad}} 6.57s", f"{'Total time:':>{pad}} 263.83s", f"{'ETA:':>{pad}} 8922.3s", ""]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "rsl_rl" and run.steps.index.tolist() == list(range(40))
+    assert run.steps["loss"].iloc[1] == pytest.approx(0.023) and "episode_reward_mean" in run.steps.columns
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 30)]

@@ -496,6 +496,27 @@ COQUI = Dialect(
     min_records=1,  # (a paste of the last step before a crash)
 )
 
+# rsl_rl's OnPolicyRunner (legged_gym, Isaac Lab, MuJoCo Playground's locomotion): a block each learning
+# iteration, "#"*80, then f"Learning iteration {it}/{tot_iter}" centred, then one f"{'Value function loss:':>{pad}}
+# {v:.4f}" line per value ("Mean value_function loss:", "Mean value loss:" in later versions; "Mean reward:",
+# "Mean total reward:" the episodes' return). The value loss is the loss (an RL run's: judged for NaN and inf).
+_RSL_RL_BLOCK = re.compile(r"\n(?![^\S\n]*(?:#{20}|(?:\x1b\[1m)?[^\S\n]*Learning iteration ))")
+RSL_RL = Dialect(
+    name="rsl_rl",
+    description='rsl_rl (legged_gym, Isaac Lab: "Learning iteration N/M", then "Value function loss: X" lines)',
+    shapes=(
+        Shape(re.compile(r"Learning iteration (\d+)/\d+([^\n]*)"), fields="|",
+              keys={"value function loss": metrics.LOSS, "mean value_function loss": metrics.LOSS,
+                    "mean value loss": metrics.LOSS, "surrogate loss": "surrogate_loss",
+                    "mean surrogate loss": "surrogate_loss", "mean reward": "episode_reward_mean",
+                    "mean total reward": "episode_reward_mean"}),
+    ),
+    joins=_RSL_RL_BLOCK,
+    join_with=" | ",
+    sniff=re.compile(r"Learning iteration \d+/\d+"),
+    min_records=1,
+)
+
 # WeNet (wenet/utils/train_utils.py log_per_step, executor.py before it): logging.debug of
 # f"TRAIN Batch {epoch}/{batch} loss {loss:.6f} loss_att ... lr {lr:.8f} rank 0" (newer versions:
 # "TRAIN | steps/sec 2.381| Batch {epoch}/{step} loss ...", the step going on across epochs); its
@@ -1979,7 +2000,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT, BUILD_NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
