@@ -517,6 +517,22 @@ RSL_RL = Dialect(
     min_records=1,
 )
 
+# lightweight-human-pose-estimation's train.py: print('Iter: {}'.format(num_iter)), then for each refinement stage
+# 'stage{}_pafs_loss:     {}' and 'stage{}_heatmaps_loss: {}' on lines of their own (each the mean since the
+# last print): the stages' terms add up to the loss it optimises.
+POSE_STAGES = Dialect(
+    name="pose_stages",
+    description='lightweight-human-pose-estimation ("Iter: N", then "stageK_pafs_loss: X" / "stageK_heatmaps_loss: Y" lines)',
+    shapes=(
+        Shape(re.compile(r"^Iter: (\d+)([^\n]*)", re.MULTILINE), fields="|"),
+    ),
+    joins=re.compile(r"\n(?=[^\S\n]*stage\d+_\w+_loss:)"),
+    join_with=" | ",
+    sniff=re.compile(r"stage\d+_(?:pafs|heatmaps)_loss:"),  # (one line: the sniff counts lines)
+    min_records=1,
+    loss_terms=LossTerms(term="stage", alone=True),
+)
+
 # WeNet (wenet/utils/train_utils.py log_per_step, executor.py before it): logging.debug of
 # f"TRAIN Batch {epoch}/{batch} loss {loss:.6f} loss_att ... lr {lr:.8f} rank 0" (newer versions:
 # "TRAIN | steps/sec 2.381| Batch {epoch}/{step} loss ...", the step going on across epochs); its
@@ -2000,7 +2016,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT, BUILD_NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
