@@ -6034,3 +6034,22 @@ def test_pose_estimation_stage_losses_on_lines_of_their_own(tmp_path):
     assert run.steps.index[[0, -1]].tolist() == [100, 3000]
     assert run.steps["loss"].iloc[0] == pytest.approx(0.002 + 0.0001 + 0.001 + 0.00005 + 0.002 + 0.0002 + 0.001 + 0.00005)
     assert [(i.kind, i.step) for i in analyze_run(run).incidents if i.severity.value == "critical"] == [("nonfinite", 2500)]
+
+
+def test_chinese_ners_iteration_and_step_inside_it(tmp_path):
+    """zjy-ucas/ChineseNER and its forks log "iteration:{} step:{}/{}, NER loss:{:>9.6f}" (the iteration the epoch,
+    the step a count inside it): the iteration was read as the step, 1,044 losses as 101 steps 'printed 10 times
+    (every rank?)', and a fork's line without the step's colon was 'not a log format'."""
+    lines = ["2018-08-23 15:43:00,229 - log/train.log - INFO - num_tags       :\t13"]
+    for iteration in (1, 2, 3):
+        for step in range(100, 1001, 100):
+            loss = float("nan") if (iteration, step) == (3, 500) else 30.0 / (iteration * 10 + step / 100)
+            lines.append(f"2018-08-23 15:43:20,494 - log/train.log - INFO - iteration:{iteration} step:{step}/1044, "
+                         f"NER loss:{loss:>9.6f}")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert len(run.steps) == 30 and run.steps.index[[0, 10]].tolist() == [100, 1144]
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents if i.severity.value == "critical"] == [("nonfinite", 2588)]
+    fork = [f"2019-09-14 11:46:55,645 - log\\train.log - INFO - iteration:{e} step{s}/174,NER loss:{9 - e - s / 100:9.6f}"
+            for e in (1, 2) for s in (26, 76, 126)]
+    (run,) = discover_runs(_write(tmp_path / "fork.log", fork))
+    assert run.steps.index.tolist() == [26, 76, 126, 200, 250, 300]

@@ -533,6 +533,20 @@ POSE_STAGES = Dialect(
     loss_terms=LossTerms(term="stage", alone=True),
 )
 
+# zjy-ucas/ChineseNER's main.py (and its forks): logger.info("iteration:{} step:{}/{}, NER loss:{:>9.6f}".format(
+# iteration, step % steps_per_epoch, steps_per_epoch, np.mean(loss))): the iteration is the epoch (from 1), the
+# step a count inside it.
+CHINESE_NER = Dialect(
+    name="chinese_ner",
+    description='ChineseNER ("iteration:1 step:100/1044, NER loss:31.880068")',
+    shapes=(
+        Shape(re.compile(rf"\biteration:(\d+) step:?(\d+)/(\d+),[^\S\n]*NER loss:[^\S\n]*({_NUM})"),
+              head=("epoch", "iter", "total", metrics.LOSS)),
+    ),
+    sniff=re.compile(r"iteration:\d+ step:?\d+/\d+,[^\S\n]*NER loss:"),
+    min_records=1,
+)
+
 # WeNet (wenet/utils/train_utils.py log_per_step, executor.py before it): logging.debug of
 # f"TRAIN Batch {epoch}/{batch} loss {loss:.6f} loss_att ... lr {lr:.8f} rank 0" (newer versions:
 # "TRAIN | steps/sec 2.381| Batch {epoch}/{step} loss ...", the step going on across epochs); its
@@ -2016,7 +2030,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT, BUILD_NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
