@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -6053,3 +6054,21 @@ def test_chinese_ners_iteration_and_step_inside_it(tmp_path):
             for e in (1, 2) for s in (26, 76, 126)]
     (run,) = discover_runs(_write(tmp_path / "fork.log", fork))
     assert run.steps.index.tolist() == [26, 76, 126, 200, 250, 300]
+
+
+def test_hugging_face_flax_example_scripts(tmp_path):
+    """transformers' run_clm_flax writes f"Step... ({cur_step} | Loss: {loss}, Learning Rate: {lr})" and its evaluations
+    "Step... (N | Eval Loss: X | Eval Perplexity: P)"; diffusers' Flax text-to-image f"Epoch... ({e}/{n} | Loss: {loss})":
+    'not a log format', a NaN there unread."""
+    lines = ["Epoch ... (1/3)"]
+    for step in range(500, 10001, 500):
+        loss = float("nan") if step >= 8000 else 4.0 - step / 5000
+        lines.append(f"Step... ({step} | Loss: {loss}, Learning Rate: {3e-4 * (1 - step / 20000)})")
+        if step % 2500 == 0:
+            lines.append(f"Step... ({step} | Eval Loss: {3.9 - step / 6000} | Eval Perplexity: 40.1)")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps["loss"].dropna().index[0] == 500 and run.steps["val_loss"].dropna().index.tolist() == [2500, 5000, 7500, 10000]
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents if i.severity.value == "critical"] == [("nonfinite", 8000)]
+    lines = [f"Epoch... ({e}/116 | Loss: {0.18 + 0.01 * (e % 3)})" for e in range(39, 60)]
+    (run,) = discover_runs(_write(tmp_path / "flax_sd.log", lines))
+    assert run.steps.index[[0, -1]].tolist() == [39, 59] and analyze_run(run).step_unit == "epoch"

@@ -624,6 +624,35 @@ GLUONTS_EPOCHS = Dialect(
     step_unit="epoch",
 )
 
+# The Hugging Face Flax example scripts (transformers' run_clm_flax / run_mlm_flax / run_t5_mlm_flax, diffusers'
+# train_text_to_image_flax): tqdm.write(f"Step... ({cur_step} | Loss: {loss}, Learning Rate: {lr})"), evaluations
+# "Step... (N | Eval Loss: X | ...)" (run_mlm_flax's "Step... (N | Loss: X, Acc: A)"); epoch scripts
+# f"Epoch... ({epoch + 1}/{num_epochs} | Loss: {loss}[, Learning Rate: {lr}])", their "| Eval Loss: X" after.
+HF_FLAX = Dialect(
+    name="hf_flax",
+    description='Hugging Face Flax example scripts ("Step... (500 | Loss: 3.2, Learning Rate: 0.0001)")',
+    shapes=(
+        Shape(re.compile(rf"\bStep\.\.\. \((\d+) \| Loss: ({_NUM})(?:, Learning Rate: ({_NUM}))?\)"),
+              head=(metrics.STEP, metrics.LOSS, metrics.LR)),
+        Shape(re.compile(rf"\bStep\.\.\. \((\d+) \| (?:Eval )?Loss: ({_NUM})(?:, Acc: {_NUM}\)| \|)"),
+              head=(metrics.STEP, metrics.VAL_LOSS)),
+    ),
+    sniff=re.compile(r"Step\.\.\. \(\d+ \| (?:Eval )?Loss: "),
+    min_records=1,
+)
+HF_FLAX_EPOCHS = Dialect(
+    name="hf_flax",
+    description='Hugging Face Flax example scripts\' epoch lines ("Epoch... (39/116 | Loss: 0.1878)")',
+    shapes=(
+        Shape(re.compile(rf"\bEpoch\.\.\. \((\d+)/\d+ \| Loss: ({_NUM})(?:, Learning Rate: ({_NUM}))?\)"),
+              head=(metrics.STEP, metrics.LOSS, metrics.LR)),
+        Shape(re.compile(rf"\bEpoch\.\.\. \((\d+)/\d+ \| Eval Loss: ({_NUM})"), head=(metrics.STEP, metrics.VAL_LOSS)),
+    ),
+    sniff=re.compile(r"Epoch\.\.\. \(\d+/\d+ \| (?:Eval )?Loss: "),
+    min_records=1,
+    step_unit="epoch",
+)
+
 # FuxiCTR (the BARS benchmark's CTR models): logging lines "Train loss: X" (the mean since the last
 # evaluation), then "Evaluation @epoch E - batch B: " and "[Metrics] AUC: A - logloss: L", and
 # "************ Epoch=E end ************"; its first versions printed "--- B/N batches finished ---",
@@ -2030,7 +2059,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT, BUILD_NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
