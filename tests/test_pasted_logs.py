@@ -6072,3 +6072,15 @@ def test_hugging_face_flax_example_scripts(tmp_path):
     lines = [f"Epoch... ({e}/116 | Loss: {0.18 + 0.01 * (e % 3)})" for e in range(39, 60)]
     (run,) = discover_runs(_write(tmp_path / "flax_sd.log", lines))
     assert run.steps.index[[0, -1]].tolist() == [39, 59] and analyze_run(run).step_unit == "epoch"
+
+
+def test_a_constant_negative_loss_names_targets_out_of_range_too(tmp_path):
+    """A single-process Keras run fit binary_crossentropy to MNIST's labels 0-9: 'loss: -55.0284' at every epoch,
+    told 'a placeholder, not a measurement (a rank that did not compute it)': a distributed bug hunted in vain."""
+    lines = []
+    for epoch in range(1, 13):
+        lines += [f"Epoch {epoch}/12", "60000/60000 [==============================] - 3s 50us/step - loss: -55.0284 - "
+                  "acc: 0.1124 - val_loss: -55.2166 - val_acc: 0.1135"]
+    (incident,) = [i for i in analyze_run(discover_runs(_write(tmp_path / "train.log", lines))[0]).incidents
+                   if i.kind == "loss_stuck"]
+    assert "targets outside its range" in incident.message

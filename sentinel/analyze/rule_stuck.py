@@ -159,7 +159,8 @@ def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS, zero_counts:
         why = ("nothing is learned from a loss of 0 (every label masked or ignored, an empty batch, "
                "or a loss that underflowed)")
     elif value < 0:
-        why = "a constant negative loss is a placeholder, not a measurement (a rank that did not compute it)"
+        why = ("a loss that stays at one negative value measures nothing: a placeholder (a rank that did not compute "
+               "it), or a loss given targets outside its range (binary cross-entropy fed labels other than 0 and 1)")
     elif value == 1.0:
         why = ("a loss of exactly 1 is what a Dice or IoU loss gives where prediction and target never overlap "
                "(empty or misaligned masks, labels the loader does not read), or a placeholder")
