@@ -6084,3 +6084,17 @@ def test_a_constant_negative_loss_names_targets_out_of_range_too(tmp_path):
     (incident,) = [i for i in analyze_run(discover_runs(_write(tmp_path / "train.log", lines))[0]).incidents
                    if i.kind == "loss_stuck"]
     assert "targets outside its range" in incident.message
+
+
+def test_overfittings_training_loss_is_a_value_the_log_shows(tmp_path):
+    """A Keras paste: 'val_loss rose ... while the training loss fell from 0.8579 to 0.5807': 0.8579 is nowhere in
+    the log (the mean of epochs 1 and 2, 0.9452 and 0.7707): the median of an even count is its lower middle value."""
+    losses = (0.9452, 0.7707, 0.5807, 0.4501, 0.3302, 0.2285, 0.1901, 0.1502)
+    vals = (0.90, 0.80, 0.86, 0.93, 0.97, 1.02, 1.08, 1.15)
+    lines = []
+    for epoch, (loss, val) in enumerate(zip(losses, vals), 1):
+        lines += [f"Epoch {epoch}/8", f" - 0s - loss: {loss:.4f} - acc: 0.61 - val_loss: {val:.4f} - val_acc: 0.58"]
+    (incident,) = [i for i in analyze_run(discover_runs(_write(tmp_path / "train.log", lines))[0]).incidents
+                   if i.kind == "overfitting"]
+    shown = re.search(r"fell from ([\d.]+) to ([\d.]+)", incident.message).groups()
+    assert all(float(v) in losses for v in shown), incident.message
