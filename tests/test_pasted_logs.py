@@ -6098,3 +6098,22 @@ def test_overfittings_training_loss_is_a_value_the_log_shows(tmp_path):
                    if i.kind == "overfitting"]
     shown = re.search(r"fell from ([\d.]+) to ([\d.]+)", incident.message).groups()
     assert all(float(v) in losses for v in shown), incident.message
+
+
+def test_a_fall_the_loss_climbs_back_from_is_no_collapse(tmp_path):
+    """A medical NER model's summed CRF loss of one batch, printed every 100 iterations, swings from thousands to
+    hundredths: 'loss collapsed from 2304 to 0.0011: the model sees its targets (a label leak ...)' four times on a
+    healthy run whose dev loss and F1 held. A fall the next rows climb back from is one easy batch's."""
+    rng = np.random.default_rng(4)
+    values = np.exp(rng.normal(3.5, 1.5, 120))
+    values[60] = 2304.0
+    values[61] = 0.0011
+    lines = [f"2020-05-23 20:11:11,028 - train.log - INFO - Iter: {100 * k} | Train Loss: {v:.4f} | Dev Loss: 0.7500 | "
+             "Dev F1-macro: 0.9700" for k, v in enumerate(values)]
+    report = analyze_run(discover_runs(_write(tmp_path / "train.log", lines))[0])
+    assert not [i for i in report.incidents if i.kind == "loss_collapse"]
+    # a fall that stays near 0 is still one
+    values[62:] = 1e-5
+    lines = [f"Iter: {100 * k} | Train Loss: {v:.6f}" for k, v in enumerate(values)]
+    report = analyze_run(discover_runs(_write(tmp_path / "leak.log", lines))[0])
+    assert [i.step for i in report.incidents if i.kind == "loss_collapse"] == [6000]

@@ -213,6 +213,11 @@ COLLAPSE_LEVEL_ROWS = 21
 # where the loss fell to near 0 (a leak's 1.79e-06 after 12.18 at a log's first row).
 COLLAPSE_LEVEL_LEAST = 3
 COLLAPSE_NEAR_ZERO = 1e-2
+# A fall the loss climbs back from is a batch's, no collapse: the median of the next COLLAPSE_AFTER_ROWS
+# logged values back above COLLAPSE_BACK of the level (a CRF tagger's summed batch loss, 2304 then 0.0011,
+# then back in the tens and thousands: one easy batch).
+COLLAPSE_AFTER_ROWS = 5
+COLLAPSE_BACK = 0.1
 
 
 def collapse_incidents(loss: pd.Series) -> list[Incident]:
@@ -225,6 +230,8 @@ def collapse_incidents(loss: pd.Series) -> list[Incident]:
         >>> collapse_incidents(s)[0].message.split(":")[0]
         'loss collapsed from 12.18 at step 1 to 1.79e-06 at step 2'
         >>> collapse_incidents(pd.Series([2535.0, 1.70, 1.28, 1.31], index=[1, 2, 3, 4]))
+        []
+        >>> collapse_incidents(pd.Series([30.0, 20.0, 25.0, 0.001, 18.0, 22.0, 19.0], index=range(7)))  # one easy batch
         []
     """
     values = loss.to_numpy(dtype="float64")
@@ -243,8 +250,10 @@ def collapse_incidents(loss: pd.Series) -> list[Incident]:
     fell = []
     for i in candidates.tolist():
         level = float(np.median(values[max(0, i + 1 - COLLAPSE_LEVEL_ROWS):i + 1]))
+        later = values[i + 2:i + 2 + COLLAPSE_AFTER_ROWS]
         if level >= COLLAPSE_FROM and after[i] < COLLAPSE_RATIO * level \
-                and (i + 1 >= COLLAPSE_LEVEL_LEAST or after[i] < COLLAPSE_NEAR_ZERO):
+                and (i + 1 >= COLLAPSE_LEVEL_LEAST or after[i] < COLLAPSE_NEAR_ZERO) \
+                and not (len(later) and float(np.median(later)) >= COLLAPSE_BACK * level):
             fell.append(i)
     if not fell:
         return []
