@@ -6,8 +6,8 @@ from 100 again each time. The text reader counts such a step on across its resta
 ``RESTARTED_LENGTH`` steps after the one before (as it does a count inside an epoch), and marks the
 run where the count started again from short of its largest value, or every restart's loss went back
 to the log's first level (``textscan.fresh_starts``): trainings, not epochs (an expert-iteration
-loop's SFT phases, each from "Step 7", too). Read as one run, each launch's first loss was "a spike, not recovered", and
-every step of the last training was off by the stretches before it.
+loop's SFT phases, each from "Step 7", too). Read as one run, each launch's first loss was "a spike,
+not recovered", and every step of the last training was off by the stretches before it.
 """
 
 from __future__ import annotations
@@ -37,8 +37,7 @@ def split_restarted(run: RunData, path: str | Path) -> list[RunData] | None:
         return None
     steps = run.steps.index.to_numpy()
     first = int(steps.min())
-    stretch = (steps - first) // length  # the training of each step, from 0
-    trainings = np.unique(stretch)
+    trainings = np.unique((steps - first) // length)  # the training of each step, from 0
     if len(trainings) < 2:
         return None
     name = run_name(path)
@@ -61,7 +60,7 @@ def split_restarted(run: RunData, path: str | Path) -> list[RunData] | None:
         if len(events.index) and "step" in events.columns:
             events = events[(events["step"] >= lo) & (events["step"] < hi)].copy()
             events["step"] = events["step"] - offset
-        abandoned = [_shifted(stretch, lo, hi, offset) for stretch in run.abandoned if lo <= stretch.resumed_at < hi]
+        abandoned = [_shifted(replaced, lo, hi, offset) for replaced in run.abandoned if lo <= replaced.resumed_at < hi]
         runs.append(replace(run, name=f"{name}#{number}", steps=part, events=events, meta=meta,
                             warnings=[note, *run.warnings], abandoned=abandoned))
     return runs
