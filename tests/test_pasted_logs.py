@@ -77,7 +77,7 @@ def test_a_pipeline_stages_placeholder_loss_of_minus_one(tmp_path):
     report = analyze_run(discover_runs(_write(tmp_path / "titan.log", lines))[0])
     (incident,) = report.incidents
     assert (incident.kind, incident.severity, incident.step, incident.end_step) == ("loss_stuck", "warning", 1, 4)
-    assert "a constant negative loss is a placeholder" in incident.message
+    assert "a placeholder (a rank that did not compute it)" in incident.message
 
 
 def test_a_float32_loss_that_stops_moving_makes_the_run_unhealthy():
