@@ -6117,3 +6117,21 @@ def test_a_fall_the_loss_climbs_back_from_is_no_collapse(tmp_path):
     lines = [f"Iter: {100 * k} | Train Loss: {v:.6f}" for k, v in enumerate(values)]
     report = analyze_run(discover_runs(_write(tmp_path / "leak.log", lines))[0])
     assert [i.step for i in report.incidents if i.kind == "loss_collapse"] == [6000]
+
+
+def test_soundstream_lines_and_a_gans_size_running_away(tmp_path):
+    """audiolm-pytorch's SoundStreamTrainer prints f"{steps}: soundstream total loss: {x:.3f}, soundstream recon loss:
+    {r:.3f} | discr (scale 1) loss: {d:.3f} | ...": 'not a log format'. Read, a run that went from 4.5 to -6.5e5 ...
+    1.5e7 (its size by orders of magnitude, its sign either way) was still a GAN's 'healthy' run."""
+    rng = np.random.default_rng(2)
+    values = list(4.5 + rng.normal(0, 0.3, 30)) + [-6.5e5, -1.5e6, -2.4e6, 2.8e6, 1.5e7, 1.2e7, 2.4e6]
+    lines = ["25000: saving model to results"]
+    lines += [f"{25001 + k}: soundstream total loss: {v:.3f}, soundstream recon loss: 0.001 | discr (scale 1) loss: "
+              f"{2.2 + k / 100:.3f} | discr (scale 0.5) loss: 1.894 | discr (scale 0.25) loss: 1.829" for k, v in enumerate(values)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "soundstream" and run.steps["loss_d"].iloc[0] == pytest.approx(2.2)
+    (incident,) = analyze_run(run).incidents
+    assert (incident.kind, incident.severity, incident.step) == ("divergence", "critical", 25031)
+    # a GAN's loss that wanders within its own size is no runaway
+    lines = lines[:31]
+    assert analyze_run(discover_runs(_write(tmp_path / "calm.log", lines))[0]).incidents == []

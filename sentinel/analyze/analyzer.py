@@ -23,7 +23,8 @@ from sentinel.analyze.rule_amp import loss_scale_incidents, overflow_incidents
 from sentinel.analyze.rule_attention import attention_incidents
 from sentinel.analyze.rule_chance import chance_incidents
 from sentinel.analyze.rule_repeats import repeated_loss_incidents
-from sentinel.analyze.rule_divergence import GAN_RUNAWAY_GROWTH, divergence_incidents, runaway_incidents
+from sentinel.analyze.rule_divergence import (GAN_RUNAWAY_GROWTH, divergence_incidents, runaway_incidents,
+                                             size_runaway_incidents)
 from sentinel.analyze.rule_crash import crash_incidents
 from sentinel.analyze.rule_announced import announced_changes, settle_announced
 from sentinel.analyze.rule_guard import (accepted_levels, guard_incidents, online_spike_incidents,
@@ -205,7 +206,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
                         "other, so the generator's loss (read as the loss) is not judged for rises, spikes "
                         "or plateaus, only for a runaway by orders of magnitude; non-finite values are "
                         "reported")
-        incidents += runaway_incidents(loss, GAN_RUNAWAY_GROWTH)
+        incidents += runaway_incidents(loss, GAN_RUNAWAY_GROWTH) or size_runaway_incidents(loss)
     else:
         # A loss of epoch means (a row per epoch, Lightning's train_loss_epoch at steps): its
         # rows are few and smooth, and the guard's warm-up of 20 values was most of a 30-epoch run.

@@ -198,6 +198,36 @@ def runaway_incidents(loss: pd.Series, growth: float = RUNAWAY_GROWTH) -> list[I
                       "came_back": False, "runaway": True, "resolved": False})]
 
 
+def size_runaway_incidents(loss: pd.Series, growth: float = GAN_RUNAWAY_GROWTH) -> list[Incident]:
+    """A GAN's loss whose size ran away by orders of magnitude, whichever way its sign went: each of
+    its last :data:`RUNAWAY_RISES` logged values ``growth`` times or more the size of its first ones
+    (their median). audiolm-pytorch's SoundStream, 4.5 through step 25,008, then -6.5e5, -1.5e6,
+    -2.4e6, 2.8e6, 1.5e7, 1.2e7, 2.4e6: no rise at every row, so no runaway, a 'healthy' run its
+    author called horrible.
+
+    Example:
+        >>> loss = pd.Series([4.5, 4.9, 4.4, 4.7, 4.6, -6.5e5, -1.5e6, -2.4e6, 2.8e6, 1.5e7, 1.2e7, 2.4e6], index=range(12))
+        >>> size_runaway_incidents(loss)[0].message.split(":")[0]
+        "the loss's size ran away by orders of magnitude from step 5"
+    """
+    size = np.abs(loss.to_numpy(dtype="float64"))
+    if len(size) < 2 * RUNAWAY_RISES:
+        return []
+    base = float(np.median(size[:RUNAWAY_RISES]))
+    huge = size >= growth * base
+    if not base > 0 or not bool(huge[-RUNAWAY_RISES:].all()):
+        return []
+    onset = len(huge) - (int(np.argmin(huge[::-1])) if not huge.all() else len(huge))
+    steps = loss.index.to_numpy()
+    first, last = int(steps[onset]), int(steps[-1])
+    message = (f"the loss's size ran away by orders of magnitude from step {first}: {float(loss.iloc[onset]):.4g} "
+               f"there, {float(loss.iloc[-1]):.4g} at step {last}, against {base:.4g} at its start "
+               f"(x{float(np.median(size[onset:])) / base:.3g}): a game no longer played (lower the learning rates)")
+    return [Incident(IncidentKind.DIVERGENCE, first, last, Severity.CRITICAL, message,
+                     {"onset": first, "best_level": base, "max_level": float(size[onset:].max()),
+                      "came_back": False, "runaway": True, "resolved": False})]
+
+
 # The rows before a rise that give its reference level and noise, and how many robust standard
 # deviations (1.4826 x the median absolute deviation, in log space) the rise's median must clear;
 # with fewer than five rows before it, the rise's own rows that measure its noise.

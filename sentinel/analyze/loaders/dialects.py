@@ -704,6 +704,21 @@ TINYGRAD = Dialect(
     min_records=2,
 )
 
+# lucidrains' audiolm-pytorch SoundStreamTrainer: f"{steps}: soundstream total loss: {x:.3f}, soundstream recon loss:
+# {r:.3f} | discr (scale 1) loss: {d:.3f} | ..." (a discriminator's loss per scale): the codec's total the loss, the
+# first scale's discriminator loss_d.
+SOUNDSTREAM = Dialect(
+    name="soundstream",
+    description='audiolm-pytorch SoundStream ("25001: soundstream total loss: 4.872, ... | discr (scale 1) loss: 2.284")',
+    shapes=(
+        Shape(re.compile(rf"^(\d+): soundstream total loss: ({_NUM}), soundstream recon loss: ({_NUM})"
+                         rf"(?:[^\S\n]*\|[^\S\n]*discr \(scale [\d.]+\) loss: ({_NUM}))?", re.MULTILINE),
+              head=(metrics.STEP, metrics.LOSS, "recon_loss", "loss_d")),
+    ),
+    sniff=re.compile(r"\d: soundstream total loss: "),
+    min_records=1,
+)
+
 # HiFi-GAN's train.py (and the vocoders built on it: BigVGAN, ...): print("Steps : {:d}, Gen Loss Total :
 # {:4.3f}, Mel-Spec. Error : {:4.3f}, s/b : {:4.3f}"): the generator's total (its mel L1 x45, feature
 # matching and adversarial terms) is the loss; the mel error beside it is read as mel_error.
@@ -2059,7 +2074,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT, BUILD_NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, SOUNDSTREAM, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
