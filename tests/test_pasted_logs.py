@@ -6135,3 +6135,25 @@ def test_soundstream_lines_and_a_gans_size_running_away(tmp_path):
     # a GAN's loss that wanders within its own size is no runaway
     lines = lines[:31]
     assert analyze_run(discover_runs(_write(tmp_path / "calm.log", lines))[0]).incidents == []
+
+
+def test_yolov4_pytorchs_running_mean_lines(tmp_path):
+    """argusswift's YOLOv4-pytorch logs "  === Epoch:[{:3}/{}],step:[{:3}/{}],img_size:[{}],total_loss:{:.4f}|..." every
+    10 batches, the loss mloss, its mean since the epoch began. Read by the general reader, the epoch's [e/E] was a
+    count too (2,400 lines as 2,490 steps); read as printed, each epoch's first mean of a few batches was 'a spike'."""
+    rng = np.random.default_rng(6)
+    lines = ["train img size is 416"]
+    for epoch in range(12):
+        total, count = 0.0, 0
+        for i in range(198):
+            batch = 3.0 / (1 + epoch) + rng.normal(0, 0.4)
+            total, count = total + batch, count + 1
+            if i % 10 == 0:
+                mloss = total / count
+                lines.append(f"[2021-01-08 16:24:27,151]-[train.py line:229]:  === Epoch:[{epoch:3}/120],step:[{i:3}/197],"
+                             f"img_size:[416],total_loss:{mloss:.4f}|loss_ciou:1.4793|loss_conf:{mloss - 2:.4f}|loss_cls:1.0815|"
+                             f"lr:{0.0001:.4f}")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "yolov4_pytorch" and len(run.steps) == 12 * 20
+    assert any("mean since the epoch began" in w for w in run.warnings)
+    assert not [i for i in analyze_run(run).incidents if i.severity.value != "info"]

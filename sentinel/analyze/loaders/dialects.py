@@ -719,6 +719,20 @@ SOUNDSTREAM = Dialect(
     min_records=1,
 )
 
+# argusswift's YOLOv4-pytorch (train.py's logger): "=== Epoch:[  1/120],step:[ 70/197],img_size:[416],total_loss:6.4946|
+# loss_ciou:2.0242|loss_conf:3.7922|loss_cls:0.6782|lr:0.0001": epochs from 0, the step a count inside each.
+YOLOV4_PYTORCH = Dialect(
+    name="yolov4_pytorch",
+    description='YOLOv4-pytorch ("=== Epoch:[  1/120],step:[ 70/197],img_size:[416],total_loss:6.4946|...|lr:0.0001")',
+    shapes=(
+        Shape(re.compile(rf"\bEpoch:\[[^\S\n]*(\d+)/\d+\],step:\[[^\S\n]*(\d+)/(\d+)\],[^\n]*?\btotal_loss:({_NUM})"
+                         rf"(?:[^\n]*?\|lr:({_NUM}))?"),
+              head=("epoch0", "iter", "total", metrics.LOSS, metrics.LR)),
+    ),
+    sniff=re.compile(r"Epoch:\[[^\S\n]*\d+/\d+\],step:\[[^\S\n]*\d+/\d+\],"),
+    min_records=1,
+)
+
 # HiFi-GAN's train.py (and the vocoders built on it: BigVGAN, ...): print("Steps : {:d}, Gen Loss Total :
 # {:4.3f}, Mel-Spec. Error : {:4.3f}, s/b : {:4.3f}"): the generator's total (its mel L1 x45, feature
 # matching and adversarial terms) is the loss; the mel error beside it is read as mel_error.
@@ -2074,7 +2088,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT, BUILD_NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, SOUNDSTREAM, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, SOUNDSTREAM, YOLOV4_PYTORCH, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where

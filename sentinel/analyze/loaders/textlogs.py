@@ -20,7 +20,7 @@ import numpy as np
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, STEP_UNIT, LoadOptions, RunData
-from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER,
+from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER, YOLOV4_PYTORCH,
                                                NONFINITE_ONLY, PAIRS, FALLBACKS, GENERAL_READERS, GENERIC, HF_TRAINER, LOSS_LINES,
                                                reads_bar_running_mean)
 from sentinel.analyze.loaders.dialect_types import Dialect, LossTerms
@@ -588,7 +588,10 @@ def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str
     if dialect is HF_TRAINER:
         _hf_steps(text, found)
     if dialect is GENERIC and Lines.of(text, lines).holds_any(_EPOCH_MEAN_WORDS):
-        _epoch_means_undone(found, _EPOCH_MEAN_LINE.search(text))
+        line = _EPOCH_MEAN_LINE.search(text)  # the training lines' epoch (not the evaluation's)
+        _epoch_means_undone(found, int(line.group(1)) if line is not None else 0, "PaddleClas' AverageMeter")
+    if dialect is YOLOV4_PYTORCH:
+        _epoch_means_undone(found, int(found.meta.get("iters_per_epoch", 0)), "YOLOv4-pytorch's mloss")
     note_crash(text, found, dialect)
     if dialect.note is not None and metrics.LOSS in found.steps.columns and (said := dialect.note(text)):
         found.warnings.append(said)
@@ -623,14 +626,14 @@ _EPOCH_MEAN_WORDS = ("[Train][Epoch ",)
 _EPOCH_MEAN_LINE = re.compile(r"\[Train\]\[Epoch \d+/\d+\]\[Iter: \d+/(\d+)\]")
 
 
-def _epoch_means_undone(found, line: re.Match | None) -> None:
-    """The loss of each logged interval, worked out from PaddleClas' means since the epoch began:
-    the mean at iteration ``i`` covers ``i + 1`` batches, so the interval's mean is the difference
-    of two sums over the difference of the counts. Read as printed, a one-interval spike lifted
-    every later value of its epoch ('not recovered', a divergence) and showed at a fraction of its
-    height. In place, with a warning."""
+def _epoch_means_undone(found, length: int, whose: str) -> None:
+    """The loss of each logged interval, worked out from means since the epoch began (PaddleClas',
+    YOLOv4-pytorch's; ``length``: the epoch's iterations, the step ``epoch * length + i``): the mean
+    at iteration ``i`` covers ``i + 1`` batches, so the interval's mean is the difference of two sums
+    over the difference of the counts. Read as printed, a one-interval spike lifted every later
+    value of its epoch ('not recovered', a divergence) and showed at a fraction of its height, and
+    each epoch's first mean, of a few batches, jumped. In place, with a warning."""
     steps = found.steps
-    length = int(line.group(1)) if line is not None else 0  # the training lines' epoch (not the evaluation's)
     if not length or metrics.LOSS not in steps.columns:
         return
     loss = steps[metrics.LOSS].to_numpy(dtype="float64")
@@ -650,7 +653,7 @@ def _epoch_means_undone(found, line: re.Match | None) -> None:
     column = loss.copy()
     column[rows] = undone
     steps[metrics.LOSS] = column
-    found.warnings.append("the loss printed is its mean since the epoch began (PaddleClas' AverageMeter): each "
+    found.warnings.append(f"the loss printed is its mean since the epoch began ({whose}): each "
                           "logged interval's loss is worked out from two of them (a spike shows at its height, not "
                           "spread over the rest of its epoch)")
 
