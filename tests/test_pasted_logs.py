@@ -6157,3 +6157,19 @@ def test_yolov4_pytorchs_running_mean_lines(tmp_path):
     assert run.source == "yolov4_pytorch" and len(run.steps) == 12 * 20
     assert any("mean since the epoch began" in w for w in run.warnings)
     assert not [i for i in analyze_run(run).incidents if i.severity.value != "info"]
+
+
+def test_keras_fits_saved_one_after_another_are_runs_of_their_own(tmp_path):
+    """A notebook's Keras fits saved into one training log, each from "Epoch 1/N": lined up by epoch, the later fit
+    overwrote the earlier one's epochs, and the seam was 'a loss spike not recovered', critical."""
+    lines = []
+    for fit, (epochs, start) in enumerate(((19, 2.0), (14, 1.2))):
+        for epoch in range(1, epochs + 1):
+            loss = start / epoch ** 0.8
+            lines += [f"Epoch {epoch}/{epochs}", f" - 4s - loss: {loss:.4f} - acc: 0.{50 + epoch} - val_loss: {loss * 1.1:.4f}"]
+    runs = discover_runs(_write(tmp_path / "training_log.txt", lines))
+    assert [(run.steps.index[0], run.steps.index[-1]) for run in runs] == [(1, 19), (1, 14)]
+    assert not [i for run in runs for i in analyze_run(run).incidents if i.severity.value != "info"]
+    # a fit resumed with initial_epoch goes on from its epoch: one run
+    resumed = lines[:20] + [line.replace("Epoch 1/14", "Epoch 11/24") for line in lines[38:40]]
+    assert len(discover_runs(_write(tmp_path / "resumed.txt", resumed))) == 1

@@ -482,6 +482,29 @@ def _nonfinite_read(events) -> bool:
     return events is not None and len(events) > 0 and "kind" in events.columns and bool((events["kind"] == "nonfinite").any())
 
 
+# Keras' fit prints "Epoch 1/N" on a line of its own at its first epoch only (a resumed fit, initial_epoch=10,
+# starts at "Epoch 11/N"): a file that holds it twice holds two fits (a notebook's runs saved one after another).
+_KERAS_FIRST_EPOCH = re.compile(r"^Epoch 1/\d+[^\S\n]*$", re.MULTILINE)
+
+
+def _keras_fits(text: str) -> list[str]:
+    """``text`` cut at each Keras fit's first "Epoch 1/N" line after the first (each part from it), where
+    there are two or more; else ``[text]``. (Counted as a substring first: most logs stop there.)
+
+    Example:
+        >>> log = "Epoch 1/2\\n3s - loss: 2.0\\nEpoch 2/2\\n3s - loss: 1.5\\n" * 2
+        >>> [part.count("loss") for part in _keras_fits(log)]
+        [2, 2]
+    """
+    if text.count("\nEpoch 1/") + text.startswith("Epoch 1/") < 2:
+        return [text]
+    cuts = [m.start() for m in _KERAS_FIRST_EPOCH.finditer(text)]
+    if len(cuts) < 2:
+        return [text]
+    bounds = [0, *cuts[1:], len(text)]
+    return [text[start:end] for start, end in zip(bounds, bounds[1:])]
+
+
 def fresh_starts(text: str, lines: Lines | None = None) -> list[str]:
     """``text`` cut where a training starts again from its first step (each part from its start
     line; the first part from the top). A training resumed from a checkpoint goes on with the
@@ -494,10 +517,10 @@ def fresh_starts(text: str, lines: Lines | None = None) -> list[str]:
     """
     # Substring searches (on the distinct lines where given): most logs stop here.
     if not Lines.of(text, lines).holds_any(_FRESH_WORDS):
-        return [text]
+        return _keras_fits(text)
     cuts = list(dict.fromkeys(text.rfind("\n", 0, m.start()) + 1 for m in _FRESH_START.finditer(text)))
     if len(cuts) < 2:
-        return [text]
+        return _keras_fits(text)
     bounds = [0, *cuts[1:], len(text)]
     parts = [text[start:end] for start, end in zip(bounds, bounds[1:])]
     kept = [parts[0]]
