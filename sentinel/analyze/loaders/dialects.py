@@ -715,7 +715,7 @@ SOUNDSTREAM = Dialect(
                          rf"(?:[^\S\n]*\|[^\S\n]*discr \(scale [\d.]+\) loss: ({_NUM}))?", re.MULTILINE),
               head=(metrics.STEP, metrics.LOSS, "recon_loss", "loss_d")),
     ),
-    sniff=re.compile(r"\d: soundstream total loss: "),
+    sniff=re.compile(r"soundstream total loss: "),  # (a sniff opens with a literal)
     min_records=1,
 )
 

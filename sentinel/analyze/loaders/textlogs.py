@@ -20,7 +20,8 @@ import numpy as np
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, STEP_UNIT, LoadOptions, RunData
-from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER, YOLOV4_PYTORCH,
+from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER, KERAS_EPOCHS,
+                                               YOLOV4_PYTORCH,
                                                NONFINITE_ONLY, PAIRS, FALLBACKS, GENERAL_READERS, GENERIC, HF_TRAINER, LOSS_LINES,
                                                reads_bar_running_mean)
 from sentinel.analyze.loaders.dialect_types import Dialect, LossTerms
@@ -362,6 +363,8 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
     parts = fresh_starts(text, lines)
     if len(parts) == 1 and dialect is EPOCH_LINES:
         parts = epoch_restarts(text)
+    if len(parts) == 1 and (dialect is KERAS_EPOCHS or dialect is GENERIC):  # (the bars' readers)
+        parts = _keras_fits(text, lines)
     if len(parts) == 1:
         runs = [_read(text, dialect, options, path, run_name(path), lines, least)]
         runs = split_restarted(runs[0], path) or runs
@@ -485,17 +488,22 @@ def _nonfinite_read(events) -> bool:
 # Keras' fit prints "Epoch 1/N" on a line of its own at its first epoch only (a resumed fit, initial_epoch=10,
 # starts at "Epoch 11/N"): a file that holds it twice holds two fits (a notebook's runs saved one after another).
 _KERAS_FIRST_EPOCH = re.compile(r"^Epoch 1/\d+[^\S\n]*$", re.MULTILINE)
+_KERAS_HEADER_SKELETON = re.compile(r"Epoch 0/0+[^\S\n]*$")  # its line's skeleton (digits as 0)
 
 
-def _keras_fits(text: str) -> list[str]:
+def _keras_fits(text: str, lines: Lines | None = None) -> list[str]:
     """``text`` cut at each Keras fit's first "Epoch 1/N" line after the first (each part from it), where
-    there are two or more; else ``[text]``. (Counted as a substring first: most logs stop there.)
+    there are two or more; else ``[text]``. (Asked of the distinct line skeletons, then counted as a
+    substring: a search of the whole text, 0.6 ms on 1.8 MB, where no line is such a header.)
 
     Example:
         >>> log = "Epoch 1/2\\n3s - loss: 2.0\\nEpoch 2/2\\n3s - loss: 1.5\\n" * 2
         >>> [part.count("loss") for part in _keras_fits(log)]
         [2, 2]
     """
+    skeletons = Lines.of(text, lines).skeletons()
+    if skeletons is not None and not any(_KERAS_HEADER_SKELETON.match(line) for line in skeletons.texts()):
+        return [text]
     if text.count("\nEpoch 1/") + text.startswith("Epoch 1/") < 2:
         return [text]
     cuts = [m.start() for m in _KERAS_FIRST_EPOCH.finditer(text)]
@@ -517,10 +525,10 @@ def fresh_starts(text: str, lines: Lines | None = None) -> list[str]:
     """
     # Substring searches (on the distinct lines where given): most logs stop here.
     if not Lines.of(text, lines).holds_any(_FRESH_WORDS):
-        return _keras_fits(text)
+        return [text]
     cuts = list(dict.fromkeys(text.rfind("\n", 0, m.start()) + 1 for m in _FRESH_START.finditer(text)))
     if len(cuts) < 2:
-        return _keras_fits(text)
+        return [text]
     bounds = [0, *cuts[1:], len(text)]
     parts = [text[start:end] for start, end in zip(bounds, bounds[1:])]
     kept = [parts[0]]
