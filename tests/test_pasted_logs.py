@@ -6173,3 +6173,13 @@ def test_keras_fits_saved_one_after_another_are_runs_of_their_own(tmp_path):
     # a fit resumed with initial_epoch goes on from its epoch: one run
     resumed = lines[:20] + [line.replace("Epoch 1/14", "Epoch 11/24") for line in lines[38:40]]
     assert len(discover_runs(_write(tmp_path / "resumed.txt", resumed))) == 1
+
+
+def test_a_paste_of_one_step_line_says_so(tmp_path):
+    """A LoRA thread's paste of the run's last bar alone ("steps: 100%|...| 3720/3720 [...,  avr_loss=2.77]", is that
+    normal?) was 'not a log format sentinel reads', though the same line twice is read: one step line is the cause."""
+    line = "steps: 100%|██████████| 3720/3720 [5:40:44<00:00,  5.50s/it, avr_loss=2.77]saving checkpoint: out/lora.safetensors"
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "train.log", [line]))])
+    assert result.exit_code == 1 and "one step line" in result.output and "not a log format" not in result.output
+    assert CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "two.log", [line, line.replace("3720/", "3719/")]))]
+                              ).exit_code == 0

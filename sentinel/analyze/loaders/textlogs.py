@@ -200,7 +200,7 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
         return (f"'{path}': its lines name {len(readable)} losses ({', '.join(readable)}) and none is the total: "
                 f"pass --loss-col {readable[0]} (or another of them) to read one, or log their sum as loss")
     if keys:
-        return None
+        return _one_record(text, path)
     logged = _logged_keys(text)
     if not logged:
         if _bars_alone(text):
@@ -226,6 +226,22 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
     return (f"'{path}': its lines log {', '.join(logged)} but no loss (an environment's returns, an "
             "evaluation's metrics: a rise of these is progress, not divergence): sentinel judges a training "
             "loss; print or log the loss beside them")
+
+
+def _one_record(text: str, path: str | Path) -> str | None:
+    """The problem of a paste that holds one step line a reader knows (the last bar of a run: "steps:
+    100%|...| 3720/3720 [...,  avr_loss=2.77]"), where a file is read from two: a series is judged,
+    not one value; else None.
+
+    Example:
+        >>> _one_record("steps: 100%|##| 3720/3720 [5:40:44<00:00, 5.50s/it, avr_loss=2.77]\\n", "x.log")[:42]
+        "'x.log': one step line (any text log with "
+    """
+    dialect = pick_dialect(text, least=1)
+    if dialect is None or count_records(Lines(text), dialect) != 1:
+        return None
+    return (f"'{path}': one step line ({dialect.description}): sentinel judges a series of steps, not one value; "
+            "paste or pass more of the log (two step lines at least)")
 
 
 # Keys of a training's own workings, no measure of its progress (keys.canonical_key's names).
