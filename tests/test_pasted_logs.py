@@ -6183,3 +6183,12 @@ def test_a_paste_of_one_step_line_says_so(tmp_path):
     assert result.exit_code == 1 and "one step line" in result.output and "not a log format" not in result.output
     assert CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "two.log", [line, line.replace("3720/", "3719/")]))]
                               ).exit_code == 0
+
+
+def test_a_log_of_no_loss_names_its_non_finite_values(tmp_path):
+    """FermiNet logs "Step 03455: nan E_h, variance=nan E_h^2, pmove=0.51" (its energy unnamed): refused as 'its lines
+    log pmove, variance but no loss', with no word that they went NaN."""
+    lines = [f"INFO:absl:Step {s:05d}: {'nan' if s >= 3455 else -14.91} E_h, variance={'nan' if s >= 3455 else 0.06} E_h^2, "
+             "pmove=0.52" for s in range(3447, 3460)]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "train.log", lines))])
+    assert result.exit_code == 1 and "variance prints 5 non-finite value(s)" in result.output

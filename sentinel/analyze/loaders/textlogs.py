@@ -223,9 +223,11 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
                      for key in internals if (found := _nonfinite_values(text, key))]
         return (f"'{path}': its lines log {', '.join(logged)} but no loss" + (f"; {'; '.join(nonfinite)}" if nonfinite
                 else "") + ": sentinel judges a training loss; print or log the loss beside them")
-    return (f"'{path}': its lines log {', '.join(logged)} but no loss (an environment's returns, an "
-            "evaluation's metrics: a rise of these is progress, not divergence): sentinel judges a training "
-            "loss; print or log the loss beside them")
+    # (a NaN there is news all the same: FermiNet's "variance=nan E_h^2" when its energy went NaN)
+    nonfinite = [f"{key} prints {len(found)} non-finite value(s)" for key in logged if (found := _nonfinite_values(text, key))]
+    return (f"'{path}': its lines log {', '.join(logged)} but no loss" + (f"; {'; '.join(nonfinite)}" if nonfinite
+            else "") + " (an environment's returns, an evaluation's metrics: a rise of these is progress, not "
+            "divergence): sentinel judges a training loss; print or log the loss beside them")
 
 
 def _one_record(text: str, path: str | Path) -> str | None:
