@@ -6192,3 +6192,12 @@ def test_a_log_of_no_loss_names_its_non_finite_values(tmp_path):
              "pmove=0.52" for s in range(3447, 3460)]
     result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "train.log", lines))])
     assert result.exit_code == 1 and "variance prints 5 non-finite value(s)" in result.output
+
+
+def test_step_lines_all_at_one_step_say_so(tmp_path):
+    """A fairseq paste from several GPUs whose every bar line shows num_updates=0 (no update was ever made: the
+    asker's real problem) and a Demucs paste of four processes at batch 1152 were 'not a log format'."""
+    lines = [f"| epoch 001:   0%| | {38 + k % 3}/11265 [01:55<9:15:41,  2.97s/it, loss=0.000, ppl=1.00, wps=0, ups=0.0, "
+             "wpb=0, bsz=0, num_updates=0, lr=1e-07," for k in range(10)]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "train.log", lines))])
+    assert result.exit_code == 1 and "its 10 step lines all read as one step (0)" in result.output

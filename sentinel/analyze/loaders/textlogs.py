@@ -224,7 +224,8 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
         return (f"'{path}': its lines log {', '.join(logged)} but no loss" + (f"; {'; '.join(nonfinite)}" if nonfinite
                 else "") + ": sentinel judges a training loss; print or log the loss beside them")
     # (a NaN there is news all the same: FermiNet's "variance=nan E_h^2" when its energy went NaN)
-    nonfinite = [f"{key} prints {len(found)} non-finite value(s)" for key in logged if (found := _nonfinite_values(text, key))]
+    nonfinite = [f"{key} prints {len(found)} non-finite value(s)" for key in logged
+                 if (found := _nonfinite_values(text, key))]
     return (f"'{path}': its lines log {', '.join(logged)} but no loss" + (f"; {'; '.join(nonfinite)}" if nonfinite
             else "") + " (an environment's returns, an evaluation's metrics: a rise of these is progress, not "
             "divergence): sentinel judges a training loss; print or log the loss beside them")
@@ -233,17 +234,26 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
 def _one_record(text: str, path: str | Path) -> str | None:
     """The problem of a paste that holds one step line a reader knows (the last bar of a run: "steps:
     100%|...| 3720/3720 [...,  avr_loss=2.77]"), where a file is read from two: a series is judged,
-    not one value; else None.
+    not one value; or several lines all at one step; else None.
 
     Example:
         >>> _one_record("steps: 100%|##| 3720/3720 [5:40:44<00:00, 5.50s/it, avr_loss=2.77]\\n", "x.log")[:42]
         "'x.log': one step line (any text log with "
     """
     dialect = pick_dialect(text, least=1)
-    if dialect is None or count_records(Lines(text), dialect) != 1:
+    if dialect is None:
         return None
-    return (f"'{path}': one step line ({dialect.description}): sentinel judges a series of steps, not one value; "
-            "paste or pass more of the log (two step lines at least)")
+    records = count_records(Lines(text), dialect)
+    if records == 1:
+        return (f"'{path}': one step line ({dialect.description}): sentinel judges a series of steps, not one value; "
+                "paste or pass more of the log (two step lines at least)")
+    steps = scan(text, dialect).steps.index  # (a refusal's path only: the file is read once more)
+    if records > 1 and len(steps) == 1:  # Demucs pasted from four processes at one step; fairseq's num_updates=0
+        return (f"'{path}': its {records} step lines all read as one step ({int(steps[0])}): the count that moves "
+                "is not one sentinel takes for the step (pass --step-col with its key, where it has one), or the "
+                "step never advanced (every process printing the same one; no update made); sentinel judges a "
+                "series of steps")
+    return None
 
 
 # Keys of a training's own workings, no measure of its progress (keys.canonical_key's names).
