@@ -5,7 +5,7 @@ FastSpeech2 appends each launch to its ``log.txt``: ``Step 100/600000, Total Los
 from 100 again each time. The text reader counts such a step on across its restarts, each stretch
 ``RESTARTED_LENGTH`` steps after the one before (as it does a count inside an epoch), and marks the
 run where the count started again from short of its largest value, or every restart's loss went back
-to the log's first level (``textscan.fresh_starts``): trainings, not epochs (an expert-iteration
+to the log's first level (``textscan.restarts_are_trainings``): trainings, not epochs (an expert-iteration
 loop's SFT phases, each from "Step 7", too). Read as one run, each launch's first loss was "a spike,
 not recovered", and every step of the last training was off by the stretches before it.
 """

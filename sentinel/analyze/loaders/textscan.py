@@ -864,7 +864,7 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
                                          to_start=True)
             if wrapped is not None:
                 length = _epoch_length(step)
-                if fresh_starts(wrapped, step, columns.get(metrics.LOSS), columns["_pos"]):
+                if restarts_are_trainings(wrapped, step, columns.get(metrics.LOSS), columns["_pos"]):
                     meta[RESTARTED_LENGTH] = int(length)  # trainings, each read as a run (restarted_steps)
                 step = (wrapped - 1) * length + step
                 meta["iters_per_epoch"] = int(length)
@@ -1523,6 +1523,18 @@ def _finished_bars_alone(iters: np.ndarray, total: np.ndarray, epoch: np.ndarray
     return bool((iters == total).all()) and len(np.unique(epoch)) >= 2
 
 
+def _logging_gap(counts: np.ndarray) -> float:
+    """The usual rise of a count from one logged record to the next (the median of its rises; 1
+    where it never rises).
+
+    Example:
+        >>> _logging_gap(np.array([10., 20., 30., 10., 20.]))
+        10.0
+    """
+    gaps = np.diff(counts)
+    return float(np.median(gaps[gaps > 0])) if (gaps > 0).any() else 1.0
+
+
 def _epochs_from_wraps(iters: np.ndarray, total: np.ndarray, pos: np.ndarray, meta: dict,
                        loss: np.ndarray | None = None, headers_between: np.ndarray | None = None,
                        to_start: bool = False) -> np.ndarray | None:
@@ -1551,8 +1563,7 @@ def _epochs_from_wraps(iters: np.ndarray, total: np.ndarray, pos: np.ndarray, me
     if ok.sum() < 2:
         return None
     prev_i, prev_t, cur_i = i[:-1], t[:-1], i[1:]
-    gaps = np.diff(i[ok])
-    gap = float(np.median(gaps[gaps > 0])) if (gaps > 0).any() else 1.0
+    gap = _logging_gap(i[ok])
     if to_start:
         # Only a count that starts again from its first interval (a resumed run does not), wherever
         # it fell from: an expert-iteration loop's SFT phases, each from "Step 7" and each of its
@@ -1592,7 +1603,7 @@ def _epochs_from_wraps(iters: np.ndarray, total: np.ndarray, pos: np.ndarray, me
     return epoch
 
 
-def fresh_starts(wrapped: np.ndarray, step: np.ndarray, loss: np.ndarray | None, pos: np.ndarray) -> bool:
+def restarts_are_trainings(wrapped: np.ndarray, step: np.ndarray, loss: np.ndarray | None, pos: np.ndarray) -> bool:
     """Whether the places a step key's count started again (``wrapped``: the stretch of each record,
     from 1; ``step``: the counts as printed) hold fresh trainings, not the next epoch: a count inside
     an epoch starts again from its largest value every time; launches appended to one log
@@ -1602,11 +1613,11 @@ def fresh_starts(wrapped: np.ndarray, step: np.ndarray, loss: np.ndarray | None,
 
     Example:
         >>> wrapped, pos = np.array([1., 1., 1., 2., 2., 2.]), np.arange(6)
-        >>> fresh_starts(wrapped, np.array([100., 200., 300., 100., 200., 300.]), np.array([29.7, 9.0, 2.7, 12.8, 6.0, 3.0]), pos)
+        >>> restarts_are_trainings(wrapped, np.array([100., 200., 300., 100., 200., 300.]), np.array([29.7, 9.0, 2.7, 12.8, 6.0, 3.0]), pos)
         True
-        >>> fresh_starts(wrapped, np.array([100., 200., 300., 100., 200., 300.]), np.array([2.0, 1.8, 1.7, 1.7, 1.6, 1.6]), pos)
+        >>> restarts_are_trainings(wrapped, np.array([100., 200., 300., 100., 200., 300.]), np.array([2.0, 1.8, 1.7, 1.7, 1.6, 1.6]), pos)
         False
-        >>> fresh_starts(np.array([1., 1., 2., 2., 2., 2.]), np.array([100., 200., 100., 300., 500., 700.]), np.array([2.0, 1.8, 1.7, 1.7, 1.6, 1.6]), pos)
+        >>> restarts_are_trainings(np.array([1., 1., 2., 2., 2., 2.]), np.array([100., 200., 100., 300., 500., 700.]), np.array([2.0, 1.8, 1.7, 1.7, 1.6, 1.6]), pos)
         True
     """
     order = np.argsort(pos, kind="stable")
@@ -1614,8 +1625,7 @@ def fresh_starts(wrapped: np.ndarray, step: np.ndarray, loss: np.ndarray | None,
     starts = np.flatnonzero(np.diff(stretch) > 0) + 1
     if not len(starts):
         return False
-    gaps = np.diff(counts[np.isfinite(counts)])
-    gap = float(np.median(gaps[gaps > 0])) if (gaps > 0).any() else 1.0
+    gap = _logging_gap(counts[np.isfinite(counts)])
     if bool((counts[starts - 1] < np.nanmax(counts) - 2 * gap).any()):
         return True  # stopped short of the largest count somewhere: no epoch's end
     if loss is None:
