@@ -57,7 +57,8 @@ from sentinel.analyze.loaders.numeric_table import (
     sum_loss_components,
     table_steps,
 )
-from sentinel.analyze.loaders.textlog import QUOTE_MARKS, read_head, read_head_lines, run_name, text_encoding
+from sentinel.analyze.loaders.textlog import (QUOTE_MARKS, read_head, read_head_lines, run_name, text_encoding,
+                                             trainings_note)
 
 NAME = "generic_table"
 DESCRIPTION = "CSV / TSV / JSONL tables, and JSON arrays of rows, with a step and a loss column"
@@ -245,8 +246,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     parts = _trainings(table, step_col, loss_col, nan_rows.get(loss_col, ()))
     if parts is None:
         return [_run(table, step_col, loss_col, nan_rows, json_rows, path, run_name(path), warnings)]
-    note = (f"{Path(path).name} holds {len(parts)} trainings that each start from their first step (runs "
-            f"appended to one file): each is read as a run of its own, {run_name(path)}#1 to #{len(parts)}")
+    note = trainings_note(path, len(parts))
     runs = []
     for k, rows in enumerate(parts, 1):
         part = table.iloc[rows].reset_index(drop=True)

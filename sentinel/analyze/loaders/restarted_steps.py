@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from sentinel.analyze.loaders import LOGGED_NAN, RESTARTED_LENGTH, AbandonedHistory, RunData
-from sentinel.analyze.loaders.textlog import run_name
+from sentinel.analyze.loaders.textlog import run_name, trainings_note
 
 
 def split_restarted(run: RunData, path: str | Path) -> list[RunData] | None:
@@ -41,9 +41,8 @@ def split_restarted(run: RunData, path: str | Path) -> list[RunData] | None:
     if len(trainings) < 2:
         return None
     name = run_name(path)
-    note = (f"{Path(path).name} holds {len(trainings)} trainings whose step starts again from its first value "
-            f"(launches appended to one file, a loop's phases): each is read as a run of its own, "
-            f"{name}#1 to #{len(trainings)}")
+    note = trainings_note(path, len(trainings), "whose step starts again from its first value (launches appended "
+                          "to one file, a loop's phases)")
     runs = []
     for number, k in enumerate(trainings.tolist(), 1):
         offset = int(k) * length

@@ -297,6 +297,21 @@ def read_lines(path: str | Path) -> tuple[list[str], bool]:
     return [line[:-1] if line.endswith("\r") else line for line in lines], last_complete
 
 
+# How the runs of a file that holds several trainings came apart, as its warning says it.
+APPENDED = "that each start from their first step (runs appended to one file)"
+
+
+def trainings_note(path: str | Path, count: int, how: str = APPENDED) -> str:
+    """The warning of a file read as ``count`` trainings, each a run named after it with ``#k``.
+
+    Example:
+        >>> trainings_note("logs/train.log", 2)
+        'train.log holds 2 trainings that each start from their first step (runs appended to one file): each is read as a run of its own, logs#1 to #2'
+    """
+    name = run_name(path)
+    return f"{Path(path).name} holds {count} trainings {how}: each is read as a run of its own, {name}#1 to #{count}"
+
+
 def run_name(path: str | Path) -> str:
     """Name a run after its file, or after its directory when the file name is generic.
 

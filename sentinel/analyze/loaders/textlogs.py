@@ -31,7 +31,7 @@ from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.loss_key import LossKey, find_loss_key, loss_key_note, loss_keys, named_key
 from sentinel.analyze.loaders.progress_bar import bar_steps
 from sentinel.analyze.loaders.restarted_steps import split_restarted
-from sentinel.analyze.loaders.textlog import SNIFF_BYTES, read_head, read_text, run_name
+from sentinel.analyze.loaders.textlog import SNIFF_BYTES, read_head, read_text, run_name, trainings_note
 from sentinel.analyze.loaders.textscan import clean_text, count_records, plain_numbers, scan, split_evaluation_lines
 
 NAME = "textlog"
@@ -408,8 +408,7 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
             empty.append(k)
     if not runs:
         raise ValueError(f"{path}: no {dialect.name} step lines found")
-    note = (f"{Path(path).name} holds {len(parts)} trainings that each start from their first step (runs "
-            f"appended to one file): each is read as a run of its own, {run_name(path)}#1 to #{len(parts)}")
+    note = trainings_note(path, len(parts))
     if empty:
         note += f" ({', '.join(f'#{k}' for k in empty)} logged no step)"
     for run in runs:
@@ -535,9 +534,17 @@ def _keras_fits(text: str, lines: Lines | None = None) -> list[str]:
     if text.count("\nEpoch 1/") + text.startswith("Epoch 1/") < 2:
         return [text]
     cuts = [m.start() for m in _KERAS_FIRST_EPOCH.finditer(text)]
-    if len(cuts) < 2:
-        return [text]
-    bounds = [0, *cuts[1:], len(text)]
+    return _cut_at(text, cuts[1:]) if len(cuts) >= 2 else [text]
+
+
+def _cut_at(text: str, cuts: list[int]) -> list[str]:
+    """``text`` in parts, each from one of ``cuts`` (offsets, in order) to the next; the first from the top.
+
+    Example:
+        >>> _cut_at("abcdef", [2, 4])
+        ['ab', 'cd', 'ef']
+    """
+    bounds = [0, *cuts, len(text)]
     return [text[start:end] for start, end in zip(bounds, bounds[1:])]
 
 
@@ -557,8 +564,7 @@ def fresh_starts(text: str, lines: Lines | None = None) -> list[str]:
     cuts = list(dict.fromkeys(text.rfind("\n", 0, m.start()) + 1 for m in _FRESH_START.finditer(text)))
     if len(cuts) < 2:
         return [text]
-    bounds = [0, *cuts[1:], len(text)]
-    parts = [text[start:end] for start, end in zip(bounds, bounds[1:])]
+    parts = _cut_at(text, cuts[1:])
     kept = [parts[0]]
     for i, part in enumerate(parts[1:], start=1):
         # the resume line follows the start line (Hugging Face) or comes a few lines before it (Lightning)
