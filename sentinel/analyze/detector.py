@@ -281,13 +281,17 @@ def _above_what_follows(series: pd.Series, frame: pd.DataFrame, cfg) -> pd.DataF
         rest = np.r_[logs[:i][~spiked[:i]], logs[back[0]:until]]
         if len(rest) < SPREAD_ROWS:
             continue
-        middle = float(np.median(rest))
-        within[row] = (logs[i] - middle) / mad_sigma(rest, middle) < _SHORT_JUMP_SIGMAS
+        within[row] = _sigmas_above(rest, logs[i]) < _SHORT_JUMP_SIGMAS
     if not within.any():
         return frame
     frame = frame.copy()
     frame.loc[within, "is_spike"] = False
     return frame
+
+
+# What is said of a rise measured against a log's one first value.
+OVER_ONE_VALUE = ("measured against the one value before it, whether the loss rose or that value was a lucky low "
+                  "one is not known")
 
 
 def lucky_first_value(first: float, rows: np.ndarray) -> bool:
@@ -307,8 +311,7 @@ def lucky_first_value(first: float, rows: np.ndarray) -> bool:
         return True
     positive = first > 0 and bool((rows > 0).all())
     levels = np.log(rows) if positive else np.asarray(rows, dtype="float64")
-    middle = float(np.median(levels))
-    return bool((middle - (np.log(first) if positive else first)) / mad_sigma(levels, middle) < _SHORT_JUMP_SIGMAS)
+    return -_sigmas_above(levels, float(np.log(first) if positive else first)) < _SHORT_JUMP_SIGMAS
 
 
 def _lucky_first(logs: np.ndarray, spiked: np.ndarray, i: int) -> bool:
@@ -327,9 +330,18 @@ def _lucky_first(logs: np.ndarray, spiked: np.ndarray, i: int) -> bool:
     after = logs[i + 1:][~spiked[i + 1:]]
     if len(after) < SPREAD_ROWS:
         return False
-    middle = float(np.median(after))
-    sigma = mad_sigma(after, middle)
-    return bool((middle - logs[0]) / sigma < _SHORT_JUMP_SIGMAS and (logs[i] - middle) / sigma < _SHORT_JUMP_SIGMAS)
+    return -_sigmas_above(after, logs[0]) < _SHORT_JUMP_SIGMAS and _sigmas_above(after, logs[i]) < _SHORT_JUMP_SIGMAS
+
+
+def _sigmas_above(rows: np.ndarray, value: float) -> float:
+    """How many robust sigmas ``value`` stands above the median of ``rows`` (below: negative).
+
+    Example:
+        >>> round(_sigmas_above(np.array([1.0, 2.0, 3.0, 4.0, 5.0]), 6.0), 2)
+        2.02
+    """
+    middle = float(np.median(rows))
+    return float((value - middle) / mad_sigma(rows, middle))
 
 
 # A value this many times every value of the window before it is a spike, whatever the spread says

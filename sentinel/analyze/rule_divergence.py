@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 
 from sentinel.analyze.config import AnalyzeConfig
-from sentinel.analyze.detector import detect_divergence, divergence_config, lucky_first_value, spike_config
+from sentinel.analyze.detector import (OVER_ONE_VALUE, detect_divergence, divergence_config, lucky_first_value,
+                                       spike_config)
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
 from sentinel.analyze.noise import step_noise
 from sentinel.analyze.spans import between, gap_rows
@@ -93,26 +94,25 @@ _ONE_VALUE_MARGIN = 0.1
 def _over_one_value(incidents: list[Incident], loss: pd.Series) -> list[Incident]:
     """``incidents`` with each divergence that came back and rose over the log's one first value (its
     best level that value alone, every value after it up to the onset above it) a warning: no level
-    stood before it. A wav2vec 2.0 fine-tune's
-    trainer_state, 0.269 for its first 25 steps, then 0.46-0.97 until step 600 (its learning rate at
-    its highest), then down to 0.2: "diverged", critical, on a run whose evaluations improved throughout.
+    stood before it. A wav2vec 2.0 fine-tune's trainer_state, 0.269 for its first 25 steps, then
+    0.46-0.97 until step 600 (its learning rate at its highest), then down to 0.2: "diverged",
+    critical, on a run whose evaluations improved throughout.
 
     Example:
         >>> loss = pd.Series([0.27] + [0.6] * 30 + [0.3] * 40, index=range(25, 1800, 25))
         >>> [i.severity.value for i in divergence_incidents(loss)]
         ['warning']
     """
-    kept = []
     first = float(loss.iloc[0]) if len(loss) else float("nan")
-    for incident in incidents:
-        before = loss[loss.index < incident.step].to_numpy(dtype="float64")[1:]
-        if incident.kind == IncidentKind.DIVERGENCE and incident.details.get("came_back") and first > 0 \
-                and incident.details["best_level"] == first and bool((before > first * (1 + _ONE_VALUE_MARGIN)).all()):
-            incident = dataclasses.replace(incident, severity=Severity.WARNING, message=incident.message + (
-                "; its best level is the log's first value alone, so whether the loss rose or that value was a lucky "
-                "low one is not known"))
-        kept.append(incident)
-    return kept
+
+    def alone(incident: Incident) -> bool:
+        after_first = loss[loss.index < incident.step].to_numpy(dtype="float64")[1:]
+        return incident.kind == IncidentKind.DIVERGENCE and bool(incident.details.get("came_back")) and first > 0 \
+            and incident.details["best_level"] == first and bool((after_first > first * (1 + _ONE_VALUE_MARGIN)).all())
+
+    return [dataclasses.replace(i, severity=Severity.WARNING, message=i.message + (
+        "; its best level is the log's first value alone, so whether the loss rose or that value was a lucky low one "
+        "is not known")) if alone(i) else i for i in incidents]
 
 
 def _across_gaps(incidents: list[Incident], loss: pd.Series, frame: pd.DataFrame, epochs: bool) -> list[Incident]:
@@ -325,9 +325,10 @@ def _unfinished_rise(loss: pd.Series, frame: pd.DataFrame, spike_spans: list[dic
                f"last logged step {last}")
     # Over the log's one first value that the rise's rows may have drawn (a paste of a noisy per-step
     # loss from 1258, then 2635, 1867, ...), a rise and a lucky low first value cannot be told apart.
-    alone = int((loss.index < onset).sum()) == 1 and lucky_first_value(float(loss.iloc[0]), part.to_numpy(dtype="float64"))
+    alone = int((loss.index < onset).sum()) == 1 and lucky_first_value(float(loss.iloc[0]),
+                                                                       part.to_numpy(dtype="float64"))
     if alone:
-        message += "; measured against the one value before it, whether the loss rose or that value was a lucky low one is not known"
+        message += f"; {OVER_ONE_VALUE}"
     return [Incident(IncidentKind.LOSS_SPIKE, onset, last, Severity.WARNING if alone else Severity.CRITICAL, message,
                      {"start": onset, "end": last, "peak_step": peak_step, "peak": peak,
                       "baseline": best, "ratio": peak / best if best > 0 else None,

@@ -9,7 +9,7 @@ import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.config import AnalyzeConfig
-from sentinel.analyze.detector import SPREAD_ROWS, detect_spikes, loss_atol, spike_config
+from sentinel.analyze.detector import OVER_ONE_VALUE, SPREAD_ROWS, detect_spikes, loss_atol, spike_config
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
 from sentinel.analyze.noise import printed_unit
 from sentinel.analyze.spans import between, cadence, first_step_at_or_below, gap_rows, group_positions, value_at
@@ -216,8 +216,7 @@ def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig, last_step: int 
         elif span.get("history") == 1 and not span["ratio"] >= _SURE_AT_THE_END and (
                 last < span["peak_step"] + span["recover_within"] or _few_rows_all_above(loss, span)):
             # (PaddleClas' paste from an epoch's first batch, 0.0176, then its intervals' 0.05-0.09)
-            after = (f"not back down by the last logged step {last}: measured against the one value before it, "
-                     "whether the loss rose or that value was a lucky low one is not known")
+            after = f"not back down by the last logged step {last}: {OVER_ONE_VALUE}"
             unknown = True
         elif (span.get("history") or _FEW_VALUES + 1) <= _FEW_VALUES and span["score"] < _WITHIN_THEIR_SPREAD:
             # (a batch-size-1 paste's 0.069, 0.000, then 2.8, 2.2, 5.0, 1.3, 11.3: x72.9 at score 0.14)
