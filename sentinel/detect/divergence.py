@@ -214,6 +214,14 @@ def _middle_of(values: list[float]) -> float:
     return sorted(values)[len(values) // 2]
 
 
+def _relative_changes(x: np.ndarray, before: np.ndarray, level: np.ndarray) -> np.ndarray:
+    """Each value's change from the one ``before`` it, relative to its level (0 where the level is 0),
+    at most 1: the terms the noise is the mean of."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        relative = np.where(level != 0, np.abs(x - before) / np.abs(level), 0.0)
+    return np.minimum(relative, 1.0, out=relative)
+
+
 def _margins(x: np.ndarray, level: np.ndarray, config: DivergenceConfig) -> np.ndarray:
     """The relative margin of each finite value: ``max(margin, noise_factor * noise)`` (see the
     module docstring)."""
@@ -223,10 +231,7 @@ def _margins(x: np.ndarray, level: np.ndarray, config: DivergenceConfig) -> np.n
     total = 0.0  # the relative changes summed so far, carried into the next slice's first
     for start in range(1, len(x), _CHUNK):  # the value at ``start`` and its change from the one before
         stop = min(start + _CHUNK, len(x))
-        here = level[start:stop]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            relative = np.where(here != 0, np.abs(x[start:stop] - x[start - 1 : stop - 1]) / np.abs(here), 0.0)
-        np.minimum(relative, 1.0, out=relative)
+        relative = _relative_changes(x[start:stop], x[start - 1 : stop - 1], level[start:stop])
         relative[0] = total + relative[0]  # the same additions, in the same order, as one cumsum
         noise = np.cumsum(relative)
         total = float(noise[-1])
@@ -272,9 +277,7 @@ def whole_margin(values: np.ndarray, config: DivergenceConfig = DivergenceConfig
     if len(x) < 2:
         return config.margin
     level = _levels(x, config.level_window)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        relative = np.where(level[1:] != 0, np.abs(np.diff(x)) / np.abs(level[1:]), 0.0)
-    noise = float(np.minimum(relative, 1.0).mean())
+    noise = float(_relative_changes(x[1:], x[:-1], level[1:]).mean())
     return max(config.margin, config.noise_factor * noise)
 
 
