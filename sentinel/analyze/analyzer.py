@@ -14,9 +14,9 @@ from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.detector import loss_warmup, warmup_steps
 from sentinel.analyze.discover import READ_ERRORS, NoRunsError, Skipped, debugging, describe_error, discover
 from sentinel.analyze.incident import Incident
-from sentinel.analyze.noise import below_printed_digit
 from sentinel.analyze.loaders import LOGGED_NAN, LOSS_SCALE_MIN, OVERFLOW_ROWS_ONLY, STEP_UNIT, LoadOptions, RunData
 from sentinel.analyze.loaders.keys import is_epoch_mean
+from sentinel.analyze.noise import below_printed_digit
 from sentinel.analyze.report import Report, RunReport, in_epochs, verdict
 from sentinel.analyze.rule_abandoned import replaced_incidents, went_back_incident
 from sentinel.analyze.rule_amp import loss_scale_incidents, overflow_incidents
@@ -194,18 +194,15 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
                         "or divergence; non-finite values and the final loss are still reported")
     elif environment_rl:
         warnings.append("a reinforcement-learning run (it logs episode returns): its loss follows the "
-                        "returns, so its rises, spikes and plateaus are not judged; non-finite values are "
-                        "reported")
+                        "returns, so its rises, spikes and plateaus are not judged; non-finite values are reported")
     elif policy_gradient:
         warnings.append(f"the loss read ({_loss_name(run.meta)}) is a policy gradient's surrogate objective: it follows "
                         "each batch's advantages, near 0 on either side, so its rises, spikes and plateaus are not "
-                        "judged (the reward tells the run's progress); non-finite values are "
-                        "reported")
+                        "judged (the reward tells the run's progress); non-finite values are reported")
     elif adversarial:
         warnings.append("a GAN's run (a generator's and a discriminator's loss): the two play against each "
                         "other, so the generator's loss (read as the loss) is not judged for rises, spikes "
-                        "or plateaus, only for a runaway by orders of magnitude; non-finite values are "
-                        "reported")
+                        "or plateaus, only for a runaway by orders of magnitude; non-finite values are reported")
         incidents += runaway_incidents(loss, GAN_RUNAWAY_GROWTH) or size_runaway_incidents(loss)
     else:
         # A loss of epoch means (a row per epoch, Lightning's train_loss_epoch at steps): its

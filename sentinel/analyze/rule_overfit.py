@@ -88,7 +88,7 @@ def _training_side(steps: pd.DataFrame, column: str, loss: pd.Series) -> tuple[p
         if column.startswith(prefix):
             base = column[len(prefix):]
             for name in (f"{train}{base}" for train in _TRAIN_PREFIXES):
-                if name != metrics.LOSS and name in steps.columns and name != column:
+                if name != metrics.LOSS and name in steps.columns:
                     values = steps[name].to_numpy(dtype="float64")
                     finite = np.isfinite(values)
                     if finite.sum() >= 2:

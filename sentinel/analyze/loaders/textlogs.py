@@ -20,10 +20,9 @@ import numpy as np
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, STEP_UNIT, LoadOptions, RunData
-from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER, KERAS_EPOCHS,
-                                               YOLOV4_PYTORCH,
-                                               NONFINITE_ONLY, PAIRS, FALLBACKS, GENERAL_READERS, GENERIC, HF_TRAINER, LOSS_LINES,
-                                               reads_bar_running_mean)
+from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER, FALLBACKS,
+                                               GENERAL_READERS, GENERIC, HF_TRAINER, KERAS_EPOCHS, LOSS_LINES,
+                                               NONFINITE_ONLY, PAIRS, YOLOV4_PYTORCH, reads_bar_running_mean)
 from sentinel.analyze.loaders.dialect_types import Dialect, LossTerms
 from sentinel.analyze.loaders.crash_tail import TRACEBACK, final_error
 from sentinel.analyze.loaders.keys import canonical_key, inferred_loss_note, is_aggregate, looks_like_loss
