@@ -6201,3 +6201,27 @@ def test_step_lines_all_at_one_step_say_so(tmp_path):
              "wpb=0, bsz=0, num_updates=0, lr=1e-07," for k in range(10)]
     result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "train.log", lines))])
     assert result.exit_code == 1 and "its 10 step lines all read as one step (0)" in result.output
+
+
+@pytest.mark.parametrize("blank", ["\n", ""])
+def test_keras_epoch_lines_pasted_without_their_time(tmp_path, blank):
+    """A question's paste of Keras 2's fit(verbose=2) with the time cut along with the bar: 'Epoch 3/5', a blank line,
+    'loss: 0.5807 - acc: 0.7657 - val_loss: 0.9144 - val_acc: 0.6345' ('not a log format'). Each epoch read once,
+    its val_loss the evaluation's, so the overfitting the asker asked about is told."""
+    losses = (0.9452, 0.7707, 0.5807, 0.3736, 0.2285, 0.1701)
+    vals = (0.8440, 0.8234, 0.9144, 1.1982, 1.5770, 1.7012)
+    lines = ["Train on 212135 samples, validate on 69472 samples", ""]
+    for epoch, (loss, val) in enumerate(zip(losses, vals), 1):
+        lines += [f"Epoch {epoch}/6" + blank, f"loss: {loss:.4f} - acc: 0.6711 - val_loss: {val:.4f} - val_acc: 0.6433"]
+    (run,) = discover_runs(_write(tmp_path / "keras.txt", lines))
+    assert run.steps.index.tolist() == [1, 2, 3, 4, 5, 6] and run.meta["step_unit"] == "epoch"
+    assert run.steps["loss"].tolist() == list(losses)
+    assert "overfitting" in [i.kind for i in analyze_run(run).incidents]
+
+
+def test_loss_lines_with_no_epoch_header_are_not_keras_epochs(tmp_path):
+    """'loss: 0.28' lines under no 'Epoch k/K' header stay another reader's: the timeless Keras line needs the
+    ' - key: ' that follows Keras' loss."""
+    lines = [f"loss: {1 / (i + 1):.9f}" for i in range(30)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source != "keras_epochs" and len(run.steps.index) == 30

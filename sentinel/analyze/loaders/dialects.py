@@ -1763,14 +1763,19 @@ EPOCH_LINES_IN_ORDER = replace(
 # Keras' fit(verbose=2) before TensorFlow 2 (Keras 1, Keras 2.0-2.2): the header "Epoch 3/50" on a
 # line of its own, then one line for the epoch that counts no batches: "3s - loss: 0.41 - acc: 0.86
 # - val_loss: 0.52" (Keras 2: " - 3s - loss: ...", 2.2: " - 3s 50ms/step - loss: ..."). Each joins its
-# header and is read as a line per epoch reads "Epoch 3/50 - 3s - loss: 0.41 - ...".
+# header and is read as a line per epoch reads "Epoch 3/50 - 3s - loss: 0.41 - ...". Pasted, the
+# time is often gone with the bar ("loss: 0.41 - acc: 0.86 - ..." under the header, a blank line
+# between: a question's paste); such a line is Keras' where a " - key: " follows its loss.
 _KERAS_EPOCH_LINE = r"(?:[^\S\n]*- )?\d+s(?: \d+[mu]?s/step)? - "
+_KERAS_TIMELESS_LINE = r"[^\S\n]*loss: [^\s-][^\s]* - \w+: "
 KERAS_EPOCHS = replace(
     EPOCH_LINES,
     name="keras_epochs",
-    description="Keras' fit(verbose=2) output before TensorFlow 2: 'Epoch 3/50', then '3s - loss: X - val_loss: Y'",
-    sniff=re.compile(rf"^{_KERAS_EPOCH_LINE}loss: ", re.MULTILINE),
-    joins=re.compile(rf"^(Epoch \d+/\d+)[^\S\n]*\n(?={_KERAS_EPOCH_LINE})", re.MULTILINE),
+    description="Keras' fit(verbose=2) output before TensorFlow 2: 'Epoch 3/50', then '3s - loss: X - val_loss: Y' "
+                "(or, its time cut in a paste, 'loss: X - acc: A - ...')",
+    sniff=re.compile(rf"^(?:{_KERAS_EPOCH_LINE}loss: |{_KERAS_TIMELESS_LINE})", re.MULTILINE),
+    joins=re.compile(rf"^(Epoch \d+/\d+)[^\S\n]*\n(?:[^\S\n]*\n)*(?={_KERAS_EPOCH_LINE}|{_KERAS_TIMELESS_LINE})",
+                     re.MULTILINE),
     join_with=r"\1 - ",
     min_records=2,
     step_unit="epoch",
