@@ -6225,3 +6225,34 @@ def test_loss_lines_with_no_epoch_header_are_not_keras_epochs(tmp_path):
     lines = [f"loss: {1 / (i + 1):.9f}" for i in range(30)]
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
     assert run.source != "keras_epochs" and len(run.steps.index) == 30
+
+
+@pytest.mark.parametrize("line, unit", [
+    ("Cost after iteration {i}: {v:f}", "step"),  # the course notebooks' print("Cost after iteration %i: %f" % (i, cost))
+    ("Cost after epoch {i}: {v:f}", "epoch"),
+    ("Loss at step {i}: {v:.4f}", "step"),
+    ("Training loss after iteration {i} is {v:.4f}", "step"),
+    ("After {i} training step(s), loss on training batch is {v:g}.", "step"),  # TensorFlow 1's textbook MNIST
+])
+def test_a_loss_or_cost_named_before_its_step(tmp_path, line, unit):
+    """'Cost after iteration 100: 0.693147' was 'not a log format' (and --loss-col cost did not help), so was 'After 100
+    training step(s), loss on training batch is 0.69.': each line is the cost (the loss) at that iteration or epoch; the
+    cost that went NaN is told."""
+    values = [0.69 * math.exp(-i / 800) + 0.05 for i in range(0, 3000, 100)]
+    values[20:] = [math.nan] * 10
+    lines = [line.format(i=i, v=v) for i, v in zip(range(0, 3000, 100), values)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index.tolist() == list(range(0, 3000, 100))
+    assert run.steps["loss"].iloc[:20].tolist() == pytest.approx(values[:20], abs=1e-4)
+    assert run.meta.get("step_unit", "step") == unit
+    report = analyze_run(run)
+    assert report.verdict == "unhealthy" and any(i.kind == "nonfinite" and i.step == 2000 for i in report.incidents)
+
+
+def test_an_evaluation_loss_named_before_its_step_is_no_training_loss(tmp_path):
+    """'Validation loss at step 100: 2.1' beside the training's 'Loss at step 100: 2.0' is the evaluation's."""
+    lines = []
+    for i in range(0, 3000, 100):
+        lines += [f"Loss at step {i}: {2 - i / 3000:.4f}", f"Validation loss at step {i}: {9:.4f}"]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps["loss"].max() < 2.01

@@ -1760,6 +1760,40 @@ EPOCH_LINES_IN_ORDER = replace(
     step_from_order=True,
 )
 
+# A loss (or a cost: the course notebooks' word for it) named before its step, joined by a word: the
+# Deep Learning Specialization's print("Cost after iteration %i: %f" % (i, cost)) and "Cost after epoch
+# %i: %f", many scripts' f"Loss at step {step}: {loss}", "Training loss after iteration 100: 0.69".
+# (An evaluation's, "Validation loss at step 100: X", is none.)
+_LOSS_NAMED_BEFORE = r"(?<![\w/])(?<![Vv]al )(?<![Vv]alid )(?<![Vv]alidation )(?<![Ee]val )(?<![Tt]est )(?<![Dd]ev )(?i:(?:train(?:ing)?[_ ])?(?:loss|cost))[^\S\n]+(?i:after|at|of|for|in|@)[^\S\n]+"
+_LOSS_NAMED_AFTER = rf"[^\S\n]*#?[^\S\n]*(\d+)[^\S\n]*(?:[:=,]|(?i:is)(?= ))?[^\S\n]*({_NUM})(?![\w.])"
+LOSS_BEFORE_STEP = Dialect(
+    name="text",
+    description="a loss or cost named before its step (\"Cost after iteration 100: 0.69\", \"Loss at step 200: 2.31\"), "
+                "or in a sentence after it (\"After 100 training step(s), loss on training batch is 2.31.\")",
+    shapes=(
+        Shape(re.compile(rf"{_LOSS_NAMED_BEFORE}(?i:iterations?|iters?|steps?|batch(?:es)?|updates?){_LOSS_NAMED_AFTER}"),
+              head=(metrics.STEP, metrics.LOSS)),
+        # ... and after it: TensorFlow 1's textbook MNIST, print("After %d training step(s), loss on training
+        # batch is %g." % (step, loss_value)), "After 100 steps, loss is 2.31".
+        Shape(re.compile(rf"\b(?i:after)[^\S\n]+(\d+)[^\S\n]+(?i:training[^\S\n]+)?(?i:steps?|iterations?|batch(?:es)?)"
+                         rf"(?:\(s\))?,?[^\S\n]+(?i:the[^\S\n]+)?(?i:loss|cost)(?:[^\S\n]+on[^\S\n]+(?:the[^\S\n]+)?"
+                         rf"training[^\S\n]+batch)?[^\S\n]+(?:is|=|:)[^\S\n]*({_NUM})"),
+              head=(metrics.STEP, metrics.LOSS)),
+    ),
+    drop_words=_EVAL_WORDS,
+    min_records=2,
+    amp_lines=True,
+)
+# ... after an epoch: "Cost after epoch 5: 0.41", "loss after epoch 3 is 0.52".
+LOSS_BEFORE_EPOCH = replace(
+    LOSS_BEFORE_STEP,
+    description="a loss or cost named before its epoch (\"Cost after epoch 5: 0.41\")",
+    shapes=(
+        Shape(re.compile(rf"{_LOSS_NAMED_BEFORE}(?i:epochs?){_LOSS_NAMED_AFTER}"), head=(metrics.STEP, metrics.LOSS)),
+    ),
+    step_unit="epoch",
+)
+
 # Keras' fit(verbose=2) before TensorFlow 2 (Keras 1, Keras 2.0-2.2): the header "Epoch 3/50" on a
 # line of its own, then one line for the epoch that counts no batches: "3s - loss: 0.41 - acc: 0.86
 # - val_loss: 0.52" (Keras 2: " - 3s - loss: ...", 2.2: " - 3s 50ms/step - loss: ..."). Each joins its
@@ -2093,7 +2127,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT, BUILD_NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, SOUNDSTREAM, YOLOV4_PYTORCH, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, SOUNDSTREAM, YOLOV4_PYTORCH, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, LOSS_BEFORE_STEP, LOSS_BEFORE_EPOCH, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
