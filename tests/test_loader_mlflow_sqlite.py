@@ -148,3 +148,20 @@ def test_metrics_logged_without_a_step_are_numbered_in_time_order(tmp_path):
     assert any("train/loss (300 records at 1 step(s))" in w for w in run.warnings)
     (spike,) = [i for i in analyze_run(run).incidents if i.kind == "loss_spike"]
     assert (spike.step, spike.end_step) == (201, 202)
+
+
+@pytest.mark.parametrize("nan_at", [None, 90])
+def test_a_step_an_mlflow_file_store_run_did_not_log_its_loss_at_is_no_nan_loss(tmp_path, nan_at):
+    """A metric logged at a step past the loss's last (the final epoch's summary) left the loss's cell empty there:
+    a 'non-finite loss' the run never logged. A NaN the loss's own file holds is one."""
+    run_dir = tmp_path / "mlruns" / "1" / "0a1b2c3d4e"
+    (run_dir / "metrics").mkdir(parents=True)
+    (run_dir / "meta.yaml").write_text("run_id: 0a1b2c3d4e\nexperiment_id: '1'\nstatus: 3\n", encoding="utf-8")
+    losses = [math.nan if nan_at is not None and s >= nan_at else 3.0 * math.exp(-s / 40) + 1.0 for s in range(100)]
+    (run_dir / "metrics" / "loss").write_text(
+        "".join(f"{1_700_000_000_000 + s * 100} {v} {s}\n" for s, v in enumerate(losses)), encoding="utf-8")
+    (run_dir / "metrics" / "epoch").write_text(
+        "".join(f"{1_700_000_000_000 + s * 100} {s // 10} {s}\n" for s in range(101)), encoding="utf-8")
+    (run,) = discover_runs(tmp_path / "mlruns")
+    report = analyze_run(run)
+    assert [i.step for i in report.incidents if i.kind == "nonfinite"] == ([] if nan_at is None else [nan_at])

@@ -327,3 +327,28 @@ def test_the_runs_console_copy_is_not_a_second_run(tmp_path, history):
         ["copy of a tracked run (the run's metric history beside it is read instead)"]
     (alone,) = discover_runs(files / "output.log", LoadOptions())  # named directly, it is read
     assert len(alone.steps) == 200
+
+
+def test_a_row_without_the_loss_is_no_nan_loss(tmp_path):
+    """The Hugging Face Trainer's W&B callback logs the training's summary (train_runtime, train/epoch ...) in a row of
+    its own after the last logged step: its loss cell, never logged, was 'loss non-finite (nan)', critical. A NaN the
+    run logged is one."""
+    rows = [_history([_item("train/loss", repr(2.0 + 1.0 / (s + 1))), _item("train/learning_rate", "5e-05")], s)
+            for s in range(40)]
+    rows.append(_history([_item("train/train_runtime", "1694.1"), _item("train/epoch", "3.0")], 40))
+    rows.append(_history([_item("train/loss", "NaN")], 41))
+    run = _load(tmp_path, rows)
+    assert run.meta["logged_nan"] == {metrics.LOSS: [41]}
+    report = sentinel.analyze(tmp_path)
+    assert [(i.kind, i.step) for i in report.runs[0].incidents if i.kind == "nonfinite"] == [("nonfinite", 41)]
+
+
+def test_a_history_jsonl_row_without_the_loss_is_no_nan_loss(tmp_path):
+    """The same in an older wandb's files/wandb-history.jsonl, a NaN written as JSON's NaN."""
+    files = tmp_path / "wandb" / "run-20220101_000000-abc" / "files"
+    files.mkdir(parents=True)
+    rows = [{"_step": s, "train/loss": 2.0 + 1.0 / (s + 1)} for s in range(40)]
+    rows += [{"_step": 40, "train/train_runtime": 1694.1}, {"_step": 41, "train/loss": math.nan}]
+    (files / "wandb-history.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    report = sentinel.analyze(tmp_path)
+    assert [(i.kind, i.step) for i in report.runs[0].incidents if i.kind == "nonfinite"] == [("nonfinite", 41)]

@@ -6256,3 +6256,29 @@ def test_an_evaluation_loss_named_before_its_step_is_no_training_loss(tmp_path):
         lines += [f"Loss at step {i}: {2 - i / 3000:.4f}", f"Validation loss at step {i}: {9:.4f}"]
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
     assert run.steps["loss"].max() < 2.01
+
+
+@pytest.mark.parametrize("nan_at", [None, 120])
+def test_a_dvclive_step_the_loss_was_not_logged_at_is_no_nan_loss(tmp_path, nan_at):
+    """DVCLive's Hugging Face callback logs the loss at each logging step and the training's summary (train/loss,
+    train/runtime, epoch) one step past the loss's last: the loss's missing row there was 'loss non-finite (nan) at
+    step 150 ... never finite again', critical, on a smooth run. A NaN the loss file holds is one all the same."""
+    root = tmp_path / "densegpt" / "dvclive"
+    metrics_dir = root / "plots" / "metrics"
+    (metrics_dir / "train").mkdir(parents=True)
+    losses = {s: 6.2 * math.exp(-s / 40) + 2.3 for s in range(150)}
+    if nan_at is not None:
+        losses.update({s: math.nan for s in range(nan_at, 150)})
+    tables = {"loss": losses, "learning_rate": {s: 5e-5 * (1 - s / 150) for s in range(150)},
+              "epoch": {**{s: round(s / 150, 2) for s in range(150)}, 150: 1.0},
+              "train/loss": {150: 3.09}, "train/runtime": {150: 1694.1}}
+    for key, rows in tables.items():
+        (metrics_dir / f"{key}.tsv").write_text("step\t" + key.rsplit("/", 1)[-1] + "\n"
+                                                + "".join(f"{s}\t{v}\n" for s, v in rows.items()))
+    (run,) = discover_runs(root)
+    report = analyze_run(run)
+    nonfinite = [i.step for i in report.incidents if i.kind == "nonfinite"]
+    if nan_at is None:
+        assert report.verdict == "healthy" and nonfinite == [], [i.message for i in report.incidents]
+    else:
+        assert report.verdict == "unhealthy" and nonfinite == [nan_at]

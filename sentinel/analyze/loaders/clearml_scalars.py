@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData
 from sentinel.analyze.loaders.numeric_table import metric_series_frame
 from sentinel.analyze.loaders.sacred_metrics import listed_series
 from sentinel.analyze.loaders.textlog import head_matches, read_json, run_name
@@ -79,6 +79,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
                     series[key] = got
     if not series:
         raise ValueError(f"{path}: no series with 'x' and 'y' lists of numbers: not a ClearML scalars file")
-    steps = metric_series_frame(series, options.loss_col, path, warnings, "series")
+    logged_nan: dict[str, list[int]] = {}
+    steps = metric_series_frame(series, options.loss_col, path, warnings, "series", logged_nan=logged_nan)
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
-                    meta={"format": NAME, "series": list(series)}, warnings=warnings)]
+                    meta={"format": NAME, "series": list(series), LOGGED_NAN: logged_nan}, warnings=warnings)]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData
 from sentinel.analyze.loaders.keys import loss_column
 from sentinel.analyze.loaders.numeric_table import metric_series_frame, step_values
 from sentinel.analyze.loaders.samples_steps import as_optimizer_steps
@@ -126,9 +126,11 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         series[key] = pd.Series(values, index=step).groupby(level=0).last()
         stems[key] = file.stem
     loss_key, _ = loss_column(list(series), options.loss_col)
-    steps = metric_series_frame(series, options.loss_col, folder, warnings, what="metric")
+    logged_nan: dict[str, list[int]] = {}
+    steps = metric_series_frame(series, options.loss_col, folder, warnings, what="metric", logged_nan=logged_nan)
     run = RunData(name=folder.resolve().name, path=str(folder), source=NAME, steps=steps,
-                  meta={"format": NAME, "metrics": {k: stems[k] for k in series}}, warnings=warnings)
+                  meta={"format": NAME, "metrics": {k: stems[k] for k in series}, LOGGED_NAN: logged_nan},
+                  warnings=warnings)
     if loss_key is not None and stems[loss_key].startswith(_SAMPLES_PREFIX):
         run = as_optimizer_steps(run)  # the engine's events are at the samples seen
     return [run]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sentinel.analyze.loaders import LoadOptions, RunData, files_in_walk_order
+from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData, files_in_walk_order
 from sentinel.analyze.loaders.numeric_table import metric_series_frame, step_values
 from sentinel.analyze.loaders.textlog import text_encoding
 
@@ -88,11 +88,12 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         step, keep = step_values(table["step"], "step", f"plots/metrics/{key}.tsv", warnings)
         values = pd.to_numeric(table[value_col], errors="coerce").to_numpy(dtype="float64")[keep]
         series[key] = pd.Series(values, index=step).groupby(level=0).last()
-    steps = metric_series_frame(series, options.loss_col, run, warnings, what="metric")
+    logged_nan: dict[str, list[int]] = {}
+    steps = metric_series_frame(series, options.loss_col, run, warnings, what="metric", logged_nan=logged_nan)
     parent = run.resolve().parent.name
     name = parent if run.name == "dvclive" and parent else run.name
     return [RunData(name=name, path=str(run), source=NAME, steps=steps,
-                    meta={"format": NAME, "metrics": list(series)}, warnings=warnings)]
+                    meta={"format": NAME, "metrics": list(series), LOGGED_NAN: logged_nan}, warnings=warnings)]
 
 
 def run_dir(path: Path) -> Path | None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData
 from sentinel.analyze.loaders.numeric_table import timed_series
 
 NAME = "mlflow_sqlite"
@@ -110,10 +110,12 @@ def _run(path, uuid: str, name: str | None, experiment: str | None, rows: pd.Dat
     named = options.loss_col if options.loss_col is None or options.loss_col.lower() in {k.lower() for k in timed} \
         else None
     # A run resumed into the same MLflow run logs its steps again from its checkpoint: later wins.
-    steps, abandoned = timed_series(timed, named, f"{path} run {label}", warnings, "metric", require_loss=False)
+    logged_nan: dict[str, list[int]] = {}
+    steps, abandoned = timed_series(timed, named, f"{path} run {label}", warnings, "metric", require_loss=False,
+                                    logged_nan=logged_nan)
     return RunData(name=label, path=str(path), source=NAME, steps=steps,
-                   meta={"format": NAME, "run_id": uuid, "experiment": experiment}, warnings=warnings,
-                   abandoned=abandoned)
+                   meta={"format": NAME, "run_id": uuid, "experiment": experiment, LOGGED_NAN: logged_nan},
+                   warnings=warnings, abandoned=abandoned)
 
 
 def _connect(path: str | Path) -> sqlite3.Connection:

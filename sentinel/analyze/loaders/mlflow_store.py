@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sentinel.analyze.loaders import LoadOptions, RunData, files_in_walk_order
+from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData, files_in_walk_order
 from sentinel.analyze.loaders.numeric_table import step_values, timed_series
 
 NAME = "mlflow"
@@ -63,11 +63,12 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
                    for name in ("time", "value")}
         timed[key] = pd.DataFrame({"time": numbers["time"], "step": step, "value": numbers["value"]})
     # A run resumed into the same MLflow run logs its steps again from its checkpoint: later wins.
-    steps, abandoned = timed_series(timed, options.loss_col, run, warnings, "column")
+    logged_nan: dict[str, list[int]] = {}
+    steps, abandoned = timed_series(timed, options.loss_col, run, warnings, "column", logged_nan=logged_nan)
     tag = run / "tags" / "mlflow.runName"
     name = tag.read_text(encoding="utf-8").strip() if tag.is_file() else run.name
     return [RunData(name=name, path=str(run), source=NAME, steps=steps,
-                    meta={"format": NAME, "experiment": run.parent.name, "run_id": run.name},
+                    meta={"format": NAME, "experiment": run.parent.name, "run_id": run.name, LOGGED_NAN: logged_nan},
                     warnings=warnings, abandoned=abandoned)]
 
 

@@ -417,12 +417,14 @@ def merge_steps(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def timed_series(timed: dict[str, pd.DataFrame], loss_col: str | None, where: str | Path, warnings: list[str],
-                 what: str = "metric", require_loss: bool = True) -> tuple[pd.DataFrame, list[AbandonedHistory]]:
+                 what: str = "metric", require_loss: bool = True, logged_nan: dict[str, list[int]] | None = None
+                 ) -> tuple[pd.DataFrame, list[AbandonedHistory]]:
     """:func:`metric_series_frame` of a tracker's records that carry their time (``time``,
     ``step``, ``value`` columns, in the order written: MLflow's), and the stretches a resumed run
     replaced. Where the loss's steps go back in time order (a run resumed from an earlier
     checkpoint into the same tracker run), every metric's records written before the later history
     began, at its first step or after, are replaced (a step logged twice keeps its last value).
+    ``logged_nan``: as :func:`metric_series_frame`'s.
 
     Example:
         >>> rec = lambda t, s, v: pd.DataFrame({"time": t, "step": s, "value": v})
@@ -445,10 +447,14 @@ def timed_series(timed: dict[str, pd.DataFrame], loss_col: str | None, where: st
             k = stretch.index
             before = {key: _replaced_by(records, resumes[:k], until=resumes[k][0], since=steps[stretch.rows[0]])
                       for key, records in timed.items()}
-            frame = metric_series_frame(_last_per_step(before), loss_key, where, [], what, require_loss=False)
-            abandoned.append(AbandonedHistory(stretch.resumed_at, stretch.first, stretch.last, frame, logged_nan=None))
+            nan_before: dict[str, list[int]] = {}
+            frame = metric_series_frame(_last_per_step(before), loss_key, where, [], what, require_loss=False,
+                                        logged_nan=nan_before)
+            abandoned.append(AbandonedHistory(stretch.resumed_at, stretch.first, stretch.last, frame,
+                                              logged_nan=nan_before))
     kept = {key: _replaced_by(records, resumes) for key, records in timed.items()}
-    frame = metric_series_frame(_last_per_step(kept), loss_col, where, warnings, what, require_loss=require_loss)
+    frame = metric_series_frame(_last_per_step(kept), loss_col, where, warnings, what, require_loss=require_loss,
+                                logged_nan=logged_nan)
     return frame, abandoned
 
 
@@ -485,12 +491,16 @@ def _last_per_step(timed: dict[str, pd.DataFrame]) -> dict[str, pd.Series]:
 
 
 def metric_series_frame(series: dict[str, pd.Series], loss_col: str | None, where: str | Path,
-                        warnings: list[str], what: str = "column", require_loss: bool = True) -> pd.DataFrame:
+                        warnings: list[str], what: str = "column", require_loss: bool = True,
+                        logged_nan: dict[str, list[int]] | None = None) -> pd.DataFrame:
     """One steps frame of a tracker's metrics, each on its own steps (MLflow's files, Sacred's
     lists): the loss picked among their names (the user's ``--loss-col``, a known name, else by its
     words, said in ``warnings``), the others under sentinel's keys; int64 steps, float64 values.
     ``require_loss=False``: a run with no loss among several (an evaluation run) is read without
-    one, the message in ``warnings``.
+    one, the message in ``warnings``. ``logged_nan``, where given, is filled with each column's
+    steps whose value its series holds as NaN (``RunData.meta[LOGGED_NAN]``): each metric lists
+    its own steps, so a step one metric has and the loss lacks is no NaN loss (DVCLive's Hugging
+    Face callback writes the training's summary at a step past the loss's last).
 
     Raises:
         ValueError: no loss among the names (the message lists them and names the option), where
@@ -513,6 +523,11 @@ def metric_series_frame(series: dict[str, pd.Series], loss_col: str | None, wher
     for key, values in series.items():
         name = metrics.LOSS if key == loss_key else canonical_key(key)
         columns[name if name != metrics.LOSS or key == loss_key else key] = values
+    if logged_nan is not None:
+        for name, values in columns.items():
+            at = values.index[np.isnan(values.to_numpy(dtype="float64"))]
+            if len(at):
+                logged_nan[name] = [int(step) for step in at]
     steps = pd.DataFrame(columns).sort_index()
     steps.index = steps.index.astype("int64")
     steps.index.name = metrics.STEP

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData
 from sentinel.analyze.loaders.numeric_table import metric_series_frame, step_values
 from sentinel.analyze.loaders.textlog import head_matches, read_json, run_name
 
@@ -79,9 +79,10 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
             series[str(key)] = got
     if not series:
         raise ValueError(f"{path}: no metric with 'steps' and 'values' lists of numbers: not a Sacred metrics.json")
-    steps = metric_series_frame(series, options.loss_col, path, warnings, "metric")
+    logged_nan: dict[str, list[int]] = {}
+    steps = metric_series_frame(series, options.loss_col, path, warnings, "metric", logged_nan=logged_nan)
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
-                    meta={"format": NAME, "metrics": list(series)}, warnings=warnings)]
+                    meta={"format": NAME, "metrics": list(series), LOGGED_NAN: logged_nan}, warnings=warnings)]
 
 
 def listed_series(key: str, entry: object, path: Path, warnings: list[str],

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from sentinel import metrics
-from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData
 from sentinel.analyze.loaders.keys import MAX_COLUMNS, STEP_LIMIT, canonical_key, is_analysis_key
 from sentinel.analyze.loaders.textlog import order_columns
 from sentinel.analyze.loaders.wandb_records import (
@@ -124,7 +124,10 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         damage = f" ({'; '.join(warnings)})" if warnings else ""
         raise ValueError(f"{p}: a W&B run file with {what}{damage}: pass a run that logged with wandb.log")
     run_dir = p.parent
-    meta: dict[str, Any] = {"format": NAME, "history_records": history, "records": tally.records, **info}
+    # A row that logs other keys and not the loss (the Trainer's summary after its last step) leaves the loss's
+    # cell empty: no NaN the run logged.
+    meta: dict[str, Any] = {"format": NAME, "history_records": history, "records": tally.records, **info,
+                            LOGGED_NAN: table.logged_nan()}
     if text_keys:
         meta["non_numeric_keys"] = sorted(text_keys)
     return [RunData(name=run_dir.name or p.stem, path=str(p), source=NAME, steps=table.frame(),
@@ -146,6 +149,16 @@ class _Columns:
             rows, column = self.columns.setdefault(key, (array("q"), array("d")))
             rows.append(row)
             column.append(value)
+
+    def logged_nan(self) -> dict[str, list[int]]:
+        """Each key's steps at which a row logged it as NaN."""
+        steps = np.frombuffer(self.steps, dtype=np.int64)
+        found = {}
+        for key, (rows, column) in self.columns.items():
+            nan = np.isnan(np.frombuffer(column, dtype=np.float64))
+            if nan.any():
+                found[key] = sorted({int(s) for s in steps[np.frombuffer(rows, dtype=np.int64)[nan]]})
+        return found
 
     def frame(self) -> pd.DataFrame:
         """The steps frame; a step logged in several rows keeps each key's last value."""

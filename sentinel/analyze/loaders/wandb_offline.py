@@ -9,10 +9,11 @@ capture and goes to the text-log dialects.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from sentinel import metrics
-from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData
 from sentinel.analyze.loaders.keys import canonical_key
 from sentinel.analyze.loaders.textlog import read_lines, rows_to_steps
 
@@ -64,4 +65,11 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     if not rows:
         raise ValueError(f"{path}: no history rows with a _step")
     run_dir = p.parent.parent if p.parent.name == "files" else p.parent
-    return [RunData(name=run_dir.name, path=str(p), source=NAME, steps=rows_to_steps(rows), meta={"format": NAME})]
+    # (a row without the loss leaves its cell empty: no NaN the run logged)
+    logged_nan: dict[str, list[int]] = {}
+    for step, row in rows.items():
+        for key, value in row.items():
+            if math.isnan(value):
+                logged_nan.setdefault(key, []).append(step)
+    return [RunData(name=run_dir.name, path=str(p), source=NAME, steps=rows_to_steps(rows),
+                    meta={"format": NAME, LOGGED_NAN: {key: sorted(at) for key, at in logged_nan.items()}})]
