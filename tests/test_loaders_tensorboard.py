@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2
 
+from sentinel.analyze.analyzer import analyze_run
+from sentinel.analyze.discover import discover_runs
 from sentinel.analyze.loaders import tensorboard
 from sentinel.analyze.loaders.tfrecord import read_scalars
 from sentinel.tfrecord_crc import masked_crc32c as masked_crc
@@ -590,3 +592,37 @@ def test_ultralytics_tensorboard_is_read_in_epochs(tmp_path):
     report = analyze_run(run)
     (spike,) = [i for i in report.incidents if i.kind in ("loss_spike", "outlier_batch")]
     assert (spike.kind, spike.step, report.step_unit) == ("loss_spike", 60, "epoch")
+
+
+def test_stable_baselines3_ppo_without_episode_returns_is_an_agents_run(tmp_path):
+    """Stable-Baselines3 logs rollout/ep_rew_mean only where the environment is wrapped in a Monitor: four PPO runs
+    without it were 'unhealthy', one with 66 incidents (7 critical divergences) on a surrogate loss that crosses zero
+    by design. Its update statistics (train/approx_kl, train/value_loss, ...) make it an agent's run all the same."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    rng = np.random.default_rng(3)
+    writer = SummaryWriter(str(tmp_path / "ppo_tensorboard" / "PPO_1"))
+    for k in range(1, 300):
+        step = 2048 * k
+        value_loss = 200 * np.exp(-k / 30) + abs(rng.normal(0, 5 if k % 37 else 80))
+        writer.add_scalar("train/value_loss", value_loss, step)
+        writer.add_scalar("train/policy_gradient_loss", rng.normal(-0.01, 0.01), step)
+        writer.add_scalar("train/entropy_loss", -1.0 + k / 600, step)
+        writer.add_scalar("train/approx_kl", abs(rng.normal(0.01, 0.005)), step)
+        writer.add_scalar("train/clip_fraction", 0.1, step)
+        writer.add_scalar("train/loss", 0.5 * value_loss / 10 + rng.normal(0, 2), step)
+        writer.add_scalar("time/fps", 900, step)
+    writer.close()
+    (run,) = discover_runs(tmp_path / "ppo_tensorboard")
+    report = analyze_run(run)
+    assert [i for i in report.incidents if i.severity != "info"] == [] and report.verdict == "healthy"
+    assert any("update statistics" in w for w in report.warnings)
+
+
+def _launch_into(logdir: Path, losses: dict[int, float]) -> None:
+    from torch.utils.tensorboard import SummaryWriter
+
+    with SummaryWriter(str(logdir)) as writer:  # a new event file in the same folder, as each launch writes
+        for step, loss in losses.items():
+            writer.add_scalar("total_loss", loss, step)
+            writer.add_scalar("lr", 1e-4, step)

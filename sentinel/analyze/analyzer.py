@@ -40,6 +40,7 @@ from sentinel.analyze.rule_stuck import (
     is_environment_rl,
     is_policy_gradient_loss,
     is_reinforcement_learning,
+    logs_episode_returns,
     stuck_loss_incidents,
 )
 from sentinel.analyze.rule_spikes import confirmed_by_grad_norm, grad_explosion_incidents, loss_spike_incidents
@@ -193,7 +194,9 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         warnings.append(f"only {len(loss)} finite loss value(s): too little history to judge spikes "
                         "or divergence; non-finite values and the final loss are still reported")
     elif environment_rl:
-        warnings.append("a reinforcement-learning run (it logs episode returns): its loss follows the "
+        why = "it logs episode returns" if logs_episode_returns(steps.columns) else \
+            "it logs an RL algorithm's update statistics"
+        warnings.append(f"a reinforcement-learning run ({why}): its loss follows the "
                         "returns, so its rises, spikes and plateaus are not judged; non-finite values are reported")
     elif policy_gradient:
         warnings.append(f"the loss read ({_loss_name(run.meta)}) is a policy gradient's surrogate objective: it follows "

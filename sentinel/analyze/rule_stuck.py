@@ -69,16 +69,48 @@ _EPISODE_KEYS = ("ep_rew_mean", "ep_len_mean", "episodic_return", "episode_rewar
 _EPISODE_COLUMNS = ("rollout/return", "rollout/return_history")
 
 
+# An RL algorithm's update statistics, logged where the returns may not be (Stable-Baselines3 logs
+# rollout/ep_rew_mean only where the environment is wrapped in a Monitor): PPO's and A2C's
+# train/approx_kl, clip_fraction, policy_gradient_loss, value_loss, entropy_loss, explained_variance;
+# SAC's and TD3's actor_loss, critic_loss, ent_coef. Two of them make a run an agent's.
+_UPDATE_STATS = frozenset({"approx_kl", "clip_fraction", "policy_gradient_loss", "value_loss", "entropy_loss",
+                           "explained_variance", "actor_loss", "critic_loss", "ent_coef", "ent_coef_loss"})
+
+
 def is_environment_rl(columns) -> bool:
-    """A run that logs episode returns from an environment: its losses are surrogates whose
-    scale follows the returns (a value loss grows as the agent earns more), so their rises,
-    spikes and plateaus are not the run's health.
+    """A run that logs episode returns from an environment, or an RL algorithm's update statistics
+    (:func:`logs_agent_updates`): its losses are surrogates whose scale follows the returns (a
+    value loss grows as the agent earns more), so their rises, spikes and plateaus are not the
+    run's health.
 
     Example:
         >>> is_environment_rl(["rollout/ep_rew_mean", "train/loss"]), is_environment_rl(["loss", "reward"])
         (True, False)
+        >>> is_environment_rl(["loss", "train/approx_kl", "train/clip_fraction", "train/value_loss"])
+        True
+    """
+    return logs_episode_returns(columns) or logs_agent_updates(columns)
+
+
+def logs_episode_returns(columns) -> bool:
+    """An environment's episode returns among ``columns`` (``rollout/ep_rew_mean``, ...).
+
+    Example:
+        >>> logs_episode_returns(["charts/episodic_return"]), logs_episode_returns(["return"])
+        (True, False)
     """
     return any(str(c).rsplit("/", 1)[-1] in _EPISODE_KEYS or str(c) in _EPISODE_COLUMNS for c in columns)
+
+
+def logs_agent_updates(columns) -> bool:
+    """Two or more of an RL algorithm's update statistics among ``columns`` (``train/approx_kl``,
+    ``train/value_loss``, ``train/critic_loss`` ...).
+
+    Example:
+        >>> logs_agent_updates(["loss", "train/value_loss", "train/entropy_loss"]), logs_agent_updates(["value_loss"])
+        (True, False)
+    """
+    return sum(str(c).rsplit("/", 1)[-1] in _UPDATE_STATS for c in columns) >= 2
 
 
 # Words of a loss's name that say it is a policy gradient's surrogate objective (PPO's and GRPO's
