@@ -619,6 +619,28 @@ def test_stable_baselines3_ppo_without_episode_returns_is_an_agents_run(tmp_path
     assert any("update statistics" in w for w in report.warnings)
 
 
+@pytest.mark.parametrize("folder", ["eval", "eval_validation"])
+def test_an_estimators_eval_folder_is_the_runs_evaluation(tmp_path, folder):
+    """TensorFlow's Estimator writes the training's events into model_dir and each evaluation's into model_dir/eval
+    (eval_<name> for evaluate(name=...)), under the same tag 'loss': the eval folder was a run of its own, its rising
+    loss (an overfitting) a critical 'loss spike'. It is the run's eval/loss."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    train = SummaryWriter(str(tmp_path / "model_dir"))
+    evaluation = SummaryWriter(str(tmp_path / "model_dir" / folder))
+    for step in range(1, 5000, 100):
+        train.add_scalar("loss", 1.2 * np.exp(-step / 800) + 0.01, step)
+        if step % 1000 == 1:
+            evaluation.add_scalar("loss", 12.0 + step / 400, step)
+    train.close()
+    evaluation.close()
+    for where in (tmp_path, tmp_path / "model_dir"):
+        (run,) = discover_runs(where)
+        assert run.name == "model_dir" and run.steps["loss"].max() < 1.3
+        assert run.steps[f"{folder}/loss"].count() == 5
+        assert all(i.severity == "info" for i in analyze_run(run).incidents)
+
+
 def _launch_into(logdir: Path, losses: dict[int, float]) -> None:
     from torch.utils.tensorboard import SummaryWriter
 
@@ -626,3 +648,26 @@ def _launch_into(logdir: Path, losses: dict[int, float]) -> None:
         for step, loss in losses.items():
             writer.add_scalar("total_loss", loss, step)
             writer.add_scalar("lr", 1e-4, step)
+
+
+def test_launches_into_one_folder_from_the_first_step_are_trainings_of_their_own(tmp_path):
+    """detectron2 writes a new event file into its output folder at each launch, each from iteration 19: read as one
+    history by step, the last launch overwrote the others, and a whole first training of 2,000 iterations was gone
+    without a word. Each launch from the first step is a run of its own; one that goes on from a later step (a
+    resume) is the same training."""
+    first = {s: 80 * np.exp(-s / 700) + 19 for s in range(19, 2000, 20)}
+    aborted = {s: 80 * np.exp(-s / 700) + 25 for s in range(19, 493, 20)}
+    third = {s: 70 * np.exp(-s / 900) + 10 for s in range(19, 4000, 20)}
+    for losses in (first, aborted, third):
+        _launch_into(tmp_path / "output", losses)
+    runs = discover_runs(tmp_path)
+    assert [r.name for r in runs] == ["output#1", "output#2", "output#3"]
+    for run, losses in zip(runs, (first, aborted, third)):
+        assert run.steps["loss"].dropna().to_dict() == pytest.approx(losses)
+        assert "output holds 3 trainings that each start from the first step" in run.warnings[0]
+    assert [r.name for r in discover_runs(tmp_path / "output")] == ["output#1", "output#2", "output#3"]
+    # A resume: the second file goes on from a checkpoint at 1,000: one training.
+    _launch_into(tmp_path / "resumed", {s: v for s, v in first.items() if s < 1200})
+    _launch_into(tmp_path / "resumed", {s: v for s, v in first.items() if s >= 1000})
+    (run,) = discover_runs(tmp_path / "resumed")
+    assert run.name == "resumed" and run.steps["loss"].dropna().to_dict() == pytest.approx(first)

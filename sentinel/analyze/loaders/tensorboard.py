@@ -65,7 +65,18 @@ _EVALUATION_SPLITS = ("validation", "valid", "val", "eval", "test")
 
 
 def _is_evaluation_split(name: str) -> bool:
-    return name in _EVALUATION_SPLITS or name.startswith(("valid_", "valid-", "validation_"))
+    return name in _EVALUATION_SPLITS or name.startswith(("valid_", "valid-", "validation_", "eval_"))
+
+
+def _evaluations_beside(directory: Path) -> list[tuple[str, Path]] | None:
+    """A run directory that holds event files of its own and evaluation splits below it, as
+    :func:`_splits` gives them (itself first, prefix ""), or None. TensorFlow's Estimator writes
+    its training's events into ``model_dir`` and each evaluation's into ``model_dir/eval`` (or
+    ``eval_<name>``): the evaluation's ``loss`` is not a run of its own (judged as a training
+    loss, an overfitting's rise was a critical spike), it is the run's ``eval/loss``."""
+    evaluations = [(child.name, child) for child, _ in _children_with_events(directory)
+                   if _is_evaluation_split(child.name)]
+    return [("", directory), *evaluations] if evaluations else None
 
 
 def _splits(directory: Path) -> list[tuple[str, Path]] | None:
@@ -131,7 +142,10 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         return [_load_files(path.parent.name or path.name, path, [path], options)]
     files = _event_files(path)
     if files:
-        return [_load_files(path.name, path, files, options)]
+        beside = _evaluations_beside(path)
+        if beside is not None:
+            return [_load_splits(path.name, path, beside, options)]
+        return _load_launches(path.name, path, files, options)
     splits = _splits(path)
     if splits is not None:
         return [_load_splits(path.name, path, splits, options)]
@@ -140,15 +154,16 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         if directory in folded:
             continue
         named = directory.name in _TRAIN_SPLITS or _is_evaluation_split(directory.name)
-        splits = _splits(directory.parent) if named else None
+        top = directory.parent if named else directory
+        splits = _splits(top) if named else _evaluations_beside(top)
         if splits is not None:
-            run = _load_splits(str(directory.parent.relative_to(path)) or path.name, directory.parent, splits,
-                               options)
+            run = _load_splits(str(top.relative_to(path)) or path.name, top, splits, options)
             folded.update(split for _, split in splits)
-        else:
-            run = _load_files(str(directory.relative_to(path)), directory, _event_files(directory), options)
+            runs.append(run)
+            continue
+        for run in _load_launches(str(directory.relative_to(path)), directory, _event_files(directory), options):
             folded.update(directory / name for name in run.meta.get(ADD_SCALARS_DIRS, ()))
-        runs.append(run)
+            runs.append(run)
     return runs
 
 
@@ -245,10 +260,56 @@ def _scalars_by_tag(files: list[Path], warnings: list[str]) -> dict[str, list[tu
     return by_tag
 
 
-def _load_files(name: str, where: Path, files: list[Path], options: LoadOptions,
-                extra: dict[str, list[tuple[np.ndarray, np.ndarray]]] | None = None) -> RunData:
+def _load_launches(name: str, where: Path, files: list[Path], options: LoadOptions) -> list[RunData]:
+    """The runs of one directory's event files: one, or one per training where a later file starts
+    again from the first file's first step (detectron2 and Keras write a new file into the same
+    folder at each launch: read as one history, a later launch overwrote the earlier one's steps
+    and the first, a whole training, was gone). A file that goes on from a later step (a resume:
+    the Estimator's, SB3's with ``reset_num_timesteps=False``) is the same training."""
     warnings: list[str] = []
-    by_tag = _scalars_by_tag(files, warnings)
+    read = [(file, read_scalars(file, warnings)) for file in files]
+    spans = [_step_span(found) for _, found in read]
+    start = min((span[0] for span in spans if span is not None), default=None)
+    groups: list[list[tuple[Path, dict]]] = [[]]
+    went_on = False  # the current training has logged past the first step
+    for (file, found), span in zip(read, spans):
+        if span is not None and span[0] <= start and went_on:
+            groups.append([])
+            went_on = False
+        groups[-1].append((file, found))
+        went_on = went_on or (span is not None and span[1] > start)
+    if len(groups) == 1:
+        return [_load_files(name, where, files, options, read=read, said=warnings)]
+    note = (f"{where.name or name} holds {len(groups)} trainings that each start from the first step (event files "
+            f"of launches written into one folder): each is read as a run of its own, {name}#1 to #{len(groups)}")
+    runs = []
+    for k, group in enumerate(groups, 1):
+        run = _load_files(f"{name}#{k}", where, [file for file, _ in group], options, read=group,
+                          said=warnings if k == 1 else [])
+        run.warnings.insert(0, note)
+        runs.append(run)
+    return runs
+
+
+def _step_span(found: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[int, int] | None:
+    """The first and the last step one event file's scalars were written at, or None (no scalars)."""
+    spans = [(int(steps.min()), int(steps.max())) for steps, _ in found.values() if len(steps)]
+    return (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
+
+
+def _load_files(name: str, where: Path, files: list[Path], options: LoadOptions,
+                extra: dict[str, list[tuple[np.ndarray, np.ndarray]]] | None = None,
+                read: list[tuple[Path, dict]] | None = None, said: list[str] | None = None) -> RunData:
+    """One run of ``files`` (``read``: their scalars, where read already, with ``said``, the warnings of reading
+    them); ``extra``: series of other splits to join, under their own tags."""
+    warnings: list[str] = list(said or [])
+    if read is None:
+        by_tag = _scalars_by_tag(files, warnings)
+    else:
+        by_tag = defaultdict(list)
+        for _, found in read:
+            for tag, pair in found.items():
+                by_tag[tag].append(pair)
     for tag, pairs in (extra or {}).items():
         by_tag[tag].extend(pairs)
     folded = _add_scalars_series(where, warnings) if where.is_dir() else {}
