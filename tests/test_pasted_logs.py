@@ -6282,3 +6282,25 @@ def test_a_dvclive_step_the_loss_was_not_logged_at_is_no_nan_loss(tmp_path, nan_
         assert report.verdict == "healthy" and nonfinite == [], [i.message for i in report.incidents]
     else:
         assert report.verdict == "unhealthy" and nonfinite == [nan_at]
+
+
+# A GPT-2 fine-tune's CSVLogger metrics.csv (TurnGPT): one batch's loss every 50 steps, one epoch.
+_TURNGPT_LOSS = (2.37, 2.23, 2.2, 2.96, 2.17, 2.68, 2.18, 2.5, 2.44, 3.13, 2.28, 2.39, 2.89, 2.94, 2.35, 1.86, 2.17,
+                 2.15, 1.83, 2.03, 1.75, 2.37, 1.88, 2.18, 2.97, 2.07, 2.27, 2.24, 1.89, 2.28, 1.82, 1.95, 2.7, 1.54,
+                 1.24, 2.0, 1.89, 2.33, 1.84, 2.01, 2.53, 2.4, 3.15, 2.87, 2.64, 3.02, 2.41, 2.02, 2.77, 2.24)
+
+
+def test_a_short_noisy_logs_level_up_at_its_end_is_no_divergence(tmp_path):
+    """50 rows of a single batch's loss swinging 1.2-3.1, its last ten x1.1 over its best level: 'loss diverged ...
+    still diverged at the last step', critical, on a healthy fine-tune. Within the noise of so short a log it is told
+    as information; a climb beyond that noise stays critical."""
+    path = tmp_path / "lightning_logs" / "version_0" / "metrics.csv"
+    path.parent.mkdir(parents=True)
+    path.write_text("epoch,loss,step\n" + "".join(f"0,{v},{49 + 50 * k}\n" for k, v in enumerate(_TURNGPT_LOSS)))
+    report = analyze_run(discover_runs(path)[0])
+    (level,) = [i for i in report.incidents if i.kind == "divergence"]
+    assert level.severity == "info" and report.verdict == "healthy" and "within the noise" in level.message
+    climbed = list(_TURNGPT_LOSS[:40]) + [v * 2.5 for v in _TURNGPT_LOSS[40:]]
+    path.write_text("epoch,loss,step\n" + "".join(f"0,{v},{49 + 50 * k}\n" for k, v in enumerate(climbed)))
+    report = analyze_run(discover_runs(path)[0])
+    assert report.verdict == "unhealthy" and any(i.severity == "critical" for i in report.incidents)
