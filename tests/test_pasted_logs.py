@@ -6304,3 +6304,19 @@ def test_a_short_noisy_logs_level_up_at_its_end_is_no_divergence(tmp_path):
     path.write_text("epoch,loss,step\n" + "".join(f"0,{v},{49 + 50 * k}\n" for k, v in enumerate(climbed)))
     report = analyze_run(discover_runs(path)[0])
     assert report.verdict == "unhealthy" and any(i.severity == "critical" for i in report.incidents)
+
+
+@pytest.mark.parametrize("first, verdict", [(64.0, "no loss"), (32.0, "unhealthy")])
+def test_a_scalers_first_overflow_logs_the_scale_it_halved_to(tmp_path, first, verdict):
+    """fairseq's start-up search from its initial scale of 128, pasted as its overflow lines (wav2vec 2.0: 'NOTE:
+    overflow detected, setting loss scale to: 64.0' ... 4.0 at the start of epoch 1; its maintainer: 'this is normal'):
+    'loss scale fell from 64 at step 1 to 4 ... repeated overflows', a warning. The first line's 64 is the scale an
+    overflow halved 128 to; a first line of 32 came from 64, no start-up scale."""
+    lines = ["2021-01-26 03:01:31 | INFO | fairseq.trainer | begin training epoch 1"]
+    scale = first
+    for minute in range(5):
+        lines.append(f"2021-01-26 03:{2 + 10 * minute:02d}:32 | INFO | fairseq.trainer | NOTE: overflow detected, "
+                     f"setting loss scale to: {scale}")
+        scale /= 2
+    report = analyze_run(discover_runs(_write(tmp_path / "train.log", lines))[0])
+    assert report.verdict == verdict, [i.message for i in report.incidents]

@@ -28,19 +28,22 @@ def loss_scale_incidents(scale: pd.Series, config: AnalyzeConfig, overflow: pd.S
     The scaler's start-up search is no collapse: DeepSpeed starts at 2**32 and Megatron's and
     torch's scalers start high too, halving on each overflowing step until the scale fits. The
     falls are counted from the first logged step at which the scale did not fall (only the
-    floor applies before it).
+    floor applies before it). A first row that overflowed logs the scale its overflow halved to:
+    the scale it started from is twice it (fairseq's "NOTE: overflow detected, setting loss scale
+    to: 64.0" is its start-up search from 128).
 
     Example:
         >>> s = pd.Series([65536.0, 65536.0, 1024.0, 8.0, 0.5], index=[0, 1, 2, 3, 4])
         >>> loss_scale_incidents(s, AnalyzeConfig())[0].step
         3
     """
+    halved_first = overflow is not None and len(scale) > 0 and bool(overflow.get(scale.index[0], 0) > 0)
     if tool_floor is not None and tool_floor < config.loss_scale_floor:
-        found = _collapse_incidents(scale, replace(config, loss_scale_floor=tool_floor))
+        found = _collapse_incidents(scale, replace(config, loss_scale_floor=tool_floor), halved_first)
         if not found:
             found = fell_under_floor_incidents(scale, config)
     else:
-        found = _collapse_incidents(scale, config)
+        found = _collapse_incidents(scale, config, halved_first)
     if overflow is not None and not any(i.severity is Severity.CRITICAL for i in found):
         found += at_minimum_incidents(scale, overflow, config)
     return found
@@ -112,8 +115,9 @@ def at_minimum_incidents(scale: pd.Series, overflow: pd.Series, config: AnalyzeC
     return incidents
 
 
-def _collapse_incidents(scale: pd.Series, config: AnalyzeConfig) -> list[Incident]:
-    """:func:`loss_scale_incidents` without the minimum's check."""
+def _collapse_incidents(scale: pd.Series, config: AnalyzeConfig, halved_first: bool = False) -> list[Incident]:
+    """:func:`loss_scale_incidents` without the minimum's check (``halved_first``: the first row
+    logs the scale its overflow halved to)."""
     raw = scale.to_numpy(dtype="float64")
     keep = np.isfinite(raw) & (raw > 0)
     values = raw if keep.all() else raw[keep]
@@ -124,7 +128,7 @@ def _collapse_incidents(scale: pd.Series, config: AnalyzeConfig) -> list[Inciden
     settled = np.zeros(len(scale), dtype=bool)
     # A search from a start-up scale only: a log (a paste) whose first scale is already low is
     # past its start-up, and a fall from there counts.
-    startup = values[0] >= _STARTUP_SCALE
+    startup = values[0] * (2 if halved_first else 1) >= _STARTUP_SCALE
     settled[(held[0] if held.size else len(scale) - 1) if startup else 0:] = True
     peak = scale.where(settled).cummax()
     orders = np.log10(peak) - np.log10(scale)  # not of the ratio: a scale of 5e-324 under 65536 overflows it
