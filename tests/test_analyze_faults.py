@@ -700,3 +700,29 @@ def test_a_history_saved_in_a_binary_table_format_is_told_what_to_save_instead(t
     assert result.exit_code == 1 and result.output == (
         f"Error: '{tmp_path / name}' is {kind}, not read: save the history as CSV or Parquet "
         "(df.to_csv('history.csv'), df.to_parquet('history.parquet')) and pass that\n")
+
+
+_LFS_POINTER = ("version https://git-lfs.github.com/spec/v1\n"
+                "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12345\n")
+
+
+def test_git_lfs_pointers_are_named_as_such(tmp_path):
+    """A repository cloned without `git lfs pull` holds ~130-byte pointers in place of its event files and logs: they
+    were 'truncated or damaged record at byte 0 ... its event files hold no scalars' or 'not a log format'. Each
+    case names the pointer and the fix; a run directory with some real event files is read, with a warning."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    runs = tmp_path / "runs" / "Dec15_07-29-26_host"
+    runs.mkdir(parents=True)
+    (runs / "events.out.tfevents.1671085786.host.1.0").write_text(_LFS_POINTER)
+    (tmp_path / "metrics.csv").write_text(_LFS_POINTER)
+    for target in (tmp_path, tmp_path / "metrics.csv", runs / "events.out.tfevents.1671085786.host.1.0"):
+        result = CliRunner().invoke(main, ["analyze", str(target)])
+        assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+        assert "Git LFS pointer" in result.output and "git lfs pull" in result.output, result.output
+    with SummaryWriter(str(runs)) as writer:
+        for step in range(30):
+            writer.add_scalar("train/loss", 2.0 - step / 30, step)
+    result = CliRunner().invoke(main, ["analyze", str(runs), "--format", "json"])
+    (run,) = json.loads(result.output)["runs"]
+    assert run["steps"] == 30 and any("Git LFS pointers" in w for w in run["warnings"])

@@ -18,6 +18,7 @@ from sentinel import metrics
 from sentinel.analyze.compressed import archive_command, decompressed, is_compressed
 from sentinel.analyze.loaders import ADD_SCALARS_DIRS, LOADER_MODULES, LOGGED_NAN, PARQUET_SUFFIXES, LoadOptions, RunData
 from sentinel.analyze.loaders.keys import inferred_loss_note, inferred_training_loss, is_regulariser
+from sentinel.analyze.loaders.lfs_pointer import LFS_FIX, is_lfs_pointer
 from sentinel.analyze.resumed_versions import join_resumed_versions
 from sentinel.analyze.same_training import one_per_training
 
@@ -209,6 +210,8 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
         if not path.is_file():
             raise NoRunsError(f"'{path}' is not a regular file or a directory (a device, FIFO or socket): "
                               "pass a log file or a directory of runs")
+        if is_lfs_pointer(path):
+            raise NoRunsError(f"'{path}' is a Git LFS pointer, not the file it names: {LFS_FIX}")
         if path.suffix.lower() in _NUMPY_SUFFIXES:  # np.save's losses: binary, but read named on its own
             return Discovery(_with_loss(_numpy_saved(path, options), options))
         reason = _reason_by_name(path)
@@ -285,7 +288,9 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
                     runs = _guarded(file, lambda: _one_of_several_losses(file, modules, options, walk=True),
                                     found.skipped)
             if runs is None and not (found.skipped and found.skipped[-1].path == str(file)):
-                found.skipped.append(Skipped(str(file), NOT_A_LOG))
+                pointer = is_lfs_pointer(file)
+                found.skipped.append(Skipped(str(file), UNREADABLE if pointer else NOT_A_LOG, f"{file}: a Git LFS "
+                                             f"pointer, not the file it names: {LFS_FIX}" if pointer else ""))
             found.runs.extend(runs or [])
         subdirs = []
         for entry in (e for e in entries if _is_dir(e) and e not in folded):
@@ -307,7 +312,9 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
         if len(problems) == 1:
             raise NoRunsError(problems[0].detail)
         summary = f" ({skip_summary(found.skipped)})" if found.skipped else ""
-        hint = _a_table_to_name(found.skipped)
+        # Several that could not be read: the first one's problem (Git LFS pointers, most often all alike).
+        hint = f"the first that could not be read: {problems[0].detail}" if problems else \
+            _a_table_to_name(found.skipped)
         raise NoRunsError(f"no training logs found in '{path}'{summary}" + (
             f"; {hint}" if hint is not None else
             ": pass a directory written by sentinel, TensorBoard or a Lightning logger, or logs of a format "

@@ -24,6 +24,7 @@ from sentinel import metrics
 from sentinel.analyze.loaders import ADD_SCALARS_DIRS, LOGGED_NAN, STEP_UNIT, AbandonedHistory, LoadOptions, RunData
 from sentinel.analyze.loaders.keys import (LOSS_ALIASES, canonical_key, inferred_loss_note, inferred_training_loss,
                                           loss_components)
+from sentinel.analyze.loaders.lfs_pointer import LFS_FIX, is_lfs_pointer
 from sentinel.analyze.loaders.epoch_counts import count_wraps
 from sentinel.analyze.loaders.samples_steps import as_optimizer_steps
 from sentinel.analyze.loaders.shared_steps import number_shared_steps
@@ -266,7 +267,13 @@ def _load_launches(name: str, where: Path, files: list[Path], options: LoadOptio
     folder at each launch: read as one history, a later launch overwrote the earlier one's steps
     and the first, a whole training, was gone). A file that goes on from a later step (a resume:
     the Estimator's, SB3's with ``reset_num_timesteps=False``) is the same training."""
+    pointers = [file for file in files if is_lfs_pointer(file)]
+    if pointers and len(pointers) == len(files):
+        raise ValueError(f"{where}: its event files are Git LFS pointers ({len(files)}), not the files: {LFS_FIX}")
     warnings: list[str] = []
+    if pointers:
+        warnings.append(f"{len(pointers)} of its event files are Git LFS pointers, not the files, left out: {LFS_FIX}")
+        files = [file for file in files if file not in pointers]
     read = [(file, read_scalars(file, warnings)) for file in files]
     spans = [_step_span(found) for _, found in read]
     start = min((span[0] for span in spans if span is not None), default=None)
