@@ -6320,3 +6320,37 @@ def test_a_scalers_first_overflow_logs_the_scale_it_halved_to(tmp_path, first, v
         scale /= 2
     report = analyze_run(discover_runs(_write(tmp_path / "train.log", lines))[0])
     assert report.verdict == verdict, [i.message for i in report.incidents]
+
+
+def test_a_fairseq_paste_whose_scale_is_under_one_from_its_first_line_is_told(tmp_path):
+    """A paste from late in a fairseq run that then stopped at 'Minimum loss scale reached': its summary lines print
+    the scale rounded, 'loss_scale 0', then two overflows set it to 0.00049 and 0.00024 (its floor is 1e-4):
+    'healthy'. A scale that far under 1 from the paste's first value fell before it: a warning."""
+    lines = ["2020-03-23 11:38:13 | INFO | train | epoch 002 | loss 9.803 | nll_loss 8.89 | ppl 474.37 | wps 31194.9 | "
+             "ups 0.07 | wpb 430468 | bsz 14485.4 | num_updates 695 | lr 0.00017375 | gnorm 55.005 | loss_scale 0 | "
+             "train_wall 4512 | wall 9786",
+             "2020-03-23 11:39:44 | INFO | train_inner | epoch 003:      5 / 356 loss=9.44, nll_loss=8.44, ppl=347.28, "
+             "wps=30690.8, ups=0.07, wpb=427295, bsz=14390.4, num_updates=700, lr=0.000175, gnorm=156.036, "
+             "loss_scale=0, train_wall=1281, wall=9877",
+             "2020-03-23 11:41:18 | INFO | fairseq.trainer | NOTE: overflow detected, setting loss scale to: 0.00048828125",
+             "2020-03-23 11:48:04 | INFO | fairseq.trainer | NOTE: overflow detected, setting loss scale to: 0.000244140625"]
+    report = analyze_run(discover_runs(_write(tmp_path / "train.log", lines))[0])
+    (fell,) = [i for i in report.incidents if i.kind == "loss_scale_collapse"]
+    assert fell.severity == "warning" and "under 1 from the first step logged" in fell.message
+
+
+def test_apex_overflow_lines_between_yolacts_own_are_read(tmp_path):
+    """A YOLACT fork trained with apex: its 'Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to
+    1.52587890625e-05' lines between YOLACT's own were not read ('healthy', byte for byte the same without them). The
+    scale, under 1 from the paste's first overflow, had collapsed before it."""
+    lines = []
+    for k, step in enumerate(range(1440, 1540, 10)):
+        if step in (1520, 1540):
+            lines.append(_APEX.format(1.52587890625e-05 if step == 1520 else 7.62939453125e-06))
+        lines.append(f"[  1]    {step} || B: 5.495 | C: 3.668 | M: {6.9 + 0.01 * k:.3f} | S: 1.564 | "
+                     f"T: {17.6 - 0.05 * k:.3f} || ETA: 197 days, 23:50:39 || timer: 0.298")
+    lines.append(_APEX.format(7.62939453125e-06))
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "yolact" and run.steps["loss_scale"].dropna().tolist()[0] == 1.52587890625e-05
+    (collapse,) = [i for i in analyze_run(run).incidents if i.kind == "loss_scale_collapse"]
+    assert collapse.severity == "critical" and "from the first step logged" in collapse.message

@@ -54,7 +54,10 @@ def fell_under_floor_incidents(scale: pd.Series, config: AnalyzeConfig) -> list[
     orders below its running peak: a scaler that goes on down to a floor of its own (fairseq's
     1e-4) halving again and again, "a bunch of overflows in a row, usually the loss exploding"
     in fairseq's maintainers' words, before it stops there. A scale that moves between 0.5
-    and 1 is its normal range, no incident.
+    and 1 is its normal range, no incident. Where the log shows no such fall, a scale that stands
+    that far under the floor from its first step had fallen before (a paste from late in a run:
+    fairseq's 0.00049, then 0.00024, two overflows from its minimum of 1e-4, the run then stopped
+    there; its summary lines print that scale as 0).
 
     Example:
         >>> s = pd.Series([0.0625, 0.0625, 0.03125, 0.0039], index=[190, 290, 389, 486])
@@ -65,15 +68,25 @@ def fell_under_floor_incidents(scale: pd.Series, config: AnalyzeConfig) -> list[
     values = scale[np.isfinite(raw) & (raw > 0)]
     peak = values.cummax()
     fell = (values < config.loss_scale_floor) & (np.log10(peak) - np.log10(values) >= config.loss_scale_fall_orders)
+    from_floor = not fell.any() and len(values) > 0 and values.iloc[0] < config.loss_scale_floor
+    if from_floor:
+        peak = peak.clip(lower=config.loss_scale_floor)
+        fell = (values < config.loss_scale_floor) & (np.log10(peak) - np.log10(values) >= config.loss_scale_fall_orders)
     if not fell.any():
         return []
     start, low_step = int(fell.idxmax()), int(values.idxmin())
     top, low, final = float(peak[start]), float(values.min()), float(values.iloc[-1])
     resolved = math.log10(top) - math.log10(final) < config.loss_scale_fall_orders
     halvings = math.log2(top) - math.log2(low)
-    message = (f"loss scale fell from {top:.4g} to {low:.4g} at step {low_step} ({halvings:.3g} halvings), "
-               f"under {config.loss_scale_floor:g}: overflow after overflow, as where the loss is exploding; final "
-               f"{final:.4g}")
+    first = float(values.iloc[0])
+    if not from_floor:
+        fallen = (f"loss scale fell from {top:.4g} to {low:.4g} at step {low_step} ({halvings:.3g} halvings), under "
+                  f"{config.loss_scale_floor:g}")
+    else:  # under the floor from the log's first step: it had fallen before
+        fallen = (f"loss scale under {config.loss_scale_floor:g} from the first step logged ({int(values.index[0])}): "
+                  f"{first:.4g}" + (f", down to {low:.4g} at step {low_step}" if low < first else "")
+                  + f" ({halvings:.3g} halvings under {config.loss_scale_floor:g})")
+    message = f"{fallen}: overflow after overflow, as where the loss is exploding; final {final:.4g}"
     return [Incident(IncidentKind.LOSS_SCALE_COLLAPSE, start, max(low_step, int(fell[fell].index[-1])),
                      Severity.WARNING, message, {"peak": top, "min": low, "min_step": low_step, "final": final,
                                                  "orders": math.log10(top) - math.log10(low),
@@ -143,12 +156,17 @@ def _collapse_incidents(scale: pd.Series, config: AnalyzeConfig, halved_first: b
     top = float(value_at(peak, start)) if np.isfinite(value_at(peak, start)) else float(scale.iloc[0])
     resolved = final >= config.loss_scale_floor and math.log10(top) - math.log10(final) < config.loss_scale_drop_orders
     fell = max(float(orders.max()), math.log10(top) - math.log10(low) if low > 0 else math.inf)
-    if top > low:
-        message = (f"loss scale collapsed from {top:.4g} to {low:.4g} at step {low_step} "
-                   f"({fell:.1f} orders of magnitude); final {final:.4g}")
-    else:  # no fall in the log: it starts under the floor (a paste from late in a run)
-        message = (f"loss scale {low:.4g} from the first step logged ({int(scale.index[0])}), under "
-                   f"{config.loss_scale_floor:g}: it had collapsed before; final {final:.4g}")
+    first = float(scale.iloc[0])
+    if first >= config.loss_scale_floor:
+        # (a start-up search that went on under the floor has no settled peak above it: from its first value)
+        shown, orders = (top, fell) if top > low else (first, math.log10(first) - math.log10(low))
+        message = (f"loss scale collapsed from {shown:.4g} to {low:.4g} at step {low_step} "
+                   f"({orders:.1f} orders of magnitude); final {final:.4g}")
+    else:  # it starts under the floor (a paste from late in a run)
+        message = (f"loss scale {first:.4g} from the first step logged ({int(scale.index[0])}), under "
+                   f"{config.loss_scale_floor:g}: it had collapsed before" + (
+                       f"; down to {low:.4g} at step {low_step} ({math.log10(first) - math.log10(low):.1f} orders of "
+                       "magnitude)" if low < first else "") + f"; final {final:.4g}")
     return [Incident(IncidentKind.LOSS_SCALE_COLLAPSE, start, end, Severity.CRITICAL, message,
                      {"peak": top, "min": low, "min_step": low_step,
                       "final": final, "orders": fell, "resolved": bool(resolved)})]

@@ -1009,6 +1009,7 @@ YOLACT = Dialect(
     ),
     sniff=re.compile(r"^[^\S\n]*\[[^\S\n]*\d+\][^\S\n]+\d+ \|\|[^\n]*\bT: [^\n]*\|\| ETA:", re.MULTILINE),
     min_records=1,
+    amp_lines=True,  # apex's "Gradient overflow.  Skipping step" lines between its own, where a fork trains in fp16
 )
 
 # KPConv (its PyTorch and TensorFlow trainers, and the point cloud models built on them:
