@@ -352,3 +352,34 @@ def test_a_history_jsonl_row_without_the_loss_is_no_nan_loss(tmp_path):
     (files / "wandb-history.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     report = sentinel.analyze(tmp_path)
     assert [(i.kind, i.step) for i in report.runs[0].incidents if i.kind == "nonfinite"] == [("nonfinite", 41)]
+
+
+def _trainer_rows(losses: dict[int, float]) -> list[dict]:
+    """The Hugging Face Trainer's W&B rows: each logging step's loss at its global step (W&B's _step counts calls)."""
+    return [{"train/loss": loss, "train/learning_rate": 5e-5, "train/global_step": step} for step, loss in losses.items()]
+
+
+@pytest.mark.parametrize("form", ["binary", "jsonl"])
+def test_a_trainer_run_is_read_at_its_global_step_one_run_per_training(tmp_path, form):
+    """The Trainer's W&B callback makes train/global_step the charts' step; W&B's _step counts the log calls: a run
+    logged every 500 steps was 'steps 0..6', and a notebook's five trainings logged into one W&B run (no
+    wandb.finish() between) were one curve whose second model's first loss was a critical spike. Each training is a
+    run at its global steps; a resume from a checkpoint into the same W&B run is the same training, later rows
+    winning."""
+    first = {s: 0.4 * math.exp(-s / 2000) + 0.2 for s in range(500, 4000, 500)}
+    second = {s: 0.6 * math.exp(-s / 2000) + 0.3 for s in range(500, 3000, 500)}
+    resumed = {s: v + (5.0 if s > 1500 else 0.0) for s, v in second.items()}  # blew up, resumed from 1500
+    rows = _trainer_rows(first) + _trainer_rows(resumed) + [{"train/train_runtime": 99.0, "train/global_step": 2500}]
+    rows += _trainer_rows({s: v for s, v in second.items() if s > 1500})
+    if form == "binary":
+        payloads = [_history([_item(key, repr(value)) for key, value in row.items()], k) for k, row in enumerate(rows)]
+        path = _copy(tmp_path, _frame(payloads))
+    else:
+        path = tmp_path / "wandb" / "run-20220101_000000-abc" / "files" / "wandb-history.jsonl"
+        path.parent.mkdir(parents=True)
+        path.write_text("".join(json.dumps({"_step": k, **row}) + "\n" for k, row in enumerate(rows)))
+    report = sentinel.analyze(path)
+    assert [r.steps for r in report.runs] == [7, 5]
+    for run, losses in zip(report.runs, (first, second)):
+        assert run.data.steps["loss"].to_dict() == pytest.approx(losses)
+        assert run.verdict == "healthy" and "holds 2 trainings whose global step starts again" in run.warnings[0]

@@ -24,6 +24,7 @@ from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData
 from sentinel.analyze.loaders.keys import MAX_COLUMNS, STEP_LIMIT, canonical_key, is_analysis_key
 from sentinel.analyze.loaders.textlog import order_columns
+from sentinel.analyze.loaders.trainer_steps import at_trainer_steps
 from sentinel.analyze.loaders.wandb_records import (
     MAX_RECORD_BYTES,
     RECORD_HISTORY,
@@ -130,8 +131,8 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
                             LOGGED_NAN: table.logged_nan()}
     if text_keys:
         meta["non_numeric_keys"] = sorted(text_keys)
-    return [RunData(name=run_dir.name or p.stem, path=str(p), source=NAME, steps=table.frame(),
-                    meta=meta, warnings=warnings)]
+    return at_trainer_steps(RunData(name=run_dir.name or p.stem, path=str(p), source=NAME, steps=table.frame(),
+                                    meta=meta, warnings=warnings))
 
 
 class _Columns:

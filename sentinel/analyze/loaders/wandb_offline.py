@@ -16,6 +16,7 @@ from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData
 from sentinel.analyze.loaders.keys import canonical_key
 from sentinel.analyze.loaders.textlog import read_lines, rows_to_steps
+from sentinel.analyze.loaders.trainer_steps import at_trainer_steps
 
 NAME = "wandb"
 DESCRIPTION = "W&B history files (files/wandb-history.jsonl, older wandb)"
@@ -71,5 +72,5 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         for key, value in row.items():
             if math.isnan(value):
                 logged_nan.setdefault(key, []).append(step)
-    return [RunData(name=run_dir.name, path=str(p), source=NAME, steps=rows_to_steps(rows),
-                    meta={"format": NAME, LOGGED_NAN: {key: sorted(at) for key, at in logged_nan.items()}})]
+    return at_trainer_steps(RunData(name=run_dir.name, path=str(p), source=NAME, steps=rows_to_steps(rows),
+                                    meta={"format": NAME, LOGGED_NAN: {key: sorted(at) for key, at in logged_nan.items()}}))
