@@ -671,3 +671,28 @@ def test_launches_into_one_folder_from_the_first_step_are_trainings_of_their_own
     _launch_into(tmp_path / "resumed", {s: v for s, v in first.items() if s >= 1000})
     (run,) = discover_runs(tmp_path / "resumed")
     assert run.name == "resumed" and run.steps["loss"].dropna().to_dict() == pytest.approx(first)
+
+
+@pytest.mark.parametrize("zeros, verdict", [(150, "unhealthy"), (3, "healthy")])
+def test_an_agents_loss_exactly_zero_update_after_update_is_told(tmp_path, zeros, verdict):
+    """A Stable-Baselines3 PPO agent whose train/loss is exactly 0.0 for 1,902 updates in a row, its return pinned at
+    the illegal-move penalty: 'healthy' (an RL run's loss is judged on non-finite values only). Its updates carry no
+    gradient: a warning. A few zero updates are no collapse."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    rng = np.random.default_rng(5)
+    writer = SummaryWriter(str(tmp_path / "PPO_5"))
+    for k in range(1, 200):
+        step = 50 * k
+        collapsed = k > 200 - zeros
+        writer.add_scalar("train/loss", 0.0 if collapsed else abs(rng.normal(3, 1)), step)
+        writer.add_scalar("train/entropy_loss", -0.03 if collapsed else -7.0, step)
+        writer.add_scalar("rollout/ep_rew_mean", -100.0 if collapsed else -100 + k / 4, step)
+    writer.close()
+    (run,) = discover_runs(tmp_path / "PPO_5")
+    report = analyze_run(run)
+    assert report.verdict == verdict
+    if zeros > 100:
+        (stuck,) = report.incidents
+        assert stuck.kind == "loss_stuck" and "updates carry no gradient" in stuck.message
+        assert "episode return went from -100 to -100" in stuck.message

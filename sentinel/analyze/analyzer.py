@@ -19,6 +19,7 @@ from sentinel.analyze.loaders.keys import is_epoch_mean
 from sentinel.analyze.noise import below_printed_digit
 from sentinel.analyze.report import Report, RunReport, in_epochs, verdict
 from sentinel.analyze.rule_abandoned import replaced_incidents, went_back_incident
+from sentinel.analyze.rule_agent_zero import agent_zero_loss_incidents
 from sentinel.analyze.rule_amp import loss_scale_incidents, overflow_incidents
 from sentinel.analyze.rule_attention import attention_incidents
 from sentinel.analyze.rule_chance import chance_incidents
@@ -198,6 +199,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
             "it logs an RL algorithm's update statistics"
         warnings.append(f"a reinforcement-learning run ({why}): its loss follows the "
                         "returns, so its rises, spikes and plateaus are not judged; non-finite values are reported")
+        incidents += agent_zero_loss_incidents(loss, steps)
     elif policy_gradient:
         warnings.append(f"the loss read ({_loss_name(run.meta)}) is a policy gradient's surrogate objective: it follows "
                         "each batch's advantages, near 0 on either side, so its rises, spikes and plateaus are not "
