@@ -383,3 +383,16 @@ def test_a_trainer_run_is_read_at_its_global_step_one_run_per_training(tmp_path,
     for run, losses in zip(report.runs, (first, second)):
         assert run.data.steps["loss"].to_dict() == pytest.approx(losses)
         assert run.verdict == "healthy" and "holds 2 trainings whose global step starts again" in run.warnings[0]
+
+
+def test_a_runs_summary_file_is_part_of_the_run(tmp_path):
+    """W&B keeps files/wandb-summary.json (each key's last value) beside the run's history: read as a one-step run of
+    its own, each W&B run was listed twice."""
+    rows = [_history([_item("loss", repr(2.0 - s / 100)), _item("acc", repr(s / 100))], s) for s in range(40)]
+    path = _copy(tmp_path, _frame(rows))
+    (path.parent / "files").mkdir()
+    (path.parent / "files" / "wandb-summary.json").write_text(json.dumps({"loss": 1.61, "acc": 0.39, "_step": 39}))
+    found = discover(tmp_path)
+    assert [r.source for r in found.runs] == ["wandb"]
+    assert any(s.path.endswith("wandb-summary.json") and s.reason.startswith("copy of a tracked run")
+               for s in found.skipped)

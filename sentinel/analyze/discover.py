@@ -496,8 +496,9 @@ def _read_through_its_run(file: Path) -> str | None:
     ``files/wandb-history.jsonl``), a Sacred run's ``cout.txt`` (history: ``metrics.json``), a Ray
     trial's ``progress.csv`` (history: ``result.json``, beside its ``params.json``). A part of the
     run (:data:`RUN_PART`), read with its first metric file: a DVCLive run's other metric files and
-    its ``metrics.json``, a DeepSpeed CSV monitor's other metric files. Read too, it would be the
-    same run a second time."""
+    its ``metrics.json``, a DeepSpeed CSV monitor's other metric files. A W&B run's
+    ``files/wandb-summary.json`` (each key's last value, a one-step run) is a copy too. Read too,
+    it would be the same run a second time."""
     if file.name == "cout.txt":
         from sentinel.analyze.loaders import sacred_metrics  # its pandas import only where needed
 
@@ -515,7 +516,8 @@ def _read_through_its_run(file: Path) -> str | None:
     if file.name == "progress.csv":  # a Ray Tune / Ray Train trial: result.json holds every key
         ray = (file.parent / "result.json").is_file() and (file.parent / "params.json").is_file()
         return TRACKER_CONSOLE if ray else None
-    if file.name != "output.log" or file.parent.name != "files":
+    # A W&B run's files/: its console's copy, and its summary (each key's last value: one step).
+    if file.name not in ("output.log", "wandb-summary.json") or file.parent.name != "files":
         return None
     run_dir = file.parent.parent
     wandb = (file.parent / "wandb-history.jsonl").is_file() or any(run_dir.glob("run-*.wandb"))
