@@ -348,6 +348,24 @@ def test_a_trainers_output_folder_is_one_run(tmp_path):
     assert earlier == ["checkpoint-20", "checkpoint-40"]
 
 
+def test_trainings_run_one_after_another_into_one_output_folder_are_each_a_run(tmp_path):
+    """A second training into the same output folder (a rerun with other settings) writes its checkpoint-20 and
+    checkpoint-40 over the first's, beside the first's checkpoint-60: the earlier checkpoints were skipped as "held by
+    checkpoint-60", and the second training was gone. A checkpoint whose losses the later one does not hold is a
+    training of its own."""
+    from sentinel.analyze import discover
+
+    for max_steps, lr in ((60, 5e-4), (40, 1e-4)):
+        args = TrainingArguments(str(tmp_path / "out"), max_steps=max_steps, per_device_train_batch_size=BATCH,
+                                 logging_steps=5, save_steps=20, learning_rate=lr, report_to=[], use_cpu=True,
+                                 disable_tqdm=True, seed=0)
+        Trainer(model=gpt2(), args=args, train_dataset=CountingData(512)).train()
+    found = discover.discover(tmp_path / "out")
+    assert sorted(run.steps["loss"].dropna().index.max() for run in found.runs) == [40, 60]
+    earlier = sorted(Path(s.path).name for s in found.skipped if s.reason == discover.EARLIER_CHECKPOINT)
+    assert earlier == ["checkpoint-20"]
+
+
 class _Killed(Exception):
     """The job killed (tests only)."""
 

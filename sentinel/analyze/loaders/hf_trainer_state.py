@@ -153,7 +153,8 @@ def superseded_checkpoints(folder: Path, subfolders: list[Path]) -> dict[Path, s
     holds, each with that file: a checkpoint's ``trainer_state.json`` logs every step from the
     start, so the last checkpoint's holds the earlier ones' (and ``trainer.save_state()``'s, in
     the output folder itself, holds them all). Read once, the run is one run, not one per
-    checkpoint.
+    checkpoint. A checkpoint whose losses the later file does not hold is another training's
+    (three trainings into one ``results/`` folder: two were dropped as "earlier checkpoints").
 
     Example:
         >>> superseded_checkpoints(Path("/nonexistent"), [])
@@ -164,9 +165,32 @@ def superseded_checkpoints(folder: Path, subfolders: list[Path]) -> dict[Path, s
         number = _CHECKPOINT.fullmatch(sub.name)
         if number is not None and (sub / STATE).is_file():
             saved[sub] = int(number.group(1))
-    if (folder / STATE).is_file():
-        return {sub: str(folder / STATE) for sub in saved}
-    if len(saved) < 2:
+    if not saved or (len(saved) < 2 and not (folder / STATE).is_file()):
         return {}
-    last = max(saved, key=saved.get)
-    return {sub: str(last / STATE) for sub in saved if sub != last}
+    # Each checkpoint, the latest first, is held by a file already kept whose losses include all of
+    # its own; else it is another training's (trainings run one after another into one output
+    # folder, an SFT stage before a GRPO stage) and holds those before it in turn.
+    holders = [(folder / STATE, _logged_losses(folder / STATE))] if (folder / STATE).is_file() else []
+    superseded = {}
+    for sub in sorted(saved, key=saved.get, reverse=True):
+        losses = _logged_losses(sub / STATE)
+        holder = next((path for path, held in holders if losses is None or held is None or losses <= held), None)
+        if holder is None:
+            holders.append((sub / STATE, losses))
+        else:
+            superseded[sub] = str(holder)
+    return superseded
+
+
+def _logged_losses(path: Path) -> set[tuple[int, float]] | None:
+    """The ``(step, loss)`` pairs of a Trainer state's training rows; None where it cannot be read
+    (its loader tells the problem)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            history = json.load(f).get("log_history")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(history, list):
+        return None
+    return {(row.get("step"), round(float(row["loss"]), 6)) for row in history
+            if isinstance(row, dict) and isinstance(row.get("loss"), (int, float))}
