@@ -696,3 +696,18 @@ def test_an_agents_loss_exactly_zero_update_after_update_is_told(tmp_path, zeros
         (stuck,) = report.incidents
         assert stuck.kind == "loss_stuck" and "updates carry no gradient" in stuck.message
         assert "episode return went from -100 to -100" in stuck.message
+
+
+def test_a_test_phases_event_file_is_no_training_of_its_own(tmp_path):
+    """Lightning's trainer.test() after fit() writes its test metrics into a new event file of the version folder, from
+    step 0: it was 'version_0#2', a second training with no loss. A file with no training loss starts none."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    with SummaryWriter(str(tmp_path / "version_0")) as writer:
+        for step in range(0, 200, 10):
+            writer.add_scalar("train_loss", 2.0 - step / 200, step)
+    with SummaryWriter(str(tmp_path / "version_0")) as writer:
+        writer.add_scalar("test_loss", 1.1, 0)
+        writer.add_scalar("test_acc", 0.8, 0)
+    (run,) = discover_runs(tmp_path)
+    assert run.name == "version_0" and run.steps["loss"].count() == 20

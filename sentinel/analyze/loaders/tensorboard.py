@@ -23,7 +23,7 @@ import pandas as pd
 from sentinel import metrics
 from sentinel.analyze.loaders import ADD_SCALARS_DIRS, LOGGED_NAN, STEP_UNIT, AbandonedHistory, LoadOptions, RunData
 from sentinel.analyze.loaders.keys import (LOSS_ALIASES, canonical_key, inferred_loss_note, inferred_training_loss,
-                                          loss_components)
+                                          looks_like_loss, loss_components)
 from sentinel.analyze.loaders.lfs_pointer import LFS_FIX, is_lfs_pointer
 from sentinel.analyze.loaders.epoch_counts import count_wraps
 from sentinel.analyze.loaders.samples_steps import as_optimizer_steps
@@ -299,8 +299,10 @@ def _load_launches(name: str, where: Path, files: list[Path], options: LoadOptio
 
 
 def _step_span(found: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[int, int] | None:
-    """The first and the last step one event file's scalars were written at, or None (no scalars)."""
-    spans = [(int(steps.min()), int(steps.max())) for steps, _ in found.values() if len(steps)]
+    """The first and the last step one event file's training losses were written at, or None (none:
+    Lightning's ``trainer.test()`` writes its test metrics into a file of their own, from step 0)."""
+    spans = [(int(steps.min()), int(steps.max())) for tag, (steps, _) in found.items()
+             if len(steps) and looks_like_loss(tag)]
     return (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
 
 
