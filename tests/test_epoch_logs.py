@@ -193,3 +193,46 @@ def test_a_plateau_in_a_log_of_epochs_is_judged_over_epochs(tmp_path):
     assert report.step_unit == "epoch"
     (plateau,) = [i for i in report.incidents if i.kind == "plateau"]
     assert "10 epochs" in plateau.message
+
+
+def test_a_test_loss_logged_per_step_and_per_epoch_is_no_nan(tmp_path):
+    """trainer.test() with self.log("test_loss", loss, on_step=True, on_epoch=True): the CSVLogger writes
+    test_loss_step on each test batch's row and test_loss_epoch on a row of its own. The epoch column's empty cells on
+    the batch rows were 'test_loss_epoch non-finite (nan) at 20 of 21 evaluations', a warning on a healthy run."""
+    import warnings
+
+    import lightning as L
+    import torch
+    from lightning.pytorch.loggers import CSVLogger
+
+    class Model(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.net = torch.nn.Linear(4, 1)
+
+        def training_step(self, batch, batch_idx):
+            loss = torch.nn.functional.mse_loss(self.net(batch[0]), batch[1])
+            self.log("train_loss", loss)
+            return loss
+
+        def test_step(self, batch, batch_idx):
+            self.log("test_loss", torch.nn.functional.mse_loss(self.net(batch[0]), batch[1]), on_step=True,
+                     on_epoch=True)
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.05)
+
+    torch.manual_seed(0)
+    data = torch.utils.data.TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+    logger = CSVLogger(str(tmp_path), name="logs")
+    trainer = L.Trainer(max_epochs=2, logger=logger, log_every_n_steps=1, enable_progress_bar=False,
+                        enable_model_summary=False, enable_checkpointing=False, accelerator="cpu")
+    model = Model()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer.fit(model, torch.utils.data.DataLoader(data, batch_size=4))
+        trainer.test(model, torch.utils.data.DataLoader(data, batch_size=8), verbose=False)
+    (run,) = discover_runs(logger.log_dir)
+    assert {"test_loss_step", "test_loss_epoch"} <= set(run.steps.columns)
+    report = analyze_run(run)
+    assert [i.message for i in report.incidents if i.kind == "nonfinite"] == [] and report.verdict == "healthy"

@@ -353,6 +353,19 @@ def _skipped_updates(steps: pd.DataFrame, loss_bad: pd.Series | None, grad: pd.S
 _MAX_STEPS_LISTED = 1000
 
 
+def _other_reduction(column: str, other: str) -> bool:
+    """Whether ``other`` is Lightning's other reduction of a metric than ``column`` is (``_step``
+    beside ``_epoch``): never logged on the same row.
+
+    Example:
+        >>> _other_reduction("test_loss_epoch", "test_loss_step"), _other_reduction("test_loss_epoch", "test_acc_epoch")
+        (True, False)
+    """
+    ends = ("_step", "_epoch")
+    mine = next((end for end in ends if column.endswith(end)), None)
+    return mine is not None and any(other.endswith(end) for end in ends if end != mine)
+
+
 def eval_nonfinite_incidents(run: RunData) -> list[Incident]:
     """One warning per evaluation loss that was non-finite at some evaluation: a NaN printed for
     it (a text log's event), an Inf, a NaN on a row where the evaluation logged its other metrics
@@ -375,8 +388,10 @@ def eval_nonfinite_incidents(run: RunData) -> list[Incident]:
         # Its own pass's other metrics: a test pass (trainer.test(), once at the end) leaves its
         # columns empty on the validation rows, and that is no NaN.
         family = _eval_family(str(column))
+        # (nor does Lightning's test_loss_epoch on the rows of its test_loss_step: the epoch's mean
+        # and each batch's value are written on rows of their own)
         others = [c for c in steps.columns if c != column and _EVAL_COLUMN.match(str(c))
-                  and family in (None, _eval_family(str(c)))]
+                  and family in (None, _eval_family(str(c))) and not _other_reduction(str(column), str(c))]
         ran = steps[others].notna().to_numpy().any(axis=1) if others else np.zeros(len(values), dtype=bool)
         told = logged_nan_steps(run, str(column))
         if told is not None:  # the source tells a logged NaN from a value not logged
