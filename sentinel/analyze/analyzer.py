@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from sentinel import metrics
+from sentinel.analyze.carried_values import carried_note, carried_once
 from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.detector import loss_warmup, warmup_steps
 from sentinel.analyze.discover import READ_ERRORS, NoRunsError, Skipped, debugging, describe_error, discover
@@ -179,6 +180,10 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
     has = steps.columns.__contains__
     per_epoch = bool(run.meta) and run.meta.get(STEP_UNIT) == "epoch"
     loss = finite(steps[metrics.LOSS]) if has(metrics.LOSS) else pd.Series(dtype="float64")
+    held = carried_once(loss)
+    if held is not None:  # each value written again at the next logging steps: judged once
+        warnings.append(carried_note(held, loss))
+        loss = held
     filtered = None  # the Trainer's zeros for a non-finite loss (rule_nan_filtered)
     environment_rl = is_environment_rl(steps.columns)
     policy_gradient = is_policy_gradient_loss(_loss_name(run.meta))
