@@ -654,7 +654,7 @@ def test_the_best_evaluation_is_the_last_of_equal_ones():
     """A loss printed with few decimals ties: the rise starts after the last best, not the first."""
     evals = {s: v for s, v in zip(range(49, 400, 50), [1.25, 1.25, 1.25, 1.25, 1.4, 1.5, 1.6, 1.7])}
     (over,) = by_kind(analyze_run(_with_evals(curve(), evals)), "overfitting")
-    assert over.step == 199 and "a checkpoint from near step 199 evaluates best" in over.message
+    assert over.step == 199 and "a checkpoint from near step 199 has the lowest" in over.message
 
 
 @pytest.mark.parametrize("evals, why", [

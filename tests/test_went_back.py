@@ -443,3 +443,24 @@ def test_the_plot_draws_the_replaced_stretch_dotted(tmp_path):
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert any("history the run went back on" in t for t in labels)
     assert any("the run goes back to here" in t for t in labels)
+
+
+def test_overfitting_names_the_trainers_own_best_checkpoint(tmp_path):
+    """A Whisper fine-tune whose eval_loss is lowest at step 1000 while its WER improves to step 3000, the Trainer's
+    best_model_checkpoint (metric_for_best_model='wer'): 'a checkpoint from near step 1000 evaluates best' contradicted
+    the file. The advice says what it measures, and names the Trainer's own pick."""
+    rng = np.random.default_rng(3)
+    history = [{"step": s, "loss": 1.5 * math.exp(-s / 600) + 0.05 + rng.normal(0, 0.005), "learning_rate": 1e-5,
+                "epoch": s / 1000} for s in range(25, 4001, 25)]
+    evals = ((0.30, 48.0), (0.28, 45.2), (0.29, 41.0), (0.31, 38.3), (0.33, 36.1), (0.35, 33.0), (0.37, 33.9),
+             (0.39, 34.5))
+    for step, (loss, wer) in zip(range(500, 4001, 500), evals):
+        history.append({"step": step, "eval_loss": loss, "eval_wer": wer, "epoch": step / 1000})
+    history.sort(key=lambda row: row["step"])
+    path = tmp_path / "whisper-small" / "checkpoint-4000" / "trainer_state.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"best_metric": 33.0, "best_model_checkpoint": "./whisper-small/checkpoint-3000",
+                                "global_step": 4000, "log_history": history, "logging_steps": 25}))
+    (run,) = discover_runs(path)
+    (over,) = [i for i in analyze_run(run).incidents if i.kind == "overfitting"]
+    assert "has the lowest eval_loss" in over.message and "recorded checkpoint-3000 as its best model" in over.message

@@ -12,11 +12,14 @@ from sentinel.analyze.incident import Incident, IncidentKind, Severity
 from sentinel.analyze.loaders.keys import looks_like_eval_loss
 
 
-def overfitting_incidents(steps: pd.DataFrame, loss: pd.Series, config: AnalyzeConfig) -> list[Incident]:
+def overfitting_incidents(steps: pd.DataFrame, loss: pd.Series, config: AnalyzeConfig,
+                          best_checkpoint: str | None = None) -> list[Incident]:
     """One info incident per evaluation loss that rose by more than ``overfit_rise`` of its best
     and stayed up over the last ``overfit_evals`` evaluations, while the training loss (``loss``,
     finite, by step) ended lower than it was at that best. A term of an evaluation loss logged beside
-    it (``val_loss_1`` beside ``val_loss``) is not judged: its total is.
+    it (``val_loss_1`` beside ``val_loss``) is not judged: its total is. ``best_checkpoint``: the
+    one the trainer itself recorded as its best (the Hugging Face Trainer's, by its own metric, a
+    WER perhaps), named beside the evaluation loss's best.
 
     Example:
         >>> loss = pd.Series(np.linspace(2, 0.2, 100), index=range(0, 1000, 10))  # every 10 steps
@@ -61,7 +64,8 @@ def overfitting_incidents(steps: pd.DataFrame, loss: pd.Series, config: AnalyzeC
         message = (f"{column} rose from {best:.4g} at step {best_step} to {last:.4g} at step {last_step} "
                    f"(+{last / best - 1:.0%}) while {trained_name} fell from {train_then:.4g} to "
                    f"{train_end:.4g}: overfitting (stable training; a checkpoint from near step {best_step} "
-                   "evaluates best)")
+                   f"has the lowest {column}" + (f"; the trainer recorded {best_checkpoint} as its best model, by "
+                                                 "its own metric" if best_checkpoint else "") + ")")
         incidents.append(Incident(IncidentKind.OVERFITTING, best_step, last_step, Severity.INFO, message,
                                   {"metric": str(column), "best": best, "best_step": best_step, "last": last,
                                    "train_loss_at_best": train_then, "train_loss_at_last": train_end,

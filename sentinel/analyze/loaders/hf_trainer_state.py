@@ -112,6 +112,9 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         raise ValueError(f"{path}: log_history has no rows with a step"
                          + (f" ({warnings[0]})" if warnings else "") + "; was the run logged at all?")
     meta = {"format": NAME, "logging_steps": state.get("logging_steps"), "global_step": state.get("global_step")}
+    best = state.get("best_model_checkpoint")
+    if isinstance(best, str) and best.strip():  # the Trainer's own pick, by its metric_for_best_model
+        meta["best_checkpoint"] = Path(best.strip().rstrip("/\\")).name
     if summary:
         meta["summary"] = summary
     folder = Path(path).parent
