@@ -6354,3 +6354,16 @@ def test_apex_overflow_lines_between_yolacts_own_are_read(tmp_path):
     assert run.source == "yolact" and run.steps["loss_scale"].dropna().tolist()[0] == 1.52587890625e-05
     (collapse,) = [i for i in analyze_run(run).incidents if i.kind == "loss_scale_collapse"]
     assert collapse.severity == "critical" and "from the first step logged" in collapse.message
+
+
+@pytest.mark.parametrize("last_norms, verdict", [((3.77, 14.4), "unhealthy"), ((0.28, 0.27), "healthy")])
+def test_a_grad_norm_explosion_still_up_at_the_end_is_not_got_past(tmp_path, last_norms, verdict):
+    """A fine-tune's Trainer dicts whose grad norm jumped from 0.27 to 17-23 and was still 14 at the last line (its
+    loss rising from 0.48 to 0.8-1.0, the asker's problem): 'grad_norm_explosion ... no loss spike followed', marked
+    got past, the run 'recovered'. Still up at the end, it is not; one back down is information."""
+    norms = [0.24, 0.27, 1.36, 1.28, 17.2, 7.1, 21.8, 23.0, *last_norms]
+    losses = [1.3587, 0.4827, 0.5813, 0.7004, 0.6607, 1.0354, 0.6606, 0.6845, 0.8643, 0.8247]
+    lines = [f"{{'loss': {loss}, 'grad_norm': {norm}, 'learning_rate': 0.0005, 'epoch': {0.01 * k:.2f}}}"
+             for k, (loss, norm) in enumerate(zip(losses, norms))]
+    report = analyze_run(discover_runs(_write(tmp_path / "train.log", lines))[0])
+    assert report.verdict == verdict, [i.message for i in report.incidents]

@@ -344,6 +344,11 @@ GRAD_START_JUMP = 4.0
 GRAD_NEW_LEVEL = 3.0
 
 
+# Rows of the grad norm, at least, before a jump and from it to the log's end, for one still up there to
+# be told as not got past.
+_GRAD_ROWS_BEFORE, _GRAD_ROWS_UP = 2, 3
+
+
 def grad_explosion_incidents(grad_norm: pd.Series, loss_spans: list[dict],
                              config: AnalyzeConfig) -> list[Incident]:
     """One incident per jump of the grad norm, saying whether (and how many steps) it preceded a
@@ -389,10 +394,20 @@ def grad_explosion_incidents(grad_norm: pd.Series, loss_spans: list[dict],
         # Back down with no loss spike, the last row alone, where nothing follows, or a new level:
         # information.
         transient = not led and (span["recovered_step"] is not None or span["start"] == last or new_level)
+        # An explosion that no loss spike followed and that is still up at the log's end is not got past
+        # (one that led a loss spike is that spike's to tell: its incident says whether it recovered),
+        # where rows on both sides tell: a baseline of one value, or a jump in the last two rows
+        # (fairseq's gnorm x17 at a paste's last two lines, its loss still falling), may be a draw.
+        rows_before = int(grad_norm.index.searchsorted(span["start"]))
+        rows_up = len(grad_norm) - rows_before
+        not_back = not transient and not led and span["recovered_step"] is None \
+            and rows_before >= _GRAD_ROWS_BEFORE and rows_up >= _GRAD_ROWS_UP
+        if not_back:
+            tail += f"; still up at the last logged step {last}"
         message = (f"grad norm {metrics.GRAD_NORM_TOTAL} jumped to {span['peak']:.4g} at step "
                    f"{span['peak_step']} ({_against(span)}); {tail}")
         details = {**_json(span), "loss_spike_step": led[0]["start"] if led else None,
-                   "lead_steps": lead, "resolved": True}
+                   "lead_steps": lead, "resolved": not not_back}
         incidents.append(Incident(IncidentKind.GRAD_SPIKE, span["start"], span["end"], Severity.INFO, message, details)
                          if transient else
                          Incident(IncidentKind.GRAD_EXPLOSION, span["start"], span["end"], Severity.WARNING,
