@@ -6367,3 +6367,17 @@ def test_a_grad_norm_explosion_still_up_at_the_end_is_not_got_past(tmp_path, las
              for k, (loss, norm) in enumerate(zip(losses, norms))]
     report = analyze_run(discover_runs(_write(tmp_path / "train.log", lines))[0])
     assert report.verdict == verdict, [i.message for i in report.incidents]
+
+
+def test_triplet_reids_min_avg_max_line_reads_its_mean(tmp_path):
+    """triplet-reid's log.info('iter:{:6d}, loss min|avg|max: {:.3f}|{:.3f}|{:6.3f}, batch-p@{}: {:.2%}, ETA: ...'):
+    'its lines log ETA, iter, max but no loss (an environment's returns ...)'. The batch's mean is the step's loss."""
+    lines = []
+    for it in range(1, 61):
+        avg = math.nan if it >= 50 else 1.0 - it / 200
+        lines.append(f"2020-02-25 16:09:20,295 [INFO] train: iter: {it:5d}, loss min|avg|max: {avg * 0.7:.3f}|{avg:.3f}|"
+                     f"{avg * 3:6.3f}, batch-p@3: 16.15%, ETA: 2:26:17 (0.35s/it)")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "triplet_reid" and run.steps["loss"].iloc[:3].tolist() == [0.995, 0.99, 0.985]
+    report = analyze_run(run)
+    assert report.verdict == "unhealthy" and [i.step for i in report.incidents if i.kind == "nonfinite"] == [50]

@@ -1128,6 +1128,20 @@ STEP_AFTER_LOSS_KEY = Dialect(
     min_records=1,
 )
 
+# triplet-reid (VisualComputingInstitute's person re-identification trainer): log.info('iter:{:6d}, loss
+# min|avg|max: {:.3f}|{:.3f}|{:6.3f}, batch-p@{}: {:.2%}, ...'): the batch's triplet losses' least, mean and
+# largest; the mean is the step's loss.
+TRIPLET_REID = Dialect(
+    name="triplet_reid",
+    description='triplet-reid ("iter:    30, loss min|avg|max: 0.736|0.973| 3.527, batch-p@3: 16.15%")',
+    shapes=(
+        Shape(re.compile(rf"\biter:[^\S\n]*(\d+), loss min\|avg\|max:[^\S\n]*{_NUM}\|[^\S\n]*({_NUM})\|"),
+              head=(metrics.STEP, metrics.LOSS)),
+    ),
+    sniff=re.compile(r"\bloss min\|avg\|max: "),
+    min_records=1,
+)
+
 # charlesq34's PointNet, PointNet++, Frustum PointNets and VoteNet (and the point-cloud trainers built
 # on them) log blocks: log_string('**** EPOCH %03d ****'), then 'mean loss: %f' under ' ---- batch:
 # %03d ----' every few batches (VoteNet, PointNet++: one 'mean <key>: %f' line per statistic) or once
@@ -2128,7 +2142,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT, BUILD_NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, SOUNDSTREAM, YOLOV4_PYTORCH, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, LOSS_BEFORE_STEP, LOSS_BEFORE_EPOCH, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, SOUNDSTREAM, YOLOV4_PYTORCH, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, LOSS_BEFORE_STEP, LOSS_BEFORE_EPOCH, TRIPLET_REID, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
