@@ -17,7 +17,7 @@ from sentinel.analyze.report import Report
 from sentinel.events import make_event
 
 RUN_KEYS = ["path", "name", "source", "steps", "first_step", "last_step", "final_loss", "best_loss",
-            "verdict", "incidents", "warnings", "step_unit"]
+            "verdict", "incidents", "warnings", "step_unit", "loss_name"]
 INCIDENT_KEYS = ["kind", "step", "end_step", "severity", "message", "details"]
 
 

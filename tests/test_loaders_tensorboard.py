@@ -5,6 +5,7 @@ step field, negative steps, NaN/Inf, TF2 tensor scalars, tags of equal length) a
 
 from __future__ import annotations
 
+import json
 import struct
 import subprocess
 import sys
@@ -711,3 +712,20 @@ def test_a_test_phases_event_file_is_no_training_of_its_own(tmp_path):
         writer.add_scalar("test_acc", 0.8, 0)
     (run,) = discover_runs(tmp_path)
     assert run.name == "version_0" and run.steps["loss"].count() == 20
+
+
+def test_the_report_names_the_tag_read_as_the_loss(tmp_path):
+    """Neither the JSON nor the table said which tag or column was read as the loss (a run logging Loss/train beside
+    Loss/val, a Lightning run's train_loss_step beside train_loss_epoch): the JSON's loss_name says it."""
+    from click.testing import CliRunner
+    from torch.utils.tensorboard import SummaryWriter
+
+    from sentinel.cli.main import main
+
+    with SummaryWriter(str(tmp_path / "run")) as writer:
+        for step in range(40):
+            writer.add_scalar("Loss/train", 2.0 - step / 40, step)
+            writer.add_scalar("Loss/val", 2.1 - step / 50, step)
+    result = CliRunner().invoke(main, ["analyze", str(tmp_path / "run"), "--format", "json"])
+    (run,) = json.loads(result.output)["runs"]
+    assert run["loss_name"] == "Loss/train"

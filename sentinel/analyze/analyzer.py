@@ -307,7 +307,8 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         final_loss=None if final_raw is None else float(final_raw),
         best_loss=float(loss.min()) if len(loss) else None,
         verdict=verdict(incidents, final_finite, has_loss=final_raw is not None or len(loss) > 0),
-        incidents=incidents, warnings=warnings, data=run, step_unit="epoch" if per_epoch else "step")
+        incidents=incidents, warnings=warnings, data=run, step_unit="epoch" if per_epoch else "step",
+        loss_name=(_loss_name(run.meta) or None) if has(metrics.LOSS) else None)
 
 
 def _may_open(spike: Incident, climb: Incident, loss: pd.Series) -> bool:

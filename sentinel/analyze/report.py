@@ -39,6 +39,9 @@ class RunReport:
         data: the loaded run (for plots and notebooks; not serialised).
         step_unit: ``"epoch"`` where each step is an epoch (a per-epoch table or history: the
             messages say epochs), else ``"step"``.
+        loss_name: the source's own name for the series read as the loss (a table's column, a
+            TensorBoard tag, a tracker's key: ``train_loss_step``, ``Loss/train``), where its reader
+            records one; None where it does not (most text logs, whose lines say ``loss``).
     """
 
     name: str
@@ -54,6 +57,7 @@ class RunReport:
     warnings: list[str] = field(default_factory=list)
     data: RunData | None = field(default=None, repr=False, compare=False)
     step_unit: str = "step"
+    loss_name: str | None = None
 
     @property
     def counts(self) -> dict[str, int]:
@@ -80,7 +84,7 @@ class RunReport:
                 "first_step": self.first_step, "last_step": self.last_step,
                 "final_loss": self.final_loss, "best_loss": self.best_loss,
                 "verdict": self.verdict.value, "incidents": [i.to_dict() for i in self.incidents],
-                "warnings": list(self.warnings), "step_unit": self.step_unit}
+                "warnings": list(self.warnings), "step_unit": self.step_unit, "loss_name": self.loss_name}
 
 
 @dataclass

@@ -10,7 +10,8 @@ Schema (version 1)::
                               "severity": "info"|"warning"|"critical", "message": str,
                               "details": {...}}],
                "warnings": [str],
-               "step_unit": "step"|"epoch"}],   # "epoch": each step is an epoch
+               "step_unit": "step"|"epoch",   # "epoch": each step is an epoch
+               "loss_name": str|null}],   # the source's name for the loss read, where its reader records it
      "problems": [str], "skipped": [{"path", "reason", "detail"?}],   # when analysed by the CLI
      "plot": {...}, "fail_on": {"severity", "met", "incidents": [...]}}  # when asked for
 
