@@ -301,14 +301,15 @@ def read_lines(path: str | Path) -> tuple[list[str], bool]:
 APPENDED = "that each start from their first step (runs appended to one file)"
 
 
-def trainings_note(path: str | Path, count: int, how: str = APPENDED) -> str:
-    """The warning of a file read as ``count`` trainings, each a run named after it with ``#k``.
+def trainings_note(path: str | Path, count: int, how: str = APPENDED, name: str | None = None) -> str:
+    """The warning of a file (or folder) read as ``count`` trainings, each a run named ``<name>#k``
+    (``name``: :func:`run_name` of ``path`` unless given).
 
     Example:
         >>> trainings_note("logs/train.log", 2)
         'train.log holds 2 trainings that each start from their first step (runs appended to one file): each is read as a run of its own, logs#1 to #2'
     """
-    name = run_name(path)
+    name = run_name(path) if name is None else name
     return f"{Path(path).name} holds {count} trainings {how}: each is read as a run of its own, {name}#1 to #{count}"
 
 

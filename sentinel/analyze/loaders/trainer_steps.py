@@ -7,7 +7,7 @@ notebook that trained five models into one W&B run (no ``wandb.finish()`` betwee
 whose second model's first loss was a critical spike. Here the rows are read at their global
 step; where it goes back to the first one logged, a new training began (a run of its own); where
 it goes back to a later one, the training was resumed from a checkpoint into the same W&B run (the
-later rows win, as TensorBoard's do).
+later rows win, as TensorBoard's do: :func:`~sentinel.analyze.loaders.went_back.survivors`).
 
 Example:
     >>> frame = pd.DataFrame({"loss": [0.9, 0.5, 0.8, 0.4], GLOBAL_STEP: [500.0, 1000.0, 500.0, 1000.0]})
@@ -24,6 +24,8 @@ import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, RunData
+from sentinel.analyze.loaders.textlog import trainings_note
+from sentinel.analyze.loaders.went_back import fall_backs, survivors
 
 GLOBAL_STEP = "train/global_step"
 
@@ -42,8 +44,8 @@ def at_trainer_steps(run: RunData) -> list[RunData]:
     if len(parts) == 1:
         (steps, nan), = parts
         return [replace(run, steps=steps, meta={**run.meta, LOGGED_NAN: nan})]
-    note = (f"{run.name} holds {len(parts)} trainings whose global step starts again from its first value (trainings "
-            f"logged into one W&B run): each is read as a run of its own, {run.name}#1 to #{len(parts)}")
+    note = trainings_note(run.path, len(parts), "whose global step starts again from its first value (trainings "
+                          "logged into one W&B run)", run.name)
     return [replace(run, name=f"{run.name}#{k}", steps=steps, meta={**run.meta, LOGGED_NAN: nan},
                     warnings=[note, *run.warnings]) for k, (steps, nan) in enumerate(parts, 1)]
 
@@ -67,9 +69,9 @@ def trainings(frame: pd.DataFrame, logged_nan: dict[str, list[int]] | None = Non
         return None
     rows = frame[known].drop(columns=GLOBAL_STEP)
     steps = steps[known].astype("int64")
-    first = steps[0]
     # A new training: the step back at the first one logged, after it had gone past it.
-    cuts = [k for k in range(1, len(steps)) if steps[k] <= first < steps[:k].max() and steps[k] < steps[k - 1]]
+    went_past = np.maximum.accumulate(steps)[:-1] > steps[0]
+    cuts = (np.flatnonzero((steps[1:] <= steps[0]) & went_past & (steps[1:] < steps[:-1])) + 1).tolist()
     parts = []
     for lo, hi in zip([0, *cuts], [*cuts, len(steps)]):
         part = rows.iloc[lo:hi].copy()
@@ -84,8 +86,5 @@ def _later_wins(part: pd.DataFrame) -> pd.DataFrame:
     """``part`` with one row per step, in step order: where a resume wrote a step again, its later
     rows replace the earlier; rows at one step (a training row and an evaluation row) merge."""
     steps = part.index.to_numpy()
-    later_min = np.minimum.accumulate(steps[::-1])[::-1]  # the smallest step written at or after each row
-    replaced = np.zeros(len(steps), dtype=bool)
-    replaced[:-1] = steps[:-1] > later_min[1:]  # a later row goes back below this one: written over
-    kept = part[~replaced]
+    kept = part[survivors(steps, fall_backs(steps))]
     return kept.groupby(level=0, sort=True).last() if not kept.index.is_unique else kept.sort_index(kind="stable")
