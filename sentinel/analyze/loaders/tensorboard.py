@@ -28,6 +28,7 @@ from sentinel.analyze.loaders.lfs_pointer import LFS_FIX, is_lfs_pointer
 from sentinel.analyze.loaders.epoch_counts import count_wraps
 from sentinel.analyze.loaders.samples_steps import as_optimizer_steps
 from sentinel.analyze.loaders.shared_steps import number_shared_steps
+from sentinel.analyze.loaders.textlog import trainings_note
 from sentinel.analyze.loaders.tfrecord import read_scalars
 from sentinel.analyze.loaders.went_back import fall_backs, replaced_stretches, survivors
 
@@ -254,9 +255,20 @@ def _directories_with_events(root: Path) -> list[Path]:
 def _scalars_by_tag(files: list[Path], warnings: list[str]) -> dict[str, list[tuple[np.ndarray, np.ndarray]]]:
     """Each tag's ``(steps, values)`` pairs, file by file in the order given (file names sort by
     creation time: a later file's pairs come later and overwrite earlier steps)."""
+    return _by_tag(_read_files(files, warnings))
+
+
+def _read_files(files: list[Path], warnings: list[str]) -> list[tuple[Path, dict[str, tuple[np.ndarray, np.ndarray]]]]:
+    """Each file with its scalars by tag, in the order given."""
+    return [(file, read_scalars(file, warnings)) for file in files]
+
+
+def _by_tag(read: list[tuple[Path, dict[str, tuple[np.ndarray, np.ndarray]]]]
+            ) -> dict[str, list[tuple[np.ndarray, np.ndarray]]]:
+    """The files' scalars (:func:`_read_files`) as each tag's ``(steps, values)`` pairs, file by file."""
     by_tag: dict[str, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)
-    for file in files:
-        for tag, pair in read_scalars(file, warnings).items():
+    for _, found in read:
+        for tag, pair in found.items():
             by_tag[tag].append(pair)
     return by_tag
 
@@ -274,7 +286,7 @@ def _load_launches(name: str, where: Path, files: list[Path], options: LoadOptio
     if pointers:
         warnings.append(f"{len(pointers)} of its event files are Git LFS pointers, not the files, left out: {LFS_FIX}")
         files = [file for file in files if file not in pointers]
-    read = [(file, read_scalars(file, warnings)) for file in files]
+    read = _read_files(files, warnings)
     spans = [_step_span(found) for _, found in read]
     start = min((span[0] for span in spans if span is not None), default=None)
     groups: list[list[tuple[Path, dict]]] = [[]]
@@ -287,8 +299,8 @@ def _load_launches(name: str, where: Path, files: list[Path], options: LoadOptio
         went_on = went_on or (span is not None and span[1] > start)
     if len(groups) == 1:
         return [_load_files(name, where, files, options, read=read, said=warnings)]
-    note = (f"{where.name or name} holds {len(groups)} trainings that each start from the first step (event files "
-            f"of launches written into one folder): each is read as a run of its own, {name}#1 to #{len(groups)}")
+    note = trainings_note(where, len(groups), "that each start from the first step (event files of launches "
+                          "written into one folder)", name)
     runs = []
     for k, group in enumerate(groups, 1):
         run = _load_files(f"{name}#{k}", where, [file for file, _ in group], options, read=group,
@@ -312,13 +324,7 @@ def _load_files(name: str, where: Path, files: list[Path], options: LoadOptions,
     """One run of ``files`` (``read``: their scalars, where read already, with ``said``, the warnings of reading
     them); ``extra``: series of other splits to join, under their own tags."""
     warnings: list[str] = list(said or [])
-    if read is None:
-        by_tag = _scalars_by_tag(files, warnings)
-    else:
-        by_tag = defaultdict(list)
-        for _, found in read:
-            for tag, pair in found.items():
-                by_tag[tag].append(pair)
+    by_tag = _by_tag(read if read is not None else _read_files(files, warnings))
     for tag, pairs in (extra or {}).items():
         by_tag[tag].extend(pairs)
     folded = _add_scalars_series(where, warnings) if where.is_dir() else {}
