@@ -18,26 +18,27 @@ from __future__ import annotations
 import pandas as pd
 
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
+from sentinel.analyze.rule_stuck import RETURN_KEYS
 from sentinel.analyze.zero_stretches import zero_stretches
 
 # Updates in a row at exactly 0, at least: a few zeros are a batch with no advantage (an episode
 # that ended at once), not a collapse.
 MIN_ZERO_UPDATES = 20
-_RETURN_KEYS = ("ep_rew_mean", "episodic_return", "episode_reward_mean", "episode_return")
 
 
 def agent_zero_loss_incidents(loss: pd.Series, steps: pd.DataFrame) -> list[Incident]:
     """A warning for the longest stretch of :data:`MIN_ZERO_UPDATES` or more logged updates in a
     row whose loss is exactly 0, with the episode return over it where ``steps`` logs one."""
-    for stretch in zero_stretches(loss, loss, MIN_ZERO_UPDATES):
-        returns = next((steps[c] for c in steps.columns if str(c).rsplit("/", 1)[-1] in _RETURN_KEYS), None)
-        told = ""
-        if returns is not None:
-            during = returns[(returns.index >= stretch.first_step) & (returns.index <= stretch.last_step)].dropna()
-            if len(during) >= 2:
-                told = f"; the episode return went from {during.iloc[0]:.4g} to {during.iloc[-1]:.4g} meanwhile"
-        message = (f"loss exactly 0 {stretch.where}: the agent's updates carry no gradient (its policy collapsed to "
-                   f"one action, its value fits a constant return), so it learns nothing there{told}")
-        return [Incident(IncidentKind.LOSS_STUCK, stretch.first_step, stretch.last_step, Severity.WARNING, message,
-                         {"rows": stretch.rows, "resolved": stretch.resolved})]
-    return []
+    stretch = next(zero_stretches(loss, loss, MIN_ZERO_UPDATES), None)  # the longest
+    if stretch is None:
+        return []
+    returns = next((steps[c] for c in steps.columns if str(c).rsplit("/", 1)[-1] in RETURN_KEYS), None)
+    told = ""
+    if returns is not None:
+        during = returns[(returns.index >= stretch.first_step) & (returns.index <= stretch.last_step)].dropna()
+        if len(during) >= 2:
+            told = f"; the episode return went from {during.iloc[0]:.4g} to {during.iloc[-1]:.4g} meanwhile"
+    message = (f"loss exactly 0 {stretch.where}: the agent's updates carry no gradient (its policy collapsed to one "
+               f"action, its value fits a constant return), so it learns nothing there{told}")
+    return [Incident(IncidentKind.LOSS_STUCK, stretch.first_step, stretch.last_step, Severity.WARNING, message,
+                     {"rows": stretch.rows, "resolved": stretch.resolved})]

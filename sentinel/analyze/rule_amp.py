@@ -66,12 +66,13 @@ def fell_under_floor_incidents(scale: pd.Series, config: AnalyzeConfig) -> list[
     """
     raw = scale.to_numpy(dtype="float64")
     values = scale[np.isfinite(raw) & (raw > 0)]
+    under = values < config.loss_scale_floor
     peak = values.cummax()
-    fell = (values < config.loss_scale_floor) & (np.log10(peak) - np.log10(values) >= config.loss_scale_fall_orders)
-    from_floor = not fell.any() and len(values) > 0 and values.iloc[0] < config.loss_scale_floor
-    if from_floor:
+    fell = under & (np.log10(peak) - np.log10(values) >= config.loss_scale_fall_orders)
+    from_floor = not fell.any() and len(values) > 0 and bool(under.iloc[0])
+    if from_floor:  # measured from the floor
         peak = peak.clip(lower=config.loss_scale_floor)
-        fell = (values < config.loss_scale_floor) & (np.log10(peak) - np.log10(values) >= config.loss_scale_fall_orders)
+        fell = under & (np.log10(peak) - np.log10(values) >= config.loss_scale_fall_orders)
     if not fell.any():
         return []
     start, low_step = int(fell.idxmax()), int(values.idxmin())

@@ -133,17 +133,13 @@ def _within_short_noise(incidents: list[Incident], loss: pd.Series) -> list[Inci
     if not ongoing or not _FEWEST_FOR_NOISE <= len(loss) <= NOISE_AFTER:
         return incidents
     margin = whole_margin(loss.to_numpy())
-
-    def within(incident: Incident) -> bool:
-        best, worst = incident.details["best_level"], incident.details["max_level"]
-        return incident.kind == IncidentKind.DIVERGENCE and not incident.details["came_back"] and 0 < best \
-            and worst <= best * (1 + margin)
-
+    within = {id(i) for i in ongoing if 0 < i.details["best_level"]
+              and i.details["max_level"] <= i.details["best_level"] * (1 + margin)}
     return [dataclasses.replace(i, severity=Severity.INFO, message=(
         f"loss level up from step {i.step}: smoothed loss {i.details['max_level']:.4g} vs best "
         f"{i.details['best_level']:.4g} ({i.details['max_level'] / i.details['best_level']:.3g}x) to the last step "
         f"{i.end_step}, within the noise of this short log's values (x{1 + margin:.3g} from row to row): too few rows "
-        "to call it diverged; worth watching")) if within(i) else i for i in incidents]
+        "to call it diverged; worth watching")) if id(i) in within else i for i in incidents]
 
 
 def _across_gaps(incidents: list[Incident], loss: pd.Series, frame: pd.DataFrame, epochs: bool) -> list[Incident]:

@@ -64,7 +64,8 @@ def is_reinforcement_learning(columns) -> bool:
 
 # Episode returns from an environment: Stable-Baselines3's rollout/ep_rew_mean (and
 # ep_len_mean), CleanRL's charts/episodic_return, RLlib's episode_reward_mean.
-_EPISODE_KEYS = ("ep_rew_mean", "ep_len_mean", "episodic_return", "episode_reward_mean", "episode_return")
+RETURN_KEYS = ("ep_rew_mean", "episodic_return", "episode_reward_mean", "episode_return")
+_EPISODE_KEYS = (*RETURN_KEYS, "ep_len_mean")
 # ... and OpenAI baselines' DDPG rollout returns (a "return" alone may be anything's).
 _EPISODE_COLUMNS = ("rollout/return", "rollout/return_history")
 
