@@ -522,7 +522,8 @@ RSL_RL = Dialect(
 # last print): the stages' terms add up to the loss it optimises.
 POSE_STAGES = Dialect(
     name="pose_stages",
-    description='lightweight-human-pose-estimation ("Iter: N", then "stageK_pafs_loss: X" / "stageK_heatmaps_loss: Y" lines)',
+    description='lightweight-human-pose-estimation ("Iter: N", then "stageK_pafs_loss: X" / '
+                '"stageK_heatmaps_loss: Y" lines)',
     shapes=(
         Shape(re.compile(r"^Iter: (\d+)([^\n]*)", re.MULTILINE), fields="|"),
     ),
@@ -709,7 +710,8 @@ TINYGRAD = Dialect(
 # first scale's discriminator loss_d.
 SOUNDSTREAM = Dialect(
     name="soundstream",
-    description='audiolm-pytorch SoundStream ("25001: soundstream total loss: 4.872, ... | discr (scale 1) loss: 2.284")',
+    description='audiolm-pytorch SoundStream ("25001: soundstream total loss: 4.872, ... | discr (scale 1) '
+                'loss: 2.284")',
     shapes=(
         Shape(re.compile(rf"^(\d+): soundstream total loss: ({_NUM}), soundstream recon loss: ({_NUM})"
                          rf"(?:[^\S\n]*\|[^\S\n]*discr \(scale [\d.]+\) loss: ({_NUM}))?", re.MULTILINE),
@@ -1779,15 +1781,16 @@ EPOCH_LINES_IN_ORDER = replace(
 # Deep Learning Specialization's print("Cost after iteration %i: %f" % (i, cost)) and "Cost after epoch
 # %i: %f", many scripts' f"Loss at step {step}: {loss}", "Training loss after iteration 100: 0.69".
 # (An evaluation's, "Validation loss at step 100: X", is none.)
-_LOSS_NAMED_BEFORE = r"(?<![\w/])(?<![Vv]al )(?<![Vv]alid )(?<![Vv]alidation )(?<![Ee]val )(?<![Tt]est )(?<![Dd]ev )(?i:(?:train(?:ing)?[_ ])?(?:loss|cost))[^\S\n]+(?i:after|at|of|for|in|@)[^\S\n]+"
+_LOSS_NAMED_BEFORE = (r"(?<![\w/])(?<![Vv]al )(?<![Vv]alid )(?<![Vv]alidation )(?<![Ee]val )(?<![Tt]est )(?<![Dd]ev )"
+                      r"(?i:(?:train(?:ing)?[_ ])?(?:loss|cost))[^\S\n]+(?i:after|at|of|for|in|@)[^\S\n]+")
 _LOSS_NAMED_AFTER = rf"[^\S\n]*#?[^\S\n]*(\d+)[^\S\n]*(?:[:=,]|(?i:is)(?= ))?[^\S\n]*({_NUM})(?![\w.])"
 LOSS_BEFORE_STEP = Dialect(
     name="text",
     description="a loss or cost named before its step (\"Cost after iteration 100: 0.69\", \"Loss at step 200: 2.31\"), "
                 "or in a sentence after it (\"After 100 training step(s), loss on training batch is 2.31.\")",
     shapes=(
-        Shape(re.compile(rf"{_LOSS_NAMED_BEFORE}(?i:iterations?|iters?|steps?|batch(?:es)?|updates?){_LOSS_NAMED_AFTER}"),
-              head=(metrics.STEP, metrics.LOSS)),
+        Shape(re.compile(rf"{_LOSS_NAMED_BEFORE}(?i:iterations?|iters?|steps?|batch(?:es)?|updates?)"
+                         rf"{_LOSS_NAMED_AFTER}"), head=(metrics.STEP, metrics.LOSS)),
         # ... and after it: TensorFlow 1's textbook MNIST, print("After %d training step(s), loss on training
         # batch is %g." % (step, loss_value)), "After 100 steps, loss is 2.31".
         Shape(re.compile(rf"\b(?i:after)[^\S\n]+(\d+)[^\S\n]+(?i:training[^\S\n]+)?(?i:steps?|iterations?|batch(?:es)?)"

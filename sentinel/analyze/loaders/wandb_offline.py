@@ -72,5 +72,5 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         for key, value in row.items():
             if math.isnan(value):
                 logged_nan.setdefault(key, []).append(step)
-    return at_trainer_steps(RunData(name=run_dir.name, path=str(p), source=NAME, steps=rows_to_steps(rows),
-                                    meta={"format": NAME, LOGGED_NAN: {key: sorted(at) for key, at in logged_nan.items()}}))
+    meta = {"format": NAME, LOGGED_NAN: {key: sorted(at) for key, at in logged_nan.items()}}
+    return at_trainer_steps(RunData(name=run_dir.name, path=str(p), source=NAME, steps=rows_to_steps(rows), meta=meta))
