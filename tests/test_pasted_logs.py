@@ -570,6 +570,31 @@ def test_the_trainers_nan_filter_zeros_are_a_non_finite_loss(tmp_path):
     assert "loss_stuck" in kinds and not any(i.details.get("nan_filter") for i in analyze_run(discover_runs(plain)[0]).incidents)
 
 
+def test_the_trainers_nan_filter_zeros_in_mid_run_are_a_non_finite_loss(tmp_path):
+    """A window of NaN losses the run came out of (LLaMA-Factory #5660, an fp16 scaler skipping them)
+    is logged as 'loss': 0.0 beside 'grad_norm': nan: read as written, a collapse to 0 "the model sees
+    its targets", a spike out of a baseline of 0 and a NaN grad norm "while the loss stayed finite"."""
+    dicts = []
+    for k in range(1, 61):
+        hidden = 31 <= k <= 33
+        loss = 0.0 if hidden else 2 * np.exp(-k / 40) + 0.8 + 0.01 * (k % 3)
+        dicts.append(f"{{'loss': {loss:.4f}, 'grad_norm': {'nan' if hidden else 0.9 + 0.01 * (k % 5)}, "
+                     f"'learning_rate': 1e-05, 'epoch': {k / 100:.2f}}}")
+    (run,) = discover_runs(_write(tmp_path / "train.log", dicts))
+    report = analyze_run(run)
+    loss_nan = [i for i in report.incidents if i.kind == "nonfinite" and i.details["metric"] == "loss"]
+    assert [(i.step, i.end_step, i.severity.value) for i in loss_nan] == [(31, 33, "critical")]
+    assert not [i for i in report.incidents if i.kind in ("loss_collapse", "loss_spike", "loss_stuck")]
+    assert not any("while the loss stayed finite" in i.message for i in report.incidents)
+    assert any("logging_nan_inf_filter" in w and "31-33" in w for w in report.warnings)
+    assert report.best_loss > 0.8
+    # a loss of exactly 0 beside a finite grad norm is what was logged (a batch of masked labels)
+    plain = [line.replace("'grad_norm': nan", "'grad_norm': 0.5") for line in dicts]
+    report = analyze_run(discover_runs(_write(tmp_path / "plain.log", plain))[0])
+    assert not any(i.kind == "nonfinite" for i in report.incidents)
+    assert not any("logging_nan_inf_filter" in w for w in report.warnings)
+
+
 def test_a_global_step_the_bar_shows_as_a_float_from_1000_on(tmp_path):
     """latent-diffusion logs self.log("global_step", ...) to Lightning 1.x's bar, which shows it
     through tqdm's format_num: "global_step=999", then "global_step=1038.0" and "global_step=2e+3".

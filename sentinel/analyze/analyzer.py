@@ -47,7 +47,7 @@ from sentinel.analyze.rule_stuck import (
 )
 from sentinel.analyze.rule_spikes import confirmed_by_grad_norm, grad_explosion_incidents, loss_spike_incidents
 from sentinel.analyze.rule_lr_rise import settle_lr_rises
-from sentinel.analyze.rule_nan_filtered import nan_filtered_zeros, told_as_nan_filtered
+from sentinel.analyze.rule_nan_filtered import filtered_windows, nan_filtered_zeros, told_as_nan_filtered
 from sentinel.analyze.rule_recurring import settle_recurring
 from sentinel.analyze.rule_zero_grad import flat_rewards, zero_grad_incidents
 from sentinel.analyze.rule_zero_lr import zero_lr_incidents
@@ -174,8 +174,11 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         1.2
     """
     config = config or AnalyzeConfig()
-    steps = run.steps
     warnings = list(run.warnings)
+    run, hidden = filtered_windows(run)
+    if hidden is not None:  # the Trainer's 0.0 for windows of NaN: read as the NaN they were
+        warnings.append(hidden)
+    steps = run.steps
     incidents: list[Incident] = []
     has = steps.columns.__contains__
     per_epoch = bool(run.meta) and run.meta.get(STEP_UNIT) == "epoch"

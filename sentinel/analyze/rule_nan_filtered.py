@@ -8,7 +8,9 @@ as written, that run was "a collapse to 0: the model sees its targets" and "a lo
 Where the loss drops to exactly 0 and stays there to the last logged step, and the run is the
 Trainer's (its printed dicts, its ``trainer_state.json``, its notebook table: Unsloth's and every
 notebook's ``Step  Training Loss``) or its grad norm or an evaluation loss is
-non-finite in that stretch, it is the run's non-finite loss.
+non-finite in that stretch, it is the run's non-finite loss. A stretch of zeros with finite
+losses after it, each beside a non-finite grad norm, is a window the filter hid and the run came
+out of (an fp16 scaler skipped those steps): it is read as the NaN it was (:func:`filtered_windows`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
+from sentinel.analyze.loaders import LOGGED_NAN, RunData
 from sentinel.analyze.rule_nonfinite import TRAINING_FINITE_THEN, TRAINING_NONFINITE_THEN
 
 # Sources that are the Trainer's own logs.
@@ -29,6 +32,52 @@ TRAINER_SOURCES = frozenset({"hf_trainer", "hf_trainer_state"})
 TRAINER_TABLE_LOSS = "Training Loss"
 # Logged zeros, at least, at the tail.
 MIN_ZEROS = 2
+
+
+def filtered_windows(run: RunData) -> tuple[RunData, str | None]:
+    """``run`` with its loss NaN (a logged NaN) where the Trainer logged 0.0 for a window of
+    non-finite losses that a finite loss above 0 follows, and the warning that says so; ``run`` and
+    None where there is none.
+
+    A window whose every step's loss was NaN or Inf is logged as ``'loss': 0.0`` beside
+    ``'grad_norm': nan``: read as written, a collapse to 0 and back, a "spike" out of a baseline of
+    0 and a grad norm "non-finite while the loss stayed finite". Zeros at the end are
+    :func:`nan_filtered_zeros`'s.
+
+    Example:
+        >>> steps = pd.DataFrame({"loss": [2.0, 0.0, 1.9], "grad_norm/total": [0.9, np.nan, 0.8]}, index=[1, 2, 3])
+        >>> filtered_windows(RunData("r", "r", "hf_trainer", steps))[0].steps["loss"].tolist()
+        [2.0, nan, 1.9]
+    """
+    steps, meta = run.steps, run.meta or {}
+    if not _trainers(run.source, meta) or metrics.LOSS not in steps.columns or metrics.GRAD_NORM_TOTAL not in steps.columns:
+        return run, None
+    logged = steps[metrics.LOSS].notna().to_numpy()
+    loss = steps[metrics.LOSS].to_numpy(dtype="float64")[logged]
+    grad = steps[metrics.GRAD_NORM_TOTAL].to_numpy(dtype="float64")[logged]
+    hidden = (loss == 0.0) & ~np.isfinite(grad)
+    if not hidden.any():
+        return run, None
+    # Each stretch of hidden windows, kept where a finite loss above 0 comes after it.
+    after = np.flatnonzero(np.isfinite(loss) & (loss > 0))
+    starts = np.flatnonzero(hidden & ~np.r_[False, hidden[:-1]])
+    ends = np.flatnonzero(hidden & ~np.r_[hidden[1:], False])
+    kept = [(a, b) for a, b in zip(starts, ends) if after.size and after[-1] > b]
+    if not kept:
+        return run, None
+    rows = np.flatnonzero(logged)
+    at = steps.index[np.concatenate([rows[a:b + 1] for a, b in kept])]
+    steps = steps.copy()
+    steps.loc[at, metrics.LOSS] = np.nan
+    if meta.get(LOGGED_NAN) is not None:  # a source that tells a logged NaN: these are logged ones
+        told = dict(meta[LOGGED_NAN])
+        told[metrics.LOSS] = np.union1d(np.asarray(told.get(metrics.LOSS, ()), dtype="int64"), at.to_numpy())
+        meta = {**meta, LOGGED_NAN: told}
+    where = ", ".join(f"{steps.index[rows[a]]}" if a == b else f"{steps.index[rows[a]]}-{steps.index[rows[b]]}"
+                      for a, b in kept)
+    return dataclasses.replace(run, steps=steps, meta=meta), (f"loss logged as exactly 0 beside a non-finite grad norm at step(s) {where}: the Hugging Face "
+                   "Trainer logs 0.0 for a logging window whose every step's loss was NaN or Inf "
+                   "(logging_nan_inf_filter, on by default): read as non-finite there")
 
 
 def nan_filtered_zeros(loss: pd.Series, incidents: list[Incident], source: str, meta: dict | None = None
@@ -52,7 +101,7 @@ def nan_filtered_zeros(loss: pd.Series, incidents: list[Incident], source: str, 
     first, last = int(loss.index[-zeros]), int(loss.index[-1])
     beside = any(i.kind == IncidentKind.NONFINITE.value and i.end_step >= first
                  and i.details.get("metric") != metrics.LOSS for i in incidents)
-    trainers = source in TRAINER_SOURCES or TRAINER_TABLE_LOSS in (meta or {}).get("columns", ())
+    trainers = _trainers(source, meta)
     # From the first logged step on, a 0 is also a loss over no labelled token: the Trainer's
     # zeros are told there by a non-finite grad norm or evaluation loss beside them (MedicalGPT's
     # SFT: 'loss': 0.0 at every step, 'eval_loss': nan at each evaluation).
@@ -66,6 +115,12 @@ def nan_filtered_zeros(loss: pd.Series, incidents: list[Incident], source: str, 
                f"non-finite {'from the start' if from_the_start else 'by then'} and stayed so")
     return Incident(IncidentKind.NONFINITE, first, last, Severity.CRITICAL, message,
                     {"metric": metrics.LOSS, "nan_filter": True, "resolved": False})
+
+
+def _trainers(source: str, meta: dict | None) -> bool:
+    """Whether the run is the Trainer's: its source, or its notebook table's columns."""
+    columns = (meta or {}).get("columns", ())
+    return source in TRAINER_SOURCES or (isinstance(columns, (list, tuple)) and TRAINER_TABLE_LOSS in columns)
 
 
 def told_as_nan_filtered(incidents: list[Incident], found: Incident) -> list[Incident]:

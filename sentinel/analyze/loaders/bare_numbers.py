@@ -145,7 +145,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         note = (f"{path.name}: {columns_of(path)} numbers per line and no header: column {loss_at + 1} read as the loss"
                 + (", numbered 1, 2, 3, ... in order" if step_at is None else f", column {step_at + 1} as the step"))
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps.astype("float64"),
-                    meta={"format": NAME, "columns": width}, warnings=[note])]
+                    meta={"format": NAME, "width": width}, warnings=[note])]
 
 
 # print(losses), repr(np.array(losses)), "losses = [...]", a list of tensors or NumPy scalars:
@@ -219,7 +219,7 @@ def load_printed_list(path: str | Path) -> list[RunData]:
     note = (f"{path.name}: {what}: read as the loss, numbered 1, 2, 3, ... in "
             "order (numbers taken every N steps are N steps apart: the steps here count them)")
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
-                    meta={"format": NAME, "columns": 1}, warnings=[note])]
+                    meta={"format": NAME, "width": 1}, warnings=[note])]
 
 
 def _fields(line: str) -> list[str]:
