@@ -5700,14 +5700,14 @@ def test_a_json_table_of_trainings_appended_one_after_another(tmp_path):
 def test_a_grad_norm_that_drifts_to_a_new_level_is_no_explosion(tmp_path):
     """A TinyLlama LoRA fine-tune's trainer_state.json: its grad norm drifts from 1.2 to 2.7 while the loss
     falls smoothly: three "grad norm explosions" (x1.45-x2.0 its baseline, "no loss spike followed"), the
-    run "recovered". A rise under x3 that stays, with no loss spike, is a new level (information); a rise of
-    x3 or more that stays is still an explosion."""
+    run "recovered". A rise under x3 that stays, with no loss spike, is a new level (information); a jump of
+    x3 or more that stays, the loss no longer falling, is still an explosion."""
     def state(jump: float) -> dict:
         rows = []
         for k, step in enumerate(range(15, 2800, 15)):
             grad = 1.2 + 1.5 * step / 2800 if step < 1500 else jump
-            rows.append({"epoch": step / 1000, "grad_norm": grad, "learning_rate": 2e-4, "loss": 1.6 - step / 5000,
-                         "step": step})
+            rows.append({"epoch": step / 1000, "grad_norm": grad, "learning_rate": 2e-4,
+                         "loss": 1.6 - min(step, 1500 if jump > 3 else step) / 5000, "step": step})
         return {"global_step": 2790, "log_history": rows, "logging_steps": 15}
     path = tmp_path / "trainer_state.json"
     path.write_text(json.dumps(state(3.0)))
@@ -6406,3 +6406,31 @@ def test_triplet_reids_min_avg_max_line_reads_its_mean(tmp_path):
     assert run.source == "triplet_reid" and run.steps["loss"].iloc[:3].tolist() == [0.995, 0.99, 0.985]
     report = analyze_run(run)
     assert report.verdict == "unhealthy" and [i.step for i in report.incidents if i.kind == "nonfinite"] == [50]
+
+
+@pytest.mark.parametrize("every", [3, 50])
+def test_a_grad_norm_that_grows_while_the_loss_falls_is_no_explosion(tmp_path, every):
+    """A D-FINE detector's MMEngine scalars.json: its pre-clip grad norm (clip_grad max_norm 0.1) climbs from
+    13 to 134 over 60 logged iterations while the loss falls from 35 to 25 ("grad_norm_explosion ... still up
+    at the last logged step", the run unhealthy); logged every 50 iterations the same growth is x4 in one row,
+    the loss 29 -> 10 after it. A gradual climb, or one the loss falls on through, is information; a jump
+    the loss rises after stays a warning."""
+    rows = []
+    for it in range(1, 651, every):
+        norm = 13.0 if it < 140 else min(13.0 * 1.045 ** (it - 140), 135.0)
+        loss = 36.0 * np.exp(-it / 400) + 2.0
+        rows.append({"lr": 1e-05, "grad_norm": norm, "loss": loss, "iter": it, "step": it})
+    path = tmp_path / "vis_data" / "scalars.json"
+    path.parent.mkdir()
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    report = analyze_run(discover_runs(path)[0])
+    (grad,) = [i for i in report.incidents if i.kind.startswith("grad_norm")]
+    assert report.verdict == "healthy" and grad.severity.value == "info", grad.message
+    assert ("rose gradually" in grad.message) == (every == 3) and ("went on falling" in grad.message) == (every == 50)
+    # the same jump in one row, the loss rising after it: an explosion
+    for row in rows:
+        row["loss"] = 3.0 + (0.02 * row["iter"] if row["grad_norm"] > 100 else 0.0)
+        row["grad_norm"] = 13.0 if row["grad_norm"] < 100 else 135.0
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    kinds = {(i.kind, i.severity.value) for i in analyze_run(discover_runs(path)[0]).incidents}
+    assert ("grad_norm_explosion", "warning") in kinds, kinds

@@ -264,7 +264,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
     if has(metrics.GRAD_NORM_TOTAL):
         grad = finite(steps[metrics.GRAD_NORM_TOTAL])
         if len(grad) >= 2:
-            incidents = confirmed_by_grad_norm(incidents + grad_explosion_incidents(grad, spans, config))
+            incidents = confirmed_by_grad_norm(incidents + grad_explosion_incidents(grad, spans, config, loss))
         incidents += zero_grad_incidents(grad, loss, flat=flat_rewards(steps))
     if has(metrics.LR):
         incidents += zero_lr_incidents(finite(steps[metrics.LR]), loss)

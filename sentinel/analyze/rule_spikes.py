@@ -349,15 +349,27 @@ GRAD_NEW_LEVEL = 3.0
 _GRAD_ROWS_BEFORE, _GRAD_ROWS_UP = 2, 3
 
 
+# A grad norm that climbed to its peak over this many logged rows at least, by under this factor from
+# one row to the next, with no loss spike after it, grew (an MMEngine detector's pre-clip norm going
+# from 13 to 134 over 60 rows as its loss fell): not an explosion, however far it went.
+_GRAD_CLIMB_ROWS, _GRAD_CLIMB_STEP = 5, 1.5
+
+# A loss whose last rows average under this share of its rows' before a grad norm's jump went on
+# falling through it: the jump did it no harm in the log (a detector's pre-clip norm, x4 in one row of
+# a coarse log, its loss 29 -> 10).
+_FELL_ON = 0.9
+
+
 def grad_explosion_incidents(grad_norm: pd.Series, loss_spans: list[dict],
-                             config: AnalyzeConfig) -> list[Incident]:
+                             config: AnalyzeConfig, loss: pd.Series | None = None) -> list[Incident]:
     """One incident per jump of the grad norm, saying whether (and how many steps) it preceded a
     loss spike.
 
     A ``grad_norm_explosion`` (a warning) when a loss spike followed within ``grad_lead_max``
     steps, or when the grad norm did not come back down from :data:`GRAD_NEW_LEVEL` times its
     baseline or more; a ``grad_norm_spike`` (information) when it came back, or stayed at a new
-    level under that, and the loss never reacted. Such a transient jump is ordinary in a healthy
+    level under that, or climbed there gradually, or ``loss`` (the finite loss) went on falling
+    after it, and the loss never reacted. Such a transient jump is ordinary in a healthy
     run: llm.c's stable GPT-2 run (grad clipping at 1.0) has 28 of them in 19,560 steps, up to
     x7.5 its baseline, and the BLOOM team logged "a few grad norm spikes" before their first
     loss spike. Its author would not call them explosions, so the report does not either.
@@ -391,9 +403,18 @@ def grad_explosion_incidents(grad_norm: pd.Series, loss_spans: list[dict],
             for s in loss_spans if not is_outlier_batch(s))
         if new_level and span["start"] != last:
             tail += "; it stays up: a new level of the grad norm, not an explosion"
-        # Back down with no loss spike, the last row alone, where nothing follows, or a new level:
-        # information.
-        transient = not led and (span["recovered_step"] is not None or span["start"] == last or new_level)
+        climb = None if led or new_level else _gradual_climb(grad_norm, span)
+        if climb is not None:
+            tail += (f"; it rose gradually, over {climb[0]} logged steps by at most x{climb[1]:.3g} each: a "
+                     "growing grad norm, not an explosion")
+        fell = None if led or new_level or climb is not None or span["recovered_step"] is not None \
+            else _loss_fell_on(loss, span["start"])
+        if fell is not None:
+            tail += f"; the loss went on falling, from {fell[0]:.4g} before it to {fell[1]:.4g} at the end: it did no harm"
+        # Back down with no loss spike, the last row alone, where nothing follows, a new level, a
+        # gradual climb or one the loss fell on through: information.
+        transient = not led and (span["recovered_step"] is not None or span["start"] == last or new_level
+                                 or climb is not None or fell is not None)
         # An explosion that no loss spike followed and that is still up at the log's end is not got past
         # (one that led a loss spike is that spike's to tell: its incident says whether it recovered),
         # where rows on both sides tell: a baseline of one value, or a jump in the last two rows
@@ -404,7 +425,7 @@ def grad_explosion_incidents(grad_norm: pd.Series, loss_spans: list[dict],
             and rows_before >= _GRAD_ROWS_BEFORE and rows_up >= _GRAD_ROWS_UP
         if not_back:
             tail += f"; still up at the last logged step {last}"
-        message = (f"grad norm {metrics.GRAD_NORM_TOTAL} jumped to {span['peak']:.4g} at step "
+        message = (f"grad norm {metrics.GRAD_NORM_TOTAL} {'rose' if climb else 'jumped'} to {span['peak']:.4g} at step "
                    f"{span['peak_step']} ({_against(span)}); {tail}")
         details = {**_json(span), "loss_spike_step": led[0]["start"] if led else None,
                    "lead_steps": lead, "resolved": not not_back}
@@ -413,6 +434,43 @@ def grad_explosion_incidents(grad_norm: pd.Series, loss_spans: list[dict],
                          Incident(IncidentKind.GRAD_EXPLOSION, span["start"], span["end"], Severity.WARNING,
                                   message, details))
     return incidents
+
+
+def _gradual_climb(grad_norm: pd.Series, span: dict) -> tuple[int, float] | None:
+    """The logged steps from the row before ``span`` to its peak and the largest rise between two
+    of them, where the grad norm climbed there over :data:`_GRAD_CLIMB_ROWS` rows or more by under
+    :data:`_GRAD_CLIMB_STEP` each; else None.
+
+    Example:
+        >>> norm = pd.Series([10.0, 12, 15, 19, 24, 30, 38, 48], index=range(8))
+        >>> _gradual_climb(norm, {"start": 3, "peak_step": 7})
+        (5, 1.27)
+    """
+    first = max(int(grad_norm.index.searchsorted(span["start"])) - 1, 0)
+    values = grad_norm.to_numpy(dtype="float64")[first:int(grad_norm.index.searchsorted(span["peak_step"])) + 1]
+    if len(values) < _GRAD_CLIMB_ROWS or not (values > 0).all():
+        return None
+    largest = float(np.max(values[1:] / values[:-1]))
+    return (len(values) - 1, round(largest, 2)) if largest < _GRAD_CLIMB_STEP else None
+
+
+def _loss_fell_on(loss: pd.Series | None, start: int) -> tuple[float, float] | None:
+    """The loss's mean over the :data:`_GRAD_ROWS_UP` rows before ``start`` and over its last ones,
+    where it has that many on both sides and the later mean is under :data:`_FELL_ON` of the
+    earlier; else None.
+
+    Example:
+        >>> _loss_fell_on(pd.Series([4.0, 3.5, 3.0, 2.5, 2.0, 1.6, 1.3]), 3)
+        (3.5, 1.633...)
+    """
+    if loss is None:
+        return None
+    at = int(loss.index.searchsorted(start))
+    if at < _GRAD_ROWS_UP or len(loss) - at < _GRAD_ROWS_UP:
+        return None
+    values = loss.to_numpy(dtype="float64")
+    before, end = float(values[at - _GRAD_ROWS_UP:at].mean()), float(values[-_GRAD_ROWS_UP:].mean())
+    return (before, end) if before > 0 and end < _FELL_ON * before else None
 
 
 def _score(score: float) -> str:
