@@ -273,6 +273,22 @@ def test_a_run_logged_to_csv_and_tensorboard_is_one_run(tmp_path):
     assert len(discover_runs(tmp_path / "again")) == 2
 
 
+def test_two_files_of_one_logger_in_one_folder_are_one_run(tmp_path):
+    """MMEngine's LocalVisBackend writes each launch's scalars to vis_data/<time>.json and again to
+    vis_data/scalars.json: one training reported twice, its incidents counted twice in the summary.
+    The same files in two folders (a seeded run repeated) stay two runs."""
+    rows = "".join(f'{{"lr": 1e-05, "loss": {3.0 - 0.01 * it:.4f}, "iter": {it}, "step": {it}}}\n'
+                   for it in range(10, 510, 10))
+    for folder in ("work_dir/20250315_103803/vis_data", "seeds/a/vis_data", "seeds/b/vis_data"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "scalars.json").write_text(rows)
+    (tmp_path / "work_dir/20250315_103803/vis_data/20250315_103803.json").write_text(rows)
+    (run,) = discover_runs(tmp_path / "work_dir")
+    assert len(run.steps["loss"].dropna()) == 50
+    assert any(w.startswith("also logged as") and "two files of one logger" in w for w in run.warnings)
+    assert len(discover_runs(tmp_path / "seeds")) == 2
+
+
 def test_lightning_csv_without_loss_column_warns(tmp_path):
     (tmp_path / "metrics.csv").write_text("epoch,step,val_acc\n0,9,0.5\n1,19,0.6\n")
     (run,) = lightning_csv.load(tmp_path)

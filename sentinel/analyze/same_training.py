@@ -4,8 +4,9 @@ A Hugging Face Trainer's output folder holds its ``trainer_state.json`` and its 
 events; a Lightning run may log to TensorBoard and to CSV; a log may sit beside a table made from
 it. Read apart, each gave a run of its own: the same curve, the same incidents, reported twice.
 Runs read from two formats whose loss is the same at every step are one training read twice; the
-one read with the most series is kept, and a warning names the other. Two runs of one format with
-the same loss are two runs (a seeded run repeated, a test's runs).
+one read with the most series is kept, and a warning names the other. So are two files of one format
+in one folder (MMEngine's ``vis_data/<time>.json`` and ``vis_data/scalars.json``); two runs of one
+format in two folders with the same loss are two runs (a seeded run repeated, a test's runs).
 
 A training resumed from a checkpoint is read in pieces the same way: the Trainer's last
 ``trainer_state.json`` holds the whole history, and each launch wrote its TensorBoard events to a
@@ -26,6 +27,8 @@ Example:
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -59,7 +62,7 @@ def one_per_training(runs: list[RunData]) -> list[RunData]:
     for members in groups.values():
         while len(members) > 1:
             first = members[0]
-            same = [k for k in members if k == first or (runs[k].source != runs[first].source
+            same = [k for k in members if k == first or (_may_be_copies(runs[first], runs[k])
                                                          and _same_loss(runs[first], runs[k]))]
             members = [k for k in members if k not in same]
             if len(same) < 2:
@@ -70,7 +73,8 @@ def one_per_training(runs: list[RunData]) -> list[RunData]:
                     dropped.add(k)
                     runs[kept].warnings.append(
                         f"also logged as {runs[k].path} ({runs[k].source}): the same loss at every step, "
-                        "one training read twice (two loggers, or a log and a table made from it), reported once")
+                        "one training read twice (two loggers, two files of one logger, or a log and a table made "
+                        "from it), reported once")
     _fold_launches(runs, dropped)
     return [run for k, run in enumerate(runs) if k not in dropped]
 
@@ -141,6 +145,28 @@ def _signature(run: RunData) -> tuple | None:
     if loss is None or len(loss) < MIN_SHARED:
         return None
     return len(loss), int(loss.index[0]), int(loss.index[-1])
+
+
+def _may_be_copies(a: RunData, b: RunData) -> bool:
+    """Whether the same loss in ``a`` and ``b`` makes them one training read twice: they are of two
+    formats, or two files of one folder (MMEngine writes each launch's scalars to ``vis_data/<time>.json``
+    and again to ``vis_data/scalars.json``). Two runs of one format in two folders with the same loss are
+    two runs (a seeded run repeated).
+
+    Example:
+        >>> steps = pd.DataFrame({"loss": [1.0]})
+        >>> _may_be_copies(RunData("a", "v/a.json", "t", steps), RunData("b", "v/b.json", "t", steps))
+        True
+    """
+    if a.source != b.source:
+        return True
+    return str(a.path) != str(b.path) and _folder(a.path) == _folder(b.path)
+
+
+def _folder(path) -> Path:
+    """The folder a run's files are in: its path where that is a folder (a TensorBoard run's)."""
+    path = Path(path)
+    return path if path.is_dir() else path.parent
 
 
 def _same_loss(a: RunData, b: RunData) -> bool:
