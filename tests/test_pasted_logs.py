@@ -6274,6 +6274,25 @@ def test_a_loss_or_cost_named_before_its_step(tmp_path, line, unit):
     assert report.verdict == "unhealthy" and any(i.kind == "nonfinite" and i.step == 2000 for i in report.incidents)
 
 
+def test_a_loss_named_before_its_epoch_and_batch(tmp_path):
+    """hualin95's DeepLabV3+ (and its forks): logger.info("The train loss of epoch{}-batch-{}:{}"). 'epoch58-batch-50:0.11'
+    was read as epoch 5 with loss 8 (a confident 'healthy' on made-up numbers); with one-digit epochs the file was
+    refused, its keys 'epoch1-batch-0, epoch1-batch-100'. The validation's average loss between is not read."""
+    lines, values = [], []
+    for epoch in range(0, 12):
+        for batch in range(0, 400, 50):
+            loss = 0.5 * math.exp(-(epoch * 400 + batch) / 2000) + 0.05
+            loss = math.nan if (epoch, batch) == (10, 200) else loss
+            values.append(loss)
+            lines.append(f"2018-12-13 16:57:46,880 - root - INFO - The train loss of epoch{epoch}-batch-{batch}:{loss}")
+        lines.append(f"2018-12-13 17:26:53,338 - root - INFO - The average loss of val loss:{0.9 + epoch / 100}")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert len(run.steps.index) == 96 and run.steps["loss"].max() < 0.56
+    assert run.steps["loss"].iloc[:8].tolist() == pytest.approx(values[:8])
+    report = analyze_run(run)
+    assert [i.kind for i in report.incidents if i.severity.value != "info"] == ["nonfinite"]
+
+
 def test_an_evaluation_loss_named_before_its_step_is_no_training_loss(tmp_path):
     """'Validation loss at step 100: 2.1' beside the training's 'Loss at step 100: 2.0' is the evaluation's."""
     lines = []

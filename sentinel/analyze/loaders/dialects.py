@@ -1797,6 +1797,11 @@ LOSS_BEFORE_STEP = Dialect(
                          rf"(?:\(s\))?,?[^\S\n]+(?i:the[^\S\n]+)?(?i:loss|cost)(?:[^\S\n]+on[^\S\n]+(?:the[^\S\n]+)?"
                          rf"training[^\S\n]+batch)?[^\S\n]+(?:is|=|:)[^\S\n]*({_NUM})"),
               head=(metrics.STEP, metrics.LOSS)),
+        # ... before its epoch and batch: hualin95's DeepLabV3+ and its forks, logger.info("The train loss of
+        # epoch{}-batch-{}:{}".format(epoch, batch, loss)).
+        Shape(re.compile(rf"{_LOSS_NAMED_BEFORE}(?i:epoch)[^\S\n]*(\d+)[^\S\n]*[-_,/][^\S\n]*"
+                         rf"(?i:batch|iter(?:ation)?|step)[^\S\n]*[-_#]?[^\S\n]*(\d+)[^\S\n]*[:=,][^\S\n]*({_NUM})(?![\w.])"),
+              head=("epoch", "iter", metrics.LOSS)),
     ),
     drop_words=_EVAL_WORDS,
     min_records=2,
