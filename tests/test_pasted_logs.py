@@ -6453,3 +6453,39 @@ def test_a_grad_norm_that_grows_while_the_loss_falls_is_no_explosion(tmp_path, e
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     kinds = {(i.kind, i.severity.value) for i in analyze_run(discover_runs(path)[0]).incidents}
     assert ("grad_norm_explosion", "warning") in kinds, kinds
+
+
+# pytorch-semseg's ICNet (train.py's print("Iter [%d/%d]  Loss: %.4f  Time/Image: %.4f")): one batch's loss
+# every 50 iterations, its asker's mIoU stuck; the loss noisy and flat.
+_ICNET_LOSS = (0.6206, 0.8367, 1.2830, 0.5665, 0.7296, 1.2682, 0.8238, 1.1979, 0.6620, 1.0504, 0.6693, 0.5275,
+               0.8949, 1.2642, 0.7971, 0.9097, 1.1369)
+
+
+def test_a_pasted_dozen_noisy_rows_level_up_is_no_divergence(tmp_path):
+    """17 rows swinging 0.53-1.28, the smoothed level x1.44 over the first value (taken for the best): 'loss
+    diverged ... still diverged at the last step', critical. Ten rows have a noise of their own: information.
+    The same rows climbing x3 stay critical."""
+    def lines(values):
+        return [f"Iter [{199050 + 50 * k}/300000]  Loss: {v:.4f}  Time/Image: 0.0998" for k, v in enumerate(values)]
+    report = analyze_run(discover_runs(_write(tmp_path / "icnet.log", lines(_ICNET_LOSS)))[0])
+    (level,) = [i for i in report.incidents if i.kind == "divergence"]
+    assert level.severity == "info" and report.verdict == "healthy" and "within the noise" in level.message
+    climbed = list(_ICNET_LOSS[:8]) + [v * 3 for v in _ICNET_LOSS[8:]]
+    report = analyze_run(discover_runs(_write(tmp_path / "climbed.log", lines(climbed)))[0])
+    assert report.verdict == "unhealthy" and any(i.kind == "divergence" and i.severity == "critical"
+                                                 for i in report.incidents)
+
+
+
+def _yolox_lines(launches, losses):
+    lines = []
+    for iters, epochs in launches:
+        lines.append("2023-01-13 18:48:45.259 | INFO     | yolox.core.trainer:before_train:130 - args: Namespace("
+                     "batch_size=16, devices=2, fp16=True, resume=False, start_epoch=None)")
+        for epoch in range(1, epochs + 1):
+            for it in range(10, iters + 1, 10):
+                lines.append(f"2023-01-13 19:36:11.931 | INFO     | yolox.core.trainer:after_iter:253 - epoch: "
+                             f"{epoch}/{epochs}, iter: {it}/{iters}, mem: 4605Mb, iter_time: 0.671s, data_time: 0.001s, "
+                             f"total_loss: {losses(len(lines), epoch, it)}, iou_loss: 2.0, l1_loss: 0.0, conf_loss: 6.7, "
+                             "cls_loss: 3.0, lr: 9.965e-08, size: 640, ETA: 0:24:55")
+    return lines

@@ -118,8 +118,11 @@ def _over_one_value(incidents: list[Incident], loss: pd.Series) -> list[Incident
 
 # Values a log needs, at least, for its noise to be measured over all of them: a paste of 3 or 7 rows
 # around a spike has that spike for its noise (BigScience tr8's glitches, whose authors call them
-# diverged, "it stayed there").
-_FEWEST_FOR_NOISE = 20
+# diverged, "it stayed there"). Ten have one of their own: pytorch-semseg's 17 rows of one batch's loss
+# swinging 0.53-1.28 (x1.44 over a first value taken for its best) and TESTAM's 14 epochs (x1.17) were
+# "diverged", critical, on runs their authors called normal; pastes of 9-19 rows that did diverge
+# (x6.7 after a spike that stayed, x35, a runaway) rise far beyond their noise.
+_FEWEST_FOR_NOISE = 10
 
 
 def _within_short_noise(incidents: list[Incident], loss: pd.Series) -> list[Incident]:
