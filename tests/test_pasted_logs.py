@@ -6477,6 +6477,19 @@ def test_a_pasted_dozen_noisy_rows_level_up_is_no_divergence(tmp_path):
 
 
 
+@pytest.mark.parametrize("epochs_apart, collapse", [(50.0, False), (0.05, True)])
+def test_a_fall_over_many_epochs_between_two_dicts_is_no_collapse(tmp_path, epochs_apart, collapse):
+    """ChatGLM-Tuning #271: a LoRA on a few examples for 300 epochs, its Trainer dicts 50 epochs apart, numbered
+    1, 2, 3 (they carry no step): 1.141, then 0.0003 - 'no optimizer step learns that much; the model sees its
+    targets'. Fifty passes over the data between two rows learn it; a fall within one logging window of one
+    epoch is still a collapse."""
+    losses = [1.141, 0.0003, 0.0001, 0.0001, 0.0001, 0.0001]
+    lines = [f"{{'loss': {loss}, 'learning_rate': {8e-05 - 1e-05 * k:.3e}, 'epoch': {epochs_apart * (k + 1):.2f}}}"
+             for k, loss in enumerate(losses)]
+    report = analyze_run(discover_runs(_write(tmp_path / "train.log", lines))[0])
+    assert any(i.kind == "loss_collapse" for i in report.incidents) == collapse
+
+
 def _yolox_lines(launches, losses):
     lines = []
     for iters, epochs in launches:

@@ -255,7 +255,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         if not game and not any(not i.details["resolved"] for i in stuck):  # else the tail is told
             incidents += chance_incidents(loss)
         if not rl and not game:
-            incidents += collapse_incidents(loss)
+            incidents += collapse_incidents(loss, steps["epoch"] if has("epoch") else None)
             if not stuck:
                 incidents += repeated_loss_incidents(loss)
         filtered = nan_filtered_zeros(loss, incidents, run.source, run.meta)

@@ -251,12 +251,17 @@ COLLAPSE_NEAR_ZERO = 1e-2
 # then back in the tens and thousands: one easy batch).
 COLLAPSE_AFTER_ROWS = 5
 COLLAPSE_BACK = 0.1
+# Passes over the data between two logged rows from which a fall is learnt, not leaked: a ChatGLM
+# LoRA on a few examples, its Trainer dicts numbered in order (they carry no step), 1.141 at epoch 50,
+# then 0.0003 at epoch 100.
+COLLAPSE_PASSES = 2.0
 
 
-def collapse_incidents(loss: pd.Series) -> list[Incident]:
+def collapse_incidents(loss: pd.Series, epochs: pd.Series | None = None) -> list[Incident]:
     """One warning for the first fall of the loss from a level of at least :data:`COLLAPSE_FROM`
     to below :data:`COLLAPSE_RATIO` of it at the next logged step, one logging interval later
-    (the median gap between logged steps).
+    (the median gap between logged steps), where ``epochs`` (the run's epoch count, by step) does
+    not show :data:`COLLAPSE_PASSES` epochs or more between the two.
 
     Example:
         >>> s = pd.Series([12.18, 1.79e-06, 0.0], index=[1, 2, 3])
@@ -265,6 +270,8 @@ def collapse_incidents(loss: pd.Series) -> list[Incident]:
         >>> collapse_incidents(pd.Series([2535.0, 1.70, 1.28, 1.31], index=[1, 2, 3, 4]))
         []
         >>> collapse_incidents(pd.Series([30.0, 20.0, 25.0, 0.001, 18.0, 22.0, 19.0], index=range(7)))  # one easy batch
+        []
+        >>> collapse_incidents(pd.Series([1.141, 0.0003, 0.0001]), epochs=pd.Series([50.0, 100.0, 150.0]))
         []
     """
     values = loss.to_numpy(dtype="float64")
@@ -280,6 +287,10 @@ def collapse_incidents(loss: pd.Series) -> list[Incident]:
         # have learnt that much in between.
         gaps = np.diff(steps)
         candidates = candidates[gaps[candidates] <= np.median(gaps)]
+    if len(candidates) and epochs is not None:
+        counted = epochs.reindex(loss.index).to_numpy(dtype="float64")
+        passes = counted[candidates + 1] - counted[candidates]
+        candidates = candidates[~(passes >= COLLAPSE_PASSES)]  # (NaN: not known, kept)
     fell = []
     for i in candidates.tolist():
         level = float(np.median(values[max(0, i + 1 - COLLAPSE_LEVEL_ROWS):i + 1]))
