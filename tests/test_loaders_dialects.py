@@ -244,6 +244,24 @@ def test_composer_and_timm_learning_rates():
     assert timm.meta["iters_per_epoch"] == 300
 
 
+def test_composers_file_logger_lines(tmp_path):
+    """Composer's FileLogger writes a line per metric, f"[metric][batch={step}]: {name}: {value} ": 'not a log
+    format sentinel reads' (LLM-Shearing's NaN cross-entropy)."""
+    lines = ["[hyperparameter]: lr: 0.0006 "]
+    for batch in range(1, 121):
+        loss = "nan" if batch == 90 else f"{3 * math.exp(-batch / 50) + 2:.4f}"
+        lines += [f"[metric][batch={batch}]: time/batch: {batch} ", f"[metric][batch={batch}]: loss/train/total: {loss} ",
+                  f"[metric][batch={batch}]: metrics/train/LanguageCrossEntropy: {loss} ",
+                  f"[metric][batch={batch}]: lr-DecoupledAdamW/group0: 0.0006 "]
+    path = tmp_path / "composer.txt"
+    path.write_text("\n".join(lines) + "\n")
+    run = _one(path)
+    assert run.source == "composer" and run.steps.index.tolist() == list(range(1, 121))
+    assert run.steps[metrics.LOSS].iloc[0] == pytest.approx(3 * math.exp(-1 / 50) + 2, abs=1e-4)
+    assert math.isnan(run.steps.at[90, metrics.LOSS]) and run.steps[metrics.LR].iloc[0] == 0.0006
+    assert "time/batch" not in run.steps.columns
+
+
 @pytest.mark.parametrize("version", ["first", "wd_and_loss_scale", "tabs_as_spaces"])
 def test_swin_transformer_lines(tmp_path, version):
     """Swin Transformer's main.py (SimMIM's, VMamba's): "Train: [E/EPOCHS][I/N]\teta ... lr L\t...

@@ -439,11 +439,15 @@ COMPOSER = Dialect(
               keys={"loss/train/total": metrics.LOSS},
               # "Train " off every key; "lr-<Optimizer>/group0" (the first group's LR) is the lr.
               scrub=(re.compile(r"(?:^| )Train (lr)?(?:-\w+/group0(?=:))?"), r" \1")),
+        # Its FileLogger: f"[metric][batch={step}]: " f"{metric_name}: {metric_str} \n", a line per metric.
+        Shape(re.compile(r"^\[metric\]\[batch=(\d+)\]: ([^\n]*)", re.MULTILINE),
+              keys={"loss/train/total": metrics.LOSS},
+              scrub=(re.compile(r"(?:^| )lr-\w+/group0(?=:)"), " lr")),
     ),
     joins=re.compile(r"\n\t "),
     step_key="time/batch",
-    sniff=re.compile(r"^\[(?:epoch=\d+\]\[)?(?:batch|ba|epoch|ep|token|tok|sample|sp)=\d+(?:/\d+)?\]:$",
-                     re.MULTILINE),
+    sniff=re.compile(r"^(?:\[(?:epoch=\d+\]\[)?(?:batch|ba|epoch|ep|token|tok|sample|sp)=\d+(?:/\d+)?\]:$"
+                     r"|\[metric\]\[batch=\d+\]: )", re.MULTILINE),
     min_records=2,
 )
 
