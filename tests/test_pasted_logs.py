@@ -6502,3 +6502,21 @@ def _yolox_lines(launches, losses):
                              f"total_loss: {losses(len(lines), epoch, it)}, iou_loss: 2.0, l1_loss: 0.0, conf_loss: 6.7, "
                              "cls_loss: 3.0, lr: 9.965e-08, size: 640, ETA: 0:24:55")
     return lines
+
+
+def test_launches_appended_to_one_log_from_their_first_epoch_are_trainings(tmp_path):
+    """YOLOX appends each launch to train_log.txt: 20 epochs of 112 iterations, then a launch of 14 an epoch, both
+    from 'epoch: 1/20, iter: 10/...'. Read as one run, the second's records fell among the first's steps (10, 24,
+    38, ...), five of them overwriting the first's, the final loss the wrong training's, without a word."""
+    def losses(k, epoch, it):  # k: the line's number; the second launch's records from line 222
+        return f"{10 * math.exp(-k / 40) + 1:.3f}" if k < 221 else f"{9 * math.exp(-(k - 222) / 5) + 1:.3f}"
+    (first, second) = discover_runs(_write(tmp_path / "train_log.txt", _yolox_lines([(112, 20), (14, 20)], losses)))
+    assert first.steps.index[[0, -1]].tolist() == [10, 2238] and len(first.steps) == 220
+    assert second.steps.index.tolist() == [14 * (e - 1) + 10 for e in range(1, 21)]
+    assert any("holds 2 trainings" in w for w in first.warnings)
+    assert first.steps["loss"].iloc[-1] < 1.1 and second.steps["loss"].iloc[0] > 8
+    # one launch alone, or epochs that start again while the loss goes on down (a loop around the fit), stay one
+    (run,) = discover_runs(_write(tmp_path / "one.log", _yolox_lines([(112, 20)], lambda k, e, i: f"{3 - k / 1000:.3f}")))
+    assert len(run.steps) == 220
+    (run,) = discover_runs(_write(tmp_path / "loop.log", _yolox_lines([(112, 3)] * 3, lambda k, e, i: f"{3 - k / 1000:.3f}")))
+    assert not any("trainings" in w for w in run.warnings)

@@ -103,6 +103,9 @@ LOSS_SCALE_MIN = "loss_scale_min"
 # first interval with the loss back at its first level (trainings appended to one file: FastSpeech2's
 # "Step 100/600000" after each fresh launch), each training a stretch of that many steps.
 RESTARTED_LENGTH = "restarted_length"
+# RunData.meta key: the step the stretches of RESTARTED_LENGTH are counted from, where it is not the
+# run's first step (a later training may start below the first one's first step).
+RESTARTED_FROM = "restarted_from"
 
 # A steps frame's attrs key: a table's rows numbered in file order, its epoch column holding several
 # rows each (numeric_table.table_steps): its steps are then no epochs.

@@ -73,7 +73,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sentinel import metrics
-from sentinel.analyze.loaders import (LOGGED_NAN, LOSS_SCALE_MIN, OVERFLOW_ROWS_ONLY, RESTARTED_LENGTH, STEP_UNIT,
+from sentinel.analyze.loaders import (LOGGED_NAN, LOSS_SCALE_MIN, OVERFLOW_ROWS_ONLY, RESTARTED_FROM, RESTARTED_LENGTH,
+                                      STEP_UNIT,
                                       AbandonedHistory, LoadOptions)
 from sentinel.analyze.loaders.dialect_types import HEAD_ROLES, Dialect, Shape
 from sentinel.analyze.loaders.field_lists import SHOWN, field_bodies
@@ -852,6 +853,14 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
                 # mmengine / MMDetection count iterations inside an epoch: make them global.
                 step = (epoch - 1) * total + step
                 meta["iters_per_epoch"] = int(np.nanmax(total))
+                training = _trainings_started_over(step, columns["_pos"])
+                if training is not None and restarts_are_trainings(training, step, columns.get(metrics.LOSS),
+                                                                   columns["_pos"]):
+                    # Launches appended to one log, each from its first epoch: trainings, each read as a
+                    # run (restarted_steps), counted on from 0 by a stretch longer than any of them.
+                    length = int(np.nanmax(step)) + 1
+                    step = step + (training - 1) * length
+                    meta[RESTARTED_LENGTH], meta[RESTARTED_FROM] = length, 0
                 if bars:
                     # Keras' fit pasted one finished bar an epoch ("467208/467208 [====] - 192s - loss:
                     # 4.6073 - val_loss: 4.6297"): each row is an epoch's mean, the epoch its step.
@@ -1641,6 +1650,29 @@ def restarts_are_trainings(wrapped: np.ndarray, step: np.ndarray, loss: np.ndarr
         if not len(before) or not len(after) or not abs(after[0] - first) < abs(after[0] - before[-1]):
             return False
     return True
+
+
+def _trainings_started_over(step: np.ndarray, pos: np.ndarray) -> np.ndarray | None:
+    """The training of each record (from 1), a new one wherever the step, in text order, falls to the
+    log's first step or below it; None where it never does (or the steps are not all known, or
+    not all at or above 0).
+
+    Example:
+        >>> _trainings_started_over(np.array([10., 20., 30., 10., 24.]), np.arange(5)).tolist()
+        [1.0, 1.0, 1.0, 2.0, 2.0]
+        >>> _trainings_started_over(np.array([10., 20., 30., 20., 30.]), np.arange(5)) is None
+        True
+    """
+    if len(step) < 3 or not bool((np.isfinite(step) & (step >= 0)).all()):
+        return None
+    order = np.argsort(pos, kind="stable")
+    steps = step[order]
+    again = np.r_[False, (steps[1:] < steps[:-1]) & (steps[1:] <= steps[0])]
+    if not again.any():
+        return None
+    training = np.empty(len(step))
+    training[order] = 1.0 + np.cumsum(again)
+    return training
 
 
 def _counts_globally(epoch: np.ndarray, iters: np.ndarray, pos: np.ndarray, known_length: bool = False) -> bool:
