@@ -6520,3 +6520,18 @@ def test_launches_appended_to_one_log_from_their_first_epoch_are_trainings(tmp_p
     assert len(run.steps) == 220
     (run,) = discover_runs(_write(tmp_path / "loop.log", _yolox_lines([(112, 3)] * 3, lambda k, e, i: f"{3 - k / 1000:.3f}")))
     assert not any("trainings" in w for w in run.warnings)
+
+
+def test_overfitting_quotes_an_epoch_logs_training_loss_at_the_epochs_it_names(tmp_path):
+    """fastai's CSVLogger history.csv: 'valid_loss rose from 0.231 at epoch 6 to 0.6912 at epoch 18 while the
+    training loss fell from 0.2903 to 0.1353': the medians of the five epochs before each (epochs 4 and 16's
+    values). Each row is an epoch's mean already: the values at the epochs named, 0.187 and 0.1068."""
+    train = [0.81, 0.62, 0.507, 0.3836, 0.2903, 0.2114, 0.187, 0.1598, 0.154, 0.153, 0.1387, 0.1216, 0.1135, 0.1232,
+             0.1449, 0.1493, 0.1353, 0.1243, 0.1068]
+    valid = [0.4619, 0.4183, 0.3396, 0.3164, 0.2872, 0.3167, 0.231, 0.3044, 0.3637, 0.3918, 0.392, 0.3877, 0.3877,
+             0.5288, 0.3265, 0.4388, 0.6141, 0.4026, 0.6912]
+    path = tmp_path / "history.csv"
+    path.write_text("epoch,train_loss,valid_loss,accuracy,time\n" + "".join(
+        f"{e},{t},{v},0.9,04:39\n" for e, (t, v) in enumerate(zip(train, valid))))
+    (found,) = [i for i in analyze_run(discover_runs(path)[0]).incidents if i.kind == "overfitting"]
+    assert "at epoch 6" in found.message and "fell from 0.187 to 0.1068" in found.message, found.message

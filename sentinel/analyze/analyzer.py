@@ -246,7 +246,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
             warnings.append(in_epochs(printed_below) if per_epoch else printed_below)
         else:
             incidents += plateau_before_divergence(loss, diverged, _plateau_config(config, per_epoch))
-        incidents += overfitting_incidents(steps, loss, config, (run.meta or {}).get("best_checkpoint"))
+        incidents += overfitting_incidents(steps, loss, config, (run.meta or {}).get("best_checkpoint"), epoch_means)
     if len(loss) >= 2:
         rl = is_reinforcement_learning(steps.columns) or environment_rl or policy_gradient
         stuck = stuck_loss_incidents(loss, min_rows=MIN_EPOCH_ROWS if per_epoch else MIN_ROWS, zero_counts=not rl)

@@ -13,13 +13,14 @@ from sentinel.analyze.loaders.keys import looks_like_eval_loss
 
 
 def overfitting_incidents(steps: pd.DataFrame, loss: pd.Series, config: AnalyzeConfig,
-                          best_checkpoint: str | None = None) -> list[Incident]:
+                          best_checkpoint: str | None = None, epoch_means: bool = False) -> list[Incident]:
     """One info incident per evaluation loss that rose by more than ``overfit_rise`` of its best
     and stayed up over the last ``overfit_evals`` evaluations, while the training loss (``loss``,
     finite, by step) ended lower than it was at that best. A term of an evaluation loss logged beside
     it (``val_loss_1`` beside ``val_loss``) is not judged: its total is. ``best_checkpoint``: the
     one the trainer itself recorded as its best (the Hugging Face Trainer's, by its own metric, a
-    WER perhaps), named beside the evaluation loss's best.
+    WER perhaps), named beside the evaluation loss's best. ``epoch_means``: each training value is
+    an epoch's mean already, quoted at the steps named, not as the median of the rows before them.
 
     Example:
         >>> loss = pd.Series(np.linspace(2, 0.2, 100), index=range(0, 1000, 10))  # every 10 steps
@@ -58,7 +59,8 @@ def overfitting_incidents(steps: pd.DataFrame, loss: pd.Series, config: AnalyzeC
         if not _levels_rose(evals.to_numpy(), best_at, max(config.overfit_evals, len(evals) // 10), config.overfit_rise):
             continue
         trained, trained_name = _training_side(steps, column, loss)
-        train_then, train_end = _level_at(trained, best_step), _level_at(trained, last_step)
+        rows = 1 if epoch_means else _LEVEL_ROWS
+        train_then, train_end = _level_at(trained, best_step, rows), _level_at(trained, last_step, rows)
         if not train_end < train_then:  # the training loss rose too: not overfitting (other rules judge it)
             continue
         message = (f"{column} rose from {best:.4g} at step {best_step} to {last:.4g} at step {last_step} "
@@ -116,7 +118,11 @@ def _levels_rose(values: np.ndarray, best_at: int, width: int, rise: float) -> b
     return bool(np.median(last) >= np.median(around) * (1 + rise))
 
 
-def _level_at(loss: pd.Series, step: int, rows: int = 5) -> float:
+# Rows of a per-step training loss whose median is its level at a step (one batch's loss is noisy).
+_LEVEL_ROWS = 5
+
+
+def _level_at(loss: pd.Series, step: int, rows: int = _LEVEL_ROWS) -> float:
     """The training loss around ``step``: the median of the ``rows`` logged at or before it (one
     batch's loss is noisy), the lower middle one of an even count (a value the log shows, not the
     mean of two: a Keras paste's epochs 1-2, 0.9452 and 0.7707, were 'the training loss ... 0.8579'),
