@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from sentinel.analyze.analyzer import analyze_run
-from sentinel.analyze.discover import discover_runs
+from sentinel.analyze.discover import discover, discover_runs
 from sentinel.analyze.loaders import LoadOptions, RunData, space_table
 from sentinel.analyze.rule_chance import chance_incidents
 from sentinel.analyze.rule_stuck import collapse_incidents, stuck_loss_incidents
@@ -6210,6 +6210,18 @@ def test_a_paste_of_one_step_line_says_so(tmp_path):
                               ).exit_code == 0
 
 
+@pytest.mark.parametrize("line, step", [
+    ("100000 | loss nan | lr 0.000000e+00 | 2006.12ms | mfu 1.68%", 100000),  # llama2.c's last line
+    ("170 / 178 : loss = nan;1076660156255;", 170),
+])
+def test_a_paste_of_one_step_line_whose_loss_is_nan_says_so(tmp_path, line, step):
+    """A thread's paste of the one line where the loss was NaN ('one step line ...: sentinel judges a series of
+    steps') left out the paste's news: the refusal says the loss is non-finite there."""
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "train.log", [line]))])
+    assert result.exit_code == 1 and "one step line" in result.output
+    assert f"whose loss is nan at step {step}" in " ".join(result.output.split())
+
+
 def test_a_log_of_no_loss_names_its_non_finite_values(tmp_path):
     """FermiNet logs "Step 03455: nan E_h, variance=nan E_h^2, pmove=0.51" (its energy unnamed): refused as 'its lines
     log pmove, variance but no loss', with no word that they went NaN."""
@@ -6535,3 +6547,10 @@ def test_overfitting_quotes_an_epoch_logs_training_loss_at_the_epochs_it_names(t
         f"{e},{t},{v},0.9,04:39\n" for e, (t, v) in enumerate(zip(train, valid))))
     (found,) = [i for i in analyze_run(discover_runs(path)[0]).incidents if i.kind == "overfitting"]
     assert "at epoch 6" in found.message and "fell from 0.187 to 0.1068" in found.message, found.message
+
+
+def _swin_lines(lrs, losses):
+    return [f"[2024-02-27 18:28:51 swin_tiny_patch4_window7_224] (main.py 222): INFO Train: [0/300][{10 * k}/195]\t"
+            f"eta 0:08:17 lr {lr:.6f}\t wd 0.0500\ttime 0.2361 (0.4570)\tloss {loss:.4f} (6.9814)\t"
+            "grad_norm 2.5340 (2.5801)\tloss_scale 65536.0000 (65536.0000)\tmem 9189MB"
+            for k, (lr, loss) in enumerate(zip(lrs, losses))]

@@ -12,11 +12,13 @@ steps``), scaled by the logging interval found from the ``epoch`` field.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, STEP_UNIT, LoadOptions, RunData
@@ -244,8 +246,8 @@ def _one_record(text: str, path: str | Path) -> str | None:
         return None
     records = count_records(Lines(text), dialect)
     if records == 1:
-        return (f"'{path}': one step line ({dialect.description}): sentinel judges a series of steps, not one value; "
-                "paste or pass more of the log (two step lines at least)")
+        return (f"'{path}': one step line ({dialect.description}){_nonfinite_in(scan(text, dialect).steps)}: sentinel "
+                "judges a series of steps, not one value; paste or pass more of the log (two step lines at least)")
     steps = scan(text, dialect).steps.index  # (a refusal's path only: the file is read once more)
     if records > 1 and len(steps) == 1:  # Demucs pasted from four processes at one step; fairseq's num_updates=0
         return (f"'{path}': its {records} step lines all read as one step ({int(steps[0])}): the count that moves "
@@ -253,6 +255,23 @@ def _one_record(text: str, path: str | Path) -> str | None:
                 "step never advanced (every process printing the same one; no update made); sentinel judges a "
                 "series of steps")
     return None
+
+
+def _nonfinite_in(steps: pd.DataFrame) -> str:
+    """``, whose loss is nan at step N`` where the one step line read holds a non-finite loss (the
+    paste's news, told even where a series cannot be judged); else an empty string.
+
+    Example:
+        >>> _nonfinite_in(pd.DataFrame({"loss": [float("nan")]}, index=[100000]))
+        ', whose loss is nan at step 100000: the loss went non-finite by then'
+    """
+    if metrics.LOSS not in steps.columns or len(steps.index) != 1:
+        return ""
+    value = float(steps[metrics.LOSS].iloc[0])
+    if math.isfinite(value):
+        return ""
+    shown = "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return f", whose loss is {shown} at step {int(steps.index[0])}: the loss went non-finite by then"
 
 
 # Keys of a training's own workings, no measure of its progress (keys.canonical_key's names).
