@@ -169,6 +169,21 @@ def test_event_files_without_scalars_are_named_as_such(tmp_path):
     assert "its event files hold no scalars" in report["error"]
 
 
+def test_a_table_beside_event_files_without_scalars_is_read(tmp_path):
+    """detectron2's output/ of a run whose event file holds its header alone (a crash before the first flush)
+    beside its 90-row metrics.json: 'nothing to analyse: its event files hold no scalars', the table unread."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    out = tmp_path / "output"
+    SummaryWriter(out).close()  # the header alone
+    (out / "metrics.json").write_text("".join(
+        f'{{"iteration": {it}, "lr": 0.00025, "total_loss": {2.0 - it / 1000:.4f}, "loss_cls": 0.5}}\n'
+        for it in range(19, 1800, 20)))
+    (run,) = discover_runs(out)
+    assert run.source == "generic_table" and len(run.steps["loss"].dropna()) == 90
+    assert any("event files beside it hold no scalars" in w for w in run.warnings)
+
+
 @pytest.mark.parametrize("tags, chosen", [
     (("Loss/train", "Loss/test"), "Loss/train"),  # the PyTorch TensorBoard tutorial's tags
     (("train/loss_epoch", "val_loss"), "train/loss_epoch"),  # Lightning's on_epoch aggregate alone

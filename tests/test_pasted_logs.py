@@ -6554,3 +6554,17 @@ def _swin_lines(lrs, losses):
             f"eta 0:08:17 lr {lr:.6f}\t wd 0.0500\ttime 0.2361 (0.4570)\tloss {loss:.4f} (6.9814)\t"
             "grad_norm 2.5340 (2.5801)\tloss_scale 65536.0000 (65536.0000)\tmem 9189MB"
             for k, (lr, loss) in enumerate(zip(lrs, losses))]
+
+
+def test_each_ranks_log_of_one_training_is_read_once(tmp_path):
+    """Swin writes log_rank0.txt and log_rank1.txt (each process its own batches' loss, the same steps); detectron2
+    writes log.txt and log.txt.rank1: each training was reported once per rank, its incidents counted twice.
+    The lowest rank's is read; the others are skipped, said so."""
+    (tmp_path / "swin").mkdir()
+    for name in ("log_rank0.txt", "log_rank1.txt"):
+        _write(tmp_path / "swin" / name, _swin_lines([2.5e-4] * 40, [6.9 - 0.05 * k + 0.01 * len(name) for k in range(40)]))
+    found = discover(tmp_path / "swin")
+    assert [Path(run.path).name for run in found.runs] == ["log_rank0.txt"]
+    assert [Path(s.path).name for s in found.skipped if "another rank" in s.reason] == ["log_rank1.txt"]
+    (run,) = discover_runs(tmp_path / "swin" / "log_rank1.txt")  # named on its own, it is read
+    assert run.steps["loss"].iloc[0] == pytest.approx(6.9 + 0.13)

@@ -7,6 +7,7 @@ import errno
 import importlib
 import logging
 import os
+import re
 import tempfile
 from collections import Counter
 from collections.abc import Iterable
@@ -36,6 +37,7 @@ NOT_A_LOG = "not a training log"
 UNREADABLE = "unreadable"
 TRACKER_CONSOLE = "copy of a tracked run (the run's metric history beside it is read instead)"
 RUN_PART = "read with its run's first metric file"
+OTHER_RANK = "another rank's log of a training (the lowest rank's is read)"
 PARQUET_DATA = "a .parquet file with no step and loss columns (data, not a run)"
 ARCHIVE = "an archive of several files"
 EARLIER_CHECKPOINT = "an earlier checkpoint of a run read once"
@@ -263,18 +265,30 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
             found.skipped.append(Skipped(str(here), UNREADABLE, describe_error(here, err), directory=True))
             continue
         folded: set[Path] = set()
+        hollow: list = []  # a claimed folder's runs of no series, told only where its files hold none
         if claimed is not None:
             runs = _guarded(here, lambda: claimed.load(here, options), found.skipped)
-            found.runs.extend(runs or [])
             if claimed.NAME == "sentinel":
+                found.runs.extend(runs or [])
                 continue  # its tb/ holds the same scalars: not a second run
             # add_scalars' per-key subdirectories: series the run has taken in, not runs
             folded = {here / name for run in runs or [] for name in run.meta.get(ADD_SCALARS_DIRS, ())}
             files = []
+            if runs and all(not len(run.steps.columns) for run in runs):
+                # Event files of a header alone beside the run's table (detectron2's output/ with its
+                # metrics.json): the folder's other files are read.
+                from sentinel.analyze.loaders.tensorboard import is_event_file  # the loaders' own imports: lazily
+
+                hollow = runs
+                files = [e for e in entries if _is_dir(e, found.skipped) is False and not is_event_file(e)]
+            else:
+                found.runs.extend(runs or [])
         else:
             files = [e for e in entries if _is_dir(e, found.skipped) is False]
+        read_before = len(found.runs)
+        other_ranks = _other_ranks(files)
         for file in files:
-            reason = _reason_by_name(file) if file.is_file() else NOT_REGULAR
+            reason = OTHER_RANK if file in other_ranks else _reason_by_name(file) if file.is_file() else NOT_REGULAR
             if reason is None:  # named on its own, it is read
                 reason = _read_through_its_run(file)
             if reason is None and file.suffix.lower() in PARQUET_SUFFIXES:
@@ -292,6 +306,12 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
                 found.skipped.append(Skipped(str(file), UNREADABLE if pointer else NOT_A_LOG, f"{file}: a Git LFS "
                                              f"pointer, not the file it names: {LFS_FIX}" if pointer else ""))
             found.runs.extend(runs or [])
+        if hollow and len(found.runs) == read_before:
+            found.runs.extend(hollow)
+        elif hollow:
+            for run in found.runs[read_before:]:
+                run.warnings.append("the event files beside it hold no scalars (a header, histograms, images or "
+                                    "text only): this file's series are read")
         subdirs = []
         for entry in (e for e in entries if _is_dir(e) and e not in folded):
             reason = _directory_reason(entry.name)
@@ -488,6 +508,38 @@ def _reason_by_name(file: Path) -> str | None:
             return SOURCE_CODE if f.read(2) == b"#!" else None
     except OSError:
         return None  # reported when a loader tries to read it
+
+
+# A rank number in a log's name: Swin's log_rank1.txt, a script's train_rank_3.log; detectron2's
+# log.txt.rank1 beside rank 0's log.txt.
+_RANK_IN_NAME = re.compile(r"(?i)(?<![a-z])(rank[_-]?)(\d+)(?!\d)")
+_RANK_SUFFIX = re.compile(r"\.rank(\d+)$")
+
+
+def _other_ranks(files: list[Path]) -> set[Path]:
+    """The files of one folder that are another rank's log of a training whose lowest rank's log is
+    there too: names alike but for the rank number (each process of a distributed run writes its own,
+    the same steps with its own batches; read, every training was counted once per rank).
+
+    Example:
+        >>> sorted(p.name for p in _other_ranks([Path("log_rank0.txt"), Path("log_rank1.txt"), Path("config.json")]))
+        ['log_rank1.txt']
+        >>> sorted(p.name for p in _other_ranks([Path("log.txt"), Path("log.txt.rank1"), Path("log.txt.rank2")]))
+        ['log.txt.rank1', 'log.txt.rank2']
+    """
+    groups: dict[str, list[tuple[int, Path]]] = {}
+    for file in files:
+        suffix = _RANK_SUFFIX.search(file.name)
+        if suffix:
+            key, rank = file.name[:suffix.start()], int(suffix.group(1))
+        else:
+            found = list(_RANK_IN_NAME.finditer(file.name))
+            if len(found) != 1:
+                key, rank = file.name, 0
+            else:
+                key, rank = _RANK_IN_NAME.sub(r"\1#", file.name), int(found[0].group(2))
+        groups.setdefault(key, []).append((rank, file))
+    return {file for members in groups.values() if len(members) > 1 for rank, file in sorted(members)[1:]}
 
 
 def _read_through_its_run(file: Path) -> str | None:
