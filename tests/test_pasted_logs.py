@@ -6556,6 +6556,20 @@ def _swin_lines(lrs, losses):
             for k, (lr, loss) in enumerate(zip(lrs, losses))]
 
 
+@pytest.mark.parametrize("warming", [True, False])
+def test_a_loss_at_chance_while_the_learning_rate_warms_up_is_too_early_to_tell(tmp_path, warming):
+    """Swin's launches stopped in the first epoch of a 20-epoch warm-up from 0 (lr 0.000000 to 0.000006): 'loss at
+    chance level ... ln(1000): the model is not learning', a warning, the run unhealthy. While the learning rate
+    still rises it is information; at a learning rate that had warmed up, a warning as before."""
+    losses = [6.92 + 0.02 * math.sin(k) for k in range(40)]
+    lrs = [1.5e-7 * k for k in range(40)] if warming else [2.5e-4] * 40
+    (run,) = discover_runs(_write(tmp_path / "log_rank0.txt", _swin_lines(lrs, losses)))
+    report = analyze_run(run)
+    (chance,) = [i for i in report.incidents if i.kind == "loss_stuck"]
+    assert chance.severity.value == ("info" if warming else "warning") and "ln(1000)" in chance.message
+    assert ("still warming up" in chance.message) == warming
+
+
 def test_each_ranks_log_of_one_training_is_read_once(tmp_path):
     """Swin writes log_rank0.txt and log_rank1.txt (each process its own batches' loss, the same steps); detectron2
     writes log.txt and log.txt.rank1: each training was reported once per rank, its incidents counted twice.

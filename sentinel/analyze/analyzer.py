@@ -253,7 +253,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         incidents += stuck
         game = environment_rl or adversarial or policy_gradient
         if not game and not any(not i.details["resolved"] for i in stuck):  # else the tail is told
-            incidents += chance_incidents(loss)
+            incidents += chance_incidents(loss, steps[metrics.LR] if has(metrics.LR) else None)
         if not rl and not game:
             incidents += collapse_incidents(loss, steps["epoch"] if has("epoch") else None)
             if not stuck:

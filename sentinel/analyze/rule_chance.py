@@ -84,10 +84,11 @@ def _passing_by(stretch: np.ndarray, tolerance: float) -> bool:
     return apart > max(tolerance / 4, 3 * 1.2533 * step_noise(stretch) * np.sqrt(2 / half))
 
 
-def chance_incidents(loss: pd.Series) -> list[Incident]:
+def chance_incidents(loss: pd.Series, lr: pd.Series | None = None) -> list[Incident]:
     """One warning when the log's last :data:`MIN_ROWS` or more losses sit at ``ln K`` (see the
     module docstring). For a class count the log must start at most 1.5 ``ln K`` (where a model
-    starts) and never be clearly below ``ln K``.
+    starts) and never be clearly below ``ln K``. Information where ``lr`` (the learning rate, by
+    step) still rose over those steps: a warm-up from 0 has not let the model learn yet.
 
     Example:
         >>> s = pd.Series([2.3086, 2.2973, 2.3083, 2.3027, 2.3045, 2.3057], index=range(6))
@@ -138,5 +139,33 @@ def chance_incidents(loss: pd.Series) -> list[Incident]:
             "collapsed to one answer for every input (a divergence or a spike it never recovered from)")
     message = (f"loss at chance level for {rows} logged steps ({first}-{last}), to the end of the log: "
                f"{level:.4g} ~ ln({k}) = {target:.4f}, the cross-entropy of {what}")
-    return [Incident(IncidentKind.LOSS_STUCK, first, last, Severity.WARNING, message,
-                     {"chance": k, "value": level, "rows": rows, "resolved": False})]
+    warming = None if came_back else _warming_up(lr, int(steps[0]), last)
+    if warming is not None:
+        message += (f"; but the learning rate was still warming up, from {warming[0]:.3g} to {warming[1]:.3g} by the "
+                    "last step: too early to tell")
+    return [Incident(IncidentKind.LOSS_STUCK, first, last, Severity.INFO if warming else Severity.WARNING, message,
+                     {"chance": k, "value": level, "rows": rows, "resolved": warming is not None})]
+
+
+# A learning rate that rose this much over a log, at least, was warming up in it.
+_WARM_UP_RISE = 1.5
+
+
+def _warming_up(lr: pd.Series | None, first: int, last: int) -> tuple[float, float] | None:
+    """The learning rate at the log's first and last steps where it rose over the log, to its last
+    value there (a warm-up still going: Swin's 20 epochs from 0, stopped in its first); else None.
+
+    Example:
+        >>> _warming_up(pd.Series([0.0, 1e-6, 2e-6, 3e-6], index=[0, 10, 20, 30]), 0, 30)
+        (0.0, 3e-06)
+        >>> _warming_up(pd.Series([3e-4, 3e-4, 2.9e-4], index=[0, 10, 20]), 0, 20) is None
+        True
+    """
+    if lr is None:
+        return None
+    values = lr[(lr.index >= first) & (lr.index <= last)].dropna().to_numpy(dtype="float64")
+    if len(values) < 2 or not np.isfinite(values).all():
+        return None
+    start, end = float(values[0]), float(values[-1])
+    rising = end > 0 and end >= _WARM_UP_RISE * start and end >= float(values.max()) * (1 - 1e-9)
+    return (start, end) if rising else None
