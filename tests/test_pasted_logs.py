@@ -6582,3 +6582,22 @@ def test_each_ranks_log_of_one_training_is_read_once(tmp_path):
     assert [Path(s.path).name for s in found.skipped if "another rank" in s.reason] == ["log_rank1.txt"]
     (run,) = discover_runs(tmp_path / "swin" / "log_rank1.txt")  # named on its own, it is read
     assert run.steps["loss"].iloc[0] == pytest.approx(6.9 + 0.13)
+
+
+@pytest.mark.parametrize("line, first", [
+    # Chinese-CLIP's training line: its global step, then the epoch's sample count
+    ("2024-10-10,14:21:10 | INFO | Rank 0 | Global Steps: {k}/3200 | Train Epoch: 1 [{n}/40960 ({p}%)] | Loss: {v:.6f} | "
+     "Image2Text Acc: 3.91 | LR: 0.000145 | logit_scale: 4.605 | Global Batch Size: 128", 1),
+    # PaddleSpeech's 2021 trainer: a step, then the batch inside the epoch
+    ("[INFO 2021/06/19 16:01:34 model.py:61] Train: Rank: 0, epoch: 1, step: {s}, batch : {k}/1876, lr: 0.00000100, "
+     "data time: 0.000s, train time: 3.019s, batch size: 64, train_loss: {v:.6f}", 1),
+])
+def test_a_line_two_shapes_read_is_one_record(tmp_path, line, first):
+    """A line with a step and also an epoch's count was read by two shapes of the generic reader: every point twice
+    (Chinese-CLIP at step 29 and again at sample 3712), a false 'loss repeats' and a plateau between the two."""
+    values = [4.4 - 0.003 * k + 0.02 * math.sin(k) for k in range(1, 61)]
+    lines = [line.format(k=k, s=k + 3750, n=128 * k, p=k * 100 // 320, v=v) for k, v in zip(range(1, 61), values)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index.tolist() == list(range(first, first + 60))
+    assert run.steps["loss"].tolist() == pytest.approx(values, abs=1e-6)
+    assert not any(i.kind == "loss_repeats" for i in analyze_run(run).incidents)

@@ -420,6 +420,7 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
     meta: dict = {"format": dialect.name}
     record_steps: dict[int, np.ndarray] = {}
     abandoned: list[AbandonedHistory] = []
+    parts = _without_lines_read_twice(parts, lines)
     steps, logged_nan = _merge(parts, dialect, meta, late, record_steps, text, lines, abandoned)
     steps, logged_nan = _named_loss(steps, logged_nan, options)
     if picked and dialect.unstepped_evaluation is not None \
@@ -465,6 +466,61 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
 
 
 # --------------------------------------------------------------------------- records
+
+
+def _without_lines_read_twice(parts: list[tuple[Shape, dict[str, np.ndarray]]], lines: Lines | None = None
+                              ) -> list[tuple[Shape, dict[str, np.ndarray]]]:
+    """``parts`` without the records of a shape that read the lines an earlier record shape read: the
+    same losses, two or more, as many (Chinese-CLIP's "Global Steps: 29/3200 | Train Epoch: 1 [3712/4096
+    (91%)] | Loss: x" read at step 29 and again at 3712; PaddleSpeech's "epoch: 1, step: 5310, batch :
+    1559/1876": every point twice, a false "loss repeats" and plateau), and of the shapes beside it that
+    read its other values (its head but the last field, as many records), where ``lines`` shows both
+    shapes' records on the same lines (MONAI's "Final training 168/4999 loss: x" after each epoch's
+    last "Epoch 168/5000 23/24 loss: x" prints the same values on lines of its own). The earlier
+    shape's reading is kept: the dialect lists its shapes in the order it trusts them.
+
+    Example:
+        >>> from sentinel.analyze.loaders.dialects import GENERIC
+        >>> parts = [(GENERIC.shapes[0], {"_pos": np.arange(2), "loss": np.array([2.0, 1.9])})] * 2
+        >>> len(_without_lines_read_twice(parts, Lines("step 1 loss 2.0\\nstep 2 loss 1.9\\n")))
+        1
+    """
+    counts = collections.Counter(len(columns[metrics.LOSS]) for shape, columns in parts
+                                 if not shape.prefix and metrics.LOSS in columns)
+    if not any(n >= 2 and times > 1 for n, times in counts.items()):
+        return parts  # (most logs: one record shape with a loss; nothing sorted)
+    if lines is None:
+        return parts
+    seen: list[tuple[np.ndarray, np.ndarray | None]] = []  # each record shape's losses, sorted, and lines
+    dropped: set[tuple] = set()
+    kept = []
+    for shape, columns in parts:
+        loss = columns.get(metrics.LOSS)
+        if not shape.prefix and loss is not None and len(loss) >= 2 and counts[len(loss)] > 1:
+            ordered = np.sort(loss)
+            at = _record_lines(lines, shape, len(loss))
+            if at is not None and any(len(other) == len(ordered) and np.array_equal(other, ordered, equal_nan=True)
+                                      and where is not None and np.array_equal(where, at) for other, where in seen):
+                dropped.add((shape.head[:-1], len(loss)))
+                continue
+            seen.append((ordered, at))
+        kept.append((shape, columns))
+    if not dropped:
+        return parts
+    return [(shape, columns) for shape, columns in kept if shape.prefix or metrics.LOSS in columns
+            or (shape.head[:-1], len(columns["_pos"])) not in dropped]
+
+
+def _record_lines(lines: Lines, shape: Shape, n: int) -> np.ndarray | None:
+    """The line (from 0) each of a shape's ``n`` records is on, in text order; None where its pattern's
+    matches are not its records one for one."""
+    at = _text_positions(lines, shape, n)
+    if at is None:
+        return None
+    text = lines.text
+    ends = np.flatnonzero(np.frombuffer(text.encode(), dtype=np.uint8) == 10) if text.isascii() else \
+        np.array([m.start() for m in re.finditer("\n", text)], dtype=np.int64)
+    return np.searchsorted(ends, at)
 
 
 def _read_shape(lines: Lines, shape: Shape, dialect: Dialect, options: LoadOptions,
