@@ -433,3 +433,25 @@ def test_a_count_of_loss_tokens_is_no_loss_and_a_mean_nll_is_one(tmp_path):
     (run,) = discover_runs(path)
     assert run.steps["loss"].iloc[1] == pytest.approx(2.39)
     assert [(i.kind, i.step) for i in analyze_run(run).incidents if i.severity.value == "critical"] == [("nonfinite", 90)]
+
+
+def test_a_log_and_its_json_copy_at_other_steps_are_one_run(tmp_path):
+    """MMDetection 2.x writes <time>.log ('Epoch [1][50/1265]') and <time>.log.json ('"epoch": 1, "iter": 50', no
+    epoch length) for each run: two runs, the table's steps counted by the last iteration logged (1250), every
+    incident told twice at two steps. One run, at the log's steps."""
+    text, rows = [], []
+    for epoch in (1, 2, 3):
+        for it in range(50, 1266, 50):
+            loss = 18 * math.exp(-((epoch - 1) * 1265 + it) / 800) + 1.5 + 0.01 * (it % 7)
+            text.append(f"2021-04-28 00:01:23,456 - mmdet - INFO - Epoch [{epoch}][{it}/1265]\tlr: 1.000e-04, eta: 1 day, "
+                        f"3:01:02, time: 0.512, data_time: 0.101, memory: 10233, loss_cls: 1.2000, loss: {loss:.4f}, "
+                        "grad_norm: 10.2000")
+            rows.append(f'{{"mode": "train", "epoch": {epoch}, "iter": {it}, "lr": 0.0001, "memory": 10233, '
+                        f'"data_time": 0.101, "loss_cls": 1.2, "loss": {loss:.5f}, "grad_norm": 10.2, "time": 0.512}}')
+    work = tmp_path / "work_dirs" / "cornernet"
+    work.mkdir(parents=True)
+    (work / "20210427_235944.log").write_text("\n".join(text) + "\n")
+    (work / "20210427_235944.log.json").write_text('{"env_info": "sys.platform: linux", "seed": 0}\n' + "\n".join(rows) + "\n")
+    (run,) = discover_runs(tmp_path / "work_dirs")
+    assert run.path.endswith(".log") and run.steps["loss"].dropna().index[-1] == 2 * 1265 + 1250
+    assert any("the same losses in the same order at other steps" in w for w in run.warnings)

@@ -75,8 +75,39 @@ def one_per_training(runs: list[RunData]) -> list[RunData]:
                         f"also logged as {runs[k].path} ({runs[k].source}): the same loss at every step, "
                         "one training read twice (two loggers, two files of one logger, or a log and a table made "
                         "from it), reported once")
+    _same_losses_other_steps(runs, dropped)
     _fold_launches(runs, dropped)
     return [run for k, run in enumerate(runs) if k not in dropped]
+
+
+def _same_losses_other_steps(runs: list[RunData], dropped: set[int]) -> None:
+    """Drop (adding to ``dropped``) a run of one folder whose losses are another format's there, value
+    for value in order, at other steps: one training read twice, its epoch length known to one reader
+    only. MMDetection 2.x writes each run's ``<time>.log`` (``Epoch [1][50/791]``) and ``<time>.log.json``
+    (``"epoch": 1, "iter": 50``, no length): the table's steps, counted by the last iteration logged
+    (750), fell short of the log's. A length taken from the last iteration logged is at most the true
+    one: the reading whose steps go further is kept, its warnings naming the other."""
+    groups: dict[tuple, list[int]] = {}
+    for k, run in enumerate(runs):
+        loss = _loss(run)
+        if k not in dropped and loss is not None and len(loss) >= MIN_SHARED:
+            groups.setdefault((_folder(run.path), len(loss), int(loss.index[0])), []).append(k)
+    for members in groups.values():
+        for i, a in enumerate(members):
+            for b in members[i + 1:]:
+                if a in dropped or b in dropped or runs[a].source == runs[b].source:
+                    continue
+                first, second = _loss(runs[a]), _loss(runs[b])
+                if int(first.index[-1]) == int(second.index[-1]) or not np.allclose(
+                        first.to_numpy(), second.to_numpy(), rtol=_RTOL, atol=0.0):
+                    continue
+                kept, other = (a, b) if first.index[-1] > second.index[-1] else (b, a)
+                dropped.add(other)
+                runs[kept].warnings.append(
+                    f"also logged as {runs[other].path} ({runs[other].source}): the same losses in the same order "
+                    f"at other steps (its last {int(_loss(runs[other]).index[-1])}), one training read twice: this "
+                    "reading's steps go further (an epoch length counted from the last iteration logged falls "
+                    "short), reported once")
 
 
 def _fold_launches(runs: list[RunData], dropped: set[int]) -> None:
