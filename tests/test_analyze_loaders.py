@@ -442,7 +442,7 @@ def test_a_log_and_its_json_copy_at_other_steps_are_one_run(tmp_path):
     text, rows = [], []
     for epoch in (1, 2, 3):
         for it in range(50, 1266, 50):
-            loss = 18 * math.exp(-((epoch - 1) * 1265 + it) / 800) + 1.5 + 0.01 * (it % 7)
+            loss = 1.8 * math.exp(-((epoch - 1) * 1265 + it) / 800) + 0.15 + 0.00123 * (it % 7)  # 4 digits, 5
             text.append(f"2021-04-28 00:01:23,456 - mmdet - INFO - Epoch [{epoch}][{it}/1265]\tlr: 1.000e-04, eta: 1 day, "
                         f"3:01:02, time: 0.512, data_time: 0.101, memory: 10233, loss_cls: 1.2000, loss: {loss:.4f}, "
                         "grad_norm: 10.2000")

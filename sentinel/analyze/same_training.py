@@ -98,8 +98,10 @@ def _same_losses_other_steps(runs: list[RunData], dropped: set[int]) -> None:
                 if a in dropped or b in dropped or runs[a].source == runs[b].source:
                     continue
                 first, second = _loss(runs[a]), _loss(runs[b])
+                x, y = first.to_numpy(dtype="float64"), second.to_numpy(dtype="float64")
+                # (the log prints 4 decimals, its JSON 5: each within half the coarser one's last digit)
                 if int(first.index[-1]) == int(second.index[-1]) or not np.allclose(
-                        first.to_numpy(), second.to_numpy(), rtol=_RTOL, atol=0.0):
+                        x, y, rtol=_RTOL, atol=max(_half_digit(x), _half_digit(y)) * (1 + 1e-9)):
                     continue
                 kept, other = (a, b) if first.index[-1] > second.index[-1] else (b, a)
                 dropped.add(other)
@@ -176,6 +178,22 @@ def _signature(run: RunData) -> tuple | None:
     if loss is None or len(loss) < MIN_SHARED:
         return None
     return len(loss), int(loss.index[0]), int(loss.index[-1])
+
+
+def _half_digit(values: np.ndarray) -> float:
+    """Half the last decimal digit ``values`` are printed to (all of them, up to 8 decimals); 0 where
+    they need more.
+
+    Example:
+        >>> _half_digit(np.array([17.8837, 7.9923])), _half_digit(np.array([1 / 3]))
+        (5e-05, 0.0)
+    """
+    finite = values[np.isfinite(values)]
+    for digits in range(9):
+        scaled = finite * 10.0 ** digits
+        if np.all(np.abs(scaled - np.round(scaled)) < 1e-6):
+            return 0.5 * 10.0 ** -digits
+    return 0.0
 
 
 def _may_be_copies(a: RunData, b: RunData) -> bool:
