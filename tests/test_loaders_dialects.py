@@ -422,6 +422,9 @@ def _epochs_of(per_epoch: int, fmt) -> str:
          range(100, 1201, 100)),
         # the CIFAR-10 tutorial: f'[{epoch + 1}, {i + 1:5d}] loss: {running_loss / 2000:.3f}'
         (_epochs_of(6, lambda e, k, x: f"[{e + 1}, {2000 * (k + 1):5d}] loss: {x:.3f}\n"), range(2000, 24001, 2000)),
+        # ... printed through Python logging's default format (npuichigo/waveglow: "INFO:pytorch:[1,   1] loss: X")
+        (_epochs_of(6, lambda e, k, x: f"INFO:pytorch:[{e + 1}, {2000 * (k + 1):5d}] loss: {x:.3f}\n"),
+         range(2000, 24001, 2000)),
         # the MNIST example: 'Train Epoch: {} [{}/{} ({:.0f}%)]\tLoss: {:.6f}' (samples, from 0)
         (_epochs_of(6, lambda e, k, x: f"Train Epoch: {e + 1} [{640 * k}/3840 ({100 * k / 6:.0f}%)]\tLoss: {x:.6f}\n"),
          range(0, 7041, 640)),

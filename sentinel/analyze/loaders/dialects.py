@@ -1504,6 +1504,9 @@ _STEP_EVALUATION_KEY = Shape(re.compile(rf"^(?![^\n]*?{_EPOCH_THEN_COUNT}){_GAP}
                                         rf"(?<![\w/])(?i:{_EVALUATION_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
                              head=(metrics.STEP, metrics.LOSS))
 
+# Python logging's default format before a message (logging.basicConfig: "%(levelname)s:%(name)s:"),
+# "INFO:root:", "INFO:pytorch:".
+_LEVEL_NAME = r"(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]+:)?"
 GENERIC = Dialect(
     name="text",
     description="any text log with a step-like key (step, iter, global_step, N/TOTAL) and a loss on each line "
@@ -1559,11 +1562,13 @@ GENERIC = Dialect(
         Shape(re.compile(rf"\b(?i:train):[^\S\n]*\[(\d+)(?:/\d+)?\]\[[^\S\n]*(\d+)[^\S\n]*/[^\S\n]*(\d+)\]"
                          rf"{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
               head=("epoch", "iter", "total", metrics.LOSS)),
-        Shape(re.compile(rf"^[ \t]*\[[^\S\n]*(\d+),[^\S\n]*(\d+)\][^\S\n]*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
+        # (after Python logging's default prefix too, basicConfig's "INFO:pytorch:[1,   100] loss: 2.3")
+        Shape(re.compile(rf"^[ \t]*{_LEVEL_NAME}\[[^\S\n]*(\d+),[^\S\n]*(\d+)\][^\S\n]*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b",
+                         re.MULTILINE),
               head=("epoch", "iter", metrics.LOSS)),
         # ... and pointnet.pytorch's (fxia22/pointnet.pytorch, and the point-cloud trainers copied from
         # it): "[%d: %d/%d] train loss: %f accuracy: %f" (its "[8: 90/199] test loss: ..." an evaluation).
-        Shape(re.compile(rf"^[ \t]*\[[^\S\n]*(\d+):[^\S\n]*(\d+)[^\S\n]*/[^\S\n]*(\d+)\][^\S\n]*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b",
+        Shape(re.compile(rf"^[ \t]*{_LEVEL_NAME}\[[^\S\n]*(\d+):[^\S\n]*(\d+)[^\S\n]*/[^\S\n]*(\d+)\][^\S\n]*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b",
                          re.MULTILINE),
               head=("epoch", "iter", "total", metrics.LOSS)),
         # The lr and the grad norm beside the loss (each a shape of its own, on the loss's lines).
