@@ -87,6 +87,8 @@ def _same_losses_other_steps(runs: list[RunData], dropped: set[int]) -> None:
     (``"epoch": 1, "iter": 50``, no length): the table's steps, counted by the last iteration logged
     (750), fell short of the log's. A length taken from the last iteration logged is at most the true
     one: the reading whose steps go further is kept, its warnings naming the other."""
+    if len(runs) - len(dropped) < 2:
+        return
     groups: dict[tuple, list[int]] = {}
     for k, run in enumerate(runs):
         loss = _loss(run)
