@@ -50,7 +50,7 @@ def filtered_windows(run: RunData) -> tuple[RunData, str | None]:
         [2.0, nan, 1.9]
     """
     steps, meta = run.steps, run.meta or {}
-    if not _trainers(run.source, meta) or metrics.LOSS not in steps.columns or metrics.GRAD_NORM_TOTAL not in steps.columns:
+    if not _trainers(run.source, meta) or not {metrics.LOSS, metrics.GRAD_NORM_TOTAL} <= set(steps.columns):
         return run, None
     logged = steps[metrics.LOSS].notna().to_numpy()
     loss = steps[metrics.LOSS].to_numpy(dtype="float64")[logged]
@@ -75,9 +75,10 @@ def filtered_windows(run: RunData) -> tuple[RunData, str | None]:
         meta = {**meta, LOGGED_NAN: told}
     where = ", ".join(f"{steps.index[rows[a]]}" if a == b else f"{steps.index[rows[a]]}-{steps.index[rows[b]]}"
                       for a, b in kept)
-    return dataclasses.replace(run, steps=steps, meta=meta), (f"loss logged as exactly 0 beside a non-finite grad norm at step(s) {where}: the Hugging Face "
-                   "Trainer logs 0.0 for a logging window whose every step's loss was NaN or Inf "
-                   "(logging_nan_inf_filter, on by default): read as non-finite there")
+    return dataclasses.replace(run, steps=steps, meta=meta), (
+        f"loss logged as exactly 0 beside a non-finite grad norm at step(s) {where}: the Hugging Face "
+        "Trainer logs 0.0 for a logging window whose every step's loss was NaN or Inf "
+        "(logging_nan_inf_filter, on by default): read as non-finite there")
 
 
 def nan_filtered_zeros(loss: pd.Series, incidents: list[Incident], source: str, meta: dict | None = None

@@ -410,7 +410,8 @@ def grad_explosion_incidents(grad_norm: pd.Series, loss_spans: list[dict],
         fell = None if led or new_level or climb is not None or span["recovered_step"] is not None \
             else _loss_fell_on(loss, span["start"])
         if fell is not None:
-            tail += f"; the loss went on falling, from {fell[0]:.4g} before it to {fell[1]:.4g} at the end: it did no harm"
+            tail += (f"; the loss went on falling, from {fell[0]:.4g} before it to {fell[1]:.4g} at the end: "
+                     "it did no harm")
         # Back down with no loss spike, the last row alone, where nothing follows, a new level, a
         # gradual climb or one the loss fell on through: information.
         transient = not led and (span["recovered_step"] is not None or span["start"] == last or new_level

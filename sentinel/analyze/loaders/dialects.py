@@ -1563,12 +1563,13 @@ GENERIC = Dialect(
                          rf"{_EPOCH_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
               head=("epoch", "iter", "total", metrics.LOSS)),
         # (after Python logging's default prefix too, basicConfig's "INFO:pytorch:[1,   100] loss: 2.3")
-        Shape(re.compile(rf"^[ \t]*{_LEVEL_NAME}\[[^\S\n]*(\d+),[^\S\n]*(\d+)\][^\S\n]*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b",
-                         re.MULTILINE),
+        Shape(re.compile(rf"^[ \t]*{_LEVEL_NAME}\[[^\S\n]*(\d+),[^\S\n]*(\d+)\][^\S\n]*"
+                         rf"(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
               head=("epoch", "iter", metrics.LOSS)),
         # ... and pointnet.pytorch's (fxia22/pointnet.pytorch, and the point-cloud trainers copied from
         # it): "[%d: %d/%d] train loss: %f accuracy: %f" (its "[8: 90/199] test loss: ..." an evaluation).
-        Shape(re.compile(rf"^[ \t]*{_LEVEL_NAME}\[[^\S\n]*(\d+):[^\S\n]*(\d+)[^\S\n]*/[^\S\n]*(\d+)\][^\S\n]*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b",
+        Shape(re.compile(rf"^[ \t]*{_LEVEL_NAME}\[[^\S\n]*(\d+):[^\S\n]*(\d+)[^\S\n]*/[^\S\n]*(\d+)\][^\S\n]*"
+                         rf"(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b",
                          re.MULTILINE),
               head=("epoch", "iter", "total", metrics.LOSS)),
         # The lr and the grad norm beside the loss (each a shape of its own, on the loss's lines).
@@ -1809,7 +1810,8 @@ LOSS_BEFORE_STEP = Dialect(
         # ... before its epoch and batch: hualin95's DeepLabV3+ and its forks, logger.info("The train loss of
         # epoch{}-batch-{}:{}".format(epoch, batch, loss)).
         Shape(re.compile(rf"{_LOSS_NAMED_BEFORE}(?i:epoch)[^\S\n]*(\d+)[^\S\n]*[-_,/][^\S\n]*"
-                         rf"(?i:batch|iter(?:ation)?|step)[^\S\n]*[-_#]?[^\S\n]*(\d+)[^\S\n]*[:=,][^\S\n]*({_NUM})(?![\w.])"),
+                         rf"(?i:batch|iter(?:ation)?|step)[^\S\n]*[-_#]?[^\S\n]*(\d+)[^\S\n]*[:=,][^\S\n]*"
+                         rf"({_NUM})(?![\w.])"),
               head=("epoch", "iter", metrics.LOSS)),
     ),
     drop_words=_EVAL_WORDS,

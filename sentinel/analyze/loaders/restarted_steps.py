@@ -6,10 +6,11 @@ from 100 again each time. The text reader counts such a step on across its resta
 ``RESTARTED_LENGTH`` steps after the one before (as it does a count inside an epoch), and marks the
 run where the count started again from short of its largest value, or every restart's loss went back
 to the log's first level (``textscan.restarts_are_trainings``): trainings, not epochs (an expert-iteration
-loop's SFT phases, each from "Step 7", too). So are trainings whose printed epoch and iteration start
-again (YOLOX appends each launch to its ``train_log.txt``: ``epoch: 1/20, iter: 10/112``, then
-``epoch: 1/20, iter: 10/14``), each counted on from 0 by the longest. Read as one run, each launch's first loss was "a spike,
-not recovered", and every step of the last training was off by the stretches before it.
+loop's SFT phases, each from "Step 7", too). So are trainings whose printed epoch and iteration
+start again (YOLOX appends each launch to its ``train_log.txt``: ``epoch: 1/20, iter: 10/112``,
+then ``epoch: 1/20, iter: 10/14``), each counted on from 0 by the longest. Read as one run, each
+launch's first loss was "a spike, not recovered", and every step of the last training was off by the
+stretches before it.
 """
 
 from __future__ import annotations
@@ -51,8 +52,9 @@ def split_restarted(run: RunData, path: str | Path) -> list[RunData] | None:
         lo, hi = first + offset, first + offset + length
         part = run.steps[(steps >= lo) & (steps < hi)].copy()
         part.index = part.index - offset
-        meta = {key: value for key, value in run.meta.items() if key not in (RESTARTED_LENGTH, RESTARTED_FROM, "crash", LOGGED_NAN,
-                                                                               "iters_per_epoch", "epochs_from_counter")}
+        meta = {key: value for key, value in run.meta.items()
+                if key not in (RESTARTED_LENGTH, RESTARTED_FROM, "crash", LOGGED_NAN, "iters_per_epoch",
+                               "epochs_from_counter")}
         if LOGGED_NAN in run.meta:
             meta[LOGGED_NAN] = {key: [s - offset for s in at if lo <= s < hi] for key, at in run.meta[LOGGED_NAN].items()}
         if "crash" in run.meta and number == len(trainings):
