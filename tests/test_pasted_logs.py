@@ -1363,9 +1363,10 @@ def test_a_finite_evaluation_loss_is_no_incident_and_a_training_nan_stays_critic
     assert [(i.kind, i.severity) for i in analyze_run(run).incidents] == [("nonfinite", "critical")]
 
 
-@pytest.mark.parametrize("template", ["{t} {loss}", "({t}, {loss})", "  {t}  {loss}"])
+@pytest.mark.parametrize("template", ["{t} {loss}", "({t}, {loss})", "  {t}  {loss}", "{t}:\t{loss}"])
 def test_lines_of_a_step_and_a_loss_alone(tmp_path, template):
-    # print(t, loss.item()) in the PyTorch tutorial; print((t, loss)) / Python 2's print(t, loss.data[0]).
+    # print(t, loss.item()) in the PyTorch tutorial; print((t, loss)) / Python 2's print(t, loss.data[0]);
+    # NVIDIA WaveGlow's print("{}:\t{:.9f}".format(iteration, reduced_loss)) ('not a log format').
     losses = [663.2, 4.51, 0.0327, 7.5, 0.00027, 2.6e-06, 2.7e-08, 1.1e-09]
     log = tmp_path / "tutorial.txt"
     log.write_text("loss goes down:\n" + "\n".join(template.format(t=99 + 100 * i, loss=v)

@@ -1938,12 +1938,13 @@ LOSS_LINES = Dialect(
 )
 
 # print(t, loss.item()) (the PyTorch tutorial "Learning PyTorch with Examples") and print((t, loss))
-# or Python 2's print(t, loss.data[0]): a line holding a step and a loss, nothing else.
+# or Python 2's print(t, loss.data[0]): a line holding a step and a loss, nothing else; NVIDIA's
+# WaveGlow prints print("{}:\t{:.9f}".format(iteration, reduced_loss)).
 PAIRS = Dialect(
     name="text",
-    description="lines of a step and a loss alone (print(t, loss.item()), (t, loss) tuples)",
+    description="lines of a step and a loss alone (print(t, loss.item()), (t, loss) tuples, \"N:\\tX\")",
     shapes=(
-        Shape(re.compile(rf"^[ \t]*\(?[ \t]*(\d+)[ \t]*,?[ \t]+({_NUM})[ \t]*\)?[ \t]*$", re.MULTILINE),
+        Shape(re.compile(rf"^[ \t]*\(?[ \t]*(\d+)[ \t]*[,:]?[ \t]+({_NUM})[ \t]*\)?[ \t]*$", re.MULTILINE),
               head=(metrics.STEP, metrics.LOSS)),
     ),
     min_records=5,
