@@ -24,6 +24,7 @@ from sentinel import metrics
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
 from sentinel.analyze.loaders import LOGGED_NAN, RunData
 from sentinel.analyze.rule_nonfinite import TRAINING_FINITE_THEN, TRAINING_NONFINITE_THEN
+from sentinel.analyze.spans import group_runs
 
 # Sources that are the Trainer's own logs.
 TRAINER_SOURCES = frozenset({"hf_trainer", "hf_trainer_state"})
@@ -59,22 +60,19 @@ def filtered_windows(run: RunData) -> tuple[RunData, str | None]:
     if not hidden.any():
         return run, None
     # Each stretch of hidden windows, kept where a finite loss above 0 comes after it.
-    after = np.flatnonzero(np.isfinite(loss) & (loss > 0))
-    starts = np.flatnonzero(hidden & ~np.r_[False, hidden[:-1]])
-    ends = np.flatnonzero(hidden & ~np.r_[hidden[1:], False])
-    kept = [(a, b) for a, b in zip(starts, ends) if after.size and after[-1] > b]
+    logged_steps = steps.index.to_numpy()[logged]
+    positive = logged_steps[np.isfinite(loss) & (loss > 0)]
+    kept = [(first, last) for first, last in group_runs(hidden, logged_steps) if positive.size and positive[-1] > last]
     if not kept:
         return run, None
-    rows = np.flatnonzero(logged)
-    at = steps.index[np.concatenate([rows[a:b + 1] for a, b in kept])]
+    at = pd.Index(logged_steps[np.any([(logged_steps >= a) & (logged_steps <= b) for a, b in kept], axis=0)])
     steps = steps.copy()
     steps.loc[at, metrics.LOSS] = np.nan
     if meta.get(LOGGED_NAN) is not None:  # a source that tells a logged NaN: these are logged ones
         told = dict(meta[LOGGED_NAN])
         told[metrics.LOSS] = np.union1d(np.asarray(told.get(metrics.LOSS, ()), dtype="int64"), at.to_numpy())
         meta = {**meta, LOGGED_NAN: told}
-    where = ", ".join(f"{steps.index[rows[a]]}" if a == b else f"{steps.index[rows[a]]}-{steps.index[rows[b]]}"
-                      for a, b in kept)
+    where = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in kept)
     return dataclasses.replace(run, steps=steps, meta=meta), (
         f"loss logged as exactly 0 beside a non-finite grad norm at step(s) {where}: the Hugging Face "
         "Trainer logs 0.0 for a logging window whose every step's loss was NaN or Inf "

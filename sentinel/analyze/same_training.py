@@ -36,6 +36,7 @@ import pandas as pd
 from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, AbandonedHistory, RunData
 from sentinel.analyze.loaders.went_back import CONTEXT, logged_nan_within
+from sentinel.analyze.noise import printed_unit
 
 # Loss values two runs must share, at least, to be taken for one training: a few equal values
 # may be chance (a loss stuck at ln(vocab) at the same first steps).
@@ -103,7 +104,7 @@ def _same_losses_other_steps(runs: list[RunData], dropped: set[int]) -> None:
                 x, y = first.to_numpy(dtype="float64"), second.to_numpy(dtype="float64")
                 # (the log prints 4 decimals, its JSON 5: each within half the coarser one's last digit)
                 if int(first.index[-1]) == int(second.index[-1]) or not np.allclose(
-                        x, y, rtol=_RTOL, atol=max(_half_digit(x), _half_digit(y)) * (1 + 1e-9)):
+                        x, y, rtol=_RTOL, atol=0.5 * max(printed_unit(x), printed_unit(y)) * (1 + 1e-9)):
                     continue
                 kept, other = (a, b) if first.index[-1] > second.index[-1] else (b, a)
                 dropped.add(other)
@@ -180,22 +181,6 @@ def _signature(run: RunData) -> tuple | None:
     if loss is None or len(loss) < MIN_SHARED:
         return None
     return len(loss), int(loss.index[0]), int(loss.index[-1])
-
-
-def _half_digit(values: np.ndarray) -> float:
-    """Half the last decimal digit ``values`` are printed to (all of them, up to 8 decimals); 0 where
-    they need more.
-
-    Example:
-        >>> _half_digit(np.array([17.8837, 7.9923])), _half_digit(np.array([1 / 3]))
-        (5e-05, 0.0)
-    """
-    finite = values[np.isfinite(values)]
-    for digits in range(9):
-        scaled = finite * 10.0 ** digits
-        if np.all(np.abs(scaled - np.round(scaled)) < 1e-6):
-            return 0.5 * 10.0 ** -digits
-    return 0.0
 
 
 def _may_be_copies(a: RunData, b: RunData) -> bool:
