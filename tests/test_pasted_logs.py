@@ -6211,16 +6211,17 @@ def test_a_paste_of_one_step_line_says_so(tmp_path):
                               ).exit_code == 0
 
 
-@pytest.mark.parametrize("line, step", [
-    ("100000 | loss nan | lr 0.000000e+00 | 2006.12ms | mfu 1.68%", 100000),  # llama2.c's last line
-    ("170 / 178 : loss = nan;1076660156255;", 170),
+@pytest.mark.parametrize("line, step, shown", [
+    ("100000 | loss nan | lr 0.000000e+00 | 2006.12ms | mfu 1.68%", 100000, "nan"),  # llama2.c's last line
+    ("170 / 178 : loss = nan;1076660156255;", 170, "nan"),
+    ("100000 | loss inf | lr 0.000000e+00 | 2006.12ms | mfu 1.68%", 100000, "+inf"),  # named as the rules name it
 ])
-def test_a_paste_of_one_step_line_whose_loss_is_nan_says_so(tmp_path, line, step):
+def test_a_paste_of_one_step_line_whose_loss_is_nan_says_so(tmp_path, line, step, shown):
     """A thread's paste of the one line where the loss was NaN ('one step line ...: sentinel judges a series of
     steps') left out the paste's news: the refusal says the loss is non-finite there."""
     result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "train.log", [line]))])
     assert result.exit_code == 1 and "one step line" in result.output
-    assert f"whose loss is nan at step {step}" in " ".join(result.output.split())
+    assert f"whose loss is {shown} at step {step}" in " ".join(result.output.split())
 
 
 def test_a_log_of_no_loss_names_its_non_finite_values(tmp_path):

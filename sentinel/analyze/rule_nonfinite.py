@@ -156,6 +156,16 @@ def _same_frame(frame: pd.DataFrame | None, series: pd.Series) -> bool:
             and frame.index.equals(series.index))
 
 
+def nonfinite_name(value: float) -> str:
+    """How a report names a non-finite value: ``nan``, ``+inf`` or ``-inf``.
+
+    Example:
+        >>> [nonfinite_name(v) for v in (float("nan"), float("inf"), -float("inf"))]
+        ['nan', '+inf', '-inf']
+    """
+    return "nan" if np.isnan(value) else ("+inf" if value > 0 else "-inf")
+
+
 def finite(series: pd.Series) -> pd.Series:
     """The finite values of a series (absent and non-finite steps dropped).
 
@@ -212,7 +222,7 @@ def nonfinite_incidents(run: RunData) -> list[Incident]:
             if key == metrics.GRAD_NORM_TOTAL else {}
         for start, end in stretches:
             span = between(series, start, end)[between(mask, start, end).to_numpy()]
-            kinds = sorted({"nan" if np.isnan(v) else ("+inf" if v > 0 else "-inf") for v in span})
+            kinds = sorted({nonfinite_name(v) for v in span})
             resolved = last_finite is not None and last_finite > end
             sources = events[(events["step"] >= start) & (events["step"] <= end)] if len(events) else events
             where = _describe_sources(sources)
@@ -417,8 +427,7 @@ def eval_nonfinite_incidents(run: RunData) -> list[Incident]:
         else:  # a bar's draws repeat each result: one evaluation per result shown
             at = steps.index[results[bad[results]]]
             evaluations = len(results)
-        kinds = sorted({"nan" if np.isnan(v) else ("+inf" if v > 0 else "-inf") for c in columns
-                        for v in steps[c].to_numpy(dtype="float64")[bad]})
+        kinds = sorted({nonfinite_name(v) for c in columns for v in steps[c].to_numpy(dtype="float64")[bad]})
         shown = ", ".join(str(int(s)) for s in at[:5]) + (", ..." if len(at) > 5 else "")
         resolved = bool(np.isfinite(values[np.flatnonzero(bad)[-1] + 1:]).any())
         message = (f"{', '.join(columns)} non-finite ({'/'.join(kinds)}) at {len(at)} of {evaluations} evaluation"

@@ -270,7 +270,7 @@ def _nonfinite_in(steps: pd.DataFrame) -> str:
     value = float(steps[metrics.LOSS].iloc[0])
     if math.isfinite(value):
         return ""
-    shown = "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    shown = "nan" if math.isnan(value) else ("+inf" if value > 0 else "-inf")  # as rule_nonfinite names it
     return f", whose loss is {shown} at step {int(steps.index[0])}: the loss went non-finite by then"
 
 
