@@ -3479,6 +3479,26 @@ def test_two_keys_that_could_each_be_the_loss_are_the_users_choice(tmp_path):
     assert code == 0 and report["runs"][0]["steps"] == 4 and report["runs"][0]["final_loss"] == 296.0
 
 
+@pytest.mark.parametrize("lines, named, wanted", [
+    # fast-reid's CommonMetricPrinter: the total read, its classification loss stuck at 50.2 behind it
+    ([f"[06/09 19:{s % 60:02d}:53] fastreid.utils.events INFO: eta: 0:56:11  iter: {1999 + 200 * s}  "
+      f"total_loss: {68.4 - 2 * s:.3f}  loss_cls: {50.7 - 0.1 * s:.3f}  loss_triplet: {17.8 - 2 * s:.3f}  "
+      "time: 0.2223  lr: 3.50e-04" for s in range(6)], "loss_cls", 50.2),
+    # cryoDRGN's train_vae epoch summaries: a component ("gen loss") first, the objective last
+    ([f"# =====> Epoch: {e} Average gen loss = 0.5{e:02d}, KLD = {e}.19, total loss = 0.6{e:02d}; Finished in 10:32"
+      for e in range(1, 9)], "total loss", 0.608),
+    # MobileFaceNet_TF: "<name> is <value>"
+    ([f"epoch 0, total_step {22000 + 50 * s}, total loss is {47.1 - s / 10:.2f} , inference loss is "
+      f"{47.0 - s / 5:.2f}, reg_loss is 0.09, training accuracy is 0.000000" for s in range(8)], "inference loss", 45.6),
+])
+def test_the_loss_named_is_read_where_the_lines_read_another(tmp_path, lines, named, wanted):
+    """--loss-col named a key beside the loss a reader takes from the lines (its shapes name their
+    own keys): "key 'loss_cls' not found ...; keys found: loss, lr". The key named is read."""
+    code, report = _analyze(str(_write(tmp_path / "train.log", lines)), "--loss-col", named)
+    assert code == 0 and report["runs"][0]["final_loss"] == pytest.approx(wanted)
+    assert report["runs"][0]["steps"] == len(lines)
+
+
 @pytest.mark.parametrize("template", [
     "Epoch {e}, Loss: {t}, Accuracy: 81.2, Test Loss: {v}, Test Accuracy: 85.0",  # TensorFlow 2 quickstart
     "Epoch: {e:02d} | Train Loss: {t:.3f} | Train PPL: 7.389 | Val. Loss: {v:.3f} | Val. PPL: 9.025",  # bentrevett

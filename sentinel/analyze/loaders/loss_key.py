@@ -87,11 +87,11 @@ def named_key(text: str, name: str) -> str | None:
     case), as the text writes it; None where no pair has it.
 
     Example:
-        >>> named_key("Epoch 1, Recon: 301.2, KL: 5.1\\n", "recon")
-        'Recon'
+        >>> named_key("Epoch 1, Recon: 301.2, KL: 5.1\\n", "recon"), named_key("step 3, total loss is 4.7", "total loss")
+        ('Recon', 'total loss')
     """
-    pair = re.compile(rf"(?<![\w/.-])({re.escape(name)})['\"]?[^\S\n]*(?:[:=][^\S\n]*|[^\S\n])['\"]?"
-                      r"[-+]?(?:\d|\.\d|nan\b|inf\b)", re.IGNORECASE)
+    pair = re.compile(rf"(?<![\w/.-])({re.escape(name)})['\"]?[^\S\n]*(?:[:=][^\S\n]*|(?:is[^\S\n]+)?)['\"]?"
+                      r"[-+]?(?:\d|\.\d|nan\b|inf\b)", re.IGNORECASE)  # "key: 2", "key=2", "key 2", "key is 2"
     found = pair.search(Lines.shared(text).distinct_text())
     return None if found is None else found.group(1)
 
@@ -168,6 +168,20 @@ def _log_text(value: str) -> str:
 def loss_key_as_loss(text: str, key: str) -> str:
     """``text`` with ``key`` written as ``loss`` wherever it stands as a key of its own."""
     return re.sub(rf"(?<![\w/.-]){re.escape(key)}(?![\w/.-])", "loss", text)
+
+
+def only_key_as_loss(text: str, key: str) -> str:
+    """``text`` with ``key`` written as ``loss`` and every other ``loss`` in it spelt ``lss``: the key
+    the user named (``--loss-col``) is the one loss a reader finds where the lines name another that
+    the reader takes first (fast-reid's ``total_loss: 68.4  loss_cls: 50.7``; cryoDRGN's ``Average
+    gen loss = 0.547, KLD = 11.5, total loss = 0.547``).
+
+    Example:
+        >>> only_key_as_loss("iter: 9  total_loss: 68.4  loss_cls: 50.7  Loss: 2", "loss_cls")
+        'iter: 9  total_lss: 68.4  loss: 50.7  Lss: 2'
+    """
+    own_or_other = re.compile(rf"(?<![\w/.-]){re.escape(key)}(?![\w/.-])|(?i:l(o)ss)")
+    return own_or_other.sub(lambda m: "loss" if m.group(1) is None else m.group(0)[0] + m.group(0)[2:], text)
 
 
 def section_grad_norm_as_total(text: str, key: str) -> str:

@@ -29,11 +29,13 @@ from sentinel.analyze.loaders.dialect_types import Dialect, LossTerms
 from sentinel.analyze.loaders.crash_tail import TRACEBACK, final_error
 from sentinel.analyze.loaders.keys import canonical_key, inferred_loss_note, is_aggregate, looks_like_loss
 from sentinel.analyze.loaders.log_lines import Lines
-from sentinel.analyze.loaders.loss_key import LossKey, find_loss_key, loss_key_note, loss_keys, named_key
+from sentinel.analyze.loaders.loss_key import (LossKey, find_loss_key, loss_key_note, loss_keys, named_key,
+                                                only_key_as_loss)
 from sentinel.analyze.loaders.progress_bar import bar_steps
 from sentinel.analyze.loaders.restarted_steps import split_restarted
 from sentinel.analyze.loaders.textlog import SNIFF_BYTES, read_head, read_text, run_name, trainings_note
-from sentinel.analyze.loaders.textscan import clean_text, count_records, plain_numbers, scan, split_evaluation_lines
+from sentinel.analyze.loaders.textscan import (KeyNotFound, clean_text, count_records, plain_numbers, scan,
+                                               split_evaluation_lines)
 
 NAME = "textlog"
 DESCRIPTION = "text logs, read as the first of these that fits:"
@@ -167,6 +169,22 @@ def _pick(text: str, least: int | None, loss_col: str | None = None) -> tuple[Di
         return dialect, None
     named = pick_dialect(key.rewrite(text), least, compete=True)
     return (named, key) if _reads_records(named) else (dialect, None)
+
+
+def _named_key_unread(head: str, dialect: Dialect | None, options: LoadOptions) -> str | None:
+    """The key ``--loss-col`` names, as the lines write it, where the dialect picked reads another
+    loss from them and not this key (its lines' shapes name their own keys: fast-reid's
+    ``total_loss`` is read, its ``loss_cls`` beside it is no field of them); else None."""
+    if options.loss_col is None or not _reads_records(dialect):
+        return None
+    named = named_key(head, options.loss_col)
+    if named is None or named.lower() == metrics.LOSS:
+        return None
+    try:
+        scan(head, dialect, replace(options, step_col=None))
+    except KeyNotFound:
+        return named
+    return None
 
 
 def _reads_records(dialect: Dialect | None) -> bool:
@@ -390,6 +408,11 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
     options = options or LoadOptions()
     text = read_text(path)
     dialect, key = _pick(text[: 1 << 20], least, options.loss_col)
+    named = _named_key_unread(text[: 1 << 20], dialect, options) if key is None else None
+    if named is not None:  # the one loss the lines hold now, read as any log's
+        text, dialect, key = only_key_as_loss(text, named), *_pick(only_key_as_loss(text[: 1 << 20], named), least)
+        key = LossKey(named, named=True) if key is None else key
+        options = replace(options, loss_col=None)
     if dialect is not None and key is not None:
         text = key.rewrite(text)
         if key.named:

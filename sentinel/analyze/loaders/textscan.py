@@ -100,6 +100,10 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _ANSI_RESIDUE = re.compile(r"\[\d{1,3}(?:;\d{1,3})*m")
 
 
+class KeyNotFound(ValueError):
+    """``--loss-col`` or ``--step-col`` names a key that a dialect's record lines do not have."""
+
+
 @dataclass
 class Scan:
     """What :func:`scan` found: the steps frame, events, meta and warnings, and the stretches of
@@ -351,7 +355,7 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
         A :class:`Scan`; its steps frame is empty when no record line was found.
 
     Raises:
-        ValueError: ``options`` name a key that no record line has (the message lists the keys).
+        KeyNotFound: ``options`` name a key that no record line has (the message lists the keys).
 
     Example:
         >>> from sentinel.analyze.loaders.dialects import TORCHTITAN
@@ -415,7 +419,7 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
         parts += _evaluation_parts(lines, dialect, options, dialect.evaluation_keys)
     for wanted in (options.loss_col, options.step_col):
         if parts and wanted is not None and wanted.lower() not in seen_keys:
-            raise ValueError(f"key {wanted!r} not found in the {dialect.name} log lines; keys found: "
+            raise KeyNotFound(f"key {wanted!r} not found in the {dialect.name} log lines; keys found: "
                              f"{', '.join(sorted(seen_keys))}")
     meta: dict = {"format": dialect.name}
     record_steps: dict[int, np.ndarray] = {}
