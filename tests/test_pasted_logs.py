@@ -6336,6 +6336,22 @@ def test_an_evaluation_loss_named_before_its_step_is_no_training_loss(tmp_path):
     assert run.steps["loss"].max() < 2.01
 
 
+def test_a_loss_named_before_a_step_that_counts_inside_each_epoch_keeps_every_epoch(tmp_path):
+    """A TF2 PointNet port's 'Training loss at step 300: 0.93' under each 'Epoch: 31' header counts inside
+    the epoch: three epochs of 0-300 were read as four steps, each epoch's records replacing the last's
+    with no word, the final loss the last epoch's at step 300 among them. The count goes on across epochs."""
+    lines, value = [], 1.7
+    for epoch in range(1, 4):
+        lines.append(f"Epoch: {epoch}")
+        for step in range(0, 400, 100):
+            value -= 0.05
+            lines.append(f"Training loss at step {step}: {value:.4f}, accuracy: 0.05")
+        lines.append(f"Training accuracy at epoch {epoch}: 0.06")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert len(run.steps) == 12 and run.steps["loss"].is_monotonic_decreasing
+    assert run.steps["loss"].iloc[-1] == pytest.approx(1.1)
+
+
 @pytest.mark.parametrize("nan_at", [None, 120])
 def test_a_dvclive_step_the_loss_was_not_logged_at_is_no_nan_loss(tmp_path, nan_at):
     """DVCLive's Hugging Face callback logs the loss at each logging step and the training's summary (train/loss,

@@ -1815,6 +1815,9 @@ LOSS_BEFORE_STEP = Dialect(
               head=("epoch", "iter", metrics.LOSS)),
     ),
     drop_words=_EVAL_WORDS,
+    # "Training loss at step 300" then "at step 0" under each "Epoch: N": a count inside the epoch
+    # (a TF2 PointNet port; each epoch's records had replaced the last's at the same steps).
+    step_wraps=True,
     min_records=2,
     amp_lines=True,
 )
