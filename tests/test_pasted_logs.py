@@ -1884,6 +1884,22 @@ def test_a_grad_norm_of_exactly_zero_with_a_loss_that_does_not_come_down_is_repo
     assert analyze_run(run).incidents == []
 
 
+def test_a_grad_norm_of_exactly_zero_beside_a_loss_that_climbs_is_a_placeholder(tmp_path):
+    """GaLore under the Trainer logs grad_norm 0.0 (no norm computed) while its loss diverged, 1.27 to 1053:
+    beside the divergence came "no gradient reaches the weights (a loss detached from the model, ...)",
+    the wrong cause. A loss the weights do not move wanders about its level; this one climbed with them."""
+    losses = [1.2678, 7.793, 14.9705, 22.4244, 60.9344, 1052.9999]
+    lines = [f"{{'loss': {v}, 'grad_norm': 0.0, 'learning_rate': 0.001, 'epoch': {0.01 * (i + 1):.2f}}}"
+             for i, v in enumerate(losses)]
+    report = analyze_run(discover_runs(_write(tmp_path / "galore.log", lines))[0])
+    assert [i.kind for i in report.incidents] == ["divergence"]
+    # A loss that stays at its level beside the same zeros is a gradient that never arrives.
+    flat = [line.replace(f"'loss': {v},", f"'loss': {2.3 + 0.01 * (i % 2)},") for i, (v, line) in
+            enumerate(zip(losses, lines))]
+    assert [i.kind for i in analyze_run(discover_runs(_write(tmp_path / "flat.log", flat))[0]).incidents] == \
+        ["zero_grad"]
+
+
 def test_detectron2s_nan_stop_in_its_traceback_is_the_runs_nan(tmp_path):
     """detectron2 stops with FloatingPointError("Loss became infinite or NaN at iteration=N!"): its
     last step line is finite, and the run was called healthy."""

@@ -24,6 +24,10 @@ from sentinel.analyze.zero_stretches import zero_stretches
 MIN_ROWS = 5
 # The loss across the stretch must not fall by more than this share for it to count.
 MAX_LOSS_FALL = 0.05
+# ... nor rise so far: the median of its second half at this many times its first half's. A loss the
+# weights do not move wanders about its level; one that climbs off it (GaLore under the Trainer, its
+# grad_norm 0.0 a placeholder, the loss 1.27 -> 1053) is moved by updates the norm does not show.
+PLACEHOLDER_RISE = 2.0
 # A loss below this share of the first logged one is a fit, whose gradient is 0 by right.
 CONVERGED = 1e-3
 # A stretch that starts at or before this step is from the run's start.
@@ -77,8 +81,8 @@ def zero_grad_incidents(grad: pd.Series, loss: pd.Series, min_rows: int = MIN_RO
             said = flat[(flat.index >= stretch.first_step) & (flat.index <= stretch.last_step)]
             if len(said) and bool(said.all()):
                 continue  # every completion scored alike: no advantage to follow
-        if fall is not None and fall > MAX_LOSS_FALL:
-            continue  # the loss came down: the weights did change, the 0 is a placeholder
+        if fall is not None and fall > MAX_LOSS_FALL or _climbed(during):
+            continue  # the loss came down, or climbed: the weights did change, the 0 is a placeholder
         if len(during) and len(loss) and loss.iloc[0] > 0 and np.abs(during).max() <= CONVERGED * loss.iloc[0]:
             continue  # a model that fits its data exactly: no loss left, no gradient
         from_start = stretch.first_step <= START_STEPS
@@ -90,3 +94,18 @@ def zero_grad_incidents(grad: pd.Series, loss: pd.Series, min_rows: int = MIN_RO
         return [stretch.incident(IncidentKind.ZERO_GRAD, from_start,
                                  f"grad norm exactly 0 {stretch.where}{moved}: {cause}")]
     return []
+
+
+def _climbed(during: np.ndarray) -> bool:
+    """Whether a loss climbed off its level over a stretch (:data:`PLACEHOLDER_RISE`): the median of
+    its second half against its first half's, four values at least.
+
+    Example:
+        >>> _climbed(np.array([1.27, 7.79, 14.97, 22.42, 60.93, 1053.0])), _climbed(np.array([2.3, 2.1, 2.4, 2.2]))
+        (True, False)
+    """
+    if len(during) < 4:
+        return False
+    half = len(during) // 2
+    first, second = float(np.median(during[:half])), float(np.median(during[-half:]))
+    return first > 0 and second >= PLACEHOLDER_RISE * first
