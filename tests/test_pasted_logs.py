@@ -1900,6 +1900,22 @@ def test_a_grad_norm_of_exactly_zero_beside_a_loss_that_climbs_is_a_placeholder(
         ["zero_grad"]
 
 
+def test_step_lines_whose_loss_wrapped_onto_the_next_line_say_so(tmp_path):
+    """torchtitan's lines pasted into a pull request wrapped at 80 columns: 'step:  1  loss:' with its value on the next
+    line. Five steps and no loss were 'only 0 finite loss value(s) ... non-finite values ... are still reported', as if
+    the losses were there and NaN."""
+    lines = []
+    for step in range(1, 6):
+        lines += [f"[rank0]:[titan] 2026-07-16 11:20:4{step},921 - root - INFO - step:  {step}  loss:",
+                  f"{8.0 - step / 10:.5f}  grad_norm:  3.7762  memory:  3.87GiB(2.17%)  tps: 1,578"]
+    code, report = _analyze(str(_write(tmp_path / "titan.log", lines)))
+    (run,) = report["runs"]
+    assert code == 0 and run["verdict"] == "no loss"
+    assert run["warnings"] == ["no loss value at any of its 5 steps: its lines name the loss but no value of it was "
+                               "read (a paste whose lines wrapped between a key and its value? paste the log as it "
+                               "was written)"]
+
+
 def test_detectron2s_nan_stop_in_its_traceback_is_the_runs_nan(tmp_path):
     """detectron2 stops with FloatingPointError("Loss became infinite or NaN at iteration=N!"): its
     last step line is finite, and the run was called healthy."""

@@ -199,6 +199,11 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         # Advice to name the loss only where there are series to name it among.
         if len(steps.columns) and not any("no loss" in w for w in warnings):
             warnings.append("no loss series: pass --loss-col NAME")
+    elif not len(loss) and len(steps) >= 2 and _loss_never_printed(run):
+        # (torchtitan's lines pasted wrapped at 80 columns: "step:  1  loss:" with its value on the next line)
+        warnings.append(f"no loss value at any of its {len(steps)} steps: its lines name the loss but no value "
+                        "of it was read (a paste whose lines wrapped between a key and its value? paste the "
+                        "log as it was written)")
     elif len(loss) < 2:
         warnings.append(f"only {len(loss)} finite loss value(s): too little history to judge spikes "
                         "or divergence; non-finite values and the final loss are still reported")
@@ -371,6 +376,13 @@ def _parts_between(loss: pd.Series, cuts: list[int]) -> list[pd.Series]:
     steps = loss.index.to_numpy()
     bounds = [0, *np.searchsorted(steps, sorted(cuts)), len(steps)]
     return [loss.iloc[a:b] for a, b in zip(bounds, bounds[1:]) if b - a >= 2]
+
+
+def _loss_never_printed(run: RunData) -> bool:
+    """Whether ``run``'s loss column holds no value at all, not even a printed NaN: the source tells
+    a printed NaN from a value not printed (a text log does) and none was printed."""
+    printed_nan = logged_nan_steps(run, metrics.LOSS)
+    return printed_nan is not None and not len(printed_nan) and not run.steps[metrics.LOSS].notna().any()
 
 
 def _loss_name(meta: dict | None) -> str:
