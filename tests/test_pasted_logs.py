@@ -1900,6 +1900,30 @@ def test_a_grad_norm_of_exactly_zero_beside_a_loss_that_climbs_is_a_placeholder(
         ["zero_grad"]
 
 
+def test_a_global_count_each_launch_started_again_goes_on_across_launches(tmp_path):
+    """PaddleOCR 2.x's train.log, resumed 13 times: 'epoch: [62/200], iter: 20' after epoch 61's iter 14349,
+    the global count started again by each launch while the epochs went on. Read as a count inside each
+    epoch, its steps ran to 4,296,825 where the launches logged about 53,000 iterations between them."""
+    lines, per_epoch = [], 5
+    for launch, epochs in enumerate([range(1, 9), range(8, 15), range(15, 21)]):
+        count = 0
+        for epoch in epochs:
+            for _ in range(per_epoch):
+                count += 20
+                loss = 5.0 / (1 + epoch + count / 1000)
+                lines.append(f"[2021/12/26 15:39:06] root INFO: epoch: [{epoch}/20], iter: {count}, lr: 0.000500, "
+                             f"loss: {loss:.6f}, acc: 0.529295, reader_cost: 0.26782 s, batch_cost: 1.01592 s")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index.max() == 20 * per_epoch * 20  # 20 epochs of five records, 20 iterations apart
+    assert len(run.steps) == 20 * per_epoch  # the second launch's epoch 8 replaces the first's
+    # A count inside the epoch logged every 100 steps of an 82-step epoch moves on at most epoch changes
+    # too ("iteration:2 step:18/82", "iteration:3 step:36/82", ..., "iteration:6 step:8/82"): it stays one.
+    lines = [f"2021-04-12 23:35:32,903 - log/train.log - INFO - iteration:{g // 82 + 1} step:{g % 82}/82, "
+             f"NER loss:{30 / (1 + g / 100):.6f}" for g in range(100, 8201, 100)]
+    (run,) = discover_runs(_write(tmp_path / "ner.log", lines))
+    assert run.steps.index.tolist() == list(range(100, 8201, 100))
+
+
 def test_step_lines_whose_loss_wrapped_onto_the_next_line_say_so(tmp_path):
     """torchtitan's lines pasted into a pull request wrapped at 80 columns: 'step:  1  loss:' with its value on the next
     line. Five steps and no loss were 'only 0 finite loss value(s) ... non-finite values ... are still reported', as if

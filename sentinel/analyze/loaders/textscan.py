@@ -902,6 +902,7 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
                     meta["first_epoch"] = first
             if epoch is not None and _counts_globally(epoch, iters, columns["_pos"],
                                                       known_length=total is not None and not np.isnan(total).all()):
+                step = _on_across_launches(epoch, iters, columns["_pos"])
                 epoch = None  # "epoch 2 step 1200": the step goes on across epochs already
             if epoch is not None:
                 if np.nanmin(epoch) == 0:  # epochs counted from 0
@@ -1755,7 +1756,47 @@ def _counts_globally(epoch: np.ndarray, iters: np.ndarray, pos: np.ndarray, know
     changes = np.flatnonzero((e[1:] > e[:-1]) & ~np.isnan(e[1:]) & ~np.isnan(e[:-1]))
     if not len(changes):
         return not known_length
-    return bool((i[changes + 1] > i[changes]).all())  # a global count moves on at every change
+    on = i[changes + 1] > i[changes]
+    if on.all():
+        return True  # a global count moves on at every change
+    # ... or at most of them, falling back to the log's first count at the others: each a launch
+    # that resumed from a checkpoint without the count (PaddleOCR 2.x's "epoch: [62/200], iter: 20").
+    # (A count inside the epoch logged at another interval than the epoch's length falls to other
+    # values: a NER script's "iteration:3 step:36/82" every 100 steps, then "iteration:6 step:8/82".)
+    return len(changes) >= _LAUNCH_CHANGES and on.mean() >= _MOSTLY_ON and \
+        bool((i[changes + 1][~on] == i[~np.isnan(i)][0]).all())
+
+
+# Epoch changes a count must be seen at, and the share of them it must move on at, to be global
+# where it falls back to its start at the others (_counts_globally).
+_LAUNCH_CHANGES = 4
+_MOSTLY_ON = 0.75
+
+
+def _on_across_launches(epoch: np.ndarray, iters: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """A global count (:func:`_counts_globally`) that each launch started again from the log's first
+    count while the epochs went on, continued: the records from such a fall on go on from the last count the
+    launches before logged in an earlier epoch than the fall's (the end of the epoch it resumed
+    after; the records it logged again then replace the abandoned ones, as a resume's do).
+
+    Example:
+        >>> _on_across_launches(np.array([1., 1., 2., 2., 3., 2., 3.]), np.array([10., 20., 30., 40., 50., 10., 20.]),
+        ...                     np.arange(7)).tolist()
+        [10.0, 20.0, 30.0, 40.0, 50.0, 30.0, 40.0]
+    """
+    order = np.argsort(pos, kind="stable")
+    e, i = epoch[order], iters[order].astype("float64")
+    falls = np.flatnonzero((i[1:] < i[:-1]) & (i[1:] == i[~np.isnan(i)][0])) + 1
+    if not len(falls):
+        return iters
+    out = i.copy()
+    for at in falls:
+        earlier = np.flatnonzero(e[:at] < e[at])
+        if len(earlier):
+            out[at:] = i[at:] + out[earlier[-1]]
+    step = np.empty_like(out)
+    step[order] = out
+    return step
 
 
 def _concat(tables: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
