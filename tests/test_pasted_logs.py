@@ -1924,6 +1924,20 @@ def test_a_global_count_each_launch_started_again_goes_on_across_launches(tmp_pa
     assert run.steps.index.tolist() == list(range(100, 8201, 100))
 
 
+def test_pytorch_yolov3s_losses_group_reads_its_total(tmp_path):
+    """PyTorch-YOLOv3's early print, kept by its pruning forks: "[Epoch 1/2, Batch 4310/4807] [Losses: x 0.56, ...,
+    total nan, recall: 0.00000, precision: 1.00000]" was refused as a log of recall and precision with no loss, its
+    NaN unseen. The total is the loss, the batch a count inside the epoch."""
+    lines = [f"[Epoch {e}/2, Batch {b}/50] [Losses: x 0.559568, y 0.449969, w 0.1, h 0.1, conf 8.89, cls 1.14, "
+             f"total {10.0 - e - b / 100 if (e, b) < (2, 30) else float('nan'):f}, recall: 0.00000, precision: 1.00000]"
+             for e in (1, 2) for b in range(0, 50, 5)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index.tolist() == [e * 50 + b for e in (0, 1) for b in range(0, 50, 5)]
+    assert run.steps["loss"].iloc[0] == pytest.approx(9.0)
+    (incident,) = analyze_run(run).incidents
+    assert (incident.kind, incident.step) == ("nonfinite", 80)
+
+
 def test_step_lines_whose_loss_wrapped_onto_the_next_line_say_so(tmp_path):
     """torchtitan's lines pasted into a pull request wrapped at 80 columns: 'step:  1  loss:' with its value on the next
     line. Five steps and no loss were 'only 0 finite loss value(s) ... non-finite values ... are still reported', as if
@@ -1938,6 +1952,43 @@ def test_step_lines_whose_loss_wrapped_onto_the_next_line_say_so(tmp_path):
     assert run["warnings"] == ["no loss value at any of its 5 steps: its lines name the loss but no value of it was "
                                "read (a paste whose lines wrapped between a key and its value? paste the log as it "
                                "was written)"]
+
+
+def test_a_count_and_a_colon_that_open_the_message_then_the_loss(tmp_path):
+    """DPPO's pretraining under Hydra's logger, f"{self.epoch}: train loss {loss_train:8.4f} | t:{timer():8.4f}": "[...]
+    [agent.pretrain.train_diffusion_agent][INFO] - 87: train loss   0.1508 | t: 56.9872" was not a log format."""
+    lines = [f"[2024-11-12 17:{i:02d}:26,296][agent.pretrain.train_diffusion_agent][INFO] - {87 + i}: train loss   "
+             f"{0.1508 - i / 10000:.4f} | t: 56.9872" for i in range(12)]
+    (run,) = discover_runs(_write(tmp_path / "run.log", lines))
+    assert run.steps.index.tolist() == list(range(87, 99)) and run.steps["loss"].iloc[-1] == pytest.approx(0.1497)
+
+
+def test_paddleslims_epoch_lines_are_no_torchtitan_lines_and_their_evaluation_no_training(tmp_path):
+    """PaddleSlim's "epoch:394 train step:190  loss:  1.2416 lr: 0.000028" was read as torchtitan's "step: N  loss: X",
+    its "epoch:394 valid step:0    loss:  1.4642 top1: ..." lines as training steps 0-20 before the training's 190-270."""
+    lines = [f"2020-09-17 02:50:44,995-INFO: epoch:394 train step:{s}  loss:  {1.0 + (s % 30) / 100:.4f} lr: 0.000028 "
+             "elapse: 0.275s" for s in range(190, 280, 10)]
+    lines += ["2020-09-17 02:51:07,579-INFO: END epoch:394 train loss_avg:  1.2111  elapse_sum: 75.699s"]
+    lines += [f"2020-09-17 02:51:07,936-INFO: epoch:394 valid step:{s}    loss:  1.4642 top1: 0.7031 top5: 0.9062 "
+              "elapse: 0.357s" for s in (0, 10, 20)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source != "torchtitan" and run.steps["loss"].dropna().index.tolist() == list(range(190, 280, 10))
+    # torchtitan's own lines, with a validation line among them, are torchtitan's training.
+    lines = [f"[rank0]:[titan] 2025-01-01 11:20:41,921 - root - INFO - step: {s:2}  loss: {8 - s / 10:7.4f}  grad_norm: "
+             f"{1.2:7.4f}  memory: 3.87GiB(2.17%)  tps: 1,578" for s in range(1, 11)]
+    lines.insert(5, "[rank0]:[titan] 2025-01-01 11:20:41,921 - root - INFO - validate step: 5  loss: 9.1000")
+    (run,) = discover_runs(_write(tmp_path / "titan.log", lines))
+    assert run.source == "torchtitan" and run.steps["loss"].max() == pytest.approx(7.9)
+
+
+def test_crestereos_epoch_and_batch_in_one_bracket(tmp_path):
+    """CREStereo's "2022/06/01 14:17:25 0.66 b/s,passed:00:13:16,...,lr:0.0004,[2/100:5/500] ==> loss:26.19" was not a
+    log format; the batch counts inside the epoch."""
+    lines = [f"2022/06/01 14:17:25 0.66 b/s,passed:00:13:16,eta:21:41:36,data_time:0.16,lr:0.0004,[{e}/100:{b}/500] ==> "
+             f"loss:{20 - e - b / 100:.2f}" for e in (2, 3) for b in range(5, 505, 100)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index.tolist() == [(e - 1) * 500 + b for e in (2, 3) for b in range(5, 505, 100)]
+    assert run.steps["loss"].iloc[0] == pytest.approx(17.95)
 
 
 def test_detectron2s_nan_stop_in_its_traceback_is_the_runs_nan(tmp_path):

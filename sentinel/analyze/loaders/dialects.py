@@ -117,16 +117,27 @@ LITGPT = Dialect(
     ),
 )
 
+# A line about an evaluation ("| valid on 'valid' subset 1000 / 1311 loss=1.60", "Step 300 | eval
+# loss: 2.1"): its loss is not the training loss of a step. Fewer words than keys.looks_like_loss
+# rejects in a metric's name: a free-text line says "val" and "dev" for other things ("val: n/a",
+# "dev=cuda:0"). WeTTS marks its evaluation's lines "Epoch 0 [CV] progress 290/341 loss X" (its
+# training lines "[TRAIN]"): the bracketed mark only.
+_EVAL_WORDS = ("val", "valid", "validation", "eval", "evaluation", "test", "testing", "[cv]")
+
 # torchtitan: f"{color.red}step: {step:2}  {color.green}loss: {loss:7.4f}  {color.orange}grad_norm:
 # {grad_norm:7.4f}  {color.turquoise}memory: {gib:5.2f}GiB({pct:.2f}%)  {color.blue}tps: {tps:,} ..."
 TORCHTITAN = Dialect(
     name="torchtitan",
     description='torchtitan ("step: N  loss: X  grad_norm: G  memory: ...")',
     # [^\S\n]: spaces that stay on the line, so the pattern reads one line skeleton at a time
-    # (not PaddleVideo's "epoch:[  1/196] train step:0    loss: 0.00000 lr: ...": its step counts inside
-    # the epoch the line names, which the generic reader makes a global step)
-    shapes=(Shape(re.compile(r"^(?![^\n]*?\bepoch:\[)[^\n]*?\bstep:[^\S\n]*(\d+[^\S\n]+loss:[^\n]*)", re.MULTILINE),
+    # (not PaddleVideo's "epoch:[  1/196] train step:0    loss: 0.00000 lr: ..." nor PaddleSlim's "epoch:394
+    # train step:190  loss:  1.2416 lr: ...": its step counts inside the epoch the line names, which the
+    # generic reader makes a global step)
+    shapes=(Shape(re.compile(r"^(?![^\n]*?\bepoch:)[^\n]*?\bstep:[^\S\n]*(\d+[^\S\n]+loss:[^\n]*)", re.MULTILINE),
                   units={"%": ("", 1.0)}),),
+    # An evaluation's "valid step:10   loss: 1.4104" is none of the training's steps, nor torchtitan's
+    # validator's "validate step: 100  loss: 2.31".
+    drop_words=(*_EVAL_WORDS, "validate"),
     min_records=2,
 )
 
@@ -1373,15 +1384,9 @@ _EPOCH_THEN_COUNT = rf"{_EPOCH_NUM}{_EPOCH_GAP}(?<![/\w])(?<!global )(?<!inner )
 _EPOCH_OF_COUNT = rf"{_EPOCH_WORD}[^\S\n]*[:=#]?[^\S\n]*(\d+)[^\S\n]*/[^\S\n]*\d+[^\S\n]*[,|]?[^\S\n]+(\d+)[^\S\n]*/[^\S\n]*(\d+)\b"
 _EPOCH_BRACKETS = (rf"{_EPOCH_WORD}[^\S\n]*[:=#]?[^\S\n]*\[?[^\S\n]*\d+(?:[^\S\n]*/[^\S\n]*\d+)?[^\S\n]*\]?:?[^\S\n]*[\[(][^\S\n]*\d+[^\S\n]*/|"
                    rf"{_EPOCH_WORD}[^\S\n]*[:=#]?[^\S\n]*\d+[^\S\n]*/[^\S\n]*\d+[^\S\n]*[,|]?[^\S\n]+\d+[^\S\n]*/[^\S\n]*\d+\b")
-# A line about an evaluation ("| valid on 'valid' subset 1000 / 1311 loss=1.60", "Step 300 | eval
-# loss: 2.1"): its loss is not the training loss of a step. Fewer words than keys.looks_like_loss
-# rejects in a metric's name: a free-text line says "val" and "dev" for other things ("val: n/a",
-# "dev=cuda:0"). WeTTS marks its evaluation's lines "Epoch 0 [CV] progress 290/341 loss X" (its
-# training lines "[TRAIN]"): the bracketed mark only.
 # Up to the next loss: a Keras bar whose redraws ran into one line ("... - loss: 2.3 - 2ms/step")
 # reads each loss with its own record.
 _LOSS_GAP = _gap_until(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}{_NUM}")
-_EVAL_WORDS = ("val", "valid", "validation", "eval", "evaluation", "test", "testing", "[cv]")
 # The loss of an evaluation line that names no step or epoch ("Test set: Average loss: 0.0335, ...",
 # "Validation loss: 2.1", "val_loss=2.1"): its first loss.
 _UNSTEPPED_EVALUATION = re.compile(
@@ -1637,6 +1642,11 @@ PROGRESS_LINES = Dialect(
         # 0.25 lr 0.000223 | loss 7.64 | pplx 2081.29, bpc 11.0233": the loss after a space).
         Shape(re.compile(rf"(?:^|\] )\[(\d+)\] [^\n]*?(?<![\w/])(?i:{_LOSS_KEY})(?:=|:[^\S\n]*|[^\S\n]+)({_NUM})(?:,|[^\S\n]|$)",
                          re.MULTILINE), head=(metrics.STEP, metrics.LOSS)),
+        # A count and a colon that open the message, then the loss: DPPO's pretraining under Hydra's
+        # logger, log.info(f"{self.epoch}: train loss {loss_train:8.4f} | t:{timer():8.4f}")
+        # ("[...][agent.pretrain.train_diffusion_agent][INFO] - 87: train loss   0.1508 | t: 56.9872").
+        Shape(re.compile(rf"(?:^|[^\S\n]-[^\S\n])[^\S\n]*(\d+):[^\S\n]+(?i:{_LOSS_KEY}){_QSEP}({_NUM})(?:[^\S\n]|$)",
+                         re.MULTILINE), head=(metrics.STEP, metrics.LOSS)),
         # A loss, then the count it was taken at: "Loss: 6.0023 after 100 batches".
         Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})[^\S\n]+after[^\S\n]+(\d+)[^\S\n]+"
                          r"(?i:batch(?:es)?|steps?|iter(?:ation)?s?|updates?)\b"),
@@ -1655,6 +1665,15 @@ PROGRESS_LINES = Dialect(
         # (the batch count inside the epoch).
         Shape(re.compile(rf"\b(\d+)epoch:train:\d+-(\d+)batch: [^\n]*?(?<![\w/])loss=({_NUM})(?:,|$)", re.MULTILINE),
               head=("epoch", "iter", metrics.LOSS)),
+        # eriklindernoren's PyTorch-YOLOv3 before 2019 (and its pruning forks): "[Epoch %d/%d, Batch %d/%d]
+        # [Losses: x %f, y %f, w %f, h %f, conf %f, cls %f, total %f, recall: %.5f, precision: %.5f]": the
+        # total is the loss, the batch a count inside the epoch.
+        Shape(re.compile(rf"\[Epoch (\d+)/\d+, Batch (\d+)/(\d+)\][^\S\n]*\[Losses:[^\]\n]*?[^\S\n]total[^\S\n]+"
+                         rf"({_NUM})\b"),
+              head=("epoch", "iter", "total", metrics.LOSS)),
+        # CREStereo's: "...,lr:0.0004,[2/100:5/500] ==> loss:26.19" (the epoch and its batch in one bracket).
+        Shape(re.compile(rf"\[(\d+)/\d+:(\d+)/(\d+)\][^\S\n]*==>[^\S\n]*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
+              head=("epoch", "iter", "total", metrics.LOSS)),
         # DCGAN's print kept by scripts with one loss: f"[{epoch}/{epochs}][{i}/{len(loader)}] Loss: {loss}"
         # (a count inside the epoch; epochs from 0 or 1).
         Shape(re.compile(rf"^[^\S\n]*\[(\d+)/\d+\][^\S\n]*\[(\d+)/(\d+)\][^\S\n]*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b",
