@@ -6351,6 +6351,26 @@ def test_a_paste_of_one_step_line_whose_loss_is_nan_says_so(tmp_path, line, step
     assert f"whose loss is {shown} at step {step}" in " ".join(result.output.split())
 
 
+def test_a_paste_of_one_step_line_whose_grad_norm_is_inf_says_so(tmp_path):
+    """SOLOFusion's one pasted mmdet line, its grad_norm inf: 'one step line ...', the inf never named."""
+    line = ("2023-08-05 20:33:00,438 - mmdet - INFO - Iter [50/5274] lr: 2.500e-05, eta: 1:52:54, time: 1.297, "
+            "loss_depth: 17.8610, loss: 21809.0703, grad_norm: inf")
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "train.log", [line]))])
+    assert result.exit_code == 1 and "whose grad norm is +inf at step 50" in " ".join(result.output.split())
+
+
+def test_a_log_no_reader_takes_whose_lines_print_a_nan_loss_says_so(tmp_path):
+    """A federated script's rounds, each a block under '>> ROUND 3' with 'Loss nan' on its lines: 'not a log format
+    sentinel reads', the NaN in every round unsaid."""
+    lines = []
+    for r in range(3):
+        lines += [f">> ROUND {r}", "> pre-client selection 10/100", "selected clients: [0, 16, 32, 42]",
+                  "> 10 Clients Training: Loss nan Acc 0.2345", "> ALL Clients Testing: Loss nan Acc 0.0715", ""]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "fl.log", lines))])
+    said = " ".join(result.output.split())
+    assert result.exit_code == 1 and "6 of its lines print a non-finite loss" in said and "not a log format" not in said
+
+
 def test_a_log_of_no_loss_names_its_non_finite_values(tmp_path):
     """FermiNet logs "Step 03455: nan E_h, variance=nan E_h^2, pmove=0.51" (its energy unnamed): refused as 'its lines
     log pmove, variance but no loss', with no word that they went NaN."""

@@ -219,7 +219,7 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
         return (f"'{path}': its lines name {len(readable)} losses ({', '.join(readable)}) and none is the total: "
                 f"pass --loss-col {readable[0]} (or another of them) to read one, or log their sum as loss")
     if keys:
-        return _one_record(text, path)
+        return _one_record(text, path) or _nonfinite_lines(text, path)
     logged = _logged_keys(text)
     if not logged:
         if _bars_alone(text):
@@ -250,6 +250,30 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
             "divergence): sentinel judges a training loss; print or log the loss beside them")
 
 
+# A loss printed as NaN or infinity: "Loss nan", "loss: inf", "'train_loss': NaN".
+_NONFINITE_LOSS = re.compile(r"(?<![\w/])(?i:[\w/.-]*loss)['\"]?[^\S\n]*[:=]?[^\S\n]*['\"]?"
+                             r"(?i:nan|[-+]?inf(?:inity)?)(?![\w.])")
+
+
+def _nonfinite_lines(text: str, path: str | Path) -> str | None:
+    """The problem of a text no reader takes whose lines print a non-finite loss (a federated script's
+    rounds, each a block under ">> ROUND 3" with "Loss nan" in its lines): the news is said with why
+    the log is not judged; else None.
+
+    Example:
+        >>> _nonfinite_lines(">> ROUND 0\\n> 10 Clients Training: Loss nan Acc 0.2345\\n", "x.log")[:63]
+        "'x.log': 1 of its lines print a non-finite loss (the first: '> "
+    """
+    found = [(line, hit) for line in text.splitlines() if (hit := _NONFINITE_LOSS.search(line))]
+    if not found:
+        return None
+    line, hit = found[0]
+    shown = line[max(0, hit.end() - 100):hit.end()].strip()  # the value's end of a long line
+    return (f"'{path}': {len(found)} of its lines print a non-finite loss (the first: {shown!r}): the loss "
+            "went non-finite; sentinel finds no step it reads with it, so the log is not judged further (print each "
+            "step's loss on the line of its step: step 100 | loss 2.31)")
+
+
 def _one_record(text: str, path: str | Path) -> str | None:
     """The problem of a paste that holds one step line a reader knows (the last bar of a run: "steps:
     100%|...| 3720/3720 [...,  avr_loss=2.77]"), where a file is read from two: a series is judged,
@@ -276,20 +300,24 @@ def _one_record(text: str, path: str | Path) -> str | None:
 
 
 def _nonfinite_in(steps: pd.DataFrame) -> str:
-    """``, whose loss is nan at step N`` where the one step line read holds a non-finite loss (the
-    paste's news, told even where a series cannot be judged); else an empty string.
+    """``, whose loss is nan at step N`` where the one step line read holds a non-finite loss, or
+    grad norm (the paste's news, told even where a series cannot be judged); else an empty string.
 
     Example:
         >>> _nonfinite_in(pd.DataFrame({"loss": [float("nan")]}, index=[100000]))
         ', whose loss is nan at step 100000: the loss went non-finite by then'
+        >>> _nonfinite_in(pd.DataFrame({"loss": [2.1], "grad_norm/total": [float("inf")]}, index=[50]))
+        ', whose grad norm is +inf at step 50: the gradient went non-finite there'
     """
-    if metrics.LOSS not in steps.columns or len(steps.index) != 1:
+    if len(steps.index) != 1:
         return ""
-    value = float(steps[metrics.LOSS].iloc[0])
-    if math.isfinite(value):
-        return ""
-    shown = "nan" if math.isnan(value) else ("+inf" if value > 0 else "-inf")  # as rule_nonfinite names it
-    return f", whose loss is {shown} at step {int(steps.index[0])}: the loss went non-finite by then"
+    for column, name, what in ((metrics.LOSS, "loss", "the loss went non-finite by then"),
+                               (metrics.GRAD_NORM_TOTAL, "grad norm", "the gradient went non-finite there")):
+        value = float(steps[column].iloc[0]) if column in steps.columns else 0.0
+        if not math.isfinite(value):
+            shown = "nan" if math.isnan(value) else ("+inf" if value > 0 else "-inf")  # as rule_nonfinite names it
+            return f", whose {name} is {shown} at step {int(steps.index[0])}: {what}"
+    return ""
 
 
 # Keys of a training's own workings, no measure of its progress (keys.canonical_key's names).
