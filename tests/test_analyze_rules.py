@@ -245,7 +245,7 @@ def test_plateau_is_info():
     (plateau,) = by_kind(report, "plateau")
     # From step 198 (loss 1.0101) on, the best improves by less than 1% per 1000 steps.
     assert plateau.severity.value == "info" and (plateau.step, plateau.end_step) == (198, 1699)
-    assert report.verdict.value == "healthy"
+    assert report.verdict.value == "healthy" and "rose" not in plateau.message
 
 
 def rollback_events(spike_step: int, restored: int, again: int | None = None) -> list[dict]:
@@ -631,6 +631,35 @@ def test_spikes_that_recur_at_a_fixed_period_are_info():
     report = _report(_sawtooth(extra_spike_at=2090))
     assert report.verdict.value == "unhealthy"
     assert all(i.severity.value != "info" for i in by_kind(report, "loss_spike"))
+
+
+def _hard_epoch_ends(epochs: int = 6, first_rise_early: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """A noisy per-batch loss over epochs of 1,000 steps whose data come in the same order each epoch:
+    its level x2.5 over each epoch's last quarter, back 50 steps into the next (logged every 10)."""
+    steps = np.arange(0, 1000 * epochs, 10)
+    position = steps % 1000
+    level = np.where((position >= 750) | (position < 50), 2.5, 1.0)
+    if first_rise_early:
+        level[(steps >= 1650) & (steps < 1750)] = 2.5  # the rise begins 100 steps early once; its return does not
+    level[steps < 1000] = np.maximum(level[steps < 1000], 3 - steps[steps < 1000] / 500)
+    return steps, level * np.exp(np.random.default_rng(0).normal(0, 0.1, len(steps)))
+
+
+@pytest.mark.parametrize("first_rise_early", [False, True])
+def test_divergences_that_came_back_at_a_fixed_period_are_info(first_rise_early):
+    """NeMo's fine-tune of a speech model, its utterances in the same order each 5,000-step epoch: the
+    per-batch loss's smoothed level x2.5 over each epoch's end, back 700 steps into the next, made five
+    critical divergences on a run whose validation WER fell at every evaluation. Divergences that came
+    back, four or more, starting or ending one period apart, are the data's pattern; the last, cut off
+    by the log's end, with them."""
+    steps, loss = _hard_epoch_ends(first_rise_early=first_rise_early)
+    divergences = by_kind(analyze_run(run_of({"loss": loss}, index=steps)), "divergence")
+    assert len(divergences) == 5 and all(i.severity.value == "info" for i in divergences)
+    assert divergences[0].details["recurring"]["period"] == 1000.0
+    # Three that came back are no pattern yet.
+    steps, loss = _hard_epoch_ends(epochs=4)
+    divergences = by_kind(analyze_run(run_of({"loss": loss}, index=steps)), "divergence")
+    assert divergences and all(i.severity.value == "critical" for i in divergences)
 
 
 def _with_evals(train: np.ndarray, evals: dict[int, float], name: str = "eval_loss") -> RunData:

@@ -1,4 +1,5 @@
-"""Loss spikes that come round at a fixed period are the data's pattern, not an instability.
+"""Loss spikes, and divergences that came back, that come round at a fixed period are the data's
+pattern, not an instability.
 
 An epoch whose data is not shuffled ends on its hardest batches every time, and a data source that
 comes round every N steps does the same: the loss bumps up at the same point of each period and
@@ -6,7 +7,10 @@ comes back down. Its author reads that as the data's shape. Where every loss spi
 (warning or worse) starts one period after the one before (within 5% of the period, or two logged
 steps), there are at least :data:`MIN_REPEATS` of them and each is shorter than half the period,
 they are told as info, the period named; the last one, cut off by the end of the log, is one of
-them too. One spike out of step leaves them all as they were.
+them too. One spike out of step leaves them all as they were. The same holds for the divergences
+that came back, by where they start or where they end (a speech model's per-batch loss, its
+smoothed level x2.5 over the last tenth of each 5,000-step epoch of utterances in the same order,
+back 700 steps into the next; the rise began 1,000 steps early once, its return never did).
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ TOLERANCE_ROWS = 2
 
 
 def settle_recurring(incidents: list[Incident], steps: np.ndarray) -> list[Incident]:
-    """``incidents`` with the loss spikes told as info where they recur at a fixed period.
+    """``incidents`` with the loss spikes, and the divergences that came back, told as info where
+    they recur at a fixed period.
 
     Args:
         incidents: the run's incidents.
@@ -34,29 +39,64 @@ def settle_recurring(incidents: list[Incident], steps: np.ndarray) -> list[Incid
     Example:
         >>> settle_recurring(incidents, run.steps.index.to_numpy())  # doctest: +SKIP
     """
-    spikes = sorted((i for i in incidents if i.kind == IncidentKind.LOSS_SPIKE.value
-                     and i.severity.rank >= Severity.WARNING.rank), key=lambda i: i.step)
-    if len(spikes) < MIN_REPEATS or len(steps) < 2:
+    if len(steps) < 2:
         return incidents
-    starts = np.array([i.step for i in spikes], dtype=np.float64)
-    gaps = np.diff(starts)
-    period = float(np.median(gaps))
-    row = float(np.median(np.diff(steps)))
-    if period <= 0 or np.abs(gaps - period).max() > max(TOLERANCE * period, TOLERANCE_ROWS * row):
-        return incidents
-    if any(i.end_step - i.step >= period / 2 for i in spikes):
+    spikes = [i for i in incidents if i.kind == IncidentKind.LOSS_SPIKE.value and i.severity.rank >= Severity.WARNING.rank]
+    returned = sorted((i for i in incidents if i.kind == IncidentKind.DIVERGENCE.value and i.details.get("came_back")),
+                      key=lambda i: i.step)
+    settled = {}
+    for group, by_end in ((spikes, False), (returned, True)):
+        period = _period(sorted(group, key=lambda i: i.step), steps, by_end)
+        if period is not None:
+            settled.update({id(i): period for i in group})
+    if returned and id(returned[-1]) in settled:
+        # The last, cut off by the log's end (still up there), where it starts one period after the last
+        # that came back.
+        period, row = settled[id(returned[-1])], float(np.median(np.diff(steps)))
+        settled.update({id(i): period for i in incidents if i.kind == IncidentKind.DIVERGENCE.value
+                        and i.end_step >= int(steps[-1]) and not i.details.get("came_back")
+                        and abs(i.step - returned[-1].step - period) <= max(TOLERANCE * period, TOLERANCE_ROWS * row)})
+    if not settled:
         return incidents
     last = int(steps[-1])
-    note = (f"one of {len(spikes)} alike, every {period:g} steps from step {spikes[0].step}: a pattern that "
-            "comes round (an unshuffled epoch's hardest batches, a data source that recurs), not an instability")
-    ids = {id(i) for i in spikes}
-    settled = []
+    out = []
     for incident in incidents:
-        if id(incident) in ids:
+        period = settled.get(id(incident))
+        if period is not None:
+            alike = sum(1 for i in incidents if settled.get(id(i)) is not None and i.kind == incident.kind)
+            first = min(i.step for i in incidents if settled.get(id(i)) is not None and i.kind == incident.kind)
+            note = (f"one of {alike} alike, every {period:g} steps from step {first}: a pattern that comes round (an "
+                    "unshuffled epoch's hardest batches, a data source that recurs), not an instability")
             cut = incident.end_step >= last  # the log ended inside it: it goes as the others did
-            if incident.resolved or cut:
+            if incident.resolved or cut or incident.kind == IncidentKind.DIVERGENCE.value:
                 incident = dataclasses.replace(
                     incident, severity=Severity.INFO, message=f"{incident.message}; {note}",
-                    details={**incident.details, "resolved": True, "recurring": {"period": period, "count": len(spikes)}})
-        settled.append(incident)
-    return settled
+                    details={**incident.details, "resolved": True, "recurring": {"period": period, "count": alike}})
+        out.append(incident)
+    return out
+
+
+def _period(group: list[Incident], steps: np.ndarray, by_end: bool) -> float | None:
+    """The period at which the incidents of ``group`` (in step order) start, one after the other
+    (within :data:`TOLERANCE`), or end (``by_end``); None where they do not, are fewer than
+    :data:`MIN_REPEATS`, or one lasts half the period or longer.
+
+    Example:
+        >>> make = lambda a, b: Incident(IncidentKind.LOSS_SPIKE, a, b, Severity.WARNING, "")
+        >>> _period([make(s, s + 20) for s in (100, 300, 500, 700)], np.arange(0, 900, 10), False)
+        200.0
+    """
+    if len(group) < MIN_REPEATS:
+        return None
+    row = float(np.median(np.diff(steps)))
+    ends = (False, True) if by_end else (False,)
+    for end in ends:
+        at = np.array([i.end_step if end else i.step for i in group], dtype=np.float64)
+        gaps = np.diff(at)
+        period = float(np.median(gaps))
+        if period <= 0 or np.abs(gaps - period).max() > max(TOLERANCE * period, TOLERANCE_ROWS * row):
+            continue
+        if any(i.end_step - i.step >= period / 2 for i in group):
+            return None
+        return period
+    return None
