@@ -248,6 +248,14 @@ def test_plateau_is_info():
     assert report.verdict.value == "healthy" and "rose" not in plateau.message
 
 
+def test_a_plateau_whose_level_rose_says_so():
+    """SphereFace under Caffe, pasted in two pieces: 9.48 at 2100-2300, then 11.42, 11.90, 11.52 at 15900-16100:
+    "loss plateaued for 13800 steps (2300-16100): best 9.478", as if it had stayed flat."""
+    loss = [9.47989, 9.47797, 9.48282, 11.4196, 11.9011, 11.5191]
+    (plateau,) = by_kind(analyze_run(run_of({"loss": loss}, index=[2100, 2200, 2300, 15900, 16000, 16100])), "plateau")
+    assert plateau.message.endswith("; its level rose x1.21 over it (9.483 to 11.52)")
+
+
 def rollback_events(spike_step: int, restored: int, again: int | None = None) -> list[dict]:
     events = [make_event("spike", spike_step, metric="loss", value=9.0, baseline=1.1, score=30.0),
               make_event("rollback", spike_step + 1, spike_step=spike_step, restored_step=restored,
