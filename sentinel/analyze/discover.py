@@ -216,6 +216,8 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
             raise NoRunsError(f"'{path}' is a Git LFS pointer, not the file it names: {LFS_FIX}")
         if path.suffix.lower() in _NUMPY_SUFFIXES:  # np.save's losses: binary, but read named on its own
             return Discovery(_with_loss(_numpy_saved(path, options), options))
+        if path.suffix.lower() == ".ipynb":  # a notebook named on its own: what its cells printed
+            return Discovery(_notebook_runs(path, options))
         reason = _reason_by_name(path)
         if reason == ARCHIVE:
             raise NoRunsError(f"'{path}' is {reason}: unpack it ({archive_command(path)}) and pass the folder")
@@ -928,6 +930,37 @@ def _bare_numbers_problem(file: Path) -> str | None:
     from sentinel.analyze.loaders import bare_numbers
 
     return None if is_compressed(file) else bare_numbers.problem(file)
+
+
+def _notebook_runs(path: Path, options: LoadOptions) -> list[RunData]:
+    """The runs of a Jupyter notebook named on its own: the text its cells printed
+    (:mod:`~sentinel.analyze.loaders.notebook_outputs`), read as a pasted log is, under the
+    notebook's name (in a directory walk a notebook is source code).
+
+    Raises:
+        NoRunsError: the notebook holds no output, or none that reads as a training log.
+    """
+    from sentinel.analyze.loaders import notebook_outputs
+
+    try:
+        text = notebook_outputs.output_text(path)
+    except ValueError as e:
+        raise NoRunsError(f"'{path}' is no Jupyter notebook ({e}): pass a notebook saved by Jupyter, or a log "
+                          "file") from None
+    if text is None:
+        raise NoRunsError(f"'{path}' is a notebook that holds no output (not run, or saved without its outputs): "
+                          "run it and save it with its outputs, or pass the logs its training wrote")
+    with tempfile.TemporaryDirectory(prefix="sentinel-notebook-") as folder:
+        copy = Path(folder) / f"{path.stem}.log"
+        copy.write_text(text, encoding="utf-8")
+        try:
+            runs = discover(copy, options).runs
+        except (NoRunsError, ValueError) as e:  # its words name the notebook, not the copy
+            raise type(e)(str(e).replace(str(copy), str(path)).replace(copy.name, path.name)) from None
+    for run in runs:
+        run.path = str(path)
+        run.warnings = [w.replace(str(copy), str(path)).replace(copy.name, path.name) for w in run.warnings]
+    return runs
 
 
 def _claimed_document(file: Path, modules: Iterable[ModuleType], options: LoadOptions) -> list[RunData] | None:

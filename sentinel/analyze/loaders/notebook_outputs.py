@@ -1,0 +1,96 @@
+"""The training log a Jupyter notebook holds: the text its cells printed, in cell order.
+
+A notebook trained in Colab or Kaggle keeps what the training printed in its cells' outputs:
+``stream`` outputs (``print``, Keras' ``fit`` bars, tqdm, the Trainer's logging), an
+``execute_result`` or ``display_data`` as its ``text/plain``, and the Hugging Face Trainer's
+progress table as HTML only (``<table>`` of Step, Training Loss, Validation Loss): its rows are
+written as tab-separated lines, as a table copied out of the browser reads. A cell's ``error``
+output keeps its traceback. The text is read as any pasted log is (:mod:`textlogs`); the notebook
+is parsed as JSON data, its code never run.
+
+Example:
+    >>> import json, tempfile
+    >>> cell = {"cell_type": "code", "source": "fit()", "outputs": [
+    ...     {"output_type": "stream", "name": "stdout", "text": ["step 1 loss 2.5\\n", "step 2 loss 2.4\\n"]}]}
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".ipynb") as f:
+    ...     _ = f.write(json.dumps({"nbformat": 4, "cells": [cell]})); f.flush()
+    ...     output_text(f.name)
+    'step 1 loss 2.5\\nstep 2 loss 2.4\\n'
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+# An HTML table's rows and cells, and any tag inside a cell (the Trainer's "<td>0.6931</td>").
+_ROW = re.compile(r"<tr\b[^>]*>(.*?)</tr>", re.IGNORECASE | re.DOTALL)
+_CELL = re.compile(r"<t[hd]\b[^>]*>(.*?)</t[hd]>", re.IGNORECASE | re.DOTALL)
+_TAG = re.compile(r"<[^>]+>")
+# A terminal's colour codes in a traceback's lines.
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def output_text(path: str | Path) -> str | None:
+    """The text ``path``'s cells printed, in order (see the module docstring); None where its cells
+    printed nothing.
+
+    Raises:
+        OSError: the file cannot be read.
+        ValueError: the file is no notebook (not JSON data with cells).
+    """
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            notebook = json.load(f)
+    except (ValueError, RecursionError):
+        raise ValueError("not JSON data") from None
+    cells = notebook.get("cells") if isinstance(notebook, dict) else None
+    if cells is None and isinstance(notebook, dict) and isinstance(notebook.get("worksheets"), list):
+        cells = [cell for sheet in notebook["worksheets"] if isinstance(sheet, dict)  # nbformat 3
+                 for cell in sheet.get("cells") or []]
+    if not isinstance(cells, list):
+        raise ValueError("JSON data with no cells")
+    pieces = [text for cell in cells if isinstance(cell, dict) for output in cell.get("outputs") or []
+              if isinstance(output, dict) and (text := _output_text(output))]
+    return "".join(piece if piece.endswith(("\n", "\r")) else piece + "\n" for piece in pieces) or None
+
+
+def _output_text(output: dict) -> str:
+    """One output's text: a stream's, a result's ``text/plain`` (its HTML table's rows where the
+    plain text is only the object's name), an error's traceback."""
+    kind = output.get("output_type")
+    if kind == "stream":
+        return _joined(output.get("text"))
+    if kind in ("execute_result", "display_data", "pyout"):
+        data = output.get("data") if isinstance(output.get("data"), dict) else output
+        shown = _joined(data.get("text/html") or data.get("html"))
+        if "<table" in shown.lower():  # the Trainer's progress table ("<IPython.core.display.HTML object>")
+            return _table_lines(shown)
+        return _joined(data.get("text/plain") or data.get("text"))
+    if kind in ("error", "pyerr"):
+        return _ANSI.sub("", "\n".join(str(line) for line in output.get("traceback") or []))
+    return ""
+
+
+def _joined(text) -> str:
+    """An output's text, kept as a string or as a list of lines (nbformat writes either)."""
+    if isinstance(text, list):
+        return "".join(str(part) for part in text)
+    return text if isinstance(text, str) else ""
+
+
+def _table_lines(shown: str) -> str:
+    """An HTML table's rows as tab-separated lines (tags dropped, entities decoded).
+
+    Example:
+        >>> _table_lines("<table><tr><th>Step</th><th>Training Loss</th></tr><tr><td>500</td><td>0.69</td></tr></table>")
+        'Step\\tTraining Loss\\n500\\t0.69\\n'
+    """
+    lines = []
+    for row in _ROW.findall(shown):
+        cells = [html.unescape(_TAG.sub("", cell)).strip() for cell in _CELL.findall(row)]
+        if cells:
+            lines.append("\t".join(cells) + "\n")
+    return "".join(lines)

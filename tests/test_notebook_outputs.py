@@ -1,0 +1,89 @@
+"""A Jupyter notebook named on its own is read from what its cells printed (its code never run)."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+from click.testing import CliRunner
+from nbclient import NotebookClient
+
+from sentinel.analyze import discover
+from sentinel.analyze.analyzer import analyze_run
+from sentinel.analyze.discover import NoRunsError, discover_runs
+from sentinel.cli.main import main
+
+# A training loop a notebook runs: a tiny regression whose loss is printed every 10 steps, a batch of
+# outliers at step 150; then the Hugging Face Trainer's progress table as the notebook shows it (HTML).
+_TRAINING = """
+import torch
+torch.manual_seed(0)
+x = torch.randn(256, 4); y = x @ torch.tensor([1.0, -2.0, 0.5, 3.0])
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+for step in range(1, 301):
+    batch = torch.randint(0, 256, (32,))
+    target = y[batch] * (40.0 if step == 150 else 1.0)
+    loss = torch.nn.functional.mse_loss(model(x[batch]).squeeze(1), target)
+    opt.zero_grad(); loss.backward(); opt.step()
+    if step % 10 == 0:
+        print(f"step {step} | loss {loss.item():.4f}")
+"""
+_TRAINER_TABLE = """
+from IPython.display import HTML, display
+rows = "".join(f"<tr><td>{s}</td><td>{2.0 / (1 + s / 500):.6f}</td><td>{2.2 / (1 + s / 600):.6f}</td></tr>"
+               for s in range(100, 2100, 100))
+display(HTML('<div><progress value="2000" max="2000"></progress> [2000/2000 05:23, Epoch 3/3]</div>'
+             '<table border="1" class="dataframe"><thead><tr style="text-align: left;"><th>Step</th>'
+             '<th>Training Loss</th><th>Validation Loss</th></tr></thead><tbody>' + rows + '</tbody></table><p>'))
+"""
+
+
+def _executed(tmp_path, *sources: str):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in sources])
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    path = tmp_path / "train.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def test_a_notebooks_printed_training_and_trainer_table_are_read(tmp_path):
+    """A notebook trained in Colab keeps its log in its cells' outputs: `sentinel analyze train.ipynb` was "source
+    code, not a training log". Its printed lines are read as a pasted log; the Trainer's table, HTML only, by rows."""
+    path = _executed(tmp_path, _TRAINING)
+    (run,) = discover_runs(path)
+    assert run.path == str(path) and run.steps.index.tolist() == list(range(10, 301, 10))
+    assert [i.step for i in analyze_run(run).incidents if i.kind == "loss_spike"] == [150]
+    path = _executed(tmp_path, "print('Tokenizing...')", _TRAINER_TABLE)
+    (run,) = discover_runs(path)
+    assert run.steps["loss"].dropna().index.tolist() == list(range(100, 2100, 100))
+    assert run.steps["loss"].iloc[0] == pytest.approx(2.0 / 1.2, abs=1e-6)
+
+
+def test_a_notebook_with_no_output_or_no_json_says_so(tmp_path):
+    empty = tmp_path / "empty.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("train()")]), empty)
+    result = CliRunner().invoke(main, ["analyze", str(empty)])
+    assert result.exit_code == 1 and "a notebook that holds no output (not run, or saved without its outputs)" in \
+        result.output
+    broken = tmp_path / "broken.ipynb"
+    broken.write_text('{"cells": [', encoding="utf-8")
+    result = CliRunner().invoke(main, ["analyze", str(broken)])
+    assert result.exit_code == 1 and "is no Jupyter notebook (not JSON data)" in result.output
+    # Outputs that hold no training: the text reader's refusal, under the notebook's name.
+    printed = tmp_path / "printed.ipynb"
+    cell = nbformat.v4.new_code_cell("print('hello')", outputs=[nbformat.v4.new_output("stream", text="hello\n")])
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell]), printed)
+    with pytest.raises(NoRunsError) as caught:
+        discover_runs(printed)
+    assert str(printed) in str(caught.value) and "sentinel-notebook-" not in str(caught.value)
+
+
+def test_a_notebook_in_a_directory_walk_is_source_code(tmp_path):
+    """Named on its own a notebook is its outputs; in a walk it is one of a repository's files."""
+    cell = nbformat.v4.new_code_cell("fit()", outputs=[nbformat.v4.new_output(
+        "stream", text="".join(f"step {s} | loss {2 - s / 1000:.4f}\n" for s in range(10, 300, 10)))])
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell]), tmp_path / "train.ipynb")
+    (tmp_path / "train.log").write_text("".join(f"step {s} | loss {2 - s / 1000:.4f}\n" for s in range(10, 300, 10)))
+    found = discover.discover(tmp_path)
+    assert [run.path for run in found.runs] == [str(tmp_path / "train.log")]
+    assert [s.path for s in found.skipped] == [str(tmp_path / "train.ipynb")]
