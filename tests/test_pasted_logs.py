@@ -1991,6 +1991,21 @@ def test_crestereos_epoch_and_batch_in_one_bracket(tmp_path):
     assert run.steps["loss"].iloc[0] == pytest.approx(17.95)
 
 
+def test_a_count_inside_the_epoch_stays_one_across_a_pastes_gap(tmp_path):
+    """CenterPoint's lines pasted from epochs 2 and 5 ("Epoch [2/6][20/50]", then "Epoch [5/6][40/50]"): the count rose
+    across the one epoch change the paste shows, so it was taken for a global step (10..45), the epochs lost. Past its
+    second epoch a global count exceeds the epoch's length; one that never does counts inside the epoch."""
+    lines = [f"Epoch [{e}/6], Step [{i}/50], Loss: {30 - e / 10 - i / 1000:.4f}" for e, i in
+             [(2, 10), (2, 15), (2, 20), (5, 40), (5, 45)]]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index.tolist() == [60, 65, 70, 240, 245]
+    # A count that goes on across epochs stays the step.
+    lines = [f"Epoch [{e}/6], Step [{i}/300], Loss: {30 - i / 1000:.4f}" for e, i in
+             [(1, 10), (1, 40), (2, 60), (2, 90), (3, 110), (3, 140)]]
+    (run,) = discover_runs(_write(tmp_path / "global.log", lines))
+    assert run.steps.index.tolist() == [10, 40, 60, 90, 110, 140]
+
+
 def test_detectron2s_nan_stop_in_its_traceback_is_the_runs_nan(tmp_path):
     """detectron2 stops with FloatingPointError("Loss became infinite or NaN at iteration=N!"): its
     last step line is finite, and the run was called healthy."""

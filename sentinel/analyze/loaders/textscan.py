@@ -1750,21 +1750,25 @@ def _counts_globally(epoch: np.ndarray, iters: np.ndarray, pos: np.ndarray, know
         False
         >>> _counts_globally(np.array([1., 2., 2., 1., 2.]), np.array([90., 100., 180., 95., 105.]), np.arange(5))
         True
+        >>> _counts_globally(np.array([2., 2., 5., 5.]), np.array([10., 20., 40., 45.]), np.arange(4), known_length=True)
+        False
     """
     order = np.argsort(pos, kind="stable")
     e, i = epoch[order], iters[order]
     changes = np.flatnonzero((e[1:] > e[:-1]) & ~np.isnan(e[1:]) & ~np.isnan(e[:-1]))
-    if not len(changes):
-        return not known_length
-    on = i[changes + 1] > i[changes]
-    if on.all():
-        return True  # a global count moves on at every change
+    fell = i[changes + 1] <= i[changes]
+    # A rise tells only at a change to the next epoch: across a paste's gap of epochs a count inside
+    # the epoch may rise as well (CenterPoint's "Epoch [2/6][20/50]", then "Epoch [5/6][40/50]").
+    on = ~fell & (e[changes + 1] == e[changes] + 1)
+    if not fell.any():
+        return bool(on.any()) or not known_length  # a global count moves on at every change
     # ... or at most of them, falling back to the log's first count at the others: each a launch
     # that resumed from a checkpoint without the count (PaddleOCR 2.x's "epoch: [62/200], iter: 20").
     # (A count inside the epoch logged at another interval than the epoch's length falls to other
     # values: a NER script's "iteration:3 step:36/82" every 100 steps, then "iteration:6 step:8/82".)
-    return len(changes) >= _LAUNCH_CHANGES and on.mean() >= _MOSTLY_ON and \
-        bool((i[changes + 1][~on] == i[~np.isnan(i)][0]).all())
+    told = int(on.sum() + fell.sum())
+    return told >= _LAUNCH_CHANGES and on.sum() >= _MOSTLY_ON * told and \
+        bool((i[changes + 1][fell] == i[~np.isnan(i)][0]).all())
 
 
 # Epoch changes a count must be seen at, and the share of them it must move on at, to be global
