@@ -535,10 +535,12 @@ def test_ranks_interleaved_by_a_launcher_are_read_as_one_rank(tmp_path, prefix):
 
 
 @pytest.mark.parametrize("prefix", ["[1,{r}]<stdout>:", "[{r}]<stdout>:", "{r}: ", " {r}: ",
-                                    "[2024-01-01 10:00:00,000] [INFO] [logging.py:96:log_dist] [Rank {r}] "])
+                                    "[2024-01-01 10:00:00,000] [INFO] [logging.py:96:log_dist] [Rank {r}] ",
+                                    "2023-08-25 19:14:58,332 INFO [train.py:878] ({r}/4) "])
 def test_ranks_marked_by_other_launchers_are_read_as_one_rank(tmp_path, prefix):
     # mpirun --tag-output, Horovod, srun --label (right-aligned past nine tasks), DeepSpeed's
-    # log_dist on every rank: each rank's loss its own shard's.
+    # log_dist on every rank, icefall's "(rank/world)" after its logger's place: each rank's loss
+    # its own shard's (icefall's was "print their loss 2 times ...", the last rank's of each read).
     lines = ["srun: job 1234 queued and waiting for resources"]
     for s in range(1, 201):
         pair = [prefix.format(r=r) + f"step {s} | loss {(3 - s / 200) * (1.5 if r else 1.0):.4f}" for r in (0, 1)]

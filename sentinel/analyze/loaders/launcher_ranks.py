@@ -84,6 +84,9 @@ SYNTAXES = (
     RankSyntax("mpirun", ("]<stdout>:", "]<stderr>:"), r"\[(?:\d+,)?{rank}\]<std(?:out|err)>:"),
     # DeepSpeed's log_dist on several ranks: "[Rank 0] " after the logger's own prefix.
     RankSyntax("DeepSpeed", ("[Rank ",), r"[^\n]*?\[Rank {rank}\] "),
+    # k2's icefall, its rank and world size after the logger's place: "2023-08-25 19:14:58,332 INFO
+    # [train.py:878] (2/4) Epoch 1, batch 0, loss[loss=8.105, ...]".
+    RankSyntax("icefall", (re.compile(r"\] \(\d+/\d+\) "),), r"[^\n]*?\] \({rank}/\d+\) "),
     # Slurm's srun --label: "0: ", right-aligned where there are ten tasks or more.
     RankSyntax("srun --label", (re.compile(r"^ *\d+: ", re.MULTILINE),), r" *{rank}: ", every_rank=True),
 )
