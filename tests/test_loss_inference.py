@@ -35,6 +35,11 @@ from sentinel.cli.main import main
     (["smoothed_loss", "raw loss"], "raw loss"),
     (["run - train/loss", "run - train/loss__MIN", "run - train/loss__MAX"], "run - train/loss"),
     (["loss_ce", "loss_kl"], None),  # two components and no total: the user's choice
+    # icefall's MetricsTracker: tot_ its running total over recent batches (a recipe that logs it summed
+    # over 60 steps drew a sawtooth of x137 "spikes"), current_ the batch's own
+    (["train/tot_loss", "train/current_loss", "train/tot_simple_loss", "train/current_simple_loss",
+      "train/valid_loss"], "train/current_loss"),
+    (["tot_loss", "lm_loss", "ds_loss"], "tot_loss"),  # MiniLLM's: the total over its terms
     (["loss_scale", "loss_weight", "best_loss", "test_loss", "lr"], None),
     (["iteration", "loss_jump_iteration", "loss_time_ms"], None),  # where and when, not a loss
     (["accuracy", "lr"], None),

@@ -299,9 +299,12 @@ def infer_loss_column(columns) -> str | None:
         >>> infer_loss_column(["sum loss", "avg loss"])
         'avg loss'
     """
-    def rank(name: str) -> tuple[int, int, int, int, int]:
+    names = {str(c) for c in columns}
+
+    def rank(name: str) -> tuple[int, int, int, int, int, int]:
         words = _words(name)
-        return (int(any(w in _SUM_WORDS for w in words)),
+        return (int(_running_total(name, names)),
+                int(any(w in _SUM_WORDS for w in words)),
                 int(any(w in _AGGREGATE_WORDS for w in words)),
                 int(not any(w in ("train", "training") for w in words)),
                 int(_TOTAL_WORDS.isdisjoint(words)),
@@ -311,6 +314,21 @@ def infer_loss_column(columns) -> str | None:
     if not ranked or (len(ranked) > 1 and ranked[0][0] == ranked[1][0]):
         return None
     return next(c for c in columns if str(c) == ranked[0][1])
+
+
+# icefall's MetricsTracker: "train/tot_loss" is its running total over recent batches, beside
+# "train/current_loss", the batch's own ("tot" there no total over the loss's terms).
+_TOT = re.compile(r"(^|[/_])tot_")
+
+
+def _running_total(name: str, names: set[str]) -> bool:
+    """Whether ``name`` is a ``tot_<metric>`` beside a ``current_<metric>`` among ``names``.
+
+    Example:
+        >>> _running_total("train/tot_loss", {"train/tot_loss", "train/current_loss"}), _running_total("tot_loss", {"tot_loss"})
+        (True, False)
+    """
+    return _TOT.search(name) is not None and _TOT.sub(r"\1current_", name, count=1) in names
 
 
 def loss_components(columns) -> list[str]:
