@@ -189,6 +189,14 @@ def test_edsr_l1_loss_that_explodes_mid_epoch(tmp_path):
     assert (incident.kind, incident.step) == ("loss_spike", 27 * 1600)
 
 
+def test_edsr_lines_with_a_space_before_the_tab(tmp_path):
+    """EDSR-PyTorch#21's paste, "[1200/10500]\t[L1: nan] \t21.0+60.3s" (a space before the tab after the display):
+    "no edsr step lines found", its 16 NaN lines unsaid."""
+    lines = [line.replace("]\t65.8", "] \t65.8") for line in _edsr_log(2, ("L1",))]
+    (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
+    assert run.source == "edsr" and len(run.steps) == 20
+
+
 def test_edsr_terms_and_their_total(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "log.txt", _edsr_log(2, ("VGG54", "GAN", "DIS"))))
     first = run.steps.iloc[0]

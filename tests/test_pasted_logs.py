@@ -2006,6 +2006,59 @@ def test_a_count_inside_the_epoch_stays_one_across_a_pastes_gap(tmp_path):
     assert run.steps.index.tolist() == [10, 40, 60, 90, 110, 140]
 
 
+def test_a_step_in_brackets_after_a_ctime_is_read(tmp_path):
+    """pytorch-deepglr's print(time.ctime(), f"[{epoch}] loss: {loss:.3f}, time elapsed: ..."): "Fri Apr  3 16:41:06 2020
+    [1] loss: 9261402.918, time elapsed: 84.31" was not a log format, its loss's climb to 9e15 unseen."""
+    lines = [f"Fri Apr  3 16:{40 + e:02d}:06 2020 [{e}] loss: {9261402.918 * 10 ** e:.3f}, time elapsed: 84.3124577999115"
+             for e in range(1, 8)]
+    (run,) = discover_runs(_write(tmp_path / "exp1.txt", lines))
+    assert run.steps.index.tolist() == list(range(1, 8)) and run.steps["loss"].iloc[0] == pytest.approx(92614029.18)
+
+
+def test_paddlepaddle_v2s_pass_batch_cost_lines(tmp_path):
+    """PaddlePaddle v2's event handler, as its book prints it: "Pass 0, Batch 100, Cost 2.261713, {'classification_
+    error_evaluator': 0.8359375}" (dots between) was 'its lines log ... but no loss'. The cost is the loss, the pass
+    an epoch from 0, the batch a count inside it."""
+    lines = []
+    for p in range(2):
+        for b in range(0, 500, 100):
+            lines += [f"Pass {p}, Batch {b}, Cost {2.4 - p / 2 - b / 1000:.6f}, {{'classification_error_evaluator': 0.8}}",
+                      "." * 99]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index.tolist() == [0, 100, 200, 300, 400, 500, 600, 700, 800, 900]
+    assert run.steps["loss"].iloc[-1] == pytest.approx(1.5)
+
+
+def test_deeplearning4js_score_at_iteration_is_its_loss(tmp_path):
+    """Deeplearning4j's ScoreIterationListener, "o.d.o.l.ScoreIterationListener - Score at iteration 60 is NaN": 'not a
+    log format', the NaN unsaid. The score is what its network minimises, its loss."""
+    lines = [f"09:54:{s // 10:02d}.023 [main] INFO  o.d.o.l.ScoreIterationListener - Score at iteration {s} is "
+             f"{2.3 - s / 100 if s < 60 else 'NaN'}" for s in range(0, 140, 20)]
+    (run,) = discover_runs(_write(tmp_path / "dl4j.log", lines))
+    assert run.steps.index.tolist() == list(range(0, 140, 20)) and run.steps["loss"].iloc[0] == pytest.approx(2.3)
+    (incident,) = analyze_run(run).incidents
+    assert (incident.kind, incident.step) == ("nonfinite", 60)
+
+
+def test_makemores_step_of_the_total_and_its_loss(tmp_path):
+    """Karpathy's makemore and Zero to Hero loops, print(f'{i:7d}/{max_steps:7d}: {loss.item():.4f}'), in countless
+    notebooks: "      0/ 200000: 3.3167" was not a log format."""
+    lines = [f"{i:7d}/{200000:7d}: {3.3 - i / 100000:.4f}" for i in range(0, 200000, 10000)]
+    (run,) = discover_runs(_write(tmp_path / "makemore.txt", lines))
+    assert run.steps.index.tolist() == list(range(0, 200000, 10000)) and run.steps["loss"].iloc[-1] == pytest.approx(1.4)
+
+
+def test_cntks_minibatch_lines_read_its_training_criterion(tmp_path):
+    """CNTK's ' Epoch[ 2 of 300]-Minibatch[  11-  20, 0.00%]: CrossEntropyWithSoftmax = 2.30 * 640; EvalClassificationError
+    = 0.9 * 640; time = ...' were refused, --loss-col included: the first value is the training criterion's."""
+    lines = [f" Epoch[{e:2d} of 300]-Minibatch[{b - 9:4d}-{b:4d}, 0.00%]: CrossEntropyWithSoftmax = {2.3 - e / 10 - b / 1000:.7f} "
+             f"* 640; EvalClassificationError = 0.9 * 640; time = 0.0159s; samplesPerSecond = 62703.8"
+             for e in (1, 2) for b in range(10, 60, 10)]
+    (run,) = discover_runs(_write(tmp_path / "cntk.log", lines))
+    assert run.steps.index.tolist() == [10, 20, 30, 40, 50, 60, 70, 80, 90, 100]
+    assert run.steps["loss"].iloc[0] == pytest.approx(2.19)
+
+
 def test_detectron2s_nan_stop_in_its_traceback_is_the_runs_nan(tmp_path):
     """detectron2 stops with FloatingPointError("Loss became infinite or NaN at iteration=N!"): its
     last step line is finite, and the run was called healthy."""

@@ -1640,7 +1640,9 @@ PROGRESS_LINES = Dialect(
         # also with spaces between the pairs (absl-logged JAX loops: "[0] loss=6.0003 learning_rate=0.001"),
         # a script's own "[100] loss: 2.31", and XLNet's absl lines ("...train_gpu.py:303] [21500] | gnorm
         # 0.25 lr 0.000223 | loss 7.64 | pplx 2081.29, bpc 11.0233": the loss after a space).
-        Shape(re.compile(rf"(?:^|\] )\[(\d+)\] [^\n]*?(?<![\w/])(?i:{_LOSS_KEY})(?:=|:[^\S\n]*|[^\S\n]+)({_NUM})(?:,|[^\S\n]|$)",
+        # (after a time.ctime() too: pytorch-deepglr's "Fri Apr  3 16:41:06 2020 [1] loss: 9261402.918, time ...")
+        Shape(re.compile(rf"(?:^|\] |^[A-Z][a-z]{{2}} [A-Z][a-z]{{2}} [ \d]\d \d\d:\d\d:\d\d \d{{4}} )\[(\d+)\] [^\n]*?"
+                         rf"(?<![\w/])(?i:{_LOSS_KEY})(?:=|:[^\S\n]*|[^\S\n]+)({_NUM})(?:,|[^\S\n]|$)",
                          re.MULTILINE), head=(metrics.STEP, metrics.LOSS)),
         # A count and a colon that open the message, then the loss: DPPO's pretraining under Hydra's
         # logger, log.info(f"{self.epoch}: train loss {loss_train:8.4f} | t:{timer():8.4f}")
@@ -1671,6 +1673,20 @@ PROGRESS_LINES = Dialect(
         Shape(re.compile(rf"\[Epoch (\d+)/\d+, Batch (\d+)/(\d+)\][^\S\n]*\[Losses:[^\]\n]*?[^\S\n]total[^\S\n]+"
                          rf"({_NUM})\b"),
               head=("epoch", "iter", "total", metrics.LOSS)),
+        # PaddlePaddle v2's event handler (its book's examples): "Pass 0, Batch 100, Cost 2.261713, {...}": the
+        # pass an epoch from 0, the batch a count inside it, the cost the loss.
+        Shape(re.compile(rf"^[^\S\n]*Pass (\d+), Batch (\d+), Cost ({_NUM})\b", re.MULTILINE),
+              head=("epoch0", "iter", metrics.LOSS)),
+        # Karpathy's makemore and "Neural Networks: Zero to Hero" loops (copied into countless notebooks):
+        # print(f'{i:7d}/{max_steps:7d}: {loss.item():.4f}'), a step of the run's total and the loss alone.
+        Shape(re.compile(rf"^[^\S\n]*(\d+)/[^\S\n]*(\d+):[^\S\n]*({_NUM})[^\S\n]*$", re.MULTILINE),
+              head=(metrics.STEP, "_", metrics.LOSS)),
+        # CNTK's progress lines: " Epoch[ 1 of 300]-Minibatch[   1-  10, 0.00%]: CrossEntropyWithSoftmax = 2.30 * 640;
+        # EvalClassificationError = 0.9 * 640; time = ..." (the training criterion first, under its node's name; the
+        # minibatches counted inside the epoch, the range's end the count).
+        Shape(re.compile(rf"\bEpoch\[[^\S\n]*(\d+) of \d+\]-Minibatch\[[^\S\n]*\d+-[^\S\n]*(\d+)[^\]\n]*\]:[^\S\n]*"
+                         rf"[\w.]+ = ({_NUM})(?![\w.])"),
+              head=("epoch", "iter", metrics.LOSS)),
         # CREStereo's: "...,lr:0.0004,[2/100:5/500] ==> loss:26.19" (the epoch and its batch in one bracket).
         Shape(re.compile(rf"\[(\d+)/\d+:(\d+)/(\d+)\][^\S\n]*==>[^\S\n]*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
               head=("epoch", "iter", "total", metrics.LOSS)),
@@ -1826,6 +1842,9 @@ LOSS_BEFORE_STEP = Dialect(
                          rf"(?:\(s\))?,?[^\S\n]+(?i:the[^\S\n]+)?(?i:loss|cost)(?:[^\S\n]+on[^\S\n]+(?:the[^\S\n]+)?"
                          rf"training[^\S\n]+batch)?[^\S\n]+(?:is|=|:)[^\S\n]*({_NUM})"),
               head=(metrics.STEP, metrics.LOSS)),
+        # ... as Deeplearning4j's ScoreIterationListener names it: "o.d.o.l.ScoreIterationListener - Score at
+        # iteration 60 is NaN" (the score its network minimises, its loss).
+        Shape(re.compile(rf"\bScore at iteration (\d+) is ({_NUM})(?![\w.])"), head=(metrics.STEP, metrics.LOSS)),
         # ... before its epoch and batch: hualin95's DeepLabV3+ and its forks, logger.info("The train loss of
         # epoch{}-batch-{}:{}".format(epoch, batch, loss)).
         Shape(re.compile(rf"{_LOSS_NAMED_BEFORE}(?i:epoch)[^\S\n]*(\d+)[^\S\n]*[-_,/][^\S\n]*"
@@ -2048,7 +2067,8 @@ EDSR = Dialect(
     name="edsr",
     description='EDSR-PyTorch ("[1600/16000]\\t[L1: 5.9633]\\t65.8+0.4s", "[Total: X]" over several terms)',
     shapes=(
-        Shape(re.compile(rf"^\[(\d+)/(\d+)\]\t((?:\[[\w.]+: {_NUM}\])+)\t[\d.]+\+[\d.]+s[^\S\n]*$", re.MULTILINE),
+        # (a space before the tab after the display: older versions' "[L1: nan] \t21.0+60.3s")
+        Shape(re.compile(rf"^\[(\d+)/(\d+)\]\t((?:\[[\w.]+: {_NUM}\])+)[^\S\n]*\t[\d.]+\+[\d.]+s[^\S\n]*$", re.MULTILINE),
               head=("iter", "total"), separators=("[", "]", ":"), keys={"total": metrics.LOSS}),
     ),
     sniff=re.compile(r"^\[\d+/\d+\]\t\[[\w.]+: ", re.MULTILINE),
