@@ -2015,6 +2015,43 @@ def test_a_step_in_brackets_after_a_ctime_is_read(tmp_path):
     assert run.steps.index.tolist() == list(range(1, 8)) and run.steps["loss"].iloc[0] == pytest.approx(92614029.18)
 
 
+def test_matlabs_trainnetwork_table_with_its_two_header_lines(tmp_path):
+    """MATLAB's trainNetwork prints its header over two lines ('| Mini-batch | Mini-batch |' over '| Accuracy | Loss
+    |'): the first alone named no loss, and --loss-col Mini-batch, as the refusal advised, was "a bug in sentinel"
+    (a column name twice). The lines are joined; a name repeated is numbered as a CSV reader numbers it."""
+    rule = "|" + "=" * 88 + "|"
+    lines = ["Initializing input data normalization.", rule,
+             "|  Epoch  |  Iteration  |  Time Elapsed  |  Mini-batch  |  Mini-batch  |  Base Learning  |",
+             "|         |             |   (hh:mm:ss)   |   Accuracy   |     Loss     |      Rate       |", rule]
+    lines += [f"|{e:8d} |{i:12d} |       00:00:05 |{50 + e:12.2f}% |{2.3 / e:13.4f} |          0.0100 |"
+              for e, i in zip(range(1, 13), range(50, 650, 50))]
+    lines.append(rule)
+    (run,) = discover_runs(_write(tmp_path / "train.txt", lines))
+    assert run.steps.index.tolist() == list(range(50, 650, 50)) and run.steps["loss"].iloc[-1] == pytest.approx(0.1917)
+    # One header line whose name repeats: numbered, read where named, and no crash either way.
+    lines = ["| step | loss | loss |", "|---|---|---|"] + [f"| {s} | {1 / s:.3f} | {2 / s:.3f} |" for s in range(1, 6)]
+    path = _write(tmp_path / "twice.txt", lines)
+    assert discover_runs(path)[0].steps["loss"].iloc[0] == 1.0
+    code, report = _analyze(str(path), "--loss-col", "loss.1")
+    assert code == 0 and report["runs"][0]["final_loss"] == pytest.approx(0.4)
+
+
+def test_a_pipe_tables_nan_cells_are_the_loss_gone_nan(tmp_path):
+    """nolearn's epoch table printed 'nan' as its train loss in epochs 1-2 (and a mid-run NaN the same): beside their
+    valid loss those rows read as an evaluation's, the run healthy. A cell printed 'nan' is the loss gone NaN; an
+    empty cell ('No log' in the Trainer's table) is a row that logged none."""
+    lines = [" Epoch  |  Train loss  |  Valid loss  |  Valid acc", "--------|--------------|--------------|----------"]
+    lines += [f"     {e}  |  {'nan' if e in (5, 6) else f'{2 - e / 10:.6f}'}  |  1.000000  |  52.17%" for e in range(1, 11)]
+    (run,) = discover_runs(_write(tmp_path / "nolearn.txt", lines))
+    (incident,) = analyze_run(run).incidents
+    assert (incident.kind, incident.step, incident.end_step) == ("nonfinite", 5, 6)
+    # The Trainer's "No log" is no NaN.
+    lines = ["Step | Training Loss | Validation Loss", "-- | -- | --"]
+    lines += [f"{s} | {'No log' if s == 100 else f'{2 - s / 1000:.6f}'} | 2.100000" for s in range(100, 1100, 100)]
+    (run,) = discover_runs(_write(tmp_path / "trainer.txt", lines))
+    assert not [i for i in analyze_run(run).incidents if i.kind == "nonfinite"]
+
+
 def test_paddlepaddle_v2s_pass_batch_cost_lines(tmp_path):
     """PaddlePaddle v2's event handler, as its book prints it: "Pass 0, Batch 100, Cost 2.261713, {'classification_
     error_evaluator': 0.8359375}" (dots between) was 'its lines log ... but no loss'. The cost is the loss, the pass

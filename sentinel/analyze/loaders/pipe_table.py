@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from sentinel.analyze.loaders import LoadOptions, RunData, epoch_unit
+from sentinel import metrics
+from sentinel.analyze.loaders import LOGGED_NAN, LOGGED_NAN_KEYS, LoadOptions, RunData, epoch_unit
 from sentinel.analyze.loaders.keys import (STEP_ALIASES, inferred_loss_note, looks_like_loss, loss_column, sniff_columns,
                                           step_column)
 from sentinel.analyze.loaders.numeric_table import STEP_OF_TOTAL, table_steps
@@ -74,8 +75,17 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     warnings = [f"{Path(path).name}: {inferred_loss_note(loss_col)}"] if inferred else []
     table = pd.DataFrame(rows, columns=header)
     steps = table_steps(table, step_col, loss_col, path, warnings)
-    return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
-                    meta={"format": NAME, "columns": header, **epoch_unit(step_col, steps)}, warnings=warnings)]
+    meta = {"format": NAME, "columns": header, **epoch_unit(step_col, steps)}
+    # A cell printed "nan" is the loss gone NaN; an empty one, a row that logged none (nolearn's table
+    # printed "nan" in its first epochs: beside their valid loss they read as evaluation rows).
+    printed = table[loss_col].str.strip().str.lower().isin(_NONFINITE_CELLS).to_numpy()
+    at = pd.to_numeric(table[step_col][printed], errors="coerce").dropna().astype("int64")
+    meta[LOGGED_NAN] = {metrics.LOSS: sorted(set(at.tolist()) & set(steps.index.tolist()))}
+    meta[LOGGED_NAN_KEYS] = (metrics.LOSS,)
+    return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps, meta=meta, warnings=warnings)]
+
+
+_NONFINITE_CELLS = ("nan", "-nan", "+nan", "inf", "-inf", "+inf", "infinity", "-infinity")
 
 
 def why_not(path: str | Path, options: LoadOptions | None = None) -> str | None:
@@ -96,10 +106,11 @@ def why_not(path: str | Path, options: LoadOptions | None = None) -> str | None:
         header = _header(lines[at])
         if header is None:
             continue
+        header, below = _whole_header(header, lines[at + 1] if at + 1 < len(lines) else "")
         step_col = next((c for c in header if c.lower() in _STEP_NAMES), None)
         if step_col is None or loss_column(header)[0] is not None:
             continue
-        if len(_rows(lines[at + 1:], len(header), header.index(step_col))) < MIN_ROWS:
+        if len(_rows(lines[at + 1 + below:], len(header), header.index(step_col))) < MIN_ROWS:
             continue
         losses = [c for c in header if looks_like_loss(c)]
         if len(losses) >= 2:
@@ -116,6 +127,32 @@ def _header(line: str) -> list[str] | None:
     if header is None or len(header) < 2 or any(_NUMBER.match(c) or not c for c in header):
         return None
     return header
+
+
+def _whole_header(header: list[str], below: str) -> tuple[list[str], int]:
+    """A header whose names go on in the line below it (MATLAB's ``trainNetwork`` table: ``| Epoch |
+    Iteration | ... | Mini-batch | Mini-batch |`` over ``| | | ... | Accuracy | Loss |``) joined
+    cell by cell, and each name repeated numbered as a CSV reader numbers it (``loss``, ``loss.1``);
+    with the count of header lines after the first (0 or 1).
+
+    Example:
+        >>> _whole_header(["Epoch", "Mini-batch", "Mini-batch"], "|  | Accuracy | Loss |")
+        (['Epoch', 'Mini-batch Accuracy', 'Mini-batch Loss'], 1)
+        >>> _whole_header(["step", "loss", "loss"], "| 1 | 0.5 | 2.0 |")
+        (['step', 'loss', 'loss.1'], 0)
+    """
+    more = _cells(below)
+    used = 0
+    if more is not None and len(more) == len(header) and any(more) and \
+            not any(_NUMBER.match(c) or _RULE.match(c) for c in more if c):
+        header, used = [f"{name} {rest}".strip() for name, rest in zip(header, more)], 1
+    seen: dict[str, int] = {}
+    numbered = []
+    for name in header:
+        count = seen.get(name, 0)
+        seen[name] = count + 1
+        numbered.append(f"{name}.{count}" if count else name)
+    return numbered, used
 
 
 def _cells(line: str) -> list[str] | None:
@@ -160,12 +197,13 @@ def _find(lines: list[str], options: LoadOptions):
         header = _header(line)
         if header is None:
             continue
+        header, below = _whole_header(header, lines[at + 1] if at + 1 < len(lines) else "")
         if options.step_col not in header and _STEP_NAMES.isdisjoint(cell.lower() for cell in header):
             continue  # no step: the loss need not be looked for (a log line with '|' in it is no header)
         step_col, (loss_col, _) = sniff_columns(header, options.step_col, options.loss_col)
         if step_col is None or loss_col is None:
             continue
-        rows = _rows(lines[at + 1:], len(header), header.index(step_col))
+        rows = _rows(lines[at + 1 + below:], len(header), header.index(step_col))
         if len(rows) >= MIN_ROWS:
             return header, rows, step_col, loss_col
     return None
