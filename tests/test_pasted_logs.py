@@ -2096,6 +2096,19 @@ def test_cntks_minibatch_lines_read_its_training_criterion(tmp_path):
     assert run.steps["loss"].iloc[0] == pytest.approx(2.19)
 
 
+def test_a_log_of_an_error_and_no_loss_names_the_option(tmp_path):
+    """brain.js' 'iterations: 430, training error: 0.0316', MXNet's 'Train-mae=31.3': 'its lines log error ... but no loss
+    (an environment's returns, an evaluation's metrics: a rise of these is progress ...)', the reason wrong for an error
+    a training minimises. The refusal names --loss-col with it, which reads it."""
+    lines = [f"2016-11-02 15:51:19,011 Node Epoch[0] Batch [{b}]\tSpeed: 2017.78 samples/sec\tTrain-mae={31 - b / 100:.6f}"
+             for b in range(50, 550, 50)]
+    path = _write(tmp_path / "mxnet.log", lines)
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1 and "pass --loss-col Train-mae to judge it as the loss" in " ".join(result.output.split())
+    code, report = _analyze(str(path), "--loss-col", "Train-mae")
+    assert code == 0 and report["runs"][0]["final_loss"] == pytest.approx(26.0)
+
+
 def test_detectron2s_nan_stop_in_its_traceback_is_the_runs_nan(tmp_path):
     """detectron2 stops with FloatingPointError("Loss became infinite or NaN at iteration=N!"): its
     last step line is finite, and the run was called healthy."""

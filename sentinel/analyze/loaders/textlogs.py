@@ -245,6 +245,11 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
     # (a NaN there is news all the same: FermiNet's "variance=nan E_h^2" when its energy went NaN)
     nonfinite = [f"{key} prints {len(found)} non-finite value(s)" for key in logged
                  if (found := _nonfinite_values(text, key))]
+    errors = [key for key in logged if _ERROR_KEY.match(key)]
+    if errors:  # an error the script minimises (brain.js' "error", CNTK's "mse", MXNet's "Train-mae"): maybe the loss
+        return (f"'{path}': its lines log {', '.join(logged)} and no key named loss" + (
+            f"; {'; '.join(nonfinite)}" if nonfinite else "") + f": where {errors[0]} is what the training minimises, "
+            f"pass --loss-col {errors[0]} to judge it as the loss")
     return (f"'{path}': its lines log {', '.join(logged)} but no loss" + (f"; {'; '.join(nonfinite)}" if nonfinite
             else "") + " (an environment's returns, an evaluation's metrics: a rise of these is progress, not "
             "divergence): sentinel judges a training loss; print or log the loss beside them")
@@ -318,6 +323,11 @@ def _nonfinite_in(steps: pd.DataFrame) -> str:
             shown = "nan" if math.isnan(value) else ("+inf" if value > 0 else "-inf")  # as rule_nonfinite names it
             return f", whose {name} is {shown} at step {int(steps.index[0])}: {what}"
     return ""
+
+
+# A key that names an error a training may minimise as its loss (not an evaluation's: those keys are
+# not among a log's own): "error", "err", "mse", "mae", "rmse", "Train-mae", "training_error".
+_ERROR_KEY = re.compile(r"^(?:train(?:ing)?[-_ ]?)?(?:error|err|mse|mae|rmse|l1|l2)$", re.IGNORECASE)
 
 
 # Keys of a training's own workings, no measure of its progress (keys.canonical_key's names).
