@@ -87,3 +87,21 @@ def test_a_notebook_in_a_directory_walk_is_source_code(tmp_path):
     found = discover.discover(tmp_path)
     assert [run.path for run in found.runs] == [str(tmp_path / "train.log")]
     assert [s.path for s in found.skipped] == [str(tmp_path / "train.ipynb")]
+
+
+def test_a_keras_evaluate_cell_is_no_epoch_of_the_fit_before_it(tmp_path):
+    """A course notebook's model.fit cell, then cells of model.evaluate (another model's test set among them): each
+    evaluate bar ('18/18 [====] - 0s 2ms/step - loss: 638.3') was read as the fit's last epoch, a 5.79x "spike" at
+    epoch 100 of a healthy fit. A cell that printed no 'Epoch k/K' line prints no epoch of a fit."""
+    fit = "".join(f"Epoch {e}/20\n1875/1875 [==============================] - 2s 1ms/step - loss: {1 / e:.4f}\n"
+                  for e in range(1, 21))
+    evaluate = "18/18 [==============================] - 0s 2ms/step - loss: 638.3000 - mae: 638.3000\n"
+    keras3 = "\x1b[1m313/313\x1b[0m \x1b[32m━━━━━━━━━━━━━━━━━━━━\x1b[0m\x1b[37m\x1b[0m \x1b[1m1s\x1b[0m 2ms/step - loss: 9.1\n"
+    cells = [nbformat.v4.new_code_cell(source, outputs=[nbformat.v4.new_output("stream", text=text)])
+             for source, text in [("model.fit(x, y, epochs=20)", fit), ("model.evaluate(x_test, y_test)", evaluate),
+                                  ("other.evaluate(x2, y2)", keras3)]]
+    path = tmp_path / "course.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
+    (run,) = discover_runs(path)
+    assert run.steps.index.tolist() == list(range(1, 21)) and run.steps["loss"].iloc[-1] == pytest.approx(0.05)
+    assert analyze_run(run).verdict.value == "healthy"

@@ -52,9 +52,37 @@ def output_text(path: str | Path) -> str | None:
                  for cell in sheet.get("cells") or []]
     if not isinstance(cells, list):
         raise ValueError("JSON data with no cells")
-    pieces = [text for cell in cells if isinstance(cell, dict) for output in cell.get("outputs") or []
-              if isinstance(output, dict) and (text := _output_text(output))]
-    return "".join(piece if piece.endswith(("\n", "\r")) else piece + "\n" for piece in pieces) or None
+    pieces = [_without_evaluations(text) for cell in cells if isinstance(cell, dict)
+              if (text := "".join(_ended(piece) for output in cell.get("outputs") or []
+                                  if isinstance(output, dict) and (piece := _output_text(output))))]
+    return "".join(piece for piece in pieces if piece) or None
+
+
+def _ended(text: str) -> str:
+    return text if text.endswith(("\n", "\r")) else text + "\n"
+
+
+# A Keras progress bar's line (its count, then the bar: "313/313 [====...] - 1s 2ms/step - loss: 0.35",
+# Keras 3's "313/313 ━━━━━━━━ 1s 2ms/step - loss: 0.35"), and the line a fit prints before each epoch.
+_KERAS_BAR = re.compile(r"^[^\S\n]*(?:\x1b\[[0-9;]*m)*\d+/\d+(?:\x1b\[[0-9;]*m)*[^\S\n]+(?:\[[=>.]|(?:\x1b\[[0-9;]*m)*━)",
+                        re.MULTILINE)
+_KERAS_EPOCH = re.compile(r"^[^\S\n]*Epoch \d+/\d+[^\S\n]*$", re.MULTILINE)
+
+
+def _without_evaluations(text: str) -> str:
+    """One cell's printed text, less the Keras progress bars of a cell that printed no ``Epoch k/K``
+    line: ``model.evaluate()``'s and ``predict()``'s bars, whose ``loss:`` is a test set's (another
+    model's, often), read as the training's last epoch where they followed a fit.
+
+    Example:
+        >>> _without_evaluations("313/313 [==============================] - 1s 2ms/step - loss: 0.35\\n")
+        ''
+        >>> _without_evaluations("Epoch 1/2\\n10/10 [====] - loss: 0.9\\n")
+        'Epoch 1/2\\n10/10 [====] - loss: 0.9\\n'
+    """
+    if _KERAS_EPOCH.search(text) is not None or _KERAS_BAR.search(text) is None:
+        return text
+    return "".join(line for line in text.splitlines(keepends=True) if _KERAS_BAR.match(line) is None)
 
 
 def _output_text(output: dict) -> str:
