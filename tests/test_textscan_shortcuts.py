@@ -235,7 +235,8 @@ def test_ranks_found_after_line_ends_are_the_ranks_at_line_starts(syntax):
     own = {"torchrun": ["[rank0]:", "[rank12]:", "[default3]:", " [rank1]:", "[rank", "]:"],
            "mpirun": ["[1,0]<stdout>:", "[1]<stderr>:", "[2,10]<stdout>:", "[0]<stdout>:", "<stdout>:"],
            "DeepSpeed": ["[Rank 0] ", "[Rank 3] ", "[Rank 1]", "INFO "],
-           "srun --label": ["0: ", "1: ", " 2: ", "10: ", "3:", "\n1: "]}[syntax.name]
+           "srun --label": ["0: ", "1: ", " 2: ", "10: ", "3:", "\n1: "],
+           "icefall": ["INFO [train.py:878] (0/4) ", "] (1/4) ", "] (2/4) ", "] (3/4)", " (0/4) ", "INFO ["]}[syntax.name]
     pieces = own * 3 + ["\n", "\n", "x", "\r\n", ":", " ", "[rank1]:", "[1,1]<stdout>:", "[Rank 2] ", "1: "]
     told = 0
     for _ in range(3000):
