@@ -2109,6 +2109,33 @@ def test_a_log_of_an_error_and_no_loss_names_the_option(tmp_path):
     assert code == 0 and report["runs"][0]["final_loss"] == pytest.approx(26.0)
 
 
+def test_deep_learning_with_pythons_gan_loop_is_a_gans(tmp_path):
+    """Deep Learning with Python's GAN loop prints 'discriminator loss at step 100: 0.69' and 'adversarial loss at step
+    100: 0.81': both were read as the loss, "100 of 100 steps print their loss 2 times ... (every rank printing?)". The
+    adversarial model's loss is the generator's, the discriminator's loss_d, the run judged as a GAN's."""
+    lines = []
+    for step in range(0, 3000, 100):
+        lines += [f"discriminator loss at step {step}: {0.69 + step % 300 / 1000}",
+                  f"adversarial loss at step {step}: {0.8 + step % 700 / 1000}"]
+    (run,) = discover_runs(_write(tmp_path / "gan.txt", lines))
+    assert run.source == "gan" and run.steps["loss_d"].iloc[1] == pytest.approx(0.79)
+    assert run.steps["loss"].iloc[1] == pytest.approx(0.9) and not any("2 times" in w for w in run.warnings)
+
+
+def test_rasbts_gen_dis_loss_pair_is_a_gans(tmp_path):
+    """rasbt's deeplearning-models GAN notebooks print "Epoch: 001/100 | Batch 100/469 | Gen/Dis Loss: 5.1797/0.0280": the
+    pair was read as one loss, the generator's judged as any loss (five divergences, three critical, on a healthy GAN).
+    The generator's is the loss, the discriminator's loss_d, the run judged as a GAN's."""
+    lines = []
+    for e in range(1, 31):
+        lines += [f"Epoch: {e:03d}/100 | Batch {b:03d}/469 | Gen/Dis Loss: {0.7 + (e * 7 + b) % 13 / 4:.4f}/{0.1 + e / 100:.4f}"
+                  for b in range(0, 500, 100)]
+        lines.append(f"Time elapsed: {e * 0.26:.2f} min")
+    (run,) = discover_runs(_write(tmp_path / "gan.txt", lines))
+    assert run.source == "gan" and "loss_d" in run.steps.columns and run.steps.index[-1] == 29 * 469 + 400
+    assert not [i for i in analyze_run(run).incidents if i.severity != "info"]
+
+
 def test_detectron2s_nan_stop_in_its_traceback_is_the_runs_nan(tmp_path):
     """detectron2 stops with FloatingPointError("Loss became infinite or NaN at iteration=N!"): its
     last step line is finite, and the run was called healthy."""

@@ -1333,6 +1333,14 @@ GAN = Dialect(
         # %f]  [A loss: %f, acc: %f]", its adversarial model's loss the generator's.
         Shape(re.compile(rf"^[^\S\n]*\**(\d+):? \[D loss: ({_NUM})[^\]\n]*\][^\S\n]*\[[GA] loss: ({_NUM})",
                          re.MULTILINE), head=(metrics.STEP, "loss_d", metrics.LOSS)),
+        # Deep Learning with Python's GAN loop: print('discriminator loss at step %s: %s' % (step, d_loss)), then
+        # print('adversarial loss at step %s: %s' % (step, a_loss)) (the adversarial model's loss, the generator's).
+        Shape(re.compile(rf"\badversarial loss at step (\d+): ({_NUM})"), head=(metrics.STEP, metrics.LOSS)),
+        Shape(re.compile(rf"\bdiscriminator loss at step (\d+): ({_NUM})"), head=(metrics.STEP, "loss_d")),
+        # rasbt's deeplearning-models GAN notebooks: "Epoch: 001/100 | Batch 100/469 | Gen/Dis Loss: 5.1797/0.0280"
+        # (epochs from 1, the batch a count inside the epoch; the generator's loss, then the discriminator's).
+        Shape(re.compile(rf"\bEpoch: (\d+)/\d+ \| Batch (\d+)/(\d+) \| Gen/Dis Loss: ({_NUM})/({_NUM})"),
+              head=("epoch", "iter", "total", metrics.LOSS, "loss_d")),
     ),
     min_records=2,
 )
