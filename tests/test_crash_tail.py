@@ -75,3 +75,54 @@ def test_a_megatron_log_ending_in_a_ranks_traceback(tmp_path):
     (crash,) = analyze_run(run).incidents
     assert (crash.kind, crash.step) == ("crash", 5)
     assert "AttributeError: 'NoneType' object has no attribute 'item'" in crash.message
+
+
+def _chained_traceback() -> str:
+    try:
+        try:
+            raise KeyError("batch")
+        except KeyError as first:
+            raise RuntimeError("NCCL error: unhandled system error") from first
+    except RuntimeError:
+        return traceback.format_exc()
+
+
+def test_the_first_traceback_after_the_last_step_and_its_chain_is_the_stop(tmp_path):
+    """A rank's error, then torchrun's own summary raising ChildFailedError; an error chained to another ("The above
+    exception was the direct cause ..."): the stop is the first traceback's chain, its last error."""
+    path = tmp_path / "train.log"
+    summary = _traceback_of(RuntimeError("torch.distributed.elastic.multiprocessing.errors.ChildFailedError: train.py FAILED"))
+    path.write_text("\n".join(_steps()) + "\n" + _chained_traceback() + summary, encoding="utf-8")
+    (crash,) = analyze_run(discover_runs(path)[0]).incidents
+    assert "with RuntimeError: NCCL error: unhandled system error" in crash.message
+
+
+def test_a_notebooks_interrupted_cell_is_the_stop_not_a_later_cells_error(tmp_path):
+    """A notebook's fit stopped by hand (IPython's 'KeyboardInterrupt   Traceback (most recent call last)' over frames of
+    its own form), then a later cell's AttributeError: the stop was the interrupt, information; the kernel ran on."""
+    import nbformat
+
+    fit = "".join(f"Epoch {e}/10\n100/100 [==============================] - 2s - loss: {1 / e:.4f}\n" for e in range(1, 5))
+    interrupt = nbformat.v4.new_output("error", ename="KeyboardInterrupt", evalue="", traceback=[
+        "\x1b[0;31m-----------------------------------------------------------------------\x1b[0m",
+        "\x1b[0;31mKeyboardInterrupt\x1b[0m                         Traceback (most recent call last)",
+        "\x1b[0;32m<ipython-input-36-1db15b41f35c>\x1b[0m in \x1b[0;36m<module>\x1b[0;34m\x1b[0m",
+        "\x1b[0;31mKeyboardInterrupt\x1b[0m: "])
+    later = nbformat.v4.new_output("error", ename="AttributeError", evalue="'Node' object has no attribute 'x'", traceback=[
+        "\x1b[0;31mAttributeError\x1b[0m                            Traceback (most recent call last)",
+        "\x1b[0;31mAttributeError\x1b[0m: 'Node' object has no attribute 'x'"])
+    cells = [nbformat.v4.new_code_cell("model.fit(...)", outputs=[nbformat.v4.new_output("stream", text=fit), interrupt]),
+             nbformat.v4.new_code_cell("plot(model)", outputs=[later])]
+    path = tmp_path / "train.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
+    report = analyze_run(discover_runs(path)[0])
+    (crash,) = [i for i in report.incidents if i.kind == "crash"]
+    assert crash.severity.value == "info" and "stopped by hand (KeyboardInterrupt)" in crash.message
+    # A fit that finished, then a cell that printed nothing but its error (a helper not defined): no stop of the fit.
+    done = [nbformat.v4.new_code_cell("model.fit(...)", outputs=[nbformat.v4.new_output("stream", text=fit)]),
+            nbformat.v4.new_code_cell("plot_training_history(h)", outputs=[nbformat.v4.new_output(
+                "error", ename="NameError", evalue="name 'plot_training_history' is not defined", traceback=[
+                    "\x1b[0;31mNameError\x1b[0m                                 Traceback (most recent call last)",
+                    "\x1b[0;31mNameError\x1b[0m: name 'plot_training_history' is not defined"])])]
+    nbformat.write(nbformat.v4.new_notebook(cells=done), path)
+    assert not [i for i in analyze_run(discover_runs(path)[0]).incidents if i.kind == "crash"]

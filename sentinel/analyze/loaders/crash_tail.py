@@ -19,7 +19,9 @@ import re
 
 from sentinel.analyze.loaders.nonfinite_lines import WORDS as NONFINITE_WORDS
 
-TRACEBACK = "Traceback (most recent call last):"
+# (without its colon: IPython, a notebook's cell, writes "KeyboardInterrupt   Traceback (most recent call last)"
+# over frames of its own form)
+TRACEBACK = "Traceback (most recent call last)"
 # The exception line that ends a traceback: a qualified name, then its message (or none); a bare
 # ``Exception`` too (DeepSpeed raises one at its minimum loss scale).
 # (after torchrun's "[rank0]: " or "[default0]:" where it tags each line with its rank)
@@ -30,15 +32,24 @@ MAX_MESSAGE = 200
 _SAYS_NONFINITE = re.compile(r"(?i)\b(?:nan|inf|infinite|non-?finite)\b")
 
 
+# The words that chain one traceback to the next: the same error's handling, not another's.
+_CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
+
+
 def final_error(text: str, after: int, defer_nonfinite: bool = True) -> str | None:
-    """The exception line of the last traceback that starts at or after offset ``after`` in
-    ``text`` (``Name: message``, the message cut to :data:`MAX_MESSAGE` characters), or None where
-    there is none or (``defer_nonfinite``) it says the loss went non-finite: the non-finite rule's,
-    where a line of it was read as an event."""
-    start = text.rfind(TRACEBACK, after)
+    """The exception line that ends the first traceback at or after offset ``after`` in ``text``
+    (``Name: message``, the message cut to :data:`MAX_MESSAGE` characters), through the tracebacks
+    chained to it ("During handling of the above exception ..."), or None where there is none or
+    (``defer_nonfinite``) it says the loss went non-finite: the non-finite rule's, where a line of it
+    was read as an event. A later traceback of its own is another's: a notebook's later cell (its
+    kernel ran on after the training's cell stopped), a launcher's summary after a rank's error."""
+    start = text.find(TRACEBACK, after)
     if start < 0:
         return None
-    errors = list(_ERROR_LINE.finditer(text, start))
+    end = text.find(TRACEBACK, start + 1)
+    while end >= 0 and any(words in text[start:end] for words in _CHAINED):
+        start, end = end, text.find(TRACEBACK, end + 1)
+    errors = list(_ERROR_LINE.finditer(text, start, end if end >= 0 else len(text)))
     if not errors:
         return None
     name, message = errors[-1].group(1), (errors[-1].group(2) or "").strip()

@@ -52,10 +52,21 @@ def output_text(path: str | Path) -> str | None:
                  for cell in sheet.get("cells") or []]
     if not isinstance(cells, list):
         raise ValueError("JSON data with no cells")
-    pieces = [_without_evaluations(text) for cell in cells if isinstance(cell, dict)
-              if (text := "".join(_ended(piece) for output in cell.get("outputs") or []
-                                  if isinstance(output, dict) and (piece := _output_text(output))))]
+    pieces = [text for cell in cells if isinstance(cell, dict) if (text := _cell_text(cell.get("outputs") or []))]
     return "".join(piece for piece in pieces if piece) or None
+
+
+def _cell_text(outputs: list) -> str:
+    """One cell's printed text, less its evaluations' bars (:func:`_without_evaluations`). An error's
+    traceback only where the cell printed something else: a cell that printed nothing but its error (a
+    plot or a metric after the training, a name not defined) did not stop a training the earlier cells
+    printed, though its traceback follows their last step line."""
+    pieces = [(output.get("output_type") in ("error", "pyerr"), _ended(piece)) for output in outputs
+              if isinstance(output, dict) and (piece := _output_text(output))]
+    printed = _without_evaluations("".join(piece for error, piece in pieces if not error))
+    if not printed.strip():  # (an evaluate's or predict's bar is no printing of a training)
+        return printed
+    return _without_evaluations("".join(piece for _, piece in pieces))
 
 
 def _ended(text: str) -> str:

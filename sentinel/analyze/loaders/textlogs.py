@@ -577,8 +577,14 @@ def note_crash(text: str, found, dialect: Dialect, after: int = 0) -> None:
     at = text.rfind(TRACEBACK, max(after, 0))
     if at < 0 or not len(found.steps.index):
         return
-    if any(shape.pattern.search(text, at) for shape in dialect.shapes if shape.beside is None):
+    records = [shape.pattern for shape in dialect.shapes if shape.beside is None]
+    if any(pattern.search(text, at) for pattern in records):
         return  # a step line after it: a traceback the run printed and went on from
+    # The first traceback after the last step line tells the stop (a notebook's kernel runs on into
+    # later cells; torchrun's summary follows a rank's error): back over those with no step line between.
+    while (before := text.rfind(TRACEBACK, max(after, 0), at)) >= 0 and \
+            not any(pattern.search(text, before, at) for pattern in records):
+        at = before
     error = final_error(text, at)
     if error is None and not _nonfinite_read(found.events):  # a NaN message no event line knows: still the end
         error = final_error(text, at, defer_nonfinite=False)
