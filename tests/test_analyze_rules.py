@@ -973,3 +973,17 @@ def test_a_spike_on_an_excerpts_last_row_is_a_warning_unless_the_grad_norm_led_t
     assert spike.severity.value == "critical" and "the grad norm exploded before it" in spike.message
     (spike,) = by_kind(analyze_run(run_of({"loss": loss[:-1] + [25.0]})), "loss_spike")
     assert spike.severity.value == "critical"
+
+
+@pytest.mark.parametrize("score_rises", [True, False])
+def test_a_divergence_while_the_runs_score_rises_is_information(score_rises):
+    """spaCy's table sums each row's loss over a batch that grows (LOSS TAGGER 18,969 -> 28,440) while TAG_ACC goes 34 ->
+    89 and SCORE 0.34 -> 0.89: a critical divergence on the docs' own example. A measure of quality that rose at every
+    row of the stretch says the model learnt and the loss's scale changed; one that fell leaves the divergence as it was."""
+    steps = list(range(200, 2600, 200))
+    loss = [18968.78, 22539.06, 22794.91, 21541.39, 25461.82, 23708.82, 24994.79, 22268.02, 28413.77, 28736.36,
+            28237.53, 28439.95]
+    score = np.linspace(0.34, 0.89, len(steps)) if score_rises else np.linspace(0.89, 0.34, len(steps))
+    (divergence,) = by_kind(analyze_run(run_of({"loss": loss, "score": score}, index=steps)), "divergence")
+    assert divergence.severity.value == ("info" if score_rises else "critical")
+    assert ("score rose from" in divergence.message) == score_rises

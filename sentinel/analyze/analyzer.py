@@ -34,6 +34,7 @@ from sentinel.analyze.rule_guard import (accepted_levels, guard_incidents, onlin
 from sentinel.analyze.rule_nonfinite import eval_nonfinite_incidents, finite, logged_nan_steps, nonfinite_incidents
 from sentinel.analyze.rule_overfit import overfitting_incidents
 from sentinel.analyze.rule_plateau import plateau_before_divergence
+from sentinel.analyze.rule_progress import settle_by_progress
 from sentinel.analyze.rule_stuck import (
     MIN_EPOCH_ROWS,
     MIN_ROWS,
@@ -245,7 +246,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         if ongoing:
             found = [i for i in found if i.details.get("recovered") or i.step < ongoing[0].step
                      or (_may_open(i, ongoing[0], loss) and _opens_with_jump(i, loss))]
-        incidents += found + diverged
+        incidents += found + settle_by_progress(diverged, steps)
         printed_below = below_printed_digit(loss)
         if printed_below:  # a plateau "at 0" is the printing's
             warnings.append(in_epochs(printed_below) if per_epoch else printed_below)
