@@ -2122,6 +2122,14 @@ def test_deep_learning_with_pythons_gan_loop_is_a_gans(tmp_path):
     assert run.steps["loss"].iloc[1] == pytest.approx(0.9) and not any("2 times" in w for w in run.warnings)
 
 
+def test_alphaposes_epoch_lines(tmp_path):
+    """AlphaPose's model zoo logs, f"{set}-{epoch:d} epoch | loss:{loss:.8f} | acc:{acc:.4f}" ("Train-0 epoch | loss:0.00107745
+    | acc:0.1478"): 'not a log format', the epoch before its word."""
+    lines = [f"Train-{e} epoch | loss:{0.001 / (1 + e / 10):.8f} | acc:{0.15 + e / 100:.4f}" for e in range(30)]
+    (run,) = discover_runs(_write(tmp_path / "training.log", lines))
+    assert run.steps.index.tolist() == list(range(30)) and run.steps["loss"].iloc[0] == pytest.approx(0.001)
+
+
 def test_rasbts_gen_dis_loss_pair_is_a_gans(tmp_path):
     """rasbt's deeplearning-models GAN notebooks print "Epoch: 001/100 | Batch 100/469 | Gen/Dis Loss: 5.1797/0.0280": the
     pair was read as one loss, the generator's judged as any loss (five divergences, three critical, on a healthy GAN).

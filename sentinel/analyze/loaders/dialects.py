@@ -1815,6 +1815,10 @@ EPOCH_LINES = Dialect(
         Shape(re.compile(rf"^{_GAP}{_EPOCH_NUM}[^\w\n]{{0,8}}(?<![\w/])(?i:train)[^\S\n]*[:=][^\S\n]*({_NUM})[,;|]?"
                          rf"[^\S\n]+(?i:val|valid|validation)[^\S\n]*[:=][^\S\n]*({_NUM})\b", re.MULTILINE),
               head=(metrics.STEP, metrics.LOSS, metrics.VAL_LOSS)),
+        # AlphaPose's epoch line, f"{set}-{epoch:d} epoch | loss:{loss:.8f} | acc:{acc:.4f}" ("Train-0 epoch |
+        # loss:0.00107745 | acc:0.1478"): the epoch before the word.
+        Shape(re.compile(rf"^[^\S\n]*Train-(\d+) epoch \| loss:({_NUM})\b", re.MULTILINE),
+              head=(metrics.STEP, metrics.LOSS)),
     ),
     drop_words=_EVAL_WORDS,
     unstepped_evaluation=_UNSTEPPED_EVALUATION,
