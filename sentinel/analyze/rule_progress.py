@@ -28,10 +28,10 @@ def quality_columns(columns) -> list[str]:
     """The columns that measure quality, higher better.
 
     Example:
-        >>> quality_columns(["loss", "TAG_ACC", "SCORE", "ents_f", "val_loss", "lr"])
+        >>> quality_columns(["loss", "TAG_ACC", "SCORE", "ents_f", "val_loss", "lr", "loss_f"])
         ['TAG_ACC', 'SCORE', 'ents_f']
     """
-    return [str(c) for c in columns if _QUALITY.match(str(c)) is not None]
+    return [str(c) for c in columns if _QUALITY.match(str(c)) is not None and "loss" not in str(c).lower()]
 
 
 def settle_by_progress(incidents: list[Incident], steps: pd.DataFrame) -> list[Incident]:

@@ -59,19 +59,21 @@ def settle_recurring(incidents: list[Incident], steps: np.ndarray) -> list[Incid
     if not settled:
         return incidents
     last = int(steps[-1])
+    kinds = {i.kind for i in incidents if id(i) in settled}
+    alike = {kind: sum(1 for i in incidents if id(i) in settled and i.kind == kind) for kind in kinds}
+    firsts = {kind: min(i.step for i in incidents if id(i) in settled and i.kind == kind) for kind in kinds}
     out = []
     for incident in incidents:
         period = settled.get(id(incident))
         if period is not None:
-            alike = sum(1 for i in incidents if settled.get(id(i)) is not None and i.kind == incident.kind)
-            first = min(i.step for i in incidents if settled.get(id(i)) is not None and i.kind == incident.kind)
-            note = (f"one of {alike} alike, every {period:g} steps from step {first}: a pattern that comes round (an "
+            count, first = alike[incident.kind], firsts[incident.kind]
+            note = (f"one of {count} alike, every {period:g} steps from step {first}: a pattern that comes round (an "
                     "unshuffled epoch's hardest batches, a data source that recurs), not an instability")
             cut = incident.end_step >= last  # the log ended inside it: it goes as the others did
             if incident.resolved or cut or incident.kind == IncidentKind.DIVERGENCE.value:
                 incident = dataclasses.replace(
                     incident, severity=Severity.INFO, message=f"{incident.message}; {note}",
-                    details={**incident.details, "resolved": True, "recurring": {"period": period, "count": alike}})
+                    details={**incident.details, "resolved": True, "recurring": {"period": period, "count": count}})
         out.append(incident)
     return out
 
