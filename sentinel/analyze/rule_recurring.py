@@ -41,7 +41,8 @@ def settle_recurring(incidents: list[Incident], steps: np.ndarray) -> list[Incid
     """
     if len(steps) < 2:
         return incidents
-    spikes = [i for i in incidents if i.kind == IncidentKind.LOSS_SPIKE.value and i.severity.rank >= Severity.WARNING.rank]
+    spikes = [i for i in incidents
+              if i.kind == IncidentKind.LOSS_SPIKE.value and i.severity.rank >= Severity.WARNING.rank]
     returned = sorted((i for i in incidents if i.kind == IncidentKind.DIVERGENCE.value and i.details.get("came_back")),
                       key=lambda i: i.step)
     settled = {}

@@ -2080,7 +2080,8 @@ EDSR = Dialect(
     description='EDSR-PyTorch ("[1600/16000]\\t[L1: 5.9633]\\t65.8+0.4s", "[Total: X]" over several terms)',
     shapes=(
         # (a space before the tab after the display: older versions' "[L1: nan] \t21.0+60.3s")
-        Shape(re.compile(rf"^\[(\d+)/(\d+)\]\t((?:\[[\w.]+: {_NUM}\])+)[^\S\n]*\t[\d.]+\+[\d.]+s[^\S\n]*$", re.MULTILINE),
+        Shape(re.compile(rf"^\[(\d+)/(\d+)\]\t((?:\[[\w.]+: {_NUM}\])+)[^\S\n]*\t[\d.]+\+[\d.]+s[^\S\n]*$",
+                         re.MULTILINE),
               head=("iter", "total"), separators=("[", "]", ":"), keys={"total": metrics.LOSS}),
     ),
     sniff=re.compile(r"^\[\d+/\d+\]\t\[[\w.]+: ", re.MULTILINE),

@@ -325,8 +325,10 @@ def _running_total(name: str, names: set[str]) -> bool:
     """Whether ``name`` is a ``tot_<metric>`` beside a ``current_<metric>`` among ``names``.
 
     Example:
-        >>> _running_total("train/tot_loss", {"train/tot_loss", "train/current_loss"}), _running_total("tot_loss", {"tot_loss"})
-        (True, False)
+        >>> _running_total("train/tot_loss", {"train/tot_loss", "train/current_loss"})
+        True
+        >>> _running_total("tot_loss", {"tot_loss"})
+        False
     """
     return _TOT.search(name) is not None and _TOT.sub(r"\1current_", name, count=1) in names
 

@@ -87,8 +87,10 @@ def named_key(text: str, name: str) -> str | None:
     case), as the text writes it; None where no pair has it.
 
     Example:
-        >>> named_key("Epoch 1, Recon: 301.2, KL: 5.1\\n", "recon"), named_key("step 3, total loss is 4.7", "total loss")
-        ('Recon', 'total loss')
+        >>> named_key("Epoch 1, Recon: 301.2, KL: 5.1\\n", "recon")
+        'Recon'
+        >>> named_key("step 3, total loss is 4.7", "total loss")
+        'total loss'
     """
     pair = re.compile(rf"(?<![\w/.-])({re.escape(name)})['\"]?[^\S\n]*(?:[:=][^\S\n]*|(?:is[^\S\n]+)?)['\"]?"
                       r"[-+]?(?:\d|\.\d|nan\b|inf\b)", re.IGNORECASE)  # "key: 2", "key=2", "key 2", "key is 2"

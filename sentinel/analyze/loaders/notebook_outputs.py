@@ -75,8 +75,8 @@ def _ended(text: str) -> str:
 
 # A Keras progress bar's line (its count, then the bar: "313/313 [====...] - 1s 2ms/step - loss: 0.35",
 # Keras 3's "313/313 ━━━━━━━━ 1s 2ms/step - loss: 0.35"), and the line a fit prints before each epoch.
-_KERAS_BAR = re.compile(r"^[^\S\n]*(?:\x1b\[[0-9;]*m)*\d+/\d+(?:\x1b\[[0-9;]*m)*[^\S\n]+(?:\[[=>.]|(?:\x1b\[[0-9;]*m)*━)",
-                        re.MULTILINE)
+_COLOUR = r"(?:\x1b\[[0-9;]*m)*"
+_KERAS_BAR = re.compile(rf"^[^\S\n]*{_COLOUR}\d+/\d+{_COLOUR}[^\S\n]+(?:\[[=>.]|{_COLOUR}━)", re.MULTILINE)
 _KERAS_EPOCH = re.compile(r"^[^\S\n]*Epoch \d+/\d+[^\S\n]*$", re.MULTILINE)
 
 
@@ -124,7 +124,8 @@ def _table_lines(shown: str) -> str:
     """An HTML table's rows as tab-separated lines (tags dropped, entities decoded).
 
     Example:
-        >>> _table_lines("<table><tr><th>Step</th><th>Training Loss</th></tr><tr><td>500</td><td>0.69</td></tr></table>")
+        >>> _table_lines("<table><tr><th>Step</th><th>Training Loss</th></tr>"
+        ...              "<tr><td>500</td><td>0.69</td></tr></table>")
         'Step\\tTraining Loss\\n500\\t0.69\\n'
     """
     lines = []

@@ -1750,7 +1750,7 @@ def _counts_globally(epoch: np.ndarray, iters: np.ndarray, pos: np.ndarray, know
         False
         >>> _counts_globally(np.array([1., 2., 2., 1., 2.]), np.array([90., 100., 180., 95., 105.]), np.arange(5))
         True
-        >>> _counts_globally(np.array([2., 2., 5., 5.]), np.array([10., 20., 40., 45.]), np.arange(4), known_length=True)
+        >>> _counts_globally(np.array([2., 2., 5., 5.]), np.array([10., 20., 40., 45.]), np.arange(4), True)
         False
     """
     order = np.argsort(pos, kind="stable")
