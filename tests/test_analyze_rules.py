@@ -987,3 +987,14 @@ def test_a_divergence_while_the_runs_score_rises_is_information(score_rises):
     (divergence,) = by_kind(analyze_run(run_of({"loss": loss, "score": score}, index=steps)), "divergence")
     assert divergence.severity.value == ("info" if score_rises else "critical")
     assert ("score rose from" in divergence.message) == score_rises
+
+
+def test_a_spike_after_a_level_step_recovers_to_that_level():
+    """AlphaPose's epoch means step up x1.17 at epoch 141 (its schedule changed), then one epoch bumps x1.13 at 153 and
+    is back at the new level two epochs later: "1.3x baseline 0.000304; not recovered", critical, against the level of
+    before the step. Where the rows just before a spike stand flat above its baseline (under x1.5), it is back where it
+    came from there; a level far above the baseline is the spike before it still going on."""
+    loss = [0.000299] * 140 + [0.000349] * 12 + [0.000395, 0.000357, 0.000351] + [0.00034 - i * 1e-6 for i in range(45)]
+    (spike,) = by_kind(analyze_run(run_of({"loss": loss})), "loss_spike")
+    assert spike.step == 152 and spike.severity.value == "warning" and "recovered in 2 steps" in spike.message
+

@@ -69,9 +69,11 @@ def spike_spans(series: pd.Series, config: AnalyzeConfig, *, start_jump: float |
             before = between(series, None, start - 1)
             baseline = float(before.tail(20).median()) if len(before) else float("nan")
         score = float(between(frame["score"], start, end).max()) if "score" in frame else float("nan")
-        level = baseline + config.recover_frac * (peak - baseline)
-        if back_under is not None and baseline > 0:
-            level = min(level, back_under * baseline)
+        settled = _new_level(series, start, baseline, peak)  # where the loss stood just before, a step above it
+        floor = baseline if settled is None else settled
+        level = floor + config.recover_frac * (peak - floor)
+        if back_under is not None and floor > 0:
+            level = min(level, back_under * floor)
         # A loss printed with few decimals is back where it shows one unit of its last digit above
         # its baseline (gsplat's 0.011, then 0.017, 0.013, 0.012: the printing cannot say more).
         around = series.to_numpy()[max(0, series.index.searchsorted(start) - _ROWS_PRINTED):][:2 * _ROWS_PRINTED]
@@ -89,6 +91,37 @@ def spike_spans(series: pd.Series, config: AnalyzeConfig, *, start_jump: float |
                       "recovered_step": recovered, "next_step": nxt, "outlier_batch": outlier,
                       "recover_within": within, **_across_a_gap(series, end, nxt, gaps, level, within)})
     return spans
+
+
+# The rows just before a spike that stand as a level of their own above its baseline (a step the loss
+# took before it, which the detector's window has not caught up with), and how flat they must be.
+_LEVEL_ROWS = 5
+_LEVEL_SPREAD = 0.05
+# ... and no higher above it than a jump the spike rule would call one (x1.5): a level far above the
+# baseline is the spike before it still going on, not a place the loss settled.
+_LEVEL_RATIO = 1.5
+# ... with the spike's peak this far above the level at least (a spike from there, not its edge).
+_ABOVE_LEVEL = 1.1
+
+
+def _new_level(series: pd.Series, start: int, baseline: float, peak: float) -> float | None:
+    """The level the loss stood at just before a spike, where its last :data:`_LEVEL_ROWS` rows stand
+    flat (within :data:`_LEVEL_SPREAD` of their median) above the spike's baseline, under
+    :data:`_LEVEL_RATIO` times it, the peak :data:`_ABOVE_LEVEL` times the level or more: a step the loss took earlier (AlphaPose's loss up x1.17 at epoch 141 as its
+    schedule changed, a one-epoch bump at 153 "not recovered" against the level of before 141). A
+    spike is back where it came from there. None otherwise.
+
+    Example:
+        >>> s = pd.Series([1.0] * 10 + [1.17] * 10 + [1.5, 1.18, 1.17])
+        >>> _new_level(s, 20, 1.0, 1.5)
+        1.17
+    """
+    before = between(series, None, start - 1).to_numpy(dtype="float64")[-_LEVEL_ROWS:]
+    if len(before) < _LEVEL_ROWS or not baseline > 0:
+        return None
+    level = float(np.median(before))
+    flat = bool((np.abs(before - level) <= _LEVEL_SPREAD * abs(level)).all())
+    return level if flat and baseline < level < _LEVEL_RATIO * baseline and peak >= _ABOVE_LEVEL * level else None
 
 
 # Rows before a spike (and as many from it on) whose printing tells the loss's last printed digit.
