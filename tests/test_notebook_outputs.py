@@ -69,6 +69,18 @@ def test_a_notebook_with_no_output_or_no_json_says_so(tmp_path):
     broken.write_text('{"cells": [', encoding="utf-8")
     result = CliRunner().invoke(main, ["analyze", str(broken)])
     assert result.exit_code == 1 and "is no Jupyter notebook (not JSON data)" in result.output
+    # JSON of a notebook's shape with other types where lists go: no output read, not "a bug in sentinel".
+    odd = tmp_path / "odd.ipynb"
+    odd.write_text('{"nbformat": 4, "cells": [{"outputs": 5}, {"outputs": [{"output_type": "error", "traceback": 3}]}]}',
+                   encoding="utf-8")
+    result = CliRunner().invoke(main, ["analyze", str(odd)])
+    assert result.exit_code == 1 and "a notebook that holds no output" in result.output
+    # A lone surrogate escaped in its JSON ("\ud800", a terminal's broken byte) is read past, not an encoding error.
+    lone = tmp_path / "lone.ipynb"
+    lone.write_text('{"nbformat": 4, "cells": [{"outputs": [{"output_type": "stream", "text": "'
+                    + "".join(f"step {s} | loss {2 - s / 10} \\ud800\\n" for s in range(1, 6)) + '"}]}]}',
+                    encoding="utf-8")
+    assert len(discover_runs(lone)[0].steps) == 5
     # Outputs that hold no training: the text reader's refusal, under the notebook's name.
     printed = tmp_path / "printed.ipynb"
     cell = nbformat.v4.new_code_cell("print('hello')", outputs=[nbformat.v4.new_output("stream", text="hello\n")])

@@ -952,7 +952,7 @@ def _notebook_runs(path: Path, options: LoadOptions) -> list[RunData]:
                           "run it and save it with its outputs, or pass the logs its training wrote")
     with tempfile.TemporaryDirectory(prefix="sentinel-notebook-") as folder:
         copy = Path(folder) / f"{path.stem}.log"
-        copy.write_text(text, encoding="utf-8")
+        copy.write_text(text, encoding="utf-8", errors="replace")  # (JSON may hold a lone surrogate: "\\ud800")
         try:
             runs = discover(copy, options).runs
         except (NoRunsError, ValueError) as e:  # its words name the notebook, not the copy

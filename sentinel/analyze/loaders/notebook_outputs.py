@@ -52,7 +52,8 @@ def output_text(path: str | Path) -> str | None:
                  for cell in sheet.get("cells") or []]
     if not isinstance(cells, list):
         raise ValueError("JSON data with no cells")
-    pieces = [text for cell in cells if isinstance(cell, dict) if (text := _cell_text(cell.get("outputs") or []))]
+    pieces = [text for cell in cells if isinstance(cell, dict) and isinstance(cell.get("outputs"), list)
+              if (text := _cell_text(cell["outputs"]))]
     return "".join(piece for piece in pieces if piece) or None
 
 
@@ -109,7 +110,8 @@ def _output_text(output: dict) -> str:
             return _table_lines(shown)
         return _joined(data.get("text/plain") or data.get("text"))
     if kind in ("error", "pyerr"):
-        return _ANSI.sub("", "\n".join(str(line) for line in output.get("traceback") or []))
+        lines = output.get("traceback")
+        return _ANSI.sub("", "\n".join(str(line) for line in lines)) if isinstance(lines, list) else ""
     return ""
 
 
