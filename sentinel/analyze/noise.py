@@ -80,3 +80,16 @@ def below_printed_digit(loss: pd.Series) -> str | None:
     return (f"the loss reads exactly 0 at {zeros} of {len(values)} logged steps from step {int(loss.index[first])} on, "
             f"the others there at most {float(np.abs(tail).max()):g}: printed with {decimals} decimals, it has fallen "
             "below them and its changes are not in the log (print it with more digits, or as 1.2e-05)")
+
+
+def end_levels(values: np.ndarray, share: int) -> tuple[float, float]:
+    """The median of a stretch's first and of its last ``1/share`` of values (one at least): where
+    its level stood at either end, a noisy per-batch loss's noise averaged out.
+
+    Example:
+        >>> end_levels(np.array([1.27, 7.79, 14.97, 22.42, 60.93, 1053.0]), 2)
+        (7.79, 60.93)
+    """
+    rows = max(1, len(values) // share)
+    return float(np.median(values[:rows])), float(np.median(values[-rows:]))
+

@@ -23,7 +23,7 @@ import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
-from sentinel.analyze.loaders import LOGGED_NAN, LOGGED_NAN_KEYS, RunData
+from sentinel.analyze.loaders import LOGGED_NAN, LOGGED_NAN_KEYS, RunData, nonfinite_name
 from sentinel.analyze.loaders.keys import looks_like_eval_loss
 from sentinel.analyze.spans import between, cadence, group_steps
 
@@ -154,16 +154,6 @@ def _same_frame(frame: pd.DataFrame | None, series: pd.Series) -> bool:
     """Whether ``frame`` is the steps frame ``series`` was taken from (same column, same rows)."""
     return (frame is not None and series.name in frame.columns and len(frame) == len(series)
             and frame.index.equals(series.index))
-
-
-def nonfinite_name(value: float) -> str:
-    """How a report names a non-finite value: ``nan``, ``+inf`` or ``-inf``.
-
-    Example:
-        >>> [nonfinite_name(v) for v in (float("nan"), float("inf"), -float("inf"))]
-        ['nan', '+inf', '-inf']
-    """
-    return "nan" if np.isnan(value) else ("+inf" if value > 0 else "-inf")
 
 
 def finite(series: pd.Series) -> pd.Series:

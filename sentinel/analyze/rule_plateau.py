@@ -7,6 +7,7 @@ import pandas as pd
 
 from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
+from sentinel.analyze.noise import end_levels
 from sentinel.analyze.spans import cadence, group_runs
 
 
@@ -83,9 +84,8 @@ def _level_rose(loss: pd.Series, start: int, end: int) -> str:
     values = loss[(loss.index >= start) & (loss.index <= end)].to_numpy(dtype="float64")
     if len(values) < 3 or not values.min() > 0:  # (a ratio of levels on either side of 0 says nothing)
         return ""
-    rows = max(1, len(values) // _LEVEL_SHARE)  # (a paste's few rows: its first against its last)
-    first, last = float(np.median(values[:rows])), float(np.median(values[-rows:]))
-    if not (first > 0 and last >= _ROSE * first):
+    first, last = end_levels(values, _LEVEL_SHARE)  # (a paste's few rows: its first against its last)
+    if last < _ROSE * first:
         return ""
     return f"; its level rose x{last / first:.3g} over it ({first:.4g} to {last:.4g})"
 

@@ -107,9 +107,10 @@ _ABOVE_LEVEL = 1.1
 def _new_level(series: pd.Series, start: int, baseline: float, peak: float) -> float | None:
     """The level the loss stood at just before a spike, where its last :data:`_LEVEL_ROWS` rows stand
     flat (within :data:`_LEVEL_SPREAD` of their median) above the spike's baseline, under
-    :data:`_LEVEL_RATIO` times it, the peak :data:`_ABOVE_LEVEL` times the level or more: a step the loss took earlier (AlphaPose's loss up x1.17 at epoch 141 as its
-    schedule changed, a one-epoch bump at 153 "not recovered" against the level of before 141). A
-    spike is back where it came from there. None otherwise.
+    :data:`_LEVEL_RATIO` times it, the peak :data:`_ABOVE_LEVEL` times the level or more: a step the
+    loss took earlier (AlphaPose's loss up x1.17 at epoch 141 as its schedule changed, a one-epoch
+    bump at 153 "not recovered" against the level of before 141). A spike is back where it came from
+    there. None otherwise.
 
     Example:
         >>> s = pd.Series([1.0] * 10 + [1.17] * 10 + [1.5, 1.18, 1.17])

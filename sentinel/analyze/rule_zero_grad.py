@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from sentinel.analyze.incident import Incident, IncidentKind
+from sentinel.analyze.noise import end_levels
 from sentinel.analyze.zero_stretches import zero_stretches
 
 # Logged grad norms of exactly 0 in a row that make a stretch.
@@ -106,6 +107,5 @@ def _climbed(during: np.ndarray) -> bool:
     """
     if len(during) < 4:
         return False
-    half = len(during) // 2
-    first, second = float(np.median(during[:half])), float(np.median(during[-half:]))
+    first, second = end_levels(during, 2)
     return first > 0 and second >= PLACEHOLDER_RISE * first

@@ -176,6 +176,17 @@ LOADER_MODULES: tuple[str, ...] = (
 )
 
 
+def nonfinite_name(value: float) -> str:
+    """How a report names a non-finite value, a loader's message and a rule's alike: ``nan``,
+    ``+inf`` or ``-inf``.
+
+    Example:
+        >>> [nonfinite_name(v) for v in (float("nan"), float("inf"), -float("inf"))]
+        ['nan', '+inf', '-inf']
+    """
+    return "nan" if value != value else ("+inf" if value > 0 else "-inf")
+
+
 def files_in_walk_order(folder: Path, suffix: str | None = None) -> list[Path]:
     """The files under ``folder`` in the order a top-down sorted walk meets them (each folder's
     files, then its subfolders), as the directory walk of ``sentinel analyze`` offers them: a

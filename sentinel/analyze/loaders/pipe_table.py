@@ -20,7 +20,7 @@ from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, LOGGED_NAN_KEYS, LoadOptions, RunData, epoch_unit
 from sentinel.analyze.loaders.keys import (STEP_ALIASES, inferred_loss_note, looks_like_loss, loss_column, sniff_columns,
                                           step_column)
-from sentinel.analyze.loaders.numeric_table import STEP_OF_TOTAL, table_steps
+from sentinel.analyze.loaders.numeric_table import STEP_OF_TOTAL, loss_cells, table_steps
 from sentinel.analyze.loaders.textlog import read_head_lines, read_text, run_name
 
 NAME = "pipe_table"
@@ -76,16 +76,15 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     table = pd.DataFrame(rows, columns=header)
     steps = table_steps(table, step_col, loss_col, path, warnings)
     meta = {"format": NAME, "columns": header, **epoch_unit(step_col, steps)}
-    # A cell printed "nan" is the loss gone NaN; an empty one, a row that logged none (nolearn's table
+    # A cell printed "nan" is the loss gone NaN (an "inf" reads as its value); an empty one, a row that logged
+    # none (nolearn's table
     # printed "nan" in its first epochs: beside their valid loss they read as evaluation rows).
-    printed = table[loss_col].str.strip().str.lower().isin(_NONFINITE_CELLS).to_numpy()
+    printed = loss_cells(table[loss_col])[2]
     at = pd.to_numeric(table[step_col][printed], errors="coerce").dropna().astype("int64")
     meta[LOGGED_NAN] = {metrics.LOSS: sorted(set(at.tolist()) & set(steps.index.tolist()))}
     meta[LOGGED_NAN_KEYS] = (metrics.LOSS,)
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps, meta=meta, warnings=warnings)]
 
-
-_NONFINITE_CELLS = ("nan", "-nan", "+nan", "inf", "-inf", "+inf", "infinity", "-infinity")
 
 
 def why_not(path: str | Path, options: LoadOptions | None = None) -> str | None:

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from sentinel import metrics
-from sentinel.analyze.loaders import LOGGED_NAN, STEP_UNIT, LoadOptions, RunData
+from sentinel.analyze.loaders import LOGGED_NAN, STEP_UNIT, LoadOptions, RunData, nonfinite_name
 from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER, FALLBACKS,
                                                GENERAL_READERS, GENERIC, HF_TRAINER, KERAS_EPOCHS, LOSS_LINES,
                                                NONFINITE_ONLY, PAIRS, YOLOV4_PYTORCH, reads_bar_running_mean)
@@ -320,8 +320,7 @@ def _nonfinite_in(steps: pd.DataFrame) -> str:
                                (metrics.GRAD_NORM_TOTAL, "grad norm", "the gradient went non-finite there")):
         value = float(steps[column].iloc[0]) if column in steps.columns else 0.0
         if not math.isfinite(value):
-            shown = "nan" if math.isnan(value) else ("+inf" if value > 0 else "-inf")  # as rule_nonfinite names it
-            return f", whose {name} is {shown} at step {int(steps.index[0])}: {what}"
+            return f", whose {name} is {nonfinite_name(value)} at step {int(steps.index[0])}: {what}"
     return ""
 
 
@@ -448,7 +447,8 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
     dialect, key = _pick(text[: 1 << 20], least, options.loss_col)
     named = _named_key_unread(text[: 1 << 20], dialect, options) if key is None else None
     if named is not None:  # the one loss the lines hold now, read as any log's
-        text, dialect, key = only_key_as_loss(text, named), *_pick(only_key_as_loss(text[: 1 << 20], named), least)
+        text = only_key_as_loss(text, named)
+        dialect, key = _pick(text[: 1 << 20], least)
         key = LossKey(named, named=True) if key is None else key
         options = replace(options, loss_col=None)
     if dialect is not None and key is not None:
