@@ -117,3 +117,44 @@ def test_a_keras_evaluate_cell_is_no_epoch_of_the_fit_before_it(tmp_path):
     (run,) = discover_runs(path)
     assert run.steps.index.tolist() == list(range(1, 21)) and run.steps["loss"].iloc[-1] == pytest.approx(0.05)
     assert analyze_run(run).verdict.value == "healthy"
+
+
+def _trainer_table(metric: str, steps: range, start: float) -> str:
+    """A cell that displays the Trainer's progress table (HTML only) of a training logged at ``steps``."""
+    return f"""
+from IPython.display import HTML, display
+rows = "".join(f"<tr><td>{{s}}</td><td>{{{start} / (1 + s / 500):.6f}}</td><td>{{0.5 + s / 5000:.6f}}</td></tr>"
+               for s in {steps!r})
+display(HTML('<table border="1" class="dataframe"><thead><tr style="text-align: left;"><th>Step</th>'
+             '<th>Training Loss</th><th>{metric}</th></tr></thead><tbody>' + rows + '</tbody></table>'))
+"""
+
+
+def test_each_trainer_table_of_a_notebook_is_a_training_of_its_own(tmp_path):
+    """A notebook that trains twice (two `trainer.train()` cells, a second model) shows two tables: the second,
+    naming another score ("Mcc Score" after "F1 Score") and logged every 100 steps after every 50, was dropped
+    without a word; under the same header, its rows replaced the first training's. Each is a run of its own."""
+    path = _executed(tmp_path, "print('Tokenizing...\\nMap: 100%\\nSome weights were not initialized' * 3)",
+                     _trainer_table("F1 Score", range(50, 1050, 50), 2.0),
+                     "print('F1 on the test set: 0.93')", _trainer_table("Mcc Score", range(100, 1100, 100), 3.0))
+    first, second = discover_runs(path)
+    assert (first.name, second.name) == (f"{tmp_path.name}#1", f"{tmp_path.name}#2")  # train.ipynb: its folder
+    assert first.steps.index.tolist() == list(range(50, 1050, 50)) and first.steps["loss"].iloc[0] == pytest.approx(1.8181818)
+    assert second.steps.index.tolist() == list(range(100, 1100, 100)) and second.steps["loss"].iloc[0] == pytest.approx(2.5)
+    assert first.source == "space_table" and "holds 2 trainings" in first.warnings[0]
+    assert "a table of its own" in first.warnings[0]
+    path = _executed(tmp_path, _trainer_table("F1 Score", range(50, 1050, 50), 2.0),
+                     _trainer_table("F1 Score", range(50, 1050, 50), 3.0))
+    first, second = discover_runs(path)  # (the tables alone: read as a CSV is)
+    assert first.steps["loss"].iloc[-1] == pytest.approx(2.0 / 3) and second.steps["loss"].iloc[-1] == pytest.approx(1.0)
+    # the same table displayed again (a live display, then its last state) is the same training
+    path = _executed(tmp_path, "print('Tokenizing...\\nMap: 100%\\nSome weights were not initialized' * 3)",
+                     _trainer_table("F1 Score", range(50, 550, 50), 2.0) + "\nprint('sample output')\n" +
+                     _trainer_table("F1 Score", range(50, 1050, 50), 2.0))
+    (run,) = discover_runs(path)
+    assert run.steps.index.tolist() == list(range(50, 1050, 50))
+    # a second table that goes on where the first stopped (a resumed training) is the same run
+    path = _executed(tmp_path, _trainer_table("F1 Score", range(50, 550, 50), 2.0),
+                     _trainer_table("Mcc Score", range(550, 1050, 50), 2.0))
+    (run,) = discover_runs(path)
+    assert run.steps.index.tolist() == list(range(50, 1050, 50))

@@ -5978,6 +5978,22 @@ def test_a_json_table_of_trainings_appended_one_after_another(tmp_path):
     assert len(discover_runs(path)) == 1
 
 
+def test_a_second_training_logged_at_another_interval_is_no_resume(tmp_path):
+    """Two Hugging Face Trainer tables pasted one after the other, the second training logged every 100 steps
+    where the first logged every 50: its first row, step 100, was read as the first training resumed there
+    ("restart 1"), ten of its rows replacing the first's from step 100 on. A table that starts again from its
+    own first logging step is a training of its own; one resumed from a later step is not."""
+    def table(steps, start):
+        return ["Step\tTraining Loss\tValidation Loss", *[f"{s}\t{start / (1 + s / 500):.6f}\t{0.5:.6f}" for s in steps]]
+    path = _write(tmp_path / "paste.txt", [*table(range(50, 1050, 50), 2.0), *table(range(100, 1100, 100), 3.0)])
+    first, second = discover_runs(path)
+    assert first.steps.index.tolist() == list(range(50, 1050, 50)) and not first.abandoned
+    assert second.steps.index.tolist() == list(range(100, 1100, 100)) and second.steps["loss"].iloc[0] == 2.5
+    _write(path, [*table(range(50, 1050, 50), 2.0), *table(range(600, 1600, 100), 2.0)])
+    (run,) = discover_runs(path)
+    assert len(run.abandoned) == 1 and run.steps.index.min() == 50 and run.steps.index.max() == 1500
+
+
 def test_a_grad_norm_that_drifts_to_a_new_level_is_no_explosion(tmp_path):
     """A TinyLlama LoRA fine-tune's trainer_state.json: its grad norm drifts from 1.2 to 2.7 while the loss
     falls smoothly: three "grad norm explosions" (x1.45-x2.0 its baseline, "no loss spike followed"), the

@@ -876,8 +876,9 @@ def _table_under_lines(file: Path, options: LoadOptions) -> list[RunData] | None
                 message = str(err).replace(str(table), str(file))
                 raise NoRunsError(message if str(file) in message else f"{file}: {message}") from None
             return None
-    for run in runs:
-        run.path, run.name = str(file), run_name(file)
+    copy_name = run_name(table)
+    for run in runs:  # named after the file, each training's "#k" kept
+        run.path, run.name = str(file), run_name(file) + run.name.removeprefix(copy_name)
         run.warnings.insert(0, f"{file.name}: read as the table whose header is line {line + 1} (the "
                                f"{'line' if line == 1 else f'{line} lines'} above it not read)")
     return runs
@@ -941,6 +942,7 @@ def _notebook_runs(path: Path, options: LoadOptions) -> list[RunData]:
         NoRunsError: the notebook holds no output, or none that reads as a training log.
     """
     from sentinel.analyze.loaders import notebook_outputs
+    from sentinel.analyze.loaders.textlog import run_name
 
     try:
         text = notebook_outputs.output_text(path)
@@ -957,9 +959,10 @@ def _notebook_runs(path: Path, options: LoadOptions) -> list[RunData]:
             runs = discover(copy, options).runs
         except (NoRunsError, ValueError) as e:  # its words name the notebook, not the copy
             raise type(e)(str(e).replace(str(copy), str(path)).replace(copy.name, path.name)) from None
-    for run in runs:
-        run.path = str(path)
-        run.warnings = [w.replace(str(copy), str(path)).replace(copy.name, path.name) for w in run.warnings]
+    for run in runs:  # named after the notebook, each training's "#k" kept
+        run.path, run.name = str(path), run_name(path) + run.name.removeprefix(run_name(copy))
+        run.warnings = [w.replace(str(copy), str(path)).replace(copy.name, path.name)
+                        .replace(f"{run_name(copy)}#", f"{run_name(path)}#") for w in run.warnings]
     return runs
 
 

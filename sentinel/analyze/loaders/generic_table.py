@@ -56,6 +56,7 @@ from sentinel.analyze.loaders.numeric_table import (
     step_values,
     sum_loss_components,
     table_steps,
+    table_trainings,
 )
 from sentinel.analyze.loaders.textlog import (QUOTE_MARKS, read_head, read_head_lines, run_name, text_encoding,
                                              trainings_note)
@@ -243,7 +244,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     if loss_col not in table.columns:  # the sum of the loss's components (see pick_columns)
         sum_loss_components(table, loss_components(table.columns), path, warnings)
     json_rows = array or first.lstrip().startswith("{")
-    parts = _trainings(table, step_col, loss_col, nan_rows.get(loss_col, ()))
+    parts = table_trainings(table, step_col, loss_col, nan_rows.get(loss_col, ()))
     if parts is None:
         return [_run(table, step_col, loss_col, nan_rows, json_rows, path, run_name(path), warnings)]
     note = trainings_note(path, len(parts))
@@ -258,42 +259,6 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         runs.append(_run(part, step_col, loss_col, part_nan, json_rows, path, f"{run_name(path)}#{k}",
                          [note, *warnings]))
     return runs
-
-
-# Rows with a loss, at least, in each training of a table that holds several (see _trainings).
-_TRAINING_ROWS = 2
-
-
-def _trainings(table: pd.DataFrame, step_col: str, loss_col: str, nan_rows) -> list[np.ndarray] | None:
-    """The rows of each training where a table holds several written one after another (detectron2's
-    metrics.json of each launch into one output folder): its rows with a loss go back to its first
-    step (or before it) and start again, each stretch two such rows or more; else None (a resume
-    from a later step is the went-back rows' business).
-
-    Example:
-        >>> t = pd.DataFrame({"iteration": [19, 39, 59, 19, 39], "total_loss": [3.0, 2.5, 2.0, 3.1, 2.4]})
-        >>> [part.tolist() for part in _trainings(t, "iteration", "total_loss", [])]
-        [[0, 1, 2], [3, 4]]
-    """
-    if loss_col not in table.columns or step_col not in table.columns:
-        return None
-    step = pd.to_numeric(table[step_col], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
-    logged = pd.to_numeric(table[loss_col], errors="coerce").notna().to_numpy().copy()
-    logged[list(nan_rows)] = True
-    rows = np.flatnonzero(logged & ~np.isnan(step))
-    if len(rows) < 2 * _TRAINING_ROWS:
-        return None
-    steps = step[rows]
-    again = (steps[1:] < steps[:-1]) & (steps[1:] <= steps[0])
-    epoch_col = epoch_column(table.columns, step_col)
-    if epoch_col is not None:  # a count inside the epoch starts again as the epoch moves on: no new training
-        epoch = pd.to_numeric(table[epoch_col], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)[rows]
-        again &= ~(epoch[1:] > epoch[:-1])
-    again = np.flatnonzero(again) + 1
-    if not len(again) or int(np.diff(np.r_[0, again, len(rows)]).min()) < _TRAINING_ROWS:
-        return None
-    cuts = rows[again]  # each training from its first row with a loss (rows before it: the one before)
-    return [np.arange(a, b) for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(table)])]
 
 
 def _run(table: pd.DataFrame, step_col: str, loss_col: str, nan_rows: dict[str, list[int]], json_rows: bool,

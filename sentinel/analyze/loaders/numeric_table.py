@@ -651,6 +651,46 @@ def table_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warning
 ROW_NUMBER_NAMES = ("", "unnamed: 0", "_row")
 
 
+# Rows with a loss, at least, in each training of a table that holds several (see table_trainings).
+TRAINING_ROWS = 2
+
+
+def table_trainings(table: pd.DataFrame, step_col: str, loss_col: str, nan_rows=()) -> list[np.ndarray] | None:
+    """The rows of each training where a table holds several written one after another (detectron2's
+    metrics.json of each launch into one output folder; a notebook's two ``trainer.train()``
+    tables): its rows with a loss go back and start again from the first step, or from their own
+    first logging interval (``100, 200, ...`` after a training that logged from 50), each stretch
+    two such rows or more; else None (a resume from a later step is the went-back rows' business).
+    ``nan_rows``: rows whose loss was printed as NaN (a row with a loss).
+
+    Example:
+        >>> t = pd.DataFrame({"iteration": [19, 39, 59, 19, 39], "total_loss": [3.0, 2.5, 2.0, 3.1, 2.4]})
+        >>> [part.tolist() for part in table_trainings(t, "iteration", "total_loss")]
+        [[0, 1, 2], [3, 4]]
+    """
+    if loss_col not in table.columns or step_col not in table.columns:
+        return None
+    step = pd.to_numeric(table[step_col], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+    logged = pd.to_numeric(table[loss_col], errors="coerce").notna().to_numpy().copy()
+    logged[list(nan_rows)] = True
+    rows = np.flatnonzero(logged & ~np.isnan(step))
+    if len(rows) < 2 * TRAINING_ROWS:
+        return None
+    steps = step[rows]
+    # From its first logging point: the step no further from 0 than from the step after it.
+    first_interval = np.r_[steps[1:-1] <= steps[2:] - steps[1:-1], False]
+    again = (steps[1:] < steps[:-1]) & ((steps[1:] <= steps[0]) | first_interval)
+    epoch_col = epoch_column(table.columns, step_col)
+    if epoch_col is not None:  # a count inside the epoch starts again as the epoch moves on: no new training
+        epoch = pd.to_numeric(table[epoch_col], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)[rows]
+        again &= ~(epoch[1:] > epoch[:-1])
+    again = np.flatnonzero(again) + 1
+    if not len(again) or int(np.diff(np.r_[0, again, len(rows)]).min()) < TRAINING_ROWS:
+        return None
+    cuts = rows[again]  # each training from its first row with a loss (rows before it: the one before)
+    return [np.arange(a, b) for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(table)])]
+
+
 def step_unit(step_col: str, steps: pd.DataFrame, path: str | Path, warnings: list[str],
               abandoned: list[AbandonedHistory] | None = None) -> tuple[pd.DataFrame, dict[str, str]]:
     """``steps`` and their unit for a run's meta (:func:`epoch_unit`). A table without a step column

@@ -44,6 +44,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from sentinel import metrics
@@ -58,8 +59,8 @@ from sentinel.analyze.loaders.keys import (
     yolov5_terms,
 )
 from sentinel.analyze.loaders.numeric_table import (STEP_OF_TOTAL, numbered_names, step_unit, sum_loss_components,
-                                                    table_steps)
-from sentinel.analyze.loaders.textlog import read_head_lines, read_text, run_name
+                                                    table_steps, table_trainings)
+from sentinel.analyze.loaders.textlog import read_head_lines, read_text, run_name, trainings_note
 from sentinel.analyze.loaders.textscan import clean_text
 
 NAME = "space_table"
@@ -123,11 +124,12 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     """
     options = options or LoadOptions()
     lines = clean_text(read_text(path)).split("\n")
-    found = _find(lines, options)
+    tables = _tables(lines, options)
+    found = next(tables, None)
     if found is None:
         raise ValueError(f"{path}: no table with a step and a loss column found (a header of column "
                          "names, rows of numbers under it): name them with --step-col/--loss-col")
-    header, rows, step_col, loss_col, bar = found
+    header, rows, step_col, loss_col, bar, where = found
     warnings: list[str] = []
     shape = next((m for m in map(_PANDAS_SHAPE.match, lines[-3:]) if m), None)
     if shape is not None and int(shape.group(1)) > len(rows):
@@ -137,6 +139,25 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     header = numbered_names(header)
     table = pd.DataFrame(rows, columns=header)
     table[step_col] = table[step_col].str.replace(STEP_OF_TOTAL, r"\1", regex=True)
+    parts = None
+    if loss_col is not None and not bar:  # a training's table, perhaps one of several (two trainer.train())
+        table = _with_later_tables(table, where, tables, step_col, loss_col)
+        # A table displayed again, whole or in part (a notebook's live display, then its last), repeats
+        # its rows: no training of its own.
+        shown = table[~table.duplicated()].reset_index(drop=True)
+        parts = table_trainings(shown, step_col, loss_col)
+        table = table if parts is None else shown
+    if parts is None:
+        return [_run(table, header, step_col, loss_col, bar, path, run_name(path), options, warnings)]
+    note = trainings_note(path, len(parts), "that each start from their first step (each under a table "
+                          "of its own: a training loop run again)")
+    return [_run(table.iloc[rows].reset_index(drop=True), header, step_col, loss_col, bar, path,
+                 f"{run_name(path)}#{k}", options, [note, *warnings]) for k, rows in enumerate(parts, 1)]
+
+
+def _run(table: pd.DataFrame, header: list[str], step_col: str, loss_col: str | None, bar: bool, path,
+         name: str, options: LoadOptions, warnings: list[str]) -> RunData:
+    """One run of a table's rows (the table's, or one training's where it holds several)."""
     if loss_col is None:  # a progress bar's loss components, summed (as its results.csv is)
         parts = _components(header, bar)
         table.columns = [_TRAIN + c if c in parts else c for c in header]
@@ -151,8 +172,36 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     steps = table_steps(table, step_col, loss_col, path, warnings, batch_rows=not bar)  # a bar's redraws: its last
     steps = _spacy_first_row_out(steps, header, step_col, path, warnings)
     steps, unit = step_unit(step_col, steps, path, warnings)
-    return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps,
-                    meta={"format": NAME, "columns": header, **unit}, warnings=warnings)]
+    return RunData(name=name, path=str(path), source=NAME, steps=steps,
+                   meta={"format": NAME, "columns": [str(c) for c in table.columns], **unit}, warnings=warnings)
+
+
+def _with_later_tables(table: pd.DataFrame, where: list[int], tables, step_col: str, loss_col: str) -> pd.DataFrame:
+    """``table`` (its rows at line numbers ``where``) with the rows of the later ``tables`` (as
+    :func:`_tables` yields them) of the same step and loss column under another header, in line
+    order: a notebook's second ``trainer.train()`` whose table names another score (``Mcc Score``
+    after ``F1 Score``), from its own first step, or one that goes on after the steps before it.
+    A table of other columns, or one that goes back into the steps before it, is not taken."""
+    parts = [(where, table)]
+    taken = set(where)
+    for header, rows, step, loss, bar, at in tables:
+        if step != step_col or loss != loss_col or bar:
+            continue
+        keep = [i for i, line in enumerate(at) if line not in taken]
+        if len(keep) < MIN_ROWS:
+            continue
+        later = pd.DataFrame([rows[i] for i in keep], columns=numbered_names(header))
+        later[step_col] = later[step_col].str.replace(STEP_OF_TOTAL, r"\1", regex=True)
+        before = pd.concat([pd.to_numeric(part[step_col], errors="coerce") for _, part in parts])
+        steps = pd.to_numeric(later[step_col], errors="coerce").dropna().to_numpy()
+        if len(steps) < 2 or not (steps[0] <= before.min() or steps[0] <= steps[1] - steps[0] or steps[0] > before.max()):
+            continue
+        parts.append(([at[i] for i in keep], later))
+        taken.update(at[i] for i in keep)
+    if len(parts) == 1:
+        return table
+    order = np.argsort(np.concatenate([np.asarray(lines) for lines, _ in parts]), kind="stable")
+    return pd.concat([part for _, part in parts], ignore_index=True).iloc[order].reset_index(drop=True)
 
 
 def _spacy_first_row_out(steps: pd.DataFrame, header: list[str], step_col: str, path: str | Path,
@@ -212,6 +261,13 @@ def _ruled(line: str, rule: str) -> list[str] | None:
 def _find(lines: list[str], options: LoadOptions):
     """``(header, rows, step column, loss column or None for a sum, rows carry a bar)`` of the
     first table, or None."""
+    first = next(_tables(lines, options), None)
+    return None if first is None else first[:5]
+
+
+def _tables(lines: list[str], options: LoadOptions):
+    """Each table of ``lines`` in the order its header is printed first: ``(header, rows, step
+    column, loss column or None for a sum, rows carry a bar, each row's line number)``."""
     tried: set[tuple[str, ...]] = set()
     comments: Counter | None = None
     for at, line in enumerate(lines):
@@ -249,16 +305,16 @@ def _find(lines: list[str], options: LoadOptions):
                                 and not yolov5_terms(header)):
             continue
         if len(tried) == MAX_HEADERS:
-            return None
+            return
         tried.add(tuple(header))
         # indexed, print(df): the header indented over the index, each row led by it (0, 1, 2, ...)
         starts = _name_starts(line, header) if ruled is None and gapped is None and not indexed else None
+        where: list[int] = []
         rows, bar = _rows(lines[at + 1:], header, header.index(step_col), printed,
-                          _header_gap(line) if gapped is not None else 0, indexed, starts)
+                          _header_gap(line) if gapped is not None else 0, indexed, starts, where)
         losses = [loss_col] if loss_col is not None else _components(header, bar)
         if losses and (len(rows) >= MIN_ROWS or _prints_nan(rows, [header.index(c) for c in losses])):
-            return header, rows, step_col, loss_col, bar
-    return None
+            yield header, rows, step_col, loss_col, bar, [at + 1 + i for i in where]
 
 
 def _prints_nan(rows: list[list[str]], columns: list[int]) -> bool:
@@ -328,19 +384,21 @@ def _by_starts(line: str, starts: list[int], width: int) -> list[str] | None:
 
 
 def _rows(lines: list[str], header: list[str], step_at: int, printed: list[str] | None = None,
-          gapped: int = 0, indexed: bool = False, starts: list[int] | None = None) -> tuple[list[list[str]], bool]:
+          gapped: int = 0, indexed: bool = False, starts: list[int] | None = None,
+          where: list[int] | None = None) -> tuple[list[list[str]], bool]:
     """The rows under each printing of ``header`` (its line's cells as split by spaces:
     ``printed``; a row under another header is another table's), and whether they carry a
     progress bar. ``gapped``: the header's gap, where its cells are two or more spaces apart: a row
     with fewer cells has them empty where its gaps say, else at its end (:func:`_padded`).
     ``indexed``: a row may be led by one cell more, an integer (a printed DataFrame's index), left
     out. ``starts``: where the header's names start, where they are left-aligned columns: a row
-    with fewer cells is cut there (:func:`_by_starts`)."""
+    with fewer cells is cut there (:func:`_by_starts`). ``where`` (if given) gets each row's index
+    in ``lines``."""
     width = len(header)
     rows: list[list[str]] = []
     bar = False
     mine = True  # under this table's header, not another's
-    for line in lines:
+    for number, line in enumerate(lines):
         if line.lstrip().startswith("#"):
             continue  # a comment under the header (DeePMD's "# If there is no available reference data, ..."): no row
         cells = _cells(line, gapped)
@@ -371,4 +429,6 @@ def _rows(lines: list[str], header: list[str], step_at: int, printed: list[str] 
         # kept the header once, the validation tables between the epochs.
         if mine or (drawn and STEP_OF_TOTAL.match(cells[step_at])):
             rows.append(cells)
+            if where is not None:
+                where.append(number)
     return rows, bar
