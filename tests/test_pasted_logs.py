@@ -5978,6 +5978,46 @@ def test_a_json_table_of_trainings_appended_one_after_another(tmp_path):
     assert len(discover_runs(path)) == 1
 
 
+def test_a_fit_pasted_from_a_later_epoch_then_another_fit_from_its_first(tmp_path):
+    """A TinyML question: a fit's epochs 2-8 pasted ("Epoch 2/100" first), then "Output during pruning is like
+    this:" and a second fit from "Epoch 1/100" at a loss of -291053: one series, the pruning's epoch 2
+    replacing the fit's, and a "divergence ... vs best -2.911e+05" on the healthy fit. A fit's "Epoch 1/N"
+    after another fit's later epoch starts a training of its own."""
+    lines = []
+    for epoch in range(2, 9):
+        lines += [f"Epoch {epoch}/100", f"2412/2412 [==============================] - 20s 8ms/step - loss: "
+                  f"{12 - epoch / 4:.4f} - val_loss: {12.1 - epoch / 4:.4f}"]
+    lines += ["", "Output during pruning is like this:"]
+    for epoch, loss in ((1, -291053.6562), (2, -287242.3438), (3, -285000.0)):
+        lines += [f"Epoch {epoch}/100", f"2680/2680 [==============================] - 47s 16ms/step - loss: {loss} - "
+                  "accuracy: 0.0359"]
+    fit, pruning = discover_runs(_write(tmp_path / "keras.txt", lines))
+    assert fit.steps.index.tolist() == list(range(2, 9)) and fit.steps["loss"].iloc[-1] == 10.0
+    assert pruning.steps.index.tolist() == [1, 2, 3] and pruning.steps["loss"].iloc[0] == -291053.6562
+    assert analyze_run(fit).verdict == "healthy"
+
+
+def test_a_keras_evaluate_bar_after_the_fit_is_no_epoch_of_it(tmp_path):
+    """A Keras paste: ten epochs of `fit`, then `model.evaluate(x_test)`'s bar ("313/313 [====] - loss: 0.95")
+    under the last epoch's: read as epoch 10's loss (final loss 0.95 where the fit ended at 0.177), and every
+    val_loss one epoch early. A bar of another length after an epoch's finished bar is left out, and said."""
+    lines, loss = [], 0.9
+    for epoch in range(1, 11):
+        loss *= 0.85
+        lines += [f"Epoch {epoch}/10", f"1875/1875 [==============================] - 5s 3ms/step - loss: {loss:.4f} - "
+                  f"accuracy: {1 - loss / 2:.4f} - val_loss: {loss * 1.1:.4f} - val_accuracy: {1 - loss / 2.2:.4f}"]
+    lines += ["313/313 [==============================] - 1s 2ms/step - loss: 0.9500 - accuracy: 0.8712",
+              "Test accuracy: 0.8712"]
+    (run,) = discover_runs(_write(tmp_path / "keras.txt", lines))
+    assert run.steps.index.tolist() == list(range(1, 11))
+    assert run.steps["loss"].iloc[-1] == 0.1772 and run.steps["val_loss"].iloc[0] == 0.8415
+    assert "1 progress bar(s) of another length after an epoch's finished bar" in run.warnings[0]
+    # a bar printed again at its end (a snapshot, then the finished bar) is the epoch's own
+    lines = [line.replace("313/313", "1875/1875") for line in lines]
+    (run,) = discover_runs(_write(tmp_path / "keras.txt", lines))
+    assert not any("progress bar(s)" in warning for warning in run.warnings)
+
+
 def test_a_second_training_logged_at_another_interval_is_no_resume(tmp_path):
     """Two Hugging Face Trainer tables pasted one after the other, the second training logged every 100 steps
     where the first logged every 50: its first row, step 100, was read as the first training resumed there

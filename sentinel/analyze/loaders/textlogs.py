@@ -470,13 +470,23 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
     parts = fresh_starts(text, lines)
     if len(parts) == 1 and dialect is EPOCH_LINES:
         parts = epoch_restarts(text)
-    if len(parts) == 1 and (dialect is KERAS_EPOCHS or dialect is GENERIC):  # (the bars' readers)
+    said = None  # what was left out of the text, where something was
+    if dialect is KERAS_EPOCHS or dialect is GENERIC:  # (the bars' readers)
+        evaluated = _without_evaluation_bars(text, lines)
+        if evaluated is not None:
+            text, count = evaluated
+            lines = Lines(text)
+            parts = fresh_starts(text, lines)
+            said = (f"{Path(path).name}: {count} progress bar(s) of another length after an epoch's finished "
+                    "bar (an evaluation's: model.evaluate() after fit, a validation pass), not read as training")
+    if len(parts) == 1 and (dialect is KERAS_EPOCHS or dialect is GENERIC):
         parts = _keras_fits(text, lines)
     if len(parts) == 1:
         runs = [_read(text, dialect, options, path, run_name(path), lines, least)]
         runs = split_restarted(runs[0], path) or runs
-        if note:
-            runs[0].warnings.insert(0, note)
+        for warning in (said, note):
+            if warning:
+                runs[0].warnings.insert(0, warning)
         return _keyed(runs, key)
     key_note = note
     runs, empty = [], []
@@ -492,8 +502,9 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
         note += f" ({', '.join(f'#{k}' for k in empty)} logged no step)"
     for run in runs:
         run.warnings.insert(0, note)
-        if key_note:
-            run.warnings.insert(0, key_note)
+        for warning in (said, key_note):
+            if warning:
+                run.warnings.insert(0, warning)
     return _keyed(runs, key)
 
 
@@ -605,7 +616,8 @@ _KERAS_HEADER_SKELETON = re.compile(r"Epoch 0/0+[^\S\n]*$")  # its line's skelet
 
 def _keras_fits(text: str, lines: Lines | None = None) -> list[str]:
     """``text`` cut at each Keras fit's first "Epoch 1/N" line after the first (each part from it), where
-    there are two or more; else ``[text]``. (Asked of the distinct line skeletons, then counted as a
+    there are two or more, or one after a fit's later epoch (a paste that opens in a fit, then a fit
+    from its start: a model trained, then pruned); else ``[text]``. (Asked of the distinct line skeletons, then counted as a
     substring: a search of the whole text, 0.6 ms on 1.8 MB, where no line is such a header.)
 
     Example:
@@ -616,10 +628,55 @@ def _keras_fits(text: str, lines: Lines | None = None) -> list[str]:
     skeletons = Lines.of(text, lines).skeletons()
     if skeletons is not None and not any(_KERAS_HEADER_SKELETON.match(line) for line in skeletons.texts()):
         return [text]
-    if text.count("\nEpoch 1/") + text.startswith("Epoch 1/") < 2:
+    if text.count("\nEpoch 1/") + text.startswith("Epoch 1/") < 1:
         return [text]
     cuts = [m.start() for m in _KERAS_FIRST_EPOCH.finditer(text)]
-    return _cut_at(text, cuts[1:]) if len(cuts) >= 2 else [text]
+    first = _KERAS_EPOCH_LINE.search(text)  # a paste that opens in a fit ("Epoch 2/100"): a later "Epoch 1/" is another's
+    cuts = cuts if cuts and first is not None and first.start() < cuts[0] else cuts[1:]
+    return _cut_at(text, cuts) if cuts else [text]
+
+
+# A Keras bar's line ("313/313 [====] - 1s 2ms/step - loss: 0.35", verbose=2's "313/313 - 1s - loss:"),
+# and the "Epoch k/K" line each epoch's bars follow.
+_KERAS_BAR_LINE = re.compile(r"^[^\S\n]*(\d+)/(\d+) (?:\[[=>.]*\] )?- [^\n]*\n?", re.MULTILINE)
+_KERAS_EPOCH_LINE = re.compile(r"^Epoch \d+/\d+[^\S\n]*$", re.MULTILINE)
+
+
+def _without_evaluation_bars(text: str, lines: Lines | None = None) -> tuple[str, int] | None:
+    """``text`` without the Keras bars that follow an epoch's finished bar with another length, and
+    how many: ``model.evaluate()`` after ``fit`` ("313/313 [====] - loss: 0.95" under the last
+    epoch's "1875/1875 [====] - loss: 0.19"), read as that epoch's loss; None where there are none.
+
+    Example:
+        >>> log = "Epoch 1/1\\n10/10 [==] - 1s - loss: 0.2\\n3/3 [==] - 0s - loss: 0.9\\n"
+        >>> _without_evaluation_bars(log)
+        ('Epoch 1/1\\n10/10 [==] - 1s - loss: 0.2\\n', 1)
+    """
+    skeletons = Lines.of(text, lines).skeletons()
+    if skeletons is not None and not any(_KERAS_HEADER_SKELETON.match(line) for line in skeletons.texts()):
+        return None
+    headers = [m.start() for m in _KERAS_EPOCH_LINE.finditer(text)]
+    if not headers:
+        return None
+    cuts, length, finished = [], None, False
+    at = 0  # the next header
+    for bar in _KERAS_BAR_LINE.finditer(text):
+        while at < len(headers) and headers[at] < bar.start():  # a new epoch: its own bars
+            at, length, finished = at + 1, None, False
+        count, total = int(bar.group(1)), int(bar.group(2))
+        if finished and total != length:
+            cuts.append((bar.start(), bar.end()))
+            continue
+        length = total if length is None else length
+        finished = finished or (count == total == length)
+    if not cuts:
+        return None
+    kept, start = [], 0
+    for a, b in cuts:
+        kept.append(text[start:a])
+        start = b
+    kept.append(text[start:])
+    return "".join(kept), len(cuts)
 
 
 def _cut_at(text: str, cuts: list[int]) -> list[str]:
