@@ -162,3 +162,24 @@ def test_a_divergence_cut_after_the_gap_that_lasts_is_kept():
     values = list(1.0 + 0.01 * rng.standard_normal(150)) + [2.0] * 50 + [1.0] + [2.2] * 199
     (div,) = divergence_incidents(pd.Series(values, index=steps))
     assert (div.step, div.end_step) == (50010, 51990) and div.message.startswith("loss diverged from step 50010:")
+
+
+def test_a_level_reached_across_the_rows_a_paste_left_out_is_no_sure_spike(tmp_path):
+    """MACE's paste: its epochs 172-182 at 0.206-0.212, "......", epochs 798 and 800 at 0.294: a critical
+    "spike ... not recovered" for a rise over 616 epochs left out (its asker: the validation loss crept up
+    slowly). Where the loss stands up from the first row after a gap on, whether it jumped or rose is not
+    known: a warning that says so. A spike after the gap that the rows show coming and going is judged as
+    any (CHGNet's, above)."""
+    rows = [(172, 0.2121), (174, 0.2073), (176, 0.2055), (178, 0.2055), (180, 0.2064), (182, 0.2080)]
+    lines = [f"2022-09-20 10:29:03.008 INFO: Epoch {e}: loss={v:.4f}, RMSE_E_per_atom=86.6 meV, RMSE_F=144.2 meV / A"
+             for e, v in rows]
+    lines += ["......"] + [f"2022-09-20 12:44:32.619 INFO: Epoch {e}: loss={v:.4f}, RMSE_E_per_atom=79.2 meV, "
+                           "RMSE_F=172.0 meV / A" for e, v in [(798, 0.2939), (800, 0.2940)]]
+    (spike,) = [i for i in _incidents(_write(tmp_path / "mace.log", lines)) if i.kind == "loss_spike"]
+    assert (spike.step, spike.severity) == (798, "warning")
+    assert "the log skips from epoch 182 to 798 before it: whether the loss jumped or rose" in spike.message
+    # the same rows with no gap between them: a spike the log shows, not back down
+    lines = [line for line in lines if line != "......"]
+    lines = [line.replace("Epoch 798", "Epoch 184").replace("Epoch 800", "Epoch 186") for line in lines]
+    (spike,) = [i for i in _incidents(_write(tmp_path / "mace.log", lines)) if i.kind == "loss_spike"]
+    assert spike.severity == "critical" and "skips" not in spike.message

@@ -89,7 +89,11 @@ def spike_spans(series: pd.Series, config: AnalyzeConfig, *, start_jump: float |
         spans.append({"start": start, "end": end, "peak_step": peak_step, "peak": peak,
                       "baseline": baseline, "ratio": _ratio(peak, baseline), "score": score, "history": history,
                       "recovered_step": recovered, "next_step": nxt, "outlier_batch": outlier,
-                      "recover_within": within, **_across_a_gap(series, end, nxt, gaps, level, within)})
+                      "recover_within": within, **_across_a_gap(series, end, nxt, gaps, level, within),
+                      # the log skips a stretch right before it, the loss up from its first row after it
+                      # on: the rise came over rows left out
+                      "gap_before": int(steps[at - 1]) if gaps is not None and at > 0 and bool(np.isin(at - 1, gaps))
+                      and bool((between(series, start, peak_step) > level).all()) else None})
     return spans
 
 
@@ -247,6 +251,13 @@ def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig, last_step: int 
         elif span["gap_after"]:
             after = (f"not back down by step {span['checked_after_gap']}, after the log skips from step "
                      f"{span['end']} to {span['next_step']}")
+        elif span.get("gap_before") is not None and not span["ratio"] >= _SURE_AT_THE_END:
+            # (MACE's paste: epoch 182, "......", epoch 798 up x1.42: a rise over 616 epochs, not a jump;
+            # a loss x45 its level since the gap is damage, however it came)
+            after = (f"not back down by the last logged step {last}; the log skips from step {span['gap_before']} "
+                     f"to {span['start']} before it: whether the loss jumped or rose over the steps left out is "
+                     "not known")
+            unknown = True
         elif span.get("history") == 1 and not span["ratio"] >= _SURE_AT_THE_END and (
                 last < span["peak_step"] + span["recover_within"] or _few_rows_all_above(loss, span)):
             # (PaddleClas' paste from an epoch's first batch, 0.0176, then its intervals' 0.05-0.09)
