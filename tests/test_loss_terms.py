@@ -161,6 +161,42 @@ def test_rvc_loss_lines_under_their_step_and_lr(tmp_path):
     assert run["final_loss"] == pytest.approx(3.646 + 11.745 + 26.872 + 1.892)
 
 
+def test_an_rvc_log_longer_than_a_few_kilobytes_is_read(tmp_path):
+    """RVC's train.log: its config dict, then per record "Train Epoch: E [50%]", "[step, lr]" and the losses'
+    line. Past 4 KB (18 records) it was "no vits step lines found": a text that long is cut to the lines a
+    record's pattern can match on, one line at a time, and RVC's record is two lines. A NaN's lines that no
+    reader takes are said in the refusal."""
+    lines = ["INFO:mi-test:{'train': {'log_interval': 200, 'seed': 1234, 'epochs': 20000}, 'data': {}}"]
+    for k in range(1, 41):
+        loss = "nan" if k > 30 else f"{3.0 + k / 100:.3f}"
+        lines += [f"INFO:mi-test:Train Epoch: {k} [50%]", f"INFO:mi-test:[{200 * k}, 9.99875e-05]",
+                  f"INFO:mi-test:loss_disc={loss}, loss_gen={loss}, loss_fm=9.140,loss_mel=21.200, loss_kl=1.602",
+                  f"INFO:mi-test:====> Epoch: {k} [2023-06-11 10:01:02] | (0:01:32.852602)"]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "vits" and run.steps.index.tolist() == list(range(200, 8001, 200))
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 6200)]
+    losses = [line for line in lines if "loss_disc=" in line]
+    with pytest.raises(ValueError, match="its lines print a NaN loss .'loss_disc=nan'."):
+        discover_runs(_write(tmp_path / "paste.log", losses[-3:]))
+
+
+def test_so_vits_svc_4_loss_lines(tmp_path):
+    """so-vits-svc 4.x logs f"Losses: {[loss_disc, loss_gen, loss_fm, loss_mel, loss_kl]}, step: {step}, lr: {lr},
+    reference_loss: {sum}" under each "Train Epoch" line: "no vits step lines found" (its 3.0 list read alone).
+    Read as that list: the generator's four terms the loss, loss_disc the discriminator's."""
+    lines = []
+    for k in range(1, 21):
+        gen = "nan" if k > 15 else "2.8"
+        lines += [f"2023-04-18 09:01:11,453\t44k\tINFO\tTrain Epoch: {k} [50%]",
+                  f"2023-04-18 09:01:11,453\t44k\tINFO\tLosses: [2.25, {gen}, 9.5, {24.2 - k / 10:.2f}, 1.5], step: "
+                  f"{200 * k}, lr: 9.99875e-05, reference_loss: 40.29806726407615",
+                  f"2023-04-18 09:01:12,646\t44k\tINFO\t====> Epoch: {k}, cost 7.01 s"]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "vits" and run.steps.index.tolist() == list(range(200, 4001, 200))
+    assert run.steps["loss"].iloc[0] == pytest.approx(2.8 + 9.5 + 24.1 + 1.5)
+    assert [i.kind for i in analyze_run(run).incidents if i.severity == "critical"] == ["nonfinite"]
+
+
 def _edsr_log(epochs: int, terms: tuple[str, ...], explode_at: int | None = None) -> list[str]:
     """EDSR-PyTorch's trainer: "[Epoch E]\\tLearning rate: {:.2e}", then every print_every batches
     "[{samples}/{dataset}]\\t{display_loss}\\t{model:.1f}+{data:.1f}s", display_loss one "[{type}:

@@ -6013,6 +6013,43 @@ def test_a_fit_pasted_from_a_later_epoch_then_another_fit_from_its_first(tmp_pat
     assert analyze_run(fit).verdict == "healthy"
 
 
+def test_a_nan_an_epochs_own_line_prints_is_that_epochs(tmp_path):
+    """cryoDRGN prints "# =====> Epoch: 2460 Average gen loss = ..., total loss = nan" each epoch: the line that
+    says an epoch's total loss went NaN was also given the next epoch's step (its rule places such a line, when
+    between step lines, before the next): a second critical "non-finite at epoch 3", where 0.909 is finite."""
+    lines = ["# Epoch: 1 total loss = 0.839", "# Epoch: 2 total loss = nan", "# Epoch: 3 total loss = 0.909",
+             "# Epoch: 4 total loss = 0.84", "# Epoch: 5 total loss = 0.83", "# Epoch: 6 total loss = 0.82"]
+    (run,) = discover_runs(_write(tmp_path / "run.log", lines))
+    assert [(i.kind, i.step, i.end_step) for i in analyze_run(run).incidents] == [("nonfinite", 2, 2)]
+
+
+def test_a_bar_row_that_turned_nan_in_its_last_draw_is_a_nan(tmp_path):
+    """yolov5_obb's console row, drawn again at each batch: its running means turned "nan  nan  nan  nan" at
+    batch 2992 and stayed so; the epoch kept its last finite draw (merging the draws, a cell's last number
+    won) and the run was "healthy". Its fourth term, theta (the angle's), was left out of the sum."""
+    header = "    Epoch   gpu_mem    box     obj        cls         theta    labels       img_size "
+    draw = "     {e}/119     6.51G     {v}     {v}     {v}     {v}       186      1024:  81%|########  | {b}/3683 [1:03:00<14:31,  1.26s/it]"
+    lines = [header] + [draw.format(e=0, v="0.0860", b=b) for b in range(2988, 2992)]
+    lines += [draw.format(e=0, v="nan", b=b) for b in range(2992, 2996)]
+    (run,) = discover_runs(_write(tmp_path / "obb.txt", lines))
+    assert run.steps["loss"].isna().all() and [i.kind for i in analyze_run(run).incidents] == ["nonfinite"]
+    lines = [header] + [draw.format(e=e, v=v, b=3683) for e, v in ((0, "0.1000"), (1, "0.0900"), (2, "0.0800"))]
+    (run,) = discover_runs(_write(tmp_path / "obb.txt", lines))
+    assert run.steps["loss"].tolist() == pytest.approx([0.4, 0.36, 0.32])
+    assert "train/box + train/obj + train/cls + train/theta" in " ".join(run.warnings)
+
+
+def test_a_rise_beside_a_ranking_metric_that_rose_too_is_no_sure_divergence(tmp_path):
+    """kbc's ComplEx on FB15K, pasted as "Epoch  Train(loss)  Valid(MRR)  Test(MRR)": its first column (the
+    train MRR its learn.py prints, headed "loss" by its asker) rises 0.29 to 0.9995 with the two MRRs: a critical
+    divergence. A rise while a ranking's mean reciprocal rank rose at every row is told as information."""
+    lines = ["Epoch\tTrain(loss)\tValid(MRR)\tTest(MRR)"]
+    lines += [f"{e}\t{1 - 0.72 * 0.8 ** e:.8f}\t{0.8 - 0.6 * 0.85 ** e:.8f}\t{0.8 - 0.6 * 0.85 ** e:.8f}" for e in range(35)]
+    (run,) = discover_runs(_write(tmp_path / "kbc.txt", lines))
+    (incident,) = [i for i in analyze_run(run).incidents if i.kind == "divergence"]
+    assert incident.severity == "info" and "mrr) rose from" in incident.message
+
+
 def test_a_keras_evaluate_bar_after_the_fit_is_no_epoch_of_it(tmp_path):
     """A Keras paste: ten epochs of `fit`, then `model.evaluate(x_test)`'s bar ("313/313 [====] - loss: 0.95")
     under the last epoch's: read as epoch 10's loss (final loss 0.95 where the fit ended at 0.177), and every

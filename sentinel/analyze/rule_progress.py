@@ -18,8 +18,10 @@ import pandas as pd
 
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
 
-# A column that measures quality, higher better: spaCy's SCORE, TAG_ACC, ENTS_F; accuracy, f1.
-_QUALITY = re.compile(r"^(?:[\w/ .-]*[_/ .-])?(?:score|acc|accuracy|f1|f|f_score|top1|top_1)$", re.IGNORECASE)
+# A column that measures quality, higher better: spaCy's SCORE, TAG_ACC, ENTS_F; accuracy, f1; a ranking's
+# mean reciprocal rank (kbc's "Valid(MRR)"), a detector's mAP, an AUC, BLEU, a segmentation's IoU or Dice.
+_QUALITY = re.compile(r"^(?:[\w/ .()-]*[_/ .(-])?(?:score|acc|accuracy|f1|f|f_score|top1|top_1|mrr|map|auc|bleu|"
+                      r"iou|miou|dice)\)?$", re.IGNORECASE)
 # How much the measure must have risen over the stretch (relative), at least.
 MIN_RISE = 0.1
 
@@ -28,8 +30,8 @@ def quality_columns(columns) -> list[str]:
     """The columns that measure quality, higher better.
 
     Example:
-        >>> quality_columns(["loss", "TAG_ACC", "SCORE", "ents_f", "val_loss", "lr", "loss_f"])
-        ['TAG_ACC', 'SCORE', 'ents_f']
+        >>> quality_columns(["loss", "TAG_ACC", "SCORE", "ents_f", "val_loss", "lr", "loss_f", "valid(mrr)", "map"])
+        ['TAG_ACC', 'SCORE', 'ents_f', 'valid(mrr)', 'map']
     """
     return [str(c) for c in columns if _QUALITY.match(str(c)) is not None and "loss" not in str(c).lower()]
 

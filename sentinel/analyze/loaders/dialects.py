@@ -2108,6 +2108,11 @@ def _vits_pairs(match: re.Match) -> str:
                      *(f"{name} {value}" for name, value in zip(names, terms))])
 
 
+# so-vits-svc 4.x: f"Losses: {[loss_disc, loss_gen, loss_fm, loss_mel, loss_kl]}, step: {global_step}, lr: {lr},
+# reference_loss: {sum}": read as its 3.0 list, "[loss_disc, ..., loss_kl, step, lr]".
+_SOVITS4 = re.compile(rf"\bLosses: \[({_NUM}(?:, {_NUM}){{3,}})\], step: (\d+), lr: ({_NUM})[^\n]*")
+
+
 VITS = Dialect(
     name="vits",
     description='VITS and its voice models ("Train Epoch: E [P%]" then "[loss_disc, loss_gen, loss_fm, loss_mel, '
@@ -2120,6 +2125,8 @@ VITS = Dialect(
         Shape(re.compile(rf"(?:^|(?<=[\t:]))\[(\d+), ({_NUM})\][^\S\n]*\n[^\n]*?\b(loss_disc=[^\n]*)", re.MULTILINE),
               head=(metrics.STEP, metrics.LR), separators=("=", ",")),
     ),
+    rewrite=lambda text: _SOVITS4.sub(r"[\1, \2, \3]", text),
+    rewrite_needs=("Losses: [",),
     # (RVC's loss lines too: a paste of two records under one "Train Epoch" line)
     sniff=re.compile(r"\bTrain Epoch: \d+ \[\d+%\]|\bloss_disc=[^\n]*\bloss_gen="),
     min_records=2,

@@ -455,27 +455,36 @@ def yolov5_terms(columns) -> list[str]:
     Example:
         >>> yolov5_terms(["Epoch", "gpu_mem", "box", "obj", "cls", "labels", "img_size"])
         ['box', 'obj', 'cls']
+        >>> yolov5_terms(["Epoch", "gpu_mem", "box", "obj", "cls", "theta", "labels", "img_size"])  # yolov5_obb
+        ['box', 'obj', 'cls', 'theta']
     """
     names = {str(c).strip().lower(): str(c) for c in columns}
     if not {"gpu_mem", "box", "obj", "cls"} <= names.keys() or "total" in names:
         return []
-    return [names[term] for term in ("box", "obj", "cls")]
+    # (yolov5_obb's oriented boxes add the angle's term, "theta", to the three)
+    return [names[term] for term in ("box", "obj", "cls", "theta") if term in names]
 
 
 def _deepmd_total(columns) -> str | None:
     """DeePMD-kit's ``lcurve.out`` (``# step rmse_val rmse_trn rmse_e_val rmse_e_trn ... lr``; its
     first versions ``# batch l2_tst l2_trn ...``): ``rmse_trn`` is the training loss's, the energy
-    and force columns its terms; None where the columns are not that file's.
+    and force columns its terms (a model of one property prints its term alone:
+    ``rmse_global_polar_trn``); None where the columns are not that file's.
 
     Example:
         >>> _deepmd_total(["step", "rmse_val", "rmse_trn", "rmse_e_val", "rmse_e_trn", "lr"])
         'rmse_trn'
+        >>> _deepmd_total(["step", "rmse_global_polar_val", "rmse_global_polar_trn", "lr"])
+        'rmse_global_polar_trn'
     """
     names = {str(c).strip().lower(): c for c in columns}
     for kind in ("rmse", "l2"):  # the total's column, and a term's beside it ("rmse_e_trn", "rmse_lc_trn")
         total = f"{kind}_trn"
-        if total in names and any(n.startswith(f"{kind}_") and n.endswith("_trn") and n != total for n in names):
+        terms = [n for n in names if n.startswith(f"{kind}_") and n.endswith("_trn") and n != total]
+        if total in names and terms:
             return names[total]
+        if total not in names and len(terms) == 1 and f"{terms[0][:-len('_trn')]}_val" in names:
+            return names[terms[0]]  # a model of one property: its term is the loss ("rmse_global_polar_trn")
     return None
 
 

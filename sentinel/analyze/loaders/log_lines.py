@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sentinel.analyze.loaders.pattern_locality import line_local
+from sentinel.analyze.loaders.pattern_locality import line_local, spans_lines
 from sentinel.analyze.loaders.pattern_needs import fold, may_match, needed_words
 from sentinel.analyze.loaders.pattern_prefix import literal_first
 from sentinel.analyze.loaders.pattern_re2 import line_filter
@@ -220,8 +220,10 @@ class Lines:
     def matching(self, pattern: re.Pattern) -> str:
         """The lines that may hold a match of ``pattern``, each with a line end before and after
         it (so ``^``, ``$`` and a leading ``\\s`` see what they saw in the text)."""
-        if len(self.text) <= _SMALL_TEXT:
-            return self.text  # Python's re reads it faster than pyarrow compiles the filter
+        if len(self.text) <= _SMALL_TEXT or spans_lines(pattern):
+            # (a small text: Python's re reads it faster than pyarrow compiles the filter; a match
+            # across a line end: no line alone holds it)
+            return self.text
         loose = line_filter(pattern)
         if loose is None:
             return self.text

@@ -125,6 +125,12 @@ def sum_loss_components(table: pd.DataFrame, parts: list[str], path, warnings: l
         ([1.5, nan], ['r.csv: loss is the sum of train/a_loss + train/b_loss (no column is the total; --loss-col picks one)'])
     """
     table[metrics.LOSS] = table[parts].apply(pd.to_numeric, errors="coerce").sum(axis=1, min_count=len(parts))
+    printed = np.zeros(len(table), dtype=bool)
+    for part in parts:  # a term printed as NaN: the sum's NaN was printed (a bar's "nan  nan  nan" row)
+        if not pd.api.types.is_numeric_dtype(table[part].dtype):
+            printed |= loss_cells(table[part])[2]
+    if printed.any():
+        table.attrs[PRINTED_NAN_ROWS] = printed
     warnings.append(f"{Path(path).name}: loss is the sum of {' + '.join(parts)} (no column is the total; "
                     "--loss-col picks one)")
 
@@ -634,7 +640,12 @@ def table_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warning
     frame = pd.DataFrame(renamed, index=pd.Index(step if numbered is None else numbered, name=metrics.STEP), copy=False)
     if abandoned is not None:
         frame = went_back_rows(frame, abandoned)
+    # (a bar's redraws of one row alone: elsewhere a printed "NaN" may be a cell pandas showed empty)
+    gone_nan = _last_printed_nan(frame, rows(np.asarray(printed, dtype=bool))) \
+        if printed is not None and not batch_rows else None
     frame = order_columns(merge_steps(frame))
+    if gone_nan is not None and len(gone_nan):
+        frame.loc[gone_nan, metrics.LOSS] = np.nan
     if counted is not None:
         frame.attrs[COUNTED_ACROSS_EPOCHS] = True
     if numbered is not None:
@@ -733,6 +744,24 @@ def _evaluated_every_row(steps: pd.DataFrame) -> bool:
         return False
     return any(bool(steps[c].notna().to_numpy()[logged].all()) for c in steps.columns
                if c != metrics.LOSS and (c == metrics.VAL_LOSS or looks_like_eval_loss(str(c))))
+
+
+def _last_printed_nan(frame: pd.DataFrame, printed: np.ndarray) -> np.ndarray | None:
+    """The steps whose last row with a loss printed it as NaN, where rows share a step (a bar's row
+    drawn again and again: YOLOv5's epoch row turned "nan  nan  nan" at its 2992nd batch, its last draw;
+    merging them, a cell's last finite value won); None where no step has two rows.
+
+    Example:
+        >>> f = pd.DataFrame({"loss": [0.2, 0.3, np.nan, 0.1]}, index=[0, 0, 0, 1])
+        >>> _last_printed_nan(f, np.array([False, False, True, False])).tolist()
+        [0]
+    """
+    if not frame.index.has_duplicates or len(printed) != len(frame.index) or not printed.any():
+        return None
+    loss = frame[metrics.LOSS].to_numpy(dtype="float64")
+    has = ~np.isnan(loss) | printed
+    last = pd.Series(printed[has], index=frame.index.to_numpy()[has]).groupby(level=0).last()
+    return last.index[last.to_numpy(dtype=bool)].to_numpy()
 
 
 def _loss_cells_of(table: pd.DataFrame, loss_col: str) -> tuple[pd.Series, np.ndarray, np.ndarray | None]:

@@ -130,3 +130,43 @@ def _local_items(items, flags: int) -> bool:
         else:  # backreferences, conditionals, anything new
             return False
     return True
+
+
+@functools.lru_cache(maxsize=256)
+def spans_lines(pattern: re.Pattern) -> bool:
+    r"""True when every match of ``pattern`` crosses a line end: a ``\n`` it must match (at its top
+    level, or in a group it must match) with more it must match after it (VITS-family trainers print
+    their step on one line and its losses on the next: ``\[(\d+), [^\]]*\]\n[^\n]*loss_disc=``).
+    No line alone holds such a match: a filter that keeps the lines a pattern can match on must not
+    be asked of it.
+
+    Example:
+        >>> spans_lines(re.compile(r"\[(\d+)\]\n[^\n]*loss=(\d+)")), spans_lines(re.compile(r"loss=(\d+)\n?"))
+        (True, False)
+    """
+    try:
+        parsed = _sre_parser.parse(pattern.pattern, pattern.flags)
+    except Exception:  # noqa: BLE001 - a private module: any surprise means "no"
+        return False
+    try:
+        return _crosses(list(parsed), parsed.state)
+    except Exception:  # noqa: BLE001 - a parse tree this code does not know: "no"
+        return False
+
+
+def _crosses(items: list, state) -> bool:
+    """Whether ``items`` (a parsed sequence) must match a line end with more to match after it."""
+    for at, (op, av) in enumerate(items):
+        required_after = _sre_parser.SubPattern(state, items[at + 1:]).getwidth()[0] > 0
+        if op is _sre.LITERAL and av == 10 and required_after:
+            return True
+        if op is _sre.SUBPATTERN and required_after and _ends_in_line_end(list(av[-1])):
+            return True
+        if op is _sre.SUBPATTERN and _crosses(list(av[-1]), state):
+            return True
+    return False
+
+
+def _ends_in_line_end(items: list) -> bool:
+    """Whether a parsed sequence must match a ``\\n`` (at its own top level)."""
+    return any(op is _sre.LITERAL and av == 10 for op, av in items)

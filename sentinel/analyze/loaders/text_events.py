@@ -89,7 +89,8 @@ def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, wa
                 continue
         else:
             nxt = int(np.searchsorted(positions, pos)) if len(positions) else 0
-            if rule.running and nxt > 0:
+            if nxt > 0 and (rule.running or _the_records_nan(rule, steps, record_steps[nxt - 1], positions[nxt - 1],
+                                                             text.rfind("\n", 0, pos) + 1)):
                 nxt -= 1  # printed on a record line: that line's step
             if nxt < len(positions):
                 event["step"] = int(record_steps[nxt])
@@ -117,6 +118,18 @@ def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, wa
         warnings.append(f"no {dialect.record_word} lines: the {pending - numbered} line(s) that say the loss went "
                         "non-finite tell one failure, numbered as the step after the lines before them")
     return events, at
+
+
+def _the_records_nan(rule: EventLine, steps: pd.DataFrame, step: float, record_at: int, line_at: int) -> bool:
+    """Whether a line that says the loss went non-finite is the record line before it, whose own loss
+    is non-finite (cryoDRGN's "# =====> Epoch: 2 ... total loss = nan": the epoch's record, not a line
+    before the next one). (An overflow printed after a bar's draw on its line, the bar drawn without
+    a line end, is the next step's.)"""
+    if rule.kind is not EventKind.NONFINITE or rule.detail.get("metric") != metrics.LOSS or record_at < line_at:
+        return False
+    if metrics.LOSS not in steps.columns or step not in steps.index:
+        return False
+    return not np.isfinite(steps.at[step, metrics.LOSS])
 
 
 def line_detail(rule: EventLine, groups: dict[str, str]) -> dict:

@@ -765,7 +765,8 @@ def _script_lines(text: str, options: LoadOptions | None, path: str | Path, name
 
 
 # A loss printed as NaN on a line no step line of the dialect goes with.
-_PRINTED_NAN_LOSS = re.compile(r"(?i)\bloss['\"]?[^\S\n]*[:=][^\S\n]*\[?-?nan\b")
+# (a loss's term too: RVC's "loss_disc=nan, loss_gen=nan, ...")
+_PRINTED_NAN_LOSS = re.compile(r"(?i)\bloss(?:_\w+)?['\"]?[^\S\n]*[:=][^\S\n]*\[?-?nan\b")
 
 
 def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str | Path, name: str,
