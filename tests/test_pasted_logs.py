@@ -6013,6 +6013,98 @@ def test_a_fit_pasted_from_a_later_epoch_then_another_fit_from_its_first(tmp_pat
     assert analyze_run(fit).verdict == "healthy"
 
 
+def test_an_epoch_after_a_hyphen_and_centertracks_tot(tmp_path):
+    """STgram-MFN prints f"Epoch-{epoch}\\tloss:{avg_loss:.5f}" (not a log format sentinel reads); CenterTrack's
+    log.txt names its total loss "tot" first (its lines "log epoch but no loss")."""
+    lines = [f"INFO:utils:Epoch-{e}\tloss:{11.5 - e / 100:.5f}" for e in range(151, 172)]
+    (run,) = discover_runs(_write(tmp_path / "stgram.log", lines))
+    assert run.steps.index.tolist() == list(range(151, 172)) and run.steps["loss"].iloc[0] == 9.99
+    lines = [f"2021-02-23-19-09: epoch: {e} |tot {8.0 / e:.6f} | hm 0.780280 | wh 1.383786 | tracking {4.0 / e:.6f} | "
+             "time 114.466667 | " for e in range(1, 7)]
+    (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
+    assert run.steps["loss"].tolist() == [round(8.0 / e, 6) for e in range(1, 7)]
+
+
+def test_a_validation_loss_alone_after_a_training_section_that_printed_none(tmp_path):
+    """FACIL prints "| Train: time= loss=X, ... | Valid: time= loss=Y, ... |" each epoch; with its training
+    evaluation off, "| Train: skip eval | Valid: time=  1.4s loss=5.744, TAw acc=100.0% |": the validation's
+    loss was read as the training loss ("Train:" before the evaluation word made it a training line).
+    A set's name makes a line a training line only where a number follows it."""
+    lines = [f"| Epoch {e:3d}, time=  1.9s | Train: skip eval | Valid: time=  1.4s loss={5 + e / 10:.3f}, TAw acc="
+             "100.0% |" for e in range(10, 24)]
+    with pytest.raises(NoRunsError):
+        discover_runs(_write(tmp_path / "facil.log", lines))
+    lines = [line.replace("Train: skip eval", f"Train: time=  0.5s loss={3 - e / 10:.3f}, TAw acc= 50.0%")
+             for e, line in zip(range(10, 24), lines)]
+    (run,) = discover_runs(_write(tmp_path / "facil.log", lines))
+    assert run.steps["loss"].iloc[0] == 2.0 and run.steps.index.tolist() == list(range(10, 24))
+
+
+def test_deepmd_lcurve_of_one_property_and_a_loss_that_is_said_before_its_iteration(tmp_path):
+    """DeePMD-kit's PyTorch lcurve.out of a model of one property (`# step  rmse_global_polar_val
+    rmse_global_polar_trn  lr`, NaN at every row) was "no header"; NeuralPDE.jl's "Current loss is: 133.45,
+    Iteration: 88" was "its lines log Iteration but no loss"."""
+    lines = ["# step    rmse_global_polar_val rmse_global_polar_trn   lr      ",
+             "# If there is no available reference data, rmse_*_{val,trn} will print nan"]
+    lines += [f"{s:7d}           nan         nan    1.0e-03" for s in (1, *range(100, 1000, 100))]
+    (run,) = discover_runs(_write(tmp_path / "lcurve.out", lines))
+    assert run.steps.index.tolist() == [1, *range(100, 1000, 100)] and run.steps["loss"].isna().all()
+    assert [i.kind for i in analyze_run(run).incidents] == ["nonfinite"]
+    lines = [f"Current loss is: 133.45653590504156, Iteration: {i}" for i in range(88, 114)]
+    (run,) = discover_runs(_write(tmp_path / "neuralpde.txt", lines))
+    assert run.steps.index.tolist() == list(range(88, 114))
+    assert [i.kind for i in analyze_run(run).incidents] == ["loss_stuck"]
+
+
+def test_a_loop_that_prints_its_epoch_and_loss_every_n_batches_of_one_or_two_epochs(tmp_path):
+    """A DistilBERT fine-tune's loop, print(f'Epoch: {epoch}, Loss:  {loss.item()}') every 5,000 steps of its
+    one epoch: "its 17 step lines all read as one step (0) ... the step never advanced". Several lines an
+    epoch over fewer epochs than a series needs are read as for more epochs: each line a step, in order."""
+    values = [6.33, 1.2, 0.9, 0.7, 0.65, 0.6, 0.58, 0.55, 0.5, 0.52, 0.48]
+    lines = [f"Epoch: 0, Loss:  {v}" for v in values]
+    (run,) = discover_runs(_write(tmp_path / "train.txt", lines))
+    assert run.steps["loss"].tolist() == values and run.steps.index.tolist() == list(range(1, 12))
+    lines = [f"Epoch: {e}, Loss:  {v}" for e in (0, 1) for v in values[:4]]
+    (run,) = discover_runs(_write(tmp_path / "train.txt", lines))
+    assert len(run.steps) == 8 and "8 loss lines over 2 epochs" in " ".join(run.warnings)
+    # the same line printed again and again (every process at one epoch): no series
+    with pytest.raises(NoRunsError):
+        discover_runs(_write(tmp_path / "train.txt", ["Epoch: 0, Loss:  2.3"] * 8))
+
+
+def test_keyword_spotting_steps_an_average_over_an_epoch_and_a_circuits_cost(tmp_path):
+    """TensorFlow's speech_commands trainer (and kws_streaming, ML-KWS-for-MCU built on it), "Step #5195: rate
+    0.001000, accuracy 76.0%, cross entropy 0.697745", and PennyLane's TorchLayer example, "Average loss over
+    epoch 100: 0.1709", were not log formats sentinel reads; PennyLane's "iteration: 10 cost: 17.86" named
+    its cost and iteration as an evaluation's metrics, not the key to pass."""
+    lines = [f"I1120 14:04:10.739843 139977653700352 train.py:258] Step #{s}: rate 0.001000, accuracy 76.0%, "
+             f"cross entropy {1.0 - s / 10000:.6f}" for s in range(5190, 5200)]
+    (run,) = discover_runs(_write(tmp_path / "kws.log", lines))
+    assert run.steps.index.tolist() == list(range(5190, 5200)) and run.steps["loss"].iloc[0] == 0.481
+    assert run.steps["lr"].iloc[0] == 0.001
+    lines = [f"Average loss over epoch {e}: {0.2 - e / 10000:.4f}" for e in range(100, 1100, 100)]
+    (run,) = discover_runs(_write(tmp_path / "qnn.log", lines))
+    assert run.steps.index.tolist() == list(range(100, 1100, 100)) and run.steps["loss"].iloc[0] == 0.19
+    lines = [f"iteration:  {i}  cost:  {18 - i / 100}" for i in range(0, 200, 10)]
+    with pytest.raises(NoRunsError, match="pass --loss-col cost to judge it as the loss"):
+        discover_runs(_write(tmp_path / "qcnn.log", lines))
+    # Leela Zero's "step 1000, policy=2.1 mse=0.46 reg=0.1 total=2.7": its total, not the value head's mse
+    lines = [f"step {s}, policy={2.1 - s / 1e5:.4f} mse={0.46 - s / 1e6:.4f} reg=0.1002 total={2.7 - s / 1e5:.4f} "
+             "(2741.1 pos/s)" for s in range(100, 2100, 100)]
+    with pytest.raises(NoRunsError, match="pass --loss-col total to judge it as the loss"):
+        discover_runs(_write(tmp_path / "leela.log", lines))
+
+
+def test_a_time_of_day_is_no_logged_key():
+    """A headerless CSV of a script's results, each row ending in its time ("168, 1.50171, ..., Aug21-23:56:49,"),
+    was refused as a log of "Aug22-02, Aug22-06, ... but no loss"."""
+    from sentinel.analyze.loaders.textlogs import _logged_keys
+
+    rows = "".join(f"{e}, 1.50171, 79.38227, 90.84000, Aug22-{e % 24:02d}:14:13,\n" for e in range(168, 180))
+    assert _logged_keys(rows) == []
+    assert _logged_keys("time: 12, loss: 2.5\n" * 6) == ["loss", "time"]
+
+
 def test_a_nan_an_epochs_own_line_prints_is_that_epochs(tmp_path):
     """cryoDRGN prints "# =====> Epoch: 2460 Average gen loss = ..., total loss = nan" each epoch: the line that
     says an epoch's total loss went NaN was also given the next epoch's step (its rule places such a line, when
@@ -6021,6 +6113,20 @@ def test_a_nan_an_epochs_own_line_prints_is_that_epochs(tmp_path):
              "# Epoch: 4 total loss = 0.84", "# Epoch: 5 total loss = 0.83", "# Epoch: 6 total loss = 0.82"]
     (run,) = discover_runs(_write(tmp_path / "run.log", lines))
     assert [(i.kind, i.step, i.end_step) for i in analyze_run(run).incidents] == [("nonfinite", 2, 2)]
+
+
+def test_a_density_models_bits_per_dim_is_its_loss(tmp_path):
+    """survae_flows prints "Training. Epoch: 1/10, Datapoint: 64/50000, Bits/dim: 9.041": its loss (a negative
+    log-likelihood in bits per dimension) climbing to 7e24 was refused as a log of "Bits/dim ... a rise of
+    these is progress". A key named in bits per dimension is a loss."""
+    values = [9.041, 8.964, 8.8, 8.664, 12.0, 150.0, 3.1e4, 2.8e9, 1.2e15, 5.5e20, 6.96e24]
+    lines = [f"Training. Epoch: 1/10, Datapoint: {64 * (k + 1)}/50000, Bits/dim: {v:.3f}" for k, v in enumerate(values)]
+    (run,) = discover_runs(_write(tmp_path / "flow.log", lines))
+    assert run.steps["loss"].tolist() == [float(f"{v:.3f}") for v in values]
+    assert [i.kind for i in analyze_run(run).incidents] == ["divergence"]
+    from sentinel.analyze.loaders.keys import looks_like_loss
+
+    assert looks_like_loss("bits_per_dim") and looks_like_loss("bpd") and not looks_like_loss("hidden_dim")
 
 
 def test_a_bar_row_that_turned_nan_in_its_last_draw_is_a_nan(tmp_path):
@@ -6048,6 +6154,20 @@ def test_a_rise_beside_a_ranking_metric_that_rose_too_is_no_sure_divergence(tmp_
     (run,) = discover_runs(_write(tmp_path / "kbc.txt", lines))
     (incident,) = [i for i in analyze_run(run).incidents if i.kind == "divergence"]
     assert incident.severity == "info" and "mrr) rose from" in incident.message
+
+
+def test_a_key_that_goes_on_in_a_digit_is_no_loss_of_that_digit(tmp_path):
+    """Facelet-Bank prints "(epoch: 11, iters: 5) loss1: 0.059 loss2: 0.312 loss3: 4.97 loss_all: 5.341": read as
+    "loss" of 1 at every step, a "loss exactly 1 ... stuck" warning on a falling run. Its total, loss_all, is
+    the loss."""
+    lines = [f"(epoch: 11, iters: {i}) loss1: {0.06 - i / 1e4:.4f} loss2: 0.312 loss3: {5 - i / 100:.3f} "
+             f"loss_all: {5.4 - i / 100:.3f}" for i in range(5, 205, 10)]
+    (run,) = discover_runs(_write(tmp_path / "facelet.log", lines))
+    assert run.steps["loss"].iloc[0] == 5.35 and not analyze_run(run).incidents
+    # GMFlow's "step: 100  epe: 3.2": an error the training minimises, the key named in the refusal
+    lines = [f"step: {s}  epe: {3.2 - s / 10000:.3f}" for s in range(100, 2100, 100)]
+    with pytest.raises(NoRunsError, match="pass --loss-col epe to judge it as the loss"):
+        discover_runs(_write(tmp_path / "gmflow.log", lines))
 
 
 def test_a_keras_evaluate_bar_after_the_fit_is_no_epoch_of_it(tmp_path):

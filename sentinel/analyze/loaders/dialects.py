@@ -1369,18 +1369,21 @@ _STEP_KEY_BEFORE_GLOBAL = _STEP_KEY.replace(
 # generic log when four names were added.)
 # (not a loss summed over the batch's tokens beside its mean: PaddlePaddle's Transformer, "sum loss:
 # 43280.62, avg loss: 10.858")
-_LOSS_KEY = r"(?:(?:(?:train(?:ing)?|total|reduced_train|lm|avr)[_/ ]|step_)?(?<!sum )(?<!sum_)loss(?:_total|_step)?|xent)"
+# (not a key that goes on in a digit: Facelet-Bank's "loss1: 0.059" is no "loss" of 1)
+_LOSS_KEY = r"(?:(?:(?:train(?:ing)?|total|reduced_train|lm|avr)[_/ ]|step_)?(?<!sum )(?<!sum_)loss(?:_total|_step)?|xent)(?!\d)"
 _SEP = r"[^\S\n]*[:=]?[^\S\n]*"
 # The same between a loss key and its value, either of them perhaps quoted (a dict's repr printed
 # by a logger: PaddleDetection's "'loss': '1.024392'").
-_QSEP = r"['\"]?[^\S\n]*(?:[:=]|is(?= ))?[^\S\n]*['\"]?"  # "loss is X": MindSpore's LossMonitor, log4j-style loggers
+# "loss is X": MindSpore's LossMonitor, log4j-style loggers; "loss is: X": NeuralPDE.jl's "Current loss is: X"
+_QSEP = r"['\"]?[^\S\n]*(?:[:=]|is:?(?= ))?[^\S\n]*['\"]?"
 # "Epoch 2 ... step 300": an epoch, then a count (inside the epoch, or global: the steps tell).
 _COUNT_KEY = r"(?:step|iter|iteration|batch|it)"
 # The key perhaps quoted: a printed dict, "{'epoch': 3, 'train_loss': 0.41, ...}".
 # "epoch", or "ep" as a key ("ep: 0, batch: 20, loss: ..."; not "ep 3", which may be an episode).
 _EPOCH_WORD = r"(?i:\bepoch|\bep(?=['\"]?[^\S\n]*[:=]))"
-_EPOCH_NUM = rf"{_EPOCH_WORD}['\"]?[^\S\n]*[:=#]?[^\S\n]*\[?[^\S\n]*(\d+)(?:[^\S\n]*/[^\S\n]*\d+)?[^\S\n]*\]?"
-_EPOCH_START = rf"{_EPOCH_WORD}['\"]?[^\S\n]*[:=#]?[^\S\n]*\[?[^\S\n]*\d"
+# (or its number after a hyphen: STgram-MFN's f"Epoch-{epoch}\tloss:{avg_loss:.5f}")
+_EPOCH_NUM = rf"{_EPOCH_WORD}['\"]?[^\S\n]*(?:[:=#]|-(?=\d))?[^\S\n]*\[?[^\S\n]*(\d+)(?:[^\S\n]*/[^\S\n]*\d+)?[^\S\n]*\]?"
+_EPOCH_START = rf"{_EPOCH_WORD}['\"]?[^\S\n]*(?:[:=#]|-(?=\d))?[^\S\n]*\[?[^\S\n]*\d"
 _EPOCH_GAP = _gap_until(_EPOCH_START)
 # The count a whole number, its key not a unit's denominator ("ms/batch 45.60" is a time), nor a
 # global count's (MiniLLM's "ppo epoch:  2/ 4 | global iter:     13/  5000|": the step itself), nor
@@ -1698,6 +1701,10 @@ PROGRESS_LINES = Dialect(
         # CREStereo's: "...,lr:0.0004,[2/100:5/500] ==> loss:26.19" (the epoch and its batch in one bracket).
         Shape(re.compile(rf"\[(\d+)/\d+:(\d+)/(\d+)\][^\S\n]*==>[^\S\n]*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),
               head=("epoch", "iter", "total", metrics.LOSS)),
+        # TensorFlow's speech_commands trainer and the keyword-spotting ones built on it (kws_streaming, ARM's
+        # ML-KWS-for-MCU): "Step #5195: rate 0.001000, accuracy 76.0%, cross entropy 0.697745".
+        Shape(re.compile(rf"\bStep #(\d+): rate ({_NUM}), accuracy {_NUM}%, cross entropy ({_NUM})\b"),
+              head=(metrics.STEP, metrics.LR, metrics.LOSS)),
         # DCGAN's print kept by scripts with one loss: f"[{epoch}/{epochs}][{i}/{len(loader)}] Loss: {loss}"
         # (a count inside the epoch; epochs from 0 or 1).
         Shape(re.compile(rf"^[^\S\n]*\[(\d+)/\d+\][^\S\n]*\[(\d+)/(\d+)\][^\S\n]*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b",
@@ -1819,6 +1826,9 @@ EPOCH_LINES = Dialect(
         # loss:0.00107745 | acc:0.1478"): the epoch before the word.
         Shape(re.compile(rf"^[^\S\n]*Train-(\d+) epoch \| loss:({_NUM})\b", re.MULTILINE),
               head=(metrics.STEP, metrics.LOSS)),
+        # CenterTrack's log.txt, its total loss "tot" first: "2021-02-23-19-09: epoch: 1 |tot 8.034233 | hm
+        # 0.780280 | ..." (CenterNet's and FairMOT's name it "loss" there).
+        Shape(re.compile(rf"^[^\n]*?\bepoch: (\d+) \|tot ({_NUM}) \|", re.MULTILINE), head=(metrics.STEP, metrics.LOSS)),
     ),
     drop_words=_EVAL_WORDS,
     unstepped_evaluation=_UNSTEPPED_EVALUATION,
@@ -1839,7 +1849,7 @@ EPOCH_LINES_IN_ORDER = replace(
 # %i: %f", many scripts' f"Loss at step {step}: {loss}", "Training loss after iteration 100: 0.69".
 # (An evaluation's, "Validation loss at step 100: X", is none.)
 _LOSS_NAMED_BEFORE = (r"(?<![\w/])(?<![Vv]al )(?<![Vv]alid )(?<![Vv]alidation )(?<![Ee]val )(?<![Tt]est )(?<![Dd]ev )"
-                      r"(?i:(?:train(?:ing)?[_ ])?(?:loss|cost))[^\S\n]+(?i:after|at|of|for|in|@)[^\S\n]+")
+                      r"(?i:(?:train(?:ing)?[_ ])?(?:loss|cost))[^\S\n]+(?i:after|at|of|for|in|over|@)[^\S\n]+")
 _LOSS_NAMED_AFTER = rf"[^\S\n]*#?[^\S\n]*(\d+)[^\S\n]*(?:[:=,]|(?i:is)(?= ))?[^\S\n]*({_NUM})(?![\w.])"
 LOSS_BEFORE_STEP = Dialect(
     name="text",

@@ -196,12 +196,14 @@ _WORD_SPLIT = re.compile(r"[^a-z0-9]+")
 
 
 _CROSS_ENTROPY = re.compile(r"cross[^a-z0-9]*entropy")
+# A density model's negative log-likelihood in bits per dimension ("Bits/dim", "bits_per_dim", "bpd"): its loss.
+_BITS_PER_DIM = re.compile(r"\bbits?[^a-z0-9]*(?:per[^a-z0-9]*)?dims?\b")
 
 
 def _words(name: str) -> list[str]:
     # "cross entropy" is one word, a loss's name (MXNet's "Train-CrossEntropy", "cross_entropy_loss"):
     # "entropy" alone is a regulariser's term
-    spaced = _CROSS_ENTROPY.sub("crossentropy", _CAMEL.sub(" ", str(name)).lower())
+    spaced = _BITS_PER_DIM.sub("bpd", _CROSS_ENTROPY.sub("crossentropy", _CAMEL.sub(" ", str(name)).lower()))
     return [w for w in _WORD_SPLIT.split(spaced) if w]
 
 
@@ -218,7 +220,7 @@ def is_regulariser(name: str) -> bool:
 def _is_loss_word(word: str) -> bool:
     # xent: cross-entropy, as OpenNMT-py's TensorBoard names its loss (progress/xent, valid/xent); nll: a
     # negative log-likelihood (Tinker's "train_mean_nll" beside "test/nll")
-    return word == "losses" or word.endswith("loss") or word in ("xent", "crossentropy", "nll")
+    return word == "losses" or word.endswith("loss") or word in ("xent", "crossentropy", "nll", "bpd")
 
 
 def _loss_value_words(name: str) -> list[str]:

@@ -27,7 +27,7 @@ from sentinel.analyze.loaders.log_lines import Lines
 
 # A key then its number: "key: 2.3", "key=2.3", "'key': 2.3", "key 2.3".
 # Only keys that name a loss (a loss word is in "loss", "Loss", "LOSS"); the key taken whole.
-_PAIR = re.compile(r"(?<![\w/.-])(?=[\w/.-]*(?:oss|OSS))([A-Za-z][\w/.-]*)['\"]?[^\S\n]*(?:[:=][^\S\n]*|[^\S\n])"
+_PAIR = re.compile(r"(?<![\w/.-])(?=[\w/.-]*(?:oss|OSS|/dim|_dim|bpd|BPD))([A-Za-z][\w/.-]*)['\"]?[^\S\n]*(?:[:=][^\S\n]*|[^\S\n])"
                    r"['\"]?[-+]?(?:\d|\.\d|nan\b|inf\b)")
 
 
@@ -65,6 +65,9 @@ def _letter_pair(text: str) -> str | None:
     return None if found is None else found.group(1)
 
 
+_NAMES_OF_A_LOSS = ("oss", "OSS", "/dim", "_dim", "bpd", "BPD")
+
+
 def loss_keys(text: str) -> list[str]:
     """The keys of ``text``'s ``key: number`` pairs that could each be its training loss, sorted.
     Asked of the text's distinct lines (:meth:`Lines.distinct_text`); a key with a digit is none
@@ -75,9 +78,9 @@ def loss_keys(text: str) -> list[str]:
         ['kl_loss', 'recon_loss']
     """
     distinct = Lines.shared(text).distinct_text()
-    # Only lines that name a loss ("loss", "Loss", "LOSS"): prose holds few, and the pairs' search
-    # over a megabyte of it took 75 ms.
-    named = "\n".join(line for line in distinct.split("\n") if "oss" in line or "OSS" in line)
+    # Only lines that name a loss ("loss", "Loss", "LOSS", a density model's "Bits/dim", "bpd"): prose
+    # holds few, and the pairs' search over a megabyte of it took 75 ms.
+    named = "\n".join(line for line in distinct.split("\n") if any(word in line for word in _NAMES_OF_A_LOSS))
     keys = {m.group(1) for m in _PAIR.finditer(named)}
     return sorted(k for k in keys if not any(c.isdigit() for c in k) and looks_like_loss(k))
 

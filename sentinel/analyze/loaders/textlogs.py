@@ -245,8 +245,10 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
     # (a NaN there is news all the same: FermiNet's "variance=nan E_h^2" when its energy went NaN)
     nonfinite = [f"{key} prints {len(found)} non-finite value(s)" for key in logged
                  if (found := _nonfinite_values(text, key))]
-    errors = [key for key in logged if _ERROR_KEY.match(key)]
-    if errors:  # an error the script minimises (brain.js' "error", CNTK's "mse", MXNet's "Train-mae"): maybe the loss
+    # a total over the loss's terms first (Leela Zero's "policy=2.1 mse=0.46 reg=0.1 total=2.7": not its mse),
+    # then an error the script minimises (brain.js' "error", CNTK's "mse", MXNet's "Train-mae"): maybe the loss
+    errors = [key for key in logged if key.lower() in ("total", "tot")] + [key for key in logged if _ERROR_KEY.match(key)]
+    if errors:
         return (f"'{path}': its lines log {', '.join(logged)} and no key named loss" + (
             f"; {'; '.join(nonfinite)}" if nonfinite else "") + f": where {errors[0]} is what the training minimises, "
             f"pass --loss-col {errors[0]} to judge it as the loss")
@@ -325,8 +327,10 @@ def _nonfinite_in(steps: pd.DataFrame) -> str:
 
 
 # A key that names an error a training may minimise as its loss (not an evaluation's: those keys are
-# not among a log's own): "error", "err", "mse", "mae", "rmse", "Train-mae", "training_error".
-_ERROR_KEY = re.compile(r"^(?:train(?:ing)?[-_ ]?)?(?:error|err|mse|mae|rmse|l1|l2)$", re.IGNORECASE)
+# not among a log's own): "error", "err", "mse", "mae", "rmse", "Train-mae", "training_error", a
+# variational circuit's "cost" (PennyLane's "iteration: 10 cost: 17.86"), an optical flow's end-point error
+# (GMFlow's "step: 100  epe: 3.2").
+_ERROR_KEY = re.compile(r"^(?:train(?:ing)?[-_ ]?)?(?:error|err|mse|mae|rmse|l1|l2|cost|epe)$", re.IGNORECASE)
 
 
 # Keys of a training's own workings, no measure of its progress (keys.canonical_key's names).
@@ -368,7 +372,7 @@ def _readable_losses(head: str, keys: list[str], least: int | None) -> list[str]
 # verb of a sentence, "Total loss is :[0.14]", nor a logger's level before its time, "[ INFO :
 # 2023-07-06 07:55:30,898 ] - |  3|  200|...".)
 _LOGGED_PAIR = re.compile(r"(?<![\w/.-])(?!(?:v_num|pid|is|are|was|were|INFO|WARNING|WARN|DEBUG|ERROR)\b)([A-Za-z][\w/.-]*)['\"]?[^\S\n]*[:=][^\S\n]*\[?['\"]?[-+]?"
-                          r"(?:\d|\.\d)(?![\d.]*%)")
+                          r"(?!\d{1,2}:\d{2})(?:\d|\.\d)(?![\d.]*%)")  # (nor a time's hours: "Aug22-02:14:13")
 # A tqdm bar's draw: its percentage and bar, or its count and rate ("0it [00:00, ?it/s]").
 _BAR_DRAW = re.compile(r"\d+%\|[^|\n]*\||\d+it \[\d")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
@@ -1025,6 +1029,13 @@ def _is_series(text: str, dialect: Dialect, needed: int | None = None) -> bool:
         steps = scan(part, reader).steps  # every generic record holds a loss, NaN included
         if len(steps.index) >= needed and metrics.LOSS in steps.columns:
             return True
+    if dialect is EPOCH_LINES and not len(scan(text[:cut], _records_only(GENERIC)).steps.index):
+        # Lines of fewer epochs than a series needs, several an epoch (a loop's print every 100 batches of a
+        # one-epoch fine-tune, "Epoch: 0, Loss:  0.0013"): each line a step, as _read_as reads them, where
+        # the loss moves and the lines hold no other count (not "Epoch 80 | 1152/1153 | Loss 0.4485" from
+        # four processes at one step, nor "Epoch=1 Step=280 Loss=0.01" of four steps).
+        steps = scan(text[:cut], _records_only(EPOCH_LINES_IN_ORDER)).steps
+        return len(steps.index) >= needed and metrics.LOSS in steps.columns and steps[metrics.LOSS].nunique() > 1
     return False
 
 

@@ -1299,6 +1299,22 @@ def _may_blank(lines: Lines, words: tuple[str, ...]) -> bool:
 _TRAINING_FIRST = ("loss", "train=", "train:")
 
 
+def _trained_before(lower: str, start: int, at: int, firsts: tuple[str, ...]) -> bool:
+    """Whether one of ``firsts`` comes between ``start`` and ``at`` in ``lower``, a set's name
+    (``train:``) with a number after it: FACIL's "| Train: skip eval | Valid: ... loss=5.74 |" holds
+    the validation's loss alone.
+
+    Example:
+        >>> _trained_before("train: 0.08 valid: 0.07", 0, 12, _TRAINING_FIRST), _trained_before("train: skip valid", 0, 12, _TRAINING_FIRST)
+        (True, False)
+    """
+    for first in firsts:
+        found = lower.find(first, start, at)
+        if found >= 0 and (first == "loss" or any(c.isdigit() for c in lower[found:at])):
+            return True
+    return False
+
+
 def split_evaluation_lines(text: str, words: tuple[str, ...], unless_after: tuple[str, ...] = _TRAINING_FIRST
                            ) -> tuple[str, str]:
     """``text`` with every line that holds one of ``words`` (a whole word, any case) emptied, its
@@ -1346,7 +1362,7 @@ def split_evaluation_lines_at(text: str, words: tuple[str, ...], unless_after: t
                 (end_word == len(lower) or not _is_word_char(lower[end_word])) and \
                 not (at >= 2 and lower[at - 1] == "-" and _is_word_char(lower[at - 2]))
             start = lower.rfind("\n", 0, at) + 1
-            if whole and all(lower.find(first, start, at) < 0 for first in unless_after):
+            if whole and not _trained_before(lower, start, at, unless_after):
                 end = lower.find("\n", end_word)
                 spans.append((start, len(lower) if end < 0 else end))
                 at = lower.find(word, spans[-1][1])
