@@ -1370,7 +1370,8 @@ _STEP_KEY_BEFORE_GLOBAL = _STEP_KEY.replace(
 # (not a loss summed over the batch's tokens beside its mean: PaddlePaddle's Transformer, "sum loss:
 # 43280.62, avg loss: 10.858")
 # (not a key that goes on in a digit: Facelet-Bank's "loss1: 0.059" is no "loss" of 1)
-_LOSS_KEY = r"(?:(?:(?:train(?:ing)?|total|reduced_train|lm|avr)[_/ ]|step_)?(?<!sum )(?<!sum_)loss(?:_total|_step)?|xent)(?!\d)"
+_LOSS_KEY = (r"(?:(?:(?:train(?:ing)?|total|reduced_train|lm|avr)[_/ ]|step_)?(?<!sum )(?<!sum_)loss(?:_total|_step)?"
+             r"|xent)(?!\d)")
 _SEP = r"[^\S\n]*[:=]?[^\S\n]*"
 # The same between a loss key and its value, either of them perhaps quoted (a dict's repr printed
 # by a logger: PaddleDetection's "'loss': '1.024392'").
@@ -1382,7 +1383,8 @@ _COUNT_KEY = r"(?:step|iter|iteration|batch|it)"
 # "epoch", or "ep" as a key ("ep: 0, batch: 20, loss: ..."; not "ep 3", which may be an episode).
 _EPOCH_WORD = r"(?i:\bepoch|\bep(?=['\"]?[^\S\n]*[:=]))"
 # (or its number after a hyphen: STgram-MFN's f"Epoch-{epoch}\tloss:{avg_loss:.5f}")
-_EPOCH_NUM = rf"{_EPOCH_WORD}['\"]?[^\S\n]*(?:[:=#]|-(?=\d))?[^\S\n]*\[?[^\S\n]*(\d+)(?:[^\S\n]*/[^\S\n]*\d+)?[^\S\n]*\]?"
+_EPOCH_NUM = (rf"{_EPOCH_WORD}['\"]?[^\S\n]*(?:[:=#]|-(?=\d))?[^\S\n]*\[?[^\S\n]*(\d+)(?:[^\S\n]*/[^\S\n]*\d+)?"
+              r"[^\S\n]*\]?")
 _EPOCH_START = rf"{_EPOCH_WORD}['\"]?[^\S\n]*(?:[:=#]|-(?=\d))?[^\S\n]*\[?[^\S\n]*\d"
 _EPOCH_GAP = _gap_until(_EPOCH_START)
 # The count a whole number, its key not a unit's denominator ("ms/batch 45.60" is a time), nor a
@@ -1828,7 +1830,8 @@ EPOCH_LINES = Dialect(
               head=(metrics.STEP, metrics.LOSS)),
         # CenterTrack's log.txt, its total loss "tot" first: "2021-02-23-19-09: epoch: 1 |tot 8.034233 | hm
         # 0.780280 | ..." (CenterNet's and FairMOT's name it "loss" there).
-        Shape(re.compile(rf"^[^\n]*?\bepoch: (\d+) \|tot ({_NUM}) \|", re.MULTILINE), head=(metrics.STEP, metrics.LOSS)),
+        Shape(re.compile(rf"^[^\n]*?\bepoch: (\d+) \|tot ({_NUM}) \|", re.MULTILINE),
+              head=(metrics.STEP, metrics.LOSS)),
     ),
     drop_words=_EVAL_WORDS,
     unstepped_evaluation=_UNSTEPPED_EVALUATION,

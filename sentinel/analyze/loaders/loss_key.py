@@ -27,7 +27,8 @@ from sentinel.analyze.loaders.log_lines import Lines
 
 # A key then its number: "key: 2.3", "key=2.3", "'key': 2.3", "key 2.3".
 # Only keys that name a loss (a loss word is in "loss", "Loss", "LOSS"); the key taken whole.
-_PAIR = re.compile(r"(?<![\w/.-])(?=[\w/.-]*(?:oss|OSS|/dim|_dim|bpd|BPD))([A-Za-z][\w/.-]*)['\"]?[^\S\n]*(?:[:=][^\S\n]*|[^\S\n])"
+_PAIR = re.compile(r"(?<![\w/.-])(?=[\w/.-]*(?:oss|OSS|/dim|_dim|bpd|BPD))([A-Za-z][\w/.-]*)['\"]?[^\S\n]*"
+                   r"(?:[:=][^\S\n]*|[^\S\n])"
                    r"['\"]?[-+]?(?:\d|\.\d|nan\b|inf\b)")
 
 

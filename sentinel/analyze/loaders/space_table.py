@@ -194,7 +194,8 @@ def _with_later_tables(table: pd.DataFrame, where: list[int], tables, step_col: 
         later[step_col] = later[step_col].str.replace(STEP_OF_TOTAL, r"\1", regex=True)
         before = pd.concat([pd.to_numeric(part[step_col], errors="coerce") for _, part in parts])
         steps = pd.to_numeric(later[step_col], errors="coerce").dropna().to_numpy()
-        if len(steps) < 2 or not (steps[0] <= before.min() or steps[0] <= steps[1] - steps[0] or steps[0] > before.max()):
+        fresh = len(steps) >= 2 and (steps[0] <= before.min() or steps[0] <= steps[1] - steps[0])
+        if not (fresh or (len(steps) >= 2 and steps[0] > before.max())):
             continue
         parts.append(([at[i] for i in keep], later))
         taken.update(at[i] for i in keep)

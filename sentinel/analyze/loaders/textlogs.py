@@ -247,7 +247,8 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
                  if (found := _nonfinite_values(text, key))]
     # a total over the loss's terms first (Leela Zero's "policy=2.1 mse=0.46 reg=0.1 total=2.7": not its mse),
     # then an error the script minimises (brain.js' "error", CNTK's "mse", MXNet's "Train-mae"): maybe the loss
-    errors = [key for key in logged if key.lower() in ("total", "tot")] + [key for key in logged if _ERROR_KEY.match(key)]
+    errors = [key for key in logged if key.lower() in ("total", "tot")] + \
+        [key for key in logged if _ERROR_KEY.match(key)]
     if errors:
         return (f"'{path}': its lines log {', '.join(logged)} and no key named loss" + (
             f"; {'; '.join(nonfinite)}" if nonfinite else "") + f": where {errors[0]} is what the training minimises, "
@@ -621,8 +622,9 @@ _KERAS_HEADER_SKELETON = re.compile(r"Epoch 0/0+[^\S\n]*$")  # its line's skelet
 def _keras_fits(text: str, lines: Lines | None = None) -> list[str]:
     """``text`` cut at each Keras fit's first "Epoch 1/N" line after the first (each part from it), where
     there are two or more, or one after a fit's later epoch (a paste that opens in a fit, then a fit
-    from its start: a model trained, then pruned); else ``[text]``. (Asked of the distinct line skeletons, then counted as a
-    substring: a search of the whole text, 0.6 ms on 1.8 MB, where no line is such a header.)
+    from its start: a model trained, then pruned); else ``[text]``. (Asked of the distinct line
+    skeletons, then counted as a substring: a search of the whole text, 0.6 ms on 1.8 MB, where no
+    line is such a header.)
 
     Example:
         >>> log = "Epoch 1/2\\n3s - loss: 2.0\\nEpoch 2/2\\n3s - loss: 1.5\\n" * 2
@@ -635,7 +637,8 @@ def _keras_fits(text: str, lines: Lines | None = None) -> list[str]:
     if text.count("\nEpoch 1/") + text.startswith("Epoch 1/") < 1:
         return [text]
     cuts = [m.start() for m in _KERAS_FIRST_EPOCH.finditer(text)]
-    first = _KERAS_EPOCH_LINE.search(text)  # a paste that opens in a fit ("Epoch 2/100"): a later "Epoch 1/" is another's
+    # a paste that opens in a fit ("Epoch 2/100"): a later "Epoch 1/" is another's
+    first = _KERAS_EPOCH_LINE.search(text)
     cuts = cuts if cuts and first is not None and first.start() < cuts[0] else cuts[1:]
     return _cut_at(text, cuts) if cuts else [text]
 

@@ -1305,7 +1305,8 @@ def _trained_before(lower: str, start: int, at: int, firsts: tuple[str, ...]) ->
     the validation's loss alone.
 
     Example:
-        >>> _trained_before("train: 0.08 valid: 0.07", 0, 12, _TRAINING_FIRST), _trained_before("train: skip valid", 0, 12, _TRAINING_FIRST)
+        >>> first = _TRAINING_FIRST
+        >>> _trained_before("train: 0.08 valid: 0.07", 0, 12, first), _trained_before("train: skip val", 0, 12, first)
         (True, False)
     """
     for first in firsts:
