@@ -109,10 +109,13 @@ def holds_table(lines: list[str], options: LoadOptions | None = None) -> bool:
 
 
 def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
-    """Read the first space-aligned table of a text file (every printing of its header).
+    """Read the first space-aligned table of a text file (every printing of its header), and the
+    later tables of its step and loss columns under another header (a notebook's second
+    ``trainer.train()`` naming another score).
 
     Returns:
-        One :class:`RunData`: ``loss`` and every other numeric column, indexed by step.
+        One :class:`RunData` per training (the steps starting again: ``<name>#1``, ``#2``, ...):
+        ``loss`` and every other numeric column, indexed by step.
 
     Raises:
         ValueError: the text holds no such table.

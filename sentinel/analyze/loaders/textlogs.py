@@ -12,6 +12,7 @@ steps``), scaled by the logging interval found from the ``epoch`` field.
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from dataclasses import replace
@@ -634,11 +635,12 @@ def _keras_fits(text: str, lines: Lines | None = None) -> list[str]:
     skeletons = Lines.of(text, lines).skeletons()
     if skeletons is not None and not any(_KERAS_HEADER_SKELETON.match(line) for line in skeletons.texts()):
         return [text]
-    if text.count("\nEpoch 1/") + text.startswith("Epoch 1/") < 1:
+    fits = text.count("\nEpoch 1/") + text.startswith("Epoch 1/")
+    # a paste that opens in a fit ("Epoch 2/100"): a later "Epoch 1/" is another's
+    first = _KERAS_EPOCH_LINE.search(text) if fits else None
+    if not fits or (fits == 1 and first is not None and text.startswith("Epoch 1/", first.start())):
         return [text]
     cuts = [m.start() for m in _KERAS_FIRST_EPOCH.finditer(text)]
-    # a paste that opens in a fit ("Epoch 2/100"): a later "Epoch 1/" is another's
-    first = _KERAS_EPOCH_LINE.search(text)
     cuts = cuts if cuts and first is not None and first.start() < cuts[0] else cuts[1:]
     return _cut_at(text, cuts) if cuts else [text]
 
@@ -647,35 +649,45 @@ def _keras_fits(text: str, lines: Lines | None = None) -> list[str]:
 # and the "Epoch k/K" line each epoch's bars follow.
 _KERAS_BAR_LINE = re.compile(r"^[^\S\n]*(\d+)/(\d+) (?:\[[=>.]*\] )?- [^\n]*\n?", re.MULTILINE)
 _KERAS_EPOCH_LINE = re.compile(r"^Epoch \d+/\d+[^\S\n]*$", re.MULTILINE)
+_KERAS_FINISHED_BAR = re.compile(r"^[^\S\n]*(\d+)/\1 (?:\[[=>.]*\] )?- ", re.MULTILINE)  # its count at its total
+_FINISHED_SKELETON = re.compile(r"[^\S\n]*(0+)/\1 (?:\[=*\] )?- ")  # ... its line's skeleton (a bar all "=")
 
 
 def _without_evaluation_bars(text: str, lines: Lines | None = None) -> tuple[str, int] | None:
     """``text`` without the Keras bars that follow an epoch's finished bar with another length, and
     how many: ``model.evaluate()`` after ``fit`` ("313/313 [====] - loss: 0.95" under the last
     epoch's "1875/1875 [====] - loss: 0.19"), read as that epoch's loss; None where there are none.
+    (The finished bars alone are found first, by one search: most logs stop there.)
 
     Example:
-        >>> log = "Epoch 1/1\\n10/10 [==] - 1s - loss: 0.2\\n3/3 [==] - 0s - loss: 0.9\\n"
+        >>> log = "Epoch 1/1\\n10/10 [==] - 1s - loss: 0.2\\n1/3 [>.] - 0s - loss: 0.8\\n3/3 [==] - 0s - loss: 0.9\\n"
         >>> _without_evaluation_bars(log)
-        ('Epoch 1/1\\n10/10 [==] - 1s - loss: 0.2\\n', 1)
+        ('Epoch 1/1\\n10/10 [==] - 1s - loss: 0.2\\n', 2)
     """
     skeletons = Lines.of(text, lines).skeletons()
     if skeletons is not None and not any(_KERAS_HEADER_SKELETON.match(line) for line in skeletons.texts()):
         return None
+    if skeletons is not None and text.isascii():  # (the lines whose skeleton is a finished bar's, alone)
+        kinds = [k for k, line in enumerate(skeletons.texts()) if _FINISHED_SKELETON.match(line)]
+        found = (_KERAS_FINISHED_BAR.match(text, int(at)) for at in skeletons.starts[np.isin(skeletons.codes, kinds)])
+        finished = [(m.start(), int(m.group(1))) for m in found if m is not None]
+    else:
+        finished = [(m.start(), int(m.group(1))) for m in _KERAS_FINISHED_BAR.finditer(text)]
+    if len({total for _, total in finished}) < 2:
+        return None
     headers = [m.start() for m in _KERAS_EPOCH_LINE.finditer(text)]
     if not headers:
         return None
-    cuts, length, finished = [], None, False
-    at = 0  # the next header
-    for bar in _KERAS_BAR_LINE.finditer(text):
-        while at < len(headers) and headers[at] < bar.start():  # a new epoch: its own bars
-            at, length, finished = at + 1, None, False
-        count, total = int(bar.group(1)), int(bar.group(2))
-        if finished and total != length:
-            cuts.append((bar.start(), bar.end()))
+    by_epoch: dict[int, list[tuple[int, int]]] = {}
+    for at, total in finished:
+        by_epoch.setdefault(bisect.bisect_right(headers, at), []).append((at, total))
+    cuts = []
+    for epoch, bars in by_epoch.items():
+        (first, length), *later = bars  # the epoch's training bar finishes first
+        if all(total == length for _, total in later):
             continue
-        length = total if length is None else length
-        finished = finished or (count == total == length)
+        end = headers[epoch] if epoch < len(headers) else len(text)
+        cuts += [bar.span() for bar in _KERAS_BAR_LINE.finditer(text, first, end) if int(bar.group(2)) != length]
     if not cuts:
         return None
     kept, start = [], 0
