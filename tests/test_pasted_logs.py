@@ -6170,6 +6170,30 @@ def test_a_key_that_goes_on_in_a_digit_is_no_loss_of_that_digit(tmp_path):
         discover_runs(_write(tmp_path / "gmflow.log", lines))
 
 
+def test_deepfacelab_and_faceswap_iterations(tmp_path):
+    """DeepFaceLab's "[02:43:23][#061370][4251ms] src_loss:0.286 dst_loss:0.137" (2.0: "[0.2449][0.4413]") and
+    faceswap's "[00:27:25] [#00015] Loss A: 0.20026, Loss B: 0.22471" were not log formats sentinel reads: a
+    jump of both losses x150 and a NaN went unsaid. The two sides' sum is the loss; faceswap's NaN protection
+    ("NaN Detected. Loss: [0.21, nan]") is a non-finite event."""
+    rows = [(61370, 0.286, 0.137), (61380, 0.211, 0.101), (61390, 0.221, 0.176), (61400, 0.228, 0.171),
+            (61410, 18.271, 40.176), (61420, 19.1, 40.7), (61430, 18.9, 40.2), (61440, 18.8, 40.3)]
+    lines = [f"[02:{k + 40}:23][#{i:06d}][4251ms] src_loss:{a} dst_loss:{b}" for k, (i, a, b) in enumerate(rows)]
+    (run,) = discover_runs(_write(tmp_path / "dfl.log", lines))
+    assert run.steps.index.tolist() == [i for i, _, _ in rows] and run.steps["loss"].iloc[0] == pytest.approx(0.423)
+    assert [(i.kind, i.severity) for i in analyze_run(run).incidents] == [("loss_spike", "critical")]
+    lines = [f"[13:5{k}:35][#{1406390 + k}][1314ms][{0.24 - k / 1000:.4f}][{0.44 - k / 1000:.4f}]" for k in range(5)]
+    lines.append("[14:01:30][#1406754][1302ms][nan][nan]")
+    (run,) = discover_runs(_write(tmp_path / "dfl.log", lines))
+    assert [i.kind for i in analyze_run(run).incidents] == ["nonfinite"]
+    lines = [f"[00:27:0{k}] [#{k:05d}] Loss A: {0.3 - k / 100:.5f}, Loss B: {0.32 - k / 100:.5f}" for k in range(1, 5)]
+    lines[-1] += "09/20/2025 00:27:25 CRITICAL NaN Detected. Loss: [0.21266034245491028, nan]"
+    lines.append("09/20/2025 00:27:25 ERROR    A NaN was detected and you have NaN protection enabled. Training has been "
+                 "terminated.")
+    (run,) = discover_runs(_write(tmp_path / "faceswap.log", lines))
+    assert run.steps["loss"].iloc[0] == pytest.approx(0.6) and len(run.steps) >= 4
+    assert [i.kind for i in analyze_run(run).incidents] == ["nonfinite"]
+
+
 def test_a_keras_evaluate_bar_after_the_fit_is_no_epoch_of_it(tmp_path):
     """A Keras paste: ten epochs of `fit`, then `model.evaluate(x_test)`'s bar ("313/313 [====] - loss: 0.95")
     under the last epoch's: read as epoch 10's loss (final loss 0.95 where the fit ended at 0.177), and every

@@ -1940,6 +1940,40 @@ DET3D = replace(
     min_records=2,
 )
 
+# DeepFaceLab's trainer: f"[{time}][#{iter:06d}][{ms:04d}ms]" then its models' losses, the source's and the
+# destination's autoencoder ("src_loss:0.286 dst_loss:0.137", or in 2.0 "[0.2449][0.4413]"): both trained at
+# once, their sum the loss.
+_DFL_STEP = re.compile(rf"^[^\S\n]*\[\d\d:\d\d:\d\d\]\[#(\d+)\]\[\d+ms\](?:\[({_NUM})\]\[({_NUM})\]|"
+                       rf"[^\S\n]*src_loss:[^\S\n]*({_NUM})[^\S\n]+dst_loss:[^\S\n]*({_NUM}))", re.MULTILINE)
+
+
+def _dfl_step(match: re.Match) -> str:
+    src, dst = match.group(2) or match.group(4), match.group(3) or match.group(5)
+    return f"iter {int(match.group(1))} loss: {float(src) + float(dst)!r} src_loss: {src} dst_loss: {dst}"
+
+
+# faceswap's (deepfakes/faceswap) the same two sides' losses: f"[{time}] [#{iter:05d}] Loss A: {a:.5f}, Loss B:
+# {b:.5f}", drawn again on one line (its next output glued after the last number).
+_FACESWAP_STEP = re.compile(rf"\[\d\d:\d\d:\d\d\][^\S\n]*\[#(\d+)\][^\S\n]*Loss A:[^\S\n]*({_NUM}),[^\S\n]*"
+                            rf"Loss B:[^\S\n]*({_NUM}(?:\.\d{{5}})?)")
+
+
+def _faceswap_step(match: re.Match) -> str:
+    a, b = match.group(2), match.group(3)[: match.group(3).find(".") + 6] if "." in match.group(3) else match.group(3)
+    return f"\niter {int(match.group(1))} loss: {float(a) + float(b)!r} loss_a: {a} loss_b: {b}\n"
+
+
+DEEPFACELAB = replace(
+    GENERIC,
+    name="deepfacelab",
+    description="DeepFaceLab (\"[12:00:00][#061370][4251ms] src_loss:0.286 dst_loss:0.137\", or \"...[0.2449][0.4413]\") "
+                "and faceswap (\"[00:27:25] [#00015] Loss A: 0.20026, Loss B: 0.22471\"): the two sides' sum",
+    rewrite=lambda text: _FACESWAP_STEP.sub(_faceswap_step, _DFL_STEP.sub(_dfl_step, text)),
+    rewrite_needs=("ms][", "ms] src_loss:", "Loss A:"),
+    sniff=re.compile(r"^[^\S\n]*\[\d\d:\d\d:\d\d\]\[#\d+\]\[\d+ms\]|\[#\d+\][^\S\n]*Loss A:", re.MULTILINE),
+    min_records=2,
+)
+
 # PySlowFast (and the video models built on it: MViT, X3D, TimeSformer's trainer): its logging.py
 # prints each record as "json_stats: {...}", the training iterations' with "_type": "train_iter"
 # (newer: "train_iter_ssl"), "epoch": "1/300", "iter": "80/240" (older: "cur_epoch": "1", "cur_iter":
@@ -2237,7 +2271,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT, BUILD_NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, SOUNDSTREAM, YOLOV4_PYTORCH, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, LOSS_BEFORE_STEP, LOSS_BEFORE_EPOCH, TRIPLET_REID, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, SOUNDSTREAM, YOLOV4_PYTORCH, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, LOSS_BEFORE_STEP, LOSS_BEFORE_EPOCH, TRIPLET_REID, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, DEEPFACELAB, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where

@@ -5,8 +5,8 @@ ConvNeXt family of training scripts stop on, Lightning's ``detect_nan_parameters
 ``clip_grad_norm_(error_if_nonfinite=True)``, mmengine's ``CheckInvalidLossHook``, Keras'
 ``TerminateOnNaN``, DINOv2's ``NaN detected``, MindSpore's ``LossMonitor``, SpeechBrain's loss check,
 pytorch-accelerated's ``TerminateOnNaNCallback``, TensorFlow's ``NanTensorHook``, RecBole's loss check,
-SAM 2's trainer, the TF Object Detection API's ``check_numerics``, TensorFlow's summary ops, Composer's ``NaNMonitor``, Coqui
-TTS' and DiffWave's loss checks, deepspeech.pytorch's and JAX's ``jax_debug_nans``. Each is a
+SAM 2's trainer, the TF Object Detection API's ``check_numerics``, TensorFlow's summary ops, Composer's
+``NaNMonitor``, faceswap's NaN protection, Coqui TTS' and DiffWave's loss checks, deepspeech.pytorch's and JAX's ``jax_debug_nans``. Each is a
 ``nonfinite`` event; where the line names the operation or the parameter, that is the event's
 ``module``. Such a line has no step of its own: it is given the step of the next record line, or
 the one after the last (the training stopped there).
@@ -91,6 +91,10 @@ NONFINITE_LINES: tuple[EventLine, ...] = (
     EventLine(re.compile(r"(?i:\bepoch\b[^\n]{0,80}?\b(?:total|mean|average|avg)\b[^\n:=]{0,40}?\bloss\b"
                          r"[^\S\n]*[:=][^\S\n]*(?P<value>nan|-?inf)\b)"),
               EventKind.NONFINITE, source="epoch_loss", detail={"metric": metrics.LOSS}),
+    # faceswap's NaN protection: "CRITICAL NaN Detected. Loss: [0.2126, nan]", then "A NaN was detected and you
+    # have NaN protection enabled. Training has been terminated."
+    EventLine(re.compile(r"\bNaN Detected\. Loss: \[|\bA NaN was detected and you have NaN protection enabled\b"),
+              EventKind.NONFINITE, source="loss_check", detail={"metric": metrics.LOSS}),
     # BTS and the depth models trained with its loop: print('NaN in loss occurred. Aborting training.')
     EventLine(re.compile(r"\bNaN in loss occurred\b"), EventKind.NONFINITE, source="loss_check",
               detail={"metric": metrics.LOSS}),
@@ -113,5 +117,6 @@ WORDS = (re.compile(r"returned (?:nan|inf) values|Loss is (?:nan|-?inf)|Detected
                     r"(?i:loss (?:has )?bec[oa]me (?:nan|inf)\b)|loss is NAN or INF|Loss is not finite and|"
                     r"(?i:stopping training due to nan loss)|Model diverged with loss = NaN|(?i:training loss is nan)|(?:nan|inf) loss encountered at|"
                     r"NaN loss during training|LossTensor is inf or nan|contains a NaN|(?i:detected (?:nan|inf) loss)|"
-                    r"received an? (?:nan|inf) loss|Nan in summary histogram for|NaN in loss occurred|\d[^\S\n]+\((?:nan|-?inf)\)|"
+                    r"received an? (?:nan|inf) loss|Nan in summary histogram for|NaN in loss occurred|NaN Detected\. Loss|"
+                    r"A NaN was detected and you have NaN protection|\d[^\S\n]+\((?:nan|-?inf)\)|"
                     r"(?i:\bepoch\b[^\n]{0,80}?\b(?:total|mean|average|avg)\b[^\n:=]{0,40}?\bloss\b[^\S\n]*[:=][^\S\n]*-?(?:nan|inf)\b)"),)
