@@ -6194,6 +6194,18 @@ def test_deepfacelab_and_faceswap_iterations(tmp_path):
     assert [i.kind for i in analyze_run(run).incidents] == ["nonfinite"]
 
 
+def test_tables_of_many_trainings_are_read_up_to_nine_and_said(tmp_path):
+    """A text of twelve trainings' tables, each naming its own score (a notebook's sweep): each later table is a
+    pass over the rest of the text, so nine are read, and the rest are said, not dropped without a word."""
+    lines = ["Tokenizing...", "Map: 100%", "Some weights were not initialized", "You should train this model"]
+    for k in range(12):
+        lines += [f"Step    Training Loss    Score{k}"] + [f"{s}    {2.0 / (1 + s / 100 + k):.4f}    0.5"
+                                                         for s in range(10, 110, 10)]
+    runs = discover_runs(_write(tmp_path / "sweep.txt", lines))
+    assert len(runs) == 9 and runs[1].steps["loss"].iloc[0] == pytest.approx(2.0 / 2.1, abs=1e-4)
+    assert any("tables after the first 9 were not read" in w for w in runs[0].warnings)
+
+
 def test_a_keras_evaluate_bar_after_the_fit_is_no_epoch_of_it(tmp_path):
     """A Keras paste: ten epochs of `fit`, then `model.evaluate(x_test)`'s bar ("313/313 [====] - loss: 0.95")
     under the last epoch's: read as epoch 10's loss (final loss 0.95 where the fit ended at 0.177), and every

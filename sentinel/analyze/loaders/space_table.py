@@ -40,6 +40,7 @@ its ``results.csv``.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from pathlib import Path
@@ -73,6 +74,8 @@ MIN_ROWS = 3  # a header and a row or two are a quote, not a run
 # Header-like lines looked at, at most: each is followed by a pass over the rest of the text, so
 # a text of many word-only lines naming a step and a loss would otherwise take quadratic time.
 MAX_HEADERS = 64
+# Tables after the first looked at, at most, for a later training's (a notebook's trainer.train() run again).
+LATER_TABLES = 8
 _NUMBER = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$|^[-+]?(?:nan|inf)$", re.IGNORECASE)
 _RULE = re.compile(r"^\s*[-=]{2,}(?:[ \t]+[-=]{2,})+\s*$")  # "---  ------  ----": a header's underline
 _DASHES = re.compile(r"[-=]+")
@@ -132,7 +135,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     if found is None:
         raise ValueError(f"{path}: no table with a step and a loss column found (a header of column "
                          "names, rows of numbers under it): name them with --step-col/--loss-col")
-    header, rows, step_col, loss_col, bar, where = found
+    header, rows, step_col, loss_col, bar, where, header_line = found
     warnings: list[str] = []
     shape = next((m for m in map(_PANDAS_SHAPE.match, lines[-3:]) if m), None)
     if shape is not None and int(shape.group(1)) > len(rows):
@@ -144,12 +147,23 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     table[step_col] = table[step_col].str.replace(STEP_OF_TOTAL, r"\1", regex=True)
     parts = None
     if loss_col is not None and not bar:  # a training's table, perhaps one of several (two trainer.train())
-        table = _with_later_tables(table, where, tables, step_col, loss_col)
-        # A table displayed again, whole or in part (a notebook's live display, then its last), repeats
-        # its rows: no training of its own.
-        shown = table[~table.duplicated()].reset_index(drop=True)
-        parts = table_trainings(shown, step_col, loss_col)
-        table = table if parts is None else shown
+        # Where the lines outside its rows could hold another (a file of one table, DeePMD's 100,000-row
+        # lcurve.out, is not scanned again).
+        joined = False
+        if len(lines) - lines.count("") - len(where) > MIN_ROWS:
+            rows_before = len(table)
+            table = _with_later_tables(table, where, tables, step_col, loss_col)
+            joined = len(table) > rows_before
+            if next(tables, None) is not None:  # (one pass more, where eight were taken)
+                warnings.append(f"{Path(path).name}: tables after the first {LATER_TABLES + 1} were not read (each "
+                                "may be another training's): pass each training's log on its own")
+        # (a table printed under one header line is one training: its steps going back, a resume's)
+        parts = table_trainings(table, step_col, loss_col) if joined or lines.count(header_line) > 1 else None
+        if parts is not None:
+            # A table displayed again, whole or in part (a notebook's live display, then its last), repeats
+            # its rows: no training of its own.
+            table = table[~table.duplicated()].reset_index(drop=True)
+            parts = table_trainings(table, step_col, loss_col)
     if parts is None:
         return [_run(table, header, step_col, loss_col, bar, path, run_name(path), options, warnings)]
     note = trainings_note(path, len(parts), "that each start from their first step (each under a table "
@@ -187,7 +201,7 @@ def _with_later_tables(table: pd.DataFrame, where: list[int], tables, step_col: 
     A table of other columns, or one that goes back into the steps before it, is not taken."""
     parts = [(where, table)]
     taken = set(where)
-    for header, rows, step, loss, bar, at in tables:
+    for header, rows, step, loss, bar, at, _ in itertools.islice(tables, LATER_TABLES):  # (each a pass over the rest)
         if step != step_col or loss != loss_col or bar:
             continue
         keep = [i for i, line in enumerate(at) if line not in taken]
@@ -271,7 +285,7 @@ def _find(lines: list[str], options: LoadOptions):
 
 def _tables(lines: list[str], options: LoadOptions):
     """Each table of ``lines`` in the order its header is printed first: ``(header, rows, step
-    column, loss column or None for a sum, rows carry a bar, each row's line number)``."""
+    column, loss column or None for a sum, rows carry a bar, each row's line number, the header's line)``."""
     tried: set[tuple[str, ...]] = set()
     comments: Counter | None = None
     for at, line in enumerate(lines):
@@ -318,7 +332,7 @@ def _tables(lines: list[str], options: LoadOptions):
                           _header_gap(line) if gapped is not None else 0, indexed, starts, where)
         losses = [loss_col] if loss_col is not None else _components(header, bar)
         if losses and (len(rows) >= MIN_ROWS or _prints_nan(rows, [header.index(c) for c in losses])):
-            yield header, rows, step_col, loss_col, bar, [at + 1 + i for i in where]
+            yield header, rows, step_col, loss_col, bar, [at + 1 + i for i in where], lines[at]
 
 
 def _prints_nan(rows: list[list[str]], columns: list[int]) -> bool:
