@@ -6206,6 +6206,15 @@ def test_tables_of_many_trainings_are_read_up_to_nine_and_said(tmp_path):
     assert any("tables after the first 9 were not read" in w for w in runs[0].warnings)
 
 
+def test_a_loss_stuck_to_float32_precision_is_not_said_exactly():
+    """OpenKE's "Epoch 0 | loss: 69.314722", then 69.314723, 69.314720, 69.314720, 69.314717: stuck (a sum of
+    ln 2 over its batch), but "loss exactly 69.314722" where its rows differ in their last digit."""
+    (incident,) = stuck_loss_incidents(_series([69.314722, 69.314723, 69.314720, 69.314720, 69.314717]), min_rows=5)
+    assert incident.message.startswith("loss 69.314722 (to float32's precision) at 5 logged steps")
+    (incident,) = stuck_loss_incidents(_series([3.0, 2.5] + [10.825932] * 10))
+    assert incident.message.startswith("loss exactly 10.825932 at 10 logged steps")
+
+
 def test_a_keras_evaluate_bar_after_the_fit_is_no_epoch_of_it(tmp_path):
     """A Keras paste: ten epochs of `fit`, then `model.evaluate(x_test)`'s bar ("313/313 [====] - loss: 0.95")
     under the last epoch's: read as epoch 10's loss (final loss 0.95 where the fit ended at 0.177), and every

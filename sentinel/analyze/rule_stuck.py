@@ -204,7 +204,10 @@ def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS, zero_counts:
     if chance is not None:
         why = f"{value:.10g} is ln({chance}), a uniform guess over {chance:,} classes or tokens: {why}"
     after = f"; it changes at step {int(steps[last + 1])}" if resolved else "; it never changes again"
-    message = (f"loss exactly {value:.10g} at {last - first + 1} logged steps in a row "
+    # (rows that differ in their last printed digit, OpenKE's 69.314722, 69.314723, 69.314720: not "exactly")
+    exactly = "exactly " if bool((values[first:last + 1] == value).all()) else ""
+    within = "" if exactly else " (to float32's precision)"
+    message = (f"loss {exactly}{value:.10g}{within} at {last - first + 1} logged steps in a row "
                f"({int(steps[first])}-{int(steps[last])}): {why}{after}")
     return [Incident(IncidentKind.LOSS_STUCK, int(steps[first]), int(steps[last]), Severity.WARNING, message,
                      {"value": value, "rows": last - first + 1, "stretches": len(counted), "resolved": resolved})]
