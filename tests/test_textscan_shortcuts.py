@@ -23,7 +23,7 @@ NEEDLES = ["Running training", "Params", "Starting training from iteration 0", "
            "verflow", "VERFLOW", "valid", "loss", "step 1", "step 10 ", "0.5", "\u00e9", "|", "xyz", "\r"]
 
 
-PATTERN_NEEDLES = [HF_TRAINER.rewrite_needs[0], textscan._EPOCH_HEADER, re.compile(r"loss: nan \| lr: \d"), re.compile(r"^step 1\d* ", re.M),
+PATTERN_NEEDLES = [HF_TRAINER.rewrite_needs[0], textscan.KERAS_EPOCH_HEADER, re.compile(r"loss: nan \| lr: \d"), re.compile(r"^step 1\d* ", re.M),
                    re.compile(r"grad_norm: 0\.5\d*$", re.M), re.compile(r"Params \d+\.\d M\s+step")]
 
 

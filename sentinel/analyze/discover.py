@@ -876,9 +876,7 @@ def _table_under_lines(file: Path, options: LoadOptions) -> list[RunData] | None
                 message = str(err).replace(str(table), str(file))
                 raise NoRunsError(message if str(file) in message else f"{file}: {message}") from None
             return None
-    copy_name = run_name(table)
-    for run in runs:  # named after the file, each training's "#k" kept
-        run.path, run.name = str(file), run_name(file) + run.name.removeprefix(copy_name)
+    for run in _named_after(runs, file, table):
         run.warnings.insert(0, f"{file.name}: read as the table whose header is line {line + 1} (the "
                                f"{'line' if line == 1 else f'{line} lines'} above it not read)")
     return runs
@@ -959,10 +957,20 @@ def _notebook_runs(path: Path, options: LoadOptions) -> list[RunData]:
             runs = discover(copy, options).runs
         except (NoRunsError, ValueError) as e:  # its words name the notebook, not the copy
             raise type(e)(str(e).replace(str(copy), str(path)).replace(copy.name, path.name)) from None
-    for run in runs:  # named after the notebook, each training's "#k" kept
-        run.path, run.name = str(path), run_name(path) + run.name.removeprefix(run_name(copy))
+    for run in _named_after(runs, path, copy):
         run.warnings = [w.replace(str(copy), str(path)).replace(copy.name, path.name)
                         .replace(f"{run_name(copy)}#", f"{run_name(path)}#") for w in run.warnings]
+    return runs
+
+
+def _named_after(runs: list[RunData], file: Path, copy: Path) -> list[RunData]:
+    """``runs`` read from ``copy`` (a temporary copy of ``file``'s text), named and placed as
+    ``file``'s, each training's ``#k`` kept."""
+    from sentinel.analyze.loaders.textlog import run_name
+
+    copied = run_name(copy)
+    for run in runs:
+        run.path, run.name = str(file), run_name(file) + run.name.removeprefix(copied)
     return runs
 
 

@@ -35,8 +35,8 @@ from sentinel.analyze.loaders.loss_key import (LossKey, find_loss_key, loss_key_
 from sentinel.analyze.loaders.progress_bar import bar_steps
 from sentinel.analyze.loaders.restarted_steps import split_restarted
 from sentinel.analyze.loaders.textlog import SNIFF_BYTES, read_head, read_text, run_name, trainings_note
-from sentinel.analyze.loaders.textscan import (KeyNotFound, clean_text, count_records, plain_numbers, scan,
-                                               split_evaluation_lines)
+from sentinel.analyze.loaders.textscan import (KERAS_EPOCH_HEADER, KeyNotFound, clean_text, count_records,
+                                               plain_numbers, scan, split_evaluation_lines)
 
 NAME = "textlog"
 DESCRIPTION = "text logs, read as the first of these that fits:"
@@ -637,18 +637,17 @@ def _keras_fits(text: str, lines: Lines | None = None) -> list[str]:
         return [text]
     fits = text.count("\nEpoch 1/") + text.startswith("Epoch 1/")
     # a paste that opens in a fit ("Epoch 2/100"): a later "Epoch 1/" is another's
-    first = _KERAS_EPOCH_LINE.search(text) if fits else None
-    if not fits or (fits == 1 and first is not None and text.startswith("Epoch 1/", first.start())):
+    first = KERAS_EPOCH_HEADER.search(text) if fits else None
+    if not fits or (fits == 1 and first is not None and first.group(0).lstrip().startswith("Epoch 1/")):
         return [text]
     cuts = [m.start() for m in _KERAS_FIRST_EPOCH.finditer(text)]
     cuts = cuts if cuts and first is not None and first.start() < cuts[0] else cuts[1:]
     return _cut_at(text, cuts) if cuts else [text]
 
 
-# A Keras bar's line ("313/313 [====] - 1s 2ms/step - loss: 0.35", verbose=2's "313/313 - 1s - loss:"),
-# and the "Epoch k/K" line each epoch's bars follow.
+# A Keras bar's line ("313/313 [====] - 1s 2ms/step - loss: 0.35", verbose=2's "313/313 - 1s - loss:")
+# (the "Epoch k/K" line each epoch's bars follow: textscan.KERAS_EPOCH_HEADER).
 _KERAS_BAR_LINE = re.compile(r"^[^\S\n]*(\d+)/(\d+) (?:\[[=>.]*\] )?- [^\n]*\n?", re.MULTILINE)
-_KERAS_EPOCH_LINE = re.compile(r"^Epoch \d+/\d+[^\S\n]*$", re.MULTILINE)
 _KERAS_FINISHED_BAR = re.compile(r"^[^\S\n]*(\d+)/\1 (?:\[[=>.]*\] )?- ", re.MULTILINE)  # its count at its total
 _FINISHED_SKELETON = re.compile(r"[^\S\n]*(0+)/\1 (?:\[=*\] )?- ")  # ... its line's skeleton (a bar all "=")
 
@@ -675,7 +674,7 @@ def _without_evaluation_bars(text: str, lines: Lines | None = None) -> tuple[str
         finished = [(m.start(), int(m.group(1))) for m in _KERAS_FINISHED_BAR.finditer(text)]
     if len({total for _, total in finished}) < 2:
         return None
-    headers = [m.start() for m in _KERAS_EPOCH_LINE.finditer(text)]
+    headers = [m.start() for m in KERAS_EPOCH_HEADER.finditer(text)]
     if not headers:
         return None
     by_epoch: dict[int, list[tuple[int, int]]] = {}

@@ -715,7 +715,7 @@ def _parse_numbers(tokens: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 
 # Keras fit prints "Epoch 34/400" on a line of its own before each epoch's bar.
-_EPOCH_HEADER = re.compile(r"^[ \t]*Epoch \d+/\d+[ \t]*$", re.MULTILINE)
+KERAS_EPOCH_HEADER = re.compile(r"^[ \t]*Epoch \d+/\d+[ \t]*$", re.MULTILINE)
 
 
 def _epoch_ends(records: list[tuple[np.ndarray, np.ndarray]]) -> dict[float, float]:
@@ -1530,9 +1530,9 @@ def _first_epoch_header(text: str, lines: Lines | None = None) -> int | None:
         >>> _first_epoch_header("Epoch 10/50\\n 50/196 [===] - loss: 2.1\\n")
         10
     """
-    if "Epoch " not in text or not Lines.of(text, lines).holds_any((_EPOCH_HEADER,)):
+    if "Epoch " not in text or not Lines.of(text, lines).holds_any((KERAS_EPOCH_HEADER,)):
         return None
-    found = _EPOCH_HEADER.search(text)
+    found = KERAS_EPOCH_HEADER.search(text)
     return None if found is None else int(found.group(0).split()[1].split("/")[0])
 
 
@@ -1590,9 +1590,9 @@ def _headers_and_records(text: str, shape: Shape, n: int, lines: Lines | None = 
     if "Epoch " not in text:
         return None
     lines = Lines.of(text, lines)
-    if not lines.holds_any((_EPOCH_HEADER,)):
+    if not lines.holds_any((KERAS_EPOCH_HEADER,)):
         return None
-    headers = np.asarray(lines.starts(_EPOCH_HEADER), dtype=np.int64)  # a line each: "Epoch k/K"
+    headers = np.asarray(lines.starts(KERAS_EPOCH_HEADER), dtype=np.int64)  # a line each: "Epoch k/K"
     starts = np.asarray(lines.starts(shape.pattern), dtype=np.int64)
     if not len(headers) or len(starts) != n:
         return None
