@@ -57,6 +57,36 @@ def test_what_is_not_read_says_why(tmp_path):
     assert result.exit_code == 1 and "the first not a step" in result.output
 
 
+def test_a_table_written_without_its_header_is_read_by_the_columns_named(tmp_path):
+    # A script's own CSV of epoch, loss, accuracies and a time of day, each line ending in a comma:
+    # the refusal names the columns of numbers, and the options it names read them.
+    path = tmp_path / "log.txt"
+    path.write_text("".join(f"{e}, {1.6 - e / 400:.5f}, {78 + e % 3:.5f}, {90.8 + e % 2 / 10:.5f}, "
+                            f"Aug{21 + e // 30}-{e % 24:02d}:56:49,\n" for e in range(168, 230)))
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "holds 6 fields per line and no header, numbers in columns 1-4 (counted from 1)" in result.output
+    assert "pass the step's and the loss's columns (--step-col 1 --loss-col 2)" in result.output
+    result = CliRunner().invoke(main, ["analyze", str(path), "--step-col", "1", "--loss-col", "2", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    (run,) = json.loads(result.output)["runs"]
+    assert (run["first_step"], run["last_step"], run["steps"]) == (168, 229, 62)
+    assert run["final_loss"] == pytest.approx(1.6 - 229 / 400)
+    assert "6 fields per line and no header: column 2 read as the loss, column 1 as the step" in run["warnings"][0]
+    # a column of words named as the loss: refused, with the columns that hold numbers
+    result = CliRunner().invoke(main, ["analyze", str(path), "--step-col", "1", "--loss-col", "5"])
+    assert result.exit_code == 1 and "numbers in columns 1-4" in result.output and "Traceback" not in result.output
+    # no column of whole numbers that rise: the loss's alone is asked for (the rows then numbered)
+    path.write_text("".join(f"{1.6 - e / 400:.5f}, {e % 7}, 19-{e % 24:02d}:56,\n" for e in range(40)))
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert "numbers in columns 1-2 (counted from 1): pass the loss's column (--loss-col 1)" in result.output
+    # a logger's prefix of several words before the numbers: lines of a log, not a table's cells
+    path.write_text("".join(f"2024-04-04 12:0{e % 10}:31,821\tINFO\t[{2.8 - e / 100}, 1.9, {e * 200}]\n"
+                            for e in range(40)))
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1 and "fields per line" not in result.output
+
+
 def test_in_a_directory_a_file_of_numbers_is_data(tmp_path):
     np.savetxt(tmp_path / "losses.txt", _losses())
     with pytest.raises(NoRunsError):

@@ -894,12 +894,12 @@ def _bare_numbers(file: Path, options: LoadOptions) -> list[RunData] | None:
 
     if is_compressed(file):
         return None
-    width = bare_numbers.columns_of(file)
-    if bare_numbers.numbered_columns(options, width) is not None:  # --step-col 1 --loss-col 3
+    width, numeric = bare_numbers.layout(file) or (None, ())
+    if bare_numbers.numbered_columns(options, width, numeric) is not None:  # --step-col 1 --loss-col 3
         return bare_numbers.load(file, options)
     if options.step_col is not None or options.loss_col is not None:
         return None
-    if width in (1, 2):
+    if width in (1, 2) and len(numeric) == width:
         return bare_numbers.load(file, options)
     if bare_numbers.printed_list(file) is not None:  # print(losses), repr(np.array(losses))
         return bare_numbers.load_printed_list(file)

@@ -39,20 +39,46 @@ def columns_of(path: str | Path) -> int | None:
         >>> columns_of("/nonexistent.txt") is None
         True
     """
+    found = layout(path)
+    return found[0] if found is not None and len(found[1]) == found[0] else None
+
+
+def layout(path: str | Path) -> tuple[int, tuple[int, ...]] | None:
+    """The fields each line of the file's start holds (every line the same, no header) and the
+    columns, from 0, that hold a number in every line; None where the lines differ, fewer than
+    :data:`MIN_ROWS` are there or no column holds numbers. A table written without its header
+    (``168, 1.50171, 79.38, Aug21-23:56:49,``: numbers, a time of day, the empty field after a
+    trailing comma) is read by the columns a user names by their numbers.
+
+    Example:
+        >>> layout("/nonexistent.txt") is None
+        True
+    """
     head = read_head(path, limit=64 * 1024)
     if head is None:
         return None
     lines = [line for line in head.splitlines() if line.strip() and not line.lstrip().startswith("#")]
     if len(head) >= 64 * 1024 and lines:
         lines = lines[:-1]  # the last line may be cut by the limit
-    widths = {len(_fields(line)) for line in lines}
-    if len(lines) < MIN_ROWS or len(widths) != 1:
+    rows = [_fields(line) for line in lines]
+    if len(rows) < MIN_ROWS or len({len(row) for row in rows}) != 1:
         return None
+    numeric = tuple(k for k in range(len(rows[0])) if all(_is_number(row[k]) for row in rows))
+    # A word that every line holds at one place is a key's name: lines of a log ("Loss_pi 0.52
+    # Loss_v 0.31"), its own readers' to read or refuse, not a table's cells
+    # cells; nor is a cell of several words (a logger's prefix before a printed list: "12:01:31,821 INFO [2.79")
+    words = [k for k in range(len(rows[0])) if k not in numeric]
+    keys = any(len({row[k].strip() for row in rows}) == 1 and rows[0][k].strip() for k in words)
+    phrases = any(len(row[k].split()) > 1 for k in words for row in rows)
+    return (len(rows[0]), numeric) if numeric and not keys and not phrases else None
+
+
+def _is_number(field: str) -> bool:
     try:
-        [float(value) for line in lines for value in _fields(line)]
+        float(field)
     except ValueError:
-        return None
-    return widths.pop()
+        return False
+    return True
 
 
 def problem(path: str | Path) -> str | None:
@@ -63,26 +89,58 @@ def problem(path: str | Path) -> str | None:
         >>> problem("/nonexistent.tsv") is None
         True
     """
-    width = columns_of(path)
-    if width is None or width <= 2:
+    found = layout(path)
+    if found is None or found[0] <= 2 and len(found[1]) == found[0] or len(found[1]) < 2:
         return None
-    return (f"'{path}' holds {width} numbers per line and no header: pass the columns' numbers, counted from 1 "
-            "(--step-col 1 --loss-col 2), or add a first line naming the columns (step, loss, ...)")
+    width, numeric = found
+    if len(numeric) == width:
+        return (f"'{path}' holds {width} numbers per line and no header: pass the columns' numbers, counted from 1 "
+                "(--step-col 1 --loss-col 2), or add a first line naming the columns (step, loss, ...)")
+    step = _step_column(path, numeric)
+    loss = next(k for k in numeric if k != step)
+    if step is None:  # the rows are numbered in order
+        which, example = "the loss's column", f"--loss-col {loss + 1}"
+    else:
+        which, example = "the step's and the loss's columns", f"--step-col {step + 1} --loss-col {loss + 1}"
+    return (f"'{path}' holds {width} fields per line and no header, numbers in columns {_spans(numeric)} (counted "
+            f"from 1): pass {which} ({example}), or add a first line naming the columns (step, loss, ...)")
 
 
-def numbered_columns(options: LoadOptions | None, width: int | None) -> tuple[int | None, int] | None:
+def _step_column(path: str | Path, numeric: tuple[int, ...]) -> int | None:
+    """The first of the ``numeric`` columns whose numbers at the file's start are whole and rise
+    line by line (a step, an epoch), or None."""
+    head = read_head(path, limit=64 * 1024) or ""
+    rows = [_fields(line) for line in head.splitlines()[:-1] if line.strip() and not line.lstrip().startswith("#")]
+    return next((k for k in numeric if rises_by_whole_numbers(np.array([float(row[k]) for row in rows]))), None)
+
+
+def _spans(columns: tuple[int, ...]) -> str:
+    """Columns from 0 said from 1, runs of neighbours as ranges: ``(0, 1, 2, 5)`` -> ``1-3, 6``."""
+    spans, start = [], columns[0]
+    for previous, column in zip(columns, (*columns[1:], None)):
+        if column != previous + 1:
+            spans.append(f"{start + 1}" if start == previous else f"{start + 1}-{previous + 1}")
+            start = column
+    return ", ".join(spans)
+
+
+def numbered_columns(options: LoadOptions | None, width: int | None,
+                     numeric: tuple[int, ...] | None = None) -> tuple[int | None, int] | None:
     """The step's and the loss's columns (from 0) that ``--step-col`` / ``--loss-col`` name by their
-    numbers, counted from 1, in a file of ``width`` numbers per line; None where they name none
-    (a name, or no option). The loss's column is needed; without a step the rows are numbered.
+    numbers, counted from 1, in a file of ``width`` fields per line (those at ``numeric``, from 0,
+    numbers; all where not given); None where they name none (a name, no option, or a column of
+    words). The loss's column is needed; without a step the rows are numbered.
 
     Example:
         >>> numbered_columns(LoadOptions(step_col="1", loss_col="3"), 6), numbered_columns(LoadOptions(loss_col="loss"), 6)
         ((0, 2), None)
+        >>> numbered_columns(LoadOptions(step_col="1", loss_col="3"), 6, numeric=(0, 1))
     """
     if options is None or width is None or options.loss_col is None:
         return None
+    numeric = range(width) if numeric is None else numeric
     picked = [options.step_col, options.loss_col]
-    if not all(c is None or (c.isdigit() and 1 <= int(c) <= width) for c in picked):
+    if not all(c is None or (c.isdigit() and int(c) - 1 in numeric) for c in picked):
         return None
     return (None if options.step_col is None else int(options.step_col) - 1), int(options.loss_col) - 1
 
@@ -100,9 +158,9 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         [1, 2, 3]
     """
     path = Path(path)
-    width = columns_of(path)
-    numbered = numbered_columns(options, width)
-    if width not in (1, 2) and numbered is None:
+    width, numeric = layout(path) or (None, ())
+    numbered = numbered_columns(options, width, numeric)
+    if numbered is None and (width not in (1, 2) or len(numeric) != width):
         raise ValueError(f"{path}: not a file of numbers, one or two per line")
     if path.stat().st_size > MAX_BYTES:
         raise ValueError(f"{path}: {path.stat().st_size >> 20} MiB of numbers with no header: more than a saved "
@@ -110,14 +168,16 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     head = read_head(path, limit=4096) or ""
     sep = "," if "," in head else r"\s+"
     try:
+        # Columns of words beside the numbers (a table written without its header) are read as text
         table = pd.read_csv(path, header=None, sep=sep, encoding=text_encoding(path), comment="#",
-                            skip_blank_lines=True, dtype="float64")
+                            skip_blank_lines=True, dtype={column: "float64" for column in numeric})
     except ValueError as exc:  # its start held numbers alone; a later line does not
         raise ValueError(f"{path}: numbers with no header at its start, then a line that is not ({exc}): a file "
                          "of numbers is read only where every line holds them; add a header line (step,loss) to "
                          "read it as a table") from None
     if table.shape[1] != width:
         raise ValueError(f"{path}: lines of {width} and of {table.shape[1]} numbers: not one column of numbers")
+    table_width = width
     if numbered is not None:  # the columns named by their numbers: as one or two columns are read
         step_at, loss_at = numbered
         table = table[[loss_at] if step_at is None else [step_at, loss_at]].T.reset_index(drop=True).T
@@ -142,7 +202,8 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         note = f"{path.name}: two numbers per line and no header: read as the step and the loss"
     if numbered is not None:
         step_at, loss_at = numbered
-        note = (f"{path.name}: {columns_of(path)} numbers per line and no header: column {loss_at + 1} read as the loss"
+        fields = "numbers" if len(numeric) == table_width else "fields"
+        note = (f"{path.name}: {table_width} {fields} per line and no header: column {loss_at + 1} read as the loss"
                 + (", numbered 1, 2, 3, ... in order" if step_at is None else f", column {step_at + 1} as the step"))
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps.astype("float64"),
                     meta={"format": NAME, "width": width}, warnings=[note])]
