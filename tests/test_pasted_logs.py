@@ -4528,14 +4528,14 @@ def _minillm(it: int, tot: float, scale: float) -> str:
 def test_a_scripts_loss_by_another_name_beside_deepspeeds_overflow_lines(tmp_path):
     """MiniLLM prints "global iter: 13/ 5000| tot_loss: 2.3541 | ..." and DeepSpeed its "OVERFLOW!"
     lines between (LMOps#130): DeepSpeed's lines were read, "no loss". The script's lines are read,
-    their loss by the key it goes by, their step the global count (not the inner loop's, nor one
+    their loss its total, their step the global count (not the inner loop's, nor one
     inside the PPO epoch)."""
     lines = [_minillm(13, 2.3541, 128), _minillm(14, 3.1123, 128), _DS_OVERFLOW.format(29, 128, 64),
              _minillm(15, 3.2141, 64), _DS_OVERFLOW.format(32, 64, 32)]
     (run,) = discover_runs(_write(tmp_path / "minillm.log", lines))
     assert run.steps["loss"].dropna().to_dict() == {13: 2.3541, 14: 3.1123, 15: 3.2141}
-    assert "loss read from 'tot_loss' (no key of the lines is named loss)" in run.warnings
-    assert run.meta["loss_column"] == "tot_loss"
+    # (tot_loss the total's name, as total_loss: read as the loss with no note)
+    assert not any("tot_loss" in warning for warning in run.warnings)
     # two overflows among its four steps: the scaler's search, no rate of them
     assert analyze_run(run).incidents == []
     # Its other layout (LMOps#118): an epoch, then the inner loop's count, then the global one.
@@ -7193,3 +7193,29 @@ def test_a_line_two_shapes_read_is_one_record(tmp_path, line, first):
     assert run.steps.index.tolist() == list(range(first, first + 60))
     assert run.steps["loss"].tolist() == pytest.approx(values, abs=1e-6)
     assert not any(i.kind == "loss_repeats" for i in analyze_run(run).incidents)
+
+
+@pytest.mark.parametrize("line", [
+    "Epoch 1 train Loc Loss: {a:.4f} Cls Loss: {b:.4f} Tot Loss: {t:.4f} Accu :0.0018",  # WLASL's I3D
+    "Iter {s}: Loc Loss: {a:.4f} Cls Loss: {b:.4f} Tot Loss: {t:.4f}",
+    "step {s} | cls loss {b:.4f} | reg loss {a:.4f} | total loss {t:.4f}",
+    "Epoch 1, step {s}, rpn loss: {a:.4f}, cls loss: {b:.4f}, Total Loss: {t:.4f}",
+])
+def test_a_terms_loss_before_the_lines_total_is_not_the_loss(tmp_path, line):
+    """A line of "<term> Loss: x" keys and then the total (WLASL's "Loc Loss: 0.0057 Cls Loss: 0.0075 Tot
+    Loss: 0.0066", detection scripts' "cls loss ... reg loss ... total loss") was read by its first term:
+    the localisation loss judged as the run's. The total is the loss."""
+    terms = [(0.5 - i / 200, 1.5 - i / 100) for i in range(40)]
+    lines = [line.format(s=(i + 1) * 10, a=a, b=b, t=a + b) for i, (a, b) in enumerate(terms)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps["loss"].iloc[-1] == pytest.approx(sum(terms[-1]), abs=1e-4) and len(run.steps) == 40
+
+
+def test_a_loss_before_a_total_is_still_the_loss_where_it_is_no_term(tmp_path):
+    """The rule above asks of a term's name before "loss" alone: a bare loss, an average's, a training's, stay
+    the loss beside a total (a sum over the epoch)."""
+    for line in ("step {s} | loss: {a:.4f} | total loss: {t:.4f}", "Epoch {s}: avg loss: {a:.4f}, total loss: {t:.4f}",
+                 "step {s} train loss {a:.4f} total_loss {t:.4f}"):
+        lines = [line.format(s=s, a=2 - s / 100, t=(2 - s / 100) * 50) for s in range(1, 41)]
+        (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+        assert run.steps["loss"].iloc[-1] == pytest.approx(2 - 40 / 100), line

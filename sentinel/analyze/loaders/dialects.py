@@ -1370,8 +1370,14 @@ _STEP_KEY_BEFORE_GLOBAL = _STEP_KEY.replace(
 # (not a loss summed over the batch's tokens beside its mean: PaddlePaddle's Transformer, "sum loss:
 # 43280.62, avg loss: 10.858")
 # (not a key that goes on in a digit: Facelet-Bank's "loss1: 0.059" is no "loss" of 1)
-_LOSS_KEY = (r"(?:(?:(?:train(?:ing)?|total|reduced_train|lm|avr)[_/ ]|step_)?(?<!sum )(?<!sum_)loss(?:_total|_step)?"
-             r"|xent)(?!\d)")
+# (not a term's "<name> loss" where the line's total comes after it: WLASL's "Loc Loss: 0.0057 Cls
+# Loss: 0.0075 Tot Loss: 0.0066", SSD ports' "loc loss, conf loss, total loss"; an average's
+# name before it is the loss, beside a sum over the epoch. Asked only where "loss" starts: a check
+# at every character of a gap costs.)
+_TERM_BEFORE_TOTAL = (r"(?=loss)(?!(?<=[a-z] )(?<!avg )(?<!mean )(?<!average )loss\b[^\n]*?(?<![\w/])"
+                      r"(?:tot(?:al)?[_ ]loss\b|loss_total\b))")
+_LOSS_KEY = (rf"(?:(?:(?:train(?:ing)?|tot(?:al)?|reduced_train|lm|avr)[_/ ]|step_|{_TERM_BEFORE_TOTAL})(?<!sum )"
+             r"(?<!sum_)loss(?:_total|_step)?|xent)(?!\d)")
 _SEP = r"[^\S\n]*[:=]?[^\S\n]*"
 # The same between a loss key and its value, either of them perhaps quoted (a dict's repr printed
 # by a logger: PaddleDetection's "'loss': '1.024392'").
