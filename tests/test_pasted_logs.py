@@ -68,6 +68,29 @@ def test_a_loss_of_exactly_zero_at_every_epoch_of_a_short_paste(tmp_path):
     assert (incident.kind, incident.severity, incident.step, incident.end_step) == ("loss_stuck", "warning", 176, 256)
 
 
+def test_a_zero_loss_that_opens_a_paste_of_a_runs_late_part_is_information(tmp_path):
+    """DocRED's "| epoch 195 | step 15050 | ms/b 5017.40 | train loss 0.000 | NA acc: 1.00 | not NA acc: 0.93"
+    (three decimals) pasted from step 15,050 was "loss exactly 0 ... nothing is learned", the run unhealthy: no
+    value before the zeros shows a jump, and a loss printed with three decimals reads 0 below 0.0005."""
+    lines = [f"| epoch {195 + k // 2} | step {15050 + 50 * k} |  ms/b 5017.40 | train loss 0.000 | NA acc: 1.00 | "
+             f"not NA acc: 0.9{k % 2 + 2}  | tot acc: 1.00" for k in range(8)]
+    report = analyze_run(discover_runs(_write(tmp_path / "train.log", lines))[0])
+    (incident,) = report.incidents
+    assert (incident.kind, incident.severity, incident.step) == ("loss_stuck", "info", 15050)
+    assert "loss 0 at 8 logged steps" in incident.message and "exactly" not in incident.message
+    assert report.verdict == "healthy"
+    # from the run's start, or jumped into from a loss above it, a run of zeros stays a warning
+    (incident,) = stuck_loss_incidents(_series([0.0] * 8))
+    assert incident.severity == "warning"
+    (incident,) = stuck_loss_incidents(pd.Series([2.3] + [0.0] * 8, index=range(15000, 15450, 50)))
+    assert incident.severity == "warning" and "exactly" in incident.message
+    # ... and where another logged value stands still with it: a dead GAN (Keras DCGAN's "48: [D loss: 7.971192,
+    # acc: 0.500000]  [A loss: 0.000000, acc: 1.000000]" from its 48th step on)
+    lines = [f"{i}: [D loss: 7.971192, acc: 0.500000]  [A loss: 0.000000, acc: 1.000000]" for i in range(48, 63)]
+    report = analyze_run(discover_runs(_write(tmp_path / "dcgan.log", lines))[0])
+    assert [(i.kind, i.severity) for i in report.incidents] == [("loss_stuck", "warning")]
+
+
 def test_a_pipeline_stages_placeholder_loss_of_minus_one(tmp_path):
     """torchtitan under pipeline parallelism: a rank whose stage does not compute the loss logs
     -1.0 (#1232's paste, the only rank logged): four steps of it were "healthy", under the eight a
@@ -7219,3 +7242,18 @@ def test_a_loss_before_a_total_is_still_the_loss_where_it_is_no_term(tmp_path):
         lines = [line.format(s=s, a=2 - s / 100, t=(2 - s / 100) * 50) for s in range(1, 41)]
         (run,) = discover_runs(_write(tmp_path / "train.log", lines))
         assert run.steps["loss"].iloc[-1] == pytest.approx(2 - 40 / 100), line
+
+
+def _gcn_log(epochs, losses, val_losses, ms_g3d: bool = True, batches: bool = False) -> list[str]:
+    # print_log of ST-GCN's line of trainers: "[ <time.asctime()> ] " before each message
+    lines = []
+    for epoch, loss, val in zip(epochs, losses, val_losses):
+        at = f"[ Thu Oct 17 {epoch % 24:02d}:33:04 2019 ] "
+        lines.append(at + (f"Training epoch: {epoch}, LR: 0.1000" if ms_g3d else f"Training epoch: {epoch}"))
+        if batches:
+            lines += [at + f"\tBatch({b}/589) done. Loss: {loss + b / 10000:.4f}  lr:0.100000" for b in range(0, 500, 100)]
+        lines.append(at + (f"\tMean training loss: {loss:.4f} (BS 32: {loss:.4f})." if ms_g3d
+                           else f"\tMean training loss: {loss:.4f}.  Mean training acc: 31.93%."))
+        lines += [at + "\tTime consumption: [Data]00%, [Network]97%", at + f"Eval epoch: {epoch}",
+                  at + f"\tMean test loss of 398 batches: {val}.", at + "\tTop1: 32.72%", at + "\tTop5: 67.80%"]
+    return lines

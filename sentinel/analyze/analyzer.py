@@ -255,7 +255,8 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         incidents += overfitting_incidents(steps, loss, config, (run.meta or {}).get("best_checkpoint"), epoch_means)
     if len(loss) >= 2:
         rl = is_reinforcement_learning(steps.columns) or environment_rl or policy_gradient
-        stuck = stuck_loss_incidents(loss, min_rows=MIN_EPOCH_ROWS if per_epoch else MIN_ROWS, zero_counts=not rl)
+        stuck = stuck_loss_incidents(loss, min_rows=MIN_EPOCH_ROWS if per_epoch else MIN_ROWS, zero_counts=not rl,
+                                     beside=steps)
         incidents += stuck
         game = environment_rl or adversarial or policy_gradient
         if not game and not any(not i.details["resolved"] for i in stuck):  # else the tail is told

@@ -25,6 +25,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from sentinel import metrics
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
 from sentinel.analyze.loaders.keys import DISCRIMINATOR_KEYS, GENERATOR_KEYS, LETTER_PAIR, bare_key
 from sentinel.analyze.rule_chance import chance_level
@@ -48,6 +49,11 @@ ZERO_JUMP_FROM = 1e-3
 # the value before lies outside this range (a loss near 1 printed with one decimal repeats "1.0").
 ONE_NEAR = (0.5, 2.0)
 
+
+# A stretch of zeros that opens a log whose first step lies this many logging intervals in (a paste of
+# a long run's late part: DocRED's "train loss 0.000" from step 15,050, printed with three decimals)
+# shows no jump: a converged loss printed with few digits reads 0 too. Information, not a warning.
+LATE_START_INTERVALS = 20
 
 # Relative difference within which two logged losses are the same value (float32's epsilon).
 SAME_RTOL = 1.2e-7
@@ -150,7 +156,8 @@ def is_adversarial(columns, loss_name: str = "") -> bool:
         or generator == LETTER_PAIR[0]  # read from a pair's letters (loss_key), or named so
 
 
-def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS, zero_counts: bool = True) -> list[Incident]:
+def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS, zero_counts: bool = True,
+                         beside: pd.DataFrame | None = None) -> list[Incident]:
     """One warning for the longest stretch of ``min_rows`` or more logged losses in a row that
     are the same float (:data:`MIN_ZERO_ROWS` where it is 0, 1 or negative; see the module docstring
     for which values count).
@@ -159,6 +166,10 @@ def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS, zero_counts:
         loss: the finite loss values, indexed by step.
         min_rows: the shortest stretch reported.
         zero_counts: False where a loss of 0 is normal (:func:`is_reinforcement_learning`).
+        beside: the run's logged values by step (its steps frame): a stretch of zeros that opens a
+            paste of a run's later part is a warning where another of them than the loss, the
+            learning rate, the loss scale and the epoch stands still with it (a dead GAN's
+            discriminator loss at 7.971192 beside its generator's 0.000000).
 
     Example:
         >>> s = pd.Series([3.1, 2.9] + [10.825932] * 10, index=range(0, 120, 10))
@@ -200,6 +211,12 @@ def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS, zero_counts:
     else:
         why = ("the weights are not changing (a frozen model, a learning rate of 0, every update "
                "skipped) or the value printed is a placeholder")
+    severity = Severity.WARNING
+    if value == 0 and first == 0 and _starts_late(steps) and not _still_beside(beside, steps[first:last + 1]):
+        severity = Severity.INFO
+        why = ("no value before it shows whether it jumped there (nothing learned from a loss of 0: every label "
+               "masked, an empty batch) or came down to it (a loss printed with few decimals reads 0 once below "
+               "their last digit: a run that fits its training data)")
     chance = chance_level(value)
     if chance is not None:
         why = f"{value:.10g} is ln({chance}), a uniform guess over {chance:,} classes or tokens: {why}"
@@ -207,10 +224,34 @@ def stuck_loss_incidents(loss: pd.Series, min_rows: int = MIN_ROWS, zero_counts:
     # (rows that differ in their last printed digit, OpenKE's 69.314722, 69.314723, 69.314720: not "exactly")
     exactly = "exactly " if bool((values[first:last + 1] == value).all()) else ""
     within = "" if exactly else " (to float32's precision)"
+    if severity is Severity.INFO:
+        exactly = within = ""  # perhaps a printed 0.000
     message = (f"loss {exactly}{value:.10g}{within} at {last - first + 1} logged steps in a row "
                f"({int(steps[first])}-{int(steps[last])}): {why}{after}")
-    return [Incident(IncidentKind.LOSS_STUCK, int(steps[first]), int(steps[last]), Severity.WARNING, message,
+    return [Incident(IncidentKind.LOSS_STUCK, int(steps[first]), int(steps[last]), severity, message,
                      {"value": value, "rows": last - first + 1, "stretches": len(counted), "resolved": resolved})]
+
+
+def _still_beside(beside: pd.DataFrame | None, steps: np.ndarray) -> bool:
+    """Whether a column of ``beside`` (not one that stands still in a healthy run) holds one finite
+    value other than 0 at every one of ``steps``."""
+    if beside is None:
+        return False
+    rows = beside.drop(columns=[metrics.LOSS, metrics.LR, metrics.LOSS_SCALE, "epoch"], errors="ignore").reindex(steps)
+    return any(column.notna().all() and column.nunique() == 1 and column.iloc[0] != 0 for _, column in rows.items())
+
+
+def _starts_late(steps: np.ndarray) -> bool:
+    """Whether the first logged step lies :data:`LATE_START_INTERVALS` logging intervals (the median
+    gap between rows) or more past step 0: a paste of a run's later part.
+
+    Example:
+        >>> _starts_late(np.arange(15050, 15450, 50)), _starts_late(np.arange(1, 9))
+        (True, False)
+    """
+    gaps = np.diff(steps.astype("float64"))
+    gaps = gaps[gaps > 0]
+    return bool(len(gaps)) and float(steps[0]) >= LATE_START_INTERVALS * float(np.median(gaps))
 
 
 def _rounding_plateau(values: np.ndarray, first: int, last: int) -> bool:
