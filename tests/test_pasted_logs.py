@@ -6809,6 +6809,19 @@ def test_a_paste_of_one_step_line_whose_grad_norm_is_inf_says_so(tmp_path):
     assert result.exit_code == 1 and "whose grad norm is +inf at step 50" in " ".join(result.output.split())
 
 
+def test_a_paste_of_one_finite_step_line_then_nan_lines_says_so(tmp_path):
+    """ST-GCN's log: one "Iter 0 Done. | loss: 1.4058 | lr: 0.010000" line, then each epoch's "mean_loss: nan":
+    refused as one step line, the NaN of every epoch unsaid."""
+    lines = ["[02.06.24|21:04:38] Training epoch: 0", "[02.06.24|21:13:26] \tIter 0 Done. | loss: 1.4058 | lr: 0.010000"]
+    for epoch in range(1, 5):
+        lines += ["[02.06.24|21:13:31] \tmean_loss: nan", "[02.06.24|21:13:31] Done.",
+                  f"[02.06.24|21:13:31] Training epoch: {epoch}"]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "log.txt", lines))])
+    said = " ".join(result.output.split())
+    assert result.exit_code == 1 and "one step line" in said
+    assert "4 other lines print a non-finite loss (the first: '[02.06.24|21:13:31] mean_loss: nan')" in said
+
+
 def test_a_log_no_reader_takes_whose_lines_print_a_nan_loss_says_so(tmp_path):
     """A federated script's rounds, each a block under '>> ROUND 3' with 'Loss nan' on its lines: 'not a log format
     sentinel reads', the NaN in every round unsaid."""

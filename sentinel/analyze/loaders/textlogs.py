@@ -273,12 +273,10 @@ def _nonfinite_lines(text: str, path: str | Path) -> str | None:
         >>> _nonfinite_lines(">> ROUND 0\\n> 10 Clients Training: Loss nan Acc 0.2345\\n", "x.log")[:63]
         "'x.log': 1 of its lines print a non-finite loss (the first: '> "
     """
-    found = [(line, hit) for line in text.splitlines() if (hit := _NONFINITE_LOSS.search(line))]
-    if not found:
+    count, shown = _nonfinite_loss_lines(text)
+    if not count:
         return None
-    line, hit = found[0]
-    shown = line[max(0, hit.end() - 100):hit.end()].strip()  # the value's end of a long line
-    return (f"'{path}': {len(found)} of its lines print a non-finite loss (the first: {shown!r}): the loss "
+    return (f"'{path}': {count} of its lines print a non-finite loss (the first: {shown!r}): the loss "
             "went non-finite; sentinel finds no step it reads with it, so the log is not judged further (print each "
             "step's loss on the line of its step: step 100 | loss 2.31)")
 
@@ -297,8 +295,9 @@ def _one_record(text: str, path: str | Path) -> str | None:
         return None
     records = count_records(Lines(text), dialect)
     if records == 1:
-        return (f"'{path}': one step line ({dialect.description}){_nonfinite_in(scan(text, dialect).steps)}: sentinel "
-                "judges a series of steps, not one value; paste or pass more of the log (two step lines at least)")
+        said = _nonfinite_in(scan(text, dialect).steps) or _nonfinite_beside(text)
+        return (f"'{path}': one step line ({dialect.description}){said}: sentinel judges a series of steps, not one "
+                "value; paste or pass more of the log (two step lines at least)")
     steps = scan(text, dialect).steps.index  # (a refusal's path only: the file is read once more)
     if records > 1 and len(steps) == 1:  # Demucs pasted from four processes at one step; fairseq's num_updates=0
         return (f"'{path}': its {records} step lines all read as one step ({int(steps[0])}): the count that moves "
@@ -306,6 +305,31 @@ def _one_record(text: str, path: str | Path) -> str | None:
                 "step never advanced (every process printing the same one; no update made); sentinel judges a "
                 "series of steps")
     return None
+
+
+def _nonfinite_beside(text: str) -> str:
+    """``; N other lines print a non-finite loss (the first: ...)`` where lines beside the one step
+    line read say the loss went non-finite (ST-GCN's "Iter 0 Done. | loss: 1.4058", then its epochs'
+    "mean_loss: nan"): the paste's news, told where its one step is finite; else an empty string.
+
+    Example:
+        >>> _nonfinite_beside("Iter 0 Done. | loss: 1.4058\\n\\tmean_loss: nan\\n\\tmean_loss: nan\\n")
+        "; 2 other lines print a non-finite loss (the first: 'mean_loss: nan'): the loss went non-finite"
+    """
+    count, shown = _nonfinite_loss_lines(text)
+    if not count:
+        return ""
+    lines = "1 other line prints" if count == 1 else f"{count} other lines print"
+    return f"; {lines} a non-finite loss (the first: {shown!r}): the loss went non-finite"
+
+
+def _nonfinite_loss_lines(text: str) -> tuple[int, str]:
+    """How many lines print a non-finite loss, and the first's end (at most 100 characters, up to the value)."""
+    found = [(line, hit) for line in text.splitlines() if (hit := _NONFINITE_LOSS.search(line))]
+    if not found:
+        return 0, ""
+    line, hit = found[0]
+    return len(found), " ".join(line[max(0, hit.end() - 100):hit.end()].split())  # the value's end of a long line
 
 
 def _nonfinite_in(steps: pd.DataFrame) -> str:
