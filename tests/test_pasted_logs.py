@@ -7270,3 +7270,30 @@ def _gcn_log(epochs, losses, val_losses, ms_g3d: bool = True, batches: bool = Fa
         lines += [at + "\tTime consumption: [Data]00%, [Network]97%", at + f"Eval epoch: {epoch}",
                   at + f"\tMean test loss of 398 batches: {val}.", at + "\tTop1: 32.72%", at + "\tTop5: 67.80%"]
     return lines
+
+
+def test_skeleton_action_recognition_trainers_epochs(tmp_path):
+    """MS-G3D's, CTR-GCN's and TD-GCN's logs ("[ <time> ] Training epoch: 1, LR: 0.1000", "\\tMean training loss:
+    3.2698 (BS 32: 3.2698).", "Eval epoch: 1", "\\tMean test loss of 398 batches: 2.5316.") were not read: a
+    loss that rose from chance went unsaid. Each epoch's mean training loss is the loss, the test loss its
+    val_loss; a paste cut between one epoch's first line and a later epoch's lines gives the first no loss."""
+    losses = [3.27, 1.95, 1.51, 1.20, 1.02, 0.93]
+    lines = _gcn_log(range(1, 7), losses, [2.53, 1.93, 1.61, 1.40, 1.31, 1.25])
+    (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
+    assert run.source == "skeleton_gcn" and run.meta["step_unit"] == "epoch"
+    assert run.steps["loss"].tolist() == losses and run.steps["val_loss"].iloc[0] == 2.53
+    assert run.steps["lr"].tolist() == [0.1] * 6
+    # CTR-GCN's lines, a paste cut after epoch 3's first line and going on at epoch 57
+    lines = _gcn_log(range(1, 4), losses[:3], [2.5] * 3, ms_g3d=False)
+    lines += [lines[0].replace("epoch: 1", "epoch: 4"), *_gcn_log(range(57, 60), [0.028, 0.0276, 0.0266], [0.67] * 3,
+                                                                  ms_g3d=False)]
+    (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
+    assert run.steps.index.tolist() == [1, 2, 3, 57, 58, 59] and run.steps["loss"].iloc[3] == 0.028
+    # a rise from 4.2 (chance over 60 classes) to 7.7: the run diverged
+    lines = _gcn_log(range(1, 9), [4.2, 4.5, 5.1, 5.8, 6.4, 7.0, 7.4, 7.7], [4.3] * 8)
+    report = analyze_run(discover_runs(_write(tmp_path / "log.txt", lines))[0])
+    assert report.verdict != "healthy"
+    # where each epoch prints its batches, those are read (per batch, the finer record)
+    lines = _gcn_log(range(1, 5), [3.2, 2.9, 2.7, 2.5], [3.0] * 4, batches=True)
+    (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
+    assert run.source != "skeleton_gcn" and run.steps["loss"].dropna().index[5] == 589 and len(run.steps) == 20

@@ -2012,6 +2012,34 @@ PYSLOWFAST = replace(
     min_records=2,
 )
 
+# The skeleton action-recognition trainers of ST-GCN's line (2s-AGCN, MS-G3D, CTR-GCN, InfoGCN, TD-GCN and
+# their forks; print_log puts "[ <time.asctime()> ] " before each line): "Training epoch: 3" (MS-G3D's
+# "Training epoch: 3, LR: 0.1000"), the epoch's "\tMean training loss: 2.4913." (MS-G3D's "Mean training
+# loss: 1.6621 (BS 32: 3.3243)."; CTR-GCN's "  Mean training acc: 31.93%." after), then "Eval epoch: 3"
+# and "\tMean test loss of 258 batches: 1.7752676130265228.". Epochs from 1. Where an epoch's lines
+# print its batches ("\tBatch(100/589) done. Loss: 3.6262  lr:0.100000") the general reader reads those.
+_GCN_TIME = r"(?:\[ [^\]\n]* \][^\S\n]*)?"
+# (a line between that is another epoch's, or a batch's: no record of this shape; a paste cut between
+# "Training epoch: 18" and epoch 57's lines does not give epoch 18 epoch 57's loss)
+_GCN_BETWEEN = r"(?:(?![^\n]*(?:\bBatch\(|\bepoch: \d))[^\n]*\n){0,2}?"
+_GCN_EPOCH_LOSS = re.compile(rf"^{_GCN_TIME}Training epoch: (\d+)[^\n]*\n{_GCN_BETWEEN}"
+                             rf"{_GCN_TIME}Mean training loss: ({_NUM})", re.MULTILINE)
+SKELETON_GCN = Dialect(
+    name="skeleton_gcn",
+    description='ST-GCN\'s line of skeleton action-recognition trainers (2s-AGCN, MS-G3D, CTR-GCN: "[ <time> ] '
+                'Training epoch: E", then "Mean training loss: X.", "Eval epoch: E", "Mean test loss of N batches: Y.")',
+    shapes=(
+        Shape(_GCN_EPOCH_LOSS, head=(metrics.STEP, metrics.LOSS)),
+        Shape(re.compile(rf"^{_GCN_TIME}Eval epoch: (\d+)[^\n]*\n{_GCN_BETWEEN}{_GCN_TIME}Mean test loss of \d+ "
+                         rf"batches: ({_NUM})", re.MULTILINE), head=(metrics.STEP, metrics.VAL_LOSS), beside=_GCN_EPOCH_LOSS),
+        Shape(re.compile(rf"^{_GCN_TIME}Training epoch: (\d+), LR: ({_NUM})", re.MULTILINE), head=(metrics.STEP, metrics.LR),
+              beside=_GCN_EPOCH_LOSS),
+    ),
+    sniff=re.compile(rf"^{_GCN_TIME}Mean training loss: [-+\d.na]", re.MULTILINE),
+    min_records=2,
+    step_unit="epoch",
+)
+
 # What a logger puts before a message: a date and time ("2024-01-01 12:00:05,123", "[12:00:05]"),
 # a level, a logger's name, with the separators logging's formats use ("INFO:root:", " - INFO - ").
 _LOG_PREFIX = (r"(?:\[?(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[,.]\d+)?\]?[^\S\n]*(?:[-|:][^\S\n]*)?)?"
@@ -2277,7 +2305,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT, BUILD_NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, SOUNDSTREAM, YOLOV4_PYTORCH, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, LOSS_BEFORE_STEP, LOSS_BEFORE_EPOCH, TRIPLET_REID, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, DET3D, DEEPFACELAB, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, SOUNDSTREAM, YOLOV4_PYTORCH, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, LOSS_BEFORE_STEP, LOSS_BEFORE_EPOCH, TRIPLET_REID, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, SKELETON_GCN, DET3D, DEEPFACELAB, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where

@@ -123,7 +123,10 @@ def _records_of_its_own(lines: Lines, dialect: Dialect) -> bool:
     """Whether a dialect that a sniff line picked has record lines in the text, not only the lines
     its sniff counts (DeepSpeed's "OVERFLOW! ... Attempted loss scale" printed after a tqdm bar's
     ``loss=nan``: the bar's records are the general readers')."""
-    return dialect.sniff is None or not dialect.shapes or any(lines.count(shape.pattern) for shape in dialect.shapes)
+    # (a shape that reads a value beside the records is none: a skeleton trainer's "Eval epoch" lines where its
+    # epochs print their batches, read by the general readers)
+    records = [shape.pattern for shape in dialect.shapes if shape.beside is None]
+    return dialect.sniff is None or not records or any(lines.count(pattern) for pattern in records)
 
 
 def _table_above_pairs(text: str) -> bool:
