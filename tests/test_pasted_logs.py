@@ -7297,3 +7297,21 @@ def test_skeleton_action_recognition_trainers_epochs(tmp_path):
     lines = _gcn_log(range(1, 5), [3.2, 2.9, 2.7, 2.5], [3.0] * 4, batches=True)
     (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
     assert run.source != "skeleton_gcn" and run.steps["loss"].dropna().index[5] == 589 and len(run.steps) == 20
+
+
+def test_videopose3d_epochs(tmp_path):
+    """VideoPose3D's run.py and its forks (PoseFormer, MixSTE) print '[%d] time %.2f lr %f 3d_train %f 3d_eval %f
+    3d_valid %f' each epoch: "not a log format" (its loss, 3d_train, the MPJPE in mm, under a key no reader
+    knew). 3d_train is the loss, 3d_valid its val_loss; without an evaluation the line ends at 3d_train."""
+    rows = [(1, 88.13, 63.5, 67.0), (2, 52.57, 51.9, 60.8), (3, 43.45, 46.1, 57.6), (4, 38.52, 41.0, 56.8)]
+    lines = []
+    for epoch, train, evaluated, valid in rows:
+        lines += [f"[{epoch}] time 43.30 lr {4e-5 * 0.99 ** epoch:.6f} 3d_train {train:.6f} 3d_eval {evaluated:.6f} "
+                  f"3d_valid {valid:.6f}", "save best checkpoint"]
+    (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
+    assert run.source == "videopose3d" and run.meta["step_unit"] == "epoch"
+    assert run.steps["loss"].tolist() == [r[1] for r in rows] and run.steps["val_loss"].tolist() == [r[3] for r in rows]
+    lines = [f"[{epoch}] time 12.01 lr 0.001000 3d_train {value}" for epoch, value in
+             enumerate(["45.2", "41.0", "39.8", "nan", "nan"], start=1)]
+    report = analyze_run(discover_runs(_write(tmp_path / "log.txt", lines))[0])
+    assert report.verdict == "unhealthy" and report.incidents[0].kind == "nonfinite"

@@ -720,6 +720,25 @@ TINYGRAD = Dialect(
     min_records=2,
 )
 
+# VideoPose3D's run.py and its forks for 3D human pose (PoseFormer, MixSTE, MHFormer, P-STMO, ...): each epoch
+# '[%d] time %.2f lr %f 3d_train %f 3d_eval %f 3d_valid %f' (epochs from 1; the MPJPE in mm, the training
+# set's as trained, evaluated, then the validation set's), '[%d] time %.2f lr %f 3d_train %f' where it does not
+# evaluate. 3d_train is what the training minimises; 3d_valid its val_loss.
+# (the "3" of its keys a digit: patterns are matched on line skeletons, every digit a 0)
+_VIDEOPOSE3D = rf"^\[(\d+)\] time {_NUM} lr ({_NUM}) \dd_train ({_NUM})"
+VIDEOPOSE3D = Dialect(
+    name="videopose3d",
+    description='VideoPose3D and its forks (PoseFormer, MixSTE, MHFormer: "[E] time T lr L 3d_train X 3d_eval Y '
+                '3d_valid Z", the MPJPE in mm)',
+    shapes=(
+        Shape(re.compile(_VIDEOPOSE3D, re.MULTILINE), head=(metrics.STEP, metrics.LR, metrics.LOSS)),
+        Shape(re.compile(rf"{_VIDEOPOSE3D} \dd_eval {_NUM} \dd_valid ({_NUM})", re.MULTILINE),
+              head=(metrics.STEP, "_", "_", metrics.VAL_LOSS), beside=re.compile(_VIDEOPOSE3D, re.MULTILINE)),
+    ),
+    min_records=2,
+    step_unit="epoch",
+)
+
 # lucidrains' audiolm-pytorch SoundStreamTrainer: f"{steps}: soundstream total loss: {x:.3f}, soundstream recon loss:
 # {r:.3f} | discr (scale 1) loss: {d:.3f} | ..." (a discriminator's loss per scale): the codec's total the loss, the
 # first scale's discriminator loss_d.
@@ -2305,7 +2324,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT, BUILD_NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, SOUNDSTREAM, YOLOV4_PYTORCH, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, LOSS_BEFORE_STEP, LOSS_BEFORE_EPOCH, TRIPLET_REID, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, SKELETON_GCN, DET3D, DEEPFACELAB, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, VIDEOPOSE3D, SOUNDSTREAM, YOLOV4_PYTORCH, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, LOSS_BEFORE_STEP, LOSS_BEFORE_EPOCH, TRIPLET_REID, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, SKELETON_GCN, DET3D, DEEPFACELAB, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
