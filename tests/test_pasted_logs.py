@@ -7315,3 +7315,27 @@ def test_videopose3d_epochs(tmp_path):
              enumerate(["45.2", "41.0", "39.8", "nan", "nan"], start=1)]
     report = analyze_run(discover_runs(_write(tmp_path / "log.txt", lines))[0])
     assert report.verdict == "unhealthy" and report.incidents[0].kind == "nonfinite"
+
+
+def test_torch_ngp_trainers_bars(tmp_path):
+    """stable-dreamfusion (torch-ngp's Trainer) prints "==> Start Training ... Epoch 82/300, lr=0.050000 ...", a bar
+    "loss=1.0000 (1.0000), lr=0.050000: :  50% 50/100 [...]" and its evaluation's bar "loss=0.0000 (0.0000): : 100% 8/8":
+    read as two trainings (the evaluation's bar a step), the NaN at "steps 151-154". The epochs' bars are the
+    steps, (82 - 1) x 100 + 51 for the first NaN; the evaluations are left out."""
+    lines = []
+    for epoch in (81, 82):
+        lines.append(f"==> [2023-07-17_21-23-40] Start Training /var/lib/trial Epoch {epoch}/300, lr=0.050000 ...")
+        for i in range(1, 101, 1 if epoch == 82 else 33):
+            loss = "nan" if epoch == 82 and i > 50 else f"{1.2 - i / 1000:.4f}"
+            lines.append(f"loss={loss} ({loss}), lr=0.050000: : {i:3d}% {i}/100 [00:09<00:09,  5.36it/s]"
+                         + ("NaN or Inf found in input tensor." if loss == "nan" else ""))
+            if epoch == 82 and i == 54:
+                break
+        if epoch == 81:
+            lines += ["==> [2023-07-17_21-23-59] Finished Epoch 81/300. CPU=3.9GB, GPU=8.0GB.",
+                      "++> Evaluate /var/lib/trial at epoch 81 ...", "loss=0.0000 (0.0000): : 100% 8/8 [00:00<00:00, 53.78it/s]",
+                      "++> Evaluate epoch 81 Finished."]
+    (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
+    assert run.source == "torch_ngp" and run.steps.index[0] == 8001 and 0.0 not in run.steps["loss"].tolist()
+    (incident,) = analyze_run(run).incidents
+    assert incident.kind == "nonfinite" and incident.step == 8151

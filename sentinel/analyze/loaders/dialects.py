@@ -2031,6 +2031,44 @@ PYSLOWFAST = replace(
     min_records=2,
 )
 
+# torch-ngp's Trainer and the NeRF / text-to-3D / talking-head repositories built on it (stable-dreamfusion,
+# nerf2mesh, RAD-NeRF, ER-NeRF): "==> Start Training <workspace> Epoch 82/300, lr=0.050000 ...", then a tqdm
+# bar over the epoch's steps, "loss=1.0000 (1.0000), lr=0.050000: :  50% 50/100 [00:09<00:09,  5.39it/s]"
+# (the step's loss, the epoch's mean so far), and "++> Evaluate <workspace> at epoch 82 ...", its bar
+# "loss=0.0000 (0.0000): : 100% 8/8 [...]" no training's. Read as "Epoch [82], Step [50/100], Loss: 1.0,
+# lr: 0.05" lines (the general reader's): the count inside the epoch goes on across epochs; the evaluation's
+# lines are left out.
+_NGP_EVALUATION = re.compile(r"\+\+> Evaluate .*?(?=^==> |^[^\n]*\bStart Training\b|\Z)", re.MULTILINE | re.DOTALL)
+_NGP_LINE = re.compile(rf"\bStart Training\b[^\n]*?\bEpoch (\d+)|"
+                       rf"\bloss=({_NUM}) \({_NUM}\), lr=({_NUM}): :[^\S\n]*\d+%[^\n]*?(\d+)/(\d+)")
+
+
+def _torch_ngp_lines(text: str) -> str:
+    """torch-ngp's bars as lines the general reader reads, each under its epoch's header; its
+    evaluations left out."""
+    epoch = []
+
+    def line(match: re.Match) -> str:
+        if match.group(1) is not None:
+            epoch[:] = [match.group(1)]
+            return match.group(0)
+        loss, lr, count, total = match.group(2, 3, 4, 5)
+        at = f"Epoch [{epoch[0]}], " if epoch else ""
+        return f"\n{at}Step [{count}/{total}], Loss: {loss}, lr: {lr}\n"
+    return _NGP_LINE.sub(line, _NGP_EVALUATION.sub("", text))
+
+
+TORCH_NGP = replace(
+    GENERIC,
+    name="torch_ngp",
+    description='torch-ngp\'s Trainer (stable-dreamfusion, nerf2mesh, ER-NeRF: "Start Training ... Epoch E", then '
+                '"loss=X (mean), lr=L: :  50% 50/100 [...]"; its evaluations\' bars left out)',
+    rewrite=_torch_ngp_lines,
+    rewrite_needs=("), lr=",),
+    sniff=re.compile(rf"\bloss=(?:{_NUM}) \((?:{_NUM})\), lr=(?:{_NUM}): :"),
+    min_records=2,
+)
+
 # The skeleton action-recognition trainers of ST-GCN's line (2s-AGCN, MS-G3D, CTR-GCN, InfoGCN, TD-GCN and
 # their forks; print_log puts "[ <time.asctime()> ] " before each line): "Training epoch: 3" (MS-G3D's
 # "Training epoch: 3, LR: 0.1000"), the epoch's "\tMean training loss: 2.4913." (MS-G3D's "Mean training
@@ -2324,7 +2362,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT, BUILD_NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, VIDEOPOSE3D, SOUNDSTREAM, YOLOV4_PYTORCH, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, LOSS_BEFORE_STEP, LOSS_BEFORE_EPOCH, TRIPLET_REID, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, SKELETON_GCN, DET3D, DEEPFACELAB, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, VIDEOPOSE3D, SOUNDSTREAM, YOLOV4_PYTORCH, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, LOSS_BEFORE_STEP, LOSS_BEFORE_EPOCH, TRIPLET_REID, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, TORCH_NGP, SKELETON_GCN, DET3D, DEEPFACELAB, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where

@@ -125,8 +125,10 @@ def _records_of_its_own(lines: Lines, dialect: Dialect) -> bool:
     ``loss=nan``: the bar's records are the general readers')."""
     # (a shape that reads a value beside the records is none: a skeleton trainer's "Eval epoch" lines where its
     # epochs print their batches, read by the general readers)
+    # (a dialect that rewrites the text reads its records from what it writes: its sniff's lines stand for them)
     records = [shape.pattern for shape in dialect.shapes if shape.beside is None]
-    return dialect.sniff is None or not records or any(lines.count(pattern) for pattern in records)
+    return (dialect.sniff is None or not records or dialect.rewrite is not None
+            or any(lines.count(pattern) for pattern in records))
 
 
 def _table_above_pairs(text: str) -> bool:
