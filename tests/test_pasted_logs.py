@@ -7339,3 +7339,14 @@ def test_torch_ngp_trainers_bars(tmp_path):
     assert run.source == "torch_ngp" and run.steps.index[0] == 8001 and 0.0 not in run.steps["loss"].tolist()
     (incident,) = analyze_run(run).incidents
     assert incident.kind == "nonfinite" and incident.step == 8151
+
+
+def test_a_bar_of_no_known_length_whose_description_is_the_loss(tmp_path):
+    """Wav2Lip's SyncNet trainer: prog_bar.set_description('Loss: {}'.format(running_loss / (step + 1))) over a
+    loader of no length, each epoch's bar left on its line: "Loss: 0.5212869264862754: : 11it [00:06,  1.59it/s]".
+    Not a log format sentinel read; each line is read as the loss, numbered in order."""
+    values = [0.6931 - k / 500 for k in range(12)] + [float("nan")] * 3
+    lines = [f"Loss: {v}: : 11it [00:06,  1.5{k % 10}it/s]" + (" " if k % 3 else "") for k, v in enumerate(values)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index.tolist() == list(range(1, 16)) and run.steps["loss"].iloc[0] == 0.6931
+    assert [i.kind for i in analyze_run(run).incidents] == ["nonfinite"]

@@ -2103,6 +2103,10 @@ _LOG_PREFIX = (r"(?:\[?(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[,.]\d+)?\]?[^\S
                r"(?:(?:DEBUG|INFO|WARNING|WARN)[^\S\n]*(?:[-|:][^\S\n]*)?)?(?:(?<=[:\s-])[A-Za-z_][\w.]*[^\S\n]*[-|:][^\S\n]*)?")
 # A script that prints its loss alone, with no step: "loss: 2.31", "Training loss = 2.31"
 # (print(f"loss: {loss.item()}") every step or every N): numbered 1, 2, 3 in order.
+# ... or a tqdm bar of no known length whose description is the loss, left on its own line at each epoch's end
+# (Wav2Lip's SyncNet trainer: prog_bar.set_description('Loss: {}'.format(running_loss / (step + 1))), "Loss:
+# 0.5212869264862754: : 11it [00:06,  1.59it/s]": the epoch's running mean)
+_BAR_WITHOUT_TOTAL = r":[^\S\n]*:?[^\S\n]*\d+it \[[^\]\n]*\][^\S\n]*"
 LOSS_LINES = Dialect(
     name="text",
     description="lines of a loss alone (loss: X), numbered in order",
@@ -2116,10 +2120,10 @@ LOSS_LINES = Dialect(
         # (fields after the loss only where a word names it the training's: "Loss:10.923, Step time:
         # 0.413s," alone is a wrapped line's end, ColossalAI's Rich handler wrapping "[n/N] Loss:...")
         Shape(re.compile(rf"^[^\S\n]*{_LOG_PREFIX}(?=(?i:train(?:ing)?|total|avg|average|mean)(?:[ _]|:[^\S\n]+)|"
-                         rf"[^\n]*?{_NUM}[^\S\n]*$)"
+                         rf"[^\n]*?{_NUM}(?:[^\S\n]*|{_BAR_WITHOUT_TOTAL})$)"
                          rf"(?:(?i:train(?:ing)?|total|avg|average|mean)(?:[ _]|:[^\S\n]+))?(?i:loss)"
                          rf"(?:[^\S\n]+is(?=[^\S\n]*:?[^\S\n]*{_NUM}[^\S\n]*$)[^\S\n]*:?|[^\S\n]*[:=])[^\S\n]*({_NUM})"
-                         rf"[^\S\n]*(?:[,;|][^\n]*)?$", re.MULTILINE), head=(metrics.LOSS,)),
+                         rf"[^\S\n]*(?:[,;|][^\n]*|{_BAR_WITHOUT_TOTAL})?$", re.MULTILINE), head=(metrics.LOSS,)),
     ),
     step_from_order=True,
     # "validation loss: 2.1" every N lines (x-transformers' examples): the step before it.
