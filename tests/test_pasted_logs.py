@@ -7350,3 +7350,21 @@ def test_a_bar_of_no_known_length_whose_description_is_the_loss(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
     assert run.steps.index.tolist() == list(range(1, 16)) and run.steps["loss"].iloc[0] == 0.6931
     assert [i.kind for i in analyze_run(run).incidents] == ["nonfinite"]
+
+
+def test_a_short_pastes_jump_within_the_spread_before_it_is_information(tmp_path):
+    """CSRNet trains with one image a batch and a summed loss: "Epoch: [0][300/960] ... Loss 3413.5181 (394.3032)"
+    among 782, 139, 585, 10 and 4907, the running mean flat. Its jumps, flagged by their height alone in a paste
+    under the detector's warm-up, were "recovered" spikes, the run not healthy; under one robust sigma of the values
+    before them they are information. A jump far out of a quiet paste's spread stays a warning."""
+    values = [782.0785, 139.2142, 3413.5181, 584.6290, 10.1923, 4906.9761, 29.9215, 28.5599]
+    lines = [f"Epoch: [0][{i * 150}/960]\tTime 0.622 (0.622)\tData 0.025 (0.025)\tLoss {v:.4f} (390.0000)"
+             for i, v in enumerate(values)]
+    report = analyze_run(discover_runs(_write(tmp_path / "csrnet.log", lines))[0])
+    assert report.incidents and {(i.kind, i.severity) for i in report.incidents} == {("loss_spike", "info")}
+    assert report.verdict == "healthy" and "within the spread of the few values before it" in report.incidents[0].message
+    values = [2.01, 1.99, 2.0, 1.98, 2.02, 9.5, 2.0, 1.97, 1.99]
+    lines = [f"Epoch: [0][{i * 10}/960]\tTime 0.622 (0.622)\tData 0.025 (0.025)\tLoss {v:.4f} (2.0000)"
+             for i, v in enumerate(values)]
+    (incident,) = analyze_run(discover_runs(_write(tmp_path / "quiet.log", lines))[0]).incidents
+    assert (incident.kind, incident.severity) == ("loss_spike", "warning")

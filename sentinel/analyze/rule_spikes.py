@@ -233,13 +233,19 @@ def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig, last_step: int 
     last = int(loss.index[-1])
     for span in spans:
         rec = span["recovered_step"]
-        unknown = False
+        unknown = noise = False
         if is_outlier_batch(span):
             incidents.append(_outlier_incident(span))
             continue
         if rec is not None and rec == last and last_step is not None and last_step > last:
             rec = span["recovered_step"] = None  # the loss went non-finite after it for good
             after = f"then non-finite after step {last}"  # (the next logged step is not in the finite series)
+        elif rec is not None and len(loss) < _EXCERPT_ROWS and span["score"] < _WITHIN_THEIR_SPREAD:
+            # (CSRNet's batch-size-1 losses, 782, 139, 3414, 585, 10, 4907, 30: each jump flagged by its height
+            # alone, under one robust sigma of the values before it)
+            after = (f"recovered in {_steps(rec - span['start'])} (step {rec}); within the spread of the few values "
+                     "before it: a noisy loss's batch as much as a spike")
+            noise = True
         elif rec is not None:
             after = f"recovered in {_steps(rec - span['start'])} (step {rec})"
         elif span["start"] == last and not span["ratio"] >= _SURE_AT_THE_END:
@@ -281,9 +287,8 @@ def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig, last_step: int 
         unknown = unknown or (rec is None and after.startswith("the log ends at it"))
         if unknown:
             details["at_the_end"] = True
-        incidents.append(Incident(IncidentKind.LOSS_SPIKE, span["start"], span["end"],
-                                  Severity.WARNING if rec is not None or unknown else Severity.CRITICAL,
-                                  message, details))
+        severity = Severity.INFO if noise else Severity.WARNING if rec is not None or unknown else Severity.CRITICAL
+        incidents.append(Incident(IncidentKind.LOSS_SPIKE, span["start"], span["end"], severity, message, details))
     return incidents, spans
 
 
