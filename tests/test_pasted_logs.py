@@ -2670,7 +2670,8 @@ def test_an_iteration_count_that_starts_again_each_epoch_goes_on_across_epochs(t
              f"xyz_loss: 0.077088, loss: {v}, aux_loss: 164.087860" for _, i, v in rows]
     lines.insert(2, "[2023-03-10 20:01:38,652] Training at epoch 9 (total 9) with lr 0.0008 and aux_lr 0.005")
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
-    assert run.steps["loss"].index.tolist() == [280, 300, 320, 340, 360, 380]
+    # (each epoch at the count the line above it names: 8 x 320 + 280, ..., 9 x 320 + 60)
+    assert run.steps["loss"].index.tolist() == [2840, 2860, 2880, 2900, 2920, 2940]
     report = analyze_run(run)
     assert report.verdict == "unhealthy" and report.final_loss != report.final_loss  # NaN
 
@@ -7368,3 +7369,25 @@ def test_a_short_pastes_jump_within_the_spread_before_it_is_information(tmp_path
              for i, v in enumerate(values)]
     (incident,) = analyze_run(discover_runs(_write(tmp_path / "quiet.log", lines))[0]).incidents
     assert (incident.kind, incident.severity) == ("loss_spike", "warning")
+
+
+def test_a_count_that_starts_again_under_each_epochs_line_is_epochs(tmp_path):
+    """UniMatch logs "===========> Epoch: 8, LR: 0.0005, Previous best: 70.17", then "Iters: 0, Total loss: 0.045,
+    ..." to "Iters: 2170" (its loss a mean since the epoch's start: the first line one batch's). Each epoch was read
+    as a training of its own ("launches appended to one file"), each with a critical spike from its first line.
+    A count that starts again under a line naming a rising epoch is that epoch's; a paste that skips epochs
+    keeps their numbers."""
+    lines = []
+    for epoch in (8, 9, 12, 76):
+        lines.append(f"[2022-11-25 18:51:04,888][    INFO] ===========> Epoch: {epoch}, LR: 0.0005, Previous best: 70.17")
+        for k, it in enumerate(range(0, 2480, 310)):
+            mean = 0.085 - epoch / 2000 if k else 0.045 - epoch / 4000
+            lines.append(f"[2022-11-25 18:53:37,571][    INFO] Iters: {it}, Total loss: {mean:.3f}, Loss x: 0.099, "
+                         f"Loss s: 0.119, Loss w_fp: 0.014, Mask: 0.752")
+        lines.append("[2022-11-25 19:12:21,983][    INFO] ***** Evaluation original ***** >>>> meanIOU: 70.08")
+    (run,) = discover_runs(_write(tmp_path / "unimatch.log", lines))
+    assert run.steps.index[0] == 8 * 2480 and run.steps.index[-1] == 76 * 2480 + 2170
+    assert all(i.severity == "info" for i in analyze_run(run).incidents)
+    # a launch appended, its epoch lines starting over: no rise, the rule stands aside (trainings, as before)
+    lines += lines[:10]
+    assert len(discover_runs(_write(tmp_path / "twice.log", lines))) >= 2

@@ -934,7 +934,10 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
                                          to_start=True)
             if wrapped is not None:
                 length = _epoch_length(step)
-                if restarts_are_trainings(wrapped, step, columns.get(metrics.LOSS), columns["_pos"]):
+                headed = _epochs_headed(text, shape, wrapped, lines)
+                if headed is not None:  # each count under its epoch's line: epochs, however its loss starts
+                    wrapped = headed
+                elif restarts_are_trainings(wrapped, step, columns.get(metrics.LOSS), columns["_pos"]):
                     meta[RESTARTED_LENGTH] = int(length)  # trainings, each read as a run (restarted_steps)
                 step = (wrapped - 1) * length + step
                 meta["iters_per_epoch"] = int(length)
@@ -1570,6 +1573,51 @@ def _printed_epochs(text: str, shape: Shape, n: int, lines: Lines | None = None)
     epochs = np.array([float(text[start:text.find("/", start)].split()[-1]) for start in at])
     before = np.searchsorted(at, starts, side="right") - 1
     return None if bool((before < 0).any()) else epochs[before]
+
+
+# A line that names an epoch and no loss: the header of the records after it (UniMatch's "===========> Epoch: 8,
+# LR: 0.0005, Previous best: 70.17" above its "Iters: 0, Total loss: 0.045, ..." lines)
+_EPOCH_NAMED = re.compile(r"^(?![^\n]*(?i:loss))[^\n]*?\b(?i:epoch)\b[^\S\n]*[:=#]?[^\S\n]*\[?[^\S\n]*(\d+)",
+                          re.MULTILINE)
+
+
+def _epochs_headed(text: str, shape: Shape, wrapped: np.ndarray, lines: Lines | None = None) -> np.ndarray | None:
+    """For records whose count started again (``wrapped``: each record's stretch, from 1, in text
+    order), the epoch a line above each stretch names, plus 1 (as ``wrapped`` counts), where every
+    stretch after the first has one between it and the stretch before and they rise; else None. A
+    training launched again prints no epoch line that goes on from the last.
+
+    Example:
+        >>> text = "Epoch: 8\\niter 0 loss 2\\niter 9 loss 1\\nEpoch: 12\\niter 0 loss 2\\niter 9 loss 1\\n"
+        >>> from sentinel.analyze.loaders.dialects import GENERIC
+        >>> _epochs_headed(text, GENERIC.shapes[0], np.array([1., 1., 2., 2.])).tolist()
+        [9.0, 9.0, 13.0, 13.0]
+    """
+    if "poch" not in text:
+        return None
+    lines = Lines.of(text, lines)
+    starts = np.asarray(lines.starts(shape.pattern), dtype=np.int64)
+    if len(starts) != len(wrapped):
+        return None
+    heads = [(m.start(), int(m.group(1))) for m in _EPOCH_NAMED.finditer(text)]
+    if not heads:
+        return None
+    at = np.array([h for h, _ in heads], dtype=np.int64)
+    named = np.array([e for _, e in heads], dtype=np.float64)
+    first = np.flatnonzero(np.diff(np.concatenate(([0.0], wrapped))) > 0)  # each stretch's first record
+    epochs = []
+    for k, record in enumerate(first.tolist()):
+        since = starts[first[k - 1]] if k else 0  # (a header after the stretch before's first record)
+        h = int(np.searchsorted(at, starts[record])) - 1
+        epochs.append(named[h] if h >= 0 and at[h] >= since else np.nan)
+    epochs = np.array(epochs)
+    if np.isnan(epochs[1:]).any() or len(epochs) < 2:
+        return None
+    if np.isnan(epochs[0]):
+        epochs[0] = epochs[1] - 1
+    if not bool((np.diff(epochs) > 0).all()) or epochs[0] < 0:
+        return None
+    return epochs[wrapped.astype(np.int64) - 1] + 1
 
 
 def _headers_between(text: str, shape: Shape, n: int, lines: Lines | None = None) -> np.ndarray | None:
