@@ -7391,3 +7391,16 @@ def test_a_count_that_starts_again_under_each_epochs_line_is_epochs(tmp_path):
     # a launch appended, its epoch lines starting over: no rise, the rule stands aside (trainings, as before)
     lines += lines[:10]
     assert len(discover_runs(_write(tmp_path / "twice.log", lines))) >= 2
+
+
+def test_a_searchs_best_loss_so_far_is_no_training_loss(tmp_path):
+    """hyperopt's TPE under NNI logs "TPE using 5/5 trials with best loss -0.971961": read as the loss, "stuck"
+    at one negative value (a placeholder, labels out of range), the run unhealthy. The lowest loss so far is
+    no step's loss."""
+    lines = []
+    for k in range(1, 9):
+        lines += [f"[01/03/2020, 09:2{k}:51 AM] INFO (hyperopt.tpe/Thread-1) tpe_transform took 0.015616 seconds",
+                  f"[01/03/2020, 09:2{k}:51 AM] INFO (hyperopt.tpe/Thread-1) TPE using {k}/{k} trials with best loss "
+                  "-0.971961"]
+    with pytest.raises(NoRunsError):
+        discover_runs(_write(tmp_path / "dispatcher.log", lines))
