@@ -7404,3 +7404,17 @@ def test_a_searchs_best_loss_so_far_is_no_training_loss(tmp_path):
                   "-0.971961"]
     with pytest.raises(NoRunsError):
         discover_runs(_write(tmp_path / "dispatcher.log", lines))
+
+
+def test_ultralytics_console_loss_col_by_the_name_its_warning_gives(tmp_path):
+    """The Ultralytics console's sum is said as "loss is the sum of train/box_loss + train/cls_loss + ...
+    (--loss-col picks one)"; --loss-col train/box_loss was passed over in silence (the bar names it box_loss),
+    as was a name the table lacks. Either name of a column reads it; a name of none is refused, with the terms."""
+    path = tmp_path / "console.log"
+    path.write_text(_ultralytics_console(6))
+    for name in ("train/box_loss", "box_loss"):
+        (run,) = discover_runs(path, LoadOptions(loss_col=name))
+        assert run.steps["loss"].iloc[0] == pytest.approx(1.5 - 1 / 50 + 1 / 1000, abs=1e-3), name
+    result = CliRunner().invoke(main, ["analyze", str(path), "--loss-col", "foo"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "no column 'foo' in its table (its loss's terms: box_loss, cls_loss, dfl_loss)" in result.output

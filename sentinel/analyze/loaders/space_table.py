@@ -177,13 +177,16 @@ def _run(table: pd.DataFrame, header: list[str], step_col: str, loss_col: str | 
     """One run of a table's rows (the table's, or one training's where it holds several)."""
     if loss_col is None:  # a progress bar's loss components, summed (as its results.csv is)
         parts = _components(header, bar)
+        if options.loss_col is not None:  # a name the table lacks: not passed over in silence
+            raise ValueError(f"{path}: no column '{options.loss_col}' in its table (its loss's terms: "
+                             f"{', '.join(parts)}): pass --loss-col with one of them, or none for their sum")
         table.columns = [_TRAIN + c if c in parts else c for c in header]
         parts = [_TRAIN + c for c in parts]
         sum_loss_components(table, parts, path, warnings)
         loss_col = metrics.LOSS
     else:
         step_column(header, options.step_col)  # a named column the table lacks: said here
-        loss_col, inferred = loss_column(header, options.loss_col)
+        loss_col, inferred = loss_column(header, _named_loss(header, options))
         if inferred:
             warnings.append(f"{Path(path).name}: {inferred_loss_note(loss_col)}")
     steps = table_steps(table, step_col, loss_col, path, warnings, batch_rows=not bar)  # a bar's redraws: its last
@@ -283,6 +286,21 @@ def _find(lines: list[str], options: LoadOptions):
     return None if first is None else first[:5]
 
 
+def _named_loss(header: list[str], options: LoadOptions) -> str | None:
+    """``--loss-col`` as the header names it: a progress bar's loss column by the name its sum's
+    warning gives it (Ultralytics' ``train/box_loss`` for the bar's ``box_loss``, as its
+    results.csv names it) too.
+
+    Example:
+        >>> _named_loss(["Epoch", "box_loss", "cls_loss"], LoadOptions(loss_col="train/box_loss"))
+        'box_loss'
+    """
+    named = options.loss_col
+    if named is not None and named.startswith(_TRAIN) and named not in header and named[len(_TRAIN):] in header:
+        return named[len(_TRAIN):]
+    return named
+
+
 def _tables(lines: list[str], options: LoadOptions):
     """Each table of ``lines`` in the order its header is printed first: ``(header, rows, step
     column, loss column or None for a sum, rows carry a bar, each row's line number, the header's line)``."""
@@ -314,7 +332,7 @@ def _tables(lines: list[str], options: LoadOptions):
         indexed = named_index is None and line[:1].isspace() and not commented
         if len(header) < (1 if indexed else 2) or tuple(header) in tried or any(_is_number(c) for c in header):
             continue
-        step_col, (loss_col, _) = sniff_columns(header, options.step_col, options.loss_col)
+        step_col, (loss_col, _) = sniff_columns(header, options.step_col, _named_loss(header, options))
         if step_col is None and indexed and loss_col is not None:
             # print(df) of a frame without a step column (pd.DataFrame(history.history)): its index
             # numbers the rows, as a to_csv index does
