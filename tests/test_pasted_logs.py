@@ -5712,7 +5712,8 @@ def test_a_spike_back_within_one_unit_of_the_printed_digit_recovered(tmp_path):
                   f"Step {step}: 31 GSs pruned. Now having 220065 GSs."]
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
     (incident,) = analyze_run(run).incidents
-    assert (incident.kind, incident.step, incident.severity.value) == ("loss_spike", 8000, "warning")
+    # (information: 7 rows, the jump under one robust sigma of the two before it)
+    assert (incident.kind, incident.step, incident.severity.value) == ("loss_spike", 8000, "info")
     assert "recovered in 200 steps" in incident.message
 
 
