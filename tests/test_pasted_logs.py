@@ -7419,3 +7419,19 @@ def test_ultralytics_console_loss_col_by_the_name_its_warning_gives(tmp_path):
     result = CliRunner().invoke(main, ["analyze", str(path), "--loss-col", "foo"])
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert "no column 'foo' in its table (its loss's terms: box_loss, cls_loss, dfl_loss)" in result.output
+
+
+def test_a_loss_that_is_the_sum_of_the_others_is_their_total(tmp_path):
+    """A DANN regression script prints "Epoch [1/10] - T_Loss:2.7179, R_loss:2.016,D_loss:0.702,D_acc:50.117%":
+    refused as three losses none of which is the total, though T_Loss is R_loss + D_loss on every line. A key
+    that is the others' sum, to the digits printed, is the loss; three that sum to nothing stay the user's choice."""
+    lines = []
+    for e in range(1, 9):
+        r, d = 2.016 - e / 20, 0.702 + e / 1000
+        lines += [f"Epoch [{e}/10] - T_Loss:{r + d:.4f}, R_loss:{r:.3f},D_loss:{d:.3f},D_acc:50.117%",
+                  "Val_Loss(MSE):2.262,Val_MAE:1.242,Val_R2:0.633", "lr [0.0001]"]
+    (run,) = discover_runs(_write(tmp_path / "dann.log", lines))
+    assert run.steps["loss"].iloc[0] == pytest.approx(2.016 - 1 / 20 + 0.702 + 1 / 1000, abs=1e-4)
+    lines = [f"Epoch [{e}/10] - A_loss:{2.0 - e / 20:.4f}, B_loss:{1.1 - e / 30:.3f},C_loss:0.702" for e in range(1, 9)]
+    with pytest.raises(NoRunsError, match="none is the total"):
+        discover_runs(_write(tmp_path / "three.log", lines))

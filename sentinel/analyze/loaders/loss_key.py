@@ -51,7 +51,50 @@ def inferred_loss_key(text: str) -> str | None:
         counts = {key: text.count(key) for key in keys}
         most = max(counts.values())
         keys = [key for key in keys if counts[key] > 1 and counts[key] * 10 >= most] or keys
-    return inferred_training_loss(keys)
+    found = inferred_training_loss(keys)
+    return found if found is not None or len(keys) < 3 else _sum_of_the_others(text, keys)
+
+
+# Lines that must print every key, each total the others' sum, for a key to be read as their total.
+_SUMMED_LINES = 3
+# ... within this many units of the last digit printed (each term rounded, the total from the unrounded)
+_SUM_UNITS = 2
+
+
+def _sum_of_the_others(text: str, keys: list[str]) -> str | None:
+    """The key whose value is the sum of the other keys' on every line that prints them all (at
+    least :data:`_SUMMED_LINES`; to the digits printed), where no name says which is the total
+    (a DANN script's "T_Loss:2.7179, R_loss:2.016,D_loss:0.702"); else None.
+
+    Example:
+        >>> _sum_of_the_others("T_Loss:2.7179, R_loss:2.016,D_loss:0.702\\n" * 3, ["D_loss", "R_loss", "T_Loss"])
+        'T_Loss'
+    """
+    pairs = {key: re.compile(rf"(?<![\w/.-]){re.escape(key)}['\"]?[^\S\n]*[:=]?[^\S\n]*['\"]?"
+                             r"([-+]?(?:\d+\.?(\d*)|\.(\d+))(?:[eE][-+]?\d+)?)(?![\d.])") for key in keys}
+    rows = []
+    for line in text.split("\n"):
+        found = {key: pattern.search(line) for key, pattern in pairs.items()}
+        if all(found.values()):
+            rows.append({key: m for key, m in found.items()})
+        if len(rows) >= 200:
+            break
+    if len(rows) < _SUMMED_LINES:
+        return None
+    for total in keys:
+        if all(_sums(row, total) for row in rows):
+            return total
+    return None
+
+
+def _sums(row: dict[str, re.Match], total: str) -> bool:
+    """Whether ``row[total]`` is the sum of the row's other values, to the digits printed."""
+    values = {key: float(m.group(1)) for key, m in row.items()}
+    decimals = min(len(m.group(2) or m.group(3) or "") for m in row.values())
+    if "e" in "".join(m.group(1).lower() for m in row.values()):
+        decimals = 6  # (an exponent: held to a relative tolerance below)
+    tolerance = max(_SUM_UNITS * 10.0 ** -decimals, 1e-6 * abs(values[total]))
+    return abs(values[total] - sum(v for key, v in values.items() if key != total)) <= tolerance
 
 
 # A GAN's players by their letters alone, on one line: "G: 1.51 | D: 0.21 | GP: 0.00" (lucidrains'
