@@ -7421,6 +7421,15 @@ def test_ultralytics_console_loss_col_by_the_name_its_warning_gives(tmp_path):
     assert "no column 'foo' in its table (its loss's terms: box_loss, cls_loss, dfl_loss)" in result.output
 
 
+def test_a_loggers_source_line_field_is_no_logged_key(tmp_path):
+    """U2PL's logger puts "[line: 833]" (its source line) before each message: a paste whose losses go by names
+    sentinel does not know ("Sup 1.7095 Unsup 0.3211 Contra 0.0") was refused as "its lines log line but no loss"."""
+    lines = [f"[2023-03-12 12:12:18,343][       train.py][line: 833][    INFO] [none] iter [{i}/49000] LR 0.00245 "
+             f"Sup {1.71 - i / 1e5:.4f} Unsup 0.3211 Contra 0.0000 mIoU 63.57" for i in range(1020, 1200, 10)]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "train.log", lines))])
+    assert result.exit_code == 1 and "Traceback" not in result.output and "log line" not in result.output
+
+
 def test_a_loss_that_is_the_sum_of_the_others_is_their_total(tmp_path):
     """A DANN regression script prints "Epoch [1/10] - T_Loss:2.7179, R_loss:2.016,D_loss:0.702,D_acc:50.117%":
     refused as three losses none of which is the total, though T_Loss is R_loss + D_loss on every line. A key

@@ -436,6 +436,11 @@ def _a_number(token: str) -> bool:
     return True
 
 
+# A logger's own fields before each message, no value the training logs: U2PL's and its forks'
+# "[2023-03-12 12:12:18,343][       train.py][line: 833][    INFO]" (its source line).
+_LOGGER_FIELDS = frozenset({"line", "lineno"})
+
+
 def _logged_keys(text: str, most: int = 6) -> list[str]:
     """The names a text's lines log values under, most often first (at most ``most``), where
     :data:`_LOGGED_LINES` lines or more log one; else ``[]``.
@@ -447,7 +452,7 @@ def _logged_keys(text: str, most: int = 6) -> list[str]:
     counts: dict[str, int] = {}
     lines = 0
     for line in text.split("\n")[:20_000]:
-        found = {m.group(1) for m in _LOGGED_PAIR.finditer(line)}
+        found = {m.group(1) for m in _LOGGED_PAIR.finditer(line)} - _LOGGER_FIELDS
         if found:
             lines += 1
             for key in found:
