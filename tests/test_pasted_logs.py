@@ -6814,7 +6814,8 @@ def test_a_paste_of_one_step_line_whose_grad_norm_is_inf_says_so(tmp_path):
 def test_a_paste_of_one_finite_step_line_then_nan_lines_says_so(tmp_path):
     """ST-GCN's log: one "Iter 0 Done. | loss: 1.4058 | lr: 0.010000" line, then each epoch's "mean_loss: nan":
     refused as one step line, the NaN of every epoch unsaid."""
-    lines = ["[02.06.24|21:04:38] Training epoch: 0", "[02.06.24|21:13:26] \tIter 0 Done. | loss: 1.4058 | lr: 0.010000"]
+    lines = ["[02.06.24|21:04:38] Training epoch: 0",
+             "[02.06.24|21:13:26] \tIter 0 Done. | loss: 1.4058 | lr: 0.010000"]
     for epoch in range(1, 5):
         lines += ["[02.06.24|21:13:31] \tmean_loss: nan", "[02.06.24|21:13:31] Done.",
                   f"[02.06.24|21:13:31] Training epoch: {epoch}"]
@@ -7266,7 +7267,8 @@ def _gcn_log(epochs, losses, val_losses, ms_g3d: bool = True, batches: bool = Fa
         at = f"[ Thu Oct 17 {epoch % 24:02d}:33:04 2019 ] "
         lines.append(at + (f"Training epoch: {epoch}, LR: 0.1000" if ms_g3d else f"Training epoch: {epoch}"))
         if batches:
-            lines += [at + f"\tBatch({b}/589) done. Loss: {loss + b / 10000:.4f}  lr:0.100000" for b in range(0, 500, 100)]
+            lines += [at + f"\tBatch({b}/589) done. Loss: {loss + b / 10000:.4f}  lr:0.100000"
+                      for b in range(0, 500, 100)]
         lines.append(at + (f"\tMean training loss: {loss:.4f} (BS 32: {loss:.4f})." if ms_g3d
                            else f"\tMean training loss: {loss:.4f}.  Mean training acc: 31.93%."))
         lines += [at + "\tTime consumption: [Data]00%, [Network]97%", at + f"Eval epoch: {epoch}",
@@ -7321,7 +7323,8 @@ def test_videopose3d_epochs(tmp_path):
 
 def test_torch_ngp_trainers_bars(tmp_path):
     """stable-dreamfusion (torch-ngp's Trainer) prints "==> Start Training ... Epoch 82/300, lr=0.050000 ...", a bar
-    "loss=1.0000 (1.0000), lr=0.050000: :  50% 50/100 [...]" and its evaluation's bar "loss=0.0000 (0.0000): : 100% 8/8":
+    "loss=1.0000 (1.0000), lr=0.050000: :  50% 50/100 [...]" and its evaluation's bar "loss=0.0000 (0.0000): : 100%
+    8/8":
     read as two trainings (the evaluation's bar a step), the NaN at "steps 151-154". The epochs' bars are the
     steps, (82 - 1) x 100 + 51 for the first NaN; the evaluations are left out."""
     lines = []
@@ -7335,7 +7338,8 @@ def test_torch_ngp_trainers_bars(tmp_path):
                 break
         if epoch == 81:
             lines += ["==> [2023-07-17_21-23-59] Finished Epoch 81/300. CPU=3.9GB, GPU=8.0GB.",
-                      "++> Evaluate /var/lib/trial at epoch 81 ...", "loss=0.0000 (0.0000): : 100% 8/8 [00:00<00:00, 53.78it/s]",
+                      "++> Evaluate /var/lib/trial at epoch 81 ...",
+                      "loss=0.0000 (0.0000): : 100% 8/8 [00:00<00:00, 53.78it/s]",
                       "++> Evaluate epoch 81 Finished."]
     (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
     assert run.source == "torch_ngp" and run.steps.index[0] == 8001 and 0.0 not in run.steps["loss"].tolist()
@@ -7364,7 +7368,8 @@ def test_a_short_pastes_jump_within_the_spread_before_it_is_information(tmp_path
              for i, v in enumerate(values)]
     report = analyze_run(discover_runs(_write(tmp_path / "csrnet.log", lines))[0])
     assert report.incidents and {(i.kind, i.severity) for i in report.incidents} == {("loss_spike", "info")}
-    assert report.verdict == "healthy" and "within the spread of the few values before it" in report.incidents[0].message
+    assert report.verdict == "healthy"
+    assert "within the spread of the few values before it" in report.incidents[0].message
     values = [2.01, 1.99, 2.0, 1.98, 2.02, 9.5, 2.0, 1.97, 1.99]
     lines = [f"Epoch: [0][{i * 10}/960]\tTime 0.622 (0.622)\tData 0.025 (0.025)\tLoss {v:.4f} (2.0000)"
              for i, v in enumerate(values)]
@@ -7380,7 +7385,8 @@ def test_a_count_that_starts_again_under_each_epochs_line_is_epochs(tmp_path):
     keeps their numbers."""
     lines = []
     for epoch in (8, 9, 12, 76):
-        lines.append(f"[2022-11-25 18:51:04,888][    INFO] ===========> Epoch: {epoch}, LR: 0.0005, Previous best: 70.17")
+        lines.append(f"[2022-11-25 18:51:04,888][    INFO] ===========> Epoch: {epoch}, LR: 0.0005, "
+                     "Previous best: 70.17")
         for k, it in enumerate(range(0, 2480, 310)):
             mean = 0.085 - epoch / 2000 if k else 0.045 - epoch / 4000
             lines.append(f"[2022-11-25 18:53:37,571][    INFO] Iters: {it}, Total loss: {mean:.3f}, Loss x: 0.099, "

@@ -2085,13 +2085,15 @@ _GCN_EPOCH_LOSS = re.compile(rf"^{_GCN_TIME}Training epoch: (\d+)[^\n]*\n{_GCN_B
 SKELETON_GCN = Dialect(
     name="skeleton_gcn",
     description='ST-GCN\'s line of skeleton action-recognition trainers (2s-AGCN, MS-G3D, CTR-GCN: "[ <time> ] '
-                'Training epoch: E", then "Mean training loss: X.", "Eval epoch: E", "Mean test loss of N batches: Y.")',
+                'Training epoch: E", then "Mean training loss: X.", "Eval epoch: E", "Mean test loss of N '
+                'batches: Y.")',
     shapes=(
         Shape(_GCN_EPOCH_LOSS, head=(metrics.STEP, metrics.LOSS)),
         Shape(re.compile(rf"^{_GCN_TIME}Eval epoch: (\d+)[^\n]*\n{_GCN_BETWEEN}{_GCN_TIME}Mean test loss of \d+ "
-                         rf"batches: ({_NUM})", re.MULTILINE), head=(metrics.STEP, metrics.VAL_LOSS), beside=_GCN_EPOCH_LOSS),
-        Shape(re.compile(rf"^{_GCN_TIME}Training epoch: (\d+), LR: ({_NUM})", re.MULTILINE), head=(metrics.STEP, metrics.LR),
-              beside=_GCN_EPOCH_LOSS),
+                         rf"batches: ({_NUM})", re.MULTILINE),
+              head=(metrics.STEP, metrics.VAL_LOSS), beside=_GCN_EPOCH_LOSS),
+        Shape(re.compile(rf"^{_GCN_TIME}Training epoch: (\d+), LR: ({_NUM})", re.MULTILINE),
+              head=(metrics.STEP, metrics.LR), beside=_GCN_EPOCH_LOSS),
     ),
     sniff=re.compile(rf"^{_GCN_TIME}Mean training loss: [-+\d.na]", re.MULTILINE),
     min_records=2,
