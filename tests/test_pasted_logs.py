@@ -7450,3 +7450,18 @@ def test_a_loss_that_is_the_sum_of_the_others_is_their_total(tmp_path):
     lines = [f"Epoch [{e}/10] - A_loss:{2.0 - e / 20:.4f}, B_loss:{1.1 - e / 30:.3f},C_loss:0.702" for e in range(1, 9)]
     with pytest.raises(NoRunsError, match="none is the total"):
         discover_runs(_write(tmp_path / "three.log", lines))
+
+
+def test_the_pytorch_transfer_learning_tutorials_epochs(tmp_path):
+    """The PyTorch transfer-learning tutorial's train_model prints "Epoch 0/24", dashes, "train Loss: 0.5814 Acc:
+    0.6967" and "val Loss: 0.2474 Acc: 0.9085" (layumi's re-ID baseline, "train Loss: 0.4552 Reg: 0.0000 Acc: ..."
+    after lines of its own): "not a log format". Each epoch's train loss is the loss, its val loss the val_loss."""
+    lines = []
+    for e, (train, val) in enumerate([(0.5814, 0.2474), (0.4870, 0.2651), (0.4570, 0.2231), (0.4012, 0.2101)]):
+        lines += [f"Epoch {e}/24", "-" * 10, "batch = 405", f"train Loss: {train} Reg: 0.0000 Acc: 0.6967",
+                  f"val Loss: {val} Acc: 0.9085", ""]
+    lines += ["Training complete in 1m 7s", "Best val Acc: 0.915033"]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "transfer_tutorial" and run.meta["step_unit"] == "epoch"
+    assert run.steps.index.tolist() == [0, 1, 2, 3] and run.steps["loss"].tolist() == [0.5814, 0.4870, 0.4570, 0.4012]
+    assert run.steps["val_loss"].tolist() == [0.2474, 0.2651, 0.2231, 0.2101]

@@ -2032,6 +2032,26 @@ PYSLOWFAST = replace(
     min_records=2,
 )
 
+# The PyTorch transfer-learning tutorial's train_model, copied into many scripts (layumi's person re-ID
+# baseline among them): "Epoch 0/24", a line of dashes, then each phase's "train Loss: 0.5814 Acc: 0.6967" and
+# "val Loss: 0.2474 Acc: 0.9085" (the re-ID baseline's "train Loss: 0.4552 Reg: 0.0000 Acc: 0.0087 ..." after
+# lines of its own). Epochs from 0; the val phase's loss is the epoch's val_loss.
+_TUTORIAL_EPOCH = r"^Epoch (\d+)/\d+[^\S\n]*\n-{3,}[^\S\n]*\n(?:(?!Epoch \d)[^\n]*\n){0,6}?"
+_TUTORIAL_TRAIN = re.compile(rf"{_TUTORIAL_EPOCH}[Tt]rain Loss: ({_NUM})", re.MULTILINE)
+TRANSFER_TUTORIAL = Dialect(
+    name="transfer_tutorial",
+    description='the PyTorch transfer-learning tutorial\'s train_model ("Epoch 0/24", "----------", "train Loss: X '
+                'Acc: A", "val Loss: Y Acc: B")',
+    shapes=(
+        Shape(_TUTORIAL_TRAIN, head=(metrics.STEP, metrics.LOSS)),
+        Shape(re.compile(rf"{_TUTORIAL_EPOCH}(?:[Vv]al|[Vv]alid|[Tt]est) Loss: ({_NUM})", re.MULTILINE),
+              head=(metrics.STEP, metrics.VAL_LOSS), beside=_TUTORIAL_TRAIN),
+    ),
+    sniff=re.compile(r"^[Tt]rain Loss: [-+\d.na]", re.MULTILINE),
+    min_records=2,
+    step_unit="epoch",
+)
+
 # torch-ngp's Trainer and the NeRF / text-to-3D / talking-head repositories built on it (stable-dreamfusion,
 # nerf2mesh, RAD-NeRF, ER-NeRF): "==> Start Training <workspace> Epoch 82/300, lr=0.050000 ...", then a tqdm
 # bar over the epoch's steps, "loss=1.0000 (1.0000), lr=0.050000: :  50% 50/100 [00:09<00:09,  5.39it/s]"
@@ -2369,7 +2389,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT, BUILD_NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, VIDEOPOSE3D, SOUNDSTREAM, YOLOV4_PYTORCH, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, LOSS_BEFORE_STEP, LOSS_BEFORE_EPOCH, TRIPLET_REID, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, TORCH_NGP, SKELETON_GCN, DET3D, DEEPFACELAB, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, VIDEOPOSE3D, SOUNDSTREAM, YOLOV4_PYTORCH, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, LOSS_BEFORE_STEP, LOSS_BEFORE_EPOCH, TRIPLET_REID, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, TRANSFER_TUTORIAL, TORCH_NGP, SKELETON_GCN, DET3D, DEEPFACELAB, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
