@@ -7465,3 +7465,17 @@ def test_the_pytorch_transfer_learning_tutorials_epochs(tmp_path):
     assert run.source == "transfer_tutorial" and run.meta["step_unit"] == "epoch"
     assert run.steps.index.tolist() == [0, 1, 2, 3] and run.steps["loss"].tolist() == [0.5814, 0.4870, 0.4570, 0.4012]
     assert run.steps["val_loss"].tolist() == [0.2474, 0.2651, 0.2231, 0.2101]
+
+
+def test_a_named_key_with_no_step_beside_it_is_said(tmp_path):
+    """BasicTS prints "epoch 1 / 100", then "train:: [train_time: 94.49 (s), lr: 1.00e-02, train_MAE: 2.8285, ...]":
+    --loss-col train_MAE, the key its refusal listed, got "not a log format" back. The refusal says the key is
+    there and no step is read beside it."""
+    lines = []
+    for e in range(1, 9):
+        lines += [f"2022-02-28 19:24:49,638 - easytorch-training - INFO - epoch {e} / 100",
+                  f"2022-02-28 19:26:24,131 - easytorch-training - INFO - train:: [train_time: 94.49 (s), lr: 1.00e-02, "
+                  f"train_MAE: {2.8 - e / 10:.4f}, train_RMSE: 4.7895, train_MAPE: 0.0685]"]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "train.log", lines)), "--loss-col", "train_MAE"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "its lines hold train_MAE but sentinel finds no step it reads with it" in " ".join(result.output.split())

@@ -216,9 +216,14 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
     text = clean_text(head)
     keys = loss_keys(text)
     if options.loss_col is not None:
-        if keys and named_key(text, options.loss_col) is None:
+        named = named_key(text, options.loss_col)
+        if keys and named is None:
             return (f"'{path}': no key {options.loss_col!r} in its lines (keys that may be the loss: "
                     f"{', '.join(keys)}): pass --loss-col with one of them")
+        if named is not None:  # the key is there, no step beside it (BasicTS' "epoch 1 / 100" a line above)
+            return (f"'{path}': its lines hold {named} but sentinel finds no step it reads with it (the step or "
+                    "epoch on a line of its own, or a format it does not know): print each step's loss on the line "
+                    "of its step (epoch 3 | train_mae 2.31), or pass the logger's files")
         return None
     readable = _readable_losses(head, keys, least)
     if len(readable) >= 2:
