@@ -65,8 +65,8 @@ def layout(path: str | Path) -> tuple[int, tuple[int, ...]] | None:
         return None
     numeric = tuple(k for k in range(len(rows[0])) if all(_is_number(row[k]) for row in rows))
     # A word that every line holds at one place is a key's name: lines of a log ("Loss_pi 0.52
-    # Loss_v 0.31"), its own readers' to read or refuse, not a table's cells
-    # cells; nor is a cell of several words (a logger's prefix before a printed list: "12:01:31,821 INFO [2.79")
+    # Loss_v 0.31"), its own readers' to read or refuse, not a table's cells; nor is a cell of
+    # several words (a logger's prefix before a printed list: "12:01:31,821 INFO [2.79")
     words = [k for k in range(len(rows[0])) if k not in numeric]
     keys = any(len({row[k].strip() for row in rows}) == 1 and rows[0][k].strip() for k in words)
     phrases = any(len(row[k].split()) > 1 for k in words for row in rows)
@@ -134,7 +134,8 @@ def numbered_columns(options: LoadOptions | None, width: int | None,
     Example:
         >>> numbered_columns(LoadOptions(step_col="1", loss_col="3"), 6), numbered_columns(LoadOptions(loss_col="loss"), 6)
         ((0, 2), None)
-        >>> numbered_columns(LoadOptions(step_col="1", loss_col="3"), 6, numeric=(0, 1))
+        >>> numbered_columns(LoadOptions(step_col="1", loss_col="3"), 6, numeric=(0, 1)) is None  # a column of words
+        True
     """
     if options is None or width is None or options.loss_col is None:
         return None
