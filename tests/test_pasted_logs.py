@@ -7479,3 +7479,12 @@ def test_a_named_key_with_no_step_beside_it_is_said(tmp_path):
     result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "train.log", lines)), "--loss-col", "train_MAE"])
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert "its lines hold train_MAE but sentinel finds no step it reads with it" in " ".join(result.output.split())
+
+
+def test_a_loss_with_its_average_named_after_it(tmp_path):
+    """freerec's Coach logs "[Coach] >>> TRAIN @Epoch: 1    >>>  || LOSS Avg: 0.18426" each epoch: "not a log
+    format" (the loss key followed by the word for its average). Each epoch's average is the loss."""
+    lines = [f"2023-10-06 09:11:01,505:\t[Coach] >>> TRAIN @Epoch: {e}    >>>  || LOSS Avg: {0.18 / e:.5f}"
+             for e in range(1, 9)]
+    (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
+    assert run.steps.index.tolist() == list(range(1, 9)) and run.steps["loss"].iloc[0] == 0.18

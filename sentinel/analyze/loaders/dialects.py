@@ -1396,8 +1396,9 @@ _STEP_KEY_BEFORE_GLOBAL = _STEP_KEY.replace(
 _TERM_BEFORE_TOTAL = (r"(?=loss)(?!(?<=[a-z] )(?<!avg )(?<!mean )(?<!average )loss\b[^\n]*?(?<![\w/])"
                       r"(?:tot(?:al)?[_ ]loss\b|loss_total\b))")
 # (nor the lowest so far: hyperopt's "TPE using 5/5 trials with best loss -0.971961", a search's minimum)
+# (its average named after it, freerec's "TRAIN @Epoch: 1 >>> || LOSS Avg: 0.18426": an epoch's mean)
 _LOSS_KEY = (rf"(?:(?:(?:train(?:ing)?|tot(?:al)?|reduced_train|lm|avr)[_/ ]|step_|{_TERM_BEFORE_TOTAL})(?<!sum )"
-             r"(?<!sum_)(?<!best )(?<!best_)loss(?:_total|_step)?|xent)(?!\d)")
+             r"(?<!sum_)(?<!best )(?<!best_)loss(?:_total|_step| avg(?=:))?|xent)(?!\d)")
 _SEP = r"[^\S\n]*[:=]?[^\S\n]*"
 # The same between a loss key and its value, either of them perhaps quoted (a dict's repr printed
 # by a logger: PaddleDetection's "'loss': '1.024392'").
