@@ -26,6 +26,8 @@ NAME = "bare_numbers"
 MAX_BYTES = 512 << 20
 # At least this many numbers: two or three are a quote, not a run.
 MIN_ROWS = 3
+# The start of a file read to tell its layout.
+_HEAD_BYTES = 64 * 1024
 # A printed list is read whole: at most this much text.
 _LIST_BYTES = 16 << 20
 
@@ -54,14 +56,8 @@ def layout(path: str | Path) -> tuple[int, tuple[int, ...]] | None:
         >>> layout("/nonexistent.txt") is None
         True
     """
-    head = read_head(path, limit=64 * 1024)
-    if head is None:
-        return None
-    lines = [line for line in head.splitlines() if line.strip() and not line.lstrip().startswith("#")]
-    if len(head) >= 64 * 1024 and lines:
-        lines = lines[:-1]  # the last line may be cut by the limit
-    rows = [_fields(line) for line in lines]
-    if len(rows) < MIN_ROWS or len({len(row) for row in rows}) != 1:
+    rows = _head_rows(path)
+    if rows is None or len(rows) < MIN_ROWS or len({len(row) for row in rows}) != 1:
         return None
     numeric = tuple(k for k in range(len(rows[0])) if all(_is_number(row[k]) for row in rows))
     # A word that every line holds at one place is a key's name: lines of a log ("Loss_pi 0.52
@@ -71,6 +67,18 @@ def layout(path: str | Path) -> tuple[int, tuple[int, ...]] | None:
     keys = any(len({row[k].strip() for row in rows}) == 1 and rows[0][k].strip() for k in words)
     phrases = any(len(row[k].split()) > 1 for k in words for row in rows)
     return (len(rows[0]), numeric) if numeric and not keys and not phrases else None
+
+
+def _head_rows(path: str | Path) -> list[list[str]] | None:
+    """The fields of each line of the file's start (``#`` comment lines and blank ones left out, a
+    last line the read's limit may have cut too), or None where it cannot be read."""
+    head = read_head(path, limit=_HEAD_BYTES)
+    if head is None:
+        return None
+    lines = [line for line in head.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    if len(head) >= _HEAD_BYTES and lines:
+        lines = lines[:-1]  # the last line may be cut by the limit
+    return [_fields(line) for line in lines]
 
 
 def _is_number(field: str) -> bool:
@@ -89,14 +97,14 @@ def problem(path: str | Path) -> str | None:
         >>> problem("/nonexistent.tsv") is None
         True
     """
-    found = layout(path)
-    if found is None or found[0] <= 2 and len(found[1]) == found[0] or len(found[1]) < 2:
+    width, numeric = layout(path) or (0, ())
+    if len(numeric) < 2 or len(numeric) == width <= 2:  # one or two numbers a line are read, not refused
         return None
-    width, numeric = found
     if len(numeric) == width:
         return (f"'{path}' holds {width} numbers per line and no header: pass the columns' numbers, counted from 1 "
                 "(--step-col 1 --loss-col 2), or add a first line naming the columns (step, loss, ...)")
-    step = _step_column(path, numeric)
+    rows = _head_rows(path) or []
+    step = next((k for k in numeric if rises_by_whole_numbers(np.array([float(row[k]) for row in rows]))), None)
     loss = next(k for k in numeric if k != step)
     if step is None:  # the rows are numbered in order
         which, example = "the loss's column", f"--loss-col {loss + 1}"
@@ -104,14 +112,6 @@ def problem(path: str | Path) -> str | None:
         which, example = "the step's and the loss's columns", f"--step-col {step + 1} --loss-col {loss + 1}"
     return (f"'{path}' holds {width} fields per line and no header, numbers in columns {_spans(numeric)} (counted "
             f"from 1): pass {which} ({example}), or add a first line naming the columns (step, loss, ...)")
-
-
-def _step_column(path: str | Path, numeric: tuple[int, ...]) -> int | None:
-    """The first of the ``numeric`` columns whose numbers at the file's start are whole and rise
-    line by line (a step, an epoch), or None."""
-    head = read_head(path, limit=64 * 1024) or ""
-    rows = [_fields(line) for line in head.splitlines()[:-1] if line.strip() and not line.lstrip().startswith("#")]
-    return next((k for k in numeric if rises_by_whole_numbers(np.array([float(row[k]) for row in rows]))), None)
 
 
 def _spans(columns: tuple[int, ...]) -> str:

@@ -726,14 +726,15 @@ TINYGRAD = Dialect(
 # evaluate. 3d_train is what the training minimises; 3d_valid its val_loss.
 # (the "3" of its keys a digit: patterns are matched on line skeletons, every digit a 0)
 _VIDEOPOSE3D = rf"^\[(\d+)\] time {_NUM} lr ({_NUM}) \dd_train ({_NUM})"
+_VIDEOPOSE3D_LINE = re.compile(_VIDEOPOSE3D, re.MULTILINE)
 VIDEOPOSE3D = Dialect(
     name="videopose3d",
     description='VideoPose3D and its forks (PoseFormer, MixSTE, MHFormer: "[E] time T lr L 3d_train X 3d_eval Y '
                 '3d_valid Z", the MPJPE in mm)',
     shapes=(
-        Shape(re.compile(_VIDEOPOSE3D, re.MULTILINE), head=(metrics.STEP, metrics.LR, metrics.LOSS)),
+        Shape(_VIDEOPOSE3D_LINE, head=(metrics.STEP, metrics.LR, metrics.LOSS)),
         Shape(re.compile(rf"{_VIDEOPOSE3D} \dd_eval {_NUM} \dd_valid ({_NUM})", re.MULTILINE),
-              head=(metrics.STEP, "_", "_", metrics.VAL_LOSS), beside=re.compile(_VIDEOPOSE3D, re.MULTILINE)),
+              head=(metrics.STEP, "_", "_", metrics.VAL_LOSS), beside=_VIDEOPOSE3D_LINE),
     ),
     min_records=2,
     step_unit="epoch",
@@ -2068,14 +2069,15 @@ _NGP_LINE = re.compile(rf"\bStart Training\b[^\n]*?\bEpoch (\d+)|"
 def _torch_ngp_lines(text: str) -> str:
     """torch-ngp's bars as lines the general reader reads, each under its epoch's header; its
     evaluations left out."""
-    epoch = []
+    epoch = None  # the last "Start Training ... Epoch E" line's
 
     def line(match: re.Match) -> str:
+        nonlocal epoch
         if match.group(1) is not None:
-            epoch[:] = [match.group(1)]
+            epoch = match.group(1)
             return match.group(0)
         loss, lr, count, total = match.group(2, 3, 4, 5)
-        at = f"Epoch [{epoch[0]}], " if epoch else ""
+        at = "" if epoch is None else f"Epoch [{epoch}], "
         return f"\n{at}Step [{count}/{total}], Loss: {loss}, lr: {lr}\n"
     return _NGP_LINE.sub(line, _NGP_EVALUATION.sub("", text))
 

@@ -59,6 +59,9 @@ def inferred_loss_key(text: str) -> str | None:
 _SUMMED_LINES = 3
 # ... within this many units of the last digit printed (each term rounded, the total from the unrounded)
 _SUM_UNITS = 2
+# Lines that print them all checked at most, among the text's first lines searched.
+_SUM_CHECKED_ROWS = 200
+_SUM_SEARCHED_LINES = 20_000
 
 
 def _sum_of_the_others(text: str, keys: list[str]) -> str | None:
@@ -73,11 +76,11 @@ def _sum_of_the_others(text: str, keys: list[str]) -> str | None:
     pairs = {key: re.compile(rf"(?<![\w/.-]){re.escape(key)}['\"]?[^\S\n]*[:=]?[^\S\n]*['\"]?"
                              r"([-+]?(?:\d+\.?(\d*)|\.(\d+))(?:[eE][-+]?\d+)?)(?![\d.])") for key in keys}
     rows = []
-    for line in text.split("\n"):
+    for line in text.split("\n", _SUM_SEARCHED_LINES)[:_SUM_SEARCHED_LINES]:  # (a refusal's path: bounded)
         found = {key: pattern.search(line) for key, pattern in pairs.items()}
         if all(found.values()):
-            rows.append({key: m for key, m in found.items()})
-        if len(rows) >= 200:
+            rows.append(found)
+        if len(rows) >= _SUM_CHECKED_ROWS:
             break
     if len(rows) < _SUMMED_LINES:
         return None

@@ -1604,14 +1604,11 @@ def _epochs_headed(text: str, shape: Shape, wrapped: np.ndarray, lines: Lines | 
         return None
     at = np.array([h for h, _ in heads], dtype=np.int64)
     named = np.array([e for _, e in heads], dtype=np.float64)
-    first = np.flatnonzero(np.diff(np.concatenate(([0.0], wrapped))) > 0)  # each stretch's first record
-    epochs = []
-    for k, record in enumerate(first.tolist()):
-        since = starts[first[k - 1]] if k else 0  # (a header after the stretch before's first record)
-        h = int(np.searchsorted(at, starts[record])) - 1
-        epochs.append(named[h] if h >= 0 and at[h] >= since else np.nan)
-    epochs = np.array(epochs)
-    if np.isnan(epochs[1:]).any() or len(epochs) < 2:
+    first = starts[np.flatnonzero(np.diff(np.r_[0.0, wrapped]) > 0)]  # where each stretch's first record starts
+    h = np.searchsorted(at, first) - 1  # the last epoch line before each
+    since = np.r_[0, first[:-1]]  # ... after the stretch before's first record
+    epochs = np.where((h >= 0) & (at[np.maximum(h, 0)] >= since), named[np.maximum(h, 0)], np.nan)
+    if len(epochs) < 2 or np.isnan(epochs[1:]).any():
         return None
     if np.isnan(epochs[0]):
         epochs[0] = epochs[1] - 1
