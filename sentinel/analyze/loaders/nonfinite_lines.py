@@ -7,9 +7,9 @@ ConvNeXt family of training scripts stop on, Lightning's ``detect_nan_parameters
 pytorch-accelerated's ``TerminateOnNaNCallback``, TensorFlow's ``NanTensorHook``, RecBole's loss check,
 SAM 2's trainer, the TF Object Detection API's ``check_numerics``, TensorFlow's summary ops, Composer's
 ``NaNMonitor``, faceswap's NaN protection, Coqui TTS' and DiffWave's loss checks, deepspeech.pytorch's
-and JAX's ``jax_debug_nans``. Each is a ``nonfinite`` event; where the line names the operation or the parameter, that is the event's
-``module``. Such a line has no step of its own: it is given the step of the next record line, or
-the one after the last (the training stopped there).
+and JAX's ``jax_debug_nans``. Each is a ``nonfinite`` event; where the line names the operation or
+the parameter, that is the event's ``module``. Such a line has no step of its own: it is given the
+step of the next record line, or the one after the last (the training stopped there).
 
 Example:
     >>> match = NONFINITE_LINES[0].pattern.search(
