@@ -1994,7 +1994,8 @@ def _faceswap_step(match: re.Match) -> str:
 DEEPFACELAB = replace(
     GENERIC,
     name="deepfacelab",
-    description="DeepFaceLab (\"[12:00:00][#061370][4251ms] src_loss:0.286 dst_loss:0.137\", or \"...[0.2449][0.4413]\") "
+    description="DeepFaceLab (\"[12:00:00][#061370][4251ms] src_loss:0.286 dst_loss:0.137\", or "
+                "\"...[0.2449][0.4413]\") "
                 "and faceswap (\"[00:27:25] [#00015] Loss A: 0.20026, Loss B: 0.22471\"): the two sides' sum",
     rewrite=lambda text: _FACESWAP_STEP.sub(_faceswap_step, _DFL_STEP.sub(_dfl_step, text)),
     rewrite_needs=("ms][", "ms] src_loss:", "Loss A:"),
