@@ -534,6 +534,47 @@ def test_ranks_interleaved_by_a_launcher_are_read_as_one_rank(tmp_path, prefix):
     assert any(w.startswith("2 ranks' output interleaved (1, 2): rank 1's lines are read") for w in run.warnings)
 
 
+def _quickstart_lines(scale: float = 1.0) -> list[str]:
+    """The PyTorch quickstart's train loop output: each line starts with its record."""
+    lines = []
+    for epoch in range(1, 4):
+        lines += [f"Epoch {epoch}", "-------------------------------"]
+        lines += [f"loss: {scale * (2.3 - 0.1 * epoch - b / 64000):>7f}  [{b:>5d}/60000]"
+                  for b in range(0, 60000, 6400)]
+        lines += ["Test Error: ", f" Accuracy: {60 + epoch}.0%, Avg loss: {2.2 - 0.1 * epoch:>8f} ", ""]
+    return lines
+
+
+@pytest.mark.parametrize("prefix", ["[rank{r}]:", "[default{r}]:", "[1,{r}]<stdout>:",
+                                    "(RayTrainWorker pid={pid}, ip=10.0.0.1) ", "\x1b[36m(train_fn pid={pid})\x1b[0m "])
+def test_a_launchers_prefix_is_taken_off_lines_that_start_with_their_record(tmp_path, prefix):
+    # torchrun's "[rank0]:", mpirun's tag, Ray's worker prefix before the quickstart's
+    # "loss: 2.30  [    0/60000]": "not a log format sentinel reads" before.
+    plain = textlogs.load(_write(tmp_path, "plain.log", "\n".join(_quickstart_lines()) + "\n"))[0]
+    one = "\n".join(prefix.format(r=0, pid=3047) + line for line in _quickstart_lines()) + "\n"
+    path = _write(tmp_path, "one.log", "2024-06-01 10:00:00 INFO worker_group.py:1 -- Started\n" + one)
+    assert textlogs.sniff(path)
+    (run,) = textlogs.load(path)
+    assert run.steps[metrics.LOSS].to_dict() == plain.steps[metrics.LOSS].to_dict() and len(run.steps) == 30
+    assert not any("interleaved" in w for w in run.warnings)
+    # Two ranks (or workers, the later-numbered first) print their own shard's loss: the first read, said.
+    pairs = [[prefix.format(r=0, pid=3047) + a, prefix.format(r=1, pid=1002) + b]
+             for a, b in zip(_quickstart_lines(), _quickstart_lines(scale=1.5))]
+    (run,) = textlogs.load(_write(tmp_path, "two.log", "\n".join(sum(pairs, [])) + "\n"))
+    assert run.steps[metrics.LOSS].to_dict() == plain.steps[metrics.LOSS].to_dict()
+    assert any(("ranks' output interleaved (0, 1): rank 0's" if "pid" not in prefix else
+                "processes' output interleaved (pid 3047, 1002): pid 3047's") in w for w in run.warnings)
+
+
+def test_rays_note_on_a_line_printed_alike_by_several_workers_is_no_field(tmp_path):
+    lines = _quickstart_lines()
+    lines[3] += " [repeated 3x across cluster] (Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 to disable)"
+    lines[5] += " [repeated 3x across cluster]"
+    path = _write(tmp_path, "ray.log", "".join(f"(RayTrainWorker pid=3047, ip=10.0.0.1) {line}\n" for line in lines))
+    (run,) = textlogs.load(path)
+    assert len(run.steps) == 30 and run.steps[metrics.LOSS].iloc[1] == pytest.approx(2.2 - 6400 / 64000, abs=1e-6)
+
+
 @pytest.mark.parametrize("prefix", ["[1,{r}]<stdout>:", "[{r}]<stdout>:", "{r}: ", " {r}: ",
                                     "[2024-01-01 10:00:00,000] [INFO] [logging.py:96:log_dist] [Rank {r}] ",
                                     "2023-08-25 19:14:58,332 INFO [train.py:878] ({r}/4) "])

@@ -31,6 +31,11 @@ class RankSyntax:
         prefix: the prefix from a line's start, ``{rank}`` where the rank's digits are.
         every_rank: the ranks are numbered 0..n-1 and each prints several lines (a prefix that is
             only a number could be a step's).
+        in_order: the "rank" is a process id: the first to print comes first, not the lowest.
+        removed: a prefix that marks every line of a process and nothing else (no step's number can
+            be one): taken off the kept rank's lines before the text is sniffed
+            (:func:`one_rank_unprefixed`), so that the readers of lines that start with their record
+            find them.
 
     Example:
         >>> mpirun = next(s for s in SYNTAXES if s.name == "mpirun")
@@ -43,11 +48,13 @@ class RankSyntax:
     marks: tuple[str | re.Pattern, ...]
     prefix: str
     every_rank: bool = False
+    in_order: bool = False
+    removed: bool = False
 
     def ranks(self, text: str) -> list[int]:
-        """The ranks named at line starts, each once, lowest first."""
+        """The ranks named at line starts, each once, lowest first (or first printed first)."""
         found = self._found(text, rest=False)
-        ranks = sorted({int(r) for r in found})
+        ranks = list(dict.fromkeys(int(r) for r in found)) if self.in_order else sorted({int(r) for r in found})
         if self.every_rank and (ranks != list(range(len(ranks))) or len(found) < 4 * len(ranks)):
             return []
         return ranks
@@ -64,6 +71,10 @@ class RankSyntax:
         other = rf"(?!{keep}\D)\d+"  # a rank's digits, not keep's alone
         return re.compile("^" + self.prefix.format(rank=other) + "[^\n]*", re.MULTILINE).sub("", text)
 
+    def prefix_removed(self, text: str, rank: int) -> str:
+        """``text`` with ``rank``'s prefix taken off its lines."""
+        return re.compile("^" + self.prefix.format(rank=f"{rank}(?!\\d)"), re.MULTILINE).sub("", text)
+
     def _found(self, text: str, rest: bool) -> list:
         """``findall`` at every line start: the first line asked apart, the others after their
         line end (a literal that Python's re searches for; "^" with MULTILINE would try every
@@ -79,9 +90,14 @@ class RankSyntax:
 
 SYNTAXES = (
     # torchrun --tee / --redirects ("[default0]:"), PyTorch's distributed logs and torchtitan ("[rank0]:").
-    RankSyntax("torchrun", ("[rank", "[default"), r"\[(?:default|rank){rank}\]:"),
+    RankSyntax("torchrun", ("[rank", "[default"), r"\[(?:default|rank){rank}\]:", removed=True),
     # Open MPI's mpirun --tag-output ("[1,0]<stdout>:") and Horovod's gloo launcher ("[0]<stdout>:").
-    RankSyntax("mpirun", ("]<stdout>:", "]<stderr>:"), r"\[(?:\d+,)?{rank}\]<std(?:out|err)>:"),
+    RankSyntax("mpirun", ("]<stdout>:", "]<stderr>:"), r"\[(?:\d+,)?{rank}\]<std(?:out|err)>:", removed=True),
+    # Ray's prefix on what its workers and actors print, "(RayTrainWorker pid=1234, ip=10.0.0.1) ",
+    # "(pid=1234) ", "(train_fn pid=1234) ", coloured in a terminal's copy. A trial or worker is a
+    # process: the first to print is read.
+    RankSyntax("Ray", (" pid=", "(pid="), r"(?:\x1b?\[[\d;]*m)*\((?:[\w.]+ )?pid={rank}(?:, ip=[\d.]+)?\)"
+               r"(?:\x1b?\[[\d;]*m)* ?", in_order=True, removed=True),
     # DeepSpeed's log_dist on several ranks: "[Rank 0] " after the logger's own prefix.
     RankSyntax("DeepSpeed", ("[Rank ",), r"[^\n]*?\[Rank {rank}\] "),
     # k2's icefall, its rank and world size after the logger's place: "2023-08-25 19:14:58,332 INFO
@@ -127,6 +143,49 @@ def one_rank(text: str, warnings: list[str], has_records: Callable[[str], bool] 
                         "own loss")
         return syntax.others_blanked(text, keep)
     return _one_host(text, warnings, has_records, lines)
+
+
+# Ray's note where it printed a line once for several workers that printed it alike (and, the first
+# time, why): the line's own values are those the worker printed.
+_RAY_REPEATED = re.compile(r" ?\[repeated \d+x across cluster\](?: \(Ray deduplicates logs[^\n]*)?")
+
+
+def one_rank_unprefixed(text: str, warnings: list[str], has_records: Callable[[str], bool]) -> str:
+    r"""The lines of one rank with their launcher's prefix taken off, where every line of a process
+    starts with it (torchrun's ``[rank0]:``, mpirun's ``[1,0]<stdout>:``, Ray's ``(RayTrainWorker
+    pid=1234)``): a reader of lines that start with their record (the PyTorch quickstart's
+    ``loss: 2.30  [    0/60000]``) reads them then. The rank kept is the first whose lines hold
+    records (``has_records`` of its lines alone); where two or more do, the others' lines are
+    blanked (line numbers stay) and a warning says so. A text without such a prefix, or whose
+    ranks hold no records, is given back as it is.
+
+    Example:
+        >>> notes = []
+        >>> text = "(RayTrainWorker pid=7) loss: 2.1\n(RayTrainWorker pid=3) loss: 2.4\n"
+        >>> one_rank_unprefixed(text, notes, lambda t: "loss" in t).splitlines(), notes[0][:41]
+        (['loss: 2.1', ''], "2 processes' output interleaved (pid 7, 3")
+    """
+    for syntax in SYNTAXES:
+        if not syntax.removed or not any(mark in text for mark in syntax.marks):
+            continue
+        ranks = syntax.ranks(text)
+        if not ranks:
+            continue
+        by_rank = syntax.lines_by_rank(text)
+        ranks = [rank for rank in ranks if has_records("\n".join(by_rank[rank]))]
+        if not ranks:
+            return text
+        keep = ranks[0]
+        if len(ranks) >= 2:
+            text = syntax.others_blanked(text, keep)
+            shown = ", ".join(str(r) for r in ranks[:8]) + (", ..." if len(ranks) > 8 else "")
+            warnings.append(f"{len(ranks)} processes' output interleaved (pid {shown}): pid {keep}'s lines are read "
+                            "(each worker or trial prints its own)" if syntax.in_order else
+                            f"{len(ranks)} ranks' output interleaved ({shown}): rank {keep}'s lines are read, each "
+                            "rank prints its own loss")
+        text = syntax.prefix_removed(text, keep)
+        return _RAY_REPEATED.sub("", text) if syntax.in_order and "across cluster]" in text else text
+    return text
 
 
 # pdsh, DeepSpeed's and LLaMA-Factory's multi-node launcher: each node's lines after its address or

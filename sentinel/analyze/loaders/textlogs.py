@@ -29,6 +29,7 @@ from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, 
 from sentinel.analyze.loaders.dialect_types import Dialect, LossTerms
 from sentinel.analyze.loaders.crash_tail import TRACEBACK, final_error
 from sentinel.analyze.loaders.keys import canonical_key, inferred_loss_note, is_aggregate, looks_like_loss
+from sentinel.analyze.loaders.launcher_ranks import one_rank_unprefixed
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.loss_key import (LossKey, find_loss_key, loss_key_note, loss_keys, named_key,
                                                 only_key_as_loss)
@@ -159,7 +160,15 @@ def sniff(path: str | Path, options: LoadOptions | None = None, documents: bool 
     if suffix in _NOT_LOGS and not (documents and suffix in _DOCUMENTS):
         return False
     head = read_head(path)
-    return head is not None and _pick(head, least, (options or LoadOptions()).loss_col)[0] is not None
+    loss_col = (options or LoadOptions()).loss_col
+    return head is not None and _pick(_unprefixed(head, least, loss_col), least, loss_col)[0] is not None
+
+
+def _unprefixed(text: str, least: int | None, loss_col: str | None, warnings: list[str] | None = None) -> str:
+    """``text`` with a launcher's prefix off the lines of the rank read (:func:`one_rank_unprefixed`)."""
+    def has_records(rank_text: str) -> bool:
+        return _reads_records(_pick(rank_text[: 1 << 20], least, loss_col)[0])
+    return one_rank_unprefixed(text, [] if warnings is None else warnings, has_records)
 
 
 def _pick(text: str, least: int | None, loss_col: str | None = None) -> tuple[Dialect | None, LossKey | None]:
@@ -213,6 +222,7 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
     head = read_head(path)
     if head is None:
         return None
+    head = _unprefixed(head, least, options.loss_col)
     text = clean_text(head)
     keys = loss_keys(text)
     if options.loss_col is not None:
@@ -488,7 +498,8 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
         ('fairseq', 700)
     """
     options = options or LoadOptions()
-    text = read_text(path)
+    rank_notes: list[str] = []
+    text = _unprefixed(read_text(path), least, options.loss_col, rank_notes)
     dialect, key = _pick(text[: 1 << 20], least, options.loss_col)
     named = _named_key_unread(text[: 1 << 20], dialect, options) if key is None else None
     if named is not None:  # the one loss the lines hold now, read as any log's
@@ -529,7 +540,7 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
     if len(parts) == 1:
         runs = [_read(text, dialect, options, path, run_name(path), lines, least)]
         runs = split_restarted(runs[0], path) or runs
-        for warning in (said, note):
+        for warning in (said, note, *rank_notes):
             if warning:
                 runs[0].warnings.insert(0, warning)
         return _keyed(runs, key)
@@ -547,7 +558,7 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
         note += f" ({', '.join(f'#{k}' for k in empty)} logged no step)"
     for run in runs:
         run.warnings.insert(0, note)
-        for warning in (said, key_note):
+        for warning in (said, key_note, *rank_notes):
             if warning:
                 run.warnings.insert(0, warning)
     return _keyed(runs, key)
