@@ -73,7 +73,9 @@ class RankSyntax:
 
     def prefix_removed(self, text: str, rank: int) -> str:
         """``text`` with ``rank``'s prefix taken off its lines."""
-        return re.compile("^" + self.prefix.format(rank=f"{rank}(?!\\d)"), re.MULTILINE).sub("", text)
+        rank_pattern = f"{rank}(?!\\d)"
+        text = re.compile(r"\A" + self.prefix.format(rank=rank_pattern)).sub("", text, count=1)  # the first line's
+        return self._pattern(rank_pattern, after_line_end=True).sub("\n", text)
 
     def _found(self, text: str, rest: bool) -> list:
         """``findall`` at every line start: the first line asked apart, the others after their
@@ -150,6 +152,12 @@ def one_rank(text: str, warnings: list[str], has_records: Callable[[str], bool] 
 _RAY_REPEATED = re.compile(r" ?\[repeated \d+x across cluster\](?: \(Ray deduplicates logs[^\n]*)?")
 
 
+# The start of a text in which a prefix is looked for (a launcher's prefix marks every line of a
+# process from its first; a search of a whole bar log's text, each time it is sniffed or read, cost
+# a fifth of its read).
+_HEAD = 1 << 18
+
+
 def one_rank_unprefixed(text: str, warnings: list[str], has_records: Callable[[str], bool]) -> str:
     r"""The lines of one rank with their launcher's prefix taken off, where every line of a process
     starts with it (torchrun's ``[rank0]:``, mpirun's ``[1,0]<stdout>:``, Ray's ``(RayTrainWorker
@@ -157,7 +165,7 @@ def one_rank_unprefixed(text: str, warnings: list[str], has_records: Callable[[s
     ``loss: 2.30  [    0/60000]``) reads them then. The rank kept is the first whose lines hold
     records (``has_records`` of its lines alone); where two or more do, the others' lines are
     blanked (line numbers stay) and a warning says so. A text without such a prefix, or whose
-    ranks hold no records, is given back as it is.
+    ranks hold no records, is given back as it is (the same object).
 
     Example:
         >>> notes = []
@@ -165,8 +173,9 @@ def one_rank_unprefixed(text: str, warnings: list[str], has_records: Callable[[s
         >>> one_rank_unprefixed(text, notes, lambda t: "loss" in t).splitlines(), notes[0][:41]
         (['loss: 2.1', ''], "2 processes' output interleaved (pid 7, 3")
     """
+    head = text[:_HEAD]
     for syntax in SYNTAXES:
-        if not syntax.removed or not any(mark in text for mark in syntax.marks):
+        if not syntax.removed or not any(mark in head for mark in syntax.marks):
             continue
         ranks = syntax.ranks(text)
         if not ranks:

@@ -161,11 +161,15 @@ def sniff(path: str | Path, options: LoadOptions | None = None, documents: bool 
         return False
     head = read_head(path)
     loss_col = (options or LoadOptions()).loss_col
-    return head is not None and _pick(_unprefixed(head, least, loss_col), least, loss_col)[0] is not None
+    if head is None:
+        return False
+    return _pick(head, least, loss_col)[0] is not None or _unprefixed(head, least, loss_col) is not head
 
 
 def _unprefixed(text: str, least: int | None, loss_col: str | None, warnings: list[str] | None = None) -> str:
-    """``text`` with a launcher's prefix off the lines of the rank read (:func:`one_rank_unprefixed`)."""
+    """``text`` with a launcher's prefix off the lines of the rank read (:func:`one_rank_unprefixed`),
+    for a text no dialect reads records from as it is (the PyTorch quickstart's ``loss: 2.30  [
+    0/60000]`` under torchrun's ``[rank0]:``)."""
     def has_records(rank_text: str) -> bool:
         return _reads_records(_pick(rank_text[: 1 << 20], least, loss_col)[0])
     return one_rank_unprefixed(text, [] if warnings is None else warnings, has_records)
@@ -499,8 +503,11 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
     """
     options = options or LoadOptions()
     rank_notes: list[str] = []
-    text = _unprefixed(read_text(path), least, options.loss_col, rank_notes)
+    text = read_text(path)
     dialect, key = _pick(text[: 1 << 20], least, options.loss_col)
+    if not _reads_records(dialect) and (unprefixed := _unprefixed(text, least, options.loss_col, rank_notes)) is not text:
+        text = unprefixed
+        dialect, key = _pick(text[: 1 << 20], least, options.loss_col)
     named = _named_key_unread(text[: 1 << 20], dialect, options) if key is None else None
     if named is not None:  # the one loss the lines hold now, read as any log's
         text = only_key_as_loss(text, named)
