@@ -7488,3 +7488,23 @@ def test_a_loss_with_its_average_named_after_it(tmp_path):
              for e in range(1, 9)]
     (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
     assert run.steps.index.tolist() == list(range(1, 9)) and run.steps["loss"].iloc[0] == 0.18
+
+
+def test_a_rise_over_a_first_value_that_a_later_row_draws_again_is_information(tmp_path):
+    """A Ray Train worker's per-batch loss in the PyTorch quickstart, pasted from 0.518: 0.905, 0.917, 0.833, 1.198,
+    1.418, 0.934, 0.549, ...: 'diverged from step 8000, still diverged at the last step', critical, on a run its
+    author called healthy (the thread was about CUDA_VISIBLE_DEVICES). The 0.549 draws the first value again."""
+    values = [0.518008, 0.905233, 0.916595, 0.832843, 1.197762, 1.417728, 0.934103, 0.548713, 1.103186, 0.891098,
+              0.824542]
+    lines = [f"(BaseWorkerMixin pid=46105) loss: {v:>7f}  [{6400 + 1600 * k:>5d}/30000]" for k, v in enumerate(values)]
+    (run,) = discover_runs(_write(tmp_path / "ray.log", lines))
+    report = analyze_run(run)
+    (incident,) = [i for i in report.incidents if i.kind == "divergence"]
+    assert incident.severity == "info" and "(0.5487 at step 17600)" in incident.message
+    assert report.verdict == "healthy"
+    # A loss that jumped to a level of its own and never came back to its first value stays a divergence.
+    values = [6.44] + [11.42, 9.8, 9.1, 8.6, 8.3, 8.1, 8.2, 7.9, 8.0, 7.8]
+    lines = [f"loss: {v:>7f}  [{6400 + 1600 * k:>5d}/30000]" for k, v in enumerate(values)]
+    (run,) = discover_runs(_write(tmp_path / "jump.log", lines))
+    (incident,) = [i for i in analyze_run(run).incidents if i.kind == "divergence"]
+    assert incident.severity == "critical"

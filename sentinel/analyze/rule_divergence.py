@@ -113,7 +113,37 @@ def _over_one_value(incidents: list[Incident], loss: pd.Series) -> list[Incident
 
     return [dataclasses.replace(i, severity=Severity.WARNING, message=i.message + (
         "; its best level is the log's first value alone, so whether the loss rose or that value was a lucky low one "
-        "is not known")) if alone(i) else i for i in incidents]
+        "is not known")) if alone(i) else i if i.kind != IncidentKind.DIVERGENCE or i.details["came_back"]
+        else _drawn_again(i, loss) for i in incidents]
+
+
+def _drawn_again(incident: Incident, loss: pd.Series) -> Incident:
+    """A divergence from the log's second row, still up at its end, told as information where its
+    best level is the first value alone and a row after it draws that value again (comes within
+    :data:`_ONE_VALUE_MARGIN` of it): a low draw of a noisy loss, not a level it left. A Ray Train
+    worker's per-batch loss pasted from 0.518, then 0.905, 0.917, 0.833, 1.198, 1.418, 0.934,
+    0.549, ...: "diverged, still diverged at the last step" (x1.77 its smoothed level), on a run
+    its author called healthy. A loss that jumped to a level of its own (BigScience tr8's 6.44, then
+    11.42 ... 7.16) never comes back to it.
+
+    Example:
+        >>> steps = range(6400, 24000, 1600)
+        >>> loss = pd.Series([0.518, 0.905, 0.917, 0.833, 1.198, 1.418, 0.934, 0.549, 1.103, 0.891, 0.825], steps)
+        >>> [(i.severity.value, i.message.split(":")[0]) for i in divergence_incidents(loss)]
+        [('info', 'loss level up from step 8000')]
+    """
+    values = loss.to_numpy(dtype="float64")
+    onset = int(loss.index.searchsorted(incident.step))
+    first = float(values[0])
+    again = np.flatnonzero(values[onset:] <= first * (1 + _ONE_VALUE_MARGIN))
+    if onset != 1 or not first > 0 or incident.details["best_level"] != first or not again.size:
+        return incident
+    row = onset + int(again[0])
+    return dataclasses.replace(incident, severity=Severity.INFO, message=(
+        f"loss level up from step {incident.step}: smoothed loss {incident.details['max_level']:.4g} vs the log's first "
+        f"value {first:.4g} ({incident.details['max_level'] / first:.3g}x) to the last step {incident.end_step}; a row "
+        f"after it draws that value again ({values[row]:.4g} at step {loss.index[row]}): the first value was a low "
+        "draw of a noisy loss, not a level it left; worth watching"))
 
 
 # Values a log needs, at least, for its noise to be measured over all of them: a paste of 3 or 7 rows
