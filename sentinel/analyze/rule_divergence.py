@@ -139,9 +139,10 @@ def _drawn_again(incident: Incident, loss: pd.Series) -> Incident:
     if onset != 1 or not first > 0 or incident.details["best_level"] != first or not again.size:
         return incident
     row = onset + int(again[0])
+    worst = incident.details["max_level"]
     return dataclasses.replace(incident, severity=Severity.INFO, message=(
-        f"loss level up from step {incident.step}: smoothed loss {incident.details['max_level']:.4g} vs the log's first "
-        f"value {first:.4g} ({incident.details['max_level'] / first:.3g}x) to the last step {incident.end_step}; a row "
+        f"loss level up from step {incident.step}: smoothed loss {worst:.4g} vs the log's first "
+        f"value {first:.4g} ({worst / first:.3g}x) to the last step {incident.end_step}; a row "
         f"after it draws that value again ({values[row]:.4g} at step {loss.index[row]}): the first value was a low "
         "draw of a noisy loss, not a level it left; worth watching"))
 

@@ -505,9 +505,11 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
     rank_notes: list[str] = []
     text = read_text(path)
     dialect, key = _pick(text[: 1 << 20], least, options.loss_col)
-    if not _reads_records(dialect) and (unprefixed := _unprefixed(text, least, options.loss_col, rank_notes)) is not text:
-        text = unprefixed
-        dialect, key = _pick(text[: 1 << 20], least, options.loss_col)
+    if not _reads_records(dialect):  # one rank's lines with their launcher's prefix off may be read
+        unprefixed = _unprefixed(text, least, options.loss_col, rank_notes)
+        if unprefixed is not text:
+            text = unprefixed
+            dialect, key = _pick(text[: 1 << 20], least, options.loss_col)
     named = _named_key_unread(text[: 1 << 20], dialect, options) if key is None else None
     if named is not None:  # the one loss the lines hold now, read as any log's
         text = only_key_as_loss(text, named)
