@@ -7508,3 +7508,21 @@ def test_a_rise_over_a_first_value_that_a_later_row_draws_again_is_information(t
     (run,) = discover_runs(_write(tmp_path / "jump.log", lines))
     (incident,) = [i for i in analyze_run(run).incidents if i.kind == "divergence"]
     assert incident.severity == "critical"
+
+
+def test_loss_lines_under_a_line_naming_their_epoch_are_read_at_that_epoch(tmp_path):
+    """HLFormer's logger prints "Epoch: 14    A Relative Failure Epoch", then "Average Loss: nan" and its recalls:
+    the NaN was placed at "steps 1-2" (the loss lines numbered in order), not at epochs 14 and 15."""
+    block = ["{t} - INFO - " + "=" * 60, "{t} - INFO - Epoch: {e}    A Relative Failure Epoch",
+             "{t} - INFO - Average Loss: {loss}", "{t} - INFO - R@1: 0.0", "{t} - INFO - Rsum: 2.7"]
+    lines = [line.format(t="2025-08-01 15:38:59,879", e=e, loss="nan" if e >= 14 else f"{0.9 - e / 50:.4f}")
+             for e in range(11, 16) for line in block]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index.tolist() == [11, 12, 13, 14, 15] and run.meta.get("step_unit") == "epoch"
+    assert any("read at the epoch a line above it names" in w for w in run.warnings)
+    (incident,) = analyze_run(run).incidents
+    assert (incident.kind, incident.step) == ("nonfinite", 14)
+    # Several loss lines an epoch: no epoch line above each, numbered in order as before.
+    lines = [f"Epoch: {e}" if k == 0 else f"loss: {1 - e / 10 - k / 100:.4f}" for e in range(1, 4) for k in range(4)]
+    (run,) = discover_runs(_write(tmp_path / "several.log", lines))
+    assert run.steps.index.tolist() == list(range(1, 10)) and run.meta.get("step_unit") != "epoch"

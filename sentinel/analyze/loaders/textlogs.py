@@ -880,7 +880,9 @@ def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str
     note_crash(text, found, dialect)
     if dialect.note is not None and metrics.LOSS in found.steps.columns and (said := dialect.note(text)):
         found.warnings.append(said)
-    if dialect is LOSS_LINES:
+    if dialect is LOSS_LINES and found.meta.get("step_source") == "epoch_lines":
+        found.warnings.append("the loss lines carry no step: each is read at the epoch a line above it names")
+    elif dialect is LOSS_LINES:
         found.warnings.append("the loss lines carry no step: numbered 1, 2, 3, ... in order (a line every "
                               "N steps is N steps apart: the steps here count lines)")
     if dialect is GENERIC and metrics.LOSS in found.steps.columns and not (options and options.loss_col) \

@@ -998,7 +998,42 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
         else:
             table["_step"] = ordinal.astype("float64")
             meta["step_source"] = "order"
+            epochs = _epochs_above(text, lines, table_shapes, counts) if text and kept is None else None
+            if epochs is not None:  # each record under a line naming its epoch (HLFormer's "Epoch: 14")
+                table["_step"] = np.r_[np.nan, epochs][ordinal]
+                meta["step_source"] = "epoch_lines"
+                meta[STEP_UNIT] = "epoch"
     return _steps_frame(table, beside, dialect, warnings)
+
+
+def _epochs_above(text: str, lines: Lines | None, shapes: list[Shape], counts: np.ndarray) -> np.ndarray | None:
+    """For records of one shape that carry no step (``counts``: those that count one, in text
+    order), the epoch a line between each and the record before it names (``Epoch: 14`` above
+    ``Average Loss: nan``), where every record has one and they rise; else None.
+
+    Example:
+        >>> from sentinel.analyze.loaders.dialects import LOSS_LINES
+        >>> text = "Epoch: 14  A Relative Failure\\nAverage Loss: nan\\nR@1: 0.0\\nEpoch: 15\\nAverage Loss: nan\\n"
+        >>> _epochs_above(text, None, [LOSS_LINES.shapes[0]], np.ones(2, dtype=bool)).tolist()
+        [14.0, 15.0]
+    """
+    if len(shapes) != 1 or "poch" not in text or counts.sum() < 2:
+        return None
+    starts = _text_positions(Lines.of(text, lines), shapes[0], len(counts))
+    if starts is None:
+        return None
+    starts = np.asarray(starts, dtype=np.int64)[counts]
+    heads = [(m.start(), int(m.group(1))) for m in _EPOCH_NAMED.finditer(text)]
+    if len(heads) < len(starts):
+        return None
+    at = np.array([h for h, _ in heads], dtype=np.int64)
+    named = np.array([e for _, e in heads], dtype=np.float64)
+    h = np.searchsorted(at, starts) - 1  # the last epoch line before each record
+    since = np.r_[-1, starts[:-1]]  # ... after the record before it
+    if (h < 0).any() or (at[np.maximum(h, 0)] <= since).any():
+        return None
+    epochs = named[h]
+    return epochs if bool((np.diff(epochs) > 0).all()) else None
 
 
 def _without_summaries(tables: list[dict[str, np.ndarray]], shapes: list[Shape], lines: Lines
