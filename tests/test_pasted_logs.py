@@ -7526,3 +7526,20 @@ def test_loss_lines_under_a_line_naming_their_epoch_are_read_at_that_epoch(tmp_p
     lines = [f"Epoch: {e}" if k == 0 else f"loss: {1 - e / 10 - k / 100:.4f}" for e in range(1, 4) for k in range(4)]
     (run,) = discover_runs(_write(tmp_path / "several.log", lines))
     assert run.steps.index.tolist() == list(range(1, 10)) and run.meta.get("step_unit") != "epoch"
+
+
+def test_a_rise_of_one_unit_of_the_last_printed_digit_is_no_spike(tmp_path):
+    """mlx's DPO example prints its loss with three decimals: 0.693 at Iter 1, 0.000 from Iter 63, then 0.001 at 66
+    and 69: 'loss spike to 0.001 (against a baseline at or below 0: no ratio, score 231)', critical, the run
+    unhealthy, on a demo whose loss came down as DPO's does."""
+    values = [0.693, 0.666, 0.610, 0.560, 0.000, 0.000, 0.000, 0.001, 0.000, 0.000, 0.001]
+    iters = [1, 2, 3, 4, 63, 64, 65, 66, 67, 68, 69]
+    lines = [f"Iter {i}: Train loss {v:.3f}, Chosen reward -8.056, Rejected reward -16.406, Learning Rate 1.000e-05, "
+             f"It/sec 1.133, Tokens/sec 601.667, Trained Tokens 34211.0, Peak mem 2.334 GB"
+             for i, v in zip(iters, values)]
+    (run,) = discover_runs(_write(tmp_path / "dpo.log", lines))
+    assert not [i for i in analyze_run(run).incidents if i.kind == "loss_spike"]
+    # Three units and more is a rise the print shows: 0.000 then 0.009 stays a spike.
+    lines[-1] = lines[-1].replace("Train loss 0.001", "Train loss 0.009")
+    (run,) = discover_runs(_write(tmp_path / "dpo.log", lines))
+    assert [i.step for i in analyze_run(run).incidents if i.kind == "loss_spike"] == [69]

@@ -226,6 +226,10 @@ def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig, last_step: int 
     if len(computed) and computed[0] > 0:
         started = loss.index[computed[0]]
         spans = [span for span in spans if span["baseline"] > _NO_BASELINE or span["start"] > started]
+    # A rise of a unit or two of the last printed digit is the print's rounding: mlx's DPO loss at
+    # "0.000" from step 63, "0.001" at 66 and 69 ("a spike against a baseline at or below 0, score 231").
+    unit = printed_unit(loss.to_numpy())
+    spans = [span for span in spans if span["peak"] - max(span["baseline"], 0.0) > _ROUNDING_UNITS * unit]
     if per_epoch:
         for span in spans:
             span["outlier_batch"] = False
@@ -540,6 +544,9 @@ def _ratio(peak: float, baseline: float) -> float:
 def _times(ratio: float) -> str:
     return f"{ratio:.3g}x" if np.isfinite(ratio) else "vs"
 
+
+# The units of a loss's last printed digit a spike must rise by, more than (see loss_spike_incidents).
+_ROUNDING_UNITS = 2
 
 # The detectors work in log space from this floor up: a baseline at it is a series at or below 0.
 _NO_BASELINE = 1e-9
