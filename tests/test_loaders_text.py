@@ -564,6 +564,16 @@ def test_a_launchers_prefix_is_taken_off_lines_that_start_with_their_record(tmp_
     assert run.steps[metrics.LOSS].to_dict() == plain.steps[metrics.LOSS].to_dict()
     assert any(("ranks' output interleaved (0, 1): rank 0's" if "pid" not in prefix else
                 "processes' output interleaved (pid 3047, 1002): pid 3047's") in w for w in run.warnings)
+    # A paste cut in the middle: rank 0 prints four loss lines, fewer than a reader needs alone, rank
+    # 1 five. Rank 0 still prints records: its lines are read, said (Ray: the first to print, 1002).
+    records = [line for line in sum(pairs, []) if "loss:" in line][1:10]
+    path = _write(tmp_path, "cut.log", "\n".join(records) + "\n")
+    assert textlogs.sniff(path, least=3) and textlogs.sniff(path) == ("pid" in prefix)  # (five of 1002)
+    (run,) = textlogs.load(path, least=3)
+    first = plain.steps[metrics.LOSS].tolist()[1:5] if "pid" not in prefix else \
+        textlogs.load(_write(tmp_path, "scaled.log", "\n".join(_quickstart_lines(scale=1.5)) + "\n"))[0].steps[
+            metrics.LOSS].tolist()[:5]
+    assert run.steps[metrics.LOSS].tolist() == first and any("interleaved" in w for w in run.warnings)
 
 
 def test_rays_note_on_a_line_printed_alike_by_several_workers_is_no_field(tmp_path):

@@ -147,6 +147,23 @@ def one_rank(text: str, warnings: list[str], has_records: Callable[[str], bool] 
     return _one_host(text, warnings, has_records, lines)
 
 
+def prefixes_removed(text: str) -> str:
+    """``text`` with the prefix of every rank taken off its lines, where a launcher marks every line of
+    a process (torchrun, mpirun, Ray: :func:`one_rank_unprefixed`'s); the same object where none does.
+    For what a refusal says of the lines, whichever rank printed them.
+
+    Example:
+        >>> prefixes_removed("[rank1]:step 1 loss 2.0\\n[rank0]:step 1 loss 2.1\\n")
+        'step 1 loss 2.0\\nstep 1 loss 2.1\\n'
+    """
+    head = text[:_HEAD]
+    for syntax in SYNTAXES:
+        if syntax.removed and any(mark in head for mark in syntax.marks):
+            for rank in syntax.ranks(text):
+                text = syntax.prefix_removed(text, rank)
+    return text
+
+
 # Ray's note where it printed a line once for several workers that printed it alike (and, the first
 # time, why): the line's own values are those the worker printed.
 _RAY_REPEATED = re.compile(r" ?\[repeated \d+x across cluster\](?: \(Ray deduplicates logs[^\n]*)?")
@@ -158,19 +175,22 @@ _RAY_REPEATED = re.compile(r" ?\[repeated \d+x across cluster\](?: \(Ray dedupli
 _HEAD = 1 << 18
 
 
-def one_rank_unprefixed(text: str, warnings: list[str], has_records: Callable[[str], bool]) -> str:
+def one_rank_unprefixed(text: str, warnings: list[str],
+                        records_in: Callable[[str], Callable[[str], bool] | None]) -> str:
     r"""The lines of one rank with their launcher's prefix taken off, where every line of a process
     starts with it (torchrun's ``[rank0]:``, mpirun's ``[1,0]<stdout>:``, Ray's ``(RayTrainWorker
     pid=1234)``): a reader of lines that start with their record (the PyTorch quickstart's
-    ``loss: 2.30  [    0/60000]``) reads them then. The rank kept is the first whose lines hold
-    records (``has_records`` of its lines alone); where two or more do, the others' lines are
-    blanked (line numbers stay) and a warning says so. A text without such a prefix, or whose
-    ranks hold no records, is given back as it is (the same object).
+    ``loss: 2.30  [    0/60000]``) reads them then. ``records_in`` is asked of every rank's lines
+    with their prefix off, together: whether a reader finds records there, and if so, how to ask
+    one rank's lines whether they hold any (a rank that prints fewer lines than a reader needs on
+    its own still prints records). The rank kept is the first whose lines hold records; where two
+    or more do, the others' lines are blanked (line numbers stay) and a warning says so. A text
+    without such a prefix, or whose ranks hold no records, is given back as it is (the same object).
 
     Example:
         >>> notes = []
         >>> text = "(RayTrainWorker pid=7) loss: 2.1\n(RayTrainWorker pid=3) loss: 2.4\n"
-        >>> one_rank_unprefixed(text, notes, lambda t: "loss" in t).splitlines(), notes[0][:41]
+        >>> one_rank_unprefixed(text, notes, lambda t: lambda rank: "loss" in rank).splitlines(), notes[0][:41]
         (['loss: 2.1', ''], "2 processes' output interleaved (pid 7, 3")
     """
     head = text[:_HEAD]
@@ -181,7 +201,8 @@ def one_rank_unprefixed(text: str, warnings: list[str], has_records: Callable[[s
         if not ranks:
             continue
         by_rank = syntax.lines_by_rank(text)
-        ranks = [rank for rank in ranks if has_records("\n".join(by_rank[rank]))]
+        has_records = records_in("\n".join(line for rank in ranks for line in by_rank[rank]))
+        ranks = [rank for rank in ranks if has_records is not None and has_records("\n".join(by_rank[rank]))]
         if not ranks:
             return text
         keep = ranks[0]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import bisect
 import math
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,8 +29,9 @@ from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, 
                                                NONFINITE_ONLY, PAIRS, YOLOV4_PYTORCH, reads_bar_running_mean)
 from sentinel.analyze.loaders.dialect_types import Dialect, LossTerms
 from sentinel.analyze.loaders.crash_tail import TRACEBACK, final_error
-from sentinel.analyze.loaders.keys import canonical_key, inferred_loss_note, is_aggregate, looks_like_loss
-from sentinel.analyze.loaders.launcher_ranks import one_rank_unprefixed
+from sentinel.analyze.loaders.keys import (canonical_key, inferred_loss_note, is_aggregate, is_regulariser,
+                                           looks_like_loss)
+from sentinel.analyze.loaders.launcher_ranks import one_rank_unprefixed, prefixes_removed
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.loss_key import (LossKey, find_loss_key, loss_key_note, loss_keys, named_key,
                                                 only_key_as_loss)
@@ -37,7 +39,7 @@ from sentinel.analyze.loaders.progress_bar import bar_steps
 from sentinel.analyze.loaders.restarted_steps import split_restarted
 from sentinel.analyze.loaders.textlog import SNIFF_BYTES, read_head, read_text, run_name, trainings_note
 from sentinel.analyze.loaders.textscan import (KERAS_EPOCH_HEADER, KeyNotFound, clean_text, count_records,
-                                               plain_numbers, scan, split_evaluation_lines)
+                                               has_records, plain_numbers, scan, split_evaluation_lines)
 
 NAME = "textlog"
 DESCRIPTION = "text logs, read as the first of these that fits:"
@@ -163,16 +165,22 @@ def sniff(path: str | Path, options: LoadOptions | None = None, documents: bool 
     loss_col = (options or LoadOptions()).loss_col
     if head is None:
         return False
-    return _pick(head, least, loss_col)[0] is not None or _unprefixed(head, least, loss_col) is not head
+    if _pick(head, least, loss_col)[0] is not None:
+        return True
+    unprefixed = _unprefixed(head, least, loss_col)  # (the rank read may print too few records on its own)
+    return unprefixed is not head and _pick(unprefixed, least, loss_col)[0] is not None
 
 
 def _unprefixed(text: str, least: int | None, loss_col: str | None, warnings: list[str] | None = None) -> str:
     """``text`` with a launcher's prefix off the lines of the rank read (:func:`one_rank_unprefixed`),
     for a text no dialect reads records from as it is (the PyTorch quickstart's ``loss: 2.30  [
     0/60000]`` under torchrun's ``[rank0]:``)."""
-    def has_records(rank_text: str) -> bool:
-        return _reads_records(_pick(rank_text[: 1 << 20], least, loss_col)[0])
-    return one_rank_unprefixed(text, [] if warnings is None else warnings, has_records)
+    def records_in(ranks_text: str) -> Callable[[str], bool] | None:
+        dialect, key = _pick(ranks_text[: 1 << 20], least, loss_col)
+        if not _reads_records(dialect):
+            return None
+        return lambda rank_text: has_records(key.rewrite(rank_text) if key is not None else rank_text, dialect)
+    return one_rank_unprefixed(text, [] if warnings is None else warnings, records_in)
 
 
 def _pick(text: str, least: int | None, loss_col: str | None = None) -> tuple[Dialect | None, LossKey | None]:
@@ -226,7 +234,7 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
     head = read_head(path)
     if head is None:
         return None
-    head = _unprefixed(head, least, options.loss_col)
+    head = prefixes_removed(head)  # (every process's: the messages tell of the lines, whichever printed them)
     text = clean_text(head)
     keys = loss_keys(text)
     if options.loss_col is not None:

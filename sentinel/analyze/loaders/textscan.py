@@ -300,7 +300,14 @@ def plain_numbers(text: str, lines: Lines | None = None) -> tuple[str, Lines]:
 _PADDED_NONFINITE = re.compile(r"(?<![A-Za-z])(nan|inf)x+\b")
 
 
-def _has_records(text: str, dialect: Dialect) -> bool:
+def has_records(text: str, dialect: Dialect) -> bool:
+    """Whether ``text`` holds one record line of ``dialect`` or more (a rank's lines, asked apart).
+
+    Example:
+        >>> from sentinel.analyze.loaders.dialects import NANOGPT
+        >>> has_records("iter 1: loss 2.5, time 9.1ms\\n", NANOGPT), has_records("loss 2.5\\n", NANOGPT)
+        (True, False)
+    """
     if dialect.joins is not None:  # a record printed over several lines
         text = dialect.joins.sub(dialect.join_with, text)
     return any(shape.pattern.search(text) for shape in dialect.shapes)
@@ -379,7 +386,7 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
     if dialect.clean and lines.holds_any((_GLUED_KERAS_LINE,)):
         text = _GLUED_KERAS_LINE.sub(_unglued, text)
         lines = Lines(text)
-    text = one_rank(text, warnings, lambda rank_text: _has_records(rank_text, dialect), lines)
+    text = one_rank(text, warnings, lambda rank_text: has_records(rank_text, dialect), lines)
     if dialect.joins is not None:
         text = dialect.joins.sub(dialect.join_with, text)
     # The caller's lines serve as long as the text is the same object (most logs: nothing to clean).
