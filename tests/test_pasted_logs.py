@@ -4395,16 +4395,19 @@ def test_several_losses_none_non_finite_but_their_grad_norm(tmp_path, bad_grad):
     """verl's GRPO prints "actor/pg_loss" and "actor/kl_loss" (no total) and "actor/grad_norm:nan" at
     every step once the gradients broke (verl#1197): "none is the total, pass --loss-col", exit 1, the
     NaN unseen. The first loss that is no KL, entropy or auxiliary term is read, with its grad norm;
-    where nothing goes non-finite the user is still asked."""
+    where nothing goes non-finite, so is the policy gradient's loss, the one that is no such term (a run
+    judged on its non-finite values alone, whichever is read)."""
     lines = [f"step:{i} - actor/entropy:0.512 - actor/kl_loss:{0.001 * i:.3f} - actor/pg_loss:{(-1) ** i * 0.004:.3f} - "
              f"actor/grad_norm:{math.nan if bad_grad and i >= 30 else 0.3 + i / 1000:.3f} - actor/lr:0.000 - "
              f"critic/score/mean:{0.3 + 0.01 * i:.3f} - response_length/mean:301.000 - timing_s/step:70.300"
              for i in range(1, 41)]
     result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "grpo.log", lines)), "--format", "json"])
-    if not bad_grad:
-        assert result.exit_code == 1 and "none is the total: pass --loss-col actor/kl_loss" in result.output
-        return
     (run,) = json.loads(result.output)["runs"]
+    if not bad_grad:
+        assert run["warnings"][0].startswith("its lines name 2 losses (actor/kl_loss, actor/pg_loss) and none is the "
+                                             "total: actor/pg_loss is read, the one of them that is no KL, entropy or "
+                                             "auxiliary term") and not run["incidents"]
+        return
     assert run["warnings"][0].startswith("its lines name 2 losses (actor/kl_loss, actor/pg_loss) and none is the total: "
                                          "actor/pg_loss is read, the first of them that is no KL, entropy or auxiliary "
                                          "term: none goes non-finite, its grad norm does")
@@ -7526,6 +7529,38 @@ def test_loss_lines_under_a_line_naming_their_epoch_are_read_at_that_epoch(tmp_p
     lines = [f"Epoch: {e}" if k == 0 else f"loss: {1 - e / 10 - k / 100:.4f}" for e in range(1, 4) for k in range(4)]
     (run,) = discover_runs(_write(tmp_path / "several.log", lines))
     assert run.steps.index.tolist() == list(range(1, 10)) and run.meta.get("step_unit") != "epoch"
+
+
+def _verl_line(step: int, grad_norm: str = "0.279", pg_loss: float = 0.01) -> str:
+    """A step line of verl's console (``concat_dict_to_str``): every metric as ``key:value``, joined by " - "."""
+    return (f"(TaskRunner pid=4072644) step:{step} - global_seqlen/min:210047.000 - "
+            f"actor/entropy_loss:0.32{step % 10} - actor/kl_loss:0.00{step % 10} - actor/kl_coef:0.001 - "
+            f"actor/pg_loss:{pg_loss:.3f} - actor/pg_clipfrac:0.001 - actor/ppo_kl:0.000 - "
+            f"actor/grad_norm:{grad_norm} - actor/lr:0.000 - critic/score/mean:0.5{step % 10} - "
+            "response_length/mean:326.241 - timing_s/step:1630.262")
+
+
+def test_verl_console_lines_are_read_by_the_one_loss_that_is_no_regulariser(tmp_path):
+    """verl's GRPO console names actor/pg_loss, actor/kl_loss and actor/entropy_loss: 'its lines name 3 losses and none
+    is the total' for a whole log, 'not a log format' for a paste of two step lines. The KL and entropy terms are
+    a regulariser's: the policy gradient's loss is read, said."""
+    for steps in (range(1, 40), range(7, 9)):
+        (run,) = discover_runs(_write(tmp_path / "verl.log", [_verl_line(s, pg_loss=0.01 - s / 1000) for s in steps]))
+        assert run.steps.index.tolist() == list(steps)
+        assert run.steps["loss"].iloc[-1] == pytest.approx(0.01 - steps[-1] / 1000, abs=1e-3)
+        assert any("actor/pg_loss is read, the one of them that is no KL, entropy or auxiliary term" in w
+                   for w in run.warnings)
+
+
+def test_a_paste_of_one_verl_step_line_says_its_step_losses_and_nan(tmp_path):
+    """verl's step lines are 1,500-3,000 characters: threads paste one. Its actor/grad_norm:nan at step 2 got 'not a
+    log format sentinel reads', the NaN unsaid."""
+    path = _write(tmp_path / "verl.log", [_verl_line(2, grad_norm="nan")])
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1
+    assert "one step line (step 2) naming 3 losses (actor/entropy_loss, actor/kl_loss, actor/pg_loss)" in result.output
+    assert "actor/grad_norm is nan" in result.output and "--loss-col actor/pg_loss" in result.output
+    assert "Traceback" not in result.output
 
 
 def test_a_rise_of_one_unit_of_the_last_printed_digit_is_no_spike(tmp_path):

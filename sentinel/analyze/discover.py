@@ -397,16 +397,21 @@ def _one_of_several_losses(path: Path, modules, options: LoadOptions, walk: bool
     ``why_not``), read with the first of them that goes non-finite as its loss, with a warning;
     where none does but the grad norm read with one does (verl's GRPO: ``actor/grad_norm:nan``
     beside a finite ``actor/pg_loss`` and ``actor/kl_loss``), with the first that is no
-    regulariser's term (:func:`~sentinel.analyze.loaders.keys.is_regulariser`); None where nothing
-    goes non-finite (the message then asks which to read). A NaN is told, whichever loss printed it: DeepSpeed-Chat's
-    ``act_loss: inf|cri_loss: inf``, a bar whose every loss is NaN.
+    regulariser's term (:func:`~sentinel.analyze.loaders.keys.is_regulariser`); where nothing goes
+    non-finite, with the one that is no regulariser's term where the others all are and it is a
+    policy gradient's (verl's GRPO console: ``actor/pg_loss`` beside ``actor/kl_loss`` and
+    ``actor/entropy_loss``; such a run is judged on its non-finite values, whichever is read); else
+    None (the message then asks which to read: a VAE's ``recon_loss`` and ``kl_loss``, a
+    distillation's ``loss_ce`` and ``loss_kl``, whose KL term is its objective's). A NaN is told,
+    whichever loss printed it: DeepSpeed-Chat's ``act_loss: inf|cri_loss: inf``, a bar whose every
+    loss is NaN.
     ``walk``: a file a directory walk met, read from as many lines as any log there (a paste's
     few lines are read only from a file named on its own)."""
     from sentinel.analyze.loaders import textlogs
 
     if options.loss_col is not None or is_compressed(path):
         return None
-    keys = textlogs.several_losses(path, least=None if walk else SHORT_PASTE_RECORDS)
+    keys = textlogs.several_losses(path, least=None if walk else FEWEST_PASTE_RECORDS)
     read: dict[str, list[RunData]] = {}
     for key in keys:
         named = replace(options, loss_col=key)
@@ -422,6 +427,11 @@ def _one_of_several_losses(path: Path, modules, options: LoadOptions, walk: bool
         if any(_went_nonfinite(run, metrics.GRAD_NORM_TOTAL) for run in read[key]):
             return _told_which(read[key], keys, key, "the first of them that is no KL, entropy or auxiliary term: "
                                                      "none goes non-finite, its grad norm does")
+    from sentinel.analyze.rule_stuck import is_policy_gradient_loss  # (the rules' imports: lazily)
+
+    main = [key for key in read if not is_regulariser(key)]
+    if len(main) == 1 and is_policy_gradient_loss(main[0]):  # judged on its non-finite values alone, as any would be
+        return _told_which(read[main[0]], keys, main[0], "the one of them that is no KL, entropy or auxiliary term")
     return None
 
 

@@ -250,9 +250,10 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
     readable = _readable_losses(head, keys, least)
     if len(readable) >= 2:
         return (f"'{path}': its lines name {len(readable)} losses ({', '.join(readable)}) and none is the total: "
-                f"pass --loss-col {readable[0]} (or another of them) to read one, or log their sum as loss")
+                f"pass --loss-col {sorted(readable, key=is_regulariser)[0]} (or another of them) to read one, or log "
+                "their sum as loss")
     if keys:
-        return _one_record(text, path) or _nonfinite_lines(text, path)
+        return _one_record(text, path) or _one_step_named(text, keys, path) or _nonfinite_lines(text, path)
     logged = _logged_keys(text)
     if not logged:
         if _bars_alone(text):
@@ -337,6 +338,42 @@ def _one_record(text: str, path: str | Path) -> str | None:
                 "step never advanced (every process printing the same one; no update made); sentinel judges a "
                 "series of steps")
     return None
+
+
+def _one_step_named(text: str, keys: list[str], path: str | Path) -> str | None:
+    """The problem of a paste of one step line whose losses go by other names than loss, one or
+    several (verl's console, a step line of 1,500-3,000 characters: ``step:2 - ... -
+    actor/pg_loss:0.006 - ... - actor/grad_norm:nan - ...``): the step, the losses and each
+    non-finite value it prints (the paste's news); else None.
+
+    Example:
+        >>> _one_step_named("step:2 - actor/kl_loss:0.0 - actor/pg_loss:0.006 - actor/grad_norm:nan\\n",
+        ...                 ["actor/kl_loss", "actor/pg_loss"], "x.log")[:80]
+        "'x.log': one step line (step 2) naming 2 losses (actor/kl_loss, actor/pg_loss), "
+    """
+    for key in keys:
+        rewritten = LossKey(key).rewrite(text)
+        dialect = pick_dialect(rewritten, least=1)
+        if dialect is None or dialect.step_from_order or count_records(Lines(rewritten), dialect) != 1:
+            continue  # (a line of no step of its own: no step to tell)
+        steps = scan(rewritten, dialect).steps.index
+        if len(steps) != 1:
+            return None
+        nonfinite = list(dict.fromkeys(f"{name} is {value}" for name, value in _NONFINITE_PAIR.findall(text)))
+        said = (f", whose {', '.join(nonfinite[:6])}{', ...' if len(nonfinite) > 6 else ''}: the training went "
+                "non-finite there" if nonfinite else "")
+        losses = f"{len(keys)} losses" if len(keys) > 1 else "1 loss"
+        named = (f", and --loss-col {sorted(keys, key=is_regulariser)[0]} or another of them to name the loss read"
+                 if len(keys) > 1 else "")
+        return (f"'{path}': one step line (step {int(steps[0])}) naming {losses} ({', '.join(keys)}){said}: sentinel "
+                "judges a series of steps, not one value; paste or pass more of the log (two step lines at "
+                f"least{named})")
+    return None
+
+
+# A value printed as non-finite under its name: "actor/grad_norm:nan", "'kl': inf", "loss = NaN".
+_NONFINITE_PAIR = re.compile(r"(?<![\w/.-])([A-Za-z][\w/.@-]*)['\"]?[^\S\n]*[:=][^\S\n]*['\"]?"
+                             r"(-?(?i:nan|inf(?:inity)?))(?![\w.])")
 
 
 def _nonfinite_beside(text: str) -> str:
