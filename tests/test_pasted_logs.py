@@ -7578,3 +7578,28 @@ def test_a_rise_of_one_unit_of_the_last_printed_digit_is_no_spike(tmp_path):
     lines[-1] = lines[-1].replace("Train loss 0.001", "Train loss 0.009")
     (run,) = discover_runs(_write(tmp_path / "dpo.log", lines))
     assert [i.step for i in analyze_run(run).incidents if i.kind == "loss_spike"] == [69]
+
+
+def test_wenets_older_batch_of_the_epochs_count(tmp_path):
+    """WeNet's executor before September 2021 printed f"TRAIN Batch {batch_idx}/{num_total_batch} loss ...": four
+    ranks' NaN at batch 20,100 of 282,164 (wenet#496) was 'at step 282164', and a longer log's steps came out near
+    1e9 (epoch 20,100 times the batches of one). Where every line's second number is the same and the first moves
+    under it (or stands above 1,000 at one batch), it is the batch of the epoch's count."""
+    lines = [f"2021-07-07 04:50:41,080 DEBUG TRAIN Batch 20100/282164 loss nan loss_att nan loss_ctc nan lr 0.00004021 "
+             f"rank {rank}" for rank in (3, 0, 2, 1)]
+    (run,) = discover_runs(_write(tmp_path / "nan.log", lines))
+    assert run.steps.index.tolist() == [20100]
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 20100)]
+    lines = [f"2021-07-07 04:{b // 100 % 60:02d}:41,080 DEBUG TRAIN Batch {b}/282164 loss {90 - b / 1000:.6f} loss_att "
+             f"80.1 loss_ctc 100.3 lr 0.00004021 rank 0" for b in range(100, 3100, 100)]
+    (run,) = discover_runs(_write(tmp_path / "old.log", lines))
+    assert run.steps.index.tolist() == list(range(100, 3100, 100)) and run.source == "wenet"
+    # The newer lines, epoch then batch, as before: an epoch's count restarting under each epoch.
+    lines = [f"DEBUG TRAIN Batch {e}/{b} loss {90 - e - b / 1000:.6f} lr 0.0004 rank 0" for e in range(2) for b in
+             range(0, 1000, 100)]
+    (run,) = discover_runs(_write(tmp_path / "new.log", lines))
+    assert run.steps["loss"].is_monotonic_decreasing and len(run.steps) == 20
+    # ... and one line an epoch (CosyVoice's, its epochs 0, 1, 2, ... at step 100 of each): epochs still.
+    lines = [f"DEBUG TRAIN Batch {e}/100 loss {2.8 - e / 10:.6f} acc 0.3 lr 0.0008 grad_norm 0.0 rank 0" for e in range(6)]
+    (run,) = discover_runs(_write(tmp_path / "cosyvoice.log", lines))
+    assert run.steps.index.tolist() == [100, 200, 300, 400, 500, 600]

@@ -567,12 +567,38 @@ CHINESE_NER = Dialect(
 # f"TRAIN Batch {epoch}/{batch} loss {loss:.6f} loss_att ... lr {lr:.8f} rank 0" (newer versions:
 # "TRAIN | steps/sec 2.381| Batch {epoch}/{step} loss ...", the step going on across epochs); its
 # "CV Batch" lines are the evaluation's own batches; "Epoch {e} [Step {s}] CV info ... cv_loss X"
-# closes each epoch.
+# closes each epoch. Its executor before September 2021 printed "TRAIN Batch {batch_idx}/{num_total_batch}
+# loss ...": the batch of the epoch's count (_wenet_batch_of_total).
+_WENET_BATCH = re.compile(r"(\bTRAIN\b[^\n]*?\bBatch )(\d+)/(\d+)( loss )")
+
+
+def _wenet_batch_of_total(text: str) -> str:
+    """WeNet's older lines, "Batch {batch}/{batches in the epoch}", as "Batch {batch} of {batches}",
+    where every line's second number is the same and below it the first moves by a logging
+    interval (or, at one batch only, stands above 1,000: no epoch's): read as a count within the
+    epoch, not as epoch/batch (a NaN at batch 20,100 of 282,164 was "at step 282164"). A newer log
+    that prints one line an epoch has its epochs move by 1 over one step: "Batch 0/100", "Batch
+    1/100" (CosyVoice's).
+
+    Example:
+        >>> _wenet_batch_of_total("TRAIN Batch 100/282164 loss 9.1\\nTRAIN Batch 200/282164 loss 8.9\\n")
+        'TRAIN Batch 100 of 282164 loss 9.1\\nTRAIN Batch 200 of 282164 loss 8.9\\n'
+    """
+    found = _WENET_BATCH.findall(text)
+    firsts, seconds = sorted({int(m[1]) for m in found}), {int(m[2]) for m in found}
+    moves = [b - a for a, b in zip(firsts, firsts[1:])]
+    if len(seconds) != 1 or not firsts[-1] < min(seconds) or not (moves and min(moves) > 1 or firsts[0] > 1000):
+        return text
+    return _WENET_BATCH.sub(r"\1\2 of \3\4", text)
+
+
 WENET = Dialect(
     name="wenet",
     description='WeNet ("TRAIN Batch E/N loss X loss_att ... lr L rank 0", "Epoch E CV info cv_loss X")',
     shapes=(
         Shape(re.compile(r"\bTRAIN\b[^\n]*?\bBatch (\d+)/(\d+) (loss [^\n]*)"), head=("epoch0", "iter"),
+              separators=(), keys={"loss": metrics.LOSS, "lr": metrics.LR, "grad_norm": metrics.GRAD_NORM_TOTAL}),
+        Shape(re.compile(r"\bTRAIN\b[^\n]*?\bBatch (\d+) of (\d+) (loss [^\n]*)"), head=("iter", "total"),
               separators=(), keys={"loss": metrics.LOSS, "lr": metrics.LR, "grad_norm": metrics.GRAD_NORM_TOTAL}),
         # (read among the evaluation lines, as val_loss at its step)
         Shape(re.compile(rf"\bEpoch \d+ Step (\d+) CV info [^\n]*?\bcv_loss ({_NUM})"), head=(metrics.STEP, metrics.LOSS)),
@@ -581,6 +607,8 @@ WENET = Dialect(
     epoch_evaluation=Shape(re.compile(rf"\bEpoch (\d+) CV info [^\n]*?\bcv_loss ({_NUM})"), head=("epoch0", metrics.LOSS)),
     sniff=re.compile(r"\bTRAIN\b[^\n]*?\bBatch \d+/\d+ loss (?:[-+\d.]|nan|inf)"),  # (a paste of NaN lines alone too)
     min_records=2,
+    rewrite=_wenet_batch_of_total,
+    rewrite_needs=("TRAIN",),
 )
 
 # nnU-Net (v2) training_log_*.txt: every line "<date> <time>.<us>: <message>"; an epoch is
