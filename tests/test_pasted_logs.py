@@ -7603,3 +7603,23 @@ def test_wenets_older_batch_of_the_epochs_count(tmp_path):
     lines = [f"DEBUG TRAIN Batch {e}/100 loss {2.8 - e / 10:.6f} acc 0.3 lr 0.0008 grad_norm 0.0 rank 0" for e in range(6)]
     (run,) = discover_runs(_write(tmp_path / "cosyvoice.log", lines))
     assert run.steps.index.tolist() == [100, 200, 300, 400, 500, 600]
+
+
+def test_a_zero_padded_nan_is_a_nan(tmp_path):
+    """A TensorFlow script printed its loss with "%07.5f": Python pads a NaN with zeros, "loss = 0000nan" at step 80,
+    where its run went NaN (tensorflow#42834); the line was dropped and the run 'healthy'."""
+    lines = [f"Step {s:>7d} ({s / 3.4:.2f}%): loss = {3.1 - s / 100:07.5f} EER=0.00000" for s in range(10, 80, 10)]
+    lines.append(f"Step      80 (23.64%): loss = {float('nan'):07.5f} EER=0.00000")
+    assert lines[-1].endswith("loss = 0000nan EER=0.00000")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 80)]
+
+
+def test_every_ranks_line_at_one_batch_printing_nan_says_the_nan(tmp_path):
+    """icefall under SageMaker's mpirun: eight ranks' "(5/8) Epoch 7, batch 1650, loss[loss=nan, simple_loss=inf, ...]",
+    all at one batch (icefall#1869): refused as 'its 4 step lines all read as one step (1650)', the NaN unsaid."""
+    lines = [f"[1,mpirank:{r},algo-1]<stderr>:2025-01-19 09:00:32,064 INFO [finetune.py:1142] ({r}/8) Epoch 7, "
+             "batch 1650, loss[loss=nan, simple_loss=inf, pruned_loss=inf, ctc_loss=nan, over 3310.00 frames. ], "
+             "tot_loss[over 792510.56 frames. ], batch size: 14, lr: 4.28e-03, grad_scale: 2.0" for r in (5, 0, 6, 3)]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "train.log", lines))])
+    assert result.exit_code == 1 and "all read as one step (1650), whose loss is nan at step 1650" in result.output

@@ -331,12 +331,13 @@ def _one_record(text: str, path: str | Path) -> str | None:
         said = _nonfinite_in(scan(text, dialect).steps) or _nonfinite_beside(text)
         return (f"'{path}': one step line ({dialect.description}){said}: sentinel judges a series of steps, not one "
                 "value; paste or pass more of the log (two step lines at least)")
-    steps = scan(text, dialect).steps.index  # (a refusal's path only: the file is read once more)
-    if records > 1 and len(steps) == 1:  # Demucs pasted from four processes at one step; fairseq's num_updates=0
-        return (f"'{path}': its {records} step lines all read as one step ({int(steps[0])}): the count that moves "
-                "is not one sentinel takes for the step (pass --step-col with its key, where it has one), or the "
-                "step never advanced (every process printing the same one; no update made); sentinel judges a "
-                "series of steps")
+    steps = scan(text, dialect).steps  # (a refusal's path only: the file is read once more)
+    if records > 1 and len(steps.index) == 1:  # Demucs pasted from four processes at one step; fairseq's num_updates=0
+        said = _nonfinite_in(steps) or _nonfinite_beside(text)  # (icefall's ranks, each loss=nan at batch 1650)
+        return (f"'{path}': its {records} step lines all read as one step ({int(steps.index[0])}){said}: the count "
+                "that moves is not one sentinel takes for the step (pass --step-col with its key, where it has one), "
+                "or the step never advanced (every process printing the same one; no update made); sentinel judges "
+                "a series of steps")
     return None
 
 

@@ -279,12 +279,17 @@ def plain_numbers(text: str, lines: Lines | None = None) -> tuple[str, Lines]:
         'Total iter: 10, epoch: 0, batch: 10, loss: nan\\n'
         >>> plain_numbers("epoch: 0, iter: 50, loss: [13.207467]soft_label: [13.207467]\\n")[0]
         'epoch: 0, iter: 50, loss: 13.207467 soft_label: [13.207467]\\n'
+        >>> plain_numbers("Step      80 (23.64%): loss = 0000nan EER=0.00000\\n")[0]
+        'Step      80 (23.64%): loss = nan EER=0.00000\\n'
     """
     lines = Lines.of(text, lines)
     wrapped, grouped = lines.holds_any(_WRAPPED_WORDS), lines.holds_any((_GROUPED_LOSS,))
     listed = lines.holds_any(_LISTED_LOSS_WORDS)
-    if not (wrapped or grouped or listed):
+    padded = lines.holds_any(_ZERO_PADDED_WORDS)
+    if not (wrapped or grouped or listed or padded):
         return text, lines
+    if padded:
+        text = _ZERO_PADDED_NONFINITE.sub(r"\1\2", text)
     if wrapped:
         text = _WRAPPED_NUMBER.sub(r"\1\2", text)
     if grouped:
@@ -294,6 +299,11 @@ def plain_numbers(text: str, lines: Lines | None = None) -> tuple[str, Lines]:
                                 text)
     return text, Lines(text)
 
+
+# Python's zero padding of a non-finite value ("%07.5f" % nan: "0000nan"; "-0000inf"), a loss format
+# meant to align finite ones (a TensorFlow script's "loss = 0000nan" at the step its run went NaN).
+_ZERO_PADDED_WORDS = ("0nan", "0inf")
+_ZERO_PADDED_NONFINITE = re.compile(r"(?<![\w.])(-?)0+(nan|inf)\b")
 
 # PaddlePaddle's loggers print each value as f"{v:x<6f}": a float padded to 6 characters with 'x',
 # which only a non-finite value is short enough to get ("nanxxx", "infxxx", "-infxx").
