@@ -7623,3 +7623,31 @@ def test_every_ranks_line_at_one_batch_printing_nan_says_the_nan(tmp_path):
              "tot_loss[over 792510.56 frames. ], batch size: 14, lr: 4.28e-03, grad_scale: 2.0" for r in (5, 0, 6, 3)]
     result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "train.log", lines))])
     assert result.exit_code == 1 and "all read as one step (1650), whose loss is nan at step 1650" in result.output
+
+
+def test_nemo_0x_step_lines_above_their_loss_and_its_nan_warning(tmp_path):
+    """NeMo 0.x's callbacks log "Step: 2100", then "Loss: 100.46" and "training_batch_WER: 100.00%", each a line of
+    its own; its AMP run went NaN, "WARNING: Loss is NaN or inf tensor(nan, ...)" (NeMo#272): steps 1-3, 'healthy'."""
+    lines = []
+    for step, loss in ((2100, 100.46298217773438), (2200, 148.91075134277344), (2300, 110.98063659667969)):
+        lines += [f"2020-01-20 10:56:56,094 - INFO - Step: {step}", f"2020-01-20 10:56:56,099 - INFO - Loss: {loss}",
+                  "2020-01-20 10:56:56,099 - INFO - training_batch_WER:  100.00%",
+                  "2020-01-20 10:56:56,099 - INFO - Step time: 0.5234289169311523 seconds"]
+    lines += ["2020-01-20 11:00:16,715 - WARNING - WARNING: Loss is NaN or inf tensor(nan, device='cuda:0', "
+              "grad_fn=<MeanBackward0>)"] * 3
+    (run,) = discover_runs(_write(tmp_path / "nemo.log", lines))
+    assert run.steps.index.tolist() == [2100, 2200, 2300]
+    assert any("read at the step a line above it names" in w for w in run.warnings)
+    assert [(i.kind, i.severity.value) for i in analyze_run(run).incidents] == [("nonfinite", "critical")]
+
+
+def test_log_dicts_under_a_line_naming_their_step(tmp_path):
+    """A DPO script printed "Step 500", then the Trainer's log dict, every 500 steps (a thread of eric-mitchell's DPO):
+    the dicts were numbered 1, 2 in order. Each is read at the step above it, and said so."""
+    lines = []
+    for step in range(500, 3001, 500):
+        lines += [f"Step {step}", f"{{'loss': {0.7 - step / 10000:.4f}, 'learning_rate': 0.0004, "
+                                  f"'rewards/chosen': -2.3, 'rewards/margins': 7.0, 'epoch': {step / 3000:.2f}}}", ""]
+    (run,) = discover_runs(_write(tmp_path / "dpo.log", lines))
+    assert run.steps.index.tolist() == list(range(500, 3001, 500))
+    assert any("each is read at the step a line above it names" in w for w in run.warnings)

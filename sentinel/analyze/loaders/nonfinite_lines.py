@@ -58,9 +58,9 @@ NONFINITE_LINES: tuple[EventLine, ...] = (
     # and patience is exhausted. ..."); pytorch-accelerated's TerminateOnNaNCallback, and the scripts
     # that say it so: "Stopping training due to NaN loss ..."; TensorFlow's NanTensorHook (and OpenNMT-tf,
     # and the TF 1 scripts that assert it): "Model diverged with loss = NaN."; RecBole's
-    # ValueError("Training loss is nan").
-    EventLine(re.compile(r"\bloss is NAN or INF, training process cannot continue|\bLoss is not finite and "
-                         r"patience is exhausted|(?i:\bstopping training due to nan loss\b)|"
+    # ValueError("Training loss is nan"); NeMo 0.x's logging.warning(f"WARNING: Loss is NaN or inf {loss}").
+    EventLine(re.compile(r"\bloss is NAN or INF, training process cannot continue|\bLoss is NaN or inf\b|"
+                         r"\bLoss is not finite and patience is exhausted|(?i:\bstopping training due to nan loss\b)|"
                          r"\bModel diverged with loss = NaN\b|(?i:\btraining loss is nan\b)"),
               EventKind.NONFINITE, source="loss_check", detail={"metric": metrics.LOSS}),
     # OLMo-core's trainer: RuntimeError(f"{ce_loss} loss encountered at step {step}"), at its own step.
@@ -116,7 +116,8 @@ WORDS = (re.compile(r"returned (?:nan|inf) values|Loss is (?:nan|-?inf)|Detected
                     r"`parameters` is non-finite|loss become infinite|Invalid loss, terminating|invalid value \(|NaN detected|"
                     r"(?i:loss (?:has )?bec[oa]me (?:nan|inf)\b)|loss is NAN or INF|Loss is not finite and|"
                     r"(?i:stopping training due to nan loss)|Model diverged with loss = NaN|(?i:training loss is nan)|(?:nan|inf) loss encountered at|"
-                    r"NaN loss during training|LossTensor is inf or nan|contains a NaN|(?i:detected (?:nan|inf) loss)|"
+                    r"NaN loss during training|LossTensor is inf or nan|Loss is NaN or inf|"
+                    r"contains a NaN|(?i:detected (?:nan|inf) loss)|"
                     r"received an? (?:nan|inf) loss|Nan in summary histogram for|NaN in loss occurred|"
                     r"NaN Detected\. Loss|"
                     r"A NaN was detected and you have NaN protection|\d[^\S\n]+\((?:nan|-?inf)\)|"

@@ -926,8 +926,9 @@ def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str
     note_crash(text, found, dialect)
     if dialect.note is not None and metrics.LOSS in found.steps.columns and (said := dialect.note(text)):
         found.warnings.append(said)
-    if dialect is LOSS_LINES and found.meta.get("step_source") == "epoch_lines":
-        found.warnings.append("the loss lines carry no step: each is read at the epoch a line above it names")
+    if dialect is LOSS_LINES and found.meta.get("step_source") in ("epoch_lines", "step_lines"):
+        unit = "epoch" if found.meta["step_source"] == "epoch_lines" else "step"
+        found.warnings.append(f"the loss lines carry no step: each is read at the {unit} a line above it names")
     elif dialect is LOSS_LINES:
         found.warnings.append("the loss lines carry no step: numbered 1, 2, 3, ... in order (a line every "
                               "N steps is N steps apart: the steps here count lines)")
@@ -1067,6 +1068,10 @@ def _hf_steps(text: str, found) -> None:
         gaps = np.diff(logged.to_numpy())
         found.meta["logging_steps"] = int(np.median(gaps)) if len(gaps) else None
         found.meta["step_source"] = "progress bar"
+        return
+    if found.meta.get("step_source") == "step_lines":  # "Step 500" above each dict (a DPO script's print)
+        found.meta["logging_steps"] = None
+        found.warnings.append("HF Trainer log dicts carry no step: each is read at the step a line above it names")
         return
     epochs, total = _HF_EPOCHS.search(text), _HF_TOTAL.search(text)
     interval, told = None, None

@@ -1015,42 +1015,63 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
         else:
             table["_step"] = ordinal.astype("float64")
             meta["step_source"] = "order"
-            epochs = _epochs_above(text, lines, table_shapes, counts) if text and kept is None else None
-            if epochs is not None:  # each record under a line naming its epoch (HLFormer's "Epoch: 14")
-                table["_step"] = np.r_[np.nan, epochs][ordinal]
-                meta["step_source"] = "epoch_lines"
-                meta[STEP_UNIT] = "epoch"
+            above = _counts_above(text, lines, table_shapes, counts) if text and kept is None else None
+            if above is not None:  # each record under a line naming its epoch or step (HLFormer's "Epoch: 14")
+                counted, unit = above
+                table["_step"] = np.r_[np.nan, counted][ordinal]
+                meta["step_source"] = f"{unit}_lines"
+                if unit == "epoch":
+                    meta[STEP_UNIT] = "epoch"
     return _steps_frame(table, beside, dialect, warnings)
 
 
-def _epochs_above(text: str, lines: Lines | None, shapes: list[Shape], counts: np.ndarray) -> np.ndarray | None:
+def _counts_above(text: str, lines: Lines | None, shapes: list[Shape], counts: np.ndarray
+                  ) -> tuple[np.ndarray, str] | None:
     """For records of one shape that carry no step (``counts``: those that count one, in text
     order), the epoch a line between each and the record before it names (``Epoch: 14`` above
-    ``Average Loss: nan``), where every record has one and they rise; else None.
+    ``Average Loss: nan``), or else the step a line of its own names there (NeMo 0.x's ``Step:
+    2100`` above ``Loss: 100.46``), where every record has one and they rise, with ``"epoch"`` or
+    ``"step"``; else None.
 
     Example:
         >>> from sentinel.analyze.loaders.dialects import LOSS_LINES
         >>> text = "Epoch: 14  A Relative Failure\\nAverage Loss: nan\\nR@1: 0.0\\nEpoch: 15\\nAverage Loss: nan\\n"
-        >>> _epochs_above(text, None, [LOSS_LINES.shapes[0]], np.ones(2, dtype=bool)).tolist()
-        [14.0, 15.0]
+        >>> counted, unit = _counts_above(text, None, [LOSS_LINES.shapes[0]], np.ones(2, dtype=bool))
+        >>> counted.tolist(), unit
+        ([14.0, 15.0], 'epoch')
     """
-    if len(shapes) != 1 or "poch" not in text or counts.sum() < 2:
+    if len(shapes) != 1 or counts.sum() < 2:
         return None
     starts = _text_positions(Lines.of(text, lines), shapes[0], len(counts))
     if starts is None:
         return None
     starts = np.asarray(starts, dtype=np.int64)[counts]
-    heads = [(m.start(), int(m.group(1))) for m in _EPOCH_NAMED.finditer(text)]
+    for pattern, unit, word in ((_EPOCH_NAMED, "epoch", "poch"), (_STEP_NAMED, "step", "tep")):
+        counted = _named_above(text, starts, pattern) if word in text else None
+        if counted is not None:
+            return counted, unit
+    return None
+
+
+# A line of a step alone, under a logger's prefix: NeMo 0.x's "Step: 2100" (not "Step time: 0.52 seconds").
+_STEP_NAMED = re.compile(r"^(?![^\n]*(?i:loss))[^\n]*?\b(?i:step|iter(?:ation)?)\b[^\S\n]*[:=#]?[^\S\n]*(\d+)[^\S\n]*$",
+                         re.MULTILINE)
+
+
+def _named_above(text: str, starts: np.ndarray, pattern: re.Pattern) -> np.ndarray | None:
+    """The count ``pattern``'s last line before each record (starting at ``starts``) and after the
+    record before it names, where every record has one and they rise; else None."""
+    heads = [(m.start(), int(m.group(1))) for m in pattern.finditer(text)]
     if len(heads) < len(starts):
         return None
     at = np.array([h for h, _ in heads], dtype=np.int64)
     named = np.array([e for _, e in heads], dtype=np.float64)
-    h = np.searchsorted(at, starts) - 1  # the last epoch line before each record
+    h = np.searchsorted(at, starts) - 1  # the last such line before each record
     since = np.r_[-1, starts[:-1]]  # ... after the record before it
     if (h < 0).any() or (at[np.maximum(h, 0)] <= since).any():
         return None
-    epochs = named[h]
-    return epochs if bool((np.diff(epochs) > 0).all()) else None
+    counted = named[h]
+    return counted if bool((np.diff(counted) > 0).all()) else None
 
 
 def _without_summaries(tables: list[dict[str, np.ndarray]], shapes: list[Shape], lines: Lines
