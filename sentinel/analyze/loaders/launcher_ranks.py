@@ -33,7 +33,7 @@ class RankSyntax:
             only a number could be a step's).
         in_order: the "rank" is a process id: the first to print comes first, not the lowest.
         removed: a prefix that marks every line of a process and nothing else (no step's number can
-            be one): taken off the kept rank's lines before the text is sniffed
+            be one): taken off the kept rank's lines where no reader takes the lines as they are
             (:func:`one_rank_unprefixed`), so that the readers of lines that start with their record
             find them.
 
@@ -71,9 +71,9 @@ class RankSyntax:
         other = rf"(?!{keep}\D)\d+"  # a rank's digits, not keep's alone
         return re.compile("^" + self.prefix.format(rank=other) + "[^\n]*", re.MULTILINE).sub("", text)
 
-    def prefix_removed(self, text: str, rank: int) -> str:
-        """``text`` with ``rank``'s prefix taken off its lines."""
-        rank_pattern = f"{rank}(?!\\d)"
+    def prefix_removed(self, text: str, rank: int | None = None) -> str:
+        """``text`` with ``rank``'s prefix taken off its lines (every rank's where None)."""
+        rank_pattern = r"\d+" if rank is None else f"{rank}(?!\\d)"
         text = re.compile(r"\A" + self.prefix.format(rank=rank_pattern)).sub("", text, count=1)  # the first line's
         return self._pattern(rank_pattern, after_line_end=True).sub("\n", text)
 
@@ -158,9 +158,8 @@ def prefixes_removed(text: str) -> str:
     """
     head = text[:_HEAD]
     for syntax in SYNTAXES:
-        if syntax.removed and any(mark in head for mark in syntax.marks):
-            for rank in syntax.ranks(text):
-                text = syntax.prefix_removed(text, rank)
+        if syntax.removed and any(mark in head for mark in syntax.marks) and syntax.ranks(text):
+            text = syntax.prefix_removed(text)
     return text
 
 
