@@ -7651,3 +7651,18 @@ def test_log_dicts_under_a_line_naming_their_step(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "dpo.log", lines))
     assert run.steps.index.tolist() == list(range(500, 3001, 500))
     assert any("each is read at the step a line above it names" in w for w in run.warnings)
+
+
+def test_a_last_log_dict_cut_before_its_end_is_read_to_its_last_whole_field(tmp_path):
+    """A DPO thread's paste (its Trainer log dicts) ended in "{'loss': 631.0259, 'learning_rate': 0.000496922085148784",
+    cut by the window it was copied from: the dict that showed the loss explode was dropped unsaid, the run read
+    as 0.69, 27.3, 16.9. It is read up to its last whole field, said; and a jump of x10 or more over the one value
+    before it, not back down at the log's end, stays critical (one value has no spread to hold it to)."""
+    lines = [f"{{'loss': {loss}, 'learning_rate': 0.0004998, 'rewards/chosen': 0.0, 'rewards/margins': 0.0, "
+             f"'epoch': {0.06 * k:.2f}}}" for k, loss in enumerate((0.6931, 27.3212, 16.8992), 1)]
+    lines.append("{'loss': 631.0259, 'learning_rate': 0.000496922085148784")
+    (run,) = discover_runs(_write(tmp_path / "dpo.log", lines))
+    assert run.steps["loss"].tolist() == [0.6931, 27.3212, 16.8992, 631.0259]
+    assert any("the last log dict (line 4) is cut off before its end" in w for w in run.warnings)
+    (spike,) = [i for i in analyze_run(run).incidents if i.kind == "loss_spike"]
+    assert spike.severity == "critical" and "not recovered" in spike.message

@@ -273,7 +273,8 @@ def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig, last_step: int 
             # (PaddleClas' paste from an epoch's first batch, 0.0176, then its intervals' 0.05-0.09)
             after = f"not back down by the last logged step {last}: {OVER_ONE_VALUE}"
             unknown = True
-        elif (span.get("history") or _FEW_VALUES + 1) <= _FEW_VALUES and span["score"] < _WITHIN_THEIR_SPREAD:
+        elif 2 <= (span.get("history") or _FEW_VALUES + 1) <= _FEW_VALUES and span["score"] < _WITHIN_THEIR_SPREAD:
+            # (one value before it has no spread: the branch above judged it, a jump of x10 or more sure)
             # (a batch-size-1 paste's 0.069, 0.000, then 2.8, 2.2, 5.0, 1.3, 11.3: x72.9 at score 0.14)
             after = (f"not back down by the last logged step {last}: the {span['history']} values before it spread as "
                      "wide as the jump, so whether the loss rose or they were lucky low ones is not known")

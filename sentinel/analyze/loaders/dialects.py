@@ -269,7 +269,15 @@ def _hf_dicts_unwrapped(text: str) -> str:
         text = _SWIFT_STEP.sub(r"'step': \1", text)
     if _HF_DICT_OPEN.search(text) is None:  # every dict on one line: the usual log
         return text
-    return _HF_WRAPPED_DICT.sub(lambda m: m.group(0).replace("\n", " ") + "\n" * m.group(0).count("\n"), text)
+    text = _HF_WRAPPED_DICT.sub(lambda m: m.group(0).replace("\n", " ") + "\n" * m.group(0).count("\n"), text)
+    return HF_CUT_DICT.sub(r"\1}", text)
+
+
+# A dict cut off before its closing brace with nothing after it (a paste's last line, cut by the
+# window it was copied from): read up to its last whole field (the field after the last comma may
+# be cut inside its number). A DPO paste's last dict, "{'loss': 631.0259, 'learning_rate':
+# 0.000496922085148784", was the loss that exploded, dropped unsaid.
+HF_CUT_DICT = re.compile(r"^(\{'(?:loss|eval_[a-z_]+)': [^{}\n]*?), [^,{}\n]*(?=\s*\Z)", re.MULTILINE)
 
 
 HF_TRAINER = Dialect(
