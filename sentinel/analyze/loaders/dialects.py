@@ -270,14 +270,28 @@ def _hf_dicts_unwrapped(text: str) -> str:
     if _HF_DICT_OPEN.search(text) is None:  # every dict on one line: the usual log
         return text
     text = _HF_WRAPPED_DICT.sub(lambda m: m.group(0).replace("\n", " ") + "\n" * m.group(0).count("\n"), text)
-    return HF_CUT_DICT.sub(r"\1}", text)
+    cut = hf_cut_dict(text)
+    return text if cut is None else text[:cut.start()] + cut.group(1) + "}" + text[cut.end():]
 
 
 # A dict cut off before its closing brace with nothing after it (a paste's last line, cut by the
 # window it was copied from): read up to its last whole field (the field after the last comma may
 # be cut inside its number). A DPO paste's last dict, "{'loss': 631.0259, 'learning_rate':
 # 0.000496922085148784", was the loss that exploded, dropped unsaid.
-HF_CUT_DICT = re.compile(r"^(\{'(?:loss|eval_[a-z_]+)': [^{}\n]*?), [^,{}\n]*(?=\s*\Z)", re.MULTILINE)
+_HF_CUT_DICT = re.compile(r"(\{'(?:loss|eval_[a-z_]+)': [^{}\n]*?), [^,{}\n]*(?=\s*\Z)")
+
+
+def hf_cut_dict(text: str) -> re.Match | None:
+    """The text's last line where it is a log dict cut off before its closing brace, else None.
+
+    Example:
+        >>> hf_cut_dict("{'loss': 0.69, 'epoch': 0.1}\\n{'loss': 631.0259, 'learning_rate': 0.00049\\n").group(1)
+        "{'loss': 631.0259"
+    """
+    end = len(text)
+    while end and text[end - 1].isspace():  # (the trailing line ends alone: no copy of the text)
+        end -= 1
+    return _HF_CUT_DICT.match(text, text.rfind("\n", 0, end) + 1)
 
 
 HF_TRAINER = Dialect(

@@ -25,9 +25,9 @@ import pandas as pd
 from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, STEP_UNIT, LoadOptions, RunData, nonfinite_name
 from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER, FALLBACKS,
-                                               GENERAL_READERS, GENERIC, HF_CUT_DICT, HF_TRAINER, KERAS_EPOCHS,
+                                               GENERAL_READERS, GENERIC, HF_TRAINER, KERAS_EPOCHS,
                                                LOSS_LINES, NONFINITE_ONLY, PAIRS, YOLOV4_PYTORCH,
-                                               reads_bar_running_mean)
+                                               hf_cut_dict, reads_bar_running_mean)
 from sentinel.analyze.loaders.dialect_types import Dialect, LossTerms
 from sentinel.analyze.loaders.crash_tail import TRACEBACK, final_error
 from sentinel.analyze.loaders.keys import (canonical_key, inferred_loss_note, is_aggregate, is_regulariser,
@@ -919,7 +919,7 @@ def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str
         found.meta[STEP_UNIT] = dialect.step_unit
     if dialect is HF_TRAINER:
         _hf_steps(text, found)
-        if (cut := HF_CUT_DICT.search(text)) is not None:
+        if (cut := hf_cut_dict(text)) is not None:
             found.warnings.append(f"the last log dict (line {text.count(chr(10), 0, cut.start()) + 1}) is cut off "
                                   "before its end: read up to its last whole field")
     if dialect is GENERIC and Lines.of(text, lines).holds_any(_EPOCH_MEAN_WORDS):
