@@ -7666,3 +7666,16 @@ def test_a_last_log_dict_cut_before_its_end_is_read_to_its_last_whole_field(tmp_
     assert any("the last log dict (line 4) is cut off before its end" in w for w in run.warnings)
     (spike,) = [i for i in analyze_run(run).incidents if i.kind == "loss_spike"]
     assert spike.severity == "critical" and "not recovered" in spike.message
+
+
+def test_a_tables_steps_each_printed_by_every_rank_are_said(tmp_path):
+    """tf_cnn_benchmarks under an MPIJob, 16 ranks without a tag: each step's table row printed 16 times, each with
+    its rank's total_loss (mpi-operator#46). The rows of a step were merged to the last, unsaid; the text readers
+    say it of their lines, and so does the table reader now."""
+    lines = ["Done warm up", "Step\tImg/sec\ttotal_loss"]
+    for step in (1, 10, 20, 30):
+        lines += [f"{step}\timages/sec: 3.7 +/- 0.0 (jitter = 0.0)\t{9.2 - step / 100 + rank / 50:.3f}"
+                  for rank in range(16)]
+    (run,) = discover_runs(_write(tmp_path / "mpijob.log", lines))
+    assert run.steps.index.tolist() == [1, 10, 20, 30]
+    assert any(w.startswith("4 of 4 steps print their loss 16 times with different values") for w in run.warnings)

@@ -28,6 +28,7 @@ import pandas as pd
 from sentinel import metrics
 from sentinel.analyze.loaders import COUNTED_ACROSS_EPOCHS, ROWS_NUMBERED, STEP_UNIT, AbandonedHistory, epoch_unit
 from sentinel.analyze.loaders.epoch_counts import steps_across_epochs
+from sentinel.analyze.loaders.repeated_steps import several_losses_per_step
 from sentinel.analyze.loaders.shared_steps import number_shared_steps
 from sentinel.analyze.loaders.went_back import fall_backs, replaced_stretches, survivors
 from sentinel.analyze.loaders.keys import (
@@ -643,6 +644,11 @@ def table_steps(table: pd.DataFrame, step_col: str, loss_col: str, path, warning
     # (a bar's redraws of one row alone: elsewhere a printed "NaN" may be a cell pandas showed empty)
     gone_nan = _last_printed_nan(frame, rows(np.asarray(printed, dtype=bool))) \
         if printed is not None and not batch_rows else None
+    # (16 ranks' untagged rows a step; not a bar's redraws of its running mean, whose last is the epoch's)
+    if batch_rows and metrics.LOSS in frame.columns and frame.index.has_duplicates:
+        said = several_losses_per_step(frame.index.to_numpy(), frame[metrics.LOSS].to_numpy(dtype="float64"))
+        if said is not None:
+            warnings.append(said)
     frame = order_columns(merge_steps(frame))
     if gone_nan is not None and len(gone_nan):
         frame.loc[gone_nan, metrics.LOSS] = np.nan

@@ -83,6 +83,7 @@ from sentinel.analyze.loaders.launcher_ranks import one_rank
 from sentinel.analyze.loaders.epoch_counts import epoch_length as _epoch_length
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.pattern_prefix import literal_first
+from sentinel.analyze.loaders.repeated_steps import several_losses_per_step
 from sentinel.analyze.loaders.record_fields import (KEY, NAN_PREFIX, NUMBER_SYNTAX, check_heads, marks_nan, metric_name,
                                                     prefixed, unit_suffix, units_order, watches_nonfinite, widest)
 from sentinel.analyze.loaders.template_reader import read_templates
@@ -1163,8 +1164,10 @@ def _steps_frame(table: dict[str, np.ndarray], beside: np.ndarray, dialect: Dial
         # Records in step order: merge runs with numpy, and build the frame in its final
         # column order without the NaN marks (no copy later).
         if metrics.LOSS in table and len(step) > 1 and bool((step[1:] == step[:-1]).any()):
-            _say_several_losses_per_step(step, table[metrics.LOSS], dialect, warnings,
-                                         table.get(NAN_PREFIX + metrics.LOSS))
+            said = several_losses_per_step(step, table[metrics.LOSS], dialect.record_word,
+                                           table.get(NAN_PREFIX + metrics.LOSS))
+            if said is not None:
+                warnings.append(said)
         index, columns = _last_per_step(table, step)
         logged_nan = {name[len(NAN_PREFIX):]: columns.pop(name) == 1.0
                       for name in [c for c in columns if c.startswith(NAN_PREFIX)]}
@@ -1190,41 +1193,6 @@ def _steps_frame(table: dict[str, np.ndarray], beside: np.ndarray, dialect: Dial
     for column in [c for c in main.columns if c.startswith(NAN_PREFIX)]:
         logged_nan[column[len(NAN_PREFIX):]] = (main.pop(column) == 1.0).to_numpy()
     return as_float64(main), logged_nan
-
-
-def _say_several_losses_per_step(step: np.ndarray, loss: np.ndarray, dialect: Dialect, warnings: list[str],
-                                 nan_mark: np.ndarray | None = None) -> None:
-    """Warn where most steps print their loss several times, with different values (every rank
-    printing, without the rank before its lines; each micro-batch's loss): the last of each step
-    is read, and the series mixes them. ``step`` in order. A bar redrawing a count now and then
-    says nothing, nor does one that shows the step before's loss at its new count first. A record
-    without a loss (the Trainer's evaluation dict at its step) prints none; one that printed a NaN
-    (``nan_mark``: 1.0 there) does."""
-    printed = ~np.isnan(loss) if nan_mark is None else ~np.isnan(loss) | (nan_mark == 1.0)
-    if not printed.all():
-        step, loss = step[printed], loss[printed]
-    if not len(step):
-        return
-    starts = np.flatnonzero(np.r_[True, step[1:] != step[:-1]])
-    counts = np.diff(np.r_[starts, len(step)])
-    several = counts > 1
-    if several.sum() * 2 < len(starts):
-        return
-    last = loss[np.r_[starts[1:], len(step)] - 1]  # each step's last record
-    differ = np.zeros(len(starts), dtype=bool)
-    per_record = np.repeat(last, counts)
-    unequal = ~((loss == per_record) | (np.isnan(loss) & np.isnan(per_record)))
-    # A bar drawn at its new count before its description was set again shows the step before's
-    # loss (llama-recipes' "step N completed (loss: X)" description): a redraw, not another print.
-    unequal &= loss != np.repeat(np.r_[np.nan, last[:-1]], counts)
-    np.logical_or.at(differ, np.repeat(np.arange(len(starts)), counts), unequal)
-    if differ.sum() * 2 < len(starts):
-        return
-    times = int(np.median(counts[several]))
-    warnings.append(f"{int(differ.sum())} of {len(starts)} {dialect.record_word}s print their loss {times} times "
-                    "with different values (every rank printing? each micro-batch?): the last printed of each is "
-                    "read. Print from rank 0 only, or let the launcher put the rank before each line (torchrun "
-                    "--tee 3, srun --label, mpirun --tag-output: rank 0's lines are then read)")
 
 
 def _spread_over_records(shape: Shape, columns: dict[str, np.ndarray], n: int, records: int | None,
