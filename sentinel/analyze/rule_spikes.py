@@ -228,8 +228,10 @@ def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig, last_step: int 
         spans = [span for span in spans if span["baseline"] > _NO_BASELINE or span["start"] > started]
     # A rise of a unit or two of the last printed digit is the print's rounding: mlx's DPO loss at
     # "0.000" from step 63, "0.001" at 66 and 69 ("a spike against a baseline at or below 0, score 231").
-    unit = printed_unit(loss.to_numpy())
-    spans = [span for span in spans if span["peak"] - max(span["baseline"], 0.0) > _ROUNDING_UNITS * unit]
+    if spans:  # (a print's resolution from 4,096 values at most: a run of 1,000,000 steps has it as well)
+        values = loss.to_numpy()
+        unit = printed_unit(values[:: max(1, len(values) // 4096)])
+        spans = [span for span in spans if span["peak"] - max(span["baseline"], 0.0) > _ROUNDING_UNITS * unit]
     if per_epoch:
         for span in spans:
             span["outlier_batch"] = False
