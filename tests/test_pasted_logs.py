@@ -7603,6 +7603,9 @@ def test_wenets_older_batch_of_the_epochs_count(tmp_path):
     lines = [f"DEBUG TRAIN Batch {e}/100 loss {2.8 - e / 10:.6f} acc 0.3 lr 0.0008 grad_norm 0.0 rank 0" for e in range(6)]
     (run,) = discover_runs(_write(tmp_path / "cosyvoice.log", lines))
     assert run.steps.index.tolist() == [100, 200, 300, 400, 500, 600]
+    # A part of a log with the word but no batch line (a training cut at its fresh start) is given back as it is.
+    from sentinel.analyze.loaders.dialects import _wenet_batch_of_total
+    assert _wenet_batch_of_total("TRAIN starts\n") == "TRAIN starts\n"
 
 
 def test_a_zero_padded_nan_is_a_nan(tmp_path):

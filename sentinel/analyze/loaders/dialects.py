@@ -607,6 +607,8 @@ def _wenet_batch_of_total(text: str) -> str:
         'TRAIN Batch 100 of 282164 loss 9.1\\nTRAIN Batch 200 of 282164 loss 8.9\\n'
     """
     found = _WENET_BATCH.findall(text)
+    if not found:  # (a part of a log, its TRAIN word elsewhere)
+        return text
     firsts, seconds = sorted({int(m[1]) for m in found}), {int(m[2]) for m in found}
     moves = [b - a for a, b in zip(firsts, firsts[1:])]
     if len(seconds) != 1 or not firsts[-1] < min(seconds) or not (moves and min(moves) > 1 or firsts[0] > 1000):
