@@ -5,6 +5,7 @@ from __future__ import annotations
 import traceback
 
 import numpy as np
+import pytest
 
 from sentinel.analyze.analyzer import analyze_run
 from sentinel.analyze.discover import discover_runs
@@ -126,3 +127,19 @@ def test_a_notebooks_interrupted_cell_is_the_stop_not_a_later_cells_error(tmp_pa
                     "\x1b[0;31mNameError\x1b[0m: name 'plot_training_history' is not defined"])])]
     nbformat.write(nbformat.v4.new_notebook(cells=done), path)
     assert not [i for i in analyze_run(discover_runs(path)[0]).incidents if i.kind == "crash"]
+
+
+@pytest.mark.parametrize("tag", ["[1,0]<stderr>:", "[0]<stderr>:", "(RayTrainWorker pid=3047, ip=10.0.0.1) "])
+def test_a_traceback_tagged_by_mpirun_or_ray_ends_the_run(tmp_path, tag):
+    """Horovod's PyTorch MNIST under mpirun: its DataLoader died of a bus error after epoch 1's last line, the
+    traceback's lines tagged "[1,0]<stderr>:" (horovod#2255); a Ray Train worker's, "(RayTrainWorker pid=N) ".
+    The tagged error line was no error line: 'healthy'."""
+    lines = [f"{tag}Train Epoch: 1 [{b}/60000 ({b // 600}%)]\tLoss: {2.3 - b / 30000:.6f}"
+             for b in range(0, 60000, 640)]
+    error = RuntimeError("DataLoader worker (pid 1234) is killed by signal: Bus error.")
+    lines += [tag + line for line in _traceback_of(error).splitlines()]
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (run,) = discover_runs(path)
+    (crash,) = [i for i in analyze_run(run).incidents if i.kind == "crash"]
+    assert "RuntimeError: DataLoader worker (pid 1234) is killed by signal: Bus error." in crash.message

@@ -24,8 +24,11 @@ from sentinel.analyze.loaders.nonfinite_lines import WORDS as NONFINITE_WORDS
 TRACEBACK = "Traceback (most recent call last)"
 # The exception line that ends a traceback: a qualified name, then its message (or none); a bare
 # ``Exception`` too (DeepSpeed raises one at its minimum loss scale).
-# (after torchrun's "[rank0]: " or "[default0]:" where it tags each line with its rank)
-_ERROR_LINE = re.compile(r"^(?:\[(?:rank|default)\d+\]:[^\S\n]?)?"
+# (after torchrun's "[rank0]: " or "[default0]:", mpirun's "[1,0]<stderr>:" (twice where a rank's
+# stderr was tagged again) or Ray's "(RayTrainWorker pid=N) ", where a launcher tags each line with its process)
+_LAUNCHER_TAG = (r"(?:\[(?:rank|default)\d+\]:[^\S\n]?|\[(?:\d+,)?\d+\]<std(?:out|err)>:"
+                 r"|\((?:[\w.]+ )?pid=\d+(?:, ip=[\d.]+)?\)[^\S\n]?)")
+_ERROR_LINE = re.compile(rf"^{_LAUNCHER_TAG}{{0,2}}"
                          r"((?:[A-Za-z_][\w.]*)?(?:Error|Exception|Interrupt|Exit|Warning|Fault))(?::[^\S\n]*(.*))?$",
                          re.MULTILINE)
 MAX_MESSAGE = 200
