@@ -1052,8 +1052,10 @@ def _counts_above(text: str, lines: Lines | None, shapes: list[Shape], counts: n
         starts = _text_positions(lines, shapes[0], len(counts)) if starts is None else starts
         if starts is None:
             return None
-        counted = _named_above(lines, np.asarray(starts, dtype=np.int64)[counts], pattern, at)
-        if counted is not None:
+        records = np.asarray(starts, dtype=np.int64)[counts]
+        # (each record's line after the record before it: one named line each, its count rising)
+        counted = _named_before(*_named_lines(lines, pattern, at), records, since=np.r_[-1, records[:-1] + 1])
+        if not np.isnan(counted).any() and bool((np.diff(counted) > 0).all()):
             return counted, unit
     return None
 
@@ -1063,17 +1065,24 @@ _STEP_NAMED = re.compile(r"^(?![^\n]*(?i:loss))[^\n]*?\b(?i:step|iter(?:ation)?)
                          re.MULTILINE)
 
 
-def _named_above(lines: Lines, starts: np.ndarray, pattern: re.Pattern, at: np.ndarray) -> np.ndarray | None:
-    """The count ``pattern``'s last line (``at``: where each starts) before each record (starting at
-    ``starts``) and after the record before it names, where every record has one and they rise;
-    else None."""
-    named = np.array([float(pattern.match(lines.text, int(p)).group(1)) for p in at.tolist()])
-    h = np.searchsorted(at, starts) - 1  # the last such line before each record
-    since = np.r_[-1, starts[:-1]]  # ... after the record before it
-    if (h < 0).any() or (at[np.maximum(h, 0)] <= since).any():
-        return None
-    counted = named[h]
-    return counted if bool((np.diff(counted) > 0).all()) else None
+def _named_lines(lines: Lines, pattern: re.Pattern, at: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Where each line ``pattern`` (a line-local one, its count in its first group) matches starts,
+    and the count it names: the lines found on the line skeletons (``at`` where found already), the
+    counts read at those lines alone."""
+    at = lines.starts(pattern) if at is None else at
+    return at, np.array([float(pattern.match(lines.text, int(p)).group(1)) for p in at.tolist()], dtype=np.float64)
+
+
+def _named_before(at: np.ndarray, named: np.ndarray, starts: np.ndarray, since: np.ndarray) -> np.ndarray:
+    """For each of ``starts``, the count ``named`` by the last line (``at``) before it that starts at
+    ``since`` or later; NaN where there is none (``at`` holds one line at least).
+
+    Example:
+        >>> _named_before(np.array([0, 30]), np.array([8.0, 12.0]), np.array([10, 20, 40]), np.array([0, 10, 20]))
+        array([ 8., nan, 12.])
+    """
+    h = np.searchsorted(at, starts) - 1  # the last such line before each
+    return np.where((h >= 0) & (at[np.maximum(h, 0)] >= since), named[np.maximum(h, 0)], np.nan)
 
 
 def _without_summaries(tables: list[dict[str, np.ndarray]], shapes: list[Shape], lines: Lines
@@ -1641,15 +1650,11 @@ def _epochs_headed(text: str, shape: Shape, wrapped: np.ndarray, lines: Lines | 
     starts = np.asarray(lines.starts(shape.pattern), dtype=np.int64)
     if len(starts) != len(wrapped):
         return None
-    heads = [(m.start(), int(m.group(1))) for m in _EPOCH_NAMED.finditer(text)]
-    if not heads:
+    at, named = _named_lines(lines, _EPOCH_NAMED)
+    if not len(at):
         return None
-    at = np.array([h for h, _ in heads], dtype=np.int64)
-    named = np.array([e for _, e in heads], dtype=np.float64)
     first = starts[np.flatnonzero(np.diff(np.r_[0.0, wrapped]) > 0)]  # where each stretch's first record starts
-    h = np.searchsorted(at, first) - 1  # the last epoch line before each
-    since = np.r_[0, first[:-1]]  # ... after the stretch before's first record
-    epochs = np.where((h >= 0) & (at[np.maximum(h, 0)] >= since), named[np.maximum(h, 0)], np.nan)
+    epochs = _named_before(at, named, first, since=np.r_[0, first[:-1]])  # (after the stretch before's first record)
     if len(epochs) < 2 or np.isnan(epochs[1:]).any():
         return None
     if np.isnan(epochs[0]):
