@@ -44,6 +44,7 @@ def divergence_incidents(loss: pd.Series, spike_spans: list[dict] | None = None,
         incidents.append(_diverged(int(onset), end, float(stretch["best"].iloc[0]), float(stretch["level"].max()),
                                    ongoing=end == last))
     incidents = _over_one_value(_beyond_the_noise(_across_gaps(incidents, loss, frame, epochs), loss), loss)
+    incidents = [_drawn_again(i, loss) for i in incidents]
     incidents = _within_short_noise(incidents, loss)
     ongoing = [i for i in incidents if not i.details["came_back"]]
     runaway = runaway_incidents(loss)
@@ -113,8 +114,7 @@ def _over_one_value(incidents: list[Incident], loss: pd.Series) -> list[Incident
 
     return [dataclasses.replace(i, severity=Severity.WARNING, message=i.message + (
         "; its best level is the log's first value alone, so whether the loss rose or that value was a lucky low one "
-        "is not known")) if alone(i) else i if i.kind != IncidentKind.DIVERGENCE or i.details["came_back"]
-        else _drawn_again(i, loss) for i in incidents]
+        "is not known")) if alone(i) else i for i in incidents]
 
 
 def _drawn_again(incident: Incident, loss: pd.Series) -> Incident:
@@ -132,6 +132,8 @@ def _drawn_again(incident: Incident, loss: pd.Series) -> Incident:
         >>> [(i.severity.value, i.message.split(":")[0]) for i in divergence_incidents(loss)]
         [('info', 'loss level up from step 8000')]
     """
+    if incident.kind != IncidentKind.DIVERGENCE or incident.details["came_back"]:
+        return incident
     values = loss.to_numpy(dtype="float64")
     onset = int(loss.index.searchsorted(incident.step))
     first = float(values[0])

@@ -147,6 +147,17 @@ def one_rank(text: str, warnings: list[str], has_records: Callable[[str], bool] 
     return _one_host(text, warnings, has_records, lines)
 
 
+# The start of a text in which a prefix is looked for (a launcher's prefix marks every line of a
+# process from its first; a search of a whole bar log's text, each time it is sniffed or read, cost
+# a fifth of its read).
+_HEAD = 1 << 18
+
+
+# Ray's note where it printed a line once for several workers that printed it alike (and, the first
+# time, why): the line's own values are those the worker printed.
+_RAY_REPEATED = re.compile(r" ?\[repeated \d+x across cluster\](?: \(Ray deduplicates logs[^\n]*)?")
+
+
 def prefixes_removed(text: str) -> str:
     """``text`` with the prefix of every rank taken off its lines, where a launcher marks every line of
     a process (torchrun, mpirun, Ray: :func:`one_rank_unprefixed`'s); the same object where none does.
@@ -161,17 +172,6 @@ def prefixes_removed(text: str) -> str:
         if syntax.removed and any(mark in head for mark in syntax.marks) and syntax.ranks(text):
             text = syntax.prefix_removed(text)
     return text
-
-
-# Ray's note where it printed a line once for several workers that printed it alike (and, the first
-# time, why): the line's own values are those the worker printed.
-_RAY_REPEATED = re.compile(r" ?\[repeated \d+x across cluster\](?: \(Ray deduplicates logs[^\n]*)?")
-
-
-# The start of a text in which a prefix is looked for (a launcher's prefix marks every line of a
-# process from its first; a search of a whole bar log's text, each time it is sniffed or read, cost
-# a fifth of its read).
-_HEAD = 1 << 18
 
 
 def one_rank_unprefixed(text: str, warnings: list[str],
