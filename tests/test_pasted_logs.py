@@ -7682,3 +7682,29 @@ def test_a_tables_steps_each_printed_by_every_rank_are_said(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "mpijob.log", lines))
     assert run.steps.index.tolist() == [1, 10, 20, 30]
     assert any(w.startswith("4 of 4 steps print their loss 16 times with different values") for w in run.warnings)
+
+
+def _trl_ppo_dict(step: int, policy: str, value: float = 0.3) -> str:
+    """A log dict of TRL's PPOTrainer (0.11+; its RLOOTrainer's alike), as the Trainer prints it: no 'loss' key, the
+    losses under loss/, the sample count as 'episode', the Trainer's 'epoch' last."""
+    return (f"{{'eps': 3, 'objective/kl': 0.0{step % 10}, 'objective/entropy': 61.2, 'objective/non_score_reward': "
+            f"-0.0{step % 10}, 'objective/rlhf_reward': -1.{step % 10}, 'objective/scores': -1.1, 'policy/approxkl_avg': "
+            f"0.001, 'policy/clipfrac_avg': 0.01, 'loss/policy_avg': {policy}, 'loss/value_avg': {value}, "
+            f"'val/clipfrac_avg': 0.02, 'policy/entropy_avg': 2.1, 'val/ratio': 1.0, 'val/ratio_var': 1.4e-05, "
+            f"'val/num_eos_tokens': 8, 'lr': 2.9e-06, 'episode': {64 * step}, 'epoch': {step / 100}}}")
+
+
+def test_trl_ppo_dicts_without_a_loss_key_are_read_by_their_policy_loss(tmp_path):
+    """TRL's PPOTrainer prints Trainer dicts that open on 'eps' and hold no 'loss' key: 'not a log format sentinel
+    reads', and with --loss-col loss/policy_avg 'finds no step it reads with it'. They are the Trainer's dicts: read
+    in order, the policy gradient's loss by itself (its value loss by --loss-col), a NaN in it reported."""
+    lines = [_trl_ppo_dict(s, f"{0.01 - s / 1000:.4f}", value=1.0 / s) for s in range(1, 31)]
+    path = _write(tmp_path / "ppo.log", lines)
+    (run,) = discover_runs(path)
+    assert run.source == "hf_trainer" and run.steps.index.tolist() == list(range(1, 31))
+    assert run.steps["loss"].iloc[-1] == pytest.approx(-0.02)
+    (run,) = discover_runs(path, LoadOptions(loss_col="loss/value_avg"))
+    assert run.steps["loss"].iloc[-1] == pytest.approx(1 / 30)
+    lines[-5:] = [_trl_ppo_dict(s, "nan") for s in range(26, 31)]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "ppo_nan.log", lines))])
+    assert result.exit_code == 0 and "loss non-finite (nan) at steps 26-30" in result.output, result.output

@@ -294,11 +294,15 @@ def hf_cut_dict(text: str) -> re.Match | None:
     return _HF_CUT_DICT.match(text, text.rfind("\n", 0, end) + 1)
 
 
+# A dict that opens on another key and holds the loss further on, ending on the Trainer's 'epoch'
+# (TRL's PPO and RLOO trainers: {'eps': 3, 'objective/kl': ..., 'loss/policy_avg': ..., 'episode':
+# 64, 'epoch': 0.03}, read once --loss-col names one of their losses).
+_HF_LOSS_LATER = r"'[\w/.-]+': [^{}\n]*?, 'loss': [^{}\n]*, 'epoch': [-+\d.e]+"
 HF_TRAINER = Dialect(
     name="hf_trainer",
     description="Hugging Face Trainer printed log dicts ({'loss': X, 'learning_rate': ..., 'epoch': ...})",
     shapes=(
-        Shape(re.compile(r"\{('(?:loss|eval_[a-z_]+)': [^{}\n]*)\}"), head=(),
+        Shape(re.compile(rf"\{{('(?:loss|eval_[a-z_]+)': [^{{}}\n]*|{_HF_LOSS_LATER})\}}"), head=(),
               separators=("'", '"', ":", ","), keys={"loss": metrics.LOSS, "learning_rate": metrics.LR},
               require="loss", scrub=_HF_SCRUB, scrub_needs=("np.float", "tensor(", ": '")),
     ),
@@ -306,7 +310,8 @@ HF_TRAINER = Dialect(
     step_from_order=True,
     rewrite=_hf_dicts_unwrapped,
     rewrite_needs=(_HF_DICT_OPEN, _SWIFT_STEP_WORDS),
-    sniff=re.compile(r"\{'loss': '?(?:[-\d.]|nan\b|inf\b)"),  # newer versions quote the values ('3.895')
+    # (newer versions quote the values: '3.895')
+    sniff=re.compile(rf"\{{'loss': '?(?:[-\d.]|nan\b|inf\b)|\{{(?={_HF_LOSS_LATER}\}})"),
     min_records=2,
 )
 

@@ -282,5 +282,11 @@ def loss_key_note(key: str) -> str:
     """
     note = f"loss read from {key!r} (no key of the lines is named loss)"
     if is_aggregate(key):
-        note += ": an average over steps, in which a one-step spike shows smaller"
+        # ("avg", "mean": over steps, or over one step's batches, as TRL's PPO 'loss/policy_avg' is)
+        over = "over steps" if _SMOOTHED.search(key) else "perhaps over steps"
+        note += f": an average {over}, in which a one-step spike shows smaller"
     return note
+
+
+# Names of a loss smoothed over steps: a running mean (kohya's "avr_loss"), an EMA, an epoch's mean.
+_SMOOTHED = re.compile(r"(?i)avr|running|(?<![a-z])ema(?![a-z])|smooth|epoch")
