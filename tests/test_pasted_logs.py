@@ -7708,3 +7708,22 @@ def test_trl_ppo_dicts_without_a_loss_key_are_read_by_their_policy_loss(tmp_path
     lines[-5:] = [_trl_ppo_dict(s, "nan") for s in range(26, 31)]
     result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "ppo_nan.log", lines))])
     assert result.exit_code == 0 and "loss non-finite (nan) at steps 26-30" in result.output, result.output
+
+
+@pytest.mark.parametrize(("blocks", "epochs"), [("|████████  | ", 4), (" ", 6)])
+def test_lightning_bars_last_frame_of_each_epoch_are_read_in_epoch_order(tmp_path, blocks, epochs):
+    """A terminal (or a notebook, without the bar's blocks) keeps each epoch's last frame of Lightning 1.x's bar, each
+    stopped at another count: 'Epoch 96: 80% 966/1200', 'Epoch 97: 78% 938/1200', ... were read as steps 966, 938,
+    900, 945: the epochs out of order, the final loss epoch 96's, and a falling loss a spike. Each count is read in the
+    epoch its bar's description names."""
+    frames = [(96, 966, 0.144), (97, 938, 0.142), (98, 900, 0.143), (99, 945, 0.137), (100, 951, 0.135),
+              (101, 917, 0.133)][:epochs]
+    lines = []
+    for epoch, count, loss in frames:
+        lines.append(f"Epoch {epoch}:  {count * 100 // 1200}%{blocks}{count}/1200 [01:16<00:18, 12.63it/s, "
+                     f"loss={loss}, v_num=xyj4, val/accuracy=0.866, val/loss=0.527]")
+        lines.append(f"Epoch {epoch}, global step {(epoch + 1) * 900 - 1}: val/accuracy was not in top 1")
+    (run,) = discover_runs(_write(tmp_path / "bar.log", lines))
+    assert run.steps["loss"].tolist() == [loss for _, _, loss in frames]
+    assert run.steps.index.is_monotonic_increasing  # (in epochs, or in steps counted on over them)
+    assert [i.kind for i in analyze_run(run).incidents] == []

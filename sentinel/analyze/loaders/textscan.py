@@ -909,6 +909,9 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
                 epoch = printed
                 if printed[0] > 1:  # a resumed fit: "Epoch 10/50" first, its steps go on from there
                     meta["first_epoch"] = int(printed[0])
+            elif epoch is None and total is not None and (
+                    described := _described_epochs(text, shape, iters, total, columns["_pos"], lines)) is not None:
+                epoch = described  # a bar's "Epoch 96:  80%|...| 966/1200": the epoch its description names
             elif epoch is None and total is not None:
                 epoch = _epochs_from_wraps(iters, total, columns["_pos"], meta, columns.get(metrics.LOSS),
                                            _headers_between(text, shape, n, lines))
@@ -1689,6 +1692,47 @@ def _headers_and_records(text: str, shape: Shape, n: int, lines: Lines | None = 
     if not len(headers) or len(starts) != n:
         return None
     return headers, starts
+
+
+# A tqdm bar's description naming its epoch, then the bar's percentage (Lightning's "Epoch 96:  80%|",
+# a notebook's copy without the bar's blocks, "Epoch 96:  80% 966/1200"): the epoch of the count after it.
+_BAR_EPOCH = re.compile(r"\bEpoch[^\S\n]+(\d+)(?:/\d+)?:[^\S\n]*\d{1,3}%[^\n\r]*?(?=\d+/\d+)")
+
+
+def _described_epochs(text: str, shape: Shape, iters: np.ndarray, total: np.ndarray, pos: np.ndarray,
+                      lines: Lines | None = None) -> np.ndarray | None:
+    """For records of a bar's count (``iters`` of ``total``, in record order), the epoch named by
+    each one's bar description, where every record has one and the count does not tell the
+    epochs itself: some epoch's count falls below the one before it without starting again (the
+    last frame of each epoch pasted, each stopped at another count: "Epoch 96: 80% 966/1200", then
+    "Epoch 97: 78% 938/1200" read as steps 966, then 938); else None (the wraps tell the epochs).
+
+    Example:
+        >>> from sentinel.analyze.loaders.dialects import GENERIC
+        >>> text = "Epoch 6:  80% 966/1200 [loss=0.14]\\nEpoch 7:  78% 938/1200 [loss=0.13]\\n"
+        >>> bar = next(s for s in GENERIC.shapes if s.pattern.search(text) and s.head[:2] == ("iter", "total"))
+        >>> _described_epochs(text, bar, np.array([966., 938.]), np.array([1200., 1200.]), np.arange(2)).tolist()
+        [6.0, 7.0]
+    """
+    order = np.argsort(pos, kind="stable")
+    counts = iters[order]
+    fell = counts[1:] < counts[:-1]
+    if not fell.any() or "Epoch " not in text:
+        return None
+    if bool((counts[1:][fell] <= np.nanmin(counts[:-1][fell]) / 2).all()):
+        return None  # each fall a start again: a count the wraps read (several frames an epoch)
+    lines = Lines.of(text, lines)
+    starts = np.asarray(lines.starts(shape.pattern), dtype=np.int64)
+    described = [(m.start(), float(m.group(1))) for m in _BAR_EPOCH.finditer(text)]
+    if len(starts) != len(iters) or len(described) != len(iters):
+        return None
+    begin, epoch = (np.array(column) for column in zip(*described))
+    after = np.append(starts[1:], len(text))  # (a record's match starts at its line's start, or at its count)
+    if bool((begin[1:] <= starts[:-1]).any()) or bool((begin >= after).any()):
+        return None  # not one description to each record's line
+    out = np.empty(len(iters))
+    out[order] = epoch
+    return out
 
 
 def _finished_bars_alone(iters: np.ndarray, total: np.ndarray, epoch: np.ndarray) -> bool:
