@@ -7727,3 +7727,20 @@ def test_lightning_bars_last_frame_of_each_epoch_are_read_in_epoch_order(tmp_pat
     assert run.steps["loss"].tolist() == [loss for _, _, loss in frames]
     assert run.steps.index.is_monotonic_increasing  # (in epochs, or in steps counted on over them)
     assert [i.kind for i in analyze_run(run).incidents] == []
+
+
+def test_a_tab_after_a_bracketed_round_is_read_as_a_space_is(tmp_path):
+    """XGBoost ('[%d]\\t%s' with its metrics joined by tabs) and LightGBM (f'[{iteration}]\\t{result}') print a tab after
+    the round: 'not a log format sentinel reads', where the same lines with spaces were read. The train metric is the
+    loss; a NaN at a round is reported."""
+    losses = [0.69 * 0.95 ** i for i in range(30)]
+    xgboost = [f"[{i}]\ttrain-logloss:{v:.5f}\teval-logloss:{v * 1.05:.5f}" for i, v in enumerate(losses)]
+    lightgbm = [f"[{i + 1}]\ttraining's binary_logloss: {v:g}\tvalid_1's binary_logloss: {v * 1.05:g}"
+                for i, v in enumerate(losses)]
+    for name, lines, first in (("xgb", xgboost, 0), ("lgb", lightgbm, 1)):
+        (run,) = discover_runs(_write(tmp_path / f"{name}.log", lines))
+        assert run.steps.index.tolist() == list(range(first, first + 30))
+        assert run.steps["loss"].iloc[-1] == pytest.approx(losses[-1], rel=1e-4)
+    xgboost[20:] = [f"[{i}]\ttrain-logloss:nan\teval-logloss:nan" for i in range(20, 30)]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "xgb_nan.log", xgboost))])
+    assert "loss non-finite (nan) at steps 20-29" in result.output, result.output

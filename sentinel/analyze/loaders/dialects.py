@@ -1702,7 +1702,7 @@ _LIGHTNING_LOSS_KEYS = dict.fromkeys(("loss", "train_loss", "train/loss", "train
 
 # CLU's evaluation lines, written as its training lines: "[1000] eval/loss=2.1, eval/accuracy=0.5",
 # "[1000] val_loss=2.1".
-_CLU_EVALUATION = Shape(re.compile(rf"(?:^|\] )\[(\d+)\] [^\n]*?(?<![\w/])(?i:{_EVALUATION_WORD}[_/ ]loss)"
+_CLU_EVALUATION = Shape(re.compile(rf"(?:^|\] )\[(\d+)\][^\S\n][^\n]*?(?<![\w/])(?i:{_EVALUATION_WORD}[_/ ]loss)"
                                    rf"(?:=|:[^\S\n]*)({_NUM})(?:,|[^\S\n]|$)", re.MULTILINE),
                         head=(metrics.STEP, metrics.LOSS))
 
@@ -1739,7 +1739,8 @@ PROGRESS_LINES = Dialect(
         # a script's own "[100] loss: 2.31", and XLNet's absl lines ("...train_gpu.py:303] [21500] | gnorm
         # 0.25 lr 0.000223 | loss 7.64 | pplx 2081.29, bpc 11.0233": the loss after a space).
         # (after a time.ctime() too: pytorch-deepglr's "Fri Apr  3 16:41:06 2020 [1] loss: 9261402.918, time ...")
-        Shape(re.compile(rf"(?:^|\] |^[A-Z][a-z]{{2}} [A-Z][a-z]{{2}} [ \d]\d \d\d:\d\d:\d\d \d{{4}} )\[(\d+)\] [^\n]*?"
+        # (a tab after the count: "[12]\tloss: 0.5", XGBoost's and LightGBM's "[12]\ttrain-logloss:0.5")
+        Shape(re.compile(rf"(?:^|\] |^[A-Z][a-z]{{2}} [A-Z][a-z]{{2}} [ \d]\d \d\d:\d\d:\d\d \d{{4}} )\[(\d+)\][^\S\n][^\n]*?"
                          rf"(?<![\w/])(?i:{_LOSS_KEY})(?:=|:[^\S\n]*|[^\S\n]+)({_NUM})(?:,|[^\S\n]|$)",
                          re.MULTILINE), head=(metrics.STEP, metrics.LOSS)),
         # A count and a colon that open the message, then the loss: DPPO's pretraining under Hydra's
