@@ -7744,3 +7744,14 @@ def test_a_tab_after_a_bracketed_round_is_read_as_a_space_is(tmp_path):
     xgboost[20:] = [f"[{i}]\ttrain-logloss:nan\teval-logloss:nan" for i in range(20, 30)]
     result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "xgb_nan.log", xgboost))])
     assert "loss non-finite (nan) at steps 20-29" in result.output, result.output
+
+
+def test_a_loggers_month_and_day_before_its_clock_is_no_count(tmp_path):
+    """Torch-Pruning's benchmark logger (detectron2's and fvcore's datefmt, '%m/%d %H:%M:%S') opens each line with
+    '[04/01 21:48:48 name]: ': the date was read as a count, 4 of 1, and the epochs 0, 1, 2, ... as steps 4, 5, 6, ...
+    (a reference run judged unhealthy once its loss was named). The lines are read at their epochs."""
+    lines = ["[04/01 21:46:14 cifar10-global-group_sl-resnet56]: Regularizing..."]
+    lines += [f"[04/01 21:{46 + e // 2:02d}:{e * 30 % 60:02d} cifar10-global-group_sl-resnet56]: Epoch {e}/100, "
+              f"Acc={0.9 - e / 1000:.4f}, Train Loss={0.3 * 0.97 ** e:.4f}, lr=0.0100" for e in range(30)]
+    (run,) = discover_runs(_write(tmp_path / "prune.log", lines))
+    assert run.steps.index.tolist() == list(range(30)) and run.meta.get("step_unit") == "epoch"
