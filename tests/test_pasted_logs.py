@@ -7755,3 +7755,17 @@ def test_a_loggers_month_and_day_before_its_clock_is_no_count(tmp_path):
               f"Acc={0.9 - e / 1000:.4f}, Train Loss={0.3 * 0.97 ** e:.4f}, lr=0.0100" for e in range(30)]
     (run,) = discover_runs(_write(tmp_path / "prune.log", lines))
     assert run.steps.index.tolist() == list(range(30)) and run.meta.get("step_unit") == "epoch"
+
+
+def test_a_count_keyed_with_its_totals_name_is_counted_inside_its_epoch(tmp_path):
+    """'Epoch 11, step/total_step: 55/60 91.67% Loss:0.6943' (a course's loop): the count's key named with its total's
+    was read as the step, starting again each epoch, and a 100-epoch log as that many trainings appended. It is the
+    count inside the epoch the line names."""
+    lines = []
+    for epoch in range(10, 14):
+        lines += [f"Epoch {epoch}, step/total_step: {s}/60 {s / 60:.2%} Loss:{2 / (epoch + s / 60):.4f}"
+                  for s in range(5, 61, 5)]
+        lines += ["保存模型...", f"Epoch {epoch}, Val Loss:{4 - epoch / 100:.4f}"]
+    (run,) = discover_runs(_write(tmp_path / "course.log", lines))
+    assert run.steps.index[0] == 9 * 60 + 5 and run.steps.index[-1] == 13 * 60 and len(run.steps) == 48
+    assert not any("trainings" in w for w in run.warnings)

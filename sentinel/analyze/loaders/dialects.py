@@ -1472,10 +1472,13 @@ _EPOCH_NUM = (rf"{_EPOCH_WORD}['\"]?[^\S\n]*(?:[:=#]|-(?=\d))?[^\S\n]*\[?[^\S\n]
               r"[^\S\n]*\]?")
 _EPOCH_START = rf"{_EPOCH_WORD}['\"]?[^\S\n]*(?:[:=#]|-(?=\d))?[^\S\n]*\[?[^\S\n]*\d"
 _EPOCH_GAP = _gap_until(_EPOCH_START)
-# The count a whole number, its key not a unit's denominator ("ms/batch 45.60" is a time), nor a
+# The count a whole number (its key perhaps named with its total's: "step/total_step: 55/60"), its key
+# not a unit's denominator ("ms/batch 45.60" is a time), nor a
 # global count's (MiniLLM's "ppo epoch:  2/ 4 | global iter:     13/  5000|": the step itself), nor
 # an inner loop's ("epoch   4 | inner iter:   0/  4 |": PPO's epochs over one batch of rollouts).
-_EPOCH_THEN_COUNT = rf"{_EPOCH_NUM}{_EPOCH_GAP}(?<![/\w])(?<!global )(?<!inner )(?i:{_COUNT_KEY}\b)[^\S\n]*[:=#]?[^\S\n]*\[?[^\S\n]*(\d+)(?!\.\d|\d)"
+_EPOCH_THEN_COUNT = (rf"{_EPOCH_NUM}{_EPOCH_GAP}(?<![/\w])(?<!global )(?<!inner )"
+                     rf"(?i:{_COUNT_KEY}\b(?:/[a-z_]*{_COUNT_KEY}s?\b)?)"
+                     r"[^\S\n]*[:=#]?[^\S\n]*\[?[^\S\n]*(\d+)(?!\.\d|\d)")
 # "Epoch: [21][ 35/464]", "Epoch 3 [10/100]" (no groups: for a lookahead): the epoch shape below reads it.
 # ... and "Epoch 0/300 200/1000 loss: 0.97" (MONAI's UNETR / Swin-UNETR trainers), the count bare
 # after the epoch's own "/TOTAL".
