@@ -7769,3 +7769,16 @@ def test_a_count_keyed_with_its_totals_name_is_counted_inside_its_epoch(tmp_path
     (run,) = discover_runs(_write(tmp_path / "course.log", lines))
     assert run.steps.index[0] == 9 * 60 + 5 and run.steps.index[-1] == 13 * 60 and len(run.steps) == 48
     assert not any("trainings" in w for w in run.warnings)
+
+
+def test_catboosts_console_refusal_names_learn_not_its_elapsed_total(tmp_path):
+    """CatBoost prints 'N:\\tlearn: X\\ttotal: 184ms\\tremaining: 36.7s': the refusal said 'where total is what the
+    training minimises, pass --loss-col total', the elapsed time, and following it read nothing. Its learn value is the
+    loss function's (unless an eval_metric names another): that is the key named, and it reads."""
+    lines = [f"{i}:\tlearn: {0.677 * 0.97 ** i:.7f}\ttotal: {184 + 110 * i}ms\tremaining: {36.7 - i / 10:.1f}s"
+             for i in range(26)]
+    path = _write(tmp_path / "catboost.log", lines)
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1 and "pass --loss-col learn" in result.output and "--loss-col total" not in result.output
+    (run,) = discover_runs(path, LoadOptions(loss_col="learn"))
+    assert run.steps.index.tolist() == list(range(26))

@@ -264,7 +264,7 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
         return None
     named = [key for key in logged if looks_like_loss(key)]
     if named:
-        shown = re.search(rf"(?<![\w/]){re.escape(named[0])}['\"]?[^\S\n]*[:=]?[^\S\n]*([^\s,|;]{{1,40}})", text)
+        shown = _shown(text, named[0])
         if shown and not _a_number(shown.group(1)):  # a loss under its name, printed as no number
             return (f"'{path}': its lines name {', '.join(named)} but print no number sentinel reads for it (printed "
                     f"as {shown.group(1)!r}): print the loss as a plain number (loss.item(), float(loss))")
@@ -282,7 +282,9 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
                  if (found := _nonfinite_values(text, key))]
     # a total over the loss's terms first (Leela Zero's "policy=2.1 mse=0.46 reg=0.1 total=2.7": not its mse),
     # then an error the script minimises (brain.js' "error", CNTK's "mse", MXNet's "Train-mae"): maybe the loss
-    errors = [key for key in logged if key.lower() in ("total", "tot")] + \
+    # (not a total of time: CatBoost's "total: 184ms   remaining: 36.7s"; its "learn: 0.677" is its loss
+    # function's value, unless an eval_metric names another)
+    errors = [key for key in logged if key.lower() in ("total", "tot") and _prints_numbers(text, key)] + \
         [key for key in logged if _ERROR_KEY.match(key)]
     if errors:
         return (f"'{path}': its lines log {', '.join(logged)} and no key named loss" + (
@@ -427,7 +429,7 @@ def _nonfinite_in(steps: pd.DataFrame) -> str:
 # not among a log's own): "error", "err", "mse", "mae", "rmse", "Train-mae", "training_error", a
 # variational circuit's "cost" (PennyLane's "iteration: 10 cost: 17.86"), an optical flow's end-point error
 # (GMFlow's "step: 100  epe: 3.2").
-_ERROR_KEY = re.compile(r"^(?:train(?:ing)?[-_ ]?)?(?:error|err|mse|mae|rmse|l1|l2|cost|epe)$", re.IGNORECASE)
+_ERROR_KEY = re.compile(r"^(?:train(?:ing)?[-_ ]?)?(?:error|err|mse|mae|rmse|l1|l2|cost|epe|learn)$", re.IGNORECASE)
 
 
 # Keys of a training's own workings, no measure of its progress (keys.canonical_key's names).
@@ -492,6 +494,17 @@ def _bars_alone(text: str) -> bool:
     return bool(draws) and all(len(_NUMBER.findall(line[:found.start()])) <= 2 for line, found in draws)
 # Lines that must log such values, at least, before a text is said to be a log of them.
 _LOGGED_LINES = 5
+
+
+def _shown(text: str, key: str) -> re.Match | None:
+    """The first value ``text`` prints for ``key`` (group 1), or None."""
+    return re.search(rf"(?<![\w/]){re.escape(key)}['\"]?[^\S\n]*[:=]?[^\S\n]*([^\s,|;]{{1,40}})", text)
+
+
+def _prints_numbers(text: str, key: str) -> bool:
+    """Whether the first value ``text`` prints for ``key`` is a plain number (not "184ms", "2h 56s")."""
+    shown = _shown(text, key)
+    return shown is not None and _a_number(shown.group(1))
 
 
 def _a_number(token: str) -> bool:
