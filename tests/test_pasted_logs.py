@@ -7779,6 +7779,7 @@ def test_catboosts_console_refusal_names_learn_not_its_elapsed_total(tmp_path):
              for i in range(26)]
     path = _write(tmp_path / "catboost.log", lines)
     result = CliRunner().invoke(main, ["analyze", str(path)])
-    assert result.exit_code == 1 and "pass --loss-col learn" in result.output and "--loss-col total" not in result.output
+    assert result.exit_code == 1 and "pass --loss-col learn" in result.output
+    assert "--loss-col total" not in result.output
     (run,) = discover_runs(path, LoadOptions(loss_col="learn"))
     assert run.steps.index.tolist() == list(range(26))
