@@ -7783,3 +7783,18 @@ def test_catboosts_console_refusal_names_learn_not_its_elapsed_total(tmp_path):
     assert "--loss-col total" not in result.output
     (run,) = discover_runs(path, LoadOptions(loss_col="learn"))
     assert run.steps.index.tolist() == list(range(26))
+
+
+def test_numbered_losses_are_losses_and_their_nan_is_reported(tmp_path):
+    """SK-VM++ prints its two heads' losses as 'loss1u: nan, loss2u: nan' from its first line: 'its lines log iter, lr
+    but no loss', the NaN unsaid. A loss word with a number after it is a loss; the first to go non-finite is read; a
+    finite pair is the user's to choose between."""
+    nan = [f"train: epoch 1, iter:{i * 10}, loss1u: nan, loss2u: nan, lr: 0.001" for i in range(8)]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "nan.log", nan))])
+    assert "loss non-finite (nan) at steps 0-70" in result.output and "loss1u" in result.output, result.output
+    finite = [f"train: epoch 1, iter:{i * 10}, loss1u: {1 / (i + 1):.4f}, loss2u: {2 / (i + 1):.4f}, lr: 0.001"
+              for i in range(30)]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "finite.log", finite))])
+    assert result.exit_code == 1 and "2 losses (loss1u, loss2u)" in result.output, result.output
+    (run,) = discover_runs(tmp_path / "finite.log", LoadOptions(loss_col="loss2u"))
+    assert run.steps["loss"].iloc[-1] == pytest.approx(2 / 30, abs=1e-4)

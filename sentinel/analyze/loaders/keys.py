@@ -219,8 +219,13 @@ def is_regulariser(name: str) -> bool:
 
 def _is_loss_word(word: str) -> bool:
     # xent: cross-entropy, as OpenNMT-py's TensorBoard names its loss (progress/xent, valid/xent); nll: a
-    # negative log-likelihood (Tinker's "train_mean_nll" beside "test/nll")
-    return word == "losses" or word.endswith("loss") or word in ("xent", "crossentropy", "nll", "bpd")
+    # negative log-likelihood (Tinker's "train_mean_nll" beside "test/nll"); a loss numbered, perhaps with a
+    # letter after ("loss1", "loss2u": SK-VM++'s two heads' losses)
+    return word == "losses" or word.endswith("loss") or word in ("xent", "crossentropy", "nll", "bpd") \
+        or _NUMBERED_LOSS.fullmatch(word) is not None
+
+
+_NUMBERED_LOSS = re.compile(r"[a-z]*loss\d{1,2}[a-z]?")
 
 
 def _loss_value_words(name: str) -> list[str]:

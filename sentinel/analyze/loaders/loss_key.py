@@ -129,7 +129,20 @@ def loss_keys(text: str) -> list[str]:
     # holds few, and the pairs' search over a megabyte of it took 75 ms.
     named = "\n".join(line for line in distinct.split("\n") if any(word in line for word in _NAMES_OF_A_LOSS))
     keys = {m.group(1) for m in _PAIR.finditer(named)}
-    return sorted(k for k in keys if not any(c.isdigit() for c in k) and looks_like_loss(k))
+    found = {k for k in keys if not any(c.isdigit() for c in k) and looks_like_loss(k)}
+    for skeleton in keys - found:
+        numbered = _NUMBERED_SKELETON.fullmatch(skeleton)
+        if numbered is not None:  # "loss0u" on the skeletons: the text's own "loss1u", "loss2u"
+            key = re.compile(rf"(?<![\w/.-])({re.escape(numbered.group(1))}\d{{1,2}}{re.escape(numbered.group(2))})"
+                             r"['\"]?[^\S\n]*[:=]")
+            found.update(k for k in dict.fromkeys(m.group(1) for m in key.finditer(text, 0, 1 << 20))
+                         if looks_like_loss(k))
+    return sorted(found)
+
+
+# A loss key numbered ("loss0u" on the skeletons, for "loss1u", "loss2u"): its letters before
+# and after the number.
+_NUMBERED_SKELETON = re.compile(r"([A-Za-z_]*(?:loss|Loss|LOSS))\d{1,2}([a-zA-Z]?)")
 
 
 def named_key(text: str, name: str) -> str | None:
