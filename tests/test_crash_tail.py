@@ -143,3 +143,25 @@ def test_a_traceback_tagged_by_mpirun_or_ray_ends_the_run(tmp_path, tag):
     (run,) = discover_runs(path)
     (crash,) = [i for i in analyze_run(run).incidents if i.kind == "crash"]
     assert "RuntimeError: DataLoader worker (pid 1234) is killed by signal: Bus error." in crash.message
+
+
+@pytest.mark.parametrize("frames", ["plain", "rich", "loguru"])
+def test_a_traceback_cut_off_before_its_error_line_is_the_stop(tmp_path, frames):
+    """A paste's window cuts a traceback before its exception line (the frames of a rich or loguru traceback are many
+    lines each): a run that died of an OOM after its last step line was 'healthy', the traceback unsaid. It stopped in
+    an exception; which one, the text does not say."""
+    oom = _traceback_of(RuntimeError("CUDA out of memory.")).splitlines()[:-1]  # its last line cut
+    if frames == "rich":
+        oom = ["╭────────── Traceback (most recent call last) ──────────╮",
+               "│ /work/train.py:261 in <module>                         │", "│                      │"]
+    elif frames == "loguru":
+        oom = oom + ["    launch(", "    └ <function launch at 0x000001FE9ADB3940>"]
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(_steps() + oom) + "\n", encoding="utf-8")
+    (run,) = discover_runs(path)
+    report = analyze_run(run)
+    (crash,) = report.incidents
+    assert (crash.kind, crash.step, crash.severity.value) == ("crash", 200, "warning")
+    assert "stopped after step 200 in an exception" in crash.message
+    assert "cut off before its error line" in crash.message
+    assert report.verdict.value == "unhealthy"

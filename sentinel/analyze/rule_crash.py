@@ -25,6 +25,10 @@ def crash_incidents(crash: dict | None) -> list[Incident]:
     error, after, line = crash["error"], int(crash["after_step"]), crash.get("line")
     where = f", line {line}" if line else ""
     details = {"error": error, "line": line}
+    if error is None:  # the traceback cut off before its exception line (a paste's window)
+        return [Incident(IncidentKind.CRASH, after, after, Severity.WARNING,
+                         f"the training stopped after step {after} in an exception (the log ends in its traceback"
+                         f"{where}, cut off before its error line): it did not finish", {**details, "resolved": False})]
     if error.split(":")[0].endswith("KeyboardInterrupt"):
         return [Incident(IncidentKind.CRASH, after, after, Severity.INFO,
                          f"the training was stopped by hand (KeyboardInterrupt) after step {after}",

@@ -39,6 +39,19 @@ _SAYS_NONFINITE = re.compile(r"(?i)\b(?:nan|inf|infinite|non-?finite)\b")
 _CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 
 
+def cut_off(text: str, at: int) -> bool:
+    """Whether the traceback at offset ``at`` runs to the text's end with no exception line after
+    it: a paste cut inside it (the window it was copied from, a rich or loguru traceback's frames
+    too long for the thread), a process killed while it printed.
+
+    Example:
+        >>> log = "step 9 loss 2.1\\nTraceback (most recent call last):\\n  File \\"t.py\\", line 3, in <module>\\n"
+        >>> cut_off(log, log.index("Traceback")), cut_off(log + "KeyError: 'x'\\n", log.index("Traceback"))
+        (True, False)
+    """
+    return _ERROR_LINE.search(text, at) is None
+
+
 def final_error(text: str, after: int, defer_nonfinite: bool = True) -> str | None:
     """The exception line that ends the first traceback at or after offset ``after`` in ``text``
     (``Name: message``, the message cut to :data:`MAX_MESSAGE` characters), through the tracebacks

@@ -29,7 +29,7 @@ from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, 
                                                LOSS_LINES, NONFINITE_ONLY, PAIRS, YOLOV4_PYTORCH,
                                                hf_cut_dict, reads_bar_running_mean)
 from sentinel.analyze.loaders.dialect_types import Dialect, LossTerms
-from sentinel.analyze.loaders.crash_tail import TRACEBACK, final_error
+from sentinel.analyze.loaders.crash_tail import TRACEBACK, cut_off, final_error
 from sentinel.analyze.loaders.keys import (canonical_key, inferred_loss_note, is_aggregate, is_regulariser,
                                            looks_like_loss)
 from sentinel.analyze.loaders.launcher_ranks import one_rank_unprefixed, prefixes_removed
@@ -724,7 +724,8 @@ def note_crash(text: str, found, dialect: Dialect, after: int = 0) -> None:
     error = final_error(text, at)
     if error is None and not _nonfinite_read(found.events):  # a NaN message no event line knows: still the end
         error = final_error(text, at, defer_nonfinite=False)
-    if error is not None:
+    # (cut off: which error, the text does not say; after a NaN the lines told, the NaN's, as a NaN's error is)
+    if error is not None or (cut_off(text, at) and not _nonfinite_read(found.events)):
         found.meta["crash"] = {"error": error, "after_step": int(found.steps.index[-1]),
                                "line": text.count("\n", 0, at) + 1}
 
