@@ -7798,3 +7798,20 @@ def test_numbered_losses_are_losses_and_their_nan_is_reported(tmp_path):
     assert result.exit_code == 1 and "2 losses (loss1u, loss2u)" in result.output, result.output
     (run,) = discover_runs(tmp_path / "finite.log", LoadOptions(loss_col="loss2u"))
     assert run.steps["loss"].iloc[-1] == pytest.approx(2 / 30, abs=1e-4)
+
+
+def test_deepspeech_epochs_with_several_dev_sets_are_read_in_epochs(tmp_path):
+    """DeepSpeech's and Coqui STT's bars print 'Epoch N |   Training | ... | Steps: 2267 | Loss: X' at each epoch's end,
+    its Steps the epoch's batches (the same number each epoch), then a Validation line per dev set: with two dev sets
+    the log was read as one step, 2267, every epoch's loss but the last dropped unsaid."""
+    lines = []
+    for epoch in range(8):
+        lines.append(f"Epoch {epoch} |   Training | Elapsed Time: 0:28:35 | Steps: 2267 | Loss: {40 / (epoch + 1):.6f}")
+        for name, steps, factor in (("lingua_libre_dev.csv", 53, 30), ("cv-fr/clips/dev.csv", 91, 35)):
+            lines.append(f"Epoch {epoch} | Validation | Elapsed Time: 0:00:04 | Steps: {steps} | "
+                         f"Loss: {factor / (epoch + 1):.6f} | Dataset: /mnt/extracted/data/{name}")
+        lines.append(f"I Saved new best validating model with loss {30 / (epoch + 1):.6f} to: /ckpt/best_dev-2267")
+    (run,) = discover_runs(_write(tmp_path / "deepspeech.log", lines))
+    assert run.steps.index.tolist() == list(range(8)) and run.meta.get("step_unit") == "epoch"
+    assert run.steps["loss"].tolist() == pytest.approx([40 / (e + 1) for e in range(8)], rel=1e-6)
+    assert run.steps["val_loss"].notna().all()

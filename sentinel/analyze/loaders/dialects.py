@@ -726,6 +726,26 @@ HF_FLAX_EPOCHS = Dialect(
     step_unit="epoch",
 )
 
+# Mozilla DeepSpeech and Coqui STT (training/deepspeech_training/train.py, run_set): a progress bar a set
+# and epoch, "Epoch 3 |   Training | Elapsed Time: 0:28:35 | Steps: 2267 | Loss: 38.781706", its loss the
+# mean over the epoch so far, its count the batches of this epoch (the same at each epoch's end: read as
+# the step, every epoch was one); then "Epoch 3 | Validation | ... | Loss: 12.9 | Dataset: dev.csv" a
+# dev set (several dev sets: the last printed is the epoch's val_loss).
+DEEPSPEECH = Dialect(
+    name="deepspeech",
+    description='Mozilla DeepSpeech / Coqui STT epochs ("Epoch 3 |   Training | Elapsed Time: ... | Steps: 2267 | '
+                'Loss: 38.78", and its Validation lines)',
+    shapes=(
+        Shape(re.compile(rf"\bEpoch (\d+) \|[^\S\n]*Training \| Elapsed Time: [^|\n]*\| Steps: \d+ \| "
+                         rf"Loss: ({_NUM})"), head=(metrics.STEP, metrics.LOSS)),
+        Shape(re.compile(rf"\bEpoch (\d+) \|[^\S\n]*Validation \| Elapsed Time: [^|\n]*\| Steps: \d+ \| "
+                         rf"Loss: ({_NUM})"), head=(metrics.STEP, metrics.VAL_LOSS)),
+    ),
+    sniff=re.compile(r"\bEpoch \d+ \|[^\S\n]*(?:Training|Validation) \| Elapsed Time: [^|\n]*\| Steps: \d+ \| Loss: "),
+    min_records=1,
+    step_unit="epoch",
+)
+
 # FuxiCTR (the BARS benchmark's CTR models): logging lines "Train loss: X" (the mean since the last
 # evaluation), then "Evaluation @epoch E - batch B: " and "[Metrics] AUC: A - logloss: L", and
 # "************ Epoch=E end ************"; its first versions printed "--- B/N batches finished ---",
@@ -2455,7 +2475,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT, BUILD_NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, VIDEOPOSE3D, SOUNDSTREAM, YOLOV4_PYTORCH, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, LOSS_BEFORE_STEP, LOSS_BEFORE_EPOCH, TRIPLET_REID, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, TRANSFER_TUTORIAL, TORCH_NGP, SKELETON_GCN, DET3D, DEEPFACELAB, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, DEEPSPEECH, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, VIDEOPOSE3D, SOUNDSTREAM, YOLOV4_PYTORCH, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, LOSS_BEFORE_STEP, LOSS_BEFORE_EPOCH, TRIPLET_REID, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, TRANSFER_TUTORIAL, TORCH_NGP, SKELETON_GCN, DET3D, DEEPFACELAB, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
