@@ -975,6 +975,20 @@ def test_a_spike_on_an_excerpts_last_row_is_a_warning_unless_the_grad_norm_led_t
     assert spike.severity.value == "critical"
 
 
+def test_a_longer_logs_last_row_an_order_of_magnitude_up_is_no_outlier_batch():
+    """A log longer than an excerpt took its last row for an outlier batch, however high: a TF run's 0.39, then
+    3417.76 at its last logged step, was "outlier batch ... the last logged step" (info) and the run "recovered", its
+    final loss 3418. From an order of magnitude on it is judged as an excerpt's last row is; below it, still an
+    outlier batch (nothing after it says more)."""
+    rng = np.random.default_rng(0)
+    loss = list(0.4 + 0.02 * rng.standard_normal(40))
+    report = analyze_run(run_of({"loss": loss + [3417.76]}))
+    (spike,) = by_kind(report, "loss_spike")
+    assert spike.severity.value == "critical" and report.verdict.value == "unhealthy"
+    report = analyze_run(run_of({"loss": loss + [1.2]}))
+    assert [i.kind for i in report.incidents] == ["outlier_batch"] and report.verdict.value == "healthy"
+
+
 @pytest.mark.parametrize("score_rises", [True, False])
 def test_a_divergence_while_the_runs_score_rises_is_information(score_rises):
     """spaCy's table sums each row's loss over a batch that grows (LOSS TAGGER 18,969 -> 28,440) while TAG_ACC goes 34 ->

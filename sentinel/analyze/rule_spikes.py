@@ -23,7 +23,8 @@ OUTLIER_ROWS = 1
 _EXCERPT_ROWS = 20
 # A spike on an excerpt's last row is a warning (nothing after it tells whether it recovered: a
 # noisy loss's last batch, TransUNet's x1.7, ZipVoice's x2.1), critical from this many times its
-# baseline on (an order of magnitude: CHGNet's 0.35 -> 124.6).
+# baseline on (an order of magnitude: CHGNet's 0.35 -> 124.6); on a longer log's last row, an
+# outlier batch below it, a spike from it on.
 _SURE_AT_THE_END = 10.0
 # A jump over a log's few first values (this many at most) that stands within their own spread (a
 # score under this: their robust sigmas) was flagged by its height alone: not known, as over one value.
@@ -83,8 +84,11 @@ def spike_spans(series: pd.Series, config: AnalyzeConfig, *, start_jump: float |
         # (the logging interval where the spike is: a log of its first ten steps, then one every 200)
         at = int(np.searchsorted(steps, start))
         here = int(steps[at] - steps[at - 1]) if at > 0 else interval
+        # (the log's last row an order of magnitude up is no outlier batch: judged as an excerpt's last row is;
+        # a TF run's 0.39, then 3417.76 at its last step, was "recovered")
         outlier = not excerpt and _flagged_between(flagged, steps, start, end) <= OUTLIER_ROWS and \
-            _back_at_once(series, end, nxt, max(interval, here), baseline, peak)
+            _back_at_once(series, end, nxt, max(interval, here), baseline, peak) and \
+            not (nxt is None and _ratio(peak, baseline) >= _SURE_AT_THE_END)
         history = int(value_at(frame["history"], start)) if "history" in frame else None
         spans.append({"start": start, "end": end, "peak_step": peak_step, "peak": peak,
                       "baseline": baseline, "ratio": _ratio(peak, baseline), "score": score, "history": history,
@@ -254,6 +258,8 @@ def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig, last_step: int 
             noise = True
         elif rec is not None:
             after = f"recovered in {_steps(rec - span['start'])} (step {rec})"
+        elif span["end"] == last and last_step is not None and last_step > last:
+            after = f"not recovered: non-finite after step {last}"  # (the finite series ends at it)
         elif span["start"] == last and not span["ratio"] >= _SURE_AT_THE_END:
             after = "the log ends at it: whether it recovers is not known"
         elif span["gap_after"] and span["back_after_gap"] is not None:
@@ -325,8 +331,9 @@ def is_outlier_batch(span: dict) -> bool:
     way back to the baseline), in a log longer than an excerpt: the guard withholds such an
     update (tier 1) and the run goes on, so it is information, not an incident.
 
-    The last logged step is never judged one way or the other (nothing follows it to say
-    whether it was back on the trend): it is an outlier batch too, not a spike.
+    The last logged step is not judged one way or the other (nothing follows it to say whether it
+    was back on the trend): it is an outlier batch too, not a spike, unless it stands an order of
+    magnitude above its baseline (:data:`_SURE_AT_THE_END`).
 
     Example:
         >>> is_outlier_batch({"outlier_batch": True})
