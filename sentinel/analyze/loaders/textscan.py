@@ -1191,6 +1191,12 @@ def _steps_frame(table: dict[str, np.ndarray], beside: np.ndarray, dialect: Dial
         # The step lines in step order (stable: a step's records keep their order), merged as
         # above; summary lines only fill what no step line of their step gave.
         order = np.flatnonzero(~fills)[np.argsort(step[~fills], kind="stable")]
+        if metrics.LOSS in table and len(order) > 1:  # (the same check as above, on the records in step order)
+            said = several_losses_per_step(step[order], table[metrics.LOSS][order], dialect.record_word,
+                                           table[NAN_PREFIX + metrics.LOSS][order]
+                                           if NAN_PREFIX + metrics.LOSS in table else None)
+            if said is not None:
+                warnings.append(said)
         index, columns = _last_per_step({name: column[order] for name, column in table.items()}, step[order])
         main = pd.DataFrame(columns, index=index)
         if fills.any():
