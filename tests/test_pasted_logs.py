@@ -5639,9 +5639,9 @@ def test_a_pipe_tables_step_of_a_total(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "results.txt", lines), LoadOptions(loss_col="mloss3"))
     assert run.steps.index.tolist() == list(range(10)) and run.steps["loss"].iloc[0] == 6.3
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 8)]
-    # without --loss-col: "not a log format", where the table's columns name no loss the reader knows
-    with pytest.raises(ValueError, match=r"a table between '\|' with a step column \(epoch\) and no column named as "
-                                         r"a loss among: epoch, mem, mloss0.*name it with --loss-col"):
+    # without --loss-col: its four numbered losses named, none the total by its name (mloss3 is, in yolov3)
+    with pytest.raises(ValueError, match=r"whose columns name 4 losses \(mloss0, mloss1, mloss2, mloss3\) and none is "
+                                         r"the total: pass --loss-col mloss3"):
         discover_runs(tmp_path / "results.txt")
     lines[0] = "epoch|mem|box_loss|obj_loss|cls_loss|extra|targets|imgsize|p|r|map"
     with pytest.raises(ValueError, match=r"name 3 losses \(box_loss, obj_loss, cls_loss\) and none is the total"):
