@@ -7829,3 +7829,22 @@ def test_records_at_one_step_are_said_where_other_lines_put_the_steps_out_of_ord
                          f"Loss: {factor / (epoch + 1):.6f} | Dataset: /data/dev{steps}.csv")
     (run,) = discover_runs(_write(tmp_path / "epochs.log", lines))
     assert any("print their loss 8 times with different values" in w for w in run.warnings), run.warnings
+
+
+@pytest.mark.parametrize("bar", [False, True])
+def test_kobert_batch_id_is_the_count_inside_the_epoch(tmp_path, bar):
+    """KoBERT's NSMC notebook, copied widely: print("epoch {} batch id {} loss {} train acc {}"). 'batch id' was no
+    count: the lines were numbered 1, 2, 3, ...; drawn after a tqdm bar's count on the same line, each loss was read at
+    the bar's count but the first line's (before the bar), and with the count, twice. The batch id is the count
+    inside the epoch; the bar's reading of the same lines goes."""
+    lines = []
+    for epoch in (1, 2):
+        for i, batch in enumerate(range(1, 1400, 200)):
+            shown = f"{i * 200 * 100 // 1473:3d}%|##   | {i * 200}/1473 [01:23<08:51,  2.40it/s]" if bar and i else ""
+            lines.append(f"{shown}epoch {epoch} batch id {batch} loss {2.0 / (i + epoch):.10f} "
+                         f"train acc {0.5 + i / 100:.10f}")
+        lines.append(f"epoch {epoch} train acc 0.8")
+    (run,) = discover_runs(_write(tmp_path / "kobert.log", lines))
+    assert len(run.steps) == 14 and run.steps.index.is_monotonic_increasing
+    assert run.steps["loss"].tolist() == pytest.approx([2.0 / (i + e) for e in (1, 2) for i in range(7)])
+    assert run.steps.index[1] - run.steps.index[0] == 200

@@ -1483,7 +1483,7 @@ _SEP = r"[^\S\n]*[:=]?[^\S\n]*"
 # "loss is X": MindSpore's LossMonitor, log4j-style loggers; "loss is: X": NeuralPDE.jl's "Current loss is: X"
 _QSEP = r"['\"]?[^\S\n]*(?:[:=]|is:?(?= ))?[^\S\n]*['\"]?"
 # "Epoch 2 ... step 300": an epoch, then a count (inside the epoch, or global: the steps tell).
-_COUNT_KEY = r"(?:step|iter|iteration|batch|it)"
+_COUNT_KEY = r"(?:step|iter|iteration|batch(?:[ _]?idx?)?|it)"
 # The key perhaps quoted: a printed dict, "{'epoch': 3, 'train_loss': 0.41, ...}".
 # "epoch", or "ep" as a key ("ep: 0, batch: 20, loss: ..."; not "ep 3", which may be an episode).
 _EPOCH_WORD = r"(?i:\bepoch|\bep(?=['\"]?[^\S\n]*[:=]))"

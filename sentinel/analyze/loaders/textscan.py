@@ -499,7 +499,10 @@ def _without_lines_read_twice(parts: list[tuple[Shape, dict[str, np.ndarray]]], 
     read its other values (its head but the last field, as many records), where ``lines`` shows both
     shapes' records on the same lines (MONAI's "Final training 168/4999 loss: x" after each epoch's
     last "Epoch 168/5000 23/24 loss: x" prints the same values on lines of its own). The earlier
-    shape's reading is kept: the dialect lists its shapes in the order it trusts them.
+    shape's reading is kept: the dialect lists its shapes in the order it trusts them. A shape whose
+    records lie on some of another's lines only, the same loss on each, is the other's reading of
+    fewer of them, and goes whichever came first (a tqdm bar's "200/1473 [...]" before KoBERT's print
+    "epoch 1 batch id 201 loss 0.93" on its line, but on the print's first line, drawn before the bar).
 
     Example:
         >>> from sentinel.analyze.loaders.dialects import GENERIC
@@ -508,29 +511,49 @@ def _without_lines_read_twice(parts: list[tuple[Shape, dict[str, np.ndarray]]], 
         1
     """
     counts = collections.Counter(len(columns[metrics.LOSS]) for shape, columns in parts
-                                 if not shape.prefix and metrics.LOSS in columns)
-    if not any(n >= 2 and times > 1 for n, times in counts.items()):
+                                 if not shape.prefix and metrics.LOSS in columns and len(columns[metrics.LOSS]) >= 2)
+    if sum(counts.values()) < 2 or lines is None:
         return parts  # (most logs: one record shape with a loss; nothing sorted)
-    if lines is None:
-        return parts
-    seen: list[tuple[np.ndarray, np.ndarray | None]] = []  # each record shape's losses, sorted, and lines
+    seen: list[tuple[np.ndarray, np.ndarray | None, np.ndarray, int]] = []  # losses sorted, lines, losses, part
     dropped: set[tuple] = set()
-    kept = []
-    for shape, columns in parts:
+    gone: set[int] = set()  # parts read again by a later shape on more of the lines
+    for k, (shape, columns) in enumerate(parts):
         loss = columns.get(metrics.LOSS)
-        if not shape.prefix and loss is not None and len(loss) >= 2 and counts[len(loss)] > 1:
-            ordered = np.sort(loss)
-            at = _record_lines(lines, shape, len(loss))
-            if at is not None and any(len(other) == len(ordered) and np.array_equal(other, ordered, equal_nan=True)
-                                      and where is not None and np.array_equal(where, at) for other, where in seen):
-                dropped.add((shape.head[:-1], len(loss)))
+        if shape.prefix or loss is None or len(loss) < 2:
+            continue
+        ordered = np.sort(loss)
+        at = _record_lines(lines, shape, len(loss))
+        if at is not None and any(len(other) == len(ordered) and np.array_equal(other, ordered, equal_nan=True)
+                                  and where is not None and np.array_equal(where, at) for other, where, _, _ in seen):
+            dropped.add((shape.head[:-1], len(loss)))
+            gone.add(k)
+            continue
+        for _, where, their_loss, j in seen:
+            if j in gone or at is None or where is None or len(where) == len(at):
                 continue
-            seen.append((ordered, at))
-        kept.append((shape, columns))
+            fewer, more = ((at, loss), (where, their_loss)) if len(at) < len(where) else ((where, their_loss), (at, loss))
+            if _read_on_their_lines(fewer, more):
+                gone.add(k if fewer[0] is at else j)
+                dropped.add((parts[k if fewer[0] is at else j][0].head[:-1], len(fewer[0])))
+                break
+        if k not in gone:
+            seen.append((ordered, at, loss, k))
     if not dropped:
         return parts
-    return [(shape, columns) for shape, columns in kept if shape.prefix or metrics.LOSS in columns
-            or (shape.head[:-1], len(columns["_pos"])) not in dropped]
+    return [(shape, columns) for k, (shape, columns) in enumerate(parts) if k not in gone and (
+        shape.prefix or metrics.LOSS in columns or (shape.head[:-1], len(columns["_pos"])) not in dropped)]
+
+
+def _read_on_their_lines(fewer: tuple[np.ndarray, np.ndarray], more: tuple[np.ndarray, np.ndarray]) -> bool:
+    """Whether records on lines ``fewer[0]`` with losses ``fewer[1]`` all lie on lines of ``more``, one
+    record a line, each with the loss ``more`` has on its line."""
+    (at, loss), (where, theirs) = fewer, more
+    if len(np.unique(at)) != len(at) or len(np.unique(where)) != len(where):
+        return False
+    found = np.searchsorted(where, at) if bool((np.diff(where) > 0).all()) else None
+    if found is None or bool((found >= len(where)).any()) or not bool((where[found] == at).all()):
+        return False
+    return bool(np.array_equal(theirs[found], loss, equal_nan=True))
 
 
 def _record_lines(lines: Lines, shape: Shape, n: int) -> np.ndarray | None:
