@@ -531,7 +531,8 @@ def _without_lines_read_twice(parts: list[tuple[Shape, dict[str, np.ndarray]]], 
         for _, where, their_loss, j in seen:
             if j in gone or at is None or where is None or len(where) == len(at):
                 continue
-            fewer, more = ((at, loss), (where, their_loss)) if len(at) < len(where) else ((where, their_loss), (at, loss))
+            mine, theirs = (at, loss), (where, their_loss)
+            fewer, more = (mine, theirs) if len(at) < len(where) else (theirs, mine)
             if _read_on_their_lines(fewer, more):
                 gone.add(k if fewer[0] is at else j)
                 dropped.add((parts[k if fewer[0] is at else j][0].head[:-1], len(fewer[0])))
