@@ -731,17 +731,17 @@ HF_FLAX_EPOCHS = Dialect(
 # mean over the epoch so far, its count the batches of this epoch (the same at each epoch's end: read as
 # the step, every epoch was one); then "Epoch 3 | Validation | ... | Loss: 12.9 | Dataset: dev.csv" a
 # dev set (several dev sets: the last printed is the epoch's val_loss).
+_DEEPSPEECH_BAR = r"\bEpoch (\d+) \|[^\S\n]*{set} \| Elapsed Time: [^|\n]*\| Steps: \d+ \| Loss: "
 DEEPSPEECH = Dialect(
     name="deepspeech",
     description='Mozilla DeepSpeech / Coqui STT epochs ("Epoch 3 |   Training | Elapsed Time: ... | Steps: 2267 | '
                 'Loss: 38.78", and its Validation lines)',
     shapes=(
-        Shape(re.compile(rf"\bEpoch (\d+) \|[^\S\n]*Training \| Elapsed Time: [^|\n]*\| Steps: \d+ \| "
-                         rf"Loss: ({_NUM})"), head=(metrics.STEP, metrics.LOSS)),
-        Shape(re.compile(rf"\bEpoch (\d+) \|[^\S\n]*Validation \| Elapsed Time: [^|\n]*\| Steps: \d+ \| "
-                         rf"Loss: ({_NUM})"), head=(metrics.STEP, metrics.VAL_LOSS)),
+        Shape(re.compile(_DEEPSPEECH_BAR.format(set="Training") + f"({_NUM})"), head=(metrics.STEP, metrics.LOSS)),
+        Shape(re.compile(_DEEPSPEECH_BAR.format(set="Validation") + f"({_NUM})"),
+              head=(metrics.STEP, metrics.VAL_LOSS)),
     ),
-    sniff=re.compile(r"\bEpoch \d+ \|[^\S\n]*(?:Training|Validation) \| Elapsed Time: [^|\n]*\| Steps: \d+ \| Loss: "),
+    sniff=re.compile(_DEEPSPEECH_BAR.format(set="(?:Training|Validation)")),
     min_records=1,
     step_unit="epoch",
 )
