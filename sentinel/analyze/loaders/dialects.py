@@ -1600,11 +1600,14 @@ _EPOCH_COUNT_LOSS_LINE = re.compile(_EPOCH_COUNT_LOSS)
 # "N/TOTAL" only on lines without a step key (see the shape); in brackets at a line's start, after
 # two spaces or a tab (EasyOCR's trainer indents "[20000/300000] Train loss: ..." with one).
 # Not a logger's date before its clock ("[04/01 21:48:48 name]: Epoch 4/100, ...": detectron2's and
-# fvcore's "%m/%d %H:%M:%S"). Not in a tqdm bar's description ("Epoch 1/3: 66%|####  | 200/300 [...",
-# "[Epoch 1/3] train: 45it [..."): the bar's own count follows. Not the epoch's own "Epoch 3/50" (a line per epoch). ST-GCN's
+# fvcore's "%m/%d %H:%M:%S"; rich's bar, "10/30 0:00:01 • 0:00:00", is a count before a time). Not in a
+# tqdm bar's description ("Epoch 1/3: 66%|####  | 200/300 [...", "[Epoch 1/3] train: 45it [..."): the
+# bar's own count follows. Not the epoch's own "Epoch 3/50" (a line per epoch). ST-GCN's
 # and 2s-AGCN's "\tBatch(100/1879) done. Loss: 5.9635  lr:0.100000" too.
-_COUNT_TOTAL = (r"(?:^|(?<![\d/:.-])(?<![Ee]poch)(?<!EPOCH)[^\S\n]|(?<![^\n])\[|(?<=[^\S\n]{2})\[|(?<=\t)\[|(?<=\bBatch)\()(\d+)[^\S\n]*/[^\S\n]*(\d+)\b(?![/:.]\d|\][^\S\n]*\[)"
-                r"(?![^\S\n]+\d{1,2}:\d\d\b)(?![^\n]*?(?:\d%\|[^|\n]*\|[^\S\n]*\d+/\d+|[^\S\n]\d+it \[))")
+_COUNT_TOTAL = (r"(?:^|(?<![\d/:.-])(?<![Ee]poch)(?<!EPOCH)[^\S\n]|(?<![^\n])\[|(?<=[^\S\n]{2})\[|(?<=\t)\["
+                r"|(?<=\bBatch)\()"
+                r"(?!\d\d/\d\d \d\d:\d\d:\d\d)(\d+)[^\S\n]*/[^\S\n]*(\d+)\b"
+                r"(?![/:.]\d|\][^\S\n]*\[)(?![^\n]*?(?:\d%\|[^|\n]*\|[^\S\n]*\d+/\d+|[^\S\n]\d+it \[))")
 _COUNT_TOTAL_LOSS_LINE = re.compile(rf"^(?![^\n]*?(?i:\b{_STEP_KEY}){_SEP}\d+(?![\d%]))(?![^\n]*?{_EPOCH_BRACKETS})"
                                     rf"{_GAP}{_COUNT_TOTAL}{_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE)
 
