@@ -7848,3 +7848,14 @@ def test_kobert_batch_id_is_the_count_inside_the_epoch(tmp_path, bar):
     assert len(run.steps) == 14 and run.steps.index.is_monotonic_increasing
     assert run.steps["loss"].tolist() == pytest.approx([2.0 / (i + e) for e in (1, 2) for i in range(7)])
     assert run.steps.index[1] - run.steps.index[0] == 200
+
+
+def test_paddlenlp_trainer_dicts_are_read_at_their_global_step(tmp_path):
+    """PaddleNLP's Trainer prints the Hugging Face-like dicts with the step in them, {'loss': 0.1856, 'learning_rate':
+    4.5e-05, 'global_step': 150, 'epoch': 2.0}: they were numbered 1, 2, 3, ... with a warning that they carry no
+    step."""
+    lines = [f"{{'loss': {0.2 - s / 10000:.4f}, 'learning_rate': 4.5e-05, 'global_step': {s}, 'epoch': {s / 75:.2f}}}"
+             for s in range(10, 310, 10)]
+    (run,) = discover_runs(_write(tmp_path / "paddlenlp.log", lines))
+    assert run.steps.index.tolist() == list(range(10, 310, 10))
+    assert not any("carry no step" in w for w in run.warnings)
