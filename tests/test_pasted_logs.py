@@ -7859,3 +7859,11 @@ def test_paddlenlp_trainer_dicts_are_read_at_their_global_step(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "paddlenlp.log", lines))
     assert run.steps.index.tolist() == list(range(10, 310, 10))
     assert not any("carry no step" in w for w in run.warnings)
+
+
+def test_num_epoch_is_an_epoch_key(tmp_path):
+    """OneFlow's L-BFGS example prints 'num_epoch: 1, loss: 14.48055' a line an epoch: 'not a log format sentinel
+    reads' (its epoch word joined to 'num_' by an underscore)."""
+    lines = ["oneflow："] + [f"num_epoch: {e}, loss: {14.5 / e:.6f}" for e in range(1, 45)]
+    (run,) = discover_runs(_write(tmp_path / "oneflow.log", lines))
+    assert run.steps.index.tolist() == list(range(1, 45)) and run.meta.get("step_unit") == "epoch"

@@ -1492,8 +1492,9 @@ _QSEP = r"['\"]?[^\S\n]*(?:[:=]|is:?(?= ))?[^\S\n]*['\"]?"
 # "Epoch 2 ... step 300": an epoch, then a count (inside the epoch, or global: the steps tell).
 _COUNT_KEY = r"(?:step|iter|iteration|batch(?:[ _]?idx?)?|it)"
 # The key perhaps quoted: a printed dict, "{'epoch': 3, 'train_loss': 0.41, ...}".
-# "epoch", or "ep" as a key ("ep: 0, batch: 20, loss: ..."; not "ep 3", which may be an episode).
-_EPOCH_WORD = r"(?i:\bepoch|\bep(?=['\"]?[^\S\n]*[:=]))"
+# "epoch", or "ep" as a key ("ep: 0, batch: 20, loss: ..."; not "ep 3", which may be an episode); "num_epoch: 3"
+# (OneFlow's examples), "cur_epoch".
+_EPOCH_WORD = r"(?i:\b(?:num_|cur_)?epoch|\bep(?=['\"]?[^\S\n]*[:=]))"
 # (or its number after a hyphen: STgram-MFN's f"Epoch-{epoch}\tloss:{avg_loss:.5f}")
 _EPOCH_NUM = (rf"{_EPOCH_WORD}['\"]?[^\S\n]*(?:[:=#]|-(?=\d))?[^\S\n]*\[?[^\S\n]*(\d+)(?:[^\S\n]*/[^\S\n]*\d+)?"
               r"[^\S\n]*\]?")
