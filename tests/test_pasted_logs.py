@@ -7867,3 +7867,15 @@ def test_num_epoch_is_an_epoch_key(tmp_path):
     lines = ["oneflow："] + [f"num_epoch: {e}, loss: {14.5 / e:.6f}" for e in range(1, 45)]
     (run,) = discover_runs(_write(tmp_path / "oneflow.log", lines))
     assert run.steps.index.tolist() == list(range(1, 45)) and run.meta.get("step_unit") == "epoch"
+
+
+def test_gluoncv_yolo3s_box_scale_loss_is_one_of_its_losses(tmp_path):
+    """GluonCV's YOLOv3 prints 'ObjLoss=47.971, BoxCenterLoss=15.363, BoxScaleLoss=6.625, ClassLoss=43.281': the
+    refusal named 3 losses, BoxScaleLoss taken for a setting of the loss (as loss_scale is). A setting's word before
+    the loss word names a loss of it."""
+    lines = [f"INFO:root:[Epoch 2][Batch {b}], LR: 1.00E-03, Speed: 31.578 samples/sec, ObjLoss={48 - b / 100:.3f}, "
+             f"BoxCenterLoss=15.363, BoxScaleLoss={6.6 - b / 1000:.3f}, ClassLoss=43.281" for b in range(99, 3000, 100)]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "yolo3.log", lines))])
+    assert "4 losses (BoxCenterLoss, BoxScaleLoss, ClassLoss, ObjLoss)" in result.output, result.output
+    (run,) = discover_runs(tmp_path / "yolo3.log", LoadOptions(loss_col="BoxScaleLoss"))
+    assert run.steps["loss"].iloc[0] == pytest.approx(6.501)

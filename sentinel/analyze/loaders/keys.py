@@ -233,8 +233,10 @@ def _loss_value_words(name: str) -> list[str]:
     setting (``loss_scale``), and the last not a position or a time (``loss_jump_iteration``);
     empty for any other name."""
     words = _words(name)
+    # (a setting's word before the loss names a loss of it: GluonCV's YOLOv3 "BoxScaleLoss", the box scale's)
     if not words or words[-1] in _POSITION_WORDS or not any(_is_loss_word(w) for w in words) \
-            or any(w in _STAT_WORDS or w in _SETTING_WORDS for w in words):
+            or any(w in _STAT_WORDS for w in words) \
+            or (any(w in _SETTING_WORDS for w in words) and not _is_loss_word(words[-1])):
         return []
     return words
 
