@@ -7879,3 +7879,12 @@ def test_gluoncv_yolo3s_box_scale_loss_is_one_of_its_losses(tmp_path):
     assert "4 losses (BoxCenterLoss, BoxScaleLoss, ClassLoss, ObjLoss)" in result.output, result.output
     (run,) = discover_runs(tmp_path / "yolo3.log", LoadOptions(loss_col="BoxScaleLoss"))
     assert run.steps["loss"].iloc[0] == pytest.approx(6.501)
+
+
+def test_an_error_printed_below_zero_is_not_named_as_the_loss(tmp_path):
+    """CatBoost prints its MultiClass metric as a log-likelihood, 'learn: -2.4688156' rising to -0.3: the refusal said
+    'where learn is what the training minimises, pass --loss-col learn', and read so, the worst value was the best
+    loss. An error the script minimises is never below 0: a key printed below it is not named."""
+    lines = [f"{i}:\tlearn: {-2.47 + i / 100:.7f}\ttotal: {79 * (i + 1)}ms\tremaining: 15.7s" for i in range(30)]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "catboost.log", lines))])
+    assert result.exit_code == 1 and "--loss-col learn" not in result.output, result.output

@@ -284,8 +284,9 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
     # then an error the script minimises (brain.js' "error", CNTK's "mse", MXNet's "Train-mae"): maybe the loss
     # (not a total of time: CatBoost's "total: 184ms   remaining: 36.7s"; its "learn: 0.677" is its loss
     # function's value, unless an eval_metric names another)
-    errors = [key for key in logged if key.lower() in ("total", "tot") and _prints_numbers(text, key)] + \
-        [key for key in logged if _ERROR_KEY.match(key)]
+    # (nor an error printed below 0: a score, higher the better, as CatBoost's MultiClass "learn: -2.47")
+    errors = [key for key in [*(k for k in logged if k.lower() in ("total", "tot")),
+                              *(k for k in logged if _ERROR_KEY.match(k))] if _prints_numbers(text, key, least=0.0)]
     if errors:
         return (f"'{path}': its lines log {', '.join(logged)} and no key named loss" + (
             f"; {'; '.join(nonfinite)}" if nonfinite else "") + f": where {errors[0]} is what the training minimises, "
@@ -501,10 +502,14 @@ def _shown(text: str, key: str) -> re.Match | None:
     return re.search(rf"(?<![\w/]){re.escape(key)}['\"]?[^\S\n]*[:=]?[^\S\n]*([^\s,|;]{{1,40}})", text)
 
 
-def _prints_numbers(text: str, key: str) -> bool:
-    """Whether the first value ``text`` prints for ``key`` is a plain number (not "184ms", "2h 56s")."""
+def _prints_numbers(text: str, key: str, least: float | None = None) -> bool:
+    """Whether the first value ``text`` prints for ``key`` is a plain number (not "184ms", "2h 56s"), and
+    ``least`` or more where given."""
     shown = _shown(text, key)
-    return shown is not None and _a_number(shown.group(1))
+    value = None if shown is None else shown.group(1).rstrip(")]}")  # (the last of a tuple: "l2: 0.037)")
+    if value is None or not _a_number(value):
+        return False
+    return least is None or float(value.strip("'\"")) >= least
 
 
 def _a_number(token: str) -> bool:
