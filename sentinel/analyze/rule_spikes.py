@@ -86,12 +86,13 @@ def spike_spans(series: pd.Series, config: AnalyzeConfig, *, start_jump: float |
         here = int(steps[at] - steps[at - 1]) if at > 0 else interval
         # (the log's last row an order of magnitude up is no outlier batch: judged as an excerpt's last row is;
         # a TF run's 0.39, then 3417.76 at its last step, was "recovered")
+        ratio = _ratio(peak, baseline)
         outlier = not excerpt and _flagged_between(flagged, steps, start, end) <= OUTLIER_ROWS and \
             _back_at_once(series, end, nxt, max(interval, here), baseline, peak) and \
-            not (nxt is None and _ratio(peak, baseline) >= _SURE_AT_THE_END)
+            not (nxt is None and ratio >= _SURE_AT_THE_END)
         history = int(value_at(frame["history"], start)) if "history" in frame else None
         spans.append({"start": start, "end": end, "peak_step": peak_step, "peak": peak,
-                      "baseline": baseline, "ratio": _ratio(peak, baseline), "score": score, "history": history,
+                      "baseline": baseline, "ratio": ratio, "score": score, "history": history,
                       "recovered_step": recovered, "next_step": nxt, "outlier_batch": outlier,
                       "recover_within": within, **_across_a_gap(series, end, nxt, gaps, level, within),
                       # the log skips a stretch right before it, the loss up from its first row after it

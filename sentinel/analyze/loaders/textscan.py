@@ -534,8 +534,9 @@ def _without_lines_read_twice(parts: list[tuple[Shape, dict[str, np.ndarray]]], 
             mine, theirs = (at, loss), (where, their_loss)
             fewer, more = (mine, theirs) if len(at) < len(where) else (theirs, mine)
             if _read_on_their_lines(fewer, more):
-                gone.add(k if fewer[0] is at else j)
-                dropped.add((parts[k if fewer[0] is at else j][0].head[:-1], len(fewer[0])))
+                loser = k if fewer[0] is at else j
+                gone.add(loser)
+                dropped.add((parts[loser][0].head[:-1], len(fewer[0])))
                 break
         if k not in gone:
             seen.append((ordered, at, loss, k))
@@ -1199,11 +1200,7 @@ def _steps_frame(table: dict[str, np.ndarray], beside: np.ndarray, dialect: Dial
     if not fills.any() and (len(step) < 2 or bool((step[1:] >= step[:-1]).all())):
         # Records in step order: merge runs with numpy, and build the frame in its final
         # column order without the NaN marks (no copy later).
-        if metrics.LOSS in table and len(step) > 1 and bool((step[1:] == step[:-1]).any()):
-            said = several_losses_per_step(step, table[metrics.LOSS], dialect.record_word,
-                                           table.get(NAN_PREFIX + metrics.LOSS))
-            if said is not None:
-                warnings.append(said)
+        _say_several_losses(table, step, dialect, warnings)
         index, columns = _last_per_step(table, step)
         logged_nan = {name[len(NAN_PREFIX):]: columns.pop(name) == 1.0
                       for name in [c for c in columns if c.startswith(NAN_PREFIX)]}
@@ -1215,13 +1212,9 @@ def _steps_frame(table: dict[str, np.ndarray], beside: np.ndarray, dialect: Dial
         # The step lines in step order (stable: a step's records keep their order), merged as
         # above; summary lines only fill what no step line of their step gave.
         order = np.flatnonzero(~fills)[np.argsort(step[~fills], kind="stable")]
-        if metrics.LOSS in table and len(order) > 1:  # (the same check as above, on the records in step order)
-            said = several_losses_per_step(step[order], table[metrics.LOSS][order], dialect.record_word,
-                                           table[NAN_PREFIX + metrics.LOSS][order]
-                                           if NAN_PREFIX + metrics.LOSS in table else None)
-            if said is not None:
-                warnings.append(said)
-        index, columns = _last_per_step({name: column[order] for name, column in table.items()}, step[order])
+        ordered = {name: column[order] for name, column in table.items()}
+        _say_several_losses(ordered, step[order], dialect, warnings)
+        index, columns = _last_per_step(ordered, step[order])
         main = pd.DataFrame(columns, index=index)
         if fills.any():
             frame = pd.DataFrame({name: column[fills] for name, column in table.items()})
@@ -1235,6 +1228,16 @@ def _steps_frame(table: dict[str, np.ndarray], beside: np.ndarray, dialect: Dial
     for column in [c for c in main.columns if c.startswith(NAN_PREFIX)]:
         logged_nan[column[len(NAN_PREFIX):]] = (main.pop(column) == 1.0).to_numpy()
     return as_float64(main), logged_nan
+
+
+def _say_several_losses(table: dict[str, np.ndarray], step: np.ndarray, dialect: Dialect, warnings: list[str]) -> None:
+    """:func:`several_losses_per_step`'s warning, where records in step order (``table``'s, at
+    ``step``) print their loss more than once a step."""
+    if metrics.LOSS in table and len(step) > 1 and bool((step[1:] == step[:-1]).any()):
+        said = several_losses_per_step(step, table[metrics.LOSS], dialect.record_word,
+                                       table.get(NAN_PREFIX + metrics.LOSS))
+        if said is not None:
+            warnings.append(said)
 
 
 def _spread_over_records(shape: Shape, columns: dict[str, np.ndarray], n: int, records: int | None,
