@@ -151,3 +151,12 @@ def test_compressed_data_that_is_no_log_is_not_decompressed_whole(tmp_path, monk
     runs = discover_runs(tmp_path, LoadOptions())
     assert [r.source for r in runs] == ["torchtitan"]
     assert sorted(kw.get("first") is None for kw in calls) == [False, False, True]  # two heads, one log whole
+
+
+def test_a_compressed_database_names_itself_not_its_temporary_copy(tmp_path):
+    packed = tmp_path / "mlflow.db.gz"
+    packed.write_bytes((LOGS / "mlflow_sqlite" / "mlflow.db.gz").read_bytes())
+    runs = discover_runs(_old(packed), LoadOptions())
+    said = [w for run in runs for w in run.warnings]
+    assert any(w.startswith(f"{packed} run tiny-gpt/eval-only: no loss metric") for w in said), said
+    assert not any("sentinel-" in w for w in said), said

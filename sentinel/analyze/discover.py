@@ -779,9 +779,13 @@ def _claim_and_load(file: Path, modules: Iterable[ModuleType], options: LoadOpti
                 raise ValueError(f"{file}: {note}; that much is not a log sentinel reads")
             return None
         with decompressed(file) as (plain, note):
-            runs = module.load(plain, options)
+            try:
+                runs = module.load(plain, options)
+            except ValueError as err:  # named as the file the user gave, not the temporary copy
+                raise ValueError(str(err).replace(str(plain), str(file))) from None
         for run in runs:
             run.path = str(file)
+            run.warnings = [w.replace(str(plain), str(file)) for w in run.warnings]
             if note is not None:
                 run.warnings.append(f"{file.name}: {note}")
         return runs
