@@ -248,6 +248,7 @@ def test_ranks_found_after_line_ends_are_the_ranks_at_line_starts(syntax):
         expected = list(dict.fromkeys(map(int, at_starts))) if syntax.in_order else sorted({int(r) for r in at_starts})
         if syntax.every_rank and (expected != list(range(len(expected))) or len(at_starts) < 4 * len(expected)):
             expected = []
+        assert syntax.ranks(text, Lines(text)) == syntax.ranks(text), text  # counted as read
         kept = launcher_ranks.one_rank(text, notes)
         # The syntaxes before this one in the list are asked first: where one of them finds ranks, it speaks.
         earlier = [s for s in launcher_ranks.SYNTAXES[:launcher_ranks.SYNTAXES.index(syntax)] if len(s.ranks(text)) >= 2]
@@ -414,3 +415,13 @@ def test_a_windows_line_end_found_from_the_first_line_ends_is_one_found_in_the_t
         text = "".join(pieces)
         assert textscan._crlf_in(text) == ("\r\n" in text)
         assert textscan.clean_text(text) == text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+@pytest.mark.parametrize("odd", ["[rank10]:step 7 loss 2.5\n", "[rank1]:step 7 loss 2.5\n", "", "x [rank1]:\n"])
+def test_the_ranks_of_a_long_log_are_counted_as_read(odd):
+    # 5,000 lines of rank 0 (counted by line skeleton) with one other line among them
+    lines = [f"[rank0]:step {s} loss {3 - s / 9999:.4f}\n" for s in range(5000)]
+    text = "".join(lines[:2500]) + odd + "".join(lines[2500:])
+    torchrun = launcher_ranks.SYNTAXES[0]
+    assert torchrun.ranks(text, Lines(text)) == torchrun.ranks(text) == ([0, 10] if "10]:" in odd else
+                                                                        [0, 1] if odd.startswith("[") else [0])

@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Callable
@@ -51,13 +52,35 @@ class RankSyntax:
     in_order: bool = False
     removed: bool = False
 
-    def ranks(self, text: str) -> list[int]:
-        """The ranks named at line starts, each once, lowest first (or first printed first)."""
-        found = self._found(text, rest=False)
-        ranks = list(dict.fromkeys(int(r) for r in found)) if self.in_order else sorted({int(r) for r in found})
+    def ranks(self, text: str, lines: Lines | None = None) -> list[int]:
+        """The ranks named at line starts, each once, lowest first (or first printed first);
+        ``lines``: ``Lines(text)``, where the caller has them (a log of one rank's lines is told
+        by counting)."""
+        found = self._one_rank_alone(text, lines) if lines is not None else None
+        if found is None:
+            found = self._found(text, rest=False)
+        # the distinct strings first: one int() a rank, not one a line (20,000 lines: 2 ms)
+        ranks = list(dict.fromkeys(int(r) for r in dict.fromkeys(found))) if self.in_order else \
+            sorted({int(r) for r in set(found)})
         if self.every_rank and (ranks != list(range(len(ranks))) or len(found) < 4 * len(ranks)):
             return []
         return ranks
+
+    def _one_rank_alone(self, text: str, lines: Lines) -> list[str] | None:
+        """Where every prefixed line has the first one's prefix (torchtitan's ``[rank0]:`` on each
+        line), its rank once a line, from two counts; else None (reading each line's rank took
+        2-3 ms on 20,000 lines)."""
+        first = self._pattern(r"(\d+)", after_line_end=False).match(text) or \
+            self._pattern(r"(\d+)", after_line_end=True).search(text)
+        if first is None:
+            return None
+        prefix = first.group(0).lstrip("\n")
+        same = text.count("\n" + prefix) + text.startswith(prefix)
+        return [first.group(1)] * same if same == lines.count(self._line_start) else None
+
+    @functools.cached_property
+    def _line_start(self) -> re.Pattern:
+        return re.compile("^" + self.prefix.format(rank=r"\d+"), re.MULTILINE)
 
     def lines_by_rank(self, text: str) -> dict[int, list[str]]:
         """Each rank's lines (what follows the prefix)."""
@@ -133,7 +156,7 @@ def one_rank(text: str, warnings: list[str], has_records: Callable[[str], bool] 
     for syntax in SYNTAXES:
         if not lines.holds_any(syntax.marks):  # most logs stop here
             continue
-        ranks = syntax.ranks(text)
+        ranks = syntax.ranks(text, lines)
         if len(ranks) >= 2 and has_records is not None:
             by_rank = syntax.lines_by_rank(text)
             ranks = [r for r in ranks if has_records("\n".join(by_rank[r]))]
