@@ -164,6 +164,7 @@ LOADER_MODULES: tuple[str, ...] = (
     "long_table",  # a CSV / TSV in long form: step, metric, value; or step, split, loss
     # Before the generic table, which would take it for a JSONL table keyed by W&B's _step:
     "wandb_offline",  # a W&B run's files/wandb-history.jsonl (older wandb versions)
+    "deepxde_loss",  # DeepXDE's loss.dat (a comma header over rows apart by spaces: no table)
     "generic_table",  # any CSV / TSV / JSONL with a step and a loss column
     "parquet_table",  # a Parquet table with a step and a loss column (a history DataFrame's to_parquet)
     "mlflow_store",  # an MLflow file store run (mlruns/<exp>/<run>/metrics/<key>)
