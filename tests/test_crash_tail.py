@@ -165,3 +165,46 @@ def test_a_traceback_cut_off_before_its_error_line_is_the_stop(tmp_path, frames)
     assert "stopped after step 200 in an exception" in crash.message
     assert "cut off before its error line" in crash.message
     assert report.verdict.value == "unhealthy"
+
+
+@pytest.mark.parametrize("last, word", [
+    ("Killed", "Killed"),
+    ("./train.sh: line 7: 48213 Killed                  python train.py --bs 64", "Killed"),
+    ("Segmentation fault (core dumped)", "Segmentation fault (core dumped)"),
+    ("run.sh: line 3: 911 Bus error (core dumped) python main.py", "Bus error (core dumped)"),
+])
+def test_a_log_that_ends_in_the_shells_signal_line_did_not_finish(tmp_path, last, word):
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(_steps()) + f"\n{last}\n\n", encoding="utf-8")
+    (run,) = discover_runs(path)
+    report = analyze_run(run)
+    (crash,) = report.incidents
+    assert (crash.kind, crash.step, crash.severity.value) == ("crash", 200, "warning")
+    assert crash.message.startswith(f"the training process died after step 200: the log ends in '{word}' (line 201")
+    assert report.verdict.value == "unhealthy"
+
+
+@pytest.mark.parametrize("lines", [["Killed"], ["Training killed by the user"], ["Killed", "step 201 | loss 0.9"]])
+def test_a_signal_word_that_is_not_the_last_line_or_not_alone_is_no_crash(tmp_path, lines):
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(_steps()[:100] + lines[:-1] + _steps()[100:] + lines[-1:]) + "\n", encoding="utf-8")
+    incidents = analyze_run(discover_runs(path)[0]).incidents
+    assert [i.kind for i in incidents] == (["crash"] if lines == ["Killed"] else [])
+
+
+def _sb3_block(step: int, loss: float) -> str:
+    rows = [("rollout/", ""), ("ep_rew_mean", f"{step / 1000:.3g}"), ("time/", ""),
+            ("total_timesteps", str(step)), ("train/", ""), ("loss", f"{loss:.3g}"), ("n_updates", str(step // 4))]
+    return "\n".join(["-" * 34] + [f"| {k:<20} | {v:<8} |" for k, v in rows] + ["-" * 34])
+
+
+@pytest.mark.parametrize("end", ["Killed", _traceback_of(MemoryError())])
+def test_a_stable_baselines_console_that_ends_in_a_kill_or_a_traceback(tmp_path, end):
+    path = tmp_path / "dqn.log"
+    blocks = [_sb3_block(step, 0.5 / (1 + step / 4000)) for step in range(1000, 21000, 1000)]
+    path.write_text("\n".join(blocks) + "\n" + end, encoding="utf-8")
+    (run,) = discover_runs(path)
+    assert run.source == "sb3_console"
+    (crash,) = analyze_run(run).incidents
+    assert crash.kind == "crash" and crash.step == 20000
+    assert ("'Killed'" if end == "Killed" else "MemoryError") in crash.message

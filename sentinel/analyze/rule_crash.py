@@ -1,4 +1,5 @@
-"""A training process that stopped in an error: a text log that ends in a Python traceback."""
+"""A training process that stopped in an error: a text log that ends in a Python traceback, or in the shell's
+line that says the process died of a signal (``Killed``, ``Segmentation fault``)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ _AT_MINIMUM_SCALE = re.compile(r"loss scale already at minimum|Minimum loss scal
 
 
 def crash_incidents(crash: dict | None) -> list[Incident]:
-    """One incident where the log ends in a traceback after its last step line (a loader's
-    ``meta["crash"]``: ``error``, ``after_step``, ``line``): a warning, since the run did not
-    finish; information where it was stopped by hand (``KeyboardInterrupt``).
+    """One incident where the log ends in a traceback after its last step line, or in the shell's
+    line that says the process died of a signal (a loader's ``meta["crash"]``: ``error``,
+    ``after_step``, ``line``, ``signal``): a warning, since the run did not finish; information
+    where it was stopped by hand (``KeyboardInterrupt``).
 
     Example:
         >>> [i.message for i in crash_incidents({"error": "KeyError: 'x'", "after_step": 90, "line": 12})]
@@ -25,6 +27,12 @@ def crash_incidents(crash: dict | None) -> list[Incident]:
     error, after, line = crash["error"], int(crash["after_step"]), crash.get("line")
     where = f", line {line}" if line else ""
     details = {"error": error, "line": line}
+    if crash.get("signal"):  # the shell's word for the signal the process died of
+        why = {"Killed": "; SIGKILL, most often the kernel's out-of-memory killer (dmesg tells) or a scheduler's limit",
+               "Terminated": "; SIGTERM, a scheduler's time limit or a kill"}.get(error, "")
+        return [Incident(IncidentKind.CRASH, after, after, Severity.WARNING,
+                         f"the training process died after step {after}: the log ends in '{error}' (line {line}{why}): "
+                         "it did not finish", {**details, "resolved": False})]
     if error is None:  # the traceback cut off before its exception line (a paste's window)
         return [Incident(IncidentKind.CRASH, after, after, Severity.WARNING,
                          f"the training stopped after step {after} in an exception (the log ends in its traceback"

@@ -73,3 +73,57 @@ def final_error(text: str, after: int, defer_nonfinite: bool = True) -> str | No
     if defer_nonfinite and (NONFINITE_WORDS[0].search(line) or _SAYS_NONFINITE.search(line)):
         return None  # the non-finite rule's (detectron2's "Loss became infinite or NaN at iteration=N!")
     return line if len(line) <= MAX_MESSAGE else line[:MAX_MESSAGE - 3] + "..."
+
+
+# What a shell prints where the process it ran died of a signal: bash's "Killed" (SIGKILL: the kernel's
+# out-of-memory killer, most often), "Segmentation fault (core dumped)", "Bus error", "Aborted",
+# "Terminated"; alone on its line, or in a script's job line ("./train.sh: line 3: 12345 Killed
+# python train.py").
+_SIGNALS = r"(Killed|Segmentation fault|Bus error|Aborted|Terminated)(?: \(core dumped\))?"
+_SIGNAL_DEATH = re.compile(rf"{_SIGNALS}[^\S\n]*|[^\n]*?: line \d+: +\d+ +{_SIGNALS}(?:[^\S\n]+[^\n]*)?")
+
+
+def signal_death(text: str, after: int = 0) -> tuple[str, int] | None:
+    """The shell's word for the signal its process died of (``Killed``, ``Segmentation fault (core
+    dumped)``), where the text's last line after offset ``after`` says it, and that line's offset;
+    else None.
+
+    Example:
+        >>> signal_death("step 9 loss 2.1\\nKilled\\n")
+        ('Killed', 16)
+        >>> signal_death("run.sh: line 3: 4242 Segmentation fault (core dumped) python t.py\\n")[0]
+        'Segmentation fault (core dumped)'
+        >>> signal_death("step 9 loss 2.1\\nTraining killed by the user\\n") is None
+        True
+    """
+    end = len(text.rstrip())
+    start = max(text.rfind("\n", 0, end) + 1, after)
+    found = _SIGNAL_DEATH.fullmatch(text, start, end)
+    if found is None:
+        return None
+    word = found.group(1) or found.group(2)
+    core = " (core dumped)" if "(core dumped)" in found.group(0) else ""
+    return word + core, start
+
+
+def crash_after(text: str, at: int, last_step: int, nonfinite_read: bool) -> dict | None:
+    """``meta["crash"]`` for a log whose last step line is ``last_step``'s: the traceback at offset
+    ``at`` (the first after that line; -1: none there) with its error line, None for its error where
+    the paste cut it off (unless the non-finite lines told the end: ``nonfinite_read``); else the
+    shell's line that says the process died of a signal, at the log's end (``"signal": True``).
+
+    Example:
+        >>> crash_after("step 9 loss 2.1\\nKilled\\n", -1, 9, False)
+        {'error': 'Killed', 'after_step': 9, 'line': 2, 'signal': True}
+    """
+    if at < 0:
+        death = signal_death(text)
+        return None if death is None else {"error": death[0], "after_step": last_step,
+                                            "line": text.count("\n", 0, death[1]) + 1, "signal": True}
+    error = final_error(text, at)
+    if error is None and not nonfinite_read:  # a NaN message no event line knows: still the end
+        error = final_error(text, at, defer_nonfinite=False)
+    # (cut off: which error, the text does not say; after a NaN the lines told, the NaN's, as a NaN's error is)
+    if error is not None or (cut_off(text, at) and not nonfinite_read):
+        return {"error": error, "after_step": last_step, "line": text.count("\n", 0, at) + 1}
+    return None

@@ -37,6 +37,7 @@ import pandas as pd
 from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, LoadOptions, RunData
 from sentinel.analyze.loaders.amp_lines import AMP_LINES
+from sentinel.analyze.loaders.crash_tail import TRACEBACK, crash_after
 from sentinel.analyze.loaders.keys import (
     LOG2_LOSS_SCALE_KEYS,
     SB3_STEP,
@@ -163,6 +164,13 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     source = NAME if sectioned else BASELINES
     meta = {"format": source, "columns": columns, "blocks": len(blocks),
             LOGGED_NAN: _printed_nan(table, step_col, loss_col, steps.columns)}
+    if len(steps.index):  # a traceback, or the shell's "Killed", after the last block: the run stopped there
+        text = "\n".join(lines)
+        after = sum(len(line) + 1 for line in lines[:found[-1][1] + 1])
+        nonfinite = any(event.get("kind") == "nonfinite" for event in events)
+        crash = crash_after(text, text.find(TRACEBACK, after), int(steps.index[-1]), nonfinite)
+        if crash is not None:
+            meta["crash"] = crash
     return [RunData(name=run_name(path), path=str(path), source=source, steps=steps, events=events_frame(events),
                     meta=meta, warnings=warnings)]
 

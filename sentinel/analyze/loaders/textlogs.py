@@ -29,7 +29,7 @@ from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, 
                                                LOSS_LINES, NONFINITE_ONLY, PAIRS, YOLOV4_PYTORCH,
                                                hf_cut_dict, reads_bar_running_mean)
 from sentinel.analyze.loaders.dialect_types import Dialect, LossTerms
-from sentinel.analyze.loaders.crash_tail import TRACEBACK, cut_off, final_error
+from sentinel.analyze.loaders.crash_tail import TRACEBACK, crash_after
 from sentinel.analyze.loaders.keys import (canonical_key, inferred_loss_note, is_aggregate, is_regulariser,
                                            looks_like_loss)
 from sentinel.analyze.loaders.launcher_ranks import one_rank_unprefixed, prefixes_removed
@@ -711,28 +711,25 @@ def epoch_restarts(text: str) -> list[str]:
 
 
 def note_crash(text: str, found, dialect: Dialect, after: int = 0) -> None:
-    """Where the log ends in a traceback after its last step line, ``meta["crash"]`` says which
-    error, after which step and at which line (``after``: where the last step line starts, where
+    """Where the log ends in a traceback after its last step line, or in the shell's line that says
+    the process died of a signal (``Killed``), ``meta["crash"]`` says which error, after which step
+    and at which line (``after``: where the last step line starts, where
     the caller knows it: the search for a traceback, absent from most logs, reads the text after
     it only)."""
-    at = text.rfind(TRACEBACK, max(after, 0))
-    if at < 0 or not len(found.steps.index):
+    if not len(found.steps.index):
         return
+    at = text.rfind(TRACEBACK, max(after, 0))
     records = [shape.pattern for shape in dialect.shapes if shape.beside is None]
-    if any(pattern.search(text, at) for pattern in records):
-        return  # a step line after it: a traceback the run printed and went on from
+    if at >= 0 and any(pattern.search(text, at) for pattern in records):
+        at = -1  # a step line after it: a traceback the run printed and went on from
     # The first traceback after the last step line tells the stop (a notebook's kernel runs on into
     # later cells; torchrun's summary follows a rank's error): back over those with no step line between.
-    while (before := text.rfind(TRACEBACK, max(after, 0), at)) >= 0 and \
+    while at >= 0 and (before := text.rfind(TRACEBACK, max(after, 0), at)) >= 0 and \
             not any(pattern.search(text, before, at) for pattern in records):
         at = before
-    error = final_error(text, at)
-    if error is None and not _nonfinite_read(found.events):  # a NaN message no event line knows: still the end
-        error = final_error(text, at, defer_nonfinite=False)
-    # (cut off: which error, the text does not say; after a NaN the lines told, the NaN's, as a NaN's error is)
-    if error is not None or (cut_off(text, at) and not _nonfinite_read(found.events)):
-        found.meta["crash"] = {"error": error, "after_step": int(found.steps.index[-1]),
-                               "line": text.count("\n", 0, at) + 1}
+    crash = crash_after(text, at, int(found.steps.index[-1]), _nonfinite_read(found.events))
+    if crash is not None:
+        found.meta["crash"] = crash
 
 
 def _nonfinite_read(events) -> bool:
