@@ -6874,6 +6874,21 @@ def test_keras_epoch_lines_pasted_without_their_time(tmp_path, blank):
     assert "overfitting" in [i.kind for i in analyze_run(run).incidents]
 
 
+def test_keras_callback_lines_between_an_epochs_header_and_its_line(tmp_path):
+    """Keras 2's callbacks print before the epoch's own line: ModelCheckpoint(verbose=1)'s 'Epoch 00003: val_loss
+    improved ...' under every header (the log refused: 'no keras_epochs step lines found'), EarlyStopping's 'Epoch
+    00008: early stopping' under the last (that epoch's line dropped: a run's last epoch lost)."""
+    losses = (0.91, 0.51, 0.42, 0.37, 0.33, 0.30)
+    callbacks = ["Epoch 0000{e}: val_loss improved from 0.6 to 0.5, saving model to best.h5"] * 4 + [
+        "Epoch 0000{e}: ReduceLROnPlateau reducing learning rate to 0.0001.\nEpoch 0000{e}: val_loss did not improve",
+        "Epoch 0000{e}: early stopping"]
+    lines = ["Train on 60000 samples, validate on 10000 samples"]
+    for epoch, (loss, said) in enumerate(zip(losses, callbacks), 1):
+        lines += [f"Epoch {epoch}/10", said.format(e=epoch), f" - 3s - loss: {loss:.4f} - val_loss: {loss + 0.1:.4f}"]
+    (run,) = discover_runs(_write(tmp_path / "keras.txt", lines))
+    assert run.source == "keras_epochs" and run.meta["step_unit"] == "epoch"
+    assert run.steps.index.tolist() == [1, 2, 3, 4, 5, 6] and run.steps["loss"].tolist() == list(losses)
+
 def test_loss_lines_with_no_epoch_header_are_not_keras_epochs(tmp_path):
     """'loss: 0.28' lines under no 'Epoch k/K' header stay another reader's: the timeless Keras line needs the
     ' - key: ' that follows Keras' loss."""

@@ -2023,14 +2023,19 @@ LOSS_BEFORE_EPOCH = replace(
 # between: a question's paste); such a line is Keras' where a " - key: " follows its loss.
 _KERAS_EPOCH_LINE = r"(?:[^\S\n]*- )?\d+s(?: \d+[mu]?s/step)? - "
 _KERAS_TIMELESS_LINE = r"[^\S\n]*loss: [^\s-][^\s]* - \w+: "
+# A callback's line, printed before the epoch's own (the progress logger is the last callback):
+# ModelCheckpoint's "Epoch 00003: val_loss improved from 0.52 to 0.48, saving model to m.h5",
+# ReduceLROnPlateau's "Epoch 00012: ReduceLROnPlateau reducing learning rate to 1e-04.",
+# EarlyStopping's "Epoch 00008: early stopping" (the last epoch's line after it).
+_KERAS_CALLBACK_LINE = r"Epoch \d{5}: [^\n]*\n"
 KERAS_EPOCHS = replace(
     EPOCH_LINES,
     name="keras_epochs",
     description="Keras' fit(verbose=2) output before TensorFlow 2: 'Epoch 3/50', then '3s - loss: X - val_loss: Y' "
                 "(or, its time cut in a paste, 'loss: X - acc: A - ...')",
     sniff=re.compile(rf"^(?:{_KERAS_EPOCH_LINE}loss: |{_KERAS_TIMELESS_LINE})", re.MULTILINE),
-    joins=re.compile(rf"^(Epoch \d+/\d+)[^\S\n]*\n(?:[^\S\n]*\n)*(?={_KERAS_EPOCH_LINE}|{_KERAS_TIMELESS_LINE})",
-                     re.MULTILINE),
+    joins=re.compile(rf"^(Epoch \d+/\d+)[^\S\n]*\n(?:[^\S\n]*\n|{_KERAS_CALLBACK_LINE})*"
+                     rf"(?={_KERAS_EPOCH_LINE}|{_KERAS_TIMELESS_LINE})", re.MULTILINE),
     join_with=r"\1 - ",
     min_records=2,
     step_unit="epoch",
