@@ -7485,6 +7485,24 @@ def test_the_pytorch_transfer_learning_tutorials_epochs(tmp_path):
     assert run.steps["val_loss"].tolist() == [0.2474, 0.2651, 0.2231, 0.2101]
 
 
+def test_the_transfer_tutorials_epochs_named_after_each_model_trained_in_turn(tmp_path):
+    """A script that trains resnet-50, -34 and -18 in turn with the tutorial's loop prints "resnet-50 - Epoch 1/100":
+    refused, "no transfer_tutorial step lines found" (a reader's name, no fix). Each model's epochs are a run."""
+    lines = []
+    for model, level in (("resnet-50", 0.3), ("resnet-34", 0.25), ("resnet-18", 0.2)):
+        for e in range(1, 9):
+            lines += [f"{model} - Epoch {e}/8", "-" * 10, "lr: [0.0002]",
+                      f"train Loss: {level + 2 / e:.4f} Top-1 Acc: 4.8644 Top-5 Acc: 29.1611",
+                      f"test Loss: {level + 2.2 / e:.4f} Top-1 Acc: 4.1501 Top-5 Acc: 35.7653"]
+    runs = discover_runs(_write(tmp_path / "train.log", lines))
+    assert [run.source for run in runs] == ["transfer_tutorial"] * 3
+    assert all(run.steps.index.tolist() == list(range(1, 9)) for run in runs)
+    assert [run.steps["loss"].iloc[-1] for run in runs] == [0.55, 0.5, 0.45]
+    _write(tmp_path / "cut.log", ["train Loss: 0.5 Acc: 0.1", "val Loss: 0.6 Acc: 0.1"] * 3)  # no epoch header
+    result = CliRunner().invoke(main, ["analyze", str(tmp_path / "cut.log")])
+    assert result.output.startswith(f"Error: {tmp_path / 'cut.log'}: it looks like the PyTorch transfer-learning "
+                                    "tutorial's train_model") and "with the lines that name each step" in result.output
+
 def test_a_named_key_with_no_step_beside_it_is_said(tmp_path):
     """BasicTS prints "epoch 1 / 100", then "train:: [train_time: 94.49 (s), lr: 1.00e-02, train_MAE: 2.8285, ...]":
     --loss-col train_MAE, the key its refusal listed, got "not a log format" back. The refusal says the key is

@@ -2137,7 +2137,8 @@ PYSLOWFAST = replace(
 # baseline among them): "Epoch 0/24", a line of dashes, then each phase's "train Loss: 0.5814 Acc: 0.6967" and
 # "val Loss: 0.2474 Acc: 0.9085" (the re-ID baseline's "train Loss: 0.4552 Reg: 0.0000 Acc: 0.0087 ..." after
 # lines of its own). Epochs from 0; the val phase's loss is the epoch's val_loss.
-_TUTORIAL_EPOCH = r"^Epoch (\d+)/\d+[^\S\n]*\n-{3,}[^\S\n]*\n(?:(?!Epoch \d)[^\n]*\n){0,6}?"
+# (the epoch perhaps named after the model it trains: "resnet-50 - Epoch 1/100", a script that trains several)
+_TUTORIAL_EPOCH = r"^(?:[^\n]*?[^\S\n])?Epoch (\d+)/\d+[^\S\n]*\n-{3,}[^\S\n]*\n(?:(?![^\n]*\bEpoch \d)[^\n]*\n){0,6}?"
 _TUTORIAL_TRAIN = re.compile(rf"{_TUTORIAL_EPOCH}[Tt]rain Loss: ({_NUM})", re.MULTILINE)
 TRANSFER_TUTORIAL = Dialect(
     name="transfer_tutorial",

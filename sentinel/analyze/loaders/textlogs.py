@@ -26,7 +26,7 @@ from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, STEP_UNIT, LoadOptions, RunData, nonfinite_name
 from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER, FALLBACKS,
                                                GENERAL_READERS, GENERIC, HF_TRAINER, KERAS_EPOCHS,
-                                               LOSS_LINES, NONFINITE_ONLY, PAIRS, YOLOV4_PYTORCH,
+                                               LOSS_LINES, NONFINITE_ONLY, PAIRS, TRANSFER_TUTORIAL, YOLOV4_PYTORCH,
                                                hf_cut_dict, reads_bar_running_mean)
 from sentinel.analyze.loaders.dialect_types import Dialect, LossTerms
 from sentinel.analyze.loaders.crash_tail import TRACEBACK, crash_after
@@ -600,6 +600,8 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
     parts = fresh_starts(text, lines)
     if len(parts) == 1 and dialect is EPOCH_LINES:
         parts = epoch_restarts(text)
+    elif len(parts) == 1 and dialect is TRANSFER_TUTORIAL:  # a script that trains several models in turn
+        parts = epoch_restarts(text, TRANSFER_TUTORIAL.shapes[0].pattern)
     said = None  # what was left out of the text, where something was
     if dialect is KERAS_EPOCHS or dialect is GENERIC:  # (the bars' readers)
         evaluated = _without_evaluation_bars(text, lines)
@@ -626,7 +628,7 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
         except ValueError:  # a training that stopped before its first logged step
             empty.append(k)
     if not runs:
-        raise ValueError(f"{path}: no {dialect.name} step lines found")
+        raise ValueError(_no_step_lines(path, dialect, text))
     note = trainings_note(path, len(parts))
     if empty:
         note += f" ({', '.join(f'#{k}' for k in empty)} logged no step)"
@@ -677,12 +679,15 @@ _MOST_EPOCH_LINES = 100_000
 _LEAST_EPOCHS = 3
 
 
-def epoch_restarts(text: str) -> list[str]:
+def epoch_restarts(text: str, records: re.Pattern | None = None) -> list[str]:
     """``text`` cut where its one-line-an-epoch records start again from its first epoch (a script
     run twice, its output pasted one after the other: PyG's example on the CPU, then on CUDA; one
     fit per fold; a sweep of trainings that print every 100 epochs), each part a training of its own
     (each from its first record line's line); else ``[text]``: where an epoch prints several lines, or
     a run goes on from a later epoch.
+
+    ``records``: the pattern of a record, its first group the epoch (the one-line-an-epoch reader's
+    where None).
 
     Example:
         >>> log = "".join(f"Epoch: {e}, Loss: {2 - e / 10}\\n" for e in (*range(5), *range(4)))
@@ -691,7 +696,7 @@ def epoch_restarts(text: str) -> list[str]:
     """
     training = split_evaluation_lines(text, EPOCH_LINES.drop_words)[0]  # its lines where they were
     found = []
-    for match in EPOCH_LINES.shapes[0].pattern.finditer(training):
+    for match in (records or EPOCH_LINES.shapes[0].pattern).finditer(training):
         found.append((match.start(), int(match.group(1))))
         if len(found) > _MOST_EPOCH_LINES:
             return [text]
@@ -909,6 +914,17 @@ def _script_lines(text: str, options: LoadOptions | None, path: str | Path, name
 _PRINTED_NAN_LOSS = re.compile(r"(?i)\bloss(?:_\w+)?['\"]?[^\S\n]*[:=][^\S\n]*\[?-?nan\b")
 
 
+def _no_step_lines(path: str | Path, dialect: Dialect, text: str) -> str:
+    """The message for a log that looks like ``dialect``'s but holds no step line it reads."""
+    said = f"{path}: it looks like {dialect.description}, but sentinel reads no step line of it"
+    nan = _PRINTED_NAN_LOSS.search(text)
+    if nan is not None:
+        return f"{said}; its lines print a NaN loss ({nan.group(0)!r}): the run went non-finite there; paste its step " \
+               "lines with them"
+    return f"{said}: paste it whole, with the lines that name each step or epoch, or pass --loss-col with the key " \
+           "of its loss"
+
+
 def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str | Path, name: str,
              lines: Lines | None = None) -> RunData:
     """:func:`_read` with ``dialect`` alone."""
@@ -917,10 +933,7 @@ def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str
         text = bar_steps(text, HF_TRAINER.shapes[0].pattern) or text  # its dicts, training and evaluation
     found = scan(text, dialect, options, lines)
     if not len(found.steps.index):
-        nan = _PRINTED_NAN_LOSS.search(text)
-        raise ValueError(f"{path}: no {dialect.name} step lines found" + (
-            f"; but its lines print a NaN loss ({nan.group(0)!r}): the run went non-finite there; paste its step "
-            f"lines with them ({dialect.description})" if nan is not None else ""))
+        raise ValueError(_no_step_lines(path, dialect, text))
     if dialect is EPOCH_LINES:
         training = split_evaluation_lines(clean_text(text), EPOCH_LINES.drop_words)[0]  # not its evaluation lines
         lines = len(EPOCH_LINES.shapes[0].pattern.findall(training))
