@@ -963,6 +963,20 @@ def test_a_four_step_spike_returning_to_the_trend_is_no_collapse():
     assert collapse_incidents(_series([0.09] * 30 + [866.0, 866.8, 883.4, 883.4, 0.0707, 0.09])) == []
 
 
+@pytest.mark.parametrize("values", [
+    # a PINN's L-BFGS-B: 6.3e-4 where Adam left it, one step to 2e5, 3.42, then back at 5.9e-4 ("the model sees
+    # its targets (a label leak ...)" of a blow-up's end)
+    [6.3e-4, 2.0e5, 3.42, 5.9e-4, 5.0e-4, 5.0e-4],
+    # a hand-written loop's launch: 173.9, then 3.3e5 and 8e5, then 316.7 and 464 (near where it started)
+    [173.9, 332601.9, 797965.5, 316.7, 464.1, 1239.9],
+])
+def test_a_fall_back_to_where_the_loss_had_been_is_no_collapse(values):
+    from sentinel.analyze.rule_stuck import collapse_incidents
+
+    assert collapse_incidents(_series(values)) == []
+    below_any_seen = values[:-3] + [1e-9, 1e-9]  # the same rise, then a fall far below anything before it
+    assert [i.kind for i in collapse_incidents(_series(below_any_seen))] == ["loss_collapse"]
+
 @pytest.mark.parametrize("losses, verdict", [
     (["0.6242", "0.4101", "0.3302", "0.2801", "0.2488", "0.2200"], "healthy"),
     (["0.6242"] + ["nan"] * 5, "unhealthy"),

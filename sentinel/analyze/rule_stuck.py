@@ -303,6 +303,10 @@ COLLAPSE_PASSES = 2.0
 # network's loss, summed over its residuals, falls from 59 to 0.003 in its first 1,000 steps (DeepXDE
 # prints a row every 1,000).
 COLLAPSE_STEPS = 100
+# A fall to a level the loss had already reached before it rose (within this factor of its lowest
+# value before the fall) is a blow-up's end, no collapse: an L-BFGS step to 2e5, then 3.42, then back
+# at 5.9e-4 where Adam had left it; a hand-written loop back at 316 after 8e5, where it ran before.
+COLLAPSE_SEEN = 0.5
 
 
 def collapse_incidents(loss: pd.Series, epochs: pd.Series | None = None) -> list[Incident]:
@@ -310,7 +314,8 @@ def collapse_incidents(loss: pd.Series, epochs: pd.Series | None = None) -> list
     to below :data:`COLLAPSE_RATIO` of it at the next logged step, one logging interval later
     (the median gap between logged steps) and no more than :data:`COLLAPSE_STEPS` steps, where
     ``epochs`` (the run's epoch count, by step) does not show :data:`COLLAPSE_PASSES` epochs or
-    more between the two.
+    more between the two; nor a fall back to a level the loss had reached before
+    (:data:`COLLAPSE_SEEN`).
 
     Example:
         >>> s = pd.Series([12.18, 1.79e-06, 0.0], index=[1, 2, 3])
@@ -321,6 +326,8 @@ def collapse_incidents(loss: pd.Series, epochs: pd.Series | None = None) -> list
         >>> collapse_incidents(pd.Series([30.0, 20.0, 25.0, 0.001, 18.0, 22.0, 19.0], index=range(7)))  # one easy batch
         []
         >>> collapse_incidents(pd.Series([1.141, 0.0003, 0.0001]), epochs=pd.Series([50.0, 100.0, 150.0]))
+        []
+        >>> collapse_incidents(pd.Series([6.3e-4, 2.0e5, 3.42, 5.9e-4, 5.0e-4]))  # back where it was
         []
     """
     values = loss.to_numpy(dtype="float64")
@@ -344,9 +351,11 @@ def collapse_incidents(loss: pd.Series, epochs: pd.Series | None = None) -> list
     for i in candidates.tolist():
         level = float(np.median(values[max(0, i + 1 - COLLAPSE_LEVEL_ROWS):i + 1]))
         later = values[i + 2:i + 2 + COLLAPSE_AFTER_ROWS]
+        seen = float(np.nanmin(values[:i])) if i and not np.isnan(values[:i]).all() else np.inf
         if level >= COLLAPSE_FROM and after[i] < COLLAPSE_RATIO * level \
                 and (i + 1 >= COLLAPSE_LEVEL_LEAST or after[i] < COLLAPSE_NEAR_ZERO) \
-                and not (len(later) and float(np.median(later)) >= COLLAPSE_BACK * level):
+                and not (len(later) and float(np.median(later)) >= COLLAPSE_BACK * level) \
+                and not after[i] >= COLLAPSE_SEEN * seen:
             fell.append(i)
     if not fell:
         return []
