@@ -7517,6 +7517,22 @@ def test_the_transfer_tutorials_epochs_named_after_each_model_trained_in_turn(tm
     assert result.output.startswith(f"Error: {tmp_path / 'cut.log'}: it looks like the PyTorch transfer-learning "
                                     "tutorial's train_model") and "with the lines that name each step" in result.output
 
+@pytest.mark.parametrize("line", [
+    "{i} {p}% (0m 12s) {loss} Coelho / Portuguese ✗ (Italian)",  # the name classifier
+    "0m 16s ({i} {p}%) {loss}",  # the name generator
+    "1m 20s (- 19m 1s) ({i} {p}%) {loss}",  # the seq2seq translator
+])
+def test_the_pytorch_nlp_from_scratch_tutorials(tmp_path, line):
+    """The char-RNN classifier's "35000 35% (1m 4s) nan Nam / Russian ✗ (Korean)": "not a log format", its NaN
+    unsaid; the generator's and the translator's prints likewise. The iteration is the step."""
+    losses = ["2.4177", "2.5862", "1.1451", "2.3326", "1.5165", "2.5533", "nan", "nan", "nan"]
+    lines = [line.format(i=5000 * k, p=5 * k, loss=loss) for k, loss in enumerate(losses, 1)]
+    (run,) = discover_runs(_write(tmp_path / "rnn.log", lines))
+    assert run.source == "nlp_tutorials" and run.steps.index.tolist() == [5000 * k for k in range(1, 10)]
+    assert run.steps["loss"].iloc[:6].tolist() == [float(v) for v in losses[:6]]
+    (nan,) = [i for i in analyze_run(run).incidents if i.kind == "nonfinite"]
+    assert (nan.step, nan.severity.value) == (35000, "critical")
+
 def test_a_named_key_with_no_step_beside_it_is_said(tmp_path):
     """BasicTS prints "epoch 1 / 100", then "train:: [train_time: 94.49 (s), lr: 1.00e-02, train_MAE: 2.8285, ...]":
     --loss-col train_MAE, the key its refusal listed, got "not a log format" back. The refusal says the key is

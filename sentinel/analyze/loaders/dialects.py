@@ -2133,6 +2133,26 @@ PYSLOWFAST = replace(
     min_records=2,
 )
 
+# PyTorch's "NLP from scratch" tutorials, copied into many courses: the character-level RNN classifier's
+# print('%d %d%% (%s) %.4f %s / %s %s' % (iter, percent, timeSince(start), loss, name, guess, correct)),
+# "5000 5% (0m 12s) 2.4177 Coelho / Portuguese ✓"; the name generator's "0m 16s (5000 5%) 3.1569"; the
+# seq2seq translator's "1m 20s (- 19m 1s) (5000 6%) 2.7087" (the time left after the time spent). The
+# iteration the step, the loss the average over the iterations since the last print.
+_TUTORIAL_TIME = r"\d+m \d+s"
+NLP_TUTORIALS = Dialect(
+    name="nlp_tutorials",
+    description='PyTorch\'s NLP-from-scratch tutorials ("5000 5% (0m 12s) 2.4177 Coelho / Portuguese ✓", '
+                '"0m 16s (5000 5%) 3.1569", "1m 20s (- 19m 1s) (5000 6%) 2.7087")',
+    shapes=(
+        Shape(re.compile(rf"^(\d+) \d+% \({_TUTORIAL_TIME}\) ({_NUM}) ", re.MULTILINE),
+              head=(metrics.STEP, metrics.LOSS)),
+        Shape(re.compile(rf"^{_TUTORIAL_TIME} (?:\(- -?{_TUTORIAL_TIME}\) )?\((\d+) \d+%\) ({_NUM})[^\S\n]*$",
+                         re.MULTILINE),
+              head=(metrics.STEP, metrics.LOSS)),
+    ),
+    min_records=2,
+)
+
 # The PyTorch transfer-learning tutorial's train_model, copied into many scripts (layumi's person re-ID
 # baseline among them): "Epoch 0/24", a line of dashes, then each phase's "train Loss: 0.5814 Acc: 0.6967" and
 # "val Loss: 0.2474 Acc: 0.9085" (the re-ID baseline's "train Loss: 0.4552 Reg: 0.0000 Acc: 0.0087 ..." after
@@ -2492,7 +2512,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT, BUILD_NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, DEEPSPEECH, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, VIDEOPOSE3D, SOUNDSTREAM, YOLOV4_PYTORCH, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, LOSS_BEFORE_STEP, LOSS_BEFORE_EPOCH, TRIPLET_REID, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, TRANSFER_TUTORIAL, TORCH_NGP, SKELETON_GCN, DET3D, DEEPFACELAB, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, DEEPSPEECH, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, VIDEOPOSE3D, SOUNDSTREAM, YOLOV4_PYTORCH, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, LOSS_BEFORE_STEP, LOSS_BEFORE_EPOCH, TRIPLET_REID, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, TRANSFER_TUTORIAL, NLP_TUTORIALS, TORCH_NGP, SKELETON_GCN, DET3D, DEEPFACELAB, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
