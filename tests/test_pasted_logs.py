@@ -7533,6 +7533,21 @@ def test_the_pytorch_nlp_from_scratch_tutorials(tmp_path, line):
     (nan,) = [i for i in analyze_run(run).incidents if i.kind == "nonfinite"]
     assert (nan.step, nan.severity.value) == (35000, "critical")
 
+def test_tflearns_training_steps_each_read_once(tmp_path):
+    """TFLearn prints "Training Step: 8  | total loss: 2.03040 | time: 0.275s", then "| Adam | epoch: 001 | loss:
+    2.03040 - acc: 0.2720 -- iter: 00512/55000": each loss was read twice (at step 8 and at 512), then "loss repeats
+    exactly the values it had 6 logged steps earlier" made a healthy MNIST run unhealthy."""
+    lines = []
+    for step in range(8, 40):
+        loss = 2.2 * 0.97 ** step
+        lines.append(f"Training Step: {step}  | total loss: {loss:.5f} | time: 0.275s")
+        val = f" | val_loss: {loss * 0.8:.5f} - val_acc: 0.5097" if step % 10 == 0 else ""
+        lines.append(f"| Adam | epoch: 001 | loss: {loss:.5f} - acc: 0.2720{val} -- iter: {step * 64:05d}/55000")
+    (run,) = discover_runs(_write(tmp_path / "tflearn.log", lines))
+    assert run.source == "tflearn" and run.steps.index.tolist() == list(range(8, 40))
+    assert run.steps["val_loss"].dropna().index.tolist() == [10, 20, 30]
+    assert analyze_run(run).verdict.value == "healthy"
+
 def test_a_named_key_with_no_step_beside_it_is_said(tmp_path):
     """BasicTS prints "epoch 1 / 100", then "train:: [train_time: 94.49 (s), lr: 1.00e-02, train_MAE: 2.8285, ...]":
     --loss-col train_MAE, the key its refusal listed, got "not a log format" back. The refusal says the key is

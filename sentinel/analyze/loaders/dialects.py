@@ -2133,6 +2133,24 @@ PYSLOWFAST = replace(
     min_records=2,
 )
 
+# TFLearn's console: "Training Step: 8  | total loss: 2.03040 | time: 0.275s", then its optimizer's line
+# "| Adam | epoch: 001 | loss: 2.03040 - acc: 0.2720 -- iter: 00512/55000" (the same loss, the samples seen
+# as "iter"; read too, each loss was read twice, at step 8 and at 512), its val_loss there after a
+# validation. The step is the training step, the total loss the loss.
+_TFLEARN_STEP = re.compile(rf"^Training Step: (\d+)[^\S\n]*\| total loss: ({_NUM})", re.MULTILINE)
+TFLEARN = Dialect(
+    name="tflearn",
+    description='TFLearn ("Training Step: 8  | total loss: 2.03040 | time: 0.275s", then "| Adam | epoch: 001 | '
+                'loss: 2.03040 - acc: 0.2720 | val_loss: 1.42 - val_acc: 0.51 -- iter: 00512/55000")',
+    shapes=(
+        Shape(_TFLEARN_STEP, head=(metrics.STEP, metrics.LOSS)),
+        Shape(re.compile(rf"^Training Step: (\d+)[^\S\n]*\|[^\n]*\n[^\n]*\bval_loss: ({_NUM})", re.MULTILINE),
+              head=(metrics.STEP, metrics.VAL_LOSS), beside=_TFLEARN_STEP),
+    ),
+    sniff=re.compile(r"^Training Step: \d+[^\S\n]*\| total loss: ", re.MULTILINE),
+    min_records=2,
+)
+
 # PyTorch's "NLP from scratch" tutorials, copied into many courses: the character-level RNN classifier's
 # print('%d %d%% (%s) %.4f %s / %s %s' % (iter, percent, timeSince(start), loss, name, guess, correct)),
 # "5000 5% (0m 12s) 2.4177 Coelho / Portuguese ✓"; the name generator's "0m 16s (5000 5%) 3.1569"; the
@@ -2512,7 +2530,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT, BUILD_NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, DEEPSPEECH, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, VIDEOPOSE3D, SOUNDSTREAM, YOLOV4_PYTORCH, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, LOSS_BEFORE_STEP, LOSS_BEFORE_EPOCH, TRIPLET_REID, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, TRANSFER_TUTORIAL, NLP_TUTORIALS, TORCH_NGP, SKELETON_GCN, DET3D, DEEPFACELAB, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, DEEPSPEECH, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, VIDEOPOSE3D, SOUNDSTREAM, YOLOV4_PYTORCH, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, LOSS_BEFORE_STEP, LOSS_BEFORE_EPOCH, TRIPLET_REID, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, TRANSFER_TUTORIAL, NLP_TUTORIALS, TFLEARN, TORCH_NGP, SKELETON_GCN, DET3D, DEEPFACELAB, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
