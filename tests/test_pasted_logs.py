@@ -7548,6 +7548,21 @@ def test_tflearns_training_steps_each_read_once(tmp_path):
     assert run.steps["val_loss"].dropna().index.tolist() == [10, 20, 30]
     assert analyze_run(run).verdict.value == "healthy"
 
+def test_llama_recipes_bar_read_by_its_description_not_its_count(tmp_path):
+    """llama-recipes' bar counts optimizer steps under gradient accumulation ("3/9"), its description each batch:
+    "Training Epoch: 1/3, step 10/36 completed (loss: 0.52): 33%|...| 3/9": read at the bar's count, three of four
+    losses were dropped as one step's several, the best loss one of those left."""
+    lines, rng = [], np.random.default_rng(0)
+    for epoch in (1, 2):
+        for step in range(36):
+            loss = 0.6 * 0.97 ** ((epoch - 1) * 36 + step) + 0.05 * rng.random()
+            done = step // 4
+            lines.append(f"Training Epoch: {epoch}/3, step {step}/36 completed (loss: {loss}):  {done * 11}%|###   "
+                         f"| {done}/9 [03:17<06:31, 65.28s/it]")
+    (run,) = discover_runs(_write(tmp_path / "finetune.log", lines))
+    assert run.source == "llama_recipes" and run.steps.index.tolist() == list(range(72))
+    assert not any("print their loss" in w for w in run.warnings)
+
 def test_a_named_key_with_no_step_beside_it_is_said(tmp_path):
     """BasicTS prints "epoch 1 / 100", then "train:: [train_time: 94.49 (s), lr: 1.00e-02, train_MAE: 2.8285, ...]":
     --loss-col train_MAE, the key its refusal listed, got "not a log format" back. The refusal says the key is

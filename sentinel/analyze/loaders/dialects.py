@@ -2133,6 +2133,20 @@ PYSLOWFAST = replace(
     min_records=2,
 )
 
+# llama-recipes (llama-cookbook)'s fine-tuning loop: its tqdm bar counts optimizer steps ("3/9" under
+# gradient accumulation), its description each batch, "Training Epoch: 1/3, step 10/36 completed (loss:
+# 0.52)" (the step from 0 within the epoch, the batch's loss): read by the description (by the bar's count,
+# three of four losses were dropped as one step's several).
+LLAMA_RECIPES = Dialect(
+    name="llama_recipes",
+    description='llama-recipes / llama-cookbook ("Training Epoch: 1/3, step 10/36 completed (loss: 0.52): 33%|...| 3/9")',
+    shapes=(
+        Shape(re.compile(rf"\bTraining Epoch: (\d+)/\d+, step (\d+)/(\d+) completed \(loss: ({_NUM})\)"),
+              head=("epoch", "iter", "total", metrics.LOSS)),
+    ),
+    min_records=2,
+)
+
 # TFLearn's console: "Training Step: 8  | total loss: 2.03040 | time: 0.275s", then its optimizer's line
 # "| Adam | epoch: 001 | loss: 2.03040 - acc: 0.2720 -- iter: 00512/55000" (the same loss, the samples seen
 # as "iter"; read too, each loss was read twice, at step 8 and at 512), its val_loss there after a
@@ -2530,7 +2544,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT, BUILD_NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, DEEPSPEECH, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, VIDEOPOSE3D, SOUNDSTREAM, YOLOV4_PYTORCH, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, LOSS_BEFORE_STEP, LOSS_BEFORE_EPOCH, TRIPLET_REID, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, TRANSFER_TUTORIAL, NLP_TUTORIALS, TFLEARN, TORCH_NGP, SKELETON_GCN, DET3D, DEEPFACELAB, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, DEEPSPEECH, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, VIDEOPOSE3D, SOUNDSTREAM, YOLOV4_PYTORCH, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, LOSS_BEFORE_STEP, LOSS_BEFORE_EPOCH, TRIPLET_REID, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, TRANSFER_TUTORIAL, NLP_TUTORIALS, TFLEARN, LLAMA_RECIPES, TORCH_NGP, SKELETON_GCN, DET3D, DEEPFACELAB, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
