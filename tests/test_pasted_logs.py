@@ -1752,6 +1752,32 @@ def test_ms_swift_dicts_without_a_progress_bar_take_their_step_from_the_dict(tmp
     assert (nonfinite.step, nonfinite.end_step) == (615, 940)
 
 
+def test_ms_swift_dicts_glued_to_their_bar_keep_their_own_step(tmp_path):
+    """ms-swift's dict printed after its bar's draw on one line, "Train:   8%|8  | 5/60 [03:52<43:40]{'loss': ...,
+    'global_step/max_steps': '5/60', ...}": each dict took the next draw's count (steps 5..55 for 1, 5, ..., 50)."""
+    steps = [1, *range(5, 55, 5)]
+    lines = ["Train:   0%|          | 0/60 [00:00<?, ?it/s][INFO:swift] use_logits_to_keep: True"]
+    for s in steps:
+        lines.append(f"Train:  {s * 100 // 60}%|#   | {s}/60 [00:42<41:47, 42.51s/it]{{'loss': '{0.4 - s / 200:.4f}', "
+                     f"'grad_norm': '0.89', 'learning_rate': '3.3e-05', 'epoch': '{s / 12:.4f}', "
+                     f"'global_step/max_steps': '{s}/60', 'elapsed_time': '43s'}}")
+        if s % 25 == 0:  # an evaluation: its own bar, its dict on a line of its own
+            lines += ["", "Val: 100%|##########| 8/8 [00:15<00:00,  1.91s/it]",
+                      f"{{'eval_loss': '0.0346', 'epoch': '{s / 12:.4f}', 'global_step/max_steps': '{s}/60'}}"]
+    (run,) = discover_runs(_write(tmp_path / "swift.log", lines))
+    assert run.source == "hf_trainer" and run.steps["loss"].dropna().index.tolist() == steps
+    assert run.steps["eval_loss"].dropna().index.tolist() == [25, 50]
+
+
+def test_a_step_printed_before_each_dict_is_its_step(tmp_path):
+    """text-generation-webui's LoRA trainer prints "Step:      3 {'loss': 2.4395, 'grad_norm': inf, ...}": the dicts
+    were numbered 1..171 with a warning that they carry no step."""
+    lines = [f"Step: {s:6d} {{'loss': {2.5 - s / 1000:.4f}, 'grad_norm': 1.2, 'learning_rate': 8e-06, "
+             f"'epoch': {s / 171:.4f}}}" for s in range(3, 683, 4)]
+    (run,) = discover_runs(_write(tmp_path / "lora.log", lines))
+    assert run.source == "hf_trainer" and run.steps.index.tolist() == list(range(3, 683, 4))
+    assert not any("carry no step" in w for w in run.warnings)
+
 def test_hf_trainer_dicts_wrapped_over_several_lines_are_read_whole(tmp_path):
     """A paste hard-wrapped at a terminal's width splits each printed dict over lines: each is one
     record again (it was 'no hf_trainer step lines found'), eval dicts too."""

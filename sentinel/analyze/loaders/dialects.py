@@ -267,6 +267,11 @@ _SWIFT_STEP = re.compile(r"'global_step/max_steps': '(\d+)/\d+'")
 # PaddleNLP's Trainer writes the global step into each dict, 'global_step': 150.
 _PADDLENLP_STEP_WORDS = "'global_step': "
 _PADDLENLP_STEP = re.compile(r"'global_step': (\d+)(?=[,}])")
+# text-generation-webui's LoRA trainer prints the step before each dict, "Step:      3 {'loss': 2.4395, ...}".
+_STEP_BEFORE_DICT_WORDS = "Step: "
+_STEP_BEFORE_DICT = re.compile(r"^Step:[^\S\n]+(\d+)[^\S\n]+(\{'[^{}\n]*)\}", re.MULTILINE)
+# A dict holding one of these holds its own step: the progress bar beside it gives it none.
+HF_OWN_STEPS = (_SWIFT_STEP_WORDS, _PADDLENLP_STEP_WORDS)
 
 
 def _hf_dicts_unwrapped(text: str) -> str:
@@ -274,6 +279,8 @@ def _hf_dicts_unwrapped(text: str) -> str:
         text = _SWIFT_STEP.sub(r"'step': \1", text)
     if _PADDLENLP_STEP_WORDS in text and "'step': " not in text:
         text = _PADDLENLP_STEP.sub(r"'step': \1", text)
+    if _STEP_BEFORE_DICT_WORDS in text and "'step': " not in text:
+        text = _STEP_BEFORE_DICT.sub(r"\2, 'step': \1}", text)
     if _HF_DICT_OPEN.search(text) is None:  # every dict on one line: the usual log
         return text
     text = _HF_WRAPPED_DICT.sub(lambda m: m.group(0).replace("\n", " ") + "\n" * m.group(0).count("\n"), text)
@@ -316,7 +323,7 @@ HF_TRAINER = Dialect(
     step_key="step",  # added from the progress bar beside each dict (loaders/progress_bar.py)
     step_from_order=True,
     rewrite=_hf_dicts_unwrapped,
-    rewrite_needs=(_HF_DICT_OPEN, _SWIFT_STEP_WORDS, _PADDLENLP_STEP_WORDS),
+    rewrite_needs=(_HF_DICT_OPEN, _SWIFT_STEP_WORDS, _PADDLENLP_STEP_WORDS, _STEP_BEFORE_DICT_WORDS),
     # (newer versions quote the values: '3.895')
     sniff=re.compile(rf"\{{'loss': '?(?:[-\d.]|nan\b|inf\b)|\{{(?={_HF_LOSS_LATER}\}})"),
     min_records=2,

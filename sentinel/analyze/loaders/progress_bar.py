@@ -35,7 +35,7 @@ _BAR = _bar_pattern()
 _PER_DRAW = 3
 
 
-def bar_steps(text: str, record: re.Pattern, key: str = "step") -> str | None:
+def bar_steps(text: str, record: re.Pattern, key: str = "step", own: tuple[str, ...] = ()) -> str | None:
     """``text`` with ``'<key>': N`` added to every record, N the training bar's count beside it;
     None when the text has no training bar or fewer than two records, more than three records
     share a draw (a copied terminal screen: the dicts stacked above the bar), or
@@ -44,7 +44,8 @@ def bar_steps(text: str, record: re.Pattern, key: str = "step") -> str | None:
     A record takes the first draw of the training bar after it: the redraw that follows
     ``tqdm.write``, at the count the dict was logged at (records printed together share it, as
     one step printed twice does). Records after the last draw (a paste cut after a dict) take
-    the step one logging interval later. Records that already hold ``key`` are left alone.
+    the step one logging interval later. Records that already hold ``key``, or one of ``own`` (a
+    step of their own under another name), are left alone.
 
     Args:
         text: the cleaned log text (``\\r`` redraws already split into lines).
@@ -59,8 +60,9 @@ def bar_steps(text: str, record: re.Pattern, key: str = "step") -> str | None:
     if "%|" not in text:
         return None
     records = list(record.finditer(text))
-    if f"'{key}':" in text:
-        records = [m for m in records if f"'{key}':" not in m.group(0)]
+    held = [words for words in (f"'{key}':", *own) if words in text]
+    if held:
+        records = [m for m in records if not any(words in m.group(0) for words in held)]
     if len(records) < 2:
         return None
     draws = [_BAR.search(text, m.end()) for m in records]  # the first draw after each record

@@ -25,7 +25,7 @@ import pandas as pd
 from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, STEP_UNIT, LoadOptions, RunData, nonfinite_name
 from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER, FALLBACKS,
-                                               GENERAL_READERS, GENERIC, HF_TRAINER, KERAS_EPOCHS,
+                                               GENERAL_READERS, GENERIC, HF_OWN_STEPS, HF_TRAINER, KERAS_EPOCHS,
                                                LOSS_LINES, NONFINITE_ONLY, PAIRS, TRANSFER_TUTORIAL, YOLOV4_PYTORCH,
                                                hf_cut_dict, reads_bar_running_mean)
 from sentinel.analyze.loaders.dialect_types import Dialect, LossTerms
@@ -930,7 +930,7 @@ def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str
     """:func:`_read` with ``dialect`` alone."""
     if dialect is HF_TRAINER:
         text = clean_text(text)
-        text = bar_steps(text, HF_TRAINER.shapes[0].pattern) or text  # its dicts, training and evaluation
+        text = bar_steps(text, HF_TRAINER.shapes[0].pattern, own=HF_OWN_STEPS) or text  # training and evaluation
     found = scan(text, dialect, options, lines)
     if not len(found.steps.index):
         raise ValueError(_no_step_lines(path, dialect, text))
