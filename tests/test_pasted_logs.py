@@ -1778,6 +1778,26 @@ def test_a_step_printed_before_each_dict_is_its_step(tmp_path):
     assert run.source == "hf_trainer" and run.steps.index.tolist() == list(range(3, 683, 4))
     assert not any("carry no step" in w for w in run.warnings)
 
+def test_an_iterations_overflow_printed_by_every_rank_counts_once(tmp_path):
+    """DeepSpeed-Chat's DPO stage: eight processes without a rank prefix each print "Grad overflow on iteration 0":
+    148 overflowed steps were counted (6.3%, a warning) where DeepSpeed's own count says skipped=21."""
+    lines = []
+    for step in range(0, 400):
+        if step % 20 == 0:
+            for _ in range(8):
+                lines += ["[2025-01-02 15:47:32,711] [INFO] [fused_optimizer.py:392:_update_scale]",
+                          f"Grad overflow on iteration {step}",
+                          "[2025-01-02 15:47:32,712] [INFO] [fused_optimizer.py:393:_update_scale] Reducing dynamic "
+                          "loss scale from 65536 to 32768.0"]
+            lines.append("[2025-01-02 15:47:32,713] [INFO] [logging.py:128:log_dist] [Rank 0] Overflow detected. "
+                         "Skipping step. Attempted loss scale: 65536, reducing to 32768.0")
+        if step % 10 == 0:
+            lines.append(f"[2025-01-02 16:14:33,160] [INFO] [logging.py:128:log_dist] [Rank 0] step={step}, "
+                         f"skipped={step // 20 + 1}, lr=[2.7e-08, 2.7e-08], mom=[(0.9, 0.95), (0.9, 0.95)]")
+    (run,) = discover_runs(_write(tmp_path / "dpo.log", lines))
+    assert run.steps["amp/overflow"].sum() == 20
+    assert run.steps["loss_scale"].dropna().eq(32768.0).all()
+
 def test_hf_trainer_dicts_wrapped_over_several_lines_are_read_whole(tmp_path):
     """A paste hard-wrapped at a terminal's width splits each printed dict over lines: each is one
     record again (it was 'no hf_trainer step lines found'), eval dicts too."""

@@ -70,6 +70,7 @@ def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, wa
     at: list[int] = []
     pending = numbered = too_large = 0
     rank0 = None
+    overflowed: dict[int, dict] = {}  # the iterations an overflow line names: the event of each
     for pos, rule, match in found:
         groups = {k: v for k, v in match.groupdict().items() if v is not None}
         if "rank" in groups:
@@ -87,6 +88,14 @@ def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, wa
             if abs(event["step"]) >= STEP_LIMIT:
                 too_large += 1
                 continue
+            if rule.kind is EventKind.OVERFLOW:
+                first = overflowed.get(event["step"])
+                if first is not None:  # the iteration's overflow again: each rank printing it (DeepSpeed, no rank)
+                    for key, value in event.items():
+                        if _missing(first.get(key)) and not _missing(value):
+                            first[key] = value  # what the first line did not say (the scale set)
+                    continue
+                overflowed[event["step"]] = event
         else:
             nxt = int(np.searchsorted(positions, pos)) if len(positions) else 0
             if nxt > 0 and (rule.running or _the_records_nan(rule, steps, record_steps[nxt - 1], positions[nxt - 1],
