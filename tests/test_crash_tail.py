@@ -208,3 +208,39 @@ def test_a_stable_baselines_console_that_ends_in_a_kill_or_a_traceback(tmp_path,
     (crash,) = analyze_run(run).incidents
     assert crash.kind == "crash" and crash.step == 20000
     assert ("'Killed'" if end == "Killed" else "MemoryError") in crash.message
+
+
+_WATCHDOG_LINES = [
+    "[rank5]:[E602 11:17:52.185053341 ProcessGroupNCCL.cpp:632] [Rank 5] Watchdog caught collective operation "
+    "timeout: WorkNCCL(SeqNum=1516, OpType=ALLREDUCE, NumelIn=25427968, NumelOut=25427968, Timeout(ms)=600000) ran "
+    "for 600017 milliseconds before timing out.",
+    "[rank5]:[E602 11:18:52.531176265 ProcessGroupNCCL.cpp:684] [Rank 5] Some NCCL operations have failed or timed "
+    "out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete "
+    "data.",
+    "[rank5]:[E602 11:18:52.531247012 ProcessGroupNCCL.cpp:698] [Rank 5] To avoid data inconsistency, we are taking "
+    "the entire process down.",
+]
+
+
+def test_a_log_that_ends_in_the_nccl_watchdog_did_not_finish(tmp_path):
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(_steps() + _WATCHDOG_LINES) + "\n", encoding="utf-8")
+    report = analyze_run(discover_runs(path)[0])
+    (crash,) = report.incidents
+    assert (crash.kind, crash.step, crash.severity.value) == ("crash", 200, "warning")
+    assert "NCCL's watchdog took the process down (line 201: Watchdog caught collective operation timeout" in crash.message
+    # the same lines with the training going on after them: a rank's warning, not the end
+    path.write_text("\n".join(_steps()[:100] + _WATCHDOG_LINES + _steps()[100:]) + "\n", encoding="utf-8")
+    assert analyze_run(discover_runs(path)[0]).incidents == []
+
+
+def test_a_one_line_paste_before_the_watchdog_says_the_run_stopped(tmp_path):
+    from click.testing import CliRunner
+
+    from sentinel.cli.main import main
+
+    path = tmp_path / "train.log"
+    path.write_text("{'loss': 1.2317, 'grad_norm': 0.49, 'learning_rate': 1e-05, 'epoch': 0.21}\n"
+                    + "\n".join(_WATCHDOG_LINES) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1 and "after which the run stopped ('Watchdog caught collective operation" in result.output

@@ -33,6 +33,12 @@ def crash_incidents(crash: dict | None) -> list[Incident]:
         return [Incident(IncidentKind.CRASH, after, after, Severity.WARNING,
                          f"the training process died after step {after}: the log ends in '{error}' (line {line}{why}): "
                          "it did not finish", {**details, "resolved": False})]
+    if crash.get("watchdog"):  # NCCL's watchdog took the process down: a collective timed out
+        return [Incident(IncidentKind.CRASH, after, after, Severity.WARNING,
+                         f"the training stopped after step {after}: a collective operation timed out and NCCL's "
+                         f"watchdog took the process down (line {line}: {error}): a rank hung or died (a data loader "
+                         "stuck, an out-of-memory on one rank, a step one rank skipped); it did not finish",
+                         {**details, "resolved": False})]
     if error is None:  # the traceback cut off before its exception line (a paste's window)
         return [Incident(IncidentKind.CRASH, after, after, Severity.WARNING,
                          f"the training stopped after step {after} in an exception (the log ends in its traceback"

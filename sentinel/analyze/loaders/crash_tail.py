@@ -106,11 +106,33 @@ def signal_death(text: str, after: int = 0) -> tuple[str, int] | None:
     return word + core, start
 
 
-def crash_after(text: str, at: int, last_step: int, nonfinite_read: bool) -> dict | None:
+# PyTorch's NCCL watchdog, where a collective (an all-reduce every rank must join) timed out: it takes the
+# process down ("To avoid data inconsistency, we are taking the entire process down"); a rank that hung or
+# died, a data loader stuck on one rank, a step one rank skipped.
+_WATCHDOG = re.compile(r"Watchdog caught collective operation timeout[^\n]*|we are taking the entire process down"
+                       r"|Some NCCL operations have failed or timed out")
+
+
+def watchdog_at(text: str, after: int = 0) -> int:
+    """Where the last line of NCCL's watchdog taking the process down starts in ``text`` after
+    offset ``after`` (its first such line after the last line of another kind); -1 where none.
+
+    Example:
+        >>> watchdog_at("step 9 loss 2\\n[Rank 5] Watchdog caught collective operation timeout: WorkNCCL(...)\\n")
+        14
+    """
+    if "NCCL" not in text[after:] and "entire process down" not in text[after:]:
+        return -1
+    found = list(_WATCHDOG.finditer(text, after))
+    return text.rfind("\n", 0, found[0].start()) + 1 if found else -1
+
+
+def crash_after(text: str, at: int, last_step: int, nonfinite_read: bool, watchdog: int = -1) -> dict | None:
     """``meta["crash"]`` for a log whose last step line is ``last_step``'s: the traceback at offset
     ``at`` (the first after that line; -1: none there) with its error line, None for its error where
     the paste cut it off (unless the non-finite lines told the end: ``nonfinite_read``); else the
-    shell's line that says the process died of a signal, at the log's end (``"signal": True``).
+    shell's line that says the process died of a signal, at the log's end (``"signal": True``); else
+    NCCL's watchdog taking the process down at offset ``watchdog`` (``"watchdog": True``).
 
     Example:
         >>> crash_after("step 9 loss 2.1\\nKilled\\n", -1, 9, False)
@@ -118,8 +140,14 @@ def crash_after(text: str, at: int, last_step: int, nonfinite_read: bool) -> dic
     """
     if at < 0:
         death = signal_death(text)
-        return None if death is None else {"error": death[0], "after_step": last_step,
-                                            "line": text.count("\n", 0, death[1]) + 1, "signal": True}
+        if death is not None:
+            return {"error": death[0], "after_step": last_step, "line": text.count("\n", 0, death[1]) + 1,
+                    "signal": True}
+        if watchdog < 0:
+            return None
+        said = _WATCHDOG.search(text, watchdog).group(0).strip()
+        return {"error": said if len(said) <= MAX_MESSAGE else said[:MAX_MESSAGE - 3] + "...",
+                "after_step": last_step, "line": text.count("\n", 0, watchdog) + 1, "watchdog": True}
     error = final_error(text, at)
     if error is None and not nonfinite_read:  # a NaN message no event line knows: still the end
         error = final_error(text, at, defer_nonfinite=False)

@@ -29,7 +29,7 @@ from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, 
                                                LOSS_LINES, NONFINITE_ONLY, PAIRS, TRANSFER_TUTORIAL, YOLOV4_PYTORCH,
                                                hf_cut_dict, reads_bar_running_mean)
 from sentinel.analyze.loaders.dialect_types import Dialect, LossTerms
-from sentinel.analyze.loaders.crash_tail import TRACEBACK, crash_after
+from sentinel.analyze.loaders.crash_tail import TRACEBACK, crash_after, watchdog_at
 from sentinel.analyze.loaders.keys import (canonical_key, inferred_loss_note, is_aggregate, is_regulariser,
                                            looks_like_loss)
 from sentinel.analyze.loaders.launcher_ranks import one_rank_unprefixed, prefixes_removed
@@ -332,7 +332,7 @@ def _one_record(text: str, path: str | Path) -> str | None:
         return None
     records = count_records(Lines(text), dialect)
     if records == 1:
-        said = _nonfinite_in(scan(text, dialect).steps) or _nonfinite_beside(text)
+        said = _nonfinite_in(scan(text, dialect).steps) or _nonfinite_beside(text) or _stop_after_one(text, dialect)
         return (f"'{path}': one step line ({dialect.description}){said}: sentinel judges a series of steps, not one "
                 "value; paste or pass more of the log (two step lines at least)")
     steps = scan(text, dialect).steps  # (a refusal's path only: the file is read once more)
@@ -404,6 +404,29 @@ def _nonfinite_loss_lines(text: str) -> tuple[int, str]:
         return 0, ""
     line, hit = found[0]
     return len(found), " ".join(line[max(0, hit.end() - 100):hit.end()].split())  # the value's end of a long line
+
+
+def _stop_after_one(text: str, dialect: Dialect) -> str:
+    """``, after which the run stopped: ...`` where a paste's one step line is followed by what ended
+    its run (a traceback, the shell's ``Killed``, NCCL's watchdog): the paste's news, told though a
+    series cannot be judged; else an empty string.
+
+    Example:
+        >>> from sentinel.analyze.loaders.dialects import GENERIC
+        >>> _stop_after_one("step 1 loss 2.0\\nKilled\\n", GENERIC)
+        ", after which the run stopped ('Killed', line 2)"
+    """
+    ends = [m.end() for shape in dialect.shapes if shape.beside is None
+            for m in [shape.pattern.search(text)] if m is not None]
+    if not ends:
+        return ""
+    after = max(ends)
+    crash = crash_after(text, text.find(TRACEBACK, after), 0, False, watchdog_at(text, after))
+    if crash is None:
+        return ""
+    what = crash["error"] or "a traceback cut off before its error line"
+    return f", after which the run stopped ({what!r}, line {crash['line']})" if crash["error"] else \
+        f", after which the run stopped ({what}, line {crash['line']})"
 
 
 def _nonfinite_in(steps: pd.DataFrame) -> str:
@@ -716,9 +739,9 @@ def epoch_restarts(text: str, records: re.Pattern | None = None) -> list[str]:
 
 
 def note_crash(text: str, found, dialect: Dialect, after: int = 0) -> None:
-    """Where the log ends in a traceback after its last step line, or in the shell's line that says
-    the process died of a signal (``Killed``), ``meta["crash"]`` says which error, after which step
-    and at which line (``after``: where the last step line starts, where
+    """Where the log ends in a traceback after its last step line, in the shell's line that says the
+    process died of a signal (``Killed``), or in NCCL's watchdog taking the process down,
+    ``meta["crash"]`` says which error, after which step and at which line (``after``: where the last step line starts, where
     the caller knows it: the search for a traceback, absent from most logs, reads the text after
     it only)."""
     if not len(found.steps.index):
@@ -732,7 +755,10 @@ def note_crash(text: str, found, dialect: Dialect, after: int = 0) -> None:
     while at >= 0 and (before := text.rfind(TRACEBACK, max(after, 0), at)) >= 0 and \
             not any(pattern.search(text, before, at) for pattern in records):
         at = before
-    crash = crash_after(text, at, int(found.steps.index[-1]), _nonfinite_read(found.events))
+    watchdog = watchdog_at(text, max(after, 0)) if at < 0 else -1
+    if watchdog >= 0 and any(pattern.search(text, watchdog) for pattern in records):
+        watchdog = -1  # a step line after it: not what ended the run
+    crash = crash_after(text, at, int(found.steps.index[-1]), _nonfinite_read(found.events), watchdog)
     if crash is not None:
         found.meta["crash"] = crash
 
