@@ -2944,6 +2944,22 @@ def test_nnunet_training_log_and_an_evaluation_nan_that_follows_the_training_nan
     assert val["severity"] == "warning" and "the training loss is finite" in val["message"]
 
 
+def test_an_nnunet_epoch_holding_a_python_warnings_indented_line(tmp_path):
+    """numpy's two-line warning before a NaN epoch's losses ("RuntimeWarning: invalid value encountered in scalar
+    divide", then its indented source line) cut the epoch there: the run, NaN from epoch 0, was refused as 'no loss
+    logged by nnunet: only lr were read'."""
+    lines = ["2024-07-09 13:31:30.147868: ", "2024-07-09 13:31:30.162810: Epoch 0",
+             "2024-07-09 13:31:30.168464: Current learning rate: 0.01",
+             r"D:\nnunetv2\training\nnUNetTrainer\nnUNetTrainer.py:1119: RuntimeWarning: invalid value encountered in "
+             "scalar divide",
+             "  global_dc_per_class = [i for i in [2 * i / (2 * i + j + k) for i, j, k in zip(tp, fp, fn)]]",
+             "2024-07-09 13:35:54.727426: train_loss nan", "2024-07-09 13:35:54.740389: val_loss nan",
+             "2024-07-09 13:35:54.745506: Pseudo dice [nan, 0.0, 0.0]", "2024-07-09 13:35:54.754245: Epoch time: 264.58 s"]
+    (run,) = discover_runs(_write(tmp_path / "training_log_2024_7_9_13_31_29.txt", lines))
+    assert run.source == "nnunet" and run.steps["loss"].isna().all() and run.steps.index.tolist() == [0]
+    (nan,) = [i for i in analyze_run(run).incidents if i.kind == "nonfinite" and i.details["metric"] == "loss"]
+    assert nan.step == 0 and nan.severity.value == "critical"
+
 @pytest.mark.parametrize("version", ["v2", "v1"])
 def test_nnunet_lines_ending_in_a_space_and_prints_without_a_time(tmp_path, version):
     """nnU-Net v2's print joins its arguments with a space: pasted from a console, each line ends in

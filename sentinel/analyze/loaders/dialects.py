@@ -670,8 +670,10 @@ NNUNET = Dialect(
                          rf"[^\S\n]*:?[^\S\n]*({_NUM})(?![^\s|])"), head=(metrics.STEP, key))
         for name, key in (("train[_ ]loss", metrics.LOSS), ("(?:val|validation)[_ ]loss", metrics.VAL_LOSS),
                           ("(?:Current learning rate|lr)", metrics.LR))),
-    # Each epoch's lines after its "Epoch N" line join it (an empty message ends the epoch).
-    joins=re.compile(rf"\n(?:{_NNUNET_TIME}(?!Epoch \d+[^\S\n]*$)|(?!{_NNUNET_TIME}))(?=\S)", re.MULTILINE),
+    # Each epoch's lines after its "Epoch N" line join it (an empty message ends the epoch), an indented
+    # one too (the second line of a Python warning: numpy's "RuntimeWarning: invalid value encountered in
+    # scalar divide" before a NaN epoch's "train_loss nan" had cut the epoch there).
+    joins=re.compile(rf"\n(?:{_NNUNET_TIME}(?!Epoch \d+[^\S\n]*$)|(?!{_NNUNET_TIME}))(?=[^\S\n]*\S)", re.MULTILINE),
     join_with=" | ",
     sniff=re.compile(rf"^{_NNUNET_TIME}train(?:_loss| loss :) [-+]?(?:\d|nan)", re.MULTILINE),
     min_records=1,
