@@ -7625,6 +7625,15 @@ def test_llama_recipes_bar_read_by_its_description_not_its_count(tmp_path):
     assert run.source == "llama_recipes" and run.steps.index.tolist() == list(range(72))
     assert not any("print their loss" in w for w in run.warnings)
 
+def test_a_bars_percentage_after_the_loss_is_no_step(tmp_path):
+    """NVIDIA's BERT SQuAD fine-tuning prints its DLLogger line with the bar glued after it: "Training Iteration: 3522
+    step_loss : 0.0633 learning_rate : 1.18e-05   Iteration:  29%|####": the steps were read as 29, 31, 32."""
+    lines = [f"DLL 2022-04-05 05:16:41.743855 - Training Epoch: 1 Training Iteration: {it}  step_loss : "
+             f"{0.9 - it / 10000:.6f}  learning_rate : 1.18e-05{' ' * 40}Iteration:  {it // 120}%|#####   "
+             for it in range(3522, 4022, 50)]
+    (run,) = discover_runs(_write(tmp_path / "squad.log", lines))
+    assert run.steps.index.tolist() == list(range(3522, 4022, 50))
+
 def test_a_named_key_with_no_step_beside_it_is_said(tmp_path):
     """BasicTS prints "epoch 1 / 100", then "train:: [train_time: 94.49 (s), lr: 1.00e-02, train_MAE: 2.8285, ...]":
     --loss-col train_MAE, the key its refusal listed, got "not a log format" back. The refusal says the key is

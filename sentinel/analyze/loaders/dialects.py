@@ -1667,9 +1667,10 @@ GENERIC = Dialect(
         # a whole number printed as a float by tqdm's format_num, as Lightning 1.x's bar shows a
         # logged global_step from 1000 on: "global_step=1038.0", "global_step=2e+3"; no literal
         # digit in the pattern, which runs once per line skeleton, every digit a 0 there)
-        # (not a checkpoint's name glued to the bar: Lightning's ".../epoch=8-step=36.ckpt")
+        # (not a checkpoint's name glued to the bar: Lightning's ".../epoch=8-step=36.ckpt"; nor a bar's
+        # percentage after the loss: NVIDIA's BERT "step_loss : 0.063 ... Iteration:  29%|###")
         Shape(re.compile(rf"(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b{_LOSS_GAP}(?<![\w/-])(?i:{_STEP_KEY_BEFORE_GLOBAL}){_SEP}"
-                         rf"(\d+(?:\.\d)?|\d(?:\.\d+)?e\+\d+)\b(?!\.\d)"),
+                         rf"(\d+(?:\.\d)?|\d(?:\.\d+)?e\+\d+)\b(?!\.\d|%)"),
               head=(metrics.LOSS, metrics.STEP)),
         # "N/TOTAL" only on lines without a step key: a progress bar's count inside the epoch is
         # not the step where the line also names it (NeMo's "120/1000 [...] global_step=119.0").
