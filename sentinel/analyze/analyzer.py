@@ -246,7 +246,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         if ongoing:
             found = [i for i in found if i.details.get("recovered") or i.step < ongoing[0].step
                      or (_may_open(i, ongoing[0], loss) and _opens_with_jump(i, loss))]
-        incidents += found + settle_by_progress(diverged, steps)
+        incidents += settle_by_progress(found, steps) + settle_by_progress(diverged, steps)
         printed_below = below_printed_digit(loss)
         if printed_below:  # a plateau "at 0" is the printing's
             warnings.append(in_epochs(printed_below) if per_epoch else printed_below)

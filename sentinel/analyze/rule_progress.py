@@ -1,11 +1,11 @@
-"""A loss that rises while the run's own measure of quality improves is no divergence.
+"""A loss that rises while the run's own measure of quality improves is no divergence, nor a spike.
 
 spaCy's training table sums each row's loss over the updates since the evaluation before, under a
 batch that grows from 100 to 1,000 words: its ``LOSS TAGGER`` climbs x1.3 while ``TAG_ACC`` goes
 from 34 to 89 and ``SCORE`` from 0.34 to 0.89. A diverged model's accuracy falls with it; one whose
 accuracy, or score, rose at every logged row of the stretch is learning, and the loss's scale is
 what changed (a sum over more, a term's weight). Such a divergence is told as information, the
-measure and its rise named.
+measure and its rise named; so is a spike at whose rows the measure stood above all it had been.
 """
 
 from __future__ import annotations
@@ -52,18 +52,39 @@ def settle_by_progress(incidents: list[Incident], steps: pd.DataFrame) -> list[I
         return incidents
     out = []
     for incident in incidents:
-        if incident.kind == IncidentKind.DIVERGENCE.value and incident.severity.rank > Severity.INFO.rank:
+        if incident.severity.rank <= Severity.INFO.rank:
+            out.append(incident)
+            continue
+        rose = None
+        if incident.kind == IncidentKind.DIVERGENCE.value:
             rose = _rose(steps, measures, incident.step, incident.end_step)
-            if rose is not None:
-                name, start, end = rose
-                incident = dataclasses.replace(
-                    incident, severity=Severity.INFO,
-                    message=f"{incident.message}; but {name} rose from {start:.4g} to {end:.4g} over it: the model "
-                            "improved, and the loss's scale changed (a sum over more, a term's weight), not the run",
-                    details={**incident.details, "resolved": True, "progress": {"column": name, "from": start,
-                                                                                 "to": end}})
+        elif incident.kind == IncidentKind.LOSS_SPIKE.value:  # (a spike's rows: the measure's best through them)
+            rose = _at_its_best(steps, measures, incident.step, incident.end_step)
+        if rose is not None:
+            name, start, end = rose
+            incident = dataclasses.replace(
+                incident, severity=Severity.INFO,
+                message=f"{incident.message}; but {name} rose from {start:.4g} to {end:.4g} over it: the model "
+                        "improved, and the loss's scale changed (a sum over more, a term's weight), not the run",
+                details={**incident.details, "resolved": True, "progress": {"column": name, "from": start,
+                                                                             "to": end}})
         out.append(incident)
     return out
+
+
+def _at_its_best(steps: pd.DataFrame, measures: list[str], first: int, last: int) -> tuple[str, float, float] | None:
+    """The first measure logged at a spike's rows (``first``..``last``) that stood there above every value
+    it had before them and rose at them (spaCy's SCORE 0.68 then 0.70 at its summed loss's x1.7), from its
+    last value before; else None."""
+    for name in measures:
+        series = pd.to_numeric(steps[name], errors="coerce").dropna()
+        before = series[series.index < first].to_numpy(dtype="float64")
+        during = series[(series.index >= first) & (series.index <= last)].to_numpy(dtype="float64")
+        if len(before) < 2 or not len(during) or not np.isfinite(during).all():
+            continue
+        if bool((during > before.max()).all()) and during[-1] > before[-1]:
+            return name, float(before[-1]), float(during[-1])
+    return None
 
 
 def _rose(steps: pd.DataFrame, measures: list[str], first: int, last: int) -> tuple[str, float, float] | None:
