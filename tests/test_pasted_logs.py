@@ -7634,6 +7634,18 @@ def test_a_bars_percentage_after_the_loss_is_no_step(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "squad.log", lines))
     assert run.steps.index.tolist() == list(range(3522, 4022, 50))
 
+def test_a_count_past_its_epochs_length_is_global(tmp_path):
+    """MinkowskiEngine's "===> Epoch[4](1280/301): Loss 0.7165": 301 batches an epoch, the count global; read as a count
+    inside the epoch, steps 2183..2303 for 1280..1400. open_clip's sample count passes its epoch's length late in the
+    epoch ("[115264/109468 (105%)]"): a count inside the epoch still."""
+    lines = [f"===> Epoch[4]({it}/301): Loss {0.7 - it / 20000:.4f}\tLR: 9.9e-02\tScore nan" for it in range(1280, 1440, 40)]
+    (run,) = discover_runs(_write(tmp_path / "minkowski.log", lines))
+    assert run.steps.index.tolist() == list(range(1280, 1440, 40))
+    clip = [f"Train Epoch: {e} [{n:6d}/109468 ({100 * n // 109468}%)] Loss: {1 - n / 1e6:.5f} (1.067) LR: 0.000001"
+            for e in (0, 3) for n in range(64, 140000, 6400) if e == 3 or n < 40000]
+    (run,) = discover_runs(_write(tmp_path / "open_clip.log", clip))
+    assert run.steps.index.min() == 64 and run.steps.index.max() > 3 * 109468
+
 def test_a_named_key_with_no_step_beside_it_is_said(tmp_path):
     """BasicTS prints "epoch 1 / 100", then "train:: [train_time: 94.49 (s), lr: 1.00e-02, train_MAE: 2.8285, ...]":
     --loss-col train_MAE, the key its refusal listed, got "not a log format" back. The refusal says the key is

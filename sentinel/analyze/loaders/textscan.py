@@ -946,8 +946,8 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
                 if first is not None and first > 1:  # a resumed fit: "Epoch 10/50" first, its steps go on from there
                     epoch = (np.ones(n) if epoch is None else epoch) + (first - 1)
                     meta["first_epoch"] = first
-            if epoch is not None and _counts_globally(epoch, iters, columns["_pos"],
-                                                      known_length=total is not None and not np.isnan(total).all()):
+            if epoch is not None and (total is not None and _past_every_length(epoch, iters, total) or _counts_globally(
+                    epoch, iters, columns["_pos"], known_length=total is not None and not np.isnan(total).all())):
                 step = _on_across_launches(epoch, iters, columns["_pos"])
                 epoch = None  # "epoch 2 step 1200": the step goes on across epochs already
             if epoch is not None:
@@ -1955,6 +1955,26 @@ def _counts_globally(epoch: np.ndarray, iters: np.ndarray, pos: np.ndarray, know
     told = int(on.sum() + fell.sum())
     return told >= _LAUNCH_CHANGES and on.sum() >= _MOSTLY_ON * told and \
         bool((i[changes + 1][fell] == i[~np.isnan(i)][0]).all())
+
+
+def _past_every_length(epoch: np.ndarray, iters: np.ndarray, total: np.ndarray) -> bool:
+    """Whether an epoch's counts all lie beyond the length printed beside them: no count inside the
+    epoch (MinkowskiEngine's "Epoch[4](1280/301)", 301 batches an epoch, the count global). One that
+    passes its length late in the epoch stays one (open_clip's "[115264/109468 (105%)]": its own
+    sum of samples).
+
+    Example:
+        >>> _past_every_length(np.array([4., 4.]), np.array([1280., 1320.]), np.array([301., 301.]))
+        True
+        >>> _past_every_length(np.array([3., 3.]), np.array([102464., 115264.]), np.array([109468.] * 2))
+        False
+    """
+    past = iters > total  # (NaN: not past)
+    if not past.any():  # most logs: one compare
+        return False
+    past &= ~np.isnan(epoch)
+    inside = ~past & ~np.isnan(iters) & ~np.isnan(total) & ~np.isnan(epoch)
+    return bool(np.setdiff1d(epoch[past], epoch[inside]).size)
 
 
 # Epoch changes a count must be seen at, and the share of them it must move on at, to be global
