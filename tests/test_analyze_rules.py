@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from sentinel.analyze.analyzer import AnalyzeError, analyze, analyze_run
 from sentinel.analyze.config import AnalyzeConfig
-from sentinel.analyze.loaders import RunData
+from sentinel.analyze.loaders import LOSS_SUMS_GROWING_BATCHES, RunData
 from sentinel.analyze.rule_nonfinite import nonfinite_mask
 from sentinel.detect import DivergenceConfig, SpikeConfig, detect_divergence, detect_spikes
 from sentinel.events import make_event
@@ -1003,18 +1003,20 @@ def test_a_divergence_while_the_runs_score_rises_is_information(score_rises):
     assert ("score rose from" in divergence.message) == score_rises
 
 
-@pytest.mark.parametrize("score_rises", [True, False])
-def test_a_spike_at_which_the_runs_score_stood_at_its_best_is_information(score_rises):
+@pytest.mark.parametrize("score_rises, summed", [(True, True), (False, True), (True, False)])
+def test_a_spike_of_a_summed_loss_at_which_the_runs_score_stood_at_its_best_is_information(score_rises, summed):
     """spaCy's NER table (LOSS NER summed over batches that grow) ended at 8976, x1.7 its rows before, while ENTS_F rose
     to its best, 69.77: a warning spike made the run its author called "smooth as butter" unhealthy. Where the measure
-    fell at the spike, the spike stands."""
+    fell at the spike, or the loss is no such sum (an epoch's mean tripled), the spike stands."""
     steps = list(range(200, 1400, 200))
     loss = [5192.01, 4601.48, 5215.84, 6169.24, 7031.01, 8976.15]
     ents_f = [56.22, 59.48, 64.26, 65.38, 68.23, 69.77 if score_rises else 41.2]
-    report = analyze_run(run_of({"loss": loss, "ents_f": ents_f}, index=steps))
-    (spike,) = by_kind(report, "loss_spike")
-    assert spike.severity.value == ("info" if score_rises else "warning")
-    assert ("ents_f rose from 68.23 to 69.77 over it" in spike.message) == score_rises
+    run = run_of({"loss": loss, "ents_f": ents_f}, index=steps)
+    if summed:
+        run.meta[LOSS_SUMS_GROWING_BATCHES] = True
+    (spike,) = by_kind(analyze_run(run), "loss_spike")
+    assert spike.severity.value == ("info" if score_rises and summed else "warning")
+    assert ("ents_f rose from 68.23 to 69.77 over it" in spike.message) == (score_rises and summed)
 
 def test_a_spike_after_a_level_step_recovers_to_that_level():
     """AlphaPose's epoch means step up x1.17 at epoch 141 (its schedule changed), then one epoch bumps x1.13 at 153 and

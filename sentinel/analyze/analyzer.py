@@ -15,7 +15,8 @@ from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.detector import loss_warmup, warmup_steps
 from sentinel.analyze.discover import READ_ERRORS, NoRunsError, Skipped, debugging, describe_error, discover
 from sentinel.analyze.incident import Incident
-from sentinel.analyze.loaders import LOGGED_NAN, LOSS_SCALE_MIN, OVERFLOW_ROWS_ONLY, STEP_UNIT, LoadOptions, RunData
+from sentinel.analyze.loaders import (LOGGED_NAN, LOSS_SCALE_MIN, LOSS_SUMS_GROWING_BATCHES, OVERFLOW_ROWS_ONLY,
+                                      STEP_UNIT, LoadOptions, RunData)
 from sentinel.analyze.loaders.keys import is_epoch_mean
 from sentinel.analyze.noise import below_printed_digit
 from sentinel.analyze.report import Report, RunReport, in_epochs, verdict
@@ -246,7 +247,9 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         if ongoing:
             found = [i for i in found if i.details.get("recovered") or i.step < ongoing[0].step
                      or (_may_open(i, ongoing[0], loss) and _opens_with_jump(i, loss))]
-        incidents += settle_by_progress(found, steps) + settle_by_progress(diverged, steps)
+        # (a spike of a loss summed over growing batches is the sum's where the run's quality measure rose at it)
+        summed = bool((run.meta or {}).get(LOSS_SUMS_GROWING_BATCHES))
+        incidents += (settle_by_progress(found, steps) if summed else found) + settle_by_progress(diverged, steps)
         printed_below = below_printed_digit(loss)
         if printed_below:  # a plateau "at 0" is the printing's
             warnings.append(in_epochs(printed_below) if per_epoch else printed_below)

@@ -106,6 +106,10 @@ RESTARTED_LENGTH = "restarted_length"
 # RunData.meta key: the step the stretches of RESTARTED_LENGTH are counted from, where it is not the
 # run's first step (a later training may start below the first one's first step).
 RESTARTED_FROM = "restarted_from"
+# RunData.meta key: True where each row's loss is a sum over the updates since the row before, over
+# batches that grow (spaCy's training table, its compounding batcher): its rise is the sum's, so a spike
+# at whose rows the run's own quality measure was at its best is told as information.
+LOSS_SUMS_GROWING_BATCHES = "loss_sums_growing_batches"
 
 # A steps frame's attrs key: a table's rows numbered in file order, its epoch column holding several
 # rows each (numeric_table.table_steps): its steps are then no epochs.

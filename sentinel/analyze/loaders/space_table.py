@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 
 from sentinel import metrics
-from sentinel.analyze.loaders import LoadOptions, RunData
+from sentinel.analyze.loaders import LOSS_SUMS_GROWING_BATCHES, LoadOptions, RunData
 from sentinel.analyze.loaders.keys import (
     NONFINITE_TEXT,
     inferred_loss_note,
@@ -190,10 +190,14 @@ def _run(table: pd.DataFrame, header: list[str], step_col: str, loss_col: str | 
         if inferred:
             warnings.append(f"{Path(path).name}: {inferred_loss_note(loss_col)}")
     steps = table_steps(table, step_col, loss_col, path, warnings, batch_rows=not bar)  # a bar's redraws: its last
-    steps = _spacy_first_row_out(steps, header, step_col, path, warnings)
+    spacy = _is_spacy(header, step_col)
+    if spacy:
+        steps = _spacy_first_row_out(steps, path, warnings)
     steps, unit = step_unit(step_col, steps, path, warnings)
-    return RunData(name=name, path=str(path), source=NAME, steps=steps,
-                   meta={"format": NAME, "columns": [str(c) for c in table.columns], **unit}, warnings=warnings)
+    meta = {"format": NAME, "columns": [str(c) for c in table.columns], **unit}
+    if spacy:
+        meta[LOSS_SUMS_GROWING_BATCHES] = True
+    return RunData(name=name, path=str(path), source=NAME, steps=steps, meta=meta, warnings=warnings)
 
 
 def _with_later_tables(table: pd.DataFrame, where: list[int], tables, step_col: str, loss_col: str) -> pd.DataFrame:
@@ -225,14 +229,16 @@ def _with_later_tables(table: pd.DataFrame, where: list[int], tables, step_col: 
     return pd.concat([part for _, part in parts], ignore_index=True).iloc[order].reset_index(drop=True)
 
 
-def _spacy_first_row_out(steps: pd.DataFrame, header: list[str], step_col: str, path: str | Path,
-                         warnings: list[str]) -> pd.DataFrame:
-    """``steps`` without the row at update 0 of spaCy's ``spacy train`` table (``E  #  LOSS
-    TOK2VEC  LOSS NER ...``): each row's losses are summed over the updates since the evaluation
-    before, 200 by default, and the first row's over one update (49 against 2,288 after it: every
-    healthy run diverged from its first row)."""
-    if step_col != "#" or not any(name.startswith("LOSS ") for name in header) or 0 not in steps.index \
-            or len(steps.index) < 3:
+def _is_spacy(header: list[str], step_col: str) -> bool:
+    """Whether the table is spaCy's ``spacy train`` table (``E  #  LOSS TOK2VEC  LOSS NER ...``)."""
+    return step_col == "#" and any(name.startswith("LOSS ") for name in header)
+
+
+def _spacy_first_row_out(steps: pd.DataFrame, path: str | Path, warnings: list[str]) -> pd.DataFrame:
+    """``steps`` without the row at update 0 of spaCy's table: each row's losses are summed over the
+    updates since the evaluation before, 200 by default, and the first row's over one update (49
+    against 2,288 after it: every healthy run diverged from its first row)."""
+    if 0 not in steps.index or len(steps.index) < 3:
         return steps
     warnings.append(f"{Path(path).name}: spaCy sums each row's losses over the updates since the evaluation "
                     f"before; the row at update 0 sums one update's and is left out")
