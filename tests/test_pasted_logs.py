@@ -7646,6 +7646,48 @@ def test_a_count_past_its_epochs_length_is_global(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "open_clip.log", clip))
     assert run.steps.index.min() == 64 and run.steps.index.max() > 3 * 109468
 
+def test_open3d_ml_epochs(tmp_path):
+    """Open3D-ML's pipelines print "=== EPOCH 0/100 ===", then "loss train: 1.981  eval: 2.344" and the other metrics'
+    lines: "its lines log eval, train but no loss". The epoch (from 0) is the step, the eval value the val_loss."""
+    lines = ["Initializing from scratch.", "Started training"]
+    for e in range(8):
+        lines += [f"=== EPOCH {e}/100 ===", f"loss train: {2 - e / 10:.3f}  eval: {2.3 - e / 20:.3f}",
+                  "acc train: 0.188  eval: 0.155", "iou train: 0.086  eval: 0.046",
+                  f"Epoch {e:3d}: save ckpt to ./logs/RandLANet_Semantic3D_torch/checkpoint"]
+    (run,) = discover_runs(_write(tmp_path / "randla.log", lines))
+    assert run.source == "open3d_ml" and run.steps.index.tolist() == list(range(8))
+    assert run.steps["val_loss"].tolist() == [round(2.3 - e / 20, 3) for e in range(8)]
+
+
+def test_pointnet2_pytorch_epochs_and_a_resume(tmp_path):
+    """yanx27's Pointnet_Pointnet2_pytorch: "**** Epoch 1 (4/128) ****" (the launch's count, then the training's
+    epoch), "Training mean loss: 0.817511", its evaluation's "eval mean loss": "not a log format". A resumed launch
+    counts from 1 again beside the epoch it resumed at: the epoch in brackets is the step."""
+    lines = []
+    for launch, epochs in enumerate((range(1, 6), range(4, 12))):
+        for k, e in enumerate(epochs, 1):
+            lines += [f"2021-03-21 01:22:39,266 - Model - INFO - **** Epoch {k} ({e}/128) ****",
+                      "2021-03-21 01:22:39,267 - Model - INFO - Learning rate:0.001000",
+                      f"2021-03-21 02:50:07,309 - Model - INFO - Training mean loss: {0.8 / e ** 0.5:.6f}",
+                      "2021-03-21 02:50:07,309 - Model - INFO - Training accuracy: 0.766915",
+                      f"2021-03-21 02:50:07,992 - Model - INFO - ---- EPOCH {e:03d} EVALUATION ----",
+                      f"2021-03-21 03:44:13,933 - Model - INFO - eval mean loss: {0.9 / e ** 0.4:.6f}"]
+    (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
+    assert run.source == "pointnet2" and run.steps.index.tolist() == list(range(1, 12))
+    assert run.steps["val_loss"].notna().all()
+
+
+def test_nlp_tutorial_cost_lines_and_two_runs_in_one_paste(tmp_path):
+    """graykode's nlp-tutorial prints "Epoch: 0010 cost = 15.205759" (its every model): "its lines log Epoch, cost, lr
+    but no loss". Two runs pasted one after the other (each from epoch 10) are two trainings."""
+    lines = []
+    for lr in (0.01, 0.0001):
+        lines += [f"**when lr={lr}**", "```"] + [f"Epoch: {e:04d} cost = {20 / e ** 0.5:.6f}" for e in range(10, 110, 10)]
+        lines += ["```", ""]
+    runs = discover_runs(_write(tmp_path / "bert.md", lines))
+    assert [run.source for run in runs] == ["nlp_tutorial_cost"] * 2
+    assert all(run.steps.index.tolist() == list(range(10, 110, 10)) for run in runs)
+
 def test_a_named_key_with_no_step_beside_it_is_said(tmp_path):
     """BasicTS prints "epoch 1 / 100", then "train:: [train_time: 94.49 (s), lr: 1.00e-02, train_MAE: 2.8285, ...]":
     --loss-col train_MAE, the key its refusal listed, got "not a log format" back. The refusal says the key is

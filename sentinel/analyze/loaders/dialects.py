@@ -2143,6 +2143,55 @@ PYSLOWFAST = replace(
     min_records=2,
 )
 
+# Open3D-ML's pipelines (RandLA-Net, KPConv on Semantic3D, S3DIS, ...): "=== EPOCH 0/100 ===", then per
+# metric a line of its training and evaluation value, "loss train: 1.981  eval: 2.344" ("acc train: ...",
+# "iou train: ..."). Epochs from 0; the eval value the val_loss.
+_OPEN3D_EPOCH = r"^=== EPOCH (\d+)/\d+ ===[^\S\n]*\n(?:(?!=== EPOCH)[^\n]*\n){0,4}?"
+OPEN3D_ML = Dialect(
+    name="open3d_ml",
+    description='Open3D-ML\'s pipelines ("=== EPOCH 0/100 ===", then "loss train: 1.981  eval: 2.344")',
+    shapes=(
+        Shape(re.compile(rf"{_OPEN3D_EPOCH}loss train: ({_NUM})(?:[^\S\n]+eval: ({_NUM}))?", re.MULTILINE),
+              head=(metrics.STEP, metrics.LOSS, metrics.VAL_LOSS)),
+    ),
+    sniff=re.compile(r"^loss train: [-+\d.naif]+[^\S\n]+eval: ", re.MULTILINE),
+    min_records=2,
+    step_unit="epoch",
+)
+
+# yanx27's Pointnet_Pointnet2_pytorch (its part- and semantic-segmentation trainers, and their forks):
+# "**** Epoch 1 (1/128) ****" (the launch's own count, then the epoch of the training: a resumed run
+# prints "Epoch 1 (4/128)"), "Training mean loss: 0.817511"; its evaluation "---- EPOCH 001 EVALUATION ----",
+# "eval mean loss: 0.767204". The epoch in brackets is the step.
+_POINTNET2_EPOCH = r"\*{4} Epoch \d+ \((\d+)/\d+\) \*{4}[^\S\n]*\n(?:(?![^\n]*\*{4} Epoch )[^\n]*\n){0,8}?"
+_POINTNET2_TRAIN = re.compile(rf"{_POINTNET2_EPOCH}[^\n]*?Training mean loss: ({_NUM})")
+POINTNET2 = Dialect(
+    name="pointnet2",
+    description='yanx27\'s Pointnet_Pointnet2_pytorch ("**** Epoch 1 (1/128) ****", "Training mean loss: X", '
+                '"eval mean loss: Y")',
+    shapes=(
+        Shape(_POINTNET2_TRAIN, head=(metrics.STEP, metrics.LOSS)),
+        Shape(re.compile(rf"---- EPOCH (\d+) EVALUATION ----[^\S\n]*\n(?:[^\n]*\n){{0,4}}?[^\n]*?eval mean loss: ({_NUM})"),
+              head=(metrics.STEP, metrics.VAL_LOSS), beside=_POINTNET2_TRAIN),
+    ),
+    sniff=re.compile(r"Training mean loss: [-+\d.naif]"),
+    min_records=2,
+    step_unit="epoch",
+)
+
+# graykode's nlp-tutorial (NNLM, Word2Vec, TextCNN, Seq2Seq, Transformer, BERT), copied into many courses:
+# print('Epoch:', '%04d' % (epoch + 1), 'cost =', '{:.6f}'.format(loss)), "Epoch: 0010 cost = 15.205759".
+# The cost is the loss; the epoch (printed every N) the step.
+NLP_TUTORIAL_COST = Dialect(
+    name="nlp_tutorial_cost",
+    description='graykode\'s nlp-tutorial ("Epoch: 0010 cost = 15.205759")',
+    shapes=(
+        Shape(re.compile(rf"^Epoch: (\d+) cost = ({_NUM})[^\S\n]*$", re.MULTILINE), head=(metrics.STEP, metrics.LOSS)),
+    ),
+    min_records=2,
+    step_unit="epoch",
+)
+
 # llama-recipes (llama-cookbook)'s fine-tuning loop: its tqdm bar counts optimizer steps ("3/9" under
 # gradient accumulation), its description each batch, "Training Epoch: 1/3, step 10/36 completed (loss:
 # 0.52)" (the step from 0 within the epoch, the batch's loss): read by the description (by the bar's count,
@@ -2554,7 +2603,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT, BUILD_NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, DEEPSPEECH, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, VIDEOPOSE3D, SOUNDSTREAM, YOLOV4_PYTORCH, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, LOSS_BEFORE_STEP, LOSS_BEFORE_EPOCH, TRIPLET_REID, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, TRANSFER_TUTORIAL, NLP_TUTORIALS, TFLEARN, LLAMA_RECIPES, TORCH_NGP, SKELETON_GCN, DET3D, DEEPFACELAB, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, DEEPSPEECH, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, VIDEOPOSE3D, SOUNDSTREAM, YOLOV4_PYTORCH, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, LOSS_BEFORE_STEP, LOSS_BEFORE_EPOCH, TRIPLET_REID, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, TRANSFER_TUTORIAL, NLP_TUTORIALS, TFLEARN, LLAMA_RECIPES, OPEN3D_ML, POINTNET2, NLP_TUTORIAL_COST, TORCH_NGP, SKELETON_GCN, DET3D, DEEPFACELAB, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
                                  KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
                                  PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where

@@ -26,8 +26,9 @@ from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, STEP_UNIT, LoadOptions, RunData, nonfinite_name
 from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER, FALLBACKS,
                                                GENERAL_READERS, GENERIC, HF_OWN_STEPS, HF_TRAINER, KERAS_EPOCHS,
-                                               LOSS_LINES, NONFINITE_ONLY, PAIRS, TRANSFER_TUTORIAL, YOLOV4_PYTORCH,
-                                               hf_cut_dict, reads_bar_running_mean)
+                                               LOSS_LINES, NLP_TUTORIAL_COST, NONFINITE_ONLY, PAIRS,
+                                               TRANSFER_TUTORIAL, YOLOV4_PYTORCH, hf_cut_dict,
+                                               reads_bar_running_mean)
 from sentinel.analyze.loaders.dialect_types import Dialect, LossTerms
 from sentinel.analyze.loaders.crash_tail import TRACEBACK, crash_after, watchdog_at
 from sentinel.analyze.loaders.keys import (canonical_key, inferred_loss_note, is_aggregate, is_regulariser,
@@ -623,8 +624,8 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
     parts = fresh_starts(text, lines)
     if len(parts) == 1 and dialect is EPOCH_LINES:
         parts = epoch_restarts(text)
-    elif len(parts) == 1 and dialect is TRANSFER_TUTORIAL:  # a script that trains several models in turn
-        parts = epoch_restarts(text, TRANSFER_TUTORIAL.shapes[0].pattern)
+    elif len(parts) == 1 and dialect in (TRANSFER_TUTORIAL, NLP_TUTORIAL_COST):  # several trainings in turn
+        parts = epoch_restarts(text, dialect.shapes[0].pattern)
     said = None  # what was left out of the text, where something was
     if dialect is KERAS_EPOCHS or dialect is GENERIC:  # (the bars' readers)
         evaluated = _without_evaluation_bars(text, lines)
