@@ -593,6 +593,20 @@ def test_the_trainers_nan_filter_zeros_are_a_non_finite_loss(tmp_path):
     assert "loss_stuck" in kinds and not any(i.details.get("nan_filter") for i in analyze_run(discover_runs(plain)[0]).incidents)
 
 
+@pytest.mark.parametrize("finite", [0, 5])
+def test_the_trainers_nan_filter_zeros_are_not_counted_as_finite_values(tmp_path, finite):
+    """PINK's stage 1: 13 dicts of 'loss': 0.0 beside 'grad_norm': nan, told as a NaN loss from the start ("final loss
+    nan, best loss -") while the warm-up warning said "only 13 finite loss values"."""
+    dicts = [f"{{'loss': {2 - k / 10 if k < finite else 0.0}, 'grad_norm': {1.0 if k < finite else 'nan'}, "
+             f"'learning_rate': 2e-05, 'epoch': {k / 13:.2f}}}" for k in range(13)]
+    report = analyze_run(discover_runs(_write(tmp_path / "train.log", dicts))[0])
+    counted = [w for w in report.warnings if "finite loss value" in w]
+    assert counted == ([f"only {finite} finite loss values (the Trainer's 0.0 for its non-finite steps not counted), "
+                        "within the spike detector's warm-up of 20: too little history to judge spikes fully (only "
+                        "large jumps are flagged); non-finite values and the final loss are reported"] if finite else
+                       ["no finite loss value (the Trainer's 0.0 for its non-finite steps not counted): the non-finite "
+                        "values are reported"])
+
 def test_the_trainers_nan_filter_zeros_in_mid_run_are_a_non_finite_loss(tmp_path):
     """A window of NaN losses the run came out of (LLaMA-Factory #5660, an fp16 scaler skipping them)
     is logged as 'loss': 0.0 beside 'grad_norm': nan: read as written, a collapse to 0 "the model sees

@@ -271,6 +271,13 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         filtered = nan_filtered_zeros(loss, incidents, run.source, run.meta)
         if filtered is not None:
             incidents = told_as_nan_filtered(incidents, filtered)
+            # the warm-up's count of finite values, less the Trainer's zeros for non-finite steps
+            finite_before = int((loss.index < filtered.step).sum())
+            counted, note = f"only {len(loss)} finite loss value", " (the Trainer's 0.0 for its non-finite steps not counted)"
+            warnings[:] = [w if not w.startswith(counted) else
+                           _after_count(f"only {finite_before} finite loss value" + w[len(counted):], note)
+                           if finite_before else f"no finite loss value{note}: the non-finite values are reported"
+                           for w in warnings]
     if has(metrics.GRAD_NORM_TOTAL):
         grad = finite(steps[metrics.GRAD_NORM_TOTAL])
         if len(grad) >= 2:
@@ -381,6 +388,12 @@ def _parts_between(loss: pd.Series, cuts: list[int]) -> list[pd.Series]:
     steps = loss.index.to_numpy()
     bounds = [0, *np.searchsorted(steps, sorted(cuts)), len(steps)]
     return [loss.iloc[a:b] for a, b in zip(bounds, bounds[1:]) if b - a >= 2]
+
+
+def _after_count(warning: str, note: str) -> str:
+    """``warning`` ("only 5 finite loss values, within ...: ...") with ``note`` after its count's words."""
+    cut = min(i for i in (warning.find(","), warning.find(":"), len(warning)) if i >= 0)
+    return warning[:cut] + note + warning[cut:]
 
 
 def _loss_never_printed(run: RunData) -> bool:
