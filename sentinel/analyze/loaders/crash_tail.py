@@ -16,8 +16,12 @@ Example:
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from sentinel.analyze.loaders.nonfinite_lines import WORDS as NONFINITE_WORDS
+
+if TYPE_CHECKING:
+    from sentinel.analyze.loaders.log_lines import Lines
 
 # (without its colon: IPython, a notebook's cell, writes "KeyboardInterrupt   Traceback (most recent call last)"
 # over frames of its own form)
@@ -96,7 +100,9 @@ def signal_death(text: str, after: int = 0) -> tuple[str, int] | None:
         >>> signal_death("step 9 loss 2.1\\nTraining killed by the user\\n") is None
         True
     """
-    end = len(text.rstrip())
+    end = len(text)
+    while end and text[end - 1].isspace():  # (the trailing blanks alone: no copy of a long text)
+        end -= 1
     start = max(text.rfind("\n", 0, end) + 1, after)
     found = _SIGNAL_DEATH.fullmatch(text, start, end)
     if found is None:
@@ -109,19 +115,24 @@ def signal_death(text: str, after: int = 0) -> tuple[str, int] | None:
 # PyTorch's NCCL watchdog, where a collective (an all-reduce every rank must join) timed out: it takes the
 # process down ("To avoid data inconsistency, we are taking the entire process down"); a rank that hung or
 # died, a data loader stuck on one rank, a step one rank skipped.
+_WATCHDOG_WORDS = ("NCCL", "entire process down")  # one of them is on every such line
+_WATCHDOG_TAIL = 1 << 18  # looked for among a log's last bytes: it ends the log (its frames, other ranks' lines)
 _WATCHDOG = re.compile(r"Watchdog caught collective operation timeout[^\n]*|we are taking the entire process down"
                        r"|Some NCCL operations have failed or timed out")
 
 
-def watchdog_at(text: str, after: int = 0) -> int:
-    """Where the last line of NCCL's watchdog taking the process down starts in ``text`` after
-    offset ``after`` (its first such line after the last line of another kind); -1 where none.
+def watchdog_at(text: str, after: int = 0, lines: Lines | None = None) -> int:
+    """Where the first line of NCCL's watchdog taking the process down starts in ``text`` after
+    offset ``after``, among its last :data:`_WATCHDOG_TAIL` bytes; -1 where none. ``lines``: ``Lines(text)``, where the caller has them (their
+    distinct lines are asked first: two searches of a long text cost ~2 ms).
 
     Example:
         >>> watchdog_at("step 9 loss 2\\n[Rank 5] Watchdog caught collective operation timeout: WorkNCCL(...)\\n")
         14
     """
-    if "NCCL" not in text[after:] and "entire process down" not in text[after:]:
+    after = max(after, len(text) - _WATCHDOG_TAIL)
+    if not (lines.holds_any(_WATCHDOG_WORDS) if lines is not None else
+            any(text.find(w, after) >= 0 for w in _WATCHDOG_WORDS)):
         return -1
     found = list(_WATCHDOG.finditer(text, after))
     return text.rfind("\n", 0, found[0].start()) + 1 if found else -1

@@ -739,12 +739,12 @@ def epoch_restarts(text: str, records: re.Pattern | None = None) -> list[str]:
     return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
 
 
-def note_crash(text: str, found, dialect: Dialect, after: int = 0) -> None:
+def note_crash(text: str, found, dialect: Dialect, after: int = 0, lines: Lines | None = None) -> None:
     """Where the log ends in a traceback after its last step line, in the shell's line that says the
     process died of a signal (``Killed``), or in NCCL's watchdog taking the process down,
     ``meta["crash"]`` says which error, after which step and at which line (``after``: where the last step line starts, where
     the caller knows it: the search for a traceback, absent from most logs, reads the text after
-    it only)."""
+    it only; ``lines``: ``Lines(text)``, where the caller has them)."""
     if not len(found.steps.index):
         return
     at = text.rfind(TRACEBACK, max(after, 0))
@@ -756,7 +756,7 @@ def note_crash(text: str, found, dialect: Dialect, after: int = 0) -> None:
     while at >= 0 and (before := text.rfind(TRACEBACK, max(after, 0), at)) >= 0 and \
             not any(pattern.search(text, before, at) for pattern in records):
         at = before
-    watchdog = watchdog_at(text, max(after, 0)) if at < 0 else -1
+    watchdog = watchdog_at(text, max(after, 0), lines) if at < 0 else -1
     if watchdog >= 0 and any(pattern.search(text, watchdog) for pattern in records):
         watchdog = -1  # a step line after it: not what ended the run
     crash = crash_after(text, at, int(found.steps.index[-1]), _nonfinite_read(found.events), watchdog)
@@ -983,7 +983,7 @@ def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str
         _epoch_means_undone(found, int(line.group(1)) if line is not None else 0, "PaddleClas' AverageMeter")
     if dialect is YOLOV4_PYTORCH:
         _epoch_means_undone(found, int(found.meta.get("iters_per_epoch", 0)), "YOLOv4-pytorch's mloss")
-    note_crash(text, found, dialect)
+    note_crash(text, found, dialect, lines=lines if isinstance(lines, Lines) and lines.text is text else None)
     if dialect.note is not None and metrics.LOSS in found.steps.columns and (said := dialect.note(text)):
         found.warnings.append(said)
     if dialect is LOSS_LINES and found.meta.get("step_source") in ("epoch_lines", "step_lines"):
