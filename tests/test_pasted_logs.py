@@ -7702,6 +7702,23 @@ def test_nlp_tutorial_cost_lines_and_two_runs_in_one_paste(tmp_path):
     assert [run.source for run in runs] == ["nlp_tutorial_cost"] * 2
     assert all(run.steps.index.tolist() == list(range(10, 110, 10)) for run in runs)
 
+@pytest.mark.parametrize("skipped_every", [1, 40])
+def test_espnet2s_skipped_updates_are_counted(tmp_path, skipped_every):
+    """ESPnet2's trainer warns "The grad norm is nan. Skipping updating the model." for each update it skips: the lines
+    were read as nothing (a run whose every update was skipped, healthy)."""
+    lines = []
+    for b in range(1, 61):
+        if b % skipped_every == 0:
+            lines += ["[user] 2021-04-23 19:22:52,420 (trainer:581) WARNING: The grad norm is nan. Skipping updating "
+                      "the model."] * 2
+        lines.append(f"[user] 2021-04-23 19:22:56,245 (trainer:636) INFO: 2epoch:train:{b * 2 - 1}-{b * 2}batch: "
+                     f"iter_time=3.163e-04, forward_time=0.110, loss={65 - b / 3:.3f}, loss_att=124.079, acc=0.065, "
+                     "optim0_lr0=1.485e-04")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps["amp/overflow"].sum() == 2 * (60 // skipped_every)
+    rate = [i for i in analyze_run(run).incidents if i.kind == "overflow_rate"]
+    assert len(rate) == (skipped_every == 1)
+
 def test_a_named_key_with_no_step_beside_it_is_said(tmp_path):
     """BasicTS prints "epoch 1 / 100", then "train:: [train_time: 94.49 (s), lr: 1.00e-02, train_MAE: 2.8285, ...]":
     --loss-col train_MAE, the key its refusal listed, got "not a log format" back. The refusal says the key is

@@ -1,6 +1,7 @@
 """Mixed-precision overflow lines that any training script's log may hold, whatever prints its
 steps: the loss scalers of NVIDIA apex, its ``FP16_Optimizer`` (and DeepSpeed's, which kept its
-words), fairseq's trainer, PaddlePaddle's ``GradScaler``, and OpenAI's diffusion trainers (guided-diffusion, improved-diffusion,
+words), fairseq's trainer, PaddlePaddle's ``GradScaler``, ESPnet2's trainer (a non-finite grad norm's skipped
+update), and OpenAI's diffusion trainers (guided-diffusion, improved-diffusion,
 consistency models), which keep the scale as its base-2 logarithm. A dialect with event lines of
 its own reads those instead.
 
@@ -42,13 +43,18 @@ AMP_LINES: tuple[EventLine, ...] = (
     # current scale is: {}, decrease to: {}*{}'.format(scale, scale, decr_ratio)).
     EventLine(re.compile(rf"Found inf or nan, current scale is: (?P<attempted>{NUM}), decrease to: {NUM}\*"
                          rf"(?P<ratio>{NUM})"), source="paddle"),
+    # ESPnet2's trainer, where the grad norm is not finite (fp16's scaler, or a NaN): logging.warning(f"The grad
+    # norm is {grad_norm}. Skipping updating the model.") (an update skipped, as a scaler's overflow skips one).
+    EventLine(re.compile(r"The grad norm is (?:nan|inf)\. Skipping updating the model"), source="espnet"),
 )
 
 # Every line above holds one of these: a text without them is not searched further.
-WORDS = ("verflow", "VERFLOW", "lg_loss_scale", "current scale is")
-# Any of the lines, for the sniffer.
+WORDS = ("verflow", "VERFLOW", "lg_loss_scale", "current scale is", "Skipping updating the model")
+# Any of the scalers' lines, for the sniffer.
 SNIFF = re.compile(r"Gradient overflow[.,]\s+[Ss]kipping step, loss scaler \d+ reducing loss scale to |"
                    r"(?i:overflow)[!.]? (?:Rank \d+ )?Skipping step\.? Attempted loss scale: |"
                    r"overflow detected, setting (?:loss )?scale to|"
                    r"Found NaN, decreased lg_loss_scale to |"
                    r"Found inf or nan, current scale is: ")
+# (not ESPnet2's skipped update: its lines alone are no scaler's overflows, and a paste of them beside a
+# step line of another reader is that reader's)
