@@ -2781,6 +2781,19 @@ def _ultralytics_console(epochs: int, nan_from: int | None = None, redraws: int 
     return "\n".join(out) + "\n"
 
 
+def test_two_ultralytics_runs_of_different_lengths_in_one_paste(tmp_path):
+    """A YOLOv8 run's epochs 26-32 of 100 (stopped early), then another run's "150/150": read as one run, "epochs 8
+    (26..150)", its final loss the second run's. A step written N/M whose M changes starts another training."""
+    first = _ultralytics_console(32).split("\n")
+    second = [line.replace("/32 ", "/150 ").replace("32/150", "150/150") for line in _ultralytics_console(32).split("\n")
+              if "32/32 " in line or line.strip() == "" or "Epoch    GPU_mem" in line]
+    path = tmp_path / "train.txt"
+    pasted = first[-5 * 7 - 1:] + ["Stopping training early.", ""] + second[-3:]  # epochs 26-32, then 150
+    path.write_text("\n".join(pasted) + "\n", encoding="utf-8")
+    runs = discover_runs(path)
+    assert [run.steps.index.tolist() for run in runs] == [list(range(26, 33)), [150]]
+    assert "2 trainings of 32, then 150 epochs" in runs[0].warnings[0]
+
 @pytest.mark.parametrize("redraws, header_once", [(1, False), (16, False), (1, True), (16, True)])
 def test_ultralytics_console_sums_the_bars_losses_per_epoch(tmp_path, redraws, header_once):
     path = tmp_path / "train.txt"

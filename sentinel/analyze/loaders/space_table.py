@@ -144,8 +144,9 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
                         "or save it with to_csv")
     header = numbered_names(header)
     table = pd.DataFrame(rows, columns=header)
+    totals = table[step_col].str.extract(_OF_TOTAL, expand=False)
     table[step_col] = table[step_col].str.replace(STEP_OF_TOTAL, r"\1", regex=True)
-    parts = None
+    parts, how = None, None
     if loss_col is not None and not bar:  # a training's table, perhaps one of several (two trainer.train())
         # Where the lines outside its rows could hold another (a file of one table, DeePMD's 100,000-row
         # lcurve.out, is not scanned again).
@@ -164,12 +165,36 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
             # its rows: no training of its own.
             table = table[~table.duplicated()].reset_index(drop=True)
             parts = table_trainings(table, step_col, loss_col)
+    if parts is None and (parts := _runs_of_each_total(totals)) is not None:
+        # (YOLOv8's "26/100" ... "32/100", stopped early, then another run's "150/150")
+        how = f"of {', then '.join(dict.fromkeys(totals.dropna()))} epochs (its step written N/M, M changing)"
     if parts is None:
         return [_run(table, header, step_col, loss_col, bar, path, run_name(path), options, warnings)]
-    note = trainings_note(path, len(parts), "that each start from their first step (each under a table "
+    note = trainings_note(path, len(parts), how or "that each start from their first step (each under a table "
                           "of its own: a training loop run again)")
     return [_run(table.iloc[rows].reset_index(drop=True), header, step_col, loss_col, bar, path,
                  f"{run_name(path)}#{k}", options, [note, *warnings]) for k, rows in enumerate(parts, 1)]
+
+
+_OF_TOTAL = r"^\d+/(\d+)$"
+
+
+def _runs_of_each_total(totals: pd.Series) -> list[np.ndarray] | None:
+    """The rows of each stretch whose step is written ``N/M`` with one ``M``, where ``M`` changes
+    (two trainings of different lengths pasted one after another: each its own run; a row without
+    ``M`` joins the stretch before it); else None.
+
+    Example:
+        >>> [rows.tolist() for rows in _runs_of_each_total(pd.Series(["100", "100", None, "150"]))]
+        [[0, 1, 2], [3]]
+    """
+    known = totals.ffill()
+    if known.nunique() < 2:
+        return None
+    starts = np.flatnonzero((known != known.shift()).to_numpy() & known.notna().to_numpy())
+    bounds = [*starts.tolist(), len(totals)]
+    bounds[0] = 0
+    return [np.arange(a, b) for a, b in zip(bounds, bounds[1:])]
 
 
 def _run(table: pd.DataFrame, header: list[str], step_col: str, loss_col: str | None, bar: bool, path,
