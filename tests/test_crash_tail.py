@@ -228,7 +228,8 @@ def test_a_log_that_ends_in_the_nccl_watchdog_did_not_finish(tmp_path):
     report = analyze_run(discover_runs(path)[0])
     (crash,) = report.incidents
     assert (crash.kind, crash.step, crash.severity.value) == ("crash", 200, "warning")
-    assert "NCCL's watchdog took the process down (line 201: Watchdog caught collective operation timeout" in crash.message
+    assert "NCCL's watchdog took the process down (line 201: Watchdog caught collective operation timeout" \
+        in crash.message
     # the same lines with the training going on after them: a rank's warning, not the end
     path.write_text("\n".join(_steps()[:100] + _WATCHDOG_LINES + _steps()[100:]) + "\n", encoding="utf-8")
     assert analyze_run(discover_runs(path)[0]).incidents == []
@@ -243,4 +244,5 @@ def test_a_one_line_paste_before_the_watchdog_says_the_run_stopped(tmp_path):
     path.write_text("{'loss': 1.2317, 'grad_norm': 0.49, 'learning_rate': 1e-05, 'epoch': 0.21}\n"
                     + "\n".join(_WATCHDOG_LINES) + "\n", encoding="utf-8")
     result = CliRunner().invoke(main, ["analyze", str(path)])
-    assert result.exit_code == 1 and "after which the run stopped ('Watchdog caught collective operation" in result.output
+    assert result.exit_code == 1
+    assert "after which the run stopped ('Watchdog caught collective operation" in result.output

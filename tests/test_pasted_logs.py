@@ -2785,7 +2785,7 @@ def test_two_ultralytics_runs_of_different_lengths_in_one_paste(tmp_path):
     """A YOLOv8 run's epochs 26-32 of 100 (stopped early), then another run's "150/150": read as one run, "epochs 8
     (26..150)", its final loss the second run's. A step written N/M whose M changes starts another training."""
     first = _ultralytics_console(32).split("\n")
-    second = [line.replace("/32 ", "/150 ").replace("32/150", "150/150") for line in _ultralytics_console(32).split("\n")
+    second = [line.replace("/32 ", "/150 ").replace("32/150", "150/150") for line in first
               if "32/32 " in line or line.strip() == "" or "Epoch    GPU_mem" in line]
     path = tmp_path / "train.txt"
     pasted = first[-5 * 7 - 1:] + ["Stopping training early.", ""] + second[-3:]  # epochs 26-32, then 150
@@ -2981,7 +2981,8 @@ def test_an_nnunet_epoch_holding_a_python_warnings_indented_line(tmp_path):
              "scalar divide",
              "  global_dc_per_class = [i for i in [2 * i / (2 * i + j + k) for i, j, k in zip(tp, fp, fn)]]",
              "2024-07-09 13:35:54.727426: train_loss nan", "2024-07-09 13:35:54.740389: val_loss nan",
-             "2024-07-09 13:35:54.745506: Pseudo dice [nan, 0.0, 0.0]", "2024-07-09 13:35:54.754245: Epoch time: 264.58 s"]
+             "2024-07-09 13:35:54.745506: Pseudo dice [nan, 0.0, 0.0]",
+             "2024-07-09 13:35:54.754245: Epoch time: 264.58 s"]
     (run,) = discover_runs(_write(tmp_path / "training_log_2024_7_9_13_31_29.txt", lines))
     assert run.source == "nnunet" and run.steps["loss"].isna().all() and run.steps.index.tolist() == [0]
     (nan,) = [i for i in analyze_run(run).incidents if i.kind == "nonfinite" and i.details["metric"] == "loss"]
@@ -7665,7 +7666,8 @@ def test_a_count_past_its_epochs_length_is_global(tmp_path):
     """MinkowskiEngine's "===> Epoch[4](1280/301): Loss 0.7165": 301 batches an epoch, the count global; read as a count
     inside the epoch, steps 2183..2303 for 1280..1400. open_clip's sample count passes its epoch's length late in the
     epoch ("[115264/109468 (105%)]"): a count inside the epoch still."""
-    lines = [f"===> Epoch[4]({it}/301): Loss {0.7 - it / 20000:.4f}\tLR: 9.9e-02\tScore nan" for it in range(1280, 1440, 40)]
+    lines = [f"===> Epoch[4]({it}/301): Loss {0.7 - it / 20000:.4f}\tLR: 9.9e-02\tScore nan"
+             for it in range(1280, 1440, 40)]
     (run,) = discover_runs(_write(tmp_path / "minkowski.log", lines))
     assert run.steps.index.tolist() == list(range(1280, 1440, 40))
     clip = [f"Train Epoch: {e} [{n:6d}/109468 ({100 * n // 109468}%)] Loss: {1 - n / 1e6:.5f} (1.067) LR: 0.000001"
@@ -7709,7 +7711,8 @@ def test_nlp_tutorial_cost_lines_and_two_runs_in_one_paste(tmp_path):
     but no loss". Two runs pasted one after the other (each from epoch 10) are two trainings."""
     lines = []
     for lr in (0.01, 0.0001):
-        lines += [f"**when lr={lr}**", "```"] + [f"Epoch: {e:04d} cost = {20 / e ** 0.5:.6f}" for e in range(10, 110, 10)]
+        lines += [f"**when lr={lr}**", "```"]
+        lines += [f"Epoch: {e:04d} cost = {20 / e ** 0.5:.6f}" for e in range(10, 110, 10)]
         lines += ["```", ""]
     runs = discover_runs(_write(tmp_path / "bert.md", lines))
     assert [run.source for run in runs] == ["nlp_tutorial_cost"] * 2

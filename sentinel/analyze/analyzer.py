@@ -273,7 +273,8 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
             incidents = told_as_nan_filtered(incidents, filtered)
             # the warm-up's count of finite values, less the Trainer's zeros for non-finite steps
             finite_before = int((loss.index < filtered.step).sum())
-            counted, note = f"only {len(loss)} finite loss value", " (the Trainer's 0.0 for its non-finite steps not counted)"
+            counted = f"only {len(loss)} finite loss value"
+            note = " (the Trainer's 0.0 for its non-finite steps not counted)"
             warnings[:] = [w if not w.startswith(counted) else
                            _after_count(f"only {finite_before} finite loss value" + w[len(counted):], note)
                            if finite_before else f"no finite loss value{note}: the non-finite values are reported"

@@ -123,8 +123,9 @@ _WATCHDOG = re.compile(r"Watchdog caught collective operation timeout[^\n]*|we a
 
 def watchdog_at(text: str, after: int = 0, lines: Lines | None = None) -> int:
     """Where the first line of NCCL's watchdog taking the process down starts in ``text`` after
-    offset ``after``, among its last :data:`_WATCHDOG_TAIL` bytes; -1 where none. ``lines``: ``Lines(text)``, where the caller has them (their
-    distinct lines are asked first: two searches of a long text cost ~2 ms).
+    offset ``after``, among its last :data:`_WATCHDOG_TAIL` bytes; -1 where none. ``lines``:
+    ``Lines(text)``, where the caller has them (their distinct lines are asked first: two searches of
+    a long text cost ~2 ms).
 
     Example:
         >>> watchdog_at("step 9 loss 2\\n[Rank 5] Watchdog caught collective operation timeout: WorkNCCL(...)\\n")

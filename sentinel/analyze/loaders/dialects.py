@@ -2171,7 +2171,8 @@ POINTNET2 = Dialect(
                 '"eval mean loss: Y")',
     shapes=(
         Shape(_POINTNET2_TRAIN, head=(metrics.STEP, metrics.LOSS)),
-        Shape(re.compile(rf"---- EPOCH (\d+) EVALUATION ----[^\S\n]*\n(?:[^\n]*\n){{0,4}}?[^\n]*?eval mean loss: ({_NUM})"),
+        Shape(re.compile(rf"---- EPOCH (\d+) EVALUATION ----[^\S\n]*\n(?:[^\n]*\n){{0,4}}?[^\n]*?"
+                         rf"eval mean loss: ({_NUM})"),
               head=(metrics.STEP, metrics.VAL_LOSS), beside=_POINTNET2_TRAIN),
     ),
     sniff=re.compile(r"Training mean loss: [-+\d.naif]"),
@@ -2198,7 +2199,8 @@ NLP_TUTORIAL_COST = Dialect(
 # three of four losses were dropped as one step's several).
 LLAMA_RECIPES = Dialect(
     name="llama_recipes",
-    description='llama-recipes / llama-cookbook ("Training Epoch: 1/3, step 10/36 completed (loss: 0.52): 33%|...| 3/9")',
+    description='llama-recipes / llama-cookbook ("Training Epoch: 1/3, step 10/36 completed (loss: 0.52): 33%|...| '
+                '3/9")',
     shapes=(
         Shape(re.compile(rf"\bTraining Epoch: (\d+)/\d+, step (\d+)/(\d+) completed \(loss: ({_NUM})\)"),
               head=("epoch", "iter", "total", metrics.LOSS)),
@@ -2602,10 +2604,20 @@ LEROBOT = Dialect(
     note=_lerobot_step_note,
 )
 
-DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT, BUILD_NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, DEEPSPEECH, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, VIDEOPOSE3D, SOUNDSTREAM, YOLOV4_PYTORCH, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, LOSS_BEFORE_STEP, LOSS_BEFORE_EPOCH, TRIPLET_REID, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST, TRANSFER_TUTORIAL, NLP_TUTORIALS, TFLEARN, LLAMA_RECIPES, OPEN3D_ML, POINTNET2, NLP_TUTORIAL_COST, TORCH_NGP, SKELETON_GCN, DET3D, DEEPFACELAB, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
-                                 KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES,
-                                 PAIRS, LOSS_LINES)
+DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
+                                 BUILD_NANOGPT, NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU,
+                                 COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE,
+                                 LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS,
+                                 DEEPSPEECH, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN,
+                                 NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, VIDEOPOSE3D, SOUNDSTREAM, YOLOV4_PYTORCH,
+                                 BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN,
+                                 DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, LOSS_BEFORE_STEP, LOSS_BEFORE_EPOCH,
+                                 TRIPLET_REID, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF,
+                                 DARTS, PYSLOWFAST, TRANSFER_TUTORIAL, NLP_TUTORIALS, TFLEARN, LLAMA_RECIPES,
+                                 OPEN3D_ML, POINTNET2, NLP_TUTORIAL_COST, TORCH_NGP, SKELETON_GCN, DET3D,
+                                 DEEPFACELAB, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION,
+                                 OPENNMT_TF, TF, LOG4J, KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES, PAIRS,
+                                 LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
 # what they read is a series (see textlogs.pick_dialect).
 FALLBACKS: tuple[Dialect, ...] = (GENERIC, EPOCH_LINES, PAIRS, LOSS_LINES)

@@ -742,9 +742,9 @@ def epoch_restarts(text: str, records: re.Pattern | None = None) -> list[str]:
 def note_crash(text: str, found, dialect: Dialect, after: int = 0, lines: Lines | None = None) -> None:
     """Where the log ends in a traceback after its last step line, in the shell's line that says the
     process died of a signal (``Killed``), or in NCCL's watchdog taking the process down,
-    ``meta["crash"]`` says which error, after which step and at which line (``after``: where the last step line starts, where
-    the caller knows it: the search for a traceback, absent from most logs, reads the text after
-    it only; ``lines``: ``Lines(text)``, where the caller has them)."""
+    ``meta["crash"]`` says which error, after which step and at which line (``after``: where the last
+    step line starts, where the caller knows it: the search for a traceback, absent from most logs,
+    reads the text after it only; ``lines``: ``Lines(text)``, where the caller has them)."""
     if not len(found.steps.index):
         return
     at = text.rfind(TRACEBACK, max(after, 0))
@@ -946,8 +946,8 @@ def _no_step_lines(path: str | Path, dialect: Dialect, text: str) -> str:
     said = f"{path}: it looks like {dialect.description}, but sentinel reads no step line of it"
     nan = _PRINTED_NAN_LOSS.search(text)
     if nan is not None:
-        return f"{said}; its lines print a NaN loss ({nan.group(0)!r}): the run went non-finite there; paste its step " \
-               "lines with them"
+        return f"{said}; its lines print a NaN loss ({nan.group(0)!r}): the run went non-finite there; paste " \
+               "its step lines with them"
     return f"{said}: paste it whole, with the lines that name each step or epoch, or pass --loss-col with the key " \
            "of its loss"
 
