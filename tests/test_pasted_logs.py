@@ -6953,6 +6953,17 @@ def test_a_log_of_no_loss_names_its_non_finite_values(tmp_path):
     assert result.exit_code == 1 and "variance prints 5 non-finite value(s)" in result.output
 
 
+def test_a_key_of_its_own_printed_non_finite_is_named_for_loss_col(tmp_path):
+    """RandLA-Net prints "Step 00000050 L_out=  nan Acc=0.00 --- 1408.79 ms/batch": refused as 'its lines log Acc, IOU,
+    accuracy but no loss' (a key whose values were NaN was no key), the NaN unsaid; --loss-col L_out reads it."""
+    lines = ["****EPOCH 0****"] + [f"Step {s:08d} L_out=  nan Acc=0.00 --- 1408.79 ms/batch" for s in range(50, 900, 50)]
+    path = _write(tmp_path / "log_train.txt", lines)
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    said = " ".join(result.output.split())
+    assert result.exit_code == 1 and "L_out prints 17 non-finite value(s)" in said and "--loss-col L_out" in said
+    report = analyze_run(discover_runs(path, LoadOptions(loss_col="L_out"))[0])
+    assert [(i.kind, i.step) for i in report.incidents] == [("nonfinite", 50)]
+
 def test_step_lines_all_at_one_step_say_so(tmp_path):
     """A fairseq paste from several GPUs whose every bar line shows num_updates=0 (no update was ever made: the
     asker's real problem) and a Demucs paste of four processes at batch 1152 were 'not a log format'."""

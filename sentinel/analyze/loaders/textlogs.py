@@ -279,8 +279,8 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
         return (f"'{path}': its lines log {', '.join(logged)} but no loss" + (f"; {'; '.join(nonfinite)}" if nonfinite
                 else "") + ": sentinel judges a training loss; print or log the loss beside them")
     # (a NaN there is news all the same: FermiNet's "variance=nan E_h^2" when its energy went NaN)
-    nonfinite = [f"{key} prints {len(found)} non-finite value(s)" for key in logged
-                 if (found := _nonfinite_values(text, key))]
+    printed = [(key, found) for key in logged if (found := _nonfinite_values(text, key))]
+    nonfinite = [f"{key} prints {len(found)} non-finite value(s)" for key, found in printed]
     # a total over the loss's terms first (Leela Zero's "policy=2.1 mse=0.46 reg=0.1 total=2.7": not its mse),
     # then an error the script minimises (brain.js' "error", CNTK's "mse", MXNet's "Train-mae"): maybe the loss
     # (not a total of time: CatBoost's "total: 184ms   remaining: 36.7s"; its "learn: 0.677" is its loss
@@ -292,9 +292,13 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
         return (f"'{path}': its lines log {', '.join(logged)} and no key named loss" + (
             f"; {'; '.join(nonfinite)}" if nonfinite else "") + f": where {errors[0]} is what the training minimises, "
             f"pass --loss-col {errors[0]} to judge it as the loss")
-    return (f"'{path}': its lines log {', '.join(logged)} but no loss" + (f"; {'; '.join(nonfinite)}" if nonfinite
-            else "") + " (an environment's returns, an evaluation's metrics: a rise of these is progress, not "
-            "divergence): sentinel judges a training loss; print or log the loss beside them")
+    if printed:  # (RandLA-Net's "L_out=  nan" at every step: its loss under a name of its own, gone NaN)
+        return (f"'{path}': its lines log {', '.join(logged)} and no key named loss; {'; '.join(nonfinite)}: where "
+                f"{printed[0][0]} is what the training minimises, it went non-finite: pass --loss-col "
+                f"{printed[0][0]} to judge it as the loss")
+    return (f"'{path}': its lines log {', '.join(logged)} but no loss (an environment's returns, an evaluation's "
+            "metrics: a rise of these is progress, not divergence): sentinel judges a training loss; print or log "
+            "the loss beside them")
 
 
 # A loss printed as NaN or infinity: "Loss nan", "loss: inf", "'train_loss': NaN".
@@ -496,7 +500,8 @@ def _readable_losses(head: str, keys: list[str], least: int | None) -> list[str]
 # verb of a sentence, "Total loss is :[0.14]", nor a logger's level before its time, "[ INFO :
 # 2023-07-06 07:55:30,898 ] - |  3|  200|...".)
 _LOGGED_PAIR = re.compile(r"(?<![\w/.-])(?!(?:v_num|pid|is|are|was|were|INFO|WARNING|WARN|DEBUG|ERROR)\b)([A-Za-z][\w/.-]*)['\"]?[^\S\n]*[:=][^\S\n]*\[?['\"]?[-+]?"
-                          r"(?!\d{1,2}:\d{2})(?:\d|\.\d)(?![\d.]*%)")  # (nor a time's hours: "Aug22-02:14:13")
+                          r"(?!\d{1,2}:\d{2})(?:\d|\.\d|(?i:nan|inf)\b)(?![\d.]*%)")  # (nor a time's hours: "Aug22-02:14:13";
+# a value printed non-finite counts: RandLA-Net's "L_out=  nan" at every step)
 # A tqdm bar's draw: its percentage and bar, or its count and rate ("0it [00:00, ?it/s]").
 _BAR_DRAW = re.compile(r"\d+%\|[^|\n]*\||\d+it \[\d")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
