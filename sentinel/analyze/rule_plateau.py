@@ -67,6 +67,9 @@ def plateau_incidents(loss: pd.Series, config: AnalyzeConfig) -> list[Incident]:
 # first rows'), says so: SphereFace under Caffe at 9.48, then 11.4-11.9 after a gap in the paste, was
 # "plateaued ... best 9.478" alone, as if flat.
 _ROSE = 1.1
+# ... and one whose rows rose this much within it, for a fifth of them or more in a row, and came back says
+# that (a noisy loss's bumps of x1.1-x1.15 are its spread).
+_BUMP = 1.2
 # The level at either end: the median of this share of the stretch's rows (a per-batch loss's noise
 # averaged out).
 _LEVEL_SHARE = 5
@@ -86,8 +89,27 @@ def _level_rose(loss: pd.Series, start: int, end: int) -> str:
         return ""
     first, last = end_levels(values, _LEVEL_SHARE)  # (a paste's few rows: its first against its last)
     if last < _ROSE * first:
-        return ""
+        return _rose_and_came_back(loss[(loss.index >= start) & (loss.index <= end)], first)
     return f"; its level rose x{last / first:.3g} over it ({first:.4g} to {last:.4g})"
+
+
+def _rose_and_came_back(part: pd.Series, first: float) -> str:
+    """``"; it rose to 6.596 at step 16000 (x1.27) and came back"`` where a run of the plateau's rows,
+    a :data:`_LEVEL_SHARE`-th of them or more in a row, stood :data:`_BUMP` times its first level or more
+    (Marian's cost 5.20, then 6.60, 6.30, 5.85, 5.25 over 8,000 updates: a rise, told as "plateaued"
+    alone); else an empty string (a per-batch loss's high draws are single rows).
+
+    Example:
+        >>> _rose_and_came_back(pd.Series([5.20, 6.60, 6.30, 5.85, 5.25], index=range(0, 10000, 2000)), 5.20)
+        '; it rose to 6.6 at step 2000 (x1.27) and came back'
+    """
+    above = part.to_numpy(dtype="float64") >= _BUMP * first
+    runs = group_runs(above, np.arange(len(above)))
+    if not runs or max(b - a + 1 for a, b in runs) * _LEVEL_SHARE < len(above):
+        return ""
+    peak = int(np.argmax(part.to_numpy(dtype="float64")))
+    height = float(part.iloc[peak])
+    return f"; it rose to {height:.4g} at step {int(part.index[peak])} (x{height / first:.3g}) and came back"
 
 
 _CHUNK = 1 << 20
