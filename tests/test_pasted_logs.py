@@ -6964,6 +6964,24 @@ def test_a_key_of_its_own_printed_non_finite_is_named_for_loss_col(tmp_path):
     report = analyze_run(discover_runs(path, LoadOptions(loss_col="L_out"))[0])
     assert [(i.kind, i.step) for i in report.incidents] == [("nonfinite", 50)]
 
+def test_a_librarys_lines_without_a_loss_name_the_scripts_loss_keys(tmp_path):
+    """DeepSpeed-Chat's PPO stage prints DeepSpeed's "step=10, skipped=0, lr=[...]" beside its own "epoch: 0|step: 0|
+    ppo_ep: 1|act_loss: 0.21|cri_loss: 0.12|unsuper_loss: 0.0": "no loss", the keys unnamed; --loss-col act_loss
+    reads all 477 steps."""
+    lines, rng = [], np.random.default_rng(0)
+    for step in range(60):
+        lines += [f"epoch: 0|step: {step}|ppo_ep: 1|act_loss: {rng.normal(0, 0.3):.4f}|cri_loss: "
+                  f"{0.12 + step / 900:.4f}|unsuper_loss: 0.0", f"average reward score: {step / 100 - 0.3:.4f}",
+                  "-" * 85, "|E2E latency=3.73s |Gather latency=0.00s (0.00%) |Generate time=2.78s (74.61%) |"]
+        if step % 10 == 9:
+            lines.append(f"[2023-04-18 01:46:52,554] [INFO] [logging.py:96:log_dist] [Rank 0] step={step + 1}, "
+                         "skipped=0, lr=[9.65e-06, 9.65e-06], mom=[(0.9, 0.95), (0.9, 0.95)]")
+    (run,) = discover_runs(_write(tmp_path / "step3.log", lines))
+    assert any(w.endswith("; the lines name act_loss: pass --loss-col act_loss to judge it as the loss")
+               for w in run.warnings), run.warnings
+    (run,) = discover_runs(tmp_path / "step3.log", LoadOptions(loss_col="act_loss"))
+    assert run.steps.index.tolist() == list(range(60))
+
 def test_step_lines_all_at_one_step_say_so(tmp_path):
     """A fairseq paste from several GPUs whose every bar line shows num_updates=0 (no update was ever made: the
     asker's real problem) and a Demucs paste of four processes at batch 1152 were 'not a log format'."""

@@ -911,17 +911,39 @@ def _read(text: str, dialect: Dialect, options: LoadOptions | None, path: str | 
     if other is None:
         key = find_loss_key(clean_text(text), options.loss_col if options else None)
         if key is None:
-            return run
+            return _loss_col_named(run, text, options, path, name, least)
         keyed = key.rewrite(text)
         other = _script_lines(keyed, replace(options, loss_col=None) if options and key.named else options, path,
                               name, Lines(keyed), least)
         if other is None:
-            return run
+            return _loss_col_named(run, text, options, path, name, least)
         if said := key.note():
             other.warnings.insert(0, said)
         _keyed([other], key)
     other.warnings.insert(0, f"{dialect.name}'s own lines hold no loss: the loss is read from the script's own lines")
     return other
+
+
+def _loss_col_named(run: RunData, text: str, options: LoadOptions | None, path: str | Path, name: str,
+                    least: int | None) -> RunData:
+    """``run`` (a dialect's lines with no loss, none in the script's own lines either), its warning
+    naming the first loss key the lines print with which ``--loss-col`` reads a series (DeepSpeed-
+    Chat's PPO "act_loss", under DeepSpeed's own lines: "no loss"), where the user named none."""
+    if options is not None and options.loss_col is not None:
+        return run
+    cleaned = clean_text(text)
+    for named in loss_keys(cleaned)[:3]:  # (each a read of the text: the few first)
+        key = find_loss_key(cleaned, named)  # as _read reads it with --loss-col
+        if key is None:
+            continue
+        keyed = key.rewrite(text)
+        read = _script_lines(keyed, LoadOptions() if key.named else LoadOptions(loss_col=named), path, name,
+                             Lines(keyed), least)
+        if read is not None:
+            run.warnings = [w + f"; the lines name {named}: pass --loss-col {named} to judge it as the loss"
+                            if w.startswith(f"no loss logged by {run.source}") else w for w in run.warnings]
+            break
+    return run
 
 
 def _script_lines(text: str, options: LoadOptions | None, path: str | Path, name: str, lines: Lines,
