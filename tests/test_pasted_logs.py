@@ -2968,7 +2968,8 @@ def test_nnunet_training_log_and_an_evaluation_nan_that_follows_the_training_nan
     path = _write(tmp_path / "training_log_2.txt", _nnunet(train[:45], train[:40] + ["nan"] * 5))
     code, report = _analyze(str(path))
     (val,) = report["runs"][0]["incidents"]
-    assert val["severity"] == "warning" and "the training loss is finite" in val["message"]
+    assert val["severity"] == "warning" and "the training loss is finite: the evaluation's own NaN, a mean over " \
+        "nothing (an empty validation split or mask" in val["message"]
 
 
 def test_an_nnunet_epoch_holding_a_python_warnings_indented_line(tmp_path):

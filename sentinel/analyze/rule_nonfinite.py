@@ -480,8 +480,10 @@ def _training_then(training: np.ndarray | None, bad: np.ndarray) -> str:
 
 # What an evaluation's non-finite incident says of the training loss then (see _training_then).
 TRAINING_NONFINITE_THEN = "; the training loss was non-finite then too (its own incident)"
-TRAINING_FINITE_THEN = ("; the training loss is finite: an fp16 evaluation that overflows (evaluate in bf16 or "
-                        "fp32), or evaluation batches with no labelled token (every label -100: a mean over nothing)")
+# (whatever the model: a graph network's empty validation mask, a Keras classifier's, as a language model's)
+TRAINING_FINITE_THEN = ("; the training loss is finite: the evaluation's own NaN, a mean over nothing (an empty "
+                        "validation split or mask, every label ignored: -100), or an fp16 evaluation that overflows "
+                        "(evaluate in bf16 or fp32)")
 
 
 def _nonfinite_events(events: pd.DataFrame) -> pd.DataFrame:
