@@ -177,6 +177,7 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
     """
     config = config or AnalyzeConfig()
     warnings = list(run.warnings)
+    few_at: int | None = None  # where the warning of too few finite values is, if said
     run, hidden = filtered_windows(run)
     if hidden is not None:  # the Trainer's 0.0 for windows of NaN: read as the NaN they were
         warnings.append(hidden)
@@ -231,9 +232,8 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         loss_config = loss_warmup(loss, config, epoch_means)
         warmup = warmup_steps(loss_config)
         if len(loss) <= warmup:
-            warnings.append(f"only {len(loss)} finite loss values, within the spike detector's "
-                            f"warm-up of {warmup}: too little history to judge spikes fully (only "
-                            "large jumps are flagged); non-finite values and the final loss are reported")
+            few_at = len(warnings)  # (counted again below where some of the values are the Trainer's NaN zeros)
+            warnings.append(_few_values(len(loss), warmup))
         # ... and it jumps as a whole epoch: never an outlier batch.
         found, spans = loss_spike_incidents(loss, loss_config, last_step=int(steps.index[-1]), per_epoch=epoch_means)
         # A change of the loss the log announces starts a new level: each stretch is judged from its own best.
@@ -271,14 +271,9 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         filtered = nan_filtered_zeros(loss, incidents, run.source, run.meta)
         if filtered is not None:
             incidents = told_as_nan_filtered(incidents, filtered)
-            # the warm-up's count of finite values, less the Trainer's zeros for non-finite steps
-            finite_before = int((loss.index < filtered.step).sum())
-            counted = f"only {len(loss)} finite loss value"
-            note = " (the Trainer's 0.0 for its non-finite steps not counted)"
-            warnings[:] = [w if not w.startswith(counted) else
-                           _after_count(f"only {finite_before} finite loss value" + w[len(counted):], note)
-                           if finite_before else f"no finite loss value{note}: the non-finite values are reported"
-                           for w in warnings]
+            if few_at is not None:  # the warm-up's count of finite values, less the Trainer's zeros
+                warnings[few_at] = _few_values(int((loss.index < filtered.step).sum()), warmup,
+                                               " (the Trainer's 0.0 for its non-finite steps not counted)")
     if has(metrics.GRAD_NORM_TOTAL):
         grad = finite(steps[metrics.GRAD_NORM_TOTAL])
         if len(grad) >= 2:
@@ -391,10 +386,19 @@ def _parts_between(loss: pd.Series, cuts: list[int]) -> list[pd.Series]:
     return [loss.iloc[a:b] for a, b in zip(bounds, bounds[1:]) if b - a >= 2]
 
 
-def _after_count(warning: str, note: str) -> str:
-    """``warning`` ("only 5 finite loss values, within ...: ...") with ``note`` after its count's words."""
-    cut = min(i for i in (warning.find(","), warning.find(":"), len(warning)) if i >= 0)
-    return warning[:cut] + note + warning[cut:]
+def _few_values(count: int, warmup: int, uncounted: str = "") -> str:
+    """The warning of a loss of ``count`` finite values, within the spike detector's ``warmup``
+    (``uncounted``: what was left out of the count, said after it).
+
+    Example:
+        >>> _few_values(0, 20, " (x)")
+        'no finite loss value (x): the non-finite values are reported'
+    """
+    if not count:
+        return f"no finite loss value{uncounted}: the non-finite values are reported"
+    return (f"only {count} finite loss values{uncounted}, within the spike detector's warm-up of {warmup}: too little "
+            "history to judge spikes fully (only large jumps are flagged); non-finite values and the final loss are "
+            "reported")
 
 
 def _loss_never_printed(run: RunData) -> bool:
