@@ -429,9 +429,8 @@ def _stop_after_one(text: str, dialect: Dialect) -> str:
     crash = crash_after(text, text.find(TRACEBACK, after), 0, False, watchdog_at(text, after))
     if crash is None:
         return ""
-    what = crash["error"] or "a traceback cut off before its error line"
-    return f", after which the run stopped ({what!r}, line {crash['line']})" if crash["error"] else \
-        f", after which the run stopped ({what}, line {crash['line']})"
+    what = repr(crash["error"]) if crash["error"] else "a traceback cut off before its error line"
+    return f", after which the run stopped ({what}, line {crash['line']})"
 
 
 def _nonfinite_in(steps: pd.DataFrame) -> str:
@@ -910,11 +909,7 @@ def _read(text: str, dialect: Dialect, options: LoadOptions | None, path: str | 
     other = _script_lines(text, options, path, name, Lines.of(text, lines), least)
     if other is None:
         key = find_loss_key(clean_text(text), options.loss_col if options else None)
-        if key is None:
-            return _loss_col_named(run, text, options, path, name, least)
-        keyed = key.rewrite(text)
-        other = _script_lines(keyed, replace(options, loss_col=None) if options and key.named else options, path,
-                              name, Lines(keyed), least)
+        other = None if key is None else _script_lines_keyed(text, key, options, path, name, least)
         if other is None:
             return _loss_col_named(run, text, options, path, name, least)
         if said := key.note():
@@ -933,17 +928,22 @@ def _loss_col_named(run: RunData, text: str, options: LoadOptions | None, path: 
         return run
     cleaned = clean_text(text)
     for named in loss_keys(cleaned)[:3]:  # (each a read of the text: the few first)
-        key = find_loss_key(cleaned, named)  # as _read reads it with --loss-col
-        if key is None:
-            continue
-        keyed = key.rewrite(text)
-        read = _script_lines(keyed, LoadOptions() if key.named else LoadOptions(loss_col=named), path, name,
-                             Lines(keyed), least)
-        if read is not None:
+        key = find_loss_key(cleaned, named)
+        named_options = LoadOptions(loss_col=named)
+        if key is not None and _script_lines_keyed(text, key, named_options, path, name, least) is not None:
             run.warnings = [w + f"; the lines name {named}: pass --loss-col {named} to judge it as the loss"
                             if w.startswith(f"no loss logged by {run.source}") else w for w in run.warnings]
             break
     return run
+
+
+def _script_lines_keyed(text: str, key: LossKey, options: LoadOptions | None, path: str | Path, name: str,
+                        least: int | None) -> RunData | None:
+    """:func:`_script_lines` of ``text`` with its loss key ``key`` written as the loss (a key the user
+    named is then the loss: no column of that name is asked for)."""
+    keyed = key.rewrite(text)
+    return _script_lines(keyed, replace(options, loss_col=None) if options and key.named else options, path, name,
+                         Lines(keyed), least)
 
 
 def _script_lines(text: str, options: LoadOptions | None, path: str | Path, name: str, lines: Lines,
@@ -990,11 +990,11 @@ def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str
         raise ValueError(_no_step_lines(path, dialect, text))
     if dialect is EPOCH_LINES:
         training = split_evaluation_lines(clean_text(text), EPOCH_LINES.drop_words)[0]  # not its evaluation lines
-        lines = len(EPOCH_LINES.shapes[0].pattern.findall(training))
-        if lines >= 1.5 * len(found.steps.index):  # several lines an epoch: each one a step
+        loss_lines = len(EPOCH_LINES.shapes[0].pattern.findall(training))
+        if loss_lines >= 1.5 * len(found.steps.index):  # several lines an epoch: each one a step
             epochs = len(found.steps.index)
             found = scan(text, EPOCH_LINES_IN_ORDER, options)
-            found.warnings.append(f"{lines} loss lines over {epochs} epochs: each line is read as a step, "
+            found.warnings.append(f"{loss_lines} loss lines over {epochs} epochs: each line is read as a step, "
                                   "numbered 1, 2, 3, ... in order (the lines carry no step of their own)")
         else:
             found.meta[STEP_UNIT] = "epoch"  # a line per epoch: the epoch is the step
@@ -1010,7 +1010,7 @@ def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str
         _epoch_means_undone(found, int(line.group(1)) if line is not None else 0, "PaddleClas' AverageMeter")
     if dialect is YOLOV4_PYTORCH:
         _epoch_means_undone(found, int(found.meta.get("iters_per_epoch", 0)), "YOLOv4-pytorch's mloss")
-    note_crash(text, found, dialect, lines=lines if isinstance(lines, Lines) and lines.text is text else None)
+    note_crash(text, found, dialect, lines=lines if lines is not None and lines.text is text else None)
     if dialect.note is not None and metrics.LOSS in found.steps.columns and (said := dialect.note(text)):
         found.warnings.append(said)
     if dialect is LOSS_LINES and found.meta.get("step_source") in ("epoch_lines", "step_lines"):
