@@ -2143,10 +2143,21 @@ PYSLOWFAST = replace(
     min_records=2,
 )
 
+def _lines_under(header: str, stop: str, most: int) -> str:
+    """A pattern's prefix: a ``header`` line, then at most ``most`` lines (fewest first) none of which
+    starts as ``stop`` does (the next header): a record printed a few lines under its epoch's header.
+
+    Example:
+        >>> re.match(_lines_under(r"== E(\\d+) ==", "== E", 2) + "loss (\\S+)", "== E3 ==\\nlr 0.1\\nloss 2.5").groups()
+        ('3', '2.5')
+    """
+    return rf"{header}[^\S\n]*\n(?:(?!{stop})[^\n]*\n){{0,{most}}}?"
+
+
 # Open3D-ML's pipelines (RandLA-Net, KPConv on Semantic3D, S3DIS, ...): "=== EPOCH 0/100 ===", then per
 # metric a line of its training and evaluation value, "loss train: 1.981  eval: 2.344" ("acc train: ...",
 # "iou train: ..."). Epochs from 0; the eval value the val_loss.
-_OPEN3D_EPOCH = r"^=== EPOCH (\d+)/\d+ ===[^\S\n]*\n(?:(?!=== EPOCH)[^\n]*\n){0,4}?"
+_OPEN3D_EPOCH = _lines_under(r"^=== EPOCH (\d+)/\d+ ===", "=== EPOCH", 4)
 OPEN3D_ML = Dialect(
     name="open3d_ml",
     description='Open3D-ML\'s pipelines ("=== EPOCH 0/100 ===", then "loss train: 1.981  eval: 2.344")',
@@ -2163,7 +2174,7 @@ OPEN3D_ML = Dialect(
 # "**** Epoch 1 (1/128) ****" (the launch's own count, then the epoch of the training: a resumed run
 # prints "Epoch 1 (4/128)"), "Training mean loss: 0.817511"; its evaluation "---- EPOCH 001 EVALUATION ----",
 # "eval mean loss: 0.767204". The epoch in brackets is the step.
-_POINTNET2_EPOCH = r"\*{4} Epoch \d+ \((\d+)/\d+\) \*{4}[^\S\n]*\n(?:(?![^\n]*\*{4} Epoch )[^\n]*\n){0,8}?"
+_POINTNET2_EPOCH = _lines_under(r"\*{4} Epoch \d+ \((\d+)/\d+\) \*{4}", r"[^\n]*\*{4} Epoch ", 8)
 _POINTNET2_TRAIN = re.compile(rf"{_POINTNET2_EPOCH}[^\n]*?Training mean loss: ({_NUM})")
 POINTNET2 = Dialect(
     name="pointnet2",
@@ -2251,7 +2262,7 @@ NLP_TUTORIALS = Dialect(
 # "val Loss: 0.2474 Acc: 0.9085" (the re-ID baseline's "train Loss: 0.4552 Reg: 0.0000 Acc: 0.0087 ..." after
 # lines of its own). Epochs from 0; the val phase's loss is the epoch's val_loss.
 # (the epoch perhaps named after the model it trains: "resnet-50 - Epoch 1/100", a script that trains several)
-_TUTORIAL_EPOCH = r"^(?:[^\n]*?[^\S\n])?Epoch (\d+)/\d+[^\S\n]*\n-{3,}[^\S\n]*\n(?:(?![^\n]*\bEpoch \d)[^\n]*\n){0,6}?"
+_TUTORIAL_EPOCH = _lines_under(r"^(?:[^\n]*?[^\S\n])?Epoch (\d+)/\d+[^\S\n]*\n-{3,}", r"[^\n]*\bEpoch \d", 6)
 _TUTORIAL_TRAIN = re.compile(rf"{_TUTORIAL_EPOCH}[Tt]rain Loss: ({_NUM})", re.MULTILINE)
 TRANSFER_TUTORIAL = Dialect(
     name="transfer_tutorial",
