@@ -351,7 +351,7 @@ def collapse_incidents(loss: pd.Series, epochs: pd.Series | None = None) -> list
     for i in candidates.tolist():
         level = float(np.median(values[max(0, i + 1 - COLLAPSE_LEVEL_ROWS):i + 1]))
         later = values[i + 2:i + 2 + COLLAPSE_AFTER_ROWS]
-        seen = float(np.nanmin(values[:i])) if i and not np.isnan(values[:i]).all() else np.inf
+        seen = float(values[:i].min()) if i else np.inf  # (the loss is finite: its lowest before the fall)
         if level >= COLLAPSE_FROM and after[i] < COLLAPSE_RATIO * level \
                 and (i + 1 >= COLLAPSE_LEVEL_LEAST or after[i] < COLLAPSE_NEAR_ZERO) \
                 and not (len(later) and float(np.median(later)) >= COLLAPSE_BACK * level) \

@@ -50,11 +50,10 @@ AMP_LINES: tuple[EventLine, ...] = (
 
 # Every line above holds one of these: a text without them is not searched further.
 WORDS = ("verflow", "VERFLOW", "lg_loss_scale", "current scale is", "Skipping updating the model")
-# Any of the scalers' lines, for the sniffer.
+# Any of the scalers' lines, for the sniffer (not ESPnet2's skipped update: its lines alone are no scaler's
+# overflows, and a paste of them beside a step line of another reader is that reader's).
 SNIFF = re.compile(r"Gradient overflow[.,]\s+[Ss]kipping step, loss scaler \d+ reducing loss scale to |"
                    r"(?i:overflow)[!.]? (?:Rank \d+ )?Skipping step\.? Attempted loss scale: |"
                    r"overflow detected, setting (?:loss )?scale to|"
                    r"Found NaN, decreased lg_loss_scale to |"
                    r"Found inf or nan, current scale is: ")
-# (not ESPnet2's skipped update: its lines alone are no scaler's overflows, and a paste of them beside a
-# step line of another reader is that reader's)
