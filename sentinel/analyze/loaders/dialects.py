@@ -1967,6 +1967,7 @@ EPOCH_LINES = Dialect(
     drop_words=_EVAL_WORDS,
     unstepped_evaluation=_UNSTEPPED_EVALUATION,
     min_records=5,
+    epoch_trainings=True,
     amp_lines=True,
 )
 
@@ -1976,6 +1977,7 @@ EPOCH_LINES_IN_ORDER = replace(
     EPOCH_LINES,
     shapes=tuple(replace(shape, head=("epoch",) + shape.head[1:]) for shape in EPOCH_LINES.shapes),
     step_from_order=True,
+    epoch_trainings=False,
 )
 
 # A loss (or a cost: the course notebooks' word for it) named before its step, joined by a word: the
@@ -2049,6 +2051,7 @@ KERAS_EPOCHS = replace(
     join_with=r"\1 - ",
     min_records=2,
     step_unit="epoch",
+    epoch_trainings=False,  # (its fits are told apart by their "Epoch 1/N" headers: textlogs._keras_fits)
 )
 
 # Det3D and CenterPoint (its fork): the step's line "Epoch [1/20][6840/15448]\tlr: 0.00011, eta: ...,
@@ -2202,6 +2205,7 @@ NLP_TUTORIAL_COST = Dialect(
     ),
     min_records=2,
     step_unit="epoch",
+    epoch_trainings=True,
 )
 
 # llama-recipes (llama-cookbook)'s fine-tuning loop: its tqdm bar counts optimizer steps ("3/9" under
@@ -2276,6 +2280,7 @@ TRANSFER_TUTORIAL = Dialect(
     sniff=re.compile(r"^[Tt]rain Loss: [-+\d.na]", re.MULTILINE),
     min_records=2,
     step_unit="epoch",
+    epoch_trainings=True,  # (a script that trains several models in turn)
 )
 
 # torch-ngp's Trainer and the NeRF / text-to-3D / talking-head repositories built on it (stable-dreamfusion,

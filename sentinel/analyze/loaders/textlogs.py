@@ -26,8 +26,7 @@ from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, STEP_UNIT, LoadOptions, RunData, nonfinite_name
 from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER, FALLBACKS,
                                                GENERAL_READERS, GENERIC, HF_OWN_STEPS, HF_TRAINER, KERAS_EPOCHS,
-                                               LOSS_LINES, NLP_TUTORIAL_COST, NONFINITE_ONLY, PAIRS,
-                                               TRANSFER_TUTORIAL, YOLOV4_PYTORCH, hf_cut_dict,
+                                               LOSS_LINES, NONFINITE_ONLY, PAIRS, YOLOV4_PYTORCH, hf_cut_dict,
                                                reads_bar_running_mean)
 from sentinel.analyze.loaders.dialect_types import Dialect, LossTerms
 from sentinel.analyze.loaders.crash_tail import TRACEBACK, crash_after, watchdog_at
@@ -626,9 +625,7 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
     text = lines.text  # the readers know the lines as its by identity
     note = key.note() if key is not None else _averaged_loss_note(text, lines)
     parts = fresh_starts(text, lines)
-    if len(parts) == 1 and dialect is EPOCH_LINES:
-        parts = epoch_restarts(text)
-    elif len(parts) == 1 and dialect in (TRANSFER_TUTORIAL, NLP_TUTORIAL_COST):  # several trainings in turn
+    if len(parts) == 1 and dialect.epoch_trainings:
         parts = epoch_restarts(text, dialect.shapes[0].pattern)
     said = None  # what was left out of the text, where something was
     if dialect is KERAS_EPOCHS or dialect is GENERIC:  # (the bars' readers)
