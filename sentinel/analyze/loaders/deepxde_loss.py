@@ -20,7 +20,7 @@ import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions, RunData
-from sentinel.analyze.loaders.textlog import read_head, run_name
+from sentinel.analyze.loaders.textlog import head_matches, run_name
 
 NAME = "deepxde"
 DESCRIPTION = "DeepXDE's loss.dat (dde.saveplot): the step, each loss term's training and test value, the test metrics"
@@ -30,14 +30,14 @@ _MAX_BYTES = 256 << 20
 
 
 def sniff(path: str | Path) -> bool:
-    """True for a file that starts with the header ``save_loss_history`` writes.
+    """True for a file that starts with the header ``save_loss_history`` writes (and is not larger than
+    a loss history is).
 
     Example:
         >>> sniff("/nonexistent/loss.dat")
         False
     """
-    head = read_head(path, limit=4096)
-    return head is not None and _HEADER.match(head) is not None
+    return head_matches(path, _HEADER, 4096, _MAX_BYTES)  # (the head Sacred's sniff reads too)
 
 
 def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
