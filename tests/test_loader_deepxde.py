@@ -54,3 +54,11 @@ def test_rows_of_other_lengths_are_refused_with_one_message(tmp_path):
     result = CliRunner().invoke(main, ["analyze", str(path)])
     assert result.exit_code == 1 and "rows of 2, 3 numbers, not rows of one length" in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_row_whose_step_is_no_whole_number_is_refused_with_one_message(tmp_path):
+    path = tmp_path / "loss.dat"
+    path.write_text("# step, loss_train, loss_test, metrics_test\n0 1.0 1.1\nnan 0.5 0.6\n")
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1 and "is no step (a whole number)" in result.output
+    assert "Traceback" not in result.output and "Warning" not in result.output

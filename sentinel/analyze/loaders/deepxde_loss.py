@@ -55,8 +55,9 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     """
     path = Path(path)
     try:
-        if path.stat().st_size > _MAX_BYTES:
-            raise ValueError(f"{path}: {path.stat().st_size >> 20} MB is no DeepXDE loss history")
+        size = path.stat().st_size
+        if size > _MAX_BYTES:
+            raise ValueError(f"{path}: {size >> 20} MB is no DeepXDE loss history: pass the log DeepXDE printed")
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as err:
         raise ValueError(f"{path}: not readable ({err})") from None
@@ -72,6 +73,10 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     except ValueError:
         raise ValueError(f"{path}: a row under DeepXDE's header holds text, not numbers: not a loss history "
                          "sentinel reads") from None
+    if not (np.isfinite(table[:, 0]).all() and (table[:, 0] == np.round(table[:, 0])).all()
+            and np.abs(table[:, 0]).max() < 2 ** 62):
+        raise ValueError(f"{path}: the first number of a row under DeepXDE's header is no step (a whole number): "
+                         "not a loss history sentinel reads")
     width = table.shape[1] - 1
     n_metrics = width % 2  # the fewest that leave as many test terms as training terms
     terms = (width - n_metrics) // 2
