@@ -14,15 +14,15 @@ from sentinel.analyze.carried_values import carried_note, carried_once
 from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.detector import loss_warmup, warmup_steps
 from sentinel.analyze.discover import READ_ERRORS, NoRunsError, Skipped, debugging, describe_error, discover
-from sentinel.analyze.incident import Incident
+from sentinel.analyze.incident import Incident, IncidentKind, Severity
 from sentinel.analyze.loaders import (LOGGED_NAN, LOSS_SCALE_MIN, LOSS_SUMS_GROWING_BATCHES, OVERFLOW_ROWS_ONLY,
-                                      STEP_UNIT, LoadOptions, RunData)
+                                      SKIPPED_UPDATES, STEP_UNIT, LoadOptions, RunData)
 from sentinel.analyze.loaders.keys import is_epoch_mean
 from sentinel.analyze.noise import below_printed_digit
 from sentinel.analyze.report import Report, RunReport, in_epochs, verdict
 from sentinel.analyze.rule_abandoned import replaced_incidents, went_back_incident
 from sentinel.analyze.rule_agent_zero import agent_zero_loss_incidents
-from sentinel.analyze.rule_amp import loss_scale_incidents, overflow_incidents
+from sentinel.analyze.rule_amp import loss_scale_incidents, overflow_incidents, skipped_update_incidents
 from sentinel.analyze.rule_attention import attention_incidents
 from sentinel.analyze.rule_chance import chance_incidents
 from sentinel.analyze.rule_repeats import repeated_loss_incidents
@@ -289,6 +289,9 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
                                           run_meta.get(LOSS_SCALE_MIN))
     if has(metrics.AMP_OVERFLOW) and not run_meta.get(OVERFLOW_ROWS_ONLY):  # rows of overflow lines alone: no rate
         incidents += overflow_incidents(steps[metrics.AMP_OVERFLOW], config)
+    if not any(i.kind is IncidentKind.OVERFLOW_RATE or i.kind is IncidentKind.LOSS_SCALE_COLLAPSE
+               and i.severity is Severity.CRITICAL for i in incidents):  # (judged by its overflow lines)
+        incidents += skipped_update_incidents(run_meta.get(SKIPPED_UPDATES), config)
     incidents += attention_incidents(steps, config)
     incidents += guard_incidents(run.events, loss, config)
     incidents += online_spike_incidents(run.events, [(s["start"], s["end"]) for s in spans])

@@ -271,3 +271,53 @@ def overflow_incidents(overflow: pd.Series, config: AnalyzeConfig) -> list[Incid
     return [Incident(IncidentKind.OVERFLOW_RATE, int(steps[0]), int(steps[-1]), Severity.WARNING, message,
                      {"overflow_steps": overflowed, "logged_steps": spanned, "rate": rate,
                       "resolved": resolved})]
+
+
+# Steps a DeepSpeed run skips while its scaler searches down from its start-up scale (2**16 by
+# default, 2**32 at most): not counted against it.
+_STARTUP_SKIPS = 32
+# A share of skipped steps at or above which the run hardly trained: critical.
+_MOSTLY_SKIPPED = 0.5
+# Steps the logged lines must span for their own share to be judged (a start-up's few lines are its search).
+_FEWEST_SPANNED = 100
+
+
+def skipped_update_incidents(counts: dict | None, config: AnalyzeConfig) -> list[Incident]:
+    """DeepSpeed's own count of skipped steps judged (a loader's ``meta["skipped_updates"]``, from its
+    progress lines ``step=2000, skipped=1999, lr=[...]``): a warning where more than ``overflow_rate``
+    of the steps were skipped, over the run so far (its start-up search not counted) or over the
+    steps the lines span; critical where half or more were: each skipped step's gradients overflowed
+    and no update was applied, so the run hardly trained however its loss lines move.
+
+    Example:
+        >>> counts = {"first": [2000, 1999], "before_last": [2000, 1999], "last": [2000, 1999]}
+        >>> skipped_update_incidents(counts, AnalyzeConfig())[0].severity.value
+        'critical'
+        >>> skipped_update_incidents({"first": [10, 6], "before_last": [7350, 139], "last": [7360, 139]},
+        ...                          AnalyzeConfig())
+        []
+    """
+    if not counts:
+        return []
+    (first_step, first_skipped), (_, before), (step, skipped) = counts["first"], counts["before_last"], counts["last"]
+    if step <= 0:
+        return []
+    whole = max(skipped - _STARTUP_SKIPS, 0) / step
+    spanned = step - first_step
+    logged = (skipped - first_skipped) / spanned if spanned >= _FEWEST_SPANNED else 0.0
+    rate = max(whole, logged)
+    if rate <= config.overflow_rate:
+        return []
+    critical = rate >= _MOSTLY_SKIPPED
+    resolved = skipped == before and counts["before_last"] != counts["last"]
+    said = f"DeepSpeed skipped {skipped} of its {step} optimizer steps (its last progress line: step={step}, " \
+           f"skipped={skipped})"
+    if whole < rate:
+        said += f"; {skipped - first_skipped} of the {spanned} steps from step {first_step} ({rate:.1%})"
+    said += (": a skipped step's gradients overflowed (fp16) and no update was applied, so the run hardly trained "
+             "whatever its loss lines show; its loss scale is likely at its minimum: train in bf16, or lower the "
+             "learning rate" if critical else
+             f": above {config.overflow_rate:.0%}, fp16 overflows" + ("" if resolved else ", still at its last line"))
+    return [Incident(IncidentKind.OVERFLOW_RATE, int(first_step), int(step),
+                     Severity.CRITICAL if critical else Severity.WARNING, said,
+                     {"overflow_steps": int(skipped), "logged_steps": int(step), "rate": rate, "resolved": resolved})]

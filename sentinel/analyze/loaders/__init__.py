@@ -97,6 +97,9 @@ OVERFLOW_ROWS_ONLY = "overflow_rows_only"
 # RunData.meta key: the tool's own floor for its dynamic loss scale, where below the analysis's
 # (fairseq stops at 1e-4: a scale of 0.5 is its normal range, no collapse).
 LOSS_SCALE_MIN = "loss_scale_min"
+# RunData.meta key: DeepSpeed's count of skipped optimizer steps, from its progress lines ("step=2000,
+# skipped=1999, lr=[...]") in any text log: ``{"first": [step, skipped], "before_last": [...], "last": [...]}``.
+SKIPPED_UPDATES = "skipped_updates"
 
 
 # RunData.meta key: the length a text log's step key was counted across where it started again from its

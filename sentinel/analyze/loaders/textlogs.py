@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from sentinel import metrics
-from sentinel.analyze.loaders import LOGGED_NAN, STEP_UNIT, LoadOptions, RunData, nonfinite_name
+from sentinel.analyze.loaders import LOGGED_NAN, SKIPPED_UPDATES, STEP_UNIT, LoadOptions, RunData, nonfinite_name
 from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER, FALLBACKS,
                                                GENERAL_READERS, GENERIC, HF_OWN_STEPS, HF_TRAINER, KERAS_EPOCHS,
                                                LOSS_LINES, NONFINITE_ONLY, PAIRS, YOLOV4_PYTORCH, hf_cut_dict,
@@ -38,6 +38,7 @@ from sentinel.analyze.loaders.loss_key import (LossKey, find_loss_key, loss_key_
                                                 only_key_as_loss)
 from sentinel.analyze.loaders.progress_bar import bar_steps
 from sentinel.analyze.loaders.restarted_steps import split_restarted
+from sentinel.analyze.loaders.skipped_updates import WORD as SKIPPED_WORD, skipped_counts
 from sentinel.analyze.loaders.textlog import SNIFF_BYTES, read_head, read_text, run_name, trainings_note
 from sentinel.analyze.loaders.textscan import (KERAS_EPOCH_HEADER, KeyNotFound, clean_text, count_records,
                                                has_records, plain_numbers, scan, split_evaluation_lines)
@@ -641,6 +642,8 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
     if len(parts) == 1:
         runs = [_read(text, dialect, options, path, run_name(path), lines, least)]
         runs = split_restarted(runs[0], path) or runs
+        if len(runs) == 1:
+            _note_skipped_updates(runs[0], text, lines)
         for warning in (said, note, *rank_notes):
             if warning:
                 runs[0].warnings.insert(0, warning)
@@ -650,6 +653,7 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
     for k, part in enumerate(parts, 1):
         try:
             runs.append(_read(part, dialect, options, path, f"{run_name(path)}#{k}", least=least))
+            _note_skipped_updates(runs[-1], part, lines)
         except ValueError:  # a training that stopped before its first logged step
             empty.append(k)
     if not runs:
@@ -663,6 +667,13 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
             if warning:
                 run.warnings.insert(0, warning)
     return _keyed(runs, key)
+
+
+def _note_skipped_updates(run: RunData, text: str, lines: Lines) -> None:
+    """``run.meta[SKIPPED_UPDATES]`` from DeepSpeed's progress lines in ``text`` (``lines``: the whole
+    log's, asked whether any line holds the word first: most logs stop there)."""
+    if lines.holds_any((SKIPPED_WORD,)) and (counts := skipped_counts(text)) is not None:
+        run.meta[SKIPPED_UPDATES] = counts
 
 
 def _keyed(runs: list[RunData], key: LossKey | None) -> list[RunData]:
