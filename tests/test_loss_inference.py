@@ -40,6 +40,9 @@ from sentinel.cli.main import main
     (["train/tot_loss", "train/current_loss", "train/tot_simple_loss", "train/current_simple_loss",
       "train/valid_loss"], "train/current_loss"),
     (["tot_loss", "lm_loss", "ds_loss"], "tot_loss"),  # MiniLLM's: the total over its terms
+    # a text recogniser's "Totalloss:51.620 CTCloss: 51.392 L2loss: 0.228": the total glued to its loss word
+    (["Totalloss", "CTCloss", "L2loss"], "Totalloss"),
+    (["trainloss", "valloss"], "trainloss"),
     (["loss_scale", "loss_weight", "best_loss", "test_loss", "lr"], None),
     (["iteration", "loss_jump_iteration", "loss_time_ms"], None),  # where and when, not a loss
     (["accuracy", "lr"], None),

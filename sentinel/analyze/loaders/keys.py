@@ -200,11 +200,16 @@ _CROSS_ENTROPY = re.compile(r"cross[^a-z0-9]*entropy")
 _BITS_PER_DIM = re.compile(r"\bbits?[^a-z0-9]*(?:per[^a-z0-9]*)?dims?\b")
 
 
+# A word glued to "loss" in one lower-case word ("Totalloss" beside "CTCloss", "trainloss", "avgloss"): two words.
+_GLUED_LOSS = re.compile(r"\b(total|tot|joint|overall|combined|train|training|val|valid|test|eval|avg|avr|mean|"
+                         r"epoch|running|sum)(?=loss(?:es)?\b)")
+
+
 def _words(name: str) -> list[str]:
     # "cross entropy" is one word, a loss's name (MXNet's "Train-CrossEntropy", "cross_entropy_loss"):
     # "entropy" alone is a regulariser's term
     spaced = _BITS_PER_DIM.sub("bpd", _CROSS_ENTROPY.sub("crossentropy", _CAMEL.sub(" ", str(name)).lower()))
-    return [w for w in _WORD_SPLIT.split(spaced) if w]
+    return [w for w in _WORD_SPLIT.split(_GLUED_LOSS.sub(r"\1 ", spaced)) if w]
 
 
 def is_regulariser(name: str) -> bool:
