@@ -70,6 +70,7 @@ def test_anomaly_modes_error_names_the_backward_function(tmp_path):
      "FeatureExtractor/MobilenetV1/Conv2d_0/weights_1"),  # TensorFlow's tf.summary.histogram
     ("epoch 41 total training loss = nan", "loss", None),  # PSMNet: an epoch's sum, its steps' lines finite
     ("Epoch: 3 | mean loss: inf", "loss", None),
+    ("WARNING:root:distogram loss is NaN. Skipping...", "loss", "distogram"),  # OpenFold: a term zeroed
 ])
 def test_libraries_nonfinite_lines(tmp_path, line, metric, module):
     path = tmp_path / "train.log"

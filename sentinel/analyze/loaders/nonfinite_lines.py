@@ -106,6 +106,10 @@ NONFINITE_LINES: tuple[EventLine, ...] = (
     EventLine(re.compile(r"(?i:(?<![\w/])[\w/]*loss\w*)['\"]?[^\S\n]*[:=]?[^\S\n]*[-+]?\d[\d.]*(?:[eE][-+]?\d+)?"
                          r"[^\S\n]+\((?P<value>nan|-?inf)\)"),
               EventKind.NONFINITE, source="running_average", detail={"metric": metrics.LOSS}, running=True),
+    # OpenFold's AlphaFoldLoss: logging.warning(f"{loss_name} loss is NaN. Skipping..."), the term then
+    # set to 0 for that step (the sum goes on finite): the term named.
+    EventLine(re.compile(r"\b(?P<module>\w+) loss is (?P<value>NaN|nan|inf)\. Skipping\.\.\."), EventKind.NONFINITE,
+              source="loss_term_check", detail={"metric": metrics.LOSS, "zeroed": True}),
     # JAX with jax_debug_nans: the primitive that made it.
     EventLine(re.compile(r"FloatingPointError: invalid value \((?P<value>nan|inf)\) encountered in (?P<module>[\w.]+)"),
               EventKind.NONFINITE, source="jax_debug_nans"),
@@ -119,6 +123,6 @@ WORDS = (re.compile(r"returned (?:nan|inf) values|Loss is (?:nan|-?inf)|Detected
                     r"NaN loss during training|LossTensor is inf or nan|Loss is NaN or inf|"
                     r"contains a NaN|(?i:detected (?:nan|inf) loss)|"
                     r"received an? (?:nan|inf) loss|Nan in summary histogram for|NaN in loss occurred|"
-                    r"NaN Detected\. Loss|"
+                    r"NaN Detected\. Loss|loss is (?:NaN|nan|inf)\. Skipping\.\.\.|"
                     r"A NaN was detected and you have NaN protection|\d[^\S\n]+\((?:nan|-?inf)\)|"
                     r"(?i:\bepoch\b[^\n]{0,80}?\b(?:total|mean|average|avg)\b[^\n:=]{0,40}?\bloss\b[^\S\n]*[:=][^\S\n]*-?(?:nan|inf)\b)"),)
