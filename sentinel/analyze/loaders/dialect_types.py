@@ -209,9 +209,10 @@ class Dialect:
         step_wraps: a step key whose count starts again from its first logging interval after its
             last one counts inside an epoch (a generic script's ``iter: 300``, then ``iter: 0``):
             it goes on from the previous epoch's length.
-        epoch_trainings: a log whose records' epochs (the first shape's first group) start again from
-            the first is trainings appended one after another, each a run of its own
-            (:func:`~sentinel.analyze.loaders.textlogs.epoch_restarts`).
+        epoch_trainings: a log whose records' epochs (the first shape's first group; or, where a
+            pattern, its matches' first group: lines that name the epoch above records that carry
+            none) start again from the first is trainings appended one after another, each a run
+            of its own (:func:`~sentinel.analyze.loaders.textlogs.epoch_restarts`).
         amp_lines: besides its own event lines, read the mixed-precision overflow lines any
             script's log may hold (:mod:`~sentinel.analyze.loaders.amp_lines`: apex prints them
             between a script's own lines). Off for the tools that print their own (a search of
@@ -255,7 +256,7 @@ class Dialect:
     restarts: bool = False
     event_rows: bool = True
     step_wraps: bool = False
-    epoch_trainings: bool = False
+    epoch_trainings: bool | re.Pattern = False
     amp_lines: bool = False
     total_meta: tuple[str, str] = ("train_steps", "max")
     record_word: str = "step"

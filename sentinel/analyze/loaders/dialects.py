@@ -2385,6 +2385,10 @@ LOSS_LINES = Dialect(
     drop_words=_EVAL_WORDS,
     unstepped_evaluation=_UNSTEPPED_EVALUATION,
     min_records=5,
+    # An epoch's line of its own above its loss lines, counted from the first again: trainings appended
+    # (chemprop's "Epoch 0" above its "Loss = 1.18e+00, PNorm = ..." lines, again at each cross-validation fold).
+    epoch_trainings=re.compile(r"^[^\S\n]*(?i:epoch)[^\S\n]*[:=#]?[^\S\n]*(\d+)(?:[^\S\n]*/[^\S\n]*\d+)?[^\S\n]*$",
+                               re.MULTILINE),
 )
 
 # print(t, loss.item()) (the PyTorch tutorial "Learning PyTorch with Examples") and print((t, loss))

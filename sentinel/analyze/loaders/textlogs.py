@@ -627,7 +627,8 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
     note = key.note() if key is not None else _averaged_loss_note(text, lines)
     parts = fresh_starts(text, lines)
     if len(parts) == 1 and dialect.epoch_trainings:
-        parts = epoch_restarts(text, dialect.shapes[0].pattern)
+        epochs = dialect.epoch_trainings
+        parts = epoch_restarts(text, epochs if isinstance(epochs, re.Pattern) else dialect.shapes[0].pattern)
     said = None  # what was left out of the text, where something was
     if dialect is KERAS_EPOCHS or dialect is GENERIC:  # (the bars' readers)
         evaluated = _without_evaluation_bars(text, lines)
@@ -699,12 +700,13 @@ def _averaged_loss_note(text: str, lines: Lines) -> str | None:
 # several is trainings appended to one file (detectron2's log.txt after each launch, a Hugging
 # Face or Lightning stdout redirected with >>): read as one history, each fresh start's loss, back
 # at its first level, looked like a spike that never recovered. Lightning's is the model summary's
-# header, printed at each fit().
+# header, printed at each fit(). chemprop's is its "Command line", the command, "Args" at each launch.
 # (Searched for as such, its line start found after: a pattern that scans each line from its start
 # for them took 0.23 s on a 3.7 MB log.)
 _FRESH_START = re.compile(r"Starting training from iteration 0\b|\*{5} Running training \*{5}|"
-                          r"\|[ \t]*Name[ \t]*\|[ \t]*Type[ \t]*\|[ \t]*Params\b")
-_FRESH_WORDS = ("Starting training from iteration 0", "Running training", "Params")  # one must be there
+                          r"\|[ \t]*Name[ \t]*\|[ \t]*Type[ \t]*\|[ \t]*Params\b|"
+                          r"(?m:^Command line\npython [^\n]*\nArgs$)")
+_FRESH_WORDS = ("Starting training from iteration 0", "Running training", "Params", "Command line")  # one must be
 # A resume, printed after the start line: the training goes on (the Hugging Face Trainer's;
 # Lightning's, for fit(ckpt_path=...), comes before its model summary).
 _RESUMED = re.compile(r"Continuing training from checkpoint|Restoring states from the checkpoint path")
