@@ -20,6 +20,7 @@ import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.loaders.amp_lines import AMP_LINES, WORDS as AMP_WORDS
+from sentinel.analyze.loaders.announced_lines import ANNOUNCED_LINES, WORDS as ANNOUNCED_WORDS
 from sentinel.analyze.loaders.nonfinite_lines import NONFINITE_LINES, WORDS as NONFINITE_WORDS
 from sentinel.analyze.loaders.dialect_types import Dialect, EventLine, Shape
 from sentinel.analyze.loaders.keys import STEP_LIMIT, scales_of_log2
@@ -39,11 +40,12 @@ def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, wa
     """Event lines, each given its own step or that of the next record line, and where each is.
     A dialect without event lines of its own reads, where it says so (:attr:`Dialect.amp_lines`),
     the mixed-precision overflow lines any script's log may hold
-    (:mod:`~sentinel.analyze.loaders.amp_lines`). ``lines``: ``Lines(text)``, where made already."""
+    (:mod:`~sentinel.analyze.loaders.amp_lines`); any dialect, the lines of a library that says the loss went
+    non-finite or that it changed the loss (:mod:`~sentinel.analyze.loaders.announced_lines`). ``lines``: ``Lines(text)``, where made already."""
     lines = Lines.of(text, lines)
     holds = lines.holds_any
     rules = dialect.events + (AMP_LINES if dialect.amp_lines and holds(AMP_WORDS) else ()) \
-        + (NONFINITE_LINES if holds(NONFINITE_WORDS) else ())
+        + (NONFINITE_LINES if holds(NONFINITE_WORDS) else ()) + (ANNOUNCED_LINES if holds(ANNOUNCED_WORDS) else ())
     if not rules:
         return [], []
     found = []
