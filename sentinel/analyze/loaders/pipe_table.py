@@ -14,14 +14,16 @@ import functools
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, LOGGED_NAN_KEYS, LoadOptions, RunData, epoch_unit
-from sentinel.analyze.loaders.keys import (STEP_ALIASES, inferred_loss_note, looks_like_loss, loss_column, sniff_columns,
-                                          step_column)
-from sentinel.analyze.loaders.numeric_table import STEP_OF_TOTAL, loss_cells, table_steps
-from sentinel.analyze.loaders.textlog import read_head_lines, read_text, run_name
+from sentinel.analyze.loaders.keys import (STEP_ALIASES, canonical_key, inferred_loss_note, looks_like_loss, loss_column,
+                                          sniff_columns, step_column)
+from sentinel.analyze.loaders.numeric_table import STEP_OF_TOTAL, loss_cells, table_steps, table_trainings
+from sentinel.analyze.loaders.record_fields import watches_nonfinite
+from sentinel.analyze.loaders.textlog import read_head_lines, read_text, run_name, trainings_note
 
 NAME = "pipe_table"
 DESCRIPTION = "tables pasted with '|' between cells (Step | Training Loss | Validation Loss)"
@@ -74,17 +76,33 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     loss_col, inferred = loss_column(header, options.loss_col)
     warnings = [f"{Path(path).name}: {inferred_loss_note(loss_col)}"] if inferred else []
     table = pd.DataFrame(rows, columns=header)
+    # A table of trainings one after another (a model card's logs of two fit() calls), each from its first step.
+    parts = table_trainings(table, step_col, loss_col, np.flatnonzero(loss_cells(table[loss_col])[2]))
+    if parts is None:
+        return [_run(table, header, step_col, loss_col, path, run_name(path), warnings)]
+    note = trainings_note(path, len(parts))
+    return [_run(table.iloc[rows].reset_index(drop=True), header, step_col, loss_col, path, f"{run_name(path)}#{k}",
+                 [note, *warnings]) for k, rows in enumerate(parts, 1)]
+
+
+def _run(table: pd.DataFrame, header: list[str], step_col: str, loss_col: str, path: str | Path, name: str,
+         warnings: list[str]) -> RunData:
+    """One run of ``table``'s rows."""
+    warnings = list(warnings)
     steps = table_steps(table, step_col, loss_col, path, warnings)
     meta = {"format": NAME, "columns": header, **epoch_unit(step_col, steps)}
     # A cell printed "nan" is the loss gone NaN (an "inf" reads as its value); an empty one, a row that logged
-    # none (nolearn's table
-    # printed "nan" in its first epochs: beside their valid loss they read as evaluation rows).
-    printed = loss_cells(table[loss_col])[2]
-    at = pd.to_numeric(table[step_col][printed], errors="coerce").dropna().astype("int64")
-    meta[LOGGED_NAN] = {metrics.LOSS: sorted(set(at.tolist()) & set(steps.index.tolist()))}
-    meta[LOGGED_NAN_KEYS] = (metrics.LOSS,)
-    return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps, meta=meta, warnings=warnings)]
-
+    # none (nolearn's table printed "nan" in its first epochs: beside their valid loss they read as evaluation
+    # rows). So for an evaluation's loss: a Hugging Face model card's "-" is a row that logged none.
+    watched = {metrics.LOSS: loss_col, **{canonical_key(col): col for col in header if col != loss_col
+                                          and watches_nonfinite(canonical_key(col))}}
+    meta[LOGGED_NAN] = {}
+    for key, col in watched.items():
+        if key in steps.columns:
+            at = pd.to_numeric(table[step_col][loss_cells(table[col])[2]], errors="coerce").dropna().astype("int64")
+            meta[LOGGED_NAN][key] = sorted(set(at.tolist()) & set(steps.index.tolist()))
+    meta[LOGGED_NAN_KEYS] = tuple(meta[LOGGED_NAN])
+    return RunData(name=name, path=str(path), source=NAME, steps=steps, meta=meta, warnings=warnings)
 
 
 def why_not(path: str | Path, options: LoadOptions | None = None) -> str | None:
