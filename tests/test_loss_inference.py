@@ -320,7 +320,7 @@ def test_a_cross_entropy_is_a_loss_and_no_regularisers_entropy(tmp_path):
                             f"{math.nan if b > 5 else 18.6 - b / 10:.3f}, SmoothL1={math.nan if b > 5 else 4.061:.3f}\n"
                             for b in range(12)))
     (run,) = discover_runs(path)
-    assert "loss read from 'CrossEntropy' (no key of the lines is named loss)" in run.warnings
+    assert "2 losses (CrossEntropy, SmoothL1) and none is the total: CrossEntropy is read" in run.warnings[0]
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 6)]
 
 

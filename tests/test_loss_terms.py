@@ -11,7 +11,9 @@ import math
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from pathlib import Path
 
+from sentinel.analyze import analyze
 from sentinel.analyze.analyzer import analyze_run
 from sentinel.analyze.discover import discover_runs
 from sentinel.analyze.loaders import LoadOptions
@@ -262,3 +264,25 @@ def test_bicyclegans_d_alone_is_the_discriminators(tmp_path):
              f"Attempted loss scale: {2 ** (16 - i)}, reducing to {2 ** (15 - i)}" for i in range(6)]
     (run,) = discover_runs(_write(tmp_path / "ds.log", lines))
     assert any(w.startswith("no loss logged by deepspeed") and "--loss-col" not in w for w in run.warnings)
+
+
+def _gluoncv_ssd(tmp_path, smooth_l1) -> Path:
+    # gluoncv's scripts/detection/ssd/train_ssd.py: logger.info('[Epoch {}][Batch {}], Speed: {:.3f} samples/sec,
+    # {}={:.3f}, {}={:.3f}'.format(epoch, i, speed, name1, loss1, name2, loss2)), its metrics CrossEntropy, SmoothL1
+    lines = ["INFO:root:Start training from [Epoch 0]"]
+    for k in range(30):
+        lines.append(f"INFO:root:[Epoch {k // 10}][Batch {k % 10 * 20}], Speed: 24.210 samples/sec, "
+                     f"CrossEntropy={5 * math.exp(-k / 10) + 1:.3f}, SmoothL1={smooth_l1(k)}")
+    path = tmp_path / "train_ssd.log"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_detectors_box_term_gone_nan_is_told_and_a_healthy_one_reads_its_classification_loss_gluoncv(tmp_path):
+    (run,) = analyze(_gluoncv_ssd(tmp_path, lambda k: "nan" if k >= 12 else f"{2 * math.exp(-k / 12) + 0.5:.3f}")).runs
+    (incident,) = [i for i in run.incidents if i.kind == "nonfinite"]
+    assert run.verdict == "unhealthy" and incident.severity == "critical"
+    assert "SmoothL1 is read, the first of them that goes non-finite" in run.warnings[0]
+    (run,) = analyze(_gluoncv_ssd(tmp_path, lambda k: f"{2 * math.exp(-k / 12) + 0.5:.3f}")).runs
+    assert run.verdict == "healthy" and run.final_loss == pytest.approx(5 * math.exp(-2.9) + 1, abs=1e-3)
+    assert "CrossEntropy is read, the one of them that is no box regression's smooth L1 term" in run.warnings[0]

@@ -196,6 +196,9 @@ _WORD_SPLIT = re.compile(r"[^a-z0-9]+")
 
 
 _CROSS_ENTROPY = re.compile(r"cross[^a-z0-9]*entropy")
+# A smooth L1 (Huber) loss by its name alone: GluonCV's SSD prints "CrossEntropy=19.147, SmoothL1=3.899", its
+# two losses.
+_SMOOTH_L1 = re.compile(r"smooth[^a-z0-9]*l1(?![a-z0-9])")
 # A density model's negative log-likelihood in bits per dimension ("Bits/dim", "bits_per_dim", "bpd"): its loss.
 _BITS_PER_DIM = re.compile(r"\bbits?[^a-z0-9]*(?:per[^a-z0-9]*)?dims?\b")
 
@@ -209,6 +212,7 @@ def _words(name: str) -> list[str]:
     # "cross entropy" is one word, a loss's name (MXNet's "Train-CrossEntropy", "cross_entropy_loss"):
     # "entropy" alone is a regulariser's term
     spaced = _BITS_PER_DIM.sub("bpd", _CROSS_ENTROPY.sub("crossentropy", _CAMEL.sub(" ", str(name)).lower()))
+    spaced = _SMOOTH_L1.sub("smoothl1", spaced)
     return [w for w in _WORD_SPLIT.split(_GLUED_LOSS.sub(r"\1 ", spaced)) if w]
 
 
@@ -222,11 +226,22 @@ def is_regulariser(name: str) -> bool:
     return not _REGULARISER_WORDS.isdisjoint(_words(name))
 
 
+def is_smooth_l1(name: str) -> bool:
+    """Whether a loss's name is a smooth L1's, a detector's box-regression term beside its classification loss
+    (GluonCV's SSD: ``CrossEntropy=19.147, SmoothL1=3.899``).
+
+    Example:
+        >>> is_smooth_l1("SmoothL1"), is_smooth_l1("smooth_l1_loss"), is_smooth_l1("CrossEntropy")
+        (True, True, False)
+    """
+    return "smoothl1" in _words(name)
+
+
 def _is_loss_word(word: str) -> bool:
     # xent: cross-entropy, as OpenNMT-py's TensorBoard names its loss (progress/xent, valid/xent); nll: a
     # negative log-likelihood (Tinker's "train_mean_nll" beside "test/nll"); a loss numbered, perhaps with a
     # letter after ("loss1", "loss2u": SK-VM++'s two heads' losses)
-    return word == "losses" or word.endswith("loss") or word in ("xent", "crossentropy", "nll", "bpd") \
+    return word == "losses" or word.endswith("loss") or word in ("xent", "crossentropy", "nll", "bpd", "smoothl1") \
         or _NUMBERED_LOSS.fullmatch(word) is not None
 
 

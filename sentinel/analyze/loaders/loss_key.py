@@ -27,7 +27,8 @@ from sentinel.analyze.loaders.log_lines import Lines
 
 # A key then its number: "key: 2.3", "key=2.3", "'key': 2.3", "key 2.3".
 # Only keys that name a loss (a loss word is in "loss", "Loss", "LOSS"); the key taken whole.
-_PAIR = re.compile(r"(?<![\w/.-])(?=[\w/.-]*(?:oss|OSS|/dim|_dim|bpd|BPD))([A-Za-z][\w/.-]*)['\"]?[^\S\n]*"
+_PAIR = re.compile(r"(?<![\w/.-])(?=[\w/.-]*(?:oss|OSS|/dim|_dim|bpd|BPD|(?i:smooth_?l1)))"
+                   r"([A-Za-z][\w/.-]*)['\"]?[^\S\n]*"
                    r"(?:[:=][^\S\n]*|[^\S\n])"
                    r"['\"]?[-+]?(?:\d|\.\d|nan\b|inf\b)")
 
@@ -112,7 +113,7 @@ def _letter_pair(text: str) -> str | None:
     return None if found is None else found.group(1)
 
 
-_NAMES_OF_A_LOSS = ("oss", "OSS", "/dim", "_dim", "bpd", "BPD")
+_NAMES_OF_A_LOSS = ("oss", "OSS", "/dim", "_dim", "bpd", "BPD", "moothL1", "mooth_l1", "moothl1")
 
 
 def loss_keys(text: str) -> list[str]:
@@ -131,6 +132,9 @@ def loss_keys(text: str) -> list[str]:
     keys = {m.group(1) for m in _PAIR.finditer(named)}
     found = {k for k in keys if not any(c.isdigit() for c in k) and looks_like_loss(k)}
     for skeleton in keys - found:
+        if _SMOOTH_L1.fullmatch(skeleton):
+            found.add(skeleton)  # GluonCV's "SmoothL1": a digit in a loss's name
+            continue
         numbered = _NUMBERED_SKELETON.fullmatch(skeleton)
         if numbered is not None:  # "loss0u" on the skeletons: the text's own "loss1u", "loss2u"
             key = re.compile(rf"(?<![\w/.-])({re.escape(numbered.group(1))}\d{{1,2}}{re.escape(numbered.group(2))})"
@@ -142,6 +146,7 @@ def loss_keys(text: str) -> list[str]:
 
 # A loss key numbered ("loss0u" on the skeletons, for "loss1u", "loss2u"): its letters before
 # and after the number.
+_SMOOTH_L1 = re.compile(r"[\w/]*(?i:smooth_?l1)")
 _NUMBERED_SKELETON = re.compile(r"([A-Za-z_]*(?:loss|Loss|LOSS))\d{1,2}([a-zA-Z]?)")
 
 
