@@ -154,6 +154,25 @@ def test_a_log_of_returns_and_no_loss_says_what_its_lines_log(tmp_path):
                              "divergence): sentinel judges a training loss; print or log the loss beside them\n")
 
 
+@pytest.mark.parametrize("name, text, said", [
+    # DeepCTR's regression example: each batch's loss and metrics, no names
+    ("deepctr.log",
+     "".join(f"batch: {b} {'nan' if b >= 387 else 0.62} 0.6595617 0.72703314\n" for b in range(380, 395)),
+     "its lines log batch and no key named loss; 8 of its lines print a non-finite value (the first, line 8: "
+     "'batch: 387 nan 0.6595617 0.72703314')"),
+    # xLearn's FM table, its columns named over several words: "not a log format", the NaN unsaid
+    ("xlearn.log", "[------------] Epoch      Train log_loss       Test log_loss            Test AUC\n" + "".join(
+        f"[   {10 * e}%      ]     {e}                 nan                 nan            0.500000\n"
+        for e in range(1, 8)),
+     "is not a log format sentinel reads; 7 of its lines print a non-finite value (the first, line 2: "),
+])
+def test_a_refusal_tells_values_printed_nan_that_no_name_says_what_they_are(tmp_path, name, text, said):
+    path = tmp_path / name
+    path.write_text(text)
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1 and said in result.output, result.output
+
+
 def test_a_running_average_printed_non_finite_beside_finite_values_is_told_once(tmp_path):
     """DINOv2's MetricLogger prints each loss's window median, then its average since the start: "total_loss:
     6.7223 (inf)  ...  koleo_loss: 0.0315 (inf)" on every line from one step on: a step's loss went infinite

@@ -240,9 +240,7 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
             if runs is None:
                 # Binary data first: its bytes, decoded, may look like a header or "key=3" pairs by chance.
                 raise NoRunsError(_bare_numbers_problem(path) or _binary_problem(path) or _table_problem(path) or
-                                  _text_problem(path, options) or
-                                  f"'{path}' is not a log format sentinel reads: pass --step-col/--loss-col for a "
-                                  "table, or a log of a format `sentinel formats` lists")
+                                  _text_problem(path, options) or _unread(path))
         return Discovery(_with_loss(runs, options))
     from sentinel.analyze.loaders.textlog import heads_shared
 
@@ -471,6 +469,18 @@ def _with_loss(runs: list[RunData], options: LoadOptions) -> list[RunData]:
                         told[metrics.LOSS] = told.pop(chosen)
                     run.warnings.append(inferred_loss_note(chosen, "key"))
     return runs
+
+
+def _unread(path: Path) -> str:
+    """The message for a file no reader takes and no problem names: with the lines that print a value
+    non-finite, where it has any (the news is told, whatever the format)."""
+    from sentinel.analyze.loaders.textlog import read_head
+    from sentinel.analyze.loaders.textlogs import unnamed_nonfinite_note
+
+    head = read_head(path)
+    unnamed = unnamed_nonfinite_note(head) if head else None
+    return (f"'{path}' is not a log format sentinel reads" + (f"; {unnamed}" if unnamed else "") +
+            ": pass --step-col/--loss-col for a table, or a log of a format `sentinel formats` lists")
 
 
 def _why_missing(path: Path) -> str:

@@ -296,9 +296,41 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
         return (f"'{path}': its lines log {', '.join(logged)} and no key named loss; {'; '.join(nonfinite)}: where "
                 f"{printed[0][0]} is what the training minimises, it went non-finite: pass --loss-col "
                 f"{printed[0][0]} to judge it as the loss")
+    if (unnamed := unnamed_nonfinite_note(text)) is not None:  # DeepCTR's "batch: 387 nan 0.6595617 0.72703314"
+        return (f"'{path}': its lines log {', '.join(logged)} and no key named loss; {unnamed}: sentinel judges a "
+                "training loss; print it under its name (loss: 0.63)")
     return (f"'{path}': its lines log {', '.join(logged)} but no loss (an environment's returns, an evaluation's "
             "metrics: a rise of these is progress, not divergence): sentinel judges a training loss; print or log "
             "the loss beside them")
+
+
+# A value printed non-finite as a word of its own among numbers: "387 nan 0.6595617", "| nan |" (not prose's
+# "diverged into NaN loss": no word after it).
+_UNNAMED_NONFINITE = re.compile(r"^(?=[^\n]*\d)[^\n]*?(?<![\w.])[-+]?(?i:nan|inf(?:inity)?)(?![\w.(])"
+                                r"(?![^\S\n]+[A-Za-z])[^\n]*$", re.MULTILINE)
+# Lines read for it: a refusal's, of a file's head.
+_UNNAMED_SEARCHED = 1 << 20
+
+
+def unnamed_nonfinite_note(text: str) -> str | None:
+    """What a text no reader takes says of values printed non-finite where no name says what they are
+    (xLearn's table of "Train log_loss" columns, each row's ``nan``; DeepCTR's ``batch: 387 nan 0.6595617``):
+    how many lines and the first, for a refusal to tell the news; else None.
+
+    Example:
+        >>> unnamed_nonfinite_note("batch: 386 0.69 0.62\\nbatch: 387 nan 0.65\\nbatch: 388 nan 0.69\\n")[:64]
+        "2 of its lines print a non-finite value (the first, line 2: 'bat"
+        >>> unnamed_nonfinite_note("nanoGPT step 3 loss 2.1\\n") is None
+        True
+    """
+    head = text[:_UNNAMED_SEARCHED]
+    found = list(_UNNAMED_NONFINITE.finditer(head))
+    if not found:
+        return None
+    first = found[0]
+    line = head.count("\n", 0, first.start()) + 1
+    return (f"{len(found)} of its lines print a non-finite value (the first, line {line}: "
+            f"{first.group(0).strip()[:120]!r}): what it logs went non-finite there")
 
 
 # A loss printed as NaN or infinity: "Loss nan", "loss: inf", "'train_loss': NaN".
