@@ -1,6 +1,7 @@
 """DeepSpeed's own count of skipped optimizer steps (``[Rank 0] step=N, skipped=K, lr=[...]``), read
 beside whatever prints the loss and judged: a run that skips most of its steps does not train, though
-its loss lines go on (a T5 fine-tuned in fp16 under DeepSpeed: ``step=2000, skipped=1999``, lr 0.0)."""
+its loss lines go on (a T5 fine-tuned in fp16 under DeepSpeed: ``step=2000, skipped=1999``, lr 0.0); and MindYOLO's
+overflow lines, each a step whose loss scale fell."""
 
 from __future__ import annotations
 
@@ -57,3 +58,23 @@ def test_a_run_skipping_a_tenth_of_its_steps_is_warned_of(tmp_path):
 ])
 def test_the_counts_read(log, expected):
     assert skipped_counts(log) == expected
+
+
+def test_mindyolos_overflow_lines_are_overflows_with_their_scale(tmp_path):
+    """MindYOLO's train step warns "overflow, still update, loss scale adjust to 1024.0" (mindyolo#441): unread,
+    a run whose scale fell at every step was healthy."""
+    from sentinel.analyze.discover import discover_runs
+
+    lines, scale = [], 65536.0
+    for step in range(1, 61):
+        if step > 30:
+            scale /= 2
+            lines.append(f"2025-04-10 16:54:20,197 [WARNING] overflow, still update, loss scale adjust to {scale}")
+        lines.append(f"2025-04-10 16:49:32,284 [INFO] Epoch {(step - 1) // 4 + 1}/300, Step {(step - 1) % 4 + 1}/4, "
+                     f"imgsize (640, 640), loss: {0.5 - step / 1000:.4f}, lbox: 0.1035, cur_lr: 0.0088")
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(lines) + "\n")
+    (run,) = discover_runs(path)
+    assert run.steps["amp/overflow"].sum() == 30 and run.steps["loss_scale"].min() == 65536.0 / 2 ** 30
+    kinds = {i.kind: i.severity for i in analyze(path).runs[0].incidents}
+    assert kinds["loss_scale_collapse"] == "critical"

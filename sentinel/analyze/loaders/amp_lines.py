@@ -1,6 +1,6 @@
 """Mixed-precision overflow lines that any training script's log may hold, whatever prints its
 steps: the loss scalers of NVIDIA apex, its ``FP16_Optimizer`` (and DeepSpeed's, which kept its
-words), fairseq's trainer, PaddlePaddle's ``GradScaler``, ESPnet2's trainer (a non-finite grad norm's skipped
+words), fairseq's trainer, PaddlePaddle's ``GradScaler``, MindYOLO's train step, ESPnet2's trainer (a non-finite grad norm's skipped
 update), and OpenAI's diffusion trainers (guided-diffusion, improved-diffusion,
 consistency models), which keep the scale as its base-2 logarithm. A dialect with event lines of
 its own reads those instead.
@@ -43,6 +43,9 @@ AMP_LINES: tuple[EventLine, ...] = (
     # current scale is: {}, decrease to: {}*{}'.format(scale, scale, decr_ratio)).
     EventLine(re.compile(rf"Found inf or nan, current scale is: (?P<attempted>{NUM}), decrease to: {NUM}\*"
                          rf"(?P<ratio>{NUM})"), source="paddle"),
+    # MindYOLO's train step (MindSpore's dynamic loss scale): logger.warning(f"overflow, still update, loss scale adjust
+    # to {scale}")
+    EventLine(re.compile(rf"\boverflow, still update, loss scale adjust to (?P<new>{NUM})"), source="mindyolo"),
     # ESPnet2's trainer, where the grad norm is not finite (fp16's scaler, or a NaN): logging.warning(f"The grad
     # norm is {grad_norm}. Skipping updating the model.") (an update skipped, as a scaler's overflow skips one).
     EventLine(re.compile(r"The grad norm is (?:nan|inf)\. Skipping updating the model"), source="espnet"),
@@ -56,4 +59,5 @@ SNIFF = re.compile(r"Gradient overflow[.,]\s+[Ss]kipping step, loss scaler \d+ r
                    r"(?i:overflow)[!.]? (?:Rank \d+ )?Skipping step\.? Attempted loss scale: |"
                    r"overflow detected, setting (?:loss )?scale to|"
                    r"Found NaN, decreased lg_loss_scale to |"
-                   r"Found inf or nan, current scale is: ")
+                   r"Found inf or nan, current scale is: |"
+                   r"\boverflow, still update, loss scale adjust to ")
