@@ -5487,6 +5487,21 @@ def test_insightfaces_lossvalue_is_the_mxnet_speedometers_loss(tmp_path, sep):
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 1000)]
 
 
+def test_mxnet_speedometers_loss_named_Loss_and_values_followed_by_commas(tmp_path):
+    """CornerNet's own EvalMetric prints "Loss=8.776213" on MXNet's Speedometer line: the generic reader took it,
+    its 0-based "Epoch[4]" the fourth epoch and each batch range's start, steps 2760.. for 3500..; Deformable
+    ConvNets prints "RCNNLogLoss=0.680453,\t": the comma kept every value from reading (--loss-col: "no loss")."""
+    lines = [f"Epoch[{e}] Batch [{b - 20}-{b}]\tSpeed: 6.24 samples/sec\tLoss={8.9 - b / 1000:.6f}"
+             for e, last in ((4, 700), (5, 300)) for b in range(20, last + 20, 20)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "mxnet" and run.steps.index[0] == 4 * 700 + 20 and run.steps["loss"].iloc[0] == 8.88
+    lines = [f"2018-10-22 18:55:52,482 Epoch[0] Batch [{b}]\tSpeed: 7.01 samples/sec\tTrain-RPNAcc=0.975624,\t"
+             f"RPNLogLoss=0.073470,\tRCNNAcc=0.806356,\tRCNNLogLoss={0.7 - b / 1e6:.6f},\t"
+             for b in range(100, 3100, 100)]
+    (run,) = discover_runs(_write(tmp_path / "dff.log", lines), LoadOptions(loss_col="RCNNLogLoss"))
+    assert run.steps["loss"].iloc[0] == pytest.approx(0.6999) and run.steps["loss"].notna().all()
+
+
 def test_fastreids_epoch_and_iteration_the_iteration_is_the_step(tmp_path):
     """fast-reid prints detectron2's metric line with the epoch before the iteration, "epoch/iter: 14/3199
     total_loss: 42.13 ...": the generic reader took "iter: 14/3199" for step 14 of 3199 (every line of an

@@ -1072,16 +1072,17 @@ NGCF = Dialect(
 # (before 1.2: "Batch [%d]") then "\t%s=%f" per metric, the batch counted inside the epoch; the
 # loss is the metric named as one (CrossEntropy's "cross-entropy", NegativeLogLikelihood's
 # "nll-loss", Loss' "loss"; insightface's LossValueMetric "lossvalue"). "Epoch[%d] Validation-%s=%f"
-# closes an epoch. (Its tabs perhaps spaces, as pasted.)
-_MXNET_LOSS = r"(?:cross-entropy|ce|nll-loss|loss|lossvalue)"
+# closes an epoch. (Its tabs perhaps spaces, as pasted; a metric named "Loss" by a script's own EvalMetric,
+# CornerNet's; a comma after each value, Deformable ConvNets' "RCNNLogLoss=0.680453,\t".)
+_MXNET_LOSS = r"(?:cross-entropy|ce|nll-loss|[Ll]oss|lossvalue)"
 MXNET = Dialect(
     name="mxnet",
     description='MXNet ("Epoch[E] Batch [A-B]\\tSpeed: S samples/sec\\tcross-entropy=X")',
     shapes=(
         Shape(re.compile(r"\bEpoch\[(\d+)\] Batch \[(?:\d+-)?(\d+)\][^\S\n]+Speed: [\d.]+ samples/sec([^\n]*)"),
-              head=("epoch0", "iter"), separators=("=",),
+              head=("epoch0", "iter"), separators=("=", ","),
               keys={"cross-entropy": metrics.LOSS, "ce": metrics.LOSS, "nll-loss": metrics.LOSS, "loss": metrics.LOSS,
-                    "lossvalue": metrics.LOSS}),
+                    "Loss": metrics.LOSS, "lossvalue": metrics.LOSS}),
     ),
     drop_words=("validation",),
     epoch_evaluation=Shape(re.compile(rf"\bEpoch\[(\d+)\] Validation-{_MXNET_LOSS}=({_NUM})"),
