@@ -286,3 +286,21 @@ def test_a_detectors_box_term_gone_nan_is_told_and_a_healthy_one_reads_its_class
     (run,) = analyze(_gluoncv_ssd(tmp_path, lambda k: f"{2 * math.exp(-k / 12) + 0.5:.3f}")).runs
     assert run.verdict == "healthy" and run.final_loss == pytest.approx(5 * math.exp(-2.9) + 1, abs=1e-3)
     assert "CrossEntropy is read, the one of them that is no box regression's smooth L1 term" in run.warnings[0]
+
+
+@pytest.mark.parametrize("line, first_step", [
+    # martinarjovsky/WassersteinGAN main.py: the generator's iteration the step
+    (lambda k: f"[167/1000][{5 * k}/782][{24987 + k}] Loss_D: -0.{772816 + k} Loss_G: {'nan' if k > 20 else 0.5} "
+               f"Loss_D_real: -0.193230 Loss_D_fake 0.579586", 24987),
+    # soumith/dcgan.torch: epoch from 1, the batch from 0, 13 an epoch
+    (lambda k: f"Epoch: [{95 + k // 13}][{k % 13:8d} / {13:8d}]\t Time: 0.266  DataTime: 0.000    "
+               f"Err_G: {'nan' if k > 20 else 0.6444}  Err_D: 1.4740\t", 94 * 13),
+])
+def test_gan_prints_of_the_wgan_reference_and_dcgan_torch(tmp_path, line, first_step):
+    """Both were refused: "not a log format" (WassersteinGAN's third bracket), and "no loss (an environment's
+    returns ...)" for dcgan.torch's Err_G and Err_D. The generator's loss is read, its NaN told."""
+    path = tmp_path / "train.log"
+    path.write_text("".join(line(k) + "\n" for k in range(30)))
+    (run,) = discover_runs(path)
+    assert run.source == "gan" and run.steps.index[0] == first_step and "loss_d" in run.steps.columns
+    assert [i.kind for i in analyze_run(run).incidents] == ["nonfinite"]

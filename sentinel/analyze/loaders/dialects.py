@@ -1435,11 +1435,21 @@ TF_OBJECT_DETECTION = Dialect(
 GAN = Dialect(
     name="gan",
     description='GAN training prints ("[e/E][i/N] Loss_D: x Loss_G: y", "[Epoch e/E] [Batch i/N] [D loss: x] [G loss: y]", '
-                '"N [D loss: x, acc.: a%] [G loss: y]")',
+                '"N [D loss: x, acc.: a%] [G loss: y]", WassersteinGAN\'s "[e/E][i/N][g] Loss_D: x Loss_G: y", '
+                'dcgan.torch\'s "Epoch: [e][i / N] ... Err_G: y  Err_D: x")',
     shapes=(
         Shape(re.compile(rf"^[^\S\n]*\[(\d+)/\d+\]\[(\d+)/(\d+)\]"
                          rf"[^\S\n]+Loss_D:[^\S\n]*({_NUM})[^\S\n]+Loss_G:[^\S\n]*({_NUM})",
                          re.MULTILINE), head=("epoch0", "iter", "total", "loss_d", metrics.LOSS)),
+        # The WassersteinGAN reference (main.py): "[%d/%d][%d/%d][%d] Loss_D: %f Loss_G: %f Loss_D_real: %f
+        # Loss_D_fake %f" % (epoch, niter, i, len(dataloader), gen_iterations, ...): the generator's iteration
+        # the step.
+        Shape(re.compile(rf"^[^\S\n]*\[\d+/\d+\]\[\d+/\d+\]\[(\d+)\][^\S\n]+Loss_D:[^\S\n]*({_NUM})[^\S\n]+"
+                         rf"Loss_G:[^\S\n]*({_NUM})", re.MULTILINE), head=(metrics.STEP, "loss_d", metrics.LOSS)),
+        # soumith's dcgan.torch: print(('Epoch: [%d][%8d / %8d]\t Time: %.3f  DataTime: %.3f  Err_G: %.4f
+        # Err_D: %.4f'), epoch from 1, the batch from 0.
+        Shape(re.compile(rf"\bEpoch: \[(\d+)\]\[[^\S\n]*(\d+)[^\S\n]*/[^\S\n]*(\d+)\][^\n]*?\bErr_G: ({_NUM})"
+                         rf"[^\S\n]+Err_D: ({_NUM})"), head=("epoch", "iter", "total", metrics.LOSS, "loss_d")),
         Shape(re.compile(rf"\[Epoch (\d+)/\d+\] \[Batch (\d+)/(\d+)\] \[D loss: ({_NUM})[^\]\n]*\] "
                          rf"\[G loss: ({_NUM})"), head=("epoch0", "iter", "total", "loss_d", metrics.LOSS)),
         # Keras-GAN's and ML-From-Scratch's print("%d [D loss: %f, acc.: %.2f%%] [G loss: %f]" % (epoch, ...)),
