@@ -2450,6 +2450,21 @@ def test_cyclegan_and_pix2pix_loss_logs(tmp_path, kind, epoch_word):
     assert (incident.kind, incident.step) == ("nonfinite", 1900)
 
 
+def test_cyclegans_counts_printed_by_the_global_count_give_the_epochs_length(tmp_path):
+    """pytorch-CycleGAN-and-pix2pix prints at total_iters % print_freq == 0: an epoch of 1,096 samples
+    prints iters 100 .. 1000, the next 4, 104, ...: the largest count seen (1,004) made the epoch 1,012 long,
+    "epoch 2, iters 4" 16 steps after "epoch 1, iters 1000" (not 100). Its length is 1000 + 100 - 4."""
+    lines, total = [], 0
+    for _ in range(3 * 1096):
+        total += 1
+        epoch, it = (total - 1) // 1096 + 1, (total - 1) % 1096 + 1
+        if total % 100 == 0:
+            lines.append(f"[Rank 0] (epoch: {epoch}, iters: {it}, time: 0.109, data: 0.097) , D_A: 0.306, "
+                         f"G_A: {0.5 + 1 / total:.4f}, cycle_A: 2.065, D_B: 0.338, G_B: 0.404, cycle_B: 0.661")
+    (run,) = discover_runs(_write(tmp_path / "loss_log.txt", lines))
+    assert run.steps.index.tolist() == list(range(100, 3 * 1096 + 1, 100))
+
+
 @pytest.mark.parametrize("bad", [None, "act_loss", "cri_loss"])
 def test_several_losses_and_no_total_one_going_non_finite_is_read(tmp_path, bad):
     """DeepSpeed-Chat's step 3 prints "act_loss: X|cri_loss: Y" and no total: "none is the total,

@@ -30,6 +30,36 @@ def epoch_length(iters: np.ndarray) -> float:
     return float(finite[-1] + (gap if finite[0] < gap else 0.0))
 
 
+def length_of_global_prints(epoch: np.ndarray, iters: np.ndarray) -> float | None:
+    """The epoch's length where its counts are printed every ``P`` of a count that runs on across
+    epochs (pytorch-CycleGAN-and-pix2pix prints at ``total_iters % print_freq == 0``: its epoch of
+    1,096 samples printed ``iters: 1000`` last, the next ``iters: 4`` first, where the largest count
+    seen, 1,000 plus 4, made it 1,012): ``a + P - b`` at each move of the epoch (``a`` the last count
+    before it, ``b`` the first after), the same at every move; None where the counts do not read so
+    (the same first count in each epoch: printed by the epoch's own count).
+
+    Example:
+        >>> epochs, counts = np.array([1, 1, 1, 2, 2, 2, 2, 3]), np.array([100, 200, 300, 50, 150, 250, 350, 100])
+        >>> length_of_global_prints(epochs, counts)
+        350.0
+        >>> length_of_global_prints(np.array([1, 1, 2, 2]), np.array([100, 200, 100, 200])) is None
+        True
+    """
+    if len(iters) < 3 or np.isnan(epoch).any() or np.isnan(iters).any() or (np.diff(epoch) < 0).any():
+        return None
+    moves = np.flatnonzero(np.diff(epoch) > 0)
+    within = np.diff(iters)[np.diff(epoch) == 0]
+    if not len(moves) or not len(within) or not (within == within[0]).all() or within[0] <= 0:
+        return None
+    every = float(within[0])
+    firsts = iters[np.r_[0, moves + 1]]
+    after, before = iters[moves + 1], iters[moves]
+    lengths = before + every - after
+    if (firsts == firsts[0]).all() or not ((after > 0) & (after <= every)).all() or not (lengths == lengths[0]).all():
+        return None
+    return float(lengths[0]) if lengths[0] >= iters.max() else None
+
+
 def steps_across_epochs(step: np.ndarray, epoch: np.ndarray,
                         counted: np.ndarray | None = None) -> tuple[np.ndarray, int] | None:
     """``(global steps, epoch length)`` where ``step`` (in row order) starts again at each move of

@@ -80,7 +80,7 @@ from sentinel.analyze.loaders.dialect_types import HEAD_ROLES, Dialect, Shape
 from sentinel.analyze.loaders.field_lists import SHOWN, field_bodies
 from sentinel.analyze.loaders.keys import STEP_LIMIT
 from sentinel.analyze.loaders.launcher_ranks import one_rank
-from sentinel.analyze.loaders.epoch_counts import epoch_length as _epoch_length
+from sentinel.analyze.loaders.epoch_counts import epoch_length as _epoch_length, length_of_global_prints
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.pattern_prefix import literal_first
 from sentinel.analyze.loaders.repeated_steps import several_losses_per_step
@@ -955,8 +955,10 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
                     epoch = epoch + 1
                 # (a tool's own reader keeps its steps: FuxiCTR's "--- 8058/8058 batches finished ---")
                 bars = dialect.name == "text" and total is not None and _finished_bars_alone(iters, total, epoch)
-                total = _epoch_length(iters) if total is None else \
-                    np.where(np.isnan(total), _epoch_length(iters), total)
+                if total is None:
+                    total = length_of_global_prints(epoch, iters) or _epoch_length(iters)
+                else:
+                    total = np.where(np.isnan(total), _epoch_length(iters), total)
                 # mmengine / MMDetection count iterations inside an epoch: make them global.
                 step = (epoch - 1) * total + step
                 meta["iters_per_epoch"] = int(np.nanmax(total))
