@@ -71,6 +71,8 @@ def test_anomaly_modes_error_names_the_backward_function(tmp_path):
     ("epoch 41 total training loss = nan", "loss", None),  # PSMNet: an epoch's sum, its steps' lines finite
     ("Epoch: 3 | mean loss: inf", "loss", None),
     ("WARNING:root:distogram loss is NaN. Skipping...", "loss", "distogram"),  # OpenFold: a term zeroed
+    ("RuntimeError: ERROR: Got NaN losses 2021-10-28 23:20:46.797813", "loss", None),  # PySlowFast
+    ("RuntimeError: Loss was NaN for 1 times in a row. Stopped training.", "loss", None),  # NeuralHydrology
 ])
 def test_libraries_nonfinite_lines(tmp_path, line, metric, module):
     path = tmp_path / "train.log"

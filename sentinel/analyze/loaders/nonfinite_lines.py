@@ -106,6 +106,11 @@ NONFINITE_LINES: tuple[EventLine, ...] = (
     EventLine(re.compile(r"(?i:(?<![\w/])[\w/]*loss\w*)['\"]?[^\S\n]*[:=]?[^\S\n]*[-+]?\d[\d.]*(?:[eE][-+]?\d+)?"
                          r"[^\S\n]+\((?P<value>nan|-?inf)\)"),
               EventKind.NONFINITE, source="running_average", detail={"metric": metrics.LOSS}, running=True),
+    # PySlowFast's misc.check_nan_losses (and the video models trained with it): RuntimeError("ERROR: Got NaN
+    # losses {}".format(datetime.now())); NeuralHydrology's trainer: RuntimeError(f"Loss was NaN for {nan_count}
+    # times in a row. Stopped training.")
+    EventLine(re.compile(r"\bERROR: Got NaN losses\b|\bLoss was NaN for \d+ times in a row\b"), EventKind.NONFINITE,
+              source="loss_check", detail={"metric": metrics.LOSS}),
     # OpenFold's AlphaFoldLoss: logging.warning(f"{loss_name} loss is NaN. Skipping..."), the term then
     # set to 0 for that step (the sum goes on finite): the term named.
     EventLine(re.compile(r"\b(?P<module>\w+) loss is (?P<value>NaN|nan|inf)\. Skipping\.\.\."), EventKind.NONFINITE,
@@ -123,6 +128,6 @@ WORDS = (re.compile(r"returned (?:nan|inf) values|Loss is (?:nan|-?inf)|Detected
                     r"NaN loss during training|LossTensor is inf or nan|Loss is NaN or inf|"
                     r"contains a NaN|(?i:detected (?:nan|inf) loss)|"
                     r"received an? (?:nan|inf) loss|Nan in summary histogram for|NaN in loss occurred|"
-                    r"NaN Detected\. Loss|loss is (?:NaN|nan|inf)\. Skipping\.\.\.|"
+                    r"NaN Detected\. Loss|loss is (?:NaN|nan|inf)\. Skipping\.\.\.|Got NaN losses|Loss was NaN for|"
                     r"A NaN was detected and you have NaN protection|\d[^\S\n]+\((?:nan|-?inf)\)|"
                     r"(?i:\bepoch\b[^\n]{0,80}?\b(?:total|mean|average|avg)\b[^\n:=]{0,40}?\bloss\b[^\S\n]*[:=][^\S\n]*-?(?:nan|inf)\b)"),)
