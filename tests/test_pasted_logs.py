@@ -839,8 +839,10 @@ def test_markdown_table_of_a_notebook_run_with_text_around_it(tmp_path):
     assert run.steps["validation loss"].count() == 10
     assert run.warnings == ["issue.txt: loss read from 'Training Loss' (no column is named loss; "
                             "--loss-col picks another)"]  # "No log" is no value, not damage
-    report = analyze_run(run)
-    assert [(i.kind, i.step) for i in report.incidents] == [("nonfinite", 110)]
+    report = analyze_run(run)  # the training loss's NaN, and the validation loss's printed beside it
+    assert [(i.kind, i.step, i.severity) for i in report.incidents] == [("nonfinite", 110, "critical"),
+                                                                          ("nonfinite", 110, "warning")]
+    assert "the training loss was non-finite then too" in report.incidents[1].message
 
 
 def test_grpo_table_whose_loss_starts_at_zero_is_not_stuck(tmp_path):

@@ -2365,8 +2365,12 @@ SKELETON_GCN = Dialect(
 
 # What a logger puts before a message: a date and time ("2024-01-01 12:00:05,123", "[12:00:05]"),
 # a level, a logger's name, with the separators logging's formats use ("INFO:root:", " - INFO - ").
+# (Python's "%(asctime)s - %(name)s - %(levelname)s - %(message)s": the logger's name before the level; a message's
+# own indent after them.)
 _LOG_PREFIX = (r"(?:\[?(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[,.]\d+)?\]?[^\S\n]*(?:[-|:][^\S\n]*)?)?"
-               r"(?:(?:DEBUG|INFO|WARNING|WARN)[^\S\n]*(?:[-|:][^\S\n]*)?)?(?:(?<=[:\s-])[A-Za-z_][\w.]*[^\S\n]*[-|:][^\S\n]*)?")
+               r"(?:[A-Za-z_][\w.]*[^\S\n]+-[^\S\n]+(?=(?:DEBUG|INFO|WARNING|WARN)\b))?"
+               r"(?:(?:DEBUG|INFO|WARNING|WARN)[^\S\n]*(?:[-|:][^\S\n]*)?)?"
+               r"(?:(?<=[:\s-])[A-Za-z_][\w.]*[^\S\n]*[-|:][^\S\n]*)?[^\S\n]*")
 # A script that prints its loss alone, with no step: "loss: 2.31", "Training loss = 2.31"
 # (print(f"loss: {loss.item()}") every step or every N): numbered 1, 2, 3 in order.
 # ... or a tqdm bar of no known length whose description is the loss, left on its own line at each epoch's end
@@ -2385,9 +2389,11 @@ LOSS_LINES = Dialect(
         # 1.94328, acc = 0.21400": its accuracy after the loss, its validation part an evaluation's)
         # (fields after the loss only where a word names it the training's: "Loss:10.923, Step time:
         # 0.413s," alone is a wrapped line's end, ColossalAI's Rich handler wrapping "[n/N] Loss:...")
+        # (two such words too: FourCastNet's and the PhysicsNeMo examples' "Avg train loss=0.577775" under "Time
+        # taken for epoch 1 is ...", "Avg Train Loss: 0.976610" under "--- Epoch 1 Summary ---")
         Shape(re.compile(rf"^[^\S\n]*{_LOG_PREFIX}(?=(?i:train(?:ing)?|total|avg|average|mean)(?:[ _]|:[^\S\n]+)|"
                          rf"[^\n]*?{_NUM}(?:[^\S\n]*|{_BAR_WITHOUT_TOTAL})$)"
-                         rf"(?:(?i:train(?:ing)?|total|avg|average|mean)(?:[ _]|:[^\S\n]+))?(?i:loss)"
+                         rf"(?:(?i:train(?:ing)?|total|avg|average|mean)(?:[ _]|:[^\S\n]+)){{0,2}}(?i:loss)"
                          rf"(?:[^\S\n]+is(?=[^\S\n]*:?[^\S\n]*{_NUM}[^\S\n]*$)[^\S\n]*:?|[^\S\n]*[:=])[^\S\n]*({_NUM})"
                          rf"[^\S\n]*(?:[,;|][^\n]*|{_BAR_WITHOUT_TOTAL})?$", re.MULTILINE), head=(metrics.LOSS,)),
     ),
