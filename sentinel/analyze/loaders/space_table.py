@@ -84,6 +84,23 @@ _GAP = re.compile(r"\t| {2,}")  # between the cells of a header whose names hold
 # A header written as a comment: "#  step  rmse_trn ..." (DeePMD-kit's lcurve.out), np.savetxt's
 # header= ("# step loss"); not a "#" column of its own after others (spaCy's "E  #  LOSS TOK2VEC").
 _COMMENT_MARK = re.compile(r"^([^\S\n]*)#(?=[^\S\n]*[A-Za-z])")
+# A row of numbers alone (DeePMD's lcurve.out: "   1000      8.96e+00      3.79e-02      2.83e-01    1.0e-03").
+_NUMBERS_ROW = re.compile(r"[^\S\n]*(?:[-+]?(?:\d[\d.]*(?:[eE][-+]?\d+)?|\.\d+|nan|inf)[^\S\n]*)+", re.IGNORECASE)
+
+
+def _only_its_rows(lines: list[str], header: str) -> bool:
+    """Whether a file is a commented header's table alone, printed again where its rows go on (DeePMD-kit
+    writes its lcurve.out header again at each restart): every line the header, a row of numbers, or blank.
+
+    Example:
+        >>> _only_its_rows(["# step loss", "0 2.5", "# step loss", "0 2.4"], "# step loss")
+        True
+        >>> _only_its_rows(["training", "# Epoch batch loss", "1 16 0.2", "validation", "# Epoch batch loss"],
+        ...                "# Epoch batch loss")
+        False
+    """
+    fullmatch = _NUMBERS_ROW.fullmatch
+    return all(line == header or not line.strip() or fullmatch(line) for line in lines)
 _TRAIN = "train/"  # the prefix that names a progress bar's loss columns as training components
 
 
@@ -345,7 +362,7 @@ def _tables(lines: list[str], options: LoadOptions):
         commented = _COMMENT_MARK.match(line) is not None
         if commented:
             comments = comments or Counter(c for c in lines if _COMMENT_MARK.match(c))
-            commented = comments[line] == 1
+            commented = comments[line] == 1 or _only_its_rows(lines, line)
         if commented:
             line = _COMMENT_MARK.sub(r"\1", line)
         header = _cells(line)
