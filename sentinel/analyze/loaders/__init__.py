@@ -178,6 +178,7 @@ LOADER_MODULES: tuple[str, ...] = (
     "mlflow_sqlite",  # an MLflow SQLite store (mlflow.db, MLflow 3.7+'s default): every run in it
     "pipe_table",  # a table pasted with '|' between cells (a notebook's Step | Training Loss)
     "sb3_console",  # Stable-Baselines3's console blocks (| train/ |, |    loss | X |)
+    "nequip_console",  # NequIP's / Allegro's log ("! Train  N ..." rows under its header; its batch tables no run's)
     "wandb_binary",  # a W&B run's binary run-<id>.wandb (offline or online), read without wandb
     "textlogs",  # HF Trainer dicts, fairseq, DeepSpeed, torchtitan, mmengine, nanoGPT, ... (dialects)
     "space_table",  # a table a loop prints, cells apart by spaces (fastai, Ultralytics' console)
