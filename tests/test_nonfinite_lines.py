@@ -198,3 +198,18 @@ def test_a_running_average_printed_non_finite_beside_finite_values_is_told_once(
     path.write_text("\n".join(lines) + "\n")
     (run,) = discover_runs(path)
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", run.steps.index[29])]
+
+
+def test_a_time_named_cost_is_not_offered_as_the_loss(tmp_path):
+    """MXNet's Module.fit logs "Epoch[0] Time cost=177.4" (seconds) beside an accuracy-only metric: the refusal
+    said "pass --loss-col cost", which judged epoch times as losses."""
+    lines = []
+    for epoch in range(5):
+        lines += [f"INFO:root:Epoch[{epoch}] Batch [{b}]\tSpeed: 43383.55 samples/sec\taccuracy=0.9{b // 100}"
+                  for b in range(100, 600, 100)]
+        lines += [f"INFO:root:Epoch[{epoch}] Train-accuracy=0.95", f"INFO:root:Epoch[{epoch}] Time cost=17{epoch}.4",
+                  f"INFO:root:Epoch[{epoch}] Validation-accuracy=0.96"]
+    path = tmp_path / "mlp.log"
+    path.write_text("\n".join(lines) + "\n")
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1 and "--loss-col cost" not in result.output and "but no loss" in result.output

@@ -287,7 +287,8 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
     # function's value, unless an eval_metric names another)
     # (nor an error printed below 0: a score, higher the better, as CatBoost's MultiClass "learn: -2.47")
     errors = [key for key in [*(k for k in logged if k.lower() in ("total", "tot")),
-                              *(k for k in logged if _ERROR_KEY.match(k))] if _prints_numbers(text, key, least=0.0)]
+                              *(k for k in logged if _ERROR_KEY.match(k))]
+              if _prints_numbers(text, key, least=0.0) and not _a_time(text, key)]
     if errors:
         return (f"'{path}': its lines log {', '.join(logged)} and no key named loss" + (
             f"; {'; '.join(nonfinite)}" if nonfinite else "") + f": where {errors[0]} is what the training minimises, "
@@ -490,6 +491,16 @@ def _nonfinite_in(steps: pd.DataFrame) -> str:
 # variational circuit's "cost" (PennyLane's "iteration: 10 cost: 17.86"), an optical flow's end-point error
 # (GMFlow's "step: 100  epe: 3.2").
 _ERROR_KEY = re.compile(r"^(?:train(?:ing)?[-_ ]?)?(?:error|err|mse|mae|rmse|l1|l2|cost|epe|learn)$", re.IGNORECASE)
+
+
+def _a_time(text: str, key: str) -> bool:
+    """Whether a key is a time's where it is printed: MXNet's "Epoch[0] Time cost=177.4" (seconds, no error).
+
+    Example:
+        >>> _a_time("Epoch[0] Time cost=177.4", "cost"), _a_time("epoch 3 cost = 0.25", "cost")
+        (True, False)
+    """
+    return re.search(rf"(?i)\b(?:time|elapsed|wall)[^\S\n]*{re.escape(key)}\b", text) is not None
 
 
 # Keys of a training's own workings, no measure of its progress (keys.canonical_key's names).
