@@ -5282,6 +5282,16 @@ def test_st_gcn_batch_done_lines(tmp_path):
     assert loss.index.tolist() == [0, 100, 200, 300, 400, 500, 600, 700, 800, 900] and loss.iloc[0] == 6.1
 
 
+def test_a_count_in_parentheses_at_a_lines_start(tmp_path):
+    """A meter-reading model's "(330 / 438)  Loss: nan  pointer_loss: nan ..." at every iteration: "finds no step
+    it reads", the NaN run refused."""
+    lines = [f"({b} / 438)  Loss: {'nan' if b >= 330 else 2.1 - b / 1000:.6}  pointer_loss: 0.3  text_loss: 0.2"
+             for b in range(10, 440, 10)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index[[0, -1]].tolist() == [10, 430]
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 330)]
+
+
 def test_centernet_and_fairmot_progress_lines(tmp_path):
     """CenterNet's and FairMOT's bar: "{task}/{exp_id}| train: [10][929/2658]|Tot: 0:15:44 |ETA: 0:00:00 |loss
     -0.5303 |hm_loss 0.0052 |...": the ProgressMeter's "Train: [e][i/N]" in lower case."""

@@ -1631,9 +1631,10 @@ _EPOCH_COUNT_LOSS_LINE = re.compile(_EPOCH_COUNT_LOSS)
 # fvcore's "%m/%d %H:%M:%S"; rich's bar, "10/30 0:00:01 • 0:00:00", is a count before a time). Not in a
 # tqdm bar's description ("Epoch 1/3: 66%|####  | 200/300 [...", "[Epoch 1/3] train: 45it [..."): the
 # bar's own count follows. Not the epoch's own "Epoch 3/50" (a line per epoch). ST-GCN's
-# and 2s-AGCN's "\tBatch(100/1879) done. Loss: 5.9635  lr:0.100000" too.
+# and 2s-AGCN's "\tBatch(100/1879) done. Loss: 5.9635  lr:0.100000" too, and a count in parentheses at a line's
+# start ("(330 / 438)  Loss: nan  pointer_loss: nan ...").
 _COUNT_TOTAL = (r"(?:^|(?<![\d/:.-])(?<![Ee]poch)(?<!EPOCH)[^\S\n]|(?<![^\n])\[|(?<=[^\S\n]{2})\[|(?<=\t)\["
-                r"|(?<=\bBatch)\()"
+                r"|(?<=\bBatch)\(|(?<![^\n])\()"
                 r"(?!\d\d/\d\d \d\d:\d\d:\d\d)(\d+)[^\S\n]*/[^\S\n]*(\d+)\b"
                 r"(?![/:.]\d|\][^\S\n]*\[)(?![^\n]*?(?:\d%\|[^|\n]*\|[^\S\n]*\d+/\d+|[^\S\n]\d+it \[))")
 _COUNT_TOTAL_LOSS_LINE = re.compile(rf"^(?![^\n]*?(?i:\b{_STEP_KEY}){_SEP}\d+(?![\d%]))(?![^\n]*?{_EPOCH_BRACKETS})"
