@@ -5219,6 +5219,11 @@ def test_losses_each_on_a_line_of_its_own_are_not_said_to_be_no_number(tmp_path)
     result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "train.log", lines))])
     assert "print no number" not in result.output
     assert "(pose_stages)" in result.output and "steps 8 (100..800)" in result.output
+    # each "Iter: N" after a tqdm bar drawn without its line end (lightweight-human-pose-estimation#100: refused)
+    lines = [line if not line.startswith("Iter") else f" 20%|##        | 104/516 [02:42<10:42,  1.56s/it]{line}"
+             for line in lines]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "bars.log", lines))])
+    assert "(pose_stages)" in result.output and "steps 8 (100..800)" in result.output, result.output
 
 
 @pytest.mark.parametrize("newer", [True, False])

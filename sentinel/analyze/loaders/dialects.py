@@ -581,7 +581,8 @@ POSE_STAGES = Dialect(
     description='lightweight-human-pose-estimation ("Iter: N", then "stageK_pafs_loss: X" / '
                 '"stageK_heatmaps_loss: Y" lines)',
     shapes=(
-        Shape(re.compile(r"^Iter: (\d+)([^\n]*)", re.MULTILINE), fields="|"),
+        # (after a tqdm bar drawn with no line end: "  1%|   | 4/516 [00:13<27:49,  3.26s/it]Iter: 3100")
+        Shape(re.compile(r"(?:^|(?<=/it\])|(?<=it/s\]))Iter: (\d+)([^\n]*)", re.MULTILINE), fields="|"),
     ),
     joins=re.compile(r"\n(?=[^\S\n]*stage\d+_\w+_loss:)"),
     join_with=" | ",
