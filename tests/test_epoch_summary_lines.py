@@ -5,6 +5,8 @@ PhysicsNeMo examples print "--- Epoch 1 Summary ---" then "Avg Train Loss: 0.976
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from sentinel.analyze import analyze
@@ -31,3 +33,22 @@ def test_epoch_summaries_with_their_loss_below_the_epoch_line(tmp_path, lines):
     assert run.steps.index.tolist() == list(range(1, 9))
     assert run.steps["loss"].tolist() == pytest.approx([1.0 / e for e in range(1, 9)], abs=1e-6)
     assert analyze(path).runs[0].verdict == "healthy"
+
+
+def test_an_evaluations_own_batch_count_is_no_training_step(tmp_path):
+    """DPR's train_dense_encoder prints "Eval step: 99 , used_time=46.5 sec., loss=0.112810" over each validation
+    pass's batches, its count from the start again at each pass: read as validation losses at steps 99..1599 and
+    again at 1798.., the noisy batch losses made an "overfitting (+17692375%)" finding."""
+    lines = []
+    for epoch in range(2):
+        lines += [f"Epoch: {epoch}: Step: {s}/3258, loss={0.5 * math.exp(-(epoch * 3258 + s) / 2000):.6f}, lr=0.000007"
+                  for s in range(1, 3258, 100)]
+        lines += [f"Eval step: {b} , used_time=46.501453 sec., loss={(b * 7919 % 5000) / 1000:.6f}"
+                  for b in range(99, 1600, 100)]
+        lines.append("NLL Validation: loss = 0.735069. correct prediction ratio  5307/6516 ~  0.814457")
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(lines) + "\n")
+    (run,) = discover_runs(path)
+    assert "val_loss" not in run.steps.columns or run.steps["val_loss"].count() <= 2
+    assert any("count their own batches" in w for w in run.warnings)
+    assert not [i for i in analyze(path).runs[0].incidents if i.kind == "overfitting"]

@@ -910,6 +910,16 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
         iters = columns.pop("_iter", None)
         epoch, total = columns.pop("_epoch", None), columns.pop("_total", None)
         printed_epoch = epoch if epoch is not None else columns.get("_epoch0")
+        if shape.prefix and n >= 2 and record_steps and iters is None and epoch is None \
+                and _own_count(step, record_steps):
+            # An evaluation's own count, from its start again at each pass while the training's goes on (DPR's
+            # "Eval step: 99 , ..., loss=0.11" over its batches): no training step. A pass's batches, each its
+            # own loss, are no evaluation loss of the run's (one line a pass is placed below, as before).
+            placed = _after_records(shape, n, parts[:part], record_steps, Lines.of(text, lines))
+            if placed is None or len(np.unique(placed)) < n:
+                warnings.append(f"{n} evaluation line(s) count their own batches (the count starts again at each "
+                                "evaluation): not read as evaluations at training steps")
+                continue
         if total is not None and not shape.prefix:
             train_totals.append(total)
         elif shape.prefix and iters is not None and total is not None and train_totals \
@@ -1161,6 +1171,17 @@ def _training_records(parts: list[tuple[Shape, dict[str, np.ndarray]]], record_s
     if not starts:
         return None
     return np.concatenate(starts), np.concatenate(steps), len(starts)
+
+
+def _own_count(step: np.ndarray, record_steps: dict[int, np.ndarray]) -> bool:
+    """Whether an evaluation's steps start again (fall back) where the training records' never do.
+
+    Example:
+        >>> _own_count(np.array([99.0, 199, 99, 199]), {0: np.array([1.0, 101, 201])})
+        True
+    """
+    return bool((np.diff(step) < 0).any()) and all(
+        bool((np.diff(s[~np.isnan(s)]) >= 0).all()) for s in record_steps.values())
 
 
 def _after_records(shape: Shape, n: int, parts: list[tuple[Shape, dict[str, np.ndarray]]],
