@@ -5002,6 +5002,12 @@ def test_flower_summaries_of_its_losses_by_round(tmp_path):
     assert run.steps["loss"].dropna().to_dict() == {1: 2.28, 2: 2.26, 3: 2.24, 4: 2.22}
     assert run.steps["centralized_loss"].dropna().index.tolist() == [0, 1, 2, 3, 4]
     assert "Flower's rounds" in " ".join(run.warnings)
+    # later releases: the block as pprint writes a string, its tab and line end escaped
+    lines = ["INFO :      Run finished 5 rounds in 22.28s", "INFO :      History (loss, distributed):"]
+    lines += [f"INFO :          {'(' if r == 1 else ' '}'\\tround {r}: {2.3 - r / 50:.4f}\\n'{')' if r == 5 else ''}"
+              for r in range(1, 6)]
+    (run,) = discover_runs(_write(tmp_path / "flwr18.log", lines))
+    assert run.steps["loss"].dropna().to_dict() == {1: 2.28, 2: 2.26, 3: 2.24, 4: 2.22, 5: 2.2}
 
 
 def test_a_bar_drawn_without_its_bar_its_description_the_loss(tmp_path):

@@ -962,7 +962,9 @@ AVALANCHE = Dialect(
 _FLOWER_PAIRS = re.compile(r"\blosses_(distributed|centralized) \[((?:\(\d+, [^()\n]*\)(?:, )?)*)\]")
 _FLOWER_PAIR = re.compile(r"\((\d+), ([^()\n]*)\)")
 _FLOWER_HISTORY = re.compile(r"History \(loss, (distributed|centralized)\):")
-_FLOWER_ROUND = re.compile(rf"^[^\n]*?\bround (\d+): ({_NUM})[^\S\n]*$")
+# (later releases log the block as pprint writes a string: "INFO :      ('\\tround 1: 7.4586\\n'", then
+# "INFO :       '\\tround 2: 1.9498\\n'" ... "'\\tround 5: 0.8425\\n')", the tab and line end escaped)
+_FLOWER_ROUND = re.compile(rf"^[^\n]*?(?:\b|(?<=\\t))round (\d+): ({_NUM})(?:\\n'\)?)?[^\S\n]*$")
 
 
 def _flower_rounds(text: str) -> str:
