@@ -8238,3 +8238,16 @@ def test_an_error_printed_below_zero_is_not_named_as_the_loss(tmp_path):
     lines = [f"{i}:\tlearn: {-2.47 + i / 100:.7f}\ttotal: {79 * (i + 1)}ms\tremaining: 15.7s" for i in range(30)]
     result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "catboost.log", lines))])
     assert result.exit_code == 1 and "--loss-col learn" not in result.output, result.output
+
+
+def test_a_piece_of_log_history_pasted_is_read(tmp_path):
+    """ms-swift#3617 pasted a stretch of trainer_state.json's log_history, beginning inside an entry: "not a log
+    format sentinel reads", and --step-col/--loss-col did not help. Its whole entries are read, with a note."""
+    entries = [{"epoch": round(0.78 + k / 200, 4), "grad_norm": 85.3, "learning_rate": 3.5e-06,
+                "loss": round(5.2 + k / 100, 4), "step": 3720 + 20 * k, "token_acc": 0.2} for k in range(6)]
+    text = ",\n".join(json.dumps(e, indent=2) for e in entries)
+    path = tmp_path / "issue.log"
+    path.write_text(text[text.index('"grad_norm"'):])  # from inside the first entry, as pasted
+    (run,) = discover_runs(path)
+    assert run.source == "hf_trainer_state" and run.steps.index.tolist() == [3720 + 20 * k for k in range(6)]
+    assert run.steps["loss"].iloc[-1] == 5.25 and "a piece of a trainer_state.json's log_history" in run.warnings[0]

@@ -48,6 +48,9 @@ def sniff(path: str | Path) -> bool:
     if suffix not in (".json", ".log", ".txt", ""):
         return False
     head = read_head(path)
+    if head is not None and suffix != ".json" and head.lstrip("\ufeff \t\r\n")[:1] in ('"', "}") \
+            and _FRAGMENT_ENTRY.search(head, 0, 4096):
+        return True  # a piece of its log_history pasted: its entries' lines, from inside one
     if head is None or (suffix != ".json" and _JSON_OBJECT_START.match(head, 0, 4096) is None):
         return False  # (a text log's first characters, before any search of its head: a printed dict's are "{'")
     return '"log_history"' in head and (name == "trainer_state.json" or '"global_step"' in head)
@@ -78,6 +81,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         state = json.loads(text)
     except ValueError as err:
         state = _history_before_damage(text, err, path, cut) if isinstance(err, json.JSONDecodeError) else None
+        state = state or _history_piece(text, path, cut)
         if state is None:
             raise ValueError(f"{path}: not readable as JSON ({err}); pass an intact trainer_state.json") from err
     except OSError as err:
@@ -124,6 +128,37 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     steps: pd.DataFrame = rows_to_steps(rows)
     return [RunData(name=name or Path(path).stem, path=str(path), source=NAME, steps=steps, meta=meta,
                     warnings=warnings)]
+
+
+# A log_history entry's step line, closed by its brace a few lines on ("step": 3720, then "}," after two more keys).
+_FRAGMENT_ENTRY = re.compile(r'^[^\S\n]*"step":[^\S\n]*\d+,?[^\S\n]*\n(?:[^\S\n]*"[^"\n]+":[^\n]*\n){0,8}'
+                             r'[^\S\n]*\},?[^\S\n]*$', re.MULTILINE)
+_ENTRY = re.compile(r"\{?([^{}\[\]]*)\}")
+
+
+def _history_piece(text: str, path, notes: list[str]) -> dict | None:
+    """A piece of a ``log_history`` pasted (pretty-printed entries, the first perhaps begun before the paste):
+    each whole entry read on its own, with a note; None where fewer than two have a step.
+
+    Example:
+        >>> piece = '  "loss": 5.28,\\n  "step": 3720\\n},\\n{\\n  "loss": 5.22,\\n  "step": 3740\\n}'
+        >>> [e["step"] for e in _history_piece(piece, "x.log", [])["log_history"]]
+        [3720, 3740]
+    """
+    entries = []
+    for match in _ENTRY.finditer(text):
+        body = re.sub(r",\s*$", "", match.group(1).strip())
+        try:
+            entry = json.loads("{" + body + "}")
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and "step" in entry:
+            entries.append(entry)
+    if len(entries) < 2:
+        return None
+    notes.append(f"{Path(path).name}: a piece of a trainer_state.json's log_history: its {len(entries)} whole entries "
+                 "are read")
+    return {"log_history": entries}
 
 
 def _history_before_damage(text: str, err: json.JSONDecodeError, path, notes: list[str]) -> dict | None:
