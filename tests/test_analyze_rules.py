@@ -695,6 +695,17 @@ def test_an_evaluation_loss_rising_while_the_training_loss_falls_is_overfitting(
     assert report.verdict.value == "healthy"  # stable training: information
 
 
+def test_an_evaluation_loss_up_by_orders_of_magnitude_blew_up():
+    """A RealNVP's test bits/dim from 1e4 to 1.27e7 while its training loss fell, a validation loss to 8.3e27:
+    information, "overfitting (+17692375%)", the run healthy. An evaluation x100 its best is a warning."""
+    evals = {s: v for s, v in zip(range(49, 400, 50), [1.6, 1.3, 1.25, 13.0, 140.0, 1.5e3, 2e4, 3e5])}
+    report = analyze_run(_with_evals(curve(), evals))
+    (over,) = by_kind(report, "overfitting")
+    assert over.severity.value == "warning" and over.details["blown_up"] and not over.resolved
+    assert "(x2.4e+05)" in over.message and "blew up by orders of magnitude" in over.message
+    assert report.verdict.value != "healthy"
+
+
 def test_the_best_evaluation_is_the_last_of_equal_ones():
     """A loss printed with few decimals ties: the rise starts after the last best, not the first."""
     evals = {s: v for s, v in zip(range(49, 400, 50), [1.25, 1.25, 1.25, 1.25, 1.4, 1.5, 1.6, 1.7])}

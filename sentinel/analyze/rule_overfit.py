@@ -63,6 +63,9 @@ def overfitting_incidents(steps: pd.DataFrame, loss: pd.Series, config: AnalyzeC
         train_then, train_end = _level_at(trained, best_step, rows), _level_at(trained, last_step, rows)
         if not train_end < train_then:  # the training loss rose too: not overfitting (other rules judge it)
             continue
+        if last >= _BLOWN_UP * best:  # by orders of magnitude: no model's fit to its training data does that
+            incidents.append(_blown_up(column, best, best_step, last, last_step, trained_name, train_then, train_end))
+            continue
         message = (f"{column} rose from {best:.4g} at step {best_step} to {last:.4g} at step {last_step} "
                    f"(+{last / best - 1:.0%}) while {trained_name} fell from {train_then:.4g} to "
                    f"{train_end:.4g}: overfitting (stable training; a checkpoint from near step {best_step} "
@@ -73,6 +76,31 @@ def overfitting_incidents(steps: pd.DataFrame, loss: pd.Series, config: AnalyzeC
                                    "train_loss_at_best": train_then, "train_loss_at_last": train_end,
                                    "resolved": True}))
     return incidents
+
+
+# An evaluation loss this many times its best, the training loss falling, blew up: no overfitting.
+_BLOWN_UP = 100.0
+
+
+def _blown_up(column: str, best: float, best_step: int, last: float, last_step: int, trained_name: str,
+              train_then: float, train_end: float) -> Incident:
+    """A warning for an evaluation loss that rose by orders of magnitude while the training loss fell (a
+    normalizing flow's test bits/dim at 62,053 beside 3.9 in training; a validation loss at 8.3e27): the
+    evaluation diverged on inputs the training never met, or overflowed in its own pass.
+
+    Example:
+        >>> _blown_up("val_loss", 2.1, 100, 8.3e27, 1000, "the training loss", 2.5, 1.9).message[:58]
+        'val_loss rose from 2.1 at step 100 to 8.3e+27 at step 1000'
+    """
+    message = (f"{column} rose from {best:.4g} at step {best_step} to {last:.4g} at step {last_step} "
+               f"(x{last / best:.3g}) while {trained_name} fell from {train_then:.4g} to {train_end:.4g}: the "
+               "evaluation blew up by orders of magnitude, far beyond overfitting: it diverges on inputs the training "
+               "never meets (a flow's or a likelihood model's density off its data), or overflows in its own pass (a "
+               f"log of 0, an inverse); a checkpoint from near step {best_step} has the lowest {column}")
+    return Incident(IncidentKind.OVERFITTING, best_step, last_step, Severity.WARNING, message,
+                    {"metric": column, "best": best, "best_step": best_step, "last": last,
+                     "train_loss_at_best": train_then, "train_loss_at_last": train_end, "blown_up": True,
+                     "resolved": False})
 
 
 # An evaluation loss's name before the loss it evaluates, and where the training side of that loss goes.
