@@ -73,6 +73,7 @@ def test_anomaly_modes_error_names_the_backward_function(tmp_path):
     ("WARNING:root:distogram loss is NaN. Skipping...", "loss", "distogram"),  # OpenFold: a term zeroed
     ("RuntimeError: ERROR: Got NaN losses 2021-10-28 23:20:46.797813", "loss", None),  # PySlowFast
     ("RuntimeError: Loss was NaN for 1 times in a row. Stopped training.", "loss", None),  # NeuralHydrology
+    ("ValueError:  [x] nan loss", "loss", None),  # DDSP-SVC's solver
 ])
 def test_libraries_nonfinite_lines(tmp_path, line, metric, module):
     path = tmp_path / "train.log"
@@ -198,6 +199,16 @@ def test_a_running_average_printed_non_finite_beside_finite_values_is_told_once(
     path.write_text("\n".join(lines) + "\n")
     (run,) = discover_runs(path)
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", run.steps.index[29])]
+
+
+def test_one_step_line_of_losses_each_printed_nan_with_a_period_says_so(tmp_path):
+    """ParallelWaveGAN's trainer logs "(Steps: 1000) train/generator_loss = nan." a line a loss: the refusal of one
+    step named its losses but not that every one was NaN (the period after each value hid it)."""
+    path = tmp_path / "train.log"
+    path.write_text("".join(f"2022-05-12 14:56:20,955 (train:487) INFO: (Steps: 1000) train/{key} = nan.\n"
+                            for key in ("embed_loss", "spectral_convergence_loss", "generator_loss")))
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1 and "train/generator_loss is nan" in result.output, result.output
 
 
 def test_a_time_named_cost_is_not_offered_as_the_loss(tmp_path):

@@ -111,6 +111,9 @@ NONFINITE_LINES: tuple[EventLine, ...] = (
     # times in a row. Stopped training.")
     EventLine(re.compile(r"\bERROR: Got NaN losses\b|\bLoss was NaN for \d+ times in a row\b"), EventKind.NONFINITE,
               source="loss_check", detail={"metric": metrics.LOSS}),
+    # DDSP-SVC's solver: raise ValueError(' [x] nan loss ')
+    EventLine(re.compile(r"\bValueError:[^\S\n]*\[x\] nan loss\b"), EventKind.NONFINITE, source="loss_check",
+              detail={"metric": metrics.LOSS}),
     # OpenFold's AlphaFoldLoss: logging.warning(f"{loss_name} loss is NaN. Skipping..."), the term then
     # set to 0 for that step (the sum goes on finite): the term named.
     EventLine(re.compile(r"\b(?P<module>\w+) loss is (?P<value>NaN|nan|inf)\. Skipping\.\.\."), EventKind.NONFINITE,
@@ -128,6 +131,6 @@ WORDS = (re.compile(r"returned (?:nan|inf) values|Loss is (?:nan|-?inf)|Detected
                     r"NaN loss during training|LossTensor is inf or nan|Loss is NaN or inf|"
                     r"contains a NaN|(?i:detected (?:nan|inf) loss)|"
                     r"received an? (?:nan|inf) loss|Nan in summary histogram for|NaN in loss occurred|"
-                    r"NaN Detected\. Loss|loss is (?:NaN|nan|inf)\. Skipping\.\.\.|Got NaN losses|Loss was NaN for|"
+                    r"NaN Detected\. Loss|loss is (?:NaN|nan|inf)\. Skipping\.\.\.|Got NaN losses|Loss was NaN for|\[x\] nan loss|"
                     r"A NaN was detected and you have NaN protection|\d[^\S\n]+\((?:nan|-?inf)\)|"
                     r"(?i:\bepoch\b[^\n]{0,80}?\b(?:total|mean|average|avg)\b[^\n:=]{0,40}?\bloss\b[^\S\n]*[:=][^\S\n]*-?(?:nan|inf)\b)"),)

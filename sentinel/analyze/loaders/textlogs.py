@@ -415,8 +415,9 @@ def _one_step_named(text: str, keys: list[str], path: str | Path) -> str | None:
 
 
 # A value printed as non-finite under its name: "actor/grad_norm:nan", "'kl': inf", "loss = NaN".
+# (a sentence's period after it too: ParallelWaveGAN's "(Steps: 1000) train/generator_loss = nan.")
 _NONFINITE_PAIR = re.compile(r"(?<![\w/.-])([A-Za-z][\w/.@-]*)['\"]?[^\S\n]*[:=][^\S\n]*['\"]?"
-                             r"(-?(?i:nan|inf(?:inity)?))(?![\w.])")
+                             r"(-?(?i:nan|inf(?:inity)?))(?!\w|\.\w)")
 
 
 def _nonfinite_beside(text: str) -> str:
