@@ -212,8 +212,11 @@ def _words(name: str) -> list[str]:
     # "cross entropy" is one word, a loss's name (MXNet's "Train-CrossEntropy", "cross_entropy_loss"):
     # "entropy" alone is a regulariser's term
     spaced = _BITS_PER_DIM.sub("bpd", _CROSS_ENTROPY.sub("crossentropy", _CAMEL.sub(" ", str(name)).lower()))
-    spaced = _SMOOTH_L1.sub("smoothl1", spaced)
-    return [w for w in _WORD_SPLIT.split(_GLUED_LOSS.sub(r"\1 ", spaced)) if w]
+    if "smooth" in spaced:
+        spaced = _SMOOTH_L1.sub("smoothl1", spaced)
+    if "loss" in spaced:
+        spaced = _GLUED_LOSS.sub(r"\1 ", spaced)
+    return [w for w in _WORD_SPLIT.split(spaced) if w]
 
 
 def is_regulariser(name: str) -> bool:

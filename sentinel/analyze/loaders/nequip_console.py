@@ -27,6 +27,7 @@ from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, LOGGED_NAN_KEYS, STEP_UNIT, LoadOptions, RunData
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.textlog import read_head, read_text, run_name
+from sentinel.analyze.loaders.textscan import clean_text
 
 NAME = "nequip"
 DESCRIPTION = 'NequIP\'s / Allegro\'s console log ("! Train  N  wal  LR  loss_f  loss_e  loss ..." under its header)'
@@ -44,7 +45,8 @@ def sniff(path: str | Path) -> bool:
         False
     """
     head = read_head(path)
-    return bool(head) and Lines.shared(head).holds_any(_WORDS) and any(
+    # (the head's lines cleaned, as the text readers' sniff splits them: shared with it)
+    return bool(head) and Lines.shared(head).derived(clean_text).holds_any(_WORDS) and any(
         m.group("names") for m in _LINE.finditer(head)) and any(m.group("phase") for m in _LINE.finditer(head))
 
 
