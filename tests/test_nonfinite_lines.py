@@ -224,3 +224,13 @@ def test_a_time_named_cost_is_not_offered_as_the_loss(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     result = CliRunner().invoke(main, ["analyze", str(path)])
     assert result.exit_code == 1 and "--loss-col cost" not in result.output and "but no loss" in result.output
+
+
+def test_stylegans_progress_ticks_say_where_its_losses_are(tmp_path):
+    """StyleGAN2-ADA prints "tick 0  kimg 0.0  time 1m 02s  sec/tick 7.5 ..." and no loss: "not a log format"
+    sent the user to --step-col/--loss-col; its losses are in the run folder's stats.jsonl."""
+    path = tmp_path / "log.txt"
+    path.write_text("".join(f"tick {t:<5d} kimg {t * 4.0:<8.1f} time {t}m 02s       sec/tick 7.5     sec/kimg 3749.52 "
+                            f"maintenance 54.4   cpumem 3.80   gpumem 10.22  augment 0.000\n" for t in range(8)))
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1 and "StyleGAN's progress ticks" in result.output and "stats.jsonl" in result.output

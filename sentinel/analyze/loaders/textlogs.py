@@ -221,6 +221,10 @@ def _reads_records(dialect: Dialect | None) -> bool:
     return dialect is not None and dialect is not AMP_ONLY and dialect is not NONFINITE_ONLY
 
 
+# StyleGAN2/3's (and StyleGAN2-ADA's) training loop: "tick 0     kimg 0.0      time 1m 02s       sec/tick 7.5 ...".
+_STYLEGAN_TICK = re.compile(r"^tick \d+[^\S\n]+kimg [\d.]+[^\S\n]", re.MULTILINE)
+
+
 def why_not(path: str | Path, options: LoadOptions | None = None, least: int | None = None) -> str | None:
     """Why a text log that no dialect reads is no run, where its lines say so: they name several
     losses and none is the total (read once one is named), or ``--loss-col`` names no key of
@@ -238,6 +242,10 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
         return None
     head = prefixes_removed(head)  # (every process's: the messages tell of the lines, whichever printed them)
     text = clean_text(head)
+    if _STYLEGAN_TICK.search(text) and options.loss_col is None:
+        return (f"'{path}': its lines are StyleGAN's progress ticks (tick, kimg, sec/tick, ...), which print no loss: "
+                "pass the run folder's stats.jsonl (Loss/G/loss and Loss/D/loss at each tick) or its TensorBoard "
+                "event files")
     keys = loss_keys(text)
     if options.loss_col is not None:
         named = named_key(text, options.loss_col)
