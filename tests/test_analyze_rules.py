@@ -1046,3 +1046,13 @@ def test_a_spike_after_a_level_step_recovers_to_that_level():
     (spike,) = by_kind(analyze_run(run_of({"loss": loss})), "loss_spike")
     assert spike.step == 152 and spike.severity.value == "warning" and "recovered in 2 steps" in spike.message
 
+
+
+def test_a_loss_that_lives_below_zero_has_no_spike_from_a_baseline_at_or_below_it():
+    """WaveGlow's negative log-likelihood: -6398 then 6809 was "a spike against a baseline at or below 0: no ratio,
+    score 3.65e+10", the run "recovered"; a signed loss's rise from below 0 has no ratio to judge."""
+    noise = np.random.default_rng(0).normal(0, 150, 40)
+    values = -9000.0 - 20 * np.arange(40) + noise
+    values[20] = 6809.0
+    report = analyze_run(run_of({"loss": values}))
+    assert not by_kind(report, "loss_spike") and not by_kind(report, "outlier_batch")

@@ -231,6 +231,10 @@ def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig, last_step: int 
     if len(computed) and computed[0] > 0:
         started = loss.index[computed[0]]
         spans = [span for span in spans if span["baseline"] > _NO_BASELINE or span["start"] > started]
+    # A loss that lives below 0 (a flow's negative log-likelihood, WaveGlow's -6398 then 6809): a rise from a
+    # baseline at or below 0 has no ratio, and its log-space score ("3.65e+10") says nothing.
+    if spans and float(np.mean(loss.to_numpy() < 0)) >= _SIGNED_SHARE:
+        spans = [span for span in spans if span["baseline"] > _NO_BASELINE]
     # A rise of a unit or two of the last printed digit is the print's rounding: mlx's DPO loss at
     # "0.000" from step 63, "0.001" at 66 and 69 ("a spike against a baseline at or below 0, score 231").
     if spans:  # (a print's resolution from 4,096 values at most: a run of 1,000,000 steps has it as well)
@@ -561,6 +565,8 @@ _ROUNDING_UNITS = 2
 
 # The detectors work in log space from this floor up: a baseline at it is a series at or below 0.
 _NO_BASELINE = 1e-9
+# A loss below 0 at this share of its values or more is a signed one (a likelihood's), not one that touched 0.
+_SIGNED_SHARE = 0.1
 
 
 def _against(span: dict) -> str:
