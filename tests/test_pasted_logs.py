@@ -4929,6 +4929,10 @@ def test_avalanche_epochs_over_its_experiences(tmp_path):
     assert run.steps["loss"].iloc[:6].tolist() == [1.9, 1.4, 1.2, 1.19, 1.8, 1.3]
     (nan,) = [i for i in analyze_run(run).incidents if i.severity == "critical"]
     assert (nan.kind, nan.step) == ("nonfinite", 7)
+    # one experience pasted from its 10th epoch: the epochs as printed (they were numbered 1, 2, 3, ...)
+    lines = [line for epoch in range(9, 16) for line in _avalanche_epoch(epoch, 1.19 - epoch / 1000)]
+    (run,) = discover_runs(_write(tmp_path / "one.txt", lines))
+    assert run.steps.index.tolist() == list(range(9, 16))
 
 
 def test_a_loss_of_exactly_one_on_every_line(tmp_path):

@@ -941,7 +941,8 @@ AVALANCHE = Dialect(
     name="avalanche",
     description='Avalanche ("Epoch N ended." then "\\tLoss_Epoch/train_phase/train_stream/Task000 = X" lines)',
     shapes=(
-        Shape(re.compile(r"^Epoch \d+ ended\.((?: \| [^\n]*)?)$", re.MULTILINE), head=(), fields="|",
+        # (the epoch as printed where it never starts again: one experience's "Epoch 9 ended." .. "Epoch 15 ended.")
+        Shape(re.compile(r"^Epoch (\d+) ended\.((?: \| [^\n]*)?)$", re.MULTILINE), head=(metrics.STEP,), fields="|",
               keys={"loss": metrics.LOSS}, require="loss"),
     ),
     joins=re.compile(r"\n[^\S\n]+(?=[\w/]+ = )"),
