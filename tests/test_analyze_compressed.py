@@ -133,8 +133,8 @@ def test_a_compressed_table_without_a_loss_says_so_as_the_plain_one_does(tmp_pat
     path.write_bytes(gzip.compress(b"step,acc\n1,0.5\n2,0.6\n3,0.7\n"))
     result = CliRunner().invoke(main, ["analyze", str(path)])
     assert result.exit_code == 1
-    assert result.output == (f"Error: {path}: a table with a step column but no single loss column among: step, "
-                             "acc; name it with --loss-col <column>\n")
+    assert result.output == (f"Error: {path}: a table with a step column, 'step', but no single loss "
+                             "column among: acc; name it with --loss-col <column>\n")
 
 
 def test_compressed_data_that_is_no_log_is_not_decompressed_whole(tmp_path, monkeypatch):

@@ -100,8 +100,8 @@ def test_two_equal_candidates_name_the_option(tmp_path):
     path.write_text("step,loss_ce,loss_kl\n" + "".join(f"{i},2.0,0.1\n" for i in range(20)), encoding="utf-8")
     result = CliRunner().invoke(main, ["analyze", str(path)])
     assert result.exit_code == 1
-    assert result.output == (f"Error: {path}: a table with a step column but no single loss column among: "
-                             "step, loss_ce, loss_kl; name it with --loss-col <column>\n")
+    assert result.output == (f"Error: {path}: a table with a step column, 'step', but no single loss "
+                             "column among: loss_ce, loss_kl; name it with --loss-col <column>\n")
     code, report = _analyze(str(path), "--loss-col", "loss_ce")
     assert code == 0 and report["runs"][0]["final_loss"] == 2.0
 
@@ -253,8 +253,8 @@ def test_a_walk_that_finds_only_a_table_needing_an_option_says_which_option(tmp_
     result = CliRunner().invoke(main, ["analyze", str(tmp_path)])
     assert result.exit_code == 1
     assert result.output == (f"Error: no training logs found in '{tmp_path}' (skipped 1 file: 1 not a training log); "
-                             f"{path}: a table with a step column but no single loss column among: step, value, "
-                             "timestamp, epoch; name it with --loss-col <column>\n")
+                             f"{path}: a table with a step column, 'step', but no single loss "
+                             "column among: value, timestamp, epoch; name it with --loss-col <column>\n")
     code, report = _analyze(str(tmp_path), "--loss-col", "value")
     assert code == 0 and report["runs"][0]["final_loss"] == _spiky()[-1]
     path.write_text("nothing,here\nat,all\n")  # no table an option would read: the message as before

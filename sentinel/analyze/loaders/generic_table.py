@@ -191,9 +191,13 @@ def why_not(path: str | Path) -> str | None:
     if step_column(header) is None and loss is not None:  # an RL logger's "total timesteps"
         return (f"{path}: a table with a loss column {loss!r} but no step column among: {shown}; "
                 "name it with --step-col <column>")
-    if step_column(header) is None or loss is not None or loss_components(header):
+    step = step_column(header)
+    if step is None or loss is not None or loss_components(header):
         return None
-    return f"{path}: a table with a step column but no single loss column among: {shown}; name it with --loss-col <column>"
+    others = [name for name in header if name != step]  # (X-VLM's "epoch", its step, is no loss to name)
+    shown = ", ".join(others[:30]) + (f", ... ({len(others)} in all)" if len(others) > 30 else "")
+    return (f"{path}: a table with a step column, {step!r}, but no single loss column among: {shown}; name it with "
+            "--loss-col <column>")
 
 
 def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
