@@ -168,6 +168,14 @@ def test_a_log_of_returns_and_no_loss_says_what_its_lines_log(tmp_path):
         f"[   {10 * e}%      ]     {e}                 nan                 nan            0.500000\n"
         for e in range(1, 8)),
      "is not a log format sentinel reads; 7 of its lines print a non-finite value (the first, line 2: "),
+    # UPIT's trainer: the value glued to its timing, "train = nan(1581.14s/2500)"
+    ("upit.log", "2020-02-15 00:00:31,026 [dataset.py:303 - INFO ] Processed 5000 utterances in total\n"
+     "2020-02-15 00:00:31,027 [trainer.py:150 - INFO ] Loss(time/mini-batch) - Epoch  1: train = nan(1581.14s/2500) "
+     "| dev = nan(152.82s/625)\n", "1 of its lines print a non-finite value (the first, line 2: "),
+    # ESPnet2's skipped updates alone, a sentence's period after the value
+    ("espnet.log", "".join(f"[node7:0/6] 2023-03-27 16:10:{k:02d},131 (trainer:663) WARNING: The grad norm is nan. "
+                           "Skipping updating the model.\n" for k in range(10)),
+     "10 of its lines print a non-finite value"),
 ])
 def test_a_refusal_tells_values_printed_nan_that_no_name_says_what_they_are(tmp_path, name, text, said):
     path = tmp_path / name

@@ -313,9 +313,9 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
             "the loss beside them")
 
 
-# A value printed non-finite as a word of its own among numbers: "387 nan 0.6595617", "| nan |" (not prose's
-# "diverged into NaN loss": no word after it).
-_UNNAMED_NONFINITE = re.compile(r"^(?=[^\n]*\d)[^\n]*?(?<![\w.])[-+]?(?i:nan|inf(?:inity)?)(?![\w.(])"
+# A value printed non-finite as a word of its own among numbers: "387 nan 0.6595617", "| nan |", UPIT's "train =
+# nan(1581.14s/2500)", ESPnet2's "The grad norm is nan." (not prose's "diverged into NaN loss": no word after it).
+_UNNAMED_NONFINITE = re.compile(r"^(?=[^\n]*\d)[^\n]*?(?<![\w.])[-+]?(?i:nan|inf(?:inity)?)(?!\w|\.\w|\((?![\d.]))"
                                 r"(?![^\S\n]+[A-Za-z])[^\n]*$", re.MULTILINE)
 # Lines read for it: a refusal's, of a file's head.
 _UNNAMED_SEARCHED = 1 << 20
