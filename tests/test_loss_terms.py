@@ -304,3 +304,17 @@ def test_gan_prints_of_the_wgan_reference_and_dcgan_torch(tmp_path, line, first_
     (run,) = discover_runs(path)
     assert run.source == "gan" and run.steps.index[0] == first_step and "loss_d" in run.steps.columns
     assert [i.kind for i in analyze_run(run).incidents] == ["nonfinite"]
+
+
+def test_an_actors_and_a_critics_losses_are_not_summed(tmp_path):
+    """rlkit's CQL progress.csv: trainer/QF1 Loss, QF2 Loss, Policy Loss (about -Q, falling to -250 as Q grows) and
+    Alpha Loss were summed as the loss, signed; 19 critical divergences on a healthy reference run, and pandas'
+    PerformanceWarning printed. Each is its own optimizer's: refused, naming them."""
+    header = ["Epoch", "trainer/QF1 Loss", "trainer/QF2 Loss", "trainer/Policy Loss", "trainer/Alpha Loss",
+              *(f"trainer/stat{k}" for k in range(120))]
+    rows = [[e, 65 - e / 10, 65 - e / 10, -2 - e, 0.01 * (-1) ** e, *([0.5] * 120)] for e in range(60)]
+    path = tmp_path / "progress.csv"
+    path.write_text(",".join(header) + "\n" + "".join(",".join(map(str, r)) + "\n" for r in rows))
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1 and "an actor's and a critic's" in result.output, result.output
+    assert "PerformanceWarning" not in result.output and "--loss-col" in result.output

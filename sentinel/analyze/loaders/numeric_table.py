@@ -125,7 +125,9 @@ def sum_loss_components(table: pd.DataFrame, parts: list[str], path, warnings: l
         >>> sum_loss_components(t, ["train/a_loss", "train/b_loss"], "r.csv", w := []); t["loss"].tolist(), w
         ([1.5, nan], ['r.csv: loss is the sum of train/a_loss + train/b_loss (no column is the total; --loss-col picks one)'])
     """
-    table[metrics.LOSS] = table[parts].apply(pd.to_numeric, errors="coerce").sum(axis=1, min_count=len(parts))
+    with pywarnings.catch_warnings():  # (a table of hundreds of columns is fragmented: pandas says so)
+        pywarnings.simplefilter("ignore", pd.errors.PerformanceWarning)
+        table[metrics.LOSS] = table[parts].apply(pd.to_numeric, errors="coerce").sum(axis=1, min_count=len(parts))
     printed = np.zeros(len(table), dtype=bool)
     for part in parts:  # a term printed as NaN: the sum's NaN was printed (a bar's "nan  nan  nan" row)
         if not pd.api.types.is_numeric_dtype(table[part].dtype):
