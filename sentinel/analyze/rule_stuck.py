@@ -69,8 +69,10 @@ def is_reinforcement_learning(columns) -> bool:
 
 
 # Episode returns from an environment: Stable-Baselines3's rollout/ep_rew_mean (and
-# ep_len_mean), CleanRL's charts/episodic_return, RLlib's episode_reward_mean.
-RETURN_KEYS = ("ep_rew_mean", "episodic_return", "episode_reward_mean", "episode_return")
+# ep_len_mean), CleanRL's charts/episodic_return, RLlib's episode_reward_mean, rlkit's (SAC, CQL, AWAC)
+# exploration/Returns Mean and evaluation/Average Returns.
+RETURN_KEYS = ("ep_rew_mean", "episodic_return", "episode_reward_mean", "episode_return", "returns mean",
+               "average returns")  # (the tables' column names lower-cased as read)
 _EPISODE_KEYS = (*RETURN_KEYS, "ep_len_mean")
 # ... and OpenAI baselines' DDPG rollout returns (a "return" alone may be anything's).
 _EPISODE_COLUMNS = ("rollout/return", "rollout/return_history")

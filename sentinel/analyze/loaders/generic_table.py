@@ -31,7 +31,6 @@ from sentinel.analyze.loaders.keys import (
     SPLIT_COLUMNS,
     STEP_ALIASES,
     TRAIN_WORDS,
-    actor_and_critic,
     canonical_key,
     inferred_loss_note,
     rises_by_whole_numbers,
@@ -195,11 +194,6 @@ def why_not(path: str | Path) -> str | None:
     step = step_column(header)
     if step is None or loss is not None or loss_components(header):
         return None
-    losses = [name for name in header if looks_like_loss(name)]
-    if actor_and_critic(losses):
-        critic = next((name for name in losses if actor_and_critic([name, "policy_loss"])), losses[0])
-        return (f"{path}: its losses are an actor's and a critic's ({', '.join(losses)}), each its own optimizer's: "
-                f"no sum of them is the loss; pass --loss-col with the one to judge ({critic!r}, or another of them)")
     others = [name for name in header if name != step]  # (X-VLM's "epoch", its step, is no loss to name)
     shown = ", ".join(others[:30]) + (f", ... ({len(others)} in all)" if len(others) > 30 else "")
     return (f"{path}: a table with a step column, {step!r}, but no single loss column among: {shown}; name it with "

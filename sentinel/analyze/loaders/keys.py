@@ -378,24 +378,9 @@ def loss_components(columns) -> list[str]:
         []
     """
     found = [str(c) for c in columns if looks_like_loss(str(c))]
-    if len(found) < 2 or any("/" not in c or "total" in _words(c) for c in found) or actor_and_critic(found):
+    if len(found) < 2 or any("/" not in c or "total" in _words(c) for c in found):
         return []
     return found if len({c.rsplit("/", 1)[0] for c in found}) == 1 else []
-
-
-def actor_and_critic(names: list[str]) -> bool:
-    """Whether losses are an actor's and a critic's, each its own optimizer's: no sum is the loss (rlkit's SAC and
-    CQL log ``trainer/QF1 Loss``, ``trainer/Policy Loss`` (about -Q, falling to -250 as Q grows), ``trainer/Alpha
-    Loss``: their sum, signed, made a healthy run unhealthy).
-
-    Example:
-        >>> actor_and_critic(["trainer/QF1 Loss", "trainer/Policy Loss"]), actor_and_critic(["train/box_loss"])
-        (True, False)
-    """
-    words = [_words(name) for name in names]
-    actor = any(w in ("policy", "actor", "pi") for ws in words for w in ws)
-    critic = any(w in ("critic", "value", "vf") or re.fullmatch(r"q[f]?\d?", w) for ws in words for w in ws)
-    return actor and critic
 
 
 # A GAN's two players' losses as scripts name them (lower case): the generator's read as the loss,
