@@ -354,6 +354,7 @@ def _tables(lines: list[str], options: LoadOptions):
     column, loss column or None for a sum, rows carry a bar, each row's line number, the header's line)``."""
     tried: set[tuple[str, ...]] = set()
     comments: Counter | None = None
+    only_rows: dict[str, bool] = {}  # a commented line printed again: whether the file is its table alone
     for at, line in enumerate(lines):
         # A header written as a comment, once, at a file's head: its names apart by spaces (one
         # space, some of them), no DataFrame's index under it. (One printed again before each
@@ -362,7 +363,9 @@ def _tables(lines: list[str], options: LoadOptions):
         commented = _COMMENT_MARK.match(line) is not None
         if commented:
             comments = comments or Counter(c for c in lines if _COMMENT_MARK.match(c))
-            commented = comments[line] == 1 or _only_its_rows(lines, line)
+            if comments[line] > 1 and line not in only_rows:  # (asked once per header's text: each scans the file)
+                only_rows[line] = _only_its_rows(lines, line)
+            commented = comments[line] == 1 or only_rows[line]
         if commented:
             line = _COMMENT_MARK.sub(r"\1", line)
         header = _cells(line)
