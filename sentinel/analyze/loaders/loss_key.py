@@ -21,6 +21,7 @@ from sentinel.analyze.loaders.keys import (
     GRAD_NORM_NAME,
     inferred_training_loss,
     is_aggregate,
+    is_smooth_l1,
     looks_like_loss,
 )
 from sentinel.analyze.loaders.log_lines import Lines
@@ -130,11 +131,9 @@ def loss_keys(text: str) -> list[str]:
     # holds few, and the pairs' search over a megabyte of it took 75 ms.
     named = "\n".join(line for line in distinct.split("\n") if any(word in line for word in _NAMES_OF_A_LOSS))
     keys = {m.group(1) for m in _PAIR.finditer(named)}
-    found = {k for k in keys if not any(c.isdigit() for c in k) and looks_like_loss(k)}
+    # (a smooth L1's digit is its name's: GluonCV's "SmoothL1")
+    found = {k for k in keys if (not any(c.isdigit() for c in k) or is_smooth_l1(k)) and looks_like_loss(k)}
     for skeleton in keys - found:
-        if _SMOOTH_L1.fullmatch(skeleton):
-            found.add(skeleton)  # GluonCV's "SmoothL1": a digit in a loss's name
-            continue
         numbered = _NUMBERED_SKELETON.fullmatch(skeleton)
         if numbered is not None:  # "loss0u" on the skeletons: the text's own "loss1u", "loss2u"
             key = re.compile(rf"(?<![\w/.-])({re.escape(numbered.group(1))}\d{{1,2}}{re.escape(numbered.group(2))})"
@@ -146,7 +145,6 @@ def loss_keys(text: str) -> list[str]:
 
 # A loss key numbered ("loss0u" on the skeletons, for "loss1u", "loss2u"): its letters before
 # and after the number.
-_SMOOTH_L1 = re.compile(r"[\w/]*(?i:smooth_?l1)")
 _NUMBERED_SKELETON = re.compile(r"([A-Za-z_]*(?:loss|Loss|LOSS))\d{1,2}([a-zA-Z]?)")
 
 
