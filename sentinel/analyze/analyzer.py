@@ -289,8 +289,9 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
                                           run_meta.get(LOSS_SCALE_MIN))
     if has(metrics.AMP_OVERFLOW) and not run_meta.get(OVERFLOW_ROWS_ONLY):  # rows of overflow lines alone: no rate
         incidents += overflow_incidents(steps[metrics.AMP_OVERFLOW], config)
-    if not any(i.kind is IncidentKind.OVERFLOW_RATE or i.kind is IncidentKind.LOSS_SCALE_COLLAPSE
-               and i.severity is Severity.CRITICAL for i in incidents):  # (judged by its overflow lines)
+    if not any(i.kind is IncidentKind.OVERFLOW_RATE or (i.kind is IncidentKind.LOSS_SCALE_COLLAPSE
+                                                        and i.severity is Severity.CRITICAL)
+               for i in incidents):  # (judged by its overflow lines)
         incidents += skipped_update_incidents(run_meta.get(SKIPPED_UPDATES), config)
     incidents += attention_incidents(steps, config)
     incidents += guard_incidents(run.events, loss, config)

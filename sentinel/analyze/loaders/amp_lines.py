@@ -1,7 +1,7 @@
 """Mixed-precision overflow lines that any training script's log may hold, whatever prints its
 steps: the loss scalers of NVIDIA apex, its ``FP16_Optimizer`` (and DeepSpeed's, which kept its
-words), fairseq's trainer, PaddlePaddle's ``GradScaler``, MindYOLO's train step, ESPnet2's trainer (a non-finite grad norm's skipped
-update), and OpenAI's diffusion trainers (guided-diffusion, improved-diffusion,
+words), fairseq's trainer, PaddlePaddle's ``GradScaler``, MindYOLO's train step, ESPnet2's trainer (a
+non-finite grad norm's skipped update), and OpenAI's diffusion trainers (guided-diffusion, improved-diffusion,
 consistency models), which keep the scale as its base-2 logarithm. A dialect with event lines of
 its own reads those instead.
 

@@ -46,8 +46,10 @@ def sniff(path: str | Path) -> bool:
     """
     head = read_head(path)
     # (the head's lines cleaned, as the text readers' sniff splits them: shared with it)
-    return bool(head) and Lines.shared(head).derived(clean_text).holds_any(_WORDS) and any(
-        m.group("names") for m in _LINE.finditer(head)) and any(m.group("phase") for m in _LINE.finditer(head))
+    if not head or not Lines.shared(head).derived(clean_text).holds_any(_WORDS):
+        return False
+    kinds = {"names" if m.group("names") else "phase" for m in _LINE.finditer(head)}
+    return kinds == {"names", "phase"}
 
 
 def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:

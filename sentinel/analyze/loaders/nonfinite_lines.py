@@ -131,6 +131,7 @@ WORDS = (re.compile(r"returned (?:nan|inf) values|Loss is (?:nan|-?inf)|Detected
                     r"NaN loss during training|LossTensor is inf or nan|Loss is NaN or inf|"
                     r"contains a NaN|(?i:detected (?:nan|inf) loss)|"
                     r"received an? (?:nan|inf) loss|Nan in summary histogram for|NaN in loss occurred|"
-                    r"NaN Detected\. Loss|loss is (?:NaN|nan|inf)\. Skipping\.\.\.|Got NaN losses|Loss was NaN for|\[x\] nan loss|"
+                    r"NaN Detected\. Loss|loss is (?:NaN|nan|inf)\. Skipping\.\.\.|Got NaN losses|Loss was NaN for|"
+                    r"\[x\] nan loss|"
                     r"A NaN was detected and you have NaN protection|\d[^\S\n]+\((?:nan|-?inf)\)|"
                     r"(?i:\bepoch\b[^\n]{0,80}?\b(?:total|mean|average|avg)\b[^\n:=]{0,40}?\bloss\b[^\S\n]*[:=][^\S\n]*-?(?:nan|inf)\b)"),)

@@ -19,8 +19,8 @@ import pandas as pd
 
 from sentinel import metrics
 from sentinel.analyze.loaders import LOGGED_NAN, LOGGED_NAN_KEYS, LoadOptions, RunData, epoch_unit
-from sentinel.analyze.loaders.keys import (STEP_ALIASES, canonical_key, inferred_loss_note, looks_like_loss, loss_column,
-                                          sniff_columns, step_column)
+from sentinel.analyze.loaders.keys import (STEP_ALIASES, canonical_key, inferred_loss_note, looks_like_loss,
+                                          loss_column, sniff_columns, step_column)
 from sentinel.analyze.loaders.numeric_table import STEP_OF_TOTAL, loss_cells, table_steps, table_trainings
 from sentinel.analyze.loaders.record_fields import watches_nonfinite
 from sentinel.analyze.loaders.textlog import read_head_lines, read_text, run_name, trainings_note

@@ -41,7 +41,8 @@ def read_events(text: str, dialect: Dialect, steps: pd.DataFrame, meta: dict, wa
     A dialect without event lines of its own reads, where it says so (:attr:`Dialect.amp_lines`),
     the mixed-precision overflow lines any script's log may hold
     (:mod:`~sentinel.analyze.loaders.amp_lines`); any dialect, the lines of a library that says the loss went
-    non-finite or that it changed the loss (:mod:`~sentinel.analyze.loaders.announced_lines`). ``lines``: ``Lines(text)``, where made already."""
+    non-finite or that it changed the loss (:mod:`~sentinel.analyze.loaders.announced_lines`). ``lines``:
+    ``Lines(text)``, where made already."""
     lines = Lines.of(text, lines)
     holds = lines.holds_any
     rules = dialect.events + (AMP_LINES if dialect.amp_lines and holds(AMP_WORDS) else ()) \

@@ -551,8 +551,8 @@ def _readable_losses(head: str, keys: list[str], least: int | None) -> list[str]
 # verb of a sentence, "Total loss is :[0.14]", nor a logger's level before its time, "[ INFO :
 # 2023-07-06 07:55:30,898 ] - |  3|  200|...".)
 _LOGGED_PAIR = re.compile(r"(?<![\w/.-])(?!(?:v_num|pid|is|are|was|were|INFO|WARNING|WARN|DEBUG|ERROR)\b)([A-Za-z][\w/.-]*)['\"]?[^\S\n]*[:=][^\S\n]*\[?['\"]?[-+]?"
-                          r"(?!\d{1,2}:\d{2})(?:\d|\.\d|(?i:nan|inf)\b)(?![\d.]*%)")  # (nor a time's hours: "Aug22-02:14:13";
-# a value printed non-finite counts: RandLA-Net's "L_out=  nan" at every step)
+                          r"(?!\d{1,2}:\d{2})(?:\d|\.\d|(?i:nan|inf)\b)(?![\d.]*%)")
+# (nor a time's hours: "Aug22-02:14:13"; a value printed non-finite counts: RandLA-Net's "L_out=  nan" at every step)
 # A tqdm bar's draw: its percentage and bar, or its count and rate ("0it [00:00, ?it/s]").
 _BAR_DRAW = re.compile(r"\d+%\|[^|\n]*\||\d+it \[\d")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
