@@ -8255,3 +8255,50 @@ def test_a_piece_of_log_history_pasted_is_read(tmp_path):
     (run,) = discover_runs(path)
     assert run.source == "hf_trainer_state" and run.steps.index.tolist() == [3720 + 20 * k for k in range(6)]
     assert run.steps["loss"].iloc[-1] == 5.25 and "a piece of a trainer_state.json's log_history" in run.warnings[0]
+
+
+def _conv_tasnet_log(epochs: int = 6, passes: bool = True) -> list[str]:
+    """Dual-Path-RNN-Pytorch's trainer (Conv-TasNet, DPRNN): its training and its validation lines print one
+    format string, told apart only by the line that opens each pass."""
+    def line(number: int, message: str) -> str:
+        return f"20-02-03 21:36:55 [/data/trainer/trainer_Tasnet.py:{number} - INFO ] {message}"
+
+    out = [line(66, "Building the model of Conv-Tasnet")]
+    for epoch in range(1, epochs + 1):
+        out.append(line(70, f"Start training from epoch: {epoch}, iter: 0"))
+        for it in (100, 200, 300):
+            loss = 2.0 - epoch - it / 300
+            out.append(line(102, f"<epoch:{epoch}, iter:{it}, lr:1.000e-03, loss:{loss:.3f}>"))
+        out.append(line(108, f"Finished *** <epoch:{epoch}, iter:346, lr:1.000e-03, loss:{1.5 - epoch:.3f}, "
+                             "Total time:11.065 min> "))
+        if passes:
+            out.append(line(113, f"Start Validation from epoch: {epoch}, iter: 0"))
+            out += [line(139, f"<epoch:{epoch}, iter:{it}, lr:1.000e-03, loss:{6.0 - epoch:.3f}>") for it in (100, 200)]
+            out.append(line(145, f"Finished *** <epoch:{epoch}, iter:220, lr:1.000e-03, loss:{6.0 - epoch:.3f}, "
+                                 "Total time:4.164 min> "))
+    return out
+
+
+def test_lines_of_evaluation_passes_opened_by_a_line_of_their_own_are_no_training_steps(tmp_path):
+    """JusperLee's Conv-TasNet log: each validation pass (its count starting again) was read as training: 20
+    restarts, the validation's values at the steps of the training lines they replaced. The lines between
+    "Start Validation" and the next "Start training" are evaluation lines."""
+    (run,) = discover_runs(_write(tmp_path / "conv-tasnet.log", _conv_tasnet_log()))
+    (alone,) = discover_runs(_write(tmp_path / "train-only.log", _conv_tasnet_log(passes=False)))
+    pd.testing.assert_series_equal(run.steps["loss"], alone.steps["loss"])
+    assert len(run.steps) == 24 and run.steps["loss"].iloc[-1] == -4.5
+    assert any("18 line(s) of evaluation passes (each opened by a line such as 'Start Validation from epoch: 1, "
+               "iter: 0') read as evaluation, not training" in w for w in run.warnings)
+    assert "restart" not in {i.kind for i in analyze_run(run).incidents}
+
+
+def test_evaluations_opened_again_before_the_training_leave_every_line_as_read(tmp_path):
+    # transformers' Trainer opens its training once and each evaluation again: the openings do not alternate.
+    lines = ["***** Running training *****"]
+    for k in range(1, 5):
+        lines += [f"{{'loss': {3 - k / 10:.2f}, 'learning_rate': 1e-05, 'epoch': {k / 4}}}",
+                  "***** Running Evaluation *****", "  Num examples = 500",
+                  f"{{'eval_loss': {3.1 - k / 10:.2f}, 'epoch': {k / 4}}}"]
+    (run,) = discover_runs(_write(tmp_path / "hf.log", lines))
+    assert run.steps["loss"].dropna().tolist() == [2.9, 2.8, 2.7, 2.6]
+    assert not any("evaluation passes" in w for w in run.warnings)

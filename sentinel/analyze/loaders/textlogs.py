@@ -41,7 +41,8 @@ from sentinel.analyze.loaders.restarted_steps import split_restarted
 from sentinel.analyze.loaders.skipped_updates import WORD as SKIPPED_WORD, skipped_counts
 from sentinel.analyze.loaders.textlog import SNIFF_BYTES, read_head, read_text, run_name, trainings_note
 from sentinel.analyze.loaders.textscan import (KERAS_EPOCH_HEADER, KeyNotFound, clean_text, count_records,
-                                               has_records, plain_numbers, scan, split_evaluation_lines)
+                                               has_records, plain_numbers, scan, split_evaluation_lines,
+                                               without_evaluations)
 
 NAME = "textlog"
 DESCRIPTION = "text logs, read as the first of these that fits:"
@@ -784,7 +785,7 @@ def epoch_restarts(text: str, records: re.Pattern | None = None) -> list[str]:
         >>> [part.count("Epoch") for part in epoch_restarts(log)]
         [5, 4]
     """
-    training = split_evaluation_lines(text, EPOCH_LINES.drop_words)[0]  # its lines where they were
+    training = without_evaluations(text, EPOCH_LINES.drop_words)  # its lines where they were
     found = []
     for match in (records or EPOCH_LINES.shapes[0].pattern).finditer(training):
         found.append((match.start(), int(match.group(1))))
@@ -1051,7 +1052,7 @@ def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str
     if not len(found.steps.index):
         raise ValueError(_no_step_lines(path, dialect, text))
     if dialect is EPOCH_LINES:
-        training = split_evaluation_lines(clean_text(text), EPOCH_LINES.drop_words)[0]  # not its evaluation lines
+        training = without_evaluations(clean_text(text), EPOCH_LINES.drop_words)  # not its evaluation lines
         loss_lines = len(EPOCH_LINES.shapes[0].pattern.findall(training))
         if loss_lines >= 1.5 * len(found.steps.index):  # several lines an epoch: each one a step
             epochs = len(found.steps.index)

@@ -80,6 +80,7 @@ from sentinel.analyze.loaders.dialect_types import HEAD_ROLES, Dialect, Shape
 from sentinel.analyze.loaders.field_lists import SHOWN, field_bodies
 from sentinel.analyze.loaders.keys import STEP_LIMIT
 from sentinel.analyze.loaders.launcher_ranks import one_rank
+from sentinel.analyze.loaders.evaluation_blocks import evaluation_block_spans
 from sentinel.analyze.loaders.epoch_counts import epoch_length as _epoch_length, length_of_global_prints
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.pattern_prefix import literal_first
@@ -409,8 +410,12 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
         lines = Lines.of(text, lines)
     evaluation = None  # the evaluation lines the training read leaves out, read apart below
     picked, picked_at = [], []  # those lines, and where each was in the text left
-    if dialect.drop_words and _may_blank(lines, dialect.drop_words):
-        text, picked, picked_at = split_evaluation_lines_at(text, dialect.drop_words, lines=lines)
+    passes, opening = evaluation_block_spans(text, lines) if dialect.drop_words else ([], "")
+    if passes or dialect.drop_words and _may_blank(lines, dialect.drop_words):
+        text, picked, picked_at = split_evaluation_lines_at(text, dialect.drop_words, lines=lines, passes=passes)
+        if passes:
+            warnings.append(f"{len(passes)} line(s) of evaluation passes (each opened by a line such as "
+                            f"{opening[-60:]!r}) read as evaluation, not training")
         kept = [i for i, line in enumerate(picked) if not _A_RECORD_OF.search(line)]
         picked, picked_at = [picked[i] for i in kept], [picked_at[i] for i in kept]
         evaluation = None if dialect.step_from_order else "".join(picked) or None
@@ -1448,12 +1453,27 @@ def split_evaluation_lines(text: str, words: tuple[str, ...], unless_after: tupl
     return rest, "".join(picked)
 
 
+def without_evaluations(text: str, words: tuple[str, ...]) -> str:
+    """``text`` with its evaluation lines emptied: those :func:`split_evaluation_lines` empties for
+    ``words`` and the lines of evaluation passes (:func:`evaluation_block_spans`), as :func:`scan`
+    leaves them out of the training read.
+
+    Example:
+        >>> without_evaluations("Start training\\nstep 1 loss 2\\nStart validation\\nstep 1 loss 3\\n"
+        ...                     "Start training\\nValid loss 3\\n", ("valid",))
+        'Start training\\nstep 1 loss 2\\nStart validation\\n\\nStart training\\n\\n'
+    """
+    return split_evaluation_lines_at(text, words, passes=evaluation_block_spans(text)[0])[0]
+
+
 def split_evaluation_lines_at(text: str, words: tuple[str, ...], unless_after: tuple[str, ...] = _TRAINING_FIRST,
-                              lines: Lines | None = None) -> tuple[str, list[str], list[int]]:
+                              lines: Lines | None = None, passes: list[tuple[int, int]] = ()
+                              ) -> tuple[str, list[str], list[int]]:
     """:func:`split_evaluation_lines`, the lines apart, and where each was in the text returned (the
     offset of the empty line it left). ``lines``: ``Lines(text)``, whose distinct line skeletons
     say which lines are emptied where the lines repeat (each ``find`` of a word over the text
-    stops at every "val" of "interval").
+    stops at every "val" of "interval"). ``passes``: the spans of more lines to split off (the
+    lines of evaluation passes, :func:`evaluation_block_spans`).
 
     Example:
         >>> split_evaluation_lines_at("step 1 loss 2\\nValid loss 3\\nstep 2 loss 1\\n", ("valid",))
@@ -1461,11 +1481,11 @@ def split_evaluation_lines_at(text: str, words: tuple[str, ...], unless_after: t
     """
     by_line = _emptied_lines(text, words, unless_after, lines) if lines is not None and lines.text is text else None
     if by_line is not None:
-        spans = list(zip(*by_line))
+        spans = list(zip(*by_line)) + list(passes)
         return _cut_spans(text, spans) if spans else (text, [], [])
     lower = text.lower()
-    if len(lower) != len(text):  # a character whose lower case is longer: leave the text alone
-        return text, [], []
+    if len(lower) != len(text):  # a character whose lower case is longer: leave the words alone
+        return _cut_spans(text, list(passes)) if passes else (text, [], [])
     spans: list[tuple[int, int]] = []
     for word in sorted(set(words), key=len):
         at = lower.find(word)
@@ -1482,6 +1502,7 @@ def split_evaluation_lines_at(text: str, words: tuple[str, ...], unless_after: t
                 at = lower.find(word, spans[-1][1])
             else:
                 at = lower.find(word, at + 1)
+    spans += passes
     if not spans:
         return text, [], []
     return _cut_spans(text, spans)

@@ -1,0 +1,104 @@
+"""Evaluation passes told only by a line before them: ``Start Validation`` ... ``Start training``.
+
+Some training scripts print the validation pass's lines in the very shape of the training lines
+(Conv-TasNet's and Dual-Path-RNN's trainers: ``<epoch:3, iter:200, lr:1.000e-03, loss:-10.49>``
+under ``Start Validation from epoch: 3, iter: 0``), so no word on a line tells them apart; read as
+training, each pass looks like the run going back to an earlier step, and its values replace the
+training's. What tells them apart is the line that opens each pass and the one that opens the
+training again. Kept apart from the line-by-line evaluation split in textscan, which it feeds.
+
+Example:
+    >>> text = ("Start training\\nstep 1 loss 3\\nStart Validation\\nstep 1 loss 9\\n"
+    ...         "Start training\\nstep 2 loss 2\\nStart Validation\\nstep 1 loss 8\\n")
+    >>> spans, opening = evaluation_block_spans(text)
+    >>> [text[a:b] for a, b in spans], opening
+    (['step 1 loss 9', 'step 1 loss 8'], 'Start Validation')
+"""
+
+from __future__ import annotations
+
+import re
+
+from sentinel.analyze.loaders.log_lines import Lines
+
+# A line that opens an evaluation pass ("Start Validation from epoch: 3, iter: 0", "Running
+# evaluation", "Validation model ......"): a verb of starting before the set's name, or the name
+# alone after a logger's prefix. Not a line with a loss on it (a result, not an opening).
+EVALUATION_OPENS = re.compile(
+    r"(?im)^(?![^\n]*\bloss)[^\n]*?(?:"
+    r"\b(?:start(?:s|ed|ing)?|begin(?:s|ning)?|run(?:ning)?)[^\S\n]+(?:the[^\S\n]+)?"
+    r"(?:validation|validating|evaluation|evaluating|eval|valid|val|test|testing)\b"
+    r"|(?:^|[]>|:-][^\S\n])[^\S\n]*(?:validation|validating|evaluation|evaluating|testing)"
+    r"(?:[^\S\n]+(?:model|phase|stage|loop))?[^\S\n]*(?:\.{2,}|:)?[^\S\n]*$)[^\n]*")
+# A line that opens the training again ("Start training from epoch: 4, iter: 0", "Training model
+# ......").
+TRAINING_OPENS = re.compile(
+    r"(?im)^(?![^\n]*\bloss)[^\n]*?(?:"
+    r"\b(?:start(?:s|ed|ing)?|begin(?:s|ning)?|run(?:ning)?|resum(?:e|es|ed|ing))[^\S\n]+(?:the[^\S\n]+)?"
+    r"train(?:ing)?\b"
+    r"|(?:^|[]>|:-][^\S\n])[^\S\n]*training(?:[^\S\n]+(?:model|phase|stage|loop))?[^\S\n]*(?:\.{2,}|:)?[^\S\n]*$)"
+    r"[^\n]*")
+_LINE = re.compile(r"[^\n]+")
+# Where an opening's own words start, after a logger's prefix (``[trainer.py:113 - INFO ] Start Validation``).
+_FIRST_WORD = re.compile(r"(?i)\b(?:start|begin|run|validation|validating|evaluation|evaluating|testing)")
+
+
+def evaluation_block_spans(text: str, lines: Lines | None = None) -> tuple[list[tuple[int, int]], str]:
+    """Where each non-empty line of the evaluation passes starts and ends (its line end left out),
+    in text order: the lines after each line that opens an evaluation up to the next line that
+    opens the training. Only where the two alternate (an evaluation opened again before the
+    training was: the openings are not read as such, and nothing is given) and one pass at least
+    was closed by the training's opening; a last pass left open runs to the end of the text.
+    ``lines``: ``Lines(text)`` where made already. Also the first line that opens a pass (stripped),
+    to name them by.
+
+    Example:
+        >>> evaluation_block_spans("Start Validation\\nloss 1\\n")  # never closed: nothing told
+        ([], '')
+    """
+    lines = Lines.of(text, lines)
+    if not lines.holds_any((EVALUATION_OPENS,)) or not lines.holds_any((TRAINING_OPENS,)):
+        return [], ""  # most logs: asked of their distinct lines, not searched
+    openings = sorted([(start, end, True) for start, end in _whole_lines(text, lines, EVALUATION_OPENS)]
+                      + [(start, end, False) for start, end in _whole_lines(text, lines, TRAINING_OPENS)])
+    blocks: list[tuple[int, int]] = []
+    opened = None  # where the open pass's lines start
+    first = ""
+    for start, end, evaluates in openings:
+        if evaluates:
+            if opened is not None:
+                return [], ""
+            opened = end
+            first = first or _named(text[start:end])
+        elif opened is not None:
+            blocks.append((opened, start))
+            opened = None
+    if not blocks:
+        return [], ""
+    if opened is not None:
+        blocks.append((opened, len(text)))
+    return [m.span() for start, end in blocks for m in _LINE.finditer(text, start, end)], first
+
+
+def _whole_lines(text: str, lines: Lines, pattern: re.Pattern) -> list[tuple[int, int]]:
+    """Where each line ``pattern`` matches starts and ends in ``text``: the lines are found in the
+    few that :meth:`Lines.matching` hands it (a search of the whole text with a pattern tried at
+    each line's every position took ~50 ms a megabyte), then each in the text, in order."""
+    spans, pos = [], 0
+    for match in pattern.finditer(lines.matching(pattern)):
+        line = match.group()
+        at = text.find(line, pos)
+        while at >= 0 and not ((at == 0 or text[at - 1] == "\n")
+                               and (at + len(line) == len(text) or text[at + len(line)] == "\n")):
+            at = text.find(line, at + 1)
+        if at < 0:
+            break
+        spans.append((at, at + len(line)))
+        pos = at + len(line)
+    return spans
+
+
+def _named(line: str) -> str:
+    """An opening line from its own words on (a logger's prefix left out)."""
+    found = _FIRST_WORD.search(line)
+    return line[found.start() if found else 0:].strip()
