@@ -8302,3 +8302,25 @@ def test_evaluations_opened_again_before_the_training_leave_every_line_as_read(t
     (run,) = discover_runs(_write(tmp_path / "hf.log", lines))
     assert run.steps["loss"].dropna().tolist() == [2.9, 2.8, 2.7, 2.6]
     assert not any("evaluation passes" in w for w in run.warnings)
+
+
+def test_gpt2_simple_counter_lines_are_read(tmp_path):
+    """gpt-2-simple (and nshepperd's gpt-2 train.py): '[{counter} | {time:2.2f}] loss={loss:2.2f} avg={avg:2.2f}',
+    the counter going on from the checkpoint resumed: "not a log format", its NaN unread."""
+    lines = ["Loading checkpoint checkpoint/run1/model-2000", "Loading dataset...", "Training..."]
+    lines += [f"[{2000 + 10 * k} | {16.4 * k:.2f}] loss={'nan' if k >= 30 else f'{2.5 - k / 40:.2f}'} avg={2.3:.2f}"
+              for k in range(1, 36)]
+    lines.insert(20, "Saving checkpoint/run1/model-2170")
+    (run,) = discover_runs(_write(tmp_path / "gpt2.log", lines))
+    assert run.source == "gpt2_simple" and run.steps.index[:2].tolist() == [2010, 2020]
+    assert run.steps["loss"].iloc[0] == 2.48 and len(run.steps) == 35
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 2300)]
+
+
+def test_a_step_padded_to_its_width_is_the_step_of_its_loss(tmp_path):
+    """Pyro's forecaster logs 'step {: >4d} loss = {:0.6g}': the tf reader took one space after "step", so of a
+    paste of 25 lines only the 5 from step 1000 on were read (the loss at 3.6e9 at step 50 unseen)."""
+    lines = [f"INFO \t step {s: >4d} loss = {v:0.6g}" for s, v in
+             zip(range(0, 1250, 50), [58519, 3.61814e9, 965.5, *[2.0 - k / 25 for k in range(22)]])]
+    (run,) = discover_runs(_write(tmp_path / "forecast.log", lines))
+    assert run.steps.index.tolist() == list(range(0, 1250, 50)) and run.steps["loss"].iloc[1] == 3.61814e9

@@ -329,16 +329,17 @@ HF_TRAINER = Dialect(
     min_records=2,
 )
 
-# TensorFlow Estimator / Keras-style: "loss = 0.69, step = 1" and "step 100 ... loss = 0.12" (not an
+# TensorFlow Estimator / Keras-style: "loss = 0.69, step = 1" and "step 100 ... loss = 0.12" (Pyro's
+# forecaster pads the step: "step   50 loss = 3.6e+09"; not an
 # evaluation's "Evaluation result for step 5000: loss = 2.28"); the Estimator's evaluation, "Saving
 # dict for global step 2036: accuracy = 1.0, ..., loss = 4.5e-10", is that step's val_loss.
-_TF_GAP = _gap_until(r"\bstep \d")
+_TF_GAP = _gap_until(r"\bstep[^\S\n]+\d")
 TF = Dialect(
     name="tf",
     description='TensorFlow / Keras-style ("loss = X, step = N", "step N ... loss = X")',
     shapes=(
         Shape(re.compile(rf"\bloss = ({_NUM}), step = (\d+)"), head=(metrics.LOSS, metrics.STEP)),
-        Shape(re.compile(rf"(?<!result for )(?<!dict for global )\bstep (\d+)\b{_TF_GAP}\bloss = ({_NUM})"),
+        Shape(re.compile(rf"(?<!result for )(?<!dict for global )\bstep[^\S\n]+(\d+)\b{_TF_GAP}\bloss = ({_NUM})"),
               head=(metrics.STEP, metrics.LOSS)),
         Shape(re.compile(rf"\bSaving dict for global step (\d+): [^\n]*?\bloss = ({_NUM})"),
               head=(metrics.STEP, metrics.VAL_LOSS)),
@@ -811,6 +812,19 @@ TINYGRAD = Dialect(
               head=(metrics.STEP, metrics.LOSS, metrics.LR)),
     ),
     sniff=re.compile(rf" loss, {_NUM} LR, "),
+    min_records=2,
+)
+
+# gpt-2-simple and nshepperd's gpt-2 train.py: '[{counter} | {time:2.2f}] loss={loss:2.2f} avg={avg:2.2f}' (the
+# counter goes on from a checkpoint's; avg is the running mean since the process started).
+GPT2_SIMPLE = Dialect(
+    name="gpt2_simple",
+    description='gpt-2-simple ("[2010 | 60.42] loss=2.29 avg=2.29")',
+    shapes=(
+        Shape(re.compile(rf"^[^\S\n]*\[(\d+) \| {_NUM}\] loss=({_NUM}) avg={_NUM}", re.MULTILINE),
+              head=(metrics.STEP, metrics.LOSS)),
+    ),
+    sniff=re.compile(rf"\] loss={_NUM} avg="),
     min_records=2,
 )
 
@@ -2651,7 +2665,7 @@ DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MME
                                  COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE,
                                  LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS,
                                  DEEPSPEECH, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN,
-                                 NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, VIDEOPOSE3D, SOUNDSTREAM, YOLOV4_PYTORCH,
+                                 NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, GPT2_SIMPLE, VIDEOPOSE3D, SOUNDSTREAM, YOLOV4_PYTORCH,
                                  BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN,
                                  DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, LOSS_BEFORE_STEP, LOSS_BEFORE_EPOCH,
                                  TRIPLET_REID, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF,
