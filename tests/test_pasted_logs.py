@@ -8324,3 +8324,19 @@ def test_a_step_padded_to_its_width_is_the_step_of_its_loss(tmp_path):
              zip(range(0, 1250, 50), [58519, 3.61814e9, 965.5, *[2.0 - k / 25 for k in range(22)]])]
     (run,) = discover_runs(_write(tmp_path / "forecast.log", lines))
     assert run.steps.index.tolist() == list(range(0, 1250, 50)) and run.steps["loss"].iloc[1] == 3.61814e9
+
+
+def test_a_spike_whose_next_row_is_far_and_back_down_recovered(tmp_path):
+    """A TensorBoard download keeps a thousand rows of a long run at uneven steps: a spike at 10049 whose next row,
+    247 steps on, is back down was "not recovered within 200 steps", critical, the run unhealthy."""
+    rng = np.random.default_rng(3)
+    steps = np.cumsum(rng.integers(5, 60, size=400))
+    loss = 0.008 * (1 + 0.1 * rng.standard_normal(len(steps)))
+    at = 300
+    steps[at + 1:] += 247 - (steps[at + 1] - steps[at])  # the next row far on
+    loss[at] = 0.0957
+    rows = ["Wall time,Step,Value"] + [f"{1575618724 + s},{s},{v}" for s, v in zip(steps, loss)]
+    (run,) = discover_runs(_write(tmp_path / "run-.-tag-loss.csv", rows))
+    (spike,) = [i for i in analyze_run(run).incidents if i.kind == "loss_spike"]
+    assert spike.step == steps[at] and spike.severity == "warning"
+    assert f"recovered in 247 steps (step {steps[at + 1]})" in spike.message

@@ -79,7 +79,10 @@ def spike_spans(series: pd.Series, config: AnalyzeConfig, *, start_jump: float |
         # its baseline (gsplat's 0.011, then 0.017, 0.013, 0.012: the printing cannot say more).
         around = series.to_numpy()[max(0, series.index.searchsorted(start) - _ROWS_PRINTED):][:2 * _ROWS_PRINTED]
         level = max(level, min(baseline + printed_unit(around), (baseline + peak) / 2))
-        recovered = first_step_at_or_below(series, peak_step, level, within)
+        # (the next rows logged, however far: a TensorBoard download's rows thinned to a thousand, the
+        # spike's next row 247 steps on and back down, was "not recovered within 200 steps")
+        within_here = max(within, _rows_ahead(series, peak_step, _RECOVER_ROWS))
+        recovered = first_step_at_or_below(series, peak_step, level, within_here)
         nxt = _next_step(series, end)
         # (the logging interval where the spike is: a log of its first ten steps, then one every 200)
         at = int(np.searchsorted(steps, start))
@@ -94,7 +97,7 @@ def spike_spans(series: pd.Series, config: AnalyzeConfig, *, start_jump: float |
         spans.append({"start": start, "end": end, "peak_step": peak_step, "peak": peak,
                       "baseline": baseline, "ratio": ratio, "score": score, "history": history,
                       "recovered_step": recovered, "next_step": nxt, "outlier_batch": outlier,
-                      "recover_within": within, **_across_a_gap(series, end, nxt, gaps, level, within),
+                      "recover_within": within_here, **_across_a_gap(series, end, nxt, gaps, level, within),
                       # the log skips a stretch right before it, the loss up from its first row after it
                       # on: the rise came over rows left out
                       "gap_before": int(steps[at - 1]) if gaps is not None and at > 0 and bool(np.isin(at - 1, gaps))
@@ -193,6 +196,17 @@ def recover_window(series: pd.Series, config: AnalyzeConfig) -> int:
         3750
     """
     return max(int(config.recover_steps), _RECOVER_ROWS * cadence(series.index))
+
+
+def _rows_ahead(series: pd.Series, step: int, rows: int) -> int:
+    """Steps from ``step`` to the ``rows``-th row logged after it (0 where the log ends before).
+
+    Example:
+        >>> _rows_ahead(pd.Series([1.0, 9.0, 1.0, 1.0], index=[0, 10, 257, 300]), 10, 2)
+        290
+    """
+    at = int(series.index.searchsorted(step, side="right")) + rows - 1
+    return int(series.index[at]) - step if at < len(series) else 0
 
 
 def _few_rows_all_above(loss: pd.Series, span: dict) -> bool:
