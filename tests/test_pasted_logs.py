@@ -8340,3 +8340,46 @@ def test_a_spike_whose_next_row_is_far_and_back_down_recovered(tmp_path):
     (spike,) = [i for i in analyze_run(run).incidents if i.kind == "loss_spike"]
     assert spike.step == steps[at] and spike.severity == "warning"
     assert f"recovered in 247 steps (step {steps[at + 1]})" in spike.message
+
+
+def _robust_overfitting_log(prefix: bool) -> list[str]:
+    """Rice et al.'s robust_overfitting trainers (and AWP's, after it): a table logged through ``logging`` with
+    '%(asctime)s - %(message)s', its cells aligned by ' \\t ' and ' \\t \\t '."""
+    stamp = "[2020/04/27 12:33:22] - " if prefix else ""
+    lines = [f"{stamp}Namespace(attack='pgd', epochs=200, lr_max=0.1)",
+             f"{stamp}Epoch \t Train Time \t Test Time \t LR \t \t Train Loss \t Train Acc \t Train Robust Loss \t "
+             "Train Robust Acc \t Test Loss \t Test Acc \t Test Robust Loss \t Test Robust Acc"]
+    for e in range(40):
+        train, robust = 1.9 - e / 25, 2.1 - e / 30
+        test_robust = 1.9 - e / 40 if e < 20 else 1.4 + (e - 20) / 20
+        lines.append(f"{stamp}{e} \t 518.4 \t \t 108.2 \t \t 0.1000 \t {train:.4f} \t 0.2840 \t {robust:.4f} \t \t "
+                     f"0.2006 \t \t 1.7513 \t 0.3696 \t {test_robust:.4f} \t \t 0.2595")
+    return lines
+
+
+@pytest.mark.parametrize("prefix", [True, False])
+def test_a_table_logged_with_a_loggers_prefix_and_tabs_for_alignment_is_read(tmp_path, prefix):
+    """A robust-overfitting run's log was "not a log format" (every line under '[date] - '), and without the
+    prefix read with its cells shifted (the learning rate as the loss): the double tabs are alignment."""
+    (run,) = discover_runs(_write(tmp_path / "output.log", _robust_overfitting_log(prefix)))
+    assert run.source == "space_table" and run.steps.index.tolist() == list(range(40))
+    assert run.steps["loss"].iloc[1] == 1.86 and run.steps["test robust loss"].iloc[-1] == 2.35
+    assert "overfitting" in {i.kind for i in analyze_run(run).incidents}
+
+
+def test_a_refused_log_that_ends_in_a_traceback_says_the_crash(tmp_path):
+    """KAIR's log of a SwinIR training that crashed before its first step (a NameError after the network's
+    printout) was refused for logging no loss, the crash unsaid."""
+    lines = ["23-05-01 10:00:00.000 :   task: swinir_sr", "Params:",
+             *[f" |  0.00{k} | -0.048 |  0.049 |  0.023 | torch.Size([64]) || layers.{k}.bias" for k in range(40)],
+             "Traceback (most recent call last):", '  File "main_train_psnr.py", line 266, in <module>', "    main()",
+             '  File "main_train_psnr.py", line 217, in main', "    if current_epoch % 10 == 0:",
+             "NameError: name 'current_epoch' is not defined"]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "train.log", lines))])
+    assert result.exit_code == 1
+    assert result.output.rstrip().endswith("It ends in a crash (line 43): NameError: name 'current_epoch' is not "
+                                           "defined")
+    lines.append("step 1 loss 2.0")
+    lines += [f"note {k}" for k in range(6)]  # a traceback gone on from: no crash at the end
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "train.log", lines))])
+    assert "crash" not in result.output

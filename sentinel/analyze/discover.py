@@ -239,8 +239,9 @@ def discover(path: str | Path, options: LoadOptions | None = None) -> Discovery:
                 runs = _one_of_several_losses(path, modules, options)
             if runs is None:
                 # Binary data first: its bytes, decoded, may look like a header or "key=3" pairs by chance.
-                raise NoRunsError(_bare_numbers_problem(path) or _binary_problem(path) or _table_problem(path) or
-                                  _text_problem(path, options) or _unread(path))
+                binary = _bare_numbers_problem(path) or _binary_problem(path)
+                raise NoRunsError(binary or _with_crash(_table_problem(path) or _text_problem(path, options)
+                                                        or _unread(path), path))
         return Discovery(_with_loss(runs, options))
     from sentinel.analyze.loaders.textlog import heads_shared
 
@@ -481,6 +482,44 @@ def _unread(path: Path) -> str:
     unnamed = unnamed_nonfinite_note(head) if head else None
     return (f"'{path}' is not a log format sentinel reads" + (f"; {unnamed}" if unnamed else "") +
             ": pass --step-col/--loss-col for a table, or a log of a format `sentinel formats` lists")
+
+
+# The end of a refused file looked at for the traceback it ends in, and the lines that may follow its error.
+_CRASH_TAIL_BYTES = 256 * 1024
+_LINES_AFTER_CRASH = 5
+
+
+def _with_crash(message: str, path: Path) -> str:
+    """A refusal's ``message``, with the crash the file ends in where it ends in a Python traceback: a
+    run that stopped before any step sentinel reads (KAIR's ``NameError`` after its network's printout)
+    is the news its log tells.
+
+    Example:
+        >>> _with_crash("'x.log' is not a log format sentinel reads", Path("/nonexistent"))
+        "'x.log' is not a log format sentinel reads"
+    """
+    from sentinel.analyze.loaders.crash_tail import TRACEBACK, final_error
+    from sentinel.analyze.loaders.textlog import decode
+
+    if "the run stopped" in message or "crash" in message:
+        return message  # (the one-step refusal names the error it stopped at)
+    try:
+        with open(path, "rb") as f:
+            start = max(0, f.seek(0, os.SEEK_END) - _CRASH_TAIL_BYTES)
+            f.seek(start)
+            tail = decode(f.read())
+    except OSError:
+        return message
+    at = tail.rfind(TRACEBACK)
+    error = final_error(tail, at, defer_nonfinite=False) if at >= 0 else None
+    if error is None:
+        return message
+    after = tail[tail.find(error[:40], at) + len(error[:40]):]
+    if sum(1 for line in after.split("\n")[1:] if line.strip()) > _LINES_AFTER_CRASH:
+        return message  # a traceback printed and gone on from
+    line = tail.count("\n", 0, at) + 1
+    where = f"line {line}" if start == 0 else "near its end"
+    return f"{message}. It ends in a crash ({where}): {error}"
 
 
 def _why_missing(path: Path) -> str:

@@ -110,6 +110,8 @@ def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
         first = next(csv.reader([lines[1]], delimiter=sep))
     except csv.Error:  # not a table's lines (a NUL byte, a stray quote)
         return False
+    if _aligned_by_tabs(header, sep):
+        return False
     step_col, loss_col = _sniffed(header, options, path)
     if step_col is None or loss_col is None:
         return False
@@ -148,11 +150,24 @@ def header_below(path: str | Path, options: LoadOptions | None = None) -> int | 
             row = next(csv.reader([first], delimiter=sep))
         except csv.Error:
             continue
+        if _aligned_by_tabs(names, sep):
+            return None
         step_col, loss_col = _sniffed(names, options, path)
         if step_col is not None and loss_col is not None and names.index(step_col) < len(row) \
                 and is_number(row[names.index(step_col)]):
             return i if k else None  # a header on the first line is the table sniff's own
     return None
+
+
+def _aligned_by_tabs(names: list[str], sep: str) -> bool:
+    """Whether a tab-separated header has an empty name between its names: a console's table aligned by tabs
+    ("LR \\t \\t Train Loss", its rows' empty cells elsewhere), whose cells :mod:`space_table` reads apart.
+
+    Example:
+        >>> _aligned_by_tabs(["Epoch", "LR", "", "Train Loss"], chr(9)), _aligned_by_tabs(["", "step", "loss"], chr(9))
+        (True, False)
+    """
+    return sep == "\t" and "" in names[1:-1]
 
 
 def why_not(path: str | Path) -> str | None:

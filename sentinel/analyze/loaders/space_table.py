@@ -88,6 +88,31 @@ _COMMENT_MARK = re.compile(r"^([^\S\n]*)#(?=[^\S\n]*[A-Za-z])")
 _NUMBERS_ROW = re.compile(r"[^\S\n]*(?:[-+]?(?:\d[\d.]*(?:[eE][-+]?\d+)?|\.\d+|nan|inf)[^\S\n]*)+", re.IGNORECASE)
 
 
+# A logger's prefix before every line: "[2020/04/27 12:33:22] - " (the robust-overfitting trainers'
+# logging.basicConfig), "2024-01-02 10:00:00,123 - INFO - ", "[12:00:01] INFO ".
+_LOGGER_PREFIX = re.compile(r"^(?:\[[^]\n]{1,64}\]|\d{2,4}[-/]\d\d[-/]\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)"
+                            r"(?:[^\S\n]*[-|:]?[^\S\n]*(?:(?:DEBUG|INFO|WARNING|ERROR)\b[^\S\n]*[-|:]?[^\S\n]*)?)")
+# Of the lines that hold something, the share that must begin with such a prefix for it to be left out.
+_PREFIXED_SHARE = 0.8
+
+
+def without_logger_prefix(lines: list[str]) -> list[str] | None:
+    """``lines`` with a logger's prefix (a bracketed or dated stamp, a level) taken off each line
+    that begins with one, where most lines do (the table a script logs through ``logging``); None
+    where they do not.
+
+    Example:
+        >>> without_logger_prefix(["[2020/04/27 12:33:22] - Epoch \\t Train Loss", "[2020/04/27 12:43:48] - 0 \\t 1.95"])
+        ['Epoch \\t Train Loss', '0 \\t 1.95']
+    """
+    held = [line for line in lines if line.strip()]
+    if not held or _LOGGER_PREFIX.match(held[0]) is None:
+        return None
+    stripped = [_LOGGER_PREFIX.sub("", line, count=1) for line in lines]
+    prefixed = sum(a != b for a, b in zip(lines, stripped) if a.strip())
+    return stripped if prefixed >= _PREFIXED_SHARE * len(held) else None
+
+
 def _only_its_rows(lines: list[str], header: str) -> bool:
     """Whether a file is a commented header's table alone, printed again where its rows go on (DeePMD-kit
     writes its lcurve.out header again at each restart): every line the header, a row of numbers, or blank.
@@ -149,6 +174,10 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     lines = clean_text(read_text(path)).split("\n")
     tables = _tables(lines, options)
     found = next(tables, None)
+    if found is None and (plain := without_logger_prefix(lines)) is not None:
+        lines = plain
+        tables = _tables(lines, options)
+        found = next(tables, None)
     if found is None:
         raise ValueError(f"{path}: no table with a step and a loss column found (a header of column "
                          "names, rows of numbers under it): name them with --step-col/--loss-col")
@@ -329,8 +358,10 @@ def _ruled(line: str, rule: str) -> list[str] | None:
 
 def _find(lines: list[str], options: LoadOptions):
     """``(header, rows, step column, loss column or None for a sum, rows carry a bar)`` of the
-    first table, or None."""
+    first table (of the lines without a logger's prefix where they have one), or None."""
     first = next(_tables(lines, options), None)
+    if first is None and (plain := without_logger_prefix(lines)) is not None:
+        first = next(_tables(plain, options), None)
     return None if first is None else first[:5]
 
 
