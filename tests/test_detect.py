@@ -321,6 +321,22 @@ def test_a_noisy_loss_that_doubles_and_stays_still_diverges_at_its_jump(noise):
     assert 15_000 <= out.loc[first, "onset"] <= 15_010 and first <= 15_200 + 10
 
 
+def test_a_loss_below_zero_diverges_where_it_rises_a_share_of_its_size():
+    """NAFNet trains on -PSNR (-25 dB falling to -35 dB, 1 dB of batch noise): its level above ``best * 1.1``
+    (-38.6 dB for a best of -35.1) was elevated at every value, 34 divergences on a healthy run."""
+    rng = np.random.default_rng(0)
+    steps = np.arange(20_000)
+    values = -25 - 10 * (1 - np.exp(-steps / 500)) + rng.normal(0, 1.3, len(steps))
+    out = detect_divergence(pd.Series(values))
+    assert not out["diverged"].any() and out["elevated"].mean() < 0.01
+    values[15_000:] += 12.0  # -35 dB back up to -23 dB, and staying there
+    out = detect_divergence(pd.Series(values))
+    assert 15_000 <= out.index[out["diverged"]][0] <= 15_000 + DivergenceConfig().patience + 20
+    online = DivergenceDetector(DivergenceConfig())
+    verdicts = [online.update(v, step=i) for i, v in enumerate(values)]
+    assert not any(v.diverged for v in verdicts[:15_000]) and verdicts[-1].diverged
+
+
 def test_a_pretraining_loss_keeps_the_fixed_margin():
     # 2% from step to step: the noise term asks for less than the x1.1 margin.
     values = _noisy_fine_tune(5_000, 0.02)

@@ -206,7 +206,7 @@ def _across_gaps(incidents: list[Incident], loss: pd.Series, frame: pd.DataFrame
             continue
         best = incident.details["best_level"]
         part = values[lo:hi]
-        back = np.flatnonzero(~((part > best * (1 + config.margin)) & (part - best > config.atol)))
+        back = np.flatnonzero(~((part - best > config.margin * abs(best)) & (part - best > config.atol)))
         if not back.size:
             kept.append(incident)
             continue

@@ -17,9 +17,11 @@ For each finite value ``x_t`` (non-finite values are skipped, as in the spike ru
   1)`` (a step-to-step change, which a slow trend hardly touches; capped, so one spike weighs
   little), turned into the spread of a median of ``level_window`` values (x ``1.2533 / (1.1284 *
   sqrt(level_window))`` for Gaussian noise).
-* ``elevated_t``: ``level_t > best_t * (1 + max(margin, noise_sigmas * noise_t))`` and
+* ``elevated_t``: ``level_t - best_t > |best_t| * max(margin, noise_sigmas * noise_t)`` and
   ``level_t - best_t > atol`` (the same relative + absolute reasoning as the spike rule: near
-  zero, relative changes mean nothing). The best of a noisy level drifts below its mean the
+  zero, relative changes mean nothing; ``|best_t|``: a loss below 0, a PSNR loss's -35 dB, is
+  elevated where it rose a share of its size, as a positive one is, not anywhere above
+  ``best_t * 1.1``, which lies below every value it takes). The best of a noisy level drifts below its mean the
   longer the run (a running minimum: about 4.5 of its spreads after 100,000 values), so on a
   loss whose batches differ by 20% (a small-batch fine-tune, judged step by step) a fixed
   margin and the best of single 16-value medians called the run's usual level a divergence
@@ -301,7 +303,7 @@ def _margin_at(margin: np.ndarray | float, i: int) -> float:
 def _is_elevated(level: np.ndarray, best: np.ndarray, margin: np.ndarray | float,
                  config: DivergenceConfig) -> np.ndarray:
     if len(level) <= _CHUNK:
-        return (level > best * (1.0 + margin)) & (level - best > config.atol)
+        return (level - best > margin * np.abs(best)) & (level - best > config.atol)
     out = np.empty(len(level), dtype=bool)
     for start in range(0, len(level), _CHUNK):
         part = slice(start, start + _CHUNK)
@@ -401,7 +403,7 @@ class DivergenceDetector:
         candidate = _middle_of([levels[i] for i in range(len(levels) - 1, -1, -w)])
         best = candidate if math.isnan(self._best) else min(self._best, candidate)
         self._best, self._margin = best, margin
-        elevated = level > best * (1.0 + margin) and level - best > config.atol
+        elevated = level - best > margin * abs(best) and level - best > config.atol
         if not elevated:
             self._onset = None
         elif self._onset is None:
@@ -450,7 +452,7 @@ class DivergenceDetector:
         base = self._best if baseline is None else baseline
         if not (math.isfinite(value) and math.isfinite(base)):
             return True
-        return value > base * (1.0 + self._margin) and value - base > self.config.atol
+        return value - base > self._margin * abs(base) and value - base > self.config.atol
 
     def accept_level(self) -> None:
         """Take the current level as the run's best: the level moved for a reason that is not
