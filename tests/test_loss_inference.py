@@ -244,6 +244,22 @@ def test_a_table_of_runs_is_no_history_and_says_so(tmp_path):
                              "folder, or MlflowClient().get_metric_history() saved as CSV)\n")
 
 
+def test_wandbs_runs_table_is_no_history_and_says_so(tmp_path):
+    """W&B's runs table exported as CSV (Name, State, ..., each run's config and summary values): 63 runs read as
+    one step 5000 "printed 64 times with different values (every rank printing?)", the last row's loss kept."""
+    rows = ['"Name","State","Notes","User","Tags","Created","Runtime","Sweep","learning_rate","max_iters",'
+            '"iter","train/loss","val/loss"']
+    rows += [f'"run_{k}","finished","-","","full","2026-05-25T14:08:33.000Z","732","","0.001","5000","5000",'
+             f'"{1.0 + k / 10}","{1.1 + k / 10}"' for k in range(6)]
+    path = tmp_path / "wandb_export.csv"
+    path.write_text("\n".join(rows) + "\n")
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1
+    assert result.output == (f"Error: {path}: W&B's runs table (one row per run: its config and last values), not a "
+                             "training history: pass a run's history (a chart's 'Download CSV', or "
+                             "wandb.Api().run(path).history() saved as CSV)\n")
+
+
 def test_a_walk_that_finds_only_a_table_needing_an_option_says_which_option(tmp_path):
     """A folder of a tracker's export whose loss column the walk cannot tell ('step,value,
     timestamp,epoch' under a name that is no loss's): 'no training logs found', without the hint

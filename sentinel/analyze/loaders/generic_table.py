@@ -110,7 +110,7 @@ def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
         first = next(csv.reader([lines[1]], delimiter=sep))
     except csv.Error:  # not a table's lines (a NUL byte, a stray quote)
         return False
-    if _aligned_by_tabs(header, sep):
+    if _aligned_by_tabs(header, sep) or runs_table(header):
         return False
     step_col, loss_col = _sniffed(header, options, path)
     if step_col is None or loss_col is None:
@@ -198,6 +198,9 @@ def why_not(path: str | Path) -> str | None:
         # 6.06": a log line with commas, not a header
         return None
     shown = ", ".join(header[:30]) + (f", ... ({len(header)} in all)" if len(header) > 30 else "")
+    if _wandb_runs([name.lower() for name in header]):
+        return (f"{path}: W&B's runs table (one row per run: its config and last values), not a training history: "
+                "pass a run's history (a chart's 'Download CSV', or wandb.Api().run(path).history() saved as CSV)")
     if runs_table(header):
         return (f"{path}: a table of one row per run (run_id, metrics.*: mlflow.search_runs()), not a training "
                 "history: pass a run's metric history (its mlruns/<experiment>/<run> folder, or "
@@ -386,7 +389,19 @@ def runs_table(names) -> bool:
     """
     lowered = [str(name).strip().lower() for name in names]
     return any(name in ("run_id", "run id", "run_uuid") for name in lowered) and \
-        any(name.startswith("metrics.") for name in lowered)
+        any(name.startswith("metrics.") for name in lowered) or _wandb_runs(lowered)
+
+
+def _wandb_runs(lowered: list[str]) -> bool:
+    """Whether lower-cased column names are those of the W&B runs table's CSV export: ``Name``, then
+    ``State``, ``Notes``, ``User``, ``Tags``, ``Created``, ``Runtime`` (some hidden), each run's config and
+    summary values after them.
+
+    Example:
+        >>> _wandb_runs(["name", "state", "notes", "created", "runtime", "lr", "loss"]), _wandb_runs(["name", "loss"])
+        (True, False)
+    """
+    return bool(lowered) and lowered[0] == "name" and "runtime" in lowered and "created" in lowered
 
 
 def _a_header_of_a_loss(names: list[str], options: LoadOptions) -> bool:
