@@ -107,3 +107,13 @@ def test_one_number_a_line_printed_as_a_tensor(tmp_path, wrap):
     assert (run["source"], run["steps"]) == ("bare_numbers", 39)
     assert run["warnings"][0].startswith("out.txt: 39 lines of one number each, printed as a tensor or a NumPy scalar")
     assert [(i["kind"], i["step"]) for i in run["incidents"] if i["kind"] == "nonfinite"] == [("nonfinite", 31)]
+
+
+def test_an_mlflow_metric_file_out_of_its_run_folder_is_read_by_its_step(tmp_path):
+    """An MLflow metric file pasted alone ('<timestamp ms> <value> <step>'): refused, its hint '--step-col 1'
+    reading the timestamp as the step."""
+    path = tmp_path / "loss"
+    path.write_text("".join(f"{1628697792090 + 3700 * k} {332.68 - 10 * k} {k}\n" for k in range(10)))
+    (run,) = discover_runs(path)
+    assert run.steps.index.tolist() == list(range(10)) and run.steps["loss"].iloc[1] == pytest.approx(322.68)
+    assert "an MLflow metric file (<timestamp ms> <value> <step> a line)" in run.warnings[0]

@@ -966,7 +966,7 @@ def _bare_numbers(file: Path, options: LoadOptions) -> list[RunData] | None:
         return bare_numbers.load(file, options)
     if options.step_col is not None or options.loss_col is not None:
         return None
-    if width in (1, 2) and len(numeric) == width:
+    if width in (1, 2) and len(numeric) == width or bare_numbers.mlflow_metric_file(file):
         return bare_numbers.load(file, options)
     if bare_numbers.printed_list(file) is not None:  # print(losses), repr(np.array(losses))
         return bare_numbers.load_printed_list(file)

@@ -69,6 +69,26 @@ def layout(path: str | Path) -> tuple[int, tuple[int, ...]] | None:
     return (len(rows[0]), numeric) if numeric and not keys and not phrases else None
 
 
+# MLflow's file store writes each metric's values "<timestamp ms> <value> <step>", a line each
+# (mlruns/<experiment>/<run>/metrics/<key>): a timestamp in milliseconds (2001 to 2286), then two numbers.
+_MLFLOW_METRIC_LINE = re.compile(r"1\d{12} \S+ -?\d+")
+
+
+def mlflow_metric_file(path: str | Path) -> bool:
+    """Whether the file's lines are those of an MLflow metric file (``<timestamp ms> <value> <step>``,
+    the step a whole number that never goes back), one taken out of its run's folder.
+
+    Example:
+        >>> mlflow_metric_file("/nonexistent") is False
+        True
+    """
+    rows = _head_rows(path)
+    if not rows or len(rows) < MIN_ROWS or not all(_MLFLOW_METRIC_LINE.fullmatch(" ".join(row)) for row in rows):
+        return False
+    steps = np.array([int(row[2]) for row in rows])
+    return bool((np.diff(steps) >= 0).all())
+
+
 def _head_rows(path: str | Path) -> list[list[str]] | None:
     """The fields of each line of the file's start (``#`` comment lines and blank ones left out, a
     last line the read's limit may have cut too), or None where it cannot be read."""
@@ -98,7 +118,7 @@ def problem(path: str | Path) -> str | None:
         True
     """
     width, numeric = layout(path) or (0, ())
-    if len(numeric) < 2 or len(numeric) == width <= 2:  # one or two numbers a line are read, not refused
+    if len(numeric) < 2 or len(numeric) == width <= 2 or mlflow_metric_file(path):  # read, not refused
         return None
     if len(numeric) == width:
         return (f"'{path}' holds {width} numbers per line and no header: pass the columns' numbers, counted from 1 "
@@ -161,6 +181,9 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     path = Path(path)
     width, numeric = layout(path) or (None, ())
     numbered = numbered_columns(options, width, numeric)
+    mlflow = numbered is None and mlflow_metric_file(path)
+    if mlflow:
+        numbered = (2, 1)  # the step, the value
     if numbered is None and (width not in (1, 2) or len(numeric) != width):
         raise ValueError(f"{path}: not a file of numbers, one or two per line")
     if path.stat().st_size > MAX_BYTES:
@@ -206,6 +229,9 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         fields = "numbers" if len(numeric) == table_width else "fields"
         note = (f"{path.name}: {table_width} {fields} per line and no header: column {loss_at + 1} read as the loss"
                 + (", numbered 1, 2, 3, ... in order" if step_at is None else f", column {step_at + 1} as the step"))
+        if mlflow:
+            note = (f"{path.name}: an MLflow metric file (<timestamp ms> <value> <step> a line): its values read as "
+                    "the loss (pass its run's folder to read every metric of the run)")
     return [RunData(name=run_name(path), path=str(path), source=NAME, steps=steps.astype("float64"),
                     meta={"format": NAME, "width": width}, warnings=[note])]
 
