@@ -8383,3 +8383,18 @@ def test_a_refused_log_that_ends_in_a_traceback_says_the_crash(tmp_path):
     lines += [f"note {k}" for k in range(6)]  # a traceback gone on from: no crash at the end
     result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "train.log", lines))])
     assert "crash" not in result.output
+
+
+def test_a_log_of_an_evaluations_loss_alone_says_so_and_the_option(tmp_path):
+    """Torch-Pruning's fine-tuning logs 'Epoch 0/100, Acc=0.8868, Val Loss=0.3655, lr=0.0100' alone: "not a log
+    format ... for a table", though --loss-col 'Val Loss' reads it."""
+    lines = [f"[08/28 23:21:16] cifar10-resnet56 INFO: Epoch {e}/100, Acc={0.88 + e / 1000:.4f}, "
+             f"Val Loss={0.36 - e / 1000:.4f}, lr=0.0100" for e in range(30)]
+    path = _write(tmp_path / "prune.log", lines)
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1
+    assert result.output == (f"Error: '{path}': its lines print an evaluation's loss alone (Val Loss, first on line 1), "
+                             "no training loss: sentinel judges a training loss; pass --loss-col 'Val Loss' to judge "
+                             "the evaluation's as one, or log the training loss beside it\n")
+    code, report = _analyze(str(path), "--loss-col", "Val Loss")
+    assert code == 0 and report["runs"][0]["steps"] == 30

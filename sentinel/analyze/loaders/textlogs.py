@@ -264,7 +264,8 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
                 f"pass --loss-col {sorted(readable, key=is_regulariser)[0]} (or another of them) to read one, or log "
                 "their sum as loss")
     if keys:
-        return _one_record(text, path) or _one_step_named(text, keys, path) or _nonfinite_lines(text, path)
+        return _one_record(text, path) or _one_step_named(text, keys, path) or _nonfinite_lines(text, path) \
+            or _evaluation_loss_alone(text, path)
     logged = _logged_keys(text)
     if not logged:
         if _bars_alone(text):
@@ -312,6 +313,32 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
     return (f"'{path}': its lines log {', '.join(logged)} but no loss (an environment's returns, an evaluation's "
             "metrics: a rise of these is progress, not divergence): sentinel judges a training loss; print or log "
             "the loss beside them")
+
+
+# A loss printed with its value ("Loss=0.36", "loss: 2.1"), and one an evaluation's word names ("Val Loss=0.36").
+_PRINTED_LOSS = re.compile(r"(?i)\bloss['\"]?[^\S\n]*[:=][^\S\n]*['\"]?[-+]?(?:\d|\.\d|nan|inf)")
+_EVALUATION_LOSS = re.compile(r"(?i)\b(?:val|valid|validation|eval|evaluation|test|dev)[ _]loss['\"]?[^\S\n]*[:=]"
+                              r"[^\S\n]*['\"]?[-+]?(?:\d|\.\d|nan|inf)")
+
+
+def _evaluation_loss_alone(text: str, path: str | Path) -> str | None:
+    """The problem of a text whose every printed loss is an evaluation's (Torch-Pruning's fine-tuning: "Epoch 0/100,
+    Acc=0.8868, Val Loss=0.3655, lr=0.0100"), with the option that judges it; else None.
+
+    Example:
+        >>> _evaluation_loss_alone("Epoch 0/9, Acc=0.88, Val Loss=0.36\\n", "x.log")[:62]
+        "'x.log': its lines print an evaluation's loss alone (Val Loss,"
+        >>> _evaluation_loss_alone("Epoch 0, Loss=0.5, Val Loss=0.36\\n", "x.log") is None
+        True
+    """
+    evaluated = list(_EVALUATION_LOSS.finditer(text))
+    if not evaluated or len(evaluated) != len(_PRINTED_LOSS.findall(text)):
+        return None
+    name = re.split(r"['\"]?[^\S\n]*[:=]", evaluated[0].group(0))[0]
+    line = text.count("\n", 0, evaluated[0].start()) + 1
+    return (f"'{path}': its lines print an evaluation's loss alone ({name}, first on line {line}), no training loss: "
+            f"sentinel judges a training loss; pass --loss-col {name!r} to judge the evaluation's as one, or log the "
+            "training loss beside it")
 
 
 # A value printed non-finite as a word of its own among numbers: "387 nan 0.6595617", "| nan |", UPIT's "train =
