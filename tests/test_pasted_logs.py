@@ -8398,3 +8398,22 @@ def test_a_log_of_an_evaluations_loss_alone_says_so_and_the_option(tmp_path):
                              "the evaluation's as one, or log the training loss beside it\n")
     code, report = _analyze(str(path), "--loss-col", "Val Loss")
     assert code == 0 and report["runs"][0]["steps"] == 30
+
+
+@pytest.mark.parametrize("as_json", [True, False])
+def test_a_tensorboard_download_of_three_sessions_is_read_by_session_under_any_name(tmp_path, as_json):
+    """TensorBoard's 'Download JSON' of a logdir written by three launches: saved as a .log it was "not a log format";
+    as run-.-tag-loss.json its points were sorted by step together, the sessions' losses interleaved (a critical
+    divergence on a run its author reported at 99% accuracy)."""
+    points = []
+    for session, (start, level) in enumerate(((2.8, 0.6), (0.6, 0.02), (0.02, 0.002))):
+        points += [[1575618724.7 + 1000 * session + k, 40 + 50 * k, level + (start - level) * 0.97 ** k]
+                   for k in range(80)]
+    path = tmp_path / "aocr_loss.log"
+    path.write_text(json.dumps(points) if as_json else
+                    "Wall time,Step,Value\n" + "".join(f"{t},{s},{v}\n" for t, s, v in points))
+    runs = discover_runs(path)
+    assert [run.name for run in runs] == ["aocr_loss#1", "aocr_loss#2", "aocr_loss#3"]
+    assert all(run.source == "tensorboard_download" and len(run.steps) == 80 for run in runs)
+    assert runs[1].steps["loss"].iloc[0] == pytest.approx(0.6)
+    assert not [i for run in runs for i in analyze_run(run).incidents if i.severity == "critical"]

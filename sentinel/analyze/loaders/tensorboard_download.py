@@ -20,8 +20,8 @@ import pandas as pd
 from sentinel import metrics
 from sentinel.analyze.loaders import LoadOptions, RunData
 from sentinel.analyze.loaders.keys import canonical_key, looks_like_eval_loss, looks_like_loss
-from sentinel.analyze.loaders.numeric_table import merge_steps, step_values
-from sentinel.analyze.loaders.textlog import read_head, read_text
+from sentinel.analyze.loaders.numeric_table import merge_steps, step_values, table_trainings
+from sentinel.analyze.loaders.textlog import read_head, read_text, trainings_note
 
 NAME = "tensorboard_download"
 DESCRIPTION = "a scalar downloaded from TensorBoard's page (Wall time,Step,Value CSV or [[t, step, v], ...] JSON)"
@@ -41,13 +41,12 @@ def sniff(path: str | Path) -> bool:
         False
     """
     p = Path(path)
-    if p.suffix.lower() not in (".csv", ".json"):
-        return False
     head = read_head(p, limit=256)
     if not head:
         return False
     first = head.split("\n", 1)[0].rstrip("\r")
-    return bool(_HEADER.match(first)) if p.suffix.lower() == ".csv" else bool(_JSON_START.match(head))
+    # (by its content, whatever its name: a download saved or pasted as a .txt or a .log)
+    return bool(_HEADER.match(first)) or bool(_JSON_START.match(head))
 
 
 def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
@@ -67,7 +66,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     del options  # one series: nothing to choose
     p = Path(path)
     warnings: list[str] = []
-    step, value = _read_json(p) if p.suffix.lower() == ".json" else _read_csv(p, warnings)
+    step, value = _read_json(p) if _JSON_START.match(read_head(p, limit=256) or "") else _read_csv(p, warnings)
     if not len(step):
         raise ValueError(f"{path}: a TensorBoard download with no points")
     named = _NAME.match(p.stem)
@@ -83,10 +82,21 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
         what = "an evaluation's loss" if looks_like_eval_loss(tag) else \
             "a loss" if looks_like_loss(tag) else "not named as a loss"
         warnings.append(f"{p.name}: tag {tag!r} ({what}) read as the loss")
-    steps = merge_steps(pd.DataFrame({key: value}, index=pd.Index(step, name=metrics.STEP)))
     run = named.group("run").strip("._-") if named else ""  # "run-.-tag-loss.csv": the logdir itself
-    return [RunData(name=run or p.stem, path=str(path), source=NAME, steps=steps,
-                    meta={"format": NAME, "tag": tag}, warnings=warnings)]
+    name = run or p.stem
+    # Points in the order written: a step counter that starts again is another session's (a training
+    # launched again into the logdir); sorted together by step, their points interleaved.
+    parts = table_trainings(pd.DataFrame({metrics.STEP: step, key: value}), metrics.STEP, key) \
+        if key == metrics.LOSS else None
+    if parts is None:
+        steps = merge_steps(pd.DataFrame({key: value}, index=pd.Index(step, name=metrics.STEP)))
+        return [RunData(name=name, path=str(path), source=NAME, steps=steps,
+                        meta={"format": NAME, "tag": tag}, warnings=warnings)]
+    note = trainings_note(path, len(parts), "that each start from their first step (sessions written to one "
+                          "logdir)", name)
+    return [RunData(name=f"{name}#{k}", path=str(path), source=NAME,
+                    steps=merge_steps(pd.DataFrame({key: value[rows]}, index=pd.Index(step[rows], name=metrics.STEP))),
+                    meta={"format": NAME, "tag": tag}, warnings=[note, *warnings]) for k, rows in enumerate(parts, 1)]
 
 
 def _key(tag: str | None) -> str:
