@@ -8417,3 +8417,17 @@ def test_a_tensorboard_download_of_three_sessions_is_read_by_session_under_any_n
     assert all(run.source == "tensorboard_download" and len(run.steps) == 80 for run in runs)
     assert runs[1].steps["loss"].iloc[0] == pytest.approx(0.6)
     assert not [i for run in runs for i in analyze_run(run).incidents if i.severity == "critical"]
+
+
+def test_a_tensor_printed_over_two_lines_is_its_number(tmp_path):
+    """A Mamba loop printing its bf16 loss: the first prints wrapped ('dtype=torch.bfloat16,' then 'grad_fn=...' on
+    a line of its own), the rest NaN: refused ("its lines log cuda"), the NaN run unjudged."""
+    lines = []
+    for i in range(0, 20, 2):
+        value = "10.4375" if i == 0 else "nan"
+        tail = ",\n       grad_fn=<NllLossBackward0>)" if i == 0 else ", grad_fn=<NllLossBackward0>)"
+        lines += [f"tensor({value}, device='cuda:0', dtype=torch.bfloat16{tail}",
+                  f"{i} tensor({value}, device='cuda:0', dtype=torch.bfloat16{tail}"]
+    (run,) = discover_runs(_write(tmp_path / "mamba.log", lines))
+    assert run.steps.index.tolist() == list(range(0, 20, 2)) and run.steps["loss"].iloc[0] == 10.4375
+    assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 2)]

@@ -238,9 +238,12 @@ def _unglued(match: re.Match) -> str:
 # NumPy 2's "np.float32(2.3)", TensorFlow's "tf.Tensor(2.3, shape=(), dtype=float32)" and
 # "<tf.Tensor: shape=(), dtype=float32, numpy=2.3>". One number only: "tensor([2.5, 3.0])" stays.
 _SCALAR = r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf))"
+# (a repr too long for its line goes on under it: "tensor(10.4375, device='cuda:0', dtype=torch.bfloat16,\n
+# grad_fn=<NllLossBackward0>)", each further argument on a line of its own, indented)
+_REPR_ARGS = r"(?:[^()\n]|,\n[^\S\n]+(?=[a-z_]+=))*"
 _WRAPPED_NUMBER = re.compile(
     rf"\b(?:tensor|(?:Device)?Array|np\.(?:float|int)\d+|tf\.Tensor)\(\[*[^\S\n]*{_SCALAR}[^\S\n]*\]*"
-    r"(?:,[^\S\n]*(?:device|dtype|grad_fn|requires_grad|shape|weak_type)=[^()\n]*(?:\([^()\n]*\)[^()\n]*)*)?\)"
+    rf"(?:,[^\S\n]*(?:device|dtype|grad_fn|requires_grad|shape|weak_type)={_REPR_ARGS}(?:\([^()\n]*\){_REPR_ARGS})*)?\)"
     rf"|<tf\.Tensor: [^<>\n]*?numpy={_SCALAR}>")
 # Looked for in the text's distinct lines first (one search of a few hundred bytes).
 _WRAPPED_WORDS = (re.compile(r"tensor\(|Array\(|np\.(?:float|int)\d|tf\.Tensor"),)
@@ -283,6 +286,8 @@ def plain_numbers(text: str, lines: Lines | None = None) -> tuple[str, Lines]:
         'epoch: 0, iter: 50, loss: 13.207467 soft_label: [13.207467]\\n'
         >>> plain_numbers("Step      80 (23.64%): loss = 0000nan EER=0.00000\\n")[0]
         'Step      80 (23.64%): loss = nan EER=0.00000\\n'
+        >>> plain_numbers("0 tensor(10.43, device='cuda:0',\\n       grad_fn=<NllLossBackward0>)\\n")[0]
+        '0 10.43\\n\\n'
     """
     lines = Lines.of(text, lines)
     wrapped, grouped = lines.holds_any(_WRAPPED_WORDS), lines.holds_any((_GROUPED_LOSS,))
@@ -293,7 +298,8 @@ def plain_numbers(text: str, lines: Lines | None = None) -> tuple[str, Lines]:
     if padded:
         text = _ZERO_PADDED_NONFINITE.sub(r"\1\2", text)
     if wrapped:
-        text = _WRAPPED_NUMBER.sub(r"\1\2", text)
+        # (the line ends of a repr that went on over lines kept after its number: line numbers hold)
+        text = _WRAPPED_NUMBER.sub(lambda m: (m.group(1) or m.group(2)) + "\n" * m.group(0).count("\n"), text)
     if grouped:
         text = _GROUPED_LOSS.sub(lambda m: m.group(1) + m.group(2).replace(",", ""), text)
     if listed:  # a space where the list ended against the next key ("loss: [13.2]soft_label: [13.2]")
