@@ -8431,3 +8431,24 @@ def test_a_tensor_printed_over_two_lines_is_its_number(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "mamba.log", lines))
     assert run.steps.index.tolist() == list(range(0, 20, 2)) and run.steps["loss"].iloc[0] == 10.4375
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 2)]
+
+
+def test_a_crash_that_ended_a_launch_before_the_next_one_is_that_trainings(tmp_path):
+    """YOLOX appends each launch to its train_log.txt: the first crashed in its evaluation (an IndexError's
+    traceback), the next launch trained on; read as two runs, both "healthy", the crash unsaid."""
+    def iteration(epoch: int, it: int, loss: float) -> str:
+        return (f"2021-12-04 23:41:02.640 | INFO     | yolox.core.trainer:after_iter:246 - epoch: {epoch}/300, "
+                f"iter: {it}/89, mem: 5995Mb, iter_time: 0.185s, data_time: 0.001s, total_loss: {loss:.1f}, "
+                f"iou_loss: 2.6, l1_loss: 0.0, conf_loss: 2.5, cls_loss: 1.0, lr: 1.000e-02, size: 416, ETA: 1:23:45")
+
+    lines = [iteration(e, it, 9.0 - e / 2 - it / 100) for e in (1, 2, 3) for it in range(10, 90, 10)]
+    lines += ["2021-12-04 23:41:25.706 | INFO     | yolox.core.trainer:after_train:184 - Training of experiment is done",
+              "Traceback (most recent call last):", '  File "tools/train.py", line 132, in <module>',
+              "IndexError: list index out of range", "2021-12-05 00:00:00.000 | INFO     | yolox.core.launch - args: ..."]
+    lines += [iteration(e, it, 8.0 - e / 2 - it / 100) for e in (1, 2, 3, 4) for it in range(10, 90, 10)]
+    first, second = discover_runs(_write(tmp_path / "train_log.txt", lines))
+    (crash,) = [i for i in analyze_run(first).incidents if i.kind == "crash"]
+    assert crash.step == 258 and crash.message == (
+        "the training stopped after step 258 with IndexError: list index out of range (its traceback before the "
+        "log's next launch, line 26): it did not finish")
+    assert not [i for i in analyze_run(second).incidents if i.kind == "crash"]

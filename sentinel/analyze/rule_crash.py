@@ -26,6 +26,8 @@ def crash_incidents(crash: dict | None) -> list[Incident]:
         return []
     error, after, line = crash["error"], int(crash["after_step"]), crash.get("line")
     where = f", line {line}" if line else ""
+    # (a training that a later launch appended to the same log followed: its traceback is no end of the log)
+    ends = "its traceback before the log's next launch" if crash.get("relaunched") else "the log ends in its traceback"
     details = {"error": error, "line": line}
     if crash.get("signal"):  # the shell's word for the signal the process died of
         why = {"Killed": "; SIGKILL, most often the kernel's out-of-memory killer (dmesg tells) or a scheduler's limit",
@@ -41,7 +43,7 @@ def crash_incidents(crash: dict | None) -> list[Incident]:
                          {**details, "resolved": False})]
     if error is None:  # the traceback cut off before its exception line (a paste's window)
         return [Incident(IncidentKind.CRASH, after, after, Severity.WARNING,
-                         f"the training stopped after step {after} in an exception (the log ends in its traceback"
+                         f"the training stopped after step {after} in an exception ({ends}"
                          f"{where}, cut off before its error line): it did not finish", {**details, "resolved": False})]
     if error.split(":")[0].endswith("KeyboardInterrupt"):
         return [Incident(IncidentKind.CRASH, after, after, Severity.INFO,
@@ -50,8 +52,8 @@ def crash_incidents(crash: dict | None) -> list[Incident]:
     if _AT_MINIMUM_SCALE.search(error):  # the scaler's own give-up: every step overflowed at its floor
         return [Incident(IncidentKind.CRASH, after, after, Severity.CRITICAL,
                          f"the training stopped after step {after}: its fp16 loss scale was at its minimum and the "
-                         f"steps still overflowed ({error}, the log ends in its traceback{where})",
+                         f"steps still overflowed ({error}, {ends}{where})",
                          {**details, "resolved": False})]
     return [Incident(IncidentKind.CRASH, after, after, Severity.WARNING,
-                     f"the training stopped after step {after} with {error} (the log ends in its traceback{where}): "
+                     f"the training stopped after step {after} with {error} ({ends}{where}): "
                      "it did not finish", {**details, "resolved": False})]

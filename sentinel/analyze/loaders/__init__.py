@@ -109,6 +109,10 @@ RESTARTED_LENGTH = "restarted_length"
 # RunData.meta key: the step the stretches of RESTARTED_LENGTH are counted from, where it is not the
 # run's first step (a later training may start below the first one's first step).
 RESTARTED_FROM = "restarted_from"
+# RunData.meta key: where RESTARTED_LENGTH splits a log, the crashes that ended a training before the next
+# launch (a traceback between its last record line and the next training's first), each as ``meta["crash"]``
+# says one, its ``after_step`` as printed: restarted_steps gives each to its training.
+CRASHES_BEFORE_RESTARTS = "crashes_before_restarts"
 # RunData.meta key: True where each row's loss is a sum over the updates since the row before, over
 # batches that grow (spaCy's training table, its compounding batcher): its rise is the sum's, so a spike
 # at whose rows the run's own quality measure was at its best is told as information.

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from sentinel.analyze.loaders import LOGGED_NAN, RESTARTED_FROM, RESTARTED_LENGTH, AbandonedHistory, RunData
+from sentinel.analyze.loaders import (CRASHES_BEFORE_RESTARTS, LOGGED_NAN, RESTARTED_FROM, RESTARTED_LENGTH,
+                                      AbandonedHistory, RunData)
 from sentinel.analyze.loaders.textlog import run_name, trainings_note
 
 
@@ -47,6 +48,7 @@ def split_restarted(run: RunData, path: str | Path) -> list[RunData] | None:
     note = trainings_note(path, len(trainings), "whose step starts again from its first value (launches appended "
                           "to one file, a loop's phases)")
     runs = []
+    crashes = list(run.meta.get(CRASHES_BEFORE_RESTARTS, ()))  # each a training's before the last, in order
     for number, k in enumerate(trainings.tolist(), 1):
         offset = int(k) * length
         lo, hi = first + offset, first + offset + length
@@ -54,11 +56,13 @@ def split_restarted(run: RunData, path: str | Path) -> list[RunData] | None:
         part.index = part.index - offset
         meta = {key: value for key, value in run.meta.items()
                 if key not in (RESTARTED_LENGTH, RESTARTED_FROM, "crash", LOGGED_NAN, "iters_per_epoch",
-                               "epochs_from_counter")}
+                               "epochs_from_counter", CRASHES_BEFORE_RESTARTS)}
         if LOGGED_NAN in run.meta:
             meta[LOGGED_NAN] = {key: [s - offset for s in at if lo <= s < hi] for key, at in run.meta[LOGGED_NAN].items()}
         if "crash" in run.meta and number == len(trainings):
             meta["crash"] = {**run.meta["crash"], "after_step": int(run.meta["crash"]["after_step"]) - offset}
+        elif crashes and len(part.index) and crashes[0]["after_step"] == int(part.index[-1]):
+            meta["crash"] = crashes.pop(0)  # the traceback after its last step line, before the next launch
         events = run.events
         if len(events.index) and "step" in events.columns:
             events = events[(events["step"] >= lo) & (events["step"] < hi)].copy()

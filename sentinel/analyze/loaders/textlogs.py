@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 
 from sentinel import metrics
-from sentinel.analyze.loaders import LOGGED_NAN, SKIPPED_UPDATES, STEP_UNIT, LoadOptions, RunData, nonfinite_name
+from sentinel.analyze.loaders import (CRASHES_BEFORE_RESTARTS, LOGGED_NAN, RESTARTED_LENGTH, SKIPPED_UPDATES, STEP_UNIT,
+                                      LoadOptions, RunData, nonfinite_name)
 from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER, FALLBACKS,
                                                GENERAL_READERS, GENERIC, HF_OWN_STEPS, HF_TRAINER, KERAS_EPOCHS,
                                                LOSS_LINES, NONFINITE_ONLY, PAIRS, YOLOV4_PYTORCH, hf_cut_dict,
@@ -856,6 +857,52 @@ def note_crash(text: str, found, dialect: Dialect, after: int = 0, lines: Lines 
     crash = crash_after(text, at, int(found.steps.index[-1]), _nonfinite_read(found.events), watchdog)
     if crash is not None:
         found.meta["crash"] = crash
+    if RESTARTED_LENGTH in found.meta and TRACEBACK in text:
+        found.meta[CRASHES_BEFORE_RESTARTS] = _crashes_before_restarts(text, records, dialect)
+
+
+# Around a traceback, how far the record lines before and after it are looked for.
+_AROUND_CRASH = 256 * 1024
+
+
+def _crashes_before_restarts(text: str, records: list[re.Pattern], dialect: Dialect) -> list[dict]:
+    """The crashes that ended a training the log's next launch followed (trainings appended to one log: YOLOX's
+    ``train_log.txt``, each launch after the one before; restarted_steps reads each as a run): each traceback
+    between two record lines whose steps, as printed, go back, as ``meta["crash"]`` says it, the step the last
+    record line before it prints.
+
+    Example:
+        >>> from sentinel.analyze.loaders.dialects import GENERIC
+        >>> log = ("step 90 loss 2.1\\nTraceback (most recent call last):\\n  File \\"t.py\\"\\nIndexError: x\\n"
+        ...        "step 10 loss 3.0\\n")
+        >>> _crashes_before_restarts(log, [shape.pattern for shape in GENERIC.shapes], GENERIC)
+        [{'error': 'IndexError: x', 'after_step': 90, 'line': 2, 'relaunched': True}]
+    """
+    crashes, at, seen = [], text.find(TRACEBACK), -1
+    while at >= 0:
+        before = max((m.end() for p in records for m in [*p.finditer(text, max(0, at - _AROUND_CRASH), at)][-1:]),
+                     default=-1)
+        found_after = [m for p in records if (m := p.search(text, at, at + _AROUND_CRASH)) is not None]
+        after = min((m.start() for m in found_after), default=-1)
+        if before > seen and after >= 0:
+            seen = before
+            last, first = (_printed_step(text, pos, dialect) for pos in (before - 1, after))
+            if last is not None and first is not None and first < last:
+                crash = crash_after(text, at, last, False)
+                if crash is not None:
+                    crashes.append({**crash, "relaunched": True})
+        at = text.find(TRACEBACK, at + 1)
+    return crashes
+
+
+def _printed_step(text: str, pos: int, dialect: Dialect) -> int | None:
+    """The step the record line at offset ``pos`` prints, read alone; None where it reads none."""
+    start, end = text.rfind("\n", 0, pos) + 1, text.find("\n", pos)
+    try:
+        steps = scan(text[start:len(text) if end < 0 else end] + "\n", dialect).steps.index
+    except ValueError:
+        return None
+    return int(steps[-1]) if len(steps) else None
 
 
 def _nonfinite_read(events) -> bool:
