@@ -8452,3 +8452,18 @@ def test_a_crash_that_ended_a_launch_before_the_next_one_is_that_trainings(tmp_p
         "the training stopped after step 258 with IndexError: list index out of range (its traceback before the "
         "log's next launch, line 26): it did not finish")
     assert not [i for i in analyze_run(second).incidents if i.kind == "crash"]
+
+
+def test_a_spike_coming_back_when_a_short_log_ends_is_no_sure_damage(tmp_path):
+    """fairseq's FSDP example of 10 updates: 16.48, then 25.22 after two fp16 overflows, back down to 17.56 at
+    its last update: a critical "not recovered", the documented example run unhealthy."""
+    losses = [16.475, 16.446, 25.22, 18.079, 23.729, 20.429, 18.965, 18.345, 18.262, 17.556]
+    lines = [f'2021-03-08 12:31:36 | INFO | train_inner | {{"epoch": 1, "update": 0.0, "loss": "{loss}", '
+             f'"ppl": "91120.8", "num_updates": "{k}", "lr": "2e-05", "gnorm": "20.751", "loss_scale": "4"}}'
+             for k, loss in enumerate(losses, 1)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    (spike,) = [i for i in analyze_run(run).incidents if i.kind == "loss_spike"]
+    assert spike.step == 3 and spike.severity == "warning"
+    assert spike.message.endswith("coming back: 17.56 by the last logged step 10 (1.07x its baseline); whether it "
+                                  "recovers fully is not known")
+

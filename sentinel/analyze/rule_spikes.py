@@ -209,6 +209,27 @@ def _rows_ahead(series: pd.Series, step: int, rows: int) -> int:
     return int(series.index[at]) - step if at < len(series) else 0
 
 
+# A spike's last value "coming back" when the log ends: within this share of the spike's height above its
+# baseline, and (a positive baseline) within this factor of it.
+_COMING_BACK_SHARE = 0.25
+_COMING_BACK_RATIO = 1.5
+
+
+def _coming_back(loss: pd.Series, span: dict) -> bool:
+    """Whether the loss's last value, after a spike's peak, is nearly back: within a quarter of the spike's
+    height above its baseline, and within x1.5 of a positive one (a spike to 6e33 "back" at 2e30 is not).
+
+    Example:
+        >>> spike = {"peak_step": 1, "baseline": 16.5, "peak": 25.2}
+        >>> _coming_back(pd.Series([16.5, 25.2, 18.1, 17.6]), spike), _coming_back(pd.Series([16.5, 25.2, 21.0]), spike)
+        (True, False)
+    """
+    baseline, last = span["baseline"], float(loss.iloc[-1])
+    return int(loss.index[-1]) > span["peak_step"] and bool(np.isfinite(baseline)) and \
+        last - baseline <= _COMING_BACK_SHARE * (span["peak"] - baseline) and \
+        (baseline <= 0 or last <= _COMING_BACK_RATIO * baseline)
+
+
 def _few_rows_all_above(loss: pd.Series, span: dict) -> bool:
     """Whether the rows after a spike's peak are too few to hold it to their spread (under
     :data:`SPREAD_ROWS`) and all above its baseline: a BasicSR paste's 3.42, then 6.29, 4.81, 4.57,
@@ -305,6 +326,14 @@ def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig, last_step: int 
             # (a batch-size-1 paste's 0.069, 0.000, then 2.8, 2.2, 5.0, 1.3, 11.3: x72.9 at score 0.14)
             after = (f"not back down by the last logged step {last}: the {span['history']} values before it spread as "
                      "wide as the jump, so whether the loss rose or they were lucky low ones is not known")
+            unknown = True
+        elif last < span["peak_step"] + span["recover_within"] and _coming_back(loss, span):
+            # (fairseq's FSDP example, 10 updates: 16.48, 25.22 after two overflows, then down to 17.56 at the
+            # last; the log ended inside the window the recovery is given)
+            ratio = _ratio(float(loss.iloc[-1]), span["baseline"])
+            after = (f"coming back: {float(loss.iloc[-1]):.4g} by the last logged step {last}"
+                     + (f" ({ratio:.2f}x its baseline)" if np.isfinite(ratio) else "")
+                     + "; whether it recovers fully is not known")
             unknown = True
         elif last < span["peak_step"] + span["recover_within"]:
             after = f"not recovered by the last logged step {last}"
