@@ -8467,3 +8467,15 @@ def test_a_spike_coming_back_when_a_short_log_ends_is_no_sure_damage(tmp_path):
     assert spike.message.endswith("coming back: 17.56 by the last logged step 10 (1.07x its baseline); whether it "
                                   "recovers fully is not known")
 
+
+def test_a_nan_loss_no_reader_takes_beside_overflow_lines_is_said(tmp_path):
+    """hysts' pytorch_image_classification under apex O1: 'Epoch 0 loss nan acc@1 0.1000' (its evaluation before
+    training) and an overflow line: "no loss ... no incidents", the NaN unsaid."""
+    lines = ["[2020-10-27 13:50:36] __main__ INFO: Val 0",
+             "[2020-10-27 13:51:32] __main__ INFO: Epoch 0 loss nan acc@1 0.1000 acc@5 0.5002",
+             "[2020-10-27 13:51:32] __main__ INFO: Train 1 0",
+             "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0"]
+    (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
+    assert run.warnings[-1] == ("1 line(s) print a loss non-finite that sentinel does not read as the training loss "
+                                "(the first: '[2020-10-27 13:51:32] __main__ INFO: Epoch 0 loss nan'): a loss went "
+                                "non-finite there")

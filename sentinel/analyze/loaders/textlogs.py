@@ -1170,6 +1170,10 @@ def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str
         unknown = [c for c in found.steps.columns if c not in _NO_LOSS and not c.startswith("amp/")]
         found.warnings.append(f"{who}: only {', '.join(found.steps.columns) or 'events'} were read"
                               + (": name the loss among them with --loss-col NAME" if unknown else ""))
+        count, shown = _nonfinite_loss_lines(text) if events_alone else (0, "")
+        if count:  # (a loss the lines print NaN that no reader took: an evaluation's "Epoch 0 loss nan acc@1 0.1000")
+            found.warnings.append(f"{count} line(s) print a loss non-finite that sentinel does not read as the training "
+                                  f"loss (the first: {shown!r}): a loss went non-finite there")
     return RunData(name=name, path=str(path), source=dialect.name, steps=found.steps,
                    events=found.events, meta=found.meta, warnings=found.warnings, abandoned=found.abandoned)
 
