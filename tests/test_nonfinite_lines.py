@@ -54,6 +54,8 @@ def test_anomaly_modes_error_names_the_backward_function(tmp_path):
     ("Batch 57: Invalid loss, terminating training", "loss", None),  # Keras TerminateOnNaN
     ("FloatingPointError: invalid value (nan) encountered in log", None, "log"),  # JAX jax_debug_nans
     ("I20230412 11:06:48 3091 dinov2 train.py:280] NaN detected", "loss", None),  # DINOv2, then an AssertionError
+    ("NaN detected in gradient of embedding.weight", None, "embedding.weight"),  # a script's own check (xLSTM's)
+    ("NaN detected in parameter embedding.weight after update", None, "embedding.weight"),
     ("RuntimeError: Training loss became NaN. This may be due to invalid parameters, precision issues, or a bug "
      "in the loss computation.", "loss", None),  # OneTrainer's GenericTrainer
     ("ValueError: In epoch: 29 step: 125, loss is NAN or INF, training process cannot continue, terminating "
@@ -163,11 +165,6 @@ def test_a_log_of_returns_and_no_loss_says_what_its_lines_log(tmp_path):
      "".join(f"batch: {b} {'nan' if b >= 387 else 0.62} 0.6595617 0.72703314\n" for b in range(380, 395)),
      "its lines log batch and no key named loss; 8 of its lines print a non-finite value (the first, line 8: "
      "'batch: 387 nan 0.6595617 0.72703314')"),
-    # xLearn's FM table, its columns named over several words: "not a log format", the NaN unsaid
-    ("xlearn.log", "[------------] Epoch      Train log_loss       Test log_loss            Test AUC\n" + "".join(
-        f"[   {10 * e}%      ]     {e}                 nan                 nan            0.500000\n"
-        for e in range(1, 8)),
-     "is not a log format sentinel reads; 7 of its lines print a non-finite value (the first, line 2: "),
     # UPIT's trainer: the value glued to its timing, "train = nan(1581.14s/2500)"
     ("upit.log", "2020-02-15 00:00:31,026 [dataset.py:303 - INFO ] Processed 5000 utterances in total\n"
      "2020-02-15 00:00:31,027 [trainer.py:150 - INFO ] Loss(time/mini-batch) - Epoch  1: train = nan(1581.14s/2500) "
@@ -182,6 +179,18 @@ def test_a_refusal_tells_values_printed_nan_that_no_name_says_what_they_are(tmp_
     path.write_text(text)
     result = CliRunner().invoke(main, ["analyze", str(path)])
     assert result.exit_code == 1 and said in result.output, result.output
+
+
+def test_xlearns_table_under_its_progress_prefix_is_read_with_its_nan(tmp_path):
+    """xLearn's FM table, its columns named over several words, each line under its progress ('[   10%      ]'):
+    "not a log format" (the NaN unsaid, later counted in the refusal); read as a table under a prefix now."""
+    path = tmp_path / "xlearn.log"
+    path.write_text("[------------] Epoch      Train log_loss       Test log_loss            Test AUC\n" + "".join(
+        f"[   {10 * e}%      ]     {e}                 nan                 nan            0.500000\n"
+        for e in range(1, 8)))
+    (run,) = discover_runs(path)
+    assert run.source == "space_table" and run.steps.index.tolist() == list(range(1, 8))
+    assert [(i.kind, i.step, i.end_step) for i in analyze_run(run).incidents] == [("nonfinite", 1, 7)]
 
 
 def test_a_running_average_printed_non_finite_beside_finite_values_is_told_once(tmp_path):

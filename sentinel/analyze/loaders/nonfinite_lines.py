@@ -53,6 +53,10 @@ NONFINITE_LINES: tuple[EventLine, ...] = (
     # AssertionError, where the sum of the step's losses is NaN.
     EventLine(re.compile(r"\bNaN detected[^\S\n]*$", re.MULTILINE), EventKind.NONFINITE, source="nan_check",
               detail={"metric": metrics.LOSS}),
+    # A script's own check that names where ("NaN detected in gradient of embedding.weight", "NaN detected in
+    # parameter embedding.weight after update", "NaN detected in model output"): the module named.
+    EventLine(re.compile(r"\bNaN detected in (?:the )?(?:(?:gradients?|grads?) of |parameters? |model )?"
+                         r"(?P<module>[\w.]+)"), EventKind.NONFINITE, source="nan_check"),
     # MindSpore's LossMonitor: ValueError("In epoch: E step: S, loss is NAN or INF, training process
     # cannot continue, ..."); SpeechBrain's Brain.check_loss_isfinite: ValueError("Loss is not finite
     # and patience is exhausted. ..."); pytorch-accelerated's TerminateOnNaNCallback, and the scripts
