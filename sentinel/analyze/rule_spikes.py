@@ -81,9 +81,10 @@ def spike_spans(series: pd.Series, config: AnalyzeConfig, *, start_jump: float |
         level = max(level, min(baseline + printed_unit(around), (baseline + peak) / 2))
         # (the next rows logged, however far: a TensorBoard download's rows thinned to a thousand, the
         # spike's next row 247 steps on and back down, was "not recovered within 200 steps")
-        within_here = max(within, _rows_ahead(series, peak_step, _RECOVER_ROWS))
-        recovered = first_step_at_or_below(series, peak_step, level, within_here)
         nxt = _next_step(series, end)
+        gap = _across_a_gap(series, end, nxt, gaps, level, within)  # (a paste's "..." after it: said as such)
+        within_here = within if gap["gap_after"] else max(within, _rows_ahead(series, peak_step, _RECOVER_ROWS))
+        recovered = first_step_at_or_below(series, peak_step, level, within_here)
         # (the logging interval where the spike is: a log of its first ten steps, then one every 200)
         at = int(np.searchsorted(steps, start))
         here = int(steps[at] - steps[at - 1]) if at > 0 else interval
@@ -97,7 +98,7 @@ def spike_spans(series: pd.Series, config: AnalyzeConfig, *, start_jump: float |
         spans.append({"start": start, "end": end, "peak_step": peak_step, "peak": peak,
                       "baseline": baseline, "ratio": ratio, "score": score, "history": history,
                       "recovered_step": recovered, "next_step": nxt, "outlier_batch": outlier,
-                      "recover_within": within_here, **_across_a_gap(series, end, nxt, gaps, level, within),
+                      "recover_within": within_here, **gap,
                       # the log skips a stretch right before it, the loss up from its first row after it
                       # on: the rise came over rows left out
                       "gap_before": int(steps[at - 1]) if gaps is not None and at > 0 and bool(np.isin(at - 1, gaps))
