@@ -29,6 +29,7 @@ DESCRIPTION = "a scalar downloaded from TensorBoard's page (Wall time,Step,Value
 _HEADER = re.compile(r"^\ufeff?Wall time,Step,Value\s*$")
 _JSON_START = re.compile(r"^\s*\[\s*\[\s*[-\d.eE+]+\s*,\s*\d+\s*,")
 _NAME = re.compile(r"^run[-_](?P<run>.*?)[-_]tag[-_](?P<tag>.+)$")
+_HEAD_BYTES = 64 * 1024
 # The largest JSON download read (TensorBoard's page offers a few thousand points: kilobytes).
 MAX_JSON_BYTES = 256 << 20
 
@@ -41,7 +42,7 @@ def sniff(path: str | Path) -> bool:
         False
     """
     p = Path(path)
-    head = read_head(p, limit=256)
+    head = read_head(p, limit=_HEAD_BYTES)  # (the size the table sniffs read: one read of the file's head)
     if not head:
         return False
     first = head.split("\n", 1)[0].rstrip("\r")
@@ -66,7 +67,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     del options  # one series: nothing to choose
     p = Path(path)
     warnings: list[str] = []
-    step, value = _read_json(p) if _JSON_START.match(read_head(p, limit=256) or "") else _read_csv(p, warnings)
+    step, value = _read_json(p) if _JSON_START.match(read_head(p, limit=_HEAD_BYTES) or "") else _read_csv(p, warnings)
     if not len(step):
         raise ValueError(f"{path}: a TensorBoard download with no points")
     named = _NAME.match(p.stem)
