@@ -56,16 +56,18 @@ def test_basicsr_pixel_loss_with_thousands_in_its_iterations(tmp_path):
     assert (incident.kind, incident.step) == ("nonfinite", 12_300)
 
 
-@pytest.mark.parametrize(("last", "rise"), [(-27.506, False), (6.0, True)])
+@pytest.mark.parametrize(("last", "rise"), [(-27.506, False), (6.0, False), (-12.0, True)])
 def test_a_loss_below_zero_that_rises(tmp_path, last, rise):
     """A PSNR loss (l_pix about -30: EFNet's paste) going -30.7, -28.1, -30.2, then -27.5 and the
     log's inf and NaN: x1.5 of -30.7 is -46, under every value, so each was a "large rise" (a false
-    critical before the NaN). A rise a half of the level's size above it still counts."""
-    lines = [_basicsr_line(0, it, (2e-4, 2e-5), {"l_pix": value})
-             for it, value in zip(range(151, 157), (-30.743, -28.084, -30.197, last, math.inf, math.nan))]
+    critical before the NaN). One row up before the NaN (+6.0) is the NaN's, told by it; rows that stay
+    up, half the level's size above it (a short excerpt's x1.5, for a loss below 0), are a rise."""
+    values = (-30.743, -28.084, -30.197, last, math.inf, math.nan) if not rise else \
+        (-30.743, -28.084, -30.197, -30.5, -29.9, -30.3, last, last - 0.2, last + 0.1, last, last + 0.3, last - 0.1)
+    lines = [_basicsr_line(0, it, (2e-4, 2e-5), {"l_pix": value}) for it, value in zip(range(151, 170), values)]
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
     report = analyze_run(run)
-    assert [i.kind for i in report.incidents] == (["loss_spike", "nonfinite"] if rise else ["nonfinite"])
+    assert [i.kind for i in report.incidents] == (["loss_spike"] if rise else ["nonfinite"])
 
 
 def test_basicsr_gan_terms_are_the_generators_and_the_discriminators_losses(tmp_path):
