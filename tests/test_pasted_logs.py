@@ -8393,9 +8393,9 @@ def test_a_log_of_an_evaluations_loss_alone_says_so_and_the_option(tmp_path):
     path = _write(tmp_path / "prune.log", lines)
     result = CliRunner().invoke(main, ["analyze", str(path)])
     assert result.exit_code == 1
-    assert result.output == (f"Error: '{path}': its lines print an evaluation's loss alone (Val Loss, first on line 1), "
-                             "no training loss: sentinel judges a training loss; pass --loss-col 'Val Loss' to judge "
-                             "the evaluation's as one, or log the training loss beside it\n")
+    assert result.output == (f"Error: '{path}': its lines print an evaluation's loss alone (Val Loss, first on line "
+                             "1), no training loss: sentinel judges a training loss; pass --loss-col 'Val Loss' to "
+                             "judge the evaluation's as one, or log the training loss beside it\n")
     code, report = _analyze(str(path), "--loss-col", "Val Loss")
     assert code == 0 and report["runs"][0]["steps"] == 30
 
@@ -8442,9 +8442,10 @@ def test_a_crash_that_ended_a_launch_before_the_next_one_is_that_trainings(tmp_p
                 f"iou_loss: 2.6, l1_loss: 0.0, conf_loss: 2.5, cls_loss: 1.0, lr: 1.000e-02, size: 416, ETA: 1:23:45")
 
     lines = [iteration(e, it, 9.0 - e / 2 - it / 100) for e in (1, 2, 3) for it in range(10, 90, 10)]
-    lines += ["2021-12-04 23:41:25.706 | INFO     | yolox.core.trainer:after_train:184 - Training of experiment is done",
+    lines += ["2021-12-04 23:41:25.706 | INFO     | yolox.core.trainer:after_train:184 - Training of experiment done",
               "Traceback (most recent call last):", '  File "tools/train.py", line 132, in <module>',
-              "IndexError: list index out of range", "2021-12-05 00:00:00.000 | INFO     | yolox.core.launch - args: ..."]
+              "IndexError: list index out of range",
+              "2021-12-05 00:00:00.000 | INFO     | yolox.core.launch - args: ..."]
     lines += [iteration(e, it, 8.0 - e / 2 - it / 100) for e in (1, 2, 3, 4) for it in range(10, 90, 10)]
     first, second = discover_runs(_write(tmp_path / "train_log.txt", lines))
     (crash,) = [i for i in analyze_run(first).incidents if i.kind == "crash"]
@@ -8479,3 +8480,26 @@ def test_a_nan_loss_no_reader_takes_beside_overflow_lines_is_said(tmp_path):
     assert run.warnings[-1] == ("1 line(s) print a loss non-finite that sentinel does not read as the training loss "
                                 "(the first: '[2020-10-27 13:51:32] __main__ INFO: Epoch 0 loss nan'): a loss went "
                                 "non-finite there")
+
+
+@pytest.mark.parametrize("generator_first", [True, False])
+def test_coqui_vits_reads_its_generators_numbered_total(tmp_path, generator_first):
+    """Coqui's Trainer prints each optimizer's loss as loss_0, loss_1; which is the generator's changed between
+    releases. The loss was 'loss_gen', the generator's adversarial term alone (2.44 of a total of 20.48)."""
+    lines = []
+    for k in range(1, 31):
+        total, disc = 20.5 - k / 10, 3.2 + (k % 3) / 10
+        generator = [f"     | > loss_gen: {2.4 + (k % 2) / 10:.5f}  (2.17)",
+                     f"     | > loss_mel: {16.6 - k / 20:.5f}  (16.5)",
+                     f"     | > loss_{0 if generator_first else 1}: {total:.5f}  (20.2)",
+                     f"     | > grad_norm_{0 if generator_first else 1}: 459.31244  (378.8)"]
+        discriminator = [f"     | > loss_disc: {disc:.5f}  (3.6)",
+                         f"     | > loss_{1 if generator_first else 0}: {disc:.5f}  (3.6)",
+                         f"     | > grad_norm_{1 if generator_first else 0}: 115.9  (216.1)"]
+        lines += [f"   --> STEP: {k}/270 -- GLOBAL_STEP: {1061000 + k}",
+                  *(generator + discriminator if generator_first else discriminator + generator),
+                  "     | > step_time: 1.02200  (0.88802)", ""]
+    (run,) = discover_runs(_write(tmp_path / "trainer_0_log.txt", lines))
+    assert run.steps["loss"].iloc[0] == pytest.approx(20.4) and run.steps["grad_norm/total"].iloc[0] == 459.31244
+    numbered = "loss_0" if generator_first else "loss_1"
+    assert any(w.startswith(f"loss read from '{numbered}', the generator's total") for w in run.warnings)

@@ -26,9 +26,10 @@ from sentinel import metrics
 from sentinel.analyze.loaders import (CRASHES_BEFORE_RESTARTS, LOGGED_NAN, RESTARTED_LENGTH, SKIPPED_UPDATES, STEP_UNIT,
                                       LoadOptions, RunData, nonfinite_name)
 from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER, FALLBACKS,
-                                               GENERAL_READERS, GENERIC, HF_OWN_STEPS, HF_TRAINER, KERAS_EPOCHS,
+                                               COQUI, GENERAL_READERS, GENERIC, HF_OWN_STEPS, HF_TRAINER, KERAS_EPOCHS,
                                                LOSS_LINES, NONFINITE_ONLY, PAIRS, YOLOV4_PYTORCH, hf_cut_dict,
                                                reads_bar_running_mean)
+from sentinel.analyze.loaders.coqui_optimizers import generator_total
 from sentinel.analyze.loaders.dialect_types import Dialect, LossTerms
 from sentinel.analyze.loaders.crash_tail import TRACEBACK, crash_after, watchdog_at
 from sentinel.analyze.loaders.keys import (canonical_key, inferred_loss_note, is_aggregate, is_regulariser,
@@ -1137,6 +1138,8 @@ def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str
             found.meta[STEP_UNIT] = "epoch"  # a line per epoch: the epoch is the step
     if dialect.step_unit is not None:
         found.meta[STEP_UNIT] = dialect.step_unit
+    if dialect is COQUI:
+        found.steps = generator_total(found.steps, found.meta, found.warnings)
     if dialect is HF_TRAINER:
         _hf_steps(text, found)
         if (cut := hf_cut_dict(text)) is not None:
@@ -1172,8 +1175,8 @@ def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str
                               + (": name the loss among them with --loss-col NAME" if unknown else ""))
         count, shown = _nonfinite_loss_lines(text) if events_alone else (0, "")
         if count:  # (a loss the lines print NaN that no reader took: an evaluation's "Epoch 0 loss nan acc@1 0.1000")
-            found.warnings.append(f"{count} line(s) print a loss non-finite that sentinel does not read as the training "
-                                  f"loss (the first: {shown!r}): a loss went non-finite there")
+            found.warnings.append(f"{count} line(s) print a loss non-finite that sentinel does not read as the "
+                                  f"training loss (the first: {shown!r}): a loss went non-finite there")
     return RunData(name=name, path=str(path), source=dialect.name, steps=found.steps,
                    events=found.events, meta=found.meta, warnings=found.warnings, abandoned=found.abandoned)
 
