@@ -102,8 +102,8 @@ def without_logger_prefix(lines: list[str]) -> list[str] | None:
     where they do not.
 
     Example:
-        >>> without_logger_prefix(["[2020/04/27 12:33:22] - Epoch \\t Train Loss", "[2020/04/27 12:43:48] - 0 \\t 1.95"])
-        ['Epoch \\t Train Loss', '0 \\t 1.95']
+        >>> without_logger_prefix(["[2020/04/27 12:33:22] - Epoch \\t Loss", "[2020/04/27 12:43:48] - 0 \\t 1.95"])
+        ['Epoch \\t Loss', '0 \\t 1.95']
     """
     held = [line for line in lines if line.strip()]
     if not held or _LOGGER_PREFIX.match(held[0]) is None:
