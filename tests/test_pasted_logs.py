@@ -8503,3 +8503,19 @@ def test_coqui_vits_reads_its_generators_numbered_total(tmp_path, generator_firs
     assert run.steps["loss"].iloc[0] == pytest.approx(20.4) and run.steps["grad_norm/total"].iloc[0] == 459.31244
     numbered = "loss_0" if generator_first else "loss_1"
     assert any(w.startswith(f"loss read from '{numbered}', the generator's total") for w in run.warnings)
+
+
+def test_parallel_wavegans_generator_total_is_its_loss(tmp_path):
+    """ParallelWaveGAN logs '(Step: N) train_gen_loss = X.' beside its terms and the discriminator's
+    train_dis_loss: its 'train_' prefix hid the pair, a paste's refusal offered --loss-col train_adversarial_loss."""
+    keys = ("train_adversarial_loss", "train_subband_spectral_convergence_loss", "train_gen_loss", "train_real_loss",
+            "train_fake_loss", "train_dis_loss")
+    lines = [f"[WARNING] (Step: {s}) {k} = {4.7 - s / 5000 if k == 'train_gen_loss' else 1.0:.4f}."
+             for s in range(200, 5001, 200) for k in keys]
+    path = _write(tmp_path / "train.log", lines)
+    (run,) = discover_runs(path)
+    assert run.steps["loss"].iloc[0] == pytest.approx(4.66)
+    assert "warning: a GAN's run (a generator's and a discriminator's loss)" in CliRunner().invoke(
+        main, ["analyze", str(path)]).output
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "paste.log", lines[:6]))])
+    assert "--loss-col train_gen_loss or another of them" in result.output

@@ -404,14 +404,18 @@ def bare_key(key: str) -> str:
     A player's loss under its letter (StyleGAN2-ADA's ``Loss/G/loss``, ``Loss/D/loss``) is that
     letter's: ``g_loss``, ``d_loss``.
 
+    A training set's prefix is left out too (ParallelWaveGAN's ``train_gen_loss``, ``train_dis_loss``).
+
     Example:
         >>> bare_key("train/aeloss_step"), bare_key("loss_G"), bare_key("Loss/D/loss"), bare_key("Loss/G/reg")
         ('aeloss', 'loss_g', 'd_loss', 'reg')
+        >>> bare_key("train_gen_loss")
+        'gen_loss'
     """
     parts = key.lower().split("/")
     if len(parts) > 2 and parts[-1] == "loss" and parts[-2] in LETTER_PAIR:
         return f"{parts[-2]}_loss"
-    return parts[-1].removesuffix("_step")
+    return parts[-1].removesuffix("_step").removeprefix("train_")
 
 
 def generator_loss_key(keys: list[str]) -> str | None:
@@ -432,6 +436,19 @@ def generator_loss_key(keys: list[str]) -> str | None:
     if not generator and all(k in lower for k in LETTER_PAIR):
         return lower[LETTER_PAIR[0]]
     return generator[0] if len(generator) == 1 and has_discriminator else None
+
+
+def suggested_loss(keys: list[str]) -> str:
+    """The loss key a message offers first among several: a GAN's generator's (:func:`generator_loss_key`),
+    else the first that is no regulariser's term (:func:`is_regulariser`).
+
+    Example:
+        >>> suggested_loss(["train_adversarial_loss", "train_dis_loss", "train_gen_loss"])
+        'train_gen_loss'
+        >>> suggested_loss(["kl_loss", "recon_loss"])
+        'recon_loss'
+    """
+    return generator_loss_key(keys) or sorted(keys, key=is_regulariser)[0]
 
 
 def inferred_training_loss(columns) -> str | None:

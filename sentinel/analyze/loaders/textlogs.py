@@ -32,8 +32,8 @@ from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, 
 from sentinel.analyze.loaders.coqui_optimizers import generator_total
 from sentinel.analyze.loaders.dialect_types import Dialect, LossTerms
 from sentinel.analyze.loaders.crash_tail import TRACEBACK, crash_after, watchdog_at
-from sentinel.analyze.loaders.keys import (canonical_key, inferred_loss_note, is_aggregate, is_regulariser,
-                                           looks_like_loss)
+from sentinel.analyze.loaders.keys import (canonical_key, inferred_loss_note, is_aggregate, looks_like_loss,
+                                           suggested_loss)
 from sentinel.analyze.loaders.launcher_ranks import one_rank_unprefixed, prefixes_removed
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.loss_key import (LossKey, find_loss_key, loss_key_note, loss_keys, named_key,
@@ -263,7 +263,7 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
     readable = _readable_losses(head, keys, least)
     if len(readable) >= 2:
         return (f"'{path}': its lines name {len(readable)} losses ({', '.join(readable)}) and none is the total: "
-                f"pass --loss-col {sorted(readable, key=is_regulariser)[0]} (or another of them) to read one, or log "
+                f"pass --loss-col {suggested_loss(readable)} (or another of them) to read one, or log "
                 "their sum as loss")
     if keys:
         return _one_record(text, path) or _one_step_named(text, keys, path) or _nonfinite_lines(text, path) \
@@ -444,7 +444,7 @@ def _one_step_named(text: str, keys: list[str], path: str | Path) -> str | None:
         said = (f", whose {', '.join(nonfinite[:6])}{', ...' if len(nonfinite) > 6 else ''}: the training went "
                 "non-finite there" if nonfinite else "")
         losses = f"{len(keys)} losses" if len(keys) > 1 else "1 loss"
-        named = (f", and --loss-col {sorted(keys, key=is_regulariser)[0]} or another of them to name the loss read"
+        named = (f", and --loss-col {suggested_loss(keys)} or another of them to name the loss read"
                  if len(keys) > 1 else "")
         return (f"'{path}': one step line (step {int(steps[0])}) naming {losses} ({', '.join(keys)}){said}: sentinel "
                 "judges a series of steps, not one value; paste or pass more of the log (two step lines at "
