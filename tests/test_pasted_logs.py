@@ -8519,3 +8519,17 @@ def test_parallel_wavegans_generator_total_is_its_loss(tmp_path):
         main, ["analyze", str(path)]).output
     result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "paste.log", lines[:6]))])
     assert "--loss-col train_gen_loss or another of them" in result.output
+
+
+def test_kaggle_notebooks_save_best_lines_are_no_loss_of_their_own(tmp_path):
+    """The Kaggle notebooks' template: 'Epoch {e} - avg_train_loss: X  avg_val_loss: Y  time: Ts', then 'Epoch {e} -
+    Save Best Loss: Y Model' (and '... Save Best Score: S Model'): a healthy 131-epoch run was "not a log format"."""
+    lines = ["2022-05-04 10:26:49,100 INFO [Train model] start"]
+    for e in range(1, 31):
+        lines += [f"2022-05-04 10:40:01,819 DEBUG   Epoch {e} - avg_train_loss: {2.3 / e:.4f}  "
+                  f"avg_val_loss: {2.2 / e ** 0.5:.4f} F1: 0.17  Accuracy: 0.18 time: 793s",
+                  f"2022-05-04 10:40:01,819 DEBUG   Epoch {e} - Save Best Accuracy: 0.179167 Model",
+                  f"2022-05-04 10:40:02,178 DEBUG   Epoch {e} - Save Best Loss: {2.2 / e ** 0.5:.4f} Model"]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index.tolist() == list(range(1, 31)) and run.steps["loss"].iloc[1] == 1.15
+

@@ -28,7 +28,9 @@ from sentinel.analyze.loaders.log_lines import Lines
 
 # A key then its number: "key: 2.3", "key=2.3", "'key': 2.3", "key 2.3".
 # Only keys that name a loss (a loss word is in "loss", "Loss", "LOSS"); the key taken whole.
-_PAIR = re.compile(r"(?<![\w/.-])(?=[\w/.-]*(?:oss|OSS|/dim|_dim|bpd|BPD|(?i:smooth_?l1)))"
+# (not a record of the best so far: Kaggle notebooks' "Epoch 1 - Save Best Loss: 2.2828 Model")
+_PAIR = re.compile(r"(?<![\w/.-])(?<![Bb]est )(?<!BEST )(?<![Ll]owest )"
+                   r"(?=[\w/.-]*(?:oss|OSS|/dim|_dim|bpd|BPD|(?i:smooth_?l1)))"
                    r"([A-Za-z][\w/.-]*)['\"]?[^\S\n]*"
                    r"(?:[:=][^\S\n]*|[^\S\n])"
                    r"['\"]?[-+]?(?:\d|\.\d|nan\b|inf\b)")
