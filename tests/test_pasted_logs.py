@@ -8533,3 +8533,16 @@ def test_kaggle_notebooks_save_best_lines_are_no_loss_of_their_own(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "train.log", lines))
     assert run.steps.index.tolist() == list(range(1, 31)) and run.steps["loss"].iloc[1] == 1.15
 
+
+def test_keras_bars_over_a_dataset_of_no_known_length_are_read_across_epochs(tmp_path):
+    """Keras' bar over a tf.data pipeline of unknown length: '     23/Unknown - 0s 13ms/step - loss: 0.0640 - ...'
+    (Ray AIR's Keras example): "not a log format"; with '/100' for '/Unknown' it was read."""
+    lines = []
+    for epoch in range(3):
+        lines.append(f"Epoch {epoch + 1}/3")
+        lines += [f"     {k}/Unknown - 1s 13ms/step - loss: {0.08 - epoch / 100 - k / 2000:.4f} - "
+                  f"mean_squared_error: 0.0639" for k in range(1, 41)]
+    (run,) = discover_runs(_write(tmp_path / "fit.log", lines))
+    assert len(run.steps) == 120 and run.steps.index.is_monotonic_increasing
+    assert run.steps["loss"].iloc[40] == pytest.approx(0.0695)
+

@@ -1706,6 +1706,10 @@ GENERIC = Dialect(
         # not the step where the line also names it (NeMo's "120/1000 [...] global_step=119.0").
         # The count starts again each epoch (Lightning's and Keras' bars): steps go on across epochs.
         Shape(_COUNT_TOTAL_LOSS_LINE, head=("iter", "total", metrics.LOSS)),
+        # Keras' bar over a dataset of no known length (a tf.data pipeline): "     23/Unknown - 0s 13ms/step - loss:
+        # 0.0640 - mse: 0.0639", the count inside the epoch (starting again at each: steps go on across epochs).
+        Shape(re.compile(rf"^[^\S\n]*(\d+)/Unknown\b{_GAP}(?<![\w/])(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b", re.MULTILINE),
+              head=(metrics.STEP, metrics.LOSS)),
         # Lightning's bar over a dataset of no known length (an IterableDataset): "Epoch 2: : 17671it
         # [1:05:34,  4.49it/s, loss=2.15, v_num=3hqp]": epochs from 0, the count inside the epoch.
         Shape(re.compile(rf"\bEpoch (\d+): :?[^\S\n]*(\d+)it \[[^\]\n]*?(?<![\w/])(?i:{_LOSS_KEY})=({_NUM})\b"),
