@@ -8546,3 +8546,15 @@ def test_keras_bars_over_a_dataset_of_no_known_length_are_read_across_epochs(tmp
     assert len(run.steps) == 120 and run.steps.index.is_monotonic_increasing
     assert run.steps["loss"].iloc[40] == pytest.approx(0.0695)
 
+
+def test_a_dev_sets_loss_line_after_the_trainings_is_an_evaluation(tmp_path):
+    """nn4nlp-code's loops print 'iter 0: train loss/word=7.6407, ...' then 'iter 0: dev loss/word=7.9544, ...':
+    both read as the training loss, the dev line's kept ("printed 2 times ... every rank printing?"), a falling
+    loss read as rising."""
+    lines = []
+    for it in range(6):
+        lines += [f"started iter {it}", f"iter {it}: train loss/word={7.64 / (it + 1):.4f}, ppl=2081.2178, time=21.92s",
+                  f"iter {it}: dev loss/word={7.95 + it / 5:.4f}, ppl=2848.0582, time=0.57s", "saving embedding files"]
+    (run,) = discover_runs(_write(tmp_path / "cbow.log", lines))
+    assert run.steps["loss"].tolist() == [round(7.64 / (it + 1), 4) for it in range(6)]
+    assert not any("printed" in w for w in run.warnings)

@@ -120,9 +120,10 @@ LITGPT = Dialect(
 # A line about an evaluation ("| valid on 'valid' subset 1000 / 1311 loss=1.60", "Step 300 | eval
 # loss: 2.1"): its loss is not the training loss of a step. Fewer words than keys.looks_like_loss
 # rejects in a metric's name: a free-text line says "val" and "dev" for other things ("val: n/a",
-# "dev=cuda:0"). WeTTS marks its evaluation's lines "Epoch 0 [CV] progress 290/341 loss X" (its
-# training lines "[TRAIN]"): the bracketed mark only.
-_EVAL_WORDS = ("val", "valid", "validation", "eval", "evaluation", "test", "testing", "[cv]")
+# "dev=cuda:0"); "dev" only before its loss (nn4nlp's "iter 0: dev loss/word=7.9544" after the training's
+# "iter 0: train loss/word=7.6407"). WeTTS marks its evaluation's lines "Epoch 0 [CV] progress 290/341
+# loss X" (its training lines "[TRAIN]"): the bracketed mark only.
+_EVAL_WORDS = ("val", "valid", "validation", "eval", "evaluation", "test", "testing", "dev loss", "[cv]")
 
 # torchtitan: f"{color.red}step: {step:2}  {color.green}loss: {loss:7.4f}  {color.orange}grad_norm:
 # {grad_norm:7.4f}  {color.turquoise}memory: {gib:5.2f}GiB({pct:.2f}%)  {color.blue}tps: {tps:,} ..."
