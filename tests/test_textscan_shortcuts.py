@@ -220,7 +220,7 @@ def test_match_starts_by_skeleton_are_the_texts_match_starts():
     for trial in range(6):
         text = _log(rng, dicts=True)
         if trial % 2 == 0:
-            text = text.replace("\u00e9", "e")  # ASCII: the skeleton road
+            text = text.replace("\u00e9", "e")  # ASCII: lines start at the skeletons' byte offsets; else counted
         lines = Lines(text)
         for pattern in patterns:
             expected = [m.start() for m in pattern.finditer(text)]

@@ -182,15 +182,18 @@ class Lines:
 
     def starts(self, pattern: re.Pattern) -> np.ndarray:
         """Where each match of ``pattern`` starts, in text order (``[m.start() for m in
-        pattern.finditer(text)]``). A :func:`line_local` pattern in an ASCII text of repeated
-        lines runs once per line skeleton, its starts within the line added to each line's
-        start; the general patterns of a plain-text log take ~10 us a line.
+        pattern.finditer(text)]``). A :func:`line_local` pattern in a text of repeated lines runs
+        once per line skeleton, its starts within the line added to each line's start (counted in
+        characters, not the skeletons' bytes, where the text is not ASCII: a tqdm bar's blocks); the
+        general patterns of a plain-text log take ~10 us a line.
 
         Example:
             >>> Lines("x\\n" + "step 1 loss 2\\n" * 2000).starts(re.compile(r"loss \\d"))[:2].tolist()
             [9, 23]
+            >>> Lines("\u2588\\n" + "\u2588 loss 2\\n" * 2000).starts(re.compile(r"loss \\d"))[:2].tolist()
+            [4, 13]
         """
-        by_skeleton = self._by_skeleton(pattern) if self.text.isascii() else None  # byte offsets: ASCII only
+        by_skeleton = self._by_skeleton(pattern)
         if by_skeleton is None:
             return np.array([m.start() for m in literal_first(pattern).finditer(self.text)], dtype=np.int64)
         skeletons, candidates = by_skeleton
@@ -206,7 +209,13 @@ class Lines:
         per_line = count[skeletons.codes]
         lines = np.repeat(np.arange(len(per_line)), per_line)
         nth = np.arange(len(lines)) - np.repeat(np.cumsum(per_line) - per_line, per_line)
-        return skeletons.starts[lines] + np.array(within, dtype=np.int64)[first[skeletons.codes][lines] + nth]
+        line_starts = skeletons.starts if self.text.isascii() else self._char_line_starts(len(skeletons.starts))
+        return line_starts[lines] + np.array(within, dtype=np.int64)[first[skeletons.codes][lines] + nth]
+
+    def _char_line_starts(self, count: int) -> np.ndarray:
+        """Where each of the text's first ``count`` lines starts, in characters (the skeletons' are bytes)."""
+        lengths = np.fromiter(map(len, self.text.split("\n")), dtype=np.int64, count=-1)[:count] + 1
+        return np.concatenate(([0], np.cumsum(lengths)[:-1]))
 
     def _by_skeleton(self, pattern: re.Pattern) -> tuple[Skeletons, np.ndarray] | None:
         """The skeletons, and those that may hold a match of ``pattern``, where it can be run once
