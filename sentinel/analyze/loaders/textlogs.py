@@ -859,14 +859,15 @@ def note_crash(text: str, found, dialect: Dialect, after: int = 0, lines: Lines 
     if crash is not None:
         found.meta["crash"] = crash
     if RESTARTED_LENGTH in found.meta and TRACEBACK in text:
-        found.meta[CRASHES_BEFORE_RESTARTS] = _crashes_before_restarts(text, records, dialect)
+        found.meta[CRASHES_BEFORE_RESTARTS] = _crashes_before_restarts(text, records, dialect, lines)
 
 
-# Around a traceback, how far the record lines before and after it are looked for.
-_AROUND_CRASH = 256 * 1024
+# How many tracebacks are asked at most (each reads the record lines around it).
+_CRASHES_ASKED = 50
 
 
-def _crashes_before_restarts(text: str, records: list[re.Pattern], dialect: Dialect) -> list[dict]:
+def _crashes_before_restarts(text: str, records: list[re.Pattern], dialect: Dialect,
+                             lines: Lines | None = None) -> list[dict]:
     """The crashes that ended a training the log's next launch followed (trainings appended to one log: YOLOX's
     ``train_log.txt``, each launch after the one before; restarted_steps reads each as a run): each traceback
     between two record lines whose steps, as printed, go back, as ``meta["crash"]`` says it, the step the last
@@ -879,15 +880,17 @@ def _crashes_before_restarts(text: str, records: list[re.Pattern], dialect: Dial
         >>> _crashes_before_restarts(log, [shape.pattern for shape in GENERIC.shapes], GENERIC)
         [{'error': 'IndexError: x', 'after_step': 90, 'line': 2, 'relaunched': True}]
     """
-    crashes, at, seen = [], text.find(TRACEBACK), -1
-    while at >= 0:
-        before = max((m.end() for p in records for m in [*p.finditer(text, max(0, at - _AROUND_CRASH), at)][-1:]),
-                     default=-1)
-        found_after = [m for p in records if (m := p.search(text, at, at + _AROUND_CRASH)) is not None]
-        after = min((m.start() for m in found_after), default=-1)
+    lines = Lines.of(text, lines)
+    # Where the record lines start, once (by line skeletons where the lines repeat), each traceback placed among them.
+    starts = np.unique(np.concatenate([lines.starts(pattern) for pattern in records]))
+    crashes, at, seen, asked = [], text.find(TRACEBACK), -1, 0
+    while at >= 0 and asked < _CRASHES_ASKED:
+        asked += 1
+        k = int(np.searchsorted(starts, at))
+        before, after = (int(starts[k - 1]) if k else -1), (int(starts[k]) if k < len(starts) else -1)
         if before > seen and after >= 0:
             seen = before
-            last, first = (_printed_step(text, pos, dialect) for pos in (before - 1, after))
+            last, first = (_printed_step(text, pos, dialect) for pos in (before, after))
             if last is not None and first is not None and first < last:
                 crash = crash_after(text, at, last, False)
                 if crash is not None:
