@@ -170,7 +170,7 @@ def clean_text(text: str) -> str:
         text = _MARKDOWN_BOLD.sub("", text)
     if "`" in text:
         text = _MARKDOWN_CODE_LINE.sub(r"\1\2", text)
-    if not text.isascii() and _FULL_WIDTH_FOUND.search(text):
+    if not text.isascii() and any(mark in text for mark in _FULL_WIDTH_MARKS):
         text = text.translate(_FULL_WIDTH)
     # A search for one character is a memchr (~0.02 ms on 1.5 MB), for four ~1 ms: most logs
     # have no "x" at all.
@@ -334,7 +334,9 @@ def has_records(text: str, dialect: Dialect) -> bool:
 # Full-width punctuation a CJK input method types ("Epoch：1，Loss：0.52"), read as its ASCII form.
 _FULL_WIDTH = str.maketrans({"：": ": ", "，": ", ", "＝": "=", "（": "(", "）": ")", "［": "[", "］": "]",
                              "／": "/", "｜": "|"})
-_FULL_WIDTH_FOUND = re.compile("[：，＝（）［］／｜]")
+# Each looked for alone: a search for one character is a fast scan, a character class's regex search
+# of a tqdm log's 2 MB (its bar's blocks make it no ASCII) took 7 ms, at each of its six cleanings.
+_FULL_WIDTH_MARKS = tuple("：，＝（）［］／｜")
 
 
 def _named_loss(steps: pd.DataFrame, logged_nan: dict, options: LoadOptions) -> tuple[pd.DataFrame, dict]:
