@@ -57,6 +57,8 @@ def write_all(out: Path, steps: int = 20_000) -> list[Path]:
     logs["lightning_bar"] = ["".join(f"\rEpoch {e}:  {b * 100 // 2000:3d}%|####      | {b + 1}/2000 [00:10<00:20, "
                                      f"50.00it/s, v_num=0, train_loss_step={_loss(rng, e * 2000 + b):.3f}]"
                                      for b in range(2000)) for e in range(epochs)]
+    # The same bar as tqdm draws it on a terminal, in unicode blocks: a text that is no ASCII.
+    logs["lightning_bar_unicode"] = [line.replace("#", "\u2588") for line in logs["lightning_bar"]]
     logs["keras"] = []
     for e in range(1, 21):
         logs["keras"].append(f"Epoch {e}/20")
