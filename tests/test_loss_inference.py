@@ -228,6 +228,14 @@ def test_a_table_with_a_loss_and_no_step_it_knows_names_the_step_option(tmp_path
     assert code == 0 and report["runs"][0]["steps"] == 20
 
 
+def _refusal(path, rows: list[str]) -> str:
+    """What ``sentinel analyze`` says of a table of ``rows`` it refuses (its exit code 1)."""
+    path.write_text("\n".join(rows) + "\n")
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1
+    return result.output
+
+
 def test_a_table_of_runs_is_no_history_and_says_so(tmp_path):
     """mlflow.search_runs() saved as CSV: one row per run, its last metrics.train_loss and
     metrics.val_loss. Read as a history of epochs, a run that failed before logging was 'loss
@@ -236,12 +244,10 @@ def test_a_table_of_runs_is_no_history_and_says_so(tmp_path):
     rows += [f"{i:032x},1723,FINISHED,2024-05-01 00:00:00+00:00,{0.9 + i / 100},{1.0 + i / 100},0.001,run-{i}"
              for i in range(7)] + [f"{7:032x},1723,FAILED,2024-05-01 00:00:00+00:00,,,0.001,run-7"]
     path = tmp_path / "runs_search.csv"
-    path.write_text("\n".join(rows) + "\n")
-    result = CliRunner().invoke(main, ["analyze", str(path)])
-    assert result.exit_code == 1
-    assert result.output == (f"Error: {path}: a table of one row per run (run_id, metrics.*: mlflow.search_runs()), "
-                             "not a training history: pass a run's metric history (its mlruns/<experiment>/<run> "
-                             "folder, or MlflowClient().get_metric_history() saved as CSV)\n")
+    assert _refusal(path, rows) == (
+        f"Error: {path}: a table of one row per run (run_id, metrics.*: mlflow.search_runs()), not a training "
+        "history: pass a run's metric history (its mlruns/<experiment>/<run> folder, or "
+        "MlflowClient().get_metric_history() saved as CSV)\n")
 
 
 def test_wandbs_runs_table_is_no_history_and_says_so(tmp_path):
@@ -252,12 +258,9 @@ def test_wandbs_runs_table_is_no_history_and_says_so(tmp_path):
     rows += [f'"run_{k}","finished","-","","full","2026-05-25T14:08:33.000Z","732","","0.001","5000","5000",'
              f'"{1.0 + k / 10}","{1.1 + k / 10}"' for k in range(6)]
     path = tmp_path / "wandb_export.csv"
-    path.write_text("\n".join(rows) + "\n")
-    result = CliRunner().invoke(main, ["analyze", str(path)])
-    assert result.exit_code == 1
-    assert result.output == (f"Error: {path}: W&B's runs table (one row per run: its config and last values), not a "
-                             "training history: pass a run's history (a chart's 'Download CSV', or "
-                             "wandb.Api().run(path).history() saved as CSV)\n")
+    assert _refusal(path, rows) == (
+        f"Error: {path}: W&B's runs table (one row per run: its config and last values), not a training history: "
+        "pass a run's history (a chart's 'Download CSV', or wandb.Api().run(path).history() saved as CSV)\n")
 
 
 def test_a_walk_that_finds_only_a_table_needing_an_option_says_which_option(tmp_path):
