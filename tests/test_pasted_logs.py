@@ -8558,3 +8558,15 @@ def test_a_dev_sets_loss_line_after_the_trainings_is_an_evaluation(tmp_path):
     (run,) = discover_runs(_write(tmp_path / "cbow.log", lines))
     assert run.steps["loss"].tolist() == [round(7.64 / (it + 1), 4) for it in range(6)]
     assert not any("printed" in w for w in run.warnings)
+
+
+def test_json_rows_under_a_programs_start_lines_are_read(tmp_path):
+    """DNABERT logs its {"learning_rate", "loss", "step"} rows under its banner and 'N processor started !' lines:
+    "not a log format", its collapse to ln 2 unsaid."""
+    lines = [" " + "=" * 60, "<class 'transformers.tokenization_dna.DNATokenizer'>", "finish loading examples",
+             *[f"{k} processor started !" for k in range(1, 9)]]
+    lines += [json.dumps({"learning_rate": 1e-5, "loss": 0.7 - s / 4000 if s < 1500 else 0.6931, "step": s})
+              for s in range(100, 3001, 100)]
+    (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
+    assert run.source == "generic_table" and run.steps.index.tolist() == list(range(100, 3001, 100))
+    assert "11 line(s) that are not JSON objects were skipped (first: line 1)" in run.warnings

@@ -93,9 +93,10 @@ def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
     head = "\n".join(lines[:_SNIFF_ROWS * 20])
     if JSON_ARRAY.match(head):  # a JSON array of rows: the keys its first rows show
         return None not in _sniffed(_head_keys(head), options, path)
-    if _unquoted(lines[0]).startswith("{"):
+    below = _json_rows_below(lines)
+    if _unquoted(lines[0]).startswith("{") or below is not None:
         keys = set()
-        for line in lines[:_SNIFF_ROWS]:
+        for line in lines[below or 0:][:_SNIFF_ROWS]:
             row = _json_row(line)
             if row is not None:
                 keys.update(_flatten(row))
@@ -117,6 +118,29 @@ def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
         return False
     position = header.index(step_col)
     return position < len(first) and is_number(first[position])
+
+
+# JSON lines under the lines a program printed as it started (DNABERT's banner, its "1 processor started !"
+# lines, then its {"learning_rate": ..., "loss": ..., "step": ...} rows): the lines above the first row, at most.
+_JSON_PREAMBLE_LINES = 32
+
+
+def _json_rows_below(lines: list[str]) -> int | None:
+    """Where JSON rows start in a file's head ``lines`` under lines that are none: the first row's index, where
+    every line from it on (three at least; the head's last may be cut) is a JSON object; else None (0 is never
+    given: rows from the first line are read as they are).
+
+    Example:
+        >>> _json_rows_below(["=====", "1 processor started !", *['{"loss": 0.7, "step": %d}' % s for s in (1, 2, 3)]])
+        2
+    """
+    start = next((i for i, line in enumerate(lines[:_JSON_PREAMBLE_LINES]) if _unquoted(line).startswith("{")), None)
+    if not start:
+        return None
+    rows = [line for line in lines[start:start + _SNIFF_ROWS] if line.strip()]
+    if len(rows) < 3 or not all(_json_row(line) is not None for line in rows[:-1]):
+        return None
+    return start
 
 
 # A table pasted from a notebook sits under a few lines that are no table (the Hugging Face
@@ -248,7 +272,8 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     first = next((line for line in head.split("\n") if line.strip()), "")
     nan_rows: dict[str, list[int]] = {}
     array = JSON_ARRAY.match(head) is not None
-    if array or _unquoted(first).startswith("{"):
+    below = _json_rows_below(head.split("\n")) is not None  # (its lines above them: skipped, with a warning)
+    if array or below or _unquoted(first).startswith("{"):
         table = _json_reader(head, first)(Path(path), warnings, nan_rows)
         step_col, loss_col = pick_columns(list(table.columns), options, path, warnings)
         if options.step_col is None:  # a step key in a few rows only (a summary row's) is not the step
@@ -265,7 +290,7 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
                 table = table.drop(columns=col)  # a column named, never logged: no NaN to report
     if loss_col not in table.columns:  # the sum of the loss's components (see pick_columns)
         sum_loss_components(table, loss_components(table.columns), path, warnings)
-    json_rows = array or first.lstrip().startswith("{")
+    json_rows = array or below or first.lstrip().startswith("{")
     parts = table_trainings(table, step_col, loss_col, nan_rows.get(loss_col, ()))
     if parts is None:
         return [_run(table, step_col, loss_col, nan_rows, json_rows, path, run_name(path), warnings)]
