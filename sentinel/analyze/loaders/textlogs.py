@@ -43,8 +43,7 @@ from sentinel.analyze.loaders.restarted_steps import split_restarted
 from sentinel.analyze.loaders.skipped_updates import WORD as SKIPPED_WORD, skipped_counts
 from sentinel.analyze.loaders.textlog import SNIFF_BYTES, read_head, read_text, run_name, trainings_note
 from sentinel.analyze.loaders.textscan import (KERAS_EPOCH_HEADER, KeyNotFound, clean_text, count_records,
-                                               has_records, plain_numbers, scan, split_evaluation_lines,
-                                               without_evaluations)
+                                               has_records, plain_numbers, scan, without_evaluations)
 
 NAME = "textlog"
 DESCRIPTION = "text logs, read as the first of these that fits:"
