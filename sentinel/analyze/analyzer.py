@@ -26,6 +26,7 @@ from sentinel.analyze.rule_amp import loss_scale_incidents, overflow_incidents, 
 from sentinel.analyze.rule_attention import attention_incidents
 from sentinel.analyze.rule_chance import chance_incidents
 from sentinel.analyze.rule_repeats import repeated_loss_incidents
+from sentinel.analyze.rule_saturated import saturated_incidents
 from sentinel.analyze.rule_divergence import (GAN_RUNAWAY_GROWTH, divergence_incidents, runaway_incidents,
                                              size_runaway_incidents)
 from sentinel.analyze.rule_crash import crash_incidents
@@ -261,6 +262,8 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
         stuck = stuck_loss_incidents(loss, min_rows=MIN_EPOCH_ROWS if per_epoch else MIN_ROWS, zero_counts=not rl,
                                      beside=steps)
         incidents += stuck
+        if not stuck:
+            incidents += saturated_incidents(loss)
         game = environment_rl or adversarial or policy_gradient
         if not game and not any(not i.details["resolved"] for i in stuck):  # else the tail is told
             incidents += chance_incidents(loss, steps[metrics.LR] if has(metrics.LR) else None)
