@@ -8292,6 +8292,21 @@ def test_lines_of_evaluation_passes_opened_by_a_line_of_their_own_are_no_trainin
     assert "restart" not in {i.kind for i in analyze_run(run).incidents}
 
 
+def test_summaries_of_a_training_and_a_validation_set_named_by_the_line_above_each(tmp_path):
+    """pytorch-kaldi's epoch summary (a spiking RNN's ASR run): 'Training on [...]' and 'Validating on dev_clean',
+    each above a 'Loss = X | err = Y' line: both read as training steps, the validation's the final loss."""
+    lines = []
+    for epoch, (train, valid) in enumerate([(2.055, 1.872), (1.955, 1.772), (1.901, 1.743)], 3):
+        lines += [f"{'-' * 30} Epoch {epoch:02d} / 23 {'-' * 30}", "Training train_clean_100 chunk = 1 / 1",
+                  "Validating dev_clean chunk = 1 / 1", f"----- Summary epoch {epoch:02d} / 23",
+                  "Training on ['train_clean_100']", f"Loss = {train} | err = 0.523", "-----",
+                  "Validating on dev_clean", f"Loss = {valid} | err = 0.490", "-----",
+                  "Learning rate on architecture1 = 0.001", "Elapsed time (s) = 1274", ""]
+    (run,) = discover_runs(_write(tmp_path / "res.log", lines))
+    assert run.steps["loss"].tolist() == [2.055, 1.955, 1.901]
+    assert any("evaluation passes (each opened by a line such as 'Validating on dev_clean')" in w for w in run.warnings)
+
+
 def test_evaluations_opened_again_before_the_training_leave_every_line_as_read(tmp_path):
     # transformers' Trainer opens its training once and each evaluation again: the openings do not alternate.
     lines = ["***** Running training *****"]

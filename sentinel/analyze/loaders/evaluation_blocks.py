@@ -22,21 +22,22 @@ import re
 from sentinel.analyze.loaders.log_lines import Lines
 
 # A line that opens an evaluation pass ("Start Validation from epoch: 3, iter: 0", "Running
-# evaluation", "Validation model ......"): a verb of starting before the set's name, or the name
+# evaluation", "Validation model ......", "Validating on dev_clean"): a verb of starting before the set's name, or the name
 # alone after a logger's prefix. Not a line with a loss on it (a result, not an opening).
 EVALUATION_OPENS = re.compile(
     r"(?im)^(?![^\n]*\bloss)[^\n]*?(?:"
     r"\b(?:start(?:s|ed|ing)?|begin(?:s|ning)?|run(?:ning)?)[^\S\n]+(?:the[^\S\n]+)?"
     r"(?:validation|validating|evaluation|evaluating|eval|valid|val|test|testing)\b"
     r"|(?:^|[]>|:-][^\S\n])[^\S\n]*(?:validation|validating|evaluation|evaluating|testing)"
-    r"(?:[^\S\n]+(?:model|phase|stage|loop))?[^\S\n]*(?:\.{2,}|:)?[^\S\n]*$)[^\n]*")
+    r"(?:[^\S\n]+(?:model|phase|stage|loop))?(?:[^\S\n]+on[^\S\n]+\S[^\n]*?)?[^\S\n]*(?:\.{2,}|:)?[^\S\n]*$)[^\n]*")
 # A line that opens the training again ("Start training from epoch: 4, iter: 0", "Training model
-# ......").
+# ......", "Training on ['train_clean_100']").
 TRAINING_OPENS = re.compile(
     r"(?im)^(?![^\n]*\bloss)[^\n]*?(?:"
     r"\b(?:start(?:s|ed|ing)?|begin(?:s|ning)?|run(?:ning)?|resum(?:e|es|ed|ing))[^\S\n]+(?:the[^\S\n]+)?"
     r"train(?:ing)?\b"
-    r"|(?:^|[]>|:-][^\S\n])[^\S\n]*training(?:[^\S\n]+(?:model|phase|stage|loop))?[^\S\n]*(?:\.{2,}|:)?[^\S\n]*$)"
+    r"|(?:^|[]>|:-][^\S\n])[^\S\n]*training(?:[^\S\n]+(?:model|phase|stage|loop))?(?:[^\S\n]+on[^\S\n]+\S[^\n]*?)?"
+    r"[^\S\n]*(?:\.{2,}|:)?[^\S\n]*$)"
     r"[^\n]*")
 _LINE = re.compile(r"[^\n]+")
 # Where an opening's own words start, after a logger's prefix (``[trainer.py:113 - INFO ] Start Validation``).

@@ -420,9 +420,10 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
     picked, picked_at = [], []  # those lines, and where each was in the text left
     passes, opening = evaluation_block_spans(text, lines) if dialect.drop_words else ([], "")
     if passes or dialect.drop_words and _may_blank(lines, dialect.drop_words):
+        told = sum("loss" in text[a:b].lower() for a, b in passes)  # (a pass of accuracies alone changes nothing)
         text, picked, picked_at = split_evaluation_lines_at(text, dialect.drop_words, lines=lines, passes=passes)
-        if passes:
-            warnings.append(f"{len(passes)} line(s) of evaluation passes (each opened by a line such as "
+        if told:
+            warnings.append(f"{told} line(s) of evaluation passes (each opened by a line such as "
                             f"{opening[-60:]!r}) read as evaluation, not training")
         kept = [i for i, line in enumerate(picked) if not _A_RECORD_OF.search(line)]
         picked, picked_at = [picked[i] for i in kept], [picked_at[i] for i in kept]
