@@ -8292,6 +8292,19 @@ def test_lines_of_evaluation_passes_opened_by_a_line_of_their_own_are_no_trainin
     assert "restart" not in {i.kind for i in analyze_run(run).incidents}
 
 
+def test_a_skorch_table_reads_the_rows_whose_checkpoint_cell_is_blank(tmp_path):
+    """skorch's history table: 'cp' is '+' where the epoch saved a checkpoint, blank where it did not; the rows
+    with the blank cell, one cell short, were left out: 5 of 12 epochs read, the final loss epoch 8's."""
+    rows = [(1, 0.5862, "+"), (2, 0.4481, "+"), (3, 0.3849, "+"), (4, 0.3242, "+"), (5, 0.2787, ""), (6, 0.2156, ""),
+            (7, 0.1714, ""), (8, 0.1336, "+"), (9, 0.0950, ""), (10, 0.0738, ""), (11, 0.0596, ""), (12, 0.0476, "")]
+    lines = ["  epoch    train_loss    valid_acc    valid_loss    cp     dur",
+             "-------  ------------  -----------  ------------  ----  ------"]
+    lines += [f"{e:>7}  {loss:>12.4f}  {0.8:>11.4f}  {0.45:>12.4f}  {cp:>4}  {2.2838:>6.4f}" for e, loss, cp in rows]
+    lines.append("Stopping since valid_acc has not improved in the last 5 epochs.")
+    (run,) = discover_runs(_write(tmp_path / "skorch.log", lines))
+    assert run.steps["loss"].tolist() == [loss for _, loss, _ in rows]
+
+
 def test_summaries_of_a_training_and_a_validation_set_named_by_the_line_above_each(tmp_path):
     """pytorch-kaldi's epoch summary (a spiking RNN's ASR run): 'Training on [...]' and 'Validating on dev_clean',
     each above a 'Loss = X | err = Y' line: both read as training steps, the validation's the final loss."""

@@ -427,9 +427,10 @@ def _tables(lines: list[str], options: LoadOptions):
         tried.add(tuple(header))
         # indexed, print(df): the header indented over the index, each row led by it (0, 1, 2, ...)
         starts = _name_starts(line, header) if ruled is None and gapped is None and not indexed else None
+        spans = [m.span() for m in _DASHES.finditer(lines[at + 1])] if ruled is not None else None
         where: list[int] = []
         rows, bar = _rows(lines[at + 1:], header, header.index(step_col), printed,
-                          _header_gap(line) if gapped is not None else 0, indexed, starts, where)
+                          _header_gap(line) if gapped is not None else 0, indexed, starts, where, spans)
         losses = [loss_col] if loss_col is not None else _components(header, bar)
         if losses and (len(rows) >= MIN_ROWS or _prints_nan(rows, [header.index(c) for c in losses])):
             yield header, rows, step_col, loss_col, bar, [at + 1 + i for i in where], lines[at]
@@ -501,17 +502,36 @@ def _by_starts(line: str, starts: list[int], width: int) -> list[str] | None:
     return cells if len(cells) == width and " " not in "".join(cells) else None
 
 
+def _by_rule(line: str, spans: list[tuple[int, int]]) -> list[str] | None:
+    """A row with each cell in the column whose rule's dashes it stands over, the rest empty (skorch's
+    table: its checkpoint column "cp" blank where the epoch saved nothing); None where a cell stands
+    over no column's dashes or two, or two cells over one.
+
+    Example:
+        >>> _by_rule("   5  0.27    2.2", [(3, 4), (6, 10), (12, 14), (16, 19)])
+        ['5', '0.27', '', '2.2']
+    """
+    cells = [""] * len(spans)
+    for word in re.finditer(r"\S+", line):
+        over = [i for i, (a, b) in enumerate(spans) if word.start() < b and word.end() > a]
+        if len(over) != 1 or cells[over[0]]:
+            return None
+        cells[over[0]] = word.group(0)
+    return cells
+
+
 def _rows(lines: list[str], header: list[str], step_at: int, printed: list[str] | None = None,
           gapped: int = 0, indexed: bool = False, starts: list[int] | None = None,
-          where: list[int] | None = None) -> tuple[list[list[str]], bool]:
+          where: list[int] | None = None, spans: list[tuple[int, int]] | None = None) -> tuple[list[list[str]], bool]:
     """The rows under each printing of ``header`` (its line's cells as split by spaces:
     ``printed``; a row under another header is another table's), and whether they carry a
     progress bar. ``gapped``: the header's gap, where its cells are two or more spaces apart: a row
     with fewer cells has them empty where its gaps say, else at its end (:func:`_padded`).
     ``indexed``: a row may be led by one cell more, an integer (a printed DataFrame's index), left
     out. ``starts``: where the header's names start, where they are left-aligned columns: a row
-    with fewer cells is cut there (:func:`_by_starts`). ``where`` (if given) gets each row's index
-    in ``lines``."""
+    with fewer cells is cut there (:func:`_by_starts`). ``spans``: the dashes of the rule under the
+    header, a row with fewer cells has each under the dashes it stands over (:func:`_by_rule`).
+    ``where`` (if given) gets each row's index in ``lines``."""
     width = len(header)
     rows: list[list[str]] = []
     bar = False
@@ -535,7 +555,10 @@ def _rows(lines: list[str], header: list[str], step_at: int, printed: list[str] 
         elif indexed and len(cells) == width + 1 and cells[0].isdigit():
             cells = cells[1:]  # the index pandas prints before each row
         elif len(cells) != width:
-            cut = _by_starts(line, starts, width) if starts is not None and 1 < len(cells) < width else None
+            cut = None
+            if 1 < len(cells) < width:
+                cut = (_by_starts(line, starts, width) if starts is not None
+                       else _by_rule(line, spans) if spans is not None and len(spans) == width else None)
             if cut is None or not cut[step_at]:
                 continue
             cells = cut
