@@ -47,6 +47,11 @@ LEVEL_ROWS = 5
 # fine-tunes whose warm-up raises the loss climb to ~1.5x over a dozen logged steps.
 SHARP_RATIO = 2.0
 SHARP_ROWS = 3
+# A rise in the warm-up that never came back to the loss's first values is got past where, over this
+# many logged losses after the warm-up at least, the running median fell to this share of its peak or
+# below and ends at its lowest.
+FALL_ROWS = 4 * LEVEL_ROWS
+FALL_SHARE = 0.5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,19 +145,45 @@ def settle_lr_rises(incidents: list[Incident], lr: pd.Series | None, loss: pd.Se
         got_past = incident.details.get("came_back") if incident.kind == IncidentKind.DIVERGENCE.value \
             else incident.resolved
         by_level = False
+        fell = None
         if id(incident) in causes and not got_past and "after_lr_jump" in causes[id(incident)][1]:
             got_past = by_level = _back_by_next_jump(loss, causes[id(incident)][1]["after_lr_jump"]["step"],
                                                      incident.end_step, [at for at, _, _ in jumps])
+        elif id(incident) in causes and not got_past and warmup is not None:
+            fell = _fell_since_warmup(loss, warmup.end)
+            got_past = fell is not None
         if id(incident) in causes and got_past:
             text, details = causes[id(incident)]
             if by_level:  # slower than the spike's own window, but within the restart's cycle
                 text = text.replace("a rise that came back, as a restart brings",
                                     "the loss was back at its level before the restart within the cycle, "
                                     "as a restart brings")
+            if fell is not None:
+                text = text.replace("a rise that came back, as a warm-up often shows when fine-tuning",
+                                    f"the loss rose with the LR and has fallen since, from {fell[0]:.4g} to {fell[1]:.4g} "
+                                    "at the end, its lowest since: a loss whose first values lie below a learning "
+                                    "model's (a matcher that assigns few targets at first, a term that starts near "
+                                    "0), not a divergence")
             incident = dataclasses.replace(incident, severity=Severity.INFO, message=f"{incident.message}; {text}",
                                            details={**incident.details, **details})
         settled.append(incident)
     return settled
+
+
+def _fell_since_warmup(loss: pd.Series | None, end: int) -> tuple[float, float] | None:
+    """``(peak, last)`` of the loss's running median where, after the warm-up that ended at ``end``,
+    it fell to at most :data:`FALL_SHARE` of its peak around the warm-up's end and ends at its lowest
+    since (a run that learns on: RTMDet's loss from 0.07 to 1.54 in its warm-up, then down to 0.31
+    over 4,000 iterations as its mAP rose from 0.08 to 0.81); else None."""
+    if loss is None:
+        return None
+    loss = loss[np.isfinite(loss.to_numpy(dtype="float64"))]
+    running = loss.rolling(LEVEL_ROWS).median().dropna()
+    after = running[running.index > end]
+    if len(after) < FALL_ROWS:
+        return None
+    peak, last = float(running[running.index <= after.index[0]].max()), float(after.iloc[-1])
+    return (peak, last) if last <= FALL_SHARE * peak and last <= float(after.min()) * (1 + JITTER) else None
 
 
 def _cycle(jumps: list[tuple[int, float, float]], k: int, last_step: int) -> int:
