@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sentinel.analyze.analyzer import AnalyzeError, analyze, analyze_run
+from sentinel.analyze.discover import discover_runs
 from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.loaders import LOSS_SUMS_GROWING_BATCHES, RunData
 from sentinel.analyze.rule_nonfinite import nonfinite_mask
@@ -158,6 +159,21 @@ def test_a_non_finite_grad_norm_with_a_finite_loss_after_it_is_a_skipped_update_
         (incident,) = by_kind(report, "nonfinite")
         assert incident.severity.value == "warning" and incident.details["update_skipped"]
         assert "no update in the log reached the weights" in incident.message
+
+
+@pytest.mark.parametrize("falls", [True, False])
+def test_a_grad_norm_never_finite_in_mmcvs_window_means_says_each_window_skipped_a_step(tmp_path, falls):
+    """mmcv's text log: each value a mean over the 50 iterations since the last line, 'grad_norm: nan' where one of
+    them overflowed under fp16. 'No update in the log reached the weights', with the loss falling from 4.35."""
+    lines = [f"2022-12-05 16:28:38,593 - mmdet - INFO - Epoch [12][{50 * k}/3953]\tlr: 3.604e-06, eta: 3:08:55, "
+             f"time: 3.157, data_time: 0.852, memory: 19582, loss_cls: 0.2271, "
+             f"loss: {4.35 - (0.1 * k if falls else 0.01 * (k % 2)):.4f}, grad_norm: nan" for k in range(1, 13)]
+    path = tmp_path / "20221205_162838.log"
+    path.write_text("\n".join(lines) + "\n")
+    (incident,) = by_kind(analyze_run(discover_runs(path)[0]), "nonfinite")
+    assert "a mean over each logging window, is never finite in the log: every window held a step" in incident.message
+    assert incident.severity.value == ("info" if falls else "warning")
+    assert ("the other updates reached the weights" in incident.message) == falls
 
 
 def test_an_evaluation_a_progress_bar_repeats_on_every_draw_counts_once():

@@ -208,7 +208,7 @@ def nonfinite_incidents(run: RunData) -> list[Incident]:
         if loss_bad is not None:
             kept |= loss_bad.to_numpy() | run.steps[metrics.LOSS].notna().to_numpy()
         stretches = group_steps(mask[kept], max_gap=1)
-        skipped = _skipped_updates(run.steps, loss_bad, series, mask, stretches) \
+        skipped = _skipped_updates(run.steps, loss_bad, series, mask, stretches, run.source in WINDOW_MEANS) \
             if key == metrics.GRAD_NORM_TOTAL else {}
         for start, end in stretches:
             span = between(series, start, end)[between(mask, start, end).to_numpy()]
@@ -287,10 +287,31 @@ def _neighbours(steps: np.ndarray, a: int, b: int) -> bool:
 _FREQUENT_SKIPS = 0.01
 # A longer stretch of them past the start-up is a warning too (each one halves an fp16 scale).
 _LONG_SKIP_STRETCH = 2
+# Readers whose logged values are means over each logging window (mmcv's and mmengine's LogBuffer).
+WINDOW_MEANS = ("mmengine",)
+# A loss whose last third's median lies this share or more below its first third's fell over the log.
+_FELL = 0.1
+
+
+def _fell(loss: pd.Series) -> tuple[float, float] | None:
+    """The medians of the loss's first and last thirds where it fell by :data:`_FELL` or more.
+
+    Example:
+        >>> _fell(pd.Series([4.4, 4.3, 4.0, 3.6, 3.5, 3.4])), _fell(pd.Series([4.35, 4.54, 4.33]))
+        ((4.35, 3.45), None)
+    """
+    values = loss.to_numpy(dtype="float64")
+    values = values[np.isfinite(values)]
+    third = len(values) // 3
+    if third < 1:
+        return None
+    first, last = float(np.median(values[:third])), float(np.median(values[-third:]))
+    return (first, last) if last <= (1 - _FELL) * first else None
 
 
 def _skipped_updates(steps: pd.DataFrame, loss_bad: pd.Series | None, grad: pd.Series, grad_bad: pd.Series,
-                     stretches: list[tuple[int, int]]) -> dict[tuple[int, int], tuple[Severity, str]]:
+                     stretches: list[tuple[int, int]], window_means: bool = False
+                     ) -> dict[tuple[int, int], tuple[Severity, str]]:
     """The stretches of non-finite grad norms whose updates never reached the weights, with a
     severity and the reason: the loss is finite there and at its next logged step (or, at the
     log's end, at a later step of the stretch), and no 0. An update made
@@ -299,7 +320,10 @@ def _skipped_updates(steps: pd.DataFrame, loss_bad: pd.Series | None, grad: pd.S
     grad norm as inf or nan). At the scaler's start-up, searching down from its initial scale, and
     now and then after (it raises its scale every so many steps and overflows once), that is how
     fp16 training works: info. Often, or a longer stretch later on, or at every logged step of a log
-    whose grad norm is never finite: a warning."""
+    whose grad norm is never finite: a warning. ``window_means``: each logged value is a mean over
+    the steps since the last (mmcv, mmengine), NaN where one of them overflowed: a grad norm never
+    finite there says every window skipped a step, not every step; information where the loss fell
+    by :data:`_FELL` over the log (updates reached the weights)."""
     if loss_bad is None or not stretches:
         return {}
     loss = steps[metrics.LOSS].to_numpy(dtype="float64")
@@ -330,7 +354,15 @@ def _skipped_updates(steps: pd.DataFrame, loss_bad: pd.Series | None, grad: pd.S
     out = {}
     for (start, end), start_up in found.items():
         n = count[(start, end)]
-        if start_up and first_finite is None and n >= 2:
+        if start_up and first_finite is None and n >= 2 and window_means:
+            fell = _fell(steps[metrics.LOSS])
+            out[(start, end)] = (Severity.INFO if fell else Severity.WARNING, "the grad norm, a mean over each logging "
+                                 "window, is never finite in the log: every window held a step whose gradients were "
+                                 "not finite (an fp16 loss scaler skips it; a scale that overflows that often, or "
+                                 "batches whose gradients are not finite)" + (
+                                     f"; the loss fell from {fell[0]:.4g} to {fell[1]:.4g}: the other updates "
+                                     "reached the weights" if fell else ""))
+        elif start_up and first_finite is None and n >= 2:
             # A start-up the log never sees end (VG-LLM's 7B fine-tune: grad_norm nan at every logged step).
             out[(start, end)] = (Severity.WARNING, "no update in the log reached the weights: the grad norm is never "
                                  "finite in it (an fp16 loss scaler's start-up skips its first steps only; a skip at "
