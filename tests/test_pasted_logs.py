@@ -8292,6 +8292,32 @@ def test_lines_of_evaluation_passes_opened_by_a_line_of_their_own_are_no_trainin
     assert "restart" not in {i.kind for i in analyze_run(run).incidents}
 
 
+def _unsloth_train(losses, grad_norm="nan", steps=20):
+    lines = ["==((====))==  Unsloth 2025.8.6: Fast Qwen3 patching. Transformers: 4.55.2. vLLM: 0.8.5.post1.",
+             "==((====))==  Unsloth - 2x faster free finetuning | Num GPUs used = 1",
+             f"   \\\\   /|    Num examples = 12,709 | Num Epochs = 1 | Total steps = {steps}"]
+    lines += [f"{{'loss': {loss}, 'grad_norm': {grad_norm}, 'learning_rate': 5e-06, 'rewards/accuracy': 0.25, "
+              f"'kl': 0.0, 'epoch': {k / 100}}}" for k, loss in enumerate(losses, 1)]
+    return lines + [f"{{'train_runtime': 1021.5, 'train_samples_per_second': 0.626, 'train_steps_per_second': 0.02, "
+                    f"'train_loss': -3.3993273973464965e-09, 'epoch': {len(losses) / 100}}}"]
+
+
+def test_unsloth_trainings_appended_to_one_log_are_runs_of_their_own(tmp_path):
+    """Two GRPO trainings under Unsloth in one paste, its banner printed at each train(): read as one run, the first's
+    NaN grad norm 'recovered' by the second's finite ones."""
+    lines = _unsloth_train(["-0.0", "0.0"] * 10) + _unsloth_train(["0.0", "-0.0"] * 12, grad_norm="0.57", steps=24)
+    runs = discover_runs(_write(tmp_path / "grpo.log", lines))
+    assert [len(run.steps) for run in runs] == [20, 24]
+
+
+def test_a_loss_of_minus_0_is_no_trainer_nan_filter_zero(tmp_path):
+    """GRPO's loss, ~0 while the policy is the reference, logged rounded to 4 decimals: '-0.0' and '0.0' beside a
+    NaN grad norm were 'the Trainer's NaN filter: the loss went non-finite from the start'. Its filter's sum is +0.0."""
+    report = analyze_run(discover_runs(_write(tmp_path / "grpo.log", _unsloth_train(["-0.0", "0.0"] * 10)))[0])
+    assert not [i for i in report.incidents if i.details.get("nan_filter")]
+    assert [i.details["metric"] for i in report.incidents if i.kind == "nonfinite"] == ["grad_norm/total"]
+
+
 def test_a_skorch_table_reads_the_rows_whose_checkpoint_cell_is_blank(tmp_path):
     """skorch's history table: 'cp' is '+' where the epoch saved a checkpoint, blank where it did not; the rows
     with the blank cell, one cell short, were left out: 5 of 12 epochs read, the final loss epoch 8's."""

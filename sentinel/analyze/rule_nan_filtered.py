@@ -11,6 +11,8 @@ notebook's ``Step  Training Loss``) or its grad norm or an evaluation loss is
 non-finite in that stretch, it is the run's non-finite loss. A stretch of zeros with finite
 losses after it, each beside a non-finite grad norm, is a window the filter hid and the run came
 out of (an fp16 scaler skipped those steps): it is read as the NaN it was (:func:`filtered_windows`).
+The filter's sum starts from +0.0: a ``-0.0`` among the zeros is a loss computed and rounded (GRPO's
+loss is ~0 while the policy is the reference), and no zero of that stretch is the filter's.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ def filtered_windows(run: RunData) -> tuple[RunData, str | None]:
     logged = steps[metrics.LOSS].notna().to_numpy()
     loss = steps[metrics.LOSS].to_numpy(dtype="float64")[logged]
     grad = steps[metrics.GRAD_NORM_TOTAL].to_numpy(dtype="float64")[logged]
-    hidden = (loss == 0.0) & ~np.isfinite(grad)
+    hidden = (loss == 0.0) & ~np.signbit(loss) & ~np.isfinite(grad)
     if not hidden.any():
         return run, None
     # Each stretch of hidden windows, kept where a finite loss above 0 comes after it.
@@ -97,6 +99,8 @@ def nan_filtered_zeros(loss: pd.Series, incidents: list[Incident], source: str, 
     from_the_start = zeros == len(values)
     if zeros < MIN_ZEROS or (not from_the_start and values[-zeros - 1] <= 0):
         return None
+    if np.signbit(values[len(values) - zeros:]).any():
+        return None  # "-0.0": a loss computed and rounded to 4 decimals (GRPO's), never the filter's 0.0
     first, last = int(loss.index[-zeros]), int(loss.index[-1])
     beside = any(i.kind == IncidentKind.NONFINITE.value and i.end_step >= first
                  and i.details.get("metric") != metrics.LOSS for i in incidents)

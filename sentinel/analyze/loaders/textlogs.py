@@ -782,12 +782,14 @@ def _averaged_loss_note(text: str, lines: Lines) -> str | None:
 # Face or Lightning stdout redirected with >>): read as one history, each fresh start's loss, back
 # at its first level, looked like a spike that never recovered. Lightning's is the model summary's
 # header, printed at each fit(). chemprop's is its "Command line", the command, "Args" at each launch.
+# Unsloth's trainer prints its banner ("==((====))==  Unsloth - 2x faster free finetuning") at each train().
 # (Searched for as such, its line start found after: a pattern that scans each line from its start
 # for them took 0.23 s on a 3.7 MB log.)
 _FRESH_START = re.compile(r"Starting training from iteration 0\b|\*{5} Running training \*{5}|"
-                          r"\|[ \t]*Name[ \t]*\|[ \t]*Type[ \t]*\|[ \t]*Params\b|"
+                          r"==\(\(====\)\)==  Unsloth - |\|[ \t]*Name[ \t]*\|[ \t]*Type[ \t]*\|[ \t]*Params\b|"
                           r"(?m:^Command line\npython [^\n]*\nArgs$)")
-_FRESH_WORDS = ("Starting training from iteration 0", "Running training", "Params", "Command line")  # one must be
+_FRESH_WORDS = ("Starting training from iteration 0", "Running training", "Params", "Command line",
+                "==((====))==  Unsloth - ")  # one must be
 # A resume, printed after the start line: the training goes on (the Hugging Face Trainer's;
 # Lightning's, for fit(ckpt_path=...), comes before its model summary).
 _RESUMED = re.compile(r"Continuing training from checkpoint|Restoring states from the checkpoint path")
