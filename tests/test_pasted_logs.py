@@ -8292,6 +8292,20 @@ def test_lines_of_evaluation_passes_opened_by_a_line_of_their_own_are_no_trainin
     assert "restart" not in {i.kind for i in analyze_run(run).incidents}
 
 
+def test_a_loss_read_from_a_perplexity_is_at_chance_only_over_a_vocabulary(tmp_path):
+    """OpenNMT (Lua) at 'Perplexity 5.91' on an English-French model of 38,376 target words, its validation perplexity
+    improving: ln 5.9 = 1.78 read as 'loss at chance level ... a uniform guess over 6 classes', unhealthy."""
+    lines = [f"[05/06/17 14:50:04 INFO] Epoch 21 ; Iteration {500 * k}/1588 ; Learning rate 1.0000 ; "
+             f"Source tokens/s 5272 ; Perplexity {ppl}" for k, ppl in enumerate([5.91, 5.99, 5.98, 5.92, 6.03, 5.95], 1)]
+    report = analyze_run(discover_runs(_write(tmp_path / "train.log", lines))[0])
+    assert report.verdict.value == "healthy" and not [i for i in report.incidents if i.kind == "loss_stuck"]
+    # A vocabulary's ln is still chance: 10.37 = ln 32,000, a model that learned nothing.
+    lines = [line.rsplit(" ", 1)[0] + f" {31900 + 20 * k}" for k, line in enumerate(lines)]
+    (found,) = [i for i in analyze_run(discover_runs(_write(tmp_path / "vocab.log", lines))[0]).incidents
+                if i.kind == "loss_stuck"]
+    assert found.details["chance"] == 32000
+
+
 def _unsloth_train(losses, grad_norm="nan", steps=20):
     lines = ["==((====))==  Unsloth 2025.8.6: Fast Qwen3 patching. Transformers: 4.55.2. vLLM: 0.8.5.post1.",
              "==((====))==  Unsloth - 2x faster free finetuning | Num GPUs used = 1",

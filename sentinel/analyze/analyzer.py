@@ -15,8 +15,8 @@ from sentinel.analyze.config import AnalyzeConfig
 from sentinel.analyze.detector import loss_warmup, warmup_steps
 from sentinel.analyze.discover import READ_ERRORS, NoRunsError, Skipped, debugging, describe_error, discover
 from sentinel.analyze.incident import Incident, IncidentKind, Severity
-from sentinel.analyze.loaders import (LOGGED_NAN, LOSS_SCALE_MIN, LOSS_SUMS_GROWING_BATCHES, OVERFLOW_ROWS_ONLY,
-                                      SKIPPED_UPDATES, STEP_UNIT, LoadOptions, RunData)
+from sentinel.analyze.loaders import (LOGGED_NAN, LOSS_FROM_PERPLEXITY, LOSS_SCALE_MIN, LOSS_SUMS_GROWING_BATCHES,
+                                      OVERFLOW_ROWS_ONLY, SKIPPED_UPDATES, STEP_UNIT, LoadOptions, RunData)
 from sentinel.analyze.loaders.keys import is_epoch_mean
 from sentinel.analyze.noise import below_printed_digit
 from sentinel.analyze.report import Report, RunReport, in_epochs, verdict
@@ -266,7 +266,8 @@ def analyze_run(run: RunData, config: AnalyzeConfig | None = None) -> RunReport:
             incidents += saturated_incidents(loss)
         game = environment_rl or adversarial or policy_gradient
         if not game and not any(not i.details["resolved"] for i in stuck):  # else the tail is told
-            incidents += chance_incidents(loss, steps[metrics.LR] if has(metrics.LR) else None)
+            incidents += chance_incidents(loss, steps[metrics.LR] if has(metrics.LR) else None,
+                                          tokens=LOSS_FROM_PERPLEXITY in (run.meta or {}))
         if not rl and not game:
             incidents += collapse_incidents(loss, steps["epoch"] if has("epoch") else None)
             if not stuck:

@@ -49,8 +49,9 @@ COLLAPSE_TOLERANCE = 0.0025
 MIN_ROWS = 5
 
 
-def chance_level(value: float) -> int | None:
-    """The class count or vocabulary size whose ``ln`` the loss ``value`` is, or None.
+def chance_level(value: float, tokens: bool = False) -> int | None:
+    """The class count or vocabulary size whose ``ln`` the loss ``value`` is, or None. ``tokens``: the
+    loss is a cross-entropy over tokens (read from a perplexity): a vocabulary's size only.
 
     Example:
         >>> chance_level(2.3027), chance_level(10.8259), chance_level(2.5)
@@ -58,7 +59,7 @@ def chance_level(value: float) -> int | None:
     """
     if not (value > 0 and math.isfinite(value)):
         return None
-    for k in (*CLASS_COUNTS, *START_COUNTS):
+    for k in () if tokens else (*CLASS_COUNTS, *START_COUNTS):
         if abs(value - math.log(k)) <= CLASS_TOLERANCE * math.log(k):
             return k
     near = min((*VOCAB_SIZES, *PROTOTYPE_COUNTS), key=lambda v: abs(value - math.log(v)))
@@ -84,11 +85,13 @@ def _passing_by(stretch: np.ndarray, tolerance: float) -> bool:
     return apart > max(tolerance / 4, 3 * 1.2533 * step_noise(stretch) * np.sqrt(2 / half))
 
 
-def chance_incidents(loss: pd.Series, lr: pd.Series | None = None) -> list[Incident]:
+def chance_incidents(loss: pd.Series, lr: pd.Series | None = None, tokens: bool = False) -> list[Incident]:
     """One warning when the log's last :data:`MIN_ROWS` or more losses sit at ``ln K`` (see the
     module docstring). For a class count the log must start at most 1.5 ``ln K`` (where a model
     starts) and never be clearly below ``ln K``. Information where ``lr`` (the learning rate, by
-    step) still rose over those steps: a warm-up from 0 has not let the model learn yet.
+    step) still rose over those steps: a warm-up from 0 has not let the model learn yet. ``tokens``:
+    the loss is the log of a perplexity, over a vocabulary (OpenNMT's perplexity of 5.9 is no guess
+    among 6 classes).
 
     Example:
         >>> s = pd.Series([2.3086, 2.2973, 2.3083, 2.3027, 2.3045, 2.3057], index=range(6))
@@ -98,7 +101,7 @@ def chance_incidents(loss: pd.Series, lr: pd.Series | None = None) -> list[Incid
     values = loss.to_numpy(dtype="float64")
     if len(values) < MIN_ROWS:
         return []
-    k = chance_level(float(np.median(values[-MIN_ROWS:])))
+    k = chance_level(float(np.median(values[-MIN_ROWS:])), tokens)
     if k is None:
         return []
     target = math.log(k)

@@ -117,6 +117,9 @@ CRASHES_BEFORE_RESTARTS = "crashes_before_restarts"
 # batches that grow (spaCy's training table, its compounding batcher): its rise is the sum's, so a spike
 # at whose rows the run's own quality measure was at its best is told as information.
 LOSS_SUMS_GROWING_BATCHES = "loss_sums_growing_batches"
+# RunData.meta key: the perplexity key a text log's loss was read from as its logarithm (OpenNMT's
+# "Perplexity 5.91"): a cross-entropy over tokens, at chance only at a vocabulary's ln.
+LOSS_FROM_PERPLEXITY = "loss_from_perplexity"
 
 # A steps frame's attrs key: a table's rows numbered in file order, its epoch column holding several
 # rows each (numeric_table.table_steps): its steps are then no epochs.

@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 
 from sentinel import metrics
-from sentinel.analyze.loaders import (CRASHES_BEFORE_RESTARTS, LOGGED_NAN, RESTARTED_LENGTH, SKIPPED_UPDATES, STEP_UNIT,
-                                      LoadOptions, RunData, nonfinite_name)
+from sentinel.analyze.loaders import (CRASHES_BEFORE_RESTARTS, LOGGED_NAN, LOSS_FROM_PERPLEXITY, RESTARTED_LENGTH,
+                                      SKIPPED_UPDATES, STEP_UNIT, LoadOptions, RunData, nonfinite_name)
 from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER, FALLBACKS,
                                                COQUI, GENERAL_READERS, GENERIC, HF_OWN_STEPS, HF_TRAINER, KERAS_EPOCHS,
                                                LOSS_LINES, NONFINITE_ONLY, PAIRS, YOLOV4_PYTORCH, hf_cut_dict,
@@ -761,9 +761,9 @@ def _note_skipped_updates(run: RunData, text: str, lines: Lines) -> None:
 def _keyed(runs: list[RunData], key: LossKey | None) -> list[RunData]:
     """``runs`` whose meta names the key their loss was read by (``actor/pg_loss``): the analysis
     judges a loss by what it is."""
-    if key is not None and not key.perplexity:
+    if key is not None:
         for run in runs:
-            run.meta.setdefault("loss_column", key.key)
+            run.meta.setdefault(LOSS_FROM_PERPLEXITY if key.perplexity else "loss_column", key.key)
     return runs
 
 
