@@ -3374,6 +3374,27 @@ def test_trainings_appended_to_one_log_are_read_as_runs_of_their_own(tmp_path):
     assert code == 0 and [r["verdict"] for r in report["runs"]] == ["healthy"] * 3
 
 
+def _crashed_launch(error: str) -> list[str]:
+    return ["[03/01 10:00:00 d2.engine.train_loop]: Starting training from iteration 0",
+            "[03/01 10:00:01 d2.engine.hooks]: Total training time: 0:00:01 (0:00:00 on hooks)",
+            "Traceback (most recent call last):", '  File "train_net.py", line 312, in <module>', "    main(args)",
+            error]
+
+
+def test_launches_that_crashed_before_their_first_step_are_named_with_their_error(tmp_path):
+    """Mask2Former's log.txt of twelve launches, eight crashed at iteration 0 (ValueError x4, CUDA out of memory x3,
+    an AssertionError): '4 runs: 1 unhealthy, 3 healthy', the crashes '#1, #2, ... logged no step'."""
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {} MiB. GPU 0 has a total capacity of 23.56 GiB"
+    lines = (_crashed_launch("ValueError: too many dimensions 'Boxes'") * 2 + _detectron2_training()
+             + _crashed_launch(oom.format(192)) + _crashed_launch(oom.format(336))
+             + ["[03/01 10:00:00 d2.engine.train_loop]: Starting training from iteration 0"] + _detectron2_training())
+    runs = discover_runs(_write(tmp_path / "log.txt", lines))
+    assert len(runs) == 2
+    assert runs[0].warnings[0].endswith("(#1, #2 crashed before their first step: ValueError: too many dimensions "
+                                        "'Boxes'; #4, #5 crashed before their first step: torch.OutOfMemoryError: "
+                                        "CUDA out of memory; #6 logged no step)"), runs[0].warnings[0]
+
+
 def test_a_resumed_training_goes_on_in_the_same_run(tmp_path):
     # "Starting training from iteration 400": a resume, its steps go on.
     path = _write(tmp_path / "log.txt", _detectron2_training() + _detectron2_training(first_iter=419))

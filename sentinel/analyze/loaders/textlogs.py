@@ -31,7 +31,7 @@ from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, 
                                                reads_bar_running_mean)
 from sentinel.analyze.loaders.coqui_optimizers import generator_total
 from sentinel.analyze.loaders.dialect_types import Dialect, LossTerms
-from sentinel.analyze.loaders.crash_tail import TRACEBACK, crash_after, watchdog_at
+from sentinel.analyze.loaders.crash_tail import TRACEBACK, crash_after, final_error, watchdog_at
 from sentinel.analyze.loaders.keys import (canonical_key, inferred_loss_note, is_aggregate, looks_like_loss,
                                            suggested_loss)
 from sentinel.analyze.loaders.launcher_ranks import one_rank_unprefixed, prefixes_removed
@@ -731,18 +731,27 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
                 runs[0].warnings.insert(0, warning)
         return _keyed(runs, key)
     key_note = note
-    runs, empty = [], []
+    runs, empty, crashes = [], [], {}
     for k, part in enumerate(parts, 1):
         try:
             runs.append(_read(part, dialect, options, path, f"{run_name(path)}#{k}", least=least))
             _note_skipped_updates(runs[-1], part, lines)
         except ValueError:  # a training that stopped before its first logged step
             empty.append(k)
+            at = part.rfind(TRACEBACK)
+            error = final_error(part, at, defer_nonfinite=False) if at >= 0 else None
+            if error is not None:  # (its first sentence: CUDA's out-of-memory errors differ in their numbers only)
+                crashes.setdefault(error.split(". ")[0], []).append(k)
     if not runs:
         raise ValueError(_no_step_lines(path, dialect, text))
     note = trainings_note(path, len(parts))
-    if empty:
-        note += f" ({', '.join(f'#{k}' for k in empty)} logged no step)"
+    crashed = {k for launches in crashes.values() for k in launches}
+    stops = [f"{', '.join(f'#{k}' for k in launches)} crashed before {'its' if len(launches) == 1 else 'their'} first "
+             f"step: {error}" for error, launches in crashes.items()]  # (a launch that crashed at once: the news)
+    if set(empty) - crashed:
+        stops.append(f"{', '.join(f'#{k}' for k in empty if k not in crashed)} logged no step")
+    if stops:
+        note += f" ({'; '.join(stops)})"
     for run in runs:
         run.warnings.insert(0, note)
         for warning in (said, key_note, *rank_notes):
