@@ -76,6 +76,8 @@ def test_anomaly_modes_error_names_the_backward_function(tmp_path):
     ("RuntimeError: ERROR: Got NaN losses 2021-10-28 23:20:46.797813", "loss", None),  # PySlowFast
     ("RuntimeError: Loss was NaN for 1 times in a row. Stopped training.", "loss", None),  # NeuralHydrology
     ("ValueError:  [x] nan loss", "loss", None),  # DDSP-SVC's solver
+    ("FloatingPointError: Predicted boxes or scores contain Inf/NaN. Training has diverged.", None,
+     "proposal_generator"),  # detectron2's RPN
 ])
 def test_libraries_nonfinite_lines(tmp_path, line, metric, module):
     path = tmp_path / "train.log"

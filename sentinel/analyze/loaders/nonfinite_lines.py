@@ -1,7 +1,7 @@
 """Lines in which a training library says that a loss, a gradient or a parameter went
 non-finite, whatever prints the steps around them: PyTorch's anomaly mode (``torch.autograd.
 detect_anomaly``, Lightning's ``Trainer(detect_anomaly=True)``), the check that the DeiT / MAE /
-ConvNeXt family of training scripts stop on, Lightning's ``detect_nan_parameters``,
+ConvNeXt family of training scripts stop on, Lightning's ``detect_nan_parameters``, detectron2's RPN,
 ``clip_grad_norm_(error_if_nonfinite=True)``, mmengine's ``CheckInvalidLossHook``, Keras'
 ``TerminateOnNaN``, DINOv2's ``NaN detected``, MindSpore's ``LossMonitor``, SpeechBrain's loss check,
 pytorch-accelerated's ``TerminateOnNaNCallback``, TensorFlow's ``NanTensorHook``, RecBole's loss check,
@@ -122,6 +122,10 @@ NONFINITE_LINES: tuple[EventLine, ...] = (
     # set to 0 for that step (the sum goes on finite): the term named.
     EventLine(re.compile(r"\b(?P<module>\w+) loss is (?P<value>NaN|nan|inf)\. Skipping\.\.\."), EventKind.NONFINITE,
               source="loss_term_check", detail={"metric": metrics.LOSS, "zeroed": True}),
+    # detectron2's RPN (find_top_rpn_proposals): FloatingPointError("Predicted boxes or scores contain Inf/NaN.
+    # Training has diverged."): the forward pass went non-finite before any loss was taken.
+    EventLine(re.compile(r"\bPredicted boxes or scores contain Inf/NaN\. Training has diverged\b"), EventKind.NONFINITE,
+              source="detectron2", detail={"module": "proposal_generator", "phase": "forward"}),
     # JAX with jax_debug_nans: the primitive that made it.
     EventLine(re.compile(r"FloatingPointError: invalid value \((?P<value>nan|inf)\) encountered in (?P<module>[\w.]+)"),
               EventKind.NONFINITE, source="jax_debug_nans"),
@@ -136,6 +140,6 @@ WORDS = (re.compile(r"returned (?:nan|inf) values|Loss is (?:nan|-?inf)|Detected
                     r"contains a NaN|(?i:detected (?:nan|inf) loss)|"
                     r"received an? (?:nan|inf) loss|Nan in summary histogram for|NaN in loss occurred|"
                     r"NaN Detected\. Loss|loss is (?:NaN|nan|inf)\. Skipping\.\.\.|Got NaN losses|Loss was NaN for|"
-                    r"\[x\] nan loss|"
+                    r"\[x\] nan loss|contain Inf/NaN\. Training has diverged|"
                     r"A NaN was detected and you have NaN protection|\d[^\S\n]+\((?:nan|-?inf)\)|"
                     r"(?i:\bepoch\b[^\n]{0,80}?\b(?:total|mean|average|avg)\b[^\n:=]{0,40}?\bloss\b[^\S\n]*[:=][^\S\n]*-?(?:nan|inf)\b)"),)
