@@ -8366,6 +8366,25 @@ def test_a_skorch_table_reads_the_rows_whose_checkpoint_cell_is_blank(tmp_path):
     assert run.steps["loss"].tolist() == [loss for _, loss, _ in rows]
 
 
+def test_an_evaluations_batches_printed_as_the_trainings_with_a_shorter_count_are_no_training_steps(tmp_path):
+    """apex's ImageNet example (ResNet-18, O2): its ProgressMeter prints the validation's batches as
+    'Epoch: [0][ 99/782]' after the epoch's 'Epoch: [0][4999/5005]': read as training, two runs, a restart, and
+    the validation's losses the final ones."""
+    lines = []
+    for epoch in range(3):
+        lines += [f"Epoch: [{epoch}][{it:4d}/5005]\tLoss {5.0 - epoch - it / 5000:.4e} (5.0e+00)\tAcc@1  25.00 ( 12.26)"
+                  for it in range(99, 5005, 100)]
+        lines.append(f" * Train Acc@1 {12 + 20 * epoch:.3f} Train Acc@5 27.688")
+        lines += [f"Epoch: [{epoch}][{it:3d}/782]\tLoss {3.9 - epoch:.4e} (3.9e+00)\tAcc@1  28.12 ( 22.33)"
+                  for it in range(99, 782, 100)]
+        lines.append(f" * Val Acc@1 {22 + 20 * epoch:.3f} Val Acc@5 45.598")
+    (run,) = discover_runs(_write(tmp_path / "imagenet.log", lines))
+    train = run.steps["loss"].dropna()
+    assert len(train) == 150 and train.iloc[-1] == pytest.approx(5.0 - 2 - 4999 / 5000, abs=1e-4)
+    assert any("21 line(s) counting to 782 after an epoch's lines counting to 5005" in w for w in run.warnings)
+    assert analyze_run(run).verdict.value == "healthy"
+
+
 def test_summaries_of_a_training_and_a_validation_set_named_by_the_line_above_each(tmp_path):
     """pytorch-kaldi's epoch summary (a spiking RNN's ASR run): 'Training on [...]' and 'Validating on dev_clean',
     each above a 'Loss = X | err = Y' line: both read as training steps, the validation's the final loss."""

@@ -107,3 +107,44 @@ def _named(line: str) -> str:
     """An opening line from its own words on (a logger's prefix left out)."""
     found = _FIRST_WORD.search(line)
     return line[found.start() if found else 0:].strip()
+
+
+# A record line's epoch and count: "Epoch: [0][ 99/5005]" (the ImageNet example's ProgressMeter, and the
+# scripts copied from it), its prefix before the epoch kept to tell its own lines from another's.
+_EPOCH_COUNT = re.compile(r"(?m)^([^\n\[]*)\[[^\S\n]*(\d+)[^\S\n]*\]\[[^\S\n]*\d+[^\S\n]*/[^\S\n]*(\d+)[^\S\n]*\][^\n]*")
+
+
+def shorter_pass_spans(text: str, lines: Lines | None = None) -> tuple[list[tuple[int, int]], tuple[int, int]]:
+    """Where each line of the evaluation passes told by their count starts and ends (its line end
+    left out), in text order, and ``(the training's length, the passes')``: the ImageNet example's
+    ProgressMeter prints the validation's batches as "Epoch: [0][ 99/782]" after the epoch's training
+    ones, "Epoch: [0][4999/5005]", in the very same shape. Lines of one prefix and epoch that count to
+    a shorter total after the epoch's first lines, in every epoch that has them; ``([], (0, 0))`` where
+    there are none.
+
+    Example:
+        >>> text = "Epoch: [0][1/9] Loss 3\\nEpoch: [0][9/9] Loss 2\\nEpoch: [0][1/4] Loss 9\\nEpoch: [1][1/9] Loss 1\\n"
+        >>> spans, lengths = shorter_pass_spans(text)
+        >>> [text[a:b] for a, b in spans], lengths
+        (['Epoch: [0][1/4] Loss 9'], (9, 4))
+    """
+    if "][" not in (lines.distinct_text() if lines is not None else text):
+        return [], (0, 0)
+    found = [(m.group(1), int(m.group(2)), int(m.group(3)), m.span()) for m in _EPOCH_COUNT.finditer(text)]
+    spans: list[tuple[int, int]] = []
+    lengths: set[tuple[int, int]] = set()
+    group: list = []
+    for record in [*found, None]:
+        if record is not None and group and record[:2] == group[0][:2]:
+            group.append(record)
+            continue
+        if group:
+            length = group[0][2]
+            later = [r for r in group if r[2] != length]
+            if later and all(r[2] < length for r in later) and group.index(later[0]) + len(later) == len(group):
+                spans += [r[3] for r in later]
+                lengths |= {(length, r[2]) for r in later}
+        group = [record] if record is not None else []
+    if len(lengths) != 1:
+        return [], (0, 0)  # (one training length, one pass length: anything else is some other count)
+    return spans, lengths.pop()

@@ -80,7 +80,7 @@ from sentinel.analyze.loaders.dialect_types import HEAD_ROLES, Dialect, Shape
 from sentinel.analyze.loaders.field_lists import SHOWN, field_bodies
 from sentinel.analyze.loaders.keys import STEP_LIMIT
 from sentinel.analyze.loaders.launcher_ranks import one_rank
-from sentinel.analyze.loaders.evaluation_blocks import evaluation_block_spans
+from sentinel.analyze.loaders.evaluation_blocks import evaluation_block_spans, shorter_pass_spans
 from sentinel.analyze.loaders.epoch_counts import epoch_length as _epoch_length, length_of_global_prints
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.pattern_prefix import literal_first
@@ -419,12 +419,18 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
     evaluation = None  # the evaluation lines the training read leaves out, read apart below
     picked, picked_at = [], []  # those lines, and where each was in the text left
     passes, opening = evaluation_block_spans(text, lines) if dialect.drop_words else ([], "")
-    if passes or dialect.drop_words and _may_blank(lines, dialect.drop_words):
+    shorter, lengths = shorter_pass_spans(text, lines) if dialect.drop_words and not passes else ([], (0, 0))
+    if passes or shorter or dialect.drop_words and _may_blank(lines, dialect.drop_words):
         told = sum("loss" in text[a:b].lower() for a, b in passes)  # (a pass of accuracies alone changes nothing)
-        text, picked, picked_at = split_evaluation_lines_at(text, dialect.drop_words, lines=lines, passes=passes)
+        text, picked, picked_at = split_evaluation_lines_at(text, dialect.drop_words, lines=lines,
+                                                            passes=passes or shorter)
         if told:
             warnings.append(f"{told} line(s) of evaluation passes (each opened by a line such as "
                             f"{opening[-60:]!r}) read as evaluation, not training")
+        if shorter:
+            warnings.append(f"{len(shorter)} line(s) counting to {lengths[1]} after an epoch's lines counting to "
+                            f"{lengths[0]} (an evaluation's batches, printed as the training's) read as evaluation, "
+                            "not training")
         kept = [i for i, line in enumerate(picked) if not _A_RECORD_OF.search(line)]
         picked, picked_at = [picked[i] for i in kept], [picked_at[i] for i in kept]
         evaluation = None if dialect.step_from_order else "".join(picked) or None
