@@ -3395,6 +3395,22 @@ def test_launches_that_crashed_before_their_first_step_are_named_with_their_erro
                                         "CUDA out of memory; #6 logged no step)"), runs[0].warnings[0]
 
 
+def test_a_log_whose_last_step_line_says_hours_are_left_says_the_run_stopped_before_its_end(tmp_path):
+    """detectron2 at iteration 16,009 of 111,000, 'eta: 17:59:33' on its last line, and no traceback: healthy, no word
+    that the run never finished. A finished run's last line says ~0 left; a crash is told as such."""
+    def training(eta_last: str) -> list[str]:
+        lines = _detectron2_training()
+        return lines[:-1] + [lines[-1].replace("eta: 0:10:00", f"eta: {eta_last}")]
+
+    (stopped,) = discover_runs(_write(tmp_path / "stopped.log", training("17:59:33")))
+    assert "the last step line (step 399) says eta: 17:59:33 is left: the run stopped before its planned end" in \
+        " ".join(stopped.warnings)
+    for name, lines in [("done", training("0:00:00")), ("crashed", training("17:59:33") + _crashed_launch(
+            "RuntimeError: CUDA error: an illegal memory access was encountered")[2:])]:
+        (run,) = discover_runs(_write(tmp_path / f"{name}.log", lines))
+        assert not any("planned end" in w for w in run.warnings), name
+
+
 def test_a_resumed_training_goes_on_in_the_same_run(tmp_path):
     # "Starting training from iteration 400": a resume, its steps go on.
     path = _write(tmp_path / "log.txt", _detectron2_training() + _detectron2_training(first_iter=419))

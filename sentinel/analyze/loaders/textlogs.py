@@ -872,6 +872,44 @@ def note_crash(text: str, found, dialect: Dialect, after: int = 0, lines: Lines 
         found.meta[CRASHES_BEFORE_RESTARTS] = _crashes_before_restarts(text, records, dialect, lines)
 
 
+# The time a training line says is left: detectron2's, mmengine's and the MetricLogger's "eta: 16:56:22", "eta: 1
+# day, 2:03:04". A finished run's last step line says ~0; more than ETA_LEFT seconds, a run that stopped before its
+# planned end (or a log cut there), where no crash tells why.
+_ETA_LEFT = re.compile(r"\beta: (?:(\d+) days?, )?(\d+):(\d\d):(\d\d)\b")
+ETA_LEFT = 600
+# The text's end searched for the last step line (bytes).
+_ETA_TAIL = 1 << 16
+
+
+def _unfinished(text: str, dialect: Dialect, found) -> str | None:
+    """The warning for a log whose last step line says more than :data:`ETA_LEFT` seconds are left, where no
+    crash was found; else None.
+
+    Example:
+        >>> from sentinel.analyze.loaders.dialects import GENERIC
+        >>> log = "iter: 10  loss: 2.0  eta: 0:00:10\\niter: 20  loss: 1.9  eta: 16:56:22\\n"
+        >>> _unfinished(log, GENERIC, scan(log, GENERIC)).split(":")[0]
+        'the last step line (step 20) says eta'
+    """
+    start = max(0, len(text) - _ETA_TAIL)
+    if "crash" in found.meta or not len(found.steps.index) or text.find("eta: ", start) < 0:
+        return None
+    records = [shape.pattern for shape in dialect.shapes if shape.beside is None]
+    last = max((match.start() for pattern in records for match in list(pattern.finditer(text, start))[-1:]),
+               default=-1)
+    if last < 0:
+        return None
+    line = text[text.rfind("\n", 0, last) + 1:(text.find("\n", last) + 1 or len(text) + 1) - 1]
+    eta = _ETA_LEFT.search(line)
+    if eta is None:
+        return None
+    days, hours, minutes, seconds = (int(g or 0) for g in eta.groups())
+    if ((days * 24 + hours) * 60 + minutes) * 60 + seconds <= ETA_LEFT:
+        return None
+    return (f"the last step line (step {int(found.steps.index[-1])}) says {eta.group(0)} is left: the run stopped "
+            "before its planned end (or the log was cut there)")
+
+
 # How many tracebacks are asked at most (each reads the record lines around it).
 _CRASHES_ASKED = 50
 
@@ -1164,6 +1202,8 @@ def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str
     if dialect is YOLOV4_PYTORCH:
         _epoch_means_undone(found, int(found.meta.get("iters_per_epoch", 0)), "YOLOv4-pytorch's mloss")
     note_crash(text, found, dialect, lines=lines if lines is not None and lines.text is text else None)
+    if (unfinished := _unfinished(text, dialect, found)) is not None:
+        found.warnings.append(unfinished)
     if dialect.note is not None and metrics.LOSS in found.steps.columns and (said := dialect.note(text)):
         found.warnings.append(said)
     if dialect is LOSS_LINES and found.meta.get("step_source") in ("epoch_lines", "step_lines"):
