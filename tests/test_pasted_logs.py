@@ -7426,6 +7426,17 @@ def test_overfitting_quotes_an_epoch_logs_training_loss_at_the_epochs_it_names(t
     assert "at epoch 6" in found.message and "fell from 0.187 to 0.1068" in found.message, found.message
 
 
+def test_a_loss_at_chance_above_it_at_each_epochs_first_batches_is_still_at_chance():
+    """A multiple-choice QA model (4 answers) fine-tuned 20 epochs with the Trainer: 1.383-1.389 at every logged step
+    but the first of each epoch, ~1.41 (the first batches after a shuffle), eval_loss 1.38629 throughout, accuracy
+    0.25: 'healthy', a plateau, as no five rows in a row lay within 1% of ln 4."""
+    epoch = [1.4103, 1.3886, 1.3884]
+    loss = pd.Series([*epoch * 20, 1.3849, 1.3872], index=range(50, 3150, 50))
+    (found,) = chance_incidents(loss)
+    assert found.details["chance"] == 4 and found.details["rows"] == 62
+    assert chance_incidents(pd.Series([*[1.52, 1.50, 1.49] * 20, 1.47, 1.48], index=range(62))) == []
+
+
 def _swin_lines(lrs, losses):
     return [f"[2024-02-27 18:28:51 swin_tiny_patch4_window7_224] (main.py 222): INFO Train: [0/300][{10 * k}/195]\t"
             f"eta 0:08:17 lr {lr:.6f}\t wd 0.0500\ttime 0.2361 (0.4570)\tloss {loss:.4f} (6.9814)\t"

@@ -47,6 +47,8 @@ PROTOTYPE_TOLERANCE = 0.0004
 COLLAPSE_TOLERANCE = 0.0025
 # Logged rows at chance, ending the log, that make a finding.
 MIN_ROWS = 5
+# Rows of the running median a row is judged by (a QA model at ln 4 whose first batch of each epoch reads 1.41).
+SMOOTH_ROWS = 5
 
 
 def chance_level(value: float, tokens: bool = False) -> int | None:
@@ -109,7 +111,11 @@ def chance_incidents(loss: pd.Series, lr: pd.Series | None = None, tokens: bool 
     if k in START_COUNTS and abs(values[0] - target) > START_TOLERANCE * target:
         return []  # came to rest near it, from elsewhere
     tolerance = (_tolerance(k) if vocab else CLASS_TOLERANCE) * target
-    at_chance = np.abs(values - target) <= tolerance
+    # (by a running median: a row above it at each epoch's start, its first batches after a shuffle, is no way out;
+    # over a short log only at a common label set's: a few rows falling through ln 512 are no guess among 512)
+    smooth = pd.Series(values).rolling(SMOOTH_ROWS, center=True, min_periods=1).median().to_numpy() \
+        if k in CLASS_COUNTS or len(values) >= 3 * SMOOTH_ROWS else values
+    at_chance = np.abs(smooth - target) <= tolerance
     rows = len(values) if at_chance.all() else int(np.argmin(at_chance[::-1]))
     # A class count also needs a log that started near chance and never left it for better: a
     # language model that came down from 10.8 to end at 2.30 learnt; it is not at chance on ten.
