@@ -2471,8 +2471,8 @@ def test_cyclegans_counts_printed_by_the_global_count_give_the_epochs_length(tmp
 def test_several_losses_and_no_total_one_going_non_finite_is_read(tmp_path, bad):
     """DeepSpeed-Chat's step 3 prints "act_loss: X|cri_loss: Y" and no total: "none is the total,
     pass --loss-col", exit 1, on a paste whose losses went inf. The first loss that goes non-finite is
-    read, with a warning naming the others; healthy ones still ask which to read. Its act_loss is the
-    actor's (PPO's surrogate objective): OpenRLHF's, read so, had 86 spikes."""
+    read, with a warning naming the others; in a healthy one the actor's, beside its critic's and its pretraining
+    term. Its act_loss is the actor's (PPO's surrogate objective): OpenRLHF's, read so, had 86 spikes."""
     lines = []
     for step in range(3180, 3186):
         values = {"act_loss": 30.9 - step % 7 / 10, "cri_loss": 30.5 + step % 5 / 10, "unsuper_loss": 0.0}
@@ -2482,10 +2482,11 @@ def test_several_losses_and_no_total_one_going_non_finite_is_read(tmp_path, bad)
                   "average reward score: -7.80859375", "-" * 40]
     path = _write(tmp_path / "step3.log", lines)
     result = CliRunner().invoke(main, ["analyze", str(path), "--format", "json"])
-    if bad is None:
-        assert result.exit_code == 1 and "none is the total: pass --loss-col act_loss" in result.output
-        return
     (run,) = json.loads(result.output)["runs"]
+    if bad is None:
+        assert "none is the total: act_loss is read, the actor's policy loss" in run["warnings"][0]
+        assert not run["incidents"]
+        return
     assert run["warnings"][0].startswith(f"its lines name 3 losses (act_loss, cri_loss, unsuper_loss) and none is the "
                                          f"total: {bad} is read, the first of them that goes non-finite")
     (nan,) = run["incidents"]
@@ -2498,7 +2499,7 @@ def test_several_losses_and_no_total_one_going_non_finite_is_read(tmp_path, bad)
 def test_several_losses_and_no_total_in_a_folder(tmp_path, bad):
     """A folder of runs, one of them DeepSpeed-Chat's step 3 whose critic's loss went inf: the walk
     reads it as a file named on its own is read (its lines are enough for a walk); a file none of
-    whose losses goes non-finite stays unread, its losses named."""
+    whose losses goes non-finite is read by its actor's loss, as a file named on its own."""
     lines = []
     for step in range(3180, 3190):
         values = {"act_loss": 30.9 - step % 7 / 10, "cri_loss": 30.5 + step % 5 / 10}
@@ -2510,10 +2511,10 @@ def test_several_losses_and_no_total_in_a_folder(tmp_path, bad):
     _write(tmp_path / "runs" / "sft.log", [f"step: {i} loss: {2.5 - i / 100}" for i in range(1, 30)])
     result = CliRunner().invoke(main, ["analyze", str(tmp_path / "runs"), "--format", "json"])
     runs = {run["name"]: run for run in json.loads(result.output)["runs"]}
-    if bad is None:
-        assert list(runs) == ["sft"]
-        return
     assert list(runs) == ["sft", "step3"]
+    if bad is None:
+        assert "act_loss is read, the actor's policy loss" in runs["step3"]["warnings"][0]
+        return
     assert runs["step3"]["warnings"][0].startswith("its lines name 2 losses (act_loss, cri_loss) and none is the "
                                                    "total: cri_loss is read")
     assert [(i["kind"], i["step"]) for i in runs["step3"]["incidents"]] == [("nonfinite", 3186)]
@@ -4572,6 +4573,18 @@ def test_several_losses_none_non_finite_but_their_grad_norm(tmp_path, bad_grad):
                                          "term: none goes non-finite, its grad norm does")
     (nan,) = run["incidents"]
     assert (nan["kind"], nan["step"], nan["details"]["metric"]) == ("nonfinite", 30, "grad_norm/total")
+
+
+def test_an_actors_policy_loss_is_read_beside_its_critics_value_loss(tmp_path):
+    """verl's PPO console (its baseline logs) and DeepSpeed-Chat's step 3: an actor's policy loss, a critic's value
+    loss, an entropy or pretraining term: 'none is the total, pass --loss-col', refused. The actor's is read."""
+    lines = [f"step:{i} - actor/entropy_loss:0.512 - actor/pg_loss:{(-1) ** i * 0.004:.3f} - "
+             f"critic/vf_loss:{1 / i:.3f} - actor/grad_norm:{0.3 + i / 1000:.3f} - critic/score/mean:{0.3 + 0.01 * i:.3f}" for i in range(1, 41)]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "ppo.log", lines)), "--format", "json"])
+    (run,) = json.loads(result.output)["runs"]
+    assert run["warnings"][0].startswith("its lines name 3 losses (") and "actor/pg_loss is read, the actor's policy " \
+        "loss: the others are a critic's value loss or a KL, entropy or auxiliary term" in run["warnings"][0]
+    assert run["steps"] == 40
 
 
 def test_colour_codes_a_paste_lost_their_escape_character(tmp_path):

@@ -18,7 +18,8 @@ from types import ModuleType
 from sentinel import metrics
 from sentinel.analyze.compressed import archive_command, decompressed, is_compressed
 from sentinel.analyze.loaders import ADD_SCALARS_DIRS, LOADER_MODULES, LOGGED_NAN, PARQUET_SUFFIXES, LoadOptions, RunData
-from sentinel.analyze.loaders.keys import inferred_loss_note, inferred_training_loss, is_regulariser, is_smooth_l1
+from sentinel.analyze.loaders.keys import (inferred_loss_note, inferred_training_loss, is_regulariser, is_smooth_l1,
+                                           is_value_loss)
 from sentinel.analyze.loaders.lfs_pointer import LFS_FIX, is_lfs_pointer
 from sentinel.analyze.resumed_versions import join_resumed_versions
 from sentinel.analyze.same_training import one_per_training
@@ -431,6 +432,10 @@ def _one_of_several_losses(path: Path, modules, options: LoadOptions, walk: bool
     main = [key for key in read if not is_regulariser(key)]
     if len(main) == 1 and is_policy_gradient_loss(main[0]):  # judged on its non-finite values alone, as any would be
         return _told_which(read[main[0]], keys, main[0], "the one of them that is no KL, entropy or auxiliary term")
+    policy = [key for key in main if not is_value_loss(key)]
+    if len(policy) == 1 and len(main) > 1 and is_policy_gradient_loss(policy[0]):  # PPO's actor beside its critic
+        return _told_which(read[policy[0]], keys, policy[0], "the actor's policy loss: the others are a critic's "
+                                                            "value loss or a KL, entropy or auxiliary term")
     classified = [key for key in read if not is_smooth_l1(key)]
     if len(classified) == 1 and len(read) > 1:  # a detector's classification loss beside its box regression's
         return _told_which(read[classified[0]], keys, classified[0], "the one of them that is no box regression's "

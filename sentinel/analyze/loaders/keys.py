@@ -190,7 +190,7 @@ _SUM_WORDS = frozenset({"sum", "summed"})
 _TOTAL_WORDS = frozenset({"total", "tot", "joint", "overall", "combined", "all"})
 # Words of a term that regularises another loss (a KL penalty, an entropy bonus, a mixture of experts'
 # load balancing, PaLM's z-loss): not the objective a run trains for.
-_REGULARISER_WORDS = frozenset({"kl", "entropy", "aux", "z", "balance", "reg", "penalty"})
+_REGULARISER_WORDS = frozenset({"kl", "entropy", "aux", "z", "balance", "reg", "penalty", "unsuper", "ptx"})
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _WORD_SPLIT = re.compile(r"[^a-z0-9]+")
 
@@ -227,6 +227,21 @@ def is_regulariser(name: str) -> bool:
         (True, True, False)
     """
     return not _REGULARISER_WORDS.isdisjoint(_words(name))
+
+
+# A critic's value-function loss beside an actor's policy loss (verl's critic/vf_loss, DeepSpeed-Chat's cri_loss,
+# Stable-Baselines3's value_loss): another model's regression, not the policy's objective.
+_VALUE_WORDS = frozenset({"vf", "value", "critic", "cri"})
+
+
+def is_value_loss(name: str) -> bool:
+    """Whether a loss's name names a critic's value-function loss (:data:`_VALUE_WORDS`).
+
+    Example:
+        >>> is_value_loss("critic/vf_loss"), is_value_loss("cri_loss"), is_value_loss("actor/pg_loss")
+        (True, True, False)
+    """
+    return not _VALUE_WORDS.isdisjoint(_words(name))
 
 
 def is_smooth_l1(name: str) -> bool:
