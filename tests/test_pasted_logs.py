@@ -8318,6 +8318,21 @@ def test_a_piece_of_log_history_pasted_is_read(tmp_path):
     assert run.steps["loss"].iloc[-1] == 5.25 and "a piece of a trainer_state.json's log_history" in run.warnings[0]
 
 
+def test_an_epochs_results_line_is_read_where_its_bars_are_drawn_finished_alone(tmp_path):
+    """Ignite's tutorial loop: each epoch's bar drawn finished ('ITERATION - loss: 0.000: 100%|...| 113/113'), once for
+    the training and once more for the evaluator, then 'Training Results - Epoch: 130  Avg accuracy: 0.998 Avg loss:
+    0.027': the bars' last batches were read as the epochs, a rounded 0.000 the final 'collapse' of a healthy run."""
+    lines = []
+    for epoch, (bar, mean) in enumerate([(1.560, 1.660), (1.348, 1.616), (1.017, 1.263), (0.512, 0.701),
+                                         (0.0, 0.027)], 1):
+        draw = f"ITERATION - loss: {bar:.3f}: 100%|##########| 113/113 [01:04<00:00,  6.67it/s]"
+        lines += [draw, "", f"Training Results - Epoch: {epoch}  Avg accuracy: 0.353 Avg loss: {mean:.3f}", "", draw,
+                  "", f"Validation Results - Epoch: {epoch}  Avg accuracy: 0.318 Avg loss: 1.720", ""]
+    (run,) = discover_runs(_write(tmp_path / "fer.log", lines))
+    assert run.steps["loss"].tolist() == [1.66, 1.616, 1.263, 0.701, 0.027]
+    assert analyze_run(run).verdict.value == "healthy"
+
+
 def _conv_tasnet_log(epochs: int = 6, passes: bool = True) -> list[str]:
     """Dual-Path-RNN-Pytorch's trainer (Conv-TasNet, DPRNN): its training and its validation lines print one
     format string, told apart only by the line that opens each pass."""

@@ -27,8 +27,8 @@ from sentinel.analyze.loaders import (CRASHES_BEFORE_RESTARTS, LOGGED_NAN, LOSS_
                                       SKIPPED_UPDATES, STEP_UNIT, LoadOptions, RunData, nonfinite_name)
 from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, EPOCH_LINES_IN_ORDER, FALLBACKS,
                                                COQUI, GENERAL_READERS, GENERIC, HF_OWN_STEPS, HF_TRAINER, KERAS_EPOCHS,
-                                               LOSS_LINES, NONFINITE_ONLY, PAIRS, YOLOV4_PYTORCH, hf_cut_dict,
-                                               reads_bar_running_mean)
+                                               LOSS_LINES, NONFINITE_ONLY, PAIRS, PROGRESS_LINES, YOLOV4_PYTORCH,
+                                               hf_cut_dict, reads_bar_running_mean)
 from sentinel.analyze.loaders.coqui_optimizers import generator_total
 from sentinel.analyze.loaders.dialect_types import Dialect, LossTerms
 from sentinel.analyze.loaders.crash_tail import TRACEBACK, crash_after, final_error, watchdog_at
@@ -107,6 +107,9 @@ def _pick_dialect(text: str, least: int | None, compete: bool = False) -> Dialec
         fallback = id(dialect) in _FALLBACK_IDS
         if id(dialect) in _GENERAL_IDS and best is not None and not compete:
             if _records_of_its_own(lines, best):
+                if best is PROGRESS_LINES and _finished_bars_only(text) and \
+                        2 * count_records(lines, EPOCH_LINES) >= best_count:
+                    best = EPOCH_LINES  # each epoch's line, where the bars drawn are each epoch's last draw
                 break
             # a tool's event lines alone (DeepSpeed's overflow lines after a bar's loss=): no records,
             # so a general reader's records win
@@ -124,6 +127,20 @@ def _pick_dialect(text: str, least: int | None, compete: bool = False) -> Dialec
     if best is None and least is not None and least <= 1 and count_records(lines, NONFINITE_ONLY):
         return NONFINITE_ONLY  # a paste of a NaN's error alone, named on its own
     return best
+
+
+def _finished_bars_only(text: str) -> bool:
+    """Whether every tqdm bar whose description holds a loss is drawn finished (``113/113``), one an epoch and
+    perhaps one more for its evaluation, no draw in between: Ignite's "ITERATION - loss: 1.560: 100%|...| 113/113"
+    beside its "Training Results - Epoch: 1  Avg accuracy: 0.353 Avg loss: 1.660", the epoch's mean the bar's last
+    batch only hints at.
+
+    Example:
+        >>> _finished_bars_only("loss: 1.56: 100%|##| 113/113 [01:04<00:00]\\nEpoch: 1 Avg loss: 1.66\\n")
+        True
+    """
+    bars = [m.groups()[-2:] for m in PROGRESS_LINES.shapes[0].pattern.finditer(text)]
+    return bool(bars) and all(done == total for done, total in bars)
 
 
 def _records_of_its_own(lines: Lines, dialect: Dialect) -> bool:
