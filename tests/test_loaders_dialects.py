@@ -244,6 +244,14 @@ def test_composer_and_timm_learning_rates():
     assert timm.meta["iters_per_epoch"] == 300
 
 
+def test_composers_console_lines_indented_with_spaces_as_a_web_page_shows_them(tmp_path):
+    """llm-foundry's README prints Composer's console log, its tab shown as spaces: 'reads no step line of it'."""
+    text = (LOGS / "composer.log").read_text(encoding="utf-8")
+    path = tmp_path / "spaces.log"
+    path.write_text(text.replace("\n\t ", "\n         "), encoding="utf-8")
+    pd.testing.assert_frame_equal(_one(path).steps, _one(LOGS / "composer.log").steps)
+
+
 def test_composers_file_logger_lines(tmp_path):
     """Composer's FileLogger writes a line per metric, f"[metric][batch={step}]: {name}: {value} ": 'not a log
     format sentinel reads' (LLM-Shearing's NaN cross-entropy)."""

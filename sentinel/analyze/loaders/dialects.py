@@ -498,7 +498,8 @@ COMPOSER = Dialect(
               keys={"loss/train/total": metrics.LOSS},
               scrub=(re.compile(r"(?:^| )lr-\w+/group0(?=:)"), " lr")),
     ),
-    joins=re.compile(r"\n\t "),
+    # (a tab, or the spaces a web page shows for it: llm-foundry's README prints the log so)
+    joins=re.compile(r"\n(?:\t |[^\S\n]{2,}(?=Train ))"),
     step_key="time/batch",
     sniff=re.compile(r"^(?:\[(?:epoch=\d+\]\[)?(?:batch|ba|epoch|ep|token|tok|sample|sp)=\d+(?:/\d+)?\]:$"
                      r"|\[metric\]\[batch=\d+\]: )", re.MULTILINE),
