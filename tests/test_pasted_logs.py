@@ -8467,6 +8467,23 @@ def test_evaluations_opened_again_before_the_training_leave_every_line_as_read(t
     assert not any("evaluation passes" in w for w in run.warnings)
 
 
+def test_var_metric_logger_lines_are_read_by_their_mean_loss(tmp_path):
+    """VAR's MetricLogger: '[Ep]: [   0/200]  [ 417/1669]  eta: 0:28:12  tlr: 2e-05  tnm: 0.16  Lm: 8.184 (8.184)  Lt:
+    8.153 (8.153)': refused, its Lm and Lt taken for 'an environment's returns, an evaluation's metrics'."""
+    lines = []
+    for epoch in range(3):
+        for it in (0, 417, 834, 1251, 1668):
+            lm = 8.3 - epoch / 2 - it / 10000
+            lines.append(f"[05-10 20:46:09] (github/VAR/utils/misc.py, line 314)=> [Ep]: [{epoch:4d}/200]  "
+                         f"[{it:4d}/1669]  eta: 0:28:12  tlr: 2e-05  tnm: 0.16  Lm: {lm:.3f} ({lm:.3f})  "
+                         f"Lt: {lm - 0.6:.3f} ({lm - 0.6:.3f})  Accm: 0.02 (0.02)  Acct: 0.02 (0.02)  time: 1.3")
+        lines.append(f"[05-10 21:13:37] (github/VAR/utils/misc.py, line 336)=> [Ep]: [{epoch:4d}/200]   "
+                     "Total time:      0:36:53   (1.326 s / it)")
+    (run,) = discover_runs(_write(tmp_path / "log.txt", lines))
+    assert run.source == "var" and len(run.steps) == 15 and run.steps.index[5] == 1669
+    assert run.steps["loss"].iloc[0] == 8.3 and run.steps["lr"].iloc[0] == 2e-05
+
+
 def test_gpt2_simple_counter_lines_are_read(tmp_path):
     """gpt-2-simple (and nshepperd's gpt-2 train.py): '[{counter} | {time:2.2f}] loss={loss:2.2f} avg={avg:2.2f}',
     the counter going on from the checkpoint resumed: "not a log format", its NaN unread."""

@@ -1425,6 +1425,22 @@ PIXART = Dialect(
     min_records=2,
 )
 
+# VAR (FoundationVision/VAR, utils/misc.py's MetricLogger): f"[Ep]: [{ep:4d}/{E}]  [{it:4d}/{N}]  eta: ...  tlr:
+# L  tnm: G  Lm: X (A)  Lt: Y (B)  Accm: ..." : epochs from 0, the iteration inside the epoch; Lm, the mean
+# cross-entropy over every scale's tokens, is the loss (Lt, the last scale's, a term of it); tnm the grad norm.
+_VAR_GAP = _gap_until(r"\[Ep\]: ")
+VAR = Dialect(
+    name="var",
+    description='VAR ("[Ep]: [   e/E]  [   i/N]  eta: ...  tlr: L  tnm: G  Lm: X (A)  Lt: Y (B)")',
+    shapes=(
+        Shape(re.compile(rf"\[Ep\]: \[[^\S\n]*(\d+)/\d+\][^\S\n]+\[[^\S\n]*(\d+)/(\d+)\]{_VAR_GAP}\btlr: ({_NUM})"
+                         rf"[^\S\n]+tnm: ({_NUM})[^\S\n]+Lm: ({_NUM})"),
+              head=("epoch0", "iter", "total", metrics.LR, metrics.GRAD_NORM_TOTAL, metrics.LOSS)),
+    ),
+    sniff=re.compile(r"\[Ep\]: \[[^\S\n]*\d+/\d+\][^\S\n]+\[[^\S\n]*\d+/\d+\]"),
+    min_records=2,
+)
+
 # TensorFlow Object Detection API (model_main_tf2.py): "Step 100 per-step time 0.432s", then the
 # losses as a dict printed over several lines ("{'Loss/classification_loss': 0.5,\n 'Loss/...': ...,\n
 # 'Loss/total_loss': 0.8,\n 'learning_rate': 0.0133}"), through absl's logger, TensorFlow's or both.
@@ -2677,7 +2693,7 @@ DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MME
                                  TRIPLET_REID, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF,
                                  DARTS, PYSLOWFAST, TRANSFER_TUTORIAL, NLP_TUTORIALS, TFLEARN, LLAMA_RECIPES,
                                  OPEN3D_ML, POINTNET2, NLP_TUTORIAL_COST, TORCH_NGP, SKELETON_GCN, DET3D,
-                                 DEEPFACELAB, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, TF_OBJECT_DETECTION,
+                                 DEEPFACELAB, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, VAR, TF_OBJECT_DETECTION,
                                  OPENNMT_TF, TF, LOG4J, KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES, PAIRS,
                                  LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
