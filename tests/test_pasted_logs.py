@@ -3035,6 +3035,21 @@ def test_nnunet_lines_ending_in_a_space_and_prints_without_a_time(tmp_path, vers
     assert run.steps["lr"].tolist() == pytest.approx([0.01 * (1 - e / 1000) for e in range(4)], rel=1e-4)
 
 
+def test_nnunet_starting_its_network_over_after_100_epochs_of_dice_0_says_so(tmp_path):
+    """nnU-Net v1 at epoch 100 with a foreground Dice of 0 reinitializes the network and lowers its momentum, and says
+    so in its log: 'healthy', no word of it."""
+    t = "2020-06-19 00:32:05.059271: "
+    lines = []
+    for epoch in (99, 100):
+        lines += [t, f"epoch:  {epoch} ", f"{t}train loss : {-0.34 - epoch / 1000:.4f} ",
+                  f"{t}validation loss: -0.3713 ", f"{t}Average global foreground Dice: [0.0] ", f"{t}lr: 0.009086 "]
+    lines.append(f"{t}At epoch 100, the mean foreground Dice was 0. This can be caused by a too high momentum. High "
+                 "momentum (0.99) is good for datasets where it works, but sometimes causes issues such as this one. "
+                 "Momentum has now been reduced to 0.95 and network weights have been reinitialized")
+    (run,) = discover_runs(_write(tmp_path / "training_log.txt", lines))
+    assert any(w.startswith("at epoch 100 nnU-Net reinitialized the network's weights") for w in run.warnings)
+
+
 def test_many_header_like_lines_are_not_each_followed_by_a_pass_over_the_text(tmp_path, monkeypatch):
     from sentinel.analyze.loaders import space_table
 

@@ -665,6 +665,28 @@ WENET = Dialect(
 # A line may end in a space (its print joins its arguments with one); a line without a time inside
 # an epoch (a data loader's "using pin_memory on device 0") is part of it.
 _NNUNET_TIME = r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?: "
+# nnU-Net v1's trainer gives up on a training whose foreground Dice is 0 at epoch 100: it lowers the momentum
+# and starts again from new weights, saying so ("At epoch 100, the mean foreground Dice was 0. ... Momentum
+# has now been reduced to 0.95 and network weights have been reinitialized").
+_NNUNET_REINIT = re.compile(r"At epoch (\d+), the mean foreground Dice was 0\.")
+
+
+def _nnunet_note(text: str) -> str | None:
+    """The warning for a log in which nnU-Net started its network over from new weights, else None.
+
+    Example:
+        >>> _nnunet_note("2020-06-19 00:32:05.059271: At epoch 100, the mean foreground Dice was 0. This can be")[:46]
+        'at epoch 100 nnU-Net reinitialized the network'
+    """
+    found = _NNUNET_REINIT.search(text)
+    if found is None:
+        return None
+    return (f"at epoch {found.group(1)} nnU-Net reinitialized the network's weights (and lowered its momentum to "
+            "0.95): its mean foreground Dice had stayed 0, the model had learned to segment nothing; the epochs "
+            "before are lost, and a Dice of 0 again after it is a dataset's problem (labels, spacing), not the "
+            "optimizer's")
+
+
 NNUNET = Dialect(
     name="nnunet",
     description='nnU-Net training logs ("Epoch N", then "train_loss X", "val_loss X" lines; v1\'s "epoch:  N", '
@@ -682,6 +704,7 @@ NNUNET = Dialect(
     sniff=re.compile(rf"^{_NNUNET_TIME}train(?:_loss| loss :) [-+]?(?:\d|nan)", re.MULTILINE),
     min_records=1,
     step_unit="epoch",
+    note=_nnunet_note,
 )
 
 # GluonTS's MXNet Trainer (and PyTorchTS after it): a tqdm bar over each epoch's batches whose postfix
