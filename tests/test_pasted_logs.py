@@ -3427,6 +3427,21 @@ def test_a_log_whose_last_step_line_says_hours_are_left_says_the_run_stopped_bef
         assert not any("planned end" in w for w in run.warnings), name
 
 
+def test_a_log_whose_step_lines_come_after_its_first_megabyte_is_read(tmp_path):
+    """detectron2's log.txt of 18 launches, 1.6 MB: the first 17 crashed or stopped after printing their config and
+    model, the step lines of the last are the file's last lines: refused, 'its lines name 2 losses
+    (FOCAL_LOSS_ALPHA, FOCAL_LOSS_GAMMA)' of the config dumps."""
+    config = ["[09/27 16:36:36] d2.engine.defaults INFO: Running with full config:", "MODEL:", "  RETINANET:",
+              "    FOCAL_LOSS_ALPHA: 0.25", "    FOCAL_LOSS_GAMMA: 2.0", "    NUM_CLASSES: 80"]
+    model = [f"        (conv{k}): Conv2d(256, 256, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), bias=False)"
+             for k in range(200)]
+    lines = (config + model) * 60 + _detectron2_training(lines=3)
+    path = _write(tmp_path / "log.txt", lines)
+    assert path.stat().st_size > 1 << 20
+    (run,) = discover_runs(path)
+    assert run.steps.index.tolist() == [19, 39, 59]
+
+
 def test_a_resumed_training_goes_on_in_the_same_run(tmp_path):
     # "Starting training from iteration 400": a resume, its steps go on.
     path = _write(tmp_path / "log.txt", _detectron2_training() + _detectron2_training(first_iter=419))

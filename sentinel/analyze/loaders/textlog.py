@@ -147,6 +147,29 @@ def _read_head(p: Path, limit: int) -> str | None:
     return decode(raw)
 
 
+def read_tail(path: str | Path, limit: int = SNIFF_BYTES) -> str | None:
+    """The end of a text file longer than ``limit`` bytes, from the first line that starts in its last
+    ``limit`` (the lines a training printed last: a log whose first megabyte is launches that crashed and
+    their models' printouts); None for a file no longer than that, or one :func:`read_head` reads as no text.
+
+    Example:
+        >>> read_tail("/nonexistent") is None
+        True
+    """
+    if read_head(path) is None:
+        return None
+    try:
+        with Path(path).open("rb") as f:
+            size = f.seek(0, 2)
+            if size <= limit:
+                return None
+            f.seek(size - limit)
+            raw = f.read(limit)
+    except OSError:
+        return None
+    return decode(raw[raw.find(b"\n") + 1:])
+
+
 def _text_after_nuls(raw: bytes) -> bool:
     """Whether ``raw`` is a run of NUL bytes, then text: a log truncated while its writer kept its
     offset (``logrotate``'s copytruncate, a ``>`` redirect emptied by hand) grows again past a hole

@@ -41,7 +41,7 @@ from sentinel.analyze.loaders.loss_key import (LossKey, find_loss_key, loss_key_
 from sentinel.analyze.loaders.progress_bar import bar_steps
 from sentinel.analyze.loaders.restarted_steps import split_restarted
 from sentinel.analyze.loaders.skipped_updates import WORD as SKIPPED_WORD, skipped_counts
-from sentinel.analyze.loaders.textlog import SNIFF_BYTES, read_head, read_text, run_name, trainings_note
+from sentinel.analyze.loaders.textlog import SNIFF_BYTES, read_head, read_tail, read_text, run_name, trainings_note
 from sentinel.analyze.loaders.textscan import (KERAS_EPOCH_HEADER, KeyNotFound, clean_text, count_records,
                                                has_records, plain_numbers, scan, without_evaluations)
 
@@ -189,7 +189,10 @@ def sniff(path: str | Path, options: LoadOptions | None = None, documents: bool 
     if _pick(head, least, loss_col)[0] is not None:
         return True
     unprefixed = _unprefixed(head, least, loss_col)  # (the rank read may print too few records on its own)
-    return unprefixed is not head and _pick(unprefixed, least, loss_col)[0] is not None
+    if unprefixed is not head and _pick(unprefixed, least, loss_col)[0] is not None:
+        return True
+    tail = read_tail(path)  # a long log whose records come after its first megabyte
+    return tail is not None and _reads_records(_pick(tail, least, loss_col)[0])
 
 
 def _unprefixed(text: str, least: int | None, loss_col: str | None, warnings: list[str] | None = None) -> str:
@@ -696,6 +699,8 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
     rank_notes: list[str] = []
     text = read_text(path)
     dialect, key = _pick(text[: 1 << 20], least, options.loss_col)
+    if not _reads_records(dialect) and len(text) > 1 << 20:  # its records after its first megabyte only
+        dialect, key = _pick(text[text.find("\n", len(text) - (1 << 20)) + 1:], least, options.loss_col)
     if not _reads_records(dialect):  # one rank's lines with their launcher's prefix off may be read
         unprefixed = _unprefixed(text, least, options.loss_col, rank_notes)
         if unprefixed is not text:
