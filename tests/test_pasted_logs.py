@@ -8514,6 +8514,20 @@ def test_var_metric_logger_lines_are_read_by_their_mean_loss(tmp_path):
     assert run.steps["loss"].iloc[0] == 8.3 and run.steps["lr"].iloc[0] == 2e-05
 
 
+@pytest.mark.parametrize("redrawn", [False, True])
+def test_fasttext_progress_lines_are_read_in_order(tmp_path, redrawn):
+    """fastText's status line ('Progress: 0.3%  words/sec/thread: 1802641  lr: 0.099661  loss: 1.386032  eta: 0h11m'),
+    redrawn in place on a terminal: 'not a log format', its loss at ln 4 on a 4-class task unsaid."""
+    draws = [f"Progress: {k / 10:.1f}%  words/sec/thread: 1802641  lr: {0.1 - k / 1e5:.6f}  loss: {1.386032 + k / 1e6:.6f}"
+             f"  eta: 0h11m" for k in range(1, 13)]
+    text = "\r".join(draws) + "\n" if redrawn else "\n".join(draws) + "\n"
+    path = tmp_path / "train.log"
+    path.write_text("Read 0M words\nNumber of words:  2013\nNumber of labels: 4\n" + text, encoding="utf-8")
+    (run,) = discover_runs(path)
+    assert run.source == "fasttext" and len(run.steps) == 12 and run.steps["loss"].iloc[0] == 1.386033
+    assert [i.details.get("chance") for i in analyze_run(run).incidents] == [4]
+
+
 def test_gpt2_simple_counter_lines_are_read(tmp_path):
     """gpt-2-simple (and nshepperd's gpt-2 train.py): '[{counter} | {time:2.2f}] loss={loss:2.2f} avg={avg:2.2f}',
     the counter going on from the checkpoint resumed: "not a log format", its NaN unread."""

@@ -1448,6 +1448,22 @@ PIXART = Dialect(
     min_records=2,
 )
 
+# fastText's supervised and unsupervised training: a status line redrawn in place ("\rProgress: 12.3%
+# words/sec/thread: 1802641 lr: 0.099661 loss: 1.386032 ETA: 0h11m"; "avg.loss" in older releases), kept as lines
+# where it was not a terminal; no step of its own: the lines in order (the progress a share of the words).
+FASTTEXT = Dialect(
+    name="fasttext",
+    description='fastText ("Progress: 12.3%  words/sec/thread: N  lr: L  loss: X  ETA: ..."), numbered in order',
+    shapes=(
+        Shape(re.compile(rf"\bProgress:[^\S\n]*[\d.]+%[^\S\n]+words/sec/thread:[^\S\n]*\d+[^\S\n]+lr:[^\S\n]*({_NUM})"
+                         rf"[^\S\n]+(?:avg\.)?loss:[^\S\n]*({_NUM})"),
+              head=(metrics.LR, metrics.LOSS)),
+    ),
+    step_from_order=True,
+    sniff=re.compile(r"\bProgress:[^\S\n]*[\d.]+%[^\S\n]+words/sec/thread:"),
+    min_records=2,
+)
+
 # VAR (FoundationVision/VAR, utils/misc.py's MetricLogger): f"[Ep]: [{ep:4d}/{E}]  [{it:4d}/{N}]  eta: ...  tlr:
 # L  tnm: G  Lm: X (A)  Lt: Y (B)  Accm: ..." : epochs from 0, the iteration inside the epoch; Lm, the mean
 # cross-entropy over every scale's tokens, is the loss (Lt, the last scale's, a term of it); tnm the grad norm.
@@ -2716,8 +2732,8 @@ DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MME
                                  TRIPLET_REID, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF,
                                  DARTS, PYSLOWFAST, TRANSFER_TUTORIAL, NLP_TUTORIALS, TFLEARN, LLAMA_RECIPES,
                                  OPEN3D_ML, POINTNET2, NLP_TUTORIAL_COST, TORCH_NGP, SKELETON_GCN, DET3D,
-                                 DEEPFACELAB, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, VAR, TF_OBJECT_DETECTION,
-                                 OPENNMT_TF, TF, LOG4J, KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES, PAIRS,
+                                 DEEPFACELAB, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, VAR, FASTTEXT,
+                                 TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J, KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES, PAIRS,
                                  LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
 # what they read is a series (see textlogs.pick_dialect).
