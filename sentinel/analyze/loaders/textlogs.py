@@ -1224,8 +1224,6 @@ def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str
     if dialect is YOLOV4_PYTORCH:
         _epoch_means_undone(found, int(found.meta.get("iters_per_epoch", 0)), "YOLOv4-pytorch's mloss")
     note_crash(text, found, dialect, lines=lines if lines is not None and lines.text is text else None)
-    if (unfinished := _unfinished(text, dialect, found)) is not None:
-        found.warnings.append(unfinished)
     if dialect.note is not None and metrics.LOSS in found.steps.columns and (said := dialect.note(text)):
         found.warnings.append(said)
     if dialect is LOSS_LINES and found.meta.get("step_source") in ("epoch_lines", "step_lines"):
@@ -1252,6 +1250,8 @@ def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str
         if count:  # (a loss the lines print NaN that no reader took: an evaluation's "Epoch 0 loss nan acc@1 0.1000")
             found.warnings.append(f"{count} line(s) print a loss non-finite that sentinel does not read as the "
                                   f"training loss (the first: {shown!r}): a loss went non-finite there")
+    if (unfinished := _unfinished(text, dialect, found)) is not None:  # (said after how the lines were read)
+        found.warnings.append(unfinished)
     return RunData(name=name, path=str(path), source=dialect.name, steps=found.steps,
                    events=found.events, meta=found.meta, warnings=found.warnings, abandoned=found.abandoned)
 
