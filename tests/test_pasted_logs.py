@@ -4798,6 +4798,10 @@ def test_deepxde_rows_of_loss_terms(tmp_path):
     assert [(i.kind, i.step, i.end_step) for i in critical] == [("nonfinite", 2000, 3000)]
     (run,) = discover_runs(_write(tmp_path / "part.log", _deepxde(rows[4:8], header=False)))
     assert run.steps.index.tolist() == [4000, 5000, 6000, 7000]
+    # A paste cut inside its last row's test loss: that row's training loss is whole, and read (it was dropped).
+    cut = "\n".join(_deepxde(rows[4:8]))[:-12]
+    (run,) = discover_runs(_write(tmp_path / "cut.log", [cut]))
+    assert run.steps.index.tolist() == [4000, 5000, 6000, 7000] and np.isnan(run.steps["val_loss"].iloc[-1])
 
 
 def _lcurve(rows, names=("rmse_val", "rmse_trn", "rmse_e_val", "rmse_e_trn", "rmse_f_val", "rmse_f_trn")) -> list[str]:

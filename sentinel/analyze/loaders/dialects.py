@@ -2635,13 +2635,20 @@ VITS = Dialect(
 # then a row per display_every iterations, each loss a list of its terms (the PDE's residuals, the
 # boundary and initial conditions) printed "{:.2e}": "1000      [2.92e+02, 4.68e+01]    [3.00e+02,
 # 3.39e+01]    []". The loss it trains is their sum (a term NaN, the sum NaN).
-_DEEPXDE_ROW = re.compile(r"^(\d+)[^\S\n]+\[([^\]\n]*)\][^\S\n]+\[([^\]\n]*)\][^\S\n]+\[[^\]\n]*\][^\S\n]*$", re.MULTILINE)
+# (a paste's last row cut inside its test loss: its training loss whole, read, the test's not)
+_DEEPXDE_ROW = re.compile(r"^(\d+)[^\S\n]+\[([^\]\n]*)\](?:[^\S\n]+\[([^\]\n]*)\][^\S\n]+\[[^\]\n]*\][^\S\n]*$"
+                          r"|[^\S\n]+\[[^\]\n]*(?=\n?\Z))", re.MULTILINE)
 
 
 def _deepxde_sums(text: str) -> str:
-    """Each row as its step, the sum of its training loss's terms and the sum of its test loss's."""
-    return _DEEPXDE_ROW.sub(lambda m: f"{m.group(1)} loss: {_term_sum(m.group(2))} test_loss: {_term_sum(m.group(3))}",
-                            text)
+    """Each row as its step, the sum of its training loss's terms and the sum of its test loss's.
+
+    Example:
+        >>> _deepxde_sums("0  [1.0e+00, 2.0e+00]  [3.0e+00]  []\\n1  [5.0e-01, 1.0e+00]  [2.5e+00, 0.")
+        '0 loss: 3.0 test_loss: 3.0\\n1 loss: 1.5 test_loss: -'
+    """
+    return _DEEPXDE_ROW.sub(lambda m: f"{m.group(1)} loss: {_term_sum(m.group(2))} test_loss: "
+                                      f"{_term_sum(m.group(3)) if m.group(3) is not None else '-'}", text)
 
 
 def _term_sum(terms: str) -> str:
@@ -2733,8 +2740,8 @@ DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MME
                                  DARTS, PYSLOWFAST, TRANSFER_TUTORIAL, NLP_TUTORIALS, TFLEARN, LLAMA_RECIPES,
                                  OPEN3D_ML, POINTNET2, NLP_TUTORIAL_COST, TORCH_NGP, SKELETON_GCN, DET3D,
                                  DEEPFACELAB, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, VAR, FASTTEXT,
-                                 TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J, KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES, PAIRS,
-                                 LOSS_LINES)
+                                 TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J, KERAS_EPOCHS, PROGRESS_LINES, GENERIC,
+                                 EPOCH_LINES, PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
 # what they read is a series (see textlogs.pick_dialect).
 FALLBACKS: tuple[Dialect, ...] = (GENERIC, EPOCH_LINES, PAIRS, LOSS_LINES)
