@@ -172,6 +172,9 @@ def test_a_traceback_cut_off_before_its_error_line_is_the_stop(tmp_path, frames)
     ("./train.sh: line 7: 48213 Killed                  python train.py --bs 64", "Killed"),
     ("Segmentation fault (core dumped)", "Segmentation fault (core dumped)"),
     ("run.sh: line 3: 911 Bus error (core dumped) python main.py", "Bus error (core dumped)"),
+    ("Killed: 9", "Killed"),  # macOS's bash (ptens on Amazon: 'healthy' otherwise, no word of its end)
+    ("Segmentation fault: 11", "Segmentation fault"),
+    ("zsh: killed     python train.py --epochs 200", "Killed"),
 ])
 def test_a_log_that_ends_in_the_shells_signal_line_did_not_finish(tmp_path, last, word):
     path = tmp_path / "train.log"

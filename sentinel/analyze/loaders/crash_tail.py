@@ -83,8 +83,11 @@ def final_error(text: str, after: int, defer_nonfinite: bool = True) -> str | No
 # out-of-memory killer, most often), "Segmentation fault (core dumped)", "Bus error", "Aborted",
 # "Terminated"; alone on its line, or in a script's job line ("./train.sh: line 3: 12345 Killed
 # python train.py").
-_SIGNALS = r"(Killed|Segmentation fault|Bus error|Aborted|Terminated)(?: \(core dumped\))?"
-_SIGNAL_DEATH = re.compile(rf"{_SIGNALS}[^\S\n]*|[^\n]*?: line \d+: +\d+ +{_SIGNALS}(?:[^\S\n]+[^\n]*)?")
+# (macOS's bash adds the signal's number, "Killed: 9", "Segmentation fault: 11", "Abort trap: 6"; zsh names it
+# in lower case before the command: "zsh: killed     python train.py")
+_SIGNALS = r"(Killed|Segmentation fault|Bus error|Aborted|Abort trap|Terminated)(?: \(core dumped\)|: \d+)?"
+_SIGNAL_DEATH = re.compile(rf"{_SIGNALS}[^\S\n]*|[^\n]*?: line \d+: +\d+ +{_SIGNALS}(?:[^\S\n]+[^\n]*)?"
+                           r"|zsh: (killed|segmentation fault|bus error|abort)[^\S\n]+[^\n]*")
 
 
 def signal_death(text: str, after: int = 0) -> tuple[str, int] | None:
@@ -99,6 +102,8 @@ def signal_death(text: str, after: int = 0) -> tuple[str, int] | None:
         'Segmentation fault (core dumped)'
         >>> signal_death("step 9 loss 2.1\\nTraining killed by the user\\n") is None
         True
+        >>> signal_death("Epoch 89 loss 2.1\\nKilled: 9\\n")[0], signal_death("zsh: killed     python train.py\\n")[0]
+        ('Killed', 'Killed')
     """
     end = len(text)
     while end and text[end - 1].isspace():  # (the trailing blanks alone: no copy of a long text)
@@ -107,7 +112,7 @@ def signal_death(text: str, after: int = 0) -> tuple[str, int] | None:
     found = _SIGNAL_DEATH.fullmatch(text, start, end)
     if found is None:
         return None
-    word = found.group(1) or found.group(2)
+    word = found.group(1) or found.group(2) or found.group(3).capitalize()
     core = " (core dumped)" if "(core dumped)" in found.group(0) else ""
     return word + core, start
 
