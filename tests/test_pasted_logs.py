@@ -7458,6 +7458,22 @@ def test_launches_appended_to_one_log_from_their_first_epoch_are_trainings(tmp_p
     assert not any("trainings" in w for w in run.warnings)
 
 
+def test_runs_whose_last_epoch_line_is_printed_again_with_its_evaluation_are_trainings(tmp_path):
+    """OGB's ClusterGCN example run twice: each run ends by printing its last epoch's line again with the evaluation
+    ('Run: 01, Epoch: 06, Loss: 0.1216, Train: 0.7051, Valid: ...'): read as one run of 14 lines in order, the second
+    run's first epoch a 'spike', the run 'recovered'."""
+    lines = []
+    for run in (1, 2):
+        losses = [0.5451, 0.2046, 0.1638, 0.1439, 0.1327, 0.1216]
+        lines += [f"Run: {run:02d}, Epoch: {e:02d}, Loss: {loss:.4f}" for e, loss in enumerate(losses, 1)]
+        lines += ["Evaluating full-batch GNN on CPU...",
+                  f"Run: {run:02d}, Epoch: 06, Loss: 0.1216, Train: 0.7051, Valid: 0.6286, Test: 0.6278",
+                  "ClusterGCN", f"Run {run:02d}:", "Highest Train: 0.7051", "Final Test: 0.6278"]
+    runs = discover_runs(_write(tmp_path / "ogb.log", lines))
+    assert [run.steps.index.tolist() for run in runs] == [list(range(1, 7))] * 2
+    assert all(analyze_run(run).verdict.value == "healthy" for run in runs)
+
+
 def test_overfitting_quotes_an_epoch_logs_training_loss_at_the_epochs_it_names(tmp_path):
     """fastai's CSVLogger history.csv: 'valid_loss rose from 0.231 at epoch 6 to 0.6912 at epoch 18 while the
     training loss fell from 0.2903 to 0.1353': the medians of the five epochs before each (epochs 4 and 16's

@@ -853,7 +853,9 @@ def epoch_restarts(text: str, records: re.Pattern | None = None) -> list[str]:
         if len(found) > _MOST_EPOCH_LINES:
             return [text]
     epochs = np.array([epoch for _, epoch in found], dtype=np.int64)
-    restarts = np.flatnonzero(np.diff(epochs) <= 0) + 1
+    # (an epoch printed again at once is no restart: OGB's examples print the last epoch's line again with its
+    # evaluation, "Run: 01, Epoch: 06, Loss: 0.1216, Train: 0.7051, ...", before the next run's "Epoch: 01")
+    restarts = np.flatnonzero(np.diff(epochs) < 0) + 1
     if not len(restarts) or int(np.diff(np.r_[0, restarts, len(epochs)]).min()) < _LEAST_EPOCHS:
         return [text]
     # A fresh training's first line is its first epoch, or its first printed one where it prints every
