@@ -8458,6 +8458,18 @@ def test_a_loss_of_minus_0_is_no_trainer_nan_filter_zero(tmp_path):
     assert [i.details["metric"] for i in report.incidents if i.kind == "nonfinite"] == ["grad_norm/total"]
 
 
+def test_a_line_of_other_output_ending_in_a_percentage_is_no_progress_bar_of_a_table(tmp_path):
+    """A notebook's SFT table, then its GRPO table, then an evaluation's '   Success Rate: 100.0%': the percentage
+    was taken for the first table's rows' progress bar, so its later tables were not read (the GRPO run and its
+    spikes at steps 100 and 150, unsaid)."""
+    lines = ["Step\tTraining Loss"] + [f"{10 * k}\t{3.4 / k:.6f}" for k in range(1, 8)] + ["Unsloth: training again"]
+    lines += ["Step\tTraining Loss\treward\tkl"] + [f"{10 * k}\t{0.003 + (3.39 if k == 10 else 0):.6f}\t4.4\t1.3"
+                                                   for k in range(1, 47)]
+    lines += ["Evaluating...", "   Success Rate: 100.0%"]
+    runs = space_table.load(_write(tmp_path / "notebook.log", lines))  # (the reader a notebook's mixed output gets)
+    assert [len(run.steps) for run in runs] == [7, 46]
+
+
 def test_a_skorch_table_reads_the_rows_whose_checkpoint_cell_is_blank(tmp_path):
     """skorch's history table: 'cp' is '+' where the epoch saved a checkpoint, blank where it did not; the rows
     with the blank cell, one cell short, were left out: 5 of 12 epochs read, the final loss epoch 8's."""

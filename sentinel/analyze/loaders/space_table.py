@@ -551,7 +551,6 @@ def _rows(lines: list[str], header: list[str], step_at: int, printed: list[str] 
         if len(cells) > width and cells[width - 1].endswith(":"):  # the row, then its progress bar
             cells, tail = [c.rstrip(":") for c in cells[:width]], cells[width:]
             drawn = any("|" in c or c.endswith("%") for c in tail)
-            bar = bar or drawn
         elif indexed and len(cells) == width + 1 and cells[0].isdigit():
             cells = cells[1:]  # the index pandas prints before each row
         elif len(cells) != width:
@@ -570,6 +569,7 @@ def _rows(lines: list[str], header: list[str], step_at: int, printed: list[str] 
         # kept the header once, the validation tables between the epochs.
         if mine or (drawn and STEP_OF_TOTAL.match(cells[step_at])):
             rows.append(cells)
+            bar = bar or drawn  # (a row's bar: not a line of other output, "Success Rate: 100.0%")
             if where is not None:
                 where.append(number)
     return rows, bar
