@@ -392,6 +392,19 @@ def test_wenet_batch_lines_name_the_epoch_then_the_batch(tmp_path, new):
     assert spike.step == 19300
 
 
+def test_wenet_lines_of_every_rank_are_read_from_the_lowest(tmp_path):
+    """WeNet on three GPUs: every rank prints its own batch's loss, its line ending in 'rank N': the last printed of
+    each step was read, rank 2's at one step and rank 0's at the next ('every rank printing?')."""
+    lines = []
+    for step in (203700, 203800, 203900, 204000):
+        for rank in (2, 0, 1):
+            lines.append(f"2023-01-30 18:47:07,107 DEBUG TRAIN Batch 4/{step} loss {12.0 + rank + step / 1e5:.6f} "
+                         f"loss_att 10.9 loss_ctc 16.6 lr 0.00032621 rank {rank}")
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps["loss"].tolist() == pytest.approx([12.0 + s / 1e5 for s in (203700, 203800, 203900, 204000)])
+    assert not any("every rank" in w for w in run.warnings)
+
+
 @pytest.mark.parametrize("fork", ["pjreddie", "alexeyab", "classifier"])
 def test_darknet_iteration_lines_give_the_batch_its_loss_and_the_rate(tmp_path, fork):
     """Darknet prints "%d: %f, %f avg, %f rate, %lf seconds, %d images" after each batch (AlexeyAB:

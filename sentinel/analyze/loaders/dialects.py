@@ -639,6 +639,25 @@ def _wenet_batch_of_total(text: str) -> str:
     return _WENET_BATCH.sub(r"\1\2 of \3\4", text)
 
 
+# WeNet's every rank prints its own batches' losses, each line ending in its "rank N": the lowest rank's are read.
+_WENET_RANK = re.compile(r"^[^\n]*\bTRAIN\b[^\n]*\brank (\d+)[^\S\n]*$", re.MULTILINE)
+
+
+def _wenet_one_rank(text: str) -> str:
+    """``text`` without the training lines of all ranks but the lowest, where several print.
+
+    Example:
+        >>> _wenet_one_rank("TRAIN Batch 4/100 loss 12.6 rank 0\\nTRAIN Batch 4/100 loss 16.8 rank 1\\n")
+        'TRAIN Batch 4/100 loss 12.6 rank 0\\n'
+    """
+    ranks = {int(m.group(1)) for m in _WENET_RANK.finditer(text)}
+    if len(ranks) < 2:
+        return text
+    first = min(ranks)
+    kept = _WENET_RANK.sub(lambda m: m.group(0) if int(m.group(1)) == first else "\x00", text)
+    return kept.replace("\x00\n", "").replace("\x00", "")
+
+
 WENET = Dialect(
     name="wenet",
     description='WeNet ("TRAIN Batch E/N loss X loss_att ... lr L rank 0", "Epoch E CV info cv_loss X")',
@@ -654,7 +673,7 @@ WENET = Dialect(
     epoch_evaluation=Shape(re.compile(rf"\bEpoch (\d+) CV info [^\n]*?\bcv_loss ({_NUM})"), head=("epoch0", metrics.LOSS)),
     sniff=re.compile(r"\bTRAIN\b[^\n]*?\bBatch \d+/\d+ loss (?:[-+\d.]|nan|inf)"),  # (a paste of NaN lines alone too)
     min_records=2,
-    rewrite=_wenet_batch_of_total,
+    rewrite=lambda text: _wenet_batch_of_total(_wenet_one_rank(text)),
     rewrite_needs=("TRAIN",),
 )
 
