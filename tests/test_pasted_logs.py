@@ -8515,6 +8515,23 @@ def test_an_evaluations_batches_printed_as_the_trainings_with_a_shorter_count_ar
     assert analyze_run(run).verdict.value == "healthy"
 
 
+def test_an_evaluations_tqdm_bar_of_a_shorter_total_after_each_training_bar_is_no_training_step(tmp_path):
+    """A notebook's LSTM stemmer: each epoch's bar 'loss 4.2e-05, accuracy 1.0: 100%|#| 91780/91780 [...]', then the
+    test set's 'loss 0.0431, accuracy 0.987: 100%|#| 313/313 [...]': the test losses read as training steps."""
+    lines = []
+    for epoch in range(5):
+        lines += [f"loss {1e-4 / (epoch + 1):.6g}, accuracy 1.0: 100%|#| 91780/91780 [32:01<00:00, 47.7it/s]",
+                  f"loss {0.04 - epoch / 1000:.6g}, accuracy 0.987: 100%|#| 313/313 [00:01<00:00, 200.1it/s]"]
+    (run,) = discover_runs(_write(tmp_path / "stemmer.log", lines))
+    assert run.steps["loss"].max() < 1e-3 and len(run.steps) == 5
+    assert any("5 line(s) counting to 313 after an epoch's lines counting to 91780" in w for w in run.warnings)
+    # A batch size that changed after three epochs (ResNet-50: 10010 bars an epoch, then 5005) is no evaluation.
+    lines = [f"Train Epoch: {e} Loss: {6 - e / 2:.3f} Acc@1 3.6: 100%|#| {10010 if e <= 3 else 5005}/"
+             f"{10010 if e <= 3 else 5005} [59:22<00:00,  1.41it/s]" for e in range(1, 9)]
+    (run,) = discover_runs(_write(tmp_path / "resnet.log", lines))
+    assert len(run.steps) == 8
+
+
 def test_summaries_of_a_training_and_a_validation_set_named_by_the_line_above_each(tmp_path):
     """pytorch-kaldi's epoch summary (a spiking RNN's ASR run): 'Training on [...]' and 'Validating on dev_clean',
     each above a 'Loss = X | err = Y' line: both read as training steps, the validation's the final loss."""

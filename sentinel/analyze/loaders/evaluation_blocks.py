@@ -128,8 +128,9 @@ def shorter_pass_spans(text: str, lines: Lines | None = None) -> tuple[list[tupl
         >>> [text[a:b] for a, b in spans], lengths
         (['Epoch: [0][1/4] Loss 9'], (9, 4))
     """
-    if "][" not in (lines.distinct_text() if lines is not None else text):
-        return [], (0, 0)
+    distinct = lines.distinct_text() if lines is not None else text
+    if "][" not in distinct:
+        return _shorter_bars(text) if "%|" in distinct else ([], (0, 0))
     found = [(m.group(1), int(m.group(2)), int(m.group(3)), m.span()) for m in _EPOCH_COUNT.finditer(text)]
     spans: list[tuple[int, int]] = []
     lengths: set[tuple[int, int]] = set()
@@ -148,3 +149,39 @@ def shorter_pass_spans(text: str, lines: Lines | None = None) -> tuple[list[tupl
     if len(lengths) != 1:
         return [], (0, 0)  # (one training length, one pass length: anything else is some other count)
     return spans, lengths.pop()
+
+
+# A tqdm bar whose description holds a loss ("loss 0.043, accuracy 0.987: 100%|#| 313/313 [00:01<00:00"): its count and
+# total.
+_LOSS_BAR = re.compile(r"(?im)^[^\n]*?\bloss\b[^\n]*?\d+%\|[^|\n]*\|[^\S\n]*(\d+)/(\d+)[^\S\n]*\[[^\n]*")
+
+
+def _shorter_bars(text: str) -> tuple[list[tuple[int, int]], tuple[int, int]]:
+    """:func:`shorter_pass_spans` for tqdm bars whose description holds the loss: an evaluation's bar, of a
+    shorter total, drawn right after each finished training bar (an LSTM stemmer's "313/313" after each epoch's
+    "91780/91780"); ``([], (0, 0))`` where the bars do not alternate so.
+
+    Example:
+        >>> bar = "loss {}: 100%|#| {}/{} [00:01<00:00, 47.7it/s]"
+        >>> text = "\\n".join([bar.format(0.1, 90, 90), bar.format(0.5, 3, 3)] * 2)
+        >>> spans, lengths = _shorter_bars(text)
+        >>> [text[a:b][:8] for a, b in spans], lengths
+        (['loss 0.5', 'loss 0.5'], (90, 3))
+    """
+    bars = [(int(m.group(1)), int(m.group(2)), m.span()) for m in _LOSS_BAR.finditer(text)]
+    if len({total for _, total, _ in bars}) != 2:
+        return [], (0, 0)
+    longest = max(total for _, total, _ in bars)
+    spans, shorter, passes = [], 0, 0
+    for k, (done, total, span) in enumerate(bars):
+        if total == longest:
+            continue
+        before = bars[k - 1] if k else None
+        if before is None or not (before[1] == longest and before[0] == longest or before[1] == total):
+            return [], (0, 0)  # (a shorter bar not after a finished training bar: no evaluation's)
+        passes += before[1] == longest
+        spans.append(span)
+        shorter = total
+    # (two passes at least, each between training bars: one stretch of shorter bars to the end is a batch size
+    # that changed, ResNet-50's 10010 bars an epoch, then 5005)
+    return (spans, (longest, shorter)) if passes >= 2 else ([], (0, 0))
