@@ -8590,6 +8590,19 @@ def test_fasttext_progress_lines_are_read_in_order(tmp_path, redrawn):
     assert [i.details.get("chance") for i in analyze_run(run).incidents] == [4]
 
 
+def test_espnet2_epoch_results_lines_are_read_in_epochs(tmp_path):
+    """ESPnet2's trainer at each epoch's end: '7epoch results: [train] ..., loss=15.307, ... [valid] loss_ctc=9.870,
+    cer_ctc=nan, ..., loss=8.1': refused, 'what it logs went non-finite there' (a CER never computed)."""
+    lines = [f"[host] 2023-01-30 18:47:07,107 (trainer:338) INFO: {e}epoch results: [train] iter_time=0.002, "
+             f"loss_ctc={17.2 - e / 10:.3f}, loss_transducer=10.153, loss={15.3 - e / 10:.3f}, optim0_lr0=4.951e-04, "
+             f"time=3 hours, 11 minutes and 16.97 seconds, [valid] loss_ctc=9.870, cer_ctc=nan, cer_transducer=0.083, "
+             f"loss={8.5 - e / 20:.3f}, [att_plot] time=1.27 seconds, total_count=2" for e in range(1, 6)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "espnet2" and run.meta["step_unit"] == "epoch" and run.steps.index.tolist() == [1, 2, 3, 4, 5]
+    assert run.steps["loss"].iloc[0] == 15.2 and run.steps["val_loss"].iloc[0] == 8.45
+    assert analyze_run(run).verdict.value == "healthy"
+
+
 def test_gpt2_simple_counter_lines_are_read(tmp_path):
     """gpt-2-simple (and nshepperd's gpt-2 train.py): '[{counter} | {time:2.2f}] loss={loss:2.2f} avg={avg:2.2f}',
     the counter going on from the checkpoint resumed: "not a log format", its NaN unread."""

@@ -759,6 +759,22 @@ GLUONTS_EPOCHS = Dialect(
     step_unit="epoch",
 )
 
+# ESPnet2's trainer at each epoch's end: "7epoch results: [train] iter_time=..., loss_ctc=17.181, ..., loss=15.307,
+# ..., [valid] loss_ctc=9.870, cer_ctc=nan, ..., loss=8.1, ... [att_plot] time=..." (its logger's prefix before it):
+# the epoch's mean training loss, and the validation's. A log of its batch lines is the progress lines' reader's.
+ESPNET2_EPOCHS = Dialect(
+    name="espnet2",
+    description='ESPnet2\'s epoch results ("7epoch results: [train] ..., loss=X, ... [valid] ..., loss=Y")',
+    shapes=(
+        Shape(re.compile(rf"\b(\d+)epoch results: \[train\][^\[\n]*?(?<![\w/])loss=({_NUM})"),
+              head=(metrics.STEP, metrics.LOSS)),
+        Shape(re.compile(rf"\b(\d+)epoch results: \[train\][^\n]*?\[valid\][^\[\n]*?(?<![\w/])loss=({_NUM})"),
+              head=(metrics.STEP, metrics.VAL_LOSS)),
+    ),
+    min_records=2,
+    step_unit="epoch",
+)
+
 # The Hugging Face Flax example scripts (transformers' run_clm_flax / run_mlm_flax / run_t5_mlm_flax, diffusers'
 # train_text_to_image_flax): tqdm.write(f"Step... ({cur_step} | Loss: {loss}, Learning Rate: {lr})"), evaluations
 # "Step... (N | Eval Loss: X | ...)" (run_mlm_flax's "Step... (N | Loss: X, Acc: A)"); epoch scripts
@@ -2747,20 +2763,19 @@ LEROBOT = Dialect(
     note=_lerobot_step_note,
 )
 
-DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT,
-                                 BUILD_NANOGPT, NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU,
-                                 COMPOSER, OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE,
-                                 LEROBOT, MLX, AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS,
-                                 DEEPSPEECH, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN,
-                                 NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, GPT2_SIMPLE, VIDEOPOSE3D, SOUNDSTREAM,
-                                 YOLOV4_PYTORCH, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2,
-                                 DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, LOSS_BEFORE_STEP, LOSS_BEFORE_EPOCH,
-                                 TRIPLET_REID, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF,
-                                 DARTS, PYSLOWFAST, TRANSFER_TUTORIAL, NLP_TUTORIALS, TFLEARN, LLAMA_RECIPES,
-                                 OPEN3D_ML, POINTNET2, NLP_TUTORIAL_COST, TORCH_NGP, SKELETON_GCN, DET3D,
-                                 DEEPFACELAB, CATALYST, BIG_VISION, MINDSPORE_OUTPUTS, PIXART, VAR, FASTTEXT,
-                                 TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J, KERAS_EPOCHS, PROGRESS_LINES, GENERIC,
-                                 EPOCH_LINES, PAIRS, LOSS_LINES)
+DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT, BUILD_NANOGPT,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI,
+                                 RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE,
+                                 FLOWER, GLUONTS, GLUONTS_EPOCHS, ESPNET2_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, DEEPSPEECH,
+                                 FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX,
+                                 MXNET, FASTREID, TINYGRAD, GPT2_SIMPLE, VIDEOPOSE3D, SOUNDSTREAM, YOLOV4_PYTORCH, BTS,
+                                 YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE,
+                                 UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, LOSS_BEFORE_STEP, LOSS_BEFORE_EPOCH, TRIPLET_REID,
+                                 POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST,
+                                 TRANSFER_TUTORIAL, NLP_TUTORIALS, TFLEARN, LLAMA_RECIPES, OPEN3D_ML, POINTNET2,
+                                 NLP_TUTORIAL_COST, TORCH_NGP, SKELETON_GCN, DET3D, DEEPFACELAB, CATALYST, BIG_VISION,
+                                 MINDSPORE_OUTPUTS, PIXART, VAR, FASTTEXT, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
+                                 KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES, PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
 # what they read is a series (see textlogs.pick_dialect).
 FALLBACKS: tuple[Dialect, ...] = (GENERIC, EPOCH_LINES, PAIRS, LOSS_LINES)
