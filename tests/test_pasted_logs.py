@@ -8483,6 +8483,21 @@ def test_a_line_of_other_output_ending_in_a_percentage_is_no_progress_bar_of_a_t
     assert [len(run.steps) for run in runs] == [7, 46]
 
 
+def test_a_table_after_its_files_first_64_kb_is_found(tmp_path):
+    """A Colab notebook's output: pip's install lines and a dataset's download first, Ultralytics' epoch table 230 KB
+    in: 'its lines log CUDA, momentum, ping ... but no loss', its 455 epochs unread."""
+    lines = [f"Requirement already satisfied: package{k} in /usr/local/lib/python3.10/dist-packages (1.{k})"
+             for k in range(1000)]
+    for epoch in range(1, 9):
+        lines += ["      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size",
+                  f"{epoch:>7}/500      2.44G      {1.1 - epoch / 50:.3f}      {4.3 - epoch / 10:.3f}      1.455"
+                  f"          9        640: 100% 63/63 [00:21<00:00,  2.98it/s]"]
+    path = _write(tmp_path / "notebook.log", lines)
+    assert path.stat().st_size > 64 * 1024
+    (run,) = discover_runs(path)
+    assert run.source == "space_table" and len(run.steps) == 8
+
+
 def test_a_skorch_table_reads_the_rows_whose_checkpoint_cell_is_blank(tmp_path):
     """skorch's history table: 'cp' is '+' where the epoch saved a checkpoint, blank where it did not; the rows
     with the blank cell, one cell short, were left out: 5 of 12 epochs read, the final loss epoch 8's."""

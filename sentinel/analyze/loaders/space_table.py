@@ -61,7 +61,7 @@ from sentinel.analyze.loaders.keys import (
 )
 from sentinel.analyze.loaders.numeric_table import (STEP_OF_TOTAL, numbered_names, step_unit, sum_loss_components,
                                                     table_steps, table_trainings)
-from sentinel.analyze.loaders.textlog import read_head_lines, read_text, run_name, trainings_note
+from sentinel.analyze.loaders.textlog import read_head, read_head_lines, read_text, run_name, trainings_note
 from sentinel.analyze.loaders.textscan import clean_text
 
 NAME = "space_table"
@@ -129,6 +129,10 @@ def _only_its_rows(lines: list[str], header: str) -> bool:
 _TRAIN = "train/"  # the prefix that names a progress bar's loss columns as training components
 
 
+# A header line naming an epoch or a step, then a loss, its names two or more spaces (or a tab) apart.
+_LATER_HEADER = re.compile(r"(?im)^[^\S\n]*(?:epoch|step|iter)\w*(?:[^\S\n]{2,}|\t)[^\n]*?loss")
+
+
 def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
     """True for text holding a space-aligned table with a step and a loss column and rows of numbers.
 
@@ -139,7 +143,16 @@ def sniff(path: str | Path, options: LoadOptions | None = None) -> bool:
     lines = read_head_lines(path, limit=64 * 1024)
     if any("\x1b" in line for line in lines):  # a terminal's codes before each row (Chainer's PrintReport), as load reads it
         lines = [line for line in clean_text("\n".join(lines)).split("\n") if line.strip()]
-    return bool(lines) and _find(lines, options or LoadOptions()) is not None
+    if bool(lines) and _find(lines, options or LoadOptions()) is not None:
+        return True
+    # A table further on, under a header naming an epoch or a step and a loss (a notebook's output, its pip installs
+    # and dataset downloads first: Ultralytics' "Epoch  GPU_mem  box_loss ..." 230 KB in): the lines from it on.
+    later = read_head(path) if len(lines) and sum(map(len, lines)) >= 60 * 1024 else None
+    found = _LATER_HEADER.search(later) if later else None
+    if found is None:
+        return False
+    rest = [line for line in clean_text(later[found.start():found.start() + 64 * 1024]).split("\n") if line.strip()]
+    return _find(rest, options or LoadOptions()) is not None
 
 
 def holds_table(lines: list[str], options: LoadOptions | None = None) -> bool:
