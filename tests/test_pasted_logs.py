@@ -8618,6 +8618,15 @@ def test_espnet2_epoch_results_lines_are_read_in_epochs(tmp_path):
     assert analyze_run(run).verdict.value == "healthy"
 
 
+def test_a_bracketed_step_after_pythons_logging_prefix_is_read(tmp_path):
+    """absl through Python logging's default format: 'INFO:absl:[0] kl_div=0.17, log_cond=-1.08, loss=1.26' (a JAX
+    variational model's 200 lines): 'not a log format sentinel reads'."""
+    lines = [f"INFO:absl:[{k}] kl_div={0.17 + k / 1000:.4f}, log_cond={-1.08 + k / 300:.4f}, loss={1.26 - k / 200:.4f}"
+             for k in range(200)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps.index[[0, -1]].tolist() == [0, 199] and run.steps["loss"].iloc[0] == 1.26
+
+
 def test_gpt2_simple_counter_lines_are_read(tmp_path):
     """gpt-2-simple (and nshepperd's gpt-2 train.py): '[{counter} | {time:2.2f}] loss={loss:2.2f} avg={avg:2.2f}',
     the counter going on from the checkpoint resumed: "not a log format", its NaN unread."""

@@ -1909,9 +1909,12 @@ PROGRESS_LINES = Dialect(
         # also with spaces between the pairs (absl-logged JAX loops: "[0] loss=6.0003 learning_rate=0.001"),
         # a script's own "[100] loss: 2.31", and XLNet's absl lines ("...train_gpu.py:303] [21500] | gnorm
         # 0.25 lr 0.000223 | loss 7.64 | pplx 2081.29, bpc 11.0233": the loss after a space).
-        # (after a time.ctime() too: pytorch-deepglr's "Fri Apr  3 16:41:06 2020 [1] loss: 9261402.918, time ...")
+        # (after a time.ctime() too: pytorch-deepglr's "Fri Apr  3 16:41:06 2020 [1] loss: 9261402.918, time ...";
+        # after Python logging's default prefix, absl's through it: "INFO:absl:[0] kl_div=0.17, ..., loss=1.26")
         # (a tab after the count: "[12]\tloss: 0.5", XGBoost's and LightGBM's "[12]\ttrain-logloss:0.5")
-        Shape(re.compile(rf"(?:^|\] |^[A-Z][a-z]{{2}} [A-Z][a-z]{{2}} [ \d]\d \d\d:\d\d:\d\d \d{{4}} )\[(\d+)\][^\S\n][^\n]*?"
+        Shape(re.compile(r"(?:^|\] |^(?:DEBUG|INFO|WARNING):[\w.]+:"
+                         r"|^[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4} )"
+                         rf"\[(\d+)\][^\S\n][^\n]*?"
                          rf"(?<![\w/])(?i:{_LOSS_KEY})(?:=|:[^\S\n]*|[^\S\n]+)({_NUM})(?:,|[^\S\n]|$)",
                          re.MULTILINE), head=(metrics.STEP, metrics.LOSS)),
         # A count and a colon that open the message, then the loss: DPPO's pretraining under Hydra's
