@@ -2673,6 +2673,8 @@ VITS = Dialect(
 # then a row per display_every iterations, each loss a list of its terms (the PDE's residuals, the
 # boundary and initial conditions) printed "{:.2e}": "1000      [2.92e+02, 4.68e+01]    [3.00e+02,
 # 3.39e+01]    []". The loss it trains is their sum (a term NaN, the sum NaN).
+_DEEPXDE_WHOLE_ROW = re.compile(r"^(\d+)[^\S\n]+\[([^\]\n]*)\][^\S\n]+\[([^\]\n]*)\][^\S\n]+\[[^\]\n]*\][^\S\n]*$",
+                                re.MULTILINE)  # (what its sniff counts: a pattern of one line)
 # (a paste's last row cut inside its test loss: its training loss whole, read, the test's not)
 _DEEPXDE_ROW = re.compile(r"^(\d+)[^\S\n]+\[([^\]\n]*)\](?:[^\S\n]+\[([^\]\n]*)\][^\S\n]+\[[^\]\n]*\][^\S\n]*$"
                           r"|[^\S\n]+\[[^\]\n]*(?=\n?\Z))", re.MULTILINE)
@@ -2705,7 +2707,7 @@ DEEPXDE = Dialect(
     ),
     rewrite=_deepxde_sums,
     rewrite_needs=(re.compile(r"\][^\S\n]+\["),),
-    sniff=_DEEPXDE_ROW,
+    sniff=_DEEPXDE_WHOLE_ROW,
     min_records=2,
     note=lambda text: ("the loss read is the sum of each row's 'Train loss' terms (DeepXDE prints the terms: the "
                        "residuals and the boundary and initial conditions), 'Test loss' as val_loss"),
