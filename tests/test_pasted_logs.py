@@ -3455,6 +3455,15 @@ def test_a_log_whose_step_lines_come_after_its_first_megabyte_is_read(tmp_path):
     assert run.steps.index.tolist() == [19, 39, 59]
 
 
+def test_a_first_training_whose_start_line_was_left_out_is_a_training_of_its_own(tmp_path):
+    """A detectron2 console pasted from its first step on, then three launches each opened by 'Starting training from
+    iteration 0': the first two read as one run, its steps made up (19..298), the first's crash unsaid."""
+    lines = _detectron2_training(lines=10)[1:] + _detectron2_training(lines=4) + _detectron2_training(lines=5)
+    runs = discover_runs(_write(tmp_path / "console.log", lines))
+    assert [run.steps.index.tolist() for run in runs] == [list(range(19, 200, 20)), [19, 39, 59, 79],
+                                                          [19, 39, 59, 79, 99]]
+
+
 def test_a_resumed_training_goes_on_in_the_same_run(tmp_path):
     # "Starting training from iteration 400": a resume, its steps go on.
     path = _write(tmp_path / "log.txt", _detectron2_training() + _detectron2_training(first_iter=419))

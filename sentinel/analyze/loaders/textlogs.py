@@ -728,7 +728,7 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
         lines = lines.derived(clean_text)
     text = lines.text  # the readers know the lines as its by identity
     note = key.note() if key is not None else _averaged_loss_note(text, lines)
-    parts = fresh_starts(text, lines)
+    parts = _with_unstarted_first(fresh_starts(text, lines), dialect)
     if len(parts) == 1 and dialect.epoch_trainings:
         epochs = dialect.epoch_trainings
         parts = epoch_restarts(text, epochs if isinstance(epochs, re.Pattern) else dialect.shapes[0].pattern)
@@ -1077,6 +1077,28 @@ def _cut_at(text: str, cuts: list[int]) -> list[str]:
     """
     bounds = [0, *cuts, len(text)]
     return [text[start:end] for start, end in zip(bounds, bounds[1:])]
+
+
+def _with_unstarted_first(parts: list[str], dialect: Dialect) -> list[str]:
+    """``parts`` (:func:`fresh_starts`'), its first cut at its start line where record lines come before it: a paste
+    whose first training's start line was left out (detectron2's console copied from its first step on), that
+    training and the next one's read as one otherwise.
+
+    Example:
+        >>> from sentinel.analyze.loaders.dialects import GENERIC
+        >>> log = "iter: 19 loss: 2\\nStarting training from iteration 0\\niter: 19 loss: 3\\n"
+        >>> [part.count("iter:") for part in _with_unstarted_first(fresh_starts(log + log[16:]), GENERIC)]
+        [1, 1, 1]
+    """
+    if len(parts) < 2:
+        return parts
+    start = _FRESH_START.search(parts[0])
+    if start is None:
+        return parts
+    at = parts[0].rfind("\n", 0, start.start()) + 1
+    if at == 0 or not has_records(parts[0][:at], dialect):
+        return parts
+    return [parts[0][:at], parts[0][at:], *parts[1:]]
 
 
 def fresh_starts(text: str, lines: Lines | None = None) -> list[str]:
