@@ -588,6 +588,20 @@ def test_a_warm_up_rise_the_loss_came_down_from_only_in_part_stays_critical():
     assert any(i.kind == "divergence" and i.severity.value == "critical" for i in report.incidents)
 
 
+def test_a_rise_just_after_the_warm_up_reached_its_peak_is_the_peak_lrs_not_a_restarts():
+    """RTMPose: a linear warm-up from 4e-08 to 4e-03 over 20 iterations, the loss x1.39 six iterations after its end,
+    back 46 iterations later: 'just after the learning rate jumped from 4e-08 to 0.000211 at step 2 (a warm
+    restart)', the warm-up's own first step taken for a restart."""
+    it = np.arange(1, 301)
+    lr = 4e-3 * np.minimum(1.0, np.where(it == 1, 1e-5, it / 20))
+    loss = 0.36 * np.exp(-it / 400) + 0.002 * ((it * 7) % 5)
+    loss[25:32] *= 1.4
+    report = analyze_run(run_of({"loss": loss, "lr": lr}, index=it))
+    (rise,) = [i for i in report.incidents if i.kind in ("loss_spike", "divergence")]
+    assert rise.severity.value == "info" and "just after the learning-rate warm-up reached its peak" in rise.message
+    assert "restart" not in rise.message
+
+
 def _from_scratch(spike_rows: int = 0, height: float = 3.5) -> dict[str, np.ndarray]:
     """A run from scratch logged every 100 steps, its LR warming up linearly over 25,000 steps
     (WeNet's default), the loss falling from ~60; ``spike_rows``: the loss x``height`` for that many

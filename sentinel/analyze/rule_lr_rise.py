@@ -47,6 +47,9 @@ LEVEL_ROWS = 5
 # fine-tunes whose warm-up raises the loss climb to ~1.5x over a dozen logged steps.
 SHARP_RATIO = 2.0
 SHARP_ROWS = 3
+# A rise within this share of the warm-up's length after its end is the peak LR's (RTMPose's loss x1.39 six
+# iterations after a warm-up of 20 reached its peak): the LR's jumps inside the warm-up are no warm restarts.
+AFTER_WARMUP = 0.5
 # A rise in the warm-up that never came back to the loss's first values is got past where, over this
 # many logged losses after the warm-up at least, the running median fell to this share of its peak or
 # below and ends at its lowest.
@@ -119,6 +122,8 @@ def settle_lr_rises(incidents: list[Incident], lr: pd.Series | None, loss: pd.Se
         return incidents
     values, rows = _positive(lr)  # rows: the logged LR values a jump's nearness counts
     warmup, jumps = _warmup(values, rows), _jumps(values, rows)
+    if warmup is not None:
+        jumps = [jump for jump in jumps if jump[0] > warmup.end]
 
     def cause(incident: Incident) -> tuple[str, dict] | None:
         step = incident.step
@@ -128,6 +133,12 @@ def settle_lr_rises(incidents: list[Incident], lr: pd.Series | None, loss: pd.Se
             return (f"during the learning-rate warm-up (lr {warmup.first:.3g} rising to {warmup.peak:.3g} by "
                     f"step {warmup.end}): a rise that came back, as a warm-up often shows when fine-tuning",
                     {"during_warmup": dataclasses.asdict(warmup)})
+        if warmup is not None and step <= (1 + AFTER_WARMUP) * warmup.end:  # (its jumps from ~0: no restarts)
+            if _sharp(incident, loss):
+                return None
+            return (f"just after the learning-rate warm-up reached its peak (lr {warmup.first:.3g} rising to "
+                    f"{warmup.peak:.3g} by step {warmup.end}): a rise that came back, as the peak LR often brings",
+                    {"after_warmup": dataclasses.asdict(warmup)})
         row = int(np.searchsorted(rows, step, side="right")) - 1
         for k, (at, before, after) in enumerate(jumps):
             cycle = _cycle(jumps, k, int(rows[-1]))
