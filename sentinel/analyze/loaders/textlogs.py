@@ -107,8 +107,8 @@ def _pick_dialect(text: str, least: int | None, compete: bool = False) -> Dialec
         fallback = id(dialect) in _FALLBACK_IDS
         if id(dialect) in _GENERAL_IDS and best is not None and not compete:
             if _records_of_its_own(lines, best):
-                if best is PROGRESS_LINES and _finished_bars_only(text) and \
-                        2 * count_records(lines, EPOCH_LINES) >= best_count:
+                if best is PROGRESS_LINES and 2 * count_records(lines, EPOCH_LINES) >= best_count and \
+                        _finished_bars_only(text):  # (the count first: a search of every bar is the dearer)
                     best = EPOCH_LINES  # each epoch's line, where the bars drawn are each epoch's last draw
                 break
             # a tool's event lines alone (DeepSpeed's overflow lines after a bar's loss=): no records,
@@ -919,8 +919,13 @@ def _unfinished(text: str, dialect: Dialect, found) -> str | None:
     if "crash" in found.meta or not len(found.steps.index) or text.find("eta: ", start) < 0:
         return None
     records = [shape.pattern for shape in dialect.shapes if shape.beside is None]
-    last = max((match.start() for pattern in records for match in list(pattern.finditer(text, start))[-1:]),
-               default=-1)
+    last = -1
+    for tail in (1 << 12, _ETA_TAIL):  # (the last lines first: a log's last step line is near its end)
+        at = max(start, len(text) - tail)
+        last = max((match.start() for pattern in records for match in list(pattern.finditer(text, at))[-1:]),
+                   default=-1)
+        if last >= 0:
+            break
     if last < 0:
         return None
     line = text[text.rfind("\n", 0, last) + 1:(text.find("\n", last) + 1 or len(text) + 1) - 1]
