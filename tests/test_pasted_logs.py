@@ -8405,6 +8405,19 @@ def test_an_epochs_results_line_is_read_where_its_bars_are_drawn_finished_alone(
     assert analyze_run(run).verdict.value == "healthy"
 
 
+def test_an_epochs_line_is_read_beside_its_bar_whose_postfix_holds_the_last_batchs_loss(tmp_path):
+    """A House Prices MLP: each epoch's bar 'Epoch 3/500: 100%|##| 19/19 [..., loss=0.893]' (the last batch's), then
+    'epoch 3/500 - train loss: 1.1969, validation loss: 0.9084, ...': the bars were read, the best loss one batch."""
+    lines = []
+    for epoch, (bar, mean) in enumerate([(2.62, 5.285), (1.27, 1.6328), (0.893, 1.1969), (0.151, 1.0166),
+                                         (1.09, 0.9446), (1.05, 0.8695)], 1):
+        lines += [f"Epoch {epoch}/500: 100%|##########| 19/19 [00:00<00:00, 177.80batch/s, loss={bar}]",
+                  f"epoch {epoch}/500 - train loss: {mean:.4f}, validation loss: 0.6312, validation R²: -9.07, "
+                  "time: 0.12s"]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.steps["loss"].tolist() == [5.285, 1.6328, 1.1969, 1.0166, 0.9446, 0.8695]
+
+
 def _conv_tasnet_log(epochs: int = 6, passes: bool = True) -> list[str]:
     """Dual-Path-RNN-Pytorch's trainer (Conv-TasNet, DPRNN): its training and its validation lines print one
     format string, told apart only by the line that opens each pass."""

@@ -107,8 +107,8 @@ def _pick_dialect(text: str, least: int | None, compete: bool = False) -> Dialec
         fallback = id(dialect) in _FALLBACK_IDS
         if id(dialect) in _GENERAL_IDS and best is not None and not compete:
             if _records_of_its_own(lines, best):
-                if best is PROGRESS_LINES and 2 * count_records(lines, EPOCH_LINES) >= best_count and \
-                        _finished_bars_only(text):  # (the count first: a search of every bar is the dearer)
+                if (best is PROGRESS_LINES or best is GENERIC) and 2 * count_records(lines, EPOCH_LINES) >= best_count \
+                        and _epoch_lines_beside_bars(text, best_count):  # (the count first: the search is dearer)
                     best = EPOCH_LINES  # each epoch's line, where the bars drawn are each epoch's last draw
                 break
             # a tool's event lines alone (DeepSpeed's overflow lines after a bar's loss=): no records,
@@ -139,8 +139,31 @@ def _finished_bars_only(text: str) -> bool:
         >>> _finished_bars_only("loss: 1.56: 100%|##| 113/113 [01:04<00:00]\\nEpoch: 1 Avg loss: 1.66\\n")
         True
     """
-    bars = [m.groups()[-2:] for m in PROGRESS_LINES.shapes[0].pattern.finditer(text)]
+    bars = [m.groups() for m in _LOSS_BAR_COUNT.finditer(text)]
     return bool(bars) and all(done == total for done, total in bars)
+
+
+# A tqdm bar's count on a line that holds a loss, in its description or its postfix ("Epoch 3/500: 100%|##| 19/19
+# [00:00<00:00, 177.80batch/s, loss=2.62]": the last batch's, beside "epoch 3/500 - train loss: 1.1969, ...").
+_LOSS_BAR_COUNT = re.compile(r"(?im)^(?=[^\n]*\bloss\b)[^\n]*?\d+%\|[^|\n]*\|[^\S\n]*(\d+)/(\d+)[^\S\n]*\[[^\n]*")
+
+
+def _epoch_lines_beside_bars(text: str, records: int) -> bool:
+    """Whether ``text``'s bars holding a loss are all drawn finished and, without them, its one-line-an-epoch lines
+    are half of ``records`` or more (an epoch's line beside each bar; not the bars read as epoch lines themselves:
+    "Train Epoch: 3 Loss: 3.636 ...: 100%|...| 10010/10010")."""
+    return _finished_bars_only(text) and 2 * count_records(Lines(_without_finished_bars(text)), EPOCH_LINES) >= records
+
+
+def _without_finished_bars(text: str) -> str:
+    """``text`` without its finished bars' lines, where one-line-an-epoch lines are read beside them: each bar's loss
+    is its last batch's, the epoch's line its mean (:func:`_finished_bars_only`).
+
+    Example:
+        >>> _without_finished_bars("Epoch 1/9: 100%|#| 19/19 [00:00, loss=2.6]\\nepoch 1/9 - train loss: 5.28\\n")
+        'epoch 1/9 - train loss: 5.28\\n'
+    """
+    return _LOSS_BAR_COUNT.sub("\x00", text).replace("\x00\n", "").replace("\x00", "")
 
 
 def _records_of_its_own(lines: Lines, dialect: Dialect) -> bool:
@@ -716,6 +739,10 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
         text = key.rewrite(text)
         if key.named:
             options = replace(options, loss_col=None)  # it is the lines' loss now
+    if dialect is EPOCH_LINES and "%|" in text and _finished_bars_only(text):
+        barless = _without_finished_bars(text)  # (one line an epoch read: not its bar's last batch too)
+        if count_records(Lines(barless), EPOCH_LINES) >= EPOCH_LINES.min_records:
+            text = barless
     if dialect is None:
         raise ValueError(f"{path}: no known training-log lines found: pass a log with a step and a loss "
                          "on each line (`sentinel formats` lists the kinds read)")
