@@ -8649,6 +8649,19 @@ def test_a_bracketed_step_after_pythons_logging_prefix_is_read(tmp_path):
     assert run.steps.index[[0, -1]].tolist() == [0, 199] and run.steps["loss"].iloc[0] == 1.26
 
 
+@pytest.mark.parametrize("prefix", ["", "#> "])
+def test_luz_epoch_metrics_lines_are_read_in_epochs(tmp_path, prefix):
+    """luz, R's torch trainer: 'Epoch 1/20', 'Train metrics: Loss: 0.6782', 'Valid metrics: Loss: 0.4433' (its docs knit
+    each line after '#> '): 'not a log format sentinel reads'."""
+    lines = []
+    for epoch, (train, valid) in enumerate([(0.6782, 0.4433), (0.3705, 0.3331), (0.315, 0.2999), (0.29, 0.31)], 1):
+        lines += [f"{prefix}Epoch {epoch}/20", f"{prefix}Train metrics: Loss: {train} - AUC: 0.6086      ",
+                  f"{prefix}Valid metrics: Loss: {valid} - AUC: 0.61"]
+    (run,) = discover_runs(_write(tmp_path / "luz.log", lines))
+    assert run.source == "luz" and run.meta["step_unit"] == "epoch" and run.steps.index.tolist() == [1, 2, 3, 4]
+    assert run.steps["loss"].tolist() == [0.6782, 0.3705, 0.315, 0.29] and run.steps["val_loss"].iloc[-1] == 0.31
+
+
 def test_gpt2_simple_counter_lines_are_read(tmp_path):
     """gpt-2-simple (and nshepperd's gpt-2 train.py): '[{counter} | {time:2.2f}] loss={loss:2.2f} avg={avg:2.2f}',
     the counter going on from the checkpoint resumed: "not a log format", its NaN unread."""

@@ -1483,6 +1483,25 @@ PIXART = Dialect(
     min_records=2,
 )
 
+# luz, R's torch trainer (and its docs knitted by R Markdown, each output line after "#> "): "Epoch 1/20", then
+# "Train metrics: Loss: 0.6782 - AUC: 0.61" and "Valid metrics: Loss: 0.4433": each epoch's means, joined to its
+# epoch line.
+_LUZ_PREFIX = r"(?:#> )?"
+LUZ = Dialect(
+    name="luz",
+    description='luz, R torch ("Epoch 1/20", then "Train metrics: Loss: X", "Valid metrics: Loss: Y")',
+    shapes=(
+        Shape(re.compile(rf"^{_LUZ_PREFIX}Epoch (\d+)/\d+[^\S\n]*\| {_LUZ_PREFIX}Train metrics: Loss: ({_NUM})"
+                         rf"(?:[^\n|]*\| {_LUZ_PREFIX}Valid metrics: Loss: ({_NUM}))?", re.MULTILINE),
+              head=(metrics.STEP, metrics.LOSS, metrics.VAL_LOSS)),
+    ),
+    joins=re.compile(rf"[^\S\n]*\n(?={_LUZ_PREFIX}(?:Train|Valid) metrics: )"),
+    join_with=" | ",
+    sniff=re.compile(rf"^{_LUZ_PREFIX}Train metrics: Loss: ", re.MULTILINE),
+    min_records=2,
+    step_unit="epoch",
+)
+
 # fastText's supervised and unsupervised training: a status line redrawn in place ("\rProgress: 12.3%
 # words/sec/thread: 1802641 lr: 0.099661 loss: 1.386032 ETA: 0h11m"; "avg.loss" in older releases), kept as lines
 # where it was not a terminal; no step of its own: the lines in order (the progress a share of the words).
@@ -2779,8 +2798,8 @@ DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MME
                                  POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST,
                                  TRANSFER_TUTORIAL, NLP_TUTORIALS, TFLEARN, LLAMA_RECIPES, OPEN3D_ML, POINTNET2,
                                  NLP_TUTORIAL_COST, TORCH_NGP, SKELETON_GCN, DET3D, DEEPFACELAB, CATALYST, BIG_VISION,
-                                 MINDSPORE_OUTPUTS, PIXART, VAR, FASTTEXT, TF_OBJECT_DETECTION, OPENNMT_TF, TF, LOG4J,
-                                 KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES, PAIRS, LOSS_LINES)
+                                 MINDSPORE_OUTPUTS, PIXART, VAR, FASTTEXT, LUZ, TF_OBJECT_DETECTION, OPENNMT_TF, TF,
+                                 LOG4J, KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES, PAIRS, LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
 # what they read is a series (see textlogs.pick_dialect).
 FALLBACKS: tuple[Dialect, ...] = (GENERIC, EPOCH_LINES, PAIRS, LOSS_LINES)
