@@ -108,7 +108,7 @@ def _pick_dialect(text: str, least: int | None, compete: bool = False) -> Dialec
         if id(dialect) in _GENERAL_IDS and best is not None and not compete:
             if _records_of_its_own(lines, best):
                 if (best is PROGRESS_LINES or best is GENERIC) and 2 * count_records(lines, EPOCH_LINES) >= best_count \
-                        and _epoch_lines_beside_bars(text, best_count):  # (the count first: the search is dearer)
+                        and _epoch_lines_beside_bars(text, lines, best_count):  # (the count first: it is cheaper)
                     best = EPOCH_LINES  # each epoch's line, where the bars drawn are each epoch's last draw
                 break
             # a tool's event lines alone (DeepSpeed's overflow lines after a bar's loss=): no records,
@@ -139,8 +139,12 @@ def _finished_bars_only(text: str) -> bool:
         >>> _finished_bars_only("loss: 1.56: 100%|##| 113/113 [01:04<00:00]\\nEpoch: 1 Avg loss: 1.66\\n")
         True
     """
-    bars = [m.groups() for m in _LOSS_BAR_COUNT.finditer(text)]
-    return bool(bars) and all(done == total for done, total in bars)
+    found = False
+    for bar in _LOSS_BAR_COUNT.finditer(text):
+        if bar.group(1) != bar.group(2):
+            return False  # (a bar drawn unfinished, as most are: no search of the rest)
+        found = True
+    return found
 
 
 # A tqdm bar's count on a line that holds a loss, in its description or its postfix ("Epoch 3/500: 100%|##| 19/19
@@ -148,11 +152,15 @@ def _finished_bars_only(text: str) -> bool:
 _LOSS_BAR_COUNT = re.compile(r"(?im)^(?=[^\n]*\bloss\b)[^\n]*?\d+%\|[^|\n]*\|[^\S\n]*(\d+)/(\d+)[^\S\n]*\[[^\n]*")
 
 
-def _epoch_lines_beside_bars(text: str, records: int) -> bool:
+def _epoch_lines_beside_bars(text: str, lines: Lines, records: int) -> bool:
     """Whether ``text``'s bars holding a loss are all drawn finished and, without them, its one-line-an-epoch lines
     are half of ``records`` or more (an epoch's line beside each bar; not the bars read as epoch lines themselves:
-    "Train Epoch: 3 Loss: 3.636 ...: 100%|...| 10010/10010")."""
-    return _finished_bars_only(text) and 2 * count_records(Lines(_without_finished_bars(text)), EPOCH_LINES) >= records
+    "Train Epoch: 3 Loss: 3.636 ...: 100%|...| 10010/10010"). ``lines``: ``text``'s, whose distinct lines are asked
+    first (most logs draw no such bar)."""
+    distinct = lines.distinct_text()
+    if "%|" not in distinct or _LOSS_BAR_COUNT.search(distinct) is None or not _finished_bars_only(text):
+        return False
+    return 2 * count_records(Lines(_without_finished_bars(text)), EPOCH_LINES) >= records
 
 
 def _without_finished_bars(text: str) -> str:
