@@ -3413,7 +3413,7 @@ def _crashed_launch(error: str) -> list[str]:
 def test_launches_that_crashed_before_their_first_step_are_named_with_their_error(tmp_path):
     """Mask2Former's log.txt of twelve launches, eight crashed at iteration 0 (ValueError x4, CUDA out of memory x3,
     an AssertionError): '4 runs: 1 unhealthy, 3 healthy', the crashes '#1, #2, ... logged no step'."""
-    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {} MiB. GPU 0 has a total capacity of 23.56 GiB"
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {} MiB. GPU 0 has a total capacity of 24 GiB"
     lines = (_crashed_launch("ValueError: too many dimensions 'Boxes'") * 2 + _detectron2_training()
              + _crashed_launch(oom.format(192)) + _crashed_launch(oom.format(336))
              + ["[03/01 10:00:00 d2.engine.train_loop]: Starting training from iteration 0"] + _detectron2_training())
@@ -4631,7 +4631,8 @@ def test_an_actors_policy_loss_is_read_beside_its_critics_value_loss(tmp_path):
     """verl's PPO console (its baseline logs) and DeepSpeed-Chat's step 3: an actor's policy loss, a critic's value
     loss, an entropy or pretraining term: 'none is the total, pass --loss-col', refused. The actor's is read."""
     lines = [f"step:{i} - actor/entropy_loss:0.512 - actor/pg_loss:{(-1) ** i * 0.004:.3f} - "
-             f"critic/vf_loss:{1 / i:.3f} - actor/grad_norm:{0.3 + i / 1000:.3f} - critic/score/mean:{0.3 + 0.01 * i:.3f}" for i in range(1, 41)]
+             f"critic/vf_loss:{1 / i:.3f} - actor/grad_norm:{0.3 + i / 1000:.3f} - "
+             f"critic/score/mean:{0.3 + 0.01 * i:.3f}" for i in range(1, 41)]
     result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "ppo.log", lines)), "--format", "json"])
     (run,) = json.loads(result.output)["runs"]
     assert run["warnings"][0].startswith("its lines name 3 losses (") and "actor/pg_loss is read, the actor's policy " \
@@ -8457,7 +8458,8 @@ def test_a_loss_read_from_a_perplexity_is_at_chance_only_over_a_vocabulary(tmp_p
     """OpenNMT (Lua) at 'Perplexity 5.91' on an English-French model of 38,376 target words, its validation perplexity
     improving: ln 5.9 = 1.78 read as 'loss at chance level ... a uniform guess over 6 classes', unhealthy."""
     lines = [f"[05/06/17 14:50:04 INFO] Epoch 21 ; Iteration {500 * k}/1588 ; Learning rate 1.0000 ; "
-             f"Source tokens/s 5272 ; Perplexity {ppl}" for k, ppl in enumerate([5.91, 5.99, 5.98, 5.92, 6.03, 5.95], 1)]
+             f"Source tokens/s 5272 ; Perplexity {ppl}"
+             for k, ppl in enumerate([5.91, 5.99, 5.98, 5.92, 6.03, 5.95], 1)]
     report = analyze_run(discover_runs(_write(tmp_path / "train.log", lines))[0])
     assert report.verdict.value == "healthy" and not [i for i in report.incidents if i.kind == "loss_stuck"]
     # A vocabulary's ln is still chance: 10.37 = ln 32,000, a model that learned nothing.
@@ -8617,7 +8619,8 @@ def test_var_metric_logger_lines_are_read_by_their_mean_loss(tmp_path):
 def test_fasttext_progress_lines_are_read_in_order(tmp_path, redrawn):
     """fastText's status line ('Progress: 0.3%  words/sec/thread: 1802641  lr: 0.099661  loss: 1.386032  eta: 0h11m'),
     redrawn in place on a terminal: 'not a log format', its loss at ln 4 on a 4-class task unsaid."""
-    draws = [f"Progress: {k / 10:.1f}%  words/sec/thread: 1802641  lr: {0.1 - k / 1e5:.6f}  loss: {1.386032 + k / 1e6:.6f}"
+    draws = [f"Progress: {k / 10:.1f}%  words/sec/thread: 1802641  lr: {0.1 - k / 1e5:.6f}  "
+             f"loss: {1.386032 + k / 1e6:.6f}"
              f"  eta: 0h11m" for k in range(1, 13)]
     text = "\r".join(draws) + "\n" if redrawn else "\n".join(draws) + "\n"
     path = tmp_path / "train.log"

@@ -171,10 +171,10 @@ def settle_lr_rises(incidents: list[Incident], lr: pd.Series | None, loss: pd.Se
                                     "as a restart brings")
             if fell is not None:
                 text = text.replace("a rise that came back, as a warm-up often shows when fine-tuning",
-                                    f"the loss rose with the LR and has fallen since, from {fell[0]:.4g} to {fell[1]:.4g} "
-                                    "at the end, its lowest since: a loss whose first values lie below a learning "
-                                    "model's (a matcher that assigns few targets at first, a term that starts near "
-                                    "0), not a divergence")
+                                    f"the loss rose with the LR and has fallen since, from {fell[0]:.4g} to "
+                                    f"{fell[1]:.4g} at the end, its lowest since: a loss whose first values lie below "
+                                    "a learning model's (a matcher that assigns few targets at first, a term that "
+                                    "starts near 0), not a divergence")
             incident = dataclasses.replace(incident, severity=Severity.INFO, message=f"{incident.message}; {text}",
                                            details={**incident.details, **details})
         settled.append(incident)

@@ -22,7 +22,8 @@ import re
 from sentinel.analyze.loaders.log_lines import Lines
 
 # A line that opens an evaluation pass ("Start Validation from epoch: 3, iter: 0", "Running
-# evaluation", "Validation model ......", "Validating on dev_clean"): a verb of starting before the set's name, or the name
+# evaluation", "Validation model ......", "Validating on dev_clean"): a verb of starting before the set's name, or
+# the name
 # alone after a logger's prefix. Not a line with a loss on it (a result, not an opening).
 EVALUATION_OPENS = re.compile(
     r"(?im)^(?![^\n]*\bloss)[^\n]*?(?:"
@@ -111,7 +112,8 @@ def _named(line: str) -> str:
 
 # A record line's epoch and count: "Epoch: [0][ 99/5005]" (the ImageNet example's ProgressMeter, and the
 # scripts copied from it), its prefix before the epoch kept to tell its own lines from another's.
-_EPOCH_COUNT = re.compile(r"(?m)^([^\n\[]*)\[[^\S\n]*(\d+)[^\S\n]*\]\[[^\S\n]*\d+[^\S\n]*/[^\S\n]*(\d+)[^\S\n]*\][^\n]*")
+_EPOCH_COUNT = re.compile(r"(?m)^([^\n\[]*)\[[^\S\n]*(\d+)[^\S\n]*\]"
+                          r"\[[^\S\n]*\d+[^\S\n]*/[^\S\n]*(\d+)[^\S\n]*\][^\n]*")
 
 
 def shorter_pass_spans(text: str, lines: Lines | None = None) -> tuple[list[tuple[int, int]], tuple[int, int]]:
@@ -123,7 +125,8 @@ def shorter_pass_spans(text: str, lines: Lines | None = None) -> tuple[list[tupl
     there are none.
 
     Example:
-        >>> text = "Epoch: [0][1/9] Loss 3\\nEpoch: [0][9/9] Loss 2\\nEpoch: [0][1/4] Loss 9\\nEpoch: [1][1/9] Loss 1\\n"
+        >>> text = ("Epoch: [0][1/9] Loss 3\\nEpoch: [0][9/9] Loss 2\\nEpoch: [0][1/4] Loss 9\\n"
+        ...         "Epoch: [1][1/9] Loss 1\\n")
         >>> spans, lengths = shorter_pass_spans(text)
         >>> [text[a:b] for a, b in spans], lengths
         (['Epoch: [0][1/4] Loss 9'], (9, 4))
