@@ -8487,6 +8487,23 @@ def test_unsloth_trainings_appended_to_one_log_are_runs_of_their_own(tmp_path):
     assert [len(run.steps) for run in runs] == [20, 24]
 
 
+def test_trainer_fits_each_ended_by_its_summary_dict_are_trainings_of_their_own(tmp_path):
+    """An Optuna search's folds, each a trainer.train() whose stdout kept no banner, each ended by its
+    '{'train_runtime': ...}' summary: read as one run of 84 steps, the finished first fit 'non-finite by then'. The
+    last fit's lines printed again by a redrawn console (its same summary after them) are no training of their own."""
+    def fit(losses, runtime):
+        dicts = [f"{{'loss': {loss}, 'grad_norm': {'nan' if loss == 0.0 else 0.04}, 'learning_rate': 1e-4, "
+                 f"'epoch': {0.35 * k:.2f}}}" for k, loss in enumerate(losses, 1)]
+        return dicts + [f"{{'train_runtime': {runtime}, 'train_samples_per_second': 954.274, 'train_steps_per_second': "
+                        f"59.681, 'train_loss': {sum(losses) / len(losses)}, 'epoch': 4.0}}"]
+    first = fit([0.18 - k / 1000 for k in range(20)], 312.4)
+    lines = first + fit([0.0] * 11, 19.9) + fit([0.0] * 11, 39.0)
+    lines += lines[-3:] * 3  # (the console's reprints)
+    runs = discover_runs(_write(tmp_path / "optuna.log", lines))
+    assert len(runs) == 3 and len(runs[0].steps) == 20
+    assert analyze_run(runs[0]).verdict.value == "healthy"
+
+
 def test_a_loss_of_minus_0_is_no_trainer_nan_filter_zero(tmp_path):
     """GRPO's loss, ~0 while the policy is the reference, logged rounded to 4 decimals: '-0.0' and '0.0' beside a
     NaN grad norm were 'the Trainer's NaN filter: the loss went non-finite from the start'. Its filter's sum is +0.0."""

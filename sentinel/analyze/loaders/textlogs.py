@@ -855,7 +855,7 @@ _FRESH_START = re.compile(r"Starting training from iteration 0\b|\*{5} Running t
                           r"==\(\(====\)\)==  Unsloth - |\|[ \t]*Name[ \t]*\|[ \t]*Type[ \t]*\|[ \t]*Params\b|"
                           r"(?m:^Command line\npython [^\n]*\nArgs$)")
 _FRESH_WORDS = ("Starting training from iteration 0", "Running training", "Params", "Command line",
-                "==((====))==  Unsloth - ")  # one must be
+                "==((====))==  Unsloth - ", "'train_runtime'")  # one must be
 # A resume, printed after the start line: the training goes on (the Hugging Face Trainer's;
 # Lightning's, for fit(ckpt_path=...), comes before its model summary).
 _RESUMED = re.compile(r"Continuing training from checkpoint|Restoring states from the checkpoint path")
@@ -1141,6 +1141,33 @@ def _with_unstarted_first(parts: list[str], dialect: Dialect) -> list[str]:
     return [parts[0][:at], parts[0][at:], *parts[1:]]
 
 
+def _after_summaries(text: str, starts: list[int]) -> list[int]:
+    """Where the line after each Hugging Face Trainer's final summary dict (``{'train_runtime': ...}``, printed at the
+    end of each ``train()``) starts, where a log dict of another training follows it with no start line of its own
+    between (stdout kept without the banner: an Optuna search's folds, each a ``trainer.train()``).
+
+    Example:
+        >>> log = "{'loss': 0.2, 'epoch': 1.0}\\n{'train_runtime': 3.1, 'epoch': 1.0}\\n{'loss': 0.0, 'epoch': 0.5}\\n"
+        >>> [log[at:][:13] for at in _after_summaries(log, [])]
+        ["{'loss': 0.0,"]
+    """
+    cuts = []
+    summaries = list(_HF_SUMMARY.finditer(text))
+    for k, summary in enumerate(summaries):
+        end = text.find("\n", summary.end())
+        if end < 0:
+            break
+        following = text.find("{'loss'", end)
+        again = k + 1 < len(summaries) and summaries[k + 1].group(0) == summary.group(0)  # (its lines printed again)
+        if following >= 0 and not again and not any(end < start <= following for start in starts):
+            cuts.append(end + 1)
+    return cuts
+
+
+# The Trainer's final summary dict, at the end of each train().
+_HF_SUMMARY = re.compile(r"\{'train_runtime': [^{}\n]*\}")
+
+
 def fresh_starts(text: str, lines: Lines | None = None) -> list[str]:
     """``text`` cut where a training starts again from its first step (each part from its start
     line; the first part from the top). A training resumed from a checkpoint goes on with the
@@ -1152,12 +1179,15 @@ def fresh_starts(text: str, lines: Lines | None = None) -> list[str]:
         [1, 1]
     """
     # Substring searches (on the distinct lines where given): most logs stop here.
-    if not Lines.of(text, lines).holds_any(_FRESH_WORDS):
+    held = Lines.of(text, lines)
+    if not held.holds_any(_FRESH_WORDS):
         return [text]
-    cuts = list(dict.fromkeys(text.rfind("\n", 0, m.start()) + 1 for m in _FRESH_START.finditer(text)))
-    if len(cuts) < 2:
+    starts = [text.rfind("\n", 0, m.start()) + 1 for m in _FRESH_START.finditer(text)]
+    ended = _after_summaries(text, starts) if held.holds_any(("'train_runtime'",)) else []
+    cuts = sorted(dict.fromkeys(starts + ended))
+    if len(cuts) < 2 and not (ended and cuts[0] > 0):
         return [text]
-    parts = _cut_at(text, cuts[1:])
+    parts = _cut_at(text, [cut for cut in cuts if cut > 0] if ended else cuts[1:])
     kept = [parts[0]]
     for i, part in enumerate(parts[1:], start=1):
         # the resume line follows the start line (Hugging Face) or comes a few lines before it (Lightning)
