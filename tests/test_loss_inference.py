@@ -385,3 +385,15 @@ def test_a_gans_players_by_letters_alone_or_studiogans_dis_loss(tmp_path):
     path.write_text("".join(f"step {s} | loss: {2 - s / 100:.3f} | D: 0.5\n" for s in range(1, 40)))
     (run,) = discover_runs(path)
     assert not any("a GAN's run" in w for w in analyze_run(run).warnings)
+
+
+def test_a_vaes_elbo_loss_is_the_total_of_its_terms(tmp_path):
+    """A Lightning CSV of a VAE: 'train_elbo_loss' beside 'train_recon_loss' and its KL terms: 'no single loss column'
+    (a tie between two training losses); the negative ELBO is the sum its terms make."""
+    assert infer_loss_column(["train_elbo_loss", "train_recon_loss", "train_kld_style", "val_elbo_loss"]) == \
+        "train_elbo_loss"
+    path = tmp_path / "history.csv"
+    path.write_text("epoch,step,train_elbo_loss,train_recon_loss,train_kld_style\n"
+                    + "".join(f"0,{49 + 50 * k},{326.5 - k},{318.6 - k},8.6\n" for k in range(10)), encoding="utf-8")
+    (run,) = discover_runs(path)
+    assert run.steps["loss"].iloc[0] == 326.5

@@ -186,8 +186,9 @@ _AGGREGATE_WORDS = frozenset({"epoch", "avg", "avr", "average", "mean", "ema", "
 # 43280.62, avg loss: 10.858"): its size follows the batch's; the mean is the loss.
 _SUM_WORDS = frozenset({"sum", "summed"})
 # Words that name the sum of a loss's terms ("joint_avg_loss" beside "rec_avg_loss" and "icl_avg_loss"; SAM 2's
-# trainer: "Losses/train_all_loss" beside "Losses/train_default_loss").
-_TOTAL_WORDS = frozenset({"total", "tot", "joint", "overall", "combined", "all"})
+# trainer: "Losses/train_all_loss" beside "Losses/train_default_loss"; a VAE's negative ELBO, "train_elbo_loss",
+# beside its "train_recon_loss" and KL terms).
+_TOTAL_WORDS = frozenset({"total", "tot", "joint", "overall", "combined", "all", "elbo", "nelbo"})
 # Words of a term that regularises another loss (a KL penalty, an entropy bonus, a mixture of experts'
 # load balancing, PaLM's z-loss): not the objective a run trains for.
 _REGULARISER_WORDS = frozenset({"kl", "entropy", "aux", "z", "balance", "reg", "penalty", "unsuper", "ptx"})
