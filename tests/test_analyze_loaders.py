@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 import torch
 
+from sentinel.analyze.analyzer import analyze_run
 from sentinel.analyze.discover import NoRunsError, discover_runs
 from sentinel.analyze.loaders import LoadOptions, lightning_csv, sentinel_run, tensorboard
 from sentinel.events import make_event
@@ -455,3 +456,18 @@ def test_a_log_and_its_json_copy_at_other_steps_are_one_run(tmp_path):
     (run,) = discover_runs(tmp_path / "work_dirs")
     assert run.path.endswith(".log") and run.steps["loss"].dropna().index[-1] == 2 * 1265 + 1250
     assert any("the same losses in the same order at other steps" in w for w in run.warnings)
+
+
+def test_a_lightning_csv_val_loss_written_nan_at_every_evaluation_is_told(tmp_path):
+    """CSVLogger writes a NaN as 'nan' and a metric a row did not log as an empty cell: a val_loss that is 'nan' at
+    each epoch's evaluation was dropped as a column never logged (an empty validation split unsaid); one never
+    written stays dropped."""
+    rows = ["epoch,step,train_loss,val_loss,val_acc"]
+    for epoch in range(5):
+        rows += [f"{epoch},{epoch * 100 + s * 10 + 9},{2.0 - epoch / 10 - s / 200:.4f},," for s in range(10)]
+        rows.append(f"{epoch},{epoch * 100 + 99},,nan,")
+    (tmp_path / "metrics.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    (run,) = lightning_csv.load(tmp_path)
+    assert "val_acc" not in run.steps.columns and "val_loss" in run.steps.columns
+    (found,) = analyze_run(run).incidents
+    assert found.kind == "nonfinite" and found.message.startswith("val_loss non-finite (nan) at 5 of 5 evaluations")

@@ -125,7 +125,9 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     steps = steps.rename(columns=renames)
     steps = steps.loc[:, ~steps.columns.duplicated()]
     empty = [c for c in steps.columns if c != metrics.LOSS and steps[c].isna().all()]
-    steps = steps.drop(columns=empty)
+    # (a column whose every value is "nan", not an empty cell: an evaluation that is NaN at each epoch is news)
+    printed_nan = _printed_nan_columns(path, sep, names, step_col, {renames[n]: n for n in renames}, empty)
+    steps = steps.drop(columns=[c for c in empty if c not in printed_nan])
     for stretch in abandoned:  # named as the run's columns are
         replaced = stretch.steps.rename(columns=renames)
         stretch.steps = replaced.loc[:, ~replaced.columns.duplicated()].rename_axis(metrics.STEP)
@@ -135,9 +137,36 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     meta = {"loss_column": loss_col, "step_column": step_col}
     if printed_rows is not None and metrics.LOSS in steps.columns:
         meta.update(_printed_nan_steps(step[printed_rows[use]], steps[metrics.LOSS]))
+    if printed_nan:
+        meta[LOGGED_NAN] = {**meta.get(LOGGED_NAN, {}), **printed_nan}
+        meta[LOGGED_NAN_KEYS] = (*meta.get(LOGGED_NAN_KEYS, ()), *printed_nan)
     name = path.parent.name or path.name
     return [RunData(name=name, path=str(path), source=NAME, steps=as_float64(steps),
                     meta=meta, warnings=warnings, abandoned=abandoned)]
+
+
+def _printed_nan_columns(path: Path, sep: str, names: list, step_col, originals: dict, keys: list[str]
+                         ) -> dict[str, np.ndarray]:
+    """For each of ``keys`` (the run's names of columns with no finite value, ``originals`` their header names), the
+    steps where its cell holds a NaN or an infinity as written (``nan``, ``inf``), where it holds one; a column of
+    empty cells only (a metric never logged) is none. Read cell by cell, as text, for those columns only."""
+    found: dict[str, np.ndarray] = {}
+    for key in keys:
+        name = originals.get(key)
+        if name not in names or step_col not in names:
+            continue
+        try:
+            cells = pd.read_csv(path, sep=sep, usecols=[names.index(step_col), names.index(name)], dtype=str,
+                                keep_default_na=False, na_filter=False, encoding=text_encoding(path),
+                                encoding_errors="replace", on_bad_lines="skip")
+        except (ValueError, OSError):  # the table was read; this second look must not lose it
+            continue
+        text = cells[name].str.strip().str.lower()
+        nonfinite = text.isin(("nan", "inf", "-inf", "+inf", "infinity", "-infinity")).to_numpy()
+        if nonfinite.any():
+            steps = pd.to_numeric(cells[step_col][nonfinite], errors="coerce").dropna().to_numpy(dtype="int64")
+            found[key] = np.unique(steps)
+    return found
 
 
 def _printed_nan_steps(printed: np.ndarray, loss: pd.Series) -> dict:
