@@ -130,10 +130,10 @@ def _pick_dialect(text: str, least: int | None, compete: bool = False) -> Dialec
 
 
 def _finished_bars_only(text: str) -> bool:
-    """Whether every tqdm bar whose description holds a loss is drawn finished (``113/113``), one an epoch and
-    perhaps one more for its evaluation, no draw in between: Ignite's "ITERATION - loss: 1.560: 100%|...| 113/113"
-    beside its "Training Results - Epoch: 1  Avg accuracy: 0.353 Avg loss: 1.660", the epoch's mean the bar's last
-    batch only hints at.
+    """Whether every tqdm bar on a line that holds a loss (in its description or its postfix) is drawn finished
+    (``113/113``), one an epoch and perhaps one more for its evaluation, no draw in between: Ignite's "ITERATION -
+    loss: 1.560: 100%|...| 113/113" beside its "Training Results - Epoch: 1  Avg accuracy: 0.353 Avg loss: 1.660",
+    the epoch's mean the bar's last batch only hints at.
 
     Example:
         >>> _finished_bars_only("loss: 1.56: 100%|##| 113/113 [01:04<00:00]\\nEpoch: 1 Avg loss: 1.66\\n")
