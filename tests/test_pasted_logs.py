@@ -7520,6 +7520,7 @@ def test_a_loss_at_chance_above_it_at_each_epochs_first_batches_is_still_at_chan
     loss = pd.Series([*epoch * 20, 1.3849, 1.3872], index=range(50, 3150, 50))
     (found,) = chance_incidents(loss)
     assert found.details["chance"] == 4 and found.details["rows"] == 62
+    assert "or of two binary guesses summed, ln 2 each: a link predictor's positive and negative pairs" in found.message
     assert chance_incidents(pd.Series([*[1.52, 1.50, 1.49] * 20, 1.47, 1.48], index=range(62))) == []
 
 

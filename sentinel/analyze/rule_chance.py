@@ -45,6 +45,9 @@ PROTOTYPE_TOLERANCE = 0.0004
 # ... and for a log that had been clearly better and came back up to ln K: a collapse to one answer
 # for every input (DNABERT's classifier at 0.6931-0.6938, within 0.1% of ln 2).
 COLLAPSE_TOLERANCE = 0.0025
+# ln 4 is also two binary cross-entropies summed at chance, ln 2 each: a link predictor's loss over its positive and
+# its negative pairs (a GNN's `pos_loss + neg_loss`), a contrastive pair's.
+_OR_PAIRS = " (or of two binary guesses summed, ln 2 each: a link predictor's positive and negative pairs)"
 # Logged rows at chance, ending the log, that make a finding.
 MIN_ROWS = 5
 # Rows of the running median a row is judged by (a QA model at ln 4 whose first batch of each epoch reads 1.41).
@@ -141,9 +144,9 @@ def chance_incidents(loss: pd.Series, lr: pd.Series | None = None, tokens: bool 
     what = (f"a uniform guess over {over}: the model gives every input the same "
             "distribution (a collapse after a spike or a divergence, or weights that are not trained)"
             if vocab else
-            f"a uniform guess over {k} classes: the model is not learning (a learning rate of 0 or far too "
-            "high, a softmax before a loss that applies its own, labels that do not match the inputs, "
-            "parameters the optimizer does not hold)" if not came_back else
+            f"a uniform guess over {k} classes{_OR_PAIRS if k == 4 else ''}: the model is not learning (a learning "
+            "rate of 0 or far too high, a softmax before a loss that applies its own, labels that do not match the "
+            "inputs, parameters the optimizer does not hold)" if not came_back else
             f"a uniform guess over {k} classes, after the loss had been down to {before.min():.4g}: the model "
             "collapsed to one answer for every input (a divergence or a spike it never recovered from)")
     message = (f"loss at chance level for {rows} logged steps ({first}-{last}), to the end of the log: "
