@@ -392,6 +392,17 @@ def test_wenet_batch_lines_name_the_epoch_then_the_batch(tmp_path, new):
     assert spike.step == 19300
 
 
+def test_a_paste_of_evaluation_lines_alone_is_refused_as_such(tmp_path):
+    """WeKWS's 'CV Batch 78/20 loss 0.157 acc 99.0 history loss 0.18' lines alone, its validation pass: refused as '13
+    step lines all read as one step (78)', with --step-col offered (the validation's batches judged as training)."""
+    lines = [f"2026-05-09 04:10:57,296 DEBUG CV Batch 78/{b} loss {0.15 + b:.8f} acc 99.02343750 history loss 0.18"
+             for b in range(20, 150, 10)]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "cv.log", lines))])
+    assert result.exit_code == 1
+    assert "its 13 step lines are all an evaluation's (the first: '2026-05-09" in result.output
+    assert "--step-col" not in result.output
+
+
 def test_wenet_lines_of_every_rank_are_read_from_the_lowest(tmp_path):
     """WeNet on three GPUs: every rank prints its own batch's loss, its line ending in 'rank N': the last printed of
     each step was read, rank 2's at one step and rank 0's at the next ('every rank printing?')."""

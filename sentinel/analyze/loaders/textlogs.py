@@ -462,6 +462,9 @@ def _one_record(text: str, path: str | Path) -> str | None:
         return (f"'{path}': one step line ({dialect.description}){said}: sentinel judges a series of steps, not one "
                 "value; paste or pass more of the log (two step lines at least)")
     steps = scan(text, dialect).steps  # (a refusal's path only: the file is read once more)
+    if records > 1 and len(steps.index) == 1 and (evaluations := _evaluations_alone(text, dialect)):
+        return (f"'{path}': its {records} step lines are all an evaluation's (the first: {evaluations!r}): sentinel "
+                "judges a training loss: paste or pass the training's lines with them")
     if records > 1 and len(steps.index) == 1:  # Demucs pasted from four processes at one step; fairseq's num_updates=0
         said = _nonfinite_in(steps) or _nonfinite_beside(text)  # (icefall's ranks, each loss=nan at batch 1650)
         return (f"'{path}': its {records} step lines all read as one step ({int(steps.index[0])}){said}: the count "
@@ -469,6 +472,24 @@ def _one_record(text: str, path: str | Path) -> str | None:
                 "or the step never advanced (every process printing the same one; no update made); sentinel judges "
                 "a series of steps")
     return None
+
+
+# Words that mark a record line as an evaluation's (WeKWS's and WeNet's "CV Batch", "Valid", "Eval", "Test").
+_EVALUATION_LINE = re.compile(r"(?i)\b(?:cv|val|valid|validation|validating|eval|evaluation|evaluating|test|testing)\b")
+
+
+def _evaluations_alone(text: str, dialect: Dialect) -> str | None:
+    """The first of ``text``'s record lines (``dialect``'s) where every one of them names an evaluation, else None.
+
+    Example:
+        >>> from sentinel.analyze.loaders.dialects import GENERIC
+        >>> _evaluations_alone("DEBUG CV Batch 78/20 loss 0.15\\nDEBUG CV Batch 78/30 loss 24.1\\n", GENERIC)
+        'DEBUG CV Batch 78/20 loss 0.15'
+    """
+    records = [shape.pattern for shape in dialect.shapes if shape.beside is None]
+    starts = sorted({text.rfind("\n", 0, m.start()) + 1 for pattern in records for m in pattern.finditer(text)})
+    lines = [text[at:(text.find("\n", at) + 1 or len(text) + 1) - 1] for at in starts]
+    return lines[0].strip()[:120] if lines and all(_EVALUATION_LINE.search(line) for line in lines) else None
 
 
 def _one_step_named(text: str, keys: list[str], path: str | Path) -> str | None:
