@@ -8516,6 +8516,18 @@ def test_trainer_fits_each_ended_by_its_summary_dict_are_trainings_of_their_own(
     assert analyze_run(runs[0]).verdict.value == "healthy"
 
 
+def test_a_banner_then_fits_ended_by_their_summaries_leave_no_training_of_the_preamble_alone(tmp_path):
+    """The Trainer's banner once, after the lines a script printed first, then two fits each ended by its summary:
+    the lines above the banner were cut off as a training of their own ('#1 logged no step')."""
+    def fit(runtime):
+        return [f"{{'loss': {0.5 - k / 10}, 'learning_rate': 1e-4, 'epoch': {k}.0}}" for k in range(1, 4)] + [
+            f"{{'train_runtime': {runtime}, 'train_steps_per_second': 1.0, 'train_loss': 0.4, 'epoch': 3.0}}"]
+    lines = ["loading model", "***** Running training *****", "  Num examples = 500"] + fit(3.1) + fit(4.2)
+    runs = discover_runs(_write(tmp_path / "train.log", lines))
+    assert [len(run.steps) for run in runs] == [3, 3]
+    assert not any("logged no step" in w for w in runs[0].warnings)
+
+
 def test_a_loss_of_minus_0_is_no_trainer_nan_filter_zero(tmp_path):
     """GRPO's loss, ~0 while the policy is the reference, logged rounded to 4 decimals: '-0.0' and '0.0' beside a
     NaN grad norm were 'the Trainer's NaN filter: the loss went non-finite from the start'. Its filter's sum is +0.0."""

@@ -1205,10 +1205,10 @@ def fresh_starts(text: str, lines: Lines | None = None) -> list[str]:
         return [text]
     starts = [text.rfind("\n", 0, m.start()) + 1 for m in _FRESH_START.finditer(text)]
     ended = _after_summaries(text, starts) if held.holds_any(("'train_runtime'",)) else []
-    cuts = sorted(dict.fromkeys(starts + ended))
-    if len(cuts) < 2 and not (ended and cuts[0] > 0):
+    cuts = sorted(set(starts[1:] + ended))  # (the first start line opens the top part: its preamble is the first's)
+    if not cuts:
         return [text]
-    parts = _cut_at(text, [cut for cut in cuts if cut > 0] if ended else cuts[1:])
+    parts = _cut_at(text, cuts)
     kept = [parts[0]]
     for i, part in enumerate(parts[1:], start=1):
         # the resume line follows the start line (Hugging Face) or comes a few lines before it (Lightning)
