@@ -18,7 +18,7 @@ from sentinel.events import EventKind
 from sentinel.analyze.loaders.amp_lines import AMP_LINES, NUM, SNIFF as AMP_SNIFF
 from sentinel.analyze.loaders.dialect_types import Dialect, EventLine, LossTerms, RecordEvent, Shape
 from sentinel.analyze.loaders.keys import GRAD_NORM_NAME
-from sentinel.analyze.loaders.log_lines import Lines
+from sentinel.analyze.loaders.log_lines import Lines, without_lines
 from sentinel.analyze.loaders.nonfinite_lines import WORDS as NONFINITE_WORDS
 from sentinel.analyze.loaders.rounded_steps import spread_rounded, unrounded
 
@@ -654,8 +654,7 @@ def _wenet_one_rank(text: str) -> str:
     if len(ranks) < 2:
         return text
     first = min(ranks)
-    kept = _WENET_RANK.sub(lambda m: m.group(0) if int(m.group(1)) == first else "\x00", text)
-    return kept.replace("\x00\n", "").replace("\x00", "")
+    return without_lines(text, _WENET_RANK, lambda match: int(match.group(1)) != first)
 
 
 WENET = Dialect(

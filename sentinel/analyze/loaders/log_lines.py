@@ -381,3 +381,21 @@ def zero_digits(raw: bytes) -> bytes:
         b'step 0/00 x:0.0e-0'
     """
     return raw.translate(_ZERO_DIGIT_BYTES)
+
+
+def without_lines(text: str, pattern: re.Pattern, drop=lambda match: True) -> str:
+    """``text`` without the whole lines ``pattern`` matches (a multiline pattern from a line's start to its end) that
+    ``drop`` (given each match) says go, each with its line end.
+
+    Example:
+        >>> without_lines("a 1\\nb 2\\na 3", re.compile(r"^a \\d$", re.MULTILINE))
+        'b 2\\n'
+    """
+    kept, at = [], 0
+    for match in pattern.finditer(text):
+        if drop(match):
+            end = match.end() + (text[match.end():match.end() + 1] == "\n")
+            kept.append(text[at:match.start()])
+            at = end
+    kept.append(text[at:])
+    return "".join(kept)

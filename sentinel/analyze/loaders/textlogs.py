@@ -35,7 +35,7 @@ from sentinel.analyze.loaders.crash_tail import TRACEBACK, crash_after, final_er
 from sentinel.analyze.loaders.keys import (canonical_key, inferred_loss_note, is_aggregate, looks_like_loss,
                                            suggested_loss)
 from sentinel.analyze.loaders.launcher_ranks import one_rank_unprefixed, prefixes_removed
-from sentinel.analyze.loaders.log_lines import Lines
+from sentinel.analyze.loaders.log_lines import Lines, without_lines
 from sentinel.analyze.loaders.loss_key import (LossKey, find_loss_key, loss_key_note, loss_keys, named_key,
                                                 only_key_as_loss)
 from sentinel.analyze.loaders.progress_bar import bar_steps
@@ -171,7 +171,7 @@ def _without_finished_bars(text: str) -> str:
         >>> _without_finished_bars("Epoch 1/9: 100%|#| 19/19 [00:00, loss=2.6]\\nepoch 1/9 - train loss: 5.28\\n")
         'epoch 1/9 - train loss: 5.28\\n'
     """
-    return _LOSS_BAR_COUNT.sub("\x00", text).replace("\x00\n", "").replace("\x00", "")
+    return without_lines(text, _LOSS_BAR_COUNT)
 
 
 def _records_of_its_own(lines: Lines, dialect: Dialect) -> bool:
