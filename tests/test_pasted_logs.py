@@ -6538,10 +6538,64 @@ def test_a_keras_evaluate_bar_after_the_fit_is_no_epoch_of_it(tmp_path):
     assert run.steps.index.tolist() == list(range(1, 11))
     assert run.steps["loss"].iloc[-1] == 0.1772 and run.steps["val_loss"].iloc[0] == 0.8415
     assert "1 progress bar(s) of another length after an epoch's finished bar" in run.warnings[0]
-    # a bar printed again at its end (a snapshot, then the finished bar) is the epoch's own
-    lines = [line.replace("313/313", "1875/1875") for line in lines]
+    # a bar printed again at its end (a snapshot, then the finished bar with the validation's metrics): the epoch's
+    lines = lines[:-3] + [re.sub(" - val_.*", "", lines[-3]), lines[-3]]
     (run,) = discover_runs(_write(tmp_path / "keras.txt", lines))
-    assert not any("progress bar(s)" in warning for warning in run.warnings)
+    assert not any("progress bar(s)" in warning for warning in run.warnings) and run.steps["loss"].iloc[-1] == 0.1772
+
+
+def _keras3_epoch(epoch: int, epochs: int, loss: float) -> list[str]:
+    return [f"Epoch {epoch}/{epochs}", f"391/391 ━━━━━━━━━━━━━━━━━━━━ 60s 153ms/step - accuracy: {1 - loss / 2:.4f} - "
+            f"loss: {loss:.4f} - val_accuracy: {1 - loss / 2.2:.4f} - val_loss: {loss * 1.1:.4f}"]
+
+
+def test_a_keras_evaluate_bar_as_long_as_the_epochs_is_no_epoch_either(tmp_path):
+    """Keras 3 on IMDB: the test set as long as the training set, so `model.evaluate()`'s bar ("391/391 ━━━━ 18s
+    47ms/step - accuracy: 0.8433 - loss: 0.3416") matched the last epoch's length and was read as epoch 10, its
+    loss 0.3416 the run's final where the fit ended at 0.2342. Nothing of an epoch is printed after its finished
+    bar's validation metrics."""
+    lines = [line for epoch in range(1, 11) for line in _keras3_epoch(epoch, 10, 0.6 - 0.0366 * epoch)]
+    lines += ["391/391 ━━━━━━━━━━━━━━━━━━━━ 18s 47ms/step - accuracy: 0.8433 - loss: 0.3416", "Test Loss: 0.3416"]
+    (run,) = discover_runs(_write(tmp_path / "keras.txt", lines))
+    assert run.steps.index.tolist() == list(range(1, 11)) and run.steps["loss"].iloc[-1] == 0.234
+    assert "1 progress bar(s) of another length after an epoch's finished bar, or after its valid" in run.warnings[0]
+    # Keras 2's bars so too; and a fit without validation keeps its bars (nothing tells an evaluation's apart)
+    old = [re.sub("━+ 60s", "[==============================] - 60s", line) for line in lines]
+    (run,) = discover_runs(_write(tmp_path / "keras2.txt", old))
+    assert run.steps["loss"].iloc[-1] == 0.234
+    plain = [re.sub(" - val_.*", "", line) for line in lines[:-2]]
+    (run,) = discover_runs(_write(tmp_path / "plain.txt", plain))
+    assert len(run.steps) == 10 and not any("progress bar(s)" in warning for warning in run.warnings)
+
+
+def test_keras_tuner_trials_are_trainings_of_their_own(tmp_path):
+    """Keras Tuner's Hyperband: "Search: Running Trial #N" opens each trial, and a trial of a later round goes on
+    from an earlier one's weights at "Epoch 3/6". Read by their "Epoch 1/N" alone, trials 6 and 7 (both from
+    epoch 3) were joined to trial 5 and read as a restart, the search's best trial gone; the fit of the best
+    hyperparameters after the last trial was joined to it."""
+    lines = []
+    for trial, (first, epochs) in enumerate([(1, 2)] * 5 + [(3, 6)] * 2 + [(1, 6)], start=1):
+        lines += [f"Search: Running Trial #{trial}", "", "Value             |Best Value So Far |Hyperparameter",
+                  "64                |64                |units", ""]
+        lines += [line for k in range(first, epochs + 1) for line in _keras3_epoch(k, epochs, 0.7 - 0.05 * k)]
+        lines += ["", f"Trial {trial} Complete [00h 02m 07s]", "val_accuracy: 0.8576800227165222", ""]
+    lines += [line for epoch in range(1, 11) for line in _keras3_epoch(epoch, 10, 0.6 - 0.03 * epoch)]
+    runs = discover_runs(_write(tmp_path / "tuner.txt", lines))
+    assert [run.steps.index.tolist() for run in runs] == [[1, 2]] * 5 + [[3, 4, 5, 6]] * 2 + [list(range(1, 7)),
+                                                                                              list(range(1, 11))]
+    assert not any(i.kind == "restart" for run in runs for i in analyze_run(run).incidents)
+
+
+def test_keras_terminate_on_nan_message_on_a_bars_line_is_no_step(tmp_path):
+    """Keras' TerminateOnNaN prints "Batch 2: Invalid loss, terminating training" on the bar's line, after its
+    redraw: "Batch 2" was read as the step of the bar's first NaN, "at step 2" before every other step."""
+    lines = ["Epoch 5/10", "   1/1500 [..............................] - ETA: 0s - loss: 2.2759 - accuracy: 0.2188"]
+    lines += [f"   {k}/1500 [..............................] - ETA: 46s - loss: nan - accuracy: 0.1719{sep}Batch {k}: "
+              "Invalid loss, terminating training" for k, sep in zip(range(2, 8), ["  ", "", "", " ", "", ""])]
+    (run,) = discover_runs(_write(tmp_path / "nan.txt", lines))
+    assert run.steps.index.tolist() == list(range(6001, 6008))
+    (incident,) = [i for i in analyze_run(run).incidents if i.kind == "nonfinite"]
+    assert incident.step == 6002
 
 
 def test_a_second_training_logged_at_another_interval_is_no_resume(tmp_path):

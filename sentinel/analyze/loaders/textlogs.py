@@ -796,9 +796,12 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
             lines = Lines(text)
             parts = fresh_starts(text, lines)
             said = (f"{Path(path).name}: {count} progress bar(s) of another length after an epoch's finished "
-                    "bar (an evaluation's: model.evaluate() after fit, a validation pass), not read as training")
+                    "bar, or after its validation's metrics (an evaluation's: model.evaluate() after fit, a "
+                    "validation pass), not read as training")
     if len(parts) == 1 and (dialect is KERAS_EPOCHS or dialect is GENERIC):
         parts = _keras_fits(text, lines)
+    elif (dialect is KERAS_EPOCHS or dialect is GENERIC) and _keras_headed(lines):  # (a tuner's last trial, a fit)
+        parts = [fit for part in parts for fit in _keras_fits(part, headed=True)]
     if len(parts) == 1:
         runs = [_read(text, dialect, options, path, run_name(path), lines, least)]
         runs = split_restarted(runs[0], path) or runs
@@ -870,13 +873,15 @@ def _averaged_loss_note(text: str, lines: Lines) -> str | None:
 # at its first level, looked like a spike that never recovered. Lightning's is the model summary's
 # header, printed at each fit(). chemprop's is its "Command line", the command, "Args" at each launch.
 # Unsloth's trainer prints its banner ("==((====))==  Unsloth - 2x faster free finetuning") at each train().
+# Keras Tuner's "Search: Running Trial #7" opens each trial (Hyperband's go on from an earlier trial's weights at
+# "Epoch 3/6": a training of its own all the same, with its own hyperparameters).
 # (Searched for as such, its line start found after: a pattern that scans each line from its start
 # for them took 0.23 s on a 3.7 MB log.)
 _FRESH_START = re.compile(r"Starting training from iteration 0\b|\*{5} Running training \*{5}|"
                           r"==\(\(====\)\)==  Unsloth - |\|[ \t]*Name[ \t]*\|[ \t]*Type[ \t]*\|[ \t]*Params\b|"
-                          r"(?m:^Command line\npython [^\n]*\nArgs$)")
+                          r"(?m:^Command line\npython [^\n]*\nArgs$)|^Search: Running Trial #\d+$", re.MULTILINE)
 _FRESH_WORDS = ("Starting training from iteration 0", "Running training", "Params", "Command line",
-                "==((====))==  Unsloth - ", "'train_runtime'")  # one must be
+                "==((====))==  Unsloth - ", "'train_runtime'", "Search: Running Trial #")  # one must be
 # A resume, printed after the start line: the training goes on (the Hugging Face Trainer's;
 # Lightning's, for fit(ckpt_path=...), comes before its model summary).
 _RESUMED = re.compile(r"Continuing training from checkpoint|Restoring states from the checkpoint path")
@@ -1052,7 +1057,13 @@ _KERAS_FIRST_EPOCH = re.compile(r"^Epoch 1/\d+[^\S\n]*$", re.MULTILINE)
 _KERAS_HEADER_SKELETON = re.compile(r"Epoch 0/0+[^\S\n]*$")  # its line's skeleton (digits as 0)
 
 
-def _keras_fits(text: str, lines: Lines | None = None) -> list[str]:
+def _keras_headed(lines: Lines) -> bool:
+    """Whether a line of ``lines`` may be a Keras fit's "Epoch k/K" header (asked of its distinct skeletons)."""
+    skeletons = lines.skeletons()
+    return skeletons is None or any(_KERAS_HEADER_SKELETON.match(line) for line in skeletons.texts())
+
+
+def _keras_fits(text: str, lines: Lines | None = None, headed: bool = False) -> list[str]:
     """``text`` cut at each Keras fit's first "Epoch 1/N" line after the first (each part from it), where
     there are two or more, or one after a fit's later epoch (a paste that opens in a fit, then a fit
     from its start: a model trained, then pruned); else ``[text]``. (Asked of the distinct line
@@ -1064,8 +1075,7 @@ def _keras_fits(text: str, lines: Lines | None = None) -> list[str]:
         >>> [part.count("loss") for part in _keras_fits(log)]
         [2, 2]
     """
-    skeletons = Lines.of(text, lines).skeletons()
-    if skeletons is not None and not any(_KERAS_HEADER_SKELETON.match(line) for line in skeletons.texts()):
+    if not headed and not _keras_headed(Lines.of(text, lines)):  # (``headed``: a caller asked the whole text)
         return [text]
     fits = text.count("\nEpoch 1/") + text.startswith("Epoch 1/")
     # a paste that opens in a fit ("Epoch 2/100"): a later "Epoch 1/" is another's
@@ -1077,18 +1087,23 @@ def _keras_fits(text: str, lines: Lines | None = None) -> list[str]:
     return _cut_at(text, cuts) if cuts else [text]
 
 
-# A Keras bar's line ("313/313 [====] - 1s 2ms/step - loss: 0.35", verbose=2's "313/313 - 1s - loss:")
-# (the "Epoch k/K" line each epoch's bars follow: textscan.KERAS_EPOCH_HEADER).
-_KERAS_BAR_LINE = re.compile(r"^[^\S\n]*(\d+)/(\d+) (?:\[[=>.]*\] )?- [^\n]*\n?", re.MULTILINE)
-_KERAS_FINISHED_BAR = re.compile(r"^[^\S\n]*(\d+)/\1 (?:\[[=>.]*\] )?- ", re.MULTILINE)  # its count at its total
-_FINISHED_SKELETON = re.compile(r"[^\S\n]*(0+)/\1 (?:\[=*\] )?- ")  # ... its line's skeleton (a bar all "=")
+# A Keras bar's line ("313/313 [====] - 1s 2ms/step - loss: 0.35", verbose=2's "313/313 - 1s - loss:", Keras 3's
+# "313/313 ━━━━━━━━━━ 1s 2ms/step - loss: 0.35") (the "Epoch k/K" line each epoch's bars follow:
+# textscan.KERAS_EPOCH_HEADER).
+_KERAS_BAR_LINE = re.compile(r"^[^\S\n]*(\d+)/(\d+) (?:\[[=>.]*\] - |━+ \d|- )[^\n]*\n?", re.MULTILINE)
+_KERAS_FINISHED_BAR = re.compile(r"^[^\S\n]*(\d+)/\1 (?:\[[=>.]*\] - |━+ \d|- )", re.MULTILINE)  # count at total
+_FINISHED_SKELETON = re.compile(r"[^\S\n]*(0+)/\1 (?:\[=*\] - |━+ 0|- )")  # ... its line's skeleton (a bar all "=")
+# The metrics Keras prints after an epoch's validation, on its finished bar: the epoch's last line.
+_KERAS_VALIDATED = re.compile(r" - val_\w+: ")
 
 
 def _without_evaluation_bars(text: str, lines: Lines | None = None) -> tuple[str, int] | None:
-    """``text`` without the Keras bars that follow an epoch's finished bar with another length, and
-    how many: ``model.evaluate()`` after ``fit`` ("313/313 [====] - loss: 0.95" under the last
-    epoch's "1875/1875 [====] - loss: 0.19"), read as that epoch's loss; None where there are none.
-    (The finished bars alone are found first, by one search: most logs stop there.)
+    """``text`` without the Keras bars that follow an epoch's finished bar with another length, or its
+    finished bar that holds the validation's metrics (``val_loss``: nothing of the epoch is printed
+    after it), and how many: ``model.evaluate()`` after ``fit`` ("313/313 [====] - loss: 0.95" under
+    the last epoch's "1875/1875 [====] - loss: 0.19"; IMDB's test set as long as its training set),
+    read as that epoch's loss; None where there are none. (The finished bars alone are found first,
+    by one search: most logs stop there.)
 
     Example:
         >>> log = "Epoch 1/1\\n10/10 [==] - 1s - loss: 0.2\\n1/3 [>.] - 0s - loss: 0.8\\n3/3 [==] - 0s - loss: 0.9\\n"
@@ -1104,7 +1119,7 @@ def _without_evaluation_bars(text: str, lines: Lines | None = None) -> tuple[str
         finished = [(m.start(), int(m.group(1))) for m in found if m is not None]
     else:
         finished = [(m.start(), int(m.group(1))) for m in _KERAS_FINISHED_BAR.finditer(text)]
-    if len({total for _, total in finished}) < 2:
+    if len({total for _, total in finished}) < 2 and not Lines.of(text, lines).holds_any((_KERAS_VALIDATED,)):
         return None
     headers = [m.start() for m in KERAS_EPOCH_HEADER.finditer(text)]
     if not headers:
@@ -1115,10 +1130,13 @@ def _without_evaluation_bars(text: str, lines: Lines | None = None) -> tuple[str
     cuts = []
     for epoch, bars in by_epoch.items():
         (first, length), *later = bars  # the epoch's training bar finishes first
-        if all(total == length for _, total in later):
-            continue
         end = headers[epoch] if epoch < len(headers) else len(text)
-        cuts += [bar.span() for bar in _KERAS_BAR_LINE.finditer(text, first, end) if int(bar.group(2)) != length]
+        validated = next((line_end for at, _ in bars if _KERAS_VALIDATED.search(text, at, line_end := text.find(
+            "\n", at) % (len(text) + 1))), end)
+        if all(total == length for _, total in later) and validated == end:
+            continue
+        cuts += [bar.span() for bar in _KERAS_BAR_LINE.finditer(text, first, end)
+                 if int(bar.group(2)) != length or bar.start() > validated]
     if not cuts:
         return None
     kept, start = [], 0

@@ -139,7 +139,8 @@ def clean_text(text: str) -> str:
     """Remove what terminals and issue trackers add: ANSI codes (or what a paste left of them,
     ``[36m...[0m``), ``\\r`` redraws (and Keras' bar redraws pasted on one line), ``> `` quoting,
     Markdown's bold marks (``loss: nan**``) and the backticks around a line pasted as inline code;
-    full-width punctuation becomes ASCII (``Loss：0.52``).
+    full-width punctuation becomes ASCII (``Loss：0.52``); Keras' TerminateOnNaN message, printed on
+    a bar's line, gets a line of its own.
 
     Example:
         >>> clean_text("> \\x1b[31mstep: 1\\x1b[0m loss: 2\\r\\n")
@@ -176,7 +177,14 @@ def clean_text(text: str) -> str:
     # have no "x" at all.
     if "x" in text and ("nanx" in text or "infx" in text):
         text = _PADDED_NONFINITE.sub(r"\1", text)
+    if "Invalid loss, terminating training" in text:
+        text = _TERMINATE_ON_NAN.sub("\n\\g<0>", text)
     return text
+
+
+# Keras' TerminateOnNaN callback prints "Batch 2: Invalid loss, terminating training" right after the bar's
+# redraw, on its line: the batch it names was read as the step of that bar's NaN ("2/1500 ... - loss: nan").
+_TERMINATE_ON_NAN = re.compile(r"Batch \d+: Invalid loss, terminating training")
 
 
 # Keras' bar redraws pasted on one line, a space where the terminal went back ("15/360 [>....] - ETA:
