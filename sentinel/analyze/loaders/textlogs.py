@@ -31,6 +31,7 @@ from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, 
                                                hf_cut_dict, reads_bar_running_mean)
 from sentinel.analyze.loaders.coqui_optimizers import generator_total
 from sentinel.analyze.loaders.dialect_types import Dialect, LossTerms
+from sentinel.analyze.loaders.empty_window import without_empty_window
 from sentinel.analyze.loaders.crash_tail import TRACEBACK, crash_after, final_error, watchdog_at
 from sentinel.analyze.loaders.keys import (canonical_key, inferred_loss_note, is_aggregate, looks_like_loss,
                                            suggested_loss)
@@ -1332,6 +1333,9 @@ def _read_as(text: str, dialect: Dialect, options: LoadOptions | None, path: str
     found = scan(text, dialect, options, lines)
     if not len(found.steps.index):
         raise ValueError(_no_step_lines(path, dialect, text))
+    if dialect is GENERIC and not (options and options.loss_col):
+        if said := without_empty_window(found, text, lines):
+            found.warnings.append(said)
     if dialect is EPOCH_LINES:
         training = without_evaluations(clean_text(text), EPOCH_LINES.drop_words)  # not its evaluation lines
         loss_lines = len(EPOCH_LINES.shapes[0].pattern.findall(training))
