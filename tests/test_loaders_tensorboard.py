@@ -595,6 +595,34 @@ def test_ultralytics_tensorboard_is_read_in_epochs(tmp_path):
     assert (spike.kind, spike.step, report.step_unit) == ("loss_spike", 60, "epoch")
 
 
+def test_an_aggregated_total_beside_its_terms_is_the_loss_not_one_more_term(tmp_path):
+    """Modulus writes each PDE residual's loss and their weighted sum, "Train/loss_aggregated": no tag said total,
+    so the terms were summed with it, every loss twice its value. A training section's "total" where no tag says
+    loss (an interatomic potential's "train/energy", "train/force", "train/total") is the loss: "no loss" hid
+    its divergence."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(tmp_path / "modulus"))
+    for k in range(50):
+        terms = {"Train/loss_u": 0.3 / (1 + k), "Train/loss_v": 0.2 / (1 + k), "Train/loss_continuity": 0.1 / (1 + k)}
+        for tag, value in (*terms.items(), ("Train/loss_aggregated", sum(terms.values()))):
+            writer.add_scalar(tag, value, 1000 * k)
+    writer.close()
+    (run,) = tensorboard.load(tmp_path / "modulus")
+    assert run.steps["loss"].iloc[-1] == pytest.approx(0.6 / 50, rel=1e-6)
+    assert not any("loss is the sum of" in warning for warning in run.warnings)
+    writer = SummaryWriter(str(tmp_path / "mlff"))
+    for k in range(50):
+        energy, force = 1 / (1 + k), 2 / (1 + k)
+        for tag, value in (("train/energy", energy), ("train/force", force), ("train/total", energy + force),
+                           ("train/lr", 1e-3), ("val/total", 1.1 * (energy + force))):
+            writer.add_scalar(tag, value, 10 * k)
+    writer.close()
+    (run,) = tensorboard.load(tmp_path / "mlff")
+    assert run.steps["loss"].iloc[-1] == pytest.approx(3 / 50, rel=1e-6)
+    assert "loss read from 'train/total'" in " ".join(run.warnings)
+
+
 def test_stable_baselines3_ppo_without_episode_returns_is_an_agents_run(tmp_path):
     """Stable-Baselines3 logs rollout/ep_rew_mean only where the environment is wrapped in a Monitor: four PPO runs
     without it were 'unhealthy', one with 66 incidents (7 critical divergences) on a surrogate loss that crosses zero

@@ -187,8 +187,9 @@ _AGGREGATE_WORDS = frozenset({"epoch", "avg", "avr", "average", "mean", "ema", "
 _SUM_WORDS = frozenset({"sum", "summed"})
 # Words that name the sum of a loss's terms ("joint_avg_loss" beside "rec_avg_loss" and "icl_avg_loss"; SAM 2's
 # trainer: "Losses/train_all_loss" beside "Losses/train_default_loss"; a VAE's negative ELBO, "train_elbo_loss",
-# beside its "train_recon_loss" and KL terms).
-_TOTAL_WORDS = frozenset({"total", "tot", "joint", "overall", "combined", "all", "elbo", "nelbo"})
+# beside its "train_recon_loss" and KL terms; Modulus' "Train/loss_aggregated" beside "Train/loss_u" and the PDE's
+# other residuals).
+_TOTAL_WORDS = frozenset({"total", "tot", "joint", "overall", "combined", "all", "elbo", "nelbo", "aggregated"})
 # Words of a term that regularises another loss (a KL penalty, an entropy bonus, a mixture of experts'
 # load balancing, PaLM's z-loss): not the objective a run trains for.
 _REGULARISER_WORDS = frozenset({"kl", "entropy", "aux", "z", "balance", "reg", "penalty", "unsuper", "ptx"})
@@ -394,7 +395,7 @@ def loss_components(columns) -> list[str]:
         []
     """
     found = [str(c) for c in columns if looks_like_loss(str(c))]
-    if len(found) < 2 or any("/" not in c or "total" in _words(c) for c in found):
+    if len(found) < 2 or any("/" not in c or not _TOTAL_WORDS.isdisjoint(_words(c)) for c in found):
         return []
     return found if len({c.rsplit("/", 1)[0] for c in found}) == 1 else []
 
@@ -473,8 +474,19 @@ def inferred_training_loss(columns) -> str | None:
     Example:
         >>> inferred_training_loss(["train/aeloss_step", "train/discloss_step"])
         'train/aeloss_step'
+        >>> inferred_training_loss(["train/energy", "train/force", "train/total", "val/total"])
+        'train/total'
     """
-    return infer_loss_column(columns) or generator_loss_key([str(c) for c in columns])
+    inferred = infer_loss_column(columns) or generator_loss_key([str(c) for c in columns])
+    if inferred is None and not any(looks_like_loss(str(c)) for c in columns):
+        totals = [c for c in columns if _TRAINING_TOTAL.match(str(c))]
+        inferred = totals[0] if len(totals) == 1 else None
+    return inferred
+
+
+# A training section's "total" where no name says loss: a trainer that logs its loss's terms and their weighted
+# sum by what they fit ("train/energy", "train/force", "train/total": an interatomic potential's distillation).
+_TRAINING_TOTAL = re.compile(r"(?i:train(?:ing)?)[/_.]total$")
 
 
 def loss_column(columns, explicit: str | None = None) -> tuple[str | None, bool]:
