@@ -2513,9 +2513,10 @@ _LOG_PREFIX = (r"(?:\[?(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[,.]\d+)?\]?[^\S
 # (Wav2Lip's SyncNet trainer: prog_bar.set_description('Loss: {}'.format(running_loss / (step + 1))), "Loss:
 # 0.5212869264862754: : 11it [00:06,  1.59it/s]": the epoch's running mean)
 _BAR_WITHOUT_TOTAL = r":[^\S\n]*:?[^\S\n]*\d+it \[[^\]\n]*\][^\S\n]*"
+_PAIR = rf"[A-Za-z_][\w/.]*[^\S\n]*=[^\S\n]*{_NUM}[^\S\n]*"  # a key=value pair, its value a number
 LOSS_LINES = Dialect(
     name="text",
-    description="lines of a loss alone (loss: X), numbered in order",
+    description="lines of a loss and no step (loss: X; a=1, loss=X, b=2), numbered in order",
     shapes=(
         # (and TensorFlow 1's tf.Print(total_loss, [total_loss], message="Total loss is :"), DeepLab's:
         # "Total loss is :[0.1406]", its list read as its number by textscan.plain_numbers; a script's
@@ -2532,6 +2533,11 @@ LOSS_LINES = Dialect(
                          rf"(?:(?i:train(?:ing)?|total|avg|average|mean)(?:[ _]|:[^\S\n]+)){{0,2}}(?i:loss)"
                          rf"(?:[^\S\n]+is(?=[^\S\n]*:?[^\S\n]*{_NUM}[^\S\n]*$)[^\S\n]*:?|[^\S\n]*[:=])[^\S\n]*({_NUM})"
                          rf"[^\S\n]*(?:[,;|][^\n]*|{_BAR_WITHOUT_TOTAL})?$", re.MULTILINE), head=(metrics.LOSS,)),
+        # ... or among a line's key=value pairs, all numbers, after others (dotaservice's PPO optimizer:
+        # "steps_per_s=443.39, avg_weight_age=4.9, reward_per_sec=-0.0046, loss=0.2225, entropy=7.487", under
+        # its "iteration 9/10000")
+        Shape(re.compile(rf"^[^\S\n]*{_LOG_PREFIX}(?:{_PAIR},[^\S\n]*)+(?i:loss)[^\S\n]*=[^\S\n]*({_NUM})"
+                         rf"(?:[^\S\n]*,[^\S\n]*{_PAIR})*[^\S\n]*$", re.MULTILINE), head=(metrics.LOSS,)),
     ),
     step_from_order=True,
     # "validation loss: 2.1" every N lines (x-transformers' examples): the step before it.

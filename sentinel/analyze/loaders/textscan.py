@@ -1062,6 +1062,8 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
         main = tables[table_shapes.index(dialect.shapes[0])]
         if len(main["_pos"]) > 1:
             main.update(_last_records(main, dialect, warnings))
+    if dialect.step_from_order and text and len(tables) > 1:
+        _in_text_order(tables, table_shapes, Lines.of(text, lines))
     table = tables[0] if len(tables) == 1 else _concat(tables)
     beside = table.pop("_beside").astype(bool)
     if dialect.step_from_order:
@@ -1128,9 +1130,10 @@ def _counts_above(text: str, lines: Lines | None, shapes: list[Shape], counts: n
     return None
 
 
-# A line of a step alone, under a logger's prefix: NeMo 0.x's "Step: 2100" (not "Step time: 0.52 seconds").
-_STEP_NAMED = re.compile(r"^(?![^\n]*(?i:loss))[^\n]*?\b(?i:step|iter(?:ation)?)\b[^\S\n]*[:=#]?[^\S\n]*(\d+)[^\S\n]*$",
-                         re.MULTILINE)
+# A line of a step alone, under a logger's prefix: NeMo 0.x's "Step: 2100" (not "Step time: 0.52 seconds"),
+# dotaservice's "iteration 9/10000" (its total after it).
+_STEP_NAMED = re.compile(r"^(?![^\n]*(?i:loss))[^\n]*?\b(?i:step|iter(?:ation)?)\b[^\S\n]*[:=#]?[^\S\n]*(\d+)"
+                         r"(?:[^\S\n]*/[^\S\n]*\d+)?[^\S\n]*$", re.MULTILINE)
 
 
 def _named_lines(lines: Lines, pattern: re.Pattern, at: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -1624,6 +1627,19 @@ def _replaced_history(records: dict[str, np.ndarray], resumed_at: int, first: in
     frame, logged_nan = _steps_frame(records, np.zeros(len(records["_step"]), dtype=bool), dialect, [])
     return AbandonedHistory(resumed_at, first, last, frame,
                             {key: frame.index[mask].tolist() for key, mask in logged_nan.items() if mask.any()})
+
+
+def _in_text_order(tables: list[dict[str, np.ndarray]], shapes: list[Shape], lines: Lines) -> None:
+    """Number the records of several record shapes (none beside another's records) by where each starts in the
+    text, for records numbered in text order: each shape's ``_pos`` counts its own records (a loss line of one
+    shape, "loss=-0.17, ...", then one of another, "ValueError: loss=nan, ...", were read in the other order)."""
+    if any(shape.beside is not None or table["_beside"].any() for shape, table in zip(shapes, tables)):
+        return
+    starts = [lines.starts(shape.pattern) for shape in shapes]
+    if any(len(table["_pos"]) and table["_pos"].max() >= len(at) for table, at in zip(tables, starts)):
+        return
+    for table, at in zip(tables, starts):
+        table["_pos"] = at[table["_pos"]]
 
 
 def _text_positions(lines: Lines, shape: Shape, n: int) -> np.ndarray | None:
