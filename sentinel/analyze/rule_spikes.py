@@ -19,7 +19,8 @@ from sentinel.analyze.spans import between, cadence, first_step_at_or_below, gap
 # longer stretch is reported as a spike even when it stays under the guard's ``spike_patience``
 # (which would still have withheld its updates without a rollback).
 OUTLIER_ROWS = 1
-# Fewer rows than the spike rule's warm-up: an excerpt somebody cut around an incident.
+# Fewer rows than the spike rule's warm-up: an excerpt somebody cut around an incident (as many: within the
+# warm-up still, as the analyzer's warning says, for a spike within the spread of the values before it).
 _EXCERPT_ROWS = 20
 # A spike on an excerpt's last row is a warning (nothing after it tells whether it recovered: a
 # noisy loss's last batch, TransUNet's x1.7, ZipVoice's x2.1), critical from this many times its
@@ -291,7 +292,7 @@ def loss_spike_incidents(loss: pd.Series, config: AnalyzeConfig, last_step: int 
         if rec is not None and rec == last and last_step is not None and last_step > last:
             rec = span["recovered_step"] = None  # the loss went non-finite after it for good
             after = f"then non-finite after step {last}"  # (the next logged step is not in the finite series)
-        elif rec is not None and len(loss) < _EXCERPT_ROWS and span["score"] < _WITHIN_THEIR_SPREAD:
+        elif rec is not None and len(loss) <= _EXCERPT_ROWS and span["score"] < _WITHIN_THEIR_SPREAD:
             # (CSRNet's batch-size-1 losses, 782, 139, 3414, 585, 10, 4907, 30: each jump flagged by its height
             # alone, under one robust sigma of the values before it)
             after = (f"recovered in {_steps(rec - span['start'])} (step {rec}); within the spread of the few values "
