@@ -8293,6 +8293,25 @@ def test_lightning_bars_last_frame_of_each_epoch_are_read_in_epoch_order(tmp_pat
     assert [i.kind for i in analyze_run(run).incidents] == []
 
 
+def test_lightning_bars_keep_the_epochs_a_paste_shows(tmp_path):
+    """Lightning's finished bars of every other epoch ("Epoch 1: 100%|...| 172/172", then "Epoch 3:", ..., "Epoch 19:")
+    were read as epochs 1..10, the best loss at "epoch 6" where the log has it at Epoch 11; a paste that cut epochs
+    3-11 out of a bar redrawn every 300 steps ("Epoch 2: 16% 300/1871", then "Epoch 12: 64% 1200/1871") read epoch
+    12 as epoch 3. Lightning's epochs count from 0: Epoch N is reported as epoch N + 1, as a paste from Epoch 0 is."""
+    lines = [f"Epoch {epoch}: 100%|██████████| 172/172 [00:28<00:00,  6.05it/s, v_num=4, "
+             f"train/loss_step={1 / (epoch + 1):.3f}, train/loss_epoch={1.2 / (epoch + 1):.3f}]"
+             for epoch in range(1, 20, 2)]
+    (run,) = discover_runs(_write(tmp_path / "finished.log", lines))
+    assert run.steps.index.tolist() == list(range(2, 21, 2)) and run.meta["step_unit"] == "epoch"
+    lines = []
+    for epoch in (1, 2, 12, 13):
+        lines += [f"Epoch {epoch}:  {count * 100 // 1871}%|_| {count}/1871 [17:33<1:31:56,  3.51s/it, "
+                  f"loss={0.2 - 0.001 * epoch:.3f}, v_num=0]" for count in range(0, 1871, 300)]
+    (run,) = discover_runs(_write(tmp_path / "cut.log", lines))
+    assert run.steps.index[0] == 1871 and run.steps.index[-1] == 13 * 1871 + 1800
+    assert 12 * 1871 + 300 in run.steps.index
+
+
 def test_a_tab_after_a_bracketed_round_is_read_as_a_space_is(tmp_path):
     """XGBoost ('[%d]\\t%s' with its metrics joined by tabs) and LightGBM (f'[{iteration}]\\t{result}') print a tab after
     the round: 'not a log format sentinel reads', where the same lines with spaces were read. The train metric is the

@@ -975,6 +975,8 @@ def _merge(parts: list[tuple[Shape, dict[str, np.ndarray]]], dialect: Dialect, m
             elif epoch is None and total is not None and (
                     described := _described_epochs(text, shape, iters, total, columns["_pos"], lines)) is not None:
                 epoch = described  # a bar's "Epoch 96:  80%|...| 966/1200": the epoch its description names
+                if Lines.of(text, lines).holds_any(("v_num=",)):  # Lightning's, from 0 (a paste from epoch 1 too)
+                    epoch = epoch + 1
             elif epoch is None and total is not None:
                 epoch = _epochs_from_wraps(iters, total, columns["_pos"], meta, columns.get(metrics.LOSS),
                                            _headers_between(text, shape, n, lines))
@@ -1821,7 +1823,9 @@ def _described_epochs(text: str, shape: Shape, iters: np.ndarray, total: np.ndar
     each one's bar description, where every record has one and the count does not tell the
     epochs itself: some epoch's count falls below the one before it without starting again (the
     last frame of each epoch pasted, each stopped at another count: "Epoch 96: 80% 966/1200", then
-    "Epoch 97: 78% 938/1200" read as steps 966, then 938); else None (the wraps tell the epochs).
+    "Epoch 97: 78% 938/1200" read as steps 966, then 938), or every record is a finished bar, their
+    epochs rising (a paste that kept every other epoch's: "Epoch 1:", "Epoch 3:", ... counted 1, 2,
+    ...); else None (the wraps tell the epochs).
 
     Example:
         >>> from sentinel.analyze.loaders.dialects import GENERIC
@@ -1833,9 +1837,12 @@ def _described_epochs(text: str, shape: Shape, iters: np.ndarray, total: np.ndar
     order = np.argsort(pos, kind="stable")
     counts = iters[order]
     fell = counts[1:] < counts[:-1]
-    if not fell.any() or "Epoch " not in text:
+    # (finished bars alone: the epochs a paste kept, "Epoch 1: 100%| 172/172", then "Epoch 3:", "Epoch 5:", ...)
+    finished = len(counts) >= 2 and bool((counts == total[order]).all())
+    if not (fell.any() or finished) or "Epoch " not in text:
         return None
-    if bool((counts[1:][fell] <= np.nanmin(counts[:-1][fell]) / 2).all()):
+    if fell.any() and bool((counts[1:][fell] <= np.nanmin(counts[:-1][fell]) / 2).all()) \
+            and not _epochs_skipped(text, int(fell.sum())):
         return None  # each fall a start again: a count the wraps read (several frames an epoch)
     lines = Lines.of(text, lines)
     starts = np.asarray(lines.starts(shape.pattern), dtype=np.int64)
@@ -1846,9 +1853,25 @@ def _described_epochs(text: str, shape: Shape, iters: np.ndarray, total: np.ndar
     after = np.append(starts[1:], len(text))  # (a record's match starts at its line's start, or at its count)
     if bool((begin[1:] <= starts[:-1]).any()) or bool((begin >= after).any()):
         return None  # not one description to each record's line
+    if not fell.any() and not bool((np.diff(epoch) >= 0).all()):
+        return None
     out = np.empty(len(iters))
     out[order] = epoch
     return out
+
+
+def _epochs_skipped(text: str, wraps: int) -> bool:
+    """Whether the first and the last bar description of ``text`` (its start, its last 4 KB) name epochs further
+    apart than the count's ``wraps`` (a paste that cut epochs 3-11 out: "Epoch 2: 16%| 300/1871", then "Epoch 12:
+    64%| 1200/1871", no wrap between).
+
+    Example:
+        >>> _epochs_skipped("Epoch 1:  96% 1800/1871\\nEpoch 2:   0% 0/1871\\nEpoch 12:  64% 1200/1871\\n", 1)
+        True
+    """
+    first = _BAR_EPOCH.search(text)
+    tail = list(_BAR_EPOCH.finditer(text, max(0, len(text) - 4096)))
+    return first is not None and bool(tail) and int(tail[-1].group(1)) - int(first.group(1)) > wraps
 
 
 def _finished_bars_alone(iters: np.ndarray, total: np.ndarray, epoch: np.ndarray) -> bool:
