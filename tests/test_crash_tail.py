@@ -195,6 +195,26 @@ def test_a_signal_word_that_is_not_the_last_line_or_not_alone_is_no_crash(tmp_pa
     assert [i.kind for i in incidents] == (["crash"] if lines == ["Killed"] else [])
 
 
+@pytest.mark.parametrize("stop, said", [
+    ("scripts/run_pos.sh: line 37:  7221 Killed                  python -m stanza.models.tagger --mode train",
+     "its script printed 'Killed' (line 201"),
+    ("Validating:  93%|#########3| 13/14 [00:17<00:01,  1.31s/it]slurmstepd: error: *** JOB 6033515 ON g3040 "
+     "CANCELLED AT 2022-08-31T16:21:22 ***", "Slurm cancelled the job (line 201"),
+    ("slurmstepd: error: *** STEP 123.0 ON n7 CANCELLED AT 2024-01-01T00:00:00 DUE TO TIME LIMIT ***",
+     "Slurm cancelled the job (DUE TO TIME LIMIT) (line 201"),
+])
+def test_a_stop_line_its_script_went_on_after_is_the_stop(tmp_path, stop, said):
+    """Stanza's run_pos.sh went on to its predict mode after its tagger was killed at step 60 of 2000 ("healthy, no
+    incidents"); Slurm cancelled a Lightning run inside its epoch, its line printed where the bar stood."""
+    path = tmp_path / "train.log"
+    path.write_text("\n".join([*_steps(), stop, "Running tagger in predict mode", "Cannot load model"]) + "\n")
+    (crash,) = analyze_run(discover_runs(path)[0]).incidents
+    assert (crash.kind, crash.step, crash.severity.value) == ("crash", 200, "warning") and said in crash.message
+    # a launch killed, then one that trained on: no stop of the run's
+    path.write_text("\n".join([*_steps()[:100], stop, *_steps()[100:]]) + "\n")
+    assert [i.kind for i in analyze_run(discover_runs(path)[0]).incidents] == []
+
+
 def _sb3_block(step: int, loss: float) -> str:
     rows = [("rollout/", ""), ("ep_rew_mean", f"{step / 1000:.3g}"), ("time/", ""),
             ("total_timesteps", str(step)), ("train/", ""), ("loss", f"{loss:.3g}"), ("n_updates", str(step // 4))]

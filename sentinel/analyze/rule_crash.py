@@ -32,8 +32,13 @@ def crash_incidents(crash: dict | None) -> list[Incident]:
     if crash.get("signal"):  # the shell's word for the signal the process died of
         why = {"Killed": "; SIGKILL, most often the kernel's out-of-memory killer (dmesg tells) or a scheduler's limit",
                "Terminated": "; SIGTERM, a scheduler's time limit or a kill"}.get(error, "")
+        if error.startswith("Slurm"):
+            return [Incident(IncidentKind.CRASH, after, after, Severity.WARNING,
+                             f"the training was stopped after step {after}: {error} (line {line}; a time limit, a "
+                             "preemption or scancel): it did not finish", {**details, "resolved": False})]
+        said = "the log ends in" if crash.get("ends", True) else "its script printed"
         return [Incident(IncidentKind.CRASH, after, after, Severity.WARNING,
-                         f"the training process died after step {after}: the log ends in '{error}' (line {line}{why}): "
+                         f"the training process died after step {after}: {said} '{error}' (line {line}{why}): "
                          "it did not finish", {**details, "resolved": False})]
     if crash.get("watchdog"):  # NCCL's watchdog took the process down: a collective timed out
         return [Incident(IncidentKind.CRASH, after, after, Severity.WARNING,

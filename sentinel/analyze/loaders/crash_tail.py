@@ -117,6 +117,39 @@ def signal_death(text: str, after: int = 0) -> tuple[str, int] | None:
     return word + core, start
 
 
+# A stop said on a line of its own that need not end the log: a script's job line, the shell's word for the signal its
+# command died of ("scripts/run_pos.sh: line 37:  7221 Killed   python -m stanza.models.tagger ...": the script went
+# on to its next command), and Slurm's cancellation of the job ("slurmstepd: error: *** JOB 6033515 ON g3040
+# CANCELLED AT 2022-08-31T16:21:22 DUE TO TIME LIMIT ***", printed where a bar stood drawn, on its line).
+_JOB_LINE_DEATH = re.compile(rf"^[^\n]*?: line \d+: +\d+ +{_SIGNALS}(?:[^\S\n]+[^\n]*)?$", re.MULTILINE)
+_SLURM_CANCELLED = re.compile(r"slurmstepd(?:-[\w.-]+)?: error: \*\*\* (?:JOB|STEP) [\d.]+ ON \S+ CANCELLED AT \S+"
+                              r"(?: DUE TO ([A-Z][A-Z ]*[A-Z]))? \*\*\*")
+_STOP_WORDS = (": line ", "CANCELLED AT")
+
+
+def stop_line(text: str, after: int = 0) -> tuple[str, int] | None:
+    """The last line after offset ``after`` that says the training's process was stopped (a script's job line with
+    the signal its command died of; Slurm's cancellation of the job), wherever it stands: what it says and where
+    its line starts; else None.
+
+    Example:
+        >>> stop_line("step 9 loss 2.1\\nrun.sh: line 3:  7221 Killed   python t.py\\nRunning predict\\n")
+        ('Killed', 16)
+        >>> stop_line("step 9\\nslurmstepd: error: *** JOB 60 ON g3 CANCELLED AT 2022-08-31 DUE TO TIME LIMIT ***")
+        ('Slurm cancelled the job (DUE TO TIME LIMIT)', 7)
+    """
+    if not any(text.find(word, after) >= 0 for word in _STOP_WORDS):
+        return None
+    found = [(m.start(), m.group(1) + (" (core dumped)" if "(core dumped)" in m.group(0) else ""))
+             for m in _JOB_LINE_DEATH.finditer(text, after)]
+    found += [(m.start(), "Slurm cancelled the job" + (f" (DUE TO {m.group(1)})" if m.group(1) else ""))
+              for m in _SLURM_CANCELLED.finditer(text, after)]
+    if not found:
+        return None
+    at, said = max(found)
+    return said, text.rfind("\n", 0, at) + 1
+
+
 # PyTorch's NCCL watchdog, where a collective (an all-reduce every rank must join) timed out: it takes the
 # process down ("To avoid data inconsistency, we are taking the entire process down"); a rank that hung or
 # died, a data loader stuck on one rank, a step one rank skipped.
@@ -144,12 +177,14 @@ def watchdog_at(text: str, after: int = 0, lines: Lines | None = None) -> int:
     return text.rfind("\n", 0, found[0].start()) + 1 if found else -1
 
 
-def crash_after(text: str, at: int, last_step: int, nonfinite_read: bool, watchdog: int = -1) -> dict | None:
+def crash_after(text: str, at: int, last_step: int, nonfinite_read: bool, watchdog: int = -1,
+                stop: tuple[str, int] | None = None) -> dict | None:
     """``meta["crash"]`` for a log whose last step line is ``last_step``'s: the traceback at offset
     ``at`` (the first after that line; -1: none there) with its error line, None for its error where
     the paste cut it off (unless the non-finite lines told the end: ``nonfinite_read``); else the
     shell's line that says the process died of a signal, at the log's end (``"signal": True``); else
-    NCCL's watchdog taking the process down at offset ``watchdog`` (``"watchdog": True``).
+    NCCL's watchdog taking the process down at offset ``watchdog`` (``"watchdog": True``); else ``stop``
+    (:func:`stop_line`'s, where no step line follows it: ``"signal": True, "ends": False``).
 
     Example:
         >>> crash_after("step 9 loss 2.1\\nKilled\\n", -1, 9, False)
@@ -160,6 +195,9 @@ def crash_after(text: str, at: int, last_step: int, nonfinite_read: bool, watchd
         if death is not None:
             return {"error": death[0], "after_step": last_step, "line": text.count("\n", 0, death[1]) + 1,
                     "signal": True}
+        if watchdog < 0 and stop is not None:
+            return {"error": stop[0], "after_step": last_step, "line": text.count("\n", 0, stop[1]) + 1,
+                    "signal": True, "ends": False}
         if watchdog < 0:
             return None
         said = _WATCHDOG.search(text, watchdog).group(0).strip()
