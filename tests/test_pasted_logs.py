@@ -2235,6 +2235,24 @@ def test_cntks_minibatch_lines_read_its_training_criterion(tmp_path):
     assert run.steps["loss"].iloc[0] == pytest.approx(2.19)
 
 
+def test_cntk_1s_minibatch_lines_and_windows_nan(tmp_path):
+    """CNTK 1 prints its samples' count first, " Epoch[ 1 of 1]-Minibatch[ 501-1000]: SamplesSeen = 500;
+    TrainLossPerSample =  1.#QNAN000; ...", and Windows' old C runtime a NaN as "1.#QNAN000": the loss was read as
+    500 at every line and a run that stopped in "EXCEPTION occurred: The training criterion is not a number (NAN)"
+    was healthy."""
+    losses = ["5.87155566", "3.10000000", "2.50000000", "1.#QNAN000"]
+    lines = ["Starting minibatch loop."]
+    lines += [f" Epoch[ 1 of 1]-Minibatch[{500 * k + 1:4d}-{500 * (k + 1):4d}]: SamplesSeen = 500; "
+              f"TrainLossPerSample =  {loss}; EvalErr[0]PerSample = 0.27600000; TotalTime = 2.7641s; SamplesPerSecond = 1"
+              for k, loss in enumerate(losses)]
+    lines += ["", "[CALL STACK]", "    >Microsoft::MSR::CNTK::TracingGPUMemoryAllocator::operator=", "",
+              "EXCEPTION occurred: The training criterion is not a number (NAN). Stop"]
+    (run,) = discover_runs(_write(tmp_path / "cntk.log", lines))
+    assert run.steps["loss"].iloc[:3].tolist() == [5.87155566, 3.1, 2.5] and np.isnan(run.steps["loss"].iloc[-1])
+    report = analyze_run(run)
+    assert report.verdict == "unhealthy" and [i.step for i in report.incidents if i.kind == "nonfinite"] == [2000]
+
+
 def test_a_log_of_an_error_and_no_loss_names_the_option(tmp_path):
     """brain.js' 'iterations: 430, training error: 0.0316', MXNet's 'Train-mae=31.3': 'its lines log error ... but no loss
     (an environment's returns, an evaluation's metrics: a rise of these is progress ...)', the reason wrong for an error

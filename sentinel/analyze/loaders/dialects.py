@@ -1974,9 +1974,10 @@ PROGRESS_LINES = Dialect(
               head=(metrics.STEP, "_", metrics.LOSS)),
         # CNTK's progress lines: " Epoch[ 1 of 300]-Minibatch[   1-  10, 0.00%]: CrossEntropyWithSoftmax = 2.30 * 640;
         # EvalClassificationError = 0.9 * 640; time = ..." (the training criterion first, under its node's name; the
-        # minibatches counted inside the epoch, the range's end the count).
+        # minibatches counted inside the epoch, the range's end the count); CNTK 1's "...]: SamplesSeen = 500;
+        # TrainLossPerSample =  5.87155566; EvalErr[0]PerSample = ..." (the criterion after the samples' count).
         Shape(re.compile(rf"\bEpoch\[[^\S\n]*(\d+) of \d+\]-Minibatch\[[^\S\n]*\d+-[^\S\n]*(\d+)[^\]\n]*\]:[^\S\n]*"
-                         rf"[\w.]+ = ({_NUM})(?![\w.])"),
+                         rf"(?:SamplesSeen = \d+;[^\S\n]*)?[\w.]+ =[^\S\n]*({_NUM})(?![\w.])"),
               head=("epoch", "iter", metrics.LOSS)),
         # CREStereo's: "...,lr:0.0004,[2/100:5/500] ==> loss:26.19" (the epoch and its batch in one bracket).
         Shape(re.compile(rf"\[(\d+)/\d+:(\d+)/(\d+)\][^\S\n]*==>[^\S\n]*(?i:{_LOSS_KEY}){_QSEP}({_NUM})\b"),

@@ -126,6 +126,10 @@ NONFINITE_LINES: tuple[EventLine, ...] = (
     # Training has diverged."): the forward pass went non-finite before any loss was taken.
     EventLine(re.compile(r"\bPredicted boxes or scores contain Inf/NaN\. Training has diverged\b"), EventKind.NONFINITE,
               source="detectron2", detail={"module": "proposal_generator", "phase": "forward"}),
+    # CNTK's SGD, where the criterion went non-finite: "EXCEPTION occurred: The training criterion is not a number
+    # (NAN)."
+    EventLine(re.compile(r"\bThe training criterion is not a number \(NAN\)"), EventKind.NONFINITE, source="cntk",
+              detail={"metric": metrics.LOSS}),
     # JAX with jax_debug_nans: the primitive that made it.
     EventLine(re.compile(r"FloatingPointError: invalid value \((?P<value>nan|inf)\) encountered in (?P<module>[\w.]+)"),
               EventKind.NONFINITE, source="jax_debug_nans"),
@@ -140,6 +144,6 @@ WORDS = (re.compile(r"returned (?:nan|inf) values|Loss is (?:nan|-?inf)|Detected
                     r"contains a NaN|(?i:detected (?:nan|inf) loss)|"
                     r"received an? (?:nan|inf) loss|Nan in summary histogram for|NaN in loss occurred|"
                     r"NaN Detected\. Loss|loss is (?:NaN|nan|inf)\. Skipping\.\.\.|Got NaN losses|Loss was NaN for|"
-                    r"\[x\] nan loss|contain Inf/NaN\. Training has diverged|"
+                    r"\[x\] nan loss|contain Inf/NaN\. Training has diverged|criterion is not a number \(NAN\)|"
                     r"A NaN was detected and you have NaN protection|\d[^\S\n]+\((?:nan|-?inf)\)|"
                     r"(?i:\bepoch\b[^\n]{0,80}?\b(?:total|mean|average|avg)\b[^\n:=]{0,40}?\bloss\b[^\S\n]*[:=][^\S\n]*-?(?:nan|inf)\b)"),)
