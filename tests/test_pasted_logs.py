@@ -2253,6 +2253,30 @@ def test_cntk_1s_minibatch_lines_and_windows_nan(tmp_path):
     assert report.verdict == "unhealthy" and [i.step for i in report.incidents if i.kind == "nonfinite"] == [2000]
 
 
+def _allennlp_bar(loss: float, done: int, total: int, tail: str = "") -> str:
+    return (f"accuracy: 0.1656, accuracy3: 0.3559, loss: {loss:.4f} ||: {100 * done // total:3d}%|##########| "
+            f"{done}/{total} [00:37<00:00,  3.32it/s]{tail}")
+
+
+def test_allennlps_bars_end_their_description_in_its_loss(tmp_path):
+    """AllenNLP draws its metrics as the bar's description, ended by " ||" ("loss: 3.5716 ||: 100%|###| 125/125"):
+    every log refused, a CRF loss run down to -4033 and the IndexError that ended it unsaid. A validation's bar after
+    each epoch's (31 batches for 125) is an evaluation's, also where a paste glued a stray "[" to a bar's end."""
+    lines = []
+    for epoch in range(8):
+        lines += [f"2019-10-15 12:45:23,697 - INFO - allennlp.training.trainer - Epoch {epoch}/39",
+                  "2019-10-15 12:45:23,739 - INFO - allennlp.training.trainer - Training"]
+        lines += [_allennlp_bar(3.6 - 0.3 * epoch - 0.01 * k, k, 125) for k in (25, 75, 125)]
+        lines += ["2019-10-15 12:46:01,372 - INFO - allennlp.training.trainer - Validating",
+                  _allennlp_bar(3.3 - 0.3 * epoch, 31, 31)]
+    (run,) = discover_runs(_write(tmp_path / "allennlp.log", lines))
+    assert len(run.steps) == 24 and run.steps["loss"].iloc[-1] == pytest.approx(3.6 - 2.1 - 1.25)
+    bars = [_allennlp_bar(3.6 - 0.3 * epoch, 125, 125, "[" if epoch % 2 else "") for epoch in range(8)]
+    lines = [line for epoch, bar in enumerate(bars) for line in (bar, _allennlp_bar(3.3 - 0.3 * epoch, 31, 31))]
+    (run,) = discover_runs(_write(tmp_path / "finished.log", lines))
+    assert run.steps.index.tolist() == list(range(1, 9)) and run.steps["loss"].iloc[-1] == pytest.approx(1.5)
+
+
 def test_a_log_of_an_error_and_no_loss_names_the_option(tmp_path):
     """brain.js' 'iterations: 430, training error: 0.0316', MXNet's 'Train-mae=31.3': 'its lines log error ... but no loss
     (an environment's returns, an evaluation's metrics: a rise of these is progress ...)', the reason wrong for an error

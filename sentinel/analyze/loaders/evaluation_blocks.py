@@ -132,9 +132,10 @@ def shorter_pass_spans(text: str, lines: Lines | None = None) -> tuple[list[tupl
         (['Epoch: [0][1/4] Loss 9'], (9, 4))
     """
     distinct = lines.distinct_text() if lines is not None else text
-    if "][" not in distinct:  # (bars holding a loss in their description, looked for among the distinct lines first)
+    found = [(m.group(1), int(m.group(2)), int(m.group(3)), m.span()) for m in _EPOCH_COUNT.finditer(text)] \
+        if "][" in distinct else []
+    if not found:  # (bars holding a loss in their description, looked for among the distinct lines first)
         return _shorter_bars(text) if "%|" in distinct and _LOSS_BAR.search(distinct) else ([], (0, 0))
-    found = [(m.group(1), int(m.group(2)), int(m.group(3)), m.span()) for m in _EPOCH_COUNT.finditer(text)]
     spans: list[tuple[int, int]] = []
     lengths: set[tuple[int, int]] = set()
     group: list = []

@@ -140,7 +140,7 @@ def clean_text(text: str) -> str:
     ``[36m...[0m``), ``\\r`` redraws (and Keras' bar redraws pasted on one line), ``> `` quoting,
     Markdown's bold marks (``loss: nan**``) and the backticks around a line pasted as inline code;
     full-width punctuation becomes ASCII (``Loss：0.52``); Keras' TerminateOnNaN message, printed on
-    a bar's line, gets a line of its own; Windows' old ``1.#QNAN000`` is ``nan``.
+    a bar's line, gets a line of its own.
 
     Example:
         >>> clean_text("> \\x1b[31mstep: 1\\x1b[0m loss: 2\\r\\n")
@@ -177,9 +177,6 @@ def clean_text(text: str) -> str:
     # have no "x" at all.
     if "x" in text and ("nanx" in text or "infx" in text):
         text = _PADDED_NONFINITE.sub(r"\1", text)
-    # (one character first, a memchr: most logs have none; a tqdm bar's "####" says a Python's, ~1 ms a MB saved)
-    if "#" in text and "##" not in text[:_BAR_LOOK] and "1.#" in text:
-        text = _MSVC_NONFINITE.sub(_msvc_nonfinite, text)
     if "Invalid loss, terminating training" in text:
         text = _TERMINATE_ON_NAN.sub("\n\\g<0>", text)
     return text
@@ -293,7 +290,8 @@ def wrapped_number(line: str) -> str | None:
 def plain_numbers(text: str, lines: Lines | None = None) -> tuple[str, Lines]:
     """``text`` with each number printed as the object that holds it (a tensor, a JAX or NumPy
     scalar, a loss's one-element list) written as the number, a loss's thousands separators
-    dropped, and its :class:`Lines`.
+    dropped, Windows' old ``1.#QNAN000`` written ``nan``, AllenNLP's `` ||`` after the loss its bar's
+    description ends in dropped, and its :class:`Lines`.
 
     Example:
         >>> plain_numbers("step=3 loss=tensor(2.3045, device='cuda:0', grad_fn=<NllLossBackward0>)\\n")[0]
@@ -308,13 +306,20 @@ def plain_numbers(text: str, lines: Lines | None = None) -> tuple[str, Lines]:
         'Step      80 (23.64%): loss = nan EER=0.00000\\n'
         >>> plain_numbers("0 tensor(10.43, device='cuda:0',\\n       grad_fn=<NllLossBackward0>)\\n")[0]
         '0 10.43\\n\\n'
+        >>> plain_numbers("TrainLossPerSample =  1.#QNAN000; x\\nacc: 0.17, loss: 3.57 ||: 100%|##| 125/125\\n")[0]
+        'TrainLossPerSample =  nan; x\\nacc: 0.17, loss: 3.57: 100%|##| 125/125\\n'
     """
     lines = Lines.of(text, lines)
     wrapped, grouped = lines.holds_any(_WRAPPED_WORDS), lines.holds_any((_GROUPED_LOSS,))
     listed = lines.holds_any(_LISTED_LOSS_WORDS)
     padded = lines.holds_any(_ZERO_PADDED_WORDS)
-    if not (wrapped or grouped or listed or padded):
+    msvc, described = lines.holds_any(("1.#",)), lines.holds_any((_ALLENNLP_WORDS,))
+    if not (wrapped or grouped or listed or padded or msvc or described):
         return text, lines
+    if msvc:
+        text = _MSVC_NONFINITE.sub(_msvc_nonfinite, text)
+    if described:
+        text = _ALLENNLP_DESCRIPTION_END.sub(": ", text)
     if padded:
         text = _ZERO_PADDED_NONFINITE.sub(r"\1\2", text)
     if wrapped:
@@ -326,6 +331,12 @@ def plain_numbers(text: str, lines: Lines | None = None) -> tuple[str, Lines]:
         text = _LISTED_LOSS.sub(lambda m: m.group(1) + m.group(2) + (" " if text[m.end():m.end() + 1].isalpha() else ""),
                                 text)
     return text, Lines(text)
+
+
+# AllenNLP's bar: its metrics, then " ||" ending the description ("accuracy: 0.1656, loss: 3.5716 ||: 100%|#####|
+# 125/125 [00:37<00:00,  3.32it/s]", the loss the epoch's mean so far): read as a description that ends in its loss.
+_ALLENNLP_WORDS = " ||: "
+_ALLENNLP_DESCRIPTION_END = re.compile(r" \|\|: (?=[^\S\n]*\d{1,3}%\|)")
 
 
 # Python's zero padding of a non-finite value ("%07.5f" % nan: "0000nan"; "-0000inf"), a loss format
