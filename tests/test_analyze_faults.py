@@ -87,7 +87,8 @@ def test_one_bad_path_among_several_does_not_stop_the_others(tmp_path):
     first, second = result.stderr.splitlines()
     assert first == f"warning: path '{tmp_path / 'nope'}' does not exist: pass a run directory or a log file"
     assert second == (f"warning: '{tmp_path / 'junk.csv'}' is not a log format sentinel reads: pass "
-                      "--step-col/--loss-col for a table, or a log of a format `sentinel formats` lists")
+                      "--step-col/--loss-col with the names its lines or columns give the step and the loss, or a "
+                      "log of a format `sentinel formats` lists")
 
 
 def test_a_loader_error_in_one_file_is_a_warning_and_the_walk_goes_on(tmp_path):

@@ -2277,6 +2277,24 @@ def test_allennlps_bars_end_their_description_in_its_loss(tmp_path):
     assert run.steps.index.tolist() == list(range(1, 9)) and run.steps["loss"].iloc[-1] == pytest.approx(1.5)
 
 
+def test_a_launchs_settings_are_no_metrics_a_refusal_names(tmp_path):
+    """Lightning's DDP launch printed "initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/2" and "LOCAL_RANK: 0 -
+    CUDA_VISIBLE_DEVICES: [0,1]" for each rank, then no step: refused as "its lines log CUDA_VISIBLE_DEVICES,
+    GLOBAL_RANK, LOCAL_RANK, MEMBER ... but no loss (an environment's returns, an evaluation's metrics: a rise of
+    these is progress)". A key a run logs prints more than two values; an episode's return still is named."""
+    lines = []
+    for launch in range(3):
+        for rank in range(2):
+            lines += [f"initializing ddp: GLOBAL_RANK: {rank}, MEMBER: {rank + 1}/2",
+                      f"LOCAL_RANK: {rank} - CUDA_VISIBLE_DEVICES: [0,1]"]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "ddp.log", lines))])
+    assert result.exit_code == 1 and "is not a log format sentinel reads" in result.output
+    assert "environment's returns" not in result.output
+    lines = [f"global_step={58 * k}, episodic_return={10.1 + k}" for k in range(8)]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "ppo.log", lines))])
+    assert "its lines log episodic_return, global_step but no loss (an environment's returns" in result.output
+
+
 def test_a_log_of_an_error_and_no_loss_names_the_option(tmp_path):
     """brain.js' 'iterations: 430, training error: 0.0316', MXNet's 'Train-mae=31.3': 'its lines log error ... but no loss
     (an environment's returns, an evaluation's metrics: a rise of these is progress ...)', the reason wrong for an error

@@ -486,7 +486,8 @@ def _unread(path: Path) -> str:
     head = read_head(path)
     unnamed = unnamed_nonfinite_note(head) if head else None
     return (f"'{path}' is not a log format sentinel reads" + (f"; {unnamed}" if unnamed else "") +
-            ": pass --step-col/--loss-col for a table, or a log of a format `sentinel formats` lists")
+            ": pass --step-col/--loss-col with the names its lines or columns give the step and the loss, or a log of "
+            "a format `sentinel formats` lists")
 
 
 # The end of a refused file looked at for the traceback it ends in, and the lines that may follow its error.

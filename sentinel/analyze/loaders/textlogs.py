@@ -363,9 +363,38 @@ def why_not(path: str | Path, options: LoadOptions | None = None, least: int | N
     if (unnamed := unnamed_nonfinite_note(text)) is not None:  # DeepCTR's "batch: 387 nan 0.6595617 0.72703314"
         return (f"'{path}': its lines log {', '.join(logged)} and no key named loss; {unnamed}: sentinel judges a "
                 "training loss; print it under its name (loss: 0.63)")
-    return (f"'{path}': its lines log {', '.join(logged)} but no loss (an environment's returns, an evaluation's "
+    series = [key for key in logged if _a_series(text, key)]
+    if not series:  # (a launch's settings and ranks, "GLOBAL_RANK: 0, MEMBER: 1/2", each printed a few ways: no metric)
+        return None
+    return (f"'{path}': its lines log {', '.join(series)} but no loss (an environment's returns, an evaluation's "
             "metrics: a rise of these is progress, not divergence): sentinel judges a training loss; print or log "
             "the loss beside them")
+
+
+# Values a key prints, at least, to be a series a run logs (a metric), not a setting printed once or at each launch
+# (a config's "batch_size: 32"); three for a name in capitals, an environment variable's or a launcher's
+# ("GLOBAL_RANK: 0", "GLOBAL_RANK: 1"; a metric so named, "PPL", prints more). A source file's name before its line
+# number ("cuda_dnn.cc:473]", a C++ logger's prefix) is none.
+_SERIES_VALUES = 2
+_SOURCE_FILE = re.compile(r"\.(?:cc|cpp|cu|c|h|hpp|py)$")
+
+
+def _a_series(text: str, key: str) -> bool:
+    """Whether ``text`` prints ``key`` as a run logs a metric (see :data:`_SERIES_VALUES`).
+
+    Example:
+        >>> _a_series("GLOBAL_RANK: 0\\nGLOBAL_RANK: 1\\n", "GLOBAL_RANK"), _a_series("acc: 0.5\\nacc: 0.6\\n", "acc")
+        (False, True)
+    """
+    if _SOURCE_FILE.search(key):
+        return False
+    least = _SERIES_VALUES + 1 if key.isupper() else _SERIES_VALUES
+    seen = set()
+    for match in re.finditer(rf"(?<![\w/.-]){re.escape(key)}['\"]?[^\S\n]*[:=][^\S\n]*([^\s,;|]+)", text):
+        seen.add(match.group(1))
+        if len(seen) >= least:
+            return True
+    return False
 
 
 # A loss printed with its value ("Loss=0.36", "loss: 2.1"), and one an evaluation's word names ("Val Loss=0.36").
