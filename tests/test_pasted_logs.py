@@ -8372,6 +8372,20 @@ def test_lightning_bars_keep_the_epochs_a_paste_shows(tmp_path):
     assert 12 * 1871 + 300 in run.steps.index
 
 
+def test_lightnings_checkpoint_message_on_a_bars_line_is_no_step(tmp_path):
+    """ModelCheckpoint prints "Epoch 0, global step 51: 'val_accuracy' reached 0.02 (best 0.02), saving model to ..."
+    where the bar stood drawn, on its line: its global step was read as the bar's step (two "epochs", 51 and 103, the
+    bar's own draws without it dropped; a plateau from a bar's count to the global step at which it stopped)."""
+    lines = []
+    for count, step in ((500, None), (1007, 51), (1500, None), (2014, 103), (2015, None)):
+        said = "" if step is None else (f"Epoch 0, global step {step}: 'val_accuracy' reached 0.02055 (best "
+                                        f"0.02055), saving model to 'out/epoch=0-step={step}.ckpt' as top 3")
+        lines.append(f"Epoch 0:  {count * 100 // 2015}%|#####| {count}/2015 [04:03<04:03,  4.14it/s, "
+                     f"loss={2.0 - count / 2015:.3f}, v_num={said or '0]'}")
+    (run,) = discover_runs(_write(tmp_path / "bar.log", lines))
+    assert run.steps.index.tolist() == [500, 1007, 1500, 2014, 2015]
+
+
 def test_a_tab_after_a_bracketed_round_is_read_as_a_space_is(tmp_path):
     """XGBoost ('[%d]\\t%s' with its metrics joined by tabs) and LightGBM (f'[{iteration}]\\t{result}') print a tab after
     the round: 'not a log format sentinel reads', where the same lines with spaces were read. The train metric is the

@@ -291,7 +291,8 @@ def plain_numbers(text: str, lines: Lines | None = None) -> tuple[str, Lines]:
     """``text`` with each number printed as the object that holds it (a tensor, a JAX or NumPy
     scalar, a loss's one-element list) written as the number, a loss's thousands separators
     dropped, Windows' old ``1.#QNAN000`` written ``nan``, AllenNLP's `` ||`` after the loss its bar's
-    description ends in dropped, and its :class:`Lines`.
+    description ends in dropped, Lightning's checkpoint message moved off the bar's line it was printed
+    on, and its :class:`Lines`.
 
     Example:
         >>> plain_numbers("step=3 loss=tensor(2.3045, device='cuda:0', grad_fn=<NllLossBackward0>)\\n")[0]
@@ -314,8 +315,11 @@ def plain_numbers(text: str, lines: Lines | None = None) -> tuple[str, Lines]:
     listed = lines.holds_any(_LISTED_LOSS_WORDS)
     padded = lines.holds_any(_ZERO_PADDED_WORDS)
     msvc, described = lines.holds_any(("1.#",)), lines.holds_any((_ALLENNLP_WORDS,))
-    if not (wrapped or grouped or listed or padded or msvc or described):
+    saved = lines.holds_any((_CHECKPOINT_SAID,))
+    if not (wrapped or grouped or listed or padded or msvc or described or saved):
         return text, lines
+    if saved:
+        text = _CHECKPOINT_SAID.sub(lambda m: "\n" + m.group(0), text)
     if msvc:
         text = _MSVC_NONFINITE.sub(_msvc_nonfinite, text)
     if described:
@@ -333,6 +337,9 @@ def plain_numbers(text: str, lines: Lines | None = None) -> tuple[str, Lines]:
     return text, Lines(text)
 
 
+# Lightning's ModelCheckpoint message, printed where its bar stood drawn ("... 4.57it/s, loss=2.1, v_num=3hqp]Epoch 2,
+# global step 400000: 'val/AP' was not in top 1"): its global step was read as the bar's step, its count lost.
+_CHECKPOINT_SAID = re.compile(r"(?<=[^\s\n])Epoch \d+, global step \d+: ")
 # AllenNLP's bar: its metrics, then " ||" ending the description ("accuracy: 0.1656, loss: 3.5716 ||: 100%|#####|
 # 125/125 [00:37<00:00,  3.32it/s]", the loss the epoch's mean so far): read as a description that ends in its loss.
 _ALLENNLP_WORDS = " ||: "
