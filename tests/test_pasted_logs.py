@@ -5874,6 +5874,16 @@ def test_litgpt_lines_with_padded_counts(tmp_path):
     assert [(i.kind, i.step) for i in analyze_run(run).incidents] == [("nonfinite", 90)]
 
 
+def test_litgpt_lines_since_2024(tmp_path):
+    """litgpt since 2024: "Ep 1 | iter 4 | step 1: loss train (curr): 1.585, val (prev val iter): None | iter time:
+    181.34 ms (opt.step)", refused as "its lines log time but no loss"."""
+    lines = [f"Ep 1 | iter {i} | step {i // 4}: loss train (curr): {2 - i / 100:.3f}, val (prev val iter): None | "
+             f"iter time: 181.34 ms{' (opt.step)' if i % 4 == 0 else ''}" for i in range(1, 41)]
+    (run,) = discover_runs(_write(tmp_path / "train.log", lines))
+    assert run.source == "litgpt" and run.steps.index.tolist() == list(range(1, 41))
+    assert run.steps["loss"].iloc[-1] == pytest.approx(1.6)
+
+
 def test_kpconvs_epoch_and_iteration_lines(tmp_path):
     """KPConv's trainer (and the point cloud models built on it) prints "e001-i0405 => L=0.507 acc= 77% /
     t(ms): 174.8 206.6 652.3)": "its lines log L, timings but no loss". The iteration counts inside the

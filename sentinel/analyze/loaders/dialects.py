@@ -106,12 +106,14 @@ BUILD_NANOGPT = Dialect(
 # step=iter_num)): with gradient accumulation an older version printed each micro-batch's loss,
 # and a spike in one of them is kept; the optimizer step is a column of its own.
 # (Its counts perhaps padded, as forks print them: "Epoch 0 | iter  62 step  62 | loss train: 21.625".)
-_LITGPT_GAP = _gap_until(r"\biter[^\S\n]+\d+[^\S\n]+step[^\S\n]+\d")
+# (Since 2024: f"Ep {e} | iter {i} | step {s}: loss train (curr): {loss:.3f}, val (prev val iter): ... | iter time: ...")
+_LITGPT_GAP = _gap_until(r"\biter[^\S\n]+\d+[^\S\n]*\|?[^\S\n]*(?i:step)[^\S\n]+\d")
 LITGPT = Dialect(
     name="litgpt",
-    description='litgpt ("iter N step M | loss train: X")',
+    description='litgpt ("iter N step M | loss train: X", "iter N | step M: loss train (curr): X")',
     shapes=(
-        Shape(re.compile(rf"\biter[^\S\n]+(\d+)[^\S\n]+step[^\S\n]+(\d+)[^\S\n]*[:|][^\S\n]*loss(?: train)?:? ({_NUM})"
+        Shape(re.compile(rf"\biter[^\S\n]+(\d+)[^\S\n]*\|?[^\S\n]*(?i:step)[^\S\n]+(\d+)[^\S\n]*[:|][^\S\n]*"
+                         rf"loss(?: train)?(?: \(curr\))?:? ({_NUM})"
                          rf"(?:{_LITGPT_GAP}iter time: ({_NUM}) ?ms)?"),
               head=(metrics.STEP, "optimizer_step", metrics.LOSS, "iter_time_ms")),
     ),
