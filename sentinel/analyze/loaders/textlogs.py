@@ -37,6 +37,7 @@ from sentinel.analyze.loaders.keys import (canonical_key, inferred_loss_note, is
                                            suggested_loss)
 from sentinel.analyze.loaders.launcher_ranks import one_rank_unprefixed, prefixes_removed
 from sentinel.analyze.loaders.log_lines import Lines, without_lines
+from sentinel.analyze.loaders.log_words import in_english
 from sentinel.analyze.loaders.loss_key import (LossKey, find_loss_key, loss_key_note, loss_keys, named_key,
                                                 only_key_as_loss)
 from sentinel.analyze.loaders.progress_bar import bar_steps
@@ -103,6 +104,7 @@ def _pick_dialect(text: str, least: int | None, compete: bool = False) -> Dialec
         text = text[:_ONE_LINE_SNIFF]  # a log pasted without its line ends: its start tells as well
         lines = Lines(text)
     text, lines = plain_numbers(text, lines)
+    text, lines = in_english(text, lines)
     best, best_count = None, 0
     for dialect in DIALECTS:
         fallback = id(dialect) in _FALLBACK_IDS

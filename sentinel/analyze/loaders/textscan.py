@@ -82,6 +82,7 @@ from sentinel.analyze.loaders.keys import STEP_LIMIT
 from sentinel.analyze.loaders.launcher_ranks import one_rank
 from sentinel.analyze.loaders.evaluation_blocks import evaluation_block_spans, shorter_pass_spans
 from sentinel.analyze.loaders.epoch_counts import epoch_length as _epoch_length, length_of_global_prints
+from sentinel.analyze.loaders.log_words import in_english
 from sentinel.analyze.loaders.log_lines import Lines
 from sentinel.analyze.loaders.pattern_prefix import literal_first
 from sentinel.analyze.loaders.repeated_steps import several_losses_per_step
@@ -451,6 +452,7 @@ def scan(text: str, dialect: Dialect, options: LoadOptions | None = None, lines:
     lines = Lines.of(text, lines)
     if dialect.clean:
         text, lines = plain_numbers(text, lines)
+        text, lines = in_english(text, lines)
     if dialect.rewrite is not None and (not dialect.rewrite_needs or lines.holds_any(dialect.rewrite_needs)):
         text = dialect.rewrite(text)
         lines = Lines.of(text, lines)
