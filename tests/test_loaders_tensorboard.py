@@ -623,6 +623,27 @@ def test_an_aggregated_total_beside_its_terms_is_the_loss_not_one_more_term(tmp_
     assert "loss read from 'train/total'" in " ".join(run.warnings)
 
 
+def test_an_event_file_under_a_name_of_its_own_is_read(tmp_path):
+    """An SB3 PPO run's event file saved as "sb3_ppo_tfevents.log" was refused as "binary data, not text": an event
+    file is known by its first record too, whatever its name."""
+    import shutil
+
+    from torch.utils.tensorboard import SummaryWriter
+
+    from sentinel.analyze.discover import discover_runs
+
+    writer = SummaryWriter(str(tmp_path / "PPO_1"))
+    for k in range(1, 60):
+        writer.add_scalar("train/loss", 1.0 / k, 2048 * k)
+    writer.close()
+    (event_file,) = (tmp_path / "PPO_1").iterdir()
+    named = tmp_path / "pasted" / "sb3_ppo_tfevents.log"
+    named.parent.mkdir()
+    shutil.copy(event_file, named)
+    (run,) = discover_runs(named)
+    assert (run.name, run.source, len(run.steps)) == ("sb3_ppo_tfevents", "tensorboard", 59)
+
+
 def test_stable_baselines3_ppo_without_episode_returns_is_an_agents_run(tmp_path):
     """Stable-Baselines3 logs rollout/ep_rew_mean only where the environment is wrapped in a Monitor: four PPO runs
     without it were 'unhealthy', one with 66 incidents (7 critical divergences) on a surrogate loss that crosses zero

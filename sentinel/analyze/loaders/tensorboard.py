@@ -55,7 +55,23 @@ def sniff(path: str | Path) -> bool:
     path = Path(path)
     if path.is_dir():
         return any(is_event_file(p) for p in path.iterdir()) or _splits(path) is not None
-    return is_event_file(path)
+    return is_event_file(path) or _holds_events(path)
+
+
+# An event file's first record, whatever its name: its length and checksum (12 bytes), then the Event
+# that names the file's version ("brain.Event:2"), a few bytes into it. An event file saved under
+# another name (a log's, "ppo_tfevents.log") was refused as binary data.
+_FIRST_EVENT = b"brain.Event:"
+
+
+def _holds_events(path: Path) -> bool:
+    """Whether the file at ``path`` starts as an event file does (see :data:`_FIRST_EVENT`)."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(64)
+    except OSError:
+        return False
+    return _FIRST_EVENT in head[12:]
 
 
 # Trainers that write a run's splits into subdirectories of its directory, each with its own event
@@ -141,7 +157,8 @@ def load(path: str | Path, options: LoadOptions | None = None) -> list[RunData]:
     options = options or LoadOptions()
     path = Path(path)
     if path.is_file():
-        return [_load_files(path.parent.name or path.name, path, [path], options)]
+        name = path.parent.name if is_event_file(path) else path.stem  # (an event file under a name of its own: it)
+        return [_load_files(name or path.name, path, [path], options)]
     files = _event_files(path)
     if files:
         beside = _evaluations_beside(path)
