@@ -2295,6 +2295,19 @@ def test_a_launchs_settings_are_no_metrics_a_refusal_names(tmp_path):
     assert "its lines log episodic_return, global_step but no loss (an environment's returns" in result.output
 
 
+def test_keras_rl_episode_lines_are_read_at_the_environments_step(tmp_path):
+    """keras-rl's " 11087/50000: episode: 81, duration: 5.514s, ..., loss: 357252075666430719164416.000000, ...": the
+    episode read as the step (81..84, where the log counts environment steps); a DQN's loss at 1e+23, then 1e+26,
+    still judged."""
+    losses = [3.5725e23, 2.0903e24, 1.2394e26, 6.1484e25]
+    lines = [f" {11087 + 150 * k}/50000: episode: {81 + k}, duration: 5.514s, episode steps: 164, steps per second: "
+             f"30, episode reward: -752.191, mean reward: -4.587 [-100.000, 3.757], mean action: 0.147 [-0.845, 1.000], "
+             f"loss: {loss:f}, mean_absolute_error: 29897897984.0, mean_q: 1.2" for k, loss in enumerate(losses)]
+    (run,) = discover_runs(_write(tmp_path / "dqn.log", lines))
+    assert run.source == "keras_rl" and run.steps.index.tolist() == [11087, 11237, 11387, 11537]
+    assert analyze_run(run).verdict == "unhealthy"
+
+
 def test_a_log_of_an_error_and_no_loss_names_the_option(tmp_path):
     """brain.js' 'iterations: 430, training error: 0.0316', MXNet's 'Train-mae=31.3': 'its lines log error ... but no loss
     (an environment's returns, an evaluation's metrics: a rise of these is progress ...)', the reason wrong for an error

@@ -485,6 +485,21 @@ TIANSHOU = Dialect(
     min_records=2,
 )
 
+# keras-rl's TrainEpisodeLogger, a line an episode: f"{step:>{width}}/{nb_steps}: episode: {episode}, duration: ...,
+# episode reward: {reward:.3f}, ..., loss: {loss}, mean_absolute_error: ..., mean_q: ..." (its metrics the episode's
+# means; "loss: --" before the agent's warm-up ends). The step is the environment's, not the episode's count.
+# (Its loss a Q-network's regression, judged: a DQN's at 1e+23, then 1e+25, diverged.)
+KERAS_RL = Dialect(
+    name="keras_rl",
+    description='keras-rl ("43587/50000: episode: 588, ..., episode reward: 180.000, ..., loss: 4.918")',
+    shapes=(
+        Shape(re.compile(rf"^[^\S\n]*(\d+)/\d+: episode: \d+, duration: [^\n]*?(?<![\w/])loss: ({_NUM})",
+                         re.MULTILINE),
+              head=(metrics.STEP, metrics.LOSS)),
+    ),
+    min_records=2,
+)
+
 # Composer ConsoleLogger: f"[epoch={e}][batch={b}/{n}]:" (or "[batch=b/n]:", "[token=t/n]:")
 # then one f"\n\t Train {name}: {value}" line per metric; "time/batch" is the global batch.
 COMPOSER = Dialect(
@@ -2796,7 +2811,7 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT, BUILD_NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, COMPOSER, OLMO, COQUI,
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, KERAS_RL, COMPOSER, OLMO, COQUI,
                                  RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE,
                                  FLOWER, GLUONTS, GLUONTS_EPOCHS, ESPNET2_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, DEEPSPEECH,
                                  FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX,
