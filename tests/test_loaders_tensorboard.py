@@ -723,6 +723,18 @@ def test_launches_into_one_folder_from_the_first_step_are_trainings_of_their_own
     assert run.name == "resumed" and run.steps["loss"].dropna().to_dict() == pytest.approx(first)
 
 
+def test_launches_from_an_early_step_after_a_long_training_are_trainings_too(tmp_path):
+    """chemprop wrote 167 trainings' event files into one folder, the first from step 250, the others from 500:
+    read as 45 histories glued from resumes. A file that starts within the first tenth of the steps the training
+    before it reached is a training of its own (a resume from so early a checkpoint throws nine tenths away)."""
+    first = {s: 1.0 / (1 + s / 1000) for s in range(250, 24001, 250)}
+    later = [{s: 1.2 / (1 + s / 900) + k / 100 for s in range(500, 24001, 250)} for k in range(3)]
+    for losses in (first, *later):
+        _launch_into(tmp_path / "fold", losses)
+    runs = discover_runs(tmp_path / "fold")
+    assert [len(r.steps) for r in runs] == [len(first), *(len(losses) for losses in later)]
+
+
 @pytest.mark.parametrize("zeros, verdict", [(150, "unhealthy"), (3, "healthy")])
 def test_an_agents_loss_exactly_zero_update_after_update_is_told(tmp_path, zeros, verdict):
     """A Stable-Baselines3 PPO agent whose train/loss is exactly 0.0 for 1,902 updates in a row, its return pinned at
