@@ -2308,6 +2308,18 @@ def test_keras_rl_episode_lines_are_read_at_the_environments_step(tmp_path):
     assert analyze_run(run).verdict == "unhealthy"
 
 
+def test_a_refusal_names_the_key_that_went_non_finite(tmp_path):
+    """keras-rl's interval lines, "10000/10000 [====] - 52s - reward: nan", then "50 episodes - episode_reward: nan
+    [nan, nan] - loss: 6.731": refused with "what it logs went non-finite there", which read as a training that blew
+    up where only the episodes' reward had. The key printed non-finite is named."""
+    lines = []
+    for k, reward in enumerate(["-0.6625", "-0.6625", "nan"], start=1):
+        lines += [f"Interval {k} ({10000 * (k - 1)} steps performed)",
+                  f"10000/10000 [==============================] - 44s - reward: {reward}", ""]
+    result = CliRunner().invoke(main, ["analyze", str(_write(tmp_path / "ddpg.log", lines))])
+    assert result.exit_code == 1 and "its reward went non-finite there" in result.output
+
+
 def test_a_log_of_an_error_and_no_loss_names_the_option(tmp_path):
     """brain.js' 'iterations: 430, training error: 0.0316', MXNet's 'Train-mae=31.3': 'its lines log error ... but no loss
     (an environment's returns, an evaluation's metrics: a rise of these is progress ...)', the reason wrong for an error

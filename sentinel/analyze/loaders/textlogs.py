@@ -443,6 +443,8 @@ def unnamed_nonfinite_note(text: str) -> str | None:
         "2 of its lines print a non-finite value (the first, line 2: 'bat"
         >>> unnamed_nonfinite_note("nanoGPT step 3 loss 2.1\\n") is None
         True
+        >>> unnamed_nonfinite_note("10000/10000 [====] - 52s - reward: nan\\n")[-32:]
+        'its reward went non-finite there'
     """
     head = text[:_UNNAMED_SEARCHED]
     found = list(_UNNAMED_NONFINITE.finditer(head))
@@ -450,8 +452,15 @@ def unnamed_nonfinite_note(text: str) -> str | None:
         return None
     first = found[0]
     line = head.count("\n", 0, first.start()) + 1
+    named = _NAMED_NONFINITE.search(first.group(0))  # (the key it is printed under, where one is: an RL run's reward)
+    what = f"its {named.group(1)}" if named is not None else "what it logs"
     return (f"{len(found)} of its lines print a non-finite value (the first, line {line}: "
-            f"{first.group(0).strip()[:120]!r}): what it logs went non-finite there")
+            f"{first.group(0).strip()[:120]!r}): {what} went non-finite there")
+
+
+# A value printed non-finite under its key ("reward: nan", '"episode_reward_max": NaN').
+_NAMED_NONFINITE = re.compile(r"(?<![\w/.-])([A-Za-z][\w/.-]*)['\"]?[^\S\n]*[:=][^\S\n]*['\"]?\[?[-+]?"
+                              r"(?i:nan|inf(?:inity)?)(?![\w.])")
 
 
 # A loss printed as NaN or infinity: "Loss nan", "loss: inf", "'train_loss': NaN".
