@@ -3693,6 +3693,21 @@ def test_a_table_whose_header_names_hold_spaces_is_cut_by_the_rule_under_it(tmp_
     assert plain.steps.index.tolist()[:2] == [100, 200] and plain.steps["loss"].iloc[0] == pytest.approx(2.5)
 
 
+def test_spacys_transformer_table_and_a_row_cut_at_the_pastes_end(tmp_path):
+    """A transformer pipeline's table, "E  #  LOSS TRANS...  LOSS NER  ENTS_F ...", was refused (two loss columns, no
+    choice between them; a tok2vec pipeline's was read by chance: its name has more words). The embedding layer's
+    column is what the components above it sent back: the task's is the loss. A paste cut inside its last row,
+    "  6     600       2223", read a blank LOSS NER there, a NaN."""
+    head = ["E    #       LOSS TRANS...  LOSS NER  ENTS_F  ENTS_P  ENTS_R  SCORE ",
+            "---  ------  -------------  --------  ------  ------  ------  ------"]
+    rows = [f"{k:>3}  {200 * k:>6}  {179.58 * (k + 1):>13.2f}  {17320.93 / (k + 1):>8.2f}" + "    0.00" * 4
+            for k in range(8)]
+    (run,) = discover_runs(_write(tmp_path / "spacy.txt", head + rows + ["  8    1600       2223"]))
+    assert run.steps.index.tolist() == [200 * k for k in range(1, 8)]
+    assert run.steps["loss"].iloc[-1] == pytest.approx(17320.93 / 8, abs=0.01)
+    assert not [i for i in analyze_run(run).incidents if i.kind == "nonfinite"]
+
+
 def test_chainers_print_report_behind_its_terminal_codes(tmp_path):
     """Chainer's PrintReport writes "\\033[J" before each row (and its ProgressBar, between them,
     "\\033[4A" to go back up): in a file the codes stay, the header read "\\x1b[4Aepoch", and the

@@ -271,7 +271,7 @@ def _run(table: pd.DataFrame, header: list[str], step_col: str, loss_col: str | 
     else:
         step_column(header, options.step_col)  # a named column the table lacks: said here
         loss_col, inferred = loss_column(header, _named_loss(header, options))
-        if inferred:
+        if inferred or options.loss_col is None and loss_col == _spacy_task_loss(header):
             warnings.append(f"{Path(path).name}: {inferred_loss_note(loss_col)}")
     steps = table_steps(table, step_col, loss_col, path, warnings, batch_rows=not bar)  # a bar's redraws: its last
     spacy = _is_spacy(header, step_col)
@@ -390,7 +390,27 @@ def _named_loss(header: list[str], options: LoadOptions) -> str | None:
     named = options.loss_col
     if named is not None and named.startswith(_TRAIN) and named not in header and named[len(_TRAIN):] in header:
         return named[len(_TRAIN):]
-    return named
+    return named if named is not None else _spacy_task_loss(header)
+
+
+# spaCy's embedding layers, whose loss column is what the components above them sent back (its width cuts a
+# transformer's name: "LOSS TRANS..."): the task's column is the loss.
+_SPACY_EMBEDDINGS = ("TOK2VEC", "TRANSFORMER", "TRANS")
+
+
+def _spacy_task_loss(header: list[str]) -> str | None:
+    """spaCy's one task component's loss column beside its embedding layer's (``LOSS TRANS...  LOSS NER``: "LOSS
+    NER"), else None.
+
+    Example:
+        >>> _spacy_task_loss(["E", "#", "LOSS TRANS...", "LOSS NER", "ENTS_F"]), _spacy_task_loss(["step", "loss"])
+        ('LOSS NER', None)
+    """
+    if "#" not in header:
+        return None
+    losses = [name for name in header if name.startswith("LOSS ")]
+    tasks = [name for name in losses if name[5:].rstrip(".").upper() not in _SPACY_EMBEDDINGS]
+    return tasks[0] if len(tasks) == 1 and len(losses) > 1 else None
 
 
 def _tables(lines: list[str], options: LoadOptions):
@@ -443,7 +463,8 @@ def _tables(lines: list[str], options: LoadOptions):
         spans = [m.span() for m in _DASHES.finditer(lines[at + 1])] if ruled is not None else None
         where: list[int] = []
         rows, bar = _rows(lines[at + 1:], header, header.index(step_col), printed,
-                          _header_gap(line) if gapped is not None else 0, indexed, starts, where, spans)
+                          _header_gap(line) if gapped is not None else 0, indexed, starts, where, spans,
+                          header.index(loss_col) if loss_col in header else None)
         losses = [loss_col] if loss_col is not None else _components(header, bar)
         if losses and (len(rows) >= MIN_ROWS or _prints_nan(rows, [header.index(c) for c in losses])):
             yield header, rows, step_col, loss_col, bar, [at + 1 + i for i in where], lines[at]
@@ -535,7 +556,8 @@ def _by_rule(line: str, spans: list[tuple[int, int]]) -> list[str] | None:
 
 def _rows(lines: list[str], header: list[str], step_at: int, printed: list[str] | None = None,
           gapped: int = 0, indexed: bool = False, starts: list[int] | None = None,
-          where: list[int] | None = None, spans: list[tuple[int, int]] | None = None) -> tuple[list[list[str]], bool]:
+          where: list[int] | None = None, spans: list[tuple[int, int]] | None = None,
+          loss_at: int | None = None) -> tuple[list[list[str]], bool]:
     """The rows under each printing of ``header`` (its line's cells as split by spaces:
     ``printed``; a row under another header is another table's), and whether they carry a
     progress bar. ``gapped``: the header's gap, where its cells are two or more spaces apart: a row
@@ -543,12 +565,15 @@ def _rows(lines: list[str], header: list[str], step_at: int, printed: list[str] 
     ``indexed``: a row may be led by one cell more, an integer (a printed DataFrame's index), left
     out. ``starts``: where the header's names start, where they are left-aligned columns: a row
     with fewer cells is cut there (:func:`_by_starts`). ``spans``: the dashes of the rule under the
-    header, a row with fewer cells has each under the dashes it stands over (:func:`_by_rule`).
+    header, a row with fewer cells has each under the dashes it stands over (:func:`_by_rule`), unless it
+    is the text's last line and its cell of the loss (``loss_at``) is blank (a paste cut in its row:
+    "  6     600       2223" read a NaN).
     ``where`` (if given) gets each row's index in ``lines``."""
     width = len(header)
     rows: list[list[str]] = []
     bar = False
     mine = True  # under this table's header, not another's
+    last = next((k for k in range(len(lines) - 1, -1, -1) if lines[k].strip()), -1)  # (a paste cut in it: no row)
     for number, line in enumerate(lines):
         if line.lstrip().startswith("#"):
             continue  # a comment under the header (DeePMD's "# If there is no available reference data, ..."): no row
@@ -571,7 +596,7 @@ def _rows(lines: list[str], header: list[str], step_at: int, printed: list[str] 
             if 1 < len(cells) < width:
                 cut = (_by_starts(line, starts, width) if starts is not None
                        else _by_rule(line, spans) if spans is not None and len(spans) == width else None)
-            if cut is None or not cut[step_at]:
+            if cut is None or not cut[step_at] or number == last and loss_at is not None and not cut[loss_at]:
                 continue
             cells = cut
         if not _is_number(cells[step_at]):
