@@ -168,6 +168,12 @@ def test_event_files_without_scalars_are_named_as_such(tmp_path):
     code, report = _analyze_json(str(tmp_path / "hist"))
     assert code == 1
     assert "its event files hold no scalars" in report["error"]
+    # files of 0 bytes (a writer that never flushed) are said to be empty, not to hold "a header, histograms ..."
+    for k in range(2):
+        (tmp_path / "empty" / f"events.out.tfevents.16{k}.host.1.0").parent.mkdir(exist_ok=True)
+        (tmp_path / "empty" / f"events.out.tfevents.16{k}.host.1.0").write_bytes(b"")
+    code, report = _analyze_json(str(tmp_path / "empty"))
+    assert code == 1 and "its event files are empty (0 bytes): the writer never flushed" in report["error"]
 
 
 def test_a_table_beside_event_files_without_scalars_is_read(tmp_path):

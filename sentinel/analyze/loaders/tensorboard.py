@@ -336,6 +336,13 @@ def _load_launches(name: str, where: Path, files: list[Path], options: LoadOptio
     return runs
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return -1
+
+
 def _step_span(found: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[int, int] | None:
     """The first and the last step one event file's training losses were written at, or None (none:
     Lightning's ``trainer.test()`` writes its test metrics into a file of their own, from step 0)."""
@@ -382,7 +389,10 @@ def _load_files(name: str, where: Path, files: list[Path], options: LoadOptions,
         nan = np.isnan(values)
         if nan.any():
             logged_nan[key] = steps[nan]
-    if not by_tag:  # a header only, or histograms, images and text: say so, not "pass --loss-col"
+    if not by_tag and files and all(_size(file) == 0 for file in files):  # (a writer that never flushed)
+        warnings.append(f"its event file{'s are' if len(files) > 1 else ' is'} empty (0 bytes): the writer never "
+                        "flushed (a run stopped before its first flush, or the file copied while open)")
+    elif not by_tag:  # a header only, or histograms, images and text: say so, not "pass --loss-col"
         warnings.append("its event files hold no scalars: a header, histograms, images or text only")
     elif metrics.LOSS not in frame.columns:
         warnings.append(f"no loss tag among {', '.join(sorted(by_tag))}: pass --loss-col TAG")
