@@ -159,6 +159,20 @@ def test_a_subdirectory_that_is_not_add_scalars_output_stays_a_run(tmp_path):
     assert all("add_scalars_dirs" not in r.meta or r.meta["add_scalars_dirs"] == [] for r in runs)
 
 
+def test_tensorboardx_add_scalars_folders_are_the_runs_series(tmp_path):
+    """tensorboardX's add_scalars("loss", {"train": x}) writes <logdir>/loss/train/ under the tag "loss" (torch's
+    writes <logdir>/loss_train/): LIIF's tensorboard/ beside its lr was read as three runs, two of them "no loss"."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    root = tmp_path / "tensorboard"
+    for where, tag in ((root, "lr"), (root / "loss" / "train", "loss"), (root / "psnr" / "val", "psnr")):
+        with SummaryWriter(str(where)) as writer:
+            for step in range(1, 30):
+                writer.add_scalar(tag, {"lr": 1e-4, "loss": 0.1 / step, "psnr": 30 + step / 10}[tag], step)
+    (run,) = discover_runs(tmp_path)
+    assert run.name == "tensorboard" and run.steps["loss"].iloc[-1] == pytest.approx(0.1 / 29)
+
+
 def test_event_files_without_scalars_are_named_as_such(tmp_path):
     from torch.utils.tensorboard import SummaryWriter
 

@@ -202,7 +202,8 @@ def _add_scalars_series(directory: Path, warnings: list[str]
     that tag's prefix and a key; its series then join the run of ``directory``.
     """
     found: dict[str, tuple[str, list[tuple[np.ndarray, np.ndarray]]]] = {}
-    for child, files in _children_with_events(directory):
+    with_events = _children_with_events(directory)
+    for child, files in with_events:
         notes: list[str] = []
         tags = _scalars_by_tag(files, notes)
         if len(tags) != 1:
@@ -212,7 +213,29 @@ def _add_scalars_series(directory: Path, warnings: list[str]
         if len(child.name) > len(prefix) and child.name.startswith(prefix):
             found[f"{main_tag}/{child.name[len(prefix):]}"] = (child.name, pairs)
             warnings.extend(f"{child.name}: {note}" for note in notes)
+    # tensorboardX's add_scalars writes <main_tag>/<key>/ instead, under the tag main_tag (LIIF's tensorboard/loss/train
+    # beside its lr: read as three runs, two of them "no loss"): a child of no event files whose every child is so
+    held = {child for child, _ in with_events}
+    for child in (c for c in _subdirectories(directory) if c not in held):
+        nested = _children_with_events(child)
+        series = {}
+        for grandchild, files in nested:
+            notes = []
+            tags = _scalars_by_tag(files, notes)
+            if list(tags) != [child.name]:
+                break
+            series[f"{child.name}/{grandchild.name}"] = (child.name, tags[child.name])
+            warnings.extend(f"{child.name}/{grandchild.name}: {note}" for note in notes)
+        else:
+            found.update(series)
     return found
+
+
+def _subdirectories(directory: Path) -> list[Path]:
+    try:
+        return sorted(c for c in directory.iterdir() if c.is_dir() and not c.is_symlink())
+    except OSError:
+        return []
 
 
 # SummaryWriter.add_hparams writes a run's hyperparameters and its metric_dict (at step 0) into a
@@ -237,12 +260,8 @@ def _hparams_records(directory: Path) -> list[str]:
 
 def _children_with_events(directory: Path) -> list[tuple[Path, list[Path]]]:
     """``directory``'s subdirectories (not symlinks) that hold event files, with those files."""
-    try:
-        children = sorted(c for c in directory.iterdir() if c.is_dir() and not c.is_symlink())
-    except OSError:
-        return []
     found = []
-    for child in children:
+    for child in _subdirectories(directory):
         try:
             files = _event_files(child)
         except OSError:
