@@ -124,7 +124,7 @@ def signal_death(text: str, after: int = 0) -> tuple[str, int] | None:
 _JOB_LINE_DEATH = re.compile(rf"^[^\n]*?: line \d+: +\d+ +{_SIGNALS}(?:[^\S\n]+[^\n]*)?$", re.MULTILINE)
 _SLURM_CANCELLED = re.compile(r"slurmstepd(?:-[\w.-]+)?: error: \*\*\* (?:JOB|STEP) [\d.]+ ON \S+ CANCELLED AT \S+"
                               r"(?: DUE TO ([A-Z][A-Z ]*[A-Z]))? \*\*\*")
-_STOP_WORDS = (": line ", "CANCELLED AT")
+STOP_WORDS = (": line ", "CANCELLED AT")  # one is on every such line (asked of a text's distinct lines first)
 
 
 def stop_line(text: str, after: int = 0) -> tuple[str, int] | None:
@@ -138,7 +138,7 @@ def stop_line(text: str, after: int = 0) -> tuple[str, int] | None:
         >>> stop_line("step 9\\nslurmstepd: error: *** JOB 60 ON g3 CANCELLED AT 2022-08-31 DUE TO TIME LIMIT ***")
         ('Slurm cancelled the job (DUE TO TIME LIMIT)', 7)
     """
-    if not any(text.find(word, after) >= 0 for word in _STOP_WORDS):
+    if not any(text.find(word, after) >= 0 for word in STOP_WORDS):
         return None
     found = [(m.start(), m.group(1) + (" (core dumped)" if "(core dumped)" in m.group(0) else ""))
              for m in _JOB_LINE_DEATH.finditer(text, after)]

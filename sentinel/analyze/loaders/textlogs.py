@@ -32,7 +32,8 @@ from sentinel.analyze.loaders.dialects import (AMP_ONLY, DIALECTS, EPOCH_LINES, 
 from sentinel.analyze.loaders.coqui_optimizers import generator_total
 from sentinel.analyze.loaders.dialect_types import Dialect, LossTerms
 from sentinel.analyze.loaders.empty_window import without_empty_window
-from sentinel.analyze.loaders.crash_tail import TRACEBACK, crash_after, final_error, stop_line, watchdog_at
+from sentinel.analyze.loaders.crash_tail import (STOP_WORDS, TRACEBACK, crash_after, final_error, stop_line,
+                                                 watchdog_at)
 from sentinel.analyze.loaders.keys import (canonical_key, inferred_loss_note, is_aggregate, looks_like_loss,
                                            suggested_loss)
 from sentinel.analyze.loaders.launcher_ranks import one_rank_unprefixed, prefixes_removed
@@ -991,7 +992,8 @@ def note_crash(text: str, found, dialect: Dialect, after: int = 0, lines: Lines 
     watchdog = watchdog_at(text, max(after, 0), lines) if at < 0 else -1
     if watchdog >= 0 and any(pattern.search(text, watchdog) for pattern in records):
         watchdog = -1  # a step line after it: not what ended the run
-    stop = stop_line(text, max(after, 0)) if at < 0 and watchdog < 0 else None
+    asked = lines is None or lines.holds_any(STOP_WORDS)  # (the distinct lines first, where the caller has them)
+    stop = stop_line(text, max(after, 0)) if at < 0 and watchdog < 0 and asked else None
     if stop is not None and any(pattern.search(text, stop[1]) for pattern in records):
         stop = None  # a step line after it: not what ended the run
     crash = crash_after(text, at, int(found.steps.index[-1]), _nonfinite_read(found.events), watchdog, stop)
