@@ -140,8 +140,7 @@ def clean_text(text: str) -> str:
     """Remove what terminals and issue trackers add: ANSI codes (or what a paste left of them,
     ``[36m...[0m``), ``\\r`` redraws (and Keras' bar redraws pasted on one line), ``> `` quoting,
     Markdown's bold marks (``loss: nan**``) and the backticks around a line pasted as inline code;
-    full-width punctuation becomes ASCII (``Loss：0.52``); Keras' TerminateOnNaN message, printed on
-    a bar's line, gets a line of its own.
+    full-width punctuation becomes ASCII (``Loss：0.52``).
 
     Example:
         >>> clean_text("> \\x1b[31mstep: 1\\x1b[0m loss: 2\\r\\n")
@@ -178,8 +177,6 @@ def clean_text(text: str) -> str:
     # have no "x" at all.
     if "x" in text and ("nanx" in text or "infx" in text):
         text = _PADDED_NONFINITE.sub(r"\1", text)
-    if "Invalid loss, terminating training" in text:
-        text = _TERMINATE_ON_NAN.sub("\n\\g<0>", text)
     return text
 
 
@@ -195,6 +192,7 @@ def _msvc_nonfinite(match: re.Match) -> str:
 # Keras' TerminateOnNaN callback prints "Batch 2: Invalid loss, terminating training" right after the bar's
 # redraw, on its line: the batch it names was read as the step of that bar's NaN ("2/1500 ... - loss: nan").
 _TERMINATE_ON_NAN = re.compile(r"Batch \d+: Invalid loss, terminating training")
+_TERMINATE_ON_NAN_WORDS = "Invalid loss, terminating training"
 
 
 # Keras' bar redraws pasted on one line, a space where the terminal went back ("15/360 [>....] - ETA:
@@ -292,8 +290,8 @@ def plain_numbers(text: str, lines: Lines | None = None) -> tuple[str, Lines]:
     """``text`` with each number printed as the object that holds it (a tensor, a JAX or NumPy
     scalar, a loss's one-element list) written as the number, a loss's thousands separators
     dropped, Windows' old ``1.#QNAN000`` written ``nan``, AllenNLP's `` ||`` after the loss its bar's
-    description ends in dropped, Lightning's checkpoint message moved off the bar's line it was printed
-    on, and its :class:`Lines`.
+    description ends in dropped, Lightning's checkpoint message and Keras' TerminateOnNaN message moved
+    off the bar's line they were printed on, and its :class:`Lines`.
 
     Example:
         >>> plain_numbers("step=3 loss=tensor(2.3045, device='cuda:0', grad_fn=<NllLossBackward0>)\\n")[0]
@@ -316,11 +314,13 @@ def plain_numbers(text: str, lines: Lines | None = None) -> tuple[str, Lines]:
     listed = lines.holds_any(_LISTED_LOSS_WORDS)
     padded = lines.holds_any(_ZERO_PADDED_WORDS)
     msvc, described = lines.holds_any(("1.#",)), lines.holds_any((_ALLENNLP_WORDS,))
-    saved = lines.holds_any((_CHECKPOINT_SAID,))
-    if not (wrapped or grouped or listed or padded or msvc or described or saved):
+    saved, terminated = lines.holds_any((_CHECKPOINT_SAID,)), lines.holds_any((_TERMINATE_ON_NAN_WORDS,))
+    if not (wrapped or grouped or listed or padded or msvc or described or saved or terminated):
         return text, lines
     if saved:
         text = _CHECKPOINT_SAID.sub(lambda m: "\n" + m.group(0), text)
+    if terminated:
+        text = _TERMINATE_ON_NAN.sub("\n\\g<0>", text)
     if msvc:
         text = _MSVC_NONFINITE.sub(_msvc_nonfinite, text)
     if described:
