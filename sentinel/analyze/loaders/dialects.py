@@ -106,7 +106,8 @@ BUILD_NANOGPT = Dialect(
 # step=iter_num)): with gradient accumulation an older version printed each micro-batch's loss,
 # and a spike in one of them is kept; the optimizer step is a column of its own.
 # (Its counts perhaps padded, as forks print them: "Epoch 0 | iter  62 step  62 | loss train: 21.625".)
-# (Since 2024: f"Ep {e} | iter {i} | step {s}: loss train (curr): {loss:.3f}, val (prev val iter): ... | iter time: ...")
+# (Since 2024: f"Ep {e} | iter {i} | step {s}: loss train (curr): {loss:.3f}, val (prev val iter): ... | iter
+# time: ...")
 _LITGPT_GAP = _gap_until(r"\biter[^\S\n]+\d+[^\S\n]*\|?[^\S\n]*(?i:step)[^\S\n]+\d")
 LITGPT = Dialect(
     name="litgpt",
@@ -2811,18 +2812,19 @@ LEROBOT = Dialect(
 )
 
 DIALECTS: tuple[Dialect, ...] = (HF_TRAINER, FAIRSEQ, DEEPSPEED, TORCHTITAN, MMENGINE, LITGPT, NANOGPT, BUILD_NANOGPT,
-                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, KERAS_RL, COMPOSER, OLMO, COQUI,
-                                 RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX, AVALANCHE,
-                                 FLOWER, GLUONTS, GLUONTS_EPOCHS, ESPNET2_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS, DEEPSPEECH,
-                                 FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN, NANOT5, TRAX,
-                                 MXNET, FASTREID, TINYGRAD, GPT2_SIMPLE, VIDEOPOSE3D, SOUNDSTREAM, YOLOV4_PYTORCH, BTS,
-                                 YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2, DGCNN, DGL_KE,
-                                 UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, LOSS_BEFORE_STEP, LOSS_BEFORE_EPOCH, TRIPLET_REID,
-                                 POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS, PYSLOWFAST,
-                                 TRANSFER_TUTORIAL, NLP_TUTORIALS, TFLEARN, LLAMA_RECIPES, OPEN3D_ML, POINTNET2,
-                                 NLP_TUTORIAL_COST, TORCH_NGP, SKELETON_GCN, DET3D, DEEPFACELAB, CATALYST, BIG_VISION,
-                                 MINDSPORE_OUTPUTS, PIXART, VAR, FASTTEXT, LUZ, TF_OBJECT_DETECTION, OPENNMT_TF, TF,
-                                 LOG4J, KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES, PAIRS, LOSS_LINES)
+                                 NEMO1, MAXTEXT, PADDLENLP, TIMM, SWIN, EFFICIENTDET, TIANSHOU, KERAS_RL, COMPOSER,
+                                 OLMO, COQUI, RSL_RL, POSE_STAGES, CHINESE_NER, WENET, NNUNET, DEEPXDE, LEROBOT, MLX,
+                                 AVALANCHE, FLOWER, GLUONTS, GLUONTS_EPOCHS, ESPNET2_EPOCHS, HF_FLAX, HF_FLAX_EPOCHS,
+                                 DEEPSPEECH, FUXICTR, GAN, CYCLEGAN, BASICSR, EDSR, VITS, DARKNET, HIFIGAN, MARIAN,
+                                 NANOT5, TRAX, MXNET, FASTREID, TINYGRAD, GPT2_SIMPLE, VIDEOPOSE3D, SOUNDSTREAM,
+                                 YOLOV4_PYTORCH, BTS, YOLACT, KPCONV, PFLLIB, DCGAN_TF, YOLO_RESULTS, MT_DNN, TACOTRON2,
+                                 DGCNN, DGL_KE, UNSLOTH_TRAIN, STEP_AFTER_LOSS_KEY, LOSS_BEFORE_STEP, LOSS_BEFORE_EPOCH,
+                                 TRIPLET_REID, POINTNET_BATCHES, POINTNET_EPOCHS, SPEECHBRAIN_SEPARATION, NGCF, DARTS,
+                                 PYSLOWFAST, TRANSFER_TUTORIAL, NLP_TUTORIALS, TFLEARN, LLAMA_RECIPES, OPEN3D_ML,
+                                 POINTNET2, NLP_TUTORIAL_COST, TORCH_NGP, SKELETON_GCN, DET3D, DEEPFACELAB, CATALYST,
+                                 BIG_VISION, MINDSPORE_OUTPUTS, PIXART, VAR, FASTTEXT, LUZ, TF_OBJECT_DETECTION,
+                                 OPENNMT_TF, TF, LOG4J, KERAS_EPOCHS, PROGRESS_LINES, GENERIC, EPOCH_LINES, PAIRS,
+                                 LOSS_LINES)
 # Readers of any text: tried only where no tool's dialect recognises the file, and only where
 # what they read is a series (see textlogs.pick_dialect).
 FALLBACKS: tuple[Dialect, ...] = (GENERIC, EPOCH_LINES, PAIRS, LOSS_LINES)
