@@ -86,8 +86,14 @@ def final_error(text: str, after: int, defer_nonfinite: bool = True) -> str | No
 # (macOS's bash adds the signal's number, "Killed: 9", "Segmentation fault: 11", "Abort trap: 6"; zsh names it
 # in lower case before the command: "zsh: killed     python train.py")
 _SIGNALS = r"(Killed|Segmentation fault|Bus error|Aborted|Abort trap|Terminated)(?: \(core dumped\)|: \d+)?"
-_SIGNAL_DEATH = re.compile(rf"{_SIGNALS}[^\S\n]*|[^\n]*?: line \d+: +\d+ +{_SIGNALS}(?:[^\S\n]+[^\n]*)?"
+_JOB_LINE = rf"[^\n]*?: line \d+: +\d+ +{_SIGNALS}(?:[^\S\n]+[^\n]*)?"  # a script's job line (its first group)
+_SIGNAL_DEATH = re.compile(rf"{_SIGNALS}[^\S\n]*|{_JOB_LINE}"
                            r"|zsh: (killed|segmentation fault|bus error|abort)[^\S\n]+[^\n]*")
+
+
+def _signal_said(word: str, line: str) -> str:
+    """The signal's ``word``, with " (core dumped)" where its ``line`` says so."""
+    return word + (" (core dumped)" if "(core dumped)" in line else "")
 
 
 def signal_death(text: str, after: int = 0) -> tuple[str, int] | None:
@@ -112,16 +118,14 @@ def signal_death(text: str, after: int = 0) -> tuple[str, int] | None:
     found = _SIGNAL_DEATH.fullmatch(text, start, end)
     if found is None:
         return None
-    word = found.group(1) or found.group(2) or found.group(3).capitalize()
-    core = " (core dumped)" if "(core dumped)" in found.group(0) else ""
-    return word + core, start
+    return _signal_said(found.group(1) or found.group(2) or found.group(3).capitalize(), found.group(0)), start
 
 
 # A stop said on a line of its own that need not end the log: a script's job line, the shell's word for the signal its
 # command died of ("scripts/run_pos.sh: line 37:  7221 Killed   python -m stanza.models.tagger ...": the script went
 # on to its next command), and Slurm's cancellation of the job ("slurmstepd: error: *** JOB 6033515 ON g3040
 # CANCELLED AT 2022-08-31T16:21:22 DUE TO TIME LIMIT ***", printed where a bar stood drawn, on its line).
-_JOB_LINE_DEATH = re.compile(rf"^[^\n]*?: line \d+: +\d+ +{_SIGNALS}(?:[^\S\n]+[^\n]*)?$", re.MULTILINE)
+_JOB_LINE_DEATH = re.compile(rf"^{_JOB_LINE}$", re.MULTILINE)
 _SLURM_CANCELLED = re.compile(r"slurmstepd(?:-[\w.-]+)?: error: \*\*\* (?:JOB|STEP) [\d.]+ ON \S+ CANCELLED AT \S+"
                               r"(?: DUE TO ([A-Z][A-Z ]*[A-Z]))? \*\*\*")
 STOP_WORDS = (": line ", "CANCELLED AT")  # one is on every such line (asked of a text's distinct lines first)
@@ -140,8 +144,7 @@ def stop_line(text: str, after: int = 0) -> tuple[str, int] | None:
     """
     if not any(text.find(word, after) >= 0 for word in STOP_WORDS):
         return None
-    found = [(m.start(), m.group(1) + (" (core dumped)" if "(core dumped)" in m.group(0) else ""))
-             for m in _JOB_LINE_DEATH.finditer(text, after)]
+    found = [(m.start(), _signal_said(m.group(1), m.group(0))) for m in _JOB_LINE_DEATH.finditer(text, after)]
     found += [(m.start(), "Slurm cancelled the job" + (f" (DUE TO {m.group(1)})" if m.group(1) else ""))
               for m in _SLURM_CANCELLED.finditer(text, after)]
     if not found:
