@@ -840,10 +840,8 @@ def load(path: str | Path, options: LoadOptions | None = None, least: int | None
             said = (f"{Path(path).name}: {count} progress bar(s) of another length after an epoch's finished "
                     "bar, or after its validation's metrics (an evaluation's: model.evaluate() after fit, a "
                     "validation pass), not read as training")
-    if len(parts) == 1 and (dialect is KERAS_EPOCHS or dialect is GENERIC):
-        parts = _keras_fits(text, lines)
-    elif (dialect is KERAS_EPOCHS or dialect is GENERIC) and _keras_headed(lines):  # (a tuner's last trial, a fit)
-        parts = [fit for part in parts for fit in _keras_fits(part, headed=True)]
+    if (dialect is KERAS_EPOCHS or dialect is GENERIC) and _keras_headed(lines):  # (a tuner's last trial, a fit too)
+        parts = [fit for part in parts for fit in _keras_fits(part)]
     if len(parts) == 1:
         runs = [_read(text, dialect, options, path, run_name(path), lines, least)]
         runs = split_restarted(runs[0], path) or runs
@@ -1109,20 +1107,18 @@ def _keras_headed(lines: Lines) -> bool:
     return skeletons is None or any(_KERAS_HEADER_SKELETON.match(line) for line in skeletons.texts())
 
 
-def _keras_fits(text: str, lines: Lines | None = None, headed: bool = False) -> list[str]:
+def _keras_fits(text: str) -> list[str]:
     """``text`` cut at each Keras fit's first "Epoch 1/N" line after the first (each part from it), where
     there are two or more, or one after a fit's later epoch (a paste that opens in a fit, then a fit
-    from its start: a model trained, then pruned); else ``[text]``. (Asked of the distinct line
-    skeletons, then counted as a substring: a search of the whole text, 0.6 ms on 1.8 MB, where no
-    line is such a header.)
+    from its start: a model trained, then pruned); else ``[text]``. (Counted as a substring: the caller
+    asks :func:`_keras_headed` of the distinct line skeletons first, a search of the whole text costing
+    0.6 ms on 1.8 MB where no line is such a header.)
 
     Example:
         >>> log = "Epoch 1/2\\n3s - loss: 2.0\\nEpoch 2/2\\n3s - loss: 1.5\\n" * 2
         >>> [part.count("loss") for part in _keras_fits(log)]
         [2, 2]
     """
-    if not headed and not _keras_headed(Lines.of(text, lines)):  # (``headed``: a caller asked the whole text)
-        return [text]
     fits = text.count("\nEpoch 1/") + text.startswith("Epoch 1/")
     # a paste that opens in a fit ("Epoch 2/100"): a later "Epoch 1/" is another's
     first = KERAS_EPOCH_HEADER.search(text) if fits else None
@@ -1177,8 +1173,13 @@ def _without_evaluation_bars(text: str, lines: Lines | None = None) -> tuple[str
     for epoch, bars in by_epoch.items():
         (first, length), *later = bars  # the epoch's training bar finishes first
         end = headers[epoch] if epoch < len(headers) else len(text)
-        validated = next((line_end for at, _ in bars if _KERAS_VALIDATED.search(text, at, line_end := text.find(
-            "\n", at) % (len(text) + 1))), end)
+        validated = end  # the end of the epoch's bar that holds its validation's metrics: nothing of it after
+        for at, _ in bars:
+            line_end = text.find("\n", at)
+            line_end = len(text) if line_end < 0 else line_end
+            if _KERAS_VALIDATED.search(text, at, line_end):
+                validated = line_end
+                break
         if all(total == length for _, total in later) and validated == end:
             continue
         cuts += [bar.span() for bar in _KERAS_BAR_LINE.finditer(text, first, end)
