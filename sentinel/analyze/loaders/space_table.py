@@ -270,8 +270,9 @@ def _run(table: pd.DataFrame, header: list[str], step_col: str, loss_col: str | 
         loss_col = metrics.LOSS
     else:
         step_column(header, options.step_col)  # a named column the table lacks: said here
-        loss_col, inferred = loss_column(header, _named_loss(header, options))
-        if inferred or options.loss_col is None and loss_col == _spacy_task_loss(header):
+        chosen, chosen_by_its_words = _chosen_loss(header, options)
+        loss_col, inferred = loss_column(header, chosen)
+        if inferred or chosen_by_its_words:
             warnings.append(f"{Path(path).name}: {inferred_loss_note(loss_col)}")
     steps = table_steps(table, step_col, loss_col, path, warnings, batch_rows=not bar)  # a bar's redraws: its last
     spacy = _is_spacy(header, step_col)
@@ -378,19 +379,23 @@ def _find(lines: list[str], options: LoadOptions):
     return None if first is None else first[:5]
 
 
-def _named_loss(header: list[str], options: LoadOptions) -> str | None:
-    """``--loss-col`` as the header names it: a progress bar's loss column by the name its sum's
-    warning gives it (Ultralytics' ``train/box_loss`` for the bar's ``box_loss``, as its
-    results.csv names it) too.
+def _chosen_loss(header: list[str], options: LoadOptions) -> tuple[str | None, bool]:
+    """``--loss-col`` as the header names it (a progress bar's loss column by the name its sum's
+    warning gives it too: Ultralytics' ``train/box_loss`` for the bar's ``box_loss``, as its
+    results.csv names it), else spaCy's task column (:func:`_spacy_task_loss`), and whether it was
+    chosen so, by its words (its warning says so); ``(None, False)`` for neither.
 
     Example:
-        >>> _named_loss(["Epoch", "box_loss", "cls_loss"], LoadOptions(loss_col="train/box_loss"))
-        'box_loss'
+        >>> _chosen_loss(["Epoch", "box_loss", "cls_loss"], LoadOptions(loss_col="train/box_loss"))
+        ('box_loss', False)
     """
     named = options.loss_col
     if named is not None and named.startswith(_TRAIN) and named not in header and named[len(_TRAIN):] in header:
-        return named[len(_TRAIN):]
-    return named if named is not None else _spacy_task_loss(header)
+        return named[len(_TRAIN):], False
+    if named is not None:
+        return named, False
+    task = _spacy_task_loss(header)
+    return task, task is not None
 
 
 # spaCy's embedding layers, whose loss column is what the components above them sent back (its width cuts a
@@ -447,7 +452,7 @@ def _tables(lines: list[str], options: LoadOptions):
         indexed = named_index is None and line[:1].isspace() and not commented
         if len(header) < (1 if indexed else 2) or tuple(header) in tried or any(_is_number(c) for c in header):
             continue
-        step_col, (loss_col, _) = sniff_columns(header, options.step_col, _named_loss(header, options))
+        step_col, (loss_col, _) = sniff_columns(header, options.step_col, _chosen_loss(header, options)[0])
         if step_col is None and indexed and loss_col is not None:
             # print(df) of a frame without a step column (pd.DataFrame(history.history)): its index
             # numbers the rows, as a to_csv index does
