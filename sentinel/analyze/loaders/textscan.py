@@ -310,31 +310,12 @@ def plain_numbers(text: str, lines: Lines | None = None) -> tuple[str, Lines]:
         'TrainLossPerSample =  nan; x\\nacc: 0.17, loss: 3.57: 100%|##| 125/125\\n'
     """
     lines = Lines.of(text, lines)
-    wrapped, grouped = lines.holds_any(_WRAPPED_WORDS), lines.holds_any((_GROUPED_LOSS,))
-    listed = lines.holds_any(_LISTED_LOSS_WORDS)
-    padded = lines.holds_any(_ZERO_PADDED_WORDS)
-    msvc, described = lines.holds_any(("1.#",)), lines.holds_any((_ALLENNLP_WORDS,))
-    saved, terminated = lines.holds_any((_CHECKPOINT_SAID,)), lines.holds_any((_TERMINATE_ON_NAN_WORDS,))
-    if not (wrapped or grouped or listed or padded or msvc or described or saved or terminated):
+    # (each fix's words asked of the distinct lines before any is made: a fix of the whole text is rare)
+    fixes = [(pattern, fix) for words, pattern, fix in _NUMBER_FIXES if lines.holds_any(words)]
+    if not fixes:
         return text, lines
-    if saved:
-        text = _CHECKPOINT_SAID.sub(lambda m: "\n" + m.group(0), text)
-    if terminated:
-        text = _TERMINATE_ON_NAN.sub("\n\\g<0>", text)
-    if msvc:
-        text = _MSVC_NONFINITE.sub(_msvc_nonfinite, text)
-    if described:
-        text = _ALLENNLP_DESCRIPTION_END.sub(": ", text)
-    if padded:
-        text = _ZERO_PADDED_NONFINITE.sub(r"\1\2", text)
-    if wrapped:
-        # (the line ends of a repr that went on over lines kept after its number: line numbers hold)
-        text = _WRAPPED_NUMBER.sub(lambda m: (m.group(1) or m.group(2)) + "\n" * m.group(0).count("\n"), text)
-    if grouped:
-        text = _GROUPED_LOSS.sub(lambda m: m.group(1) + m.group(2).replace(",", ""), text)
-    if listed:  # a space where the list ended against the next key ("loss: [13.2]soft_label: [13.2]")
-        text = _LISTED_LOSS.sub(lambda m: m.group(1) + m.group(2) + (" " if text[m.end():m.end() + 1].isalpha() else ""),
-                                text)
+    for pattern, fix in fixes:
+        text = pattern.sub(fix, text)
     return text, Lines(text)
 
 
@@ -351,6 +332,28 @@ _ALLENNLP_DESCRIPTION_END = re.compile(r" \|\|: (?=[^\S\n]*\d{1,3}%\|)")
 # meant to align finite ones (a TensorFlow script's "loss = 0000nan" at the step its run went NaN).
 _ZERO_PADDED_WORDS = ("0nan", "0inf")
 _ZERO_PADDED_NONFINITE = re.compile(r"(?<![\w.])(-?)0+(nan|inf)\b")
+
+
+def _listed_loss(match: re.Match) -> str:
+    """A loss's one-element list as its number, a space after it where it ended against the next key ("loss:
+    [13.2]soft_label: [13.2]")."""
+    after = match.string[match.end():match.end() + 1]
+    return match.group(1) + match.group(2) + (" " if after.isalpha() else "")
+
+
+# What plain_numbers fixes, in order: the words (one of which a text's distinct lines hold where the fix has work),
+# the pattern, and its replacement.
+_NUMBER_FIXES = (
+    ((_CHECKPOINT_SAID,), _CHECKPOINT_SAID, lambda m: "\n" + m.group(0)),
+    ((_TERMINATE_ON_NAN_WORDS,), _TERMINATE_ON_NAN, "\n\\g<0>"),
+    (("1.#",), _MSVC_NONFINITE, _msvc_nonfinite),
+    ((_ALLENNLP_WORDS,), _ALLENNLP_DESCRIPTION_END, ": "),
+    (_ZERO_PADDED_WORDS, _ZERO_PADDED_NONFINITE, r"\1\2"),
+    # (the line ends of a repr that went on over lines kept after its number: line numbers hold)
+    (_WRAPPED_WORDS, _WRAPPED_NUMBER, lambda m: (m.group(1) or m.group(2)) + "\n" * m.group(0).count("\n")),
+    ((_GROUPED_LOSS,), _GROUPED_LOSS, lambda m: m.group(1) + m.group(2).replace(",", "")),
+    (_LISTED_LOSS_WORDS, _LISTED_LOSS, _listed_loss),
+)
 
 # PaddlePaddle's loggers print each value as f"{v:x<6f}": a float padded to 6 characters with 'x',
 # which only a non-finite value is short enough to get ("nanxxx", "infxxx", "-infxx").
